@@ -1,0 +1,262 @@
+package framework
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// Contract is one version of a contract, ready for the runtime: the model,
+// its fingerprint, and its message schemas compiled for validation. Build it
+// with [NewContract]; generated packages build theirs once, at init, with
+// [MustContract].
+type Contract struct {
+	model       handshake.Contract
+	fingerprint string
+	version     *version.Version
+	schemas     map[string]*jsonschema.Schema
+}
+
+// NewContract checks a contract model and compiles its schemas with
+// jsonschema/v5 (format assertions on). The model is copied.
+func NewContract(m handshake.Contract) (*Contract, error) {
+	if err := checkModel(&m); err != nil {
+		return nil, fmt.Errorf("lockstep: contract %s %s: %w", m.Name, m.Version, err)
+	}
+	v, err := version.NewVersion(m.Version)
+	if err != nil {
+		return nil, fmt.Errorf("lockstep: contract %s: version %q: %w", m.Name, m.Version, err)
+	}
+	fp, err := handshake.Fingerprint(&m)
+	if err != nil {
+		return nil, fmt.Errorf("lockstep: contract %s %s: fingerprint: %w", m.Name, m.Version, err)
+	}
+	c := &Contract{model: m, fingerprint: fp, version: v, schemas: make(map[string]*jsonschema.Schema, len(m.Schemas))}
+	for _, name := range sortedKeys(m.Schemas) {
+		s, err := compileSchema(m.Name, m.Version, name, m.Schemas[name])
+		if err != nil {
+			return nil, err
+		}
+		c.schemas[name] = s
+	}
+	return c, nil
+}
+
+// MustContract is [NewContract] for generated code and package-level
+// variables: a contract that does not compile is a build mistake, so it
+// panics.
+func MustContract(m handshake.Contract) *Contract {
+	c, err := NewContract(m)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// Name returns the contract's name.
+func (c *Contract) Name() string { return c.model.Name }
+
+// Version returns the contract's version as written in the contract file.
+func (c *Contract) Version() string { return c.model.Version }
+
+// Fingerprint returns the contract's fingerprint.
+func (c *Contract) Fingerprint() string { return c.fingerprint }
+
+// Server returns the name of the component that serves the contract.
+func (c *Contract) Server() string { return c.model.Server }
+
+// Client returns the name of the component that calls the contract.
+func (c *Contract) Client() string { return c.model.Client }
+
+// Offer returns the (version, fingerprint) this contract puts in an offer.
+func (c *Contract) Offer() handshake.Offer {
+	return handshake.Offer{Version: c.model.Version, Fingerprint: c.fingerprint}
+}
+
+// Model returns a copy of the contract's model.
+func (c *Contract) Model() handshake.Contract {
+	m := c.model
+	m.Methods = cloneMap(c.model.Methods)
+	m.Topics = cloneMap(c.model.Topics)
+	m.Schemas = cloneMap(c.model.Schemas)
+	return m
+}
+
+// Method returns a method's declaration.
+func (c *Contract) Method(name string) (handshake.Method, bool) {
+	m, ok := c.model.Methods[name]
+	return m, ok
+}
+
+// Methods returns the names of the contract's methods, sorted.
+func (c *Contract) Methods() []string { return sortedKeys(c.model.Methods) }
+
+// ValidateJSON validates raw JSON against the named message schema with
+// jsonschema/v5. The error, if any, is invalid_argument with the violations
+// as details.
+func (c *Contract) ValidateJSON(message string, raw []byte) error {
+	s, ok := c.schemas[message]
+	if !ok {
+		return Errorf(CodeInternal, "contract %s %s has no message %q", c.model.Name, c.model.Version, message)
+	}
+	v, err := decodeAny(raw)
+	if err != nil {
+		return Errorf(CodeInvalidArgument, "%s is not valid JSON: %v", message, err)
+	}
+	return validationError(message, s.Validate(v))
+}
+
+// decodeAny decodes JSON the way jsonschema/v5 expects it: numbers as
+// json.Number, so integers keep their precision; trailing data is an error.
+func decodeAny(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// validationError turns a jsonschema/v5 failure into invalid_argument with
+// one detail per violated keyword.
+func validationError(message string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return Errorf(CodeInvalidArgument, "%s: %v", message, err)
+	}
+	type violation struct {
+		Instance string `json:"instance"`
+		Keyword  string `json:"keyword"`
+		Message  string `json:"message"`
+	}
+	var vs []violation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			vs = append(vs, violation{Instance: e.InstanceLocation, Keyword: e.KeywordLocation, Message: e.Message})
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	parts := make([]string, 0, len(vs))
+	for _, v := range vs {
+		loc := v.Instance
+		if loc == "" {
+			loc = "/"
+		}
+		parts = append(parts, loc+": "+v.Message)
+	}
+	return Errorf(CodeInvalidArgument, "%s does not match its schema: %s", message, strings.Join(parts, "; ")).
+		WithDetails(map[string]any{"violations": vs})
+}
+
+// compileSchema compiles one message schema. Its declared $schema is
+// honoured; without one it is draft 2020-12.
+func compileSchema(contract, ver, name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	comp := jsonschema.NewCompiler()
+	comp.Draft = jsonschema.Draft2020
+	comp.AssertFormat = true
+	comp.AssertContent = false
+	url := fmt.Sprintf("lockstep:///%s/%s/%s.json", contract, ver, name)
+	if err := comp.AddResource(url, bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("lockstep: contract %s %s: schema %s: %w", contract, ver, name, err)
+	}
+	s, err := comp.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("lockstep: contract %s %s: schema %s: %w", contract, ver, name, err)
+	}
+	return s, nil
+}
+
+// checkModel checks what the runtime relies on: names, roles, and that every
+// message a method or topic names has a schema.
+func checkModel(m *handshake.Contract) error {
+	var errs []error
+	if m.Name == "" {
+		errs = append(errs, errors.New("contract name is required"))
+	}
+	if m.Server == "" || m.Client == "" {
+		errs = append(errs, errors.New("server and client components are required"))
+	}
+	if m.Server != "" && m.Server == m.Client {
+		errs = append(errs, fmt.Errorf("server and client are both %q", m.Server))
+	}
+	for _, name := range sortedKeys(m.Methods) {
+		meth := m.Methods[name]
+		if !validMethodName(name) {
+			errs = append(errs, fmt.Errorf("method %q: names are letters and digits, starting with a letter", name))
+		}
+		for _, msg := range []string{meth.Request, meth.Response} {
+			if _, ok := m.Schemas[msg]; !ok {
+				errs = append(errs, fmt.Errorf("method %s: message %q has no schema", name, msg))
+			}
+		}
+	}
+	for _, name := range sortedKeys(m.Topics) {
+		t := m.Topics[name]
+		if _, ok := m.Schemas[t.Object]; !ok {
+			errs = append(errs, fmt.Errorf("topic %s: object %q has no schema", name, t.Object))
+		}
+		if t.Writer != handshake.RoleServer && t.Writer != handshake.RoleClient {
+			errs = append(errs, fmt.Errorf("topic %s: writer must be server or client, not %q", name, t.Writer))
+		}
+		if t.LostWriter != handshake.LostWriterDelete && t.LostWriter != handshake.LostWriterKeep {
+			errs = append(errs, fmt.Errorf("topic %s: lostWriter must be delete or keep, not %q", name, t.LostWriter))
+		}
+		if t.Key == "" {
+			errs = append(errs, fmt.Errorf("topic %s: key is required", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validMethodName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		digit := r >= '0' && r <= '9'
+		if !letter && !(digit && i > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

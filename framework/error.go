@@ -1,0 +1,114 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Error is the one error type of lockstep: a code, a message, optional
+// structured details, and the cause. On the wire it is
+// {"code","message","details"}.
+type Error struct {
+	code    Code
+	message string
+	details json.RawMessage
+	cause   error
+}
+
+// NewError wraps err with a code. Handlers return it to choose the code a
+// caller sees; any other error a handler returns becomes [CodeInternal].
+func NewError(code Code, err error) *Error {
+	e := &Error{code: code, cause: err}
+	if err != nil {
+		e.message = err.Error()
+	}
+	return e
+}
+
+// Errorf builds an [Error] from a format string.
+func Errorf(code Code, format string, args ...any) *Error {
+	return NewError(code, fmt.Errorf(format, args...))
+}
+
+// Code returns the error's code.
+func (e *Error) Code() Code { return e.code }
+
+// Message returns the human-readable message.
+func (e *Error) Message() string { return e.message }
+
+// Details returns the structured details as raw JSON, or nil.
+func (e *Error) Details() json.RawMessage { return e.details }
+
+// WithDetails attaches structured details, marshalled to JSON. It returns e
+// for chaining; a value that does not marshal is reported in the message.
+func (e *Error) WithDetails(v any) *Error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		e.message += fmt.Sprintf(" (details did not encode: %v)", err)
+		return e
+	}
+	e.details = b
+	return e
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.message == "" {
+		return string(e.code)
+	}
+	return string(e.code) + ": " + e.message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.cause }
+
+// CodeOf returns the code of err: the code of the first [*Error] in its
+// chain, deadline_exceeded or unavailable for context errors, internal for
+// anything else, and "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.code
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
+
+// asError converts any error into an [*Error], keeping the code of one
+// already in the chain.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return NewError(CodeOf(err), err)
+}
+
+// wireError is the JSON shape of an error on the wire.
+type wireError struct {
+	Code    Code            `json:"code"`
+	Message string          `json:"message"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+func (e *Error) toWire() wireError {
+	return wireError{Code: e.code, Message: e.message, Details: e.details}
+}
+
+func (w wireError) toError() *Error {
+	code := w.Code
+	if !code.Valid() {
+		code = CodeInternal
+	}
+	return &Error{code: code, message: w.Message, details: w.Details}
+}

@@ -1,0 +1,283 @@
+package handshake
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+)
+
+// Server is what the deciding side knows of itself for one contract.
+type Server struct {
+	// Contract is the contract's declared model name.
+	Contract string
+	// Component is the server's component; it must be the contract's server.
+	Component string
+	// Client is the contract's client component: the only component allowed
+	// to handshake.
+	Client string
+	// Release is the server binary's own version.
+	Release string
+	// Offers lists what the server can speak.
+	Offers []Offer
+	// PeerRelease optionally constrains the client's release.
+	PeerRelease string
+	// Draining is set while the server shuts down.
+	Draining bool
+}
+
+// fingerprintPattern is the form every fingerprint takes on the wire.
+var fingerprintPattern = regexp.MustCompile(`^lsfp1:[0-9a-f]{64}$`)
+
+// Validate checks a hello's form: required fields, parseable versions,
+// well-formed fingerprints, a parseable release constraint. A hello that fails
+// is answered with invalid_argument.
+func (h *Hello) Validate() error {
+	var errs []error
+	if h.Contract == "" {
+		errs = append(errs, errors.New("contract is required"))
+	}
+	if h.Component == "" {
+		errs = append(errs, errors.New("component is required"))
+	}
+	if h.Instance == "" {
+		errs = append(errs, errors.New("instance is required"))
+	}
+	if len(h.Offers) == 0 {
+		errs = append(errs, errors.New("offers must name at least one version"))
+	}
+	if err := ValidateOffers(h.Offers); err != nil {
+		errs = append(errs, err)
+	}
+	if h.Release != "" {
+		if _, err := version.NewVersion(h.Release); err != nil {
+			errs = append(errs, fmt.Errorf("release %q is not a version: %w", h.Release, err))
+		}
+	}
+	if h.PeerRelease != "" {
+		if _, err := version.NewConstraint(h.PeerRelease); err != nil {
+			errs = append(errs, fmt.Errorf("peerRelease %q is not a version constraint: %w", h.PeerRelease, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateOffers checks that every offer has a parseable version and a
+// well-formed fingerprint, and that no version is offered twice.
+func ValidateOffers(offers []Offer) error {
+	var errs []error
+	seen := make(map[string]bool, len(offers))
+	for i, o := range offers {
+		v, err := version.NewVersion(o.Version)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("offers[%d]: version %q is not a semantic version", i, o.Version))
+			continue
+		}
+		if !fingerprintPattern.MatchString(o.Fingerprint) {
+			errs = append(errs, fmt.Errorf("offers[%d]: fingerprint %q is not of the form lsfp1:<64 hex digits>", i, o.Fingerprint))
+		}
+		key := v.String()
+		if seen[key] {
+			errs = append(errs, fmt.Errorf("offers[%d]: version %s is offered twice", i, o.Version))
+		}
+		seen[key] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Negotiate decides a hello on the server's side. It returns the agreement,
+// or a refusal saying why there is none. The hello must have passed
+// [Hello.Validate] and name the server's contract; Negotiate checks, in order:
+// draining, role, the server's constraint on the client's release, then the
+// offers (the highest version present in both with equal fingerprints).
+func Negotiate(s Server, h Hello) (Agreement, *Refusal) {
+	refuse := func(code Code, reason Reason, msg string) (Agreement, *Refusal) {
+		return Agreement{}, &Refusal{
+			Code: code, Reason: reason, Contract: s.Contract, Message: msg,
+			Server: SideInfo{Component: s.Component, Release: s.Release, Offers: s.Offers},
+			Client: SideInfo{Component: h.Component, Release: h.Release, Offers: h.Offers},
+		}
+	}
+	if s.Draining {
+		return refuse(CodeIncompatiblePeer, ReasonDraining, fmt.Sprintf(
+			"%s is draining and takes no new %s sessions: retry against another endpoint or its replacement",
+			s.Component, s.Contract))
+	}
+	if h.Component != s.Client {
+		return refuse(CodePermissionDenied, ReasonRoleMismatch, fmt.Sprintf(
+			"%s is not a client of %s: only %s may call %s",
+			h.Component, s.Contract, s.Client, s.Component))
+	}
+	if ok, msg := releaseSatisfies(h.Release, s.PeerRelease); !ok {
+		return refuse(CodeIncompatiblePeer, ReasonReleaseConstraint, fmt.Sprintf(
+			"%s requires %s release %s, but %s: run a %s release that satisfies it",
+			s.Component, h.Component, s.PeerRelease, msg, h.Component))
+	}
+	agreement, mismatch, ok := match(s.Offers, h.Offers)
+	if ok {
+		return agreement, nil
+	}
+	if mismatch != nil {
+		return refuse(CodeIncompatiblePeer, ReasonFingerprintMismatch, fmt.Sprintf(
+			"%s and %s both speak %s %s but with different messages (server fingerprint %s, client fingerprint %s): "+
+				"one side changed the contract without bumping its version; regenerate both from the same contract or bump the version",
+			s.Component, h.Component, s.Contract, mismatch.version, mismatch.server, mismatch.client))
+	}
+	return refuse(CodeIncompatiblePeer, ReasonVersionMismatch, versionAdvice(s.Contract, s.Component, s.Offers, h.Component, h.Offers))
+}
+
+// CheckWelcome is the client's half: it checks that the server's answer
+// agrees with what the client offered, and applies the client's own
+// constraint on the server's release. Offers are the client's.
+func CheckWelcome(contract, component string, offers []Offer, peerRelease string, w Welcome) *Refusal {
+	refuse := func(reason Reason, msg string) *Refusal {
+		return &Refusal{
+			Code: CodeIncompatiblePeer, Reason: reason, Contract: contract, Message: msg,
+			Server: SideInfo{Component: w.Peer.Component, Release: w.Peer.Release,
+				Offers: []Offer{{Version: w.Version, Fingerprint: w.Fingerprint}}},
+			Client: SideInfo{Component: component, Offers: offers},
+		}
+	}
+	var found *Offer
+	for i := range offers {
+		if sameVersion(offers[i].Version, w.Version) {
+			found = &offers[i]
+		}
+	}
+	if found == nil {
+		return refuse(ReasonVersionMismatch, fmt.Sprintf(
+			"%s agreed %s %s, which %s never offered: the server is misbehaving",
+			w.Peer.Component, contract, w.Version, component))
+	}
+	if found.Fingerprint != w.Fingerprint {
+		return refuse(ReasonFingerprintMismatch, fmt.Sprintf(
+			"%s agreed %s %s with fingerprint %s, but %s has %s: regenerate both from the same contract or bump the version",
+			w.Peer.Component, contract, w.Version, w.Fingerprint, component, found.Fingerprint))
+	}
+	if ok, msg := releaseSatisfies(w.Peer.Release, peerRelease); !ok {
+		return refuse(ReasonReleaseConstraint, fmt.Sprintf(
+			"%s requires %s release %s, but %s: run a %s release that satisfies it",
+			component, w.Peer.Component, peerRelease, msg, w.Peer.Component))
+	}
+	return nil
+}
+
+// releaseSatisfies reports whether release satisfies constraint; an empty
+// constraint accepts anything. On failure it returns a clause for a message.
+func releaseSatisfies(release, constraint string) (bool, string) {
+	if constraint == "" {
+		return true, ""
+	}
+	c, err := version.NewConstraint(constraint)
+	if err != nil {
+		return false, fmt.Sprintf("the constraint does not parse (%v)", err)
+	}
+	if release == "" {
+		return false, "it reported no release"
+	}
+	v, err := version.NewVersion(release)
+	if err != nil {
+		return false, fmt.Sprintf("its release %q is not a version", release)
+	}
+	if !c.Check(v) {
+		return false, fmt.Sprintf("it runs %s", release)
+	}
+	return true, ""
+}
+
+type fingerprintMismatch struct{ version, server, client string }
+
+// match finds the highest version in both offer lists whose fingerprints are
+// equal. When none is found, it reports the highest common version whose
+// fingerprints differ, if any.
+func match(server, client []Offer) (Agreement, *fingerprintMismatch, bool) {
+	var best *version.Version
+	var agreement Agreement
+	var mismatch *fingerprintMismatch
+	var mismatchVersion *version.Version
+	for _, so := range server {
+		sv, err := version.NewVersion(so.Version)
+		if err != nil {
+			continue
+		}
+		for _, co := range client {
+			cv, err := version.NewVersion(co.Version)
+			if err != nil || !sv.Equal(cv) {
+				continue
+			}
+			if so.Fingerprint != co.Fingerprint {
+				if mismatchVersion == nil || sv.GreaterThan(mismatchVersion) {
+					mismatchVersion = sv
+					mismatch = &fingerprintMismatch{version: so.Version, server: so.Fingerprint, client: co.Fingerprint}
+				}
+				continue
+			}
+			if best == nil || sv.GreaterThan(best) {
+				best = sv
+				agreement = Agreement{Version: so.Version, Fingerprint: so.Fingerprint}
+			}
+		}
+	}
+	return agreement, mismatch, best != nil
+}
+
+// versionAdvice writes the version_mismatch sentence: who speaks what, and
+// which side to upgrade.
+func versionAdvice(contract, server string, serverOffers []Offer, client string, clientOffers []Offer) string {
+	sMax, cMax := highest(serverOffers), highest(clientOffers)
+	advice := fmt.Sprintf("upgrade one side so both speak the same %s version, or run one with fork mode", contract)
+	switch {
+	case sMax != nil && cMax != nil && sMax.LessThan(cMax):
+		advice = fmt.Sprintf("upgrade %s or run %s with fork mode", server, client)
+	case sMax != nil && cMax != nil && cMax.LessThan(sMax):
+		advice = fmt.Sprintf("upgrade %s or run %s with fork mode", client, server)
+	}
+	return fmt.Sprintf("%s speaks %s %s; %s offers %s: %s",
+		server, contract, versionList(serverOffers), client, versionList(clientOffers), advice)
+}
+
+func highest(offers []Offer) *version.Version {
+	var best *version.Version
+	for _, o := range offers {
+		if v, err := version.NewVersion(o.Version); err == nil && (best == nil || v.GreaterThan(best)) {
+			best = v
+		}
+	}
+	return best
+}
+
+// versionList renders offers as "1.0.0" or "2.0.0 and 1.0.0", highest first.
+func versionList(offers []Offer) string {
+	if len(offers) == 0 {
+		return "nothing"
+	}
+	vs := make([]string, len(offers))
+	for i, o := range offers {
+		vs[i] = o.Version
+	}
+	sort.SliceStable(vs, func(i, j int) bool {
+		a, errA := version.NewVersion(vs[i])
+		b, errB := version.NewVersion(vs[j])
+		if errA != nil || errB != nil {
+			return vs[i] > vs[j]
+		}
+		return a.GreaterThan(b)
+	})
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return strings.Join(vs[:len(vs)-1], ", ") + " and " + vs[len(vs)-1]
+}
+
+// sameVersion compares two version strings semantically ("2.0" == "2.0.0").
+func sameVersion(a, b string) bool {
+	va, errA := version.NewVersion(a)
+	vb, errB := version.NewVersion(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return va.Equal(vb)
+}
