@@ -1,0 +1,360 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-version"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// ClientConfig configures a [Client]. Zero values take the defaults named on
+// each field.
+type ClientConfig struct {
+	// Component is the client's component name (required); it must be the
+	// contract's client.
+	Component string
+	// Release is the binary's own version (required).
+	Release string
+	// Instance names this client instance; default: 16 random hex digits. A
+	// node simulator gives each simulated node its own client and instance.
+	Instance string
+	// PeerRelease optionally constrains the server's release.
+	PeerRelease string
+
+	// Endpoints are the peer's base URLs, e.g. "https://10.0.0.7:8443";
+	// Source, if set, is used instead.
+	Endpoints []string
+	Source    EndpointSource
+
+	// Transport carries every request; default [NewTransport](TLSConfig).
+	// Tests inject one to cut, delay and observe traffic.
+	Transport http.RoundTripper
+	// TLSConfig is used by the default transport.
+	TLSConfig *tls.Config
+	// Insecure allows plain http to non-loopback endpoints.
+	Insecure bool
+
+	// Interceptors wrap every call, first outermost.
+	Interceptors []Interceptor
+	// ReadyTimeout, if set, bounds how long a call waits for a compatible
+	// peer, separately from its context.
+	ReadyTimeout time.Duration
+	// HandshakeWait is how long an incompatible server may hold a refusal
+	// open (?wait=) so the client learns of its replacement at once;
+	// default 30s.
+	HandshakeWait time.Duration
+	// Backoff shapes reconnect delays; default [DefaultBackoff].
+	Backoff Backoff
+	// MaxResponseBytes bounds answers; default 16 MiB.
+	MaxResponseBytes int64
+	// OnResync is called, on its own goroutine, when a server asks this
+	// client to send its full state again.
+	OnResync func()
+
+	// Logger receives the client's logs; default slog.Default().
+	Logger *slog.Logger
+	// Clock is the client's clock; default the real one.
+	Clock clockwork.Clock
+}
+
+func (c *ClientConfig) validate() error {
+	var errs []error
+	if c.Component == "" {
+		errs = append(errs, errors.New("Component is required"))
+	}
+	if c.Release == "" {
+		errs = append(errs, errors.New("Release is required"))
+	} else if _, err := version.NewVersion(c.Release); err != nil {
+		errs = append(errs, fmt.Errorf("Release %q is not a version", c.Release))
+	}
+	if c.PeerRelease != "" {
+		if _, err := version.NewConstraint(c.PeerRelease); err != nil {
+			errs = append(errs, fmt.Errorf("PeerRelease: %w", err))
+		}
+	}
+	if c.Source == nil {
+		if len(c.Endpoints) == 0 {
+			errs = append(errs, errors.New("Endpoints or Source is required"))
+		}
+		for _, e := range c.Endpoints {
+			if _, err := checkEndpointURL(e, c.Insecure); err != nil {
+				errs = append(errs, fmt.Errorf("endpoint %q: %w", e, err))
+			}
+		}
+		c.Source = StaticEndpoints(c.Endpoints)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if c.Instance == "" {
+		c.Instance = randomID(8)
+	}
+	if c.HandshakeWait <= 0 {
+		c.HandshakeWait = 30 * time.Second
+	}
+	c.Backoff = c.Backoff.withDefaults()
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = 16 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	return nil
+}
+
+// Client calls one contract's server component. It keeps an endpoint set fed
+// by its source, handshakes every endpoint on its own, and routes each call
+// to an endpoint whose session agreed with it. When none has, a call blocks
+// until one does (bounded by its context and ReadyTimeout), unless it is
+// made with [FailFast].
+type Client struct {
+	cfg       ClientConfig
+	contract  *Contract
+	offers    []handshake.Offer
+	byVersion map[string]*Contract
+	hc        *http.Client
+	ownsHC    bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	mu        sync.Mutex
+	endpoints map[string]*endpoint
+	changed   chan struct{} // closed and replaced whenever routing changes
+	closed    bool
+
+	ready atomic.Pointer[[]*endpoint]
+	rr    atomic.Uint64
+}
+
+// NewClient starts a client of c: it begins handshaking with the endpoints
+// at once, in the background.
+func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("lockstep: client config: %w", err)
+	}
+	if cfg.Component != c.Client() {
+		return nil, fmt.Errorf("lockstep: %s is not the client of %s (its client is %s)", cfg.Component, c.Name(), c.Client())
+	}
+	cl := &Client{
+		cfg:       cfg,
+		contract:  c,
+		offers:    []handshake.Offer{c.Offer()},
+		byVersion: map[string]*Contract{c.Version(): c},
+		endpoints: map[string]*endpoint{},
+		changed:   make(chan struct{}),
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		tr = NewTransport(cfg.TLSConfig)
+		cl.ownsHC = true
+	}
+	cl.hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	cl.ctx, cl.cancel = context.WithCancel(context.Background())
+	empty := []*endpoint{}
+	cl.ready.Store(&empty)
+	cl.wg.Add(1)
+	go func() {
+		defer cl.wg.Done()
+		cfg.Source.Run(cl.ctx, cl.setEndpoints)
+	}()
+	return cl, nil
+}
+
+// Contract returns the contract the client calls.
+func (c *Client) Contract() *Contract { return c.contract }
+
+// Instance returns the client's instance id.
+func (c *Client) Instance() string { return c.cfg.Instance }
+
+// setEndpoints reconciles the endpoint set with the source's latest list.
+func (c *Client) setEndpoints(urls []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	want := map[string]bool{}
+	for _, raw := range urls {
+		u, err := checkEndpointURL(raw, c.cfg.Insecure)
+		if err != nil {
+			c.cfg.Logger.Error("lockstep: ignoring endpoint", "url", raw, "err", err)
+			continue
+		}
+		base := strings.TrimRight(u.String(), "/")
+		want[base] = true
+		if _, ok := c.endpoints[base]; !ok {
+			e := newEndpoint(c, base)
+			c.endpoints[base] = e
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				e.run()
+			}()
+		}
+	}
+	for base, e := range c.endpoints {
+		if !want[base] {
+			delete(c.endpoints, base)
+			e.stop()
+		}
+	}
+	c.rebuildLocked()
+}
+
+// rebuildLocked recomputes the routable endpoints and wakes blocked calls.
+func (c *Client) rebuildLocked() {
+	ready := make([]*endpoint, 0, len(c.endpoints))
+	for _, base := range sortedKeys(c.endpoints) {
+		if e := c.endpoints[base]; e.routable() {
+			ready = append(ready, e)
+		}
+	}
+	c.ready.Store(&ready)
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// stateChanged is called by an endpoint whose routability changed.
+func (c *Client) stateChanged() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rebuildLocked()
+}
+
+func (c *Client) changedCh() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// pick returns a routable endpoint and its session, round-robin.
+func (c *Client) pick() (*endpoint, *clientSession) {
+	ready := *c.ready.Load()
+	n := len(ready)
+	for i := 0; i < n; i++ {
+		e := ready[int(c.rr.Add(1)%uint64(n))]
+		if s := e.routableSession(); s != nil {
+			return e, s
+		}
+	}
+	return nil, nil
+}
+
+// Ready returns nil when some endpoint holds a session at an agreed version,
+// else an error saying why none does.
+func (c *Client) Ready() error {
+	if e, _ := c.pick(); e != nil {
+		return nil
+	}
+	return c.blockedError(CodeUnavailable)
+}
+
+// WaitReady blocks until [Client.Ready] passes or ctx ends.
+func (c *Client) WaitReady(ctx context.Context) error {
+	for {
+		ch := c.changedCh()
+		if c.Ready() == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return c.blockedError(CodeOf(ctx.Err()))
+		}
+	}
+}
+
+// EndpointStatus describes one endpoint for status pages and errors.
+type EndpointStatus struct {
+	URL     string         `json:"url"`
+	State   string         `json:"state"`
+	Version string         `json:"version,omitempty"`
+	Peer    handshake.Peer `json:"peer,omitzero"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// Endpoints describes every endpoint, sorted by URL.
+func (c *Client) Endpoints() []EndpointStatus {
+	c.mu.Lock()
+	eps := make([]*endpoint, 0, len(c.endpoints))
+	for _, base := range sortedKeys(c.endpoints) {
+		eps = append(eps, c.endpoints[base])
+	}
+	c.mu.Unlock()
+	out := make([]EndpointStatus, len(eps))
+	for i, e := range eps {
+		out[i] = e.status()
+	}
+	return out
+}
+
+// blockedError says why no endpoint is usable: each endpoint's state and
+// last error, so a person sees which peer runs what.
+func (c *Client) blockedError(code Code) *Error {
+	eps := c.Endpoints()
+	if len(eps) == 0 {
+		return Errorf(code, "no %s endpoint known for %s %s", c.contract.Server(), c.contract.Name(), c.contract.Version())
+	}
+	parts := make([]string, len(eps))
+	refused := false
+	for i, e := range eps {
+		parts[i] = e.URL + ": " + e.State
+		if e.Error != "" {
+			parts[i] += ": " + e.Error
+		}
+		if e.State == stateRefused {
+			refused = true
+		}
+	}
+	sort.Strings(parts)
+	if code == CodeUnavailable && refused {
+		code = CodeIncompatiblePeer
+	}
+	return Errorf(code, "no compatible %s for %s %s: %s", c.contract.Server(), c.contract.Name(),
+		c.contract.Version(), strings.Join(parts, "; "))
+}
+
+// Close stops the client: endpoint loops end, sessions are closed on the
+// servers (best effort, briefly), and idle connections of its own transport
+// are closed. Calls still waiting fail with unavailable.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	eps := make([]*endpoint, 0, len(c.endpoints))
+	for _, e := range c.endpoints {
+		eps = append(eps, e)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	for _, e := range eps {
+		e.stop()
+	}
+	c.wg.Wait()
+	c.stateChanged()
+	if c.ownsHC {
+		c.hc.CloseIdleConnections()
+	}
+	return nil
+}

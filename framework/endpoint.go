@@ -1,0 +1,380 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// Endpoint states, as [EndpointStatus.State] reports them.
+const (
+	stateConnecting  = "connecting"
+	stateReady       = "ready"
+	stateRefused     = "refused"
+	stateUnreachable = "unreachable"
+	stateDraining    = "draining"
+	stateStopped     = "stopped"
+)
+
+// clientSession is the client's half of a session with one endpoint.
+type clientSession struct {
+	token     string
+	contract  *Contract // the version agreed
+	peer      handshake.Peer
+	heartbeat time.Duration
+	ttl       time.Duration
+}
+
+// endpoint is one replica of the peer. Its loop handshakes, heartbeats
+// while the session lives, and handshakes again when it is lost; calls read
+// its session without locks.
+type endpoint struct {
+	c      *Client
+	url    string
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{} // wakes the loop when a call saw the session die
+
+	sess     atomic.Pointer[clientSession] // routable session, or nil
+	lastCall atomic.Int64                  // unix nanos of the last answered call
+
+	mu      sync.Mutex
+	state   string
+	lastErr error
+	agreed  *clientSession // last session, kept for status while not routable
+}
+
+func newEndpoint(c *Client, url string) *endpoint {
+	ctx, cancel := context.WithCancel(c.ctx)
+	return &endpoint{c: c, url: url, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), state: stateConnecting}
+}
+
+func (e *endpoint) stop() { e.cancel() }
+
+func (e *endpoint) routable() bool { return e.sess.Load() != nil }
+
+func (e *endpoint) routableSession() *clientSession { return e.sess.Load() }
+
+func (e *endpoint) status() EndpointStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := EndpointStatus{URL: e.url, State: e.state}
+	if e.agreed != nil {
+		st.Version = e.agreed.contract.Version()
+		st.Peer = e.agreed.peer
+	}
+	if e.lastErr != nil && e.state != stateReady {
+		st.Error = e.lastErr.Error()
+	}
+	return st
+}
+
+// setState records the endpoint's state and, when routability changes,
+// tells the client.
+func (e *endpoint) setState(state string, sess *clientSession, err error) {
+	e.mu.Lock()
+	e.state, e.lastErr = state, err
+	if sess != nil {
+		e.agreed = sess
+	}
+	e.mu.Unlock()
+	var routable *clientSession
+	if state == stateReady {
+		routable = sess
+	}
+	if old := e.sess.Swap(routable); old != routable {
+		e.c.stateChanged()
+	}
+}
+
+// lose takes sess out of routing because a call or heartbeat saw it fail,
+// and wakes the loop to handshake again. A newer session is left alone.
+func (e *endpoint) lose(sess *clientSession, state string, err error) {
+	if !e.sess.CompareAndSwap(sess, nil) {
+		return
+	}
+	e.mu.Lock()
+	e.state, e.lastErr = state, err
+	e.mu.Unlock()
+	e.c.stateChanged()
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the endpoint's loop: handshake, keep the session alive, repeat.
+func (e *endpoint) run() {
+	cfg := &e.c.cfg
+	failures := 0
+	var last *clientSession
+	defer func() {
+		e.setState(stateStopped, nil, nil)
+		if last != nil {
+			e.closeSession(last)
+		}
+	}()
+	for e.ctx.Err() == nil {
+		sess, state, err := e.handshake()
+		if err == nil {
+			failures = 0
+			last = sess
+			e.setState(stateReady, sess, nil)
+			state, err = e.keepAlive(sess)
+			if e.ctx.Err() != nil {
+				return
+			}
+			e.lose(sess, state, err)
+			if state == stateUnreachable {
+				last = nil
+			}
+			continue
+		}
+		if e.ctx.Err() != nil {
+			return
+		}
+		e.setState(state, nil, err)
+		delay := cfg.Backoff.Delay(failures)
+		failures++
+		t := cfg.Clock.NewTimer(delay)
+		select {
+		case <-e.ctx.Done():
+			t.Stop()
+			return
+		case <-t.Chan():
+		case <-e.kick:
+			t.Stop()
+		}
+	}
+}
+
+// handshake sends a hello and checks the answer. A refusal for incompatible
+// versions is held open by the server until it drains (?wait=).
+func (e *endpoint) handshake() (*clientSession, string, error) {
+	cfg := &e.c.cfg
+	hello, _ := json.Marshal(handshake.Hello{
+		Contract: e.c.contract.Name(), Component: cfg.Component, Instance: cfg.Instance,
+		Release: cfg.Release, Offers: e.c.offers, PeerRelease: cfg.PeerRelease,
+	})
+	u := e.url + PathHandshake + "?wait=" + cfg.HandshakeWait.String()
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, u, bytes.NewReader(hello))
+	if err != nil {
+		return nil, stateUnreachable, err
+	}
+	req.Header.Set("Content-Type", contentTypeJSON)
+	resp, err := e.c.hc.Do(req)
+	if err != nil {
+		return nil, stateUnreachable, err
+	}
+	body, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
+	if err != nil {
+		return nil, stateUnreachable, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		werr := decodeWireError(resp, body)
+		var refusal handshake.Refusal
+		if len(werr.Details()) > 0 && json.Unmarshal(werr.Details(), &refusal) == nil && refusal.Reason != "" {
+			if refusal.Reason == handshake.ReasonDraining {
+				return nil, stateDraining, werr
+			}
+			return nil, stateRefused, werr
+		}
+		return nil, stateRefused, werr
+	}
+	var w handshake.Welcome
+	if err := json.Unmarshal(body, &w); err != nil || w.Session == "" {
+		return nil, stateRefused, Errorf(CodeInternal, "welcome from %s does not decode: %v", e.url, err)
+	}
+	if r := handshake.CheckWelcome(e.c.contract.Name(), cfg.Component, e.c.offers, cfg.PeerRelease, w); r != nil {
+		e.closeSession(&clientSession{token: w.Session})
+		return nil, stateRefused, NewError(CodeIncompatiblePeer, r).WithDetails(r)
+	}
+	c := e.c.contractFor(w.Version)
+	if c == nil {
+		return nil, stateRefused, Errorf(CodeIncompatiblePeer, "%s agreed version %s, which was not offered", e.url, w.Version)
+	}
+	return &clientSession{
+		token: w.Session, contract: c, peer: w.Peer,
+		heartbeat: time.Duration(w.Heartbeat), ttl: time.Duration(w.TTL),
+	}, stateReady, nil
+}
+
+// contractFor returns the offered contract of a version.
+func (c *Client) contractFor(v string) *Contract {
+	if ct, ok := c.byVersion[v]; ok {
+		return ct
+	}
+	for _, ct := range c.byVersion {
+		if handshakeSameVersion(ct.Version(), v) {
+			return ct
+		}
+	}
+	return nil
+}
+
+// keepAlive heartbeats sess at the interval the server asked for, skipping
+// beats when calls renewed the session anyway. It returns when the session is
+// lost (with the state to report) or the endpoint stops.
+func (e *endpoint) keepAlive(sess *clientSession) (string, error) {
+	interval := sess.heartbeat
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := e.c.cfg.Clock.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return stateStopped, nil
+		case <-e.kick:
+			if e.sess.Load() != sess {
+				e.mu.Lock()
+				state, err := e.state, e.lastErr
+				e.mu.Unlock()
+				return state, err
+			}
+		case <-t.Chan():
+			if since := time.Duration(e.c.cfg.Clock.Now().UnixNano() - e.lastCall.Load()); since < interval/2 {
+				continue
+			}
+			if state, err := e.beat(sess); err != nil {
+				return state, err
+			}
+		}
+	}
+}
+
+// beat sends one heartbeat. It returns an error, with the state to report,
+// when the session is gone.
+func (e *endpoint) beat(sess *clientSession) (string, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, sess.ttl)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+PathHeartbeat, http.NoBody)
+	if err != nil {
+		return stateUnreachable, err
+	}
+	req.Header.Set(HeaderSession, sess.token)
+	resp, err := e.c.hc.Do(req)
+	if err != nil {
+		if e.ctx.Err() != nil {
+			return stateStopped, nil
+		}
+		return stateUnreachable, err
+	}
+	body, err := readAnswer(resp, 4096)
+	if err != nil {
+		return stateUnreachable, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		werr := decodeWireError(resp, body)
+		if werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer {
+			return stateConnecting, werr
+		}
+		e.c.cfg.Logger.Warn("lockstep: heartbeat failed", "url", e.url, "err", werr)
+		return "", nil
+	}
+	if resp.Header.Get(HeaderDraining) != "" {
+		return stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component)
+	}
+	var ans heartbeatAnswer
+	if json.Unmarshal(body, &ans) == nil && ans.Resync && e.c.cfg.OnResync != nil {
+		go e.c.cfg.OnResync()
+	}
+	return "", nil
+}
+
+// closeSession tells the server a session is over, briefly and best effort.
+func (e *endpoint) closeSession(sess *clientSession) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, e.url+PathSession, http.NoBody)
+	if err != nil {
+		return
+	}
+	req.Header.Set(HeaderSession, sess.token)
+	if resp, err := e.c.hc.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+	}
+}
+
+// readAnswer reads a whole answer of at most limit bytes and closes it.
+func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength > limit {
+		return nil, Errorf(CodePayloadTooLarge, "answer of %d bytes exceeds the limit of %d", resp.ContentLength, limit)
+	}
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, Errorf(CodeUnavailable, "reading answer: %v", err)
+	}
+	if n > limit {
+		return nil, Errorf(CodePayloadTooLarge, "answer exceeds the limit of %d bytes", limit)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeWireError turns an error answer into an [*Error]; an answer that is
+// not in the lockstep error shape gets a code from its HTTP status.
+func decodeWireError(resp *http.Response, body []byte) *Error {
+	var w wireError
+	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
+		return w.toError()
+	}
+	snippet := string(body)
+	if len(snippet) > 200 {
+		snippet = snippet[:200] + "…"
+	}
+	return Errorf(codeForStatus(resp.StatusCode), "HTTP %s: %s", strconv.Itoa(resp.StatusCode), snippet)
+}
+
+// post sends one call attempt to the endpoint.
+func (e *endpoint) post(ctx context.Context, sess *clientSession, method string, body []byte, header http.Header) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		e.url+CallPath(sess.contract.Name(), sess.contract.Version(), method), bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", contentTypeJSON)
+	req.Header.Set(HeaderSession, sess.token)
+	if dl, ok := ctx.Deadline(); ok {
+		req.Header.Set(HeaderTimeout, encodeTimeout(dl.Sub(e.c.cfg.Clock.Now())))
+	}
+	resp, err := e.c.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
+	if err != nil {
+		return resp, nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
+	}
+	return resp, out, nil
+}
+
+// handshakeSameVersion compares version strings semantically ("2.0" is
+// "2.0.0").
+func handshakeSameVersion(a, b string) bool {
+	va, errA := version.NewVersion(a)
+	vb, errB := version.NewVersion(b)
+	return errA == nil && errB == nil && va.Equal(vb)
+}

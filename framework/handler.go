@@ -1,0 +1,252 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Validator is implemented by generated message types whose generated
+// checks cover their whole schema. The runtime calls Validate after decoding
+// such a message instead of validating its JSON with jsonschema/v5.
+type Validator interface {
+	Validate() error
+}
+
+// methodHandler serves one method of one contract version: it decodes and
+// validates the body, runs the interceptors and handler, and encodes the
+// answer.
+type methodHandler struct {
+	serve func(ctx context.Context, call *Call, body []byte) ([]byte, error)
+}
+
+// HandleUnary registers the handler of a unary method. It panics on setup
+// mistakes: a method the contract does not declare, or a batch method.
+//
+// The handler sees only decoded, validated requests; an error it returns
+// reaches the caller with its code ([NewError]), or as internal.
+func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
+	decl := mustMethod(c, method, false)
+	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
+		return h(ctx, call.Request.(*Req))
+	})
+	s.register(c, method, &methodHandler{serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+		req := new(Req)
+		if err := decodeMessage(c, decl.Request, body, req); err != nil {
+			return nil, err
+		}
+		call.Request = req
+		out, err := run(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResponse[Resp](out)
+	}})
+}
+
+// HandleBatch registers the handler of a batch method. The body is
+// {"items":[…]}; the handler is called once per item, in order, and each item
+// gets its own result or coded error: {"results":[{"ok":…}|{"error":…}]}.
+// An item that does not decode or validate gets invalid_argument without
+// reaching the handler. Interceptors run once per item.
+func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
+	decl := mustMethod(c, method, true)
+	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
+		return h(ctx, call.Request.(*Req))
+	})
+	s.register(c, method, &methodHandler{serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+		var in batchRequest
+		if err := json.Unmarshal(body, &in); err != nil {
+			return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
+		}
+		if in.Items == nil {
+			return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
+		}
+		out := batchResponse{Results: make([]batchResult, len(in.Items))}
+		for i, raw := range in.Items {
+			if err := ctx.Err(); err != nil {
+				out.Results[i] = errorResult(err)
+				continue
+			}
+			req := new(Req)
+			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
+				out.Results[i] = errorResult(err)
+				continue
+			}
+			itemCall := *call
+			itemCall.Request, itemCall.Batch, itemCall.Item = req, true, i
+			resp, err := run(ctx, &itemCall)
+			if err == nil {
+				var b []byte
+				if b, err = encodeResponse[Resp](resp); err == nil {
+					out.Results[i] = batchResult{OK: b}
+					continue
+				}
+			}
+			out.Results[i] = errorResult(err)
+		}
+		return json.Marshal(out)
+	}})
+}
+
+type batchRequest struct {
+	Items []json.RawMessage `json:"items"`
+}
+
+type batchResponse struct {
+	Results []batchResult `json:"results"`
+}
+
+type batchResult struct {
+	OK    json.RawMessage `json:"ok,omitempty"`
+	Error *wireError      `json:"error,omitempty"`
+}
+
+func errorResult(err error) batchResult {
+	w := asError(err).toWire()
+	return batchResult{Error: &w}
+}
+
+func mustMethod(c *Contract, method string, batch bool) methodDecl {
+	decl, ok := c.Method(method)
+	if !ok {
+		panic(fmt.Sprintf("lockstep: contract %s %s declares no method %s", c.Name(), c.Version(), method))
+	}
+	if decl.Batch != batch {
+		if batch {
+			panic(fmt.Sprintf("lockstep: %s is not a batch method; use HandleUnary", method))
+		}
+		panic(fmt.Sprintf("lockstep: %s is a batch method; use HandleBatch", method))
+	}
+	return methodDecl{Request: decl.Request, Response: decl.Response}
+}
+
+type methodDecl struct{ Request, Response string }
+
+// encodeResponse checks a handler's (or interceptor's) answer and encodes
+// it.
+func encodeResponse[Resp any](out any) ([]byte, error) {
+	resp, ok := out.(*Resp)
+	if !ok || resp == nil {
+		return nil, Errorf(CodeInternal, "handler returned no %T", resp)
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, Errorf(CodeInternal, "response did not encode: %v", err)
+	}
+	return b, nil
+}
+
+// decodeMessage decodes and validates one message. Generated types that
+// implement [Validator] validate themselves after decoding; anything else is
+// validated as JSON against the contract's schema first.
+func decodeMessage(c *Contract, message string, body []byte, v any) error {
+	if val, ok := v.(Validator); ok {
+		if err := json.Unmarshal(body, v); err != nil {
+			return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
+		}
+		if err := val.Validate(); err != nil {
+			if CodeOf(err) == CodeInvalidArgument {
+				return err
+			}
+			return Errorf(CodeInvalidArgument, "%s: %v", message, err)
+		}
+		return nil
+	}
+	if err := c.ValidateJSON(message, body); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
+	}
+	return nil
+}
+
+// serveCall answers POST /lockstep/<contract>/<version>/<Method>.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
+	contract, ver, method := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "method")
+	draining := s.draining.Load()
+	sc := s.lookup(contract)
+	if sc == nil {
+		writeError(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract), draining, true)
+		return
+	}
+	sv := sc.versions[ver]
+	if sv == nil {
+		writeError(w, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver), draining, true)
+		return
+	}
+	mh := sv.methods[method]
+	if mh == nil {
+		writeError(w, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method), draining, true)
+		return
+	}
+	token := r.Header.Get(HeaderSession)
+	if token == "" {
+		writeError(w, Errorf(CodeHandshakeRequired, "call carries no %s header: handshake first", HeaderSession), draining, true)
+		return
+	}
+	sess := s.sessions.get(token)
+	if sess == nil || sess.contract != contract {
+		writeError(w, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract), draining, true)
+		return
+	}
+	if sess.version != ver {
+		writeError(w, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the call is at %s", contract, sess.version, ver), draining, true)
+		return
+	}
+	// Count the call before looking at draining again, so a drain that
+	// begins now either sees it in flight or sees it refused.
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	n := sess.inFlight.Add(1)
+	defer sess.inFlight.Add(-1)
+	sess.lastSeen.Store(s.now())
+	if s.draining.Load() {
+		sess.drainNotified.Store(true)
+		writeError(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component), true, true)
+		return
+	}
+	if n > int64(s.cfg.MaxInFlightPerSession) {
+		writeError(w, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession), false, true)
+		return
+	}
+	ctx := r.Context()
+	if t := r.Header.Get(HeaderTimeout); t != "" {
+		d, err := decodeTimeout(t)
+		if err != nil {
+			writeError(w, Errorf(CodeInvalidArgument, "%s: %v", HeaderTimeout, err), false, true)
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, err, false, true)
+		return
+	}
+	call := &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}
+	out, err := mh.serve(ctx, call, body)
+	release()
+	sess.lastSeen.Store(s.now())
+	draining = s.draining.Load()
+	if draining {
+		sess.drainNotified.Store(true)
+	}
+	if err != nil {
+		if ctx.Err() != nil && CodeOf(err) == CodeInternal {
+			err = NewError(CodeDeadlineExceeded, ctx.Err())
+		}
+		writeError(w, err, draining, false)
+		return
+	}
+	if draining {
+		w.Header().Set(HeaderDraining, "1")
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,49 @@
+package framework
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// Call describes one call as interceptors see it, on either side.
+type Call struct {
+	// Contract, Version and Method name what is called; Version is the
+	// contract version the call travels at.
+	Contract string
+	Version  string
+	Method   string
+	// Peer is the other side: on the server the client, on the client the
+	// server (known only once the call has been routed; empty before).
+	Peer handshake.Peer
+	// Header holds the call's HTTP headers. On the client, interceptors may
+	// add headers (traceparent, auth) before calling next; on the server it
+	// is the request's header.
+	Header http.Header
+	// Request is the decoded request (*Req). For a batch method, the server
+	// runs interceptors once per item and Request is the item.
+	Request any
+	// Batch and Item say whether this is one item of a batch call, and which.
+	Batch bool
+	Item  int
+	// Endpoint is, on the client, the URL the call was sent to last.
+	Endpoint string
+}
+
+// CallFunc is one call: it returns the response (*Resp) or an error.
+type CallFunc func(ctx context.Context, call *Call) (any, error)
+
+// Interceptor wraps every call: auth, tracing, metrics, fault injection. It
+// runs around the handler on the server, and around the whole call
+// (routing, blocking and resends included) on the client.
+type Interceptor func(next CallFunc) CallFunc
+
+// chain composes interceptors so that the first is outermost.
+func chain(interceptors []Interceptor, final CallFunc) CallFunc {
+	f := final
+	for i := len(interceptors) - 1; i >= 0; i-- {
+		f = interceptors[i](f)
+	}
+	return f
+}

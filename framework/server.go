@@ -1,0 +1,415 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// Server serves contracts to their client components: it answers
+// handshakes, keeps sessions, and dispatches calls to handlers registered
+// with [HandleUnary] and [HandleBatch]. One Server serves every contract a
+// component is the server of, on one listener.
+type Server struct {
+	cfg    ServerConfig
+	router chi.Router
+	start  time.Time // monotonic origin for session clocks
+
+	mu        sync.RWMutex
+	contracts map[string]*servedContract // by contract name
+	started   bool
+	checks    map[string]func() error
+
+	sessions *sessionTable
+	inFlight atomic.Int64
+	draining atomic.Bool
+	drainCh  chan struct{} // closed when draining begins
+	drainMu  sync.Mutex
+	stopCh   chan struct{} // closed when the server stops
+	stopOnce sync.Once
+	loopDone chan struct{}
+	http     *http.Server
+}
+
+// servedContract is one contract name and the versions of it served.
+type servedContract struct {
+	name     string
+	versions map[string]*servedVersion // by version string
+}
+
+type servedVersion struct {
+	contract *Contract
+	methods  map[string]*methodHandler
+}
+
+// NewServer checks cfg, fills its defaults, and returns a server with no
+// contracts yet; register handlers, then call [Server.Serve].
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("lockstep: server config: %w", err)
+	}
+	s := &Server{
+		cfg:       cfg,
+		start:     cfg.Clock.Now(),
+		contracts: map[string]*servedContract{},
+		checks:    map[string]func() error{},
+		sessions:  newSessionTable(),
+		drainCh:   make(chan struct{}),
+		stopCh:    make(chan struct{}),
+		loopDone:  make(chan struct{}),
+	}
+	s.router = s.routes()
+	return s, nil
+}
+
+// Component returns the server's component name.
+func (s *Server) Component() string { return s.cfg.Component }
+
+// Instance returns the server's instance id.
+func (s *Server) Instance() string { return s.cfg.Instance }
+
+// Release returns the server's release.
+func (s *Server) Release() string { return s.cfg.Release }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Post(PathHandshake, s.serveHandshake)
+	r.Delete(PathSession, s.serveCloseSession)
+	r.Post(PathHeartbeat, s.serveHeartbeat)
+	r.Get(PathStatus, s.serveStatus)
+	r.Post("/lockstep/{contract}/{version}/{method}", s.serveCall)
+	r.Get("/healthz", s.serveLive)
+	r.Get("/livez", s.serveLive)
+	r.Get("/readyz", s.serveReady)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path), false, true)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, Errorf(CodeNotFound, "%s is not served at %s", r.Method, r.URL.Path), false, true)
+	})
+	return r
+}
+
+// register adds a contract version to the server; it panics on setup
+// mistakes, which are programming errors.
+func (s *Server) register(c *Contract, method string, h *methodHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic("lockstep: handlers must be registered before the server starts")
+	}
+	if c.Server() != s.cfg.Component {
+		panic(fmt.Sprintf("lockstep: contract %s is served by %s, not %s", c.Name(), c.Server(), s.cfg.Component))
+	}
+	sc := s.contracts[c.Name()]
+	if sc == nil {
+		sc = &servedContract{name: c.Name(), versions: map[string]*servedVersion{}}
+		s.contracts[c.Name()] = sc
+	}
+	sv := sc.versions[c.Version()]
+	if sv == nil {
+		sv = &servedVersion{contract: c, methods: map[string]*methodHandler{}}
+		sc.versions[c.Version()] = sv
+	} else if sv.contract.Fingerprint() != c.Fingerprint() {
+		panic(fmt.Sprintf("lockstep: contract %s %s registered twice with different fingerprints", c.Name(), c.Version()))
+	}
+	if _, dup := sv.methods[method]; dup {
+		panic(fmt.Sprintf("lockstep: %s %s method %s registered twice", c.Name(), c.Version(), method))
+	}
+	sv.methods[method] = h
+}
+
+// AddReadinessCheck adds a named check to /readyz; typically a client's
+// [Client.Ready], so a component is ready only when its own peers are.
+func (s *Server) AddReadinessCheck(name string, check func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = check
+}
+
+// checkComplete verifies that every method of every registered contract has
+// a handler, so a missing one fails at start instead of at the first call.
+func (s *Server) checkComplete() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, name := range sortedKeys(s.contracts) {
+		for _, ver := range sortedKeys(s.contracts[name].versions) {
+			sv := s.contracts[name].versions[ver]
+			for _, m := range sv.contract.Methods() {
+				if _, ok := sv.methods[m]; !ok {
+					errs = append(errs, fmt.Errorf("%s %s: method %s has no handler", name, ver, m))
+				}
+			}
+		}
+	}
+	for _, name := range s.cfg.RequirePeers {
+		if _, ok := s.contracts[name]; !ok {
+			errs = append(errs, fmt.Errorf("RequirePeers names %s, which this server does not serve", name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lockstep: %w", err)
+	}
+	if !s.started {
+		s.started = true
+		go s.expiryLoop()
+	}
+	return nil
+}
+
+// ServeHTTP serves the lockstep protocol and the health endpoints, for
+// embedding in another server. [Server.Serve] is preferred: only it can
+// close connections at the end of a drain.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, r)
+}
+
+// Start checks the registered handlers and starts the session clock without
+// serving; for use with [Server.ServeHTTP]. Serve calls it itself.
+func (s *Server) Start() error { return s.checkComplete() }
+
+// Serve serves on l until [Server.Shutdown] or [Server.Close]; it returns nil
+// after a graceful shutdown. With ServerConfig.TLSConfig it serves TLS;
+// plain HTTP is refused on a non-loopback address unless Insecure is set.
+func (s *Server) Serve(l net.Listener) error {
+	if err := s.checkComplete(); err != nil {
+		return err
+	}
+	if s.cfg.TLSConfig == nil && !s.cfg.Insecure && !isLoopback(l.Addr()) {
+		return fmt.Errorf("lockstep: refusing plain HTTP on %s: set TLSConfig, or Insecure to allow it", l.Addr())
+	}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         s.cfg.TLSConfig,
+		ErrorLog:          nil,
+	}
+	s.mu.Lock()
+	if s.http != nil {
+		s.mu.Unlock()
+		return errors.New("lockstep: Serve called twice")
+	}
+	s.http = hs
+	s.mu.Unlock()
+	select {
+	case <-s.stopCh:
+		return nil
+	default:
+	}
+	var err error
+	if s.cfg.TLSConfig != nil {
+		err = hs.ServeTLS(l, "", "")
+	} else {
+		err = hs.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ListenAndServe listens on addr and serves; see [Server.Serve].
+func (s *Server) ListenAndServe(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(l)
+}
+
+// Draining reports whether the server is shutting down.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Shutdown drains and stops the server. First it takes no new sessions and
+// answers every call with the draining header (calls already running finish;
+// calls arriving now are refused unprocessed so clients resend them
+// elsewhere) until every session has been told or DrainTimeout passes; then
+// it closes the listener and waits for in-flight calls. ctx bounds the whole.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginDrain()
+	deadline := s.cfg.Clock.NewTimer(s.cfg.DrainTimeout)
+	defer deadline.Stop()
+	tick := s.cfg.Clock.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !s.drained() {
+		select {
+		case <-ctx.Done():
+			s.stop()
+			return s.closeHTTP()
+		case <-deadline.Chan():
+		case <-tick.Chan():
+			continue
+		}
+		break
+	}
+	var err error
+	s.mu.RLock()
+	hs := s.http
+	s.mu.RUnlock()
+	if hs != nil {
+		err = hs.Shutdown(ctx)
+	}
+	s.stop()
+	return err
+}
+
+// Close stops the server at once, without draining: connections are cut and
+// calls in flight fail. It is what a crash looks like to peers.
+func (s *Server) Close() error {
+	s.beginDrain()
+	s.stop()
+	return s.closeHTTP()
+}
+
+func (s *Server) closeHTTP() error {
+	s.mu.RLock()
+	hs := s.http
+	s.mu.RUnlock()
+	if hs == nil {
+		return nil
+	}
+	return hs.Close()
+}
+
+func (s *Server) beginDrain() {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	if !s.draining.Swap(true) {
+		close(s.drainCh)
+	}
+}
+
+func (s *Server) stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopCh)
+		s.mu.RLock()
+		started := s.started
+		s.mu.RUnlock()
+		if started {
+			<-s.loopDone
+		}
+	})
+}
+
+// drained reports whether the first phase of a drain is over: nothing in
+// flight, and every live session has been answered with the draining header.
+func (s *Server) drained() bool {
+	if s.inFlight.Load() > 0 {
+		return false
+	}
+	for _, sess := range s.sessions.snapshot() {
+		if !sess.drainNotified.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// now returns nanoseconds since the server started, on its monotonic clock.
+func (s *Server) now() int64 { return int64(s.cfg.Clock.Since(s.start)) }
+
+// expiryLoop closes sessions that lapsed: no call or heartbeat within the
+// TTL.
+func (s *Server) expiryLoop() {
+	defer close(s.loopDone)
+	period := s.cfg.Heartbeat / 2
+	if period <= 0 {
+		period = time.Millisecond
+	}
+	t := s.cfg.Clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCh:
+			return
+		case <-t.Chan():
+			for _, sess := range s.sessions.expired(s.now(), s.cfg.SessionTTL) {
+				if sess.inFlight.Load() > 0 {
+					continue // a long call keeps its session alive
+				}
+				if s.sessions.remove(sess) {
+					s.cfg.Logger.Info("lockstep: session lapsed", "contract", sess.contract,
+						"peer", sess.peer.Component, "instance", sess.peer.Instance)
+					s.peerLost(sess)
+				}
+			}
+		}
+	}
+}
+
+func (s *Server) info(sess *session) SessionInfo {
+	now := s.now()
+	return SessionInfo{
+		Contract: sess.contract, Version: sess.version, Peer: sess.peer,
+		Age: time.Duration(now - sess.createdAt), Idle: time.Duration(now - sess.lastSeen.Load()),
+	}
+}
+
+func (s *Server) peerLost(sess *session) {
+	if s.cfg.OnPeerLost != nil {
+		s.cfg.OnPeerLost(s.info(sess))
+	}
+}
+
+// RequestResync asks the sessions of a client instance to send their full
+// state again; the request rides the next heartbeat answer. It reports
+// whether such a session exists.
+func (s *Server) RequestResync(contract, instance string) bool {
+	s.sessions.mu.RLock()
+	sess := s.sessions.byClient[clientKey{contract, instance}]
+	s.sessions.mu.RUnlock()
+	if sess == nil {
+		return false
+	}
+	sess.resync.Store(true)
+	return true
+}
+
+// Sessions lists the live sessions, sorted by contract and peer instance.
+func (s *Server) Sessions() []SessionInfo {
+	all := s.sessions.snapshot()
+	out := make([]SessionInfo, 0, len(all))
+	for _, sess := range all {
+		out = append(out, s.info(sess))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Contract != out[j].Contract {
+			return out[i].Contract < out[j].Contract
+		}
+		return out[i].Peer.Instance < out[j].Peer.Instance
+	})
+	return out
+}
+
+// offers returns what the server speaks of a contract.
+func (sc *servedContract) offers() []handshake.Offer {
+	out := make([]handshake.Offer, 0, len(sc.versions))
+	for _, v := range sortedKeys(sc.versions) {
+		out = append(out, sc.versions[v].contract.Offer())
+	}
+	return out
+}
+
+func (s *Server) lookup(contract string) *servedContract {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.contracts[contract]
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -1,0 +1,144 @@
+package framework
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/go-version"
+	"github.com/jonboulle/clockwork"
+)
+
+// ServerConfig configures a [Server]. Zero values take the defaults named on
+// each field.
+type ServerConfig struct {
+	// Component is the server's component name (required), e.g.
+	// "nodecontroller". Every contract it serves must name it as server.
+	Component string
+	// Release is the binary's own version (required), e.g. "1.31.2".
+	Release string
+	// Instance names this process; default: 16 random hex digits.
+	Instance string
+	// PeerRelease maps a contract name to a hashicorp/go-version
+	// constraint on the client's release.
+	PeerRelease map[string]string
+	// RequirePeers lists contracts whose client must hold a live session
+	// before /readyz reports ready.
+	RequirePeers []string
+
+	// SessionTTL is how long a session lives without calls or heartbeats;
+	// default 5s.
+	SessionTTL time.Duration
+	// Heartbeat is the interval clients are told to heartbeat at; default
+	// SessionTTL/5.
+	Heartbeat time.Duration
+	// MaxBodyBytes bounds request bodies; default 4 MiB. Larger bodies are
+	// answered with payload_too_large (413).
+	MaxBodyBytes int64
+	// MaxSessions bounds live sessions; default 100000. Handshakes beyond it
+	// are answered with resource_exhausted.
+	MaxSessions int
+	// MaxInFlightPerSession bounds concurrent calls of one session; default
+	// 1024. Calls beyond it are answered with resource_exhausted.
+	MaxInFlightPerSession int
+	// MaxHandshakeWait caps a refused handshake's ?wait=; default 60s.
+	MaxHandshakeWait time.Duration
+	// ReadHeaderTimeout and IdleTimeout bound slow and idle connections;
+	// defaults 10s and 120s.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// DrainTimeout bounds the first phase of [Server.Shutdown], in which
+	// every session is told the server is draining; default 2×Heartbeat
+	// plus one second.
+	DrainTimeout time.Duration
+
+	// TLSConfig enables TLS. Without it the server serves plain HTTP, which
+	// it refuses on a non-loopback address unless Insecure is set.
+	TLSConfig *tls.Config
+	// Insecure allows plain HTTP on a non-loopback address.
+	Insecure bool
+
+	// Interceptors wrap every call, first outermost.
+	Interceptors []Interceptor
+	// OnPeerJoined and OnPeerLost are called when a client instance's
+	// session starts, and when it is closed or lapses (measured on this
+	// server's monotonic clock only). They must not block.
+	OnPeerJoined func(SessionInfo)
+	OnPeerLost   func(SessionInfo)
+
+	// Logger receives the server's logs; default slog.Default().
+	Logger *slog.Logger
+	// Clock is the server's clock; default the real one. Tests inject a
+	// fake one.
+	Clock clockwork.Clock
+}
+
+func (c *ServerConfig) validate() error {
+	var errs []error
+	if c.Component == "" {
+		errs = append(errs, errors.New("Component is required"))
+	}
+	if c.Release == "" {
+		errs = append(errs, errors.New("Release is required"))
+	} else if _, err := version.NewVersion(c.Release); err != nil {
+		errs = append(errs, errors.New("Release "+c.Release+" is not a version"))
+	}
+	for contract, constraint := range c.PeerRelease {
+		if _, err := version.NewConstraint(constraint); err != nil {
+			errs = append(errs, errors.New("PeerRelease["+contract+"]: "+err.Error()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if c.Instance == "" {
+		c.Instance = randomID(8)
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 5 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.SessionTTL / 5
+	}
+	if c.Heartbeat >= c.SessionTTL {
+		return errors.New("Heartbeat must be shorter than SessionTTL")
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 4 << 20
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = 100000
+	}
+	if c.MaxInFlightPerSession <= 0 {
+		c.MaxInFlightPerSession = 1024
+	}
+	if c.MaxHandshakeWait <= 0 {
+		c.MaxHandshakeWait = 60 * time.Second
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 2*c.Heartbeat + time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	return nil
+}
+
+// randomID returns n random bytes as hex.
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}

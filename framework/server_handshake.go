@@ -1,0 +1,157 @@
+package framework
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// serveHandshake answers POST /lockstep/handshake: a welcome with a new
+// session, or a coded refusal. With ?wait=<duration>, a refusal for
+// incompatible versions is held until the server starts draining or the
+// wait ends, so a client learns of this server's replacement at once.
+func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
+	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, err, s.draining.Load(), true)
+		return
+	}
+	var hello handshake.Hello
+	err = json.Unmarshal(body, &hello)
+	release()
+	if err != nil {
+		writeError(w, Errorf(CodeInvalidArgument, "hello is not valid JSON: %v", err), s.draining.Load(), true)
+		return
+	}
+	if err := hello.Validate(); err != nil {
+		writeError(w, Errorf(CodeInvalidArgument, "hello: %v", err), s.draining.Load(), true)
+		return
+	}
+	var wait time.Duration
+	if q := r.URL.Query().Get("wait"); q != "" {
+		wait, err = time.ParseDuration(q)
+		if err != nil || wait < 0 {
+			writeError(w, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q), s.draining.Load(), true)
+			return
+		}
+		wait = min(wait, s.cfg.MaxHandshakeWait)
+	}
+	sc := s.lookup(hello.Contract)
+	if sc == nil {
+		writeError(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract), s.draining.Load(), true)
+		return
+	}
+	agreement, refusal := s.negotiate(sc, hello)
+	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
+		t := s.cfg.Clock.NewTimer(wait)
+		select {
+		case <-s.drainCh:
+			agreement, refusal = s.negotiate(sc, hello)
+		case <-t.Chan():
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+	if refusal != nil {
+		writeError(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal), s.draining.Load(), true)
+		return
+	}
+	if s.sessions.len() >= s.cfg.MaxSessions {
+		writeError(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions), false, true)
+		return
+	}
+	sv := sc.versions[agreement.Version]
+	now := s.now()
+	sess := &session{
+		token:     randomID(16),
+		contract:  hello.Contract,
+		version:   sv.contract.Version(),
+		peer:      handshake.Peer{Component: hello.Component, Instance: hello.Instance, Release: hello.Release},
+		createdAt: now,
+	}
+	sess.lastSeen.Store(now)
+	if replaced := s.sessions.put(sess); replaced == nil && s.cfg.OnPeerJoined != nil {
+		s.cfg.OnPeerJoined(s.info(sess))
+	}
+	s.cfg.Logger.Debug("lockstep: session opened", "contract", hello.Contract, "version", sess.version,
+		"peer", hello.Component, "instance", hello.Instance)
+	welcome, _ := json.Marshal(handshake.Welcome{
+		Session:     sess.token,
+		Version:     sess.version,
+		Fingerprint: agreement.Fingerprint,
+		Peer:        handshake.Peer{Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release},
+		Heartbeat:   handshake.Duration(s.cfg.Heartbeat),
+		TTL:         handshake.Duration(s.cfg.SessionTTL),
+	})
+	writeJSON(w, http.StatusOK, welcome)
+}
+
+func (s *Server) negotiate(sc *servedContract, hello handshake.Hello) (handshake.Agreement, *handshake.Refusal) {
+	var client string
+	for _, sv := range sc.versions {
+		client = sv.contract.Client()
+	}
+	return handshake.Negotiate(handshake.Server{
+		Contract:    sc.name,
+		Component:   s.cfg.Component,
+		Client:      client,
+		Release:     s.cfg.Release,
+		Offers:      sc.offers(),
+		PeerRelease: s.cfg.PeerRelease[sc.name],
+		Draining:    s.draining.Load(),
+	}, hello)
+}
+
+// holdable reports whether a refusal may change when this server is
+// replaced: only then is it worth holding open.
+func holdable(r handshake.Reason) bool {
+	switch r {
+	case handshake.ReasonVersionMismatch, handshake.ReasonFingerprintMismatch, handshake.ReasonReleaseConstraint:
+		return true
+	}
+	return false
+}
+
+// serveCloseSession answers DELETE /lockstep/session: the session named by
+// the session header is closed. Closing an unknown session succeeds, so the
+// call is idempotent.
+func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
+	if sess := s.sessions.get(r.Header.Get(HeaderSession)); sess != nil {
+		sess.drainNotified.Store(true)
+		if s.sessions.remove(sess) {
+			s.peerLost(sess)
+		}
+	}
+	if s.draining.Load() {
+		w.Header().Set(HeaderDraining, "1")
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// heartbeatAnswer is the body of a heartbeat's answer.
+type heartbeatAnswer struct {
+	// Resync asks the client to send its full state again.
+	Resync bool `json:"resync"`
+}
+
+// serveHeartbeat answers POST /lockstep/heartbeat: it renews the session
+// and passes on a pending resync request.
+func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
+	sess := s.sessions.get(r.Header.Get(HeaderSession))
+	draining := s.draining.Load()
+	if sess == nil {
+		writeError(w, Errorf(CodeHandshakeRequired, "no such session: handshake again"), draining, true)
+		return
+	}
+	sess.lastSeen.Store(s.now())
+	if draining {
+		w.Header().Set(HeaderDraining, "1")
+		sess.drainNotified.Store(true)
+	}
+	body, _ := json.Marshal(heartbeatAnswer{Resync: sess.resync.Swap(false)})
+	writeJSON(w, http.StatusOK, body)
+}

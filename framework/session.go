@@ -1,0 +1,128 @@
+package framework
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// SessionInfo describes a session for hooks and the status page.
+type SessionInfo struct {
+	Contract string         `json:"contract"`
+	Version  string         `json:"version"`
+	Peer     handshake.Peer `json:"peer"`
+	// Age and Idle are measured on the server's monotonic clock.
+	Age  time.Duration `json:"age"`
+	Idle time.Duration `json:"idle"`
+}
+
+// session is the server's record of one (contract, client instance)
+// agreement. lastSeen is nanoseconds since the server started, on its
+// monotonic clock: no clock of another machine is ever compared with it.
+type session struct {
+	token     string
+	contract  string
+	version   string
+	peer      handshake.Peer
+	createdAt int64
+	lastSeen  atomic.Int64
+	inFlight  atomic.Int64
+	// drainNotified is set once an answer carrying the draining header has
+	// reached this session.
+	drainNotified atomic.Bool
+	resync        atomic.Bool
+}
+
+type clientKey struct{ contract, instance string }
+
+// sessionTable holds the live sessions of a server. A re-handshake by the
+// same client instance replaces its earlier session.
+type sessionTable struct {
+	mu       sync.RWMutex
+	byToken  map[string]*session
+	byClient map[clientKey]*session
+}
+
+func newSessionTable() *sessionTable {
+	return &sessionTable{byToken: map[string]*session{}, byClient: map[clientKey]*session{}}
+}
+
+func (t *sessionTable) get(token string) *session {
+	t.mu.RLock()
+	s := t.byToken[token]
+	t.mu.RUnlock()
+	return s
+}
+
+// put stores s, returning the session it replaced, if any.
+func (t *sessionTable) put(s *session) (replaced *session) {
+	k := clientKey{s.contract, s.peer.Instance}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.byClient[k]; old != nil {
+		delete(t.byToken, old.token)
+		replaced = old
+	}
+	t.byClient[k] = s
+	t.byToken[s.token] = s
+	return replaced
+}
+
+// remove deletes s if it is still current, reporting whether it was.
+func (t *sessionTable) remove(s *session) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byToken[s.token] != s {
+		return false
+	}
+	delete(t.byToken, s.token)
+	if t.byClient[clientKey{s.contract, s.peer.Instance}] == s {
+		delete(t.byClient, clientKey{s.contract, s.peer.Instance})
+	}
+	return true
+}
+
+func (t *sessionTable) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.byToken)
+}
+
+// snapshot returns every live session.
+func (t *sessionTable) snapshot() []*session {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]*session, 0, len(t.byToken))
+	for _, s := range t.byToken {
+		out = append(out, s)
+	}
+	return out
+}
+
+// expired returns the sessions idle for longer than ttl at now.
+func (t *sessionTable) expired(now int64, ttl time.Duration) []*session {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []*session
+	for _, s := range t.byToken {
+		if time.Duration(now-s.lastSeen.Load()) > ttl {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// countFor returns how many live sessions a contract has.
+func (t *sessionTable) countFor(contract string) int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := 0
+	for k := range t.byClient {
+		if k.contract == contract {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,36 @@
+package framework
+
+// Header names of the lockstep protocol (docs/protocol.md).
+const (
+	// HeaderSession carries the session token on every call.
+	HeaderSession = "Lockstep-Session"
+	// HeaderTimeout carries the caller's remaining deadline, gRPC-style
+	// ("250m" is 250 milliseconds).
+	HeaderTimeout = "Lockstep-Timeout"
+	// HeaderDraining is "1" on every answer of a server that is shutting
+	// down: clients stop sending it new calls.
+	HeaderDraining = "Lockstep-Draining"
+	// HeaderIdempotencyKey marks a call the client may retry after a
+	// transport failure, like an idempotent method.
+	HeaderIdempotencyKey = "Lockstep-Idempotency-Key"
+	// HeaderNotProcessed is "1" on an error answer whose call never reached a
+	// handler, so the client may resend it anywhere.
+	HeaderNotProcessed = "Lockstep-Not-Processed"
+)
+
+// Paths of the lockstep protocol.
+const (
+	PathHandshake = "/lockstep/handshake"
+	PathSession   = "/lockstep/session"
+	PathHeartbeat = "/lockstep/heartbeat"
+	PathStatus    = "/lockstep/status"
+	pathPrefix    = "/lockstep/"
+)
+
+// CallPath returns the path of a method at a contract version:
+// /lockstep/<contract>/<version>/<Method>.
+func CallPath(contract, version, method string) string {
+	return pathPrefix + contract + "/" + version + "/" + method
+}
+
+const contentTypeJSON = "application/json"
