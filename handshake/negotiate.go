@@ -65,11 +65,22 @@ func (h *Hello) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ValidateOffers checks that every offer has a parseable version and a
-// well-formed fingerprint, and that no version is offered twice.
+// MaxOffers bounds how many versions one side may offer. A fork window keeps
+// a handful of versions, so the bound is generous; it keeps validating and
+// negotiating an untrusted hello cheap.
+const MaxOffers = 64
+
+// ValidateOffers checks that there are at most [MaxOffers] offers, that every
+// offer has a parseable version and a well-formed fingerprint, and that no
+// version is offered twice. Versions are compared as [Negotiate] compares
+// them, so "2.0", "v2.0.0" and "2.0.0+build" are all the same version as
+// "2.0.0".
 func ValidateOffers(offers []Offer) error {
+	if len(offers) > MaxOffers {
+		return fmt.Errorf("offers: %d versions offered, at most %d allowed", len(offers), MaxOffers)
+	}
 	var errs []error
-	seen := make(map[string]bool, len(offers))
+	var seen []*version.Version
 	for i, o := range offers {
 		v, err := version.NewVersion(o.Version)
 		if err != nil {
@@ -79,11 +90,13 @@ func ValidateOffers(offers []Offer) error {
 		if !fingerprintPattern.MatchString(o.Fingerprint) {
 			errs = append(errs, fmt.Errorf("offers[%d]: fingerprint %q is not of the form lsfp1:<64 hex digits>", i, o.Fingerprint))
 		}
-		key := v.String()
-		if seen[key] {
-			errs = append(errs, fmt.Errorf("offers[%d]: version %s is offered twice", i, o.Version))
+		for _, earlier := range seen {
+			if equalVersions(v, earlier) {
+				errs = append(errs, fmt.Errorf("offers[%d]: version %s is offered twice", i, o.Version))
+				break
+			}
 		}
-		seen[key] = true
+		seen = append(seen, v)
 	}
 	return errors.Join(errs...)
 }
@@ -92,7 +105,15 @@ func ValidateOffers(offers []Offer) error {
 // or a refusal saying why there is none. The hello must have passed
 // [Hello.Validate] and name the server's contract; Negotiate checks, in order:
 // draining, role, the server's constraint on the client's release, then the
-// offers (the highest version present in both with equal fingerprints).
+// offers.
+//
+// The agreement is the highest version present in both offers with equal
+// fingerprints, in the server's spelling ("2.0" and "2.0.0" are the same
+// version). A shared version whose fingerprints differ is skipped; only when
+// nothing is agreed does the highest such version become a
+// [ReasonFingerprintMismatch] refusal naming both fingerprints. With no shared
+// version at all the refusal is [ReasonVersionMismatch], and its message says
+// which side to upgrade.
 func Negotiate(s Server, h Hello) (Agreement, *Refusal) {
 	refuse := func(code Code, reason Reason, msg string) (Agreement, *Refusal) {
 		return Agreement{}, &Refusal{
@@ -121,10 +142,14 @@ func Negotiate(s Server, h Hello) (Agreement, *Refusal) {
 		return agreement, nil
 	}
 	if mismatch != nil {
+		spelled := ""
+		if mismatch.clientVersion != mismatch.serverVersion {
+			spelled = fmt.Sprintf(" (%s spells it %s)", h.Component, mismatch.clientVersion)
+		}
 		return refuse(CodeIncompatiblePeer, ReasonFingerprintMismatch, fmt.Sprintf(
-			"%s and %s both speak %s %s but with different messages (server fingerprint %s, client fingerprint %s): "+
+			"%s and %s both speak %s %s%s but with different messages (server fingerprint %s, client fingerprint %s): "+
 				"one side changed the contract without bumping its version; regenerate both from the same contract or bump the version",
-			s.Component, h.Component, s.Contract, mismatch.version, mismatch.server, mismatch.client))
+			s.Component, h.Component, s.Contract, mismatch.serverVersion, spelled, mismatch.server, mismatch.client))
 	}
 	return refuse(CodeIncompatiblePeer, ReasonVersionMismatch, versionAdvice(s.Contract, s.Component, s.Offers, h.Component, h.Offers))
 }
@@ -143,7 +168,10 @@ func CheckWelcome(contract, component string, offers []Offer, peerRelease string
 	}
 	var found *Offer
 	for i := range offers {
-		if sameVersion(offers[i].Version, w.Version) {
+		if !sameVersion(offers[i].Version, w.Version) {
+			continue
+		}
+		if found == nil || offers[i].Fingerprint == w.Fingerprint {
 			found = &offers[i]
 		}
 	}
@@ -188,35 +216,56 @@ func releaseSatisfies(release, constraint string) (bool, string) {
 	return true, ""
 }
 
-type fingerprintMismatch struct{ version, server, client string }
+// fingerprintMismatch is a version both sides offer, with the fingerprint
+// and spelling each gives it.
+type fingerprintMismatch struct {
+	serverVersion, clientVersion string
+	server, client               string
+}
+
+// parsedOffer is an offer whose version parsed.
+type parsedOffer struct {
+	Offer
+	version *version.Version
+}
+
+// parseOffers parses the versions of offers, dropping those that do not
+// parse: they can match nothing.
+func parseOffers(offers []Offer) []parsedOffer {
+	parsed := make([]parsedOffer, 0, len(offers))
+	for _, o := range offers {
+		if v, err := version.NewVersion(o.Version); err == nil {
+			parsed = append(parsed, parsedOffer{Offer: o, version: v})
+		}
+	}
+	return parsed
+}
 
 // match finds the highest version in both offer lists whose fingerprints are
-// equal. When none is found, it reports the highest common version whose
-// fingerprints differ, if any.
+// equal, and agrees on the server's spelling of it. When none is found, it
+// reports the highest common version whose fingerprints differ, if any.
 func match(server, client []Offer) (Agreement, *fingerprintMismatch, bool) {
-	var best *version.Version
+	var best, mismatchVersion *version.Version
 	var agreement Agreement
 	var mismatch *fingerprintMismatch
-	var mismatchVersion *version.Version
-	for _, so := range server {
-		sv, err := version.NewVersion(so.Version)
-		if err != nil {
-			continue
-		}
-		for _, co := range client {
-			cv, err := version.NewVersion(co.Version)
-			if err != nil || !sv.Equal(cv) {
+	clientOffers := parseOffers(client)
+	for _, so := range parseOffers(server) {
+		for _, co := range clientOffers {
+			if !equalVersions(so.version, co.version) {
 				continue
 			}
 			if so.Fingerprint != co.Fingerprint {
-				if mismatchVersion == nil || sv.GreaterThan(mismatchVersion) {
-					mismatchVersion = sv
-					mismatch = &fingerprintMismatch{version: so.Version, server: so.Fingerprint, client: co.Fingerprint}
+				if mismatchVersion == nil || so.version.GreaterThan(mismatchVersion) {
+					mismatchVersion = so.version
+					mismatch = &fingerprintMismatch{
+						serverVersion: so.Version, clientVersion: co.Version,
+						server: so.Fingerprint, client: co.Fingerprint,
+					}
 				}
 				continue
 			}
-			if best == nil || sv.GreaterThan(best) {
-				best = sv
+			if best == nil || so.version.GreaterThan(best) {
+				best = so.version
 				agreement = Agreement{Version: so.Version, Fingerprint: so.Fingerprint}
 			}
 		}
@@ -279,5 +328,14 @@ func sameVersion(a, b string) bool {
 	if errA != nil || errB != nil {
 		return a == b
 	}
-	return va.Equal(vb)
+	return equalVersions(va, vb)
+}
+
+// equalVersions is version equality for offers: equal numeric segments (a
+// missing segment counts as zero) and the same pre-release; build metadata is
+// ignored. It is go-version's Equal made an equivalence: on its own, Equal
+// ignores the pre-release when the two versions have different numbers of
+// segments, so "2.0.0.0-beta" would equal "2.0.0" but "2.0.0-beta" would not.
+func equalVersions(a, b *version.Version) bool {
+	return a.Prerelease() == b.Prerelease() && a.Equal(b)
 }
