@@ -212,7 +212,9 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 				e.lose(sess, stateUnreachable, err)
 				continue
 			}
-			if resp == nil && retryable {
+			if resp == nil && (retryable || e.drainingSession(sess)) {
+				// Idempotent, or cut by a draining server, which answers
+				// every call it read: either way safe to resend.
 				e.lose(sess, stateUnreachable, err)
 				continue
 			}

@@ -97,6 +97,14 @@ func (e *endpoint) setState(state string, sess *clientSession, err error) {
 	}
 }
 
+// drainingSession reports whether sess belongs to a server known to be
+// draining.
+func (e *endpoint) drainingSession(sess *clientSession) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.agreed == sess && e.state == stateDraining
+}
+
 // lose takes sess out of routing because a call or heartbeat saw it fail,
 // and wakes the loop to handshake again. A newer session is left alone.
 func (e *endpoint) lose(sess *clientSession, state string, err error) {
@@ -124,8 +132,12 @@ func (e *endpoint) run() {
 			e.closeSession(last)
 		}
 	}()
+	refused := false
 	for e.ctx.Err() == nil {
-		sess, state, err := e.handshake()
+		// After a refusal, ask the server to hold the next one open until it
+		// drains: the client then learns of its replacement at once.
+		sess, state, err := e.handshake(refused)
+		refused = state == stateRefused
 		if err == nil {
 			failures = 0
 			last = sess
@@ -144,6 +156,9 @@ func (e *endpoint) run() {
 			return
 		}
 		e.setState(state, nil, err)
+		if refused {
+			continue // the next attempt is held by the server, not paced here
+		}
 		delay := cfg.Backoff.Delay(failures)
 		failures++
 		t := cfg.Clock.NewTimer(delay)
@@ -158,15 +173,18 @@ func (e *endpoint) run() {
 	}
 }
 
-// handshake sends a hello and checks the answer. A refusal for incompatible
-// versions is held open by the server until it drains (?wait=).
-func (e *endpoint) handshake() (*clientSession, string, error) {
+// handshake sends a hello and checks the answer. With wait, a refusal for
+// incompatible versions is held open by the server until it drains.
+func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 	cfg := &e.c.cfg
 	hello, _ := json.Marshal(handshake.Hello{
 		Contract: e.c.contract.Name(), Component: cfg.Component, Instance: cfg.Instance,
 		Release: cfg.Release, Offers: e.c.offers, PeerRelease: cfg.PeerRelease,
 	})
-	u := e.url + PathHandshake + "?wait=" + cfg.HandshakeWait.String()
+	u := e.url + PathHandshake
+	if wait {
+		u += "?wait=" + cfg.HandshakeWait.String()
+	}
 	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, u, bytes.NewReader(hello))
 	if err != nil {
 		return nil, stateUnreachable, err

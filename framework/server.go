@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -32,7 +33,9 @@ type Server struct {
 
 	sessions *sessionTable
 	inFlight atomic.Int64
-	draining atomic.Bool
+	// lastArrival is when the last request arrived, on the server's clock.
+	lastArrival atomic.Int64
+	draining    atomic.Bool
 	drainCh  chan struct{} // closed when draining begins
 	drainMu  sync.Mutex
 	stopCh   chan struct{} // closed when the server stops
@@ -172,6 +175,9 @@ func (s *Server) checkComplete() error {
 // embedding in another server. [Server.Serve] is preferred: only it can
 // close connections at the end of a drain.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		s.lastArrival.Store(s.now())
+	}
 	s.router.ServeHTTP(w, r)
 }
 
@@ -195,7 +201,7 @@ func (s *Server) Serve(l net.Listener) error {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		TLSConfig:         s.cfg.TLSConfig,
-		ErrorLog:          nil,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	s.mu.Lock()
 	if s.http != nil {
@@ -287,6 +293,7 @@ func (s *Server) closeHTTP() error {
 func (s *Server) beginDrain() {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
+	s.lastArrival.Store(s.now())
 	if !s.draining.Swap(true) {
 		close(s.drainCh)
 	}
@@ -305,9 +312,10 @@ func (s *Server) stop() {
 }
 
 // drained reports whether the first phase of a drain is over: nothing in
-// flight, and every live session has been answered with the draining header.
+// flight, no request arrived for DrainQuiet, and every live session has been
+// answered with the draining header.
 func (s *Server) drained() bool {
-	if s.inFlight.Load() > 0 {
+	if s.inFlight.Load() > 0 || time.Duration(s.now()-s.lastArrival.Load()) < s.cfg.DrainQuiet {
 		return false
 	}
 	for _, sess := range s.sessions.snapshot() {

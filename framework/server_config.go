@@ -54,6 +54,10 @@ type ServerConfig struct {
 	// every session is told the server is draining; default 2×Heartbeat
 	// plus one second.
 	DrainTimeout time.Duration
+	// DrainQuiet is how long no request may arrive before the first phase
+	// of a drain ends, so calls already on their way are answered (refused
+	// unprocessed) rather than cut with the connection; default 100ms.
+	DrainQuiet time.Duration
 
 	// TLSConfig enables TLS. Without it the server serves plain HTTP, which
 	// it refuses on a non-loopback address unless Insecure is set.
@@ -126,6 +130,9 @@ func (c *ServerConfig) validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 2*c.Heartbeat + time.Second
+	}
+	if c.DrainQuiet <= 0 {
+		c.DrainQuiet = 100 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -1,0 +1,99 @@
+package framework_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// contracts are built once: compiling schemas is not what these tests test.
+var contracts = map[string]*framework.Contract{}
+
+func benchContract(t testing.TB, version string) *framework.Contract {
+	t.Helper()
+	if c, ok := contracts[version]; ok {
+		return c
+	}
+	c, err := framework.NewContract(benchmsg.Contract(version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contracts[version] = c
+	return c
+}
+
+// benchServer is a nodecontroller serving the bench contract at one version,
+// counting the calls its handler processed.
+type benchServer struct {
+	*frameworktest.Running
+	version string
+	handled atomic.Int64
+	// hold, if set, is waited on by every call before it answers.
+	hold chan struct{}
+}
+
+type serverOpt func(*framework.ServerConfig)
+
+func startBench(t *testing.T, addr, version string, opts ...serverOpt) *benchServer {
+	t.Helper()
+	b := &benchServer{version: version}
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+		SessionTTL: 2 * time.Second, Heartbeat: 200 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := benchContract(t, version)
+	b.Running = frameworktest.StartServerAt(t, addr, cfg, func(s *framework.Server) {
+		framework.HandleUnary(s, c, "ReportStatus", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			if b.hold != nil {
+				select {
+				case <-b.hold:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return &benchmsg.Ack{Accepted: true, Generation: b.handled.Add(1)}, nil
+		})
+		framework.HandleBatch(s, c, "ReportStatuses", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			if n.NodeName == "node-reject" {
+				return nil, framework.Errorf(framework.CodeConflict, "node %s is cordoned", n.NodeName)
+			}
+			return &benchmsg.Ack{Accepted: true, Generation: b.handled.Add(1)}, nil
+		})
+	})
+	return b
+}
+
+type clientOpt func(*framework.ClientConfig)
+
+func benchClient(t *testing.T, version string, urls []string, opts ...clientOpt) *framework.Client {
+	t.Helper()
+	cfg := framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: urls,
+		HandshakeWait: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return frameworktest.NewClient(t, benchContract(t, version), cfg)
+}
+
+func report(ctx context.Context, c *framework.Client, n int, opts ...framework.CallOption) (*benchmsg.Ack, error) {
+	return framework.CallUnary[benchmsg.NodeStatus, benchmsg.Ack](ctx, c, "ReportStatus", benchmsg.Node(n), opts...)
+}
+
+func timeout(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
