@@ -36,12 +36,12 @@ type Server struct {
 	// lastArrival is when the last request arrived, on the server's clock.
 	lastArrival atomic.Int64
 	draining    atomic.Bool
-	drainCh  chan struct{} // closed when draining begins
-	drainMu  sync.Mutex
-	stopCh   chan struct{} // closed when the server stops
-	stopOnce sync.Once
-	loopDone chan struct{}
-	http     *http.Server
+	drainCh     chan struct{} // closed when draining begins
+	drainMu     sync.Mutex
+	stopCh      chan struct{} // closed when the server stops
+	stopOnce    sync.Once
+	loopDone    chan struct{}
+	http        *http.Server
 }
 
 // servedContract is one contract name and the versions of it served.

@@ -118,4 +118,3 @@ func NewClient(t testing.TB, c *framework.Contract, cfg framework.ClientConfig) 
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
-
