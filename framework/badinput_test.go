@@ -1,0 +1,214 @@
+package framework_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// rawAnswer is an HTTP answer decoded as the lockstep error shape.
+type rawAnswer struct {
+	status  int
+	header  http.Header
+	code    string
+	message string
+	details json.RawMessage
+	body    []byte
+}
+
+// rawClient makes a new connection per request, so a test can restart a
+// server without meeting its old connections.
+var rawClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+func do(t *testing.T, method, url string, header map[string]string, body []byte) rawAnswer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := rawClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	a := rawAnswer{status: resp.StatusCode, header: resp.Header, body: b}
+	var w struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	}
+	if json.Unmarshal(b, &w) == nil {
+		a.code, a.message, a.details = w.Code, w.Message, w.Details
+	}
+	return a
+}
+
+func hello(t *testing.T, contract, component string, versions ...string) []byte {
+	t.Helper()
+	h := handshake.Hello{Contract: contract, Component: component, Instance: "inst-1", Release: "1.31.0"}
+	for _, v := range versions {
+		h.Offers = append(h.Offers, benchContract(t, v).Offer())
+	}
+	b, err := json.Marshal(h)
+	require.NoError(t, err)
+	return b
+}
+
+func openSession(t *testing.T, url string, versions ...string) string {
+	t.Helper()
+	a := do(t, http.MethodPost, url+framework.PathHandshake, nil, hello(t, "bench", "kubelet", versions...))
+	require.Equal(t, http.StatusOK, a.status, string(a.body))
+	var w handshake.Welcome
+	require.NoError(t, json.Unmarshal(a.body, &w))
+	require.NotEmpty(t, w.Session)
+	return w.Session
+}
+
+func TestBadInputGetsCodedErrorsAndServerKeepsServing(t *testing.T) {
+	// The server speaks 1.0.0 and 2.0.0, so a session agreed at one version
+	// can be used at the other's path.
+	handled := 0
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MaxBodyBytes: 64 << 10}
+	srv := frameworktest.StartServer(t, cfg, func(s *framework.Server) {
+		for _, v := range []string{"1.0.0", "2.0.0"} {
+			c := benchContract(t, v)
+			framework.HandleUnary(s, c, "ReportStatus", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+				handled++
+				return &benchmsg.Ack{Accepted: true}, nil
+			})
+			framework.HandleBatch(s, c, "ReportStatuses", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+				return &benchmsg.Ack{Accepted: true}, nil
+			})
+		}
+	})
+	token := openSession(t, srv.URL, "1.0.0")
+	valid, err := json.Marshal(benchmsg.Node(1))
+	require.NoError(t, err)
+	callURL := srv.URL + framework.CallPath("bench", "1.0.0", "ReportStatus")
+	withSession := map[string]string{framework.HeaderSession: token}
+
+	cases := []struct {
+		name    string            // what is wrong
+		method  string            // HTTP method
+		path    string            // path on the server
+		header  map[string]string // request headers
+		body    []byte            // request body
+		status  int               // expected HTTP status
+		code    framework.Code    // expected error code
+		message string            // a part of the expected message
+	}{
+		{"malformed JSON hello", "POST", framework.PathHandshake, nil, []byte(`{"contract":`), 400, framework.CodeInvalidArgument, "not valid JSON"},
+		{"hello without offers", "POST", framework.PathHandshake, nil, []byte(`{"contract":"bench","component":"kubelet","instance":"x"}`), 400, framework.CodeInvalidArgument, "offers"},
+		{"hello with a bad fingerprint", "POST", framework.PathHandshake, nil, []byte(`{"contract":"bench","component":"kubelet","instance":"x","offers":[{"version":"1.0.0","fingerprint":"md5:x"}]}`), 400, framework.CodeInvalidArgument, "fingerprint"},
+		{"unknown contract", "POST", framework.PathHandshake, nil, hello(t, "nodeweather", "kubelet", "1.0.0"), 404, framework.CodeNotFound, "nodeweather"},
+		{"wrong role", "POST", framework.PathHandshake, nil, hello(t, "bench", "scheduler", "1.0.0"), 403, framework.CodePermissionDenied, "scheduler is not a client of bench"},
+		{"oversized hello", "POST", framework.PathHandshake, nil, bytes.Repeat([]byte(" "), 65<<10), 413, framework.CodePayloadTooLarge, "exceeds"},
+		{"call without session", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), nil, valid, 409, framework.CodeHandshakeRequired, "handshake first"},
+		{"stale session", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), map[string]string{framework.HeaderSession: "0123456789abcdef"}, valid, 409, framework.CodeHandshakeRequired, "handshake again"},
+		{"path version is not the agreed one", "POST", framework.CallPath("bench", "2.0.0", "ReportStatus"), withSession, valid, 409, framework.CodeIncompatiblePeer, "agreed bench 1.0.0"},
+		{"version the server does not speak", "POST", framework.CallPath("bench", "9.0.0", "ReportStatus"), withSession, valid, 409, framework.CodeIncompatiblePeer, "does not speak bench 9.0.0"},
+		{"unknown method", "POST", framework.CallPath("bench", "1.0.0", "Reboot"), withSession, valid, 404, framework.CodeNotFound, "Reboot"},
+		{"unknown contract in path", "POST", framework.CallPath("nodeweather", "1.0.0", "Get"), withSession, valid, 404, framework.CodeNotFound, "nodeweather"},
+		{"oversized body", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), withSession, bytes.Repeat([]byte("x"), 65<<10), 413, framework.CodePayloadTooLarge, "exceeds"},
+		{"body is not JSON", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), withSession, []byte("nodeName=x"), 400, framework.CodeInvalidArgument, "not valid JSON"},
+		{"schema-invalid body", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), withSession, []byte(`{"nodeName":"Bad_Name"}`), 400, framework.CodeInvalidArgument, "does not match its schema"},
+		{"batch body without items", "POST", framework.CallPath("bench", "1.0.0", "ReportStatuses"), withSession, []byte(`{}`), 400, framework.CodeInvalidArgument, "items is missing"},
+		{"malformed timeout", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), map[string]string{framework.HeaderSession: token, framework.HeaderTimeout: "soon"}, valid, 400, framework.CodeInvalidArgument, "Lockstep-Timeout"},
+		{"unknown path", "GET", "/lockstep/nothing", nil, nil, 404, framework.CodeNotFound, "no such path"},
+		{"wrong HTTP method", "GET", framework.PathHandshake, nil, nil, 404, framework.CodeNotFound, "not served"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, tc.method, srv.URL+tc.path, tc.header, tc.body)
+			assert.Equal(t, tc.status, a.status, string(a.body))
+			assert.Equal(t, string(tc.code), a.code)
+			assert.Contains(t, a.message, tc.message)
+			assert.Equal(t, tc.code.HTTPStatus(), a.status, "the code's one status")
+		})
+	}
+
+	// The schema violation names where it is.
+	a := do(t, http.MethodPost, callURL, withSession, []byte(`{"nodeName":"Bad_Name"}`))
+	assert.Contains(t, string(a.details), `"instance":"/nodeName"`)
+	// The role refusal carries the structured refusal.
+	a = do(t, http.MethodPost, srv.URL+framework.PathHandshake, nil, hello(t, "bench", "scheduler", "1.0.0"))
+	var refusal handshake.Refusal
+	require.NoError(t, json.Unmarshal(a.details, &refusal))
+	assert.Equal(t, handshake.ReasonRoleMismatch, refusal.Reason)
+
+	// None of that reached a handler, and the server still serves.
+	assert.Zero(t, handled)
+	a = do(t, http.MethodPost, callURL, withSession, valid)
+	require.Equal(t, http.StatusOK, a.status, string(a.body))
+	assert.JSONEq(t, `{"accepted":true,"generation":0}`, string(a.body))
+	assert.Equal(t, 1, handled)
+}
+
+func TestStaleSessionAfterRestartIsHandshakeRequired(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0")
+	token := openSession(t, srv.URL, "1.0.0")
+	valid, _ := json.Marshal(benchmsg.Node(1))
+	require.NoError(t, srv.Stop())
+	again := startBench(t, srv.Addr, "1.0.0")
+	a := do(t, http.MethodPost, again.URL+framework.CallPath("bench", "1.0.0", "ReportStatus"),
+		map[string]string{framework.HeaderSession: token}, valid)
+	assert.Equal(t, http.StatusConflict, a.status)
+	assert.Equal(t, "handshake_required", a.code)
+	assert.Equal(t, "1", a.header.Get(framework.HeaderNotProcessed))
+}
+
+func TestHandshakeWaitIsReleasedWhenTheServerDrains(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0")
+	done := make(chan rawAnswer, 1)
+	start := time.Now()
+	go func() {
+		done <- do(t, http.MethodPost, srv.URL+framework.PathHandshake+"?wait=20s", nil, hello(t, "bench", "kubelet", "2.0.0"))
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("a held refusal returned early: %d %s", a.status, a.body)
+	case <-time.After(200 * time.Millisecond):
+	}
+	go func() { _ = srv.Stop() }()
+	a := <-done
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Equal(t, http.StatusConflict, a.status)
+	var refusal handshake.Refusal
+	require.NoError(t, json.Unmarshal(a.details, &refusal))
+	assert.Equal(t, handshake.ReasonDraining, refusal.Reason)
+	assert.Equal(t, "1", a.header.Get(framework.HeaderDraining))
+}
+
+func TestReleaseConstraints(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.PeerRelease = map[string]string{"bench": ">= 1.31, < 1.32"}
+	})
+	b, _ := json.Marshal(handshake.Hello{Contract: "bench", Component: "kubelet", Instance: "x", Release: "1.30.9",
+		Offers: []handshake.Offer{benchContract(t, "1.0.0").Offer()}})
+	a := do(t, http.MethodPost, srv.URL+framework.PathHandshake, nil, b)
+	assert.Equal(t, "incompatible_peer", a.code)
+	assert.Contains(t, a.message, "1.30.9")
+
+	// The client's own constraint on the server's release.
+	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) { c.PeerRelease = ">= 2.0" })
+	var callErr error
+	require.Eventually(t, func() bool {
+		_, callErr = report(context.Background(), cl, 1, framework.FailFast())
+		return framework.CodeOf(callErr) == framework.CodeIncompatiblePeer
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.True(t, strings.Contains(callErr.Error(), "release"), callErr.Error())
+}

@@ -1,0 +1,85 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTimeoutFormatRoundTrips(t *testing.T) {
+	cases := []struct {
+		in   time.Duration // the deadline left
+		wire string        // its gRPC-style encoding
+	}{
+		{250 * time.Millisecond, "250000000n"},
+		{time.Nanosecond, "1n"},
+		{99999999 * time.Nanosecond, "99999999n"},
+		{100 * time.Millisecond, "100000u"},
+		{1500 * time.Millisecond, "1500000u"},
+		{2 * time.Minute, "120000m"},
+		{36 * time.Hour, "129600S"},
+		{0, "0n"},
+		{-time.Second, "0n"},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.wire, encodeTimeout(tc.in), "encode %v", tc.in)
+		d, err := decodeTimeout(tc.wire)
+		require.NoError(t, err)
+		assert.Equal(t, max(tc.in, 0), d, "decode %s", tc.wire)
+	}
+	// Rounding up never shortens a deadline.
+	d, err := decodeTimeout(encodeTimeout(100000001 * time.Nanosecond))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, d, 100000001*time.Nanosecond)
+
+	for _, bad := range []string{"", "5", "5x", "-5S", "123456789S", "S", "1.5S"} {
+		_, err := decodeTimeout(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
+	b := Backoff{Base: 10 * time.Millisecond, Max: 80 * time.Millisecond, Multiplier: 2, Jitter: 0.2}.withDefaults()
+	for n, want := range []time.Duration{10, 20, 40, 80, 80, 80} {
+		want *= time.Millisecond
+		for i := 0; i < 50; i++ {
+			d := b.Delay(n)
+			assert.GreaterOrEqual(t, d, want*8/10, "attempt %d", n)
+			assert.LessOrEqual(t, d, want*12/10, "attempt %d", n)
+		}
+	}
+	def := Backoff{}.withDefaults()
+	assert.Equal(t, DefaultBackoff, def)
+}
+
+func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
+	all := []Code{CodeInvalidArgument, CodeUnauthenticated, CodePermissionDenied, CodeNotFound,
+		CodeIncompatiblePeer, CodeHandshakeRequired, CodeConflict, CodePayloadTooLarge,
+		CodeResourceExhausted, CodeInternal, CodeUnavailable, CodeDeadlineExceeded}
+	assert.Len(t, codeStatus, len(all))
+	for _, c := range all {
+		assert.True(t, c.Valid())
+		assert.NotZero(t, c.HTTPStatus())
+	}
+	assert.Equal(t, http.StatusInternalServerError, Code("made_up").HTTPStatus())
+
+	base := errors.New("disk on fire")
+	e := NewError(CodeUnavailable, base)
+	wrapped := fmt.Errorf("while saving: %w", e)
+	assert.Equal(t, CodeUnavailable, CodeOf(wrapped))
+	assert.ErrorIs(t, wrapped, base)
+	assert.Equal(t, CodeInternal, CodeOf(base))
+	assert.Equal(t, Code(""), CodeOf(nil))
+
+	w := Errorf(CodeConflict, "key %s taken", "n1").WithDetails(map[string]string{"owner": "kubelet/a"}).toWire()
+	back := w.toError()
+	assert.Equal(t, CodeConflict, back.Code())
+	assert.Equal(t, "key n1 taken", back.Message())
+	assert.JSONEq(t, `{"owner":"kubelet/a"}`, string(back.Details()))
+	assert.Equal(t, CodeInternal, wireError{Code: "weird"}.toError().Code(), "unknown codes from the wire are internal")
+}
