@@ -18,7 +18,8 @@ type Backoff struct {
 	Max time.Duration
 	// Multiplier grows the delay after each failure; default 1.6.
 	Multiplier float64
-	// Jitter randomises each delay by ±Jitter of itself; default 0.2.
+	// Jitter randomises each delay by ±Jitter of itself; default 0.2,
+	// negative for none.
 	Jitter float64
 }
 
@@ -38,8 +39,11 @@ func (b Backoff) withDefaults() Backoff {
 	if b.Multiplier < 1 {
 		b.Multiplier = DefaultBackoff.Multiplier
 	}
-	if b.Jitter < 0 || b.Jitter > 1 {
+	switch {
+	case b.Jitter == 0 || b.Jitter > 1:
 		b.Jitter = DefaultBackoff.Jitter
+	case b.Jitter < 0:
+		b.Jitter = 0
 	}
 	return b
 }
