@@ -16,7 +16,7 @@ func TestTimeoutFormatRoundTrips(t *testing.T) {
 		in   time.Duration // the deadline left
 		wire string        // its gRPC-style encoding
 	}{
-		{250 * time.Millisecond, "250000000n"},
+		{250 * time.Millisecond, "250000u"},
 		{time.Nanosecond, "1n"},
 		{99999999 * time.Nanosecond, "99999999n"},
 		{100 * time.Millisecond, "100000u"},
