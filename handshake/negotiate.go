@@ -284,10 +284,18 @@ func versionAdvice(contract, server string, serverOffers []Offer, client string,
 	case sMax != nil && cMax != nil && cMax.LessThan(sMax):
 		advice = fmt.Sprintf("upgrade %s or run %s with fork mode", client, server)
 	}
-	return fmt.Sprintf("%s speaks %s %s; %s offers %s: %s",
-		server, contract, versionList(serverOffers), client, versionList(clientOffers), advice)
+	speaks := fmt.Sprintf("speaks %s %s", contract, versionList(serverOffers))
+	if len(serverOffers) == 0 {
+		speaks = fmt.Sprintf("speaks no %s version", contract)
+	}
+	offers := "offers " + versionList(clientOffers)
+	if len(clientOffers) == 0 {
+		offers = "offers none"
+	}
+	return fmt.Sprintf("%s %s; %s %s: %s", server, speaks, client, offers, advice)
 }
 
+// highest returns the highest version among offers, nil when none parses.
 func highest(offers []Offer) *version.Version {
 	var best *version.Version
 	for _, o := range offers {
@@ -298,11 +306,9 @@ func highest(offers []Offer) *version.Version {
 	return best
 }
 
-// versionList renders offers as "1.0.0" or "2.0.0 and 1.0.0", highest first.
+// versionList renders offers as "1.0.0", "2.0.0 and 1.0.0" or
+// "3.0.0, 2.0.0 and 1.0.0", highest first.
 func versionList(offers []Offer) string {
-	if len(offers) == 0 {
-		return "nothing"
-	}
 	vs := make([]string, len(offers))
 	for i, o := range offers {
 		vs[i] = o.Version
@@ -315,8 +321,8 @@ func versionList(offers []Offer) string {
 		}
 		return a.GreaterThan(b)
 	})
-	if len(vs) == 1 {
-		return vs[0]
+	if len(vs) <= 1 {
+		return strings.Join(vs, "")
 	}
 	return strings.Join(vs[:len(vs)-1], ", ") + " and " + vs[len(vs)-1]
 }

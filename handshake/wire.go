@@ -70,8 +70,12 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// UnmarshalJSON decodes a Go duration string.
+// UnmarshalJSON decodes a Go duration string. Like encoding/json itself, it
+// leaves d unchanged for a JSON null.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"1s\": %w", err)
