@@ -159,6 +159,11 @@ func (e *endpoint) run() {
 		if refused {
 			continue // the next attempt is held by the server, not paced here
 		}
+		if state == stateDraining {
+			// The server is about to go: start the backoff afresh, so its
+			// replacement is found within a few milliseconds.
+			failures = 0
+		}
 		delay := cfg.Backoff.Delay(failures)
 		failures++
 		t := cfg.Clock.NewTimer(delay)

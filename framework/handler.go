@@ -206,6 +206,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	defer sess.inFlight.Add(-1)
 	sess.lastSeen.Store(s.now())
 	if s.draining.Load() {
+		s.lastArrival.Store(s.now())
 		sess.drainNotified.Store(true)
 		writeError(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component), true, true)
 		return

@@ -33,7 +33,8 @@ type Server struct {
 
 	sessions *sessionTable
 	inFlight atomic.Int64
-	// lastArrival is when the last request arrived, on the server's clock.
+	// lastArrival is when the last call arrived while draining, on the
+	// server's clock.
 	lastArrival atomic.Int64
 	draining    atomic.Bool
 	drainCh     chan struct{} // closed when draining begins
@@ -175,9 +176,6 @@ func (s *Server) checkComplete() error {
 // embedding in another server. [Server.Serve] is preferred: only it can
 // close connections at the end of a drain.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
-		s.lastArrival.Store(s.now())
-	}
 	s.router.ServeHTTP(w, r)
 }
 
