@@ -10,4 +10,10 @@
 // Negotiation picks the highest version present in both offers whose
 // fingerprints are equal. Everything that stops two sides from agreeing is a
 // [Refusal] with a [Reason] and a sentence a person can act on.
+//
+// A fingerprint ([Fingerprint]) is "lsfp1:" and the SHA-256 of a contract's
+// canonical form ([Canonical]): RFC 8785 JSON of its name, version, roles,
+// methods, topics and schemas, with schema annotations left out. The canonical
+// form is a protocol promise, pinned by golden vectors in
+// testdata/fingerprint; changing it means a new prefix.
 package handshake

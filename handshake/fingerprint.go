@@ -54,10 +54,12 @@ func Fingerprint(c *Contract) (string, error) {
 //
 // Every member is always present: empty strings as "", false flags as false,
 // nil or empty maps as {}. RFC 8785 then fixes the rest: object members sorted
-// by their UTF-16 code units, no insignificant whitespace, strings in their
-// shortest escaped form, and numbers in their ECMAScript form (so 1, 1.0 and
-// 1e0 are the same number, and numbers that round to the same IEEE-754 double
-// are the same number).
+// by their UTF-16 code units, no insignificant whitespace, strings as UTF-8
+// with only '"', '\' and control characters escaped (\b \t \n \f \r as such,
+// the others as \u00xx), and numbers in their ECMAScript form, so 1, 1.0 and
+// 1e0 are the same number and numbers that round to the same IEEE-754 double
+// are the same number. The SHA-256 is taken over these bytes, with no
+// trailing newline.
 //
 // Each schema is a self-contained JSON Schema document: an object or a
 // boolean. Annotation removal knows where schemas sit. In every schema object
@@ -80,9 +82,10 @@ func Fingerprint(c *Contract) (string, error) {
 // that should hold a schema but holds something else is kept as it is.
 //
 // Canonical fails, naming the culprit, when a schema is not valid JSON, has
-// duplicate member names, holds a number outside the IEEE-754 double range,
-// or is neither an object nor a boolean; and when a name or string field of
-// the contract is not valid UTF-8.
+// duplicate member names, holds a number outside the IEEE-754 double range or
+// a string that is not valid Unicode (bad UTF-8, a lone surrogate), or is
+// neither an object nor a boolean; and when a name or string field of the
+// contract is not valid UTF-8.
 func Canonical(c *Contract) ([]byte, error) {
 	if c == nil {
 		return nil, errors.New("handshake: canonical form of a nil contract")

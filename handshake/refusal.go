@@ -36,9 +36,12 @@ const (
 // SideInfo describes one side of a refused handshake, so the refusal tells
 // a person what each side runs.
 type SideInfo struct {
-	Component string  `json:"component"`
-	Release   string  `json:"release,omitempty"`
-	Offers    []Offer `json:"offers"`
+	// Component is the side's component name.
+	Component string `json:"component"`
+	// Release is the side's binary version, when known.
+	Release string `json:"release,omitempty"`
+	// Offers is what the side can speak.
+	Offers []Offer `json:"offers"`
 }
 
 // Refusal is a handshake that did not produce an agreement. It travels as the

@@ -10,7 +10,9 @@ import (
 // mode offers exactly one; in fork mode it also offers the versions of its
 // fork window.
 type Offer struct {
-	Version     string `json:"version"`
+	// Version is the contract version as its contract file spells it.
+	Version string `json:"version"`
+	// Fingerprint is that version's [Fingerprint].
 	Fingerprint string `json:"fingerprint"`
 }
 
@@ -35,9 +37,12 @@ type Hello struct {
 
 // Peer identifies the other side of a session.
 type Peer struct {
+	// Component is the peer's component name.
 	Component string `json:"component"`
-	Instance  string `json:"instance"`
-	Release   string `json:"release"`
+	// Instance is the peer process's random id.
+	Instance string `json:"instance"`
+	// Release is the peer binary's own version.
+	Release string `json:"release"`
 }
 
 // Welcome is the 200 answer to a hello: the session is open.
@@ -58,7 +63,9 @@ type Welcome struct {
 
 // Agreement is what two sides settled on; it is fixed for a session's life.
 type Agreement struct {
-	Version     string `json:"version"`
+	// Version is the agreed version, as the server spells it.
+	Version string `json:"version"`
+	// Fingerprint is the agreed version's fingerprint, equal on both sides.
 	Fingerprint string `json:"fingerprint"`
 }
 
