@@ -1,0 +1,47 @@
+# lockstep: everything a developer or CI runs goes through here.
+# Nothing installed by hand is assumed: `go` fetches the modules it needs.
+
+GO        ?= go
+PKGS      ?= ./...
+# Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
+FUZZTIME  ?= 30s
+
+.PHONY: test vet check-generated generate demo fuzz soak bench
+
+## test: vet, check generated code is fresh, then every test with the race
+## detector (fuzz seed corpora included).
+test: vet check-generated
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+## generate: regenerate every generated file.
+generate:
+	$(GO) generate $(PKGS)
+
+## check-generated: fail when committed generated code differs from what the
+## generator writes now.
+check-generated:
+	@./.ci/check-generated
+
+## demo: the sample control plane through a rolling upgrade.
+demo:
+	$(GO) run ./sample/cmd/lockstep-demo
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list -f '{{.Dir}}' $(PKGS)); do \
+	  for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$pkg/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "== $$target in $$pkg"; \
+	    (cd $$pkg && $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) .); \
+	  done; \
+	done
+
+## soak: long randomised upgrade runs.
+soak:
+	$(GO) test -race -count=1 -timeout 60m -run 'Soak' -tags soak $(PKGS)
+
+## bench: benchmarks, written to docs/benchmarks.md.
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)

@@ -1,0 +1,57 @@
+// Command quickstart is the smallest working lockstep program: a contract
+// described in Go, a server that serves it on 127.0.0.1:8080, and a client
+// that calls it. The server keeps running afterwards so you can curl it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+type Ping struct {
+	Node string `json:"node"`
+}
+
+type Pong struct {
+	Seen string `json:"seen"`
+}
+
+var pingpong = framework.MustContract(handshake.Contract{
+	Name: "pingpong", Version: "1.0.0", Server: "nodecontroller", Client: "kubelet",
+	Methods: map[string]handshake.Method{"Ping": {Request: "Ping", Response: "Pong"}},
+	Schemas: map[string]json.RawMessage{
+		"Ping": json.RawMessage(`{"type":"object","required":["node"],"properties":{"node":{"type":"string","minLength":1}}}`),
+		"Pong": json.RawMessage(`{"type":"object","required":["seen"],"properties":{"seen":{"type":"string"}}}`),
+	},
+})
+
+func main() {
+	srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	framework.HandleUnary(srv, pingpong, "Ping", func(ctx context.Context, p *Ping) (*Pong, error) {
+		return &Pong{Seen: p.Node}, nil
+	})
+	go func() { log.Fatal(srv.ListenAndServe("127.0.0.1:8080")) }()
+
+	client, err := framework.NewClient(pingpong, framework.ClientConfig{
+		Component: "kubelet", Release: "1.0.0", Endpoints: []string{"http://127.0.0.1:8080"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Blocks until the server is up and agrees on pingpong 1.0.0.
+	pong, err := framework.CallUnary[Ping, Pong](context.Background(), client, "Ping", &Ping{Node: "node-1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("nodecontroller saw", pong.Seen)
+	fmt.Println("pingpong 1.0.0 fingerprint:", pingpong.Fingerprint())
+	select {} // keep serving for curl
+}
