@@ -1,0 +1,139 @@
+package diff
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Report is the result of comparing two versions of a contract: every
+// change found, each classified as breaking or not, and whether the major
+// version moved enough to allow the breaking ones.
+type Report struct {
+	// Contract is the contract's name (the new version's, if it changed).
+	Contract string `json:"contract"`
+	// OldVersion and NewVersion are the two contract versions compared.
+	OldVersion string `json:"oldVersion"`
+	NewVersion string `json:"newVersion"`
+	// MajorBump is true when the new version's major number is greater
+	// than the old one's, which allows breaking changes.
+	MajorBump bool `json:"majorBump"`
+	// Changes lists every change: contract-level ones first, then methods
+	// and topics by name, each message's changes by path. Never nil.
+	Changes []Change `json:"changes"`
+}
+
+// Change is one difference between two contract versions.
+type Change struct {
+	// Where names the part of the contract that changed: "contract",
+	// "method ReportStatus", "method ReportStatus request", "topic
+	// NodeHealth", "topic NodeHealth object". Empty in changes returned by
+	// [Compatible], whose caller knows.
+	Where string `json:"where"`
+	// Path is a JSON pointer into the old version's message schema: the
+	// keyword that changed, or where it would sit when only the new
+	// version has it ("/properties/status/enum", "/$defs/Condition/type").
+	// It is relative to the referenced definition when the change lies
+	// behind a $ref, so a definition shared by many places is reported
+	// once. Empty for changes outside message schemas.
+	Path string `json:"path"`
+	// Kind is a short machine word for the sort of change.
+	Kind Kind `json:"kind"`
+	// Breaking is true when a peer on one version can no longer talk to a
+	// peer on the other.
+	Breaking bool `json:"breaking"`
+	// Message says in a sentence what changed and, when it breaks, why.
+	Message string `json:"message"`
+}
+
+// ErrMajorBumpRequired is what [Report.Err] wraps when a contract changes in
+// a breaking way without a new major version.
+var ErrMajorBumpRequired = errors.New("breaking change without a major version bump")
+
+// Breaking reports whether any change is breaking.
+func (r *Report) Breaking() bool {
+	return r.breakingCount() > 0
+}
+
+func (r *Report) breakingCount() int {
+	count := 0
+	for _, change := range r.Changes {
+		if change.Breaking {
+			count++
+		}
+	}
+	return count
+}
+
+// Err returns an error wrapping [ErrMajorBumpRequired] when the report has a
+// breaking change and the new major version is not greater than the old
+// one, and nil otherwise. "lockstep-gen diff" exits non-zero on it.
+func (r *Report) Err() error {
+	count := r.breakingCount()
+	if count == 0 || r.MajorBump {
+		return nil
+	}
+	return fmt.Errorf("contract %s %s -> %s: %w (%s)",
+		r.Contract, r.OldVersion, r.NewVersion, ErrMajorBumpRequired, plural(count, "breaking change"))
+}
+
+// WriteText writes the report for a person: a summary line, then one line
+// per change, breaking ones marked BREAKING.
+//
+//	nodestatus 2.0.0 -> 2.1.0: 2 changes, 1 breaking, major version not bumped
+//	  BREAKING  method ReportStatus request #/required: field "node" is now required; old clients may send values the new server rejects [field_now_required]
+//	            method Ping: method added [method_added]
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s -> %s: ", r.Contract, r.OldVersion, r.NewVersion)
+	count := r.breakingCount()
+	switch {
+	case len(r.Changes) == 0:
+		b.WriteString("no changes\n")
+	default:
+		fmt.Fprintf(&b, "%s, %d breaking", plural(len(r.Changes), "change"), count)
+		switch {
+		case count == 0:
+		case r.MajorBump:
+			b.WriteString(", major version bumped")
+		default:
+			b.WriteString(", major version not bumped")
+		}
+		b.WriteByte('\n')
+	}
+	for _, change := range r.Changes {
+		mark := "          "
+		if change.Breaking {
+			mark = "BREAKING  "
+		}
+		b.WriteString("  ")
+		b.WriteString(mark)
+		b.WriteString(change.Where)
+		if !contractKinds[change.Kind] {
+			b.WriteString(" #")
+			b.WriteString(change.Path)
+		}
+		fmt.Fprintf(&b, ": %s [%s]\n", change.Message, change.Kind)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// contractKinds are the kinds of changes outside message schemas, which
+// carry no path.
+var contractKinds = map[Kind]bool{
+	KindContractRenamed: true, KindServerChanged: true, KindClientChanged: true,
+	KindMethodAdded: true, KindMethodRemoved: true, KindMessageRenamed: true,
+	KindMessageAdded: true, KindMessageRemoved: true, KindIdempotentAdded: true,
+	KindIdempotentRemoved: true, KindBatchChanged: true, KindPathChanged: true,
+	KindTopicAdded: true, KindTopicRemoved: true, KindTopicKeyChanged: true,
+	KindTopicWriterChanged: true, KindLostWriterChanged: true,
+}
+
+func plural(count int, noun string) string {
+	if count == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", count, noun)
+}
