@@ -1,0 +1,136 @@
+// Command lockstep-gen generates the Go package of a lockstep contract, and
+// compares two contract versions for breaking changes.
+//
+// In a contract's folder, through go generate:
+//
+//	//go:generate go run github.com/lockstep-dev/lockstep/codegen/cmd/lockstep-gen
+//
+// it reads contract.yaml (or contract.yml, contract.json) and writes
+// lockstep_types.gen.go and lockstep_api.gen.go beside it. Usage:
+//
+//	lockstep-gen [-check] [DIR ...]   generate (or, with -check, verify) the package in each DIR (default .)
+//	lockstep-gen diff [-json] OLD NEW compare the contracts in folders OLD and NEW
+//
+// diff exits with status 1 when NEW breaks a peer of OLD without a major
+// version bump, and 2 when it cannot compare them.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/lockstep-dev/lockstep/codegen"
+	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/codegen/diff"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command without its process: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "diff" {
+		return runDiff(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("lockstep-gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	check := fs.Bool("check", false, "do not write: fail when the generated files are missing or stale")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockstep-gen [-check] [DIR ...]\n       lockstep-gen diff [-json] OLD NEW")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	dirs := fs.Args()
+	if len(dirs) == 0 {
+		dirs = []string{"."}
+	}
+	status := 0
+	for _, dir := range dirs {
+		if *check {
+			stale, err := codegen.Stale(dir)
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				status = 1
+				continue
+			}
+			for _, f := range stale {
+				fmt.Fprintf(stderr, "%s is stale: run lockstep-gen in %s\n", f, dir)
+				status = 1
+			}
+			continue
+		}
+		if _, err := codegen.Write(dir); err != nil {
+			fmt.Fprintln(stderr, err)
+			status = 1
+		}
+	}
+	return status
+}
+
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lockstep-gen diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "write the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockstep-gen diff [-json] OLD NEW")
+		fs.PrintDefaults()
+	}
+	// Flags may follow the folders: diff OLD NEW --json.
+	var folders []string
+	rest := args
+	for len(rest) > 0 {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		folders = append(folders, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(folders) != 2 {
+		fs.Usage()
+		return 2
+	}
+	var models [2]*contract.Contract
+	for i, dir := range folders {
+		c, err := contract.Load(dir)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		models[i] = c
+	}
+	oldModel, newModel := models[0].Handshake(), models[1].Handshake()
+	report, err := diff.Compare(&oldModel, &newModel)
+	if err != nil {
+		fmt.Fprintf(stderr, "comparing %s and %s: %v\n", filepath.Clean(folders[0]), filepath.Clean(folders[1]), err)
+		return 2
+	}
+	if *asJSON {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		_, _ = stdout.Write(b.Bytes())
+	} else if err := report.WriteText(stdout); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if err := report.Err(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
