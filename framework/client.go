@@ -62,6 +62,10 @@ type ClientConfig struct {
 	// OnResync is called, on its own goroutine, when a server asks this
 	// client to send its full state again.
 	OnResync func()
+	// Heartbeats sends this client's heartbeats; share one among the
+	// clients of a process so their sessions at an endpoint renew in one
+	// request. Default: the client's own.
+	Heartbeats *Heartbeats
 
 	// Logger receives the client's logs; default slog.Default().
 	Logger *slog.Logger
@@ -129,6 +133,7 @@ type Client struct {
 	byVersion map[string]*Contract
 	hc        *http.Client
 	ownsHC    bool
+	beats     *Heartbeats
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -167,6 +172,10 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 	cl.hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
+	cl.beats = cfg.Heartbeats
+	if cl.beats == nil {
+		cl.beats = NewHeartbeats(cfg.Logger, cfg.Clock)
+	}
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
 	empty := []*endpoint{}
 	cl.ready.Store(&empty)

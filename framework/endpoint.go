@@ -245,16 +245,11 @@ func (c *Client) contractFor(v string) *Contract {
 	return nil
 }
 
-// keepAlive heartbeats sess at the interval the server asked for, skipping
-// beats when calls renewed the session anyway. It returns when the session is
-// lost (with the state to report) or the endpoint stops.
+// keepAlive hands sess to the client's heartbeat sender and waits until the
+// session is lost (returning the state to report) or the endpoint stops.
 func (e *endpoint) keepAlive(sess *clientSession) (string, error) {
-	interval := sess.heartbeat
-	if interval <= 0 {
-		interval = time.Second
-	}
-	t := e.c.cfg.Clock.NewTicker(interval)
-	defer t.Stop()
+	e.c.beats.add(e, sess)
+	defer e.c.beats.remove(e, sess)
 	for {
 		select {
 		case <-e.ctx.Done():
@@ -266,54 +261,8 @@ func (e *endpoint) keepAlive(sess *clientSession) (string, error) {
 				e.mu.Unlock()
 				return state, err
 			}
-		case <-t.Chan():
-			if since := time.Duration(e.c.cfg.Clock.Now().UnixNano() - e.lastCall.Load()); since < interval/2 {
-				continue
-			}
-			if state, err := e.beat(sess); err != nil {
-				return state, err
-			}
 		}
 	}
-}
-
-// beat sends one heartbeat. It returns an error, with the state to report,
-// when the session is gone.
-func (e *endpoint) beat(sess *clientSession) (string, error) {
-	ctx, cancel := context.WithTimeout(e.ctx, sess.ttl)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+PathHeartbeat, http.NoBody)
-	if err != nil {
-		return stateUnreachable, err
-	}
-	req.Header.Set(HeaderSession, sess.token)
-	resp, err := e.c.hc.Do(req)
-	if err != nil {
-		if e.ctx.Err() != nil {
-			return stateStopped, nil
-		}
-		return stateUnreachable, err
-	}
-	body, err := readAnswer(resp, 4096)
-	if err != nil {
-		return stateUnreachable, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		werr := decodeWireError(resp, body)
-		if werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer {
-			return stateConnecting, werr
-		}
-		e.c.cfg.Logger.Warn("lockstep: heartbeat failed", "url", e.url, "err", werr)
-		return "", nil
-	}
-	if resp.Header.Get(HeaderDraining) != "" {
-		return stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component)
-	}
-	var ans heartbeatAnswer
-	if json.Unmarshal(body, &ans) == nil && ans.Resync && e.c.cfg.OnResync != nil {
-		go e.c.cfg.OnResync()
-	}
-	return "", nil
 }
 
 // closeSession tells the server a session is over, briefly and best effort.

@@ -279,3 +279,42 @@ func TestSetupMistakesPanicWithPrefix(t *testing.T) {
 		framework.HandleUnary(other, c, "ReportStatus", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return nil, nil })
 	})
 }
+
+func TestSessionsOfManyClientsShareOneHeartbeatRequest(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.SessionTTL, c.Heartbeat = time.Second, 100*time.Millisecond
+	})
+	tr := &cuttable{next: framework.NewTransport(nil)}
+	t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
+	beats := framework.NewHeartbeats(frameworktest.Quiet(), nil)
+	const nodes = 50
+	clients := make([]*framework.Client, nodes)
+	for i := range clients {
+		clients[i] = benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
+			c.Transport, c.Heartbeats = tr, beats
+		})
+	}
+	for _, cl := range clients {
+		require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
+	}
+	require.Len(t, srv.Server.Sessions(), nodes)
+	before := tr.count(framework.PathHeartbeat)
+	time.Sleep(1500 * time.Millisecond) // one and a half TTLs, all idle
+	beatsSent := tr.count(framework.PathHeartbeat) - before
+	// About 15 intervals passed: one request each, not one per session.
+	assert.GreaterOrEqual(t, beatsSent, int64(8))
+	assert.LessOrEqual(t, beatsSent, int64(20))
+	assert.Len(t, srv.Server.Sessions(), nodes, "every session stayed alive")
+
+	// A server that restarted has none of the sessions: the heartbeat
+	// answer says so and every client handshakes again.
+	require.NoError(t, srv.Kill())
+	again := startBench(t, srv.Addr, "1.0.0", func(c *framework.ServerConfig) {
+		c.SessionTTL, c.Heartbeat = time.Second, 100*time.Millisecond
+	})
+	require.Eventually(t, func() bool { return len(again.Server.Sessions()) == nodes }, 10*time.Second, 10*time.Millisecond)
+	for _, cl := range clients {
+		_, err := report(timeout(t, 5*time.Second), cl, 1)
+		require.NoError(t, err)
+	}
+}

@@ -246,9 +246,11 @@ func TestTLS(t *testing.T) {
 
 	// A client that does not trust the server's CA never gets a session.
 	bad := benchClient(t, "1.0.0", []string{srv.URL})
-	_, err = report(timeout(t, 300*time.Millisecond), bad, 1)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "certificate")
+	require.Eventually(t, func() bool {
+		_, err = report(timeout(t, 5*time.Second), bad, 1, framework.FailFast())
+		return err != nil && strings.Contains(err.Error(), "certificate")
+	}, 10*time.Second, 10*time.Millisecond, "last error: %v", err)
+	assert.Equal(t, framework.CodeUnavailable, framework.CodeOf(err))
 }
 
 func TestPlainHTTPRefusedOffLoopbackUnlessInsecure(t *testing.T) {

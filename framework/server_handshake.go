@@ -132,26 +132,64 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// heartbeatAnswer is the body of a heartbeat's answer.
-type heartbeatAnswer struct {
-	// Resync asks the client to send its full state again.
-	Resync bool `json:"resync"`
+// heartbeatRequest is the body of POST /lockstep/heartbeat: the sessions
+// of one client process at this server, renewed together.
+type heartbeatRequest struct {
+	Sessions []string `json:"sessions"`
 }
 
-// serveHeartbeat answers POST /lockstep/heartbeat: it renews the session
-// and passes on a pending resync request.
+// heartbeatAnswer is the body of a heartbeat's answer.
+type heartbeatAnswer struct {
+	// Lost lists the sessions the server does not hold (lapsed, closed, or
+	// from before a restart): their clients must handshake again.
+	Lost []string `json:"lost"`
+	// Resync lists the sessions whose client should send its full state
+	// again.
+	Resync []string `json:"resync"`
+}
+
+// serveHeartbeat answers POST /lockstep/heartbeat: it renews every session
+// named, in the body or (for one session) in the session header, and reports
+// which are lost and which are asked to resync. One request carries the
+// heartbeats of all sessions of a client process, so a node simulator with
+// 10,000 sessions sends one request per interval, not 10,000.
 func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
-	sess := s.sessions.get(r.Header.Get(HeaderSession))
-	draining := s.draining.Load()
-	if sess == nil {
-		writeError(w, Errorf(CodeHandshakeRequired, "no such session: handshake again"), draining, true)
-		return
+	var req heartbeatRequest
+	if token := r.Header.Get(HeaderSession); token != "" {
+		req.Sessions = []string{token}
+	} else {
+		body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			writeError(w, err, s.draining.Load(), true)
+			return
+		}
+		err = json.Unmarshal(body, &req)
+		release()
+		if err != nil {
+			writeError(w, Errorf(CodeInvalidArgument, "heartbeat body must be {\"sessions\":[…]}: %v", err), s.draining.Load(), true)
+			return
+		}
 	}
-	sess.lastSeen.Store(s.now())
+	draining := s.draining.Load()
+	now := s.now()
+	ans := heartbeatAnswer{Lost: []string{}, Resync: []string{}}
+	for _, token := range req.Sessions {
+		sess := s.sessions.get(token)
+		if sess == nil {
+			ans.Lost = append(ans.Lost, token)
+			continue
+		}
+		sess.lastSeen.Store(now)
+		if draining {
+			sess.drainNotified.Store(true)
+		}
+		if sess.resync.Swap(false) {
+			ans.Resync = append(ans.Resync, token)
+		}
+	}
 	if draining {
 		w.Header().Set(HeaderDraining, "1")
-		sess.drainNotified.Store(true)
 	}
-	body, _ := json.Marshal(heartbeatAnswer{Resync: sess.resync.Swap(false)})
+	body, _ := json.Marshal(ans)
 	writeJSON(w, http.StatusOK, body)
 }

@@ -1,0 +1,223 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Heartbeats keeps sessions alive for many clients at once: every interval
+// it sends one request per endpoint carrying the tokens of all sessions held
+// there, skipping sessions that calls renewed anyway. Share one among the
+// clients of a process (a node simulator's 10,000 sessions) through
+// ClientConfig.Heartbeats; a client without one gets its own.
+type Heartbeats struct {
+	logger *slog.Logger
+	clock  clockwork.Clock
+
+	mu     sync.Mutex
+	groups map[beatKey]*beatGroup
+}
+
+// NewHeartbeats returns a heartbeat sender. A nil logger or clock means
+// slog.Default() and the real clock.
+func NewHeartbeats(logger *slog.Logger, clock clockwork.Clock) *Heartbeats {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	return &Heartbeats{logger: logger, clock: clock, groups: map[beatKey]*beatGroup{}}
+}
+
+// beatKey groups sessions that can share a request: same endpoint, same
+// transport (and so the same TLS identity).
+type beatKey struct {
+	url       string
+	transport http.RoundTripper
+}
+
+// beatGroup is the sessions held at one endpoint through one transport.
+type beatGroup struct {
+	h        *Heartbeats
+	key      beatKey
+	hc       *http.Client
+	members  map[*clientSession]*endpoint
+	interval time.Duration
+	ttl      time.Duration
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// add starts heartbeating sess for e.
+func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
+	key := beatKey{url: e.url, transport: e.c.hc.Transport}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g := h.groups[key]
+	if g == nil {
+		g = &beatGroup{h: h, key: key, hc: e.c.hc, members: map[*clientSession]*endpoint{},
+			interval: sess.heartbeat, ttl: sess.ttl, stop: make(chan struct{}), done: make(chan struct{})}
+		if g.interval <= 0 {
+			g.interval = time.Second
+		}
+		h.groups[key] = g
+		go g.run()
+	}
+	// The group beats at its first session's interval: a server gives every
+	// session the same one.
+	g.ttl = min(g.ttl, sess.ttl)
+	g.members[sess] = e
+}
+
+// remove stops heartbeating sess; the group's loop ends with its last
+// member.
+func (h *Heartbeats) remove(e *endpoint, sess *clientSession) {
+	key := beatKey{url: e.url, transport: e.c.hc.Transport}
+	h.mu.Lock()
+	g := h.groups[key]
+	if g == nil {
+		h.mu.Unlock()
+		return
+	}
+	delete(g.members, sess)
+	last := len(g.members) == 0
+	if last {
+		delete(h.groups, key)
+		close(g.stop)
+	}
+	h.mu.Unlock()
+	if last {
+		<-g.done
+	}
+}
+
+func (g *beatGroup) run() {
+	defer close(g.done)
+	g.h.mu.Lock()
+	interval := g.interval
+	g.h.mu.Unlock()
+	t := g.h.clock.NewTicker(interval)
+	defer t.Stop()
+	lastOK := g.h.clock.Now()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.Chan():
+		}
+		tokens, members, ttl := g.due(interval)
+		if len(tokens) == 0 {
+			lastOK = g.h.clock.Now()
+			continue
+		}
+		if g.beat(tokens, members, ttl, g.h.clock.Since(lastOK)) {
+			lastOK = g.h.clock.Now()
+		}
+	}
+}
+
+// due returns the sessions no call renewed within half an interval, and the
+// shortest TTL among the group's sessions.
+func (g *beatGroup) due(interval time.Duration) ([]string, map[string]*clientSession, time.Duration) {
+	now := g.h.clock.Now().UnixNano()
+	g.h.mu.Lock()
+	defer g.h.mu.Unlock()
+	tokens := make([]string, 0, len(g.members))
+	members := make(map[string]*clientSession, len(g.members))
+	for sess, e := range g.members {
+		if time.Duration(now-e.lastCall.Load()) < interval/2 {
+			continue
+		}
+		tokens = append(tokens, sess.token)
+		members[sess.token] = sess
+	}
+	return tokens, members, g.ttl
+}
+
+func (g *beatGroup) endpointOf(sess *clientSession) *endpoint {
+	g.h.mu.Lock()
+	defer g.h.mu.Unlock()
+	return g.members[sess]
+}
+
+// beat sends one heartbeat for tokens and applies the answer. It reports
+// whether the server answered.
+func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl, sinceOK time.Duration) bool {
+	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
+	ctx, cancel := context.WithTimeout(context.Background(), ttl)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.key.url+PathHeartbeat, bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", contentTypeJSON)
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		select {
+		case <-g.stop:
+			return false
+		default:
+		}
+		// A refused connection means the server is gone; other failures
+		// are forgiven until the sessions would have lapsed anyway.
+		if isDialError(err) || sinceOK > ttl {
+			g.loseAll(members, stateUnreachable, err)
+		}
+		return false
+	}
+	answer, err := readAnswer(resp, 16<<20)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		if err == nil {
+			err = decodeWireError(resp, answer)
+		}
+		g.h.logger.Warn("lockstep: heartbeat failed", "url", g.key.url, "err", err)
+		return false
+	}
+	if resp.Header.Get(HeaderDraining) != "" {
+		g.loseAll(members, stateDraining, Errorf(CodeUnavailable, "the server is draining"))
+		return true
+	}
+	var ans heartbeatAnswer
+	if err := json.Unmarshal(answer, &ans); err != nil {
+		g.h.logger.Warn("lockstep: heartbeat answer does not decode", "url", g.key.url, "err", err)
+		return true
+	}
+	for _, token := range ans.Lost {
+		if sess := members[token]; sess != nil {
+			if e := g.endpointOf(sess); e != nil {
+				e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server no longer holds the session"))
+			}
+		}
+	}
+	for _, token := range ans.Resync {
+		if sess := members[token]; sess != nil {
+			if e := g.endpointOf(sess); e != nil && e.c.cfg.OnResync != nil {
+				go e.c.cfg.OnResync()
+			}
+		}
+	}
+	return true
+}
+
+func (g *beatGroup) loseAll(members map[string]*clientSession, state string, err error) {
+	for _, sess := range members {
+		if e := g.endpointOf(sess); e != nil {
+			e.lose(sess, state, err)
+		}
+	}
+}
