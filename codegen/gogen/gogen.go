@@ -261,7 +261,7 @@ func comment(text string) string {
 		}
 		b.WriteString("// " + line + "\n")
 	}
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // typeDoc is a type's schema prose, without a title that only repeats the
@@ -324,15 +324,15 @@ func (g *generator) fail(err error) {
 // defaultLit renders a field's default as a Go expression of the field's
 // value type (wrapped as its accessor returns it).
 func (g *generator) defaultLit(f *gomodel.Field) string {
+	if f.Presence == gomodel.PresenceNullable && f.Default.Kind == contract.KindNull {
+		return "jsonwire.Null[" + gomodel.GoString(f.Type) + "]()"
+	}
 	lit, err := literal(f.Type, f.Default)
 	if err != nil {
 		g.fail(fmt.Errorf("%s: default of %s: %w", f.Default.Where(), f.JSONName, err))
 		return "nil"
 	}
 	if f.Presence == gomodel.PresenceNullable {
-		if f.Default.Kind == contract.KindNull {
-			return "jsonwire.Null[" + gomodel.GoString(f.Type) + "]()"
-		}
 		return "jsonwire.Value(" + gomodel.GoString(f.Type) + "(" + lit + "))"
 	}
 	return lit

@@ -224,7 +224,20 @@ func (b *builder) namedFor(target *Node) *Type {
 	if t := b.named[target]; t != nil {
 		return t
 	}
-	t := &Type{Name: b.names.unique(b.typeNameFor(target)), Schema: target, Source: target.Where(), Doc: docOf(target)}
+	name := b.typeNameFor(target)
+	if b.names[name] {
+		// Another file has a schema of that name: qualify it with the
+		// type of its own file's root, if that has one.
+		if src := target.Source(); src != nil && src.Doc != nil {
+			for _, t := range b.pkg.Types {
+				if s := t.Schema.Source(); s != nil && s.Doc == src.Doc && s.Pointer == "" && !b.names[t.Name+name] {
+					name = t.Name + name
+					break
+				}
+			}
+		}
+	}
+	t := &Type{Name: b.names.unique(name), Schema: target, Source: target.Where(), Doc: docOf(target)}
 	b.named[target] = t
 	b.pkg.Types = append(b.pkg.Types, t)
 	b.mapSchema(target, t.Name, t)
@@ -839,10 +852,8 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 		}
 		r, _ := b.mapSchema(s, t.Name+suffix, nil)
 		vname := suffix
-		if r.Kind == RefNamed {
+		if pureRef(s) && r.Kind == RefNamed {
 			vname = r.Name
-		} else if r.Kind == RefBuiltin || r.Kind == RefExternal {
-			vname = GoName(strings.TrimPrefix(strings.TrimPrefix(r.Name, "json."), "time."))
 		}
 		t.Variants = append(t.Variants, &Variant{Name: used.unique(vname), Type: r, Schema: s})
 	}
@@ -884,6 +895,9 @@ next:
 			}
 			for ps.Kind == contract.KindObject && ps.Ref != nil && pureRef(ps) {
 				ps = ps.Ref
+			}
+			if merged, ok := b.view(ps); ok {
+				ps = merged
 			}
 			vals := enumValues(ps)
 			if len(vals) != 1 || vals[0].Kind != contract.KindString || seen[vals[0].Text] {
