@@ -1,0 +1,119 @@
+package benchrun
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	tests := []struct {
+		name   string
+		sorted []time.Duration // input, ascending
+		q      float64         // quantile asked for
+		want   time.Duration   // nearest-rank value
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one value is every percentile", []time.Duration{7}, 0.99, 7},
+		{"median of 100", hundred, 0.5, 50 * time.Millisecond},
+		{"p99 of 100 is rank 99, not the maximum", hundred, 0.99, 99 * time.Millisecond},
+		{"p100 is the maximum", hundred, 1, 100 * time.Millisecond},
+		{"p0 is the minimum", hundred, 0, time.Millisecond},
+		{"median of an even pair is the lower", []time.Duration{1, 2}, 0.5, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Percentile(tt.sorted, tt.q); got != tt.want {
+				t.Errorf("Percentile(q=%v) = %v, want %v", tt.q, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunMakesEveryCallOnceWithAtMostCallersAtATime(t *testing.T) {
+	const n, callers = 500, 8
+	seen := make([]atomic.Int32, n)
+	var running, peak atomic.Int32
+	r := Run(n, callers, func(i int) error {
+		now := running.Add(1)
+		for {
+			p := peak.Load()
+			if now <= p || peak.CompareAndSwap(p, now) {
+				break
+			}
+		}
+		seen[i].Add(1)
+		time.Sleep(50 * time.Microsecond)
+		running.Add(-1)
+		return nil
+	})
+	for i := range seen {
+		if c := seen[i].Load(); c != 1 {
+			t.Fatalf("call %d made %d times", i, c)
+		}
+	}
+	if p := peak.Load(); p > callers || p < 2 {
+		t.Errorf("peak concurrency %d, want between 2 and %d", p, callers)
+	}
+	if r.Calls != n || len(r.Latencies) != n || r.Err() != nil {
+		t.Fatalf("result: %d calls, %d latencies, err %v", r.Calls, len(r.Latencies), r.Err())
+	}
+	for i := 1; i < n; i++ {
+		if r.Latencies[i] < r.Latencies[i-1] {
+			t.Fatal("latencies are not sorted")
+		}
+	}
+	if r.Percentile(0.5) < 50*time.Microsecond {
+		t.Errorf("median %v is below the 50µs every call slept", r.Percentile(0.5))
+	}
+	if r.PerSecond() <= 0 || r.Wall <= 0 {
+		t.Errorf("rate %v over %v", r.PerSecond(), r.Wall)
+	}
+}
+
+func TestRunCountsFailuresAndKeepsTheFirst(t *testing.T) {
+	boom := errors.New("boom")
+	r := Run(10, 1, func(i int) error {
+		if i%5 == 4 {
+			return boom
+		}
+		return nil
+	})
+	if r.Failed != 2 || !errors.Is(r.Err(), boom) {
+		t.Fatalf("Failed = %d, Err = %v; want 2 and boom", r.Failed, r.Err())
+	}
+}
+
+func TestCPUMeterSeesBusyWork(t *testing.T) {
+	cpu := StartCPU()
+	deadline := time.Now().Add(30 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	used := cpu.Used()
+	if used < 10*time.Millisecond || used > 5*time.Second {
+		t.Errorf("30ms of spinning measured as %v of CPU (x=%d)", used, x)
+	}
+}
+
+func TestLiveMemorySeesRetainedObjects(t *testing.T) {
+	before := LiveMemory()
+	keep := make([][]byte, 100)
+	for i := range keep {
+		keep[i] = make([]byte, 10<<10)
+	}
+	after := LiveMemory()
+	per := PerItem(before, after, len(keep))
+	if per < 9<<10 || per > 20<<10 {
+		t.Errorf("100 retained 10 KiB buffers measured as %.0f bytes each", per)
+	}
+	if len(keep[99]) != 10<<10 {
+		t.Fatal("buffers lost")
+	}
+}
