@@ -202,44 +202,40 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 		}
 		resends++
 		call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.contract.Version()
-		resp, answer, err := e.post(ctx, sess, call.Method, body, call.Header)
-		if err != nil {
+		var a attempt
+		if c.cfg.AutoBatch != nil {
+			a = e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
+		} else {
+			a = e.post(ctx, sess, call.Method, body, call.Header)
+		}
+		if a.err != nil {
 			if ctx.Err() != nil {
 				return nil, NewError(CodeOf(ctx.Err()), ctx.Err())
 			}
-			if resp == nil && isDialError(err) {
-				// Never reached the server: safe to resend anywhere.
-				e.lose(sess, stateUnreachable, err)
+			if isDialError(a.err) || retryable || e.drainingSession(sess) {
+				// Never reached the server, or safe to resend anyway: the
+				// method is idempotent, or a draining server cut the
+				// connection, having answered every call it read.
+				e.lose(sess, stateUnreachable, a.err)
 				continue
 			}
-			if resp == nil && (retryable || e.drainingSession(sess)) {
-				// Idempotent, or cut by a draining server, which answers
-				// every call it read: either way safe to resend.
-				e.lose(sess, stateUnreachable, err)
-				continue
-			}
-			if ce, ok := err.(*Error); ok {
-				return nil, ce
-			}
-			return nil, Errorf(CodeUnavailable, "%s %s to %s: %v", call.Contract, call.Method, e.url, err)
+			return nil, Errorf(CodeUnavailable, "%s %s to %s: %v", call.Contract, call.Method, e.url, a.err)
 		}
-		draining := resp.Header.Get(HeaderDraining) != ""
-		if resp.StatusCode == http.StatusOK {
-			if draining {
+		if a.status == http.StatusOK {
+			if a.draining {
 				e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
 			}
-			return answer, nil
+			return a.body, nil
 		}
-		werr := decodeWireError(resp, answer)
-		notProcessed := resp.Header.Get(HeaderNotProcessed) != ""
+		werr := decodeWireErrorStatus(a.status, a.body)
 		switch {
 		case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
 			e.lose(sess, stateConnecting, werr)
 			continue
-		case draining && notProcessed:
+		case a.draining && a.notProcessed:
 			e.lose(sess, stateDraining, werr)
 			continue
-		case draining:
+		case a.draining:
 			e.lose(sess, stateDraining, werr)
 		}
 		return nil, werr

@@ -62,6 +62,9 @@ type ClientConfig struct {
 	// OnResync is called, on its own goroutine, when a server asks this
 	// client to send its full state again.
 	OnResync func()
+	// AutoBatch, if set, merges concurrent unary calls to an endpoint into
+	// multi-call requests.
+	AutoBatch *AutoBatch
 	// Heartbeats sends this client's heartbeats; share one among the
 	// clients of a process so their sessions at an endpoint renew in one
 	// request. Default: the client's own.

@@ -48,6 +48,9 @@ type endpoint struct {
 	sess     atomic.Pointer[clientSession] // routable session, or nil
 	lastCall atomic.Int64                  // unix nanos of the last answered call
 
+	batchMu sync.Mutex
+	batch   *batcher // automatic batching of the current session
+
 	mu      sync.Mutex
 	state   string
 	lastErr error
@@ -303,6 +306,10 @@ func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 // decodeWireError turns an error answer into an [*Error]; an answer that is
 // not in the lockstep error shape gets a code from its HTTP status.
 func decodeWireError(resp *http.Response, body []byte) *Error {
+	return decodeWireErrorStatus(resp.StatusCode, body)
+}
+
+func decodeWireErrorStatus(status int, body []byte) *Error {
 	var w wireError
 	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
 		return w.toError()
@@ -311,15 +318,15 @@ func decodeWireError(resp *http.Response, body []byte) *Error {
 	if len(snippet) > 200 {
 		snippet = snippet[:200] + "…"
 	}
-	return Errorf(codeForStatus(resp.StatusCode), "HTTP %s: %s", strconv.Itoa(resp.StatusCode), snippet)
+	return Errorf(codeForStatus(status), "HTTP %s: %s", strconv.Itoa(status), snippet)
 }
 
-// post sends one call attempt to the endpoint.
-func (e *endpoint) post(ctx context.Context, sess *clientSession, method string, body []byte, header http.Header) (*http.Response, []byte, error) {
+// post sends one call attempt to the endpoint and reads the answer.
+func (e *endpoint) post(ctx context.Context, sess *clientSession, method string, body []byte, header http.Header) attempt {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
 		e.url+CallPath(sess.contract.Name(), sess.contract.Version(), method), bytes.NewReader(body))
 	if err != nil {
-		return nil, nil, err
+		return attempt{err: err}
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -331,16 +338,24 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 	}
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return attempt{err: err}
 	}
 	out, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
+	a := attempt{
+		status:       resp.StatusCode,
+		draining:     resp.Header.Get(HeaderDraining) != "",
+		notProcessed: resp.Header.Get(HeaderNotProcessed) != "",
+		body:         out,
+	}
 	if err != nil {
-		return resp, nil, err
+		// An answer too large or cut short: the call was processed.
+		a.status, a.body = CodeOf(err).HTTPStatus(), mustJSON(asError(err).toWire())
+		return a
 	}
 	if resp.StatusCode == http.StatusOK {
 		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
 	}
-	return resp, out, nil
+	return a
 }
 
 // handshakeSameVersion compares version strings semantically ("2.0" is

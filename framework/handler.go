@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -20,6 +21,7 @@ type Validator interface {
 // validates the body, runs the interceptors and handler, and encodes the
 // answer.
 type methodHandler struct {
+	batch bool
 	serve func(ctx context.Context, call *Call, body []byte) ([]byte, error)
 }
 
@@ -31,7 +33,7 @@ type methodHandler struct {
 func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
 	decl := mustMethod(c, method, false)
 	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
-		return h(ctx, call.Request.(*Req))
+		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
 	s.register(c, method, &methodHandler{serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
 		req := new(Req)
@@ -55,9 +57,9 @@ func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(co
 func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
 	decl := mustMethod(c, method, true)
 	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
-		return h(ctx, call.Request.(*Req))
+		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
-	s.register(c, method, &methodHandler{serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+	s.register(c, method, &methodHandler{batch: true, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
 		var in batchRequest
 		if err := json.Unmarshal(body, &in); err != nil {
 			return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
@@ -165,7 +167,14 @@ func decodeMessage(c *Contract, message string, body []byte, v any) error {
 	return nil
 }
 
-// serveCall answers POST /lockstep/<contract>/<version>/<Method>.
+// MultiCallMethod is the path segment of the generic multi-call endpoint,
+// POST /lockstep/<contract>/<version>/_multi: several unary calls of one
+// session in one request. Method names start with a letter, so it never
+// collides with one.
+const MultiCallMethod = "_multi"
+
+// serveCall answers POST /lockstep/<contract>/<version>/<Method> and the
+// multi-call endpoint.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	contract, ver, method := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "method")
 	draining := s.draining.Load()
@@ -180,7 +189,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mh := sv.methods[method]
-	if mh == nil {
+	if mh == nil && method != MultiCallMethod {
 		writeError(w, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method), draining, true)
 		return
 	}
@@ -215,24 +224,23 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession), false, true)
 		return
 	}
-	ctx := r.Context()
-	if t := r.Header.Get(HeaderTimeout); t != "" {
-		d, err := decodeTimeout(t)
-		if err != nil {
-			writeError(w, Errorf(CodeInvalidArgument, "%s: %v", HeaderTimeout, err), false, true)
-			return
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+	ctx, cancel, err := withTimeoutHeader(r.Context(), r.Header.Get(HeaderTimeout))
+	if err != nil {
+		writeError(w, err, false, true)
+		return
 	}
+	defer cancel()
 	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		writeError(w, err, false, true)
 		return
 	}
-	call := &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}
-	out, err := mh.serve(ctx, call, body)
+	var out []byte
+	if method == MultiCallMethod {
+		out, err = s.serveMulti(ctx, sv, sess, r.Header, body)
+	} else {
+		out, err = mh.serve(ctx, &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body)
+	}
 	release()
 	sess.lastSeen.Store(s.now())
 	draining = s.draining.Load()
@@ -250,4 +258,91 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(HeaderDraining, "1")
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// withTimeoutHeader applies a Lockstep-Timeout value to ctx.
+func withTimeoutHeader(ctx context.Context, value string) (context.Context, context.CancelFunc, error) {
+	if value == "" {
+		return ctx, func() {}, nil
+	}
+	d, err := decodeTimeout(value)
+	if err != nil {
+		return nil, nil, Errorf(CodeInvalidArgument, "%s: %v", HeaderTimeout, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, nil
+}
+
+// multiRequest is the body of a multi-call: unary calls of one session.
+type multiRequest struct {
+	Calls []multiCall `json:"calls"`
+}
+
+type multiCall struct {
+	// Method is a unary method of the contract version.
+	Method string `json:"method"`
+	// Request is the call's request message.
+	Request json.RawMessage `json:"request"`
+	// Timeout is the call's own Lockstep-Timeout, if it has a deadline.
+	Timeout string `json:"timeout,omitempty"`
+	// Header holds the call's own headers (traceparent and the like),
+	// added to the request's for this call only.
+	Header map[string]string `json:"header,omitempty"`
+}
+
+// serveMulti runs the calls of a multi-call concurrently, each through its
+// method's handler and the interceptors as if it had come alone, and answers
+// {"results":[…]} in order.
+func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *session, header http.Header, body []byte) ([]byte, error) {
+	var in multiRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, Errorf(CodeInvalidArgument, "multi-call body must be {\"calls\":[…]}: %v", err)
+	}
+	out := batchResponse{Results: make([]batchResult, len(in.Calls))}
+	run := func(i int) {
+		mc := in.Calls[i]
+		mh := sv.methods[mc.Method]
+		if mh == nil || mh.batch {
+			out.Results[i] = errorResult(Errorf(CodeNotFound, "%s %s has no unary method %q",
+				sv.contract.Name(), sv.contract.Version(), mc.Method))
+			return
+		}
+		cctx, cancel, err := withTimeoutHeader(ctx, mc.Timeout)
+		if err != nil {
+			out.Results[i] = errorResult(err)
+			return
+		}
+		defer cancel()
+		h := header
+		if len(mc.Header) > 0 {
+			h = header.Clone()
+			for k, v := range mc.Header {
+				h.Set(k, v)
+			}
+		}
+		b, err := mh.serve(cctx, &Call{Contract: sv.contract.Name(), Version: sv.contract.Version(),
+			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request)
+		if err != nil {
+			if cctx.Err() != nil && CodeOf(err) == CodeInternal {
+				err = NewError(CodeDeadlineExceeded, cctx.Err())
+			}
+			out.Results[i] = errorResult(err)
+			return
+		}
+		out.Results[i] = batchResult{OK: b}
+	}
+	if len(in.Calls) == 1 {
+		run(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range in.Calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(i)
+			}()
+		}
+		wg.Wait()
+	}
+	return json.Marshal(out)
 }

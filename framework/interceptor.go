@@ -47,3 +47,12 @@ func chain(interceptors []Interceptor, final CallFunc) CallFunc {
 	}
 	return f
 }
+
+type callKey struct{}
+
+// CallFromContext returns the call a handler is serving (its peer, version
+// and headers), or nil outside a handler.
+func CallFromContext(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}

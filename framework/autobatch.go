@@ -1,0 +1,238 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// AutoBatch turns on automatic batching: concurrent unary calls to the same
+// endpoint travel together as one multi-call request, and each caller gets
+// its own answer or error. Batches form opportunistically: a call goes out at
+// once while fewer than MaxInFlight requests are under way to its endpoint,
+// and otherwise waits for one to finish, joining whatever else waits. With
+// MaxDelay set, a call also waits up to that long for companions.
+type AutoBatch struct {
+	// MaxCalls bounds the calls in one request; default 64.
+	MaxCalls int
+	// MaxInFlight bounds the requests under way per endpoint; default 2.
+	MaxInFlight int
+	// MaxDelay, if set, lets a call wait that long for companions even when
+	// a request could go out at once.
+	MaxDelay time.Duration
+}
+
+func (a AutoBatch) withDefaults() AutoBatch {
+	if a.MaxCalls <= 0 {
+		a.MaxCalls = 64
+	}
+	if a.MaxInFlight <= 0 {
+		a.MaxInFlight = 2
+	}
+	return a
+}
+
+// attempt is the outcome of sending one call once: an answer (status,
+// flags, body) or a transport error.
+type attempt struct {
+	status       int
+	draining     bool
+	notProcessed bool
+	body         []byte
+	err          error
+}
+
+// pendingCall is a call waiting in a batcher.
+type pendingCall struct {
+	ctx    context.Context
+	method string
+	body   []byte
+	header http.Header
+	done   chan attempt
+}
+
+// batcher merges the calls of one session at one endpoint.
+type batcher struct {
+	e    *endpoint
+	sess *clientSession
+	cfg  AutoBatch
+
+	mu       sync.Mutex
+	queue    []*pendingCall
+	inFlight int
+	timer    clockwork.Timer
+}
+
+// batcherFor returns the batcher of sess, creating it on first use.
+func (e *endpoint) batcherFor(sess *clientSession) *batcher {
+	e.batchMu.Lock()
+	defer e.batchMu.Unlock()
+	if e.batch == nil || e.batch.sess != sess {
+		e.batch = &batcher{e: e, sess: sess, cfg: e.c.cfg.AutoBatch.withDefaults()}
+	}
+	return e.batch
+}
+
+// do sends a call through the batcher and waits for its own outcome.
+func (b *batcher) do(ctx context.Context, method string, body []byte, header http.Header) attempt {
+	p := &pendingCall{ctx: ctx, method: method, body: body, header: header, done: make(chan attempt, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	b.kickLocked()
+	b.mu.Unlock()
+	select {
+	case a := <-p.done:
+		return a
+	case <-ctx.Done():
+		return attempt{err: ctx.Err()}
+	}
+}
+
+// kickLocked sends what waits if a request slot is free, honouring
+// MaxDelay.
+func (b *batcher) kickLocked() {
+	for b.inFlight < b.cfg.MaxInFlight && len(b.queue) > 0 {
+		if b.cfg.MaxDelay > 0 && len(b.queue) < b.cfg.MaxCalls {
+			if b.timer == nil {
+				b.timer = b.e.c.cfg.Clock.AfterFunc(b.cfg.MaxDelay, func() {
+					b.mu.Lock()
+					b.timer = nil
+					b.flushLocked()
+					b.mu.Unlock()
+				})
+			}
+			return
+		}
+		b.flushLocked()
+	}
+}
+
+// flushLocked takes up to MaxCalls waiting calls and sends them on their own
+// goroutine.
+func (b *batcher) flushLocked() {
+	if len(b.queue) == 0 || b.inFlight >= b.cfg.MaxInFlight {
+		return
+	}
+	n := min(len(b.queue), b.cfg.MaxCalls)
+	calls := make([]*pendingCall, n)
+	copy(calls, b.queue)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	b.inFlight++
+	go func() {
+		b.send(calls)
+		b.mu.Lock()
+		b.inFlight--
+		b.kickLocked()
+		b.mu.Unlock()
+	}()
+}
+
+// send delivers calls: one alone as a plain call, several as a multi-call.
+func (b *batcher) send(calls []*pendingCall) {
+	live := calls[:0]
+	for _, p := range calls {
+		if p.ctx.Err() == nil {
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) == 1 {
+		p := live[0]
+		p.done <- b.e.post(p.ctx, b.sess, p.method, p.body, p.header)
+		return
+	}
+	// The request lives as long as its longest-lived call.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var latest time.Time
+	unbounded := false
+	for _, p := range live {
+		if dl, ok := p.ctx.Deadline(); ok {
+			if dl.After(latest) {
+				latest = dl
+			}
+		} else {
+			unbounded = true
+		}
+	}
+	if !unbounded {
+		ctx, cancel = context.WithDeadline(ctx, latest)
+		defer cancel()
+	}
+	whole := b.e.post(ctx, b.sess, MultiCallMethod, b.encode(live), nil)
+	if whole.err != nil || whole.status != http.StatusOK {
+		for _, p := range live {
+			p.done <- whole
+		}
+		return
+	}
+	var br batchResponse
+	if err := json.Unmarshal(whole.body, &br); err != nil || len(br.Results) != len(live) {
+		bad := attempt{status: http.StatusInternalServerError,
+			body: mustJSON(Errorf(CodeInternal, "multi-call answer does not decode").toWire())}
+		for _, p := range live {
+			p.done <- bad
+		}
+		return
+	}
+	for i, p := range live {
+		r := br.Results[i]
+		a := attempt{draining: whole.draining}
+		switch {
+		case r.Error != nil:
+			a.status = r.Error.toError().Code().HTTPStatus()
+			a.body = mustJSON(r.Error)
+			a.notProcessed = r.Error.Code == CodeHandshakeRequired || r.Error.Code == CodeIncompatiblePeer
+		default:
+			a.status, a.body = http.StatusOK, r.OK
+		}
+		p.done <- a
+	}
+}
+
+// encode writes the multi-call body around the already encoded requests.
+func (b *batcher) encode(calls []*pendingCall) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"calls":[`)
+	for i, p := range calls {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"method":`)
+		buf.WriteString(strconv.Quote(p.method))
+		if dl, ok := p.ctx.Deadline(); ok {
+			buf.WriteString(`,"timeout":"`)
+			buf.WriteString(encodeTimeout(time.Until(dl)))
+			buf.WriteByte('"')
+		}
+		if len(p.header) > 0 {
+			h := make(map[string]string, len(p.header))
+			for k := range p.header {
+				h[k] = p.header.Get(k)
+			}
+			buf.WriteString(`,"header":`)
+			buf.Write(mustJSON(h))
+		}
+		buf.WriteString(`,"request":`)
+		buf.Write(p.body)
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"code":"internal","message":"did not encode"}`)
+	}
+	return b
+}

@@ -1,0 +1,139 @@
+package framework_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
+)
+
+// echoServer answers each NodeStatus with the node's number as generation,
+// so every caller can check it got its own answer, after holding the call
+// for delay so that concurrent calls pile up.
+func echoServer(t *testing.T, delay time.Duration, traces *sync.Map) *frameworktest.Running {
+	c := benchContract(t, "1.0.0")
+	return frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
+		func(s *framework.Server) {
+			framework.HandleUnary(s, c, "ReportStatus", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+				time.Sleep(delay)
+				num, err := strconv.Atoi(strings.TrimPrefix(n.NodeName, "node-"))
+				if err != nil {
+					return nil, framework.Errorf(framework.CodeInvalidArgument, "bad node name %q", n.NodeName)
+				}
+				if num%10 == 9 {
+					return nil, framework.Errorf(framework.CodeConflict, "node %d refused", num)
+				}
+				if traces != nil {
+					traces.Store(num, framework.CallFromContext(ctx).Header.Get("traceparent"))
+				}
+				return &benchmsg.Ack{Accepted: true, Generation: int64(num)}, nil
+			})
+			framework.HandleBatch(s, c, "ReportStatuses", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+				return &benchmsg.Ack{}, nil
+			})
+		})
+}
+
+func TestAutoBatchMergesConcurrentCallsAndAnswersEachCaller(t *testing.T) {
+	var traces sync.Map
+	srv := echoServer(t, 20*time.Millisecond, &traces)
+	tr := &cuttable{next: framework.NewTransport(nil)}
+	t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
+	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
+		c.Transport = tr
+		c.AutoBatch = &framework.AutoBatch{MaxCalls: 32, MaxInFlight: 1}
+		c.Interceptors = []framework.Interceptor{func(next framework.CallFunc) framework.CallFunc {
+			return func(ctx context.Context, call *framework.Call) (any, error) {
+				n := call.Request.(*benchmsg.NodeStatus).NodeName
+				call.Header.Set("traceparent", "trace-"+n)
+				return next(ctx, call)
+			}
+		}}
+	})
+	require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
+
+	const callers = 200
+	ctx := timeout(t, 20*time.Second)
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ack, err := report(ctx, cl, i)
+			if i%10 == 9 {
+				if framework.CodeOf(err) != framework.CodeConflict || !strings.Contains(err.Error(), "node "+strconv.Itoa(i)+" refused") {
+					wrong.Add(1)
+					t.Errorf("caller %d: want its own conflict, got %v", i, err)
+				}
+				return
+			}
+			if err != nil || ack.Generation != int64(i) {
+				wrong.Add(1)
+				t.Errorf("caller %d: got %+v, %v", i, ack, err)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Zero(t, wrong.Load())
+	multi := tr.count(framework.CallPath("bench", "1.0.0", framework.MultiCallMethod))
+	single := tr.count(framework.CallPath("bench", "1.0.0", "ReportStatus"))
+	assert.Positive(t, multi, "some calls were merged")
+	assert.Less(t, multi+single, int64(callers/4), "200 concurrent calls took far fewer requests")
+	t.Logf("%d calls in %d multi-call and %d single requests", callers, multi, single)
+
+	// Each call kept its own headers inside the merged request.
+	traces.Range(func(k, v any) bool {
+		assert.Equal(t, "trace-node-"+leftPad(k.(int)), v)
+		return true
+	})
+}
+
+func leftPad(n int) string {
+	s := strconv.Itoa(n)
+	for len(s) < 4 {
+		s = "0" + s
+	}
+	return s
+}
+
+func TestAutoBatchSurvivesServerReplacement(t *testing.T) {
+	a := startBench(t, "127.0.0.1:0", "1.0.0")
+	b := startBench(t, "127.0.0.1:0", "1.0.0")
+	cl := benchClient(t, "1.0.0", []string{a.URL, b.URL}, func(c *framework.ClientConfig) {
+		c.AutoBatch = &framework.AutoBatch{}
+	})
+	require.Eventually(t, func() bool { return readyCount(cl) == 2 }, 5*time.Second, 5*time.Millisecond)
+	ctx := timeout(t, 20*time.Second)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				if _, err := report(ctx, cl, i); err != nil {
+					failed.Add(1)
+					t.Errorf("call: %v", err)
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, a.Stop())
+	again := startBench(t, a.Addr, "1.0.0")
+	wg.Wait()
+	assert.Zero(t, failed.Load())
+	assert.Equal(t, int64(16*40), a.handled.Load()+b.handled.Load()+again.handled.Load(), "every call processed exactly once")
+}
