@@ -66,6 +66,9 @@ func Build(c *contract.Contract, pkgName string) (*Package, error) {
 			continue
 		}
 		target := b.named[m.Schema]
+		if target == nil {
+			continue
+		}
 		t := &Type{Name: m.Name, Kind: KindAlias, Schema: m.Schema, Source: m.Schema.Where(), Elem: namedRef(target), Message: m.Name, Nullable: target.Nullable}
 		b.pkg.Types = append(b.pkg.Types, t)
 		b.pkg.Messages[m.Name] = t
@@ -397,6 +400,9 @@ func (b *builder) external(x *Node) (*TypeRef, bool) {
 		return nil, false
 	}
 	s := x.Text
+	if s == "encoding/json.RawMessage" || s == "json.RawMessage" {
+		return refRaw, true
+	}
 	i := strings.LastIndex(s, ".")
 	if i < 0 {
 		return &TypeRef{Kind: RefExternal, Name: s}, true

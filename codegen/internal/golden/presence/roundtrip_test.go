@@ -3,8 +3,8 @@ package presence
 import (
 	"testing"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/codegen/internal/golden/roundtrip"
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 )
 
 const required = `"reqString": "", "reqNullString": null, "reqObject": {"x": 0, "y": 0}, "reqNullObject": null, "reqList": [], "reqNullList": null`

@@ -29,18 +29,25 @@ var Contract = framework.MustContract(handshake.Contract{
 	Schemas: map[string]json.RawMessage{
 		"Expr": json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "Expr and Term refer to each other through optional nullable members, which must not nest by value.",
 			"type": "object",
 			"additionalProperties": false,
 			"required": [
-				"op",
-				"left"
+				"op"
 			],
 			"properties": {
 				"op": {
 					"type": "string"
 				},
 				"left": {
-					"$ref": "#/$defs/Term"
+					"anyOf": [
+						{
+							"$ref": "#/$defs/Term"
+						},
+						{
+							"type": "null"
+						}
+					]
 				},
 				"right": {
 					"$ref": "#/$defs/Term"
@@ -50,12 +57,16 @@ var Contract = framework.MustContract(handshake.Contract{
 				"Term": {
 					"type": "object",
 					"additionalProperties": false,
-					"required": [
-						"expr"
-					],
 					"properties": {
 						"expr": {
-							"$ref": "#"
+							"anyOf": [
+								{
+									"$ref": "#"
+								},
+								{
+									"type": "null"
+								}
+							]
 						},
 						"literal": {
 							"type": "number"
@@ -92,12 +103,16 @@ var Contract = framework.MustContract(handshake.Contract{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
 			"type": "object",
 			"additionalProperties": false,
-			"required": [
-				"expr"
-			],
 			"properties": {
 				"expr": {
-					"$ref": "#/$defs/Expr"
+					"anyOf": [
+						{
+							"$ref": "#/$defs/Expr"
+						},
+						{
+							"type": "null"
+						}
+					]
 				},
 				"literal": {
 					"type": "number"
@@ -105,18 +120,25 @@ var Contract = framework.MustContract(handshake.Contract{
 			},
 			"$defs": {
 				"Expr": {
+					"description": "Expr and Term refer to each other through optional nullable members, which must not nest by value.",
 					"type": "object",
 					"additionalProperties": false,
 					"required": [
-						"op",
-						"left"
+						"op"
 					],
 					"properties": {
 						"op": {
 							"type": "string"
 						},
 						"left": {
-							"$ref": "#"
+							"anyOf": [
+								{
+									"$ref": "#"
+								},
+								{
+									"type": "null"
+								}
+							]
 						},
 						"right": {
 							"$ref": "#"

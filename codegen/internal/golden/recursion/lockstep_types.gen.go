@@ -2,11 +2,17 @@
 
 package recursion
 
+import (
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+)
+
 // Expr is the message Expr of the contract, generated from contract.yaml#/schemas/Expr.
+//
+// Expr and Term refer to each other through optional nullable members, which must not nest by value.
 type Expr struct {
-	Op    string `json:"op"`
-	Left  Term   `json:"left"`
-	Right *Term  `json:"right,omitzero"`
+	Op    string                  `json:"op"`
+	Left  jsonwire.Nullable[Term] `json:"left,omitzero"`
+	Right *Term                   `json:"right,omitzero"`
 }
 
 // List is the message List of the contract, generated from contract.yaml#/schemas/List.
@@ -17,8 +23,8 @@ type List struct {
 
 // Term is the message Term of the contract, generated from contract.yaml#/schemas/Term.
 type Term struct {
-	Expr    *Expr    `json:"expr"`
-	Literal *float64 `json:"literal,omitzero"`
+	Expr    jsonwire.Nullable[*Expr] `json:"expr,omitzero"`
+	Literal *float64                 `json:"literal,omitzero"`
 }
 
 // Tree is the message Tree of the contract, generated from contract.yaml#/schemas/Tree.
