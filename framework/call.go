@@ -42,7 +42,8 @@ func WithIdempotencyKey(key string) CallOption {
 // ClientConfig.ReadyTimeout), unless [FailFast] is given; calls refused
 // unprocessed (handshake_required, incompatible_peer, a draining server) are
 // resent after a new handshake or to another endpoint without the caller
-// seeing them.
+// seeing them. At an endpoint that agreed on a fork version, the request is
+// converted down and the answer up.
 func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req *Req, opts ...CallOption) (*Resp, error) {
 	decl, ok := c.contract.Method(method)
 	if !ok {
@@ -51,12 +52,20 @@ func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req
 	if decl.Batch {
 		return nil, Errorf(CodeInvalidArgument, "%s is a batch method; use CallBatch", method)
 	}
-	out, err := c.invoke(ctx, method, decl.Idempotent, req, opts, func(body []byte) (any, error) {
-		resp := new(Resp)
-		if err := json.Unmarshal(body, resp); err != nil {
-			return nil, Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
-		}
-		return resp, nil
+	out, err := c.invoke(ctx, method, decl.Idempotent, req, opts, wireCall{
+		encode: func(conv *MethodConversion, req any) ([]byte, error) {
+			if conv != nil {
+				old, err := conv.down(req)
+				if err != nil {
+					return nil, err
+				}
+				return json.Marshal(old)
+			}
+			return json.Marshal(req)
+		},
+		decode: func(v *peerVersion, body []byte) (any, error) {
+			return decodeAnswer[Resp](v, method, body)
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -64,6 +73,35 @@ func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req
 	resp, ok := out.(*Resp)
 	if !ok || resp == nil {
 		return nil, Errorf(CodeInternal, "interceptor returned %T, not %T", out, resp)
+	}
+	return resp, nil
+}
+
+// decodeAnswer decodes one answer at the version it travelled at: validated
+// first if the peer is pinned (it never proved it speaks the contract), and
+// converted up if the version is a fork.
+func decodeAnswer[Resp any](v *peerVersion, method string, body []byte) (*Resp, error) {
+	if v.pinned {
+		decl, _ := v.contract.Method(method)
+		if err := v.contract.ValidateJSON(decl.Response, body); err != nil {
+			return nil, Errorf(CodeInternal, "pinned peer answered %s %s %s with something that is not a valid %s: %v",
+				v.contract.Name(), v.contract.Version(), method, decl.Response, asError(err).Message())
+		}
+	}
+	if conv := v.conversion(method); conv != nil {
+		up, err := conv.decodeUp(body)
+		if err != nil {
+			return nil, Errorf(CodeInternal, "%s answer at %s does not convert: %v", method, v.contract.Version(), err)
+		}
+		resp, ok := up.(*Resp)
+		if !ok {
+			return nil, Errorf(CodeInternal, "%s conversion returned %T, not %T", method, up, resp)
+		}
+		return resp, nil
+	}
+	resp := new(Resp)
+	if err := json.Unmarshal(body, resp); err != nil {
+		return nil, Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
 	}
 	return resp, nil
 }
@@ -89,31 +127,43 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 	if items == nil {
 		items = []*Req{}
 	}
-	out, err := c.invoke(ctx, method, decl.Idempotent, &batchItems[Req]{Items: items}, opts, func(body []byte) (any, error) {
-		var br batchResponse
-		if err := json.Unmarshal(body, &br); err != nil {
-			return nil, Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
-		}
-		if len(br.Results) != len(items) {
-			return nil, Errorf(CodeInternal, "%s answered %d results for %d items", method, len(br.Results), len(items))
-		}
-		results := make([]Result[Resp], len(items))
-		for i, r := range br.Results {
-			switch {
-			case r.Error != nil:
-				results[i].Err = r.Error.toError()
-			case r.OK != nil:
-				v := new(Resp)
-				if err := json.Unmarshal(r.OK, v); err != nil {
-					results[i].Err = Errorf(CodeInternal, "%s result %d does not decode: %v", method, i, err)
-				} else {
-					results[i].Value = v
-				}
-			default:
-				results[i].Err = Errorf(CodeInternal, "%s result %d has neither ok nor error", method, i)
+	out, err := c.invoke(ctx, method, decl.Idempotent, &batchItems[Req]{Items: items}, opts, wireCall{
+		encode: func(conv *MethodConversion, req any) ([]byte, error) {
+			all := req.(*batchItems[Req]).Items
+			if conv == nil {
+				return json.Marshal(req)
 			}
-		}
-		return results, nil
+			olds := make([]any, len(all))
+			for i, item := range all {
+				old, err := conv.down(item)
+				if err != nil {
+					return nil, err
+				}
+				olds[i] = old
+			}
+			return json.Marshal(batchItems[any]{Items: anyPtrs(olds)})
+		},
+		decode: func(v *peerVersion, body []byte) (any, error) {
+			var br batchResponse
+			if err := json.Unmarshal(body, &br); err != nil {
+				return nil, Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
+			}
+			if len(br.Results) != len(items) {
+				return nil, Errorf(CodeInternal, "%s answered %d results for %d items", method, len(br.Results), len(items))
+			}
+			results := make([]Result[Resp], len(items))
+			for i, r := range br.Results {
+				switch {
+				case r.Error != nil:
+					results[i].Err = r.Error.toError()
+				case r.OK != nil:
+					results[i].Value, results[i].Err = decodeAnswer[Resp](v, method, r.OK)
+				default:
+					results[i].Err = Errorf(CodeInternal, "%s result %d has neither ok nor error", method, i)
+				}
+			}
+			return results, nil
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -125,14 +175,32 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 	return results, nil
 }
 
+// anyPtrs keeps converted items as they are for encoding.
+func anyPtrs(v []any) []*any {
+	out := make([]*any, len(v))
+	for i := range v {
+		out[i] = &v[i]
+	}
+	return out
+}
+
 type batchItems[Req any] struct {
 	Items []*Req `json:"items"`
 }
 
-// invoke runs the interceptors around one logical call: encode, route,
-// resend as needed, decode.
-func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req any, opts []CallOption,
-	decode func([]byte) (any, error)) (any, error) {
+// wireCall encodes a call's request and decodes its answer at whichever
+// version the chosen endpoint speaks.
+type wireCall struct {
+	// encode encodes the request, converted down by conv when it is not nil.
+	encode func(conv *MethodConversion, req any) ([]byte, error)
+	// decode decodes (and converts up, and for pinned peers validates) an
+	// answer at version v.
+	decode func(v *peerVersion, body []byte) (any, error)
+}
+
+// invoke runs the interceptors around one logical call: route, encode for
+// the endpoint's version, resend as needed, decode.
+func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req any, opts []CallOption, wire wireCall) (any, error) {
 	var o callOptions
 	for _, opt := range opts {
 		opt.applyCall(&o)
@@ -143,22 +211,33 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 		call.Header.Set(HeaderIdempotencyKey, o.idempotencyKey)
 	}
 	final := func(ctx context.Context, call *Call) (any, error) {
-		body, err := json.Marshal(call.Request)
-		if err != nil {
-			return nil, Errorf(CodeInvalidArgument, "%s request does not encode: %v", method, err)
+		// Encodings are cached per version: a resend to another endpoint at
+		// the same version reuses the bytes.
+		bodies := map[*peerVersion][]byte{}
+		encode := func(v *peerVersion) ([]byte, error) {
+			if b, ok := bodies[v]; ok {
+				return b, nil
+			}
+			b, err := wire.encode(v.conversion(method), call.Request)
+			if err != nil {
+				return nil, convError(method, c.contract.Version(), v.contract.Version(), err)
+			}
+			bodies[v] = b
+			return b, nil
 		}
-		answer, err := c.send(ctx, call, body, idempotent || o.idempotencyKey != "", o.failFast)
+		answer, v, err := c.send(ctx, call, encode, idempotent || o.idempotencyKey != "", o.failFast)
 		if err != nil {
 			return nil, err
 		}
-		return decode(answer)
+		return wire.decode(v, answer)
 	}
 	return chain(c.cfg.Interceptors, final)(ctx, call)
 }
 
-// send routes one encoded call to a compatible endpoint, blocking while
-// there is none, and resends it when it was refused unprocessed.
-func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, failFast bool) ([]byte, error) {
+// send routes one call to a compatible endpoint, blocking while there is
+// none, and resends it when it was refused unprocessed. It returns the answer
+// and the version it travelled at.
+func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), retryable, failFast bool) ([]byte, *peerVersion, error) {
 	// The ready timeout starts the first time the call has to wait.
 	var readyTimeout <-chan time.Time
 	var readyTimer clockwork.Timer
@@ -170,10 +249,10 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 	resends := 0
 	for {
 		changed := c.changedCh()
-		e, sess := c.pick()
+		e, sess := c.pick(call.Method)
 		if e == nil {
 			if failFast {
-				return nil, c.blockedError(CodeUnavailable)
+				return nil, nil, c.blockedError(CodeUnavailable)
 			}
 			if c.cfg.ReadyTimeout > 0 && readyTimer == nil {
 				readyTimer = c.cfg.Clock.NewTimer(c.cfg.ReadyTimeout)
@@ -183,11 +262,11 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 			case <-changed:
 				continue
 			case <-ctx.Done():
-				return nil, c.blockedError(CodeOf(ctx.Err()))
+				return nil, nil, c.blockedError(CodeOf(ctx.Err()))
 			case <-readyTimeout:
-				return nil, c.blockedError(CodeUnavailable)
+				return nil, nil, c.blockedError(CodeUnavailable)
 			case <-c.ctx.Done():
-				return nil, Errorf(CodeUnavailable, "client closed")
+				return nil, nil, Errorf(CodeUnavailable, "client closed")
 			}
 		}
 		if resends > 2 {
@@ -197,20 +276,24 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 			case <-t.Chan():
 			case <-ctx.Done():
 				t.Stop()
-				return nil, NewError(CodeOf(ctx.Err()), ctx.Err())
+				return nil, nil, NewError(CodeOf(ctx.Err()), ctx.Err())
 			}
 		}
 		resends++
-		call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.contract.Version()
+		call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.version.contract.Version()
+		body, err := encode(sess.version)
+		if err != nil {
+			return nil, nil, err
+		}
 		var a attempt
-		if c.cfg.AutoBatch != nil {
+		if c.cfg.AutoBatch != nil && !sess.version.pinned {
 			a = e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
 		} else {
 			a = e.post(ctx, sess, call.Method, body, call.Header)
 		}
 		if a.err != nil {
 			if ctx.Err() != nil {
-				return nil, NewError(CodeOf(ctx.Err()), ctx.Err())
+				return nil, nil, NewError(CodeOf(ctx.Err()), ctx.Err())
 			}
 			if isDialError(a.err) || retryable || e.drainingSession(sess) {
 				// Never reached the server, or safe to resend anyway: the
@@ -219,13 +302,13 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 				e.lose(sess, stateUnreachable, a.err)
 				continue
 			}
-			return nil, Errorf(CodeUnavailable, "%s %s to %s: %v", call.Contract, call.Method, e.url, a.err)
+			return nil, nil, Errorf(CodeUnavailable, "%s %s to %s: %v", call.Contract, call.Method, e.url, a.err)
 		}
 		if a.status == http.StatusOK {
 			if a.draining {
 				e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
 			}
-			return a.body, nil
+			return a.body, sess.version, nil
 		}
 		werr := decodeWireErrorStatus(a.status, a.body)
 		switch {
@@ -238,6 +321,6 @@ func (c *Client) send(ctx context.Context, call *Call, body []byte, retryable, f
 		case a.draining:
 			e.lose(sess, stateDraining, werr)
 		}
-		return nil, werr
+		return nil, nil, werr
 	}
 }

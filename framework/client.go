@@ -62,6 +62,15 @@ type ClientConfig struct {
 	// OnResync is called, on its own goroutine, when a server asks this
 	// client to send its full state again.
 	OnResync func()
+	// Fork lists earlier contract versions the client also speaks (fork
+	// mode), with their conversions: endpoints that agree on one of them are
+	// called in that version. Empty means lockstep mode.
+	Fork []Fork
+	// Pinned lists external servers that do not handshake (a Kubernetes
+	// scheduler extender, say), each called at a fixed version. A pinned
+	// version other than the client's own needs its Fork.
+	Pinned []PinnedPeer
+
 	// AutoBatch, if set, merges concurrent unary calls to an endpoint into
 	// multi-call requests.
 	AutoBatch *AutoBatch
@@ -91,8 +100,13 @@ func (c *ClientConfig) validate() error {
 			errs = append(errs, fmt.Errorf("PeerRelease: %w", err))
 		}
 	}
+	for _, p := range c.Pinned {
+		if _, err := checkEndpointURL(p.URL, c.Insecure); err != nil {
+			errs = append(errs, fmt.Errorf("pinned peer %q: %w", p.URL, err))
+		}
+	}
 	if c.Source == nil {
-		if len(c.Endpoints) == 0 {
+		if len(c.Endpoints) == 0 && len(c.Pinned) == 0 {
 			errs = append(errs, errors.New("Endpoints or Source is required"))
 		}
 		for _, e := range c.Endpoints {
@@ -100,7 +114,9 @@ func (c *ClientConfig) validate() error {
 				errs = append(errs, fmt.Errorf("endpoint %q: %w", e, err))
 			}
 		}
-		c.Source = StaticEndpoints(c.Endpoints)
+		if len(c.Endpoints) > 0 {
+			c.Source = StaticEndpoints(c.Endpoints)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -130,10 +146,10 @@ func (c *ClientConfig) validate() error {
 // until one does (bounded by its context and ReadyTimeout), unless it is
 // made with [FailFast].
 type Client struct {
-	cfg       ClientConfig
-	contract  *Contract
-	offers    []handshake.Offer
-	byVersion map[string]*Contract
+	cfg      ClientConfig
+	contract *Contract
+	offers   []handshake.Offer
+	versions map[string]*peerVersion // what the client speaks, by version
 	hc        *http.Client
 	ownsHC    bool
 	beats     *Heartbeats
@@ -163,9 +179,28 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 		cfg:       cfg,
 		contract:  c,
 		offers:    []handshake.Offer{c.Offer()},
-		byVersion: map[string]*Contract{c.Version(): c},
+		versions:  map[string]*peerVersion{c.Version(): {contract: c}},
 		endpoints: map[string]*endpoint{},
 		changed:   make(chan struct{}),
+	}
+	for _, f := range cfg.Fork {
+		if err := checkFork(c, f); err != nil {
+			return nil, fmt.Errorf("lockstep: client config: %w", err)
+		}
+		if _, dup := cl.versions[f.Contract.Version()]; dup {
+			return nil, fmt.Errorf("lockstep: client config: version %s given twice", f.Contract.Version())
+		}
+		cl.versions[f.Contract.Version()] = &peerVersion{contract: f.Contract, conversions: f.Methods}
+		cl.offers = append(cl.offers, f.Contract.Offer())
+	}
+	pinned := make([]*peerVersion, len(cfg.Pinned))
+	for i, p := range cfg.Pinned {
+		v := cl.versionOf(p.Version)
+		if v == nil {
+			return nil, fmt.Errorf("lockstep: client config: pinned peer %s speaks %s %s, which this client cannot call: "+
+				"run it in fork mode with %s's conversions", p.URL, c.Name(), p.Version, p.Version)
+		}
+		pinned[i] = &peerVersion{contract: v.contract, conversions: v.conversions, pinned: true}
 	}
 	tr := cfg.Transport
 	if tr == nil {
@@ -182,11 +217,16 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
 	empty := []*endpoint{}
 	cl.ready.Store(&empty)
-	cl.wg.Add(1)
-	go func() {
-		defer cl.wg.Done()
-		cfg.Source.Run(cl.ctx, cl.setEndpoints)
-	}()
+	for i, p := range cfg.Pinned {
+		cl.addPinned(p.URL, pinned[i])
+	}
+	if cfg.Source != nil {
+		cl.wg.Add(1)
+		go func() {
+			defer cl.wg.Done()
+			cfg.Source.Run(cl.ctx, cl.setEndpoints)
+		}()
+	}
 	return cl, nil
 }
 
@@ -223,7 +263,7 @@ func (c *Client) setEndpoints(urls []string) {
 		}
 	}
 	for base, e := range c.endpoints {
-		if !want[base] {
+		if !want[base] && e.pinned == nil {
 			delete(c.endpoints, base)
 			e.stop()
 		}
@@ -257,13 +297,14 @@ func (c *Client) changedCh() <-chan struct{} {
 	return c.changed
 }
 
-// pick returns a routable endpoint and its session, round-robin.
-func (c *Client) pick() (*endpoint, *clientSession) {
+// pick returns a routable endpoint whose version can carry method (any
+// method when it is ""), and its session, round-robin.
+func (c *Client) pick(method string) (*endpoint, *clientSession) {
 	ready := *c.ready.Load()
 	n := len(ready)
 	for i := 0; i < n; i++ {
 		e := ready[int(c.rr.Add(1)%uint64(n))]
-		if s := e.routableSession(); s != nil {
+		if s := e.routableSession(); s != nil && (method == "" || s.version.supports(method)) {
 			return e, s
 		}
 	}
@@ -273,7 +314,7 @@ func (c *Client) pick() (*endpoint, *clientSession) {
 // Ready returns nil when some endpoint holds a session at an agreed version,
 // else an error saying why none does.
 func (c *Client) Ready() error {
-	if e, _ := c.pick(); e != nil {
+	if e, _ := c.pick(""); e != nil {
 		return nil
 	}
 	return c.blockedError(CodeUnavailable)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ const (
 // clientSession is the client's half of a session with one endpoint.
 type clientSession struct {
 	token     string
-	contract  *Contract // the version agreed
+	version   *peerVersion // the version agreed
 	peer      handshake.Peer
 	heartbeat time.Duration
 	ttl       time.Duration
@@ -47,6 +48,9 @@ type endpoint struct {
 
 	sess     atomic.Pointer[clientSession] // routable session, or nil
 	lastCall atomic.Int64                  // unix nanos of the last answered call
+
+	// pinned is the version of a pinned peer, nil for a handshaking one.
+	pinned *peerVersion
 
 	batchMu sync.Mutex
 	batch   *batcher // automatic batching of the current session
@@ -73,7 +77,7 @@ func (e *endpoint) status() EndpointStatus {
 	defer e.mu.Unlock()
 	st := EndpointStatus{URL: e.url, State: e.state}
 	if e.agreed != nil {
-		st.Version = e.agreed.contract.Version()
+		st.Version = e.agreed.version.contract.Version()
 		st.Peer = e.agreed.peer
 	}
 	if e.lastErr != nil && e.state != stateReady {
@@ -225,24 +229,24 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 		e.closeSession(&clientSession{token: w.Session})
 		return nil, stateRefused, NewError(CodeIncompatiblePeer, r).WithDetails(r)
 	}
-	c := e.c.contractFor(w.Version)
-	if c == nil {
+	v := e.c.versionOf(w.Version)
+	if v == nil {
 		return nil, stateRefused, Errorf(CodeIncompatiblePeer, "%s agreed version %s, which was not offered", e.url, w.Version)
 	}
 	return &clientSession{
-		token: w.Session, contract: c, peer: w.Peer,
+		token: w.Session, version: v, peer: w.Peer,
 		heartbeat: time.Duration(w.Heartbeat), ttl: time.Duration(w.TTL),
 	}, stateReady, nil
 }
 
-// contractFor returns the offered contract of a version.
-func (c *Client) contractFor(v string) *Contract {
-	if ct, ok := c.byVersion[v]; ok {
-		return ct
+// versionOf returns the offered version a welcome agreed on.
+func (c *Client) versionOf(ver string) *peerVersion {
+	if v, ok := c.versions[ver]; ok {
+		return v
 	}
-	for _, ct := range c.byVersion {
-		if handshakeSameVersion(ct.Version(), v) {
-			return ct
+	for _, v := range c.versions {
+		if handshakeSameVersion(v.contract.Version(), ver) {
+			return v
 		}
 	}
 	return nil
@@ -323,8 +327,7 @@ func decodeWireErrorStatus(status int, body []byte) *Error {
 
 // post sends one call attempt to the endpoint and reads the answer.
 func (e *endpoint) post(ctx context.Context, sess *clientSession, method string, body []byte, header http.Header) attempt {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-		e.url+CallPath(sess.contract.Name(), sess.contract.Version(), method), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.callURL(sess, method), bytes.NewReader(body))
 	if err != nil {
 		return attempt{err: err}
 	}
@@ -332,7 +335,9 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", contentTypeJSON)
-	req.Header.Set(HeaderSession, sess.token)
+	if !sess.version.pinned {
+		req.Header.Set(HeaderSession, sess.token)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		req.Header.Set(HeaderTimeout, encodeTimeout(dl.Sub(e.c.cfg.Clock.Now())))
 	}
@@ -356,6 +361,18 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
 	}
 	return a
+}
+
+// callURL is where a call goes: the lockstep path, or for a pinned peer the
+// method's declared path under the peer's URL.
+func (e *endpoint) callURL(sess *clientSession, method string) string {
+	c := sess.version.contract
+	if sess.version.pinned {
+		if decl, ok := c.Method(method); ok && decl.Path != "" {
+			return e.url + "/" + strings.TrimPrefix(decl.Path, "/")
+		}
+	}
+	return e.url + CallPath(c.Name(), c.Version(), method)
 }
 
 // handshakeSameVersion compares version strings semantically ("2.0" is

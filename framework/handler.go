@@ -23,6 +23,13 @@ type Validator interface {
 type methodHandler struct {
 	batch bool
 	serve func(ctx context.Context, call *Call, body []byte) ([]byte, error)
+	// invoke runs the interceptors and the typed handler on an already
+	// decoded request (call.Request); fork mode calls it with converted
+	// requests. For batch methods it handles one item.
+	invoke func(ctx context.Context, call *Call) (any, error)
+	// forkOf is, for a method served by conversion, the version whose
+	// handler serves it.
+	forkOf *Contract
 }
 
 // HandleUnary registers the handler of a unary method. It panics on setup
@@ -35,7 +42,7 @@ func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(co
 	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
-	s.register(c, method, &methodHandler{serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+	s.register(c, method, &methodHandler{invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
 		req := new(Req)
 		if err := decodeMessage(c, decl.Request, body, req); err != nil {
 			return nil, err
@@ -59,39 +66,47 @@ func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(co
 	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
-	s.register(c, method, &methodHandler{batch: true, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		var in batchRequest
-		if err := json.Unmarshal(body, &in); err != nil {
-			return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
-		}
-		if in.Items == nil {
-			return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
-		}
-		out := batchResponse{Results: make([]batchResult, len(in.Items))}
-		for i, raw := range in.Items {
-			if err := ctx.Err(); err != nil {
-				out.Results[i] = errorResult(err)
-				continue
-			}
+	s.register(c, method, &methodHandler{batch: true, invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+		return serveBatchItems(ctx, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
 			req := new(Req)
 			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
-				out.Results[i] = errorResult(err)
-				continue
+				return nil, err
 			}
 			itemCall := *call
 			itemCall.Request, itemCall.Batch, itemCall.Item = req, true, i
 			resp, err := run(ctx, &itemCall)
-			if err == nil {
-				var b []byte
-				if b, err = encodeResponse[Resp](resp); err == nil {
-					out.Results[i] = batchResult{OK: b}
-					continue
-				}
+			if err != nil {
+				return nil, err
 			}
-			out.Results[i] = errorResult(err)
-		}
-		return json.Marshal(out)
+			return encodeResponse[Resp](resp)
+		})
 	}})
+}
+
+// serveBatchItems decodes {"items":[…]}, serves each item in order, and
+// encodes {"results":[…]}.
+func serveBatchItems(ctx context.Context, body []byte, item func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error)) ([]byte, error) {
+	var in batchRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
+	}
+	if in.Items == nil {
+		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
+	}
+	out := batchResponse{Results: make([]batchResult, len(in.Items))}
+	for i, raw := range in.Items {
+		if err := ctx.Err(); err != nil {
+			out.Results[i] = errorResult(err)
+			continue
+		}
+		b, err := item(ctx, i, raw)
+		if err != nil {
+			out.Results[i] = errorResult(err)
+			continue
+		}
+		out.Results[i] = batchResult{OK: b}
+	}
+	return json.Marshal(out)
 }
 
 type batchRequest struct {
@@ -127,6 +142,21 @@ func mustMethod(c *Contract, method string, batch bool) methodDecl {
 }
 
 type methodDecl struct{ Request, Response string }
+
+// handlerOf returns the handler registered for a method of a contract
+// version, or nil.
+func (s *Server) handlerOf(c *Contract, method string) *methodHandler {
+	sc := s.lookup(c.Name())
+	if sc == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sv := sc.versions[c.Version()]; sv != nil {
+		return sv.methods[method]
+	}
+	return nil
+}
 
 // encodeResponse checks a handler's (or interceptor's) answer and encodes
 // it.

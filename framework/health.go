@@ -66,7 +66,11 @@ type ServerStatus struct {
 	Draining  bool                `json:"draining"`
 	Ready     bool                `json:"ready"`
 	Contracts map[string][]string `json:"contracts"`
-	Sessions  []SessionInfo       `json:"sessions"`
+	// PeersByVersion counts live sessions per contract and agreed version:
+	// in fork mode, it shows who still speaks an old version, so an operator
+	// knows when the fork can be retired.
+	PeersByVersion map[string]map[string]int `json:"peersByVersion"`
+	Sessions       []SessionInfo             `json:"sessions"`
 }
 
 // Status returns the server's status.
@@ -75,6 +79,13 @@ func (s *Server) Status() ServerStatus {
 		Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release,
 		Draining: s.draining.Load(), Ready: s.Ready() == nil,
 		Contracts: map[string][]string{}, Sessions: s.Sessions(),
+	}
+	st.PeersByVersion = map[string]map[string]int{}
+	for _, sess := range st.Sessions {
+		if st.PeersByVersion[sess.Contract] == nil {
+			st.PeersByVersion[sess.Contract] = map[string]int{}
+		}
+		st.PeersByVersion[sess.Contract][sess.Version]++
 	}
 	s.mu.RLock()
 	for name, sc := range s.contracts {

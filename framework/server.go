@@ -151,8 +151,16 @@ func (s *Server) checkComplete() error {
 		for _, ver := range sortedKeys(s.contracts[name].versions) {
 			sv := s.contracts[name].versions[ver]
 			for _, m := range sv.contract.Methods() {
-				if _, ok := sv.methods[m]; !ok {
+				mh, ok := sv.methods[m]
+				if !ok {
 					errs = append(errs, fmt.Errorf("%s %s: method %s has no handler", name, ver, m))
+					continue
+				}
+				if mh.forkOf != nil {
+					target := s.contracts[name].versions[mh.forkOf.Version()]
+					if target == nil || target.methods[m] == nil {
+						errs = append(errs, fmt.Errorf("%s %s: method %s is forked to %s, which has no handler for it", name, ver, m, mh.forkOf.Version()))
+					}
 				}
 			}
 		}

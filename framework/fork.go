@@ -1,0 +1,211 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Fork mode keeps an earlier contract version alive on both sides, so that
+// peers still at that version (external extenders, say) keep working while
+// the components move on. The server converts calls at the earlier version up
+// and handles them with the current handlers; the client converts its calls
+// down for endpoints that agreed on the earlier version. Lockstep mode, with
+// no fork, stays the default.
+
+// MethodConversion converts one method's messages between the client's
+// current version and an earlier one. Build it with [ConvertMethod];
+// generated packages do.
+type MethodConversion struct {
+	down     func(any) (any, error)
+	decodeUp func([]byte) (any, error)
+}
+
+// ConvertMethod builds a client-side conversion for a method: down turns the
+// current version's request into the earlier one's, up turns the earlier
+// version's response into the current one's. For batch methods they convert
+// each item.
+func ConvertMethod[Req, Resp, OldReq, OldResp any](down func(*Req) (*OldReq, error), up func(*OldResp) (*Resp, error)) MethodConversion {
+	return MethodConversion{
+		down: func(v any) (any, error) {
+			req, ok := v.(*Req)
+			if !ok {
+				return nil, Errorf(CodeInternal, "conversion expects %T, got %T", req, v)
+			}
+			return down(req)
+		},
+		decodeUp: func(b []byte) (any, error) {
+			old := new(OldResp)
+			if err := json.Unmarshal(b, old); err != nil {
+				return nil, err
+			}
+			return up(old)
+		},
+	}
+}
+
+// Fork is an earlier contract version a client keeps speaking, with the
+// conversions of its methods.
+type Fork struct {
+	// Contract is the earlier version.
+	Contract *Contract
+	// Methods converts each method the two versions share, by name. A method
+	// the earlier version lacks is never routed to its endpoints.
+	Methods map[string]MethodConversion
+}
+
+// peerVersion is a contract version the client speaks, with what it takes
+// to speak it: conversions for a fork version, validation for a pinned peer.
+type peerVersion struct {
+	contract *Contract
+	// conversions is nil for the client's own version.
+	conversions map[string]MethodConversion
+	// pinned marks the version of a pinned peer, whose answers are validated
+	// against the schemas because it never proved it speaks the contract.
+	pinned bool
+}
+
+// conversion returns the conversion of method at v, or nil at the client's
+// own version.
+func (v *peerVersion) conversion(method string) *MethodConversion {
+	if v.conversions == nil {
+		return nil
+	}
+	conv, ok := v.conversions[method]
+	if !ok {
+		return nil
+	}
+	return &conv
+}
+
+// supports reports whether a call of method can travel at v.
+func (v *peerVersion) supports(method string) bool {
+	if v.conversions == nil {
+		_, ok := v.contract.Method(method)
+		return ok
+	}
+	_, ok := v.conversions[method]
+	return ok
+}
+
+// checkForkPair checks that old is an earlier version of current: same
+// contract and roles, a lower version, and shared methods of the same kind.
+func checkForkPair(old, current *Contract) error {
+	if old == nil {
+		return fmt.Errorf("fork without a contract")
+	}
+	if old.Name() != current.Name() || old.Server() != current.Server() || old.Client() != current.Client() {
+		return fmt.Errorf("%s %s is not an earlier version of %s (%s → %s)", old.Name(), old.Version(),
+			current.Name(), current.Client(), current.Server())
+	}
+	if !old.version.LessThan(current.version) {
+		return fmt.Errorf("fork version %s is not earlier than %s", old.Version(), current.Version())
+	}
+	for _, m := range current.Methods() {
+		oldDecl, inOld := old.Method(m)
+		newDecl, _ := current.Method(m)
+		if inOld && oldDecl.Batch != newDecl.Batch {
+			return fmt.Errorf("method %s is a batch method in one version and not the other", m)
+		}
+	}
+	return nil
+}
+
+// checkFork checks a client's fork: an earlier version with a conversion for
+// every method both versions declare, and none for others.
+func checkFork(current *Contract, f Fork) error {
+	if err := checkForkPair(f.Contract, current); err != nil {
+		return err
+	}
+	for _, m := range current.Methods() {
+		if _, inOld := f.Contract.Method(m); !inOld {
+			continue
+		}
+		if _, ok := f.Methods[m]; !ok {
+			return fmt.Errorf("fork %s has no conversion for method %s", f.Contract.Version(), m)
+		}
+	}
+	for m := range f.Methods {
+		if _, ok := f.Contract.Method(m); !ok {
+			return fmt.Errorf("fork %s converts %s, which it does not declare", f.Contract.Version(), m)
+		}
+	}
+	return nil
+}
+
+// ForkUnary serves a unary method of an earlier contract version with the
+// current version's handler: each call's request is validated against the
+// earlier schema, converted up, handled once by the handler registered with
+// [HandleUnary] for current, and its answer converted back down. To handle an
+// earlier version by hand instead, register a handler for it with
+// [HandleUnary]. It panics on setup mistakes.
+func ForkUnary[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract, method string,
+	up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) {
+	decl := mustMethod(old, method, false)
+	mustMethod(current, method, false)
+	mustForkOf(old, current)
+	s.register(old, method, &methodHandler{forkOf: current, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+		return serveForked(ctx, s, old, current, decl, call, body, up, down)
+	}})
+}
+
+// ForkBatch is [ForkUnary] for batch methods: each item is converted up,
+// handled by the current version's handler, and its answer converted down.
+func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract, method string,
+	up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) {
+	decl := mustMethod(old, method, true)
+	mustMethod(current, method, true)
+	mustForkOf(old, current)
+	s.register(old, method, &methodHandler{batch: true, forkOf: current, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+		return serveBatchItems(ctx, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
+			itemCall := *call
+			itemCall.Batch, itemCall.Item = true, i
+			return serveForked(ctx, s, old, current, decl, &itemCall, raw, up, down)
+		})
+	}})
+}
+
+func serveForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server, old, current *Contract, decl methodDecl,
+	call *Call, body []byte, up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) ([]byte, error) {
+	target := s.handlerOf(current, call.Method)
+	if target == nil || target.invoke == nil {
+		return nil, Errorf(CodeInternal, "%s %s has no handler for %s to serve %s calls with", current.Name(), current.Version(), call.Method, old.Version())
+	}
+	oldReq := new(OldReq)
+	if err := decodeMessage(old, decl.Request, body, oldReq); err != nil {
+		return nil, err
+	}
+	req, err := up(oldReq)
+	if err != nil {
+		return nil, convError(call.Method, old.Version(), current.Version(), err)
+	}
+	call.Request = req
+	out, err := target.invoke(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := out.(*Resp)
+	if !ok || resp == nil {
+		return nil, Errorf(CodeInternal, "handler returned %T, not %T", out, resp)
+	}
+	oldResp, err := down(resp)
+	if err != nil {
+		return nil, convError(call.Method, current.Version(), old.Version(), err)
+	}
+	return encodeResponse[OldResp](oldResp)
+}
+
+// convError keeps a conversion's own code (a conversion may refuse with
+// invalid_argument) and calls anything else internal.
+func convError(method, from, to string, err error) error {
+	if CodeOf(err) != CodeInternal {
+		return err
+	}
+	return Errorf(CodeInternal, "%s: converting from %s to %s: %v", method, from, to, err)
+}
+
+func mustForkOf(old, current *Contract) {
+	if err := checkForkPair(old, current); err != nil {
+		panic("lockstep: " + err.Error())
+	}
+}
