@@ -2,6 +2,8 @@ package framework_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +16,39 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// childEnv makes the test binary act as a separate kubelet process, so
+// tests can kill a real client process.
+const childEnv = "LOCKSTEP_TEST_CHILD_SERVER"
+
+// runChild holds a bench session with the server named in childEnv until it
+// is killed; it prints "ready" once the session is up.
+func runChild() int {
+	c, err := framework.NewContract(benchmsg.Contract("1.0.0"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cl, err := framework.NewClient(c, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+		Instance: "child-process", Endpoints: []string{os.Getenv(childEnv)}, Logger: frameworktest.Quiet()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.WaitReady(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Minute) // until killed; a bound in case nobody does
+	return 0
 }
 
 // contracts are built once: compiling schemas is not what these tests test.
