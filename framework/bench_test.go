@@ -43,27 +43,70 @@ func benchServerConfig() framework.ServerConfig {
 }
 
 // registerBenchHandlers registers ReportStatus (answering an Ack with a
-// rising generation) and ReportStatuses on s.
-func registerBenchHandlers(s *framework.Server, c *framework.Contract) {
+// rising generation) and ReportStatuses on s, for requests of type Req.
+func registerBenchHandlers[Req any](s *framework.Server, c *framework.Contract) {
 	var generation atomic.Int64
-	ack := func(_ context.Context, _ *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+	ack := func(_ context.Context, _ *Req) (*benchmsg.Ack, error) {
 		return &benchmsg.Ack{Accepted: true, Generation: generation.Add(1)}, nil
 	}
 	framework.HandleUnary(s, c, "ReportStatus", ack)
 	framework.HandleBatch(s, c, "ReportStatuses", ack)
 }
 
+// unvalidatedNodeStatus is NodeStatus with a [framework.Validator] that
+// accepts everything, so the server skips jsonschema/v5: the diagnostic
+// variants use it to show what the runtime costs apart from validation (a
+// generated validator's cost comes on top). Embedding keeps the JSON
+// identical.
+type unvalidatedNodeStatus struct {
+	benchmsg.NodeStatus
+}
+
+// Validate accepts every message.
+func (*unvalidatedNodeStatus) Validate() error { return nil }
+
+var unvalidatedNodes = func() []*unvalidatedNodeStatus {
+	nodes := make([]*unvalidatedNodeStatus, len(benchNodes))
+	for i, n := range benchNodes {
+		nodes[i] = &unvalidatedNodeStatus{NodeStatus: *n}
+	}
+	return nodes
+}()
+
 // startBenchServer starts a lockstep nodecontroller on a random loopback
 // port, stopped when the benchmark ends.
-func startBenchServer(b *testing.B, cfg framework.ServerConfig) *frameworktest.Running {
+func startBenchServer[Req any](b *testing.B, cfg framework.ServerConfig) *frameworktest.Running {
 	b.Helper()
 	c := benchContract(b, "1.0.0")
-	return frameworktest.StartServer(b, cfg, func(s *framework.Server) { registerBenchHandlers(s, c) })
+	return frameworktest.StartServer(b, cfg, func(s *framework.Server) { registerBenchHandlers[Req](s, c) })
+}
+
+// startBenchClient starts a ready kubelet of the server at url, closed when
+// the benchmark ends.
+func startBenchClient(b *testing.B, url string, autoBatch *framework.AutoBatch) *framework.Client {
+	b.Helper()
+	cl := frameworktest.NewClient(b, benchContract(b, "1.0.0"), framework.ClientConfig{
+		Component: "kubelet", Release: "1.31.0", Endpoints: []string{url}, AutoBatch: autoBatch})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.WaitReady(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return cl
 }
 
 // lockstepCall makes one ReportStatus call.
 func lockstepCall(ctx context.Context, cl *framework.Client, n int) error {
-	ack, err := framework.CallUnary[benchmsg.NodeStatus, benchmsg.Ack](ctx, cl, "ReportStatus", benchNodes[n%len(benchNodes)])
+	return checkAck(framework.CallUnary[benchmsg.NodeStatus, benchmsg.Ack](ctx, cl, "ReportStatus", benchNodes[n%len(benchNodes)]))
+}
+
+// unvalidatedCall makes one ReportStatus call of the same bytes to a server
+// that does not validate them.
+func unvalidatedCall(ctx context.Context, cl *framework.Client, n int) error {
+	return checkAck(framework.CallUnary[unvalidatedNodeStatus, benchmsg.Ack](ctx, cl, "ReportStatus", unvalidatedNodes[n%len(unvalidatedNodes)]))
+}
+
+func checkAck(ack *benchmsg.Ack, err error) error {
 	if err == nil && !ack.Accepted {
 		err = errors.New("ack not accepted")
 	}
@@ -175,29 +218,44 @@ func runUnary(b *testing.B, callers int, call func(i int) error) {
 }
 
 // BenchmarkUnary compares a unary NodeStatus→Ack call between lockstep
-// peers (validation on: the hand-written types implement no Validator, so
-// the server validates every request with jsonschema/v5) and the net/http +
-// encoding/json anchor, at 1 and 64 callers. The variants alternate
-// (lockstep, anchor, lockstep, anchor) within one run, and again with
-// -count.
+// peers and the net/http + encoding/json anchor, at 1 and 64 callers:
+//
+//   - lockstep: the default client; the server validates every request
+//     with jsonschema/v5, because the hand-written types implement no
+//     [framework.Validator];
+//   - lockstep-autobatch: the same with ClientConfig.AutoBatch at its
+//     defaults, so concurrent calls share multi-call requests;
+//   - lockstep-novalidate and lockstep-autobatch-novalidate: diagnostics,
+//     the same bytes to a server whose request type validates as a no-op,
+//     to show what the runtime costs apart from validation;
+//   - nethttp: the anchor.
+//
+// Within one run the variants alternate at each caller count; repeat whole
+// runs (not -count, which repeats each variant back to back) for medians.
 func BenchmarkUnary(b *testing.B) {
-	srv := startBenchServer(b, benchServerConfig())
-	cl := frameworktest.NewClient(b, benchContract(b, "1.0.0"), framework.ClientConfig{
-		Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cl.WaitReady(ctx); err != nil {
-		b.Fatal(err)
-	}
+	validated := startBenchServer[benchmsg.NodeStatus](b, benchServerConfig())
+	unvalidated := startBenchServer[unvalidatedNodeStatus](b, benchServerConfig())
+	auto := &framework.AutoBatch{}
+	plain := startBenchClient(b, validated.URL, nil)
+	batching := startBenchClient(b, validated.URL, auto)
+	plainNV := startBenchClient(b, unvalidated.URL, nil)
+	batchingNV := startBenchClient(b, unvalidated.URL, auto)
 	a := startAnchor(b)
 	bg := context.Background()
+	variants := []struct {
+		name string
+		call func(i int) error
+	}{
+		{"lockstep", func(i int) error { return lockstepCall(bg, plain, i) }},
+		{"lockstep-autobatch", func(i int) error { return lockstepCall(bg, batching, i) }},
+		{"lockstep-novalidate", func(i int) error { return unvalidatedCall(bg, plainNV, i) }},
+		{"lockstep-autobatch-novalidate", func(i int) error { return unvalidatedCall(bg, batchingNV, i) }},
+		{"nethttp", func(i int) error { return a.call(bg, i) }},
+	}
 	for _, callers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("lockstep/callers=%d", callers), func(b *testing.B) {
-			runUnary(b, callers, func(i int) error { return lockstepCall(bg, cl, i) })
-		})
-		b.Run(fmt.Sprintf("nethttp/callers=%d", callers), func(b *testing.B) {
-			runUnary(b, callers, func(i int) error { return a.call(bg, i) })
-		})
+		for _, v := range variants {
+			b.Run(fmt.Sprintf("%s/callers=%d", v.name, callers), func(b *testing.B) { runUnary(b, callers, v.call) })
+		}
 	}
 }
 
@@ -211,7 +269,7 @@ func BenchmarkUnary(b *testing.B) {
 //     ready: a TCP connection, the handshake, and the client's setup.
 //     Closing it (which deletes the session) is not timed.
 func BenchmarkHandshake(b *testing.B) {
-	srv := startBenchServer(b, benchServerConfig())
+	srv := startBenchServer[benchmsg.NodeStatus](b, benchServerConfig())
 	c := benchContract(b, "1.0.0")
 	b.Run("post", func(b *testing.B) {
 		tr := framework.NewTransport(nil)
@@ -287,7 +345,7 @@ func listenBenchServer(addr string, cfg framework.ServerConfig) (rs *replaceable
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
-	registerBenchHandlers(srv, c)
+	registerBenchHandlers[benchmsg.NodeStatus](srv, c)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		l, err = net.Listen("tcp", addr)
@@ -468,8 +526,8 @@ func (l *countingListener) Accept() (net.Conn, error) {
 //   - total-B/session: client and server together, connections open;
 //   - goroutines/session: goroutines of both sides.
 //
-// Sessions are idle: the TTL is long enough that no heartbeat falls into the
-// measurement.
+// Sessions are idle but alive: they share one [framework.Heartbeats], so one
+// request a second renews them all, as a node simulator runs them.
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	c := benchContract(b, "1.0.0")
 	for _, sessions := range []int{1000, 10000} {
@@ -498,12 +556,11 @@ type idleSessionMemory struct {
 func measureIdleSessions(b *testing.B, c *framework.Contract, sessions int) idleSessionMemory {
 	b.Helper()
 	cfg := benchServerConfig()
-	cfg.SessionTTL = 10 * time.Minute // heartbeats every 2 minutes: none while measuring
 	srv, err := framework.NewServer(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	registerBenchHandlers(srv, c)
+	registerBenchHandlers[benchmsg.NodeStatus](srv, c)
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -514,6 +571,7 @@ func measureIdleSessions(b *testing.B, c *framework.Contract, sessions int) idle
 	url := "http://" + l.Addr().String()
 	tr := framework.NewTransport(nil)
 	defer tr.CloseIdleConnections()
+	beats := framework.NewHeartbeats(frameworktest.Quiet(), nil)
 
 	clients := make([]*framework.Client, 0, sessions)
 	defer func() { closeClients(clients) }()
@@ -525,7 +583,7 @@ func measureIdleSessions(b *testing.B, c *framework.Contract, sessions int) idle
 		start := len(clients)
 		for range min(wave, sessions-start) {
 			cl, err := framework.NewClient(c, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
-				Endpoints: []string{url}, Transport: tr, Logger: frameworktest.Quiet()})
+				Endpoints: []string{url}, Transport: tr, Heartbeats: beats, Logger: frameworktest.Quiet()})
 			if err != nil {
 				b.Fatal(err)
 			}
