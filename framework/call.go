@@ -81,29 +81,48 @@ func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req
 // first if the peer is pinned (it never proved it speaks the contract), and
 // converted up if the version is a fork.
 func decodeAnswer[Resp any](v *peerVersion, method string, body []byte) (*Resp, error) {
-	if v.pinned {
-		decl, _ := v.contract.Method(method)
-		if err := v.contract.ValidateJSON(decl.Response, body); err != nil {
-			return nil, Errorf(CodeInternal, "pinned peer answered %s %s %s with something that is not a valid %s: %v",
-				v.contract.Name(), v.contract.Version(), method, decl.Response, asError(err).Message())
+	decl, _ := v.contract.Method(method)
+	decode := func(target any) error {
+		if v.pinned {
+			if err := v.contract.decodeValidated(decl.Response, body, target); err != nil {
+				return pinnedAnswerError(v, method, decl.Response, err)
+			}
+			return nil
 		}
+		if err := json.Unmarshal(body, target); err != nil {
+			return Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
+		}
+		return nil
 	}
-	if conv := v.conversion(method); conv != nil {
-		up, err := conv.decodeUp(body)
-		if err != nil {
-			return nil, Errorf(CodeInternal, "%s answer at %s does not convert: %v", method, v.contract.Version(), err)
-		}
-		resp, ok := up.(*Resp)
-		if !ok {
-			return nil, Errorf(CodeInternal, "%s conversion returned %T, not %T", method, up, resp)
+	conv := v.conversion(method)
+	if conv == nil {
+		resp := new(Resp)
+		if err := decode(resp); err != nil {
+			return nil, err
 		}
 		return resp, nil
 	}
-	resp := new(Resp)
-	if err := json.Unmarshal(body, resp); err != nil {
-		return nil, Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
+	old := conv.newOldResp()
+	if err := decode(old); err != nil {
+		return nil, err
+	}
+	up, err := conv.up(old)
+	if err != nil {
+		if CodeOf(err) != CodeInternal {
+			return nil, err
+		}
+		return nil, Errorf(CodeInternal, "%s: converting the answer up from %s: %v", method, v.contract.Version(), err)
+	}
+	resp, ok := up.(*Resp)
+	if !ok {
+		return nil, Errorf(CodeInternal, "%s conversion returned %T, not %T", method, up, resp)
 	}
 	return resp, nil
+}
+
+func pinnedAnswerError(v *peerVersion, method, message string, err error) error {
+	return Errorf(CodeInternal, "pinned peer answered %s %s %s with something that is not a valid %s: %v",
+		v.contract.Name(), v.contract.Version(), method, message, asError(err).Message())
 }
 
 // Result is one item's outcome in a batch call: a value or a coded error.

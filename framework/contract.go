@@ -23,6 +23,11 @@ type Contract struct {
 	fingerprint string
 	version     *version.Version
 	schemas     map[string]*jsonschema.Schema
+	// caseInsensitive marks messages whose schema root says
+	// "x-lockstep-case-insensitive": true: peers may send their keys in any
+	// case (the Kubernetes scheduler extender sends Go field names), so they
+	// are validated after decoding, in their canonical spelling.
+	caseInsensitive map[string]bool
 }
 
 // NewContract checks a contract model and compiles its schemas with
@@ -39,13 +44,20 @@ func NewContract(m handshake.Contract) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lockstep: contract %s %s: fingerprint: %w", m.Name, m.Version, err)
 	}
-	c := &Contract{model: m, fingerprint: fp, version: v, schemas: make(map[string]*jsonschema.Schema, len(m.Schemas))}
+	c := &Contract{model: m, fingerprint: fp, version: v, schemas: make(map[string]*jsonschema.Schema, len(m.Schemas)),
+		caseInsensitive: map[string]bool{}}
 	for _, name := range sortedKeys(m.Schemas) {
 		s, err := compileSchema(m.Name, m.Version, name, m.Schemas[name])
 		if err != nil {
 			return nil, err
 		}
 		c.schemas[name] = s
+		var root struct {
+			CaseInsensitive bool `json:"x-lockstep-case-insensitive"`
+		}
+		if json.Unmarshal(m.Schemas[name], &root) == nil && root.CaseInsensitive {
+			c.caseInsensitive[name] = true
+		}
 	}
 	return c, nil
 }
@@ -99,6 +111,16 @@ func (c *Contract) Method(name string) (handshake.Method, bool) {
 // Methods returns the names of the contract's methods, sorted.
 func (c *Contract) Methods() []string { return sortedKeys(c.model.Methods) }
 
+// Topic returns a topic's declaration: its object message, key field,
+// writer side and lost-writer policy.
+func (c *Contract) Topic(name string) (handshake.Topic, bool) {
+	t, ok := c.model.Topics[name]
+	return t, ok
+}
+
+// Topics returns the names of the contract's topics, sorted.
+func (c *Contract) Topics() []string { return sortedKeys(c.model.Topics) }
+
 // ValidateJSON validates raw JSON against the named message schema with
 // jsonschema/v5. The error, if any, is invalid_argument with the violations
 // as details.
@@ -112,6 +134,30 @@ func (c *Contract) ValidateJSON(message string, raw []byte) error {
 		return Errorf(CodeInvalidArgument, "%s is not valid JSON: %v", message, err)
 	}
 	return validationError(message, s.Validate(v))
+}
+
+// decodeValidated decodes raw into v and validates it against the named
+// message schema with jsonschema/v5. Case-insensitive messages are decoded
+// first and their re-encoded, canonically spelled form validated; others are
+// validated as sent, then decoded.
+func (c *Contract) decodeValidated(message string, raw []byte, v any) error {
+	if c.caseInsensitive[message] {
+		if err := json.Unmarshal(raw, v); err != nil {
+			return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
+		}
+		canonical, err := json.Marshal(v)
+		if err != nil {
+			return Errorf(CodeInvalidArgument, "%s does not re-encode: %v", message, err)
+		}
+		return c.ValidateJSON(message, canonical)
+	}
+	if err := c.ValidateJSON(message, raw); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
+	}
+	return nil
 }
 
 // decodeAny decodes JSON the way jsonschema/v5 expects it: numbers as

@@ -17,8 +17,10 @@ import (
 // current version and an earlier one. Build it with [ConvertMethod];
 // generated packages do.
 type MethodConversion struct {
-	down     func(any) (any, error)
-	decodeUp func([]byte) (any, error)
+	down func(any) (any, error)
+	// newOldResp allocates the earlier version's response; up converts it.
+	newOldResp func() any
+	up         func(any) (any, error)
 }
 
 // ConvertMethod builds a client-side conversion for a method: down turns the
@@ -34,10 +36,11 @@ func ConvertMethod[Req, Resp, OldReq, OldResp any](down func(*Req) (*OldReq, err
 			}
 			return down(req)
 		},
-		decodeUp: func(b []byte) (any, error) {
-			old := new(OldResp)
-			if err := json.Unmarshal(b, old); err != nil {
-				return nil, err
+		newOldResp: func() any { return new(OldResp) },
+		up: func(v any) (any, error) {
+			old, ok := v.(*OldResp)
+			if !ok {
+				return nil, Errorf(CodeInternal, "conversion expects %T, got %T", old, v)
 			}
 			return up(old)
 		},

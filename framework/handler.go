@@ -188,13 +188,7 @@ func decodeMessage(c *Contract, message string, body []byte, v any) error {
 		}
 		return nil
 	}
-	if err := c.ValidateJSON(message, body); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
-	}
-	return nil
+	return c.decodeValidated(message, body, v)
 }
 
 // MultiCallMethod is the path segment of the generic multi-call endpoint,
