@@ -3,6 +3,7 @@ package diff
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -96,9 +97,10 @@ func (c *comparator) compareCombinators(o, n *jsonschema.Schema, path string) {
 	case n.Not == nil:
 		c.record(notPath, KindConstraintRemoved, widens, "\"not\" constraint removed")
 	default:
-		c.flipped = !c.flipped
+		flipped, strict := c.flipped, c.strict
+		c.flipped, c.strict = !flipped, true
 		c.compare(o.Not, n.Not, notPath)
-		c.flipped = !c.flipped
+		c.flipped, c.strict = flipped, strict
 	}
 
 	ifPath := joinPointer(path, "if")
@@ -108,7 +110,7 @@ func (c *comparator) compareCombinators(o, n *jsonschema.Schema, path string) {
 		c.record(ifPath, KindConstraintAdded, narrows, "if/then/else constraint added")
 	case n.If == nil:
 		c.record(ifPath, KindConstraintRemoved, widens, "if/then/else constraint removed")
-	case !c.sameOnWire(o.If, n.If):
+	case !c.samePredicate(o.If, n.If):
 		c.record(ifPath, KindConditionChanged, narrows|widens,
 			"the if condition changed (which values each branch governs cannot be compared, so this counts as breaking both ways)")
 	default:
@@ -174,9 +176,14 @@ func (c *comparator) compareCombinatorSwitch(olds []*jsonschema.Schema, oldExclu
 // effect, since a value matching two alternatives fails a oneOf.
 func (c *comparator) compareAlternatives(olds []member, oldExclusive bool, news []member, newExclusive bool, keyword string) {
 	pairs, removed, added := c.matchMembers(olds, news)
+	saved := c.acc
+	c.acc = 0
 	for _, pair := range pairs {
 		c.compare(olds[pair[0]].schema, news[pair[1]].schema, olds[pair[0]].path)
 	}
+	inner := c.acc
+	c.acc |= saved
+	c.checkOverlap(inner, olds, oldExclusive, news, newExclusive, keyword)
 	for _, i := range removed {
 		eff, note := narrows, ""
 		if oldExclusive && !disjointFromOthers(olds, i) {
@@ -201,6 +208,45 @@ func (c *comparator) compareAlternatives(olds []member, oldExclusive bool, news 
 	}
 }
 
+// checkOverlap adds the opposite effect of changes found inside paired
+// oneOf alternatives (inner, as recorded) that may overlap: an alternative that widens may now
+// match values another alternative also matches, which the oneOf then
+// rejects; one that narrows may stop matching values that matched two, which
+// the oneOf then accepts.
+func (c *comparator) checkOverlap(inner effect, olds []member, oldExclusive bool, news []member, newExclusive bool, keyword string) {
+	if c.flipped {
+		inner = inner.flip()
+	}
+	var eff effect
+	if inner&widens != 0 && newExclusive && !allDisjoint(schemasOf(news)) {
+		eff |= narrows
+	}
+	if inner&narrows != 0 && oldExclusive && !allDisjoint(schemasOf(olds)) {
+		eff |= widens
+	}
+	if eff != 0 && len(olds) > 0 {
+		c.record(parentPath(olds[0].path), KindOneOfOverlap, eff,
+			"alternatives of %s changed and may overlap, so a value may come to match two of them (and fail) or stop matching two (and pass)",
+			keyword)
+	}
+}
+
+func schemasOf(list []member) []*jsonschema.Schema {
+	schemas := make([]*jsonschema.Schema, len(list))
+	for i, m := range list {
+		schemas[i] = m.schema
+	}
+	return schemas
+}
+
+// parentPath drops the last token of a JSON pointer.
+func parentPath(pointer string) string {
+	if i := strings.LastIndexByte(pointer, '/'); i >= 0 {
+		return pointer[:i]
+	}
+	return pointer
+}
+
 // overlapNote explains why a oneOf member change counts both ways.
 const overlapNote = " (it may overlap the others, and a value matching two fails oneOf, so this counts as breaking both ways)"
 
@@ -211,8 +257,10 @@ const maxMatchPairs = 256
 // matchMembers pairs old and new list members, most certain first: members
 // that accept the same values, then members with the same discriminator
 // (a required property with one allowed value), then references to the
-// same definition, then members accepting the same single set of types,
-// and finally, when as many are left on each side, by position. What stays
+// same definition, then members accepting the same single set of types;
+// then, when as many are left on each side, by position, and when one is
+// left on one side, with each left on the other (comparing a member with
+// several is conservative for allOf, anyOf and oneOf alike). What stays
 // unpaired was removed or added.
 func (c *comparator) matchMembers(olds, news []member) (pairs [][2]int, removed, added []int) {
 	oldUsed, newUsed := make([]bool, len(olds)), make([]bool, len(news))
@@ -264,13 +312,24 @@ func (c *comparator) matchMembers(olds, news []member) (pairs [][2]int, removed,
 			restNew = append(restNew, j)
 		}
 	}
-	if len(restOld) == len(restNew) {
+	switch {
+	case len(restOld) == len(restNew):
 		for k := range restOld {
 			pair(restOld[k], restNew[k])
 		}
 		restOld, restNew = nil, nil
+	case len(restOld) == 1 && len(restNew) > 1:
+		for _, j := range restNew {
+			pairs = append(pairs, [2]int{restOld[0], j})
+		}
+		restOld, restNew = nil, nil
+	case len(restNew) == 1 && len(restOld) > 1:
+		for _, i := range restOld {
+			pairs = append(pairs, [2]int{i, restNew[0]})
+		}
+		restOld, restNew = nil, nil
 	}
-	sort.Slice(pairs, func(a, b int) bool { return pairs[a][0] < pairs[b][0] })
+	sort.SliceStable(pairs, func(a, b int) bool { return pairs[a][0] < pairs[b][0] })
 	return pairs, restOld, restNew
 }
 
@@ -363,6 +422,11 @@ func disjoint(a, b *jsonschema.Schema) bool {
 	}
 	if valuesA != nil && valuesB != nil && !valuesOverlap(valuesA, valuesB) {
 		return true
+	}
+	if typesA&typesB != typeObject {
+		// A discriminator tells objects apart only; other values pass
+		// both schemas' object keywords.
+		return false
 	}
 	required := stringSet(b.Required)
 	for _, name := range a.Required {

@@ -32,6 +32,12 @@ type schemaPair struct{ old, new *jsonschema.Schema }
 type visit struct {
 	pair    schemaPair
 	flipped bool
+	strict  bool
+}
+
+type sameKey struct {
+	pair   schemaPair
+	strict bool
 }
 
 // comparator walks an old and a new schema side by side and records what
@@ -39,18 +45,26 @@ type visit struct {
 // recursive schemas); "not" flips the meaning of what is found beneath it.
 type comparator struct {
 	budget   *budget
-	same     map[schemaPair]bool // memo of sameOnWire, shared with sub-comparisons
-	visited  map[visit]bool
-	flipped  bool
+	same     map[sameKey]bool // memo of sameOnWire, shared with sub-comparisons
+	// visited holds, for each pair compared or being compared, the effect
+	// of everything found beneath it; a pair still being compared (a
+	// cycle) counts as unknown. acc gathers the effect of what the current
+	// pair finds, for oneOf's overlap check.
+	visited  map[visit]effect
+	done     map[visit]bool
+	acc      effect
+	flipped  bool // under a "not": narrowing and widening swap
+	strict   bool // under a "not" or an "if": undeclared properties accept anything
 	findings []finding
 	seen     map[finding]bool
 }
 
-func newComparator() *comparator {
+func newComparator(steps int) *comparator {
 	return &comparator{
-		budget:  &budget{left: maxSteps},
-		same:    map[schemaPair]bool{},
-		visited: map[visit]bool{},
+		budget:  &budget{left: steps},
+		same:    map[sameKey]bool{},
+		visited: map[visit]effect{},
+		done:    map[visit]bool{},
 		seen:    map[finding]bool{},
 	}
 }
@@ -62,8 +76,10 @@ func (c *comparator) record(path string, kind Kind, eff effect, format string, a
 
 func (c *comparator) recordWhy(path string, kind Kind, eff effect, why, format string, args ...any) {
 	if c.flipped {
-		eff = eff.flip()
+		// A specific explanation speaks of the unflipped effect.
+		eff, why = eff.flip(), ""
 	}
+	c.acc |= eff
 	f := finding{path: path, kind: kind, eff: eff, what: fmt.Sprintf(format, args...), why: why}
 	if c.seen[f] {
 		return
@@ -77,12 +93,23 @@ func (c *comparator) recordWhy(path string, kind Kind, eff effect, why, format s
 // alternatives and to spot renamed fields. A pair under comparison is
 // assumed equal, so recursive schemas terminate.
 func (c *comparator) sameOnWire(oldSchema, newSchema *jsonschema.Schema) bool {
-	key := schemaPair{oldSchema, newSchema}
+	return c.sameAs(oldSchema, newSchema, c.strict)
+}
+
+// samePredicate is sameOnWire in strict mode: the two schemas accept the
+// same values, undeclared properties included.
+func (c *comparator) samePredicate(oldSchema, newSchema *jsonschema.Schema) bool {
+	return c.sameAs(oldSchema, newSchema, true)
+}
+
+func (c *comparator) sameAs(oldSchema, newSchema *jsonschema.Schema, strict bool) bool {
+	key := sameKey{schemaPair{oldSchema, newSchema}, strict}
 	if same, ok := c.same[key]; ok {
 		return same
 	}
 	c.same[key] = true
-	sub := &comparator{budget: c.budget, same: c.same, visited: map[visit]bool{}, seen: map[finding]bool{}}
+	sub := &comparator{budget: c.budget, same: c.same, visited: map[visit]effect{}, done: map[visit]bool{},
+		seen: map[finding]bool{}, strict: strict}
 	sub.compare(oldSchema, newSchema, "")
 	same := !c.budget.exhausted
 	for _, f := range sub.findings {
@@ -218,11 +245,21 @@ func (c *comparator) compare(oldSchema, newSchema *jsonschema.Schema, path strin
 	}
 	o, n := deref(orAnything(oldSchema)), deref(orAnything(newSchema))
 	path = c.oldPath(o, path)
-	v := visit{schemaPair{o, n}, c.flipped}
-	if c.visited[v] {
+	v := visit{schemaPair{o, n}, c.flipped, c.strict}
+	if summary, ok := c.visited[v]; ok {
+		if !c.done[v] {
+			summary = narrows | widens
+		}
+		c.acc |= summary
 		return
 	}
-	c.visited[v] = true
+	c.visited[v] = 0
+	saved := c.acc
+	c.acc = 0
+	defer func() {
+		c.visited[v], c.done[v] = c.acc, true
+		c.acc |= saved
+	}()
 
 	c.compareDefaults(o, n, path)
 	switch oldFalse, newFalse := isFalse(o), isFalse(n); {

@@ -83,17 +83,18 @@ func CompatibleAt(oldSchema json.RawMessage, oldPointer string, newSchema json.R
 	if err != nil {
 		return nil, fmt.Errorf("diff: new schema: %w", err)
 	}
-	return compareCompiled(oldCompiled, newCompiled, oldPointer, dir), nil
+	return compareCompiled(oldCompiled, newCompiled, oldPointer, dir, maxSteps), nil
 }
 
-// compareCompiled runs the comparison of two compiled schemas and turns
-// its findings into changes for direction dir.
-func compareCompiled(oldSchema, newSchema *jsonschema.Schema, rootPath string, dir Direction) []Change {
-	c := newComparator()
+// compareCompiled runs the comparison of two compiled schemas, visiting at
+// most steps pairs of subschemas, and turns its findings into changes for
+// direction dir.
+func compareCompiled(oldSchema, newSchema *jsonschema.Schema, rootPath string, dir Direction, steps int) []Change {
+	c := newComparator(steps)
 	c.compare(oldSchema, newSchema, rootPath)
 	if c.budget.exhausted {
 		c.record(rootPath, KindTooComplex, narrows|widens,
-			"the comparison stopped after %d steps; the schemas are too large or too recursive to compare fully", maxSteps)
+			"the comparison stopped after %d steps; the schemas are too large or too recursive to compare fully", steps)
 	}
 	findings := c.findings
 	sort.SliceStable(findings, func(i, j int) bool { return findings[i].path < findings[j].path })

@@ -353,9 +353,15 @@ var schemaPairs = []schemaPair{
 		breaking: true, kinds: []diff.Kind{diff.KindAlternativeRemoved}},
 	// Tagged oneOf gains a disjoint variant, in a request: not breaking.
 	{name: "oneOf tagged added request",
-		old: `{"oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]}]}`,
-		new: `{"oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]},{"properties":{"kind":{"const":"b"},"n":{"type":"integer"}},"required":["kind"]}]}`,
+		old: `{"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]}]}`,
+		new: `{"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"b"},"n":{"type":"integer"}},"required":["kind"]}]}`,
 		dir: diff.Request, kinds: []diff.Kind{diff.KindAlternativeAdded}},
+	// The same without "type": "object": numbers, strings and the like pass
+	// both alternatives, so they overlap; breaking.
+	{name: "oneOf tag without type request",
+		old: `{"oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]}]}`,
+		new: `{"oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]},{"properties":{"kind":{"const":"b"}},"required":["kind"]}]}`,
+		dir: diff.Request, breaking: true, kinds: []diff.Kind{diff.KindAlternativeAdded}},
 	// Untagged oneOf gains an overlapping alternative, in a request: a value
 	// matching both now fails; breaking.
 	{name: "oneOf overlapping added request", old: `{"oneOf":[{"type":"object","required":["a"]}]}`,
@@ -364,9 +370,15 @@ var schemaPairs = []schemaPair{
 	// A tagged variant's field narrows, in a request: paired by tag, then
 	// compared; breaking.
 	{name: "oneOf variant changed request",
-		old: `{"oneOf":[{"properties":{"kind":{"const":"a"},"n":{"type":"number"}},"required":["kind"]},{"properties":{"kind":{"const":"b"}},"required":["kind"]}]}`,
-		new: `{"oneOf":[{"properties":{"kind":{"const":"b"}},"required":["kind"]},{"properties":{"kind":{"const":"a"},"n":{"type":"integer"}},"required":["kind"]}]}`,
+		old: `{"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"n":{"type":"number"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"b"}},"required":["kind"]}]}`,
+		new: `{"oneOf":[{"type":"object","properties":{"kind":{"const":"b"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"a"},"n":{"type":"integer"}},"required":["kind"]}]}`,
 		dir: diff.Request, breaking: true, kinds: []diff.Kind{diff.KindTypeChanged}},
+	// An untagged oneOf alternative widens, in a request: it may now match
+	// values the other alternative matches, which oneOf rejects; breaking.
+	// (-3 matched only the second before and matches both now.)
+	{name: "oneOf alternative widened request", old: `{"oneOf":[{"type":"integer","minimum":0},{"type":"number","maximum":-1}]}`,
+		new: `{"oneOf":[{"type":"integer","minimum":-5},{"type":"number","maximum":-1}]}`, dir: diff.Request, breaking: true,
+		kinds: []diff.Kind{diff.KindBoundLoosened, diff.KindOneOfOverlap}},
 	// anyOf→oneOf over overlapping alternatives, in a request: breaking.
 	{name: "anyOf to oneOf request", old: `{"anyOf":[{"type":"number"},{"type":"integer"}]}`,
 		new: `{"oneOf":[{"type":"number"},{"type":"integer"}]}`, dir: diff.Request, breaking: true,

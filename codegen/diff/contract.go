@@ -222,7 +222,7 @@ func (cmp *contractComparison) compareMessage(where, oldName, newName string, di
 	if err != nil {
 		return err
 	}
-	for _, change := range compareCompiled(oldSchema, newSchema, "", dir) {
+	for _, change := range compareCompiled(oldSchema, newSchema, "", dir, maxSteps) {
 		change.Where = where
 		cmp.report.Changes = append(cmp.report.Changes, change)
 	}

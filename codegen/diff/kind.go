@@ -150,6 +150,10 @@ const (
 	KindAlternativeAdded Kind = "alternative_added"
 	// KindAlternativeRemoved: an anyOf or oneOf alternative was removed.
 	KindAlternativeRemoved Kind = "alternative_removed"
+	// KindOneOfOverlap: alternatives of a oneOf changed and may overlap,
+	// so a value may now match two (and fail) or no longer match two (and
+	// pass); it carries the effect opposite to the alternatives' change.
+	KindOneOfOverlap Kind = "oneof_overlap"
 	// KindCombinatorChanged: anyOf became oneOf or the reverse.
 	KindCombinatorChanged Kind = "combinator_changed"
 	// KindConstraintAdded: a subschema that every value must satisfy was

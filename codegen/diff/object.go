@@ -18,6 +18,9 @@ import (
 // declaring an optional property, or dropping one, is not breaking by
 // itself, while rejecting undeclared properties (additionalProperties
 // false) is, since hand-written and pinned peers may send them.
+//
+// Inside "not" and "if" a schema is a predicate rather than the shape of a
+// message, so there (in strict mode) an undeclared name means "any value".
 type slot struct {
 	schema     *jsonschema.Schema // nil when undeclared
 	undeclared bool
@@ -165,11 +168,17 @@ func (c *comparator) compareRequired(name string, oldRequired, newRequired bool,
 	path = joinPointer(path, "required")
 	switch {
 	case !oldRequired && newRequired:
-		c.record(path, KindFieldNowRequired, narrows, "field %q is now required", name)
+		c.recordWhy(path, KindFieldNowRequired, narrows, omittedByClients, "field %q is now required", name)
 	case oldRequired && !newRequired:
-		c.record(path, KindFieldNowOptional, widens, "field %q is no longer required", name)
+		c.recordWhy(path, KindFieldNowOptional, widens, omittedByServer, "field %q is no longer required", name)
 	}
 }
+
+// Explanations of breaking changes to requiredness.
+const (
+	omittedByClients = "old clients may omit it, and the new server rejects that"
+	omittedByServer  = "the new server may omit it, and old clients require it"
+)
 
 // maxRenamePairs bounds the removed×added pairs examined for renames.
 const maxRenamePairs = 400
@@ -215,17 +224,24 @@ func (c *comparator) fieldRemoved(n *jsonschema.Schema, field *fieldChange, path
 	}
 	target := propertySlot(n, field.name)
 	switch {
+	case target.undeclared && (field.otherRequired || c.strict):
+		// Still required, so the new side sends it, now with any value (or
+		// the schema is a predicate, where undeclared means anything).
+		c.compare(field.schema, anything, fieldPath)
 	case target.undeclared:
 	case isFalse(target.schema):
 		eff |= narrows
 	default:
 		c.compare(field.schema, target.schema, fieldPath)
 	}
-	what := "field %q removed"
+	what, why := "field %q removed", ""
 	if field.required {
 		what = "required field %q removed"
+		if eff == widens {
+			why = omittedByServer
+		}
 	}
-	c.record(fieldPath, KindFieldRemoved, eff, what, field.name)
+	c.recordWhy(fieldPath, KindFieldRemoved, eff, why, what, field.name)
 }
 
 func (c *comparator) fieldAdded(o *jsonschema.Schema, field *fieldChange, path string) {
@@ -233,23 +249,29 @@ func (c *comparator) fieldAdded(o *jsonschema.Schema, field *fieldChange, path s
 		return
 	}
 	fieldPath := joinPointer(path, "properties", field.name)
-	kind, what := KindFieldAdded, "field %q added"
+	kind, what, why := KindFieldAdded, "field %q added", ""
 	var eff effect
 	if field.required {
 		kind, what = KindRequiredFieldAdded, "required field %q added"
 		if !field.otherRequired {
 			eff |= narrows
+			why = omittedByClients
 		}
 	}
 	source := propertySlot(o, field.name)
 	switch {
+	case source.undeclared && (field.otherRequired || c.strict):
+		// Required before, so the old side sent it, with any value (or the
+		// schema is a predicate, where undeclared means anything).
+		c.compare(anything, field.schema, fieldPath)
 	case source.undeclared:
 	case isFalse(source.schema):
 		eff |= widens
+		why = ""
 	default:
 		c.compare(source.schema, field.schema, fieldPath)
 	}
-	c.record(fieldPath, kind, eff, what, field.name)
+	c.recordWhy(fieldPath, kind, eff, why, what, field.name)
 }
 
 func (c *comparator) compareCatchAll(o, n *jsonschema.Schema, path string) {
@@ -286,6 +308,8 @@ func (c *comparator) comparePatternProperties(o, n *jsonschema.Schema, path stri
 		}
 		var eff effect
 		switch target := catchAll(n); {
+		case target.undeclared && c.strict:
+			c.compare(entry.schema, anything, entryPath)
 		case target.undeclared:
 		case isFalse(target.schema):
 			eff = narrows
@@ -302,6 +326,8 @@ func (c *comparator) comparePatternProperties(o, n *jsonschema.Schema, path stri
 		entryPath := joinPointer(path, "patternProperties", pattern)
 		var eff effect
 		switch source := catchAll(o); {
+		case source.undeclared && c.strict:
+			c.compare(anything, entry.schema, entryPath)
 		case source.undeclared:
 		case isFalse(source.schema):
 			eff = widens

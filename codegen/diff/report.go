@@ -82,7 +82,7 @@ func (r *Report) Err() error {
 // per change, breaking ones marked BREAKING.
 //
 //	nodestatus 2.0.0 -> 2.1.0: 2 changes, 1 breaking, major version not bumped
-//	  BREAKING  method ReportStatus request #/required: field "node" is now required; old clients may send values the new server rejects [field_now_required]
+//	  BREAKING  method ReportStatus request #/required: field "node" is now required; old clients may omit it, and the new server rejects that [field_now_required]
 //	            method Ping: method added [method_added]
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
