@@ -219,7 +219,7 @@ type wireCall struct {
 
 // invoke runs the interceptors around one logical call: route, encode for
 // the endpoint's version, resend as needed, decode.
-func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req any, opts []CallOption, wire wireCall) (any, error) {
+func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req any, opts []CallOption, wire wireCall) (_ any, err error) {
 	var o callOptions
 	for _, opt := range opts {
 		opt.applyCall(&o)
@@ -228,6 +228,10 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 		Header: http.Header{}, Request: req}
 	if o.idempotencyKey != "" {
 		call.Header.Set(HeaderIdempotencyKey, o.idempotencyKey)
+	}
+	if obs := c.cfg.Observer; obs != nil {
+		start := c.cfg.Clock.Now()
+		defer func() { obs.Call(c.contract.Name(), call.Version, method, CodeOf(err), c.cfg.Clock.Since(start)) }()
 	}
 	final := func(ctx context.Context, call *Call) (any, error) {
 		// Encodings are cached per version: a resend to another endpoint at
@@ -265,6 +269,12 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 			readyTimer.Stop()
 		}
 	}()
+	var blockedSince time.Time
+	defer func() {
+		if !blockedSince.IsZero() && c.cfg.Observer != nil {
+			c.cfg.Observer.Blocked(c.contract.Name(), c.cfg.Clock.Since(blockedSince))
+		}
+	}()
 	resends := 0
 	for {
 		changed := c.changedCh()
@@ -272,6 +282,9 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		if e == nil {
 			if failFast {
 				return nil, nil, c.blockedError(CodeUnavailable)
+			}
+			if blockedSince.IsZero() {
+				blockedSince = c.cfg.Clock.Now()
 			}
 			if c.cfg.ReadyTimeout > 0 && readyTimer == nil {
 				readyTimer = c.cfg.Clock.NewTimer(c.cfg.ReadyTimeout)

@@ -79,6 +79,9 @@ type ClientConfig struct {
 	// request. Default: the client's own.
 	Heartbeats *Heartbeats
 
+	// Observer receives handshake, blocking and call events, for metrics.
+	Observer ClientObserver
+
 	// Logger receives the client's logs; default slog.Default().
 	Logger *slog.Logger
 	// Clock is the client's clock; default the real one.

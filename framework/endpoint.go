@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -145,6 +146,9 @@ func (e *endpoint) run() {
 		// drains: the client then learns of its replacement at once.
 		sess, state, err := e.handshake(refused)
 		refused = state == stateRefused
+		if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
+			obs.Handshake(e.c.contract.Name(), e.url, handshakeOutcome(state, err))
+		}
 		if err == nil {
 			failures = 0
 			last = sess
@@ -183,6 +187,22 @@ func (e *endpoint) run() {
 			t.Stop()
 		}
 	}
+}
+
+// handshakeOutcome names a handshake's outcome for observers.
+func handshakeOutcome(state string, err error) string {
+	if err == nil {
+		return "welcome"
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		var r handshake.Refusal
+		if json.Unmarshal(e.Details(), &r) == nil && r.Reason != "" {
+			return string(r.Reason)
+		}
+		return string(e.Code())
+	}
+	return state
 }
 
 // handshake sends a hello and checks the answer. With wait, a refusal for

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -201,6 +202,12 @@ const MultiCallMethod = "_multi"
 // multi-call endpoint.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	contract, ver, method := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "method")
+	if obs := s.cfg.Observer; obs != nil && method != MultiCallMethod {
+		start := s.cfg.Clock.Now()
+		ow := &observedWriter{ResponseWriter: w}
+		w = ow
+		defer func() { obs.Call(contract, ver, method, ow.code, s.cfg.Clock.Since(start)) }()
+	}
 	draining := s.draining.Load()
 	sc := s.lookup(contract)
 	if sc == nil {
@@ -344,8 +351,15 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 				h.Set(k, v)
 			}
 		}
+		var start time.Time
+		if s.cfg.Observer != nil {
+			start = s.cfg.Clock.Now()
+		}
 		b, err := mh.serve(cctx, &Call{Contract: sv.contract.Name(), Version: sv.contract.Version(),
 			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.Call(sv.contract.Name(), sv.contract.Version(), mc.Method, CodeOf(err), s.cfg.Clock.Since(start))
+		}
 		if err != nil {
 			if cctx.Err() != nil && CodeOf(err) == CodeInternal {
 				err = NewError(CodeDeadlineExceeded, cctx.Err())

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // writeJSON writes a 200-class answer with a JSON body.
@@ -22,6 +24,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // resend it anywhere.
 func writeError(w http.ResponseWriter, err error, draining, notProcessed bool) {
 	e := asError(err)
+	if ow, ok := w.(*observedWriter); ok {
+		ow.code = e.Code()
+	}
 	body, mErr := json.Marshal(e.toWire())
 	if mErr != nil {
 		body = []byte(`{"code":"internal","message":"error did not encode"}`)
@@ -61,4 +66,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, func
 		return nil, func() {}, Errorf(CodeUnavailable, "reading request body: %v", err)
 	}
 	return buf.Bytes(), release, nil
+}
+
+// observedWriter remembers the code of the error written through it, for a
+// server's observer.
+type observedWriter struct {
+	http.ResponseWriter
+	code     Code
+	contract string
+	reason   handshake.Reason
 }

@@ -73,6 +73,9 @@ type ServerConfig struct {
 	OnPeerJoined func(SessionInfo)
 	OnPeerLost   func(SessionInfo)
 
+	// Observer receives handshake and call events, for metrics.
+	Observer ServerObserver
+
 	// Logger receives the server's logs; default slog.Default().
 	Logger *slog.Logger
 	// Clock is the server's clock; default the real one. Tests inject a

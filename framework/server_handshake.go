@@ -13,6 +13,20 @@ import (
 // incompatible versions is held until the server starts draining or the
 // wait ends, so a client learns of this server's replacement at once.
 func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
+	if obs := s.cfg.Observer; obs != nil {
+		ow := &observedWriter{ResponseWriter: w}
+		w = ow
+		defer func() {
+			outcome := "welcome"
+			switch {
+			case ow.reason != "":
+				outcome = string(ow.reason)
+			case ow.code != "":
+				outcome = string(ow.code)
+			}
+			obs.Handshake(ow.contract, outcome)
+		}()
+	}
 	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		writeError(w, err, s.draining.Load(), true)
@@ -38,6 +52,9 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(wait, s.cfg.MaxHandshakeWait)
 	}
+	if ow, ok := w.(*observedWriter); ok {
+		ow.contract = hello.Contract
+	}
 	sc := s.lookup(hello.Contract)
 	if sc == nil {
 		writeError(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract), s.draining.Load(), true)
@@ -57,6 +74,9 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		t.Stop()
 	}
 	if refusal != nil {
+		if ow, ok := w.(*observedWriter); ok {
+			ow.reason = refusal.Reason
+		}
 		writeError(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal), s.draining.Load(), true)
 		return
 	}

@@ -1,0 +1,28 @@
+package framework
+
+import "time"
+
+// ServerObserver receives a server's events, for metrics and logs that
+// interceptors cannot see (handshakes, calls refused before any handler).
+// framework/metrics implements it with Prometheus. Methods must be cheap
+// and safe for concurrent use.
+type ServerObserver interface {
+	// Handshake reports a handshake's outcome: "welcome", a refusal reason
+	// ("version_mismatch", …), or the code of a malformed one.
+	Handshake(contract, outcome string)
+	// Call reports a finished call: code is "" on success. Calls of a
+	// multi-call are reported one by one.
+	Call(contract, version, method string, code Code, took time.Duration)
+}
+
+// ClientObserver receives a client's events.
+type ClientObserver interface {
+	// Handshake reports a handshake with one endpoint: "welcome", a refusal
+	// reason, or "unreachable".
+	Handshake(contract, endpoint, outcome string)
+	// Blocked reports how long a call waited for a compatible peer.
+	Blocked(contract string, waited time.Duration)
+	// Call reports a finished call as its caller saw it: code is "" on
+	// success; took includes blocking and resends.
+	Call(contract, version, method string, code Code, took time.Duration)
+}
