@@ -153,12 +153,12 @@ type Client struct {
 	contract *Contract
 	offers   []handshake.Offer
 	versions map[string]*peerVersion // what the client speaks, by version
-	hc        *http.Client
-	ownsHC    bool
-	beats     *Heartbeats
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	hc       *http.Client
+	ownsHC   bool
+	beats    *Heartbeats
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	mu        sync.Mutex
 	endpoints map[string]*endpoint

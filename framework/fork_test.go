@@ -391,7 +391,7 @@ func TestRollingUpgradeWithExternalOldPeer(t *testing.T) {
 			nc := startNodeinfo(t, "127.0.0.1:0", false, false)
 			extClient := nodeinfoClient(t, false, false, framework.ClientConfig{Endpoints: []string{nc.URL}})
 			kubelet := nodeinfoClient(t, false, false, framework.ClientConfig{Endpoints: []string{nc.URL}})
-			ctx := timeout(t, 20*time.Second)
+			ctx := timeout(t, 60*time.Second)
 			for i := 0; i < 5; i++ {
 				_, err := framework.CallUnary[StatusV1, AckV1](ctx, extClient, "Report", &StatusV1{Node: "x", Ready: true})
 				require.NoError(t, err)
@@ -401,8 +401,14 @@ func TestRollingUpgradeWithExternalOldPeer(t *testing.T) {
 			require.NoError(t, nc.Stop())
 			nc2 := startNodeinfo(t, nc.Addr, true, forkMode)
 			var extFailed atomic.Int64
+			// Generous in fork mode, where the call must succeed; short in
+			// lockstep mode, where it is expected to block.
+			bound := 10 * time.Second
+			if !forkMode {
+				bound = time.Second
+			}
 			extCall := func() error {
-				c, cancel := context.WithTimeout(ctx, 2*time.Second)
+				c, cancel := context.WithTimeout(ctx, bound)
 				defer cancel()
 				_, err := framework.CallUnary[StatusV1, AckV1](c, extClient, "Report", &StatusV1{Node: "x", Ready: true})
 				if err != nil {

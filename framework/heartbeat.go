@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -41,7 +42,18 @@ func NewHeartbeats(logger *slog.Logger, clock clockwork.Clock) *Heartbeats {
 // transport (and so the same TLS identity).
 type beatKey struct {
 	url       string
-	transport http.RoundTripper
+	transport any
+}
+
+// transportKey identifies a client's transport for grouping. A transport of
+// a type that cannot be compared (a function adapter, say) is identified by
+// the client's own HTTP client, so its sessions beat alone.
+func transportKey(c *Client) any {
+	t := c.hc.Transport
+	if t == nil || !reflect.TypeOf(t).Comparable() {
+		return c.hc
+	}
+	return t
 }
 
 // beatGroup is the sessions held at one endpoint through one transport.
@@ -58,7 +70,7 @@ type beatGroup struct {
 
 // add starts heartbeating sess for e.
 func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
-	key := beatKey{url: e.url, transport: e.c.hc.Transport}
+	key := beatKey{url: e.url, transport: transportKey(e.c)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	g := h.groups[key]
@@ -80,7 +92,7 @@ func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
 // remove stops heartbeating sess; the group's loop ends with its last
 // member.
 func (h *Heartbeats) remove(e *endpoint, sess *clientSession) {
-	key := beatKey{url: e.url, transport: e.c.hc.Transport}
+	key := beatKey{url: e.url, transport: transportKey(e.c)}
 	h.mu.Lock()
 	g := h.groups[key]
 	if g == nil {
