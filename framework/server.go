@@ -43,6 +43,8 @@ type Server struct {
 	stopOnce    sync.Once
 	loopDone    chan struct{}
 	http        *http.Server
+	// watchWG counts the goroutines sending on watch streams.
+	watchWG sync.WaitGroup
 }
 
 // servedContract is one contract name and the versions of it served.
@@ -54,6 +56,7 @@ type servedContract struct {
 type servedVersion struct {
 	contract *Contract
 	methods  map[string]*methodHandler
+	topics   map[string]*topicStore // by topic name
 }
 
 // NewServer checks cfg, fills its defaults, and returns a server with no
@@ -92,6 +95,8 @@ func (s *Server) routes() chi.Router {
 	r.Post(PathHeartbeat, s.serveHeartbeat)
 	r.Get(PathStatus, s.serveStatus)
 	r.Post("/lockstep/{contract}/{version}/{method}", s.serveCall)
+	r.Get("/lockstep/{contract}/{version}/watch/{topic}", s.serveWatch)
+	r.Post("/lockstep/{contract}/{version}/topics/{topic}", s.serveTopicWrite)
 	r.Get("/healthz", s.serveLive)
 	r.Get("/livez", s.serveLive)
 	r.Get("/readyz", s.serveReady)
@@ -302,12 +307,14 @@ func (s *Server) beginDrain() {
 	s.lastArrival.Store(s.now())
 	if !s.draining.Swap(true) {
 		close(s.drainCh)
+		s.topicsDrain()
 	}
 }
 
 func (s *Server) stop() {
 	s.stopOnce.Do(func() {
 		close(s.stopCh)
+		s.topicsStop()
 		s.mu.RLock()
 		started := s.started
 		s.mu.RUnlock()
@@ -373,6 +380,7 @@ func (s *Server) info(sess *session) SessionInfo {
 }
 
 func (s *Server) peerLost(sess *session) {
+	s.topicsPeerLost(sess)
 	if s.cfg.OnPeerLost != nil {
 		s.cfg.OnPeerLost(s.info(sess))
 	}

@@ -1,0 +1,478 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// InformerHandlers are called by an [Informer] as its cache changes, one
+// at a time, on the informer's goroutine, in the order the changes arrive.
+// A slow handler slows only its own informer: the server then sends it the
+// latest state of each key that changed meanwhile, not every change. The
+// objects passed are the cache's and must not be modified. Any handler may
+// be nil.
+type InformerHandlers[T any] struct {
+	// OnAdd is called for a key the cache did not hold.
+	OnAdd func(key string, obj *T)
+	// OnUpdate is called for a key whose object was replaced by a newer
+	// version.
+	OnUpdate func(key string, old, new *T)
+	// OnDelete is called for a key that was deleted, or that a fresh
+	// snapshot (after a reconnect) no longer holds, with its last object.
+	OnDelete func(key string, last *T)
+}
+
+// InformerStats counts what an [Informer] did.
+type InformerStats struct {
+	// Streams is how many watch streams it opened, Syncs how many
+	// snapshots it received (one per stream that got as far as the synced
+	// marker).
+	Streams int64
+	Syncs   int64
+	// Frames is how many frames it read; DecodeErrors how many of them it
+	// could not decode and skipped.
+	Frames       int64
+	DecodeErrors int64
+}
+
+// Informer is a local cache of one topic, kept up to date by a watch
+// stream, in the manner of a Kubernetes informer: [Informer.Get],
+// [Informer.List], [Informer.HasSynced] and add/update/delete handlers. It
+// opens its stream through the client's version-aware routing, waiting
+// while no endpoint holds a session at the client's own contract version,
+// and opens a new one whenever a stream ends: the endpoint drained or
+// restarted, its session was lost, the connection broke or fell silent.
+// Each new stream starts with a full snapshot, which replaces the cache;
+// keys it lacks are reported deleted. There is no resource version and no
+// "too old" error: a reconnect is the only resync.
+type Informer[T any] struct {
+	c      *Client
+	topic  string
+	h      InformerHandlers[T]
+	ctx    context.Context
+	cancel context.CancelFunc
+	unhook func() bool
+	done   chan struct{}
+
+	syncedCh chan struct{}
+	synced   atomic.Bool
+
+	mu     sync.RWMutex
+	cache  map[string]*informerEntry[T]
+	server string
+
+	rr                                   atomic.Uint64
+	streams, syncs, frames, decodeErrors atomic.Int64
+}
+
+type informerEntry[T any] struct {
+	obj *T
+	ver ObjectVersion
+}
+
+// watchFrame is one frame of a watch stream, decoded in one pass with its
+// object.
+type watchFrame[T any] struct {
+	Type       string `json:"type"`
+	Key        string `json:"key"`
+	Epoch      string `json:"epoch"`
+	Seq        uint64 `json:"seq"`
+	Object     *T     `json:"object"`
+	WriterLost bool   `json:"writerLost"`
+	Instance   string `json:"instance"`
+	Reason     string `json:"reason"`
+}
+
+// Watch starts an informer of a topic of c's contract and returns at
+// once; use [Informer.WaitForSync] to wait for its first snapshot. It runs
+// until ctx ends, [Informer.Stop] is called, or the client is closed. The
+// only error is not_found, for a topic the contract does not declare.
+func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T]) (*Informer[T], error) {
+	if _, ok := c.contract.Topic(topic); !ok {
+		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
+	}
+	i := &Informer[T]{
+		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
+		cache: map[string]*informerEntry[T]{},
+	}
+	i.ctx, i.cancel = context.WithCancel(ctx)
+	i.unhook = context.AfterFunc(c.ctx, i.cancel)
+	go i.run()
+	return i, nil
+}
+
+// Stop stops the informer and waits until its goroutines are gone. The
+// cache keeps its last contents.
+func (i *Informer[T]) Stop() {
+	i.cancel()
+	<-i.done
+	i.unhook()
+}
+
+// Done is closed when the informer has stopped.
+func (i *Informer[T]) Done() <-chan struct{} { return i.done }
+
+// HasSynced reports whether the cache has received a full snapshot; it
+// stays true across reconnects.
+func (i *Informer[T]) HasSynced() bool { return i.synced.Load() }
+
+// WaitForSync waits until [Informer.HasSynced] or ctx ends, returning
+// ctx's error, or unavailable if the informer stopped first.
+func (i *Informer[T]) WaitForSync(ctx context.Context) error {
+	select {
+	case <-i.syncedCh:
+		return nil
+	case <-ctx.Done():
+		return NewError(CodeOf(ctx.Err()), ctx.Err())
+	case <-i.done:
+		select {
+		case <-i.syncedCh:
+			return nil
+		default:
+		}
+		return Errorf(CodeUnavailable, "informer of %s stopped before it synced", i.topic)
+	}
+}
+
+// Get returns the cached object at key.
+func (i *Informer[T]) Get(key string) (*T, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if e := i.cache[key]; e != nil {
+		return e.obj, true
+	}
+	return nil, false
+}
+
+// Version returns the version of the cached object at key.
+func (i *Informer[T]) Version(key string) (ObjectVersion, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if e := i.cache[key]; e != nil {
+		return e.ver, true
+	}
+	return ObjectVersion{}, false
+}
+
+// List returns the cached objects, sorted by key.
+func (i *Informer[T]) List() []*T {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	keys := sortedKeys(i.cache)
+	out := make([]*T, len(keys))
+	for n, k := range keys {
+		out[n] = i.cache[k].obj
+	}
+	return out
+}
+
+// Keys returns the cached keys, sorted.
+func (i *Informer[T]) Keys() []string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return sortedKeys(i.cache)
+}
+
+// Len returns how many keys the cache holds.
+func (i *Informer[T]) Len() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return len(i.cache)
+}
+
+// Server returns the instance of the server whose topic the cache was
+// last synced from: a topic lives in the server instance that holds it.
+func (i *Informer[T]) Server() string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.server
+}
+
+// Stats returns the informer's counters.
+func (i *Informer[T]) Stats() InformerStats {
+	return InformerStats{
+		Streams: i.streams.Load(), Syncs: i.syncs.Load(),
+		Frames: i.frames.Load(), DecodeErrors: i.decodeErrors.Load(),
+	}
+}
+
+// run opens stream after stream until the informer stops. A stream that
+// failed before its snapshot is retried after the client's backoff.
+func (i *Informer[T]) run() {
+	defer close(i.done)
+	failures := 0
+	for {
+		e, sess, ok := i.route()
+		if !ok {
+			return
+		}
+		synced, err := i.stream(e, sess)
+		if i.ctx.Err() != nil {
+			return
+		}
+		if synced {
+			failures = 0
+			continue
+		}
+		if err != nil {
+			i.c.cfg.Logger.Debug("lockstep: watch stream failed", "topic", i.topic, "url", e.url, "err", err)
+		}
+		t := i.c.cfg.Clock.NewTimer(i.c.cfg.Backoff.Delay(failures))
+		failures++
+		select {
+		case <-t.Chan():
+		case <-i.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// route waits for an endpoint whose session can carry the topic.
+func (i *Informer[T]) route() (*endpoint, *clientSession, bool) {
+	for {
+		changed := i.c.changedCh()
+		if eps := i.c.topicEndpoints(); len(eps) > 0 {
+			e := eps[int(i.rr.Add(1)%uint64(len(eps)))]
+			if sess := e.routableSession(); sess != nil && i.c.topicSession(sess) {
+				return e, sess, true
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-i.ctx.Done():
+			return nil, nil, false
+		}
+	}
+}
+
+// stream reads one watch stream to its end. It reports whether the stream
+// got as far as its snapshot.
+func (i *Informer[T]) stream(e *endpoint, sess *clientSession) (bool, error) {
+	c := i.c
+	ctx, cancel := context.WithCancel(i.ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		e.url+WatchPath(c.contract.Name(), c.contract.Version(), i.topic), http.NoBody)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set(HeaderSession, sess.token)
+	req.Header.Set("Accept", ContentTypeNDJSON)
+	i.streams.Add(1)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.lose(sess, stateUnreachable, err)
+		}
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := readAnswer(resp, 64<<10)
+		werr := wireErrorOf(resp.StatusCode, body)
+		switch {
+		case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
+			e.lose(sess, stateConnecting, werr)
+		case resp.Header.Get(HeaderDraining) != "":
+			e.lose(sess, stateDraining, werr)
+		default:
+			c.cfg.Logger.Warn("lockstep: watch refused", "topic", i.topic, "url", e.url, "err", werr)
+		}
+		return false, werr
+	}
+	// End the stream when its session leaves routing: the endpoint was
+	// lost, is draining, or handshook again.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			changed := c.changedCh()
+			if e.routableSession() != sess {
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	// A live stream carries a frame at least every half TTL (pings when
+	// the topic is quiet); silence for two TTLs means a dead connection.
+	idle := 2 * sess.ttl
+	if idle <= 0 {
+		idle = 10 * time.Second
+	}
+	silence := c.cfg.Clock.AfterFunc(idle, cancel)
+	defer silence.Stop()
+
+	br := bufio.NewReaderSize(resp.Body, 8<<10)
+	var scratch []byte
+	var snapshot map[string]*informerEntry[T]
+	synced := false
+	snapshot = map[string]*informerEntry[T]{}
+	for {
+		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
+		if err != nil {
+			if ctx.Err() != nil && i.ctx.Err() == nil {
+				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost or stream silent", i.topic, e.url)
+			}
+			return synced, err
+		}
+		silence.Reset(idle)
+		i.frames.Add(1)
+		var f watchFrame[T]
+		if err := json.Unmarshal(line, &f); err != nil || (f.Type == "set" && f.Object == nil) {
+			i.decodeErrors.Add(1)
+			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", f.Key, "err", err)
+			continue
+		}
+		switch f.Type {
+		case "set":
+			entry := &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
+			if synced {
+				i.apply(f.Key, entry)
+			} else {
+				snapshot[f.Key] = entry
+			}
+		case "delete":
+			if synced {
+				i.remove(f.Key)
+			} else {
+				delete(snapshot, f.Key)
+			}
+		case "synced":
+			i.replace(snapshot, f.Instance)
+			snapshot, synced = nil, true
+		case "closing":
+			switch f.Reason {
+			case closeDraining:
+				e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
+			case closeSessionLost:
+				e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
+			}
+			return synced, nil
+		}
+		// ping and frame types this version does not know carry nothing
+		// for the cache.
+	}
+}
+
+// readFrameLine reads one line of at most limit bytes; the slice is valid
+// until the next read.
+func readFrameLine(br *bufio.Reader, scratch *[]byte, limit int64) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == nil {
+		return line, nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	buf := append((*scratch)[:0], line...)
+	for {
+		line, err = br.ReadSlice('\n')
+		buf = append(buf, line...)
+		if int64(len(buf)) > limit {
+			return nil, Errorf(CodePayloadTooLarge, "watch frame exceeds %d bytes", limit)
+		}
+		if err == nil {
+			*scratch = buf
+			return buf, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// apply stores a changed object and reports it.
+func (i *Informer[T]) apply(key string, n *informerEntry[T]) {
+	i.mu.Lock()
+	old := i.cache[key]
+	i.cache[key] = n
+	i.mu.Unlock()
+	switch {
+	case old == nil:
+		if i.h.OnAdd != nil {
+			i.h.OnAdd(key, n.obj)
+		}
+	case old.ver != n.ver:
+		if i.h.OnUpdate != nil {
+			i.h.OnUpdate(key, old.obj, n.obj)
+		}
+	}
+}
+
+// remove deletes a key and reports it.
+func (i *Informer[T]) remove(key string) {
+	i.mu.Lock()
+	old := i.cache[key]
+	delete(i.cache, key)
+	i.mu.Unlock()
+	if old != nil && i.h.OnDelete != nil {
+		i.h.OnDelete(key, old.obj)
+	}
+}
+
+// replace makes a fresh snapshot the cache, reporting the difference:
+// keys it adds, keys whose version changed, keys it no longer holds. An
+// object whose version did not change keeps its cached value.
+func (i *Informer[T]) replace(snapshot map[string]*informerEntry[T], instance string) {
+	type change struct {
+		key      string
+		old, new *informerEntry[T]
+	}
+	var changes []change
+	i.mu.Lock()
+	for k, n := range snapshot {
+		o := i.cache[k]
+		switch {
+		case o == nil || o.ver != n.ver:
+			changes = append(changes, change{k, o, n})
+		default:
+			snapshot[k] = o
+		}
+	}
+	for k, o := range i.cache {
+		if _, ok := snapshot[k]; !ok {
+			changes = append(changes, change{k, o, nil})
+		}
+	}
+	i.cache, i.server = snapshot, instance
+	i.mu.Unlock()
+	sort.Slice(changes, func(a, b int) bool { return changes[a].key < changes[b].key })
+	for _, ch := range changes {
+		switch {
+		case ch.old == nil:
+			if i.h.OnAdd != nil {
+				i.h.OnAdd(ch.key, ch.new.obj)
+			}
+		case ch.new == nil:
+			if i.h.OnDelete != nil {
+				i.h.OnDelete(ch.key, ch.old.obj)
+			}
+		default:
+			if i.h.OnUpdate != nil {
+				i.h.OnUpdate(ch.key, ch.old.obj, ch.new.obj)
+			}
+		}
+	}
+	i.syncs.Add(1)
+	if !i.synced.Swap(true) {
+		close(i.syncedCh)
+	}
+}
