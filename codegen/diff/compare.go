@@ -44,28 +44,48 @@ type sameKey struct {
 // differs. Each pair of subschemas is compared once (which also guards
 // recursive schemas); "not" flips the meaning of what is found beneath it.
 type comparator struct {
-	budget   *budget
-	same     map[sameKey]bool // memo of sameOnWire, shared with sub-comparisons
-	// visited holds, for each pair compared or being compared, the effect
-	// of everything found beneath it; a pair still being compared (a
-	// cycle) counts as unknown. acc gathers the effect of what the current
-	// pair finds, for oneOf's overlap check.
-	visited  map[visit]effect
-	done     map[visit]bool
-	acc      effect
-	flipped  bool // under a "not": narrowing and widening swap
-	strict   bool // under a "not" or an "if": undeclared properties accept anything
-	findings []finding
-	seen     map[finding]bool
+	budget *budget
+	same   map[sameKey]bool // memo of sameOnWire, shared with sub-comparisons
+	// visited holds, for each pair compared, the effect of everything found
+	// beneath it, which oneOf's overlap check needs; acc gathers it for
+	// the pair being compared. A pair met again while still being compared
+	// (a cycle) contributes its effect from the previous pass (prior), or,
+	// in the last pass allowed, an unknown effect.
+	visited     map[visit]effect
+	done        map[visit]bool
+	acc         effect
+	prior       map[visit]effect
+	pessimistic bool
+	assumed     map[visit]effect // what cycles took each pair's effect to be
+	flipped     bool             // under a "not": narrowing and widening swap
+	strict      bool             // under a "not" or an "if": undeclared properties accept anything
+	findings    []finding
+	seen        map[finding]bool
 }
 
-func newComparator(steps int) *comparator {
-	return &comparator{
-		budget:  &budget{left: steps},
-		same:    map[sameKey]bool{},
-		visited: map[visit]effect{},
-		done:    map[visit]bool{},
-		seen:    map[finding]bool{},
+// maxPasses bounds the passes over a recursive schema; see [comparator].
+const maxPasses = 4
+
+// runComparison compares two schemas, repeating the comparison while the
+// effects found beneath recursive pairs keep growing (they only grow, and
+// usually settle in the second pass), and returns the last pass.
+func runComparison(oldSchema, newSchema *jsonschema.Schema, path string, shared *budget, same map[sameKey]bool, strict bool) *comparator {
+	var prior map[visit]effect
+	for pass := 1; ; pass++ {
+		c := &comparator{
+			budget: shared, same: same, strict: strict,
+			visited: map[visit]effect{}, done: map[visit]bool{}, seen: map[finding]bool{},
+			prior: prior, pessimistic: pass == maxPasses, assumed: map[visit]effect{},
+		}
+		c.compare(oldSchema, newSchema, path)
+		settled := true
+		for v, assumed := range c.assumed {
+			settled = settled && c.visited[v] == assumed
+		}
+		if settled || pass == maxPasses || shared.exhausted {
+			return c
+		}
+		prior = c.visited
 	}
 }
 
@@ -108,9 +128,7 @@ func (c *comparator) sameAs(oldSchema, newSchema *jsonschema.Schema, strict bool
 		return same
 	}
 	c.same[key] = true
-	sub := &comparator{budget: c.budget, same: c.same, visited: map[visit]effect{}, done: map[visit]bool{},
-		seen: map[finding]bool{}, strict: strict}
-	sub.compare(oldSchema, newSchema, "")
+	sub := runComparison(oldSchema, newSchema, "", c.budget, c.same, strict)
 	same := !c.budget.exhausted
 	for _, f := range sub.findings {
 		if f.eff != 0 {
@@ -248,7 +266,11 @@ func (c *comparator) compare(oldSchema, newSchema *jsonschema.Schema, path strin
 	v := visit{schemaPair{o, n}, c.flipped, c.strict}
 	if summary, ok := c.visited[v]; ok {
 		if !c.done[v] {
-			summary = narrows | widens
+			summary = c.prior[v]
+			if c.pessimistic {
+				summary = narrows | widens
+			}
+			c.assumed[v] = summary
 		}
 		c.acc |= summary
 		return

@@ -90,8 +90,7 @@ func CompatibleAt(oldSchema json.RawMessage, oldPointer string, newSchema json.R
 // most steps pairs of subschemas, and turns its findings into changes for
 // direction dir.
 func compareCompiled(oldSchema, newSchema *jsonschema.Schema, rootPath string, dir Direction, steps int) []Change {
-	c := newComparator(steps)
-	c.compare(oldSchema, newSchema, rootPath)
+	c := runComparison(oldSchema, newSchema, rootPath, &budget{left: steps}, map[sameKey]bool{}, false)
 	if c.budget.exhausted {
 		c.record(rootPath, KindTooComplex, narrows|widens,
 			"the comparison stopped after %d steps; the schemas are too large or too recursive to compare fully", steps)

@@ -248,7 +248,9 @@ func TestCompareContractLevel(t *testing.T) {
 		{"idempotent added", func(c *handshake.Contract) {
 			c.Methods["ReportStatus"] = handshake.Method{Request: "NodeStatus", Response: "Ack", Idempotent: true}
 		}, []want{{"method ReportStatus", diff.KindIdempotentAdded, false}}},
-		{"batch changed", func(c *handshake.Contract) { c.Methods["ReportPods"] = handshake.Method{Request: "PodStatus", Response: "Ack"} },
+		{"batch changed", func(c *handshake.Contract) {
+			c.Methods["ReportPods"] = handshake.Method{Request: "PodStatus", Response: "Ack"}
+		},
 			[]want{{"method ReportPods", diff.KindBatchChanged, true}}},
 		{"path set", func(c *handshake.Contract) {
 			c.Methods["Ping"] = handshake.Method{Request: "Ping", Response: "Ping", Idempotent: true, Path: "/ping"}
@@ -267,7 +269,9 @@ func TestCompareContractLevel(t *testing.T) {
 		{"response body removed", func(c *handshake.Contract) {
 			c.Methods["ReportStatus"] = handshake.Method{Request: "NodeStatus"}
 		}, []want{{"method ReportStatus response", diff.KindMessageRemoved, true}}},
-		{"topic added", func(c *handshake.Contract) { c.Topics["Pods"] = handshake.Topic{Object: "PodStatus", Key: "pod", Writer: handshake.RoleServer} },
+		{"topic added", func(c *handshake.Contract) {
+			c.Topics["Pods"] = handshake.Topic{Object: "PodStatus", Key: "pod", Writer: handshake.RoleServer}
+		},
 			[]want{{"topic Pods", diff.KindTopicAdded, false}}},
 		{"topic removed", func(c *handshake.Contract) { delete(c.Topics, "Leases") },
 			[]want{{"topic Leases", diff.KindTopicRemoved, true}}},

@@ -13,8 +13,9 @@ import (
 type Report struct {
 	// Contract is the contract's name (the new version's, if it changed).
 	Contract string `json:"contract"`
-	// OldVersion and NewVersion are the two contract versions compared.
+	// OldVersion is the version compared from.
 	OldVersion string `json:"oldVersion"`
+	// NewVersion is the version compared to.
 	NewVersion string `json:"newVersion"`
 	// MajorBump is true when the new version's major number is greater
 	// than the old one's, which allows breaking changes.
