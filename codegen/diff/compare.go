@@ -354,6 +354,7 @@ func effectiveTypes(s *jsonschema.Schema) (typeSet, *valueSet) {
 func (c *comparator) compareTypesAndValues(o, n *jsonschema.Schema, path string) (typeSet, typeSet) {
 	oldTypes, oldValues := effectiveTypes(o)
 	newTypes, newValues := effectiveTypes(n)
+	defer c.checkValues(o, n, oldValues, newValues, path)
 	if oldValues != nil && newValues != nil {
 		c.compareValueSets(o, n, oldValues, newValues, path)
 		return oldTypes, newTypes
@@ -374,6 +375,43 @@ func (c *comparator) compareTypesAndValues(o, n *jsonschema.Schema, path string)
 		}
 	}
 	return oldTypes, newTypes
+}
+
+// checkValues settles exactly what a finite set of values (an enum or a
+// const) loses or gains: each old value the old schema accepts must pass
+// the new one, and each new value the new schema accepts must pass the old
+// one, whatever other keywords say. Values that compareValueSets already
+// reported as removed or added are skipped.
+func (c *comparator) checkValues(o, n *jsonschema.Schema, oldValues, newValues *valueSet, path string) {
+	if o.Location == "" || n.Location == "" {
+		return
+	}
+	keyword := func(s *jsonschema.Schema) string {
+		if s.Enum == nil {
+			return "const"
+		}
+		return "enum"
+	}
+	if oldValues != nil {
+		for _, key := range oldValues.keys {
+			value := oldValues.values[key]
+			if newValues != nil && !newValues.has(key) || o.Validate(value) != nil || n.Validate(value) == nil {
+				continue
+			}
+			c.record(joinPointer(path, keyword(o)), KindEnumValueRemoved, narrows,
+				"value %s is no longer accepted (other keywords now reject it)", oldValues.display[key])
+		}
+	}
+	if newValues != nil {
+		for _, key := range newValues.keys {
+			value := newValues.values[key]
+			if oldValues != nil && !oldValues.has(key) || n.Validate(value) != nil || o.Validate(value) == nil {
+				continue
+			}
+			c.record(joinPointer(path, keyword(n)), KindEnumValueAdded, widens,
+				"value %s may now be sent, which the old schema rejects", newValues.display[key])
+		}
+	}
 }
 
 func firstDisplay(values *valueSet) string {

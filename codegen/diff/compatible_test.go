@@ -188,6 +188,11 @@ var schemaPairs = []schemaPair{
 	{name: "const to enum response", old: `{"const":"a"}`, new: `{"enum":["a","b"]}`, dir: diff.Response, breaking: true,
 		kinds: []diff.Kind{diff.KindEnumValueAdded}},
 
+	// An enum of objects keeps its value, but a property declared beside it
+	// now rejects that value, in a request: breaking.
+	{name: "enum object rejected request", old: `{"enum":[{"a":1}]}`,
+		new: `{"enum":[{"a":1}],"properties":{"a":{"type":"string"}}}`, dir: diff.Request, breaking: true,
+		kinds: []diff.Kind{diff.KindEnumValueRemoved, diff.KindFieldAdded}},
 	// additionalProperties true→false in a request: breaking.
 	{name: "additionalProperties tightened request", old: `{"additionalProperties":true}`,
 		new: `{"additionalProperties":false}`, dir: diff.Request, breaking: true,

@@ -61,6 +61,10 @@
 // A schema restructured between allOf and inline keywords is therefore
 // reported conservatively, as constraints added and removed.
 //
+// Finite sets of values (enum, const) are checked exactly: each value one
+// side allows is validated against the other side's schema, so an enum
+// value that a keyword beside the enum now rejects is still caught.
+//
 // Defaults are reported (a peer that omits a property gets another
 // meaning) but never breaking, since they are not written into decoded
 // values. Annotations are ignored. $dynamicRef and $recursiveRef are

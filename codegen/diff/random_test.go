@@ -19,7 +19,7 @@ var (
 	randomNames    = []string{"a", "b", "c", "x1"}
 	randomTypes    = []string{"null", "boolean", "integer", "number", "string", "array", "object"}
 	randomPatterns = []string{"^a", "b$", "^[a-c]+$"}
-	randomScalars  = []any{nil, true, false, 0, 1, 2, -3, 1.5, "", "a", "b", "ab", "2020-01-02"}
+	randomScalars  = []any{nil, true, false, 0, 1, 2, -3, 1.5, "", "a", "b", "ab", "2020-01-02", map[string]any{"a": 1}, []any{"a"}}
 )
 
 func (g schemaGenerator) pick(n int) int        { return g.rand.IntN(n) }

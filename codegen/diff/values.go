@@ -118,6 +118,7 @@ func (t typeSet) String() string {
 // by canonical JSON so that 1 and 1.0 are the same value.
 type valueSet struct {
 	keys    []string          // canonical forms, in schema order
+	values  map[string]any    // canonical form → decoded value
 	display map[string]string // canonical form → compact JSON for messages
 	types   typeSet           // the types of the values
 }
@@ -134,7 +135,7 @@ func newValueSet(enum, constant []any, allowed typeSet) *valueSet {
 	if enum == nil && constant == nil {
 		return nil
 	}
-	set := &valueSet{display: map[string]string{}}
+	set := &valueSet{values: map[string]any{}, display: map[string]string{}}
 	add := func(value any) {
 		kind := typeOfValue(value)
 		if kind&allowed == 0 {
@@ -145,6 +146,7 @@ func newValueSet(enum, constant []any, allowed typeSet) *valueSet {
 			return
 		}
 		set.keys = append(set.keys, key)
+		set.values[key] = value
 		set.display[key] = displayJSON(value)
 		set.types |= kind
 	}
