@@ -396,8 +396,8 @@ func (rs *replaceableServer) stop(kill bool) error {
 // completion. Only the gap is timed (ns/op is the mean gap); p50 and p99 are
 // over the iterations, so run it with -benchtime=100x or so.
 //
-// down=0 replaces the server at once; down=300ms leaves the address dark
-// long enough for the client's reconnect backoff to reach its cap, as in an
+// down=0 replaces the server at once; down=1s leaves the address dark long
+// enough for the client's reconnect backoff to reach its cap, as in an
 // upgrade where the new binary takes a moment to start.
 func BenchmarkReconnectGap(b *testing.B) {
 	if _, err := cachedBenchContract(); err != nil {
@@ -412,8 +412,8 @@ func BenchmarkReconnectGap(b *testing.B) {
 		down time.Duration
 	}{
 		{"drain/down=0", false, 0},
-		{"drain/down=300ms", false, 300 * time.Millisecond},
-		{"kill/down=300ms", true, 300 * time.Millisecond},
+		{"drain/down=1s", false, time.Second},
+		{"kill/down=1s", true, time.Second},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) { runReconnectGap(b, tc.kill, tc.down) })
