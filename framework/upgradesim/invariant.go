@@ -1,0 +1,107 @@
+package upgradesim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Names of the built-in invariants, as violations report them.
+const (
+	// InvariantVersions: no call is processed at a contract version that
+	// its client or its server does not speak (see [Version.Speaks]). A
+	// call stamped by its client must be handled at the client's own
+	// version or one its declared fork connects it to, by a server that
+	// declares it.
+	InvariantVersions = "versions-agree"
+	// InvariantNoLostCalls: every acknowledged call was applied.
+	InvariantNoLostCalls = "no-lost-calls"
+	// InvariantAppliedOnce: no call was applied twice.
+	InvariantAppliedOnce = "applied-once"
+	// InvariantBlockedBounded: no client stays without a session for longer
+	// than [Config.BlockedBound] while a compatible server is available to
+	// it.
+	InvariantBlockedBounded = "blocked-bounded"
+	// InvariantExternalUninterrupted: no call of an external component, and
+	// no call to one, fails, unless a fault the plan injected (a kill, a
+	// partition, latency or dropped answers on its pair) touched it.
+	InvariantExternalUninterrupted = "external-uninterrupted"
+	// InvariantObserved: calls reached a component whose handlers the kit
+	// never saw, so the other invariants could not check them; build
+	// servers with [Env.ServerConfig].
+	InvariantObserved = "calls-observed"
+	// InvariantSteps: a step could not be carried out: a replica did not
+	// start, or a wait-until did not hold within its bound.
+	InvariantSteps = "plan-steps"
+)
+
+func builtinInvariant(name string) bool {
+	switch name {
+	case InvariantVersions, InvariantNoLostCalls, InvariantAppliedOnce, InvariantBlockedBounded,
+		InvariantExternalUninterrupted, InvariantObserved, InvariantSteps:
+		return true
+	}
+	return false
+}
+
+// maxViolationsPerInvariant bounds how many violations of one invariant a
+// report keeps; the rest are counted.
+const maxViolationsPerInvariant = 5
+
+// Violation is one broken invariant: which, in which run, during which step,
+// and what happened.
+type Violation struct {
+	// Invariant is the name of the invariant broken: a built-in one
+	// (InvariantVersions…), a user [Invariant]'s, or "hook " + a [Hook]'s.
+	Invariant string
+	// Plan and Seed name the run; LOCKSTEP_SEED=Seed replays a random plan.
+	Plan string
+	Seed int64
+	// Step is the number of the step running when the violation was seen
+	// (0 before the first step, len(steps)+1 after the last), and StepText
+	// the step as printed.
+	Step     int
+	StepText string
+	// At is the time since the run started.
+	At time.Duration
+	// Message says what happened, naming calls, replicas and versions.
+	Message string
+}
+
+// Error prints the violation with everything needed to find and replay it.
+func (v Violation) Error() string {
+	return fmt.Sprintf("upgradesim: plan %q seed %d, step %d (%s), at %s: invariant %s violated: %s",
+		v.Plan, v.Seed, v.Step, v.StepText, v.At.Round(time.Millisecond), v.Invariant, v.Message)
+}
+
+// violate records a violation during the current step.
+func (c *Cluster) violate(invariant, format string, args ...any) {
+	c.violateAt(int(c.step.Load()), invariant, format, args...)
+}
+
+// violateAt records a violation attributed to step.
+func (c *Cluster) violateAt(step int, invariant, format string, args ...any) {
+	v := Violation{
+		Invariant: invariant, Plan: c.plan.Name, Seed: c.plan.Seed,
+		Step: step, StepText: c.stepText(step), At: c.now(),
+		Message: fmt.Sprintf(format, args...),
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.perInvariant[invariant] >= maxViolationsPerInvariant {
+		c.suppressed[invariant]++
+		return
+	}
+	c.perInvariant[invariant]++
+	c.violations = append(c.violations, v)
+	c.tl.mark(v.At, "violation", invariant)
+}
+
+func (c *Cluster) stepText(step int) string {
+	switch {
+	case step <= 0:
+		return "before the first step"
+	case step > len(c.plan.Steps):
+		return "after the last step"
+	}
+	return c.plan.Steps[step-1].String()
+}

@@ -1,0 +1,300 @@
+package upgradesim_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// The test world: a kubelet reports node status to a nodecontroller over
+// the contract nodeinfo. Version 1.0.0 sends {node, ready} and answers
+// {ok}; 2.0.0 restructures readiness into conditions and answers
+// {accepted, generation}: a breaking change. An external extender, written
+// against 1.0.0 and never upgraded, serves the kubelet as a pinned peer at
+// /ext/report and calls the nodecontroller itself.
+
+type StatusV1 struct {
+	Node  string `json:"node"`
+	Ready bool   `json:"ready"`
+}
+
+type AckV1 struct {
+	OK bool `json:"ok"`
+}
+
+type Condition struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+}
+
+type StatusV2 struct {
+	Node       string      `json:"node"`
+	Conditions []Condition `json:"conditions"`
+}
+
+type AckV2 struct {
+	Accepted   bool  `json:"accepted"`
+	Generation int64 `json:"generation"`
+}
+
+func nodeinfo(version string, v2Schema string) *framework.Contract {
+	m := handshake.Contract{
+		Name: "nodeinfo", Version: version, Server: "nodecontroller", Client: "kubelet",
+		Methods: map[string]handshake.Method{"Report": {Request: "Status", Response: "Ack", Path: "report"}},
+	}
+	if version == "1.0.0" {
+		m.Schemas = map[string]json.RawMessage{
+			"Status": json.RawMessage(`{"type":"object","required":["node","ready"],"properties":{"node":{"type":"string","minLength":1},"ready":{"type":"boolean"}}}`),
+			"Ack":    json.RawMessage(`{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`),
+		}
+	} else {
+		m.Schemas = map[string]json.RawMessage{
+			"Status": json.RawMessage(v2Schema),
+			"Ack":    json.RawMessage(`{"type":"object","required":["accepted","generation"],"properties":{"accepted":{"type":"boolean"},"generation":{"type":"integer"}}}`),
+		}
+	}
+	return framework.MustContract(m)
+}
+
+const statusV2Schema = `{"type":"object","required":["node","conditions"],"properties":{"node":{"type":"string","minLength":1},` +
+	`"conditions":{"type":"array","items":{"type":"object","required":["type","status"],"properties":{"type":{"type":"string"},"status":{"enum":["True","False","Unknown"]}}}}}}`
+
+var (
+	nodeinfoV1 = nodeinfo("1.0.0", "")
+	nodeinfoV2 = nodeinfo("2.0.0", statusV2Schema)
+	// nodeinfoV2Changed is 2.0.0 with its messages changed and the version
+	// not bumped: its fingerprint differs, so no 2.0.0 client agrees.
+	nodeinfoV2Changed = nodeinfo("2.0.0", `{"type":"object","required":["node"],"properties":{"node":{"type":"string"}}}`)
+)
+
+func statusUp(in *StatusV1) (*StatusV2, error) {
+	st := "False"
+	if in.Ready {
+		st = "True"
+	}
+	return &StatusV2{Node: in.Node, Conditions: []Condition{{Type: "Ready", Status: st}}}, nil
+}
+
+func statusDown(in *StatusV2) (*StatusV1, error) {
+	out := &StatusV1{Node: in.Node}
+	for _, c := range in.Conditions {
+		out.Ready = out.Ready || (c.Type == "Ready" && c.Status == "True")
+	}
+	return out, nil
+}
+
+func ackDown(in *AckV2) (*AckV1, error) { return &AckV1{OK: in.Accepted}, nil }
+func ackUp(in *AckV1) (*AckV2, error)   { return &AckV2{Accepted: in.OK}, nil }
+
+var forkV1 = framework.Fork{Contract: nodeinfoV1, Methods: map[string]framework.MethodConversion{
+	"Report": framework.ConvertMethod(statusDown, ackUp),
+}}
+
+// report is the kubelet's and the extender's traffic: one Report call at
+// whatever version the client speaks.
+func report(ctx context.Context, c *framework.Client) error {
+	switch c.Contract().Version() {
+	case "1.0.0":
+		ack, err := framework.CallUnary[StatusV1, AckV1](ctx, c, "Report", &StatusV1{Node: "n1", Ready: true})
+		if err == nil && !ack.OK {
+			err = fmt.Errorf("not ok")
+		}
+		return err
+	default:
+		ack, err := framework.CallUnary[StatusV2, AckV2](ctx, c, "Report",
+			&StatusV2{Node: "n1", Conditions: []Condition{{Type: "Ready", Status: "True"}}})
+		if err == nil && !ack.Accepted {
+			err = fmt.Errorf("not accepted")
+		}
+		return err
+	}
+}
+
+// world says which system to build.
+type world struct {
+	// fork runs the v2 components in fork mode: they keep speaking 1.0.0.
+	fork bool
+	// external adds the extender: a pinned 1.0.0 peer of the kubelet (in
+	// fork mode) and a 1.0.0 client of the nodecontroller.
+	external bool
+	// nodecontrollers and kubelets are replica counts (default 1).
+	nodecontrollers, kubelets int
+	// brokenV2 replaces nodecontroller v2 by a deliberately broken one:
+	// "any-version", "no-apply", "apply-twice" or "fingerprint".
+	brokenV2 string
+	// bound is Config.BlockedBound (default 10s); timeout the calls'
+	// timeout (default 10s).
+	bound, timeout time.Duration
+	// rate is the kubelet's calls per second (default 40).
+	rate float64
+}
+
+func serverConfig(env *upgradesim.Env, release string) framework.ServerConfig {
+	return env.ServerConfig(framework.ServerConfig{Release: release, SessionTTL: time.Second,
+		Heartbeat: 50 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond})
+}
+
+// nodecontroller starts a real nodecontroller: v1 serves 1.0.0; v2 serves
+// 2.0.0, and 1.0.0 by conversion in fork mode. apply says how many times
+// its handler reports each call applied (1 when correct).
+func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+		var generation atomic.Int64
+		if !v2 {
+			srv, err := framework.NewServer(serverConfig(env, "1.30.0"))
+			if err != nil {
+				return nil, err
+			}
+			framework.HandleUnary(srv, nodeinfoV1, "Report", func(ctx context.Context, st *StatusV1) (*AckV1, error) {
+				env.Apply(ctx)
+				return &AckV1{OK: st.Ready}, nil
+			})
+			return &upgradesim.Instance{Server: srv}, nil
+		}
+		srv, err := framework.NewServer(serverConfig(env, "1.31.0"))
+		if err != nil {
+			return nil, err
+		}
+		framework.HandleUnary(srv, contract, "Report", func(ctx context.Context, st *StatusV2) (*AckV2, error) {
+			for i := 0; i < apply; i++ {
+				env.Apply(ctx)
+			}
+			return &AckV2{Accepted: len(st.Conditions) > 0, Generation: generation.Add(1)}, nil
+		})
+		if fork {
+			framework.ForkUnary(srv, nodeinfoV1, contract, "Report", statusUp, ackDown)
+		}
+		return &upgradesim.Instance{Server: srv}, nil
+	}
+}
+
+// anyVersionServer is a deliberately broken nodecontroller: a plain HTTP
+// handler that welcomes every handshake at the client's own version and
+// processes calls at any version path without checking sessions.
+func anyVersionServer(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+framework.PathHandshake, func(w http.ResponseWriter, r *http.Request) {
+		var hello handshake.Hello
+		if err := json.NewDecoder(r.Body).Decode(&hello); err != nil || len(hello.Offers) == 0 {
+			http.Error(w, "bad hello", http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(handshake.Welcome{
+			Session: "any", Version: hello.Offers[0].Version, Fingerprint: hello.Offers[0].Fingerprint,
+			Peer:      handshake.Peer{Component: "nodecontroller", Instance: "fake", Release: "1.31.0"},
+			Heartbeat: handshake.Duration(50 * time.Millisecond), TTL: handshake.Duration(time.Second),
+		})
+	})
+	mux.HandleFunc("POST "+framework.PathHeartbeat, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"lost":[],"resync":[]}`))
+	})
+	mux.HandleFunc("DELETE "+framework.PathSession, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /lockstep/nodeinfo/{version}/Report", func(w http.ResponseWriter, r *http.Request) {
+		env.ApplyRequest(r)
+		_, _ = w.Write([]byte(`{"ok":true,"accepted":true,"generation":1}`))
+	})
+	return &upgradesim.Instance{Handler: mux}, nil
+}
+
+// kubelet starts a kubelet: v1 calls 1.0.0; v2 calls 2.0.0, and in fork
+// mode also 1.0.0 nodecontrollers and the pinned 1.0.0 extender.
+func kubelet(v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+		cfg := framework.ClientConfig{Release: "1.30.0"}
+		contract := nodeinfoV1
+		if v2 {
+			cfg.Release, contract = "1.31.0", nodeinfoV2
+			if fork {
+				cfg.Fork = []framework.Fork{forkV1}
+			}
+			if fork && external {
+				cfg.Pinned = []framework.PinnedPeer{{URL: env.Endpoints("extender")[0] + "/ext", Version: "1.0.0"}}
+			}
+		}
+		cl, err := framework.NewClient(contract, env.ClientConfig("nodecontroller", cfg))
+		if err != nil {
+			return nil, err
+		}
+		return &upgradesim.Instance{Clients: map[string]*framework.Client{"nodecontroller": cl}}, nil
+	}
+}
+
+// extender is the external peer: it serves /ext/report at 1.0.0 without
+// lockstep, and calls the nodecontroller at 1.0.0.
+func extender(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	cl, err := framework.NewClient(nodeinfoV1, env.ClientConfig("nodecontroller", framework.ClientConfig{
+		Component: "kubelet", Release: "1.30.0"}))
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /ext/report", func(w http.ResponseWriter, r *http.Request) {
+		var st StatusV1
+		if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		env.ApplyRequest(r)
+		_ = json.NewEncoder(w).Encode(AckV1{OK: true})
+	})
+	return &upgradesim.Instance{Handler: mux, Clients: map[string]*framework.Client{"nodecontroller": cl}}, nil
+}
+
+// config declares the world.
+func (w world) config() upgradesim.Config {
+	speaks := func(versions ...string) map[string][]string { return map[string][]string{"nodeinfo": versions} }
+	v2Speaks := speaks("2.0.0")
+	if w.fork {
+		v2Speaks = speaks("2.0.0", "1.0.0")
+	}
+	ncV2 := nodecontroller(true, w.fork, 1, nodeinfoV2)
+	switch w.brokenV2 {
+	case "any-version":
+		ncV2 = anyVersionServer
+	case "no-apply":
+		ncV2 = nodecontroller(true, w.fork, 0, nodeinfoV2)
+	case "apply-twice":
+		ncV2 = nodecontroller(true, w.fork, 2, nodeinfoV2)
+	case "fingerprint":
+		ncV2 = nodecontroller(true, w.fork, 1, nodeinfoV2Changed)
+	}
+	timeout := w.timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	rate := w.rate
+	if rate == 0 {
+		rate = 40
+	}
+	cfg := upgradesim.Config{
+		Components: []upgradesim.Component{
+			{Name: "nodecontroller", Replicas: w.nodecontrollers, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("1.0.0"), Start: nodecontroller(false, false, 1, nil)},
+				{Name: "v2", Speaks: v2Speaks, Start: ncV2},
+			}},
+			{Name: "kubelet", Replicas: w.kubelets, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("1.0.0"), Start: kubelet(false, w.fork, w.external)},
+				{Name: "v2", Speaks: v2Speaks, Start: kubelet(true, w.fork, w.external)},
+			}},
+		},
+		Traffic: []upgradesim.Traffic{
+			{From: "kubelet", To: "nodecontroller", Rate: rate, Timeout: timeout, Call: report},
+		},
+		BlockedBound: w.bound,
+	}
+	if w.external {
+		cfg.Components = append(cfg.Components, upgradesim.Component{Name: "extender", External: true,
+			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender}}})
+		cfg.Traffic = append(cfg.Traffic, upgradesim.Traffic{From: "extender", To: "nodecontroller", Rate: 20, Timeout: timeout, Call: report})
+	}
+	return cfg
+}
