@@ -352,4 +352,3 @@ func pathVersion(path string) (contract, version string) {
 	}
 	return "", ""
 }
-
