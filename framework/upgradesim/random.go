@@ -31,10 +31,11 @@ type Mutations struct {
 }
 
 // DefaultMutations are moderate probabilities that keep a plan short: a
-// handful of steps, waits under 100ms.
+// handful of steps, with waits of 20ms to 150ms between most of them so
+// traffic flows in every state.
 func DefaultMutations() Mutations {
 	return Mutations{Rollback: 0.2, Restart: 0.15, Crash: 0.25, Partition: 0.15, Slow: 0.1, Drop: 0.15,
-		Wait: 0.4, MaxWait: 100 * time.Millisecond, MaxRollbacks: 2}
+		Wait: 0.8, MaxWait: 150 * time.Millisecond, MaxRollbacks: 2}
 }
 
 // SeedEnv names the environment variable that replays a seed.
@@ -78,10 +79,11 @@ type upgradeAction struct {
 // controls (not external ones) one version at a time, interleaving the
 // components at random, with rollbacks, restarts, kills, partitions,
 // latency, dropped answers and waits drawn from m in between; it heals
-// every fault and ends waiting until clients connect.
+// every fault, waits until clients connect, and, when there is traffic,
+// until five more calls are acknowledged.
 func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
-	if m.MaxWait <= 10*time.Millisecond {
-		m.MaxWait = 100 * time.Millisecond
+	if m.MaxWait <= 20*time.Millisecond {
+		m.MaxWait = 150 * time.Millisecond
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x75706772616465)) // "upgrade"
 	p := Plan{Name: "random", Seed: seed}
@@ -160,6 +162,17 @@ func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
 	}
 	rollbacks := 0
 	for i := 0; i < len(actions); i++ {
+		// Faults added after earlier upgrades heal after theirs.
+		kept := heals[:0]
+		for _, h := range heals {
+			if h.after--; h.after <= 0 {
+				add(Heal(h.a, h.b))
+				delete(active, [2]string{h.a, h.b})
+				continue
+			}
+			kept = append(kept, h)
+		}
+		heals = kept
 		a := actions[i]
 		add(replace(Upgrade(a.replica, a.comp.Versions[a.to].Name)))
 		version[a.replica] = a.to
@@ -200,6 +213,7 @@ func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
 			}
 			add(replace(Restart(controlled[rng.IntN(len(controlled))])))
 		}
+		faulted := false
 		for _, op := range []Op{OpPartition, OpSlow, OpDrop} {
 			chance := map[Op]float64{OpPartition: m.Partition, OpSlow: m.Slow, OpDrop: m.Drop}[op]
 			if len(faultPairs) == 0 || rng.Float64() >= chance {
@@ -223,25 +237,20 @@ func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
 				add(Drop(x, y, 1+rng.IntN(3)))
 			}
 			heals = append(heals, pending{a: x, b: y, after: 1 + rng.IntN(2)})
+			faulted = true
 		}
-		if rng.Float64() < m.Wait {
-			add(Wait(time.Duration(10+rng.Int64N(int64((m.MaxWait-10*time.Millisecond)/time.Millisecond))) * time.Millisecond))
+		// A fault is always given time to act.
+		if faulted || rng.Float64() < m.Wait {
+			add(Wait(time.Duration(20+rng.Int64N(int64((m.MaxWait-20*time.Millisecond)/time.Millisecond))) * time.Millisecond))
 		}
-		kept := heals[:0]
-		for _, h := range heals {
-			if h.after--; h.after <= 0 {
-				add(Heal(h.a, h.b))
-				delete(active, [2]string{h.a, h.b})
-				continue
-			}
-			kept = append(kept, h)
-		}
-		heals = kept
 	}
 	for _, h := range heals {
 		add(Heal(h.a, h.b))
 	}
 	add(WaitUntil(Connected, s.cfg.BlockedBound))
+	if len(s.cfg.Traffic) > 0 {
+		add(WaitUntil(CallsAcknowledged(5), s.cfg.BlockedBound))
+	}
 	return p
 }
 

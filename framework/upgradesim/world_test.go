@@ -136,6 +136,22 @@ type world struct {
 	rate float64
 }
 
+// String describes the world in a line.
+func (w world) String() string {
+	mode := "lockstep"
+	if w.fork {
+		mode = "fork mode"
+	}
+	s := fmt.Sprintf("%s, %d nodecontroller(s), %d kubelet(s)", mode, max(1, w.nodecontrollers), max(1, w.kubelets))
+	if w.external {
+		s += ", an external extender"
+	}
+	if w.brokenV2 != "" {
+		s += ", broken nodecontroller v2: " + w.brokenV2
+	}
+	return s
+}
+
 func serverConfig(env *upgradesim.Env, release string) framework.ServerConfig {
 	return env.ServerConfig(framework.ServerConfig{Release: release, SessionTTL: time.Second,
 		Heartbeat: 50 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond})

@@ -1,0 +1,74 @@
+package upgradesim_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+)
+
+// randomWorld picks the system a seed's plan runs against, so that the
+// plans cover lockstep and fork mode, single replicas and replica sets,
+// with and without an external peer.
+func randomWorld(seed int64) world {
+	switch seed % 4 {
+	case 0:
+		return world{}
+	case 1:
+		return world{fork: true, external: true}
+	case 2:
+		return world{nodecontrollers: 3, kubelets: 2}
+	default:
+		return world{fork: true, external: true, nodecontrollers: 2}
+	}
+}
+
+// runRandomPlans runs a random plan per seed, at most concurrency at once
+// (the plans mostly wait on the network, so more run at once than there
+// are cores), and reports each as a subtest named after its seed.
+func runRandomPlans(t *testing.T, seeds []int64, concurrency int) {
+	type result struct {
+		plan upgradesim.Plan
+		rep  *upgradesim.Report
+		err  error
+	}
+	results := make([]result, len(seeds))
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for i, seed := range seeds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sim, err := upgradesim.New(randomWorld(seed).config())
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			results[i].plan = sim.RandomPlan(seed, upgradesim.DefaultMutations())
+			results[i].rep, results[i].err = sim.Execute(context.Background(), results[i].plan)
+		}()
+	}
+	wg.Wait()
+	for i, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := results[i]
+			require.NoError(t, r.err)
+			t.Logf("world: %s\n%s%s", randomWorld(seed), r.rep.Plan, r.rep.Timeline.Text())
+			for _, v := range r.rep.Violations {
+				t.Errorf("%v (replay: LOCKSTEP_SEED=%d go test -run %s)", v, seed, t.Name()[:len(t.Name())-len("/seed=")-len(fmt.Sprint(seed))])
+			}
+		})
+	}
+}
+
+// TestRandomPlans runs 50 seeded random plans, four at a time; each is a
+// few steps with short waits. LOCKSTEP_SEED=n runs seed n alone.
+func TestRandomPlans(t *testing.T) {
+	runRandomPlans(t, upgradesim.Seeds(1, 50), 4)
+}
