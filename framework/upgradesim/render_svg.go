@@ -54,7 +54,7 @@ func (tl *Timeline) SVG() string {
 	x := func(t time.Duration) float64 {
 		return float64(left) + float64(t)/float64(total)*svgPlotWidth
 	}
-	top := svgMargin + 40
+	top := svgMargin + 56
 	lanes := len(tl.Rows)
 	callsTop := top + lanes*(svgRowHeight+svgRowGap) + 10
 	stepsTop := callsTop + len(tl.Calls)*(2*svgCallsRows+svgRowGap) + 30
@@ -62,7 +62,7 @@ func (tl *Timeline) SVG() string {
 	width := left + svgPlotWidth + svgMargin + 40
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="monospace" font-size="12">`+"\n",
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="monospace" font-size="12" xml:space="preserve">`+"\n",
 		width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", svgMargin, svgMargin+12,
@@ -76,8 +76,8 @@ func (tl *Timeline) SVG() string {
 	}
 	for _, st := range tl.Steps {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="3,3"><title>%s</title></line>`+"\n",
-			x(st.From), top-24, x(st.From), stepsTop-20, esc(fmt.Sprintf("%d. %s", st.Number, st.Text)))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#444">%d</text>`+"\n", x(st.From)+2, top-24, st.Number)
+			x(st.From), top-34, x(st.From), stepsTop-20, esc(fmt.Sprintf("%d. %s", st.Number, st.Text)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#444">%d</text>`+"\n", x(st.From)+2, top-26, st.Number)
 	}
 
 	// Lanes.
