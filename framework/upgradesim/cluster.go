@@ -89,6 +89,10 @@ type incarnation struct {
 	calls  sync.WaitGroup // its traffic calls in flight
 	http   *http.Server   // when it serves a Handler
 	served chan error     // Serve's result; nil when nothing is served
+	// listener is closed again once Serve returns: a server stopped
+	// before it began serving returns without closing it, and the address
+	// would stay held.
+	listener net.Listener
 }
 
 // Execute runs plan and returns its report; it does not need a test, and
@@ -250,6 +254,7 @@ func (c *Cluster) startReplica(r *replica, vi int) error {
 			return fmt.Errorf("starting %s at %s: listening on %s: %w", r.name, v.Name, r.addr, err)
 		}
 		inc.served = make(chan error, 1)
+		inc.listener = l
 		if inst.Server != nil {
 			go func() { inc.served <- inst.Server.Serve(l) }()
 		} else {
@@ -336,6 +341,7 @@ func (c *Cluster) stopReplica(r *replica, drain bool) {
 		case <-time.After(15 * time.Second):
 			c.violate(InvariantSteps, "%s did not stop serving within 15s", r.name)
 		}
+		_ = inc.listener.Close()
 	}
 	inc.calls.Wait()
 	c.closeInstance(inc)

@@ -39,7 +39,7 @@ func shortDuration(d time.Duration) string {
 	case d < time.Second:
 		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 	default:
-		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+		return strconv.FormatFloat(float64(d.Milliseconds())/1000, 'f', -1, 64) + "s"
 	}
 }
 
