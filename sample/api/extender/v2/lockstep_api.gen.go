@@ -104,17 +104,9 @@ var Contract = framework.MustContract(handshake.Contract{
 		}`),
 		"BindResponse": json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "An empty answer; the pod is bound.",
 			"type": "object",
-			"additionalProperties": false,
-			"required": [
-				"node"
-			],
-			"properties": {
-				"node": {
-					"type": "string",
-					"description": "The node the pod is bound to."
-				}
-			}
+			"additionalProperties": false
 		}`),
 		"FilterRequest": json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",

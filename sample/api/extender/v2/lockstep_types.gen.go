@@ -66,9 +66,9 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // BindResponse is the message BindResponse of the contract, generated from contract.yaml#/schemas/BindResponse.
+//
+// An empty answer; the pod is bound.
 type BindResponse struct {
-	// The node the pod is bound to.
-	Node string `json:"node"`
 }
 
 // UnmarshalJSON decodes BindResponse, rejecting JSON its Go type cannot represent.
@@ -85,33 +85,18 @@ func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = BindResponse{}
-	var seen [1]bool
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
 			break
 		}
 		switch string(key) {
-		case "node":
-			seen[0] = true
-			v1, err := d.String()
-			if err != nil {
-				return jsonwire.Within(err, "node")
-			}
-			m.Node = v1
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
 	}
 	if err := d.Err(); err != nil {
 		return err
-	}
-	if !(seen[0]) {
-		var missing []string
-		if !seen[0] {
-			missing = append(missing, "node")
-		}
-		return jsonwire.Missing(d, missing...)
 	}
 	return nil
 }

@@ -1,0 +1,75 @@
+package v2
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	v1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
+	"github.com/lockstep-dev/lockstep/sample/internal/quantity"
+)
+
+// The conversions between 1.0.0 and 2.0.0, written by hand. Down, the
+// state Unknown becomes ready false (the reason says why); up, ready false
+// becomes NotReady, since 1.0.0 cannot tell a lost node from a failing one.
+
+// ForkV1 lets a 2.0.0 scheduler in fork mode call CheckNode on a 1.0.0
+// node controller. Watches are not forked: an informer watches its own
+// version's topic.
+var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
+	MethodCheckNode: framework.ConvertMethod(NodeRefToV1, NodeHealthFromV1),
+}}
+
+// ServeV1 makes s, which serves 2.0.0 with [Register], also answer
+// CheckNode for 1.0.0 schedulers. The NodeHealth topic of 1.0.0 is a topic
+// of its own ([framework.ServeTopic] with [v1.Contract]); a node controller
+// in fork mode writes each change to both, converted with
+// [NodeHealthToV1].
+func ServeV1(s *framework.Server) {
+	framework.ForkUnary(s, v1.Contract, Contract, MethodCheckNode, NodeRefFromV1, NodeHealthToV1)
+}
+
+// NodeRefFromV1 converts a request up; it is the same in both versions.
+func NodeRefFromV1(in *v1.NodeRef) (*NodeRef, error) { return &NodeRef{NodeName: in.NodeName}, nil }
+
+// NodeRefToV1 converts a request down.
+func NodeRefToV1(in *NodeRef) (*v1.NodeRef, error) { return &v1.NodeRef{NodeName: in.NodeName}, nil }
+
+// NodeHealthToV1 converts a node's health down.
+func NodeHealthToV1(in *NodeHealth) (*v1.NodeHealth, error) {
+	return &v1.NodeHealth{
+		NodeName: in.NodeName, Ready: in.State == NodeHealthStateReady, Schedulable: in.Schedulable, Reason: in.Reason,
+		Allocatable: map[string]string{
+			"cpu":    quantity.FormatMillis(in.Allocatable.CPUMillis),
+			"memory": quantity.FormatBytes(in.Allocatable.MemoryBytes),
+			"pods":   strconv.FormatInt(in.Allocatable.Pods, 10),
+		},
+	}, nil
+}
+
+// NodeHealthFromV1 converts a node's health up; a resource not listed is 0.
+func NodeHealthFromV1(in *v1.NodeHealth) (*NodeHealth, error) {
+	out := &NodeHealth{NodeName: in.NodeName, State: NodeHealthStateNotReady, Schedulable: in.Schedulable, Reason: in.Reason}
+	if in.Ready {
+		out.State = NodeHealthStateReady
+	}
+	for name, read := range map[string]struct {
+		parse func(string) (int64, error)
+		into  *int64
+	}{
+		"cpu":    {quantity.Millis, &out.Allocatable.CPUMillis},
+		"memory": {quantity.Value, &out.Allocatable.MemoryBytes},
+		"pods":   {quantity.Value, &out.Allocatable.Pods},
+	} {
+		q, ok := in.Allocatable[name]
+		if !ok {
+			continue
+		}
+		n, err := read.parse(q)
+		if err != nil {
+			return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("allocatable %s: %w", name, err))
+		}
+		*read.into = n
+	}
+	return out, nil
+}
