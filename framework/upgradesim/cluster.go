@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -135,6 +136,7 @@ func (s *Sim) Execute(ctx context.Context, plan Plan) (*Report, error) {
 	c.beginStep(len(c.plan.Steps) + 1)
 	c.settle()
 	final, agreed := c.finalState()
+	c.stopTraffic()
 	c.afterInvariants()
 	c.teardown()
 	c.checkLedger()
@@ -233,7 +235,7 @@ func (c *Cluster) startReplica(r *replica, vi int) error {
 	v := &r.comp.Versions[vi]
 	inc := &incarnation{r: r, vi: vi, version: v}
 	inc.ctx, inc.cancel = context.WithCancel(c.ctx)
-	inc.transport = newFaultTransport(c, r)
+	inc.transport = newFaultTransport(c, inc)
 	inc.env = &Env{Component: r.comp.Name, Replica: r.index, Name: r.name, Version: v.Name,
 		Addr: r.addr, URL: r.url, Logger: c.sim.cfg.Logger.With("replica", r.name, "version", v.Name), c: c, inc: inc}
 	inst, err := v.Start(inc.env)
@@ -270,6 +272,11 @@ func (c *Cluster) startReplica(r *replica, vi int) error {
 	}
 	c.mu.Lock()
 	r.inc, r.state = inc, stateUp
+	for i := range c.disturbances {
+		if d := &c.disturbances[i]; d.replica == r.name && d.to == math.MaxInt64 {
+			d.to = c.now() + killAftermath
+		}
+	}
 	c.mu.Unlock()
 	c.tl.replicaState(r, c.now(), "up", v.Name)
 	return nil
@@ -292,6 +299,10 @@ func (c *Cluster) listen(r *replica) (net.Listener, error) {
 	}
 }
 
+// killAftermath is how long after a killed replica is back its peers'
+// failed calls are still laid to the kill.
+const killAftermath = 250 * time.Millisecond
+
 // callerGrace is how long a draining replica's own calls may take to end
 // before they are abandoned.
 const callerGrace = 250 * time.Millisecond
@@ -313,8 +324,11 @@ func (c *Cluster) stopReplica(r *replica, drain bool) {
 		waitGroupFor(&inc.calls, callerGrace)
 	} else {
 		c.tl.mark(now, "kill", r.name)
+		// A kill disturbs its peers until shortly after the replica is
+		// back: their pooled connections to the dead process fail once
+		// each, as after any crash.
 		c.mu.Lock()
-		c.disturbances = append(c.disturbances, disturbance{a: r.comp.Name, b: "*", from: now, to: now})
+		c.disturbances = append(c.disturbances, disturbance{a: r.comp.Name, b: "*", from: now, to: math.MaxInt64, replica: r.name})
 		c.mu.Unlock()
 		inc.transport.kill()
 	}
@@ -447,7 +461,13 @@ func (c *Cluster) settle() {
 // afterInvariants runs the user's After checks, each retried until it
 // passes or the settle bound ends.
 func (c *Cluster) afterInvariants() {
-	for _, inv := range c.sim.cfg.Invariants {
+	invariants := c.sim.cfg.Invariants
+	if len(c.sim.cfg.Watches) > 0 {
+		invariants = append([]Invariant{{Name: InvariantWatchersConverge, After: func(context.Context, *Cluster) error {
+			return c.watchersConverged()
+		}}}, invariants...)
+	}
+	for _, inv := range invariants {
 		if inv.After == nil {
 			continue
 		}
@@ -468,9 +488,9 @@ func (c *Cluster) afterInvariants() {
 	}
 }
 
-// teardown stops traffic, lets calls in flight finish briefly, and stops
-// every replica (draining, all at once).
-func (c *Cluster) teardown() {
+// stopTraffic stops making calls and lets those in flight finish, for two
+// seconds at most, so the After invariants see a quiet system.
+func (c *Cluster) stopTraffic() {
 	close(c.trafficStop)
 	c.loops.Wait()
 	var incs []*incarnation
@@ -481,9 +501,15 @@ func (c *Cluster) teardown() {
 		}
 	}
 	c.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Second)
 	for _, inc := range incs {
-		waitGroupFor(&inc.calls, 2*time.Second)
+		waitGroupFor(&inc.calls, time.Until(deadline))
 	}
+}
+
+// teardown stops every replica, draining, all at once; calls still in
+// flight are abandoned.
+func (c *Cluster) teardown() {
 	c.mu.Lock()
 	c.tearingDown = true
 	c.mu.Unlock()

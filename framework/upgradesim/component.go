@@ -64,6 +64,10 @@ type Instance struct {
 	// Clients are the replica's lockstep clients, by the component each
 	// calls; [Traffic] from this component to that one goes through it.
 	Clients map[string]*framework.Client
+	// Topics are the replica's views of topics, by name: for the replica
+	// holding a topic, what it holds ([ViewState]); for a watcher, what its
+	// informer sees ([InformerState]). [Watch] declarations compare them.
+	Topics map[string]TopicState
 	// Close, if set, releases anything else once the replica stopped.
 	Close func() error
 }

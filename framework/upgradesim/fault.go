@@ -36,10 +36,11 @@ type fault struct {
 }
 
 // disturbance is a span of time during which faults touched a pair; b "*"
-// means every peer of a (a kill).
+// means every peer of a (a kill, of replica).
 type disturbance struct {
 	a, b     string
 	from, to time.Duration
+	replica  string
 }
 
 // sideMatches reports whether a step's side names replica r.
@@ -144,6 +145,7 @@ func (c *Cluster) effectOn(from, to *replica, call bool) effect {
 type faultTransport struct {
 	c        *Cluster
 	from     *replica
+	inc      *incarnation
 	base     http.RoundTripper
 	own      *http.Transport // the default transport it made, closed with it
 	killCtx  context.Context
@@ -151,9 +153,9 @@ type faultTransport struct {
 	once     sync.Once
 }
 
-func newFaultTransport(c *Cluster, from *replica) *faultTransport {
+func newFaultTransport(c *Cluster, inc *incarnation) *faultTransport {
 	own := framework.NewTransport(nil)
-	t := &faultTransport{c: c, from: from, base: own, own: own}
+	t := &faultTransport{c: c, from: inc.r, inc: inc, base: own, own: own}
 	t.killCtx, t.killFunc = context.WithCancel(context.Background())
 	return t
 }
@@ -212,8 +214,13 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 		return nil, dialError(errKilled)
 	}
 	var e effect
-	if to := t.c.byAddr[req.URL.Host]; to != nil {
+	to := t.c.byAddr[req.URL.Host]
+	var sentTo *incarnation
+	if to != nil {
 		e = t.c.effectOn(t.from, to, isCallRequest(req))
+		t.c.mu.Lock()
+		sentTo = to.inc
+		t.c.mu.Unlock()
 	}
 	if e.partitioned {
 		return nil, dialError(errPartitioned)
@@ -246,6 +253,9 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 		_ = resp.Body.Close()
 		release()
 		return nil, ErrDropped
+	}
+	if contract, version, topic, ok := watchPath(req.URL.Path); ok && to != nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
+		t.c.watchServed(t.inc, to, sentTo, contract, version, topic)
 	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	return resp, nil

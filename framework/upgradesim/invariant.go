@@ -7,8 +7,9 @@ import (
 
 // Names of the built-in invariants, as violations report them.
 const (
-	// InvariantVersions: no call is processed at a contract version that
-	// its client or its server does not speak (see [Version.Speaks]). A
+	// InvariantVersions: no call is processed, and no watch stream served,
+	// at a contract version that its client or its server does not speak
+	// (see [Version.Speaks]). A
 	// call stamped by its client must be handled at the client's own
 	// version or one its declared fork connects it to, by a server that
 	// declares it.
@@ -22,8 +23,11 @@ const (
 	// it.
 	InvariantBlockedBounded = "blocked-bounded"
 	// InvariantExternalUninterrupted: no call of an external component, and
-	// no call to one, fails, unless a fault the plan injected (a kill, a
-	// partition, latency or dropped answers on its pair) touched it.
+	// no call to one, fails, unless a fault the plan injected touched it: a
+	// partition, latency or dropped answers on its pair while it ran, or a
+	// kill of either side from the kill until shortly after the replica is
+	// back (its peers' pooled connections to the dead process fail once).
+	// Graceful stops, upgrades and rollbacks excuse nothing.
 	InvariantExternalUninterrupted = "external-uninterrupted"
 	// InvariantObserved: calls reached a component whose handlers the kit
 	// never saw, so the other invariants could not check them; build
@@ -37,7 +41,7 @@ const (
 func builtinInvariant(name string) bool {
 	switch name {
 	case InvariantVersions, InvariantNoLostCalls, InvariantAppliedOnce, InvariantBlockedBounded,
-		InvariantExternalUninterrupted, InvariantObserved, InvariantSteps:
+		InvariantExternalUninterrupted, InvariantObserved, InvariantSteps, InvariantWatchersConverge:
 		return true
 	}
 	return false

@@ -44,6 +44,8 @@ type Config struct {
 	Components []Component
 	// Traffic flows while every plan runs.
 	Traffic []Traffic
+	// Watches are topics whose watchers must converge.
+	Watches []Watch
 	// Invariants are the user's own checks, beside the built-in ones.
 	Invariants []Invariant
 	// Hooks run at their stage; a plan without a step for a stage gets one
@@ -118,6 +120,11 @@ func New(cfg Config) (*Sim, error) {
 		}
 		if tr.MaxInFlight <= 0 {
 			tr.MaxInFlight = 200
+		}
+	}
+	for _, w := range s.cfg.Watches {
+		if w.Topic == "" || s.components[w.Watcher] == nil || s.components[w.Holder] == nil {
+			errs = append(errs, fmt.Errorf("watch %q of %s by %s names no topic or an undeclared component", w.Topic, w.Holder, w.Watcher))
 		}
 	}
 	names := map[string]bool{}

@@ -15,5 +15,5 @@ import (
 func TestSoakRandomPlans(t *testing.T) {
 	base := time.Now().UnixNano() % 1_000_000_000
 	t.Logf("base seed %d", base)
-	runRandomPlans(t, upgradesim.Seeds(base, 1000), 6)
+	runRandomPlans(t, upgradesim.Seeds(base, 1000), upgradesim.DefaultMutations(), false, 6)
 }

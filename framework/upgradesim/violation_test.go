@@ -67,6 +67,27 @@ wait until 10 calls acknowledged within 10s`,
 			message:   []string{"from kubelet (v1, speaks nodeinfo 1.0.0) was processed by nodecontroller (v2, speaks nodeinfo 2.0.0) at nodeinfo 1.0.0"},
 		},
 		{
+			name:  "a server that serves watches at any version",
+			world: world{brokenV2: "any-version"},
+			plan: `
+start nodecontroller at v1
+start kubelet at v1
+wait until connected within 10s
+upgrade nodecontroller to v2
+wait until 10 calls acknowledged within 10s`,
+			invariant: upgradesim.InvariantVersions,
+			steps:     []int{4, 5},
+			message:   []string{"watch of nodeinfo Nodes by kubelet (v1, speaks nodeinfo 1.0.0) was served by nodecontroller (v2, speaks nodeinfo 2.0.0) at nodeinfo 1.0.0"},
+		},
+		{
+			name:      "a publisher that drops updates",
+			world:     world{brokenV2: "drops-updates", bound: 300 * time.Millisecond},
+			plan:      upgradeServerFirst,
+			invariant: upgradesim.InvariantWatchersConverge,
+			steps:     []int{7},
+			message:   []string{"kubelet's view of Nodes@2.0.0", "matches no nodecontroller replica: nodecontroller: holds", "(after the last step)"},
+		},
+		{
 			name:      "a handler that acknowledges without applying",
 			world:     world{brokenV2: "no-apply"},
 			plan:      upgradeClientFirst,
@@ -122,11 +143,11 @@ wait 700ms`,
 			require.True(t, rep.Failed(), "the kit did not notice")
 			var found []upgradesim.Violation
 			for _, v := range rep.Violations {
-				if v.Invariant == tc.invariant {
+				if v.Invariant == tc.invariant && strings.Contains(v.Message, tc.message[0]) {
 					found = append(found, v)
 				}
 			}
-			require.NotEmpty(t, found, "no %s violation among %v", tc.invariant, rep.Violations)
+			require.NotEmpty(t, found, "no %s violation saying %q among %v", tc.invariant, tc.message[0], rep.Violations)
 			v := found[0]
 			msg := v.Error()
 			t.Log(msg)

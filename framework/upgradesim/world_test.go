@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +20,9 @@ import (
 // The test world: a kubelet reports node status to a nodecontroller over
 // the contract nodeinfo. Version 1.0.0 sends {node, ready} and answers
 // {ok}; 2.0.0 restructures readiness into conditions and answers
-// {accepted, generation}: a breaking change. An external extender, written
+// {accepted, generation}: a breaking change. The nodecontroller publishes
+// each report in its topic Nodes (keyed by node), which every kubelet
+// watches at its own version. An external extender, written
 // against 1.0.0 and never upgraded, serves the kubelet as a pinned peer at
 // /ext/report and calls the nodecontroller itself.
 
@@ -48,6 +54,8 @@ func nodeinfo(version string, v2Schema string) *framework.Contract {
 	m := handshake.Contract{
 		Name: "nodeinfo", Version: version, Server: "nodecontroller", Client: "kubelet",
 		Methods: map[string]handshake.Method{"Report": {Request: "Status", Response: "Ack", Path: "report"}},
+		Topics: map[string]handshake.Topic{"Nodes": {Object: "Status", Key: "node",
+			Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete}},
 	}
 	if version == "1.0.0" {
 		m.Schemas = map[string]json.RawMessage{
@@ -127,13 +135,17 @@ type world struct {
 	// nodecontrollers and kubelets are replica counts (default 1).
 	nodecontrollers, kubelets int
 	// brokenV2 replaces nodecontroller v2 by a deliberately broken one:
-	// "any-version", "no-apply", "apply-twice" or "fingerprint".
+	// "any-version", "no-apply", "apply-twice", "fingerprint" or
+	// "drops-updates".
 	brokenV2 string
 	// bound is Config.BlockedBound (default 10s); timeout the calls'
 	// timeout (default 10s).
 	bound, timeout time.Duration
 	// rate is the kubelet's calls per second (default 40).
 	rate float64
+	// freshConnections makes the extender open a connection per call
+	// instead of reusing idle ones (see testMutations).
+	freshConnections bool
 }
 
 // String describes the world in a line.
@@ -157,9 +169,21 @@ func serverConfig(env *upgradesim.Env, release string) framework.ServerConfig {
 		Heartbeat: 50 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond})
 }
 
+// nodeKey names the node a traffic call reports: eight nodes, reported in
+// turn, so the Nodes topic keeps changing.
+func nodeKey(ctx context.Context) string {
+	id := upgradesim.CallID(ctx)
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "c"))
+	if err != nil {
+		return "hook"
+	}
+	return "n" + strconv.Itoa(n%8)
+}
+
 // nodecontroller starts a real nodecontroller: v1 serves 1.0.0; v2 serves
 // 2.0.0, and 1.0.0 by conversion in fork mode. apply says how many times
-// its handler reports each call applied (1 when correct).
+// its handler reports each call applied (1 when correct). It publishes each
+// report in the topic Nodes, in each version's form it speaks.
 func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 		var generation atomic.Int64
@@ -168,17 +192,40 @@ func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func
 			if err != nil {
 				return nil, err
 			}
+			nodes := framework.ServeTopic[StatusV1](srv, nodeinfoV1, "Nodes")
 			framework.HandleUnary(srv, nodeinfoV1, "Report", func(ctx context.Context, st *StatusV1) (*AckV1, error) {
+				if err := nodes.Set(&StatusV1{Node: nodeKey(ctx), Ready: st.Ready}); err != nil {
+					return nil, err
+				}
 				env.Apply(ctx)
 				return &AckV1{OK: st.Ready}, nil
 			})
-			return &upgradesim.Instance{Server: srv}, nil
+			return &upgradesim.Instance{Server: srv, Topics: map[string]upgradesim.TopicState{
+				"Nodes@1.0.0": upgradesim.ViewState(nodes.TopicView)}}, nil
 		}
 		srv, err := framework.NewServer(serverConfig(env, "1.31.0"))
 		if err != nil {
 			return nil, err
 		}
+		nodes := framework.ServeTopic[StatusV2](srv, contract, "Nodes")
+		topics := map[string]upgradesim.TopicState{"Nodes@2.0.0": upgradesim.ViewState(nodes.TopicView)}
+		var oldNodes *framework.TopicWriter[StatusV1]
+		if fork {
+			// Fork mode publishes the topic in both forms.
+			oldNodes = framework.ServeTopic[StatusV1](srv, nodeinfoV1, "Nodes")
+			topics["Nodes@1.0.0"] = upgradesim.ViewState(oldNodes.TopicView)
+		}
 		framework.HandleUnary(srv, contract, "Report", func(ctx context.Context, st *StatusV2) (*AckV2, error) {
+			node := &StatusV2{Node: nodeKey(ctx), Conditions: st.Conditions}
+			if err := nodes.Set(node); err != nil {
+				return nil, err
+			}
+			if oldNodes != nil {
+				old, _ := statusDown(node)
+				if err := oldNodes.Set(old); err != nil {
+					return nil, err
+				}
+			}
 			for i := 0; i < apply; i++ {
 				env.Apply(ctx)
 			}
@@ -187,7 +234,7 @@ func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func
 		if fork {
 			framework.ForkUnary(srv, nodeinfoV1, contract, "Report", statusUp, ackDown)
 		}
-		return &upgradesim.Instance{Server: srv}, nil
+		return &upgradesim.Instance{Server: srv, Topics: topics}, nil
 	}
 }
 
@@ -218,11 +265,58 @@ func anyVersionServer(env *upgradesim.Env) (*upgradesim.Instance, error) {
 		env.ApplyRequest(r)
 		_, _ = w.Write([]byte(`{"ok":true,"accepted":true,"generation":1}`))
 	})
+	mux.HandleFunc("GET /lockstep/nodeinfo/{version}/watch/Nodes", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", framework.ContentTypeNDJSON)
+		_, _ = w.Write([]byte(`{"type":"synced","instance":"fake"}` + "\n"))
+		http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-env.Context().Done():
+		}
+	})
 	return &upgradesim.Instance{Handler: mux}, nil
 }
 
+// droppingPublisher is a deliberately broken nodecontroller v2: it keeps
+// the latest report of every node, but publishes only every other one in
+// its topic, so its watchers never see its final state.
+func droppingPublisher(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	srv, err := framework.NewServer(serverConfig(env, "1.31.0"))
+	if err != nil {
+		return nil, err
+	}
+	nodes := framework.ServeTopic[StatusV2](srv, nodeinfoV2, "Nodes")
+	var mu sync.Mutex
+	latest := map[string]string{}
+	var n int
+	framework.HandleUnary(srv, nodeinfoV2, "Report", func(ctx context.Context, st *StatusV2) (*AckV2, error) {
+		node := &StatusV2{Node: nodeKey(ctx), Conditions: st.Conditions}
+		mu.Lock()
+		n++
+		node.Conditions = append(node.Conditions, Condition{Type: "Seq", Status: strconv.Itoa(n)})
+		b, _ := json.Marshal(node)
+		latest[node.Node] = string(b)
+		publish := n%2 == 0
+		mu.Unlock()
+		if publish {
+			if err := nodes.Set(node); err != nil {
+				return nil, err
+			}
+		}
+		env.Apply(ctx)
+		return &AckV2{Accepted: true, Generation: 1}, nil
+	})
+	return &upgradesim.Instance{Server: srv, Topics: map[string]upgradesim.TopicState{
+		"Nodes@2.0.0": func() (map[string]string, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(latest), true
+		}}}, nil
+}
+
 // kubelet starts a kubelet: v1 calls 1.0.0; v2 calls 2.0.0, and in fork
-// mode also 1.0.0 nodecontrollers and the pinned 1.0.0 extender.
+// mode also 1.0.0 nodecontrollers and the pinned 1.0.0 extender. It
+// watches the topic Nodes at its own version.
 func kubelet(v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 		cfg := framework.ClientConfig{Release: "1.30.0"}
@@ -240,15 +334,48 @@ func kubelet(v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Ins
 		if err != nil {
 			return nil, err
 		}
-		return &upgradesim.Instance{Clients: map[string]*framework.Client{"nodecontroller": cl}}, nil
+		inst := &upgradesim.Instance{Clients: map[string]*framework.Client{"nodecontroller": cl}}
+		var stop func()
+		var done <-chan struct{}
+		if v2 {
+			inf, err := framework.Watch[StatusV2](env.Context(), cl, "Nodes", framework.InformerHandlers[StatusV2]{})
+			if err != nil {
+				return nil, err
+			}
+			inst.Topics = map[string]upgradesim.TopicState{"Nodes@2.0.0": upgradesim.InformerState(inf)}
+			stop, done = inf.Stop, inf.Done()
+		} else {
+			inf, err := framework.Watch[StatusV1](env.Context(), cl, "Nodes", framework.InformerHandlers[StatusV1]{})
+			if err != nil {
+				return nil, err
+			}
+			inst.Topics = map[string]upgradesim.TopicState{"Nodes@1.0.0": upgradesim.InformerState(inf)}
+			stop, done = inf.Stop, inf.Done()
+		}
+		inst.Close = func() error {
+			stop()
+			<-done
+			return nil
+		}
+		return inst, nil
 	}
 }
 
 // extender is the external peer: it serves /ext/report at 1.0.0 without
-// lockstep, and calls the nodecontroller at 1.0.0.
-func extender(env *upgradesim.Env) (*upgradesim.Instance, error) {
-	cl, err := framework.NewClient(nodeinfoV1, env.ClientConfig("nodecontroller", framework.ClientConfig{
-		Component: "kubelet", Release: "1.30.0"}))
+// lockstep, and calls the nodecontroller at 1.0.0, on a fresh connection
+// per call when fresh is set.
+func extender(fresh bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	return func(env *upgradesim.Env) (*upgradesim.Instance, error) { return startExtender(env, fresh) }
+}
+
+func startExtender(env *upgradesim.Env, fresh bool) (*upgradesim.Instance, error) {
+	cfg := framework.ClientConfig{Component: "kubelet", Release: "1.30.0"}
+	if fresh {
+		tr := framework.NewTransport(nil)
+		tr.DisableKeepAlives = true
+		cfg.Transport = tr
+	}
+	cl, err := framework.NewClient(nodeinfoV1, env.ClientConfig("nodecontroller", cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +409,8 @@ func (w world) config() upgradesim.Config {
 		ncV2 = nodecontroller(true, w.fork, 2, nodeinfoV2)
 	case "fingerprint":
 		ncV2 = nodecontroller(true, w.fork, 1, nodeinfoV2Changed)
+	case "drops-updates":
+		ncV2 = droppingPublisher
 	}
 	timeout := w.timeout
 	if timeout == 0 {
@@ -305,11 +434,15 @@ func (w world) config() upgradesim.Config {
 		Traffic: []upgradesim.Traffic{
 			{From: "kubelet", To: "nodecontroller", Rate: rate, Timeout: timeout, Call: report},
 		},
+		Watches: []upgradesim.Watch{
+			{Topic: "Nodes@1.0.0", Watcher: "kubelet", Holder: "nodecontroller"},
+			{Topic: "Nodes@2.0.0", Watcher: "kubelet", Holder: "nodecontroller"},
+		},
 		BlockedBound: w.bound,
 	}
 	if w.external {
 		cfg.Components = append(cfg.Components, upgradesim.Component{Name: "extender", External: true,
-			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender}}})
+			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender(w.freshConnections)}}})
 		cfg.Traffic = append(cfg.Traffic, upgradesim.Traffic{From: "extender", To: "nodecontroller", Rate: 20, Timeout: timeout, Call: report})
 	}
 	return cfg

@@ -1,0 +1,175 @@
+package upgradesim
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/framework"
+)
+
+// TopicState returns the objects a replica sees in a topic, by key, each as
+// JSON, and whether its view is complete (a watcher that has synced; a
+// holder always is). Build one with [InformerState] or [ViewState].
+type TopicState func() (objects map[string]string, complete bool)
+
+// InformerState is the [TopicState] of a watcher: what its informer holds,
+// complete once it has synced.
+func InformerState[T any](i *framework.Informer[T]) TopicState {
+	return func() (map[string]string, bool) {
+		if !i.HasSynced() {
+			return nil, false
+		}
+		out := map[string]string{}
+		for _, k := range i.Keys() {
+			if obj, ok := i.Get(k); ok {
+				b, _ := json.Marshal(obj)
+				out[k] = string(b)
+			}
+		}
+		return out, true
+	}
+}
+
+// ViewState is the [TopicState] of the replica that holds a topic (pass a
+// [framework.TopicWriter]'s TopicView, or [framework.ServeClientTopic]'s
+// view).
+func ViewState[T any](v *framework.TopicView[T]) TopicState {
+	return func() (map[string]string, bool) {
+		out := map[string]string{}
+		for _, k := range v.Keys() {
+			if obj, ok := v.Get(k); ok {
+				b, _ := json.Marshal(obj)
+				out[k] = string(b)
+			}
+		}
+		return out, true
+	}
+}
+
+// Watch declares a topic whose watchers must converge: once the plan is
+// done and traffic has stopped, every running replica of Watcher whose
+// [Instance.Topics] has a complete view of Topic must see exactly what some
+// running replica of Holder holds (a watcher of a replicated server sees
+// the replica its stream reached). Name a topic once per version form
+// ("Nodes@1.0.0") when versions publish different forms; a watcher whose
+// form no running holder publishes is not checked. It is checked, and retried until
+// [Config.SettleBound], as [InvariantWatchersConverge].
+type Watch struct {
+	// Topic is the name both sides use in Instance.Topics.
+	Topic string
+	// Watcher is the watching component, Holder the one holding the topic.
+	Watcher, Holder string
+}
+
+// InvariantWatchersConverge: every watcher of a declared [Watch] converges
+// to its topic's final state.
+const InvariantWatchersConverge = "watchers-converge"
+
+// topicState returns replica r's view of a topic, if it runs and has one.
+func (c *Cluster) topicState(r *replica, topic string) (map[string]string, bool) {
+	inst := c.Instance(r.name)
+	if inst == nil || inst.Topics[topic] == nil {
+		return nil, false
+	}
+	return inst.Topics[topic]()
+}
+
+// watchersConverged checks every declared watch once.
+func (c *Cluster) watchersConverged() error {
+	var problems []string
+	for _, w := range c.sim.cfg.Watches {
+		holders := map[string]map[string]string{}
+		for _, h := range c.replicasOf(w.Holder) {
+			if objs, ok := c.topicState(h, w.Topic); ok {
+				holders[h.name] = objs
+			}
+		}
+		for _, r := range c.replicasOf(w.Watcher) {
+			seen, ok := c.topicState(r, w.Topic)
+			if !ok {
+				continue
+			}
+			if len(holders) == 0 {
+				// No running replica holds the topic in this form: the
+				// watcher has no compatible peer to converge to.
+				continue
+			}
+			matched := false
+			var diffs []string
+			for _, name := range sortedKeys(holders) {
+				d := diffObjects(holders[name], seen)
+				if d == "" {
+					matched = true
+					break
+				}
+				diffs = append(diffs, name+": "+d)
+			}
+			if !matched {
+				problems = append(problems, fmt.Sprintf("%s's view of %s (%d objects) matches no %s replica: %s",
+					r.name, w.Topic, len(seen), w.Holder, strings.Join(diffs, "; ")))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// diffObjects describes how seen differs from held, or "" when it does
+// not: the first few keys missing, extra or different.
+func diffObjects(held, seen map[string]string) string {
+	var diffs []string
+	for k, v := range held {
+		if s, ok := seen[k]; !ok {
+			diffs = append(diffs, "missing "+k)
+		} else if s != v {
+			diffs = append(diffs, fmt.Sprintf("%s is %s, not %s", k, s, v))
+		}
+	}
+	for k := range seen {
+		if _, ok := held[k]; !ok {
+			diffs = append(diffs, "extra "+k)
+		}
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 3 {
+		diffs = append(diffs[:3], fmt.Sprintf("and %d more", len(diffs)-3))
+	}
+	return fmt.Sprintf("holds %d, %s", len(held), strings.Join(diffs, ", "))
+}
+
+// watchPath returns the contract, version and topic of a watch path
+// (/lockstep/<contract>/<version>/watch/<topic>).
+func watchPath(path string) (contract, version, topic string, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(parts) == 5 && parts[0] == "lockstep" && parts[3] == "watch" {
+		return parts[1], parts[2], parts[4], true
+	}
+	return "", "", "", false
+}
+
+// watchServed checks a watch stream a replica answered: both the watcher
+// and the replica must speak the version it streams at. The replica's
+// incarnation must be the same when the request left and when the answer
+// came, or which process answered is not known and nothing is checked.
+func (c *Cluster) watchServed(watcher *incarnation, to *replica, sent *incarnation, contract, version, topic string) {
+	c.mu.Lock()
+	now := to.inc
+	c.mu.Unlock()
+	if sent == nil || now != sent {
+		return
+	}
+	if slices.Contains(sent.version.Speaks[contract], version) && slices.Contains(watcher.version.Speaks[contract], version) {
+		return
+	}
+	c.violate(InvariantVersions, "watch of %s %s by %s (%s, speaks %s) was served by %s (%s, speaks %s) at %s %s",
+		contract, topic, watcher.r.name, watcher.version.Name, speaksText(watcher.version, contract),
+		to.name, sent.version.Name, speaksText(sent.version, contract), contract, version)
+}
