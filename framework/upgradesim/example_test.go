@@ -48,16 +48,16 @@ func ExampleSim_RandomPlan() {
 	fmt.Print(sim.RandomPlan(4, upgradesim.DefaultMutations()))
 	// Output:
 	// plan "random", seed 4, 10 steps:
-	//   1. start kubelet at v1
-	//   2. start nodecontroller at v1
-	//   3. wait until connected within 10s
-	//   4. upgrade nodecontroller to v2
-	//   5. drop the next 1 answer between kubelet and nodecontroller
-	//   6. wait 56ms
-	//   7. heal kubelet and nodecontroller
-	//   8. upgrade kubelet to v2
-	//   9. wait until connected within 10s
-	//  10. wait until 5 calls acknowledged within 10s
+	//    1. start kubelet at v1
+	//    2. start nodecontroller at v1
+	//    3. wait until connected within 10s
+	//    4. upgrade nodecontroller to v2
+	//    5. drop the next 1 answer between kubelet and nodecontroller
+	//    6. wait 56ms
+	//    7. heal kubelet and nodecontroller
+	//    8. upgrade kubelet to v2
+	//    9. wait until connected within 10s
+	//   10. wait until 5 calls acknowledged within 10s
 }
 
 // Running a plan against real components: a lockstep rolling upgrade of

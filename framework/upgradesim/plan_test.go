@@ -28,17 +28,17 @@ func TestRandomPlanGolden(t *testing.T) {
 	datadriven.RunTest(t, "testdata/random_plans.txt", func(t *testing.T, d *datadriven.TestData) string {
 		var seed int64
 		d.ScanArgs(t, "seed", &seed)
-		sim := mustSim(t, randomWorld(seed).config())
-		return fmt.Sprintf("world: %s\n%s", randomWorld(seed), sim.RandomPlan(seed, upgradesim.DefaultMutations()))
+		sim := mustSim(t, randomWorld(seed, true).config())
+		return fmt.Sprintf("world: %s\n%s", randomWorld(seed, true), sim.RandomPlan(seed, upgradesim.DefaultMutations()))
 	})
 }
 
 func TestRandomPlansArePureFunctionsOfTheirSeedAndRunnable(t *testing.T) {
 	distinct := map[string]bool{}
 	for seed := int64(0); seed < 200; seed++ {
-		sim := mustSim(t, randomWorld(seed).config())
+		sim := mustSim(t, randomWorld(seed, true).config())
 		p := sim.RandomPlan(seed, upgradesim.DefaultMutations())
-		again := mustSim(t, randomWorld(seed).config()).RandomPlan(seed, upgradesim.DefaultMutations())
+		again := mustSim(t, randomWorld(seed, true).config()).RandomPlan(seed, upgradesim.DefaultMutations())
 		require.Equal(t, p.String(), again.String(), "seed %d", seed)
 		distinct[p.String()] = true
 

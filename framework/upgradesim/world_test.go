@@ -143,9 +143,6 @@ type world struct {
 	bound, timeout time.Duration
 	// rate is the kubelet's calls per second (default 40).
 	rate float64
-	// freshConnections makes the extender open a connection per call
-	// instead of reusing idle ones (see testMutations).
-	freshConnections bool
 }
 
 // String describes the world in a line.
@@ -362,20 +359,10 @@ func kubelet(v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Ins
 }
 
 // extender is the external peer: it serves /ext/report at 1.0.0 without
-// lockstep, and calls the nodecontroller at 1.0.0, on a fresh connection
-// per call when fresh is set.
-func extender(fresh bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
-	return func(env *upgradesim.Env) (*upgradesim.Instance, error) { return startExtender(env, fresh) }
-}
-
-func startExtender(env *upgradesim.Env, fresh bool) (*upgradesim.Instance, error) {
-	cfg := framework.ClientConfig{Component: "kubelet", Release: "1.30.0"}
-	if fresh {
-		tr := framework.NewTransport(nil)
-		tr.DisableKeepAlives = true
-		cfg.Transport = tr
-	}
-	cl, err := framework.NewClient(nodeinfoV1, env.ClientConfig("nodecontroller", cfg))
+// lockstep, and calls the nodecontroller at 1.0.0.
+func extender(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	cl, err := framework.NewClient(nodeinfoV1, env.ClientConfig("nodecontroller", framework.ClientConfig{
+		Component: "kubelet", Release: "1.30.0"}))
 	if err != nil {
 		return nil, err
 	}
@@ -442,7 +429,7 @@ func (w world) config() upgradesim.Config {
 	}
 	if w.external {
 		cfg.Components = append(cfg.Components, upgradesim.Component{Name: "extender", External: true,
-			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender(w.freshConnections)}}})
+			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender}}})
 		cfg.Traffic = append(cfg.Traffic, upgradesim.Traffic{From: "extender", To: "nodecontroller", Rate: 20, Timeout: timeout, Call: report})
 	}
 	return cfg
