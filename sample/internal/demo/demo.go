@@ -1,0 +1,142 @@
+// Package demo runs the sample control plane through a rolling upgrade
+// from v1 to v2 with skew, checks that lockstep kept its promises, and
+// reports what happened in a timeline a person reads at a glance, as text
+// and as SVG and HTML files. It runs in one process through
+// framework/upgradesim ([Run]), or as real processes of the sample's
+// binaries on 127.0.0.1 ([RunProcesses]).
+//
+// The story: every component starts at v1. The kubelet is upgraded first
+// and blocks, since its node controller still speaks only nodestatus
+// 1.0.0; the node controller follows after the skew and the kubelet's
+// blocked calls go through at once, while the scheduler, still v1, now
+// blocks on nodehealth until it is upgraded too. The scheduler's v2 runs
+// in fork mode, so it keeps calling its v1 extender, and the plain
+// Kubernetes extender that is never upgraded, at 1.0.0 throughout; the
+// extender's v2 (also in fork mode) comes last and the scheduler agrees on
+// 2.0.0 with it.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+)
+
+// Options shape a run.
+type Options struct {
+	// Out receives the report; nil discards it.
+	Out io.Writer
+	// OutputDir receives timeline.svg, timeline.html, timeline.txt and the
+	// components' logs (components.log); empty writes no files.
+	OutputDir string
+	// Skew is how long one side of a pair runs v2 before the other; default
+	// 1s.
+	Skew time.Duration
+	// Nodes is how many nodes the kubelet simulates; default 8.
+	Nodes int
+}
+
+func (o *Options) defaults() {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Skew <= 0 {
+		o.Skew = time.Second
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = 8
+	}
+}
+
+// Plan is the rolling upgrade, step by step.
+func Plan(skew time.Duration) upgradesim.Plan {
+	connected := upgradesim.WaitUntil(upgradesim.Connected, 10*time.Second)
+	return upgradesim.Plan{Name: "rolling upgrade v1 → v2", Steps: []upgradesim.Step{
+		upgradesim.Start(LegacyExtender, "v1"),
+		upgradesim.Start(Extender, "v1"),
+		upgradesim.Start(NodeController, "v1"),
+		upgradesim.Start(Kubelet, "v1"),
+		upgradesim.Start(Scheduler, "v1"),
+		connected,
+		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(40), 10*time.Second),
+		// The kubelet comes up first: it blocks.
+		upgradesim.Upgrade(Kubelet, "v2"),
+		upgradesim.Wait(skew),
+		// Its node controller follows: the kubelet goes on; the v1
+		// scheduler blocks on nodehealth.
+		upgradesim.Upgrade(NodeController, "v2"),
+		upgradesim.Wait(skew),
+		// The scheduler follows, in fork mode: 1.0.0 extenders go on.
+		upgradesim.Upgrade(Scheduler, "v2"),
+		connected,
+		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(40), 10*time.Second),
+		// The extender follows, in fork mode too.
+		upgradesim.Upgrade(Extender, "v2"),
+		connected,
+		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(60), 10*time.Second),
+	}}
+}
+
+// Result is a finished run.
+type Result struct {
+	// Report is upgradesim's report of the run.
+	Report *upgradesim.Report
+	// Files are the files written.
+	Files []string
+}
+
+// ErrInvariant is the error of a run in which an invariant broke.
+var ErrInvariant = errors.New("an invariant broke")
+
+// Run runs the control plane in this process through the rolling upgrade
+// and reports it to opts.Out. The error wraps [ErrInvariant] when an
+// invariant broke; the result is returned with it.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	opts.defaults()
+	w := newWorld(opts.Nodes, 3*opts.Skew)
+	cfg := w.config()
+	var logFile *os.File
+	if opts.OutputDir != "" {
+		if err := os.MkdirAll(opts.OutputDir, 0o755); err != nil {
+			return nil, err
+		}
+		var err error
+		if logFile, err = os.Create(filepath.Join(opts.OutputDir, "components.log")); err != nil {
+			return nil, err
+		}
+		defer logFile.Close()
+		cfg.Logger = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	sim, err := upgradesim.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Out, "lockstep demo: the sample control plane through a rolling upgrade v1 → v2, skew %s, %d nodes, in one process\n\n",
+		opts.Skew, opts.Nodes)
+	rep, err := sim.Execute(ctx, Plan(opts.Skew))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Report: rep}
+	sum := summarize(rep, "one process")
+	sum.outcomes = w.outcomes()
+	writeReport(opts.Out, sum)
+	if opts.OutputDir != "" {
+		if res.Files, err = writeFiles(opts.OutputDir, rep.Timeline, sum); err != nil {
+			return res, err
+		}
+		res.Files = append(res.Files, logFile.Name())
+		fmt.Fprintf(opts.Out, "\nwritten: %v\n", res.Files)
+	}
+	if rep.Failed() {
+		return res, fmt.Errorf("%w: %d violation(s)", ErrInvariant, len(rep.Violations))
+	}
+	return res, nil
+}

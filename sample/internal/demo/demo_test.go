@@ -1,0 +1,54 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRollingUpgrade runs the demo's scenario, as make demo does, and
+// checks its story: the invariants held, the pairs whose client came up
+// first were blocked for about the skew and then resumed, the legacy
+// extender served every call, and the files were written.
+func TestRollingUpgrade(t *testing.T) {
+	var out bytes.Buffer
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{Out: &out, OutputDir: dir, Skew: time.Second, Nodes: 6})
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+
+	s := summarize(res.Report, "one process")
+	blocked := map[string]time.Duration{}
+	for _, b := range s.blocked {
+		blocked[b.pair] += b.to - b.from
+	}
+	for _, pair := range []string{"kubelet→nodecontroller", "scheduler→nodecontroller"} {
+		assert.Greater(t, blocked[pair], 700*time.Millisecond, "%s waited for its peer's upgrade", pair)
+		assert.Less(t, blocked[pair], 5*time.Second, "%s resumed once its peer was upgraded", pair)
+	}
+	for _, c := range s.calls {
+		assert.Positive(t, len(c.OK), c.Label)
+		if strings.HasSuffix(c.Label, "legacy-extender") {
+			assert.Empty(t, c.Failed, "the legacy extender is served throughout")
+		}
+	}
+	assert.Equal(t, map[string]string{"kubelet": "v2", "nodecontroller": "v2", "scheduler": "v2", "extender": "v2", "legacy-extender": "v1"},
+		res.Report.Final)
+	assert.Equal(t, []string{"extender 2.0.0"}, res.Report.Agreed["scheduler→extender"])
+	assert.Equal(t, []string{"extender 1.0.0"}, res.Report.Agreed["scheduler→legacy-extender"])
+	for _, f := range []string{"timeline.svg", "timeline.html", "timeline.txt", "components.log"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		assert.Positive(t, st.Size(), f)
+	}
+	assert.Contains(t, out.String(), "verdict: ok")
+}

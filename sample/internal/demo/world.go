@@ -1,0 +1,370 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/daemon"
+	"github.com/lockstep-dev/lockstep/sample/internal/extender"
+	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+	"github.com/lockstep-dev/lockstep/sample/internal/scheduler"
+)
+
+// The control plane the demo runs, as upgradesim components. Every version
+// of every component is the sample's own code (the same the binaries run),
+// started in this process on its own loopback address.
+
+// Component names, as the plan and the timeline show them.
+const (
+	NodeController = "nodecontroller"
+	Kubelet        = "kubelet"
+	Scheduler      = "scheduler"
+	Extender       = "extender"
+	// LegacyExtender is a plain Kubernetes scheduler extender: it speaks
+	// extender 1.0.0 without a handshake and is never upgraded, so the
+	// scheduler reaches it as a pinned peer, in fork mode once it runs v2.
+	LegacyExtender = "legacy-extender"
+)
+
+// LegacyPrefix is the legacy extender's urlPrefix.
+const LegacyPrefix = "/scheduler"
+
+// MaintenanceNode is the node both extenders hold in a maintenance window.
+const MaintenanceNode = "node-003"
+
+// world holds what the demo's components are, for the traffic and the
+// invariants to reach them.
+type world struct {
+	nodes int
+	grace time.Duration
+
+	mu         sync.Mutex
+	kubelets   map[*framework.Client]*kubelet.Kubelet
+	schedulers map[*framework.Client]*scheduler.Scheduler
+	nc         *nodecontroller.NodeController
+	sched      *scheduler.Scheduler
+	// every incarnation, in start order, for the outcomes
+	allKubelets   []versioned[*kubelet.Kubelet]
+	allSchedulers []versioned[*scheduler.Scheduler]
+	allNCs        []versioned[*nodecontroller.NodeController]
+}
+
+type versioned[T any] struct {
+	version string
+	c       T
+}
+
+func newWorld(nodes int, grace time.Duration) *world {
+	return &world{nodes: nodes, grace: grace, kubelets: map[*framework.Client]*kubelet.Kubelet{},
+		schedulers: map[*framework.Client]*scheduler.Scheduler{}}
+}
+
+// serverConfig is a lockstep server's configuration in the demo: short
+// sessions and drains, so an upgrade takes a fraction of a second.
+func serverConfig(env *upgradesim.Env) framework.ServerConfig {
+	return env.ServerConfig(framework.ServerConfig{Release: daemon.Releases[env.Version], SessionTTL: time.Second,
+		Heartbeat: 100 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond})
+}
+
+func clientConfig(env *upgradesim.Env, server string, cfg framework.ClientConfig) framework.ClientConfig {
+	cfg.Release = daemon.Releases[env.Version]
+	return env.ClientConfig(server, cfg)
+}
+
+func applied(env *upgradesim.Env) func(context.Context) {
+	return func(ctx context.Context) {
+		if r := extender.RequestFromContext(ctx); r != nil {
+			env.ApplyRequest(r)
+			return
+		}
+		env.Apply(ctx)
+	}
+}
+
+func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
+		Server: serverConfig(env), Applied: applied(env), Logger: env.Logger})
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.nc = n
+	w.allNCs = append(w.allNCs, versioned[*nodecontroller.NodeController]{env.Version, n})
+	w.mu.Unlock()
+	topics := map[string]upgradesim.TopicState{}
+	if t := n.TopicV1(); t != nil {
+		topics["NodeHealth@1.0.0"] = upgradesim.ViewState(t.TopicView)
+	}
+	if t := n.TopicV2(); t != nil {
+		topics["NodeHealth@2.0.0"] = upgradesim.ViewState(t.TopicView)
+	}
+	return &upgradesim.Instance{Server: n.Server(), Topics: topics, Close: func() error { n.Close(); return nil }}, nil
+}
+
+func (w *world) startKubelet(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	k, err := kubelet.New(kubelet.Config{API: env.Version, Nodes: w.nodes, ChangeEvery: 500 * time.Millisecond,
+		Client: clientConfig(env, NodeController, framework.ClientConfig{}), Logger: env.Logger})
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.kubelets[k.Client(0)] = k
+	w.allKubelets = append(w.allKubelets, versioned[*kubelet.Kubelet]{env.Version, k})
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.Run(env.Context())
+	}()
+	return &upgradesim.Instance{
+		Clients: map[string]*framework.Client{NodeController: k.Client(0)},
+		Close: func() error {
+			<-done
+			k.Close()
+			return nil
+		},
+	}, nil
+}
+
+func (w *world) startScheduler(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	fork := env.Version == "v2"
+	s, err := scheduler.New(scheduler.Config{API: env.Version, Fork: fork, PodRate: 10, CallTimeout: 10 * time.Second,
+		NodeHealth: clientConfig(env, NodeController, framework.ClientConfig{}),
+		Extenders: []scheduler.ExtenderConfig{
+			{Name: Extender, Client: clientConfig(env, Extender, framework.ClientConfig{}), Bind: true, Weight: 1},
+			// A pinned peer only: no endpoints to handshake.
+			{Name: LegacyExtender, Client: clientConfig(env, LegacyExtender, framework.ClientConfig{Source: framework.StaticEndpoints{}}),
+				PinnedURL: env.Endpoints(LegacyExtender)[0] + LegacyPrefix, PinnedVersion: "1.0.0", Weight: 1},
+		},
+		Logger: env.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.sched = s
+	w.allSchedulers = append(w.allSchedulers, versioned[*scheduler.Scheduler]{env.Version, s})
+	for _, c := range []*framework.Client{s.NodeClient(), s.ExtenderClient(Extender), s.ExtenderClient(LegacyExtender)} {
+		w.schedulers[c] = s
+	}
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(env.Context())
+	}()
+	topics := map[string]upgradesim.TopicState{}
+	if i := s.InformerV1(); i != nil {
+		topics["NodeHealth@1.0.0"] = upgradesim.InformerState(i)
+	}
+	if i := s.InformerV2(); i != nil {
+		topics["NodeHealth@2.0.0"] = upgradesim.InformerState(i)
+	}
+	return &upgradesim.Instance{
+		Clients: map[string]*framework.Client{
+			NodeController: s.NodeClient(), Extender: s.ExtenderClient(Extender), LegacyExtender: s.ExtenderClient(LegacyExtender),
+		},
+		Topics: topics,
+		Close: func() error {
+			<-done
+			s.Close()
+			return nil
+		},
+	}, nil
+}
+
+func (w *world) startExtender(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	e, err := extender.New(extender.Config{API: env.Version, Fork: env.Version == "v2", Maintenance: []string{MaintenanceNode},
+		Applied: applied(env), Logger: env.Logger})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := e.Server(serverConfig(env))
+	if err != nil {
+		return nil, err
+	}
+	return &upgradesim.Instance{Server: srv}, nil
+}
+
+func (w *world) startLegacyExtender(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	e, err := extender.New(extender.Config{API: "v1", Maintenance: []string{MaintenanceNode}, Applied: applied(env), Logger: env.Logger})
+	if err != nil {
+		return nil, err
+	}
+	h, err := e.Handler(LegacyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return &upgradesim.Instance{Handler: h}, nil
+}
+
+func (w *world) kubeletOf(c *framework.Client) *kubelet.Kubelet {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.kubelets[c]
+}
+
+func (w *world) schedulerOf(c *framework.Client) *scheduler.Scheduler {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.schedulers[c]
+}
+
+func (w *world) current() (*nodecontroller.NodeController, *scheduler.Scheduler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nc, w.sched
+}
+
+// nodeNames are the nodes the kubelet simulates.
+func (w *world) nodeNames() []string {
+	out := make([]string, w.nodes)
+	for i := range out {
+		out[i] = fmt.Sprintf("node-%03d", i)
+	}
+	return out
+}
+
+// filter is one Filter call of the scheduler with a fresh pod over the
+// nodes it would consider (all of them while its cache is empty).
+func (w *world) filter(name string) func(ctx context.Context, c *framework.Client) error {
+	return func(ctx context.Context, c *framework.Client) error {
+		s := w.schedulerOf(c)
+		if s == nil {
+			return errors.New("no scheduler holds this client")
+		}
+		nodes := s.Candidates()
+		if len(nodes) == 0 {
+			nodes = w.nodeNames()
+		}
+		_, err := s.Filter(ctx, name, s.NewPod(), nodes)
+		return err
+	}
+}
+
+// config declares the control plane to upgradesim.
+func (w *world) config() upgradesim.Config {
+	speaks := func(kv ...string) map[string][]string {
+		m := map[string][]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = append(m[kv[i]], kv[i+1])
+		}
+		return m
+	}
+	return upgradesim.Config{
+		Components: []upgradesim.Component{
+			{Name: NodeController, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("nodestatus", "1.0.0", "nodehealth", "1.0.0"), Start: w.startNodeController},
+				{Name: "v2", Speaks: speaks("nodestatus", "2.0.0", "nodehealth", "2.0.0"), Start: w.startNodeController},
+			}},
+			{Name: Kubelet, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("nodestatus", "1.0.0"), Start: w.startKubelet},
+				{Name: "v2", Speaks: speaks("nodestatus", "2.0.0"), Start: w.startKubelet},
+			}},
+			{Name: Scheduler, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("nodehealth", "1.0.0", "extender", "1.0.0"), Start: w.startScheduler},
+				{Name: "v2", Speaks: speaks("nodehealth", "2.0.0", "nodehealth", "1.0.0", "extender", "2.0.0", "extender", "1.0.0"), Start: w.startScheduler},
+			}},
+			{Name: Extender, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("extender", "1.0.0"), Start: w.startExtender},
+				{Name: "v2", Speaks: speaks("extender", "2.0.0", "extender", "1.0.0"), Start: w.startExtender},
+			}},
+			{Name: LegacyExtender, External: true, Versions: []upgradesim.Version{
+				{Name: "v1", Speaks: speaks("extender", "1.0.0"), Start: w.startLegacyExtender},
+			}},
+		},
+		Traffic: []upgradesim.Traffic{
+			{From: Kubelet, To: NodeController, Rate: 20, Call: func(ctx context.Context, c *framework.Client) error {
+				k := w.kubeletOf(c)
+				if k == nil {
+					return errors.New("no kubelet holds this client")
+				}
+				return k.ReportStatus(ctx, 0)
+			}},
+			{From: Scheduler, To: NodeController, Rate: 10, Call: func(ctx context.Context, c *framework.Client) error {
+				s := w.schedulerOf(c)
+				if s == nil {
+					return errors.New("no scheduler holds this client")
+				}
+				_, err := s.CheckNode(ctx, "node-000")
+				if framework.CodeOf(err) == framework.CodeNotFound {
+					return nil // answered: the node controller has not heard of the node yet
+				}
+				return err
+			}},
+			{From: Scheduler, To: Extender, Rate: 10, Call: w.filter(Extender)},
+			{From: Scheduler, To: LegacyExtender, Rate: 10, Call: w.filter(LegacyExtender)},
+		},
+		Watches: []upgradesim.Watch{
+			{Topic: "NodeHealth@1.0.0", Watcher: Scheduler, Holder: NodeController},
+			{Topic: "NodeHealth@2.0.0", Watcher: Scheduler, Holder: NodeController},
+		},
+		Invariants: []upgradesim.Invariant{
+			{Name: "nodes-stay-known", During: func(*upgradesim.Cluster) error {
+				nc, _ := w.current()
+				if nc == nil {
+					return nil
+				}
+				for _, h := range nc.Health() {
+					if h.State == nhv2.NodeHealthStateUnknown {
+						return fmt.Errorf("%s became Unknown: its kubelet held no session for the grace period (%s)", h.NodeName, w.grace)
+					}
+				}
+				return nil
+			}},
+			{Name: "every-node-reported", After: func(context.Context, *upgradesim.Cluster) error {
+				nc, _ := w.current()
+				if got := len(nc.Health()); got != w.nodes {
+					return fmt.Errorf("the node controller knows %d of %d nodes", got, w.nodes)
+				}
+				return nil
+			}},
+			{Name: "pods-scheduled-after-upgrade", After: func(context.Context, *upgradesim.Cluster) error {
+				_, s := w.current()
+				if s.Stats().Scheduled.Load() == 0 {
+					return fmt.Errorf("the upgraded scheduler placed no pod (unschedulable %d, failed %d)",
+						s.Stats().Unschedulable.Load(), s.Stats().Failed.Load())
+				}
+				return nil
+			}},
+		},
+		BlockedBound: 10 * time.Second,
+		SettleBound:  10 * time.Second,
+		CallTimeout:  10 * time.Second,
+	}
+}
+
+// outcomes says what each incarnation of the kubelet, node controller and
+// scheduler did, beside the traffic the kit drove.
+func (w *world) outcomes() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, k := range w.allKubelets {
+		st := k.c.Stats()
+		out = append(out, fmt.Sprintf("kubelet %s (%d nodes): %d status and %d pod reports acknowledged, %d failed, %d resyncs asked of it",
+			k.version, k.c.Nodes(), st.StatusReports.Load(), st.PodReports.Load(), st.Failed.Load(), st.Resyncs.Load()))
+	}
+	for _, n := range w.allNCs {
+		ready := 0
+		for _, h := range n.c.Health() {
+			if h.State == nhv2.NodeHealthStateReady {
+				ready++
+			}
+		}
+		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended", n.version, len(n.c.Health()), ready))
+	}
+	for _, s := range w.allSchedulers {
+		st := s.c.Stats()
+		out = append(out, fmt.Sprintf("scheduler %s: %d pods scheduled, %d unschedulable, %d failed (its own loop, 10 pods/s)",
+			s.version, st.Scheduled.Load(), st.Unschedulable.Load(), st.Failed.Load()))
+	}
+	return out
+}

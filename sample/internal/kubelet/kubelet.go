@@ -1,0 +1,243 @@
+// Package kubelet is the sample's node agent: one process simulates many
+// nodes, each with its own lockstep session with the node controller (its
+// liveness), all sharing one HTTP transport and one heartbeat sender, so a
+// thousand nodes cost one heartbeat request per interval. Each node reports
+// its whole status when it changes and its pods' statuses in batches, and
+// everything again when the node controller asks for a resync.
+package kubelet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+)
+
+// Config configures a [Kubelet].
+type Config struct {
+	// API is the nodestatus generation spoken, "v1" (1.0.0) or "v2"
+	// (2.0.0); with Fork, v2 also speaks 1.0.0 to an old node controller.
+	API  string
+	Fork bool
+	// Nodes is how many nodes the process simulates; default 1. Their
+	// names are NodePrefix (default "node-") and a three-digit number
+	// counting from FirstNode.
+	Nodes      int
+	NodePrefix string
+	FirstNode  int
+	// Client is the base of every node's client configuration: component,
+	// release, endpoints or source, TLS, observer, interceptors. Each node
+	// gets its own instance; all share Client.Transport (default
+	// [framework.NewTransport]) and one [framework.Heartbeats].
+	Client framework.ClientConfig
+	// ChangeEvery is the mean time between simulated changes of a node (a
+	// pod starts, restarts or ends, a pressure condition comes or goes);
+	// default 2s, negative for none.
+	ChangeEvery time.Duration
+	// PodsPerNode is how many pods each node runs; default 3.
+	PodsPerNode int
+	// CallTimeout bounds each report, including the time it blocks waiting
+	// for a compatible node controller; default 30s.
+	CallTimeout time.Duration
+	// Registerer, if set, receives the kubelet's own metrics.
+	Registerer prometheus.Registerer
+	// Logger receives its logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Kubelet simulates the nodes of one process.
+type Kubelet struct {
+	cfg        Config
+	logger     *slog.Logger
+	nodes      []*simNode
+	heartbeats *framework.Heartbeats
+
+	reports *prometheus.CounterVec
+	resyncs prometheus.Counter
+	stats   Stats
+}
+
+// Stats counts what the kubelet did.
+type Stats struct {
+	// StatusReports and PodReports count reports the node controller
+	// acknowledged; Failed counts reports that failed (and are sent again).
+	StatusReports, PodReports, Failed atomic.Int64
+	// Resyncs counts resyncs the node controller asked for.
+	Resyncs atomic.Int64
+}
+
+// New builds the kubelet's node clients; they start handshaking at once.
+// Call [Kubelet.Run] to start reporting and [Kubelet.Close] to end the
+// sessions.
+func New(cfg Config) (*Kubelet, error) {
+	if cfg.API != "v1" && cfg.API != "v2" {
+		return nil, fmt.Errorf("kubelet: API %q: want v1 or v2", cfg.API)
+	}
+	if cfg.Fork && cfg.API != "v2" {
+		return nil, errors.New("kubelet: fork mode needs API v2")
+	}
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.NodePrefix == "" {
+		cfg.NodePrefix = "node-"
+	}
+	if cfg.ChangeEvery == 0 {
+		cfg.ChangeEvery = 2 * time.Second
+	}
+	if cfg.PodsPerNode <= 0 {
+		cfg.PodsPerNode = 3
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	k := &Kubelet{cfg: cfg, logger: cfg.Logger, heartbeats: framework.NewHeartbeats(cfg.Logger, nil),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sample_kubelet_reports_total",
+			Help: "Reports sent to the node controller, by kind (status, pods) and outcome (ok, failed).",
+		}, []string{"kind", "outcome"}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sample_kubelet_resyncs_total",
+			Help: "Full resyncs the node controller asked for.",
+		}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(k.reports, k.resyncs)
+	}
+	base := cfg.Client
+	if base.Transport == nil {
+		base.Transport = framework.NewTransport(base.TLSConfig)
+	}
+	base.Heartbeats = k.heartbeats
+	contract := nsv1.Contract
+	if cfg.API == "v2" {
+		contract = nsv2.Contract
+		if cfg.Fork {
+			base.Fork = append(base.Fork, nsv2.ForkV1)
+		}
+	}
+	suffix := randomHex(4)
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("%s%03d", cfg.NodePrefix, cfg.FirstNode+i)
+		nd := newNode(k, name, int64(cfg.FirstNode+i))
+		ncfg := base
+		ncfg.Instance = name + "." + suffix
+		ncfg.OnResync = nd.resync
+		c, err := framework.NewClient(contract, ncfg)
+		if err != nil {
+			k.Close()
+			return nil, fmt.Errorf("kubelet: node %s: %w", name, err)
+		}
+		nd.client = c
+		k.nodes = append(k.nodes, nd)
+	}
+	return k, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Run reports every node's status and pods, then their changes, until ctx
+// ends.
+func (k *Kubelet) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, nd := range k.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nd.run(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// Close ends every node's session, so the node controller learns at once
+// that the nodes' kubelet is gone (a restart then costs only the time until
+// the new process reports).
+func (k *Kubelet) Close() {
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, 64)
+	for _, nd := range k.nodes {
+		if nd.client == nil {
+			continue
+		}
+		wg.Add(1)
+		limit <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-limit }()
+			_ = nd.client.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+// Nodes returns how many nodes the kubelet simulates.
+func (k *Kubelet) Nodes() int { return len(k.nodes) }
+
+// Client returns node i's lockstep client.
+func (k *Kubelet) Client(i int) *framework.Client { return k.nodes[i].client }
+
+// Stats returns the kubelet's counters.
+func (k *Kubelet) Stats() *Stats { return &k.stats }
+
+// Ready returns nil when every node holds a session with a compatible node
+// controller, else why not.
+func (k *Kubelet) Ready() error {
+	var first error
+	blocked := 0
+	for _, nd := range k.nodes {
+		if err := nd.client.Ready(); err != nil {
+			blocked++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("%d of %d nodes have no compatible node controller: %w", blocked, len(k.nodes), first)
+	}
+	return nil
+}
+
+// Status describes the kubelet for its /status page.
+func (k *Kubelet) Status() any {
+	ready := 0
+	for _, nd := range k.nodes {
+		if nd.client.Ready() == nil {
+			ready++
+		}
+	}
+	return map[string]any{
+		"api": k.cfg.API, "fork": k.cfg.Fork, "nodes": len(k.nodes), "nodesWithSession": ready,
+		"statusReports": k.stats.StatusReports.Load(), "podReports": k.stats.PodReports.Load(),
+		"failedReports": k.stats.Failed.Load(), "resyncs": k.stats.Resyncs.Load(),
+		"endpoints": k.nodes[0].client.Endpoints(),
+	}
+}
+
+// ReportStatus sends node i's whole status once: exactly one call.
+func (k *Kubelet) ReportStatus(ctx context.Context, i int) error {
+	nd := k.nodes[i]
+	nd.mu.Lock()
+	st := nd.statusLocked()
+	nd.mu.Unlock()
+	return nd.sendStatus(ctx, st)
+}

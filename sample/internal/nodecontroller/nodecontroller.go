@@ -1,0 +1,444 @@
+// Package nodecontroller is the sample's node controller: the server of
+// nodestatus (from every node's kubelet) and of nodehealth (to the
+// scheduler). It keeps the last status of every node, treats a node's
+// session as its liveness (a node whose kubelet holds no session for
+// longer than a grace period is Unknown), asks a kubelet for a full resync
+// when it lacks the node's status (after its own restart, say), and
+// publishes the processed health of every node as the NodeHealth topic.
+package nodecontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+)
+
+// Config configures a [NodeController].
+type Config struct {
+	// API is the contract generation it serves, "v1" (nodestatus and
+	// nodehealth 1.0.0) or "v2" (2.0.0); with Fork, v2 also serves 1.0.0
+	// by conversion and publishes NodeHealth in both forms.
+	API  string
+	Fork bool
+	// NodeGrace is how long a node's kubelet may hold no session before the
+	// node's state becomes Unknown; default 5s. An upgrade of the kubelet
+	// that takes less does not disturb the node's health.
+	NodeGrace time.Duration
+	// ResyncAfter is how long a new kubelet session may go without
+	// reporting its node before the node controller asks it for a full
+	// resync; default 500ms.
+	ResyncAfter time.Duration
+	// Server is the lockstep server's configuration (component, release,
+	// logger, observer, interceptors); the node controller adds its peer
+	// hooks and requires a kubelet session for readiness.
+	Server framework.ServerConfig
+	// Applied, if set, is called where a handler commits a call's effect.
+	Applied func(ctx context.Context)
+	// Registerer, if set, receives the node controller's own metrics.
+	Registerer prometheus.Registerer
+	// Logger receives its logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// NodeController holds the nodes' status and health.
+type NodeController struct {
+	cfg    Config
+	srv    *framework.Server
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	nodes     map[string]*node
+	instances map[string]string // kubelet session instance → node name
+	closed    bool
+	topicV1   *framework.TopicWriter[nhv1.NodeHealth]
+	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
+
+	reports *prometheus.CounterVec
+	resyncs prometheus.Counter
+}
+
+// node is what the node controller knows of one node.
+type node struct {
+	name     string
+	instance string // the kubelet session that reported it last
+	status   *nsv2.NodeStatus
+	pods     map[string]*nsv2.PodStatus
+	// lost is when the node's kubelet lost its session (zero while it
+	// holds one); unknown is set once the grace period passed since.
+	lost    time.Time
+	unknown bool
+	health  *nhv2.NodeHealth // as last published
+}
+
+// New builds a node controller and its lockstep server, not yet serving.
+func New(cfg Config) (*NodeController, error) {
+	if cfg.API != "v1" && cfg.API != "v2" {
+		return nil, fmt.Errorf("nodecontroller: API %q: want v1 or v2", cfg.API)
+	}
+	if cfg.Fork && cfg.API != "v2" {
+		return nil, errors.New("nodecontroller: fork mode needs API v2")
+	}
+	if cfg.NodeGrace <= 0 {
+		cfg.NodeGrace = 5 * time.Second
+	}
+	if cfg.ResyncAfter <= 0 {
+		cfg.ResyncAfter = 500 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sample_nodecontroller_reports_total",
+			Help: "Reports received from kubelets, by kind (status, pod) and the contract version they travelled at.",
+		}, []string{"kind", "version"}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sample_nodecontroller_resyncs_requested_total",
+			Help: "Full resyncs asked of kubelet sessions that had not reported their node.",
+		}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(n.reports, n.resyncs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sample_nodecontroller_nodes",
+			Help: "Nodes the node controller knows.",
+		}, func() float64 { return float64(len(n.Health())) }))
+	}
+	scfg := cfg.Server
+	scfg.RequirePeers = append(scfg.RequirePeers, nsv1.Contract.Name())
+	scfg.OnPeerJoined = n.peerJoined
+	scfg.OnPeerLost = n.peerLost
+	srv, err := framework.NewServer(scfg)
+	if err != nil {
+		return nil, err
+	}
+	n.srv = srv
+	if cfg.API == "v1" {
+		nsv1.Register(srv, statusV1{n})
+		nhv1.Register(srv, healthV1{n})
+		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth")
+		return n, nil
+	}
+	nsv2.Register(srv, statusV2{n})
+	nhv2.Register(srv, healthV2{n})
+	n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth")
+	if cfg.Fork {
+		nsv2.ServeV1(srv)
+		nhv2.ServeV1(srv)
+		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth")
+	}
+	return n, nil
+}
+
+// Server returns the lockstep server, to serve.
+func (n *NodeController) Server() *framework.Server { return n.srv }
+
+// TopicV1 and TopicV2 return the NodeHealth topic in each form the node
+// controller publishes, or nil for a form it does not.
+func (n *NodeController) TopicV1() *framework.TopicWriter[nhv1.NodeHealth] { return n.topicV1 }
+
+// TopicV2 is [NodeController.TopicV1] for 2.0.0.
+func (n *NodeController) TopicV2() *framework.TopicWriter[nhv2.NodeHealth] { return n.topicV2 }
+
+// Close stops the grace timers' effects; the server is stopped by whoever
+// serves it.
+func (n *NodeController) Close() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+}
+
+// Health returns every node's health as last published, sorted by name.
+func (n *NodeController) Health() []nhv2.NodeHealth {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]nhv2.NodeHealth, 0, len(n.nodes))
+	for _, nd := range n.nodes {
+		if nd.health != nil {
+			out = append(out, *nd.health)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeName < out[j].NodeName })
+	return out
+}
+
+func (n *NodeController) applied(ctx context.Context) {
+	if n.cfg.Applied != nil {
+		n.cfg.Applied(ctx)
+	}
+}
+
+func callVersion(ctx context.Context) string {
+	if call := framework.CallFromContext(ctx); call != nil {
+		return call.Version
+	}
+	return ""
+}
+
+func callInstance(ctx context.Context) string {
+	if call := framework.CallFromContext(ctx); call != nil {
+		return call.Peer.Instance
+	}
+	return ""
+}
+
+// reportStatus stores a node's whole status, reported by the kubelet
+// session instance.
+func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) (*nsv2.Ack, error) {
+	n.reports.WithLabelValues("status", callVersion(ctx)).Inc()
+	instance := callInstance(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nd := n.nodeLocked(st.NodeName)
+	if nd.instance != "" && nd.instance != instance {
+		delete(n.instances, nd.instance)
+	}
+	nd.instance, nd.status, nd.lost, nd.unknown = instance, st, time.Time{}, false
+	n.instances[instance] = st.NodeName
+	n.publishLocked(nd)
+	n.applied(ctx)
+	return &nsv2.Ack{Accepted: true}, nil
+}
+
+// reportPod stores one pod's status. A pod of a node whose status the node
+// controller lacks makes it ask the kubelet for a resync.
+func (n *NodeController) reportPod(ctx context.Context, p *nsv2.PodStatus) (*nsv2.Ack, error) {
+	n.reports.WithLabelValues("pod", callVersion(ctx)).Inc()
+	instance := callInstance(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nd := n.nodeLocked(p.NodeName)
+	nd.pods[p.UID] = p
+	if p.Phase == nsv2.PodStatusPhaseSucceeded || p.Phase == nsv2.PodStatusPhaseFailed {
+		delete(nd.pods, p.UID)
+	}
+	if nd.status == nil {
+		n.requestResyncLocked(instance)
+	}
+	n.publishLocked(nd)
+	n.applied(ctx)
+	return &nsv2.Ack{Accepted: true}, nil
+}
+
+// checkNode answers one node's health now.
+func (n *NodeController) checkNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv2.NodeHealth, error) {
+	n.applied(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nd := n.nodes[ref.NodeName]
+	if nd == nil || nd.health == nil {
+		return nil, framework.Errorf(framework.CodeNotFound, "no node %s", ref.NodeName)
+	}
+	h := *nd.health
+	return &h, nil
+}
+
+func (n *NodeController) nodeLocked(name string) *node {
+	nd := n.nodes[name]
+	if nd == nil {
+		nd = &node{name: name, pods: map[string]*nsv2.PodStatus{}}
+		n.nodes[name] = nd
+	}
+	return nd
+}
+
+// peerJoined gives a new kubelet session ResyncAfter to report its node,
+// then asks it for a full resync.
+func (n *NodeController) peerJoined(info framework.SessionInfo) {
+	if info.Contract != nsv1.Contract.Name() {
+		return
+	}
+	time.AfterFunc(n.cfg.ResyncAfter, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if _, known := n.instances[info.Peer.Instance]; !known && !n.closed {
+			n.requestResyncLocked(info.Peer.Instance)
+		}
+	})
+}
+
+func (n *NodeController) requestResyncLocked(instance string) {
+	if instance != "" && n.srv.RequestResync(nsv1.Contract.Name(), instance) {
+		n.resyncs.Inc()
+		n.logger.Debug("asked a kubelet for a full resync", "instance", instance)
+	}
+}
+
+// peerLost starts a node's grace period when its kubelet's session ends.
+func (n *NodeController) peerLost(info framework.SessionInfo) {
+	if info.Contract != nsv1.Contract.Name() {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	name, ok := n.instances[info.Peer.Instance]
+	if !ok {
+		return
+	}
+	delete(n.instances, info.Peer.Instance)
+	nd := n.nodes[name]
+	if nd == nil || nd.instance != info.Peer.Instance {
+		return
+	}
+	lost := time.Now()
+	nd.lost = lost
+	time.AfterFunc(n.cfg.NodeGrace, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if nd.lost.Equal(lost) && !n.closed {
+			nd.unknown = true
+			n.logger.Info("node lost: its kubelet held no session for the grace period", "node", nd.name, "grace", n.cfg.NodeGrace)
+			n.publishLocked(nd)
+		}
+	})
+}
+
+// publishLocked recomputes a node's health and writes it to the topic(s)
+// when it changed.
+func (n *NodeController) publishLocked(nd *node) {
+	h := health(nd)
+	if h == nil || reflect.DeepEqual(h, nd.health) {
+		return
+	}
+	nd.health = h
+	if n.closed {
+		return
+	}
+	if n.topicV2 != nil {
+		if err := n.topicV2.Set(h); err != nil {
+			n.logger.Warn("publishing node health", "node", nd.name, "err", err)
+		}
+	}
+	if n.topicV1 != nil {
+		down, err := nhv2.NodeHealthToV1(h)
+		if err == nil {
+			err = n.topicV1.Set(down)
+		}
+		if err != nil {
+			n.logger.Warn("publishing node health at 1.0.0", "node", nd.name, "err", err)
+		}
+	}
+}
+
+// health is what the scheduler may know of a node: its state, whether it
+// takes new pods and why not, and what is left of its allocatable
+// resources for pods. Nil until its status is known.
+func health(nd *node) *nhv2.NodeHealth {
+	st := nd.status
+	if st == nil {
+		return nil
+	}
+	h := &nhv2.NodeHealth{NodeName: nd.name, State: nhv2.NodeHealthStateUnknown}
+	switch st.Conditions.Ready.Status {
+	case nsv2.ConditionStatusTrue:
+		h.State = nhv2.NodeHealthStateReady
+	case nsv2.ConditionStatusFalse:
+		h.State = nhv2.NodeHealthStateNotReady
+	}
+	var reasons []string
+	switch {
+	case nd.unknown:
+		h.State = nhv2.NodeHealthStateUnknown
+		reasons = append(reasons, "NodeLost: the kubelet's session was lost")
+	case h.State != nhv2.NodeHealthStateReady:
+		reasons = append(reasons, "NotReady")
+	}
+	running := int64(0)
+	for _, p := range nd.pods {
+		if p.Phase == nsv2.PodStatusPhaseRunning || p.Phase == nsv2.PodStatusPhasePending {
+			running++
+		}
+	}
+	h.Allocatable = nhv2.NodeHealthAllocatable{CPUMillis: st.Allocatable.CPUMillis, MemoryBytes: st.Allocatable.MemoryBytes,
+		Pods: max(0, st.Allocatable.Pods-running)}
+	for _, c := range []struct {
+		name string
+		cond *nsv2.Condition
+	}{{"MemoryPressure", st.Conditions.MemoryPressure}, {"DiskPressure", st.Conditions.DiskPressure}, {"PIDPressure", st.Conditions.PidPressure}} {
+		if c.cond != nil && c.cond.Status == nsv2.ConditionStatusTrue {
+			reasons = append(reasons, c.name)
+		}
+	}
+	if st.Unschedulable != nil && *st.Unschedulable {
+		reasons = append(reasons, "Unschedulable")
+	}
+	if h.Allocatable.Pods == 0 {
+		reasons = append(reasons, "PodsFull")
+	}
+	h.Schedulable = len(reasons) == 0
+	if len(reasons) > 0 {
+		r := strings.Join(reasons, ", ")
+		h.Reason = &r
+	}
+	return h
+}
+
+// statusV2 serves nodestatus 2.0.0.
+type statusV2 struct{ n *NodeController }
+
+func (s statusV2) ReportStatus(ctx context.Context, st *nsv2.NodeStatus) (*nsv2.Ack, error) {
+	return s.n.reportStatus(ctx, st)
+}
+
+func (s statusV2) ReportPodStatuses(ctx context.Context, p *nsv2.PodStatus) (*nsv2.Ack, error) {
+	return s.n.reportPod(ctx, p)
+}
+
+// statusV1 serves nodestatus 1.0.0 as the old build does: its messages
+// are read into the node controller's model, which is 2.0.0's.
+type statusV1 struct{ n *NodeController }
+
+func (s statusV1) ReportStatus(ctx context.Context, st *nsv1.NodeStatus) (*nsv1.Ack, error) {
+	up, err := nsv2.NodeStatusFromV1(st)
+	if err != nil {
+		return nil, err
+	}
+	ack, err := s.n.reportStatus(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	return nsv2.AckToV1(ack)
+}
+
+func (s statusV1) ReportPodStatuses(ctx context.Context, p *nsv1.PodStatus) (*nsv1.Ack, error) {
+	up, err := nsv2.PodStatusFromV1(p)
+	if err != nil {
+		return nil, err
+	}
+	ack, err := s.n.reportPod(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	return nsv2.AckToV1(ack)
+}
+
+// healthV2 serves nodehealth 2.0.0's method.
+type healthV2 struct{ n *NodeController }
+
+func (h healthV2) CheckNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv2.NodeHealth, error) {
+	return h.n.checkNode(ctx, ref)
+}
+
+// healthV1 serves nodehealth 1.0.0's method as the old build does.
+type healthV1 struct{ n *NodeController }
+
+func (h healthV1) CheckNode(ctx context.Context, ref *nhv1.NodeRef) (*nhv1.NodeHealth, error) {
+	got, err := h.n.checkNode(ctx, &nhv2.NodeRef{NodeName: ref.NodeName})
+	if err != nil {
+		return nil, err
+	}
+	return nhv2.NodeHealthToV1(got)
+}

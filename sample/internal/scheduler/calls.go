@@ -1,0 +1,91 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
+	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
+	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+)
+
+// The scheduler's calls, each exactly one call of its client at the
+// scheduler's own version; the runtime converts it down for a fork
+// version's endpoint. The scheduler thinks in 2.0.0's terms; a 1.0.0
+// scheduler converts to and from 1.0.0 around its calls, as the old build
+// would have built its messages.
+
+// Filter asks the named extender which of nodes the pod fits on.
+func (s *Scheduler) Filter(ctx context.Context, name string, pod extv2.PodRef, nodes []string) (*extv2.FilterResponse, error) {
+	e := s.extender(name)
+	if e == nil {
+		return nil, fmt.Errorf("no extender %s", name)
+	}
+	req := &extv2.FilterRequest{Pod: pod, Nodes: nodes}
+	if s.cfg.API == "v2" {
+		return extv2.NewClient(e.client).Filter(ctx, req)
+	}
+	args, err := extv2.FilterRequestToV1(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := extv1.NewClient(e.client).Filter(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return extv2.FilterResponseFromV1(res)
+}
+
+// Prioritize asks the named extender to score nodes for the pod.
+func (s *Scheduler) Prioritize(ctx context.Context, name string, pod extv2.PodRef, nodes []string) (*extv2.PrioritizeResponse, error) {
+	e := s.extender(name)
+	if e == nil {
+		return nil, fmt.Errorf("no extender %s", name)
+	}
+	req := &extv2.PrioritizeRequest{Pod: pod, Nodes: nodes}
+	if s.cfg.API == "v2" {
+		return extv2.NewClient(e.client).Prioritize(ctx, req)
+	}
+	args, err := extv2.PrioritizeRequestToV1(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := extv1.NewClient(e.client).Prioritize(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return extv2.PrioritizeResponseFromV1(res)
+}
+
+// Bind asks the named extender to bind the pod to node.
+func (s *Scheduler) Bind(ctx context.Context, name string, pod extv2.PodRef, node string) error {
+	e := s.extender(name)
+	if e == nil {
+		return fmt.Errorf("no extender %s", name)
+	}
+	req := &extv2.BindRequest{Pod: pod, Node: node}
+	if s.cfg.API == "v2" {
+		_, err := extv2.NewClient(e.client).Bind(ctx, req)
+		return err
+	}
+	args, _ := extv2.BindRequestToV1(req)
+	res, err := extv1.NewClient(e.client).Bind(ctx, args)
+	if err != nil {
+		return err
+	}
+	_, err = extv2.BindResponseFromV1(res)
+	return err
+}
+
+// CheckNode asks the node controller for a node's health now.
+func (s *Scheduler) CheckNode(ctx context.Context, node string) (*nhv2.NodeHealth, error) {
+	if s.cfg.API == "v2" {
+		return nhv2.NewClient(s.nodes).CheckNode(ctx, &nhv2.NodeRef{NodeName: node})
+	}
+	h, err := nhv1.NewClient(s.nodes).CheckNode(ctx, &nhv1.NodeRef{NodeName: node})
+	if err != nil {
+		return nil, err
+	}
+	return nhv2.NodeHealthFromV1(h)
+}

@@ -1,0 +1,451 @@
+// Package scheduler is the sample's scheduler: it watches the NodeHealth
+// topic of the node controller (an informer: a local cache kept current by
+// a watch stream), and places pods: it filters the healthy, schedulable
+// nodes through each extender in turn, adds up their weighted scores,
+// confirms the best node with the node controller (a watch may lag), and
+// has the binding extender bind the pod.
+//
+// Extenders are lockstep peers that handshake, or plain Kubernetes
+// extenders pinned to 1.0.0; a 2.0.0 scheduler calls the latter, and 1.0.0
+// lockstep extenders, only in fork mode.
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
+	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
+	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+)
+
+// ExtenderConfig declares one extender the scheduler calls.
+type ExtenderConfig struct {
+	// Name names the extender in logs, metrics and errors.
+	Name string
+	// Client is the base of its client's configuration: component,
+	// release, endpoints or source, TLS, observer, interceptors.
+	Client framework.ClientConfig
+	// PinnedURL and PinnedVersion, when set, name a plain extender that
+	// does not handshake, called at its Kubernetes paths under PinnedURL
+	// (a scheduler configuration's urlPrefix) at PinnedVersion (1.0.0).
+	PinnedURL, PinnedVersion string
+	// Bind makes this extender bind pods; the first such one does.
+	Bind bool
+	// Weight multiplies its scores; 0 skips Prioritize.
+	Weight float64
+	// Ignorable lets scheduling go on when the extender fails.
+	Ignorable bool
+}
+
+// Config configures a [Scheduler].
+type Config struct {
+	// API is the contract generation spoken, "v1" (1.0.0) or "v2"
+	// (2.0.0); with Fork, v2 also calls 1.0.0 extenders, and CheckNode of
+	// a 1.0.0 node controller (the NodeHealth topic is watched at the
+	// scheduler's own version only).
+	API  string
+	Fork bool
+	// NodeHealth is the base of the node controller client's configuration.
+	NodeHealth framework.ClientConfig
+	// Extenders are called in order.
+	Extenders []ExtenderConfig
+	// PodRate is how many pods per second the scheduler places; 0 for
+	// none (callers then drive it with [Scheduler.ScheduleOne]).
+	PodRate float64
+	// CallTimeout bounds each call, including the time it blocks waiting
+	// for a compatible peer; default 10s.
+	CallTimeout time.Duration
+	// Registerer, if set, receives the scheduler's own metrics.
+	Registerer prometheus.Registerer
+	// Logger receives its logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Scheduler places pods.
+type Scheduler struct {
+	cfg    Config
+	logger *slog.Logger
+
+	nodes      *framework.Client
+	informerV1 *framework.Informer[nhv1.NodeHealth]
+	informerV2 *framework.Informer[nhv2.NodeHealth]
+	extenders  []*extender
+
+	nextPod   atomic.Int64
+	uidPrefix string
+	stats     Stats
+
+	pods  *prometheus.CounterVec
+	calls *prometheus.CounterVec
+}
+
+// Stats counts pods by outcome.
+type Stats struct {
+	// Scheduled pods were bound; Unschedulable ones found no node;
+	// Failed ones met an error (a call failed or timed out).
+	Scheduled, Unschedulable, Failed atomic.Int64
+}
+
+// extender is one extender's client.
+type extender struct {
+	cfg    ExtenderConfig
+	client *framework.Client
+}
+
+// ErrNoNode is the error of a pod no node can take.
+var ErrNoNode = errors.New("no node fits the pod")
+
+// New builds the scheduler's clients and starts watching NodeHealth.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.API != "v1" && cfg.API != "v2" {
+		return nil, fmt.Errorf("scheduler: API %q: want v1 or v2", cfg.API)
+	}
+	if cfg.Fork && cfg.API != "v2" {
+		return nil, errors.New("scheduler: fork mode needs API v2")
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Scheduler{cfg: cfg, logger: cfg.Logger, uidPrefix: randomHex(4),
+		pods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sample_scheduler_pods_total",
+			Help: "Pods the scheduler tried to place, by outcome (scheduled, unschedulable, failed).",
+		}, []string{"outcome"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sample_scheduler_extender_calls_total",
+			Help: "Calls to extenders, by extender, method, the contract version the call travelled at, and code (ok on success).",
+		}, []string{"extender", "method", "version", "code"}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(s.pods, s.calls, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sample_scheduler_nodes",
+			Help: "Nodes in the scheduler's NodeHealth cache.",
+		}, func() float64 { return float64(len(s.Nodes())) }))
+	}
+	ncfg := cfg.NodeHealth
+	contract := nhv1.Contract
+	if cfg.API == "v2" {
+		contract = nhv2.Contract
+		if cfg.Fork {
+			ncfg.Fork = append(ncfg.Fork, nhv2.ForkV1)
+		}
+	}
+	var err error
+	if s.nodes, err = framework.NewClient(contract, ncfg); err != nil {
+		return nil, fmt.Errorf("scheduler: node controller client: %w", err)
+	}
+	for _, ec := range cfg.Extenders {
+		c, err := s.extenderClient(ec)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("scheduler: extender %s: %w", ec.Name, err)
+		}
+		s.extenders = append(s.extenders, &extender{cfg: ec, client: c})
+	}
+	if cfg.API == "v1" {
+		s.informerV1, err = framework.Watch(context.Background(), s.nodes, "NodeHealth", framework.InformerHandlers[nhv1.NodeHealth]{})
+	} else {
+		s.informerV2, err = framework.Watch(context.Background(), s.nodes, "NodeHealth", framework.InformerHandlers[nhv2.NodeHealth]{})
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Scheduler) extenderClient(ec ExtenderConfig) (*framework.Client, error) {
+	ccfg := ec.Client
+	contract := extv1.Contract
+	if s.cfg.API == "v2" {
+		contract = extv2.Contract
+		if s.cfg.Fork {
+			ccfg.Fork = append(ccfg.Fork, extv2.ForkV1)
+		}
+	}
+	if ec.PinnedURL != "" {
+		ccfg.Pinned = append(ccfg.Pinned, framework.PinnedPeer{URL: ec.PinnedURL, Version: ec.PinnedVersion})
+	}
+	// Count each call by the version it travelled at.
+	ccfg.Interceptors = append(ccfg.Interceptors, func(next framework.CallFunc) framework.CallFunc {
+		return func(ctx context.Context, call *framework.Call) (any, error) {
+			out, err := next(ctx, call)
+			code := string(framework.CodeOf(err))
+			if code == "" {
+				code = "ok"
+			}
+			s.calls.WithLabelValues(ec.Name, call.Method, call.Version, code).Inc()
+			return out, err
+		}
+	})
+	return framework.NewClient(contract, ccfg)
+}
+
+// Close stops watching and closes every client.
+func (s *Scheduler) Close() {
+	if s.informerV1 != nil {
+		s.informerV1.Stop()
+	}
+	if s.informerV2 != nil {
+		s.informerV2.Stop()
+	}
+	for _, e := range s.extenders {
+		_ = e.client.Close()
+	}
+	if s.nodes != nil {
+		_ = s.nodes.Close()
+	}
+}
+
+// NodeClient returns the node controller's client.
+func (s *Scheduler) NodeClient() *framework.Client { return s.nodes }
+
+// ExtenderClient returns the named extender's client, or nil.
+func (s *Scheduler) ExtenderClient(name string) *framework.Client {
+	if e := s.extender(name); e != nil {
+		return e.client
+	}
+	return nil
+}
+
+func (s *Scheduler) extender(name string) *extender {
+	for _, e := range s.extenders {
+		if e.cfg.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// Stats returns the scheduler's counters.
+func (s *Scheduler) Stats() *Stats { return &s.stats }
+
+// InformerV1 and InformerV2 return the NodeHealth cache of a 1.0.0 or a
+// 2.0.0 scheduler; the other is nil.
+func (s *Scheduler) InformerV1() *framework.Informer[nhv1.NodeHealth] { return s.informerV1 }
+
+// InformerV2 is [Scheduler.InformerV1] for 2.0.0.
+func (s *Scheduler) InformerV2() *framework.Informer[nhv2.NodeHealth] { return s.informerV2 }
+
+// Synced reports whether the NodeHealth cache has had a full snapshot.
+func (s *Scheduler) Synced() bool {
+	if s.informerV1 != nil {
+		return s.informerV1.HasSynced()
+	}
+	return s.informerV2.HasSynced()
+}
+
+// Nodes returns the cached health of every node, in 2.0.0's form, sorted
+// by name.
+func (s *Scheduler) Nodes() []nhv2.NodeHealth {
+	var out []nhv2.NodeHealth
+	if s.informerV1 != nil {
+		for _, h := range s.informerV1.List() {
+			if up, err := nhv2.NodeHealthFromV1(h); err == nil {
+				out = append(out, *up)
+			}
+		}
+		return out
+	}
+	if s.informerV2 == nil {
+		return nil
+	}
+	for _, h := range s.informerV2.List() {
+		out = append(out, *h)
+	}
+	return out
+}
+
+// Candidates returns the names of the cached nodes that are ready and
+// schedulable.
+func (s *Scheduler) Candidates() []string {
+	var out []string
+	for _, h := range s.Nodes() {
+		if h.State == nhv2.NodeHealthStateReady && h.Schedulable {
+			out = append(out, h.NodeName)
+		}
+	}
+	return out
+}
+
+// Ready returns nil when the scheduler holds a session with a compatible
+// node controller, has its nodes, and holds one with every extender that
+// is not ignorable.
+func (s *Scheduler) Ready() error {
+	if err := s.nodes.Ready(); err != nil {
+		return fmt.Errorf("node controller: %w", err)
+	}
+	if !s.Synced() {
+		return errors.New("node controller: NodeHealth not synced yet")
+	}
+	for _, e := range s.extenders {
+		if e.cfg.Ignorable {
+			continue
+		}
+		if err := e.client.Ready(); err != nil {
+			return fmt.Errorf("extender %s: %w", e.cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// Status describes the scheduler for its /status page.
+func (s *Scheduler) Status() any {
+	ext := map[string]any{}
+	for _, e := range s.extenders {
+		ext[e.cfg.Name] = e.client.Endpoints()
+	}
+	return map[string]any{
+		"api": s.cfg.API, "fork": s.cfg.Fork, "synced": s.Synced(), "nodes": s.Nodes(),
+		"nodeController": s.nodes.Endpoints(), "extenders": ext,
+		"scheduled": s.stats.Scheduled.Load(), "unschedulable": s.stats.Unschedulable.Load(), "failed": s.stats.Failed.Load(),
+	}
+}
+
+// Run places PodRate pods per second until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) {
+	if s.cfg.PodRate <= 0 {
+		<-ctx.Done()
+		return
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.cfg.PodRate))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pod := s.NewPod()
+		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		node, err := s.scheduleOne(callCtx, pod)
+		cancel()
+		if ctx.Err() != nil {
+			return // stopped mid-pod: not the pod's outcome
+		}
+		s.count(err)
+		if err != nil {
+			s.logger.Info("pod not scheduled", "pod", pod.Name, "err", err)
+		} else {
+			s.logger.Debug("pod scheduled", "pod", pod.Name, "node", node)
+		}
+	}
+}
+
+// NewPod returns the next pod to place: named pod-000001 and on, with a
+// UID unique to this scheduler process, requests that vary, and every
+// tenth tolerating maintenance windows.
+func (s *Scheduler) NewPod() extv2.PodRef {
+	i := s.nextPod.Add(1)
+	pod := extv2.PodRef{Namespace: "default", Name: fmt.Sprintf("pod-%06d", i), UID: fmt.Sprintf("%s-%06d", s.uidPrefix, i),
+		Labels:   map[string]string{"app": "web"},
+		Requests: extv2.Requests{CPUMillis: 100 + (i*37)%400, MemoryBytes: (64 + (i*53)%192) << 20}}
+	if i%10 == 0 {
+		pod.Labels["lockstep.dev/tolerate-maintenance"] = "true"
+	}
+	return pod
+}
+
+// ScheduleOne places pod and returns its node: filter, score, confirm,
+// bind. ErrNoNode means no node fits.
+func (s *Scheduler) ScheduleOne(ctx context.Context, pod extv2.PodRef) (string, error) {
+	node, err := s.scheduleOne(ctx, pod)
+	s.count(err)
+	return node, err
+}
+
+// count counts a pod's outcome.
+func (s *Scheduler) count(err error) {
+	switch {
+	case err == nil:
+		s.stats.Scheduled.Add(1)
+		s.pods.WithLabelValues("scheduled").Inc()
+	case errors.Is(err, ErrNoNode):
+		s.stats.Unschedulable.Add(1)
+		s.pods.WithLabelValues("unschedulable").Inc()
+	default:
+		s.stats.Failed.Add(1)
+		s.pods.WithLabelValues("failed").Inc()
+	}
+}
+
+func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, error) {
+	nodes := s.Candidates()
+	for _, e := range s.extenders {
+		if len(nodes) == 0 {
+			break
+		}
+		resp, err := s.Filter(ctx, e.cfg.Name, pod, nodes)
+		if err != nil {
+			if e.cfg.Ignorable {
+				continue
+			}
+			return "", fmt.Errorf("extender %s: filter: %w", e.cfg.Name, err)
+		}
+		nodes = resp.Feasible
+	}
+	if len(nodes) == 0 {
+		return "", ErrNoNode
+	}
+	scores := map[string]float64{}
+	for _, e := range s.extenders {
+		if e.cfg.Weight == 0 {
+			continue
+		}
+		resp, err := s.Prioritize(ctx, e.cfg.Name, pod, nodes)
+		if err != nil {
+			if e.cfg.Ignorable {
+				continue
+			}
+			return "", fmt.Errorf("extender %s: prioritize: %w", e.cfg.Name, err)
+		}
+		for _, sc := range resp.Scores {
+			scores[sc.Node] += e.cfg.Weight * sc.Score
+		}
+	}
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if scores[nodes[i]] != scores[nodes[j]] {
+			return scores[nodes[i]] > scores[nodes[j]]
+		}
+		return nodes[i] < nodes[j]
+	})
+	best := nodes[0]
+	h, err := s.CheckNode(ctx, best)
+	if err != nil {
+		return "", fmt.Errorf("node controller: check %s: %w", best, err)
+	}
+	if h.State != nhv2.NodeHealthStateReady || !h.Schedulable {
+		return "", fmt.Errorf("%w: %s changed since it was watched", ErrNoNode, best)
+	}
+	for _, e := range s.extenders {
+		if !e.cfg.Bind {
+			continue
+		}
+		if err := s.Bind(ctx, e.cfg.Name, pod, best); err != nil {
+			return "", fmt.Errorf("extender %s: bind: %w", e.cfg.Name, err)
+		}
+		break
+	}
+	return best, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
