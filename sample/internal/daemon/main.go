@@ -108,7 +108,7 @@ func Run(ctx context.Context, f *Flags, stderr io.Writer, build func(rt *Runtime
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		rt.Logger.Info("stopping: draining first")
+		rt.Logger.Info("stopping", "drain", svc.Lockstep != nil)
 	case serveErr = <-served:
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), f.DrainTimeout)
