@@ -98,6 +98,7 @@ type writerState struct {
 type topicChange struct {
 	key   string
 	frame []byte
+	gen   uint64 // the topic's count of changes when this one was made
 }
 
 // topicEntry is a key's current object. Its bytes live inside the frame
@@ -125,6 +126,14 @@ type topicStore struct {
 	writers  map[writerKey]*writerState
 	watchers map[*watchStream]struct{}
 	closed   bool // the server is draining or stopped: no new watchers
+
+	// gen counts the changes applied. fan holds the latest change of each
+	// key not yet handed to the watchers (fanIndex: its place); fanning
+	// says whether the fan-out goroutine runs.
+	gen      uint64
+	fan      []*topicChange
+	fanIndex map[string]int
+	fanning  bool
 
 	sets, deletes atomic.Uint64
 }
@@ -532,10 +541,59 @@ func (t *topicStore) writerLost(w writerKey) {
 	}
 }
 
-// publishLocked hands a change to every watcher.
+// publishLocked hands a change to the topic's fan-out: the writer only
+// records it as the latest change of its key, so a write costs the same
+// however many watchers there are. The fan-out goroutine, running while
+// there is something to hand out, passes the latest changes to every
+// watcher in batches.
 func (t *topicStore) publishLocked(ch *topicChange) {
-	for ws := range t.watchers {
-		ws.mark(ch)
+	t.gen++
+	ch.gen = t.gen
+	if len(t.watchers) == 0 || t.closed {
+		return // snapshots read the entries; nobody waits for changes
+	}
+	if i, ok := t.fanIndex[ch.key]; ok {
+		t.fan[i] = ch
+	} else {
+		if t.fanIndex == nil {
+			t.fanIndex = map[string]int{}
+		}
+		t.fanIndex[ch.key] = len(t.fan)
+		t.fan = append(t.fan, ch)
+	}
+	if !t.fanning {
+		t.fanning = true
+		t.s.watchWG.Add(1)
+		go t.fanOut()
+	}
+}
+
+// fanOut hands the pending changes to every watcher, round after round,
+// until none are pending.
+func (t *topicStore) fanOut() {
+	defer t.s.watchWG.Done()
+	var batch []*topicChange
+	var watchers []*watchStream
+	for {
+		t.mu.Lock()
+		if len(t.fan) == 0 || t.closed {
+			t.fanning = false
+			t.fan, t.fanIndex = nil, nil
+			t.mu.Unlock()
+			return
+		}
+		batch, t.fan = t.fan, batch[:0]
+		clear(t.fanIndex)
+		watchers = watchers[:0]
+		for ws := range t.watchers {
+			watchers = append(watchers, ws)
+		}
+		t.mu.Unlock()
+		for _, ws := range watchers {
+			ws.markAll(batch)
+		}
+		clear(batch)
+		clear(watchers)
 	}
 }
 

@@ -390,3 +390,42 @@ func TestWatchOverHTTP2(t *testing.T) {
 	require.NoError(t, dec.Decode(&f))
 	assert.Equal(t, "closing", f.Type)
 }
+
+// TestPublisherWritesEveryReplica shows a client-written topic on a
+// replicated server: the publisher writes every compatible replica, so
+// each holds the writer's keys, and a replica that restarts gets them
+// again.
+func TestPublisherWritesEveryReplica(t *testing.T) {
+	a := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
+	b := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
+	cl := topicClient(t, "1.0.0", []string{a.URL, b.URL})
+	ctx := timeout(t, 10*time.Second)
+	require.Eventually(t, func() bool {
+		for _, e := range cl.Endpoints() {
+			if e.State != "ready" {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+	pub, err := framework.NewTopicPublisher[topicmsg.Lease](cl, topicmsg.TopicLease)
+	require.NoError(t, err)
+	defer pub.Close()
+	require.NoError(t, pub.Set(ctx, &topicmsg.Lease{Node: "node-a", Renewals: 1}))
+	require.NoError(t, pub.Set(ctx, &topicmsg.Lease{Node: "node-b", Renewals: 1}))
+	for _, srv := range []*topicServer{a, b} {
+		// Set returns once one replica holds the object; the other gets it
+		// as soon as the client routes to it.
+		require.Eventually(t, func() bool { return len(srv.leases.Keys()) == 2 }, 5*time.Second, 5*time.Millisecond)
+		v, _ := srv.leases.Version("node-b")
+		assert.Equal(t, framework.ObjectVersion{Epoch: pub.Epoch(), Seq: 2}, v, "every replica holds the same version")
+	}
+
+	require.NoError(t, a.Kill())
+	require.NoError(t, pub.Set(ctx, &topicmsg.Lease{Node: "node-a", Renewals: 2}), "one replica down: the other takes the write")
+	next := startTopicServer(t, a.Addr, "1.0.0", topicServerOpts{})
+	require.Eventually(t, func() bool {
+		v, ok := next.leases.Version("node-a")
+		return ok && v.Seq == 3 && len(next.leases.Keys()) == 2
+	}, 5*time.Second, 5*time.Millisecond, "the restarted replica did not get the writer's current state")
+}

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -56,14 +57,16 @@ var hijackedHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + ContentTypeNDJ
 // (HTTP/1.1, taken over from the HTTP server so an idle watcher holds no
 // goroutine and no buffers) or a ResponseWriter (HTTP/2).
 type watchSink interface {
-	write(p []byte, deadline time.Time) error
+	setDeadline(deadline time.Time) error
+	write(p []byte) error
 	close()
 }
 
 type connSink struct{ conn net.Conn }
 
-func (c connSink) write(p []byte, deadline time.Time) error {
-	_ = c.conn.SetWriteDeadline(deadline)
+func (c connSink) setDeadline(deadline time.Time) error { return c.conn.SetWriteDeadline(deadline) }
+
+func (c connSink) write(p []byte) error {
 	_, err := c.conn.Write(p)
 	return err
 }
@@ -75,8 +78,14 @@ type responseSink struct {
 	rc *http.ResponseController
 }
 
-func (r responseSink) write(p []byte, deadline time.Time) error {
-	_ = r.rc.SetWriteDeadline(deadline)
+func (r responseSink) setDeadline(deadline time.Time) error {
+	if err := r.rc.SetWriteDeadline(deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+func (r responseSink) write(p []byte) error {
 	if _, err := r.w.Write(p); err != nil {
 		return err
 	}
@@ -94,10 +103,15 @@ func (r responseSink) close() { _ = r.rc.SetWriteDeadline(time.Unix(1, 0)) }
 // send; an idle stream is a connection and this struct.
 type watchStream struct {
 	topic        *topicStore
+	sess         *session
+	since        uint64 // the topic's change count when the snapshot was taken
 	peer         clientKey
 	info         handshake.Peer
 	pingEvery    time.Duration
 	writeTimeout time.Duration
+	// deadline is the sink's write deadline; only the flush goroutine,
+	// one at a time, uses it.
+	deadline time.Time
 
 	mu sync.Mutex
 	// sink is nil until the answer's header can be sent.
@@ -126,7 +140,7 @@ type watchStream struct {
 func (t *topicStore) addWatcher(sess *session) (*watchStream, error) {
 	ttl := t.s.cfg.SessionTTL
 	ws := &watchStream{
-		topic: t, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
+		topic: t, sess: sess, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
 		pingEvery: ttl / 2, writeTimeout: 2 * ttl,
 		needSynced: true, finished: make(chan struct{}),
 	}
@@ -145,6 +159,7 @@ func (t *topicStore) addWatcher(sess *session) (*watchStream, error) {
 		ws.pend = append(ws.pend, e.change)
 	}
 	ws.maxQueued = len(ws.pend)
+	ws.since = t.gen
 	t.watchers[ws] = struct{}{}
 	return ws, nil
 }
@@ -181,23 +196,39 @@ func (ws *watchStream) start(sink watchSink, prefix []byte) {
 	ws.scheduleLocked()
 }
 
-// mark records that ch is the latest change of its key. It never blocks on
-// the watcher's connection.
-func (ws *watchStream) mark(ch *topicChange) {
+// markAll records that each change of batch (one per key) is the latest
+// change of its key, skipping those its snapshot already holds. It never
+// blocks on the watcher's connection.
+func (ws *watchStream) markAll(batch []*topicChange) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.closed || ws.closing != "" {
-		return
+	for _, ch := range batch {
+		if ws.closed || ws.closing != "" {
+			return
+		}
+		if ch.gen > ws.since {
+			ws.markLocked(ch)
+		}
 	}
-	if ws.index == nil {
-		ws.index = make(map[string]int, 1)
-	}
-	if i, ok := ws.index[ch.key]; ok {
+	ws.scheduleLocked()
+}
+
+// markLocked records that ch is the latest change of its key.
+func (ws *watchStream) markLocked(ch *topicChange) {
+	if i := ws.pending(ch.key); i >= 0 {
 		ws.pend[i] = ch
 		ws.coalesced++
 	} else {
-		ws.index[ch.key] = len(ws.pend)
 		ws.pend = append(ws.pend, ch)
+		switch {
+		case ws.index != nil:
+			ws.index[ch.key] = len(ws.pend) - 1
+		case len(ws.pend) > pendScanMax:
+			ws.index = make(map[string]int, 2*len(ws.pend))
+			for i, p := range ws.pend {
+				ws.index[p.key] = i
+			}
+		}
 		ws.maxQueued = max(ws.maxQueued, len(ws.pend))
 		// Keys deleted while the watcher lags also wait here; should a
 		// writer churn through more distinct keys than the topic may hold
@@ -207,7 +238,26 @@ func (ws *watchStream) mark(ch *topicChange) {
 			ws.closing = closeOverflow
 		}
 	}
-	ws.scheduleLocked()
+}
+
+// pendScanMax is how many dirty keys are looked up by scanning before a
+// stream indexes them: a watcher that keeps up has one or two.
+const pendScanMax = 16
+
+// pending returns the place of key in pend, or -1.
+func (ws *watchStream) pending(key string) int {
+	if ws.index != nil {
+		if i, ok := ws.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, p := range ws.pend {
+		if p.key == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // scheduleLocked starts the flush goroutine unless one runs.
@@ -355,14 +405,28 @@ func (ws *watchStream) flush() {
 		ws.writes += uint64(writes)
 		ws.wrote = ws.wrote || writes > 0
 		ws.mu.Unlock()
+		if err == nil && closing == closeDraining {
+			// The watcher was told, as a call's answer would tell it.
+			ws.sess.drainNotified.Store(true)
+		}
 		if err != nil || closing != "" {
 			ws.closeNow()
 		}
 	}
 }
 
+// write writes p, failing if the watcher takes more than about the write
+// timeout to accept it. The deadline is moved only when a quarter of it has
+// passed: it is a bound on a stuck watcher, not a precise timer.
 func (ws *watchStream) write(sink watchSink, p []byte) error {
-	return sink.write(p, time.Now().Add(ws.writeTimeout))
+	now := time.Now()
+	if ws.deadline.Sub(now) < ws.writeTimeout*3/4 {
+		ws.deadline = now.Add(ws.writeTimeout)
+		if err := sink.setDeadline(ws.deadline); err != nil {
+			return err
+		}
+	}
+	return sink.write(p)
 }
 
 // appendSynced appends the synced marker, which names the server instance

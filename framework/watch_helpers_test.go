@@ -101,8 +101,44 @@ func topicClient(t testing.TB, version string, urls []string, mods ...func(*fram
 // small receive buffer so a slow reader pushes back on the server soon.
 type cutTransport struct {
 	*http.Transport
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	stalled chan struct{} // while non-nil, reads wait for it to close
+}
+
+// stall makes every read of the transport's connections wait until
+// resume, as a client process that stopped reading would.
+func (ct *cutTransport) stall() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.stalled == nil {
+		ct.stalled = make(chan struct{})
+	}
+}
+
+func (ct *cutTransport) resume() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.stalled != nil {
+		close(ct.stalled)
+		ct.stalled = nil
+	}
+}
+
+// gatedConn is a connection whose reads a cutTransport can stall.
+type gatedConn struct {
+	net.Conn
+	ct *cutTransport
+}
+
+func (g gatedConn) Read(p []byte) (int, error) {
+	g.ct.mu.Lock()
+	gate := g.ct.stalled
+	g.ct.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return g.Conn.Read(p)
 }
 
 func newCutTransport(t testing.TB, readBuffer int) *cutTransport {
@@ -119,7 +155,7 @@ func newCutTransport(t testing.TB, readBuffer int) *cutTransport {
 		ct.mu.Lock()
 		ct.conns[c] = struct{}{}
 		ct.mu.Unlock()
-		return c, nil
+		return gatedConn{c, ct}, nil
 	}
 	t.Cleanup(ct.CloseIdleConnections)
 	return ct

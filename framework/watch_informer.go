@@ -2,11 +2,13 @@ package framework
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,13 @@ type InformerStats struct {
 	// could not decode and skipped.
 	Frames       int64
 	DecodeErrors int64
+	// Queued is how many changed keys wait for the handlers now, MaxQueued
+	// the most that ever waited (at most one per key), Coalesced how many
+	// changes were replaced by a later change of their key before the
+	// handlers saw them.
+	Queued    int
+	MaxQueued int
+	Coalesced int64
 }
 
 // Informer is a local cache of one topic, kept up to date by a watch
@@ -68,9 +77,32 @@ type Informer[T any] struct {
 	cache  map[string]*informerEntry[T]
 	server string
 
+	// The stream's reader hands what it read to the processor, which
+	// decodes it and runs the handlers: a snapshot to replace the cache
+	// with, then the latest frame of each changed key (latest; order is the
+	// order keys first changed). A key that changes again before it was
+	// processed replaces its frame, so a slow handler makes the informer
+	// skip intermediate states, never queue them. qgen names the stream
+	// whose changes are queued; frames of an earlier stream are dropped.
+	qmu       sync.Mutex
+	qgen      uint64
+	replacing map[string]*informerEntry[T]
+	replaceBy string
+	order     []string
+	latest    map[string][]byte
+	maxQueued int
+	coalesced int64
+	wake      chan struct{}
+	processed chan struct{}
+
 	rr                                   atomic.Uint64
 	streams, syncs, frames, decodeErrors atomic.Int64
 }
+
+// maxInformerQueue bounds the changed keys an informer holds unprocessed;
+// beyond it (a writer churning through more distinct keys than a topic
+// may hold while a handler is stuck) it resyncs from a new stream.
+const maxInformerQueue = 2 * DefaultTopicMaxKeys
 
 type informerEntry[T any] struct {
 	obj *T
@@ -100,10 +132,12 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	}
 	i := &Informer[T]{
 		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
-		cache: map[string]*informerEntry[T]{},
+		cache: map[string]*informerEntry[T]{}, latest: map[string][]byte{},
+		wake: make(chan struct{}, 1), processed: make(chan struct{}),
 	}
 	i.ctx, i.cancel = context.WithCancel(ctx)
 	i.unhook = context.AfterFunc(c.ctx, i.cancel)
+	go i.process()
 	go i.run()
 	return i, nil
 }
@@ -197,23 +231,30 @@ func (i *Informer[T]) Server() string {
 
 // Stats returns the informer's counters.
 func (i *Informer[T]) Stats() InformerStats {
+	i.qmu.Lock()
+	queued, maxQueued, coalesced := len(i.order), i.maxQueued, i.coalesced
+	i.qmu.Unlock()
 	return InformerStats{
 		Streams: i.streams.Load(), Syncs: i.syncs.Load(),
 		Frames: i.frames.Load(), DecodeErrors: i.decodeErrors.Load(),
+		Queued: queued, MaxQueued: maxQueued, Coalesced: coalesced,
 	}
 }
 
 // run opens stream after stream until the informer stops. A stream that
 // failed before its snapshot is retried after the client's backoff.
 func (i *Informer[T]) run() {
-	defer close(i.done)
+	defer func() {
+		<-i.processed
+		close(i.done)
+	}()
 	failures := 0
 	for {
 		e, sess, ok := i.route()
 		if !ok {
 			return
 		}
-		synced, err := i.stream(e, sess)
+		synced, err := i.stream(e, sess, failures == 0)
 		if i.ctx.Err() != nil {
 			return
 		}
@@ -255,8 +296,9 @@ func (i *Informer[T]) route() (*endpoint, *clientSession, bool) {
 }
 
 // stream reads one watch stream to its end. It reports whether the stream
-// got as far as its snapshot.
-func (i *Informer[T]) stream(e *endpoint, sess *clientSession) (bool, error) {
+// got as far as its snapshot. A refusal is logged as a warning when warn is
+// set, on the first of a run of failed attempts.
+func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool, error) {
 	c := i.c
 	ctx, cancel := context.WithCancel(i.ctx)
 	var wg sync.WaitGroup
@@ -288,7 +330,7 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession) (bool, error) {
 			e.lose(sess, stateConnecting, werr)
 		case resp.Header.Get(HeaderDraining) != "":
 			e.lose(sess, stateDraining, werr)
-		default:
+		case warn:
 			c.cfg.Logger.Warn("lockstep: watch refused", "topic", i.topic, "url", e.url, "err", werr)
 		}
 		return false, werr
@@ -320,43 +362,50 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession) (bool, error) {
 	silence := c.cfg.Clock.AfterFunc(idle, cancel)
 	defer silence.Stop()
 
-	br := bufio.NewReaderSize(resp.Body, 8<<10)
+	br := bufio.NewReaderSize(resp.Body, 4<<10)
 	var scratch []byte
-	var snapshot map[string]*informerEntry[T]
+	snapshot := map[string]*informerEntry[T]{}
 	synced := false
-	snapshot = map[string]*informerEntry[T]{}
+	var gen uint64
 	for {
 		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
 		if err != nil {
 			if ctx.Err() != nil && i.ctx.Err() == nil {
-				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost or stream silent", i.topic, e.url)
+				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost, stream silent or informer overflowing", i.topic, e.url)
 			}
 			return synced, err
 		}
 		silence.Reset(idle)
 		i.frames.Add(1)
+		if synced {
+			// Past the snapshot, changes are only read here, promptly,
+			// so the connection never holds stale frames; the processor
+			// decodes the latest of each key.
+			typ, key, ok := frameTypeKey(line)
+			if !ok {
+				i.decodeErrors.Add(1)
+				continue
+			}
+			if typ == "set" || typ == "delete" {
+				if !i.enqueue(gen, key, line) {
+					cancel()
+				}
+				continue
+			}
+		}
 		var f watchFrame[T]
-		if err := json.Unmarshal(line, &f); err != nil || (f.Type == "set" && f.Object == nil) {
+		if err := decodeFrame(line, &f); err != nil || (f.Type == "set" && f.Object == nil) {
 			i.decodeErrors.Add(1)
 			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", f.Key, "err", err)
 			continue
 		}
 		switch f.Type {
 		case "set":
-			entry := &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
-			if synced {
-				i.apply(f.Key, entry)
-			} else {
-				snapshot[f.Key] = entry
-			}
+			snapshot[f.Key] = &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
 		case "delete":
-			if synced {
-				i.remove(f.Key)
-			} else {
-				delete(snapshot, f.Key)
-			}
+			delete(snapshot, f.Key)
 		case "synced":
-			i.replace(snapshot, f.Instance)
+			gen = i.enqueueSnapshot(snapshot, f.Instance)
 			snapshot, synced = nil, true
 		case "closing":
 			switch f.Reason {
@@ -370,6 +419,189 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession) (bool, error) {
 		// ping and frame types this version does not know carry nothing
 		// for the cache.
 	}
+}
+
+// enqueueSnapshot queues a stream's snapshot to replace the cache. Changes
+// still queued from earlier streams are dropped: the snapshot supersedes
+// them. It returns the stream's generation, for [Informer.enqueue].
+func (i *Informer[T]) enqueueSnapshot(snapshot map[string]*informerEntry[T], instance string) uint64 {
+	i.qmu.Lock()
+	defer i.qmu.Unlock()
+	i.qgen++
+	i.replacing, i.replaceBy = snapshot, instance
+	clear(i.order)
+	i.order = i.order[:0]
+	clear(i.latest)
+	i.signal()
+	return i.qgen
+}
+
+// enqueue queues a copy of line as the latest change of key. It reports
+// false when the queue is full and the stream must end.
+func (i *Informer[T]) enqueue(gen uint64, key string, line []byte) bool {
+	i.qmu.Lock()
+	defer i.qmu.Unlock()
+	if gen != i.qgen {
+		return true
+	}
+	if _, ok := i.latest[key]; ok {
+		i.coalesced++
+	} else {
+		if len(i.order) >= maxInformerQueue {
+			return false
+		}
+		i.order = append(i.order, key)
+		i.maxQueued = max(i.maxQueued, len(i.order))
+	}
+	i.latest[key] = append([]byte(nil), line...)
+	i.signal()
+	return true
+}
+
+func (i *Informer[T]) signal() {
+	select {
+	case i.wake <- struct{}{}:
+	default:
+	}
+}
+
+// process runs the handlers: it applies what the stream's reader queued,
+// a snapshot first, then the latest change of each key, until the
+// informer stops.
+func (i *Informer[T]) process() {
+	defer close(i.processed)
+	var order []string
+	var latest map[string][]byte
+	for {
+		i.qmu.Lock()
+		if rep := i.replacing; rep != nil {
+			by := i.replaceBy
+			i.replacing = nil
+			i.qmu.Unlock()
+			i.replace(rep, by)
+			continue
+		}
+		if len(i.order) == 0 {
+			i.qmu.Unlock()
+			select {
+			case <-i.wake:
+				continue
+			case <-i.ctx.Done():
+				return
+			}
+		}
+		order, i.order = i.order, order[:0]
+		if latest == nil {
+			latest = map[string][]byte{}
+		}
+		latest, i.latest = i.latest, latest
+		i.qmu.Unlock()
+		for _, key := range order {
+			if i.ctx.Err() != nil {
+				return
+			}
+			var f watchFrame[T]
+			if err := decodeFrame(latest[key], &f); err != nil || (f.Type == "set" && f.Object == nil) {
+				i.decodeErrors.Add(1)
+				i.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", key, "err", err)
+				continue
+			}
+			switch f.Type {
+			case "set":
+				i.apply(f.Key, &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}})
+			case "delete":
+				i.remove(f.Key)
+			}
+		}
+		clear(order)
+		clear(latest)
+	}
+}
+
+var deleteFramePrefix = []byte(`{"type":"delete","key":"`)
+
+// frameTypeKey reads a frame's type and key without decoding its object:
+// taken apart by hand in the layout this runtime writes, decoded otherwise.
+func frameTypeKey(line []byte) (typ, key string, ok bool) {
+	for _, p := range []struct {
+		prefix []byte
+		typ    string
+	}{{setFramePrefix, "set"}, {deleteFramePrefix, "delete"}} {
+		if rest, found := bytes.CutPrefix(line, p.prefix); found {
+			if k, _, plain := cutPlainString(rest); plain {
+				return p.typ, string(k), true
+			}
+		}
+	}
+	var f struct {
+		Type string `json:"type"`
+		Key  string `json:"key"`
+	}
+	if err := json.Unmarshal(line, &f); err != nil {
+		return "", "", false
+	}
+	return f.Type, f.Key, true
+}
+
+var setFramePrefix = []byte(`{"type":"set","key":"`)
+
+// decodeFrame decodes one frame. Set frames in the layout this runtime
+// writes ({"type":"set","key":K,"epoch":E,"seq":N,"object":O}) are taken
+// apart by hand, so that only the object goes through encoding/json; any
+// other frame, or a set frame laid out otherwise, is decoded in full.
+func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
+	if rest, ok := bytes.CutPrefix(line, setFramePrefix); ok {
+		if key, rest, ok := cutPlainString(rest); ok {
+			if rest, ok := bytes.CutPrefix(rest, []byte(`,"epoch":"`)); ok {
+				if epoch, rest, ok := cutPlainString(rest); ok {
+					if rest, ok := bytes.CutPrefix(rest, []byte(`,"seq":`)); ok {
+						n := 0
+						for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+							n++
+						}
+						seq, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+						object, ok := bytes.CutPrefix(rest[n:], []byte(`,"object":`))
+						object = bytes.TrimRight(object, "\r\n")
+						object, closed := bytes.CutSuffix(object, []byte("}"))
+						if err == nil && ok && closed {
+							obj := new(T)
+							if err := unmarshalObject(object, obj); err != nil {
+								return err
+							}
+							*f = watchFrame[T]{Type: "set", Key: string(key), Epoch: string(epoch), Seq: seq, Object: obj}
+							return nil
+						}
+					}
+				}
+			}
+		}
+	}
+	return json.Unmarshal(line, f)
+}
+
+// unmarshalObject decodes an object. A type with a decoder of its own
+// (generated code) is handed the bytes directly, without encoding/json's
+// separate pass to check them.
+func unmarshalObject(raw []byte, obj any) error {
+	if u, ok := obj.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(raw)
+	}
+	return json.Unmarshal(raw, obj)
+}
+
+// cutPlainString returns the JSON string at the start of b (after its
+// opening quote) when it has no escapes, and what follows its closing
+// quote.
+func cutPlainString(b []byte) (s, rest []byte, ok bool) {
+	for i, c := range b {
+		switch {
+		case c == '"':
+			return b[:i], b[i+1:], true
+		case c == '\\' || c < 0x20:
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
 }
 
 // readFrameLine reads one line of at most limit bytes; the slice is valid

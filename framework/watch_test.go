@@ -3,14 +3,18 @@ package framework_test
 import (
 	"context"
 	"math/rand/v2"
+	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 )
 
@@ -51,10 +55,11 @@ func TestWatchSnapshotThenChanges(t *testing.T) {
 }
 
 // TestWatchersConvergeAfterBurst is the level-based watch at work: one
-// writer, 100 keys, a burst of writes, and watchers that keep up, that are
-// slowed, and whose connections are cut in the middle: every cache ends up
-// equal to the writer's final state, and a slowed watcher's queue at the
-// server never holds more than one change per key.
+// writer, 100 keys, a burst of writes, and watchers that keep up, whose
+// handlers are slow, whose processes stop reading during the burst, and
+// whose connections are cut in the middle: every cache ends up equal to the
+// writer's final state, and no queue, at the server or in an informer, ever
+// holds more than one change per key.
 func TestWatchersConvergeAfterBurst(t *testing.T) {
 	const keys, writes, padding = 100, 2000, 1 << 10
 	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
@@ -85,20 +90,32 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	for i := range 4 {
 		start("steady-"+string(rune('a'+i)), 0, framework.InformerHandlers[topicmsg.NodeHealth]{})
 	}
-	slow := func(string, *topicmsg.NodeHealth, *topicmsg.NodeHealth) { time.Sleep(2 * time.Millisecond) }
 	var slowed []watcher
+	var slowCalls [2]atomic.Int64
 	for i := range 2 {
-		slowed = append(slowed, start("slow-"+string(rune('a'+i)), 128<<10,
+		slow := func(string, *topicmsg.NodeHealth, *topicmsg.NodeHealth) {
+			slowCalls[i].Add(1)
+			time.Sleep(2 * time.Millisecond)
+		}
+		slowed = append(slowed, start("slow-"+string(rune('a'+i)), 0,
 			framework.InformerHandlers[topicmsg.NodeHealth]{OnUpdate: slow}))
 	}
-	var cut []watcher
+	var cut, stalled []watcher
 	for i := range 2 {
 		cut = append(cut, start("cut-"+string(rune('a'+i)), 0, framework.InformerHandlers[topicmsg.NodeHealth]{}))
+	}
+	for i := range 2 {
+		stalled = append(stalled, start("stalled-"+string(rune('a'+i)), 0, framework.InformerHandlers[topicmsg.NodeHealth]{}))
 	}
 	for _, w := range watchers {
 		require.NoError(t, w.inf.WaitForSync(ctx), w.name)
 	}
 
+	// The stalled watchers' processes stop reading for the burst: their
+	// connections fill and changes wait at the server.
+	for _, w := range stalled {
+		w.cut.stall()
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range writes {
 		require.NoError(t, srv.health.Set(health(rng.IntN(keys), int64(i+1), padding)))
@@ -109,25 +126,30 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 		}
 	}
 	st := srv.stats(t, topicmsg.TopicNodeHealth)
+	for _, w := range stalled {
+		w.cut.resume()
+	}
 	for _, w := range watchers {
 		requireCacheMatches(t, w.name, w.inf, srv.health.TopicView, 15*time.Second)
 	}
 	for _, w := range cut {
 		assert.GreaterOrEqual(t, w.inf.Stats().Syncs, int64(2), "%s did not resync after its connection was cut", w.name)
 	}
-	// The server's queue of every watcher, slowed ones included, stayed
-	// bounded by the number of keys, and the slowed ones were sent
-	// coalesced state rather than every write.
-	var coalesced uint64
+	// The server's queue of every watcher stayed bounded by the number of
+	// keys; so did the slowed informers' queues for their handlers, which
+	// were handed the latest state instead of every write.
 	for _, ws := range st.Watchers {
 		assert.LessOrEqual(t, ws.MaxQueued, keys, "watcher %s queued more than one change per key", ws.Peer.Instance)
-		if ws.Peer.Instance[:4] == "slow" {
-			coalesced += ws.Coalesced
+		if strings.HasPrefix(ws.Peer.Instance, "stalled") {
+			assert.Positive(t, ws.Coalesced, "%s never fell behind at the server: the test did not stall it", ws.Peer.Instance)
+			assert.Less(t, ws.Frames, uint64(writes), "%s was sent every write instead of the latest state", ws.Peer.Instance)
 		}
 	}
-	assert.Positive(t, coalesced, "slowed watchers never fell behind: the test did not slow them")
-	for _, w := range slowed {
-		assert.Less(t, w.inf.Stats().Frames, int64(writes), "%s received every write instead of the latest state", w.name)
+	for i, w := range slowed {
+		s := w.inf.Stats()
+		assert.LessOrEqual(t, s.MaxQueued, keys, "%s queued more than one change per key", w.name)
+		assert.Positive(t, s.Coalesced, "%s never fell behind: the test did not slow it", w.name)
+		assert.Less(t, slowCalls[i].Load(), int64(writes), "%s was handed every write instead of the latest state", w.name)
 	}
 }
 
@@ -159,4 +181,154 @@ func TestWatchConvergesAcrossWriterRestart(t *testing.T) {
 	assert.NotEqual(t, oldEpoch, v.Epoch)
 	assert.Equal(t, next.health.Epoch(), v.Epoch)
 	assert.Equal(t, next.Server.Instance(), inf.Server())
+}
+
+// TestWatcherOfReplicasMovesOnDrain shows what a watcher of a replicated
+// server sees: the topic of the one replica it is connected to. When that
+// replica drains, the informer moves to the other and its cache becomes
+// that replica's topic, keys only the first held reported deleted.
+func TestWatcherOfReplicasMovesOnDrain(t *testing.T) {
+	a := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
+	b := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
+	for n := range 4 {
+		require.NoError(t, a.health.Set(health(n, 1, 0)))
+	}
+	for n := 2; n < 6; n++ {
+		require.NoError(t, b.health.Set(health(n, 2, 0)))
+	}
+	cl := topicClient(t, "1.0.0", []string{a.URL, b.URL})
+	ctx := timeout(t, 10*time.Second)
+	require.Eventually(t, func() bool {
+		ready := 0
+		for _, e := range cl.Endpoints() {
+			if e.State == "ready" {
+				ready++
+			}
+		}
+		return ready == 2
+	}, 5*time.Second, 5*time.Millisecond)
+	var deleted atomic.Int64
+	inf, err := framework.Watch(ctx, cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{
+		OnDelete: func(string, *topicmsg.NodeHealth) { deleted.Add(1) },
+	})
+	require.NoError(t, err)
+	defer inf.Stop()
+	require.NoError(t, inf.WaitForSync(ctx))
+
+	first, other := a, b
+	if inf.Server() == b.Server.Instance() {
+		first, other = b, a
+	}
+	requireCacheMatches(t, "informer", inf, first.health.TopicView, 5*time.Second)
+	require.NoError(t, first.Stop())
+	requireCacheMatches(t, "informer", inf, other.health.TopicView, 5*time.Second)
+	assert.Equal(t, other.Server.Instance(), inf.Server())
+	assert.Equal(t, int64(2), deleted.Load(), "the two keys only the drained replica held are reported deleted")
+	assert.Equal(t, int64(2), inf.Stats().Syncs)
+}
+
+// TestOverflowingWatcherResyncs covers the one case in which a stream's
+// queue could outgrow the topic: a writer churning through more distinct
+// keys than the topic may hold while a watcher is stalled. The stream ends
+// and the watcher converges from a fresh snapshot.
+func TestOverflowingWatcherResyncs(t *testing.T) {
+	const padding = 64 << 10
+	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{framework.WithMaxKeys(4)}})
+	for n := range 4 {
+		require.NoError(t, srv.health.Set(health(n, 0, padding)))
+	}
+	ct := newCutTransport(t, 128<<10)
+	cl := topicClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) { c.Transport = ct })
+	ctx := timeout(t, 10*time.Second)
+	inf, err := framework.Watch(ctx, cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{})
+	require.NoError(t, err)
+	defer inf.Stop()
+	require.NoError(t, inf.WaitForSync(ctx))
+
+	// Stall the watcher's process, then write until its connection is
+	// full and changes wait at the server.
+	ct.stall()
+	queued := func() int {
+		st := srv.stats(t, topicmsg.TopicNodeHealth)
+		if len(st.Watchers) == 0 {
+			return 0
+		}
+		return st.Watchers[0].Queued
+	}
+	for gen := int64(1); queued() == 0; gen++ {
+		require.Less(t, gen, int64(1000), "the stalled watcher's connection never filled")
+		require.NoError(t, srv.health.Set(health(int(gen%4), gen, padding)))
+		time.Sleep(time.Millisecond)
+	}
+	// Churn through distinct keys, never holding more than four.
+	for n := 4; n < 20; n++ {
+		require.NoError(t, srv.health.Delete(health(n-4, 0, 0).Node))
+		require.NoError(t, srv.health.Set(health(n, 1, padding)))
+	}
+	ct.resume()
+	requireCacheMatches(t, "informer", inf, srv.health.TopicView, 5*time.Second)
+	assert.GreaterOrEqual(t, inf.Stats().Syncs, int64(2), "the overflowing stream did not end in a resync")
+	for _, ws := range srv.stats(t, topicmsg.TopicNodeHealth).Watchers {
+		assert.LessOrEqual(t, ws.MaxQueued, 8, "a stream queued more than twice the key limit")
+	}
+}
+
+func TestNoGoroutineLeaksAsWatchersWritersAndServersComeAndGo(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c := topicContract(t, "1.0.0")
+	ctx := timeout(t, 20*time.Second)
+	addr := "127.0.0.1:0"
+	for round := range 3 {
+		// The server is run by hand: the test stops it itself, before
+		// looking for goroutines.
+		srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+			SessionTTL: 2 * time.Second, Heartbeat: 200 * time.Millisecond, Logger: frameworktest.Quiet()})
+		require.NoError(t, err)
+		healthTopic := framework.ServeTopic[topicmsg.NodeHealth](srv, c, topicmsg.TopicNodeHealth)
+		framework.ServeClientTopic[topicmsg.Lease](srv, c, topicmsg.TopicLease)
+		var l net.Listener
+		require.Eventually(t, func() bool { l, err = net.Listen("tcp", addr); return err == nil }, 5*time.Second, 10*time.Millisecond)
+		addr = l.Addr().String()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(l) }()
+
+		tr := framework.NewTransport(nil)
+		newClient := func(instance string) *framework.Client {
+			cl, err := framework.NewClient(c, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+				Endpoints: []string{"http://" + addr}, Instance: instance, Transport: tr, Logger: frameworktest.Quiet()})
+			require.NoError(t, err)
+			return cl
+		}
+		watchers := newClient("watchers")
+		var infs []*framework.Informer[topicmsg.NodeHealth]
+		for range 5 {
+			inf, err := framework.Watch(ctx, watchers, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{})
+			require.NoError(t, err)
+			infs = append(infs, inf)
+		}
+		writer := newClient("writer")
+		pub, err := framework.NewTopicPublisher[topicmsg.Lease](writer, topicmsg.TopicLease)
+		require.NoError(t, err)
+		for n := range 20 {
+			require.NoError(t, healthTopic.Set(health(n%7, int64(n), 0)))
+			require.NoError(t, pub.Set(ctx, &topicmsg.Lease{Node: "node-a", Renewals: int64(n)}))
+		}
+		for _, inf := range infs {
+			requireCacheMatches(t, "informer", inf, healthTopic.TopicView, 5*time.Second)
+		}
+		infs[0].Stop()
+		require.NoError(t, pub.Close())
+		if round%2 == 0 {
+			require.NoError(t, srv.Close()) // streams cut while informers still run
+		} else {
+			require.NoError(t, srv.Shutdown(ctx))
+		}
+		require.NoError(t, <-served)
+		for _, inf := range infs[1:] {
+			inf.Stop()
+		}
+		require.NoError(t, watchers.Close())
+		require.NoError(t, writer.Close())
+		tr.CloseIdleConnections()
+	}
 }
