@@ -173,6 +173,7 @@ type wrappedTransport struct {
 	base   http.RoundTripper
 }
 
+// RoundTrip applies the parent's faults around the user's transport.
 func (w *wrappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return w.parent.roundTrip(req, w.base)
 }
@@ -268,6 +269,7 @@ type releasingBody struct {
 	release func()
 }
 
+// Close closes the answer and releases its request's context.
 func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.release)

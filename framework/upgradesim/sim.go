@@ -184,7 +184,7 @@ func (s *Sim) Run(t testing.TB, plan Plan) *Report {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Logf("%s(replay a random plan with LOCKSTEP_SEED=%d)", prepared, plan.Seed)
+	t.Logf("%s(a random plan replays with LOCKSTEP_SEED=%d)", prepared, plan.Seed)
 	rep, err := s.Execute(context.Background(), plan)
 	if err != nil {
 		t.Fatalf("%v", err)
