@@ -27,7 +27,7 @@ check-generated:
 
 ## demo: the sample control plane through a rolling upgrade.
 demo:
-	$(GO) run ./sample/cmd/lockstep-demo
+	$(GO) run ./sample/cmd/lockstep-demo -out sample/demo-output
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:

@@ -41,6 +41,14 @@ type Options struct {
 	Skew time.Duration
 	// Nodes is how many nodes the kubelet simulates; default 8.
 	Nodes int
+
+	// BinDir is where [RunProcesses] builds the binaries; default a
+	// temporary folder, removed afterwards.
+	BinDir string
+	// DNSServer, if set, makes [RunProcesses] give the kubelet and the
+	// scheduler the node controller as a DNS name, NodeControllerName,
+	// resolved by this server (host:port) for A records.
+	DNSServer string
 }
 
 func (o *Options) defaults() {
@@ -125,7 +133,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Report: rep}
-	sum := summarize(rep, "one process")
+	sum := summarize(rep, "one process", inProcessInvariants)
 	sum.outcomes = w.outcomes()
 	writeReport(opts.Out, sum)
 	if opts.OutputDir != "" {

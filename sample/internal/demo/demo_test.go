@@ -26,7 +26,7 @@ func TestRollingUpgrade(t *testing.T) {
 	t.Log("\n" + out.String())
 	require.NoError(t, err)
 
-	s := summarize(res.Report, "one process")
+	s := summarize(res.Report, "one process", inProcessInvariants)
 	blocked := map[string]time.Duration{}
 	for _, b := range s.blocked {
 		blocked[b.pair] += b.to - b.from

@@ -57,8 +57,11 @@ type invariantResult struct {
 	broken     bool
 }
 
-// invariantsSaid names every invariant the demo checks and what it says.
-var invariantsSaid = []struct{ name, says string }{
+// invariantSaid names an invariant and says what it means.
+type invariantSaid struct{ name, says string }
+
+// inProcessInvariants are the invariants the in-process run checks.
+var inProcessInvariants = []invariantSaid{
 	{upgradesim.InvariantVersions, "no call or watch was served at a version its client or its server does not speak"},
 	{upgradesim.InvariantNoLostCalls, "every acknowledged call was applied"},
 	{upgradesim.InvariantAppliedOnce, "no call was applied twice"},
@@ -73,13 +76,13 @@ var invariantsSaid = []struct{ name, says string }{
 }
 
 // summarize reads a run's report.
-func summarize(rep *upgradesim.Report, mode string) *summary {
+func summarize(rep *upgradesim.Report, mode string, said []invariantSaid) *summary {
 	s := &summary{mode: mode, timeline: rep.Timeline, calls: rep.Timeline.Calls, violations: rep.Violations}
 	broken := map[string]bool{}
 	for _, v := range rep.Violations {
 		broken[v.Invariant] = true
 	}
-	for _, inv := range invariantsSaid {
+	for _, inv := range said {
 		s.invariants = append(s.invariants, invariantResult{name: inv.name, says: inv.says, broken: broken[inv.name]})
 		delete(broken, inv.name)
 	}

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
 	"sync"
@@ -186,7 +187,12 @@ func (nd *simNode) requeue(pods []*nsv2.PodStatus) {
 	}
 }
 
-func (nd *simNode) count(kind string, err error) {
+// count counts a report's outcome; a report abandoned because the kubelet
+// is stopping is not counted.
+func (nd *simNode) count(ctx context.Context, kind string, err error) {
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return
+	}
 	outcome := "ok"
 	if err != nil {
 		outcome = "failed"
@@ -222,7 +228,7 @@ func (nd *simNode) sendStatus(ctx context.Context, st *nsv2.NodeStatus) error {
 	if err == nil && !accepted {
 		err = fmt.Errorf("node controller did not accept the status of %s", nd.name)
 	}
-	nd.count("status", err)
+	nd.count(ctx, "status", err)
 	return err
 }
 
@@ -239,7 +245,7 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 		}
 		res, err := nsv1.NewClient(nd.client).ReportPodStatuses(ctx, down)
 		if err != nil {
-			nd.count("pods", err)
+			nd.count(ctx, "pods", err)
 			return pods, err
 		}
 		for _, r := range res {
@@ -248,7 +254,7 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 	} else {
 		res, err := nsv2.NewClient(nd.client).ReportPodStatuses(ctx, pods)
 		if err != nil {
-			nd.count("pods", err)
+			nd.count(ctx, "pods", err)
 			return pods, err
 		}
 		for _, r := range res {
@@ -265,6 +271,6 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 			}
 		}
 	}
-	nd.count("pods", first)
+	nd.count(ctx, "pods", first)
 	return failed, first
 }

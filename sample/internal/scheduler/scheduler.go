@@ -127,9 +127,9 @@ func New(cfg Config) (*Scheduler, error) {
 			Help: "Pods the scheduler tried to place, by outcome (scheduled, unschedulable, failed).",
 		}, []string{"outcome"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sample_scheduler_extender_calls_total",
-			Help: "Calls to extenders, by extender, method, the contract version the call travelled at, and code (ok on success).",
-		}, []string{"extender", "method", "version", "code"}),
+			Name: "sample_scheduler_calls_total",
+			Help: "Calls to the node controller and the extenders, by peer (nodecontroller or the extender's name), method, the contract version the call travelled at, and code (ok on success, abandoned when the scheduler stopped first).",
+		}, []string{"peer", "method", "version", "code"}),
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(s.pods, s.calls, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -138,6 +138,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}, func() float64 { return float64(len(s.Nodes())) }))
 	}
 	ncfg := cfg.NodeHealth
+	ncfg.Interceptors = append(ncfg.Interceptors, s.countCalls("nodecontroller"))
 	contract := nhv1.Contract
 	if cfg.API == "v2" {
 		contract = nhv2.Contract
@@ -181,19 +182,26 @@ func (s *Scheduler) extenderClient(ec ExtenderConfig) (*framework.Client, error)
 	if ec.PinnedURL != "" {
 		ccfg.Pinned = append(ccfg.Pinned, framework.PinnedPeer{URL: ec.PinnedURL, Version: ec.PinnedVersion})
 	}
-	// Count each call by the version it travelled at.
-	ccfg.Interceptors = append(ccfg.Interceptors, func(next framework.CallFunc) framework.CallFunc {
+	ccfg.Interceptors = append(ccfg.Interceptors, s.countCalls(ec.Name))
+	return framework.NewClient(contract, ccfg)
+}
+
+// countCalls counts each call to peer by the version it travelled at.
+func (s *Scheduler) countCalls(peer string) framework.Interceptor {
+	return func(next framework.CallFunc) framework.CallFunc {
 		return func(ctx context.Context, call *framework.Call) (any, error) {
 			out, err := next(ctx, call)
 			code := string(framework.CodeOf(err))
-			if code == "" {
+			switch {
+			case err == nil:
 				code = "ok"
+			case errors.Is(ctx.Err(), context.Canceled):
+				code = "abandoned" // the scheduler stopped while the call waited
 			}
-			s.calls.WithLabelValues(ec.Name, call.Method, call.Version, code).Inc()
+			s.calls.WithLabelValues(peer, call.Method, call.Version, code).Inc()
 			return out, err
 		}
-	})
-	return framework.NewClient(contract, ccfg)
+	}
 }
 
 // Close stops watching and closes every client.

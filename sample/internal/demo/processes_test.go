@@ -1,0 +1,157 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startDNS serves NodeControllerName's A record (127.0.0.1) on a UDP port
+// of 127.0.0.1, counting the queries for it.
+func startDNS(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	var asked atomic.Int64
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		q := req.Question[0]
+		switch {
+		case !strings.EqualFold(q.Name, NodeControllerName):
+			m.Rcode = dns.RcodeNameError
+		case q.Qtype == dns.TypeA:
+			asked.Add(1)
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1},
+				A: net.IPv4(127, 0, 0, 1)})
+		}
+		_ = w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = srv.ActivateAndServe() }()
+	<-started
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return pc.LocalAddr().String(), &asked
+}
+
+// The plan's steps, as RunProcesses numbers them.
+const (
+	stepKubeletSkew   = 9  // kubelet v2, node controller still v1
+	stepNodeCtrlSkew  = 11 // node controller v2, scheduler still v1
+	stepSchedulerUp   = 14 // scheduler v2 in fork mode, extender still v1
+	stepExtenderUp    = 17 // extender v2 in fork mode
+	observedFromStart = 300 * time.Millisecond
+)
+
+// during returns the observations of component in the second part of a
+// step, once what the step started had time to show.
+func during(obs []Observation, component string, step int) []Observation {
+	var first time.Duration = -1
+	var out []Observation
+	for _, o := range obs {
+		if o.Step != step {
+			continue
+		}
+		if first < 0 {
+			first = o.At
+		}
+		if o.Component == component && o.At-first >= observedFromStart {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// TestProcessesUpgradeOneAtATime builds the binaries, runs them as
+// separate processes on 127.0.0.1 (the kubelet and the scheduler find the
+// node controller through a DNS server the test runs), upgrades them one
+// at a time with SIGTERM, and checks from /readyz, /status and /metrics
+// that the side that came up first blocked, resumed when its peer was
+// upgraded, and that fork mode kept the 1.0.0 extenders served.
+func TestProcessesUpgradeOneAtATime(t *testing.T) {
+	dnsAddr, asked := startDNS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	res, err := RunProcesses(ctx, Options{Out: &out, OutputDir: t.TempDir(), BinDir: t.TempDir(), Nodes: 5, Skew: time.Second, DNSServer: dnsAddr})
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	assert.Positive(t, asked.Load(), "the node controller was found through DNS")
+
+	// The kubelet came up first: it blocked, and so was its node controller
+	// not ready (it has no compatible kubelet).
+	kubelet := during(res.Observations, Kubelet, stepKubeletSkew)
+	require.NotEmpty(t, kubelet)
+	for _, o := range kubelet {
+		assert.Equal(t, "v2", o.Version)
+		assert.False(t, o.Ready, "kubelet v2 is not ready beside a v1 node controller")
+		assert.Empty(t, o.Agreed[NodeController], "kubelet v2 holds no session with a v1 node controller")
+	}
+	for _, o := range during(res.Observations, NodeController, stepKubeletSkew) {
+		assert.False(t, o.Ready, "node controller v1 has no compatible kubelet: %s", o.ReadyText)
+	}
+
+	// The node controller followed: the kubelet resumed at 2.0.0, and the v1
+	// scheduler blocked on nodehealth.
+	for _, o := range during(res.Observations, Kubelet, stepNodeCtrlSkew) {
+		assert.True(t, o.Ready, o.ReadyText)
+		assert.Equal(t, []string{"nodestatus 2.0.0"}, o.Agreed[NodeController])
+	}
+	scheduler := during(res.Observations, Scheduler, stepNodeCtrlSkew)
+	require.NotEmpty(t, scheduler)
+	for _, o := range scheduler {
+		assert.Equal(t, "v1", o.Version)
+		assert.False(t, o.Ready)
+		assert.Contains(t, o.ReadyText, "node controller")
+		assert.Empty(t, o.Agreed[NodeController])
+		assert.Equal(t, []string{"extender 1.0.0"}, o.Agreed[LegacyExtender])
+	}
+
+	// The scheduler followed in fork mode: nodehealth resumed at 2.0.0, and
+	// both extenders are called at 1.0.0 until the extender is upgraded.
+	for _, o := range during(res.Observations, Scheduler, stepSchedulerUp) {
+		assert.True(t, o.Ready, o.ReadyText)
+		assert.Equal(t, []string{"nodehealth 2.0.0"}, o.Agreed[NodeController])
+		assert.Equal(t, []string{"extender 1.0.0"}, o.Agreed[Extender])
+		assert.Equal(t, []string{"extender 1.0.0"}, o.Agreed[LegacyExtender])
+	}
+	for _, o := range during(res.Observations, Scheduler, stepExtenderUp) {
+		assert.Equal(t, []string{"extender 2.0.0"}, o.Agreed[Extender])
+		assert.Equal(t, []string{"extender 1.0.0"}, o.Agreed[LegacyExtender])
+	}
+
+	// What the processes counted.
+	byName := map[string]Incarnation{}
+	for _, inc := range res.Incarnations {
+		byName[inc.Component+" "+inc.Version] = inc
+	}
+	require.Len(t, byName, 9, "two versions of four components and the legacy extender")
+	k2 := byName["kubelet v2"].Metrics
+	assert.Positive(t, k2.Sum("lockstep_blocked_seconds_count", map[string]string{"contract": "nodestatus"}), "kubelet v2's calls blocked")
+	assert.Zero(t, k2.Sum("sample_kubelet_reports_total", map[string]string{"outcome": "failed"}), "and none failed")
+	s2 := byName["scheduler v2"].Metrics
+	for _, tc := range []struct {
+		peer, version string // whom the v2 scheduler called, at which version
+	}{{Extender, "1.0.0"}, {Extender, "2.0.0"}, {LegacyExtender, "1.0.0"}, {NodeController, "2.0.0"}} {
+		assert.Positive(t, s2.Sum("sample_scheduler_calls_total", map[string]string{"peer": tc.peer, "version": tc.version, "code": "ok"}),
+			"scheduler v2 called %s at %s", tc.peer, tc.version)
+	}
+	assert.Zero(t, s2.Sum("sample_scheduler_calls_total", map[string]string{"peer": Extender, "code": "!ok", "version": "!"}), "none failed")
+	e2 := byName["extender v2"].Metrics
+	assert.Positive(t, e2.Sum("sample_extender_requests_total", map[string]string{"protocol": "lockstep", "version": "2.0.0"}))
+	legacy := byName["legacy-extender v1"].Metrics
+	assert.Positive(t, legacy.Sum("sample_extender_requests_total", map[string]string{"protocol": "plain", "outcome": "ok"}))
+	assert.Zero(t, legacy.Sum("sample_extender_requests_total", map[string]string{"outcome": "error"}))
+	nc2 := byName["nodecontroller v2"].Metrics
+	assert.Equal(t, 5.0, nc2.Sum("lockstep_sessions", map[string]string{"contract": "nodestatus", "version": "2.0.0"}), "one session per node")
+	assert.Equal(t, 5.0, nc2.Sum("sample_nodecontroller_nodes", nil))
+}
