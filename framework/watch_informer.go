@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // InformerHandlers are called by an [Informer] as its cache changes, one
@@ -522,6 +523,8 @@ var deleteFramePrefix = []byte(`{"type":"delete","key":"`)
 
 // frameTypeKey reads a frame's type and key without decoding its object:
 // taken apart by hand in the layout this runtime writes, decoded otherwise.
+// The key only decides which queued frame a frame replaces; the processor
+// decodes each frame in full before using it.
 func frameTypeKey(line []byte) (typ, key string, ok bool) {
 	for _, p := range []struct {
 		prefix []byte
@@ -546,37 +549,58 @@ func frameTypeKey(line []byte) (typ, key string, ok bool) {
 var setFramePrefix = []byte(`{"type":"set","key":"`)
 
 // decodeFrame decodes one frame. Set frames in the layout this runtime
-// writes ({"type":"set","key":K,"epoch":E,"seq":N,"object":O}) are taken
-// apart by hand, so that only the object goes through encoding/json; any
-// other frame, or a set frame laid out otherwise, is decoded in full.
+// writes ({"type":"set","key":K,"epoch":E,"seq":N,"object":O}, strings
+// without escapes) are taken apart by hand, so that only the object goes
+// through a JSON decoder; any other frame, or one the fast path cannot
+// take, is decoded in full with encoding/json, with the same result.
 func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
-	if rest, ok := bytes.CutPrefix(line, setFramePrefix); ok {
-		if key, rest, ok := cutPlainString(rest); ok {
-			if rest, ok := bytes.CutPrefix(rest, []byte(`,"epoch":"`)); ok {
-				if epoch, rest, ok := cutPlainString(rest); ok {
-					if rest, ok := bytes.CutPrefix(rest, []byte(`,"seq":`)); ok {
-						n := 0
-						for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-							n++
-						}
-						seq, err := strconv.ParseUint(string(rest[:n]), 10, 64)
-						object, ok := bytes.CutPrefix(rest[n:], []byte(`,"object":`))
-						object = bytes.TrimRight(object, "\r\n")
-						object, closed := bytes.CutSuffix(object, []byte("}"))
-						if err == nil && ok && closed {
-							obj := new(T)
-							if err := unmarshalObject(object, obj); err != nil {
-								return err
-							}
-							*f = watchFrame[T]{Type: "set", Key: string(key), Epoch: string(epoch), Seq: seq, Object: obj}
-							return nil
-						}
-					}
-				}
-			}
+	if key, epoch, seq, object, ok := splitSetFrame(line); ok {
+		obj := new(T)
+		if unmarshalObject(object, obj) == nil {
+			*f = watchFrame[T]{Type: "set", Key: string(key), Epoch: string(epoch), Seq: seq, Object: obj}
+			return nil
 		}
 	}
 	return json.Unmarshal(line, f)
+}
+
+// splitSetFrame takes a set frame in the layout this runtime writes apart.
+func splitSetFrame(line []byte) (key, epoch []byte, seq uint64, object []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(line, setFramePrefix)
+	if !ok {
+		return nil, nil, 0, nil, false
+	}
+	if key, rest, ok = cutPlainString(rest); !ok {
+		return nil, nil, 0, nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"epoch":"`)); !ok {
+		return nil, nil, 0, nil, false
+	}
+	if epoch, rest, ok = cutPlainString(rest); !ok {
+		return nil, nil, 0, nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"seq":`)); !ok {
+		return nil, nil, 0, nil, false
+	}
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || (n > 1 && rest[0] == '0') {
+		return nil, nil, 0, nil, false // not a JSON number the way encoding/json reads one
+	}
+	seq, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	if err != nil {
+		return nil, nil, 0, nil, false
+	}
+	if object, ok = bytes.CutPrefix(rest[n:], []byte(`,"object":`)); !ok {
+		return nil, nil, 0, nil, false
+	}
+	object = bytes.TrimRight(object, " \t\r\n")
+	if object, ok = bytes.CutSuffix(object, []byte("}")); !ok || bytes.Equal(object, []byte("null")) {
+		return nil, nil, 0, nil, false
+	}
+	return key, epoch, seq, object, true
 }
 
 // unmarshalObject decodes an object. A type with a decoder of its own
@@ -590,12 +614,15 @@ func unmarshalObject(raw []byte, obj any) error {
 }
 
 // cutPlainString returns the JSON string at the start of b (after its
-// opening quote) when it has no escapes, and what follows its closing
-// quote.
+// opening quote) when it is valid UTF-8 without escapes, so that its bytes
+// are its value, and what follows its closing quote.
 func cutPlainString(b []byte) (s, rest []byte, ok bool) {
 	for i, c := range b {
 		switch {
 		case c == '"':
+			if !utf8.Valid(b[:i]) {
+				return nil, nil, false
+			}
 			return b[:i], b[i+1:], true
 		case c == '\\' || c < 0x20:
 			return nil, nil, false

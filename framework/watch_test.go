@@ -127,6 +127,7 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	}
 	st := srv.stats(t, topicmsg.TopicNodeHealth)
 	for _, w := range stalled {
+		assert.Less(t, w.inf.Stats().Frames, int64(keys+writes/10), "%s read the burst: the test did not stall it", w.name)
 		w.cut.resume()
 	}
 	for _, w := range watchers {
@@ -141,7 +142,6 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	for _, ws := range st.Watchers {
 		assert.LessOrEqual(t, ws.MaxQueued, keys, "watcher %s queued more than one change per key", ws.Peer.Instance)
 		if strings.HasPrefix(ws.Peer.Instance, "stalled") {
-			assert.Positive(t, ws.Coalesced, "%s never fell behind at the server: the test did not stall it", ws.Peer.Instance)
 			assert.Less(t, ws.Frames, uint64(writes), "%s was sent every write instead of the latest state", ws.Peer.Instance)
 		}
 	}

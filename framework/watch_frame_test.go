@@ -1,0 +1,71 @@
+package framework
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+type frameObject struct {
+	A string `json:"a"`
+	B int    `json:"b,omitempty"`
+}
+
+// FuzzDecodeFrame checks the hand-written decoding of set frames against
+// encoding/json: whatever the fast path accepts, encoding/json reads the
+// same way.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"set","key":"node-1","epoch":"9c41d2a07f3e11b2","seq":17,"object":{"a":"x","b":2}}` + "\n",
+		`{"type":"set","key":"n","epoch":"e","seq":0,"object":{}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":007,"object":{}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":null}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"}"}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"x"},"key":"m"}`,
+		`{"type":"set","key":"n\u00e9","epoch":"e","seq":1,"object":{"a":"x"}}`,
+		`{"type":"set","key":"n\"q","epoch":"e","seq":1,"object":{"a":"x"}}`,
+		"{\"type\":\"set\",\"key\":\"\xff\",\"epoch\":\"e\",\"seq\":1,\"object\":{}}",
+		`{"type":"set","key":"n","epoch":"e","seq":18446744073709551616,"object":{}}`,
+		`{"type":"delete","key":"n","epoch":"e","seq":2,"writerLost":true}`,
+		`{"type":"synced","instance":"abc"}`,
+		`{"type":"closing","reason":"draining"}`,
+		`{"type":"ping"}`,
+		`not json`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast watchFrame[frameObject]
+		fastErr := decodeFrame(line, &fast)
+		var full watchFrame[frameObject]
+		fullErr := json.Unmarshal(line, &full)
+		if (fastErr == nil) != (fullErr == nil) {
+			t.Fatalf("decodeFrame error %v, encoding/json error %v, for %q", fastErr, fullErr, line)
+		}
+		if fastErr == nil && !reflect.DeepEqual(fast, full) {
+			t.Fatalf("decodeFrame read %+v, encoding/json %+v, from %q", fast, full, line)
+		}
+	})
+}
+
+func TestFrameTypeKey(t *testing.T) {
+	tests := []struct {
+		line    string // the frame
+		typ     string // the type read
+		key     string // the key read
+		decodes bool   // whether the frame could be read at all
+	}{
+		{`{"type":"set","key":"node-1","epoch":"e","seq":1,"object":{}}`, "set", "node-1", true},
+		{`{"type":"delete","key":"node-1","epoch":"e","seq":2}`, "delete", "node-1", true},
+		{`{"type":"set","key":"a\"b","epoch":"e","seq":1,"object":{}}`, "set", `a"b`, true},
+		{`{"key":"k","type":"delete"}`, "delete", "k", true},
+		{`{"type":"synced","instance":"i"}`, "synced", "", true},
+		{`{"type":`, "", "", false},
+	}
+	for _, tt := range tests {
+		typ, key, ok := frameTypeKey([]byte(tt.line))
+		if typ != tt.typ || key != tt.key || ok != tt.decodes {
+			t.Errorf("frameTypeKey(%s) = %q, %q, %v; want %q, %q, %v", tt.line, typ, key, ok, tt.typ, tt.key, tt.decodes)
+		}
+	}
+}
