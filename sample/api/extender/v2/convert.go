@@ -108,7 +108,9 @@ func FilterRequestFromV1(in *v1.ExtenderArgs) (*FilterRequest, error) {
 }
 
 // FilterRequestToV1 converts a Filter request down, nodes by name.
-func FilterRequestToV1(in *FilterRequest) (*v1.ExtenderArgs, error) { return argsToV1(in.Pod, in.Nodes) }
+func FilterRequestToV1(in *FilterRequest) (*v1.ExtenderArgs, error) {
+	return argsToV1(in.Pod, in.Nodes)
+}
 
 // FilterResponseToV1 converts a Filter answer down in the NodeNames form.
 // An answer to a request that carried Nodes must carry Nodes instead: the

@@ -1,0 +1,280 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+func TestParsePeer(t *testing.T) {
+	for _, tc := range []struct {
+		spec    string   // the flag's value
+		urls    []string // static endpoints
+		host    string   // DNS A/AAAA name
+		port    int
+		service string // DNS SRV name
+		scheme  string // the DNS endpoints' scheme
+		err     string // part of the error, if any
+	}{
+		{spec: "http://127.0.0.1:8441", urls: []string{"http://127.0.0.1:8441"}},
+		{spec: "https://10.0.0.7:8443/, https://10.0.0.8:8443", urls: []string{"https://10.0.0.7:8443", "https://10.0.0.8:8443"}},
+		{spec: "dns+https://nodecontroller.lockstep.svc.cluster.local.:8443", host: "nodecontroller.lockstep.svc.cluster.local.", port: 8443, scheme: "https"},
+		{spec: "srv+http://_http._tcp.nodecontroller.sample.test.", service: "_http._tcp.nodecontroller.sample.test.", scheme: "http"},
+		{spec: "", err: "no peer"},
+		{spec: "nodecontroller:8441", err: "is not an http(s) URL"},
+		{spec: "dns+ftp://a:1", err: "want dns+http or dns+https"},
+		{spec: "dns+https://a", err: "want dns+https://NAME:PORT"},
+		{spec: "dns+https://a:http", err: "is not a port"},
+		{spec: "dns+https://a:1,b:2", err: "a DNS peer is one name"},
+	} {
+		p, err := ParsePeer(tc.spec)
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, tc.spec)
+			continue
+		}
+		require.NoError(t, err, tc.spec)
+		assert.Equal(t, tc.urls, p.URLs, tc.spec)
+		if tc.host != "" || tc.service != "" {
+			require.NotNil(t, p.DNS, tc.spec)
+			assert.Equal(t, tc.host, p.DNS.Host)
+			assert.Equal(t, tc.port, p.DNS.Port)
+			assert.Equal(t, tc.service, p.DNS.Service)
+			assert.Equal(t, tc.scheme, p.DNS.Scheme)
+		}
+	}
+}
+
+func TestFlagsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string // the command line
+		err  string   // part of the error, if any
+	}{
+		{args: nil},
+		{args: []string{"--api", "v1"}},
+		{args: []string{"--api", "v3"}, err: `--api "v3"`},
+		{args: []string{"--api", "v1", "--fork"}, err: "--fork needs --api v2"},
+		{args: []string{"--tls-cert", "a.pem"}, err: "go together"},
+		{args: []string{"--tls-ca", "ca.pem"}, err: "--tls-ca needs"},
+		{args: []string{"--log-level", "loud"}, err: "--log-level"},
+		{args: []string{"--log-format", "xml"}, err: "--log-format"},
+	} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		f := NewFlags(fs, "kubelet", "127.0.0.1:0", true)
+		require.NoError(t, fs.Parse(tc.args))
+		err := f.Validate()
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, "%v", tc.args)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.args)
+		assert.Equal(t, Releases[f.API], f.Release)
+	}
+}
+
+var pingContract = framework.MustContract(handshake.Contract{
+	Name: "ping", Version: "1.0.0", Server: "nodecontroller", Client: "kubelet",
+	Methods: map[string]handshake.Method{"Ping": {Request: "Msg", Response: "Msg"}},
+	Schemas: map[string]json.RawMessage{"Msg": json.RawMessage(`{"type":"object"}`)},
+})
+
+type msg struct{}
+
+// startDaemon runs a lockstep server through Run until the test ends.
+func startDaemon(t *testing.T, args ...string) (addr string, stop func() error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr = l.Addr().String()
+	l.Close()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := NewFlags(fs, "nodecontroller", addr, false)
+	require.NoError(t, fs.Parse(args))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, io.Discard, func(rt *Runtime) (*Service, error) {
+			srv, err := framework.NewServer(rt.ServerConfig(framework.ServerConfig{}))
+			if err != nil {
+				return nil, err
+			}
+			framework.HandleUnary(srv, pingContract, "Ping", func(context.Context, *msg) (*msg, error) { return &msg{}, nil })
+			rt.Metrics.WatchSessions(srv)
+			return &Service{Lockstep: srv, Callers: []string{"kubelet"}, Status: func() any { return map[string]string{"hello": "status"} }}, nil
+		})
+	}()
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { _ = stop() })
+	return addr, stop
+}
+
+func get(t *testing.T, client *http.Client, url string) (int, string) {
+	t.Helper()
+	var resp *http.Response
+	var err error
+	require.Eventually(t, func() bool { resp, err = client.Get(url); return err == nil }, 5*time.Second, 10*time.Millisecond, "GET %s", url)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestRunServesHealthMetricsAndStatusThenStops(t *testing.T) {
+	addr, stop := startDaemon(t)
+	base := "http://" + addr
+	code, _ := get(t, http.DefaultClient, base+"/healthz")
+	assert.Equal(t, 200, code)
+	code, body := get(t, http.DefaultClient, base+"/readyz")
+	assert.Equal(t, 200, code, "no peers required: %s", body)
+	code, body = get(t, http.DefaultClient, base+"/metrics")
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "go_goroutines")
+	code, body = get(t, http.DefaultClient, base+"/status")
+	assert.Equal(t, 200, code)
+	assert.JSONEq(t, `{"hello":"status"}`, body)
+
+	c, err := framework.NewClient(pingContract, framework.ClientConfig{Component: "kubelet", Release: "1.0.0", Endpoints: []string{base}})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = framework.CallUnary[msg, msg](ctx, c, "Ping", &msg{})
+	require.NoError(t, err)
+	_, body = get(t, http.DefaultClient, base+"/metrics")
+	assert.Contains(t, body, `lockstep_sessions{contract="ping",version="1.0.0"} 1`)
+
+	require.NoError(t, stop(), "a graceful stop")
+	_, err = http.Get(base + "/healthz")
+	assert.Error(t, err, "the listener is closed")
+}
+
+func TestRunRefusesPlainHTTPOffLoopback(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := NewFlags(fs, "kubelet", "0.0.0.0:0", false)
+	require.NoError(t, fs.Parse(nil))
+	err := Run(context.Background(), f, io.Discard, func(*Runtime) (*Service, error) { return &Service{}, nil })
+	assert.ErrorContains(t, err, "refusing plain HTTP")
+}
+
+// writeCerts writes a CA, a server certificate for 127.0.0.1 and client
+// certificates naming components, as PEM files.
+func writeCerts(t *testing.T, dir string, clients ...string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sample CA"}, IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, _ := x509.ParseCertificate(caDER)
+	write := func(name, typ string, der []byte) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+	}
+	write("ca.pem", "CERTIFICATE", caDER)
+	issue := func(name, cn string, serial int64) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		require.NoError(t, err)
+		write(name+".pem", "CERTIFICATE", der)
+		kb, _ := x509.MarshalECPrivateKey(key)
+		write(name+"-key.pem", "EC PRIVATE KEY", kb)
+	}
+	issue("nodecontroller", "nodecontroller", 2)
+	for i, c := range clients {
+		issue(c, c, int64(3+i))
+	}
+}
+
+func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
+	dir := t.TempDir()
+	writeCerts(t, dir, "kubelet", "scheduler")
+	p := func(name string) string { return filepath.Join(dir, name) }
+	addr, _ := startDaemon(t, "--tls-cert", p("nodecontroller.pem"), "--tls-key", p("nodecontroller-key.pem"), "--tls-ca", p("ca.pem"))
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(p("ca.pem"))
+	pool.AppendCertsFromPEM(caPEM)
+	clientWith := func(name string) *http.Client {
+		cfg := &tls.Config{RootCAs: pool}
+		if name != "" {
+			cert, err := tls.LoadX509KeyPair(p(name+".pem"), p(name+"-key.pem"))
+			require.NoError(t, err)
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 2 * time.Second}
+	}
+	base := "https://" + addr
+	code, _ := get(t, clientWith(""), base+"/readyz")
+	assert.Equal(t, 200, code, "probes need no certificate")
+
+	hello := func(c *http.Client) (int, string) {
+		b, _ := json.Marshal(handshake.Hello{Contract: "ping", Component: "kubelet", Instance: "i1", Release: "1.0.0",
+			Offers: []handshake.Offer{pingContract.Offer()}})
+		resp, err := c.Post(base+framework.PathHandshake, "application/json", bytes.NewReader(b))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := hello(clientWith(""))
+	assert.Equal(t, http.StatusUnauthorized, code, body)
+	assert.Contains(t, body, "unauthenticated")
+	code, body = hello(clientWith("scheduler"))
+	assert.Equal(t, http.StatusUnauthorized, code, "a certificate of a component that may not call: %s", body)
+	code, body = hello(clientWith("kubelet"))
+	require.Equal(t, http.StatusOK, code, body)
+	var w handshake.Welcome
+	require.NoError(t, json.Unmarshal([]byte(body), &w))
+	req, _ := http.NewRequest(http.MethodDelete, base+framework.PathSession, nil)
+	req.Header.Set(framework.HeaderSession, w.Session)
+	resp, err := clientWith("kubelet").Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+
+	// The framework's client with the same flags' TLS settings.
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := NewFlags(fs, "kubelet", "127.0.0.1:0", false)
+	require.NoError(t, fs.Parse([]string{"--tls-cert", p("kubelet.pem"), "--tls-key", p("kubelet-key.pem"), "--tls-ca", p("ca.pem")}))
+	rt, err := NewRuntime(f, io.Discard)
+	require.NoError(t, err)
+	cfg, err := rt.ClientConfig(base, framework.ClientConfig{})
+	require.NoError(t, err)
+	c, err := framework.NewClient(pingContract, cfg)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = framework.CallUnary[msg, msg](ctx, c, "Ping", &msg{})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(c.Endpoints()[0].URL, "https://"))
+}

@@ -1,0 +1,160 @@
+package nodecontroller_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+)
+
+// start serves a node controller on addr ("127.0.0.1:0" for any port)
+// until the test ends or stop is called.
+func start(t *testing.T, addr string, cfg nodecontroller.Config) (n *nodecontroller.NodeController, url string, stop func()) {
+	t.Helper()
+	cfg.Server = framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: time.Second,
+		Heartbeat: 50 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Logger: frameworktest.Quiet()}
+	cfg.Logger = frameworktest.Quiet()
+	n, err := nodecontroller.New(cfg)
+	require.NoError(t, err)
+	var l net.Listener
+	require.Eventually(t, func() bool { l, err = net.Listen("tcp", addr); return err == nil }, 5*time.Second, 10*time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = n.Server().Serve(l)
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Server().Shutdown(ctx)
+		<-done
+		n.Close()
+	}
+	t.Cleanup(stop)
+	return n, "http://" + l.Addr().String(), stop
+}
+
+func runKubelet(t *testing.T, cfg kubelet.Config) *kubelet.Kubelet {
+	t.Helper()
+	cfg.Logger = frameworktest.Quiet()
+	cfg.Client.Logger = frameworktest.Quiet()
+	cfg.Client.Component = "kubelet"
+	if cfg.Client.Release == "" {
+		cfg.Client.Release = "1.31.0"
+	}
+	k, err := kubelet.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		k.Close()
+	})
+	return k
+}
+
+func states(n *nodecontroller.NodeController) map[string]nhv2.NodeHealthState {
+	out := map[string]nhv2.NodeHealthState{}
+	for _, h := range n.Health() {
+		out[h.NodeName] = h.State
+	}
+	return out
+}
+
+// A node controller that restarts knows nothing; kubelets whose nodes did
+// not change are asked for a full resync, and report.
+func TestRestartedNodeControllerAsksForResync(t *testing.T) {
+	n, url, stop := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", ResyncAfter: 100 * time.Millisecond})
+	k := runKubelet(t, kubelet.Config{API: "v2", Nodes: 3, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
+	ready := map[string]nhv2.NodeHealthState{"node-000": "Ready", "node-001": "Ready", "node-002": "Ready"}
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(ready, states(n)) }, 5*time.Second, 10*time.Millisecond)
+	assert.Zero(t, k.Stats().Resyncs.Load())
+
+	stop()
+	n2, _, _ := start(t, url[len("http://"):], nodecontroller.Config{API: "v2", ResyncAfter: 100 * time.Millisecond})
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(ready, states(n2)) }, 5*time.Second, 10*time.Millisecond,
+		"the new node controller learnt every node through resyncs")
+	assert.Equal(t, int64(3), k.Stats().Resyncs.Load(), "one resync per node: nothing changed on the nodes")
+	assert.Zero(t, k.Stats().Failed.Load())
+}
+
+// A node whose kubelet goes away stays as it was for the grace period,
+// then is Unknown and unschedulable; a kubelet that comes back makes it
+// Ready again.
+func TestLostNodeIsUnknownAfterGrace(t *testing.T) {
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", NodeGrace: 300 * time.Millisecond})
+	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: 1, ChangeEvery: -1, Logger: frameworktest.Quiet(),
+		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{url}, Logger: frameworktest.Quiet()}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx) }()
+	require.Eventually(t, func() bool { return states(n)["node-000"] == "Ready" }, 5*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
+	k.Close()
+	lost := time.Now()
+	require.Eventually(t, func() bool { return states(n)["node-000"] == "Unknown" }, 5*time.Second, 10*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(lost), 250*time.Millisecond, "not before the grace period")
+	h := n.Health()[0]
+	assert.False(t, h.Schedulable)
+	require.NotNil(t, h.Reason)
+	assert.Contains(t, *h.Reason, "NodeLost")
+
+	runKubelet(t, kubelet.Config{API: "v2", Nodes: 1, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
+	require.Eventually(t, func() bool { return states(n)["node-000"] == "Ready" }, 5*time.Second, 10*time.Millisecond)
+}
+
+// In fork mode the node controller takes 1.0.0 and 2.0.0 kubelets, and
+// publishes NodeHealth in both forms, each change once per form.
+func TestForkedNodeControllerServesBothVersions(t *testing.T) {
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Fork: true})
+	runKubelet(t, kubelet.Config{API: "v1", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Release: "1.30.0", Endpoints: []string{url}}})
+	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, FirstNode: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
+	require.Eventually(t, func() bool { return len(n.Health()) == 4 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, 4, n.TopicV1().Len())
+	assert.Equal(t, 4, n.TopicV2().Len())
+	old, ok := n.TopicV1().Get("node-000")
+	require.True(t, ok)
+	assert.True(t, old.Ready)
+	assert.Equal(t, map[string]string{"cpu": "3800m", "memory": "15Gi", "pods": "107"}, old.Allocatable, "110 pods less the 3 it runs")
+	assert.Equal(t, map[string]int{"1.0.0": 2, "2.0.0": 2}, n.Server().Status().PeersByVersion["nodestatus"])
+
+	// CheckNode answers at both versions.
+	for _, v := range []*framework.Contract{nhv1.Contract, nhv2.Contract} {
+		c := frameworktest.NewClient(t, v, framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Endpoints: []string{url}})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if v == nhv1.Contract {
+			h, err := nhv1.NewClient(c).CheckNode(ctx, &nhv1.NodeRef{NodeName: "node-003"})
+			require.NoError(t, err)
+			assert.True(t, h.Ready)
+			_, err = nhv1.NewClient(c).CheckNode(ctx, &nhv1.NodeRef{NodeName: "node-999"})
+			assert.Equal(t, framework.CodeNotFound, framework.CodeOf(err))
+		} else {
+			h, err := nhv2.NewClient(c).CheckNode(ctx, &nhv2.NodeRef{NodeName: "node-000"})
+			require.NoError(t, err)
+			assert.Equal(t, nhv2.NodeHealthStateReady, h.State)
+		}
+		cancel()
+	}
+}
