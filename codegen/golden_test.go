@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gogen"
+	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the generator's output")
@@ -144,4 +146,53 @@ func firstDifference(a, b []byte) string {
 		}
 	}
 	return ""
+}
+
+// TestValidatorCoverage pins which golden messages get a generated
+// Validate: all but those whose schemas use what generated checks leave to
+// jsonschema/v5, each for the reason given.
+func TestValidatorCoverage(t *testing.T) {
+	t.Parallel()
+	uncovered := map[string]string{
+		"booleanschemas/Anything": "raw JSON",
+		"escapehatch/Escapes":     "x-go-type netip.Addr",
+	}
+	dirs, err := filepath.Glob("internal/golden/*/contract.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, c := range dirs {
+		dir := filepath.Dir(c)
+		ct, err := contract.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, err := PackageName(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg, err := gomodel.Build(ct, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for msg, why := range gogen.Coverage(pkg) {
+			key := filepath.Base(dir) + "/" + msg
+			want, expected := uncovered[key]
+			switch {
+			case expected && len(why) == 0:
+				t.Errorf("%s got a generated Validate, but its schema has %s", key, want)
+			case expected && !strings.Contains(why[0], want):
+				t.Errorf("%s: not covered because %q, want a reason naming %s", key, why, want)
+			case !expected && len(why) > 0:
+				t.Errorf("%s has no generated Validate: %v", key, why)
+			}
+			if expected {
+				seen++
+			}
+		}
+	}
+	if seen != len(uncovered) {
+		t.Errorf("found %d of the %d uncovered messages", seen, len(uncovered))
+	}
 }

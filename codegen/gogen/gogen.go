@@ -54,7 +54,7 @@ type File struct {
 // Generate renders the package's files. source names the contract file in
 // the header (usually its base name).
 func Generate(pkg *gomodel.Package, source string) ([]File, error) {
-	g := &generator{pkg: pkg, source: source}
+	g := &generator{pkg: pkg, source: source, vs: buildValidators(pkg)}
 	tmpl, err := template.New("").Funcs(g.funcs()).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {
 		return nil, fmt.Errorf("lockstep-gen: templates: %w", err)
@@ -80,6 +80,7 @@ func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 type generator struct {
 	pkg    *gomodel.Package
 	source string
+	vs     *validators
 	err    error // first error met while rendering
 }
 
@@ -94,6 +95,7 @@ func (g *generator) assemble(body []byte) ([]byte, error) {
 	}
 	known := map[string]string{
 		"context": "context", "fmt": "fmt", "json": "encoding/json", "time": "time",
+		"strconv": "strconv", "math": "math", "regexp": "regexp",
 		"framework": frameworkImport, "handshake": handshakeImport, "jsonwire": jsonwireImport,
 	}
 	for _, t := range g.pkg.Types {
@@ -182,25 +184,29 @@ func collectImports(t *gomodel.Type, known map[string]string) {
 
 func (g *generator) funcs() template.FuncMap {
 	return template.FuncMap{
-		"goType":       gomodel.GoString,
-		"fieldType":    fieldType,
-		"tag":          tag,
-		"comment":      comment,
-		"typeDoc":      typeDoc,
-		"quote":        strconv.Quote,
-		"schemaSource": schemaSource,
-		"present":      present,
-		"declared":     declared,
-		"defaultLit":   g.defaultLit,
-		"defaultType":  defaultType,
-		"rawJSON":      g.rawJSON,
-		"hasDefaults":  hasDefaults,
-		"add":          func(a, b int) int { return a + b },
-		"len":          func(fs []*gomodel.Field) int { return len(fs) },
-		"needsDecoder": func(t *gomodel.Type) bool { return t.Extra != nil || t.CaseInsensitive },
-		"lower":        func(s string) string { return strings.ToLower(s[:1]) + s[1:] },
-		"contract":     func() *contract.Contract { return g.pkg.Contract },
-		"messageType":  func(name string) string { return g.pkg.Messages[name].Name },
+		"goType":         gomodel.GoString,
+		"fieldType":      fieldType,
+		"tag":            tag,
+		"comment":        comment,
+		"typeDoc":        typeDoc,
+		"quote":          strconv.Quote,
+		"schemaSource":   schemaSource,
+		"present":        present,
+		"declared":       declared,
+		"defaultLit":     g.defaultLit,
+		"defaultType":    defaultType,
+		"rawJSON":        g.rawJSON,
+		"hasDefaults":    hasDefaults,
+		"add":            func(a, b int) int { return a + b },
+		"len":            func(fs []*gomodel.Field) int { return len(fs) },
+		"decoder":        g.decoder,
+		"validator":      g.validator,
+		"validationVars": g.validationVars,
+		"coverageDoc":    g.coverageDoc,
+		"variantDecoder": g.variantDecoder,
+		"lower":          func(s string) string { return strings.ToLower(s[:1]) + s[1:] },
+		"contract":       func() *contract.Contract { return g.pkg.Contract },
+		"messageType":    func(name string) string { return g.pkg.Messages[name].Name },
 	}
 }
 

@@ -88,8 +88,8 @@ func (n Nullable[T]) String() string {
 	return "<absent>"
 }
 
-// MemberError wraps a decoding error with the member it happened in.
-func MemberError(member string, err error) error {
+// memberError wraps a decoding error with the member it happened in.
+func memberError(member string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -111,16 +111,6 @@ func FoldKey(key string, declared ...string) string {
 		}
 	}
 	return key
-}
-
-// DecodeObject splits a JSON object into its members. A JSON null gives a
-// nil map, as encoding/json leaves a value alone for null.
-func DecodeObject(data []byte) (map[string]json.RawMessage, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil {
-		return nil, err
-	}
-	return members, nil
 }
 
 // MarshalWithExtras encodes a struct's declared members (base, already
@@ -147,7 +137,7 @@ func MarshalWithExtras[V any](base []byte, extras map[string]V, declared ...stri
 	for _, k := range names {
 		v, err := json.Marshal(extras[k])
 		if err != nil {
-			return nil, MemberError(k, err)
+			return nil, memberError(k, err)
 		}
 		if !first {
 			b.WriteByte(',')
@@ -188,7 +178,7 @@ func MarshalTuple(items ...TupleItem) ([]byte, error) {
 		}
 		v, err := json.Marshal(it.Value)
 		if err != nil {
-			return nil, MemberError(fmt.Sprint(i), err)
+			return nil, memberError(fmt.Sprint(i), err)
 		}
 		if i > 0 {
 			b.WriteByte(',')
@@ -199,43 +189,8 @@ func MarshalTuple(items ...TupleItem) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// DecodeArray splits a JSON array into its elements.
-func DecodeArray(data []byte) ([]json.RawMessage, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(data, &items); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 // ErrNoVariant is returned when a union with no variant set is encoded.
 var ErrNoVariant = errors.New("no variant of the union is set")
-
-// Discriminator reads the string member that tells a tagged union's
-// variants apart. With fold, the member name matches regardless of case.
-func Discriminator(data []byte, property string, fold bool) (string, error) {
-	members, err := DecodeObject(data)
-	if err != nil {
-		return "", err
-	}
-	raw, ok := members[property]
-	if !ok && fold {
-		for k, v := range members {
-			if strings.EqualFold(k, property) {
-				raw, ok = v, true
-				break
-			}
-		}
-	}
-	if !ok {
-		return "", fmt.Errorf("member %q, which tells the variants apart, is missing", property)
-	}
-	var tag string
-	if err := json.Unmarshal(raw, &tag); err != nil {
-		return "", fmt.Errorf("member %q must be a string: %w", property, err)
-	}
-	return tag, nil
-}
 
 // IsNull reports whether data is the JSON literal null.
 func IsNull(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), []byte("null")) }

@@ -80,11 +80,13 @@ func TestFoldKeyAndDiscriminator(t *testing.T) {
 	if got := jsonwire.FoldKey("other", "nodenames"); got != "other" {
 		t.Errorf("FoldKey = %q", got)
 	}
-	tag, err := jsonwire.Discriminator([]byte(`{"Kind":"circle"}`), "kind", true)
+	d := jsonwire.NewDecoder([]byte(`{"Kind":"circle"}`))
+	tag, err := d.Discriminator("kind", true)
 	if err != nil || tag != "circle" {
 		t.Errorf("Discriminator = %q, %v", tag, err)
 	}
-	if _, err := jsonwire.Discriminator([]byte(`{"Kind":"circle"}`), "kind", false); err == nil {
+	d = jsonwire.NewDecoder([]byte(`{"Kind":"circle"}`))
+	if _, err := d.Discriminator("kind", false); err == nil {
 		t.Error("a differently cased discriminator matched without folding")
 	}
 }

@@ -4,6 +4,10 @@ package arraysofobjects
 
 import (
 	"encoding/json"
+	"strconv"
+
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Arrays is the message Arrays of the contract, generated from contract.yaml#/schemas/Arrays.
@@ -16,10 +20,278 @@ type Arrays struct {
 	Named         Names              `json:"named,omitzero"`
 }
 
+// UnmarshalJSON decodes Arrays, rejecting JSON its Go type cannot represent.
+func (m *Arrays) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Arrays{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "inline":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "inline")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "inline")
+			}
+			s1 := make([]ArraysInlineItem, 0)
+			var zero3 ArraysInlineItem
+			for i2 := 0; d.NextItem(); i2++ {
+				s1 = append(s1, zero3)
+				if err := s1[i2].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i2), "inline")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "inline")
+			}
+			m.Inline = s1
+		case "referenced":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "referenced")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "referenced")
+			}
+			s4 := make([]Item, 0)
+			var zero6 Item
+			for i5 := 0; d.NextItem(); i5++ {
+				s4 = append(s4, zero6)
+				if err := s4[i5].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "referenced")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "referenced")
+			}
+			m.Referenced = s4
+		case "matrix":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "matrix")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "matrix")
+			}
+			s7 := make([][]int64, 0)
+			var zero9 []int64
+			for i8 := 0; d.NextItem(); i8++ {
+				s7 = append(s7, zero9)
+				if d.Null() {
+					s7[i8] = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i8), "matrix")
+					}
+					s10 := make([]int64, 0)
+					var zero12 int64
+					for i11 := 0; d.NextItem(); i11++ {
+						s10 = append(s10, zero12)
+						v13, err := d.Int64()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i11), i8), "matrix")
+						}
+						s10[i11] = v13
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i8), "matrix")
+					}
+					s7[i8] = s10
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "matrix")
+			}
+			m.Matrix = s7
+		case "nullableItems":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "nullableItems")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "nullableItems")
+			}
+			s14 := make([]*int64, 0)
+			var zero16 *int64
+			for i15 := 0; d.NextItem(); i15++ {
+				s14 = append(s14, zero16)
+				if d.Null() {
+					s14[i15] = nil
+				} else {
+					p17 := new(int64)
+					v18, err := d.Int64()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "nullableItems")
+					}
+					(*p17) = v18
+					s14[i15] = p17
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "nullableItems")
+			}
+			m.NullableItems = s14
+		case "anyItems":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "anyItems")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "anyItems")
+			}
+			s19 := make([]json.RawMessage, 0)
+			var zero21 json.RawMessage
+			for i20 := 0; d.NextItem(); i20++ {
+				s19 = append(s19, zero21)
+				v22, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "anyItems")
+				}
+				s19[i20] = v22
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "anyItems")
+			}
+			m.AnyItems = s19
+		case "named":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "named")
+			}
+			if err := m.Named.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "named")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Arrays) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Inline != nil {
+		for i1 := 0; i1 < len(m.Inline); i1++ {
+			path3 := at.Keyword("inline")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/inline/items")
+			m.Inline[i1].validateJSON(v, &at2, &path4)
+		}
+	}
+	if m.Referenced != nil {
+		for i5 := 0; i5 < len(m.Referenced); i5++ {
+			path7 := at.Keyword("referenced")
+			at6 := path7.Index(i5)
+			path8 := kw.Keyword("properties/referenced/items/$ref")
+			m.Referenced[i5].validateJSON(v, &at6, &path8)
+		}
+	}
+	if m.Matrix != nil {
+		for i9 := 0; i9 < len(m.Matrix); i9++ {
+			path11 := at.Keyword("matrix")
+			at10 := path11.Index(i9)
+			if m.Matrix[i9] == nil {
+				v.Fail(&at10, "", kw, "properties/matrix/items/type", "null is not allowed here")
+			}
+		}
+	}
+	if m.Named != nil {
+		path17 := at.Keyword("named")
+		path18 := kw.Keyword("properties/named/$ref")
+		m.Named.validateJSON(v, &path17, &path18)
+	}
+}
+
+// Validate checks m against the schema of Arrays, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Arrays) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Arrays is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Arrays")
+}
+
+var _ framework.Validator = (*Arrays)(nil)
+
 // ArraysInlineItem is generated from contract.yaml#/schemas/Arrays/properties/inline/items.
 type ArraysInlineItem struct {
 	Name   string   `json:"name"`
 	Weight *float64 `json:"weight,omitzero"`
+}
+
+// UnmarshalJSON decodes ArraysInlineItem, rejecting JSON its Go type cannot represent.
+func (m *ArraysInlineItem) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ArraysInlineItem{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "name":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v1
+		case "weight":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "number"), "weight")
+			} else {
+				p2 := new(float64)
+				v3, err := d.Float64()
+				if err != nil {
+					return jsonwire.Within(err, "weight")
+				}
+				(*p2) = v3
+				m.Weight = p2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "name")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *ArraysInlineItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // Item is the message Item of the contract, generated from contract.yaml#/schemas/Item.
@@ -28,5 +300,133 @@ type Item struct {
 	Tags []string `json:"tags,omitzero"`
 }
 
+// UnmarshalJSON decodes Item, rejecting JSON its Go type cannot represent.
+func (m *Item) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Item{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "id":
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "id")
+			}
+			m.ID = v1
+		case "tags":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "tags")
+			}
+			s2 := make([]string, 0)
+			var zero4 string
+			for i3 := 0; d.NextItem(); i3++ {
+				s2 = append(s2, zero4)
+				v5, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "tags")
+				}
+				s2[i3] = v5
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "tags")
+			}
+			m.Tags = s2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "id")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Item) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Item, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Item) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Item is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Item")
+}
+
+var _ framework.Validator = (*Item)(nil)
+
 // Names is generated from contract.yaml#/schemas/Arrays/$defs/Names.
 type Names []string
+
+// UnmarshalJSON decodes Names, rejecting JSON its Go type cannot represent.
+func (m *Names) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
+	if d.Null() {
+		*m = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return err
+		}
+		s1 := make(Names, 0)
+		var zero3 string
+		for i2 := 0; d.NextItem(); i2++ {
+			s1 = append(s1, zero3)
+			v4, err := d.String()
+			if err != nil {
+				return jsonwire.WithinIndex(err, i2)
+			}
+			s1[i2] = v4
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		*m = s1
+	}
+	return nil
+}
+
+func (m *Names) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	} else {
+		if i, j, dup := jsonwire.Duplicate((*m)); dup {
+			v.Fail(at, "", kw, "uniqueItems", "items at index "+strconv.Itoa(i)+" and "+strconv.Itoa(j)+" are equal")
+		}
+	}
+}

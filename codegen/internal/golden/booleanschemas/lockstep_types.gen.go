@@ -4,6 +4,9 @@ package booleanschemas
 
 import (
 	"encoding/json"
+
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Anything is the message Anything of the contract, generated from contract.yaml#/schemas/Anything.
@@ -15,3 +18,103 @@ type Booleans struct {
 	List     []json.RawMessage          `json:"list,omitzero"`
 	Open     map[string]json.RawMessage `json:"open,omitzero"`
 }
+
+// UnmarshalJSON decodes Booleans, rejecting JSON its Go type cannot represent.
+func (m *Booleans) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Booleans{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "anything":
+			v1, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "anything")
+			}
+			m.Anything = v1
+		case "list":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "list")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "list")
+			}
+			s2 := make([]json.RawMessage, 0)
+			var zero4 json.RawMessage
+			for i3 := 0; d.NextItem(); i3++ {
+				s2 = append(s2, zero4)
+				v5, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "list")
+				}
+				s2[i3] = v5
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "list")
+			}
+			m.List = s2
+		case "open":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "open")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "open")
+			}
+			m6 := map[string]json.RawMessage{}
+			for d.NextMember() {
+				k7 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e8 json.RawMessage
+				v9, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k7), "open")
+				}
+				e8 = v9
+				m6[k7] = e8
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "open")
+			}
+			m.Open = m6
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Booleans) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Booleans, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Booleans) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Booleans is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Booleans")
+}
+
+var _ framework.Validator = (*Booleans)(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // ExtenderArgs is the message ExtenderArgs of the contract, generated from contract.yaml#/schemas/ExtenderArgs.
@@ -27,36 +28,97 @@ func (m ExtenderArgs) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "pod", "nodenames")
 }
 
-// UnmarshalJSON decodes the declared members, matching their names regardless of case, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes ExtenderArgs, rejecting JSON its Go type cannot represent.
 func (m *ExtenderArgs) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderArgs{}
-	for key, raw := range members {
-		switch jsonwire.FoldKey(key, "pod", "nodenames") {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "pod", "nodenames") {
 		case "pod":
-			if err := json.Unmarshal(raw, &m.Pod); err != nil {
-				return jsonwire.MemberError("pod", err)
+			v1, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "pod")
 			}
+			m.Pod = v1
 		case "nodenames":
-			if err := json.Unmarshal(raw, &m.Nodenames); err != nil {
-				return jsonwire.MemberError("nodenames", err)
+			if d.Null() {
+				m.Nodenames = jsonwire.Null[[]string]()
+			} else {
+				var v2 []string
+				if d.Null() {
+					v2 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "nodenames")
+					}
+					s3 := make([]string, 0)
+					var zero5 string
+					for i4 := 0; d.NextItem(); i4++ {
+						s3 = append(s3, zero5)
+						v6, err := d.String()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i4), "nodenames")
+						}
+						s3[i4] = v6
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "nodenames")
+					}
+					v2 = s3
+				}
+				m.Nodenames = jsonwire.Value(v2)
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e7 json.RawMessage
+			v8, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e7 = v8
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e7
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	return nil
 }
+
+func (m *ExtenderArgs) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of ExtenderArgs, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *ExtenderArgs) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "ExtenderArgs is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("ExtenderArgs")
+}
+
+var _ framework.Validator = (*ExtenderArgs)(nil)
 
 // ExtenderFilterResult is the message ExtenderFilterResult of the contract, generated from contract.yaml#/schemas/ExtenderFilterResult.
 type ExtenderFilterResult struct {
@@ -77,40 +139,135 @@ func (m ExtenderFilterResult) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "nodenames", "failedNodes", "error")
 }
 
-// UnmarshalJSON decodes the declared members, matching their names regardless of case, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes ExtenderFilterResult, rejecting JSON its Go type cannot represent.
 func (m *ExtenderFilterResult) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderFilterResult{}
-	for key, raw := range members {
-		switch jsonwire.FoldKey(key, "nodenames", "failedNodes", "error") {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "nodenames", "failedNodes", "error") {
 		case "nodenames":
-			if err := json.Unmarshal(raw, &m.Nodenames); err != nil {
-				return jsonwire.MemberError("nodenames", err)
+			if d.Null() {
+				m.Nodenames = jsonwire.Null[[]string]()
+			} else {
+				var v1 []string
+				if d.Null() {
+					v1 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "nodenames")
+					}
+					s2 := make([]string, 0)
+					var zero4 string
+					for i3 := 0; d.NextItem(); i3++ {
+						s2 = append(s2, zero4)
+						v5, err := d.String()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "nodenames")
+						}
+						s2[i3] = v5
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "nodenames")
+					}
+					v1 = s2
+				}
+				m.Nodenames = jsonwire.Value(v1)
 			}
 		case "failedNodes":
-			if err := json.Unmarshal(raw, &m.FailedNodes); err != nil {
-				return jsonwire.MemberError("failedNodes", err)
+			if d.Null() {
+				m.FailedNodes = jsonwire.Null[map[string]string]()
+			} else {
+				var v6 map[string]string
+				if d.Null() {
+					v6 = nil
+				} else {
+					if err := d.ObjectStart(); err != nil {
+						return jsonwire.Within(err, "failedNodes")
+					}
+					m7 := map[string]string{}
+					for d.NextMember() {
+						k8 := string(d.Key())
+						if d.Err() != nil {
+							break
+						}
+						var e9 string
+						v10, err := d.String()
+						if err != nil {
+							return jsonwire.Within(jsonwire.Within(err, k8), "failedNodes")
+						}
+						e9 = v10
+						m7[k8] = e9
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "failedNodes")
+					}
+					v6 = m7
+				}
+				m.FailedNodes = jsonwire.Value(v6)
 			}
 		case "error":
-			if err := json.Unmarshal(raw, &m.Error); err != nil {
-				return jsonwire.MemberError("error", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
+			} else {
+				p11 := new(string)
+				v12, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "error")
+				}
+				(*p11) = v12
+				m.Error = p11
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e13 json.RawMessage
+			v14, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e13 = v14
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e13
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	return nil
 }
+
+func (m *ExtenderFilterResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of ExtenderFilterResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *ExtenderFilterResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "ExtenderFilterResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("ExtenderFilterResult")
+}
+
+var _ framework.Validator = (*ExtenderFilterResult)(nil)
 
 // Strict is the message Strict of the contract, generated from contract.yaml#/schemas/Strict.
 type Strict struct {
@@ -129,29 +286,72 @@ func (m Strict) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "name")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes Strict, rejecting JSON its Go type cannot represent.
 func (m *Strict) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Strict{}
-	for key, raw := range members {
-		switch key {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "name":
-			if err := json.Unmarshal(raw, &m.Name); err != nil {
-				return jsonwire.MemberError("name", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "name")
+				}
+				(*p1) = v2
+				m.Name = p1
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e3 json.RawMessage
+			v4, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e3 = v4
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e3
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	return nil
 }
+
+func (m *Strict) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Strict, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Strict) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Strict is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Strict")
+}
+
+var _ framework.Validator = (*Strict)(nil)

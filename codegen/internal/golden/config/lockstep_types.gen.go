@@ -5,8 +5,11 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Command is generated from config.schema.json#/definitions/command.
@@ -26,20 +29,20 @@ func (u Command) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *Command) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u Command) Raw() json.RawMessage { return u.raw }
 
 // AsString decodes the value as string.
 func (u Command) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -55,8 +58,30 @@ func (u *Command) FromString(v string) error {
 // AsArray decodes the value as []string.
 func (u Command) AsArray() ([]string, error) {
 	var v []string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		s1 := make([]string, 0)
+		var zero3 string
+		for i2 := 0; d.NextItem(); i2++ {
+			s1 = append(s1, zero3)
+			v4, err := d.String()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i2)
+			}
+			s1[i2] = v4
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = s1
+	}
+	return v, d.End()
 }
 
 // FromArray sets the value to v.
@@ -67,6 +92,94 @@ func (u *Command) FromArray(v []string) error {
 	}
 	u.raw = b
 	return nil
+}
+
+// UnmarshalJSON decodes Command, rejecting JSON its Go type cannot represent.
+func (m *Command) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Command) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *Command) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		_, err2 := (*m).AsString()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			q4.Fail(at, "", kw, "oneOf/0/type", "")
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 < 2 {
+				q6 := v.Quiet()
+				q6.Fail(at, "", kw, "oneOf/2/type", "")
+				if q6.OK() {
+					matched3++
+				}
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		y7, err8 := (*m).AsArray()
+		if err8 == nil {
+			if y7 != nil {
+				matched9 := 0
+				q10 := v.Quiet()
+				if y7 != nil {
+					q10.Fail(at, "", kw, "oneOf/0/type", "")
+				}
+				if q10.OK() {
+					matched9++
+				}
+				q11 := v.Quiet()
+				if y7 == nil {
+					q11.Fail(at, "", kw, "oneOf/1/type", "")
+				} else {
+					q11.Fail(at, "", kw, "oneOf/1/type", "")
+				}
+				if q11.OK() {
+					matched9++
+				}
+				if matched9 < 2 {
+					q12 := v.Quiet()
+					if y7 == nil {
+						q12.Fail(at, "", kw, "oneOf/2/type", "")
+					}
+					if q12.OK() {
+						matched9++
+					}
+				}
+				if matched9 != 1 {
+					v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched9)+" alternatives match")
+				}
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err8)
+	}
 }
 
 // Config is the message Config of the contract, generated from config.schema.json#.
@@ -89,40 +202,200 @@ func (m Config) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "version", "services", "volumes")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes Config, rejecting JSON its Go type cannot represent.
 func (m *Config) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Config{}
-	for key, raw := range members {
-		switch key {
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "version":
-			if err := json.Unmarshal(raw, &m.Version); err != nil {
-				return jsonwire.MemberError("version", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "version")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "version")
+				}
+				(*p1) = v2
+				m.Version = p1
 			}
 		case "services":
-			if err := json.Unmarshal(raw, &m.Services); err != nil {
-				return jsonwire.MemberError("services", err)
+			seen[0] = true
+			if d.Null() {
+				m.Services = nil
+			} else {
+				if err := d.ObjectStart(); err != nil {
+					return jsonwire.Within(err, "services")
+				}
+				m3 := map[string]Service{}
+				for d.NextMember() {
+					k4 := string(d.Key())
+					if d.Err() != nil {
+						break
+					}
+					var e5 Service
+					if err := e5.decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k4), "services")
+					}
+					m3[k4] = e5
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "services")
+				}
+				m.Services = m3
 			}
 		case "volumes":
-			if err := json.Unmarshal(raw, &m.Volumes); err != nil {
-				return jsonwire.MemberError("volumes", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "volumes")
 			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "volumes")
+			}
+			m6 := map[string]*Volume{}
+			for d.NextMember() {
+				k7 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e8 *Volume
+				if d.Null() {
+					e8 = nil
+				} else {
+					p9 := new(Volume)
+					if err := (*p9).decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k7), "volumes")
+					}
+					e8 = p9
+				}
+				m6[k7] = e8
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "volumes")
+			}
+			m.Volumes = m6
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e10 json.RawMessage
+			v11, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e10 = v11
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e10
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "services")
+		}
+		return jsonwire.Missing(d, missing...)
 	}
 	return nil
 }
+
+func (m *Config) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Services == nil {
+		v.Fail(at, "services", kw, "properties/services/type", "null is not allowed here")
+	} else {
+		for k1, e2 := range m.Services {
+			if pattern0.MatchString(k1) {
+				path4 := at.Keyword("services")
+				at3 := path4.Member(k1)
+				path5 := kw.Keyword("properties/services/patternProperties/^[a-zA-Z0-9._-]+$/$ref")
+				e2.validateJSON(v, &at3, &path5)
+			}
+		}
+		for k6 := range m.Services {
+			if pattern0.MatchString(k6) {
+				continue
+			}
+			path9 := at.Keyword("services")
+			at8 := path9.Member(k6)
+			v.Fail(&at8, "", kw, "properties/services/additionalProperties", "additionalProperties "+jsonwire.Quote(k6)+" not allowed")
+		}
+	}
+	if m.Volumes != nil {
+		for k10, e11 := range m.Volumes {
+			if pattern0.MatchString(k10) {
+				path13 := at.Keyword("volumes")
+				at12 := path13.Member(k10)
+				if e11 != nil {
+					matched14 := 0
+					q15 := v.Quiet()
+					(*e11).validateJSON(&q15, &at12, kw)
+					if q15.OK() {
+						matched14++
+					}
+					q16 := v.Quiet()
+					q16.Fail(&at12, "", kw, "properties/volumes/patternProperties/^[a-zA-Z0-9._-]+$/oneOf/1/type", "")
+					if q16.OK() {
+						matched14++
+					}
+					if matched14 != 1 {
+						v.Fail(&at12, "", kw, "properties/volumes/patternProperties/^[a-zA-Z0-9._-]+$/oneOf", "oneOf failed: "+strconv.Itoa(matched14)+" alternatives match")
+					}
+				}
+			}
+		}
+		for k17 := range m.Volumes {
+			if pattern0.MatchString(k17) {
+				continue
+			}
+			path20 := at.Keyword("volumes")
+			at19 := path20.Member(k17)
+			v.Fail(&at19, "", kw, "properties/volumes/additionalProperties", "additionalProperties "+jsonwire.Quote(k17)+" not allowed")
+		}
+	}
+	for k21 := range m.AdditionalProperties {
+		switch k21 {
+		case "version", "services", "volumes":
+			continue
+		}
+		if pattern1.MatchString(k21) {
+			continue
+		}
+		at23 := at.Member(k21)
+		v.Fail(&at23, "", kw, "additionalProperties", "additionalProperties "+jsonwire.Quote(k21)+" not allowed")
+	}
+}
+
+// Validate checks m against the schema of Config, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Config) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Config is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Config")
+}
+
+var _ framework.Validator = (*Config)(nil)
 
 // Deploy is generated from config.schema.json#/definitions/deploy.
 type Deploy struct {
@@ -138,10 +411,133 @@ func (m *Deploy) GetReplicas() int64 {
 	return *m.Replicas
 }
 
+// UnmarshalJSON decodes Deploy, rejecting JSON its Go type cannot represent.
+func (m *Deploy) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Deploy{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "replicas":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "replicas")
+				}
+				(*p1) = v2
+				m.Replicas = p1
+			}
+		case "resources":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "resources")
+			} else {
+				p3 := new(DeployResources)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "resources")
+				}
+				m.Resources = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Deploy) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Resources != nil {
+		path1 := at.Keyword("resources")
+		path2 := kw.Keyword("properties/resources")
+		(*m.Resources).validateJSON(v, &path1, &path2)
+	}
+}
+
 // DeployResources is generated from config.schema.json#/definitions/deploy/properties/resources.
 type DeployResources struct {
 	Limits       *Resource `json:"limits,omitzero"`
 	Reservations *Resource `json:"reservations,omitzero"`
+}
+
+// UnmarshalJSON decodes DeployResources, rejecting JSON its Go type cannot represent.
+func (m *DeployResources) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = DeployResources{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "limits":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
+			} else {
+				p1 := new(Resource)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "limits")
+				}
+				m.Limits = p1
+			}
+		case "reservations":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "reservations")
+			} else {
+				p2 := new(Resource)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "reservations")
+				}
+				m.Reservations = p2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *DeployResources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Limits != nil {
+		path1 := at.Keyword("limits")
+		path2 := kw.Keyword("properties/limits/$ref")
+		(*m.Limits).validateJSON(v, &path1, &path2)
+	}
+	if m.Reservations != nil {
+		path3 := at.Keyword("reservations")
+		path4 := kw.Keyword("properties/reservations/$ref")
+		(*m.Reservations).validateJSON(v, &path3, &path4)
+	}
 }
 
 // ListOrDict is generated from config.schema.json#/definitions/list_or_dict.
@@ -161,20 +557,44 @@ func (u ListOrDict) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ListOrDict) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ListOrDict) Raw() json.RawMessage { return u.raw }
 
 // AsObject decodes the value as map[string]*ListOrDictObjectValue.
 func (u ListOrDict) AsObject() (map[string]*ListOrDictObjectValue, error) {
 	var v map[string]*ListOrDictObjectValue
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return v, err
+		}
+		m1 := map[string]*ListOrDictObjectValue{}
+		for d.NextMember() {
+			k2 := string(d.Key())
+			if d.Err() != nil {
+				break
+			}
+			var e3 *ListOrDictObjectValue
+			if d.Null() {
+				e3 = nil
+			} else {
+				p4 := new(ListOrDictObjectValue)
+				if err := (*p4).decodeJSON(d); err != nil {
+					return v, jsonwire.Within(err, k2)
+				}
+				e3 = p4
+			}
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = m1
+	}
+	return v, d.End()
 }
 
 // FromObject sets the value to v.
@@ -190,8 +610,30 @@ func (u *ListOrDict) FromObject(v map[string]*ListOrDictObjectValue) error {
 // AsArray decodes the value as []string.
 func (u ListOrDict) AsArray() ([]string, error) {
 	var v []string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		s1 := make([]string, 0)
+		var zero3 string
+		for i2 := 0; d.NextItem(); i2++ {
+			s1 = append(s1, zero3)
+			v4, err := d.String()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i2)
+			}
+			s1[i2] = v4
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = s1
+	}
+	return v, d.End()
 }
 
 // FromArray sets the value to v.
@@ -202,6 +644,112 @@ func (u *ListOrDict) FromArray(v []string) error {
 	}
 	u.raw = b
 	return nil
+}
+
+// UnmarshalJSON decodes ListOrDict, rejecting JSON its Go type cannot represent.
+func (m *ListOrDict) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ListOrDict) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ListOrDict) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		y1, err2 := (*m).AsObject()
+		if err2 == nil {
+			if y1 == nil {
+				v.Fail(at, "", kw, "type", "null is not allowed here")
+			} else {
+				matched3 := 0
+				q4 := v.Quiet()
+				if y1 == nil {
+					q4.Fail(at, "", kw, "oneOf/0/type", "")
+				} else {
+					for k5, e6 := range y1 {
+						if pattern2.MatchString(k5) {
+							at7 := at.Member(k5)
+							if e6 != nil {
+								(*e6).validateJSON(&q4, &at7, kw)
+							}
+						}
+					}
+					for k8 := range y1 {
+						if pattern2.MatchString(k8) {
+							continue
+						}
+						at10 := at.Member(k8)
+						q4.Fail(&at10, "", kw, "oneOf/0/additionalProperties", "")
+					}
+				}
+				if q4.OK() {
+					matched3++
+				}
+				q11 := v.Quiet()
+				if y1 == nil {
+					q11.Fail(at, "", kw, "oneOf/1/type", "")
+				} else {
+					q11.Fail(at, "", kw, "oneOf/1/type", "")
+				}
+				if q11.OK() {
+					matched3++
+				}
+				if matched3 != 1 {
+					v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+				}
+			}
+			break
+		}
+		y12, err13 := (*m).AsArray()
+		if err13 == nil {
+			if y12 == nil {
+				v.Fail(at, "", kw, "type", "null is not allowed here")
+			} else {
+				matched14 := 0
+				q15 := v.Quiet()
+				if y12 == nil {
+					q15.Fail(at, "", kw, "oneOf/0/type", "")
+				} else {
+					q15.Fail(at, "", kw, "oneOf/0/type", "")
+				}
+				if q15.OK() {
+					matched14++
+				}
+				q16 := v.Quiet()
+				if y12 == nil {
+					q16.Fail(at, "", kw, "oneOf/1/type", "")
+				} else {
+					if _, _, dup := jsonwire.Duplicate(y12); dup {
+						q16.Fail(at, "", kw, "oneOf/1/uniqueItems", "")
+					}
+				}
+				if q16.OK() {
+					matched14++
+				}
+				if matched14 != 1 {
+					v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched14)+" alternatives match")
+				}
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err13)
+	}
 }
 
 // ListOrDictObjectValue is generated from config.schema.json#/definitions/list_or_dict/oneOf/0/patternProperties/.+.
@@ -221,20 +769,20 @@ func (u ListOrDictObjectValue) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ListOrDictObjectValue) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ListOrDictObjectValue) Raw() json.RawMessage { return u.raw }
 
 // AsString decodes the value as string.
 func (u ListOrDictObjectValue) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -250,8 +798,14 @@ func (u *ListOrDictObjectValue) FromString(v string) error {
 // AsNumber decodes the value as float64.
 func (u ListOrDictObjectValue) AsNumber() (float64, error) {
 	var v float64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromNumber sets the value to v.
@@ -267,8 +821,14 @@ func (u *ListOrDictObjectValue) FromNumber(v float64) error {
 // AsBoolean decodes the value as bool.
 func (u ListOrDictObjectValue) AsBoolean() (bool, error) {
 	var v bool
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Bool()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromBoolean sets the value to v.
@@ -281,10 +841,111 @@ func (u *ListOrDictObjectValue) FromBoolean(v bool) error {
 	return nil
 }
 
+// UnmarshalJSON decodes ListOrDictObjectValue, rejecting JSON its Go type cannot represent.
+func (m *ListOrDictObjectValue) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ListOrDictObjectValue) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ListOrDictObjectValue) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		_, err2 := (*m).AsString()
+		if err2 == nil {
+			break
+		}
+		_, err4 := (*m).AsNumber()
+		if err4 == nil {
+			break
+		}
+		_, err6 := (*m).AsBoolean()
+		if err6 == nil {
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err4, err6)
+	}
+}
+
 // Resource is generated from config.schema.json#/definitions/resource.
 type Resource struct {
 	Cpus   *ResourceCpus `json:"cpus,omitzero"`
 	Memory *string       `json:"memory,omitzero"`
+}
+
+// UnmarshalJSON decodes Resource, rejecting JSON its Go type cannot represent.
+func (m *Resource) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Resource{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "cpus":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "cpus")
+			} else {
+				p1 := new(ResourceCpus)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "cpus")
+				}
+				m.Cpus = p1
+			}
+		case "memory":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "memory")
+				}
+				(*p2) = v3
+				m.Memory = p2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Resource) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Cpus != nil {
+		path1 := at.Keyword("cpus")
+		path2 := kw.Keyword("properties/cpus")
+		(*m.Cpus).validateJSON(v, &path1, &path2)
+	}
 }
 
 // ResourceCpus is generated from config.schema.json#/definitions/resource/properties/cpus.
@@ -304,20 +965,20 @@ func (u ResourceCpus) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ResourceCpus) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ResourceCpus) Raw() json.RawMessage { return u.raw }
 
 // AsNumber decodes the value as float64.
 func (u ResourceCpus) AsNumber() (float64, error) {
 	var v float64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromNumber sets the value to v.
@@ -333,8 +994,14 @@ func (u *ResourceCpus) FromNumber(v float64) error {
 // AsString decodes the value as string.
 func (u ResourceCpus) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -345,6 +1012,44 @@ func (u *ResourceCpus) FromString(v string) error {
 	}
 	u.raw = b
 	return nil
+}
+
+// UnmarshalJSON decodes ResourceCpus, rejecting JSON its Go type cannot represent.
+func (m *ResourceCpus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ResourceCpus) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ResourceCpus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		_, err2 := (*m).AsNumber()
+		if err2 == nil {
+			break
+		}
+		_, err4 := (*m).AsString()
+		if err4 == nil {
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err4)
+	}
 }
 
 // Service is generated from config.schema.json#/definitions/service.
@@ -372,63 +1077,273 @@ func (m Service) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "image", "command", "environment", "ports", "depends_on", "restart", "healthcheck", "deploy", "build")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes Service, rejecting JSON its Go type cannot represent.
 func (m *Service) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Service{}
-	for key, raw := range members {
-		switch key {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "image":
-			if err := json.Unmarshal(raw, &m.Image); err != nil {
-				return jsonwire.MemberError("image", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "image")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "image")
+				}
+				(*p1) = v2
+				m.Image = p1
 			}
 		case "command":
-			if err := json.Unmarshal(raw, &m.Command); err != nil {
-				return jsonwire.MemberError("command", err)
+			if d.Null() {
+				m.Command = jsonwire.Null[Command]()
+			} else {
+				var v3 Command
+				if err := v3.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "command")
+				}
+				m.Command = jsonwire.Value(v3)
 			}
 		case "environment":
-			if err := json.Unmarshal(raw, &m.Environment); err != nil {
-				return jsonwire.MemberError("environment", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "environment")
+			} else {
+				p4 := new(ListOrDict)
+				if err := (*p4).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "environment")
+				}
+				m.Environment = p4
 			}
 		case "ports":
-			if err := json.Unmarshal(raw, &m.Ports); err != nil {
-				return jsonwire.MemberError("ports", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "ports")
 			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "ports")
+			}
+			s5 := make([]ServicePortsItem, 0)
+			var zero7 ServicePortsItem
+			for i6 := 0; d.NextItem(); i6++ {
+				s5 = append(s5, zero7)
+				if err := s5[i6].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "ports")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "ports")
+			}
+			m.Ports = s5
 		case "depends_on":
-			if err := json.Unmarshal(raw, &m.DependsOn); err != nil {
-				return jsonwire.MemberError("depends_on", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "depends_on")
+			} else {
+				p8 := new(ServiceDependsOn)
+				if err := (*p8).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "depends_on")
+				}
+				m.DependsOn = p8
 			}
 		case "restart":
-			if err := json.Unmarshal(raw, &m.Restart); err != nil {
-				return jsonwire.MemberError("restart", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "restart")
+			} else {
+				p9 := new(ServiceRestart)
+				if err := (*p9).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "restart")
+				}
+				m.Restart = p9
 			}
 		case "healthcheck":
-			if err := json.Unmarshal(raw, &m.Healthcheck); err != nil {
-				return jsonwire.MemberError("healthcheck", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "healthcheck")
+			} else {
+				p10 := new(ServiceHealthcheck)
+				if err := (*p10).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "healthcheck")
+				}
+				m.Healthcheck = p10
 			}
 		case "deploy":
-			if err := json.Unmarshal(raw, &m.Deploy); err != nil {
-				return jsonwire.MemberError("deploy", err)
+			if d.Null() {
+				m.Deploy = jsonwire.Null[Deploy]()
+			} else {
+				var v11 Deploy
+				if err := v11.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "deploy")
+				}
+				m.Deploy = jsonwire.Value(v11)
 			}
 		case "build":
-			if err := json.Unmarshal(raw, &m.Build); err != nil {
-				return jsonwire.MemberError("build", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "build")
+			} else {
+				p12 := new(ServiceBuild)
+				if err := (*p12).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "build")
+				}
+				m.Build = p12
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e13 json.RawMessage
+			v14, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e13 = v14
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e13
 		}
 	}
+	if err := d.Err(); err != nil {
+		return err
+	}
 	return nil
+}
+
+func (m *Service) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.Command.Get(); ok {
+		path2 := at.Keyword("command")
+		path3 := kw.Keyword("properties/command/$ref")
+		x1.validateJSON(v, &path2, &path3)
+	}
+	if m.Environment != nil {
+		path4 := at.Keyword("environment")
+		path5 := kw.Keyword("properties/environment/$ref")
+		(*m.Environment).validateJSON(v, &path4, &path5)
+	}
+	if m.Ports != nil {
+		for i6 := 0; i6 < len(m.Ports); i6++ {
+			path8 := at.Keyword("ports")
+			at7 := path8.Index(i6)
+			path9 := kw.Keyword("properties/ports/items")
+			m.Ports[i6].validateJSON(v, &at7, &path9)
+		}
+	}
+	if m.DependsOn != nil {
+		path10 := at.Keyword("depends_on")
+		path11 := kw.Keyword("properties/depends_on")
+		(*m.DependsOn).validateJSON(v, &path10, &path11)
+	}
+	if m.Restart != nil {
+		path12 := at.Keyword("restart")
+		path13 := kw.Keyword("properties/restart")
+		(*m.Restart).validateJSON(v, &path12, &path13)
+	}
+	if m.Healthcheck != nil {
+		path14 := at.Keyword("healthcheck")
+		path15 := kw.Keyword("properties/healthcheck")
+		(*m.Healthcheck).validateJSON(v, &path14, &path15)
+	}
+	if x16, ok := m.Deploy.Get(); ok {
+		matched17 := 0
+		q18 := v.Quiet()
+		q18.Fail(at, "deploy", kw, "properties/deploy/anyOf/0/type", "")
+		if q18.OK() {
+			matched17++
+		}
+		if matched17 == 0 {
+			q19 := v.Quiet()
+			x16.validateJSON(&q19, at, kw)
+			if q19.OK() {
+				matched17++
+			}
+		}
+		if matched17 == 0 {
+			v.Fail(at, "deploy", kw, "properties/deploy/anyOf", "anyOf failed")
+		}
+	}
+	if m.Build != nil {
+		path20 := at.Keyword("build")
+		path21 := kw.Keyword("properties/build")
+		(*m.Build).validateJSON(v, &path20, &path21)
+	}
+	for k22 := range m.AdditionalProperties {
+		switch k22 {
+		case "image", "command", "environment", "ports", "depends_on", "restart", "healthcheck", "deploy", "build":
+			continue
+		}
+		if pattern1.MatchString(k22) {
+			continue
+		}
+		at24 := at.Member(k22)
+		v.Fail(&at24, "", kw, "additionalProperties", "additionalProperties "+jsonwire.Quote(k22)+" not allowed")
+	}
+	q25 := v.Quiet()
+	if m.Restart != nil {
+		if string((*m.Restart)) != "on-failure" {
+			q25.Fail(at, "restart", kw, "if/properties/restart/const", "")
+		}
+	}
+	{
+		var missing []string
+		if !(m.Restart != nil) {
+			missing = append(missing, "restart")
+		}
+		if len(missing) > 0 {
+			q25.Fail(at, "", kw, "if/required", "")
+		}
+	}
+	if q25.OK() {
+		{
+			var missing []string
+			if !(!m.Deploy.IsZero()) {
+				missing = append(missing, "deploy")
+			}
+			if len(missing) > 0 {
+				v.Fail(at, "", kw, "then/required", jsonwire.MissingMessage(missing))
+			}
+		}
+	}
+	matched26 := 0
+	q27 := v.Quiet()
+	{
+		var missing []string
+		if !(m.Image != nil) {
+			missing = append(missing, "image")
+		}
+		if len(missing) > 0 {
+			q27.Fail(at, "", kw, "anyOf/0/required", "")
+		}
+	}
+	if q27.OK() {
+		matched26++
+	}
+	if matched26 == 0 {
+		q28 := v.Quiet()
+		{
+			var missing []string
+			if !(m.Build != nil) {
+				missing = append(missing, "build")
+			}
+			if len(missing) > 0 {
+				q28.Fail(at, "", kw, "anyOf/1/required", "")
+			}
+		}
+		if q28.OK() {
+			matched26++
+		}
+	}
+	if matched26 == 0 {
+		v.Fail(at, "", kw, "anyOf", "anyOf failed")
+	}
 }
 
 // ServiceBuild is generated from config.schema.json#/definitions/service/properties/build.
@@ -448,20 +1363,20 @@ func (u ServiceBuild) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ServiceBuild) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ServiceBuild) Raw() json.RawMessage { return u.raw }
 
 // AsString decodes the value as string.
 func (u ServiceBuild) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -477,8 +1392,12 @@ func (u *ServiceBuild) FromString(v string) error {
 // AsObject decodes the value as ServiceBuildObject.
 func (u ServiceBuild) AsObject() (ServiceBuildObject, error) {
 	var v ServiceBuildObject
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
 }
 
 // FromObject sets the value to v.
@@ -489,6 +1408,71 @@ func (u *ServiceBuild) FromObject(v ServiceBuildObject) error {
 	}
 	u.raw = b
 	return nil
+}
+
+// UnmarshalJSON decodes ServiceBuild, rejecting JSON its Go type cannot represent.
+func (m *ServiceBuild) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceBuild) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ServiceBuild) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		_, err2 := (*m).AsString()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			q5.Fail(at, "", kw, "oneOf/1/type", "")
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		y6, err7 := (*m).AsObject()
+		if err7 == nil {
+			matched8 := 0
+			q9 := v.Quiet()
+			q9.Fail(at, "", kw, "oneOf/0/type", "")
+			if q9.OK() {
+				matched8++
+			}
+			q10 := v.Quiet()
+			y6.validateJSON(&q10, at, kw)
+			if q10.OK() {
+				matched8++
+			}
+			if matched8 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched8)+" alternatives match")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err7)
+	}
 }
 
 // ServiceBuildObject is generated from config.schema.json#/definitions/service/properties/build/oneOf/1.
@@ -510,39 +1494,97 @@ func (m ServiceBuildObject) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "context", "dockerfile", "args")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes ServiceBuildObject, rejecting JSON its Go type cannot represent.
 func (m *ServiceBuildObject) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServiceBuildObject{}
-	for key, raw := range members {
-		switch key {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "context":
-			if err := json.Unmarshal(raw, &m.Context); err != nil {
-				return jsonwire.MemberError("context", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "context")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "context")
+				}
+				(*p1) = v2
+				m.Context = p1
 			}
 		case "dockerfile":
-			if err := json.Unmarshal(raw, &m.Dockerfile); err != nil {
-				return jsonwire.MemberError("dockerfile", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "dockerfile")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "dockerfile")
+				}
+				(*p3) = v4
+				m.Dockerfile = p3
 			}
 		case "args":
-			if err := json.Unmarshal(raw, &m.Args); err != nil {
-				return jsonwire.MemberError("args", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "args")
+			} else {
+				p5 := new(ListOrDict)
+				if err := (*p5).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "args")
+				}
+				m.Args = p5
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e6 json.RawMessage
+			v7, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e6 = v7
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e6
 		}
 	}
+	if err := d.Err(); err != nil {
+		return err
+	}
 	return nil
+}
+
+func (m *ServiceBuildObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Args != nil {
+		path1 := at.Keyword("args")
+		path2 := kw.Keyword("properties/args/$ref")
+		(*m.Args).validateJSON(v, &path1, &path2)
+	}
+	for k3 := range m.AdditionalProperties {
+		switch k3 {
+		case "context", "dockerfile", "args":
+			continue
+		}
+		if pattern1.MatchString(k3) {
+			continue
+		}
+		at5 := at.Member(k3)
+		v.Fail(&at5, "", kw, "additionalProperties", "additionalProperties "+jsonwire.Quote(k3)+" not allowed")
+	}
 }
 
 // ServiceDependsOn is generated from config.schema.json#/definitions/service/properties/depends_on.
@@ -562,20 +1604,36 @@ func (u ServiceDependsOn) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ServiceDependsOn) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ServiceDependsOn) Raw() json.RawMessage { return u.raw }
 
 // AsArray decodes the value as []string.
 func (u ServiceDependsOn) AsArray() ([]string, error) {
 	var v []string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		s1 := make([]string, 0)
+		var zero3 string
+		for i2 := 0; d.NextItem(); i2++ {
+			s1 = append(s1, zero3)
+			v4, err := d.String()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i2)
+			}
+			s1[i2] = v4
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = s1
+	}
+	return v, d.End()
 }
 
 // FromArray sets the value to v.
@@ -591,8 +1649,32 @@ func (u *ServiceDependsOn) FromArray(v []string) error {
 // AsObject decodes the value as map[string]ServiceDependsOnObjectValue.
 func (u ServiceDependsOn) AsObject() (map[string]ServiceDependsOnObjectValue, error) {
 	var v map[string]ServiceDependsOnObjectValue
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return v, err
+		}
+		m1 := map[string]ServiceDependsOnObjectValue{}
+		for d.NextMember() {
+			k2 := string(d.Key())
+			if d.Err() != nil {
+				break
+			}
+			var e3 ServiceDependsOnObjectValue
+			if err := e3.decodeJSON(d); err != nil {
+				return v, jsonwire.Within(err, k2)
+			}
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = m1
+	}
+	return v, d.End()
 }
 
 // FromObject sets the value to v.
@@ -605,9 +1687,162 @@ func (u *ServiceDependsOn) FromObject(v map[string]ServiceDependsOnObjectValue) 
 	return nil
 }
 
+// UnmarshalJSON decodes ServiceDependsOn, rejecting JSON its Go type cannot represent.
+func (m *ServiceDependsOn) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceDependsOn) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ServiceDependsOn) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		y1, err2 := (*m).AsArray()
+		if err2 == nil {
+			if y1 == nil {
+				v.Fail(at, "", kw, "type", "null is not allowed here")
+			} else {
+				matched3 := 0
+				q4 := v.Quiet()
+				if y1 == nil {
+					q4.Fail(at, "", kw, "oneOf/0/type", "")
+				} else {
+					if _, _, dup := jsonwire.Duplicate(y1); dup {
+						q4.Fail(at, "", kw, "oneOf/0/uniqueItems", "")
+					}
+				}
+				if q4.OK() {
+					matched3++
+				}
+				q7 := v.Quiet()
+				if y1 == nil {
+					q7.Fail(at, "", kw, "oneOf/1/type", "")
+				} else {
+					q7.Fail(at, "", kw, "oneOf/1/type", "")
+				}
+				if q7.OK() {
+					matched3++
+				}
+				if matched3 != 1 {
+					v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+				}
+			}
+			break
+		}
+		y8, err9 := (*m).AsObject()
+		if err9 == nil {
+			if y8 == nil {
+				v.Fail(at, "", kw, "type", "null is not allowed here")
+			} else {
+				matched10 := 0
+				q11 := v.Quiet()
+				if y8 == nil {
+					q11.Fail(at, "", kw, "oneOf/0/type", "")
+				} else {
+					q11.Fail(at, "", kw, "oneOf/0/type", "")
+				}
+				if q11.OK() {
+					matched10++
+				}
+				q12 := v.Quiet()
+				if y8 == nil {
+					q12.Fail(at, "", kw, "oneOf/1/type", "")
+				} else {
+					for k13, e14 := range y8 {
+						if pattern0.MatchString(k13) {
+							at15 := at.Member(k13)
+							e14.validateJSON(&q12, &at15, kw)
+						}
+					}
+					for k16 := range y8 {
+						if pattern0.MatchString(k16) {
+							continue
+						}
+						at18 := at.Member(k16)
+						q12.Fail(&at18, "", kw, "oneOf/1/additionalProperties", "")
+					}
+				}
+				if q12.OK() {
+					matched10++
+				}
+				if matched10 != 1 {
+					v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched10)+" alternatives match")
+				}
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err9)
+	}
+}
+
 // ServiceDependsOnObjectValue is generated from config.schema.json#/definitions/service/properties/depends_on/oneOf/1/patternProperties/^[a-zA-Z0-9._-]+$.
 type ServiceDependsOnObjectValue struct {
 	Condition ServiceDependsOnObjectValueCondition `json:"condition"`
+}
+
+// UnmarshalJSON decodes ServiceDependsOnObjectValue, rejecting JSON its Go type cannot represent.
+func (m *ServiceDependsOnObjectValue) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceDependsOnObjectValue) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ServiceDependsOnObjectValue{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "condition":
+			seen[0] = true
+			if err := m.Condition.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "condition")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "condition")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *ServiceDependsOnObjectValue) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("condition")
+	path2 := kw.Keyword("properties/condition")
+	m.Condition.validateJSON(v, &path1, &path2)
 }
 
 // ServiceDependsOnObjectValueCondition is generated from config.schema.json#/definitions/service/properties/depends_on/oneOf/1/patternProperties/^[a-zA-Z0-9._-]+$/properties/condition.
@@ -619,6 +1854,32 @@ const (
 	ServiceDependsOnObjectValueConditionServiceHealthy               ServiceDependsOnObjectValueCondition = "service_healthy"
 	ServiceDependsOnObjectValueConditionServiceCompletedSuccessfully ServiceDependsOnObjectValueCondition = "service_completed_successfully"
 )
+
+// UnmarshalJSON decodes ServiceDependsOnObjectValueCondition, rejecting JSON its Go type cannot represent.
+func (m *ServiceDependsOnObjectValueCondition) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceDependsOnObjectValueCondition) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = ServiceDependsOnObjectValueCondition(v1)
+	return nil
+}
+
+func (m *ServiceDependsOnObjectValueCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "service_started" && string((*m)) != "service_healthy" && string((*m)) != "service_completed_successfully" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"service_started\", \"service_healthy\", \"service_completed_successfully\"")
+	}
+}
 
 // ServiceHealthcheck is generated from config.schema.json#/definitions/service/properties/healthcheck.
 type ServiceHealthcheck struct {
@@ -634,6 +1895,100 @@ func (m *ServiceHealthcheck) GetRetries() int64 {
 		return 3
 	}
 	return *m.Retries
+}
+
+// UnmarshalJSON decodes ServiceHealthcheck, rejecting JSON its Go type cannot represent.
+func (m *ServiceHealthcheck) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ServiceHealthcheck{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "test":
+			if d.Null() {
+				m.Test = jsonwire.Null[Command]()
+			} else {
+				var v1 Command
+				if err := v1.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "test")
+				}
+				m.Test = jsonwire.Value(v1)
+			}
+		case "interval":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "interval")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "interval")
+				}
+				(*p2) = v3
+				m.Interval = p2
+			}
+		case "retries":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "retries")
+			} else {
+				p4 := new(int64)
+				v5, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "retries")
+				}
+				(*p4) = v5
+				m.Retries = p4
+			}
+		case "disable":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "disable")
+			} else {
+				p6 := new(bool)
+				v7, err := d.Bool()
+				if err != nil {
+					return jsonwire.Within(err, "disable")
+				}
+				(*p6) = v7
+				m.Disable = p6
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *ServiceHealthcheck) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.Test.Get(); ok {
+		path2 := at.Keyword("test")
+		path3 := kw.Keyword("allOf/0/$ref/properties/test/$ref")
+		x1.validateJSON(v, &path2, &path3)
+	}
+	if m.Interval != nil {
+		if !jsonwire.IsFormat("duration", (*m.Interval)) {
+			v.Fail(at, "interval", kw, "allOf/0/$ref/properties/interval/format", jsonwire.Quote((*m.Interval))+" is not valid \"duration\"")
+		}
+	}
+	if m.Retries != nil {
+		if int64((*m.Retries)) < 0 {
+			v.Fail(at, "retries", kw, "allOf/0/$ref/properties/retries/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.Retries)), 10))
+		}
+	}
 }
 
 // ServicePortsItem is generated from config.schema.json#/definitions/service/properties/ports/items.
@@ -653,20 +2008,20 @@ func (u ServicePortsItem) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ServicePortsItem) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ServicePortsItem) Raw() json.RawMessage { return u.raw }
 
 // AsNumber decodes the value as float64.
 func (u ServicePortsItem) AsNumber() (float64, error) {
 	var v float64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromNumber sets the value to v.
@@ -682,8 +2037,14 @@ func (u *ServicePortsItem) FromNumber(v float64) error {
 // AsString decodes the value as string.
 func (u ServicePortsItem) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -699,8 +2060,12 @@ func (u *ServicePortsItem) FromString(v string) error {
 // AsObject decodes the value as ServicePortsItemObject.
 func (u ServicePortsItem) AsObject() (ServicePortsItemObject, error) {
 	var v ServicePortsItemObject
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
 }
 
 // FromObject sets the value to v.
@@ -713,11 +2078,189 @@ func (u *ServicePortsItem) FromObject(v ServicePortsItemObject) error {
 	return nil
 }
 
+// UnmarshalJSON decodes ServicePortsItem, rejecting JSON its Go type cannot represent.
+func (m *ServicePortsItem) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServicePortsItem) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ServicePortsItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		_, err2 := (*m).AsNumber()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			q5.Fail(at, "", kw, "oneOf/1/type", "")
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 < 2 {
+				q6 := v.Quiet()
+				q6.Fail(at, "", kw, "oneOf/2/type", "")
+				if q6.OK() {
+					matched3++
+				}
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		_, err8 := (*m).AsString()
+		if err8 == nil {
+			matched9 := 0
+			q10 := v.Quiet()
+			q10.Fail(at, "", kw, "oneOf/0/type", "")
+			if q10.OK() {
+				matched9++
+			}
+			q11 := v.Quiet()
+			if q11.OK() {
+				matched9++
+			}
+			if matched9 < 2 {
+				q12 := v.Quiet()
+				q12.Fail(at, "", kw, "oneOf/2/type", "")
+				if q12.OK() {
+					matched9++
+				}
+			}
+			if matched9 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched9)+" alternatives match")
+			}
+			break
+		}
+		y13, err14 := (*m).AsObject()
+		if err14 == nil {
+			matched15 := 0
+			q16 := v.Quiet()
+			q16.Fail(at, "", kw, "oneOf/0/type", "")
+			if q16.OK() {
+				matched15++
+			}
+			q17 := v.Quiet()
+			q17.Fail(at, "", kw, "oneOf/1/type", "")
+			if q17.OK() {
+				matched15++
+			}
+			if matched15 < 2 {
+				q18 := v.Quiet()
+				y13.validateJSON(&q18, at, kw)
+				if q18.OK() {
+					matched15++
+				}
+			}
+			if matched15 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched15)+" alternatives match")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err8, err14)
+	}
+}
+
 // ServicePortsItemObject is generated from config.schema.json#/definitions/service/properties/ports/items/oneOf/2.
 type ServicePortsItemObject struct {
 	Target    *int64                           `json:"target,omitzero"`
 	Published *ServicePortsItemObjectPublished `json:"published,omitzero"`
 	Protocol  *ServicePortsItemObjectProtocol  `json:"protocol,omitzero"`
+}
+
+// UnmarshalJSON decodes ServicePortsItemObject, rejecting JSON its Go type cannot represent.
+func (m *ServicePortsItemObject) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ServicePortsItemObject{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "target":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "target")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "target")
+				}
+				(*p1) = v2
+				m.Target = p1
+			}
+		case "published":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "published")
+			} else {
+				p3 := new(ServicePortsItemObjectPublished)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "published")
+				}
+				m.Published = p3
+			}
+		case "protocol":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "protocol")
+			} else {
+				p4 := new(ServicePortsItemObjectProtocol)
+				if err := (*p4).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "protocol")
+				}
+				m.Protocol = p4
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *ServicePortsItemObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Published != nil {
+		path1 := at.Keyword("published")
+		path2 := kw.Keyword("properties/published")
+		(*m.Published).validateJSON(v, &path1, &path2)
+	}
+	if m.Protocol != nil {
+		path3 := at.Keyword("protocol")
+		path4 := kw.Keyword("properties/protocol")
+		(*m.Protocol).validateJSON(v, &path3, &path4)
+	}
 }
 
 // ServicePortsItemObjectProtocol is generated from config.schema.json#/definitions/service/properties/ports/items/oneOf/2/properties/protocol.
@@ -728,6 +2271,32 @@ const (
 	ServicePortsItemObjectProtocolTCP ServicePortsItemObjectProtocol = "tcp"
 	ServicePortsItemObjectProtocolUDP ServicePortsItemObjectProtocol = "udp"
 )
+
+// UnmarshalJSON decodes ServicePortsItemObjectProtocol, rejecting JSON its Go type cannot represent.
+func (m *ServicePortsItemObjectProtocol) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServicePortsItemObjectProtocol) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = ServicePortsItemObjectProtocol(v1)
+	return nil
+}
+
+func (m *ServicePortsItemObjectProtocol) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "tcp" && string((*m)) != "udp" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"tcp\", \"udp\"")
+	}
+}
 
 // ServicePortsItemObjectPublished is generated from config.schema.json#/definitions/service/properties/ports/items/oneOf/2/properties/published.
 //
@@ -746,20 +2315,20 @@ func (u ServicePortsItemObjectPublished) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *ServicePortsItemObjectPublished) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u ServicePortsItemObjectPublished) Raw() json.RawMessage { return u.raw }
 
 // AsString decodes the value as string.
 func (u ServicePortsItemObjectPublished) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -775,8 +2344,14 @@ func (u *ServicePortsItemObjectPublished) FromString(v string) error {
 // AsInteger decodes the value as int64.
 func (u ServicePortsItemObjectPublished) AsInteger() (int64, error) {
 	var v int64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Int64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromInteger sets the value to v.
@@ -789,6 +2364,44 @@ func (u *ServicePortsItemObjectPublished) FromInteger(v int64) error {
 	return nil
 }
 
+// UnmarshalJSON decodes ServicePortsItemObjectPublished, rejecting JSON its Go type cannot represent.
+func (m *ServicePortsItemObjectPublished) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServicePortsItemObjectPublished) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *ServicePortsItemObjectPublished) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		_, err2 := (*m).AsString()
+		if err2 == nil {
+			break
+		}
+		_, err4 := (*m).AsInteger()
+		if err4 == nil {
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err4)
+	}
+}
+
 // ServiceRestart is generated from config.schema.json#/definitions/service/properties/restart.
 type ServiceRestart string
 
@@ -799,6 +2412,32 @@ const (
 	ServiceRestartOnFailure     ServiceRestart = "on-failure"
 	ServiceRestartUnlessStopped ServiceRestart = "unless-stopped"
 )
+
+// UnmarshalJSON decodes ServiceRestart, rejecting JSON its Go type cannot represent.
+func (m *ServiceRestart) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ServiceRestart) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = ServiceRestart(v1)
+	return nil
+}
+
+func (m *ServiceRestart) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "no" && string((*m)) != "always" && string((*m)) != "on-failure" && string((*m)) != "unless-stopped" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"no\", \"always\", \"on-failure\", \"unless-stopped\"")
+	}
+}
 
 // Volume is generated from config.schema.json#/definitions/volume.
 type Volume struct {
@@ -819,37 +2458,102 @@ func (m Volume) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "driver", "external", "labels")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes Volume, rejecting JSON its Go type cannot represent.
 func (m *Volume) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Volume{}
-	for key, raw := range members {
-		switch key {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "driver":
-			if err := json.Unmarshal(raw, &m.Driver); err != nil {
-				return jsonwire.MemberError("driver", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "driver")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "driver")
+				}
+				(*p1) = v2
+				m.Driver = p1
 			}
 		case "external":
-			if err := json.Unmarshal(raw, &m.External); err != nil {
-				return jsonwire.MemberError("external", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "external")
+			} else {
+				p3 := new(bool)
+				v4, err := d.Bool()
+				if err != nil {
+					return jsonwire.Within(err, "external")
+				}
+				(*p3) = v4
+				m.External = p3
 			}
 		case "labels":
-			if err := json.Unmarshal(raw, &m.Labels); err != nil {
-				return jsonwire.MemberError("labels", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "labels")
+			} else {
+				p5 := new(ListOrDict)
+				if err := (*p5).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "labels")
+				}
+				m.Labels = p5
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e6 json.RawMessage
+			v7, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e6 = v7
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e6
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	return nil
 }
+
+func (m *Volume) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Labels != nil {
+		path1 := at.Keyword("labels")
+		path2 := kw.Keyword("properties/labels/$ref")
+		(*m.Labels).validateJSON(v, &path1, &path2)
+	}
+	for k3 := range m.AdditionalProperties {
+		switch k3 {
+		case "driver", "external", "labels":
+			continue
+		}
+		if pattern1.MatchString(k3) {
+			continue
+		}
+		at5 := at.Member(k3)
+		v.Fail(&at5, "", kw, "additionalProperties", "additionalProperties "+jsonwire.Quote(k3)+" not allowed")
+	}
+}
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = regexp.MustCompile("^[a-zA-Z0-9._-]+$")
+	pattern1 = regexp.MustCompile("^x-")
+	pattern2 = regexp.MustCompile(".+")
+)

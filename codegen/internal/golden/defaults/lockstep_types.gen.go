@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Settings is the message Settings of the contract, generated from contract.yaml#/schemas/Settings.
@@ -103,10 +104,278 @@ func (m *Settings) GetSince() time.Time {
 	return *m.Since
 }
 
+// UnmarshalJSON decodes Settings, rejecting JSON its Go type cannot represent.
+func (m *Settings) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Settings{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "replicas":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "replicas")
+				}
+				(*p1) = v2
+				m.Replicas = p1
+			}
+		case "ratio":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
+			} else {
+				p3 := new(float64)
+				v4, err := d.Float64()
+				if err != nil {
+					return jsonwire.Within(err, "ratio")
+				}
+				(*p3) = v4
+				m.Ratio = p3
+			}
+		case "name":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
+			} else {
+				p5 := new(string)
+				v6, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "name")
+				}
+				(*p5) = v6
+				m.Name = p5
+			}
+		case "enabled":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "enabled")
+			} else {
+				p7 := new(bool)
+				v8, err := d.Bool()
+				if err != nil {
+					return jsonwire.Within(err, "enabled")
+				}
+				(*p7) = v8
+				m.Enabled = p7
+			}
+		case "mode":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
+			} else {
+				p9 := new(SettingsMode)
+				if err := (*p9).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "mode")
+				}
+				m.Mode = p9
+			}
+		case "tags":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "tags")
+			}
+			s10 := make([]string, 0)
+			var zero12 string
+			for i11 := 0; d.NextItem(); i11++ {
+				s10 = append(s10, zero12)
+				v13, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "tags")
+				}
+				s10[i11] = v13
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "tags")
+			}
+			m.Tags = s10
+		case "labels":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m14 := map[string]string{}
+			for d.NextMember() {
+				k15 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e16 string
+				v17, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k15), "labels")
+				}
+				e16 = v17
+				m14[k15] = e16
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m14
+		case "limits":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
+			} else {
+				p18 := new(SettingsLimits)
+				if err := (*p18).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "limits")
+				}
+				m.Limits = p18
+			}
+		case "fallback":
+			if d.Null() {
+				m.Fallback = jsonwire.Null[string]()
+			} else {
+				var v19 string
+				v20, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "fallback")
+				}
+				v19 = v20
+				m.Fallback = jsonwire.Value(v19)
+			}
+		case "since":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
+			} else {
+				p21 := new(time.Time)
+				v22, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "since")
+				}
+				(*p21) = v22
+				m.Since = p21
+			}
+		case "required":
+			seen[0] = true
+			v23, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "required")
+			}
+			m.Required = v23
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "required")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Settings) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Mode != nil {
+		path1 := at.Keyword("mode")
+		path2 := kw.Keyword("properties/mode")
+		(*m.Mode).validateJSON(v, &path1, &path2)
+	}
+	if m.Limits != nil {
+		path10 := at.Keyword("limits")
+		path11 := kw.Keyword("properties/limits")
+		(*m.Limits).validateJSON(v, &path10, &path11)
+	}
+}
+
+// Validate checks m against the schema of Settings, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Settings) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Settings is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Settings")
+}
+
+var _ framework.Validator = (*Settings)(nil)
+
 // SettingsLimits is generated from contract.yaml#/schemas/Settings/properties/limits.
 type SettingsLimits struct {
 	CPU    *string `json:"cpu,omitzero"`
 	Memory *string `json:"memory,omitzero"`
+}
+
+// UnmarshalJSON decodes SettingsLimits, rejecting JSON its Go type cannot represent.
+func (m *SettingsLimits) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = SettingsLimits{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "cpu":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "cpu")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "cpu")
+				}
+				(*p1) = v2
+				m.CPU = p1
+			}
+		case "memory":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "memory")
+				}
+				(*p3) = v4
+				m.Memory = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *SettingsLimits) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // SettingsMode is generated from contract.yaml#/schemas/Settings/properties/mode.
@@ -117,3 +386,29 @@ const (
 	SettingsModeFast SettingsMode = "fast"
 	SettingsModeSafe SettingsMode = "safe"
 )
+
+// UnmarshalJSON decodes SettingsMode, rejecting JSON its Go type cannot represent.
+func (m *SettingsMode) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *SettingsMode) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = SettingsMode(v1)
+	return nil
+}
+
+func (m *SettingsMode) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "fast" && string((*m)) != "safe" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"fast\", \"safe\"")
+	}
+}

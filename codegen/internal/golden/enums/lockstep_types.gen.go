@@ -4,6 +4,7 @@ package enums
 
 import (
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Color is the message Color of the contract, generated from contract.yaml#/schemas/Color.
@@ -18,6 +19,47 @@ const (
 	ColorBlue  Color = "blue"
 )
 
+// UnmarshalJSON decodes Color, rejecting JSON its Go type cannot represent.
+func (m *Color) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Color) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = Color(v1)
+	return nil
+}
+
+func (m *Color) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "red" && string((*m)) != "green" && string((*m)) != "blue" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"red\", \"green\", \"blue\"")
+	}
+}
+
+// Validate checks m against the schema of Color, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Color) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Color is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Color")
+}
+
+var _ framework.Validator = (*Color)(nil)
+
 // Enums is the message Enums of the contract, generated from contract.yaml#/schemas/Enums.
 type Enums struct {
 	Phase    EnumsPhase                    `json:"phase"`
@@ -28,6 +70,157 @@ type Enums struct {
 	More     []Color                       `json:"more,omitzero"`
 }
 
+// UnmarshalJSON decodes Enums, rejecting JSON its Go type cannot represent.
+func (m *Enums) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Enums{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "phase":
+			seen[0] = true
+			if err := m.Phase.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "phase")
+			}
+		case "priority":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
+			} else {
+				p1 := new(EnumsPriority)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "priority")
+				}
+				m.Priority = p1
+			}
+		case "maybe":
+			if d.Null() {
+				m.Maybe = jsonwire.Null[EnumsMaybe]()
+			} else {
+				var v2 EnumsMaybe
+				if err := v2.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "maybe")
+				}
+				m.Maybe = jsonwire.Value(v2)
+			}
+		case "odd":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "odd")
+			} else {
+				p3 := new(EnumsOdd)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "odd")
+				}
+				m.Odd = p3
+			}
+		case "shared":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "shared")
+			} else {
+				p4 := new(Color)
+				if err := (*p4).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "shared")
+				}
+				m.Shared = p4
+			}
+		case "more":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "more")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "more")
+			}
+			s5 := make([]Color, 0)
+			var zero7 Color
+			for i6 := 0; d.NextItem(); i6++ {
+				s5 = append(s5, zero7)
+				if err := s5[i6].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "more")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "more")
+			}
+			m.More = s5
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "phase")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Enums) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("phase")
+	path2 := kw.Keyword("properties/phase")
+	m.Phase.validateJSON(v, &path1, &path2)
+	if m.Priority != nil {
+		path3 := at.Keyword("priority")
+		path4 := kw.Keyword("properties/priority")
+		(*m.Priority).validateJSON(v, &path3, &path4)
+	}
+	if x5, ok := m.Maybe.Get(); ok {
+		path6 := at.Keyword("maybe")
+		path7 := kw.Keyword("properties/maybe")
+		x5.validateJSON(v, &path6, &path7)
+	}
+	if m.Odd != nil {
+		path8 := at.Keyword("odd")
+		path9 := kw.Keyword("properties/odd")
+		(*m.Odd).validateJSON(v, &path8, &path9)
+	}
+	if m.Shared != nil {
+		path10 := at.Keyword("shared")
+		path11 := kw.Keyword("properties/shared/$ref")
+		(*m.Shared).validateJSON(v, &path10, &path11)
+	}
+	if m.More != nil {
+		for i12 := 0; i12 < len(m.More); i12++ {
+			path14 := at.Keyword("more")
+			at13 := path14.Index(i12)
+			path15 := kw.Keyword("properties/more/items/$ref")
+			m.More[i12].validateJSON(v, &at13, &path15)
+		}
+	}
+}
+
+// Validate checks m against the schema of Enums, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Enums) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Enums is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Enums")
+}
+
+var _ framework.Validator = (*Enums)(nil)
+
 // EnumsMaybe is generated from contract.yaml#/schemas/Enums/properties/maybe.
 type EnumsMaybe string
 
@@ -36,6 +229,32 @@ const (
 	EnumsMaybeOn  EnumsMaybe = "on"
 	EnumsMaybeOff EnumsMaybe = "off"
 )
+
+// UnmarshalJSON decodes EnumsMaybe, rejecting JSON its Go type cannot represent.
+func (m *EnumsMaybe) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EnumsMaybe) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = EnumsMaybe(v1)
+	return nil
+}
+
+func (m *EnumsMaybe) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "on" && string((*m)) != "off" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"on\", \"off\", null")
+	}
+}
 
 // EnumsOdd is generated from contract.yaml#/schemas/Enums/properties/odd.
 type EnumsOdd string
@@ -49,6 +268,32 @@ const (
 	EnumsOddAlreadySpaced EnumsOdd = "Already Spaced"
 )
 
+// UnmarshalJSON decodes EnumsOdd, rejecting JSON its Go type cannot represent.
+func (m *EnumsOdd) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EnumsOdd) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = EnumsOdd(v1)
+	return nil
+}
+
+func (m *EnumsOdd) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "" && string((*m)) != "a-b" && string((*m)) != "1x" && string((*m)) != "snake_case" && string((*m)) != "Already Spaced" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"\", \"a-b\", \"1x\", \"snake_case\", \"Already Spaced\"")
+	}
+}
+
 // EnumsPhase is generated from contract.yaml#/schemas/Enums/properties/phase.
 type EnumsPhase string
 
@@ -60,6 +305,32 @@ const (
 	EnumsPhaseFailed    EnumsPhase = "Failed"
 )
 
+// UnmarshalJSON decodes EnumsPhase, rejecting JSON its Go type cannot represent.
+func (m *EnumsPhase) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EnumsPhase) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = EnumsPhase(v1)
+	return nil
+}
+
+func (m *EnumsPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\"")
+	}
+}
+
 // EnumsPriority is generated from contract.yaml#/schemas/Enums/properties/priority.
 type EnumsPriority int64
 
@@ -69,3 +340,29 @@ const (
 	EnumsPriorityValue0      EnumsPriority = 0
 	EnumsPriorityValue10     EnumsPriority = 10
 )
+
+// UnmarshalJSON decodes EnumsPriority, rejecting JSON its Go type cannot represent.
+func (m *EnumsPriority) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EnumsPriority) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 int64
+	v2, err := d.Int64()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = EnumsPriority(v1)
+	return nil
+}
+
+func (m *EnumsPriority) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(int64((*m))) != -1 && int64(int64((*m))) != 0 && int64(int64((*m))) != 10 {
+		v.Fail(at, "", kw, "enum", "value must be one of -1, 0, 10")
+	}
+}

@@ -5,9 +5,13 @@ package escapehatch
 import (
 	"encoding/json"
 	"net/netip"
+
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 )
 
 // Escapes is the message Escapes of the contract, generated from contract.yaml#/schemas/Escapes.
+//
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:12:13 (/schemas/Escapes/properties/addr): x-go-type netip.Addr decodes with its own rules, which need not match the schema.
 type Escapes struct {
 	Addr     *netip.Addr    `json:"addr,omitzero"`
 	Prefixes []netip.Prefix `json:"prefixes,omitzero"`
@@ -15,4 +19,95 @@ type Escapes struct {
 	Pod   json.RawMessage `json:"pod,omitzero"`
 	Total *int64          `json:"count,omitzero"`
 	Raw   json.RawMessage `json:"raw,omitzero"`
+}
+
+// UnmarshalJSON decodes Escapes, rejecting JSON its Go type cannot represent.
+func (m *Escapes) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Escapes{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "addr":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "addr")
+			} else {
+				p1 := new(netip.Addr)
+				raw2, err := d.RawBytes()
+				if err != nil {
+					return jsonwire.Within(err, "addr")
+				}
+				if err := json.Unmarshal(raw2, &(*p1)); err != nil {
+					return jsonwire.Within(jsonwire.External(err), "addr")
+				}
+				m.Addr = p1
+			}
+		case "prefixes":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "prefixes")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "prefixes")
+			}
+			s3 := make([]netip.Prefix, 0)
+			var zero5 netip.Prefix
+			for i4 := 0; d.NextItem(); i4++ {
+				s3 = append(s3, zero5)
+				raw6, err := d.RawBytes()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "prefixes")
+				}
+				if err := json.Unmarshal(raw6, &s3[i4]); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(jsonwire.External(err), i4), "prefixes")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "prefixes")
+			}
+			m.Prefixes = s3
+		case "pod":
+			v7, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "pod")
+			}
+			m.Pod = v7
+		case "count":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
+			} else {
+				p8 := new(int64)
+				v9, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "count")
+				}
+				(*p8) = v9
+				m.Total = p8
+			}
+		case "raw":
+			v10, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "raw")
+			}
+			m.Raw = v10
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Formats is the message Formats of the contract, generated from contract.yaml#/schemas/Formats.
@@ -22,3 +23,210 @@ type Formats struct {
 	Count   *int64                       `json:"count,omitzero"`
 	History []time.Time                  `json:"history,omitzero"`
 }
+
+// UnmarshalJSON decodes Formats, rejecting JSON its Go type cannot represent.
+func (m *Formats) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Formats{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "at":
+			seen[0] = true
+			v1, err := d.DateTime()
+			if err != nil {
+				return jsonwire.Within(err, "at")
+			}
+			m.At = v1
+		case "maybeAt":
+			if d.Null() {
+				m.MaybeAt = jsonwire.Null[time.Time]()
+			} else {
+				var v2 time.Time
+				v3, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "maybeAt")
+				}
+				v2 = v3
+				m.MaybeAt = jsonwire.Value(v2)
+			}
+		case "day":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "day")
+			} else {
+				p4 := new(string)
+				v5, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "day")
+				}
+				(*p4) = v5
+				m.Day = p4
+			}
+		case "id":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
+			} else {
+				p6 := new(string)
+				v7, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "id")
+				}
+				(*p6) = v7
+				m.ID = p6
+			}
+		case "mail":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mail")
+			} else {
+				p8 := new(string)
+				v9, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "mail")
+				}
+				(*p8) = v9
+				m.Mail = p8
+			}
+		case "small":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "small")
+			} else {
+				p10 := new(int32)
+				v11, err := d.Int32()
+				if err != nil {
+					return jsonwire.Within(err, "small")
+				}
+				(*p10) = v11
+				m.Small = p10
+			}
+		case "big":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "big")
+			} else {
+				p12 := new(uint64)
+				v13, err := d.Uint64()
+				if err != nil {
+					return jsonwire.Within(err, "big")
+				}
+				(*p12) = v13
+				m.Big = p12
+			}
+		case "ratio":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
+			} else {
+				p14 := new(float32)
+				v15, err := d.Float32()
+				if err != nil {
+					return jsonwire.Within(err, "ratio")
+				}
+				(*p14) = v15
+				m.Ratio = p14
+			}
+		case "plain":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "number"), "plain")
+			} else {
+				p16 := new(float64)
+				v17, err := d.Float64()
+				if err != nil {
+					return jsonwire.Within(err, "plain")
+				}
+				(*p16) = v17
+				m.Plain = p16
+			}
+		case "count":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
+			} else {
+				p18 := new(int64)
+				v19, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "count")
+				}
+				(*p18) = v19
+				m.Count = p18
+			}
+		case "history":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "history")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "history")
+			}
+			s20 := make([]time.Time, 0)
+			var zero22 time.Time
+			for i21 := 0; d.NextItem(); i21++ {
+				s20 = append(s20, zero22)
+				v23, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "history")
+				}
+				s20[i21] = v23
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "history")
+			}
+			m.History = s20
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "at")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Formats) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Day != nil {
+		if !jsonwire.IsFormat("date", (*m.Day)) {
+			v.Fail(at, "day", kw, "properties/day/format", jsonwire.Quote((*m.Day))+" is not valid \"date\"")
+		}
+	}
+	if m.ID != nil {
+		if !jsonwire.IsFormat("uuid", (*m.ID)) {
+			v.Fail(at, "id", kw, "properties/id/format", jsonwire.Quote((*m.ID))+" is not valid \"uuid\"")
+		}
+	}
+	if m.Mail != nil {
+		if !jsonwire.IsFormat("email", (*m.Mail)) {
+			v.Fail(at, "mail", kw, "properties/mail/format", jsonwire.Quote((*m.Mail))+" is not valid \"email\"")
+		}
+	}
+}
+
+// Validate checks m against the schema of Formats, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Formats) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Formats is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Formats")
+}
+
+var _ framework.Validator = (*Formats)(nil)

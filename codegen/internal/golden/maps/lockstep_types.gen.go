@@ -4,10 +4,57 @@ package maps
 
 import (
 	"encoding/json"
+
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Labels is generated from contract.yaml#/schemas/Maps/$defs/Labels.
 type Labels map[string]string
+
+// UnmarshalJSON decodes Labels, rejecting JSON its Go type cannot represent.
+func (m *Labels) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
+	if d.Null() {
+		*m = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return err
+		}
+		m1 := Labels{}
+		for d.NextMember() {
+			k2 := string(d.Key())
+			if d.Err() != nil {
+				break
+			}
+			var e3 string
+			v4, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, k2)
+			}
+			e3 = v4
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		*m = m1
+	}
+	return nil
+}
+
+func (m *Labels) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	}
+}
 
 // Maps is the message Maps of the contract, generated from contract.yaml#/schemas/Maps.
 type Maps struct {
@@ -21,11 +68,358 @@ type Maps struct {
 	Named          Labels                        `json:"named,omitzero"`
 }
 
+// UnmarshalJSON decodes Maps, rejecting JSON its Go type cannot represent.
+func (m *Maps) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Maps{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "labels":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m1 := map[string]string{}
+			for d.NextMember() {
+				k2 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e3 string
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k2), "labels")
+				}
+				e3 = v4
+				m1[k2] = e3
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m1
+		case "counts":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "counts")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "counts")
+			}
+			m5 := map[string]int64{}
+			for d.NextMember() {
+				k6 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e7 int64
+				v8, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k6), "counts")
+				}
+				e7 = v8
+				m5[k6] = e7
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "counts")
+			}
+			m.Counts = m5
+		case "nested":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nested")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "nested")
+			}
+			m9 := map[string]map[string]float64{}
+			for d.NextMember() {
+				k10 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e11 map[string]float64
+				if d.Null() {
+					e11 = nil
+				} else {
+					if err := d.ObjectStart(); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k10), "nested")
+					}
+					m12 := map[string]float64{}
+					for d.NextMember() {
+						k13 := string(d.Key())
+						if d.Err() != nil {
+							break
+						}
+						var e14 float64
+						v15, err := d.Float64()
+						if err != nil {
+							return jsonwire.Within(jsonwire.Within(jsonwire.Within(err, k13), k10), "nested")
+						}
+						e14 = v15
+						m12[k13] = e14
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k10), "nested")
+					}
+					e11 = m12
+				}
+				m9[k10] = e11
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "nested")
+			}
+			m.Nested = m9
+		case "objects":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "objects")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "objects")
+			}
+			m16 := map[string]MapsObjectsValue{}
+			for d.NextMember() {
+				k17 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e18 MapsObjectsValue
+				if err := e18.decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k17), "objects")
+				}
+				m16[k17] = e18
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "objects")
+			}
+			m.Objects = m16
+		case "nullableValues":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nullableValues")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "nullableValues")
+			}
+			m19 := map[string]*string{}
+			for d.NextMember() {
+				k20 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e21 *string
+				if d.Null() {
+					e21 = nil
+				} else {
+					p22 := new(string)
+					v23, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k20), "nullableValues")
+					}
+					(*p22) = v23
+					e21 = p22
+				}
+				m19[k20] = e21
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "nullableValues")
+			}
+			m.NullableValues = m19
+		case "anything":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "anything")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "anything")
+			}
+			m24 := map[string]json.RawMessage{}
+			for d.NextMember() {
+				k25 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e26 json.RawMessage
+				v27, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k25), "anything")
+				}
+				e26 = v27
+				m24[k25] = e26
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "anything")
+			}
+			m.Anything = m24
+		case "empty":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "empty")
+			} else {
+				p28 := new(MapsEmpty)
+				if err := (*p28).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "empty")
+				}
+				m.Empty = p28
+			}
+		case "named":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "named")
+			}
+			if err := m.Named.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "named")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Maps) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Nested != nil {
+		for k9, e10 := range m.Nested {
+			path12 := at.Keyword("nested")
+			at11 := path12.Member(k9)
+			if e10 == nil {
+				v.Fail(&at11, "", kw, "properties/nested/additionalProperties/type", "null is not allowed here")
+			}
+		}
+	}
+	if m.Objects != nil {
+		for k16, e17 := range m.Objects {
+			path19 := at.Keyword("objects")
+			at18 := path19.Member(k16)
+			path20 := kw.Keyword("properties/objects/additionalProperties")
+			e17.validateJSON(v, &at18, &path20)
+		}
+	}
+	if m.Empty != nil {
+		path25 := at.Keyword("empty")
+		path26 := kw.Keyword("properties/empty")
+		(*m.Empty).validateJSON(v, &path25, &path26)
+	}
+	if m.Named != nil {
+		path27 := at.Keyword("named")
+		path28 := kw.Keyword("properties/named/$ref")
+		m.Named.validateJSON(v, &path27, &path28)
+	}
+}
+
+// Validate checks m against the schema of Maps, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Maps) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Maps is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Maps")
+}
+
+var _ framework.Validator = (*Maps)(nil)
+
 // MapsEmpty is generated from contract.yaml#/schemas/Maps/properties/empty.
 type MapsEmpty struct {
+}
+
+// UnmarshalJSON decodes MapsEmpty, rejecting JSON its Go type cannot represent.
+func (m *MapsEmpty) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MapsEmpty) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = MapsEmpty{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *MapsEmpty) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // MapsObjectsValue is generated from contract.yaml#/schemas/Maps/properties/objects/additionalProperties.
 type MapsObjectsValue struct {
 	ID string `json:"id"`
+}
+
+// UnmarshalJSON decodes MapsObjectsValue, rejecting JSON its Go type cannot represent.
+func (m *MapsObjectsValue) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MapsObjectsValue) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = MapsObjectsValue{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "id":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "id")
+			}
+			m.ID = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "id")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *MapsObjectsValue) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }

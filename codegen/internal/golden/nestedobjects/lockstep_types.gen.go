@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Outer is the message Outer of the contract, generated from contract.yaml#/schemas/Outer.
@@ -16,15 +17,210 @@ type Outer struct {
 	Open *OuterOpen `json:"open,omitzero"`
 }
 
+// UnmarshalJSON decodes Outer, rejecting JSON its Go type cannot represent.
+func (m *Outer) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Outer) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Outer{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "name":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v1
+		case "inner":
+			seen[1] = true
+			if err := m.Inner.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "inner")
+			}
+		case "open":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "open")
+			} else {
+				p2 := new(OuterOpen)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "open")
+				}
+				m.Open = p2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "name")
+		}
+		if !seen[1] {
+			missing = append(missing, "inner")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Outer) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("inner")
+	path2 := kw.Keyword("properties/inner")
+	m.Inner.validateJSON(v, &path1, &path2)
+	if m.Open != nil {
+		path3 := at.Keyword("open")
+		path4 := kw.Keyword("properties/open")
+		(*m.Open).validateJSON(v, &path3, &path4)
+	}
+}
+
+// Validate checks m against the schema of Outer, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Outer) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Outer is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Outer")
+}
+
+var _ framework.Validator = (*Outer)(nil)
+
 // OuterInner is generated from contract.yaml#/schemas/Outer/properties/inner.
 type OuterInner struct {
 	Deep  OuterInnerDeep `json:"deep"`
 	Label *string        `json:"label,omitzero"`
 }
 
+// UnmarshalJSON decodes OuterInner, rejecting JSON its Go type cannot represent.
+func (m *OuterInner) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = OuterInner{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "deep":
+			seen[0] = true
+			if err := m.Deep.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "deep")
+			}
+		case "label":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "label")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "label")
+				}
+				(*p1) = v2
+				m.Label = p1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "deep")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *OuterInner) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("deep")
+	path2 := kw.Keyword("properties/deep")
+	m.Deep.validateJSON(v, &path1, &path2)
+}
+
 // OuterInnerDeep is generated from contract.yaml#/schemas/Outer/properties/inner/properties/deep.
 type OuterInnerDeep struct {
 	Value *int64 `json:"value,omitzero"`
+}
+
+// UnmarshalJSON decodes OuterInnerDeep, rejecting JSON its Go type cannot represent.
+func (m *OuterInnerDeep) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = OuterInnerDeep{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "value":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "value")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "value")
+				}
+				(*p1) = v2
+				m.Value = p1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *OuterInnerDeep) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // OuterOpen is generated from contract.yaml#/schemas/Outer/properties/open.
@@ -46,29 +242,57 @@ func (m OuterOpen) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "known")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes OuterOpen, rejecting JSON its Go type cannot represent.
 func (m *OuterOpen) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterOpen{}
-	for key, raw := range members {
-		switch key {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "known":
-			if err := json.Unmarshal(raw, &m.Known); err != nil {
-				return jsonwire.MemberError("known", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "known")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "known")
+				}
+				(*p1) = v2
+				m.Known = p1
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e3 json.RawMessage
+			v4, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e3 = v4
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e3
 		}
 	}
+	if err := d.Err(); err != nil {
+		return err
+	}
 	return nil
+}
+
+func (m *OuterOpen) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }

@@ -3,9 +3,12 @@
 package nodestatus
 
 import (
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Ack is the message Ack of the contract, generated from schemas/ack.schema.json#.
@@ -13,6 +16,82 @@ type Ack struct {
 	Accepted   bool  `json:"accepted"`
 	Generation int64 `json:"generation"`
 }
+
+// UnmarshalJSON decodes Ack, rejecting JSON its Go type cannot represent.
+func (m *Ack) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Ack{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "accepted":
+			seen[0] = true
+			v1, err := d.Bool()
+			if err != nil {
+				return jsonwire.Within(err, "accepted")
+			}
+			m.Accepted = v1
+		case "generation":
+			seen[1] = true
+			v2, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "generation")
+			}
+			m.Generation = v2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "accepted")
+		}
+		if !seen[1] {
+			missing = append(missing, "generation")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(m.Generation) < 0 {
+		v.Fail(at, "generation", kw, "properties/generation/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Generation), 10))
+	}
+}
+
+// Validate checks m against the schema of Ack, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Ack) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Ack is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Ack")
+}
+
+var _ framework.Validator = (*Ack)(nil)
 
 // BenchNodeStatus is the message BenchNodeStatus of the contract, generated from schemas/bench-nodestatus.schema.json#.
 //
@@ -29,16 +108,383 @@ type BenchNodeStatus struct {
 	Images      []string        `json:"images"`
 }
 
+// UnmarshalJSON decodes BenchNodeStatus, rejecting JSON its Go type cannot represent.
+func (m *BenchNodeStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = BenchNodeStatus{}
+	var seen [7]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nodeName":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		case "conditions":
+			seen[1] = true
+			if d.Null() {
+				m.Conditions = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "conditions")
+				}
+				s2 := make([]NodeCondition, 0)
+				var zero4 NodeCondition
+				for i3 := 0; d.NextItem(); i3++ {
+					s2 = append(s2, zero4)
+					if err := s2[i3].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "conditions")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "conditions")
+				}
+				m.Conditions = s2
+			}
+		case "capacity":
+			seen[2] = true
+			if err := m.Capacity.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "capacity")
+			}
+		case "allocatable":
+			seen[3] = true
+			if err := m.Allocatable.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "allocatable")
+			}
+		case "addresses":
+			seen[4] = true
+			if d.Null() {
+				m.Addresses = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "addresses")
+				}
+				s5 := make([]NodeAddress, 0)
+				var zero7 NodeAddress
+				for i6 := 0; d.NextItem(); i6++ {
+					s5 = append(s5, zero7)
+					if err := s5[i6].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "addresses")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "addresses")
+				}
+				m.Addresses = s5
+			}
+		case "nodeInfo":
+			seen[5] = true
+			if err := m.NodeInfo.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "nodeInfo")
+			}
+		case "images":
+			seen[6] = true
+			if d.Null() {
+				m.Images = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "images")
+				}
+				s8 := make([]string, 0)
+				var zero10 string
+				for i9 := 0; d.NextItem(); i9++ {
+					s8 = append(s8, zero10)
+					v11, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i9), "images")
+					}
+					s8[i9] = v11
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "images")
+				}
+				m.Images = s8
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3] && seen[4] && seen[5] && seen[6]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "nodeName")
+		}
+		if !seen[1] {
+			missing = append(missing, "conditions")
+		}
+		if !seen[2] {
+			missing = append(missing, "capacity")
+		}
+		if !seen[3] {
+			missing = append(missing, "allocatable")
+		}
+		if !seen[4] {
+			missing = append(missing, "addresses")
+		}
+		if !seen[5] {
+			missing = append(missing, "nodeInfo")
+		}
+		if !seen[6] {
+			missing = append(missing, "images")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *BenchNodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if !pattern0.MatchString(m.NodeName) {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/pattern", "does not match pattern \"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$\"")
+	}
+	if m.Conditions == nil {
+		v.Fail(at, "conditions", kw, "properties/conditions/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Conditions); i1++ {
+			path3 := at.Keyword("conditions")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/conditions/items/$ref")
+			m.Conditions[i1].validateJSON(v, &at2, &path4)
+		}
+		if len(m.Conditions) > 32 {
+			v.Fail(at, "conditions", kw, "properties/conditions/maxItems", "maximum 32 items required, but found "+strconv.Itoa(len(m.Conditions))+" items")
+		}
+	}
+	if m.Capacity == nil {
+		v.Fail(at, "capacity", kw, "properties/capacity/type", "null is not allowed here")
+	} else {
+		path5 := at.Keyword("capacity")
+		path6 := kw.Keyword("properties/capacity/$ref")
+		m.Capacity.validateJSON(v, &path5, &path6)
+	}
+	if m.Allocatable == nil {
+		v.Fail(at, "allocatable", kw, "properties/allocatable/type", "null is not allowed here")
+	} else {
+		path7 := at.Keyword("allocatable")
+		path8 := kw.Keyword("properties/allocatable/$ref")
+		m.Allocatable.validateJSON(v, &path7, &path8)
+	}
+	if m.Addresses == nil {
+		v.Fail(at, "addresses", kw, "properties/addresses/type", "null is not allowed here")
+	} else {
+		for i9 := 0; i9 < len(m.Addresses); i9++ {
+			path11 := at.Keyword("addresses")
+			at10 := path11.Index(i9)
+			path12 := kw.Keyword("properties/addresses/items/$ref")
+			m.Addresses[i9].validateJSON(v, &at10, &path12)
+		}
+		if len(m.Addresses) > 16 {
+			v.Fail(at, "addresses", kw, "properties/addresses/maxItems", "maximum 16 items required, but found "+strconv.Itoa(len(m.Addresses))+" items")
+		}
+	}
+	path13 := at.Keyword("nodeInfo")
+	path14 := kw.Keyword("properties/nodeInfo/$ref")
+	m.NodeInfo.validateJSON(v, &path13, &path14)
+	if m.Images == nil {
+		v.Fail(at, "images", kw, "properties/images/type", "null is not allowed here")
+	} else {
+		for i15 := 0; i15 < len(m.Images); i15++ {
+			path17 := at.Keyword("images")
+			at16 := path17.Index(i15)
+			if n := jsonwire.Length(m.Images[i15]); n < 1 {
+				v.Fail(&at16, "", kw, "properties/images/items/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+			}
+		}
+		if len(m.Images) > 256 {
+			v.Fail(at, "images", kw, "properties/images/maxItems", "maximum 256 items required, but found "+strconv.Itoa(len(m.Images))+" items")
+		}
+	}
+}
+
+// Validate checks m against the schema of BenchNodeStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BenchNodeStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BenchNodeStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BenchNodeStatus")
+}
+
+var _ framework.Validator = (*BenchNodeStatus)(nil)
+
 // ContainerImage is generated from schemas/nodestatus.schema.json#/$defs/ContainerImage.
 type ContainerImage struct {
 	Names     jsonwire.Nullable[[]string] `json:"names,omitzero"`
 	SizeBytes *int64                      `json:"sizeBytes,omitzero"`
 }
 
+// UnmarshalJSON decodes ContainerImage, rejecting JSON its Go type cannot represent.
+func (m *ContainerImage) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ContainerImage{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "names":
+			if d.Null() {
+				m.Names = jsonwire.Null[[]string]()
+			} else {
+				var v1 []string
+				if d.Null() {
+					v1 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "names")
+					}
+					s2 := make([]string, 0)
+					var zero4 string
+					for i3 := 0; d.NextItem(); i3++ {
+						s2 = append(s2, zero4)
+						v5, err := d.String()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "names")
+						}
+						s2[i3] = v5
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "names")
+					}
+					v1 = s2
+				}
+				m.Names = jsonwire.Value(v1)
+			}
+		case "sizeBytes":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "sizeBytes")
+			} else {
+				p6 := new(int64)
+				v7, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "sizeBytes")
+				}
+				(*p6) = v7
+				m.SizeBytes = p6
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *ContainerImage) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.SizeBytes != nil {
+		if int64((*m.SizeBytes)) < 0 {
+			v.Fail(at, "sizeBytes", kw, "properties/sizeBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.SizeBytes)), 10))
+		}
+	}
+}
+
 // NodeAddress is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeAddress.
 type NodeAddress struct {
 	Type    NodeAddressType `json:"type"`
 	Address string          `json:"address"`
+}
+
+// UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
+func (m *NodeAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeAddress{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "address":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "address")
+			}
+			m.Address = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "address")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.Address); n < 1 {
+		v.Fail(at, "address", kw, "properties/address/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
 }
 
 // NodeAddressType is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeAddress/properties/type.
@@ -53,6 +499,32 @@ const (
 	NodeAddressTypeExternalDNS NodeAddressType = "ExternalDNS"
 )
 
+// UnmarshalJSON decodes NodeAddressType, rejecting JSON its Go type cannot represent.
+func (m *NodeAddressType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = NodeAddressType(v1)
+	return nil
+}
+
+func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Hostname" && string((*m)) != "InternalIP" && string((*m)) != "ExternalIP" && string((*m)) != "InternalDNS" && string((*m)) != "ExternalDNS" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Hostname\", \"InternalIP\", \"ExternalIP\", \"InternalDNS\", \"ExternalDNS\"")
+	}
+}
+
 // NodeCondition is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeCondition.
 type NodeCondition struct {
 	Type              NodeConditionType   `json:"type"`
@@ -60,6 +532,102 @@ type NodeCondition struct {
 	Reason            *string             `json:"reason,omitzero"`
 	Message           *string             `json:"message,omitzero"`
 	LastHeartbeatTime *time.Time          `json:"lastHeartbeatTime,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
+func (m *NodeCondition) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeCondition{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "status":
+			seen[1] = true
+			if err := m.Status.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "status")
+			}
+		case "reason":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "reason")
+				}
+				(*p1) = v2
+				m.Reason = p1
+			}
+		case "message":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "message")
+				}
+				(*p3) = v4
+				m.Message = p3
+			}
+		case "lastHeartbeatTime":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
+			} else {
+				p5 := new(time.Time)
+				v6, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "lastHeartbeatTime")
+				}
+				(*p5) = v6
+				m.LastHeartbeatTime = p5
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "status")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("status")
+	path4 := kw.Keyword("properties/status")
+	m.Status.validateJSON(v, &path3, &path4)
 }
 
 // NodeConditionStatus is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeCondition/properties/status.
@@ -71,6 +639,32 @@ const (
 	NodeConditionStatusFalse   NodeConditionStatus = "False"
 	NodeConditionStatusUnknown NodeConditionStatus = "Unknown"
 )
+
+// UnmarshalJSON decodes NodeConditionStatus, rejecting JSON its Go type cannot represent.
+func (m *NodeConditionStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = NodeConditionStatus(v1)
+	return nil
+}
+
+func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
+	}
+}
 
 // NodeConditionType is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeCondition/properties/type.
 type NodeConditionType string
@@ -84,9 +678,83 @@ const (
 	NodeConditionTypeNetworkUnavailable NodeConditionType = "NetworkUnavailable"
 )
 
+// UnmarshalJSON decodes NodeConditionType, rejecting JSON its Go type cannot represent.
+func (m *NodeConditionType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = NodeConditionType(v1)
+	return nil
+}
+
+func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Ready" && string((*m)) != "MemoryPressure" && string((*m)) != "DiskPressure" && string((*m)) != "PIDPressure" && string((*m)) != "NetworkUnavailable" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"MemoryPressure\", \"DiskPressure\", \"PIDPressure\", \"NetworkUnavailable\"")
+	}
+}
+
 // NodeConfigSource is generated from schemas/nodestatus.schema.json#/$defs/NodeConfigSource.
 type NodeConfigSource struct {
 	ConfigMap jsonwire.Nullable[NodeConfigSourceConfigMap] `json:"configMap,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeConfigSource, rejecting JSON its Go type cannot represent.
+func (m *NodeConfigSource) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConfigSource) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeConfigSource{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "configMap":
+			if d.Null() {
+				m.ConfigMap = jsonwire.Null[NodeConfigSourceConfigMap]()
+			} else {
+				var v1 NodeConfigSourceConfigMap
+				if err := v1.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "configMap")
+				}
+				m.ConfigMap = jsonwire.Value(v1)
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *NodeConfigSource) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.ConfigMap.Get(); ok {
+		path2 := at.Keyword("configMap")
+		path3 := kw.Keyword("properties/configMap")
+		x1.validateJSON(v, &path2, &path3)
+	}
 }
 
 // NodeConfigSourceConfigMap is generated from schemas/nodestatus.schema.json#/$defs/NodeConfigSource/properties/configMap.
@@ -98,11 +766,178 @@ type NodeConfigSourceConfigMap struct {
 	KubeletConfigKey string  `json:"kubeletConfigKey"`
 }
 
+// UnmarshalJSON decodes NodeConfigSourceConfigMap, rejecting JSON its Go type cannot represent.
+func (m *NodeConfigSourceConfigMap) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeConfigSourceConfigMap{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "namespace":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "namespace")
+			}
+			m.Namespace = v1
+		case "name":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v2
+		case "uid":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "uid")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "uid")
+				}
+				(*p3) = v4
+				m.UID = p3
+			}
+		case "resourceVersion":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "resourceVersion")
+			} else {
+				p5 := new(string)
+				v6, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "resourceVersion")
+				}
+				(*p5) = v6
+				m.ResourceVersion = p5
+			}
+		case "kubeletConfigKey":
+			seen[2] = true
+			v7, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "kubeletConfigKey")
+			}
+			m.KubeletConfigKey = v7
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "namespace")
+		}
+		if !seen[1] {
+			missing = append(missing, "name")
+		}
+		if !seen[2] {
+			missing = append(missing, "kubeletConfigKey")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeConfigSourceConfigMap) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
 // NodeConfigStatus is generated from schemas/nodestatus.schema.json#/$defs/NodeConfigStatus.
 type NodeConfigStatus struct {
 	Assigned *NodeConfigSource `json:"assigned,omitzero"`
 	Active   *NodeConfigSource `json:"active,omitzero"`
 	Error    *string           `json:"error,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeConfigStatus, rejecting JSON its Go type cannot represent.
+func (m *NodeConfigStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeConfigStatus{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "assigned":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "assigned")
+			} else {
+				p1 := new(NodeConfigSource)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "assigned")
+				}
+				m.Assigned = p1
+			}
+		case "active":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "active")
+			} else {
+				p2 := new(NodeConfigSource)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "active")
+				}
+				m.Active = p2
+			}
+		case "error":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "error")
+				}
+				(*p3) = v4
+				m.Error = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *NodeConfigStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Assigned != nil {
+		path1 := at.Keyword("assigned")
+		path2 := kw.Keyword("properties/assigned/$ref")
+		(*m.Assigned).validateJSON(v, &path1, &path2)
+	}
+	if m.Active != nil {
+		path3 := at.Keyword("active")
+		path4 := kw.Keyword("properties/active/$ref")
+		(*m.Active).validateJSON(v, &path3, &path4)
+	}
 }
 
 // NodeStatus is the message NodeStatus of the contract, generated from schemas/nodestatus.schema.json#.
@@ -123,9 +958,376 @@ type NodeStatus struct {
 	Config          jsonwire.Nullable[NodeConfigStatus] `json:"config,omitzero"`
 }
 
+// UnmarshalJSON decodes NodeStatus, rejecting JSON its Go type cannot represent.
+func (m *NodeStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatus{}
+	var seen [4]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nodeName":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		case "capacity":
+			seen[1] = true
+			if err := m.Capacity.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "capacity")
+			}
+		case "allocatable":
+			seen[2] = true
+			if err := m.Allocatable.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "allocatable")
+			}
+		case "phase":
+			if d.Null() {
+				m.Phase = jsonwire.Null[NodeStatusPhase]()
+			} else {
+				var v2 NodeStatusPhase
+				if err := v2.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "phase")
+				}
+				m.Phase = jsonwire.Value(v2)
+			}
+		case "conditions":
+			seen[3] = true
+			if d.Null() {
+				m.Conditions = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "conditions")
+				}
+				s3 := make([]NodeStatusNodeCondition, 0)
+				var zero5 NodeStatusNodeCondition
+				for i4 := 0; d.NextItem(); i4++ {
+					s3 = append(s3, zero5)
+					if err := s3[i4].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "conditions")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "conditions")
+				}
+				m.Conditions = s3
+			}
+		case "addresses":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			s6 := make([]NodeStatusNodeAddress, 0)
+			var zero8 NodeStatusNodeAddress
+			for i7 := 0; d.NextItem(); i7++ {
+				s6 = append(s6, zero8)
+				if err := s6[i7].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "addresses")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			m.Addresses = s6
+		case "daemonEndpoints":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "daemonEndpoints")
+			} else {
+				p9 := new(NodeStatusDaemonEndpoints)
+				if err := (*p9).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "daemonEndpoints")
+				}
+				m.DaemonEndpoints = p9
+			}
+		case "nodeInfo":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nodeInfo")
+			} else {
+				p10 := new(NodeStatusNodeSystemInfo)
+				if err := (*p10).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "nodeInfo")
+				}
+				m.NodeInfo = p10
+			}
+		case "images":
+			if d.Null() {
+				m.Images = jsonwire.Null[[]ContainerImage]()
+			} else {
+				var v11 []ContainerImage
+				if d.Null() {
+					v11 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "images")
+					}
+					s12 := make([]ContainerImage, 0)
+					var zero14 ContainerImage
+					for i13 := 0; d.NextItem(); i13++ {
+						s12 = append(s12, zero14)
+						if err := s12[i13].decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i13), "images")
+						}
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "images")
+					}
+					v11 = s12
+				}
+				m.Images = jsonwire.Value(v11)
+			}
+		case "volumesInUse":
+			if d.Null() {
+				m.VolumesInUse = jsonwire.Null[[]string]()
+			} else {
+				var v15 []string
+				if d.Null() {
+					v15 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "volumesInUse")
+					}
+					s16 := make([]string, 0)
+					var zero18 string
+					for i17 := 0; d.NextItem(); i17++ {
+						s16 = append(s16, zero18)
+						v19, err := d.String()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i17), "volumesInUse")
+						}
+						s16[i17] = v19
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "volumesInUse")
+					}
+					v15 = s16
+				}
+				m.VolumesInUse = jsonwire.Value(v15)
+			}
+		case "volumesAttached":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "volumesAttached")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "volumesAttached")
+			}
+			s20 := make([]NodeStatusVolumesAttachedItem, 0)
+			var zero22 NodeStatusVolumesAttachedItem
+			for i21 := 0; d.NextItem(); i21++ {
+				s20 = append(s20, zero22)
+				if err := s20[i21].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "volumesAttached")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "volumesAttached")
+			}
+			m.VolumesAttached = s20
+		case "config":
+			if d.Null() {
+				m.Config = jsonwire.Null[NodeConfigStatus]()
+			} else {
+				var v23 NodeConfigStatus
+				if err := v23.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "config")
+				}
+				m.Config = jsonwire.Value(v23)
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "nodeName")
+		}
+		if !seen[1] {
+			missing = append(missing, "capacity")
+		}
+		if !seen[2] {
+			missing = append(missing, "allocatable")
+		}
+		if !seen[3] {
+			missing = append(missing, "conditions")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if m.Capacity == nil {
+		v.Fail(at, "capacity", kw, "properties/capacity/type", "null is not allowed here")
+	} else {
+		path1 := at.Keyword("capacity")
+		path2 := kw.Keyword("properties/capacity/$ref")
+		m.Capacity.validateJSON(v, &path1, &path2)
+	}
+	if m.Allocatable == nil {
+		v.Fail(at, "allocatable", kw, "properties/allocatable/type", "null is not allowed here")
+	} else {
+		path3 := at.Keyword("allocatable")
+		path4 := kw.Keyword("properties/allocatable/$ref")
+		m.Allocatable.validateJSON(v, &path3, &path4)
+	}
+	if x5, ok := m.Phase.Get(); ok {
+		path6 := at.Keyword("phase")
+		path7 := kw.Keyword("properties/phase")
+		x5.validateJSON(v, &path6, &path7)
+	}
+	if m.Conditions == nil {
+		v.Fail(at, "conditions", kw, "properties/conditions/type", "null is not allowed here")
+	} else {
+		for i8 := 0; i8 < len(m.Conditions); i8++ {
+			path10 := at.Keyword("conditions")
+			at9 := path10.Index(i8)
+			path11 := kw.Keyword("properties/conditions/items/$ref")
+			m.Conditions[i8].validateJSON(v, &at9, &path11)
+		}
+	}
+	if m.Addresses != nil {
+		for i12 := 0; i12 < len(m.Addresses); i12++ {
+			path14 := at.Keyword("addresses")
+			at13 := path14.Index(i12)
+			path15 := kw.Keyword("properties/addresses/items/$ref")
+			m.Addresses[i12].validateJSON(v, &at13, &path15)
+		}
+	}
+	if m.DaemonEndpoints != nil {
+		path16 := at.Keyword("daemonEndpoints")
+		path17 := kw.Keyword("properties/daemonEndpoints")
+		(*m.DaemonEndpoints).validateJSON(v, &path16, &path17)
+	}
+	if m.NodeInfo != nil {
+		path18 := at.Keyword("nodeInfo")
+		path19 := kw.Keyword("properties/nodeInfo/$ref")
+		(*m.NodeInfo).validateJSON(v, &path18, &path19)
+	}
+	if x20, ok := m.Images.Get(); ok {
+		if x20 != nil {
+			for i21 := 0; i21 < len(x20); i21++ {
+				path23 := at.Keyword("images")
+				at22 := path23.Index(i21)
+				path24 := kw.Keyword("properties/images/items/$ref")
+				x20[i21].validateJSON(v, &at22, &path24)
+			}
+		}
+	}
+	if m.VolumesAttached != nil {
+		for i29 := 0; i29 < len(m.VolumesAttached); i29++ {
+			path31 := at.Keyword("volumesAttached")
+			at30 := path31.Index(i29)
+			path32 := kw.Keyword("properties/volumesAttached/items")
+			m.VolumesAttached[i29].validateJSON(v, &at30, &path32)
+		}
+	}
+	if x33, ok := m.Config.Get(); ok {
+		matched34 := 0
+		q35 := v.Quiet()
+		q35.Fail(at, "config", kw, "properties/config/oneOf/0/type", "")
+		if q35.OK() {
+			matched34++
+		}
+		q36 := v.Quiet()
+		x33.validateJSON(&q36, at, kw)
+		if q36.OK() {
+			matched34++
+		}
+		if matched34 != 1 {
+			v.Fail(at, "config", kw, "properties/config/oneOf", "oneOf failed: "+strconv.Itoa(matched34)+" alternatives match")
+		}
+	}
+}
+
+// Validate checks m against the schema of NodeStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeStatus")
+}
+
+var _ framework.Validator = (*NodeStatus)(nil)
+
 // NodeStatusDaemonEndpoints is generated from schemas/nodestatus.schema.json#/properties/daemonEndpoints.
 type NodeStatusDaemonEndpoints struct {
 	KubeletEndpoint *NodeStatusDaemonEndpointsKubeletEndpoint `json:"kubeletEndpoint,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeStatusDaemonEndpoints, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusDaemonEndpoints) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatusDaemonEndpoints{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "kubeletEndpoint":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "kubeletEndpoint")
+			} else {
+				p1 := new(NodeStatusDaemonEndpointsKubeletEndpoint)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "kubeletEndpoint")
+				}
+				m.KubeletEndpoint = p1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *NodeStatusDaemonEndpoints) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.KubeletEndpoint != nil {
+		path1 := at.Keyword("kubeletEndpoint")
+		path2 := kw.Keyword("properties/kubeletEndpoint")
+		(*m.KubeletEndpoint).validateJSON(v, &path1, &path2)
+	}
 }
 
 // NodeStatusDaemonEndpointsKubeletEndpoint is generated from schemas/nodestatus.schema.json#/properties/daemonEndpoints/properties/kubeletEndpoint.
@@ -133,10 +1335,117 @@ type NodeStatusDaemonEndpointsKubeletEndpoint struct {
 	Port int32 `json:"Port"`
 }
 
+// UnmarshalJSON decodes NodeStatusDaemonEndpointsKubeletEndpoint, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusDaemonEndpointsKubeletEndpoint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusDaemonEndpointsKubeletEndpoint) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatusDaemonEndpointsKubeletEndpoint{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "Port":
+			seen[0] = true
+			v1, err := d.Int32()
+			if err != nil {
+				return jsonwire.Within(err, "Port")
+			}
+			m.Port = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "Port")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeStatusDaemonEndpointsKubeletEndpoint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
 // NodeStatusNodeAddress is generated from schemas/nodestatus.schema.json#/$defs/NodeAddress.
 type NodeStatusNodeAddress struct {
 	Type    NodeStatusNodeAddressType `json:"type"`
 	Address string                    `json:"address"`
+}
+
+// UnmarshalJSON decodes NodeStatusNodeAddress, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusNodeAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusNodeAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatusNodeAddress{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "address":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "address")
+			}
+			m.Address = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "address")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeStatusNodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
 }
 
 // NodeStatusNodeAddressType is generated from schemas/nodestatus.schema.json#/$defs/NodeAddress/properties/type.
@@ -151,6 +1460,32 @@ const (
 	NodeStatusNodeAddressTypeInternalDNS NodeStatusNodeAddressType = "InternalDNS"
 )
 
+// UnmarshalJSON decodes NodeStatusNodeAddressType, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusNodeAddressType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusNodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = NodeStatusNodeAddressType(v1)
+	return nil
+}
+
+func (m *NodeStatusNodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Hostname" && string((*m)) != "ExternalIP" && string((*m)) != "InternalIP" && string((*m)) != "ExternalDNS" && string((*m)) != "InternalDNS" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Hostname\", \"ExternalIP\", \"InternalIP\", \"ExternalDNS\", \"InternalDNS\"")
+	}
+}
+
 // NodeStatusNodeCondition is generated from schemas/nodestatus.schema.json#/$defs/NodeCondition.
 type NodeStatusNodeCondition struct {
 	Type               string                        `json:"type"`
@@ -159,6 +1494,113 @@ type NodeStatusNodeCondition struct {
 	LastTransitionTime *time.Time                    `json:"lastTransitionTime,omitzero"`
 	Reason             *string                       `json:"reason,omitzero"`
 	Message            *string                       `json:"message,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeStatusNodeCondition, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusNodeCondition) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatusNodeCondition{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "type")
+			}
+			m.Type = v1
+		case "status":
+			seen[1] = true
+			if err := m.Status.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "status")
+			}
+		case "lastHeartbeatTime":
+			if d.Null() {
+				m.LastHeartbeatTime = jsonwire.Null[time.Time]()
+			} else {
+				var v2 time.Time
+				v3, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "lastHeartbeatTime")
+				}
+				v2 = v3
+				m.LastHeartbeatTime = jsonwire.Value(v2)
+			}
+		case "lastTransitionTime":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
+			} else {
+				p4 := new(time.Time)
+				v5, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "lastTransitionTime")
+				}
+				(*p4) = v5
+				m.LastTransitionTime = p4
+			}
+		case "reason":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
+			} else {
+				p6 := new(string)
+				v7, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "reason")
+				}
+				(*p6) = v7
+				m.Reason = p6
+			}
+		case "message":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
+			} else {
+				p8 := new(string)
+				v9, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "message")
+				}
+				(*p8) = v9
+				m.Message = p8
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "status")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeStatusNodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("status")
+	path2 := kw.Keyword("properties/status")
+	m.Status.validateJSON(v, &path1, &path2)
 }
 
 // NodeStatusNodeConditionStatus is generated from schemas/nodestatus.schema.json#/$defs/NodeCondition/properties/status.
@@ -170,6 +1612,32 @@ const (
 	NodeStatusNodeConditionStatusFalse   NodeStatusNodeConditionStatus = "False"
 	NodeStatusNodeConditionStatusUnknown NodeStatusNodeConditionStatus = "Unknown"
 )
+
+// UnmarshalJSON decodes NodeStatusNodeConditionStatus, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusNodeConditionStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusNodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = NodeStatusNodeConditionStatus(v1)
+	return nil
+}
+
+func (m *NodeStatusNodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
+	}
+}
 
 // NodeStatusNodeSystemInfo is generated from schemas/nodestatus.schema.json#/$defs/NodeSystemInfo.
 type NodeStatusNodeSystemInfo struct {
@@ -184,6 +1652,142 @@ type NodeStatusNodeSystemInfo struct {
 	Architecture            string  `json:"architecture"`
 }
 
+// UnmarshalJSON decodes NodeStatusNodeSystemInfo, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusNodeSystemInfo) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatusNodeSystemInfo{}
+	var seen [5]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "machineID":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "machineID")
+			}
+			m.MachineID = v1
+		case "systemUUID":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "systemUUID")
+				}
+				(*p2) = v3
+				m.SystemUUID = p2
+			}
+		case "bootID":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
+			} else {
+				p4 := new(string)
+				v5, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "bootID")
+				}
+				(*p4) = v5
+				m.BootID = p4
+			}
+		case "kernelVersion":
+			seen[1] = true
+			v6, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "kernelVersion")
+			}
+			m.KernelVersion = v6
+		case "osImage":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
+			} else {
+				p7 := new(string)
+				v8, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "osImage")
+				}
+				(*p7) = v8
+				m.OSImage = p7
+			}
+		case "containerRuntimeVersion":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
+			} else {
+				p9 := new(string)
+				v10, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "containerRuntimeVersion")
+				}
+				(*p9) = v10
+				m.ContainerRuntimeVersion = p9
+			}
+		case "kubeletVersion":
+			seen[2] = true
+			v11, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "kubeletVersion")
+			}
+			m.KubeletVersion = v11
+		case "operatingSystem":
+			seen[3] = true
+			v12, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "operatingSystem")
+			}
+			m.OperatingSystem = v12
+		case "architecture":
+			seen[4] = true
+			v13, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "architecture")
+			}
+			m.Architecture = v13
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3] && seen[4]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "machineID")
+		}
+		if !seen[1] {
+			missing = append(missing, "kernelVersion")
+		}
+		if !seen[2] {
+			missing = append(missing, "kubeletVersion")
+		}
+		if !seen[3] {
+			missing = append(missing, "operatingSystem")
+		}
+		if !seen[4] {
+			missing = append(missing, "architecture")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeStatusNodeSystemInfo) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
 // NodeStatusPhase is generated from schemas/nodestatus.schema.json#/properties/phase.
 type NodeStatusPhase string
 
@@ -194,13 +1798,145 @@ const (
 	NodeStatusPhaseTerminated NodeStatusPhase = "Terminated"
 )
 
+// UnmarshalJSON decodes NodeStatusPhase, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusPhase) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = NodeStatusPhase(v1)
+	return nil
+}
+
+func (m *NodeStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Terminated" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Terminated\", null")
+	}
+}
+
 // NodeStatusResourceList is generated from schemas/nodestatus.schema.json#/$defs/ResourceList.
 type NodeStatusResourceList map[string]Quantity
+
+// UnmarshalJSON decodes NodeStatusResourceList, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusResourceList) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusResourceList) decodeJSON(d *jsonwire.Decoder) error {
+	if d.Null() {
+		*m = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return err
+		}
+		m1 := NodeStatusResourceList{}
+		for d.NextMember() {
+			k2 := string(d.Key())
+			if d.Err() != nil {
+				break
+			}
+			var e3 Quantity
+			if err := e3.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, k2)
+			}
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		*m = m1
+	}
+	return nil
+}
+
+func (m *NodeStatusResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	} else {
+		for k1, e2 := range *m {
+			at3 := at.Member(k1)
+			path4 := kw.Keyword("additionalProperties/$ref")
+			e2.validateJSON(v, &at3, &path4)
+		}
+	}
+}
 
 // NodeStatusVolumesAttachedItem is generated from schemas/nodestatus.schema.json#/properties/volumesAttached/items.
 type NodeStatusVolumesAttachedItem struct {
 	Name       string `json:"name"`
 	DevicePath string `json:"devicePath"`
+}
+
+// UnmarshalJSON decodes NodeStatusVolumesAttachedItem, rejecting JSON its Go type cannot represent.
+func (m *NodeStatusVolumesAttachedItem) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeStatusVolumesAttachedItem) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeStatusVolumesAttachedItem{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "name":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v1
+		case "devicePath":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "devicePath")
+			}
+			m.DevicePath = v2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "name")
+		}
+		if !seen[1] {
+			missing = append(missing, "devicePath")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeStatusVolumesAttachedItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // NodeSystemInfo is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeSystemInfo.
@@ -215,6 +1951,135 @@ type NodeSystemInfo struct {
 	KubeProxyVersion        *string `json:"kubeProxyVersion,omitzero"`
 }
 
+// UnmarshalJSON decodes NodeSystemInfo, rejecting JSON its Go type cannot represent.
+func (m *NodeSystemInfo) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeSystemInfo{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "machineID":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "machineID")
+				}
+				(*p1) = v2
+				m.MachineID = p1
+			}
+		case "systemUUID":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "systemUUID")
+				}
+				(*p3) = v4
+				m.SystemUUID = p3
+			}
+		case "bootID":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
+			} else {
+				p5 := new(string)
+				v6, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "bootID")
+				}
+				(*p5) = v6
+				m.BootID = p5
+			}
+		case "kernelVersion":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
+			} else {
+				p7 := new(string)
+				v8, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "kernelVersion")
+				}
+				(*p7) = v8
+				m.KernelVersion = p7
+			}
+		case "osImage":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
+			} else {
+				p9 := new(string)
+				v10, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "osImage")
+				}
+				(*p9) = v10
+				m.OSImage = p9
+			}
+		case "containerRuntimeVersion":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
+			} else {
+				p11 := new(string)
+				v12, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "containerRuntimeVersion")
+				}
+				(*p11) = v12
+				m.ContainerRuntimeVersion = p11
+			}
+		case "kubeletVersion":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
+			} else {
+				p13 := new(string)
+				v14, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "kubeletVersion")
+				}
+				(*p13) = v14
+				m.KubeletVersion = p13
+			}
+		case "kubeProxyVersion":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
+			} else {
+				p15 := new(string)
+				v16, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "kubeProxyVersion")
+				}
+				(*p15) = v16
+				m.KubeProxyVersion = p15
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *NodeSystemInfo) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
 // PodStatus is the message PodStatus of the contract, generated from contract.yaml#/schemas/PodStatus.
 type PodStatus struct {
 	UID       string                       `json:"uid"`
@@ -222,6 +2087,104 @@ type PodStatus struct {
 	PodIP     jsonwire.Nullable[string]    `json:"podIP,omitzero"`
 	StartTime jsonwire.Nullable[time.Time] `json:"startTime,omitzero"`
 }
+
+// UnmarshalJSON decodes PodStatus, rejecting JSON its Go type cannot represent.
+func (m *PodStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PodStatus{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "uid":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "uid")
+			}
+			m.UID = v1
+		case "phase":
+			seen[1] = true
+			if err := m.Phase.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "phase")
+			}
+		case "podIP":
+			if d.Null() {
+				m.PodIP = jsonwire.Null[string]()
+			} else {
+				var v2 string
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "podIP")
+				}
+				v2 = v3
+				m.PodIP = jsonwire.Value(v2)
+			}
+		case "startTime":
+			if d.Null() {
+				m.StartTime = jsonwire.Null[time.Time]()
+			} else {
+				var v4 time.Time
+				v5, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "startTime")
+				}
+				v4 = v5
+				m.StartTime = jsonwire.Value(v4)
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "uid")
+		}
+		if !seen[1] {
+			missing = append(missing, "phase")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PodStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("phase")
+	path2 := kw.Keyword("properties/phase")
+	m.Phase.validateJSON(v, &path1, &path2)
+}
+
+// Validate checks m against the schema of PodStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodStatus")
+}
+
+var _ framework.Validator = (*PodStatus)(nil)
 
 // PodStatusPhase is generated from contract.yaml#/schemas/PodStatus/properties/phase.
 type PodStatusPhase string
@@ -235,10 +2198,120 @@ const (
 	PodStatusPhaseUnknown   PodStatusPhase = "Unknown"
 )
 
+// UnmarshalJSON decodes PodStatusPhase, rejecting JSON its Go type cannot represent.
+func (m *PodStatusPhase) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = PodStatusPhase(v1)
+	return nil
+}
+
+func (m *PodStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\"")
+	}
+}
+
 // Quantity is generated from schemas/nodestatus.schema.json#/$defs/Quantity.
 //
 // A resource quantity such as 3800m, 16Gi or 110.
 type Quantity string
 
+// UnmarshalJSON decodes Quantity, rejecting JSON its Go type cannot represent.
+func (m *Quantity) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Quantity) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = Quantity(v1)
+	return nil
+}
+
+func (m *Quantity) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if !pattern1.MatchString(string((*m))) {
+		v.Fail(at, "", kw, "pattern", "does not match pattern \"^[+-]?[0-9.]+([eE][+-]?[0-9]+|[numkMGTPE]i?)?$\"")
+	}
+}
+
 // ResourceList is generated from schemas/bench-nodestatus.schema.json#/$defs/ResourceList.
 type ResourceList map[string]string
+
+// UnmarshalJSON decodes ResourceList, rejecting JSON its Go type cannot represent.
+func (m *ResourceList) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
+	if d.Null() {
+		*m = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return err
+		}
+		m1 := ResourceList{}
+		for d.NextMember() {
+			k2 := string(d.Key())
+			if d.Err() != nil {
+				break
+			}
+			var e3 string
+			v4, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, k2)
+			}
+			e3 = v4
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		*m = m1
+	}
+	return nil
+}
+
+func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	} else {
+		for k1, e2 := range *m {
+			at3 := at.Member(k1)
+			if !pattern2.MatchString(e2) {
+				v.Fail(&at3, "", kw, "additionalProperties/pattern", "does not match pattern \"^[0-9]+(\\\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$\"")
+			}
+		}
+	}
+}
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = regexp.MustCompile("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+	pattern1 = regexp.MustCompile("^[+-]?[0-9.]+([eE][+-]?[0-9]+|[numkMGTPE]i?)?$")
+	pattern2 = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
+)

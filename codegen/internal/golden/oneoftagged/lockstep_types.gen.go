@@ -5,15 +5,78 @@ package oneoftagged
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Circle is generated from contract.yaml#/schemas/Shape/$defs/Circle.
 type Circle struct {
 	Kind   string  `json:"kind"`
 	Radius float64 `json:"radius"`
+}
+
+// UnmarshalJSON decodes Circle, rejecting JSON its Go type cannot represent.
+func (m *Circle) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Circle) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Circle{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "kind":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "kind")
+			}
+			m.Kind = v1
+		case "radius":
+			seen[1] = true
+			v2, err := d.Float64()
+			if err != nil {
+				return jsonwire.Within(err, "radius")
+			}
+			m.Radius = v2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "kind")
+		}
+		if !seen[1] {
+			missing = append(missing, "radius")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Circle) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Kind != "circle" {
+		v.Fail(at, "kind", kw, "properties/kind/const", "value must be \"circle\"")
+	}
 }
 
 // Event is the message Event of the contract, generated from contract.yaml#/schemas/Event.
@@ -42,26 +105,89 @@ func (u Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(set[0])
 }
 
-// UnmarshalJSON decodes the variant its "type" member names.
-func (u *Event) UnmarshalJSON(data []byte) error {
-	if jsonwire.IsNull(data) {
-		return nil
+// UnmarshalJSON decodes Event, rejecting JSON its Go type cannot represent.
+func (m *Event) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
 	}
-	tag, err := jsonwire.Discriminator(data, "type", false)
+	return d.End()
+}
+
+func (m *Event) decodeJSON(d *jsonwire.Decoder) error {
+	tag, err := d.Discriminator("type", false)
 	if err != nil {
-		return fmt.Errorf("Event: %w", err)
+		return err
 	}
-	*u = Event{}
+	*m = Event{}
 	switch tag {
 	case "NodeAdded":
-		u.NodeAdded = new(EventNodeAdded)
-		return json.Unmarshal(data, u.NodeAdded)
+		m.NodeAdded = new(EventNodeAdded)
+		return m.NodeAdded.decodeJSON(d)
 	case "PodsMoved":
-		u.PodsMoved = new(EventPodsMoved)
-		return json.Unmarshal(data, u.PodsMoved)
+		m.PodsMoved = new(EventPodsMoved)
+		return m.PodsMoved.decodeJSON(d)
 	}
-	return fmt.Errorf("Event: type %q names no variant", tag)
+	if err := d.Skip(); err != nil {
+		return err
+	}
+	return jsonwire.Unknown("type", tag)
 }
+
+func (m *Event) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case m.NodeAdded != nil:
+		if string((*m.NodeAdded).Type) != "NodeAdded" {
+			v.Fail(at, "type", kw, "", "variant NodeAdded must have type \"NodeAdded\"")
+		}
+		matched1 := 0
+		q2 := v.Quiet()
+		if string((*m.NodeAdded).Type) != "NodeAdded" {
+			q2.Fail(at, "type", kw, "oneOf/0/properties/type/enum", "")
+		}
+		if q2.OK() {
+			matched1++
+		}
+		if matched1 != 1 {
+			v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched1)+" alternatives match")
+		}
+	case m.PodsMoved != nil:
+		if string((*m.PodsMoved).Type) != "PodsMoved" {
+			v.Fail(at, "type", kw, "", "variant PodsMoved must have type \"PodsMoved\"")
+		}
+		matched3 := 0
+		q4 := v.Quiet()
+		if string((*m.PodsMoved).Type) != "PodsMoved" {
+			q4.Fail(at, "type", kw, "oneOf/1/properties/type/enum", "")
+		}
+		if (*m.PodsMoved).Pods == nil {
+			q4.Fail(at, "pods", kw, "oneOf/1/properties/pods/type", "")
+		}
+		if q4.OK() {
+			matched3++
+		}
+		if matched3 != 1 {
+			v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+		}
+	default:
+		v.Fail(at, "", kw, "", "no variant of the union is set")
+	}
+}
+
+// Validate checks m against the schema of Event, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Event) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Event is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Event")
+}
+
+var _ framework.Validator = (*Event)(nil)
 
 // EventNodeAdded is generated from contract.yaml#/schemas/Event/oneOf/0.
 type EventNodeAdded struct {
@@ -82,37 +208,75 @@ func (m EventNodeAdded) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "type", "at", "node")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes EventNodeAdded, rejecting JSON its Go type cannot represent.
 func (m *EventNodeAdded) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EventNodeAdded) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = EventNodeAdded{}
-	for key, raw := range members {
-		switch key {
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "type":
-			if err := json.Unmarshal(raw, &m.Type); err != nil {
-				return jsonwire.MemberError("type", err)
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
 			}
 		case "at":
-			if err := json.Unmarshal(raw, &m.At); err != nil {
-				return jsonwire.MemberError("at", err)
+			seen[1] = true
+			v1, err := d.DateTime()
+			if err != nil {
+				return jsonwire.Within(err, "at")
 			}
+			m.At = v1
 		case "node":
-			if err := json.Unmarshal(raw, &m.Node); err != nil {
-				return jsonwire.MemberError("node", err)
+			seen[2] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "node")
 			}
+			m.Node = v2
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e3 json.RawMessage
+			v4, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e3 = v4
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e3
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "at")
+		}
+		if !seen[2] {
+			missing = append(missing, "node")
+		}
+		return jsonwire.Missing(d, missing...)
 	}
 	return nil
 }
@@ -124,6 +288,26 @@ type EventNodeAddedType string
 const (
 	EventNodeAddedTypeNodeAdded EventNodeAddedType = "NodeAdded"
 )
+
+// UnmarshalJSON decodes EventNodeAddedType, rejecting JSON its Go type cannot represent.
+func (m *EventNodeAddedType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EventNodeAddedType) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = EventNodeAddedType(v1)
+	return nil
+}
 
 // EventPodsMoved is generated from contract.yaml#/schemas/Event/oneOf/1.
 type EventPodsMoved struct {
@@ -144,37 +328,91 @@ func (m EventPodsMoved) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "type", "at", "pods")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes EventPodsMoved, rejecting JSON its Go type cannot represent.
 func (m *EventPodsMoved) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = EventPodsMoved{}
-	for key, raw := range members {
-		switch key {
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "type":
-			if err := json.Unmarshal(raw, &m.Type); err != nil {
-				return jsonwire.MemberError("type", err)
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
 			}
 		case "at":
-			if err := json.Unmarshal(raw, &m.At); err != nil {
-				return jsonwire.MemberError("at", err)
+			seen[1] = true
+			v1, err := d.DateTime()
+			if err != nil {
+				return jsonwire.Within(err, "at")
 			}
+			m.At = v1
 		case "pods":
-			if err := json.Unmarshal(raw, &m.Pods); err != nil {
-				return jsonwire.MemberError("pods", err)
+			seen[2] = true
+			if d.Null() {
+				m.Pods = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "pods")
+				}
+				s2 := make([]string, 0)
+				var zero4 string
+				for i3 := 0; d.NextItem(); i3++ {
+					s2 = append(s2, zero4)
+					v5, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "pods")
+					}
+					s2[i3] = v5
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "pods")
+				}
+				m.Pods = s2
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e6 json.RawMessage
+			v7, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e6 = v7
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e6
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "at")
+		}
+		if !seen[2] {
+			missing = append(missing, "pods")
+		}
+		return jsonwire.Missing(d, missing...)
 	}
 	return nil
 }
@@ -186,6 +424,26 @@ type EventPodsMovedType string
 const (
 	EventPodsMovedTypePodsMoved EventPodsMovedType = "PodsMoved"
 )
+
+// UnmarshalJSON decodes EventPodsMovedType, rejecting JSON its Go type cannot represent.
+func (m *EventPodsMovedType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EventPodsMovedType) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = EventPodsMovedType(v1)
+	return nil
+}
 
 // Shape is the message Shape of the contract, generated from contract.yaml#/schemas/Shape.
 //
@@ -213,29 +471,146 @@ func (u Shape) MarshalJSON() ([]byte, error) {
 	return json.Marshal(set[0])
 }
 
-// UnmarshalJSON decodes the variant its "kind" member names.
-func (u *Shape) UnmarshalJSON(data []byte) error {
-	if jsonwire.IsNull(data) {
-		return nil
+// UnmarshalJSON decodes Shape, rejecting JSON its Go type cannot represent.
+func (m *Shape) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
 	}
-	tag, err := jsonwire.Discriminator(data, "kind", false)
+	return d.End()
+}
+
+func (m *Shape) decodeJSON(d *jsonwire.Decoder) error {
+	tag, err := d.Discriminator("kind", false)
 	if err != nil {
-		return fmt.Errorf("Shape: %w", err)
+		return err
 	}
-	*u = Shape{}
+	*m = Shape{}
 	switch tag {
 	case "circle":
-		u.Circle = new(Circle)
-		return json.Unmarshal(data, u.Circle)
+		m.Circle = new(Circle)
+		return m.Circle.decodeJSON(d)
 	case "square":
-		u.Square = new(Square)
-		return json.Unmarshal(data, u.Square)
+		m.Square = new(Square)
+		return m.Square.decodeJSON(d)
 	}
-	return fmt.Errorf("Shape: kind %q names no variant", tag)
+	if err := d.Skip(); err != nil {
+		return err
+	}
+	return jsonwire.Unknown("kind", tag)
 }
+
+func (m *Shape) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case m.Circle != nil:
+		if (*m.Circle).Kind != "circle" {
+			v.Fail(at, "kind", kw, "", "variant Circle must have kind \"circle\"")
+		}
+		matched1 := 0
+		q2 := v.Quiet()
+		(*m.Circle).validateJSON(&q2, at, kw)
+		if q2.OK() {
+			matched1++
+		}
+		if matched1 != 1 {
+			v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched1)+" alternatives match")
+		}
+	case m.Square != nil:
+		if (*m.Square).Kind != "square" {
+			v.Fail(at, "kind", kw, "", "variant Square must have kind \"square\"")
+		}
+		matched3 := 0
+		q4 := v.Quiet()
+		(*m.Square).validateJSON(&q4, at, kw)
+		if q4.OK() {
+			matched3++
+		}
+		if matched3 != 1 {
+			v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+		}
+	default:
+		v.Fail(at, "", kw, "", "no variant of the union is set")
+	}
+}
+
+// Validate checks m against the schema of Shape, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Shape) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Shape is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Shape")
+}
+
+var _ framework.Validator = (*Shape)(nil)
 
 // Square is generated from contract.yaml#/schemas/Shape/$defs/Square.
 type Square struct {
 	Kind string  `json:"kind"`
 	Side float64 `json:"side"`
+}
+
+// UnmarshalJSON decodes Square, rejecting JSON its Go type cannot represent.
+func (m *Square) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Square) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Square{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "kind":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "kind")
+			}
+			m.Kind = v1
+		case "side":
+			seen[1] = true
+			v2, err := d.Float64()
+			if err != nil {
+				return jsonwire.Within(err, "side")
+			}
+			m.Side = v2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "kind")
+		}
+		if !seen[1] {
+			missing = append(missing, "side")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Square) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Kind != "square" {
+		v.Fail(at, "kind", kw, "properties/kind/const", "value must be \"square\"")
+	}
 }

@@ -5,8 +5,11 @@ package oneofuntagged
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // ByName is generated from contract.yaml#/schemas/Holder/$defs/ByName.
@@ -14,9 +17,128 @@ type ByName struct {
 	Name string `json:"name"`
 }
 
+// UnmarshalJSON decodes ByName, rejecting JSON its Go type cannot represent.
+func (m *ByName) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ByName) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ByName{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "name":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "name")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *ByName) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
 // BySelector is generated from contract.yaml#/schemas/Holder/$defs/BySelector.
 type BySelector struct {
 	Selector map[string]string `json:"selector"`
+}
+
+// UnmarshalJSON decodes BySelector, rejecting JSON its Go type cannot represent.
+func (m *BySelector) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = BySelector{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "selector":
+			seen[0] = true
+			if d.Null() {
+				m.Selector = nil
+			} else {
+				if err := d.ObjectStart(); err != nil {
+					return jsonwire.Within(err, "selector")
+				}
+				m1 := map[string]string{}
+				for d.NextMember() {
+					k2 := string(d.Key())
+					if d.Err() != nil {
+						break
+					}
+					var e3 string
+					v4, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k2), "selector")
+					}
+					e3 = v4
+					m1[k2] = e3
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "selector")
+				}
+				m.Selector = m1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "selector")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *BySelector) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Selector == nil {
+		v.Fail(at, "selector", kw, "properties/selector/type", "null is not allowed here")
+	}
 }
 
 // Holder is the message Holder of the contract, generated from contract.yaml#/schemas/Holder.
@@ -29,6 +151,142 @@ type Holder struct {
 	// The branches only require members; the type is the base object.
 	Exclusive *HolderExclusive `json:"exclusive,omitzero"`
 }
+
+// UnmarshalJSON decodes Holder, rejecting JSON its Go type cannot represent.
+func (m *Holder) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Holder{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "port":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "port")
+			} else {
+				p1 := new(HolderPort)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "port")
+				}
+				m.Port = p1
+			}
+		case "target":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "target")
+			} else {
+				p2 := new(HolderTarget)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "target")
+				}
+				m.Target = p2
+			}
+		case "choice":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "choice")
+			} else {
+				p3 := new(HolderChoice)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "choice")
+				}
+				m.Choice = p3
+			}
+		case "maybe":
+			if d.Null() {
+				m.Maybe = jsonwire.Null[ByName]()
+			} else {
+				var v4 ByName
+				if err := v4.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "maybe")
+				}
+				m.Maybe = jsonwire.Value(v4)
+			}
+		case "exclusive":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "exclusive")
+			} else {
+				p5 := new(HolderExclusive)
+				if err := (*p5).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "exclusive")
+				}
+				m.Exclusive = p5
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Holder) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Port != nil {
+		path1 := at.Keyword("port")
+		path2 := kw.Keyword("properties/port")
+		(*m.Port).validateJSON(v, &path1, &path2)
+	}
+	if m.Target != nil {
+		path3 := at.Keyword("target")
+		path4 := kw.Keyword("properties/target")
+		(*m.Target).validateJSON(v, &path3, &path4)
+	}
+	if m.Choice != nil {
+		path5 := at.Keyword("choice")
+		path6 := kw.Keyword("properties/choice")
+		(*m.Choice).validateJSON(v, &path5, &path6)
+	}
+	if x7, ok := m.Maybe.Get(); ok {
+		matched8 := 0
+		q9 := v.Quiet()
+		x7.validateJSON(&q9, at, kw)
+		if q9.OK() {
+			matched8++
+		}
+		if matched8 == 0 {
+			q10 := v.Quiet()
+			q10.Fail(at, "maybe", kw, "properties/maybe/anyOf/1/type", "")
+			if q10.OK() {
+				matched8++
+			}
+		}
+		if matched8 == 0 {
+			v.Fail(at, "maybe", kw, "properties/maybe/anyOf", "anyOf failed")
+		}
+	}
+	if m.Exclusive != nil {
+		path11 := at.Keyword("exclusive")
+		path12 := kw.Keyword("properties/exclusive")
+		(*m.Exclusive).validateJSON(v, &path11, &path12)
+	}
+}
+
+// Validate checks m against the schema of Holder, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Holder) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Holder is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Holder")
+}
+
+var _ framework.Validator = (*Holder)(nil)
 
 // HolderChoice is generated from contract.yaml#/schemas/Holder/properties/choice.
 //
@@ -47,20 +305,18 @@ func (u HolderChoice) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *HolderChoice) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u HolderChoice) Raw() json.RawMessage { return u.raw }
 
 // AsObject decodes the value as HolderChoiceObject.
 func (u HolderChoice) AsObject() (HolderChoiceObject, error) {
 	var v HolderChoiceObject
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
 }
 
 // FromObject sets the value to v.
@@ -76,8 +332,30 @@ func (u *HolderChoice) FromObject(v HolderChoiceObject) error {
 // AsArray decodes the value as []string.
 func (u HolderChoice) AsArray() ([]string, error) {
 	var v []string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		s1 := make([]string, 0)
+		var zero3 string
+		for i2 := 0; d.NextItem(); i2++ {
+			s1 = append(s1, zero3)
+			v4, err := d.String()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i2)
+			}
+			s1[i2] = v4
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = s1
+	}
+	return v, d.End()
 }
 
 // FromArray sets the value to v.
@@ -90,9 +368,133 @@ func (u *HolderChoice) FromArray(v []string) error {
 	return nil
 }
 
+// UnmarshalJSON decodes HolderChoice, rejecting JSON its Go type cannot represent.
+func (m *HolderChoice) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderChoice) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *HolderChoice) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		y1, err2 := (*m).AsObject()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			y1.validateJSON(&q4, at, kw)
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			q5.Fail(at, "", kw, "oneOf/1/type", "")
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		y6, err7 := (*m).AsArray()
+		if err7 == nil {
+			if y6 == nil {
+				v.Fail(at, "", kw, "type", "null is not allowed here")
+			} else {
+				matched8 := 0
+				q9 := v.Quiet()
+				if y6 == nil {
+					q9.Fail(at, "", kw, "oneOf/0/type", "")
+				} else {
+					q9.Fail(at, "", kw, "oneOf/0/type", "")
+				}
+				if q9.OK() {
+					matched8++
+				}
+				q10 := v.Quiet()
+				if y6 == nil {
+					q10.Fail(at, "", kw, "oneOf/1/type", "")
+				}
+				if q10.OK() {
+					matched8++
+				}
+				if matched8 != 1 {
+					v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched8)+" alternatives match")
+				}
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err7)
+	}
+}
+
 // HolderChoiceObject is generated from contract.yaml#/schemas/Holder/properties/choice/oneOf/0.
 type HolderChoiceObject struct {
 	A string `json:"a"`
+}
+
+// UnmarshalJSON decodes HolderChoiceObject, rejecting JSON its Go type cannot represent.
+func (m *HolderChoiceObject) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderChoiceObject) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HolderChoiceObject{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "a":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "a")
+			}
+			m.A = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "a")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *HolderChoiceObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // HolderExclusive is generated from contract.yaml#/schemas/Holder/properties/exclusive.
@@ -101,6 +503,93 @@ type HolderChoiceObject struct {
 type HolderExclusive struct {
 	X *int64 `json:"x,omitzero"`
 	Y *int64 `json:"y,omitzero"`
+}
+
+// UnmarshalJSON decodes HolderExclusive, rejecting JSON its Go type cannot represent.
+func (m *HolderExclusive) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HolderExclusive{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "x":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "x")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "x")
+				}
+				(*p1) = v2
+				m.X = p1
+			}
+		case "y":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "y")
+			} else {
+				p3 := new(int64)
+				v4, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "y")
+				}
+				(*p3) = v4
+				m.Y = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *HolderExclusive) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	matched1 := 0
+	q2 := v.Quiet()
+	{
+		var missing []string
+		if !(m.X != nil) {
+			missing = append(missing, "x")
+		}
+		if len(missing) > 0 {
+			q2.Fail(at, "", kw, "oneOf/0/required", "")
+		}
+	}
+	if q2.OK() {
+		matched1++
+	}
+	q3 := v.Quiet()
+	{
+		var missing []string
+		if !(m.Y != nil) {
+			missing = append(missing, "y")
+		}
+		if len(missing) > 0 {
+			q3.Fail(at, "", kw, "oneOf/1/required", "")
+		}
+	}
+	if q3.OK() {
+		matched1++
+	}
+	if matched1 != 1 {
+		v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched1)+" alternatives match")
+	}
 }
 
 // HolderPort is generated from contract.yaml#/schemas/Holder/properties/port.
@@ -122,20 +611,20 @@ func (u HolderPort) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *HolderPort) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u HolderPort) Raw() json.RawMessage { return u.raw }
 
 // AsInteger decodes the value as int64.
 func (u HolderPort) AsInteger() (int64, error) {
 	var v int64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Int64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromInteger sets the value to v.
@@ -151,8 +640,14 @@ func (u *HolderPort) FromInteger(v int64) error {
 // AsString decodes the value as string.
 func (u HolderPort) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -163,6 +658,79 @@ func (u *HolderPort) FromString(v string) error {
 	}
 	u.raw = b
 	return nil
+}
+
+// UnmarshalJSON decodes HolderPort, rejecting JSON its Go type cannot represent.
+func (m *HolderPort) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderPort) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *HolderPort) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		y1, err2 := (*m).AsInteger()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			if int64(y1) < 1 {
+				q4.Fail(at, "", kw, "oneOf/0/minimum", "")
+			}
+			if int64(y1) > 65535 {
+				q4.Fail(at, "", kw, "oneOf/0/maximum", "")
+			}
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			q5.Fail(at, "", kw, "oneOf/1/type", "")
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		y6, err7 := (*m).AsString()
+		if err7 == nil {
+			matched8 := 0
+			q9 := v.Quiet()
+			q9.Fail(at, "", kw, "oneOf/0/type", "")
+			if q9.OK() {
+				matched8++
+			}
+			q10 := v.Quiet()
+			if !pattern0.MatchString(y6) {
+				q10.Fail(at, "", kw, "oneOf/1/pattern", "")
+			}
+			if q10.OK() {
+				matched8++
+			}
+			if matched8 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched8)+" alternatives match")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err7)
+	}
 }
 
 // HolderTarget is generated from contract.yaml#/schemas/Holder/properties/target.
@@ -182,20 +750,18 @@ func (u HolderTarget) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *HolderTarget) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u HolderTarget) Raw() json.RawMessage { return u.raw }
 
 // AsByName decodes the value as ByName.
 func (u HolderTarget) AsByName() (ByName, error) {
 	var v ByName
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
 }
 
 // FromByName sets the value to v.
@@ -211,8 +777,12 @@ func (u *HolderTarget) FromByName(v ByName) error {
 // AsBySelector decodes the value as BySelector.
 func (u HolderTarget) AsBySelector() (BySelector, error) {
 	var v BySelector
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
 }
 
 // FromBySelector sets the value to v.
@@ -224,3 +794,92 @@ func (u *HolderTarget) FromBySelector(v BySelector) error {
 	u.raw = b
 	return nil
 }
+
+// UnmarshalJSON decodes HolderTarget, rejecting JSON its Go type cannot represent.
+func (m *HolderTarget) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderTarget) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *HolderTarget) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		y1, err2 := (*m).AsByName()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			y1.validateJSON(&q4, at, kw)
+			if q4.OK() {
+				matched3++
+			}
+			if matched3 == 0 {
+				q5 := v.Quiet()
+				q5.Fail(at, "name", kw, "anyOf/1/$ref/additionalProperties", "")
+				{
+					var missing []string
+					missing = append(missing, "selector")
+					if len(missing) > 0 {
+						q5.Fail(at, "", kw, "anyOf/1/$ref/required", "")
+					}
+				}
+				if q5.OK() {
+					matched3++
+				}
+			}
+			if matched3 == 0 {
+				v.Fail(at, "", kw, "anyOf", "anyOf failed")
+			}
+			break
+		}
+		y6, err7 := (*m).AsBySelector()
+		if err7 == nil {
+			matched8 := 0
+			q9 := v.Quiet()
+			q9.Fail(at, "selector", kw, "anyOf/0/$ref/additionalProperties", "")
+			{
+				var missing []string
+				missing = append(missing, "name")
+				if len(missing) > 0 {
+					q9.Fail(at, "", kw, "anyOf/0/$ref/required", "")
+				}
+			}
+			if q9.OK() {
+				matched8++
+			}
+			if matched8 == 0 {
+				q10 := v.Quiet()
+				y6.validateJSON(&q10, at, kw)
+				if q10.OK() {
+					matched8++
+				}
+			}
+			if matched8 == 0 {
+				v.Fail(at, "", kw, "anyOf", "anyOf failed")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err7)
+	}
+}
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = regexp.MustCompile("^[a-z]+$")
+)

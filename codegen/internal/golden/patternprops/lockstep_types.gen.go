@@ -4,8 +4,10 @@ package patternprops
 
 import (
 	"encoding/json"
+	"regexp"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Patterns is the message Patterns of the contract, generated from contract.yaml#/schemas/Patterns.
@@ -15,6 +17,119 @@ type Patterns struct {
 	Limits     *PatternsLimits     `json:"limits,omitzero"`
 	Extensible *PatternsExtensible `json:"extensible,omitzero"`
 }
+
+// UnmarshalJSON decodes Patterns, rejecting JSON its Go type cannot represent.
+func (m *Patterns) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Patterns{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "env":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "env")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "env")
+			}
+			m1 := map[string]string{}
+			for d.NextMember() {
+				k2 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e3 string
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k2), "env")
+				}
+				e3 = v4
+				m1[k2] = e3
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "env")
+			}
+			m.Env = m1
+		case "limits":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
+			} else {
+				p5 := new(PatternsLimits)
+				if err := (*p5).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "limits")
+				}
+				m.Limits = p5
+			}
+		case "extensible":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "extensible")
+			} else {
+				p6 := new(PatternsExtensible)
+				if err := (*p6).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "extensible")
+				}
+				m.Extensible = p6
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Patterns) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Env != nil {
+		for k5 := range m.Env {
+			if pattern0.MatchString(k5) {
+				continue
+			}
+			path8 := at.Keyword("env")
+			at7 := path8.Member(k5)
+			v.Fail(&at7, "", kw, "properties/env/additionalProperties", "additionalProperties "+jsonwire.Quote(k5)+" not allowed")
+		}
+	}
+	if m.Limits != nil {
+		path9 := at.Keyword("limits")
+		path10 := kw.Keyword("properties/limits")
+		(*m.Limits).validateJSON(v, &path9, &path10)
+	}
+	if m.Extensible != nil {
+		path11 := at.Keyword("extensible")
+		path12 := kw.Keyword("properties/extensible")
+		(*m.Extensible).validateJSON(v, &path11, &path12)
+	}
+}
+
+// Validate checks m against the schema of Patterns, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Patterns) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Patterns is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Patterns")
+}
+
+var _ framework.Validator = (*Patterns)(nil)
 
 // PatternsExtensible is generated from contract.yaml#/schemas/Patterns/properties/extensible.
 type PatternsExtensible struct {
@@ -33,31 +148,59 @@ func (m PatternsExtensible) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "name")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes PatternsExtensible, rejecting JSON its Go type cannot represent.
 func (m *PatternsExtensible) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PatternsExtensible{}
-	for key, raw := range members {
-		switch key {
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "name":
-			if err := json.Unmarshal(raw, &m.Name); err != nil {
-				return jsonwire.MemberError("name", err)
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "name")
+				}
+				(*p1) = v2
+				m.Name = p1
 			}
 		default:
-			var v json.RawMessage
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e3 json.RawMessage
+			v4, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e3 = v4
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e3
 		}
 	}
+	if err := d.Err(); err != nil {
+		return err
+	}
 	return nil
+}
+
+func (m *PatternsExtensible) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // PatternsLimits is generated from contract.yaml#/schemas/Patterns/properties/limits.
@@ -77,29 +220,77 @@ func (m PatternsLimits) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "default")
 }
 
-// UnmarshalJSON decodes the declared members by their exact names, and keeps the others in AdditionalProperties.
+// UnmarshalJSON decodes PatternsLimits, rejecting JSON its Go type cannot represent.
 func (m *PatternsLimits) UnmarshalJSON(data []byte) error {
-	members, err := jsonwire.DecodeObject(data)
-	if err != nil || members == nil {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PatternsLimits) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PatternsLimits{}
-	for key, raw := range members {
-		switch key {
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
 		case "default":
-			if err := json.Unmarshal(raw, &m.Default); err != nil {
-				return jsonwire.MemberError("default", err)
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "default")
 			}
+			m.Default = v1
 		default:
-			var v int64
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(key, err)
+			k := string(key)
+			var e2 int64
+			v3, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, k)
 			}
+			e2 = v3
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]int64{}
 			}
-			m.AdditionalProperties[key] = v
+			m.AdditionalProperties[k] = e2
 		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "default")
+		}
+		return jsonwire.Missing(d, missing...)
 	}
 	return nil
 }
+
+func (m *PatternsLimits) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	for k4 := range m.AdditionalProperties {
+		switch k4 {
+		case "default":
+			continue
+		}
+		if pattern1.MatchString(k4) {
+			continue
+		}
+		at6 := at.Member(k4)
+		v.Fail(&at6, "", kw, "additionalProperties", "additionalProperties "+jsonwire.Quote(k4)+" not allowed")
+	}
+}
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = regexp.MustCompile("^[A-Z_][A-Z0-9_]*$")
+	pattern1 = regexp.MustCompile("^[a-z]+$")
+)

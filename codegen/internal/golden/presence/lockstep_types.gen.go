@@ -4,8 +4,10 @@ package presence
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Point is the message Point of the contract, generated from contract.yaml#/schemas/Point.
@@ -13,6 +15,79 @@ type Point struct {
 	X float64 `json:"x"`
 	Y float64 `json:"y"`
 }
+
+// UnmarshalJSON decodes Point, rejecting JSON its Go type cannot represent.
+func (m *Point) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Point{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "x":
+			seen[0] = true
+			v1, err := d.Float64()
+			if err != nil {
+				return jsonwire.Within(err, "x")
+			}
+			m.X = v1
+		case "y":
+			seen[1] = true
+			v2, err := d.Float64()
+			if err != nil {
+				return jsonwire.Within(err, "y")
+			}
+			m.Y = v2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "x")
+		}
+		if !seen[1] {
+			missing = append(missing, "y")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Point) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Point, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Point) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Point is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Point")
+}
+
+var _ framework.Validator = (*Point)(nil)
 
 // Presence is the message Presence of the contract, generated from contract.yaml#/schemas/Presence.
 type Presence struct {
@@ -35,3 +110,393 @@ type Presence struct {
 	OptBool       *bool                               `json:"optBool,omitzero"`
 	OptRaw        json.RawMessage                     `json:"optRaw,omitzero"`
 }
+
+// UnmarshalJSON decodes Presence, rejecting JSON its Go type cannot represent.
+func (m *Presence) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Presence{}
+	var seen [6]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "reqString":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "reqString")
+			}
+			m.ReqString = v1
+		case "optString":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "optString")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "optString")
+				}
+				(*p2) = v3
+				m.OptString = p2
+			}
+		case "reqNullString":
+			seen[1] = true
+			if d.Null() {
+				m.ReqNullString = nil
+			} else {
+				p4 := new(string)
+				v5, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "reqNullString")
+				}
+				(*p4) = v5
+				m.ReqNullString = p4
+			}
+		case "optNullString":
+			if d.Null() {
+				m.OptNullString = jsonwire.Null[string]()
+			} else {
+				var v6 string
+				v7, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "optNullString")
+				}
+				v6 = v7
+				m.OptNullString = jsonwire.Value(v6)
+			}
+		case "reqObject":
+			seen[2] = true
+			if err := m.ReqObject.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "reqObject")
+			}
+		case "optObject":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "optObject")
+			} else {
+				p8 := new(Point)
+				if err := (*p8).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "optObject")
+				}
+				m.OptObject = p8
+			}
+		case "reqNullObject":
+			seen[3] = true
+			if d.Null() {
+				m.ReqNullObject = nil
+			} else {
+				p9 := new(Point)
+				if err := (*p9).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "reqNullObject")
+				}
+				m.ReqNullObject = p9
+			}
+		case "optNullObject":
+			if d.Null() {
+				m.OptNullObject = jsonwire.Null[Point]()
+			} else {
+				var v10 Point
+				if err := v10.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "optNullObject")
+				}
+				m.OptNullObject = jsonwire.Value(v10)
+			}
+		case "reqList":
+			seen[4] = true
+			if d.Null() {
+				m.ReqList = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "reqList")
+				}
+				s11 := make([]string, 0)
+				var zero13 string
+				for i12 := 0; d.NextItem(); i12++ {
+					s11 = append(s11, zero13)
+					v14, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i12), "reqList")
+					}
+					s11[i12] = v14
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "reqList")
+				}
+				m.ReqList = s11
+			}
+		case "optList":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "optList")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "optList")
+			}
+			s15 := make([]string, 0)
+			var zero17 string
+			for i16 := 0; d.NextItem(); i16++ {
+				s15 = append(s15, zero17)
+				v18, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i16), "optList")
+				}
+				s15[i16] = v18
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "optList")
+			}
+			m.OptList = s15
+		case "reqNullList":
+			seen[5] = true
+			if d.Null() {
+				m.ReqNullList = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "reqNullList")
+				}
+				s19 := make([]string, 0)
+				var zero21 string
+				for i20 := 0; d.NextItem(); i20++ {
+					s19 = append(s19, zero21)
+					v22, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i20), "reqNullList")
+					}
+					s19[i20] = v22
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "reqNullList")
+				}
+				m.ReqNullList = s19
+			}
+		case "optNullList":
+			if d.Null() {
+				m.OptNullList = jsonwire.Null[[]string]()
+			} else {
+				var v23 []string
+				if d.Null() {
+					v23 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "optNullList")
+					}
+					s24 := make([]string, 0)
+					var zero26 string
+					for i25 := 0; d.NextItem(); i25++ {
+						s24 = append(s24, zero26)
+						v27, err := d.String()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i25), "optNullList")
+						}
+						s24[i25] = v27
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "optNullList")
+					}
+					v23 = s24
+				}
+				m.OptNullList = jsonwire.Value(v23)
+			}
+		case "optMap":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "optMap")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "optMap")
+			}
+			m28 := map[string]int64{}
+			for d.NextMember() {
+				k29 := string(d.Key())
+				if d.Err() != nil {
+					break
+				}
+				var e30 int64
+				v31, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k29), "optMap")
+				}
+				e30 = v31
+				m28[k29] = e30
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "optMap")
+			}
+			m.OptMap = m28
+		case "optNullMap":
+			if d.Null() {
+				m.OptNullMap = jsonwire.Null[map[string]int64]()
+			} else {
+				var v32 map[string]int64
+				if d.Null() {
+					v32 = nil
+				} else {
+					if err := d.ObjectStart(); err != nil {
+						return jsonwire.Within(err, "optNullMap")
+					}
+					m33 := map[string]int64{}
+					for d.NextMember() {
+						k34 := string(d.Key())
+						if d.Err() != nil {
+							break
+						}
+						var e35 int64
+						v36, err := d.Int64()
+						if err != nil {
+							return jsonwire.Within(jsonwire.Within(err, k34), "optNullMap")
+						}
+						e35 = v36
+						m33[k34] = e35
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "optNullMap")
+					}
+					v32 = m33
+				}
+				m.OptNullMap = jsonwire.Value(v32)
+			}
+		case "optInt":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "optInt")
+			} else {
+				p37 := new(int64)
+				v38, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "optInt")
+				}
+				(*p37) = v38
+				m.OptInt = p37
+			}
+		case "optNullInt":
+			if d.Null() {
+				m.OptNullInt = jsonwire.Null[int64]()
+			} else {
+				var v39 int64
+				v40, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "optNullInt")
+				}
+				v39 = v40
+				m.OptNullInt = jsonwire.Value(v39)
+			}
+		case "optBool":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "optBool")
+			} else {
+				p41 := new(bool)
+				v42, err := d.Bool()
+				if err != nil {
+					return jsonwire.Within(err, "optBool")
+				}
+				(*p41) = v42
+				m.OptBool = p41
+			}
+		case "optRaw":
+			v43, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "optRaw")
+			}
+			m.OptRaw = v43
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3] && seen[4] && seen[5]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "reqString")
+		}
+		if !seen[1] {
+			missing = append(missing, "reqNullString")
+		}
+		if !seen[2] {
+			missing = append(missing, "reqObject")
+		}
+		if !seen[3] {
+			missing = append(missing, "reqNullObject")
+		}
+		if !seen[4] {
+			missing = append(missing, "reqList")
+		}
+		if !seen[5] {
+			missing = append(missing, "reqNullList")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Presence) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path2 := at.Keyword("reqObject")
+	path3 := kw.Keyword("properties/reqObject/$ref")
+	m.ReqObject.validateJSON(v, &path2, &path3)
+	if m.OptObject != nil {
+		path4 := at.Keyword("optObject")
+		path5 := kw.Keyword("properties/optObject/$ref")
+		(*m.OptObject).validateJSON(v, &path4, &path5)
+	}
+	if m.ReqNullObject != nil {
+		matched6 := 0
+		q7 := v.Quiet()
+		(*m.ReqNullObject).validateJSON(&q7, at, kw)
+		if q7.OK() {
+			matched6++
+		}
+		if matched6 == 0 {
+			q8 := v.Quiet()
+			q8.Fail(at, "reqNullObject", kw, "properties/reqNullObject/anyOf/1/type", "")
+			if q8.OK() {
+				matched6++
+			}
+		}
+		if matched6 == 0 {
+			v.Fail(at, "reqNullObject", kw, "properties/reqNullObject/anyOf", "anyOf failed")
+		}
+	}
+	if x9, ok := m.OptNullObject.Get(); ok {
+		matched10 := 0
+		q11 := v.Quiet()
+		x9.validateJSON(&q11, at, kw)
+		if q11.OK() {
+			matched10++
+		}
+		q12 := v.Quiet()
+		q12.Fail(at, "optNullObject", kw, "properties/optNullObject/oneOf/1/type", "")
+		if q12.OK() {
+			matched10++
+		}
+		if matched10 != 1 {
+			v.Fail(at, "optNullObject", kw, "properties/optNullObject/oneOf", "oneOf failed: "+strconv.Itoa(matched10)+" alternatives match")
+		}
+	}
+	if m.ReqList == nil {
+		v.Fail(at, "reqList", kw, "properties/reqList/type", "null is not allowed here")
+	}
+}
+
+// Validate checks m against the schema of Presence, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Presence) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Presence is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Presence")
+}
+
+var _ framework.Validator = (*Presence)(nil)

@@ -4,6 +4,7 @@ package recursion
 
 import (
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Expr is the message Expr of the contract, generated from contract.yaml#/schemas/Expr.
@@ -15,11 +16,212 @@ type Expr struct {
 	Right *Term                   `json:"right,omitzero"`
 }
 
+// UnmarshalJSON decodes Expr, rejecting JSON its Go type cannot represent.
+func (m *Expr) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Expr{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "op":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "op")
+			}
+			m.Op = v1
+		case "left":
+			if d.Null() {
+				m.Left = jsonwire.Null[Term]()
+			} else {
+				var v2 Term
+				if err := v2.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "left")
+				}
+				m.Left = jsonwire.Value(v2)
+			}
+		case "right":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "right")
+			} else {
+				p3 := new(Term)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "right")
+				}
+				m.Right = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "op")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Expr) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.Left.Get(); ok {
+		matched2 := 0
+		q3 := v.Quiet()
+		x1.validateJSON(&q3, at, kw)
+		if q3.OK() {
+			matched2++
+		}
+		if matched2 == 0 {
+			q4 := v.Quiet()
+			q4.Fail(at, "left", kw, "properties/left/anyOf/1/type", "")
+			if q4.OK() {
+				matched2++
+			}
+		}
+		if matched2 == 0 {
+			v.Fail(at, "left", kw, "properties/left/anyOf", "anyOf failed")
+		}
+	}
+	if m.Right != nil {
+		path5 := at.Keyword("right")
+		path6 := kw.Keyword("properties/right/$ref")
+		(*m.Right).validateJSON(v, &path5, &path6)
+	}
+}
+
+// Validate checks m against the schema of Expr, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Expr) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Expr is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Expr")
+}
+
+var _ framework.Validator = (*Expr)(nil)
+
 // List is the message List of the contract, generated from contract.yaml#/schemas/List.
 type List struct {
 	Head string `json:"head"`
 	Next *List  `json:"next"`
 }
+
+// UnmarshalJSON decodes List, rejecting JSON its Go type cannot represent.
+func (m *List) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *List) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = List{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "head":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "head")
+			}
+			m.Head = v1
+		case "next":
+			seen[1] = true
+			if d.Null() {
+				m.Next = nil
+			} else {
+				p2 := new(List)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "next")
+				}
+				m.Next = p2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "head")
+		}
+		if !seen[1] {
+			missing = append(missing, "next")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *List) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Next != nil {
+		matched1 := 0
+		q2 := v.Quiet()
+		(*m.Next).validateJSON(&q2, at, kw)
+		if q2.OK() {
+			matched1++
+		}
+		if matched1 == 0 {
+			q3 := v.Quiet()
+			q3.Fail(at, "next", kw, "properties/next/anyOf/1/type", "")
+			if q3.OK() {
+				matched1++
+			}
+		}
+		if matched1 == 0 {
+			v.Fail(at, "next", kw, "properties/next/anyOf", "anyOf failed")
+		}
+	}
+}
+
+// Validate checks m against the schema of List, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *List) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "List is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("List")
+}
+
+var _ framework.Validator = (*List)(nil)
 
 // Term is the message Term of the contract, generated from contract.yaml#/schemas/Term.
 type Term struct {
@@ -27,8 +229,194 @@ type Term struct {
 	Literal *float64                 `json:"literal,omitzero"`
 }
 
+// UnmarshalJSON decodes Term, rejecting JSON its Go type cannot represent.
+func (m *Term) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Term{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "expr":
+			if d.Null() {
+				m.Expr = jsonwire.Null[*Expr]()
+			} else {
+				var v1 *Expr
+				if d.Null() {
+					v1 = nil
+				} else {
+					p2 := new(Expr)
+					if err := (*p2).decodeJSON(d); err != nil {
+						return jsonwire.Within(err, "expr")
+					}
+					v1 = p2
+				}
+				m.Expr = jsonwire.Value(v1)
+			}
+		case "literal":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "number"), "literal")
+			} else {
+				p3 := new(float64)
+				v4, err := d.Float64()
+				if err != nil {
+					return jsonwire.Within(err, "literal")
+				}
+				(*p3) = v4
+				m.Literal = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Term) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.Expr.Get(); ok {
+		if x1 != nil {
+			matched2 := 0
+			q3 := v.Quiet()
+			(*x1).validateJSON(&q3, at, kw)
+			if q3.OK() {
+				matched2++
+			}
+			if matched2 == 0 {
+				q4 := v.Quiet()
+				q4.Fail(at, "expr", kw, "properties/expr/anyOf/1/type", "")
+				if q4.OK() {
+					matched2++
+				}
+			}
+			if matched2 == 0 {
+				v.Fail(at, "expr", kw, "properties/expr/anyOf", "anyOf failed")
+			}
+		}
+	}
+}
+
+// Validate checks m against the schema of Term, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Term) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Term is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Term")
+}
+
+var _ framework.Validator = (*Term)(nil)
+
 // Tree is the message Tree of the contract, generated from contract.yaml#/schemas/Tree.
 type Tree struct {
 	Value    int64  `json:"value"`
 	Children []Tree `json:"children,omitzero"`
 }
+
+// UnmarshalJSON decodes Tree, rejecting JSON its Go type cannot represent.
+func (m *Tree) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Tree{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "value":
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "value")
+			}
+			m.Value = v1
+		case "children":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "children")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "children")
+			}
+			s2 := make([]Tree, 0)
+			var zero4 Tree
+			for i3 := 0; d.NextItem(); i3++ {
+				s2 = append(s2, zero4)
+				if err := s2[i3].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "children")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "children")
+			}
+			m.Children = s2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "value")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Tree) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Children != nil {
+		for i1 := 0; i1 < len(m.Children); i1++ {
+			path3 := at.Keyword("children")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/children/items/$ref")
+			m.Children[i1].validateJSON(v, &at2, &path4)
+		}
+	}
+}
+
+// Validate checks m against the schema of Tree, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Tree) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Tree is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Tree")
+}
+
+var _ framework.Validator = (*Tree)(nil)

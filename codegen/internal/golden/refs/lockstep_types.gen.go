@@ -2,16 +2,139 @@
 
 package refs
 
+import (
+	"regexp"
+	"strconv"
+
+	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
+)
+
 // Code is generated from schemas/legacy.json#/definitions/Code.
 type Code string
 
+// UnmarshalJSON decodes Code, rejecting JSON its Go type cannot represent.
+func (m *Code) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Code) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = Code(v1)
+	return nil
+}
+
+func (m *Code) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(string((*m))); n > 8 {
+		v.Fail(at, "", kw, "maxLength", "length must be <= 8, but got "+strconv.Itoa(n))
+	}
+}
+
 // Currency is generated from schemas/common.json#/$defs/Currency.
 type Currency string
+
+// UnmarshalJSON decodes Currency, rejecting JSON its Go type cannot represent.
+func (m *Currency) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Currency) decodeJSON(d *jsonwire.Decoder) error {
+	var v1 string
+	v2, err := d.String()
+	if err != nil {
+		return err
+	}
+	v1 = v2
+	*m = Currency(v1)
+	return nil
+}
+
+func (m *Currency) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if !pattern0.MatchString(string((*m))) {
+		v.Fail(at, "", kw, "pattern", "does not match pattern \"^[A-Z]{3}$\"")
+	}
+}
 
 // Customer is generated from schemas/common.json#/$defs/Customer.
 type Customer struct {
 	Name    string           `json:"name"`
 	Address *CustomerAddress `json:"address,omitzero"`
+}
+
+// UnmarshalJSON decodes Customer, rejecting JSON its Go type cannot represent.
+func (m *Customer) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Customer{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "name":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v1
+		case "address":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
+			} else {
+				p2 := new(CustomerAddress)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "address")
+				}
+				m.Address = p2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "name")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Customer) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Address != nil {
+		path1 := at.Keyword("address")
+		path2 := kw.Keyword("properties/address")
+		(*m.Address).validateJSON(v, &path1, &path2)
+	}
 }
 
 // CustomerAddress is generated from schemas/common.json#/$defs/Customer/properties/address.
@@ -20,10 +143,126 @@ type CustomerAddress struct {
 	City   *string `json:"city,omitzero"`
 }
 
+// UnmarshalJSON decodes CustomerAddress, rejecting JSON its Go type cannot represent.
+func (m *CustomerAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = CustomerAddress{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "street":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "street")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "street")
+				}
+				(*p1) = v2
+				m.Street = p1
+			}
+		case "city":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "city")
+			} else {
+				p3 := new(string)
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "city")
+				}
+				(*p3) = v4
+				m.City = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *CustomerAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
 // Line is generated from schemas/order.schema.json#/$defs/Line.
 type Line struct {
 	Sku   string `json:"sku"`
 	Price Money  `json:"price"`
+}
+
+// UnmarshalJSON decodes Line, rejecting JSON its Go type cannot represent.
+func (m *Line) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Line) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Line{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "sku":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "sku")
+			}
+			m.Sku = v1
+		case "price":
+			seen[1] = true
+			if err := m.Price.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "price")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "sku")
+		}
+		if !seen[1] {
+			missing = append(missing, "price")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Line) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("price")
+	path2 := kw.Keyword("properties/price/$ref")
+	m.Price.validateJSON(v, &path1, &path2)
 }
 
 // Money is generated from schemas/common.json#/$defs/Money.
@@ -33,10 +272,129 @@ type Money struct {
 	Currency Currency `json:"currency"`
 }
 
+// UnmarshalJSON decodes Money, rejecting JSON its Go type cannot represent.
+func (m *Money) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Money{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "amount":
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "amount")
+			}
+			m.Amount = v1
+		case "currency":
+			seen[1] = true
+			if err := m.Currency.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "currency")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "amount")
+		}
+		if !seen[1] {
+			missing = append(missing, "currency")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Money) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("currency")
+	path2 := kw.Keyword("properties/currency/$ref")
+	m.Currency.validateJSON(v, &path1, &path2)
+}
+
 // Note is generated from schemas/note.yaml#.
 type Note struct {
 	Text *string   `json:"text,omitzero"`
 	By   *Customer `json:"by,omitzero"`
+}
+
+// UnmarshalJSON decodes Note, rejecting JSON its Go type cannot represent.
+func (m *Note) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Note{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "text":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "text")
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "text")
+				}
+				(*p1) = v2
+				m.Text = p1
+			}
+		case "by":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "by")
+			} else {
+				p3 := new(Customer)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "by")
+				}
+				m.By = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Note) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.By != nil {
+		path1 := at.Keyword("by")
+		path2 := kw.Keyword("properties/by/$ref")
+		(*m.By).validateJSON(v, &path1, &path2)
+	}
 }
 
 // Order is the message Order of the contract, generated from schemas/order.schema.json#.
@@ -45,6 +403,114 @@ type Order struct {
 	Customer Customer `json:"customer"`
 	Lines    []Line   `json:"lines"`
 }
+
+// UnmarshalJSON decodes Order, rejecting JSON its Go type cannot represent.
+func (m *Order) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Order{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "id":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "id")
+			}
+			m.ID = v1
+		case "customer":
+			seen[1] = true
+			if err := m.Customer.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "customer")
+			}
+		case "lines":
+			seen[2] = true
+			if d.Null() {
+				m.Lines = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "lines")
+				}
+				s2 := make([]Line, 0)
+				var zero4 Line
+				for i3 := 0; d.NextItem(); i3++ {
+					s2 = append(s2, zero4)
+					if err := s2[i3].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "lines")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "lines")
+				}
+				m.Lines = s2
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "id")
+		}
+		if !seen[1] {
+			missing = append(missing, "customer")
+		}
+		if !seen[2] {
+			missing = append(missing, "lines")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Order) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("customer")
+	path2 := kw.Keyword("properties/customer/$ref")
+	m.Customer.validateJSON(v, &path1, &path2)
+	if m.Lines == nil {
+		v.Fail(at, "lines", kw, "properties/lines/type", "null is not allowed here")
+	} else {
+		for i3 := 0; i3 < len(m.Lines); i3++ {
+			path5 := at.Keyword("lines")
+			at4 := path5.Index(i3)
+			path6 := kw.Keyword("properties/lines/items/$ref")
+			m.Lines[i3].validateJSON(v, &at4, &path6)
+		}
+	}
+}
+
+// Validate checks m against the schema of Order, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Order) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Order is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Order")
+}
+
+var _ framework.Validator = (*Order)(nil)
 
 // Receipt is the message Receipt of the contract, generated from contract.yaml#/schemas/Receipt.
 type Receipt struct {
@@ -56,3 +522,143 @@ type Receipt struct {
 	Note     *Note            `json:"note,omitzero"`
 	Anchored *Currency        `json:"anchored,omitzero"`
 }
+
+// UnmarshalJSON decodes Receipt, rejecting JSON its Go type cannot represent.
+func (m *Receipt) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Receipt{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "order":
+			seen[0] = true
+			if err := m.Order.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "order")
+			}
+		case "total":
+			seen[1] = true
+			if err := m.Total.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "total")
+			}
+		case "address":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
+			} else {
+				p1 := new(CustomerAddress)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "address")
+				}
+				m.Address = p1
+			}
+		case "legacy":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "legacy")
+			} else {
+				p2 := new(Code)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "legacy")
+				}
+				m.Legacy = p2
+			}
+		case "note":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "note")
+			} else {
+				p3 := new(Note)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "note")
+				}
+				m.Note = p3
+			}
+		case "anchored":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "anchored")
+			} else {
+				p4 := new(Currency)
+				if err := (*p4).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "anchored")
+				}
+				m.Anchored = p4
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "order")
+		}
+		if !seen[1] {
+			missing = append(missing, "total")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Receipt) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("order")
+	path2 := kw.Keyword("properties/order/$ref/$ref")
+	m.Order.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("total")
+	path4 := kw.Keyword("properties/total/$ref")
+	m.Total.validateJSON(v, &path3, &path4)
+	if m.Address != nil {
+		path5 := at.Keyword("address")
+		path6 := kw.Keyword("properties/address/$ref")
+		(*m.Address).validateJSON(v, &path5, &path6)
+	}
+	if m.Legacy != nil {
+		path7 := at.Keyword("legacy")
+		path8 := kw.Keyword("properties/legacy/$ref/$ref")
+		(*m.Legacy).validateJSON(v, &path7, &path8)
+	}
+	if m.Note != nil {
+		path9 := at.Keyword("note")
+		path10 := kw.Keyword("properties/note/$ref")
+		(*m.Note).validateJSON(v, &path9, &path10)
+	}
+	if m.Anchored != nil {
+		path11 := at.Keyword("anchored")
+		path12 := kw.Keyword("properties/anchored/$ref")
+		(*m.Anchored).validateJSON(v, &path11, &path12)
+	}
+}
+
+// Validate checks m against the schema of Receipt, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Receipt) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Receipt is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Receipt")
+}
+
+var _ framework.Validator = (*Receipt)(nil)
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = regexp.MustCompile("^[A-Z]{3}$")
+)

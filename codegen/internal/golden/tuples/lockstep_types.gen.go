@@ -3,10 +3,10 @@
 package tuples
 
 import (
-	"encoding/json"
-	"fmt"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Legacy is generated from legacy.json#.
@@ -27,32 +27,111 @@ func (t Legacy) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalTuple(items...)
 }
 
-// UnmarshalJSON decodes a JSON array element by element.
-func (t *Legacy) UnmarshalJSON(data []byte) error {
-	items, err := jsonwire.DecodeArray(data)
-	if err != nil || items == nil {
+// UnmarshalJSON decodes Legacy, rejecting JSON its Go type cannot represent.
+func (m *Legacy) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
-	*t = Legacy{}
-	if len(items) > 0 {
-		if err := json.Unmarshal(items[0], &t.Item0); err != nil {
-			return jsonwire.MemberError("0", err)
+	return d.End()
+}
+
+func (m *Legacy) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ArrayStart(); err != nil {
+		return err
+	}
+	*m = Legacy{}
+	n := 0
+	for ; d.NextItem(); n++ {
+		switch n {
+		case 0:
+			if d.Null() {
+				return jsonwire.WithinIndex(jsonwire.NotNull(d, "string"), n)
+			} else {
+				p1 := new(string)
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.WithinIndex(err, n)
+				}
+				(*p1) = v2
+				m.Item0 = p1
+			}
+		case 1:
+			if d.Null() {
+				return jsonwire.WithinIndex(jsonwire.NotNull(d, "object"), n)
+			} else {
+				p3 := new(LegacyItem1)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.WithinIndex(err, n)
+				}
+				m.Item1 = p3
+			}
+		default:
+			return jsonwire.TooMany(d, 2)
 		}
 	}
-	if len(items) > 1 {
-		if err := json.Unmarshal(items[1], &t.Item1); err != nil {
-			return jsonwire.MemberError("1", err)
-		}
-	}
-	if len(items) > 2 {
-		return fmt.Errorf("Legacy has at most 2 elements, not %d", len(items))
+	if err := d.Err(); err != nil {
+		return err
 	}
 	return nil
+}
+
+func (m *Legacy) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Item1 != nil {
+		path1 := at.Keyword("1")
+		path2 := kw.Keyword("prefixItems/1")
+		(*m.Item1).validateJSON(v, &path1, &path2)
+	}
 }
 
 // LegacyItem1 is generated from legacy.json#/items/1.
 type LegacyItem1 struct {
 	N *int64 `json:"n,omitzero"`
+}
+
+// UnmarshalJSON decodes LegacyItem1, rejecting JSON its Go type cannot represent.
+func (m *LegacyItem1) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = LegacyItem1{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "n":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "n")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "n")
+				}
+				(*p1) = v2
+				m.N = p1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *LegacyItem1) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // Tuples is the message Tuples of the contract, generated from contract.yaml#/schemas/Tuples.
@@ -63,6 +142,114 @@ type Tuples struct {
 	Headed *TuplesHeaded `json:"headed,omitzero"`
 	Legacy *Legacy       `json:"legacy,omitzero"`
 }
+
+// UnmarshalJSON decodes Tuples, rejecting JSON its Go type cannot represent.
+func (m *Tuples) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Tuples{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "pair":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pair")
+			} else {
+				p1 := new(TuplesPair)
+				if err := (*p1).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "pair")
+				}
+				m.Pair = p1
+			}
+		case "point":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "point")
+			} else {
+				p2 := new(TuplesPoint)
+				if err := (*p2).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "point")
+				}
+				m.Point = p2
+			}
+		case "headed":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "headed")
+			} else {
+				p3 := new(TuplesHeaded)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "headed")
+				}
+				m.Headed = p3
+			}
+		case "legacy":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "legacy")
+			} else {
+				p4 := new(Legacy)
+				if err := (*p4).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "legacy")
+				}
+				m.Legacy = p4
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Tuples) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Pair != nil {
+		path1 := at.Keyword("pair")
+		path2 := kw.Keyword("properties/pair")
+		(*m.Pair).validateJSON(v, &path1, &path2)
+	}
+	if m.Point != nil {
+		path3 := at.Keyword("point")
+		path4 := kw.Keyword("properties/point")
+		(*m.Point).validateJSON(v, &path3, &path4)
+	}
+	if m.Headed != nil {
+		path5 := at.Keyword("headed")
+		path6 := kw.Keyword("properties/headed")
+		(*m.Headed).validateJSON(v, &path5, &path6)
+	}
+	if m.Legacy != nil {
+		path7 := at.Keyword("legacy")
+		path8 := kw.Keyword("properties/legacy/$ref")
+		(*m.Legacy).validateJSON(v, &path7, &path8)
+	}
+}
+
+// Validate checks m against the schema of Tuples, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Tuples) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Tuples is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Tuples")
+}
+
+var _ framework.Validator = (*Tuples)(nil)
 
 // TuplesHeaded is generated from contract.yaml#/schemas/Tuples/properties/headed.
 //
@@ -85,28 +272,54 @@ func (t TuplesHeaded) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalTuple(items...)
 }
 
-// UnmarshalJSON decodes a JSON array element by element.
-func (t *TuplesHeaded) UnmarshalJSON(data []byte) error {
-	items, err := jsonwire.DecodeArray(data)
-	if err != nil || items == nil {
+// UnmarshalJSON decodes TuplesHeaded, rejecting JSON its Go type cannot represent.
+func (m *TuplesHeaded) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
-	*t = TuplesHeaded{}
-	if len(items) > 0 {
-		if err := json.Unmarshal(items[0], &t.Item0); err != nil {
-			return jsonwire.MemberError("0", err)
+	return d.End()
+}
+
+func (m *TuplesHeaded) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ArrayStart(); err != nil {
+		return err
+	}
+	*m = TuplesHeaded{}
+	n := 0
+	for ; d.NextItem(); n++ {
+		switch n {
+		case 0:
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.WithinIndex(err, n)
+			}
+			m.Item0 = v1
+		default:
+			var e2 bool
+			v3, err := d.Bool()
+			if err != nil {
+				return jsonwire.WithinIndex(err, n)
+			}
+			e2 = v3
+			m.Rest = append(m.Rest, e2)
 		}
 	}
-	if len(items) > 1 {
-		for i, raw := range items[1:] {
-			var v bool
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return jsonwire.MemberError(fmt.Sprint(1+i), err)
-			}
-			t.Rest = append(t.Rest, v)
-		}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if n < 1 {
+		return jsonwire.TooFew(d, 1, n)
 	}
 	return nil
+}
+
+func (m *TuplesHeaded) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	count3 := len(m.Rest)
+	count3++
+	if count3 < 1 {
+		v.Fail(at, "", kw, "minItems", "minimum 1 items required, but found "+strconv.Itoa(count3)+" items")
+	}
 }
 
 // TuplesPair is generated from contract.yaml#/schemas/Tuples/properties/pair.
@@ -127,27 +340,55 @@ func (t TuplesPair) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalTuple(items...)
 }
 
-// UnmarshalJSON decodes a JSON array element by element.
-func (t *TuplesPair) UnmarshalJSON(data []byte) error {
-	items, err := jsonwire.DecodeArray(data)
-	if err != nil || items == nil {
+// UnmarshalJSON decodes TuplesPair, rejecting JSON its Go type cannot represent.
+func (m *TuplesPair) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
-	*t = TuplesPair{}
-	if len(items) > 0 {
-		if err := json.Unmarshal(items[0], &t.Item0); err != nil {
-			return jsonwire.MemberError("0", err)
+	return d.End()
+}
+
+func (m *TuplesPair) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ArrayStart(); err != nil {
+		return err
+	}
+	*m = TuplesPair{}
+	n := 0
+	for ; d.NextItem(); n++ {
+		switch n {
+		case 0:
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.WithinIndex(err, n)
+			}
+			m.Item0 = v1
+		case 1:
+			v2, err := d.Int64()
+			if err != nil {
+				return jsonwire.WithinIndex(err, n)
+			}
+			m.Item1 = v2
+		default:
+			return jsonwire.TooMany(d, 2)
 		}
 	}
-	if len(items) > 1 {
-		if err := json.Unmarshal(items[1], &t.Item1); err != nil {
-			return jsonwire.MemberError("1", err)
-		}
+	if err := d.Err(); err != nil {
+		return err
 	}
-	if len(items) > 2 {
-		return fmt.Errorf("TuplesPair has at most 2 elements, not %d", len(items))
+	if n < 2 {
+		return jsonwire.TooFew(d, 2, n)
 	}
 	return nil
+}
+
+func (m *TuplesPair) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	count1 := 0
+	count1++
+	count1++
+	if count1 < 2 {
+		v.Fail(at, "", kw, "minItems", "minimum 2 items required, but found "+strconv.Itoa(count1)+" items")
+	}
 }
 
 // TuplesPoint is generated from contract.yaml#/schemas/Tuples/properties/point.
@@ -172,30 +413,68 @@ func (t TuplesPoint) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalTuple(items...)
 }
 
-// UnmarshalJSON decodes a JSON array element by element.
-func (t *TuplesPoint) UnmarshalJSON(data []byte) error {
-	items, err := jsonwire.DecodeArray(data)
-	if err != nil || items == nil {
+// UnmarshalJSON decodes TuplesPoint, rejecting JSON its Go type cannot represent.
+func (m *TuplesPoint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
-	*t = TuplesPoint{}
-	if len(items) > 0 {
-		if err := json.Unmarshal(items[0], &t.Item0); err != nil {
-			return jsonwire.MemberError("0", err)
+	return d.End()
+}
+
+func (m *TuplesPoint) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ArrayStart(); err != nil {
+		return err
+	}
+	*m = TuplesPoint{}
+	n := 0
+	for ; d.NextItem(); n++ {
+		switch n {
+		case 0:
+			v1, err := d.Float64()
+			if err != nil {
+				return jsonwire.WithinIndex(err, n)
+			}
+			m.Item0 = v1
+		case 1:
+			v2, err := d.Float64()
+			if err != nil {
+				return jsonwire.WithinIndex(err, n)
+			}
+			m.Item1 = v2
+		case 2:
+			if d.Null() {
+				m.Item2 = jsonwire.Null[string]()
+			} else {
+				var v3 string
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.WithinIndex(err, n)
+				}
+				v3 = v4
+				m.Item2 = jsonwire.Value(v3)
+			}
+		default:
+			return jsonwire.TooMany(d, 3)
 		}
 	}
-	if len(items) > 1 {
-		if err := json.Unmarshal(items[1], &t.Item1); err != nil {
-			return jsonwire.MemberError("1", err)
-		}
+	if err := d.Err(); err != nil {
+		return err
 	}
-	if len(items) > 2 {
-		if err := json.Unmarshal(items[2], &t.Item2); err != nil {
-			return jsonwire.MemberError("2", err)
-		}
-	}
-	if len(items) > 3 {
-		return fmt.Errorf("TuplesPoint has at most 3 elements, not %d", len(items))
+	if n < 2 {
+		return jsonwire.TooFew(d, 2, n)
 	}
 	return nil
+}
+
+func (m *TuplesPoint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	count2 := 0
+	count2++
+	count2++
+	if !m.Item2.IsZero() {
+		count2++
+	}
+	if count2 < 2 {
+		v.Fail(at, "", kw, "minItems", "minimum 2 items required, but found "+strconv.Itoa(count2)+" items")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Types is the message Types of the contract, generated from contract.yaml#/schemas/Types.
@@ -17,6 +18,123 @@ type Types struct {
 	ObjectOrNull    jsonwire.Nullable[TypesObjectOrNull]    `json:"objectOrNull,omitzero"`
 	NumberOrInteger *float64                                `json:"numberOrInteger,omitzero"`
 }
+
+// UnmarshalJSON decodes Types, rejecting JSON its Go type cannot represent.
+func (m *Types) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Types{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nullableString":
+			if d.Null() {
+				m.NullableString = jsonwire.Null[string]()
+			} else {
+				var v1 string
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "nullableString")
+				}
+				v1 = v2
+				m.NullableString = jsonwire.Value(v1)
+			}
+		case "stringOrNumber":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "value"), "stringOrNumber")
+			} else {
+				p3 := new(TypesStringOrNumber)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "stringOrNumber")
+				}
+				m.StringOrNumber = p3
+			}
+		case "intStringOrNull":
+			if d.Null() {
+				m.IntStringOrNull = jsonwire.Null[TypesIntStringOrNull]()
+			} else {
+				var v4 TypesIntStringOrNull
+				if err := v4.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "intStringOrNull")
+				}
+				m.IntStringOrNull = jsonwire.Value(v4)
+			}
+		case "objectOrNull":
+			if d.Null() {
+				m.ObjectOrNull = jsonwire.Null[TypesObjectOrNull]()
+			} else {
+				var v5 TypesObjectOrNull
+				if err := v5.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "objectOrNull")
+				}
+				m.ObjectOrNull = jsonwire.Value(v5)
+			}
+		case "numberOrInteger":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "number"), "numberOrInteger")
+			} else {
+				p6 := new(float64)
+				v7, err := d.Float64()
+				if err != nil {
+					return jsonwire.Within(err, "numberOrInteger")
+				}
+				(*p6) = v7
+				m.NumberOrInteger = p6
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Types) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.StringOrNumber != nil {
+		path2 := at.Keyword("stringOrNumber")
+		path3 := kw.Keyword("properties/stringOrNumber")
+		(*m.StringOrNumber).validateJSON(v, &path2, &path3)
+	}
+	if x4, ok := m.IntStringOrNull.Get(); ok {
+		path5 := at.Keyword("intStringOrNull")
+		path6 := kw.Keyword("properties/intStringOrNull")
+		x4.validateJSON(v, &path5, &path6)
+	}
+	if x7, ok := m.ObjectOrNull.Get(); ok {
+		path8 := at.Keyword("objectOrNull")
+		path9 := kw.Keyword("properties/objectOrNull")
+		x7.validateJSON(v, &path8, &path9)
+	}
+}
+
+// Validate checks m against the schema of Types, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Types) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Types is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Types")
+}
+
+var _ framework.Validator = (*Types)(nil)
 
 // TypesIntStringOrNull is generated from contract.yaml#/schemas/Types/properties/intStringOrNull.
 //
@@ -35,20 +153,20 @@ func (u TypesIntStringOrNull) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *TypesIntStringOrNull) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u TypesIntStringOrNull) Raw() json.RawMessage { return u.raw }
 
 // AsInteger decodes the value as int64.
 func (u TypesIntStringOrNull) AsInteger() (int64, error) {
 	var v int64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Int64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromInteger sets the value to v.
@@ -64,8 +182,14 @@ func (u *TypesIntStringOrNull) FromInteger(v int64) error {
 // AsString decodes the value as string.
 func (u TypesIntStringOrNull) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -78,9 +202,91 @@ func (u *TypesIntStringOrNull) FromString(v string) error {
 	return nil
 }
 
+// UnmarshalJSON decodes TypesIntStringOrNull, rejecting JSON its Go type cannot represent.
+func (m *TypesIntStringOrNull) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TypesIntStringOrNull) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *TypesIntStringOrNull) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		_, err2 := (*m).AsInteger()
+		if err2 == nil {
+			break
+		}
+		_, err4 := (*m).AsString()
+		if err4 == nil {
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err4)
+	}
+}
+
 // TypesObjectOrNull is generated from contract.yaml#/schemas/Types/properties/objectOrNull.
 type TypesObjectOrNull struct {
 	A *int64 `json:"a,omitzero"`
+}
+
+// UnmarshalJSON decodes TypesObjectOrNull, rejecting JSON its Go type cannot represent.
+func (m *TypesObjectOrNull) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = TypesObjectOrNull{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "a":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
+			} else {
+				p1 := new(int64)
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "a")
+				}
+				(*p1) = v2
+				m.A = p1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *TypesObjectOrNull) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // TypesStringOrNumber is generated from contract.yaml#/schemas/Types/properties/stringOrNumber.
@@ -100,20 +306,20 @@ func (u TypesStringOrNumber) MarshalJSON() ([]byte, error) {
 	return u.raw, nil
 }
 
-// UnmarshalJSON keeps the JSON as received.
-func (u *TypesStringOrNumber) UnmarshalJSON(data []byte) error {
-	u.raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // Raw returns the JSON held, or nil.
 func (u TypesStringOrNumber) Raw() json.RawMessage { return u.raw }
 
 // AsString decodes the value as string.
 func (u TypesStringOrNumber) AsString() (string, error) {
 	var v string
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromString sets the value to v.
@@ -129,8 +335,14 @@ func (u *TypesStringOrNumber) FromString(v string) error {
 // AsNumber decodes the value as float64.
 func (u TypesStringOrNumber) AsNumber() (float64, error) {
 	var v float64
-	err := json.Unmarshal(u.raw, &v)
-	return v, err
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
 }
 
 // FromNumber sets the value to v.
@@ -141,4 +353,42 @@ func (u *TypesStringOrNumber) FromNumber(v float64) error {
 	}
 	u.raw = b
 	return nil
+}
+
+// UnmarshalJSON decodes TypesStringOrNumber, rejecting JSON its Go type cannot represent.
+func (m *TypesStringOrNumber) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TypesStringOrNumber) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+func (m *TypesStringOrNumber) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	default:
+		_, err2 := (*m).AsString()
+		if err2 == nil {
+			break
+		}
+		_, err4 := (*m).AsNumber()
+		if err4 == nil {
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err4)
+	}
 }

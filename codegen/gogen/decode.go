@@ -1,0 +1,450 @@
+package gogen
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+)
+
+// Generated decoders read JSON with a jsonwire.Decoder straight into the
+// Go types, and reject exactly what the types cannot represent: malformed
+// JSON, values of a JSON type the Go type does not hold, a missing
+// required member or tuple element, a member a closed struct does not
+// declare, null where the Go type has no null, numbers out of the Go
+// type's range. Everything else the schema says is left to the generated
+// validators, which see a faithful Go image of the JSON.
+
+// code accumulates generated statements with fresh variable names.
+type code struct {
+	b strings.Builder
+	n int
+}
+
+func (c *code) line(format string, args ...any) {
+	fmt.Fprintf(&c.b, format, args...)
+	c.b.WriteByte('\n')
+}
+
+// capture runs emit and returns the statements it wrote instead of
+// keeping them, so that callers can leave out empty blocks and unused
+// variables.
+func (c *code) capture(emit func()) string {
+	var saved strings.Builder
+	saved.WriteString(c.b.String())
+	c.b.Reset()
+	emit()
+	out := c.b.String()
+	c.b.Reset()
+	c.b.WriteString(saved.String())
+	return out
+}
+
+// raw appends statements captured earlier.
+func (c *code) raw(stmts string) { c.b.WriteString(stmts) }
+
+// uses reports whether generated statements mention a variable.
+func uses(stmts, name string) bool {
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(stmts)
+}
+
+// fresh returns a new variable name with the given prefix.
+func (c *code) fresh(prefix string) string {
+	c.n++
+	return prefix + strconv.Itoa(c.n)
+}
+
+// hasDecoder reports whether a named type gets a generated decodeJSON
+// method: every kind but aliases.
+func hasDecoder(t *gomodel.Type) bool { return t.Kind != gomodel.KindAlias }
+
+// jsonTypeName names the JSON type a Go type reference holds, for error
+// messages ("expected string, but got null").
+func jsonTypeName(r *gomodel.TypeRef) string {
+	r = r.Resolve()
+	switch r.Kind {
+	case gomodel.RefSlice:
+		return "array"
+	case gomodel.RefMap:
+		return "object"
+	case gomodel.RefPointer:
+		return jsonTypeName(r.Elem)
+	case gomodel.RefNamed:
+		t := r.Named
+		switch t.Kind {
+		case gomodel.KindStruct, gomodel.KindMap, gomodel.KindTaggedUnion:
+			return "object"
+		case gomodel.KindSlice, gomodel.KindTuple:
+			return "array"
+		case gomodel.KindEnum, gomodel.KindScalar:
+			return jsonTypeName(t.Elem)
+		}
+		return "value"
+	case gomodel.RefBuiltin:
+		switch r.Name {
+		case "string", "time.Time":
+			return "string"
+		case "int64", "int32", "uint32", "uint64":
+			return "integer"
+		case "float64", "float32":
+			return "number"
+		case "bool":
+			return "boolean"
+		}
+	}
+	return "value"
+}
+
+// builtinReaders maps builtin Go types to the jsonwire.Decoder method that
+// reads them.
+var builtinReaders = map[string]string{
+	"string": "String", "time.Time": "DateTime", "int64": "Int64", "int32": "Int32", "uint32": "Uint32",
+	"uint64": "Uint64", "float64": "Float64", "float32": "Float32", "bool": "Bool", "json.RawMessage": "Raw",
+}
+
+// decodeInto emits statements that decode the next value into target, an
+// addressable expression of type r. fail turns an error expression into
+// the statement that returns it.
+func (c *code) decodeInto(r *gomodel.TypeRef, target string, fail func(err string) string) {
+	goType := gomodel.GoString(r)
+	r = r.Resolve()
+	switch r.Kind {
+	case gomodel.RefNamed:
+		c.line("if err := %s.decodeJSON(d); err != nil {", target)
+		c.line("%s", fail("err"))
+		c.line("}")
+	case gomodel.RefBuiltin:
+		v := c.fresh("v")
+		c.line("%s, err := d.%s()", v, builtinReaders[r.Name])
+		c.line("if err != nil {")
+		c.line("%s", fail("err"))
+		c.line("}")
+		c.line("%s = %s", target, v)
+	case gomodel.RefExternal:
+		raw := c.fresh("raw")
+		c.line("%s, err := d.RawBytes()", raw)
+		c.line("if err != nil {")
+		c.line("%s", fail("err"))
+		c.line("}")
+		c.line("if err := json.Unmarshal(%s, &%s); err != nil {", raw, target)
+		c.line("%s", fail("jsonwire.External(err)"))
+		c.line("}")
+	case gomodel.RefPointer:
+		c.line("if d.Null() {")
+		c.line("%s = nil", target)
+		c.line("} else {")
+		p := c.fresh("p")
+		c.line("%s := new(%s)", p, gomodel.GoString(r.Elem))
+		c.decodeInto(r.Elem, "(*"+p+")", fail)
+		c.line("%s = %s", target, p)
+		c.line("}")
+	case gomodel.RefSlice:
+		c.decodeSlice(goType, r.Elem, target, true, fail)
+	case gomodel.RefMap:
+		c.decodeMap(goType, r.Elem, target, true, fail)
+	}
+}
+
+// decodeSlice decodes an array, or with null, null as a nil slice.
+func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, null bool, fail func(string) string) {
+	if null {
+		c.line("if d.Null() {")
+		c.line("%s = nil", target)
+		c.line("} else {")
+	}
+	c.line("if err := d.ArrayStart(); err != nil {")
+	c.line("%s", fail("err"))
+	c.line("}")
+	s, i, zero := c.fresh("s"), c.fresh("i"), c.fresh("zero")
+	c.line("%s := make(%s, 0)", s, goType)
+	c.line("var %s %s", zero, gomodel.GoString(elem))
+	c.line("for %s := 0; d.NextItem(); %s++ {", i, i)
+	c.line("%s = append(%s, %s)", s, s, zero)
+	c.decodeInto(elem, s+"["+i+"]", func(err string) string {
+		return fail("jsonwire.WithinIndex(" + err + ", " + i + ")")
+	})
+	c.line("}")
+	c.line("if err := d.Err(); err != nil {")
+	c.line("%s", fail("err"))
+	c.line("}")
+	c.line("%s = %s", target, s)
+	if null {
+		c.line("}")
+	}
+}
+
+// decodeMap decodes an object of uniform members, or with null, null as
+// a nil map.
+func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, null bool, fail func(string) string) {
+	if null {
+		c.line("if d.Null() {")
+		c.line("%s = nil", target)
+		c.line("} else {")
+	}
+	c.line("if err := d.ObjectStart(); err != nil {")
+	c.line("%s", fail("err"))
+	c.line("}")
+	m, k, e := c.fresh("m"), c.fresh("k"), c.fresh("e")
+	c.line("%s := %s{}", m, goType)
+	c.line("for d.NextMember() {")
+	c.line("%s := string(d.Key())", k)
+	c.line("if d.Err() != nil {")
+	c.line("break")
+	c.line("}")
+	c.line("var %s %s", e, gomodel.GoString(elem))
+	c.decodeInto(elem, e, func(err string) string {
+		return fail("jsonwire.Within(" + err + ", " + k + ")")
+	})
+	c.line("%s[%s] = %s", m, k, e)
+	c.line("}")
+	c.line("if err := d.Err(); err != nil {")
+	c.line("%s", fail("err"))
+	c.line("}")
+	c.line("%s = %s", target, m)
+	if null {
+		c.line("}")
+	}
+}
+
+// decodeMember emits the decoding of a struct member or tuple element held
+// as its presence says.
+func (c *code) decodeMember(f *gomodel.Field, target string, fail func(string) string) {
+	switch f.Presence {
+	case gomodel.PresencePointer:
+		c.line("if d.Null() {")
+		if f.Required && f.Nullable {
+			c.line("%s = nil", target)
+		} else {
+			c.line("%s", fail(fmt.Sprintf("jsonwire.NotNull(d, %q)", jsonTypeName(f.Type))))
+		}
+		c.line("} else {")
+		p := c.fresh("p")
+		c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
+		c.decodeInto(f.Type, "(*"+p+")", fail)
+		c.line("%s = %s", target, p)
+		c.line("}")
+	case gomodel.PresenceOmitZero:
+		if f.Type.IsRaw() {
+			c.decodeInto(f.Type, target, fail)
+			return
+		}
+		c.line("if d.Null() {")
+		c.line("%s", fail(fmt.Sprintf("jsonwire.NotNull(d, %q)", jsonTypeName(f.Type))))
+		c.line("}")
+		switch r := f.Type.Resolve(); r.Kind {
+		case gomodel.RefSlice:
+			c.decodeSlice(gomodel.GoString(f.Type), r.Elem, target, false, fail)
+		case gomodel.RefMap:
+			c.decodeMap(gomodel.GoString(f.Type), r.Elem, target, false, fail)
+		default:
+			c.decodeInto(f.Type, target, fail)
+		}
+	case gomodel.PresenceNullable:
+		c.line("if d.Null() {")
+		c.line("%s = jsonwire.Null[%s]()", target, gomodel.GoString(f.Type))
+		c.line("} else {")
+		v := c.fresh("v")
+		c.line("var %s %s", v, gomodel.GoString(f.Type))
+		c.decodeInto(f.Type, v, fail)
+		c.line("%s = jsonwire.Value(%s)", target, v)
+		c.line("}")
+	default:
+		c.decodeInto(f.Type, target, fail)
+	}
+}
+
+// decoder renders a named type's UnmarshalJSON and decodeJSON methods.
+func (g *generator) decoder(t *gomodel.Type) string {
+	if !hasDecoder(t) {
+		return ""
+	}
+	c := &code{}
+	recv := "m"
+	c.line("")
+	c.line("// UnmarshalJSON decodes %s, rejecting JSON its Go type cannot represent.", t.Name)
+	c.line("func (%s *%s) UnmarshalJSON(data []byte) error {", recv, t.Name)
+	c.line("d := jsonwire.NewDecoder(data)")
+	c.line("if err := %s.decodeJSON(&d); err != nil {", recv)
+	c.line("return err")
+	c.line("}")
+	c.line("return d.End()")
+	c.line("}")
+	c.line("")
+	c.line("func (%s *%s) decodeJSON(d *jsonwire.Decoder) error {", recv, t.Name)
+	ret := func(err string) string { return "return " + err }
+	switch t.Kind {
+	case gomodel.KindStruct:
+		g.decodeStruct(c, t)
+	case gomodel.KindTuple:
+		g.decodeTuple(c, t)
+	case gomodel.KindTaggedUnion:
+		g.decodeTagged(c, t)
+	case gomodel.KindUnion:
+		c.line("raw, err := d.Raw()")
+		c.line("if err != nil {")
+		c.line("return err")
+		c.line("}")
+		c.line("m.raw = raw")
+		c.line("return nil")
+	case gomodel.KindMap:
+		c.decodeMap(t.Name, t.Elem, "*m", true, ret)
+		c.line("return nil")
+	case gomodel.KindSlice:
+		c.decodeSlice(t.Name, t.Elem, "*m", true, ret)
+		c.line("return nil")
+	case gomodel.KindEnum, gomodel.KindScalar:
+		v := c.fresh("v")
+		c.line("var %s %s", v, gomodel.GoString(t.Elem))
+		c.decodeInto(t.Elem, v, ret)
+		c.line("*m = %s(%s)", t.Name, v)
+		c.line("return nil")
+	}
+	c.line("}")
+	return c.b.String()
+}
+
+func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
+	c.line("if err := d.ObjectStart(); err != nil {")
+	c.line("return err")
+	c.line("}")
+	c.line("*m = %s{}", t.Name)
+	var required []*gomodel.Field
+	for _, f := range t.Fields {
+		if f.Required {
+			required = append(required, f)
+		}
+	}
+	if len(required) > 0 {
+		c.line("var seen [%d]bool", len(required))
+	}
+	c.line("for d.NextMember() {")
+	c.line("key := d.Key()")
+	c.line("if d.Err() != nil {")
+	c.line("break")
+	c.line("}")
+	if t.CaseInsensitive {
+		c.line("switch jsonwire.FoldKey(string(key), %s) {", declared(t))
+	} else {
+		c.line("switch string(key) {")
+	}
+	req := 0
+	for _, f := range t.Fields {
+		c.line("case %q:", f.JSONName)
+		if f.Required {
+			c.line("seen[%d] = true", req)
+			req++
+		}
+		name := f.JSONName
+		c.decodeMember(f, "m."+f.GoName, func(err string) string {
+			return fmt.Sprintf("return jsonwire.Within(%s, %q)", err, name)
+		})
+	}
+	c.line("default:")
+	if t.Extra == nil {
+		c.line("return jsonwire.Undeclared(d, key)")
+	} else {
+		c.line("k := string(key)")
+		e := c.fresh("e")
+		c.line("var %s %s", e, gomodel.GoString(t.Extra.Value))
+		c.decodeInto(t.Extra.Value, e, func(err string) string {
+			return "return jsonwire.Within(" + err + ", k)"
+		})
+		c.line("if m.%s == nil {", t.Extra.GoName)
+		c.line("m.%s = map[string]%s{}", t.Extra.GoName, gomodel.GoString(t.Extra.Value))
+		c.line("}")
+		c.line("m.%s[k] = %s", t.Extra.GoName, e)
+	}
+	c.line("}")
+	c.line("}")
+	c.line("if err := d.Err(); err != nil {")
+	c.line("return err")
+	c.line("}")
+	if len(required) > 0 {
+		var all []string
+		for i := range required {
+			all = append(all, fmt.Sprintf("seen[%d]", i))
+		}
+		c.line("if !(%s) {", strings.Join(all, " && "))
+		c.line("var missing []string")
+		for i, f := range required {
+			c.line("if !seen[%d] {", i)
+			c.line("missing = append(missing, %q)", f.JSONName)
+			c.line("}")
+		}
+		c.line("return jsonwire.Missing(d, missing...)")
+		c.line("}")
+	}
+	c.line("return nil")
+}
+
+func (g *generator) decodeTuple(c *code, t *gomodel.Type) {
+	c.line("if err := d.ArrayStart(); err != nil {")
+	c.line("return err")
+	c.line("}")
+	c.line("*m = %s{}", t.Name)
+	c.line("n := 0")
+	c.line("for ; d.NextItem(); n++ {")
+	c.line("switch n {")
+	fail := func(err string) string { return "return jsonwire.WithinIndex(" + err + ", n)" }
+	minItems := 0
+	for i, f := range t.Fields {
+		if f.Required {
+			minItems = i + 1
+		}
+		c.line("case %d:", i)
+		c.decodeMember(f, "m."+f.GoName, fail)
+	}
+	c.line("default:")
+	if t.Rest != nil {
+		e := c.fresh("e")
+		c.line("var %s %s", e, gomodel.GoString(t.Rest))
+		c.decodeInto(t.Rest, e, fail)
+		c.line("m.Rest = append(m.Rest, %s)", e)
+	} else {
+		c.line("return jsonwire.TooMany(d, %d)", len(t.Fields))
+	}
+	c.line("}")
+	c.line("}")
+	c.line("if err := d.Err(); err != nil {")
+	c.line("return err")
+	c.line("}")
+	if minItems > 0 {
+		c.line("if n < %d {", minItems)
+		c.line("return jsonwire.TooFew(d, %d, n)", minItems)
+		c.line("}")
+	}
+	c.line("return nil")
+}
+
+func (g *generator) decodeTagged(c *code, t *gomodel.Type) {
+	c.line("tag, err := d.Discriminator(%q, %v)", t.Discriminator, t.CaseInsensitive)
+	c.line("if err != nil {")
+	c.line("return err")
+	c.line("}")
+	c.line("*m = %s{}", t.Name)
+	c.line("switch tag {")
+	for _, v := range t.Variants {
+		c.line("case %q:", v.Tag)
+		c.line("m.%s = new(%s)", v.Name, gomodel.GoString(v.Type))
+		c.line("return m.%s.decodeJSON(d)", v.Name)
+	}
+	c.line("}")
+	c.line("if err := d.Skip(); err != nil {")
+	c.line("return err")
+	c.line("}")
+	c.line("return jsonwire.Unknown(%q, tag)", t.Discriminator)
+}
+
+// variantDecoder renders the body of an untagged union's As<Variant>:
+// the held JSON decoded strictly as the variant's type.
+func (g *generator) variantDecoder(v *gomodel.Variant) string {
+	c := &code{}
+	c.line("var v %s", gomodel.GoString(v.Type))
+	c.line("dec := jsonwire.NewDecoder(u.raw)")
+	c.line("d := &dec")
+	c.decodeInto(v.Type, "v", func(err string) string { return "return v, " + err })
+	c.line("return v, d.End()")
+	return c.b.String()
+}
