@@ -278,3 +278,18 @@ func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(c.Endpoints()[0].URL, "https://"))
 }
+
+func TestServerNameOfPeersFoundByDNS(t *testing.T) {
+	for _, tc := range []struct {
+		spec, flag string // the peer and --tls-server-name
+		want       string // the name certificates are checked against; "" for the URL's host
+	}{
+		{"https://nodecontroller.lockstep.svc:8443", "", ""},
+		{"dns+https://nodecontroller.lockstep.svc.cluster.local.:8443", "", "nodecontroller.lockstep.svc.cluster.local"},
+		{"srv+https://_https._tcp.extender.lockstep.svc.cluster.local.", "", "extender.lockstep.svc.cluster.local"},
+		{"dns+https://nodecontroller.lockstep.svc.cluster.local.:8443", "nodecontroller.lockstep.svc", "nodecontroller.lockstep.svc"},
+	} {
+		rt := &Runtime{Flags: &Flags{TLSServerName: tc.flag}}
+		assert.Equal(t, tc.want, rt.serverName(tc.spec), tc.spec)
+	}
+}

@@ -38,7 +38,8 @@ type Flags struct {
 	// them it speaks plain HTTP, which needs Insecure off loopback.
 	TLSCert, TLSKey, TLSCA string
 	// TLSServerName is the name servers' certificates are checked against
-	// when endpoints are addresses found through DNS.
+	// when endpoints are addresses found through DNS; default the name
+	// resolved.
 	TLSServerName string
 	Insecure      bool
 	// DNSServers and DNSInterval configure DNS discovery of peers.
@@ -64,7 +65,7 @@ func NewFlags(fs *flag.FlagSet, component, listen string, hasFork bool) *Flags {
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "PEM certificate of this component (server and client side)")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&f.TLSCA, "tls-ca", "", "PEM CA bundle that peers' certificates must chain to; servers then require client certificates")
-	fs.StringVar(&f.TLSServerName, "tls-server-name", "", "name to verify servers' certificates against, for endpoints found by DNS")
+	fs.StringVar(&f.TLSServerName, "tls-server-name", "", "name to verify servers' certificates against, for peers found by DNS (default: the name resolved)")
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow plain HTTP off loopback")
 	fs.StringVar(&f.DNSServers, "dns-server", "", "DNS servers for dns+ and srv+ peers, comma-separated (default: /etc/resolv.conf)")
 	fs.DurationVar(&f.DNSInterval, "dns-interval", 0, "how often dns+ and srv+ peers are resolved again (default 5s)")

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,5 +84,31 @@ func (rt *Runtime) ClientConfig(spec string, cfg framework.ClientConfig) (framew
 		return cfg, err
 	}
 	cfg.Source = src
+	if name := rt.serverName(spec); name != "" && cfg.TLSConfig != nil {
+		cfg.TLSConfig = cfg.TLSConfig.Clone()
+		cfg.TLSConfig.ServerName = name
+	}
 	return cfg, nil
+}
+
+// serverName is the name a peer's certificates are checked against when
+// its endpoints are addresses found through DNS: --tls-server-name if
+// given, else the name resolved (for SRV, without its _service._proto
+// labels). Fixed URLs are checked against their own host names.
+func (rt *Runtime) serverName(spec string) string {
+	p, err := ParsePeer(spec)
+	if err != nil || p.DNS == nil {
+		return ""
+	}
+	if rt.Flags.TLSServerName != "" {
+		return rt.Flags.TLSServerName
+	}
+	if p.DNS.Host != "" {
+		return strings.TrimSuffix(p.DNS.Host, ".")
+	}
+	labels := strings.Split(strings.TrimSuffix(p.DNS.Service, "."), ".")
+	for len(labels) > 1 && strings.HasPrefix(labels[0], "_") {
+		labels = labels[1:]
+	}
+	return strings.Join(labels, ".")
 }
