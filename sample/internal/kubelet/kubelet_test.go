@@ -1,0 +1,80 @@
+package kubelet_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+)
+
+// counting counts the requests of a transport by path.
+type counting struct {
+	next       http.RoundTripper
+	heartbeats atomic.Int64
+	all        atomic.Int64
+}
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.all.Add(1)
+	if strings.HasSuffix(r.URL.Path, framework.PathHeartbeat) {
+		c.heartbeats.Add(1)
+	}
+	return c.next.RoundTrip(r)
+}
+
+// The nodes of one kubelet have a session each, and share one transport
+// and one heartbeat sender: an idle kubelet sends one heartbeat request per
+// interval for all its nodes.
+func TestNodesShareTransportAndHeartbeats(t *testing.T) {
+	const nodes = 40
+	const heartbeat = 50 * time.Millisecond
+	n, err := nodecontroller.New(nodecontroller.Config{API: "v2", Logger: frameworktest.Quiet(),
+		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: 10 * heartbeat, Heartbeat: heartbeat, Logger: frameworktest.Quiet()}})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = n.Server().Serve(l) }()
+	t.Cleanup(func() { _ = n.Server().Close() })
+
+	tr := &counting{next: framework.NewTransport(nil)}
+	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: nodes, ChangeEvery: -1, Logger: frameworktest.Quiet(),
+		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{"http://" + l.Addr().String()},
+			Transport: tr, Logger: frameworktest.Quiet()}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; k.Close() })
+
+	require.Eventually(t, func() bool { return len(n.Health()) == nodes && k.Ready() == nil }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string]int{"2.0.0": nodes}, n.Server().Status().PeersByVersion["nodestatus"], "one session per node")
+	assert.Equal(t, int64(nodes), k.Stats().StatusReports.Load(), "each node reported its status once")
+	assert.Equal(t, int64(nodes), k.Stats().PodReports.Load(), "and its pods in one batch")
+
+	// Idle now: only heartbeats travel, one request per interval for all.
+	before, beats := tr.all.Load(), tr.heartbeats.Load()
+	time.Sleep(20 * heartbeat)
+	sent, hb := tr.all.Load()-before, tr.heartbeats.Load()-beats
+	assert.Equal(t, sent, hb, "an idle kubelet sends nothing but heartbeats")
+	assert.LessOrEqual(t, hb, int64(30), "about one heartbeat request per interval for %d nodes, not one per node", nodes)
+	assert.GreaterOrEqual(t, hb, int64(5))
+	assert.Equal(t, map[string]int{"2.0.0": nodes}, n.Server().Status().PeersByVersion["nodestatus"], "and every session lives")
+}
+
+func TestConfigMistakes(t *testing.T) {
+	_, err := kubelet.New(kubelet.Config{API: "v3"})
+	assert.ErrorContains(t, err, `API "v3"`)
+	_, err = kubelet.New(kubelet.Config{API: "v1", Fork: true})
+	assert.ErrorContains(t, err, "fork mode needs API v2")
+}
