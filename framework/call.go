@@ -327,10 +327,11 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 			if ctx.Err() != nil {
 				return nil, nil, NewError(CodeOf(ctx.Err()), ctx.Err())
 			}
-			if isDialError(a.err) || retryable || e.drainingSession(sess) {
+			if isDialError(a.err) || retryable {
 				// Never reached the server, or safe to resend anyway: the
-				// method is idempotent, or a draining server cut the
-				// connection, having answered every call it read.
+				// method is idempotent or the call carries an idempotency
+				// key. Any other failure may have come after a handler ran,
+				// so the caller is told instead of the call being resent.
 				e.lose(sess, stateUnreachable, a.err)
 				continue
 			}

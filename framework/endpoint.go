@@ -105,14 +105,6 @@ func (e *endpoint) setState(state string, sess *clientSession, err error) {
 	}
 }
 
-// drainingSession reports whether sess belongs to a server known to be
-// draining.
-func (e *endpoint) drainingSession(sess *clientSession) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.agreed == sess && e.state == stateDraining
-}
-
 // lose takes sess out of routing because a call or heartbeat saw it fail,
 // and wakes the loop to handshake again. A newer session is left alone.
 func (e *endpoint) lose(sess *clientSession, state string, err error) {
@@ -122,6 +114,11 @@ func (e *endpoint) lose(sess *clientSession, state string, err error) {
 	e.mu.Lock()
 	e.state, e.lastErr = state, err
 	e.mu.Unlock()
+	if state == stateDraining || state == stateUnreachable {
+		// The server is going or gone: drop pooled connections now, so no
+		// later call meets one it closed.
+		e.c.hc.CloseIdleConnections()
+	}
 	e.c.stateChanged()
 	select {
 	case e.kick <- struct{}{}:

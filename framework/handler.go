@@ -286,7 +286,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if draining {
-		w.Header().Set(HeaderDraining, "1")
+		markDraining(w)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -89,8 +89,8 @@ func TestNoCallIsProcessedByAnIncompatiblePeer(t *testing.T) {
 	}
 	// Let some calls reach the v1 handler, then replace v1 by v2 in place
 	// while they are in flight; release the held calls as the drain starts.
-	require.Eventually(t, func() bool { return v1.Server.Status().Sessions != nil }, 5*time.Second, 5*time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	require.Eventually(t, func() bool { return v1.entered.Load() >= 5 }, 15*time.Second, time.Millisecond,
+		"calls reach the v1 handler and wait there")
 	stopped := make(chan error, 1)
 	go func() { stopped <- v1.Stop() }()
 	require.Eventually(t, v1.Server.Draining, 5*time.Second, time.Millisecond)
@@ -138,7 +138,7 @@ func TestRoutingSkipsIncompatibleEndpoints(t *testing.T) {
 	c := startBench(t, "127.0.0.1:0", "1.0.0")
 	cl := benchClient(t, "1.0.0", []string{a.URL, b.URL, c.URL})
 	ctx := timeout(t, 20*time.Second)
-	require.Eventually(t, func() bool { return readyCount(cl) == 3 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return readyCount(cl) == 3 }, 15*time.Second, 5*time.Millisecond)
 
 	// Replace c by an incompatible version while calls flow.
 	var failed atomic.Int64
@@ -165,7 +165,7 @@ func TestRoutingSkipsIncompatibleEndpoints(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, c.Stop())
 	c2 := startBench(t, c.Addr, "2.0.0")
-	require.Eventually(t, func() bool { return endpointState(cl, c.URL) == "refused" }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return endpointState(cl, c.URL) == "refused" }, 15*time.Second, 5*time.Millisecond)
 	before := a.handled.Load() + b.handled.Load()
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
@@ -180,7 +180,7 @@ func TestRoutingSkipsIncompatibleEndpoints(t *testing.T) {
 	a2 := startBench(t, a.Addr, "2.0.0")
 	require.NoError(t, b.Stop())
 	b2 := startBench(t, b.Addr, "2.0.0")
-	require.Eventually(t, func() bool { return readyCount(cl) == 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return readyCount(cl) == 0 }, 15*time.Second, 5*time.Millisecond)
 	done := make(chan error, 1)
 	go func() { _, err := report(ctx, cl, 99); done <- err }()
 	select {
@@ -200,7 +200,7 @@ func TestDrainCompletesInFlightCallsAndClientsMoveWithoutFailures(t *testing.T) 
 	b := startBench(t, "127.0.0.1:0", "1.0.0")
 	a.hold = make(chan struct{})
 	cl := benchClient(t, "1.0.0", []string{a.URL, b.URL})
-	require.Eventually(t, func() bool { return readyCount(cl) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return readyCount(cl) == 2 }, 15*time.Second, 5*time.Millisecond)
 
 	ctx := timeout(t, 20*time.Second)
 	var failed, ok atomic.Int64

@@ -73,6 +73,8 @@ type benchServer struct {
 	*frameworktest.Running
 	version string
 	handled atomic.Int64
+	// entered counts calls that reached the handler, held or not.
+	entered atomic.Int64
 	// hold, if set, is waited on by every call before it answers.
 	hold chan struct{}
 }
@@ -90,6 +92,7 @@ func startBench(t *testing.T, addr, version string, opts ...serverOpt) *benchSer
 	c := benchContract(t, version)
 	b.Running = frameworktest.StartServerAt(t, addr, cfg, func(s *framework.Server) {
 		framework.HandleUnary(s, c, "ReportStatus", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			b.entered.Add(1)
 			if b.hold != nil {
 				select {
 				case <-b.hold:

@@ -33,12 +33,22 @@ func writeError(w http.ResponseWriter, err error, draining, notProcessed bool) {
 	}
 	h := w.Header()
 	if draining {
-		h.Set(HeaderDraining, "1")
+		markDraining(w)
 	}
 	if notProcessed {
 		h.Set(HeaderNotProcessed, "1")
 	}
 	writeJSON(w, e.Code().HTTPStatus(), body)
+}
+
+// markDraining tells the client the server is draining, and closes the
+// connection after this answer: no connection to a server that is going
+// away returns to a client's pool, where a later call could meet it closed
+// without knowing whether it was read.
+func markDraining(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set(HeaderDraining, "1")
+	h.Set("Connection", "close")
 }
 
 var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}

@@ -29,6 +29,7 @@ type Server struct {
 	mu        sync.RWMutex
 	contracts map[string]*servedContract // by contract name
 	started   bool
+	closing   bool // Shutdown's second phase or Close has begun
 	checks    map[string]func() error
 
 	sessions *sessionTable
@@ -219,13 +220,14 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return errors.New("lockstep: Serve called twice")
 	}
+	if s.closing {
+		// Shutdown or Close came first: release the address at once.
+		s.mu.Unlock()
+		_ = l.Close()
+		return nil
+	}
 	s.http = hs
 	s.mu.Unlock()
-	select {
-	case <-s.stopCh:
-		return nil
-	default:
-	}
 	var err error
 	if s.cfg.TLSConfig != nil {
 		err = hs.ServeTLS(l, "", "")
@@ -273,14 +275,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		break
 	}
 	var err error
-	s.mu.RLock()
-	hs := s.http
-	s.mu.RUnlock()
-	if hs != nil {
+	if hs := s.beginClosing(); hs != nil {
 		err = hs.Shutdown(ctx)
 	}
 	s.stop()
 	return err
+}
+
+// beginClosing marks the server as closing, so a Serve that has not begun
+// yet returns at once, and returns the HTTP server of a Serve that has.
+func (s *Server) beginClosing() *http.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	return s.http
 }
 
 // Close stops the server at once, without draining: connections are cut and
@@ -292,9 +300,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeHTTP() error {
-	s.mu.RLock()
-	hs := s.http
-	s.mu.RUnlock()
+	hs := s.beginClosing()
 	if hs == nil {
 		return nil
 	}

@@ -147,7 +147,7 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s.draining.Load() {
-		w.Header().Set(HeaderDraining, "1")
+		markDraining(w)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -208,7 +208,7 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if draining {
-		w.Header().Set(HeaderDraining, "1")
+		markDraining(w)
 	}
 	body, _ := json.Marshal(ans)
 	writeJSON(w, http.StatusOK, body)
