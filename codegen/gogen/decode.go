@@ -158,9 +158,12 @@ func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, 
 	c.line("%s", fail("err"))
 	c.line("}")
 	s, i, zero := c.fresh("s"), c.fresh("i"), c.fresh("zero")
-	c.line("%s := make(%s, 0)", s, goType)
+	c.line("var %s %s", s, goType)
 	c.line("var %s %s", zero, gomodel.GoString(elem))
 	c.line("for %s := 0; d.NextItem(); %s++ {", i, i)
+	c.line("if %s == nil {", s)
+	c.line("%s = make(%s, 0, 4)", s, goType)
+	c.line("}")
 	c.line("%s = append(%s, %s)", s, s, zero)
 	c.decodeInto(elem, s+"["+i+"]", func(err string) string {
 		return fail("jsonwire.WithinIndex(" + err + ", " + i + ")")
@@ -168,6 +171,9 @@ func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, 
 	c.line("}")
 	c.line("if err := d.Err(); err != nil {")
 	c.line("%s", fail("err"))
+	c.line("}")
+	c.line("if %s == nil {", s)
+	c.line("%s = %s{}", s, goType)
 	c.line("}")
 	c.line("%s = %s", target, s)
 	if null {
@@ -189,7 +195,7 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 	m, k, e := c.fresh("m"), c.fresh("k"), c.fresh("e")
 	c.line("%s := %s{}", m, goType)
 	c.line("for d.NextMember() {")
-	c.line("%s := string(d.Key())", k)
+	c.line("%s := d.KeyString()", k)
 	c.line("if d.Err() != nil {")
 	c.line("break")
 	c.line("}")
@@ -208,9 +214,61 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 	}
 }
 
+// pointerBlocks lets the pointer members of one struct whose targets are
+// builtin scalars share one allocation per type: a struct with eight
+// optional strings allocates one [8]string for their values, not eight.
+type pointerBlocks struct {
+	// slot maps a field to its block variable and index.
+	slot map[*gomodel.Field]blockSlot
+	// sizes are the blocks' lengths, by Go type, in order of first use.
+	types []string
+	sizes map[string]int
+}
+
+type blockSlot struct {
+	block string
+	index int
+}
+
+func newPointerBlocks(fields []*gomodel.Field) *pointerBlocks {
+	pb := &pointerBlocks{slot: map[*gomodel.Field]blockSlot{}, sizes: map[string]int{}}
+	for _, f := range fields {
+		r := f.Type.Resolve()
+		if f.Presence != gomodel.PresencePointer || r.Kind != gomodel.RefBuiltin || builtinReaders[r.Name] == "" || r.Name == "json.RawMessage" {
+			continue
+		}
+		goType := gomodel.GoString(f.Type)
+		if _, ok := pb.sizes[goType]; !ok {
+			pb.types = append(pb.types, goType)
+		}
+		pb.slot[f] = blockSlot{block: "block" + strconv.Itoa(indexOf(pb.types, goType)), index: pb.sizes[goType]}
+		pb.sizes[goType]++
+	}
+	return pb
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// declare emits the block variables; each is allocated when first used.
+func (pb *pointerBlocks) declare(c *code) {
+	for i, t := range pb.types {
+		if pb.sizes[t] > 1 {
+			c.line("var block%d *[%d]%s", i, pb.sizes[t], t)
+		}
+	}
+}
+
 // decodeMember emits the decoding of a struct member or tuple element held
-// as its presence says.
-func (c *code) decodeMember(f *gomodel.Field, target string, fail func(string) string) {
+// as its presence says; blocks, if not nil, holds the targets of its
+// pointer members.
+func (c *code) decodeMember(f *gomodel.Field, target string, blocks *pointerBlocks, fail func(string) string) {
 	switch f.Presence {
 	case gomodel.PresencePointer:
 		c.line("if d.Null() {")
@@ -221,7 +279,14 @@ func (c *code) decodeMember(f *gomodel.Field, target string, fail func(string) s
 		}
 		c.line("} else {")
 		p := c.fresh("p")
-		c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
+		if slot, ok := blocks.lookup(f); ok {
+			c.line("if %s == nil {", slot.block)
+			c.line("%s = new([%d]%s)", slot.block, blocks.sizes[gomodel.GoString(f.Type)], gomodel.GoString(f.Type))
+			c.line("}")
+			c.line("%s := &%s[%d]", p, slot.block, slot.index)
+		} else {
+			c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
+		}
 		c.decodeInto(f.Type, "(*"+p+")", fail)
 		c.line("%s = %s", target, p)
 		c.line("}")
@@ -253,6 +318,15 @@ func (c *code) decodeMember(f *gomodel.Field, target string, fail func(string) s
 	default:
 		c.decodeInto(f.Type, target, fail)
 	}
+}
+
+// lookup returns the block slot of a field, when it shares a block.
+func (pb *pointerBlocks) lookup(f *gomodel.Field) (blockSlot, bool) {
+	if pb == nil {
+		return blockSlot{}, false
+	}
+	slot, ok := pb.slot[f]
+	return slot, ok && pb.sizes[gomodel.GoString(f.Type)] > 1
 }
 
 // decoder renders a named type's UnmarshalJSON and decodeJSON methods.
@@ -294,7 +368,26 @@ func (g *generator) decoder(t *gomodel.Type) string {
 	case gomodel.KindSlice:
 		c.decodeSlice(t.Name, t.Elem, "*m", true, ret)
 		c.line("return nil")
-	case gomodel.KindEnum, gomodel.KindScalar:
+	case gomodel.KindEnum:
+		if base := t.Elem.Resolve(); base.Kind == gomodel.RefBuiltin && base.Name == "string" {
+			// The constants' own strings, so that known values allocate nothing.
+			c.line("b, err := d.StringBytes()")
+			c.line("if err != nil {")
+			c.line("return err")
+			c.line("}")
+			c.line("switch string(b) {")
+			for _, v := range t.Enum {
+				c.line("case %s:", v.Literal)
+				c.line("*m = %s", v.GoName)
+			}
+			c.line("default:")
+			c.line("*m = %s(b)", t.Name)
+			c.line("}")
+			c.line("return nil")
+			break
+		}
+		fallthrough
+	case gomodel.KindScalar:
 		v := c.fresh("v")
 		c.line("var %s %s", v, gomodel.GoString(t.Elem))
 		c.decodeInto(t.Elem, v, ret)
@@ -319,6 +412,8 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	if len(required) > 0 {
 		c.line("var seen [%d]bool", len(required))
 	}
+	blocks := newPointerBlocks(t.Fields)
+	blocks.declare(c)
 	c.line("for d.NextMember() {")
 	c.line("key := d.Key()")
 	c.line("if d.Err() != nil {")
@@ -337,7 +432,7 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 			req++
 		}
 		name := f.JSONName
-		c.decodeMember(f, "m."+f.GoName, func(err string) string {
+		c.decodeMember(f, "m."+f.GoName, blocks, func(err string) string {
 			return fmt.Sprintf("return jsonwire.Within(%s, %q)", err, name)
 		})
 	}
@@ -394,7 +489,7 @@ func (g *generator) decodeTuple(c *code, t *gomodel.Type) {
 			minItems = i + 1
 		}
 		c.line("case %d:", i)
-		c.decodeMember(f, "m."+f.GoName, fail)
+		c.decodeMember(f, "m."+f.GoName, nil, fail)
 	}
 	c.line("default:")
 	if t.Rest != nil {

@@ -2195,7 +2195,7 @@ func (g *generator) validationVars() string {
 	n := 0
 	for i, p := range vs.patterns {
 		if vs.used("pattern" + strconv.Itoa(i)) {
-			c.line("pattern%d = regexp.MustCompile(%s)", i, goString(p))
+			c.line("pattern%d = jsonwire.NewPattern(%s)", i, goString(p))
 			n++
 		}
 	}

@@ -1,7 +1,6 @@
 package jsonwire
 
 import (
-	"strconv"
 	"time"
 )
 
@@ -13,25 +12,27 @@ import (
 // next second. A string in another form is a format violation.
 func (d *Decoder) DateTime() (time.Time, error) {
 	start := d.Mark()
-	s, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return time.Time{}, err
 	}
-	t, ok := ParseDateTime(s)
+	t, ok := parseDateTime(b)
 	if !ok {
-		return time.Time{}, &DecodeError{Keyword: "format", Message: Quote(s) + ` is not valid "date-time"`, Offset: start}
+		return time.Time{}, &DecodeError{Keyword: "format", Message: Quote(string(b)) + ` is not valid "date-time"`, Offset: start}
 	}
 	return t, nil
 }
 
 // ParseDateTime parses an RFC 3339 date-time as [Decoder.DateTime] does,
 // reporting whether s is one.
-func ParseDateTime(s string) (time.Time, bool) {
+func ParseDateTime(s string) (time.Time, bool) { return parseDateTime(s) }
+
+func parseDateTime[S string | []byte](s S) (time.Time, bool) {
 	if len(s) < 20 || s[10] != 'T' && s[10] != 't' {
 		return time.Time{}, false
 	}
-	day, err := time.Parse("2006-01-02", s[:10])
-	if err != nil {
+	year, month, day, ok := parseDate(s[:10])
+	if !ok {
 		return time.Time{}, false
 	}
 	rest := s[11:]
@@ -63,7 +64,7 @@ func ParseDateTime(s string) (time.Time, bool) {
 		}
 		rest = rest[digits:]
 	}
-	if rest == "" {
+	if len(rest) == 0 {
 		return time.Time{}, false
 	}
 	loc := time.UTC
@@ -94,12 +95,61 @@ func ParseDateTime(s string) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	return time.Date(day.Year(), day.Month(), day.Day(), h, m, sec, nsec, loc), true
+	return time.Date(year, time.Month(month), day, h, m, sec, nsec, loc), true
+}
+
+// parseDate reads YYYY-MM-DD as time.Parse("2006-01-02", s) does (which is
+// what jsonschema/v5 checks dates with): four digits, two, two, and a day
+// that exists in that month.
+func parseDate[S string | []byte](s S) (year, month, day int, ok bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return 0, 0, 0, false
+	}
+	for _, i := range []int{0, 1, 2, 3, 5, 6, 8, 9} {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, 0, 0, false
+		}
+	}
+	year = int(s[0]-'0')*1000 + int(s[1]-'0')*100 + int(s[2]-'0')*10 + int(s[3]-'0')
+	month = int(s[5]-'0')*10 + int(s[6]-'0')
+	day = int(s[8]-'0')*10 + int(s[9]-'0')
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+		return 0, 0, 0, false
+	}
+	return year, month, day, true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // twoDigits reads a two-character field no greater than max the way
 // jsonschema/v5 does, with strconv.Atoi (which also takes "+1" and "-0").
-func twoDigits(s string, max int) (int, bool) {
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n >= 0 && n <= max
+func twoDigits[S string | []byte](s S, max int) (int, bool) {
+	if len(s) != 2 {
+		return 0, false
+	}
+	a, b := s[0], s[1]
+	if b < '0' || b > '9' {
+		return 0, false
+	}
+	switch {
+	case a >= '0' && a <= '9':
+		n := int(a-'0')*10 + int(b-'0')
+		return n, n <= max
+	case a == '+':
+		return int(b - '0'), int(b-'0') <= max
+	case a == '-' && b == '0':
+		return 0, true
+	}
+	return 0, false
 }

@@ -123,7 +123,16 @@ type Decoder struct {
 	// needs no comma.
 	opened  bool
 	scratch []byte
+	// text is the input copied once into a string, made when the first
+	// string is read: strings without escapes are slices of it, so that a
+	// message's strings cost one allocation, not one each. They keep the
+	// whole input alive while any of them is; inputs above maxShared bytes
+	// are not shared, so a small string kept never holds a large message.
+	text string
 }
+
+// maxShared bounds the inputs whose strings share one copy.
+const maxShared = 64 << 10
 
 // NewDecoder returns a decoder of data.
 func NewDecoder(data []byte) Decoder { return Decoder{data: data} }
@@ -399,17 +408,66 @@ func (d *Decoder) NextItem() bool {
 	return true
 }
 
+// StringBytes reads a JSON string without copying it: the bytes are valid
+// until the next call on d. Generated decoders of enums use it to find the
+// constant a value names without allocating.
+func (d *Decoder) StringBytes() ([]byte, error) {
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		return nil, d.typeError("string")
+	}
+	return d.stringBytes()
+}
+
 // String reads a JSON string.
 func (d *Decoder) String() (string, error) {
 	d.skipSpace()
 	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 		return "", d.typeError("string")
 	}
+	return d.readString()
+}
+
+// readString reads the string at '"'.
+func (d *Decoder) readString() (string, error) {
+	start := d.pos
 	b, err := d.stringBytes()
 	if err != nil {
 		return "", err
 	}
-	return string(b), nil
+	if len(d.data) > maxShared || len(b) == 0 || &b[0] != &d.data[start+1] {
+		return string(b), nil // large input, empty, or unescaped into scratch
+	}
+	if d.text == "" {
+		d.text = string(d.data)
+	}
+	return d.text[start+1 : start+1+len(b)], nil
+}
+
+// KeyString is [Decoder.Key] returning a string, for maps: a slice of the
+// shared copy of the input where it can be.
+func (d *Decoder) KeyString() string {
+	if d.err != nil {
+		return ""
+	}
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		d.Key() // records the error
+		return ""
+	}
+	start := d.pos
+	s, err := d.readString()
+	if err != nil {
+		d.err = err
+		return ""
+	}
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		d.pos = start
+		d.Key() // records the error
+		return ""
+	}
+	d.pos++
+	return s
 }
 
 // stringBytes reads a string at '"', returning its unescaped bytes (a

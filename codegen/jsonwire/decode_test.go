@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,5 +272,24 @@ func TestDuplicate(t *testing.T) {
 	one := 1
 	if _, _, dup := jsonwire.DuplicatePointer([]*int{nil, &one, nil}); !dup {
 		t.Error("two nulls are equal")
+	}
+}
+
+func TestPatternRemembersAnswers(t *testing.T) {
+	t.Parallel()
+	p := jsonwire.NewPattern(`^[0-9]+(m|Ki)?$`)
+	for i := 0; i < 3; i++ {
+		for s, want := range map[string]bool{"110": true, "3800m": true, "16Gi": false, "": false, strings.Repeat("1", 100): true, strings.Repeat("1", 100) + "x": false} {
+			if got := p.MatchString(s); got != want {
+				t.Errorf("round %d: MatchString(%q) = %v", i, s, got)
+			}
+		}
+	}
+	// Many distinct strings share the table's slots without confusion.
+	for i := 0; i < 2000; i++ {
+		s := strconv.Itoa(i)
+		if !p.MatchString(s) || p.MatchString(s+"x") {
+			t.Fatalf("wrong answer for %s", s)
+		}
 	}
 }

@@ -47,9 +47,12 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "inline")
 			}
-			s1 := make([]ArraysInlineItem, 0)
+			var s1 []ArraysInlineItem
 			var zero3 ArraysInlineItem
 			for i2 := 0; d.NextItem(); i2++ {
+				if s1 == nil {
+					s1 = make([]ArraysInlineItem, 0, 4)
+				}
 				s1 = append(s1, zero3)
 				if err := s1[i2].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i2), "inline")
@@ -57,6 +60,9 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "inline")
+			}
+			if s1 == nil {
+				s1 = []ArraysInlineItem{}
 			}
 			m.Inline = s1
 		case "referenced":
@@ -66,9 +72,12 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			s4 := make([]Item, 0)
+			var s4 []Item
 			var zero6 Item
 			for i5 := 0; d.NextItem(); i5++ {
+				if s4 == nil {
+					s4 = make([]Item, 0, 4)
+				}
 				s4 = append(s4, zero6)
 				if err := s4[i5].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "referenced")
@@ -76,6 +85,9 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "referenced")
+			}
+			if s4 == nil {
+				s4 = []Item{}
 			}
 			m.Referenced = s4
 		case "matrix":
@@ -85,9 +97,12 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			s7 := make([][]int64, 0)
+			var s7 [][]int64
 			var zero9 []int64
 			for i8 := 0; d.NextItem(); i8++ {
+				if s7 == nil {
+					s7 = make([][]int64, 0, 4)
+				}
 				s7 = append(s7, zero9)
 				if d.Null() {
 					s7[i8] = nil
@@ -95,9 +110,12 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i8), "matrix")
 					}
-					s10 := make([]int64, 0)
+					var s10 []int64
 					var zero12 int64
 					for i11 := 0; d.NextItem(); i11++ {
+						if s10 == nil {
+							s10 = make([]int64, 0, 4)
+						}
 						s10 = append(s10, zero12)
 						v13, err := d.Int64()
 						if err != nil {
@@ -108,11 +126,17 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i8), "matrix")
 					}
+					if s10 == nil {
+						s10 = []int64{}
+					}
 					s7[i8] = s10
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "matrix")
+			}
+			if s7 == nil {
+				s7 = [][]int64{}
 			}
 			m.Matrix = s7
 		case "nullableItems":
@@ -122,9 +146,12 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			s14 := make([]*int64, 0)
+			var s14 []*int64
 			var zero16 *int64
 			for i15 := 0; d.NextItem(); i15++ {
+				if s14 == nil {
+					s14 = make([]*int64, 0, 4)
+				}
 				s14 = append(s14, zero16)
 				if d.Null() {
 					s14[i15] = nil
@@ -141,6 +168,9 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
+			if s14 == nil {
+				s14 = []*int64{}
+			}
 			m.NullableItems = s14
 		case "anyItems":
 			if d.Null() {
@@ -149,9 +179,12 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			s19 := make([]json.RawMessage, 0)
+			var s19 []json.RawMessage
 			var zero21 json.RawMessage
 			for i20 := 0; d.NextItem(); i20++ {
+				if s19 == nil {
+					s19 = make([]json.RawMessage, 0, 4)
+				}
 				s19 = append(s19, zero21)
 				v22, err := d.Raw()
 				if err != nil {
@@ -161,6 +194,9 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "anyItems")
+			}
+			if s19 == nil {
+				s19 = []json.RawMessage{}
 			}
 			m.AnyItems = s19
 		case "named":
@@ -335,9 +371,12 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			s2 := make([]string, 0)
+			var s2 []string
 			var zero4 string
 			for i3 := 0; d.NextItem(); i3++ {
+				if s2 == nil {
+					s2 = make([]string, 0, 4)
+				}
 				s2 = append(s2, zero4)
 				v5, err := d.String()
 				if err != nil {
@@ -347,6 +386,9 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tags")
+			}
+			if s2 == nil {
+				s2 = []string{}
 			}
 			m.Tags = s2
 		default:
@@ -403,9 +445,12 @@ func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
 		if err := d.ArrayStart(); err != nil {
 			return err
 		}
-		s1 := make(Names, 0)
+		var s1 Names
 		var zero3 string
 		for i2 := 0; d.NextItem(); i2++ {
+			if s1 == nil {
+				s1 = make(Names, 0, 4)
+			}
 			s1 = append(s1, zero3)
 			v4, err := d.String()
 			if err != nil {
@@ -415,6 +460,9 @@ func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
 		}
 		if err := d.Err(); err != nil {
 			return err
+		}
+		if s1 == nil {
+			s1 = Names{}
 		}
 		*m = s1
 	}

@@ -52,9 +52,12 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "list")
 			}
-			s2 := make([]json.RawMessage, 0)
+			var s2 []json.RawMessage
 			var zero4 json.RawMessage
 			for i3 := 0; d.NextItem(); i3++ {
+				if s2 == nil {
+					s2 = make([]json.RawMessage, 0, 4)
+				}
 				s2 = append(s2, zero4)
 				v5, err := d.Raw()
 				if err != nil {
@@ -64,6 +67,9 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "list")
+			}
+			if s2 == nil {
+				s2 = []json.RawMessage{}
 			}
 			m.List = s2
 		case "open":
@@ -75,7 +81,7 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m6 := map[string]json.RawMessage{}
 			for d.NextMember() {
-				k7 := string(d.Key())
+				k7 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}

@@ -65,9 +65,12 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					s3 := make([]string, 0)
+					var s3 []string
 					var zero5 string
 					for i4 := 0; d.NextItem(); i4++ {
+						if s3 == nil {
+							s3 = make([]string, 0, 4)
+						}
 						s3 = append(s3, zero5)
 						v6, err := d.String()
 						if err != nil {
@@ -77,6 +80,9 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "nodenames")
+					}
+					if s3 == nil {
+						s3 = []string{}
 					}
 					v2 = s3
 				}
@@ -170,9 +176,12 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					s2 := make([]string, 0)
+					var s2 []string
 					var zero4 string
 					for i3 := 0; d.NextItem(); i3++ {
+						if s2 == nil {
+							s2 = make([]string, 0, 4)
+						}
 						s2 = append(s2, zero4)
 						v5, err := d.String()
 						if err != nil {
@@ -182,6 +191,9 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "nodenames")
+					}
+					if s2 == nil {
+						s2 = []string{}
 					}
 					v1 = s2
 				}
@@ -200,7 +212,7 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					m7 := map[string]string{}
 					for d.NextMember() {
-						k8 := string(d.Key())
+						k8 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}

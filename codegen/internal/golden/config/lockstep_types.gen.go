@@ -5,7 +5,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
@@ -66,9 +65,12 @@ func (u Command) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		s1 := make([]string, 0)
+		var s1 []string
 		var zero3 string
 		for i2 := 0; d.NextItem(); i2++ {
+			if s1 == nil {
+				s1 = make([]string, 0, 4)
+			}
 			s1 = append(s1, zero3)
 			v4, err := d.String()
 			if err != nil {
@@ -78,6 +80,9 @@ func (u Command) AsArray() ([]string, error) {
 		}
 		if err := d.Err(); err != nil {
 			return v, err
+		}
+		if s1 == nil {
+			s1 = []string{}
 		}
 		v = s1
 	}
@@ -245,7 +250,7 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m3 := map[string]Service{}
 				for d.NextMember() {
-					k4 := string(d.Key())
+					k4 := d.KeyString()
 					if d.Err() != nil {
 						break
 					}
@@ -269,7 +274,7 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m6 := map[string]*Volume{}
 			for d.NextMember() {
-				k7 := string(d.Key())
+				k7 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -573,7 +578,7 @@ func (u ListOrDict) AsObject() (map[string]*ListOrDictObjectValue, error) {
 		}
 		m1 := map[string]*ListOrDictObjectValue{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -618,9 +623,12 @@ func (u ListOrDict) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		s1 := make([]string, 0)
+		var s1 []string
 		var zero3 string
 		for i2 := 0; d.NextItem(); i2++ {
+			if s1 == nil {
+				s1 = make([]string, 0, 4)
+			}
 			s1 = append(s1, zero3)
 			v4, err := d.String()
 			if err != nil {
@@ -630,6 +638,9 @@ func (u ListOrDict) AsArray() ([]string, error) {
 		}
 		if err := d.Err(); err != nil {
 			return v, err
+		}
+		if s1 == nil {
+			s1 = []string{}
 		}
 		v = s1
 	}
@@ -1136,9 +1147,12 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "ports")
 			}
-			s5 := make([]ServicePortsItem, 0)
+			var s5 []ServicePortsItem
 			var zero7 ServicePortsItem
 			for i6 := 0; d.NextItem(); i6++ {
+				if s5 == nil {
+					s5 = make([]ServicePortsItem, 0, 4)
+				}
 				s5 = append(s5, zero7)
 				if err := s5[i6].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "ports")
@@ -1146,6 +1160,9 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "ports")
+			}
+			if s5 == nil {
+				s5 = []ServicePortsItem{}
 			}
 			m.Ports = s5
 		case "depends_on":
@@ -1508,6 +1525,7 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ServiceBuildObject{}
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1518,7 +1536,10 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "context")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "context")
@@ -1530,7 +1551,10 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "dockerfile")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "dockerfile")
@@ -1618,9 +1642,12 @@ func (u ServiceDependsOn) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		s1 := make([]string, 0)
+		var s1 []string
 		var zero3 string
 		for i2 := 0; d.NextItem(); i2++ {
+			if s1 == nil {
+				s1 = make([]string, 0, 4)
+			}
 			s1 = append(s1, zero3)
 			v4, err := d.String()
 			if err != nil {
@@ -1630,6 +1657,9 @@ func (u ServiceDependsOn) AsArray() ([]string, error) {
 		}
 		if err := d.Err(); err != nil {
 			return v, err
+		}
+		if s1 == nil {
+			s1 = []string{}
 		}
 		v = s1
 	}
@@ -1659,7 +1689,7 @@ func (u ServiceDependsOn) AsObject() (map[string]ServiceDependsOnObjectValue, er
 		}
 		m1 := map[string]ServiceDependsOnObjectValue{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -1865,13 +1895,20 @@ func (m *ServiceDependsOnObjectValueCondition) UnmarshalJSON(data []byte) error 
 }
 
 func (m *ServiceDependsOnObjectValueCondition) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = ServiceDependsOnObjectValueCondition(v1)
+	switch string(b) {
+	case "service_started":
+		*m = ServiceDependsOnObjectValueConditionServiceStarted
+	case "service_healthy":
+		*m = ServiceDependsOnObjectValueConditionServiceHealthy
+	case "service_completed_successfully":
+		*m = ServiceDependsOnObjectValueConditionServiceCompletedSuccessfully
+	default:
+		*m = ServiceDependsOnObjectValueCondition(b)
+	}
 	return nil
 }
 
@@ -2282,13 +2319,18 @@ func (m *ServicePortsItemObjectProtocol) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ServicePortsItemObjectProtocol) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = ServicePortsItemObjectProtocol(v1)
+	switch string(b) {
+	case "tcp":
+		*m = ServicePortsItemObjectProtocolTCP
+	case "udp":
+		*m = ServicePortsItemObjectProtocolUDP
+	default:
+		*m = ServicePortsItemObjectProtocol(b)
+	}
 	return nil
 }
 
@@ -2423,13 +2465,22 @@ func (m *ServiceRestart) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ServiceRestart) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = ServiceRestart(v1)
+	switch string(b) {
+	case "no":
+		*m = ServiceRestartNo
+	case "always":
+		*m = ServiceRestartAlways
+	case "on-failure":
+		*m = ServiceRestartOnFailure
+	case "unless-stopped":
+		*m = ServiceRestartUnlessStopped
+	default:
+		*m = ServiceRestart(b)
+	}
 	return nil
 }
 
@@ -2553,7 +2604,7 @@ func (m *Volume) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 
 // Patterns and numbers of the schemas, compiled once.
 var (
-	pattern0 = regexp.MustCompile("^[a-zA-Z0-9._-]+$")
-	pattern1 = regexp.MustCompile("^x-")
-	pattern2 = regexp.MustCompile(".+")
+	pattern0 = jsonwire.NewPattern("^[a-zA-Z0-9._-]+$")
+	pattern1 = jsonwire.NewPattern("^x-")
+	pattern2 = jsonwire.NewPattern(".+")
 )

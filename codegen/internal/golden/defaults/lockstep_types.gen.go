@@ -190,9 +190,12 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			s10 := make([]string, 0)
+			var s10 []string
 			var zero12 string
 			for i11 := 0; d.NextItem(); i11++ {
+				if s10 == nil {
+					s10 = make([]string, 0, 4)
+				}
 				s10 = append(s10, zero12)
 				v13, err := d.String()
 				if err != nil {
@@ -202,6 +205,9 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tags")
+			}
+			if s10 == nil {
+				s10 = []string{}
 			}
 			m.Tags = s10
 		case "labels":
@@ -213,7 +219,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m14 := map[string]string{}
 			for d.NextMember() {
-				k15 := string(d.Key())
+				k15 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -335,6 +341,7 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = SettingsLimits{}
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -345,7 +352,10 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "cpu")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "cpu")
@@ -357,7 +367,10 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "memory")
@@ -397,13 +410,18 @@ func (m *SettingsMode) UnmarshalJSON(data []byte) error {
 }
 
 func (m *SettingsMode) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = SettingsMode(v1)
+	switch string(b) {
+	case "fast":
+		*m = SettingsModeFast
+	case "safe":
+		*m = SettingsModeSafe
+	default:
+		*m = SettingsMode(b)
+	}
 	return nil
 }
 

@@ -29,13 +29,20 @@ func (m *Color) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Color) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = Color(v1)
+	switch string(b) {
+	case "red":
+		*m = ColorRed
+	case "green":
+		*m = ColorGreen
+	case "blue":
+		*m = ColorBlue
+	default:
+		*m = Color(b)
+	}
 	return nil
 }
 
@@ -143,9 +150,12 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "more")
 			}
-			s5 := make([]Color, 0)
+			var s5 []Color
 			var zero7 Color
 			for i6 := 0; d.NextItem(); i6++ {
+				if s5 == nil {
+					s5 = make([]Color, 0, 4)
+				}
 				s5 = append(s5, zero7)
 				if err := s5[i6].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "more")
@@ -153,6 +163,9 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "more")
+			}
+			if s5 == nil {
+				s5 = []Color{}
 			}
 			m.More = s5
 		default:
@@ -240,13 +253,18 @@ func (m *EnumsMaybe) UnmarshalJSON(data []byte) error {
 }
 
 func (m *EnumsMaybe) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = EnumsMaybe(v1)
+	switch string(b) {
+	case "on":
+		*m = EnumsMaybeOn
+	case "off":
+		*m = EnumsMaybeOff
+	default:
+		*m = EnumsMaybe(b)
+	}
 	return nil
 }
 
@@ -278,13 +296,24 @@ func (m *EnumsOdd) UnmarshalJSON(data []byte) error {
 }
 
 func (m *EnumsOdd) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = EnumsOdd(v1)
+	switch string(b) {
+	case "":
+		*m = EnumsOddEmpty
+	case "a-b":
+		*m = EnumsOddAB
+	case "1x":
+		*m = EnumsOddX1x
+	case "snake_case":
+		*m = EnumsOddSnakeCase
+	case "Already Spaced":
+		*m = EnumsOddAlreadySpaced
+	default:
+		*m = EnumsOdd(b)
+	}
 	return nil
 }
 
@@ -315,13 +344,22 @@ func (m *EnumsPhase) UnmarshalJSON(data []byte) error {
 }
 
 func (m *EnumsPhase) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = EnumsPhase(v1)
+	switch string(b) {
+	case "Pending":
+		*m = EnumsPhasePending
+	case "Running":
+		*m = EnumsPhaseRunning
+	case "Succeeded":
+		*m = EnumsPhaseSucceeded
+	case "Failed":
+		*m = EnumsPhaseFailed
+	default:
+		*m = EnumsPhase(b)
+	}
 	return nil
 }
 

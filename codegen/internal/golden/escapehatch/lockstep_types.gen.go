@@ -62,9 +62,12 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "prefixes")
 			}
-			s3 := make([]netip.Prefix, 0)
+			var s3 []netip.Prefix
 			var zero5 netip.Prefix
 			for i4 := 0; d.NextItem(); i4++ {
+				if s3 == nil {
+					s3 = make([]netip.Prefix, 0, 4)
+				}
 				s3 = append(s3, zero5)
 				raw6, err := d.RawBytes()
 				if err != nil {
@@ -76,6 +79,9 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "prefixes")
+			}
+			if s3 == nil {
+				s3 = []netip.Prefix{}
 			}
 			m.Prefixes = s3
 		case "pod":

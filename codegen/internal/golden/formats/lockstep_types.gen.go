@@ -39,6 +39,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Formats{}
 	var seen [1]bool
+	var block0 *[3]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -68,7 +69,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "day")
 			} else {
-				p4 := new(string)
+				if block0 == nil {
+					block0 = new([3]string)
+				}
+				p4 := &block0[0]
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "day")
@@ -80,7 +84,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				p6 := new(string)
+				if block0 == nil {
+					block0 = new([3]string)
+				}
+				p6 := &block0[1]
 				v7, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
@@ -92,7 +99,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mail")
 			} else {
-				p8 := new(string)
+				if block0 == nil {
+					block0 = new([3]string)
+				}
+				p8 := &block0[2]
 				v9, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "mail")
@@ -167,9 +177,12 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "history")
 			}
-			s20 := make([]time.Time, 0)
+			var s20 []time.Time
 			var zero22 time.Time
 			for i21 := 0; d.NextItem(); i21++ {
+				if s20 == nil {
+					s20 = make([]time.Time, 0, 4)
+				}
 				s20 = append(s20, zero22)
 				v23, err := d.DateTime()
 				if err != nil {
@@ -179,6 +192,9 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "history")
+			}
+			if s20 == nil {
+				s20 = []time.Time{}
 			}
 			m.History = s20
 		default:

@@ -30,7 +30,7 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 		}
 		m1 := Labels{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -97,7 +97,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m1 := map[string]string{}
 			for d.NextMember() {
-				k2 := string(d.Key())
+				k2 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -122,7 +122,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m5 := map[string]int64{}
 			for d.NextMember() {
-				k6 := string(d.Key())
+				k6 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -147,7 +147,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m9 := map[string]map[string]float64{}
 			for d.NextMember() {
-				k10 := string(d.Key())
+				k10 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -160,7 +160,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					m12 := map[string]float64{}
 					for d.NextMember() {
-						k13 := string(d.Key())
+						k13 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}
@@ -192,7 +192,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m16 := map[string]MapsObjectsValue{}
 			for d.NextMember() {
-				k17 := string(d.Key())
+				k17 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -215,7 +215,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m19 := map[string]*string{}
 			for d.NextMember() {
-				k20 := string(d.Key())
+				k20 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -246,7 +246,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m24 := map[string]json.RawMessage{}
 			for d.NextMember() {
-				k25 := string(d.Key())
+				k25 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}

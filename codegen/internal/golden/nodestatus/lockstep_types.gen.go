@@ -3,7 +3,6 @@
 package nodestatus
 
 import (
-	"regexp"
 	"strconv"
 	"time"
 
@@ -144,9 +143,12 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				s2 := make([]NodeCondition, 0)
+				var s2 []NodeCondition
 				var zero4 NodeCondition
 				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]NodeCondition, 0, 4)
+					}
 					s2 = append(s2, zero4)
 					if err := s2[i3].decodeJSON(d); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "conditions")
@@ -154,6 +156,9 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
+				}
+				if s2 == nil {
+					s2 = []NodeCondition{}
 				}
 				m.Conditions = s2
 			}
@@ -175,9 +180,12 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				s5 := make([]NodeAddress, 0)
+				var s5 []NodeAddress
 				var zero7 NodeAddress
 				for i6 := 0; d.NextItem(); i6++ {
+					if s5 == nil {
+						s5 = make([]NodeAddress, 0, 4)
+					}
 					s5 = append(s5, zero7)
 					if err := s5[i6].decodeJSON(d); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "addresses")
@@ -185,6 +193,9 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
+				}
+				if s5 == nil {
+					s5 = []NodeAddress{}
 				}
 				m.Addresses = s5
 			}
@@ -201,9 +212,12 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				s8 := make([]string, 0)
+				var s8 []string
 				var zero10 string
 				for i9 := 0; d.NextItem(); i9++ {
+					if s8 == nil {
+						s8 = make([]string, 0, 4)
+					}
 					s8 = append(s8, zero10)
 					v11, err := d.String()
 					if err != nil {
@@ -213,6 +227,9 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
+				}
+				if s8 == nil {
+					s8 = []string{}
 				}
 				m.Images = s8
 			}
@@ -372,9 +389,12 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "names")
 					}
-					s2 := make([]string, 0)
+					var s2 []string
 					var zero4 string
 					for i3 := 0; d.NextItem(); i3++ {
+						if s2 == nil {
+							s2 = make([]string, 0, 4)
+						}
 						s2 = append(s2, zero4)
 						v5, err := d.String()
 						if err != nil {
@@ -384,6 +404,9 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "names")
+					}
+					if s2 == nil {
+						s2 = []string{}
 					}
 					v1 = s2
 				}
@@ -509,13 +532,24 @@ func (m *NodeAddressType) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeAddressType(v1)
+	switch string(b) {
+	case "Hostname":
+		*m = NodeAddressTypeHostname
+	case "InternalIP":
+		*m = NodeAddressTypeInternalIP
+	case "ExternalIP":
+		*m = NodeAddressTypeExternalIP
+	case "InternalDNS":
+		*m = NodeAddressTypeInternalDNS
+	case "ExternalDNS":
+		*m = NodeAddressTypeExternalDNS
+	default:
+		*m = NodeAddressType(b)
+	}
 	return nil
 }
 
@@ -549,6 +583,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -569,7 +604,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -581,7 +619,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -650,13 +691,20 @@ func (m *NodeConditionStatus) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeConditionStatus(v1)
+	switch string(b) {
+	case "True":
+		*m = NodeConditionStatusTrue
+	case "False":
+		*m = NodeConditionStatusFalse
+	case "Unknown":
+		*m = NodeConditionStatusUnknown
+	default:
+		*m = NodeConditionStatus(b)
+	}
 	return nil
 }
 
@@ -688,13 +736,24 @@ func (m *NodeConditionType) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeConditionType(v1)
+	switch string(b) {
+	case "Ready":
+		*m = NodeConditionTypeReady
+	case "MemoryPressure":
+		*m = NodeConditionTypeMemoryPressure
+	case "DiskPressure":
+		*m = NodeConditionTypeDiskPressure
+	case "PIDPressure":
+		*m = NodeConditionTypePIDPressure
+	case "NetworkUnavailable":
+		*m = NodeConditionTypeNetworkUnavailable
+	default:
+		*m = NodeConditionType(b)
+	}
 	return nil
 }
 
@@ -781,6 +840,7 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeConfigSourceConfigMap{}
 	var seen [3]bool
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -805,7 +865,10 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "uid")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[0]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "uid")
@@ -817,7 +880,10 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "resourceVersion")
 			} else {
-				p5 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p5 := &block0[1]
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "resourceVersion")
@@ -1014,9 +1080,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				s3 := make([]NodeStatusNodeCondition, 0)
+				var s3 []NodeStatusNodeCondition
 				var zero5 NodeStatusNodeCondition
 				for i4 := 0; d.NextItem(); i4++ {
+					if s3 == nil {
+						s3 = make([]NodeStatusNodeCondition, 0, 4)
+					}
 					s3 = append(s3, zero5)
 					if err := s3[i4].decodeJSON(d); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "conditions")
@@ -1024,6 +1093,9 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
+				}
+				if s3 == nil {
+					s3 = []NodeStatusNodeCondition{}
 				}
 				m.Conditions = s3
 			}
@@ -1034,9 +1106,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s6 := make([]NodeStatusNodeAddress, 0)
+			var s6 []NodeStatusNodeAddress
 			var zero8 NodeStatusNodeAddress
 			for i7 := 0; d.NextItem(); i7++ {
+				if s6 == nil {
+					s6 = make([]NodeStatusNodeAddress, 0, 4)
+				}
 				s6 = append(s6, zero8)
 				if err := s6[i7].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "addresses")
@@ -1044,6 +1119,9 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
+			}
+			if s6 == nil {
+				s6 = []NodeStatusNodeAddress{}
 			}
 			m.Addresses = s6
 		case "daemonEndpoints":
@@ -1077,9 +1155,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					s12 := make([]ContainerImage, 0)
+					var s12 []ContainerImage
 					var zero14 ContainerImage
 					for i13 := 0; d.NextItem(); i13++ {
+						if s12 == nil {
+							s12 = make([]ContainerImage, 0, 4)
+						}
 						s12 = append(s12, zero14)
 						if err := s12[i13].decodeJSON(d); err != nil {
 							return jsonwire.Within(jsonwire.WithinIndex(err, i13), "images")
@@ -1087,6 +1168,9 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "images")
+					}
+					if s12 == nil {
+						s12 = []ContainerImage{}
 					}
 					v11 = s12
 				}
@@ -1103,9 +1187,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					s16 := make([]string, 0)
+					var s16 []string
 					var zero18 string
 					for i17 := 0; d.NextItem(); i17++ {
+						if s16 == nil {
+							s16 = make([]string, 0, 4)
+						}
 						s16 = append(s16, zero18)
 						v19, err := d.String()
 						if err != nil {
@@ -1115,6 +1202,9 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
+					}
+					if s16 == nil {
+						s16 = []string{}
 					}
 					v15 = s16
 				}
@@ -1127,9 +1217,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			s20 := make([]NodeStatusVolumesAttachedItem, 0)
+			var s20 []NodeStatusVolumesAttachedItem
 			var zero22 NodeStatusVolumesAttachedItem
 			for i21 := 0; d.NextItem(); i21++ {
+				if s20 == nil {
+					s20 = make([]NodeStatusVolumesAttachedItem, 0, 4)
+				}
 				s20 = append(s20, zero22)
 				if err := s20[i21].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "volumesAttached")
@@ -1137,6 +1230,9 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
+			}
+			if s20 == nil {
+				s20 = []NodeStatusVolumesAttachedItem{}
 			}
 			m.VolumesAttached = s20
 		case "config":
@@ -1470,13 +1566,24 @@ func (m *NodeStatusNodeAddressType) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeStatusNodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeStatusNodeAddressType(v1)
+	switch string(b) {
+	case "Hostname":
+		*m = NodeStatusNodeAddressTypeHostname
+	case "ExternalIP":
+		*m = NodeStatusNodeAddressTypeExternalIP
+	case "InternalIP":
+		*m = NodeStatusNodeAddressTypeInternalIP
+	case "ExternalDNS":
+		*m = NodeStatusNodeAddressTypeExternalDNS
+	case "InternalDNS":
+		*m = NodeStatusNodeAddressTypeInternalDNS
+	default:
+		*m = NodeStatusNodeAddressType(b)
+	}
 	return nil
 }
 
@@ -1511,6 +1618,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusNodeCondition{}
 	var seen [2]bool
+	var block1 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1557,7 +1665,10 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				p6 := new(string)
+				if block1 == nil {
+					block1 = new([2]string)
+				}
+				p6 := &block1[0]
 				v7, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -1569,7 +1680,10 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				p8 := new(string)
+				if block1 == nil {
+					block1 = new([2]string)
+				}
+				p8 := &block1[1]
 				v9, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -1623,13 +1737,20 @@ func (m *NodeStatusNodeConditionStatus) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeStatusNodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeStatusNodeConditionStatus(v1)
+	switch string(b) {
+	case "True":
+		*m = NodeStatusNodeConditionStatusTrue
+	case "False":
+		*m = NodeStatusNodeConditionStatusFalse
+	case "Unknown":
+		*m = NodeStatusNodeConditionStatusUnknown
+	default:
+		*m = NodeStatusNodeConditionStatus(b)
+	}
 	return nil
 }
 
@@ -1667,6 +1788,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusNodeSystemInfo{}
 	var seen [5]bool
+	var block0 *[4]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1684,7 +1806,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				p2 := new(string)
+				if block0 == nil {
+					block0 = new([4]string)
+				}
+				p2 := &block0[0]
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
@@ -1696,7 +1821,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				p4 := new(string)
+				if block0 == nil {
+					block0 = new([4]string)
+				}
+				p4 := &block0[1]
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
@@ -1715,7 +1843,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				p7 := new(string)
+				if block0 == nil {
+					block0 = new([4]string)
+				}
+				p7 := &block0[2]
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
@@ -1727,7 +1858,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				p9 := new(string)
+				if block0 == nil {
+					block0 = new([4]string)
+				}
+				p9 := &block0[3]
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
@@ -1808,13 +1942,20 @@ func (m *NodeStatusPhase) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeStatusPhase(v1)
+	switch string(b) {
+	case "Pending":
+		*m = NodeStatusPhasePending
+	case "Running":
+		*m = NodeStatusPhaseRunning
+	case "Terminated":
+		*m = NodeStatusPhaseTerminated
+	default:
+		*m = NodeStatusPhase(b)
+	}
 	return nil
 }
 
@@ -1845,7 +1986,7 @@ func (m *NodeStatusResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		}
 		m1 := NodeStatusResourceList{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -1965,6 +2106,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = NodeSystemInfo{}
+	var block0 *[8]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1975,7 +2117,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "machineID")
@@ -1987,7 +2132,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
@@ -1999,7 +2147,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				p5 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p5 := &block0[2]
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
@@ -2011,7 +2162,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
-				p7 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p7 := &block0[3]
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kernelVersion")
@@ -2023,7 +2177,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				p9 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p9 := &block0[4]
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
@@ -2035,7 +2192,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				p11 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p11 := &block0[5]
 				v12, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
@@ -2047,7 +2207,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				p13 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p13 := &block0[6]
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
@@ -2059,7 +2222,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
-				p15 := new(string)
+				if block0 == nil {
+					block0 = new([8]string)
+				}
+				p15 := &block0[7]
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeProxyVersion")
@@ -2208,13 +2374,24 @@ func (m *PodStatusPhase) UnmarshalJSON(data []byte) error {
 }
 
 func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = PodStatusPhase(v1)
+	switch string(b) {
+	case "Pending":
+		*m = PodStatusPhasePending
+	case "Running":
+		*m = PodStatusPhaseRunning
+	case "Succeeded":
+		*m = PodStatusPhaseSucceeded
+	case "Failed":
+		*m = PodStatusPhaseFailed
+	case "Unknown":
+		*m = PodStatusPhaseUnknown
+	default:
+		*m = PodStatusPhase(b)
+	}
 	return nil
 }
 
@@ -2276,7 +2453,7 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		}
 		m1 := ResourceList{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -2311,7 +2488,7 @@ func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Pat
 
 // Patterns and numbers of the schemas, compiled once.
 var (
-	pattern0 = regexp.MustCompile("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-	pattern1 = regexp.MustCompile("^[+-]?[0-9.]+([eE][+-]?[0-9]+|[numkMGTPE]i?)?$")
-	pattern2 = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
+	pattern0 = jsonwire.NewPattern("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+	pattern1 = jsonwire.NewPattern("^[+-]?[0-9.]+([eE][+-]?[0-9]+|[numkMGTPE]i?)?$")
+	pattern2 = jsonwire.NewPattern(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
 )

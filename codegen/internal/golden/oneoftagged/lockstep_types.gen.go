@@ -299,13 +299,16 @@ func (m *EventNodeAddedType) UnmarshalJSON(data []byte) error {
 }
 
 func (m *EventNodeAddedType) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = EventNodeAddedType(v1)
+	switch string(b) {
+	case "NodeAdded":
+		*m = EventNodeAddedTypeNodeAdded
+	default:
+		*m = EventNodeAddedType(b)
+	}
 	return nil
 }
 
@@ -369,9 +372,12 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "pods")
 				}
-				s2 := make([]string, 0)
+				var s2 []string
 				var zero4 string
 				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]string, 0, 4)
+					}
 					s2 = append(s2, zero4)
 					v5, err := d.String()
 					if err != nil {
@@ -381,6 +387,9 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "pods")
+				}
+				if s2 == nil {
+					s2 = []string{}
 				}
 				m.Pods = s2
 			}
@@ -435,13 +444,16 @@ func (m *EventPodsMovedType) UnmarshalJSON(data []byte) error {
 }
 
 func (m *EventPodsMovedType) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = EventPodsMovedType(v1)
+	switch string(b) {
+	case "PodsMoved":
+		*m = EventPodsMovedTypePodsMoved
+	default:
+		*m = EventPodsMovedType(b)
+	}
 	return nil
 }
 

@@ -5,7 +5,6 @@ package oneofuntagged
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
@@ -101,7 +100,7 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m1 := map[string]string{}
 				for d.NextMember() {
-					k2 := string(d.Key())
+					k2 := d.KeyString()
 					if d.Err() != nil {
 						break
 					}
@@ -340,9 +339,12 @@ func (u HolderChoice) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		s1 := make([]string, 0)
+		var s1 []string
 		var zero3 string
 		for i2 := 0; d.NextItem(); i2++ {
+			if s1 == nil {
+				s1 = make([]string, 0, 4)
+			}
 			s1 = append(s1, zero3)
 			v4, err := d.String()
 			if err != nil {
@@ -352,6 +354,9 @@ func (u HolderChoice) AsArray() ([]string, error) {
 		}
 		if err := d.Err(); err != nil {
 			return v, err
+		}
+		if s1 == nil {
+			s1 = []string{}
 		}
 		v = s1
 	}
@@ -519,6 +524,7 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = HolderExclusive{}
+	var block0 *[2]int64
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -529,7 +535,10 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "x")
 			} else {
-				p1 := new(int64)
+				if block0 == nil {
+					block0 = new([2]int64)
+				}
+				p1 := &block0[0]
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "x")
@@ -541,7 +550,10 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "y")
 			} else {
-				p3 := new(int64)
+				if block0 == nil {
+					block0 = new([2]int64)
+				}
+				p3 := &block0[1]
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "y")
@@ -881,5 +893,5 @@ func (m *HolderTarget) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Pat
 
 // Patterns and numbers of the schemas, compiled once.
 var (
-	pattern0 = regexp.MustCompile("^[a-z]+$")
+	pattern0 = jsonwire.NewPattern("^[a-z]+$")
 )

@@ -4,7 +4,6 @@ package patternprops
 
 import (
 	"encoding/json"
-	"regexp"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
@@ -47,7 +46,7 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m1 := map[string]string{}
 			for d.NextMember() {
-				k2 := string(d.Key())
+				k2 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -291,6 +290,6 @@ func (m *PatternsLimits) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.P
 
 // Patterns and numbers of the schemas, compiled once.
 var (
-	pattern0 = regexp.MustCompile("^[A-Z_][A-Z0-9_]*$")
-	pattern1 = regexp.MustCompile("^[a-z]+$")
+	pattern0 = jsonwire.NewPattern("^[A-Z_][A-Z0-9_]*$")
+	pattern1 = jsonwire.NewPattern("^[a-z]+$")
 )

@@ -126,6 +126,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Presence{}
 	var seen [6]bool
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -143,7 +144,10 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "optString")
 			} else {
-				p2 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p2 := &block0[0]
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "optString")
@@ -156,7 +160,10 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				m.ReqNullString = nil
 			} else {
-				p4 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p4 := &block0[1]
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reqNullString")
@@ -220,9 +227,12 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "reqList")
 				}
-				s11 := make([]string, 0)
+				var s11 []string
 				var zero13 string
 				for i12 := 0; d.NextItem(); i12++ {
+					if s11 == nil {
+						s11 = make([]string, 0, 4)
+					}
 					s11 = append(s11, zero13)
 					v14, err := d.String()
 					if err != nil {
@@ -233,6 +243,9 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "reqList")
 				}
+				if s11 == nil {
+					s11 = []string{}
+				}
 				m.ReqList = s11
 			}
 		case "optList":
@@ -242,9 +255,12 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "optList")
 			}
-			s15 := make([]string, 0)
+			var s15 []string
 			var zero17 string
 			for i16 := 0; d.NextItem(); i16++ {
+				if s15 == nil {
+					s15 = make([]string, 0, 4)
+				}
 				s15 = append(s15, zero17)
 				v18, err := d.String()
 				if err != nil {
@@ -255,6 +271,9 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "optList")
 			}
+			if s15 == nil {
+				s15 = []string{}
+			}
 			m.OptList = s15
 		case "reqNullList":
 			seen[5] = true
@@ -264,9 +283,12 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "reqNullList")
 				}
-				s19 := make([]string, 0)
+				var s19 []string
 				var zero21 string
 				for i20 := 0; d.NextItem(); i20++ {
+					if s19 == nil {
+						s19 = make([]string, 0, 4)
+					}
 					s19 = append(s19, zero21)
 					v22, err := d.String()
 					if err != nil {
@@ -276,6 +298,9 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "reqNullList")
+				}
+				if s19 == nil {
+					s19 = []string{}
 				}
 				m.ReqNullList = s19
 			}
@@ -290,9 +315,12 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "optNullList")
 					}
-					s24 := make([]string, 0)
+					var s24 []string
 					var zero26 string
 					for i25 := 0; d.NextItem(); i25++ {
+						if s24 == nil {
+							s24 = make([]string, 0, 4)
+						}
 						s24 = append(s24, zero26)
 						v27, err := d.String()
 						if err != nil {
@@ -302,6 +330,9 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "optNullList")
+					}
+					if s24 == nil {
+						s24 = []string{}
 					}
 					v23 = s24
 				}
@@ -316,7 +347,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			m28 := map[string]int64{}
 			for d.NextMember() {
-				k29 := string(d.Key())
+				k29 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
@@ -345,7 +376,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					m33 := map[string]int64{}
 					for d.NextMember() {
-						k34 := string(d.Key())
+						k34 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}

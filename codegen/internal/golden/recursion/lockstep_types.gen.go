@@ -366,9 +366,12 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "children")
 			}
-			s2 := make([]Tree, 0)
+			var s2 []Tree
 			var zero4 Tree
 			for i3 := 0; d.NextItem(); i3++ {
+				if s2 == nil {
+					s2 = make([]Tree, 0, 4)
+				}
 				s2 = append(s2, zero4)
 				if err := s2[i3].decodeJSON(d); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "children")
@@ -376,6 +379,9 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "children")
+			}
+			if s2 == nil {
+				s2 = []Tree{}
 			}
 			m.Children = s2
 		default:

@@ -3,7 +3,6 @@
 package refs
 
 import (
-	"regexp"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
@@ -157,6 +156,7 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = CustomerAddress{}
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -167,7 +167,10 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "street")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "street")
@@ -179,7 +182,10 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "city")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "city")
@@ -445,9 +451,12 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "lines")
 				}
-				s2 := make([]Line, 0)
+				var s2 []Line
 				var zero4 Line
 				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]Line, 0, 4)
+					}
 					s2 = append(s2, zero4)
 					if err := s2[i3].decodeJSON(d); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "lines")
@@ -455,6 +464,9 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "lines")
+				}
+				if s2 == nil {
+					s2 = []Line{}
 				}
 				m.Lines = s2
 			}
@@ -660,5 +672,5 @@ var _ framework.Validator = (*Receipt)(nil)
 
 // Patterns and numbers of the schemas, compiled once.
 var (
-	pattern0 = regexp.MustCompile("^[A-Z]{3}$")
+	pattern0 = jsonwire.NewPattern("^[A-Z]{3}$")
 )
