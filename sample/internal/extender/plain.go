@@ -49,7 +49,7 @@ func (e *Extender) Handler(prefix string) (http.Handler, error) {
 }
 
 // plain serves one method over plain HTTP: decode (any case), validate
-// the canonical spelling against the 1.0.0 schema, handle, answer.
+// against the 1.0.0 schema, handle, answer.
 func plain[Req, Resp any](method string, h func(context.Context, *Req) (*Resp, error)) http.Handler {
 	decl, _ := extv1.Contract.Method(method)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,9 +63,18 @@ func plain[Req, Resp any](method string, h func(context.Context, *Req) (*Resp, e
 			writeError(w, framework.Errorf(framework.CodeInvalidArgument, "not a valid %s: %v", decl.Request, err))
 			return
 		}
-		canonical, err := json.Marshal(&req)
-		if err == nil {
-			err = extv1.Contract.ValidateJSON(decl.Request, canonical)
+		// Checked as the lockstep server checks it: by its generated
+		// Validate when it has one, else its canonical spelling with
+		// jsonschema/v5.
+		if v, ok := any(&req).(framework.Validator); ok {
+			if err = v.Validate(); err != nil {
+				err = framework.NewError(framework.CodeInvalidArgument, err)
+			}
+		} else {
+			var canonical []byte
+			if canonical, err = json.Marshal(&req); err == nil {
+				err = extv1.Contract.ValidateJSON(decl.Request, canonical)
+			}
 		}
 		if err != nil {
 			writeError(w, err)

@@ -4,13 +4,17 @@ package v1
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // ExtenderArgs is the message ExtenderArgs of the contract, generated from contract.yaml#/schemas/ExtenderArgs.
 //
 // ExtenderArgs of k8s.io/kube-scheduler/extender/v1.
+//
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:41:9 (/schemas/ExtenderArgs/$defs/Pod): object keywords on raw JSON are not checked by generated code.
 type ExtenderArgs struct {
 	Pod   Pod      `json:"Pod"`
 	Nodes NodeList `json:"Nodes,omitzero"`
@@ -75,9 +79,12 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					s4 := make([]string, 0)
+					var s4 []string
 					var zero6 string
 					for i5 := 0; d.NextItem(); i5++ {
+						if s4 == nil {
+							s4 = make([]string, 0, 4)
+						}
 						s4 = append(s4, zero6)
 						v7, err := d.String()
 						if err != nil {
@@ -87,6 +94,9 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
+					}
+					if s4 == nil {
+						s4 = []string{}
 					}
 					v3 = s4
 				}
@@ -226,6 +236,30 @@ func (m *ExtenderBindingArgs) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *ExtenderBindingArgs) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.PodName); n < 1 {
+		v.Fail(at, "PodName", kw, "properties/PodName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Node); n < 1 {
+		v.Fail(at, "Node", kw, "properties/Node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of ExtenderBindingArgs, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *ExtenderBindingArgs) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "ExtenderBindingArgs is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("ExtenderBindingArgs")
+}
+
+var _ framework.Validator = (*ExtenderBindingArgs)(nil)
+
 // ExtenderBindingResult is the message ExtenderBindingResult of the contract, generated from contract.yaml#/schemas/ExtenderBindingResult.
 //
 // ExtenderBindingResult of k8s.io/kube-scheduler/extender/v1.
@@ -298,9 +332,29 @@ func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *ExtenderBindingResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of ExtenderBindingResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *ExtenderBindingResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "ExtenderBindingResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("ExtenderBindingResult")
+}
+
+var _ framework.Validator = (*ExtenderBindingResult)(nil)
+
 // ExtenderFilterResult is the message ExtenderFilterResult of the contract, generated from contract.yaml#/schemas/ExtenderFilterResult.
 //
 // ExtenderFilterResult of k8s.io/kube-scheduler/extender/v1.
+//
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:55:9 (/schemas/ExtenderArgs/$defs/NodeList): object keywords on raw JSON are not checked by generated code.
 type ExtenderFilterResult struct {
 	Nodes                      NodeList                          `json:"Nodes,omitzero"`
 	NodeNames                  jsonwire.Nullable[[]string]       `json:"NodeNames,omitzero"`
@@ -359,9 +413,12 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					s3 := make([]string, 0)
+					var s3 []string
 					var zero5 string
 					for i4 := 0; d.NextItem(); i4++ {
+						if s3 == nil {
+							s3 = make([]string, 0, 4)
+						}
 						s3 = append(s3, zero5)
 						v6, err := d.String()
 						if err != nil {
@@ -371,6 +428,9 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
+					}
+					if s3 == nil {
+						s3 = []string{}
 					}
 					v2 = s3
 				}
@@ -451,7 +511,7 @@ func (m *FailedNodesMap) decodeJSON(d *jsonwire.Decoder) error {
 		}
 		m1 := FailedNodesMap{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -557,6 +617,18 @@ func (m *HostPriority) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *HostPriority) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Host); n < 1 {
+		v.Fail(at, "Host", kw, "properties/Host/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if int64(m.Score) < 0 {
+		v.Fail(at, "Score", kw, "properties/Score/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Score), 10))
+	}
+	if int64(m.Score) > 10 {
+		v.Fail(at, "Score", kw, "properties/Score/maximum", "must be <= 10 but found "+strconv.FormatInt(int64(m.Score), 10))
+	}
+}
+
 // HostPriorityList is the message HostPriorityList of the contract, generated from contract.yaml#/schemas/HostPriorityList.
 //
 // HostPriorityList of k8s.io/kube-scheduler/extender/v1.
@@ -578,9 +650,12 @@ func (m *HostPriorityList) decodeJSON(d *jsonwire.Decoder) error {
 		if err := d.ArrayStart(); err != nil {
 			return err
 		}
-		s1 := make(HostPriorityList, 0)
+		var s1 HostPriorityList
 		var zero3 HostPriority
 		for i2 := 0; d.NextItem(); i2++ {
+			if s1 == nil {
+				s1 = make(HostPriorityList, 0, 4)
+			}
 			s1 = append(s1, zero3)
 			if err := s1[i2].decodeJSON(d); err != nil {
 				return jsonwire.WithinIndex(err, i2)
@@ -589,10 +664,40 @@ func (m *HostPriorityList) decodeJSON(d *jsonwire.Decoder) error {
 		if err := d.Err(); err != nil {
 			return err
 		}
+		if s1 == nil {
+			s1 = HostPriorityList{}
+		}
 		*m = s1
 	}
 	return nil
 }
+
+func (m *HostPriorityList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len((*m)); i1++ {
+			at2 := at.Index(i1)
+			path3 := kw.Keyword("items/$ref")
+			(*m)[i1].validateJSON(v, &at2, &path3)
+		}
+	}
+}
+
+// Validate checks m against the schema of HostPriorityList, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *HostPriorityList) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "HostPriorityList is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("HostPriorityList")
+}
+
+var _ framework.Validator = (*HostPriorityList)(nil)
 
 // NodeList is generated from contract.yaml#/schemas/ExtenderArgs/$defs/NodeList.
 //

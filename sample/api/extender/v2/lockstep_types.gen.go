@@ -3,7 +3,10 @@
 package v2
 
 import (
+	"strconv"
+
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // BindRequest is the message BindRequest of the contract, generated from contract.yaml#/schemas/BindRequest.
@@ -65,6 +68,30 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *BindRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.Node); n < 1 {
+		v.Fail(at, "node", kw, "properties/node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of BindRequest, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BindRequest) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BindRequest is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BindRequest")
+}
+
+var _ framework.Validator = (*BindRequest)(nil)
+
 // BindResponse is the message BindResponse of the contract, generated from contract.yaml#/schemas/BindResponse.
 //
 // An empty answer; the pod is bound.
@@ -100,6 +127,24 @@ func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *BindResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of BindResponse, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BindResponse) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BindResponse is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BindResponse")
+}
+
+var _ framework.Validator = (*BindResponse)(nil)
 
 // FilterRequest is the message FilterRequest of the contract, generated from contract.yaml#/schemas/FilterRequest.
 type FilterRequest struct {
@@ -141,9 +186,12 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				s1 := make([]string, 0)
+				var s1 []string
 				var zero3 string
 				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]string, 0, 4)
+					}
 					s1 = append(s1, zero3)
 					v4, err := d.String()
 					if err != nil {
@@ -153,6 +201,9 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "nodes")
+				}
+				if s1 == nil {
+					s1 = []string{}
 				}
 				m.Nodes = s1
 			}
@@ -175,6 +226,38 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *FilterRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	if m.Nodes == nil {
+		v.Fail(at, "nodes", kw, "properties/nodes/type", "null is not allowed here")
+	} else {
+		for i3 := 0; i3 < len(m.Nodes); i3++ {
+			path5 := at.Keyword("nodes")
+			at4 := path5.Index(i3)
+			if n := jsonwire.Length(m.Nodes[i3]); n < 1 {
+				v.Fail(&at4, "", kw, "properties/nodes/items/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+			}
+		}
+	}
+}
+
+// Validate checks m against the schema of FilterRequest, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *FilterRequest) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "FilterRequest is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("FilterRequest")
+}
+
+var _ framework.Validator = (*FilterRequest)(nil)
 
 // FilterResponse is the message FilterResponse of the contract, generated from contract.yaml#/schemas/FilterResponse.
 type FilterResponse struct {
@@ -211,9 +294,12 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "feasible")
 				}
-				s1 := make([]string, 0)
+				var s1 []string
 				var zero3 string
 				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]string, 0, 4)
+					}
 					s1 = append(s1, zero3)
 					v4, err := d.String()
 					if err != nil {
@@ -224,31 +310,36 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "feasible")
 				}
+				if s1 == nil {
+					s1 = []string{}
+				}
 				m.Feasible = s1
 			}
 		case "failed":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "failed")
 			}
-			if d.Null() {
-				m.Failed = nil
-			} else {
-				if err := d.ArrayStart(); err != nil {
-					return jsonwire.Within(err, "failed")
-				}
-				s5 := make([]NodeFailure, 0)
-				var zero7 NodeFailure
-				for i6 := 0; d.NextItem(); i6++ {
-					s5 = append(s5, zero7)
-					if err := s5[i6].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "failed")
-					}
-				}
-				if err := d.Err(); err != nil {
-					return jsonwire.Within(err, "failed")
-				}
-				m.Failed = s5
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "failed")
 			}
+			var s5 []NodeFailure
+			var zero7 NodeFailure
+			for i6 := 0; d.NextItem(); i6++ {
+				if s5 == nil {
+					s5 = make([]NodeFailure, 0, 4)
+				}
+				s5 = append(s5, zero7)
+				if err := s5[i6].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "failed")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "failed")
+			}
+			if s5 == nil {
+				s5 = []NodeFailure{}
+			}
+			m.Failed = s5
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -265,6 +356,35 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *FilterResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Feasible == nil {
+		v.Fail(at, "feasible", kw, "properties/feasible/type", "null is not allowed here")
+	}
+	if m.Failed != nil {
+		for i4 := 0; i4 < len(m.Failed); i4++ {
+			path6 := at.Keyword("failed")
+			at5 := path6.Index(i4)
+			path7 := kw.Keyword("properties/failed/items/$ref")
+			m.Failed[i4].validateJSON(v, &at5, &path7)
+		}
+	}
+}
+
+// Validate checks m against the schema of FilterResponse, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *FilterResponse) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "FilterResponse is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("FilterResponse")
+}
+
+var _ framework.Validator = (*FilterResponse)(nil)
 
 // NodeFailure is generated from schemas/extender.yaml#/$defs/NodeFailure.
 type NodeFailure struct {
@@ -352,6 +472,12 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeFailure) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("reason")
+	path2 := kw.Keyword("properties/reason")
+	m.Reason.validateJSON(v, &path1, &path2)
+}
+
 // NodeFailureReason is generated from schemas/extender.yaml#/$defs/NodeFailure/properties/reason.
 type NodeFailureReason string
 
@@ -372,14 +498,27 @@ func (m *NodeFailureReason) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeFailureReason) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeFailureReason(v1)
+	switch string(b) {
+	case "Maintenance":
+		*m = NodeFailureReasonMaintenance
+	case "Unschedulable":
+		*m = NodeFailureReasonUnschedulable
+	case "Other":
+		*m = NodeFailureReasonOther
+	default:
+		*m = NodeFailureReason(b)
+	}
 	return nil
+}
+
+func (m *NodeFailureReason) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Maintenance" && string((*m)) != "Unschedulable" && string((*m)) != "Other" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Maintenance\", \"Unschedulable\", \"Other\"")
+	}
 }
 
 // NodeScore is generated from schemas/extender.yaml#/$defs/NodeScore.
@@ -443,6 +582,15 @@ func (m *NodeScore) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeScore) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Score < float64(0.0) {
+		v.Fail(at, "score", kw, "properties/score/minimum", "must be >= 0 but found "+strconv.FormatFloat(m.Score, 'g', -1, 64))
+	}
+	if m.Score > float64(1.0) {
+		v.Fail(at, "score", kw, "properties/score/maximum", "must be <= 1 but found "+strconv.FormatFloat(m.Score, 'g', -1, 64))
+	}
+}
+
 // PodRef is the message PodRef of the contract, generated from schemas/extender.yaml#/$defs/PodRef.
 //
 // The pod being scheduled, as much of it as an extender needs.
@@ -500,31 +648,27 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
-			if d.Null() {
-				m.Labels = nil
-			} else {
-				if err := d.ObjectStart(); err != nil {
-					return jsonwire.Within(err, "labels")
-				}
-				m4 := map[string]string{}
-				for d.NextMember() {
-					k5 := string(d.Key())
-					if d.Err() != nil {
-						break
-					}
-					var e6 string
-					v7, err := d.String()
-					if err != nil {
-						return jsonwire.Within(jsonwire.Within(err, k5), "labels")
-					}
-					e6 = v7
-					m4[k5] = e6
-				}
-				if err := d.Err(); err != nil {
-					return jsonwire.Within(err, "labels")
-				}
-				m.Labels = m4
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
 			}
+			m4 := map[string]string{}
+			for d.NextMember() {
+				k5 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e6 string
+				v7, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k5), "labels")
+				}
+				e6 = v7
+				m4[k5] = e6
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m4
 		case "requests":
 			seen[3] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
@@ -555,6 +699,30 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *PodRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	path5 := at.Keyword("requests")
+	path6 := kw.Keyword("properties/requests/$ref")
+	m.Requests.validateJSON(v, &path5, &path6)
+}
+
+// Validate checks m against the schema of PodRef, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodRef) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodRef is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodRef")
+}
+
+var _ framework.Validator = (*PodRef)(nil)
 
 // PrioritizeRequest is the message PrioritizeRequest of the contract, generated from contract.yaml#/schemas/PrioritizeRequest.
 type PrioritizeRequest struct {
@@ -596,9 +764,12 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				s1 := make([]string, 0)
+				var s1 []string
 				var zero3 string
 				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]string, 0, 4)
+					}
 					s1 = append(s1, zero3)
 					v4, err := d.String()
 					if err != nil {
@@ -608,6 +779,9 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "nodes")
+				}
+				if s1 == nil {
+					s1 = []string{}
 				}
 				m.Nodes = s1
 			}
@@ -630,6 +804,38 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *PrioritizeRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	if m.Nodes == nil {
+		v.Fail(at, "nodes", kw, "properties/nodes/type", "null is not allowed here")
+	} else {
+		for i3 := 0; i3 < len(m.Nodes); i3++ {
+			path5 := at.Keyword("nodes")
+			at4 := path5.Index(i3)
+			if n := jsonwire.Length(m.Nodes[i3]); n < 1 {
+				v.Fail(&at4, "", kw, "properties/nodes/items/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+			}
+		}
+	}
+}
+
+// Validate checks m against the schema of PrioritizeRequest, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PrioritizeRequest) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PrioritizeRequest is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PrioritizeRequest")
+}
+
+var _ framework.Validator = (*PrioritizeRequest)(nil)
 
 // PrioritizeResponse is the message PrioritizeResponse of the contract, generated from contract.yaml#/schemas/PrioritizeResponse.
 type PrioritizeResponse struct {
@@ -665,9 +871,12 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "scores")
 				}
-				s1 := make([]NodeScore, 0)
+				var s1 []NodeScore
 				var zero3 NodeScore
 				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]NodeScore, 0, 4)
+					}
 					s1 = append(s1, zero3)
 					if err := s1[i2].decodeJSON(d); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "scores")
@@ -675,6 +884,9 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "scores")
+				}
+				if s1 == nil {
+					s1 = []NodeScore{}
 				}
 				m.Scores = s1
 			}
@@ -694,6 +906,34 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *PrioritizeResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Scores == nil {
+		v.Fail(at, "scores", kw, "properties/scores/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Scores); i1++ {
+			path3 := at.Keyword("scores")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/scores/items/$ref")
+			m.Scores[i1].validateJSON(v, &at2, &path4)
+		}
+	}
+}
+
+// Validate checks m against the schema of PrioritizeResponse, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PrioritizeResponse) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PrioritizeResponse is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PrioritizeResponse")
+}
+
+var _ framework.Validator = (*PrioritizeResponse)(nil)
 
 // Requests is generated from schemas/extender.yaml#/$defs/Requests.
 //
@@ -756,4 +996,13 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Requests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(m.CPUMillis) < 0 {
+		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
+	}
+	if int64(m.MemoryBytes) < 0 {
+		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
 }

@@ -3,7 +3,10 @@
 package v1
 
 import (
+	"strconv"
+
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // NodeHealth is the message NodeHealth of the contract, generated from contract.yaml#/schemas/NodeHealth.
@@ -83,7 +86,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m6 := map[string]string{}
 				for d.NextMember() {
-					k7 := string(d.Key())
+					k7 := d.KeyString()
 					if d.Err() != nil {
 						break
 					}
@@ -125,6 +128,41 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if m.Allocatable == nil {
+		v.Fail(at, "allocatable", kw, "properties/allocatable/type", "null is not allowed here")
+	} else {
+		for k1, e2 := range m.Allocatable {
+			path4 := at.Keyword("allocatable")
+			at3 := path4.Member(k1)
+			if !pattern0.MatchString(e2) {
+				v.Fail(&at3, "", kw, "properties/allocatable/additionalProperties/pattern", "does not match pattern \"^[0-9]+(\\\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$\"")
+			}
+		}
+	}
+}
+
+// Validate checks m against the schema of NodeHealth, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeHealth) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeHealth is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeHealth")
+}
+
+var _ framework.Validator = (*NodeHealth)(nil)
 
 // NodeRef is the message NodeRef of the contract, generated from contract.yaml#/schemas/NodeRef.
 type NodeRef struct {
@@ -175,3 +213,32 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *NodeRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of NodeRef, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeRef) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeRef is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeRef")
+}
+
+var _ framework.Validator = (*NodeRef)(nil)
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = jsonwire.NewPattern(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$`)
+)

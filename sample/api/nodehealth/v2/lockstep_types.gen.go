@@ -3,7 +3,10 @@
 package v2
 
 import (
+	"strconv"
+
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // NodeHealth is the message NodeHealth of the contract, generated from contract.yaml#/schemas/NodeHealth.
@@ -101,6 +104,36 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	path1 := at.Keyword("state")
+	path2 := kw.Keyword("properties/state")
+	m.State.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("allocatable")
+	path4 := kw.Keyword("properties/allocatable")
+	m.Allocatable.validateJSON(v, &path3, &path4)
+}
+
+// Validate checks m against the schema of NodeHealth, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeHealth) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeHealth is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeHealth")
+}
+
+var _ framework.Validator = (*NodeHealth)(nil)
+
 // NodeHealthAllocatable is generated from contract.yaml#/schemas/NodeHealth/properties/allocatable.
 type NodeHealthAllocatable struct {
 	CPUMillis   int64 `json:"cpuMillis"`
@@ -173,6 +206,18 @@ func (m *NodeHealthAllocatable) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeHealthAllocatable) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(m.CPUMillis) < 0 {
+		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
+	}
+	if int64(m.MemoryBytes) < 0 {
+		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
+	if int64(m.Pods) < 0 {
+		v.Fail(at, "pods", kw, "properties/pods/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Pods), 10))
+	}
+}
+
 // NodeHealthState is generated from contract.yaml#/schemas/NodeHealth/properties/state.
 //
 // Unknown means the node's kubelet lost its session for longer than the grace period.
@@ -195,14 +240,27 @@ func (m *NodeHealthState) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeHealthState) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeHealthState(v1)
+	switch string(b) {
+	case "Ready":
+		*m = NodeHealthStateReady
+	case "NotReady":
+		*m = NodeHealthStateNotReady
+	case "Unknown":
+		*m = NodeHealthStateUnknown
+	default:
+		*m = NodeHealthState(b)
+	}
 	return nil
+}
+
+func (m *NodeHealthState) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Ready" && string((*m)) != "NotReady" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"NotReady\", \"Unknown\"")
+	}
 }
 
 // NodeRef is the message NodeRef of the contract, generated from contract.yaml#/schemas/NodeRef.
@@ -254,3 +312,27 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *NodeRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of NodeRef, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeRef) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeRef is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeRef")
+}
+
+var _ framework.Validator = (*NodeRef)(nil)

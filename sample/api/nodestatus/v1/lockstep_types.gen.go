@@ -3,9 +3,11 @@
 package v1
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Ack is the message Ack of the contract, generated from schemas/nodestatus.yaml#/$defs/Ack.
@@ -59,6 +61,24 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Ack, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Ack) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Ack is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Ack")
+}
+
+var _ framework.Validator = (*Ack)(nil)
+
 // NodeCondition is generated from schemas/nodestatus.yaml#/$defs/NodeCondition.
 type NodeCondition struct {
 	Type               NodeConditionType   `json:"type"`
@@ -83,6 +103,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -103,7 +124,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -115,7 +139,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -155,6 +182,15 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("status")
+	path4 := kw.Keyword("properties/status")
+	m.Status.validateJSON(v, &path3, &path4)
+}
+
 // NodeConditionStatus is generated from schemas/nodestatus.yaml#/$defs/NodeCondition/properties/status.
 type NodeConditionStatus string
 
@@ -175,14 +211,27 @@ func (m *NodeConditionStatus) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeConditionStatus(v1)
+	switch string(b) {
+	case "True":
+		*m = NodeConditionStatusTrue
+	case "False":
+		*m = NodeConditionStatusFalse
+	case "Unknown":
+		*m = NodeConditionStatusUnknown
+	default:
+		*m = NodeConditionStatus(b)
+	}
 	return nil
+}
+
+func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
+	}
 }
 
 // NodeConditionType is generated from schemas/nodestatus.yaml#/$defs/NodeCondition/properties/type.
@@ -207,14 +256,31 @@ func (m *NodeConditionType) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = NodeConditionType(v1)
+	switch string(b) {
+	case "Ready":
+		*m = NodeConditionTypeReady
+	case "MemoryPressure":
+		*m = NodeConditionTypeMemoryPressure
+	case "DiskPressure":
+		*m = NodeConditionTypeDiskPressure
+	case "PIDPressure":
+		*m = NodeConditionTypePIDPressure
+	case "NetworkUnavailable":
+		*m = NodeConditionTypeNetworkUnavailable
+	default:
+		*m = NodeConditionType(b)
+	}
 	return nil
+}
+
+func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Ready" && string((*m)) != "MemoryPressure" && string((*m)) != "DiskPressure" && string((*m)) != "PIDPressure" && string((*m)) != "NetworkUnavailable" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"MemoryPressure\", \"DiskPressure\", \"PIDPressure\", \"NetworkUnavailable\"")
+	}
 }
 
 // NodeStatus is the message NodeStatus of the contract, generated from schemas/nodestatus.yaml#.
@@ -290,9 +356,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				s6 := make([]NodeCondition, 0)
+				var s6 []NodeCondition
 				var zero8 NodeCondition
 				for i7 := 0; d.NextItem(); i7++ {
+					if s6 == nil {
+						s6 = make([]NodeCondition, 0, 4)
+					}
 					s6 = append(s6, zero8)
 					if err := s6[i7].decodeJSON(d); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i7), "conditions")
@@ -300,6 +369,9 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
+				}
+				if s6 == nil {
+					s6 = []NodeCondition{}
 				}
 				m.Conditions = s6
 			}
@@ -338,6 +410,54 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if m.Conditions == nil {
+		v.Fail(at, "conditions", kw, "properties/conditions/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Conditions); i1++ {
+			path3 := at.Keyword("conditions")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/conditions/items/$ref")
+			m.Conditions[i1].validateJSON(v, &at2, &path4)
+		}
+	}
+	if m.Capacity == nil {
+		v.Fail(at, "capacity", kw, "properties/capacity/type", "null is not allowed here")
+	} else {
+		path5 := at.Keyword("capacity")
+		path6 := kw.Keyword("properties/capacity/$ref")
+		m.Capacity.validateJSON(v, &path5, &path6)
+	}
+	if m.Allocatable == nil {
+		v.Fail(at, "allocatable", kw, "properties/allocatable/type", "null is not allowed here")
+	} else {
+		path7 := at.Keyword("allocatable")
+		path8 := kw.Keyword("properties/allocatable/$ref")
+		m.Allocatable.validateJSON(v, &path7, &path8)
+	}
+}
+
+// Validate checks m against the schema of NodeStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeStatus")
+}
+
+var _ framework.Validator = (*NodeStatus)(nil)
 
 // PodStatus is the message PodStatus of the contract, generated from schemas/nodestatus.yaml#/$defs/PodStatus.
 type PodStatus struct {
@@ -457,6 +577,44 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *PodStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	path1 := at.Keyword("phase")
+	path2 := kw.Keyword("properties/phase")
+	m.Phase.validateJSON(v, &path1, &path2)
+	if m.RestartCount != nil {
+		if int64((*m.RestartCount)) < 0 {
+			v.Fail(at, "restartCount", kw, "properties/restartCount/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.RestartCount)), 10))
+		}
+	}
+}
+
+// Validate checks m against the schema of PodStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodStatus")
+}
+
+var _ framework.Validator = (*PodStatus)(nil)
+
 // PodStatusPhase is generated from schemas/nodestatus.yaml#/$defs/PodStatus/properties/phase.
 type PodStatusPhase string
 
@@ -479,14 +637,31 @@ func (m *PodStatusPhase) UnmarshalJSON(data []byte) error {
 }
 
 func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = PodStatusPhase(v1)
+	switch string(b) {
+	case "Pending":
+		*m = PodStatusPhasePending
+	case "Running":
+		*m = PodStatusPhaseRunning
+	case "Succeeded":
+		*m = PodStatusPhaseSucceeded
+	case "Failed":
+		*m = PodStatusPhaseFailed
+	case "Unknown":
+		*m = PodStatusPhaseUnknown
+	default:
+		*m = PodStatusPhase(b)
+	}
 	return nil
+}
+
+func (m *PodStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\"")
+	}
 }
 
 // Quantity is generated from schemas/nodestatus.yaml#/$defs/Quantity.
@@ -514,6 +689,12 @@ func (m *Quantity) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Quantity) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if !pattern0.MatchString(string((*m))) {
+		v.Fail(at, "", kw, "pattern", "does not match pattern \"^[0-9]+(\\\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$\"")
+	}
+}
+
 // ResourceList is generated from schemas/nodestatus.yaml#/$defs/ResourceList.
 //
 // Quantities by resource name (cpu, memory, pods, ...).
@@ -537,7 +718,7 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		}
 		m1 := ResourceList{}
 		for d.NextMember() {
-			k2 := string(d.Key())
+			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
@@ -554,3 +735,20 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	} else {
+		for k1, e2 := range *m {
+			at3 := at.Member(k1)
+			path4 := kw.Keyword("additionalProperties/$ref")
+			e2.validateJSON(v, &at3, &path4)
+		}
+	}
+}
+
+// Patterns and numbers of the schemas, compiled once.
+var (
+	pattern0 = jsonwire.NewPattern(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$`)
+)

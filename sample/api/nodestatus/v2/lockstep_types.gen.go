@@ -3,9 +3,11 @@
 package v2
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework"
 )
 
 // Ack is the message Ack of the contract, generated from schemas/nodestatus.yaml#/$defs/Ack.
@@ -59,6 +61,24 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Ack, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Ack) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Ack is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Ack")
+}
+
+var _ framework.Validator = (*Ack)(nil)
+
 // Condition is generated from schemas/nodestatus.yaml#/$defs/Condition.
 type Condition struct {
 	Status  ConditionStatus `json:"status"`
@@ -82,6 +102,7 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Condition{}
 	var seen [1]bool
+	var block0 *[2]string
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -97,7 +118,10 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				p1 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -109,7 +133,10 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				p3 := new(string)
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -146,6 +173,12 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Condition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("status")
+	path2 := kw.Keyword("properties/status")
+	m.Status.validateJSON(v, &path1, &path2)
+}
+
 // ConditionStatus is generated from schemas/nodestatus.yaml#/$defs/Condition/properties/status.
 type ConditionStatus string
 
@@ -166,14 +199,27 @@ func (m *ConditionStatus) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = ConditionStatus(v1)
+	switch string(b) {
+	case "True":
+		*m = ConditionStatusTrue
+	case "False":
+		*m = ConditionStatusFalse
+	case "Unknown":
+		*m = ConditionStatusUnknown
+	default:
+		*m = ConditionStatus(b)
+	}
 	return nil
+}
+
+func (m *ConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
+	}
 }
 
 // Conditions is generated from schemas/nodestatus.yaml#/$defs/Conditions.
@@ -268,6 +314,32 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Conditions) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("ready")
+	path2 := kw.Keyword("properties/ready/$ref")
+	m.Ready.validateJSON(v, &path1, &path2)
+	if m.MemoryPressure != nil {
+		path3 := at.Keyword("memoryPressure")
+		path4 := kw.Keyword("properties/memoryPressure/$ref")
+		(*m.MemoryPressure).validateJSON(v, &path3, &path4)
+	}
+	if m.DiskPressure != nil {
+		path5 := at.Keyword("diskPressure")
+		path6 := kw.Keyword("properties/diskPressure/$ref")
+		(*m.DiskPressure).validateJSON(v, &path5, &path6)
+	}
+	if m.PidPressure != nil {
+		path7 := at.Keyword("pidPressure")
+		path8 := kw.Keyword("properties/pidPressure/$ref")
+		(*m.PidPressure).validateJSON(v, &path7, &path8)
+	}
+	if m.NetworkUnavailable != nil {
+		path9 := at.Keyword("networkUnavailable")
+		path10 := kw.Keyword("properties/networkUnavailable/$ref")
+		(*m.NetworkUnavailable).validateJSON(v, &path9, &path10)
+	}
 }
 
 // NodeStatus is the message NodeStatus of the contract, generated from schemas/nodestatus.yaml#.
@@ -375,6 +447,39 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	path1 := at.Keyword("conditions")
+	path2 := kw.Keyword("properties/conditions/$ref")
+	m.Conditions.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("capacity")
+	path4 := kw.Keyword("properties/capacity/$ref")
+	m.Capacity.validateJSON(v, &path3, &path4)
+	path5 := at.Keyword("allocatable")
+	path6 := kw.Keyword("properties/allocatable/$ref")
+	m.Allocatable.validateJSON(v, &path5, &path6)
+}
+
+// Validate checks m against the schema of NodeStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeStatus")
+}
+
+var _ framework.Validator = (*NodeStatus)(nil)
 
 // PodStatus is the message PodStatus of the contract, generated from schemas/nodestatus.yaml#/$defs/PodStatus.
 type PodStatus struct {
@@ -494,6 +599,44 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *PodStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	path1 := at.Keyword("phase")
+	path2 := kw.Keyword("properties/phase")
+	m.Phase.validateJSON(v, &path1, &path2)
+	if m.RestartCount != nil {
+		if int64((*m.RestartCount)) < 0 {
+			v.Fail(at, "restartCount", kw, "properties/restartCount/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.RestartCount)), 10))
+		}
+	}
+}
+
+// Validate checks m against the schema of PodStatus, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodStatus) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodStatus is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodStatus")
+}
+
+var _ framework.Validator = (*PodStatus)(nil)
+
 // PodStatusPhase is generated from schemas/nodestatus.yaml#/$defs/PodStatus/properties/phase.
 type PodStatusPhase string
 
@@ -516,14 +659,31 @@ func (m *PodStatusPhase) UnmarshalJSON(data []byte) error {
 }
 
 func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
-	var v1 string
-	v2, err := d.String()
+	b, err := d.StringBytes()
 	if err != nil {
 		return err
 	}
-	v1 = v2
-	*m = PodStatusPhase(v1)
+	switch string(b) {
+	case "Pending":
+		*m = PodStatusPhasePending
+	case "Running":
+		*m = PodStatusPhaseRunning
+	case "Succeeded":
+		*m = PodStatusPhaseSucceeded
+	case "Failed":
+		*m = PodStatusPhaseFailed
+	case "Unknown":
+		*m = PodStatusPhaseUnknown
+	default:
+		*m = PodStatusPhase(b)
+	}
 	return nil
+}
+
+func (m *PodStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\"")
+	}
 }
 
 // Resources is generated from schemas/nodestatus.yaml#/$defs/Resources.
@@ -598,4 +758,16 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Resources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(m.CPUMillis) < 0 {
+		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
+	}
+	if int64(m.MemoryBytes) < 0 {
+		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
+	if int64(m.Pods) < 0 {
+		v.Fail(at, "pods", kw, "properties/pods/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Pods), 10))
+	}
 }
