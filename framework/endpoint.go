@@ -30,7 +30,10 @@ const (
 
 // clientSession is the client's half of a session with one endpoint.
 type clientSession struct {
-	token     string
+	token string
+	// closed is set once the session has been closed on the server, so it
+	// is closed only once.
+	closed    atomic.Bool
 	version   *peerVersion // the version agreed
 	peer      handshake.Peer
 	heartbeat time.Duration
@@ -155,7 +158,13 @@ func (e *endpoint) run() {
 				return
 			}
 			e.lose(sess, state, err)
-			if state == stateUnreachable {
+			switch state {
+			case stateDraining:
+				// Acknowledge the drain: nothing more will be sent here, and
+				// the server waits for that before closing connections.
+				e.closeSession(sess)
+				last = nil
+			case stateUnreachable:
 				last = nil
 			}
 			continue
@@ -289,8 +298,12 @@ func (e *endpoint) keepAlive(sess *clientSession) (string, error) {
 	}
 }
 
-// closeSession tells the server a session is over, briefly and best effort.
+// closeSession tells the server a session is over, briefly and best effort,
+// once.
 func (e *endpoint) closeSession(sess *clientSession) {
+	if sess.closed.Swap(true) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, e.url+PathSession, http.NoBody)

@@ -201,7 +201,10 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		return false
 	}
 	if resp.Header.Get(HeaderDraining) != "" {
+		// Take the sessions out of routing first, then acknowledge the
+		// drain for all of them in one request.
 		g.loseAll(members, stateDraining, Errorf(CodeUnavailable, "the server is draining"))
+		g.closeAll(members)
 		return true
 	}
 	var ans heartbeatAnswer
@@ -224,6 +227,31 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		}
 	}
 	return true
+}
+
+// closeAll closes the group's sessions at a draining server in one request,
+// briefly and best effort.
+func (g *beatGroup) closeAll(members map[string]*clientSession) {
+	tokens := make([]string, 0, len(members))
+	for token, sess := range members {
+		if !sess.closed.Swap(true) {
+			tokens = append(tokens, token)
+		}
+	}
+	if len(tokens) == 0 {
+		return
+	}
+	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.key.url+PathSession, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", contentTypeJSON)
+	if resp, err := g.hc.Do(req); err == nil {
+		_, _ = readAnswer(resp, 4096)
+	}
 }
 
 func (g *beatGroup) loseAll(members map[string]*clientSession, state string, err error) {

@@ -136,17 +136,38 @@ func holdable(r handshake.Reason) bool {
 	return false
 }
 
-// serveCloseSession answers DELETE /lockstep/session: the session named by
-// the session header is closed. Closing an unknown session succeeds, so the
-// call is idempotent.
+// serveCloseSession answers DELETE /lockstep/session: the sessions named,
+// in the session header or as {"sessions":[…]} in the body, are closed.
+// Closing an unknown session succeeds, so the call is idempotent. A client
+// closes its sessions with a draining server once it has stopped sending
+// calls there; the drain waits for that.
 func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
-	if sess := s.sessions.get(r.Header.Get(HeaderSession)); sess != nil {
-		sess.drainNotified.Store(true)
-		if s.sessions.remove(sess) {
-			s.peerLost(sess)
+	var req heartbeatRequest
+	if token := r.Header.Get(HeaderSession); token != "" {
+		req.Sessions = []string{token}
+	} else if r.ContentLength != 0 {
+		body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			writeError(w, err, s.draining.Load(), true)
+			return
+		}
+		err = json.Unmarshal(body, &req)
+		release()
+		if err != nil {
+			writeError(w, Errorf(CodeInvalidArgument, "session close body must be {\"sessions\":[…]}: %v", err), s.draining.Load(), true)
+			return
+		}
+	}
+	for _, token := range req.Sessions {
+		if sess := s.sessions.get(token); sess != nil {
+			sess.drainNotified.Store(true)
+			if s.sessions.remove(sess) {
+				s.peerLost(sess)
+			}
 		}
 	}
 	if s.draining.Load() {
+		s.lastArrival.Store(s.now())
 		markDraining(w)
 	}
 	w.WriteHeader(http.StatusNoContent)
