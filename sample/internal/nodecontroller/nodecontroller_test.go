@@ -84,7 +84,7 @@ func states(n *nodecontroller.NodeController) map[string]nhv2.NodeHealthState {
 // A node controller that restarts knows nothing; kubelets whose nodes did
 // not change are asked for a full resync, and report.
 func TestRestartedNodeControllerAsksForResync(t *testing.T) {
-	n, url, stop := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", ResyncAfter: 100 * time.Millisecond})
+	n, url, stop := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", ResyncAfter: 5 * time.Second})
 	k := runKubelet(t, kubelet.Config{API: "v2", Nodes: 3, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
 	ready := map[string]nhv2.NodeHealthState{"node-000": "Ready", "node-001": "Ready", "node-002": "Ready"}
 	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(ready, states(n)) }, 5*time.Second, 10*time.Millisecond)
@@ -131,7 +131,16 @@ func TestForkedNodeControllerServesBothVersions(t *testing.T) {
 	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Fork: true})
 	runKubelet(t, kubelet.Config{API: "v1", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Release: "1.30.0", Endpoints: []string{url}}})
 	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, FirstNode: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
-	require.Eventually(t, func() bool { return len(n.Health()) == 4 }, 5*time.Second, 10*time.Millisecond)
+	// Every node reported its status and its three pods.
+	require.Eventually(t, func() bool {
+		h := n.Health()
+		for _, nh := range h {
+			if nh.Allocatable.Pods != 107 {
+				return false
+			}
+		}
+		return len(h) == 4
+	}, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 4, n.TopicV1().Len())
 	assert.Equal(t, 4, n.TopicV2().Len())
 	old, ok := n.TopicV1().Get("node-000")
