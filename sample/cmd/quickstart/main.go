@@ -13,10 +13,12 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
+// Ping is the request of pingpong's Ping: the node that pings.
 type Ping struct {
 	Node string `json:"node"`
 }
 
+// Pong is Ping's answer: the node the server saw.
 type Pong struct {
 	Seen string `json:"seen"`
 }

@@ -16,6 +16,7 @@ import (
 // serverV2 serves extender 2.0.0.
 type serverV2 struct{ e *Extender }
 
+// Filter serves 2.0.0's Filter.
 func (s serverV2) Filter(ctx context.Context, req *extv2.FilterRequest) (*extv2.FilterResponse, error) {
 	out := s.e.filter(req.Pod, req.Nodes, nil)
 	s.e.count(ctx, extv2.MethodFilter, nil)
@@ -23,6 +24,7 @@ func (s serverV2) Filter(ctx context.Context, req *extv2.FilterRequest) (*extv2.
 	return out, nil
 }
 
+// Prioritize serves 2.0.0's Prioritize.
 func (s serverV2) Prioritize(ctx context.Context, req *extv2.PrioritizeRequest) (*extv2.PrioritizeResponse, error) {
 	out := s.e.prioritize(req.Nodes)
 	s.e.count(ctx, extv2.MethodPrioritize, nil)
@@ -30,6 +32,7 @@ func (s serverV2) Prioritize(ctx context.Context, req *extv2.PrioritizeRequest) 
 	return out, nil
 }
 
+// Bind serves 2.0.0's Bind: a pod bound elsewhere is a conflict.
 func (s serverV2) Bind(ctx context.Context, req *extv2.BindRequest) (*extv2.BindResponse, error) {
 	err := s.e.bind(req.Pod, req.Node)
 	s.e.count(ctx, extv2.MethodBind, err)
@@ -87,6 +90,7 @@ func (s serverV1) filter(args *extv1.ExtenderArgs) (*extv1.ExtenderFilterResult,
 	return out, nil
 }
 
+// Prioritize scores from 0 to 10, as the Kubernetes protocol does.
 func (s serverV1) Prioritize(ctx context.Context, args *extv1.ExtenderArgs) (*extv1.HostPriorityList, error) {
 	out, err := func() (*extv1.HostPriorityList, error) {
 		req, err := extv2.PrioritizeRequestFromV1(args)

@@ -389,10 +389,12 @@ func health(nd *node) *nhv2.NodeHealth {
 // statusV2 serves nodestatus 2.0.0.
 type statusV2 struct{ n *NodeController }
 
+// ReportStatus stores a node's status.
 func (s statusV2) ReportStatus(ctx context.Context, st *nsv2.NodeStatus) (*nsv2.Ack, error) {
 	return s.n.reportStatus(ctx, st)
 }
 
+// ReportPodStatuses stores one pod's status.
 func (s statusV2) ReportPodStatuses(ctx context.Context, p *nsv2.PodStatus) (*nsv2.Ack, error) {
 	return s.n.reportPod(ctx, p)
 }
@@ -401,6 +403,7 @@ func (s statusV2) ReportPodStatuses(ctx context.Context, p *nsv2.PodStatus) (*ns
 // are read into the node controller's model, which is 2.0.0's.
 type statusV1 struct{ n *NodeController }
 
+// ReportStatus stores a node's 1.0.0 status, read up.
 func (s statusV1) ReportStatus(ctx context.Context, st *nsv1.NodeStatus) (*nsv1.Ack, error) {
 	up, err := nsv2.NodeStatusFromV1(st)
 	if err != nil {
@@ -413,6 +416,7 @@ func (s statusV1) ReportStatus(ctx context.Context, st *nsv1.NodeStatus) (*nsv1.
 	return nsv2.AckToV1(ack)
 }
 
+// ReportPodStatuses stores one pod's 1.0.0 status, read up.
 func (s statusV1) ReportPodStatuses(ctx context.Context, p *nsv1.PodStatus) (*nsv1.Ack, error) {
 	up, err := nsv2.PodStatusFromV1(p)
 	if err != nil {
@@ -428,6 +432,7 @@ func (s statusV1) ReportPodStatuses(ctx context.Context, p *nsv1.PodStatus) (*ns
 // healthV2 serves nodehealth 2.0.0's method.
 type healthV2 struct{ n *NodeController }
 
+// CheckNode answers a node's health.
 func (h healthV2) CheckNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv2.NodeHealth, error) {
 	return h.n.checkNode(ctx, ref)
 }
@@ -435,6 +440,7 @@ func (h healthV2) CheckNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv2.NodeH
 // healthV1 serves nodehealth 1.0.0's method as the old build does.
 type healthV1 struct{ n *NodeController }
 
+// CheckNode answers a node's health in 1.0.0's form.
 func (h healthV1) CheckNode(ctx context.Context, ref *nhv1.NodeRef) (*nhv1.NodeHealth, error) {
 	got, err := h.n.checkNode(ctx, &nhv2.NodeRef{NodeName: ref.NodeName})
 	if err != nil {
