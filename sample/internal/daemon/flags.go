@@ -64,7 +64,7 @@ func NewFlags(fs *flag.FlagSet, component, listen string, hasFork bool) *Flags {
 	}
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "PEM certificate of this component (server and client side)")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
-	fs.StringVar(&f.TLSCA, "tls-ca", "", "PEM CA bundle that peers' certificates must chain to; servers then require client certificates")
+	fs.StringVar(&f.TLSCA, "tls-ca", "", "PEM CA bundle that peers' certificates must chain to; a server then takes lockstep calls only from certificates naming a component allowed to call it")
 	fs.StringVar(&f.TLSServerName, "tls-server-name", "", "name to verify servers' certificates against, for peers found by DNS (default: the name resolved)")
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow plain HTTP off loopback")
 	fs.StringVar(&f.DNSServers, "dns-server", "", "DNS servers for dns+ and srv+ peers, comma-separated (default: /etc/resolv.conf)")
