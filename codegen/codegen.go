@@ -15,8 +15,11 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/hashicorp/go-version"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gogen"
@@ -38,7 +41,76 @@ func Generate(dir string) ([]gogen.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.ForkFrom != "" {
+		if pkg.Fork, err = loadFork(dir, c); err != nil {
+			return nil, err
+		}
+	}
 	return gogen.Generate(pkg, filepath.Base(c.File))
+}
+
+// loadFork loads and models the contract a contract forks from, and finds
+// its package's import path.
+func loadFork(dir string, c *contract.Contract) (*gomodel.Fork, error) {
+	oldDir := filepath.Join(dir, filepath.FromSlash(c.ForkFrom))
+	where := fmt.Sprintf("%s: forkFrom %s", filepath.Base(c.File), c.ForkFrom)
+	old, err := contract.Load(oldDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if old.Name != c.Name || old.Server != c.Server || old.Client != c.Client {
+		return nil, fmt.Errorf("%s is contract %s (%s → %s), not an earlier version of %s (%s → %s)",
+			where, old.Name, old.Client, old.Server, c.Name, c.Client, c.Server)
+	}
+	ov, err1 := version.NewVersion(old.Version)
+	cv, err2 := version.NewVersion(c.Version)
+	if err1 != nil || err2 != nil || !ov.LessThan(cv) {
+		return nil, fmt.Errorf("%s is version %s, which is not earlier than %s", where, old.Version, c.Version)
+	}
+	name, err := PackageName(oldDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	pkg, err := gomodel.Build(old, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	imp, err := importPath(oldDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return &gomodel.Fork{Old: pkg, Import: imp, Alias: name}, nil
+}
+
+// importPath returns the Go import path of the package in dir, from the
+// go.mod of the module that holds it.
+func importPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			module := ""
+			for _, line := range strings.Split(string(data), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+					module = strings.Trim(f[1], `"`)
+				}
+			}
+			if module == "" {
+				return "", fmt.Errorf("%s names no module", filepath.Join(d, "go.mod"))
+			}
+			rel, err := filepath.Rel(d, abs)
+			if err != nil {
+				return "", err
+			}
+			return path.Join(module, filepath.ToSlash(rel)), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s", abs)
+		}
+	}
 }
 
 // Write generates the package of the contract in dir and writes its files
@@ -71,7 +143,7 @@ func PackageName(dir string) (string, error) {
 	}
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || n == gogen.TypesFile || n == gogen.APIFile {
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || n == gogen.TypesFile || n == gogen.APIFile || n == gogen.ForkFile {
 			continue
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, n), nil, parser.PackageClauseOnly)

@@ -2,8 +2,10 @@ package codegen
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,16 +23,13 @@ var update = flag.Bool("update", false, "rewrite the golden files from the gener
 // generator writes now. With -update it rewrites them.
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	dirs, err := filepath.Glob("internal/golden/*/contract.*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirs := goldenContracts(t)
 	if len(dirs) < 10 {
 		t.Fatalf("found only %d golden cases", len(dirs))
 	}
 	for _, c := range dirs {
 		dir := filepath.Dir(c)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		t.Run(strings.TrimPrefix(filepath.ToSlash(dir), "internal/golden/"), func(t *testing.T) {
 			t.Parallel()
 			files, err := Generate(dir)
 			if err != nil {
@@ -54,6 +53,21 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenContracts returns the contract files of the golden cases: one per
+// case folder, or one per version folder of a fork case (forklossy/v1).
+func goldenContracts(t *testing.T) []string {
+	t.Helper()
+	var all []string
+	for _, pattern := range []string{"internal/golden/*/contract.*", "internal/golden/*/*/contract.*"} {
+		found, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, found...)
+	}
+	return all
 }
 
 // TestRefused runs the generator on contracts it must refuse and compares
@@ -157,12 +171,8 @@ func TestValidatorCoverage(t *testing.T) {
 		"booleanschemas/Anything": "raw JSON",
 		"escapehatch/Escapes":     "x-go-type netip.Addr",
 	}
-	dirs, err := filepath.Glob("internal/golden/*/contract.*")
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := 0
-	for _, c := range dirs {
+	for _, c := range goldenContracts(t) {
 		dir := filepath.Dir(c)
 		ct, err := contract.Load(dir)
 		if err != nil {
@@ -177,7 +187,7 @@ func TestValidatorCoverage(t *testing.T) {
 			t.Fatal(err)
 		}
 		for msg, why := range gogen.Coverage(pkg) {
-			key := filepath.Base(dir) + "/" + msg
+			key := strings.TrimPrefix(filepath.ToSlash(dir), "internal/golden/") + "/" + msg
 			want, expected := uncovered[key]
 			switch {
 			case expected && len(why) == 0:
@@ -194,5 +204,37 @@ func TestValidatorCoverage(t *testing.T) {
 	}
 	if seen != len(uncovered) {
 		t.Errorf("found %d of the %d uncovered messages", seen, len(uncovered))
+	}
+}
+
+// TestHandWrittenConversionsAreRequired builds the lossy fork case without
+// its hand-written conversions: the package must not compile, and the
+// compiler must name exactly the functions left to write.
+func TestHandWrittenConversionsAreRequired(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs("internal/golden/forklossy/v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(t.TempDir(), "overlay.json")
+	spec, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(dir, "convert.go"): ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(overlay, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "build", "-overlay", overlay, "./internal/golden/forklossy/v2").CombinedOutput()
+	if err == nil {
+		t.Fatal("the package compiled without its hand-written conversions")
+	}
+	for _, name := range []string{"convert_v1_Status_To_v2_Status", "convert_v2_Status_To_v1_Status",
+		"convert_v2_Ack_To_v1_Ack", "convert_v1_Ack_To_v2_Ack"} {
+		if !strings.Contains(string(out), "undefined: "+name) {
+			t.Errorf("the compiler does not ask for %s:\n%s", name, out)
+		}
+	}
+	if strings.Contains(string(out), "Address") {
+		t.Errorf("the compatible Address conversions must be generated:\n%s", out)
 	}
 }

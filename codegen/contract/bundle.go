@@ -27,23 +27,24 @@ type bundler struct {
 	names map[string]bool  // names taken under $defs
 	out   []*Node          // hoisted copies, in naming order
 	keys  []string         // their names
+	at    map[*Node]string // normalised schema → its JSON pointer in the bundle
 }
 
 // Bundle builds the self-contained document of a normalised message schema.
-func bundle(root *Node, caseInsensitive bool) *Node {
-	b := &bundler{root: root, defs: map[*Node]string{}, names: map[string]bool{}}
+func bundle(root *Node, caseInsensitive bool) (*Node, map[*Node]string) {
+	b := &bundler{root: root, defs: map[*Node]string{}, names: map[string]bool{}, at: map[*Node]string{}}
 	if d := root.Get("$defs"); d != nil {
 		for _, k := range d.Keys {
 			b.names[k] = true
 		}
 	}
-	doc := b.copy(root)
+	doc := b.copy(root, "")
 	for i := 0; i < len(b.out); i++ {
 		// copying a hoisted schema may hoist more
-		b.out[i] = b.copy(b.out[i])
+		b.out[i] = b.copy(b.out[i], "/$defs/"+escapePointerToken(b.keys[i]))
 	}
 	if doc.Kind != KindObject {
-		return doc
+		return doc, b.at
 	}
 	head := &Node{Kind: KindObject, Keys: []string{"$schema"}, Values: []*Node{{Kind: KindString, Text: Draft2020URL}}}
 	if caseInsensitive {
@@ -68,7 +69,7 @@ func bundle(root *Node, caseInsensitive bool) *Node {
 		defs.Keys = append(defs.Keys, b.keys...)
 		defs.Values = append(defs.Values, b.out...)
 	}
-	return doc
+	return doc, b.at
 }
 
 // within reports whether target lies in the message's own tree.
@@ -145,10 +146,13 @@ func escapeFragment(p string) string {
 	return sb.String()
 }
 
-// copy copies a normalised schema into the bundle, rewriting references and
-// leaving out generator hints. The copy keeps Origin so that errors found in
-// the bundle are reported at their source.
-func (b *bundler) copy(n *Node) *Node {
+// copy copies a normalised schema into the bundle at JSON pointer at,
+// rewriting references and leaving out generator hints. The copy keeps
+// Origin so that errors found in the bundle are reported at their source.
+func (b *bundler) copy(n *Node, at string) *Node {
+	if _, seen := b.at[n]; !seen {
+		b.at[n] = at
+	}
 	c := &Node{Kind: n.Kind, Bool: n.Bool, Text: n.Text, Origin: n, Doc: n.Doc}
 	if n.Kind != KindObject {
 		return c
@@ -167,16 +171,16 @@ func (b *bundler) copy(n *Node) *Node {
 		default:
 			switch subschemaKeyword(key, Draft2020) {
 			case shapeSchema, shapeItems:
-				cv = b.copy(v)
+				cv = b.copy(v, child(at, key))
 			case shapeSchemas:
 				cv = &Node{Kind: KindArray, Origin: v, Items: make([]*Node, len(v.Items))}
 				for j, it := range v.Items {
-					cv.Items[j] = b.copy(it)
+					cv.Items[j] = b.copy(it, child(child(at, key), strconv.Itoa(j)))
 				}
 			case shapeSchemaMap:
 				cv = &Node{Kind: KindObject, Origin: v, Keys: append([]string(nil), v.Keys...)}
-				for _, mv := range v.Values {
-					cv.Values = append(cv.Values, b.copy(mv))
+				for j, mv := range v.Values {
+					cv.Values = append(cv.Values, b.copy(mv, child(child(at, key), v.Keys[j])))
 				}
 			default:
 				cv = v

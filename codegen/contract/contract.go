@@ -97,6 +97,16 @@ type Message struct {
 	// CaseInsensitive reports whether decoding ignores the case of member
 	// names ([CaseInsensitiveKey] on the message or the contract).
 	CaseInsensitive bool
+	// pointers locates normalised schemas in Bundle.
+	pointers map[*Node]string
+}
+
+// Locate returns the JSON pointer in [Message.Bundle] of a normalised
+// schema the message uses, so that a subschema (a named type's) can be
+// compared between versions of the bundle.
+func (m *Message) Locate(schema *Node) (string, bool) {
+	p, ok := m.pointers[schema]
+	return p, ok
 }
 
 // Message returns a message by name, or nil.
@@ -463,9 +473,9 @@ func (p *parser) messages(schemas *Node) {
 		return
 	}
 	for _, m := range p.c.Messages {
-		b := bundle(m.Schema, m.CaseInsensitive)
+		b, at := bundle(m.Schema, m.CaseInsensitive)
 		raw, _ := b.MarshalJSON()
-		m.Bundle = raw
+		m.Bundle, m.pointers = raw, at
 	}
 	p.metaValidate(z.roots)
 }

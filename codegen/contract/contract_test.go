@@ -253,3 +253,51 @@ schemas:
 		t.Errorf("bundle of Resp: %s", got)
 	}
 }
+
+// TestLocate finds a message's subschemas in its bundle: within its own
+// tree, hoisted under $defs, and behind escaped names.
+func TestLocate(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"common.json": `{"$defs": {"Money": {"type": "object", "properties": {"amount": {"type": "integer"}}}}}`,
+	}
+	src := header + `schemas:
+  Order:
+    type: object
+    properties:
+      total: {$ref: "common.json#/$defs/Money"}
+      "odd/~name": {$ref: "#/schemas/Order/$defs/Line"}
+    $defs:
+      Line: {type: object, properties: {sku: {type: string}}}
+`
+	c, err := Parse("/c/contract.yaml", []byte(src), memFiles(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Message("Order")
+	var bundle any
+	if err := json.Unmarshal(m.Bundle, &bundle); err != nil {
+		t.Fatal(err)
+	}
+	props := m.Schema.Get("properties")
+	for _, tt := range []struct {
+		// schema is a normalised subschema of the message.
+		schema *Node
+		// want is its pointer in the bundle.
+		want string
+	}{
+		{m.Schema, ""},
+		{props.Get("total").Ref, "/$defs/Money"},
+		{props.Get("total").Ref.Get("properties").Get("amount"), "/$defs/Money/properties/amount"},
+		{props.Get("odd/~name"), "/properties/odd~1~0name"},
+		{props.Get("odd/~name").Ref, "/$defs/Line"},
+	} {
+		got, ok := m.Locate(tt.schema)
+		if !ok || got != tt.want {
+			t.Errorf("Locate = %q, %v; want %q", got, ok, tt.want)
+		}
+	}
+	if _, ok := m.Locate(&Node{}); ok {
+		t.Error("a schema the message does not use was located")
+	}
+}

@@ -74,6 +74,17 @@ func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 		}
 		files = append(files, File{Name: f.name, Content: src})
 	}
+	if pkg.Fork != nil {
+		body, err := g.generateFork()
+		if err != nil {
+			return nil, err
+		}
+		src, err := g.assemble(body)
+		if err != nil {
+			return nil, fmt.Errorf("lockstep-gen: %s: %w", ForkFile, err)
+		}
+		files = append(files, File{Name: ForkFile, Content: src})
+	}
 	return files, nil
 }
 
@@ -100,6 +111,12 @@ func (g *generator) assemble(body []byte) ([]byte, error) {
 	}
 	for _, t := range g.pkg.Types {
 		collectImports(t, known)
+	}
+	if fork := g.pkg.Fork; fork != nil {
+		for _, t := range fork.Old.Types {
+			collectImports(t, known)
+		}
+		known[fork.Alias] = fork.Import
 	}
 	used := map[string]string{}
 	ast.Inspect(f, func(n ast.Node) bool {

@@ -23,6 +23,19 @@ type Package struct {
 	Types []*Type `json:"types"`
 	// Messages maps each message name to its type.
 	Messages map[string]*Type `json:"-"`
+	// Fork is the version this one forks from (the contract's forkFrom),
+	// whose types the fork-mode conversions convert to and from; nil
+	// without forkFrom.
+	Fork *Fork `json:"-"`
+}
+
+// Fork is the earlier version a package converts to and from.
+type Fork struct {
+	// Old is the model of the earlier version's package.
+	Old *Package
+	// Import is its Go import path, and Alias the name this package
+	// imports it under.
+	Import, Alias string
 }
 
 // Kind says what Go shape a named [Type] has.

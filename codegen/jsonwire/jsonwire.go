@@ -197,3 +197,14 @@ func IsNull(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), []byte
 
 // Ptr returns a pointer to v; generated defaults use it for pointer members.
 func Ptr[T any](v T) *T { return &v }
+
+// Convert copies the JSON value of in into out (both pointers): generated
+// fork-mode conversions use it between types that hold the same JSON but
+// not the same Go shape (unions, whose JSON is unexported).
+func Convert(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}

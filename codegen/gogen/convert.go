@@ -1,0 +1,744 @@
+package gogen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/codegen/diff"
+	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+)
+
+// Fork mode: a contract with forkFrom gets, in its package, conversions
+// between its message types and those of the version it forks from, named
+// as Kubernetes' conversion-gen names them, and the wiring that serves and
+// calls the earlier version through them.
+//
+// For every pair of types that meet (the request and response of each
+// method both versions declare, and the types they nest, paired member by
+// member) and each direction:
+//
+//   - autoConvert_<from>_<T>_To_<to>_<U> copies what the two types share:
+//     members of the same name, converted as their types allow; members only
+//     one side has are dropped, and those the generator cannot convert are
+//     listed in a comment;
+//   - Convert_<from>_<T>_To_<to>_<U> is the conversion the wiring calls.
+//     Where codegen/diff finds the change compatible in that direction
+//     (every value of the source is valid for the target), it is
+//     autoConvert. Where not, it calls convert_<from>_<T>_To_<to>_<U>, which
+//     the generator declares nowhere: the package does not compile until it
+//     is written by hand, usually beside the contract, calling autoConvert
+//     for what is shared.
+//
+// <from> and <to> are the two packages' names (v1, v2).
+
+// ForkFile holds the conversions and fork wiring of a package whose
+// contract has forkFrom.
+const ForkFile = "lockstep_fork.gen.go"
+
+// forkGen renders the fork file.
+type forkGen struct {
+	g        *generator
+	cur, old *gomodel.Package
+	alias    string // the earlier package's import name
+	oldName  string // names in function names: the packages' names
+	curName  string
+	c        *code
+	pairs    map[string]*convPair
+	queue    []*convPair
+	// bundles locates a type's schema in a message bundle, for diff.
+	bundles map[*gomodel.Type]located
+	// current is the pair whose autoConvert is being rendered.
+	current *convPair
+	// adapterCode holds the functions in the runtime's shape, by name.
+	adapterCode  map[string]string
+	adapterOrder []string
+}
+
+// located is a type's schema in a message bundle.
+type located struct {
+	msg *contract.Message
+	ptr string
+}
+
+// convPair is one conversion function: from a type of one version to one
+// of the other.
+type convPair struct {
+	from, to *gomodel.Type
+	// up is true from the earlier version to the current one.
+	up         bool
+	name       string // Convert_…
+	compatible bool
+	why        string // the first breaking change, when not compatible
+}
+
+func (f *forkGen) qualified(t *gomodel.Type, old bool) string {
+	if old {
+		return f.alias + "." + t.Name
+	}
+	return t.Name
+}
+
+func (f *forkGen) refString(r *gomodel.TypeRef, old bool) string {
+	switch r.Kind {
+	case gomodel.RefNamed:
+		if old {
+			return f.alias + "." + r.Name
+		}
+		return r.Name
+	case gomodel.RefSlice:
+		return "[]" + f.refString(r.Elem, old)
+	case gomodel.RefMap:
+		return "map[string]" + f.refString(r.Elem, old)
+	case gomodel.RefPointer:
+		return "*" + f.refString(r.Elem, old)
+	}
+	return gomodel.GoString(r)
+}
+
+// fieldString spells a field's type with what its presence adds.
+func (f *forkGen) fieldString(fl *gomodel.Field, old bool) string {
+	base := f.refString(fl.Type, old)
+	switch fl.Presence {
+	case gomodel.PresencePointer:
+		return "*" + base
+	case gomodel.PresenceNullable:
+		return "jsonwire.Nullable[" + base + "]"
+	}
+	return base
+}
+
+// pair returns the conversion between two named types, queueing it for
+// generation the first time.
+func (f *forkGen) pair(from, to *gomodel.Type, up bool) *convPair {
+	fromName, toName := f.curName, f.oldName
+	if up {
+		fromName, toName = f.oldName, f.curName
+	}
+	name := "Convert_" + fromName + "_" + from.Name + "_To_" + toName + "_" + to.Name
+	if p := f.pairs[name]; p != nil {
+		return p
+	}
+	p := &convPair{from: from, to: to, up: up, name: name}
+	p.compatible, p.why = f.compatible(from, to, up)
+	f.pairs[name] = p
+	f.queue = append(f.queue, p)
+	return p
+}
+
+// compatible asks codegen/diff whether every value of from is valid for
+// to: for data going up (earlier → current) that the current version
+// narrows nothing, for data going down that it widens nothing.
+func (f *forkGen) compatible(from, to *gomodel.Type, up bool) (bool, string) {
+	oldT, curT := to, from
+	dir := diff.Response
+	if up {
+		oldT, curT = from, to
+		dir = diff.Request
+	}
+	lo, okOld := f.bundles[oldT]
+	lc, okCur := f.bundles[curT]
+	if !okOld || !okCur {
+		return false, "its schemas could not be located in the message bundles to compare them"
+	}
+	changes, err := diff.CompatibleAt(lo.msg.Bundle, lo.ptr, lc.msg.Bundle, lc.ptr, dir)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range changes {
+		if c.Breaking {
+			return false, strings.TrimSpace(c.Path + " " + c.Message)
+		}
+	}
+	return true, ""
+}
+
+// locateAll records where the types a message uses sit in its bundle.
+func locateAll(pkg *gomodel.Package, into map[*gomodel.Type]located) {
+	for _, m := range pkg.Contract.Messages {
+		for _, t := range pkg.Types {
+			if _, done := into[t]; done || t.Schema == nil {
+				continue
+			}
+			if p, ok := m.Locate(t.Schema); ok {
+				into[t] = located{msg: m, ptr: p}
+			}
+		}
+	}
+}
+
+// generateFork renders the fork file, or returns nil when the contract
+// forks from nothing.
+func (g *generator) generateFork() ([]byte, error) {
+	fork := g.pkg.Fork
+	if fork == nil {
+		return nil, nil
+	}
+	f := &forkGen{
+		g: g, cur: g.pkg, old: fork.Old, alias: fork.Alias, oldName: fork.Old.Name, curName: g.pkg.Name,
+		c: &code{}, pairs: map[string]*convPair{}, bundles: map[*gomodel.Type]located{},
+	}
+	if f.oldName == f.curName {
+		return nil, fmt.Errorf("lockstep-gen: %s forks from a package also named %s; conversions are named after both packages, so name them apart (v1, v2)", g.pkg.Name, f.oldName)
+	}
+	locateAll(f.cur, f.bundles)
+	locateAll(f.old, f.bundles)
+	shared := f.sharedMethods()
+	for _, m := range shared {
+		oldReq, curReq := rootType(f.old.Messages[m.old.Request]), rootType(f.cur.Messages[m.cur.Request])
+		oldResp, curResp := rootType(f.old.Messages[m.old.Response]), rootType(f.cur.Messages[m.cur.Response])
+		if oldReq == nil || curReq == nil || oldResp == nil || curResp == nil {
+			return nil, fmt.Errorf("lockstep-gen: method %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", m.cur.Name)
+		}
+		f.pair(oldReq, curReq, true)
+		f.pair(curReq, oldReq, false)
+		f.pair(curResp, oldResp, false)
+		f.pair(oldResp, curResp, true)
+	}
+	for i := 0; i < len(f.queue); i++ {
+		f.emitPair(f.queue[i])
+	}
+	conversions := f.c.b.String()
+	f.c = &code{}
+	f.wiring(shared)
+	return []byte(f.c.b.String() + conversions), nil
+}
+
+type sharedMethod struct {
+	old, cur contract.Method
+}
+
+// sharedMethods lists the methods both versions declare, in order.
+func (f *forkGen) sharedMethods() []sharedMethod {
+	var out []sharedMethod
+	for _, m := range f.cur.Contract.Methods {
+		for _, o := range f.old.Contract.Methods {
+			if o.Name == m.Name && o.Batch == m.Batch {
+				out = append(out, sharedMethod{old: o, cur: m})
+			}
+		}
+	}
+	return out
+}
+
+// wiring renders RegisterFork and Fork<Old>.
+func (f *forkGen) wiring(shared []sharedMethod) {
+	c := f.c
+	oc := f.old.Contract
+	forkVar := "Fork" + gomodel.GoName(f.oldName)
+	var oldOnly []string
+	for _, o := range oc.Methods {
+		found := false
+		for _, m := range shared {
+			found = found || m.old.Name == o.Name
+		}
+		if !found {
+			oldOnly = append(oldOnly, o.Name)
+		}
+	}
+	c.line("// RegisterFork installs impl on s for [Contract], as [Register] does, and")
+	c.line("// serves the version it forks from, %s %s, with the same handlers: a", oc.Name, oc.Version)
+	c.line("// call at %s is converted up, handled once, and its answer converted back", oc.Version)
+	c.line("// down. Use it instead of Register on a server in fork mode.")
+	if len(oldOnly) > 0 {
+		c.line("//")
+		c.line("// %s also declares %s, which this version does not: register", oc.Version, strings.Join(oldOnly, ", "))
+		c.line("// hand-written handlers for it on %s.Contract with [framework.HandleUnary]", f.alias)
+		c.line("// or [framework.HandleBatch], or the server refuses to start with a")
+		c.line("// method of %s unhandled.", oc.Version)
+	}
+	c.line("func RegisterFork(s *framework.Server, impl Server) {")
+	c.line("Register(s, impl)")
+	for _, m := range shared {
+		fn := "ForkUnary"
+		if m.cur.Batch {
+			fn = "ForkBatch"
+		}
+		c.line("framework.%s(s, %s.Contract, Contract, Method%s, %s, %s)", fn, f.alias, m.cur.Name,
+			f.adapter(m.old.Request, m.cur.Request, true), f.adapter(m.cur.Response, m.old.Response, false))
+	}
+	c.line("}")
+	c.line("")
+	c.line("// %s lets a client of [Contract] also call servers that speak only %s", forkVar, oc.Version)
+	c.line("// (%s.Contract): its requests are converted down and the answers up. Put", f.alias)
+	c.line("// it in [framework.ClientConfig].Fork.")
+	c.line("var %s = framework.Fork{Contract: %s.Contract, Methods: map[string]framework.MethodConversion{", forkVar, f.alias)
+	for _, m := range shared {
+		c.line("Method%s: framework.ConvertMethod(%s, %s),", m.cur.Name,
+			f.adapter(m.cur.Request, m.old.Request, false), f.adapter(m.old.Response, m.cur.Response, true))
+	}
+	c.line("}}")
+	for _, a := range f.adapters() {
+		c.raw(a)
+	}
+}
+
+// adapter returns the name of the function that converts message from
+// (of the source version) into a new message to, in the shape the
+// runtime's fork functions take, and renders it once.
+func (f *forkGen) adapter(fromMsg, toMsg string, up bool) string {
+	fromPkg, toPkg := f.cur, f.old
+	if up {
+		fromPkg, toPkg = f.old, f.cur
+	}
+	from, to := rootType(fromPkg.Messages[fromMsg]), rootType(toPkg.Messages[toMsg])
+	p := f.pair(from, to, up)
+	name := lowerFirst(to.Name) + "From" + gomodel.GoName(f.oldName)
+	if !up {
+		name = lowerFirst(from.Name) + "To" + gomodel.GoName(f.oldName)
+	}
+	if f.adapterCode == nil {
+		f.adapterCode = map[string]string{}
+	}
+	if _, ok := f.adapterCode[name]; !ok {
+		c := &code{}
+		c.line("")
+		c.line("// %s converts %s values for fork mode.", name, f.qualified(from, up))
+		c.line("func %s(in *%s) (*%s, error) {", name, f.qualified(from, up), f.qualified(to, !up))
+		c.line("out := new(%s)", f.qualified(to, !up))
+		c.line("if err := %s(in, out); err != nil {", p.name)
+		c.line("return nil, err")
+		c.line("}")
+		c.line("return out, nil")
+		c.line("}")
+		f.adapterCode[name] = c.b.String()
+		f.adapterOrder = append(f.adapterOrder, name)
+	}
+	return name
+}
+
+func (f *forkGen) adapters() []string {
+	var out []string
+	for _, n := range f.adapterOrder {
+		out = append(out, f.adapterCode[n])
+	}
+	return out
+}
+
+// addr takes the address of an addressable expression: (*p) is p.
+func addr(expr string) string {
+	if strings.HasPrefix(expr, "(*") && strings.HasSuffix(expr, ")") && strings.Count(expr, "(") == 1 {
+		return expr[2 : len(expr)-1]
+	}
+	return "&" + expr
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// emitPair renders autoConvert and Convert for one pair.
+func (f *forkGen) emitPair(p *convPair) {
+	c := f.c
+	in, out := f.qualified(p.from, p.up), f.qualified(p.to, !p.up)
+	auto := "auto" + p.name
+	body := &code{n: c.n}
+	saved := f.c
+	f.c, f.current = body, p
+	notes := f.convertBody(p)
+	f.c = saved
+	c.n = body.n
+	c.line("")
+	c.line("// %s copies what %s and %s share, member by member.", auto, in, out)
+	for _, n := range notes {
+		c.line("// %s", n)
+	}
+	c.line("func %s(in *%s, out *%s) error {", auto, in, out)
+	c.raw(body.b.String())
+	c.line("return nil")
+	c.line("}")
+	c.line("")
+	if p.compatible {
+		c.line("// %s converts %s values into %s ones. Every value", p.name, in, out)
+		c.line("// of the one is valid for the other, so the conversion is generated.")
+		c.line("func %s(in *%s, out *%s) error {", p.name, in, out)
+		c.line("return %s(in, out)", auto)
+		c.line("}")
+		return
+	}
+	hand := "c" + p.name[1:]
+	c.line("// %s converts %s values into %s ones by calling", p.name, in, out)
+	c.line("// %s, which is written by hand: the change is not", hand)
+	c.line("// compatible in this direction (%s).", oneLine(p.why))
+	c.line("func %s(in *%s, out *%s) error {", p.name, in, out)
+	c.line("return %s(in, out)", hand)
+	c.line("}")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
+
+// convertBody emits the statements of autoConvert for a pair and returns
+// notes on what it leaves out.
+func (f *forkGen) convertBody(p *convPair) []string {
+	from, to := p.from, p.to
+	var notes []string
+	switch {
+	case from.Kind == gomodel.KindStruct && to.Kind == gomodel.KindStruct:
+		for _, fo := range to.Fields {
+			fi := fieldNamed(from.Fields, fo.JSONName)
+			if fi == nil {
+				notes = append(notes, fmt.Sprintf("out.%s (%q) has no counterpart in %s and is left absent.", fo.GoName, fo.JSONName, f.qualified(from, p.up)))
+				continue
+			}
+			if note := f.member(fi, fo, "in."+fi.GoName, "out."+fo.GoName, p.up); note != "" {
+				notes = append(notes, note)
+			}
+		}
+		for _, fi := range from.Fields {
+			if fieldNamed(to.Fields, fi.JSONName) == nil {
+				notes = append(notes, fmt.Sprintf("in.%s (%q) has no counterpart in %s and is dropped.", fi.GoName, fi.JSONName, f.qualified(to, !p.up)))
+			}
+		}
+		switch {
+		case from.Extra != nil && to.Extra != nil:
+			f.value(mapOf(from.Extra.Value), mapOf(to.Extra.Value), "in."+from.Extra.GoName, "out."+to.Extra.GoName, p.up)
+		case from.Extra != nil:
+			notes = append(notes, fmt.Sprintf("in.%s (undeclared members) is dropped.", from.Extra.GoName))
+		}
+	case from.Kind == gomodel.KindTuple && to.Kind == gomodel.KindTuple:
+		for i, fo := range to.Fields {
+			if i >= len(from.Fields) {
+				notes = append(notes, fmt.Sprintf("out.%s has no counterpart and is left absent.", fo.GoName))
+				continue
+			}
+			if note := f.member(from.Fields[i], fo, "in."+from.Fields[i].GoName, "out."+fo.GoName, p.up); note != "" {
+				notes = append(notes, note)
+			}
+		}
+		if from.Rest != nil && to.Rest != nil {
+			f.value(&gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: from.Rest}, &gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: to.Rest}, "in.Rest", "out.Rest", p.up)
+		}
+	case from.Kind == gomodel.KindTaggedUnion && to.Kind == gomodel.KindTaggedUnion:
+		for _, vo := range to.Variants {
+			var vi *gomodel.Variant
+			for _, v := range from.Variants {
+				if v.Tag == vo.Tag {
+					vi = v
+				}
+			}
+			if vi == nil {
+				notes = append(notes, fmt.Sprintf("variant %s (%q) has no counterpart.", vo.Name, vo.Tag))
+				continue
+			}
+			f.c.line("if in.%s != nil {", vi.Name)
+			f.c.line("out.%s = new(%s)", vo.Name, f.refString(vo.Type, !p.up))
+			f.value(vi.Type, vo.Type, "(*in."+vi.Name+")", "(*out."+vo.Name+")", p.up)
+			f.c.line("}")
+		}
+	default:
+		f.value(selfRef(from), selfRef(to), "(*in)", "(*out)", p.up)
+	}
+	return notes
+}
+
+func selfRef(t *gomodel.Type) *gomodel.TypeRef {
+	return &gomodel.TypeRef{Kind: gomodel.RefNamed, Named: t, Name: t.Name}
+}
+
+func mapOf(v *gomodel.TypeRef) *gomodel.TypeRef { return &gomodel.TypeRef{Kind: gomodel.RefMap, Elem: v} }
+
+func fieldNamed(fields []*gomodel.Field, name string) *gomodel.Field {
+	for _, fl := range fields {
+		if fl.JSONName == name {
+			return fl
+		}
+	}
+	return nil
+}
+
+// member emits the conversion of one struct member or tuple element,
+// mapping absent, null and value between the two presences. It returns a
+// note when a state of the source has no place in the target.
+func (f *forkGen) member(fi, fo *gomodel.Field, in, out string, up bool) string {
+	c := f.c
+	if !f.current.compatible && !f.sameShape(fi.Type, fo.Type) {
+		// Converting through JSON would fail on every value.
+		return fmt.Sprintf("in.%s and out.%s (%q) differ in shape and are left to the hand-written conversion.", fi.GoName, fo.GoName, fi.JSONName)
+	}
+	type states struct{ absent, null string } // Go conditions, "" when impossible
+	src := states{}
+	val := in
+	switch fi.Presence {
+	case gomodel.PresencePointer:
+		if fi.Required {
+			src.null = in + " == nil"
+		} else {
+			src.absent = in + " == nil"
+		}
+		val = "(*" + in + ")"
+	case gomodel.PresenceOmitZero:
+		src.absent = in + " == nil"
+	case gomodel.PresenceNullable:
+		src.absent = in + ".IsZero()"
+		src.null = in + ".IsNull()"
+	}
+	var lost []string
+	setAbsent := func() {
+		switch fo.Presence {
+		case gomodel.PresencePointer, gomodel.PresenceOmitZero:
+			c.line("%s = nil", out)
+		case gomodel.PresenceNullable:
+			c.line("%s = %s{}", out, f.fieldString(fo, !up))
+		default:
+			lost = append(lost, "absent")
+		}
+	}
+	setNull := func() {
+		switch {
+		case fo.Presence == gomodel.PresenceNullable:
+			c.line("%s = jsonwire.Null[%s]()", out, f.refString(fo.Type, !up))
+		case fo.Presence == gomodel.PresencePointer && fo.Required,
+			fo.Presence == gomodel.PresenceValue && fo.Type.Nilable() && !fo.Type.IsRaw():
+			c.line("%s = nil", out)
+		case fo.Type.IsRaw():
+			c.line("%s = json.RawMessage(\"null\")", out)
+		default:
+			lost = append(lost, "null")
+		}
+	}
+	setValue := func() {
+		switch fo.Presence {
+		case gomodel.PresencePointer:
+			p := c.fresh("p")
+			c.line("%s := new(%s)", p, f.refString(fo.Type, !up))
+			f.value(fi.Type, fo.Type, val, "(*"+p+")", up)
+			c.line("%s = %s", out, p)
+		case gomodel.PresenceNullable:
+			v := c.fresh("v")
+			c.line("var %s %s", v, f.refString(fo.Type, !up))
+			if fi.Presence == gomodel.PresenceNullable {
+				x := c.fresh("x")
+				c.line("%s, _ := %s.Get()", x, in)
+				f.value(fi.Type, fo.Type, x, v, up)
+			} else {
+				f.value(fi.Type, fo.Type, val, v, up)
+			}
+			c.line("%s = jsonwire.Value(%s)", out, v)
+		default:
+			if fi.Presence == gomodel.PresenceNullable {
+				x := c.fresh("x")
+				c.line("%s, _ := %s.Get()", x, in)
+				f.value(fi.Type, fo.Type, x, out, up)
+			} else {
+				f.value(fi.Type, fo.Type, val, out, up)
+			}
+		}
+	}
+	if fi.Presence == gomodel.PresenceOmitZero && fo.Presence == gomodel.PresenceOmitZero {
+		// absent is nil on both sides, and the value conversion keeps nil
+		f.value(fi.Type, fo.Type, in, out, up)
+		return ""
+	}
+	var branches []func()
+	var conds []string
+	if src.absent != "" {
+		conds, branches = append(conds, src.absent), append(branches, setAbsent)
+	}
+	if src.null != "" {
+		conds, branches = append(conds, src.null), append(branches, setNull)
+	}
+	if len(conds) == 0 {
+		setValue()
+	} else {
+		for i, cond := range conds {
+			if i == 0 {
+				c.line("if %s {", cond)
+			} else {
+				c.line("} else if %s {", cond)
+			}
+			branches[i]()
+		}
+		c.line("} else {")
+		setValue()
+		c.line("}")
+	}
+	if len(lost) > 0 {
+		return fmt.Sprintf("A %s %s (%q) has no place in out.%s, which is left as it is.", strings.Join(lost, " or "), "in."+fi.GoName, fi.JSONName, fo.GoName)
+	}
+	return ""
+}
+
+// value emits the conversion of a value of type from (expression in) into
+// the addressable out of type to.
+func (f *forkGen) value(from, to *gomodel.TypeRef, in, out string, up bool) {
+	c := f.c
+	rf, rt := from.Resolve(), to.Resolve()
+	fail := "return err"
+	switch {
+	case rf.Kind == gomodel.RefPointer || rt.Kind == gomodel.RefPointer:
+		if rf.Kind != rt.Kind {
+			f.viaJSON(in, out)
+			return
+		}
+		c.line("if %s == nil {", in)
+		c.line("%s = nil", out)
+		c.line("} else {")
+		p := c.fresh("p")
+		c.line("%s := new(%s)", p, f.refString(rt.Elem, !up))
+		f.value(rf.Elem, rt.Elem, "(*"+in+")", "(*"+p+")", up)
+		c.line("%s = %s", out, p)
+		c.line("}")
+	case isSlice(rf) && isSlice(rt):
+		c.line("if %s == nil {", in)
+		c.line("%s = nil", out)
+		c.line("} else {")
+		s, i := c.fresh("s"), c.fresh("i")
+		c.line("%s := make(%s, len(%s))", s, f.refString(to, !up), in)
+		c.line("for %s := range %s {", i, in)
+		f.value(sliceElem(rf), sliceElem(rt), in+"["+i+"]", s+"["+i+"]", up)
+		c.line("}")
+		c.line("%s = %s", out, s)
+		c.line("}")
+	case isMap(rf) && isMap(rt):
+		c.line("if %s == nil {", in)
+		c.line("%s = nil", out)
+		c.line("} else {")
+		m, k, e := c.fresh("m"), c.fresh("k"), c.fresh("e")
+		c.line("%s := make(%s, len(%s))", m, f.refString(to, !up), in)
+		c.line("for %s := range %s {", k, in)
+		c.line("var %s %s", e, f.refString(mapElem(rt), !up))
+		x := c.fresh("x")
+		c.line("%s := %s[%s]", x, in, k)
+		f.value(mapElem(rf), mapElem(rt), x, e, up)
+		c.line("%s[%s] = %s", m, k, e)
+		c.line("}")
+		c.line("%s = %s", out, m)
+		c.line("}")
+	case rf.Kind == gomodel.RefNamed && rt.Kind == gomodel.RefNamed && convertible(rf.Named.Kind, rt.Named.Kind):
+		p := f.pair(rf.Named, rt.Named, up)
+		c.line("if err := %s(%s, %s); err != nil {", p.name, addr(in), addr(out))
+		c.line("%s", fail)
+		c.line("}")
+	default:
+		if expr, ok := f.scalar(rf, rt, in, up); ok {
+			c.line("%s = %s", out, expr)
+			return
+		}
+		if rf.Kind == gomodel.RefBuiltin && rf.Name == "time.Time" && f.scalarKind(rt) == "string" {
+			c.line("%s = %s(%s.Format(time.RFC3339Nano))", out, f.refString(to, !up), in)
+			return
+		}
+		if f.scalarKind(rf) == "string" && rt.Kind == gomodel.RefBuiltin && rt.Name == "time.Time" {
+			t := c.fresh("t")
+			c.line("%s, ok := jsonwire.ParseDateTime(string(%s))", t, in)
+			c.line("if !ok {")
+			c.line("return fmt.Errorf(\"%%q is not a date-time\", %s)", in)
+			c.line("}")
+			c.line("%s = %s", out, t)
+			return
+		}
+		f.viaJSON(in, out)
+	}
+}
+
+// sameShape reports whether two types hold the same kind of JSON, so that
+// one converts into the other member by member (or, for unions, through
+// JSON).
+func (f *forkGen) sameShape(a, b *gomodel.TypeRef) bool {
+	ra, rb := a.Resolve(), b.Resolve()
+	switch {
+	case ra.Kind == gomodel.RefPointer || rb.Kind == gomodel.RefPointer:
+		if ra.Kind == gomodel.RefPointer {
+			ra = ra.Elem
+		}
+		if rb.Kind == gomodel.RefPointer {
+			rb = rb.Elem
+		}
+		return f.sameShape(ra, rb)
+	case isSlice(ra) && isSlice(rb):
+		return f.sameShape(sliceElem(ra), sliceElem(rb))
+	case isMap(ra) && isMap(rb):
+		return f.sameShape(mapElem(ra), mapElem(rb))
+	case ra.Kind == gomodel.RefNamed && rb.Kind == gomodel.RefNamed && ra.Named.Kind == rb.Named.Kind &&
+		ra.Named.Kind != gomodel.KindEnum && ra.Named.Kind != gomodel.KindScalar:
+		return true
+	case ra.IsRaw() && rb.IsRaw():
+		return true
+	case ra.Kind == gomodel.RefExternal || rb.Kind == gomodel.RefExternal:
+		return gomodel.GoString(ra) == gomodel.GoString(rb)
+	}
+	ka, kb := f.scalarKind(ra), f.scalarKind(rb)
+	isTime := func(r *gomodel.TypeRef) bool { return r.Kind == gomodel.RefBuiltin && r.Name == "time.Time" }
+	return ka != "" && ka == kb || isTime(ra) && (isTime(rb) || kb == "string") || isTime(rb) && ka == "string"
+}
+
+// convertible reports whether two named kinds convert with a generated
+// pair function.
+func convertible(a, b gomodel.Kind) bool {
+	structured := func(k gomodel.Kind) bool {
+		return k == gomodel.KindStruct || k == gomodel.KindTuple || k == gomodel.KindTaggedUnion
+	}
+	return a == b && structured(a)
+}
+
+func isSlice(r *gomodel.TypeRef) bool {
+	return r.Kind == gomodel.RefSlice || r.Kind == gomodel.RefNamed && r.Named.Kind == gomodel.KindSlice
+}
+
+func isMap(r *gomodel.TypeRef) bool {
+	return r.Kind == gomodel.RefMap || r.Kind == gomodel.RefNamed && r.Named.Kind == gomodel.KindMap
+}
+
+func mapElem(r *gomodel.TypeRef) *gomodel.TypeRef {
+	if r.Kind == gomodel.RefMap {
+		return r.Elem
+	}
+	return r.Named.Elem
+}
+
+// scalarKind names the Go kind family of a scalar type: "string", "int",
+// "float", "bool", or "".
+func (f *forkGen) scalarKind(r *gomodel.TypeRef) string {
+	if r.Kind == gomodel.RefNamed && (r.Named.Kind == gomodel.KindEnum || r.Named.Kind == gomodel.KindScalar) {
+		return f.scalarKind(r.Named.Elem.Resolve())
+	}
+	if r.Kind != gomodel.RefBuiltin {
+		return ""
+	}
+	switch r.Name {
+	case "string":
+		return "string"
+	case "int64", "int32", "uint32", "uint64", "float64", "float32":
+		return "number"
+	case "bool":
+		return "bool"
+	}
+	return ""
+}
+
+// scalar returns the Go conversion of a scalar into another of the same
+// family.
+func (f *forkGen) scalar(from, to *gomodel.TypeRef, in string, up bool) (string, bool) {
+	if from.Kind == gomodel.RefBuiltin && to.Kind == gomodel.RefBuiltin && from.Name == to.Name {
+		if from.IsRaw() {
+			return "append(json.RawMessage(nil), " + in + "...)", true
+		}
+		return in, true
+	}
+	if from.Kind == gomodel.RefExternal && to.Kind == gomodel.RefExternal && gomodel.GoString(from) == gomodel.GoString(to) {
+		return in, true
+	}
+	k := f.scalarKind(from)
+	if k == "" || k != f.scalarKind(to) {
+		return "", false
+	}
+	return f.refString(to, !up) + "(" + in + ")", true
+}
+
+// viaJSON converts through JSON: correct for any two types that hold the
+// same JSON, which the pair's compatibility promises.
+func (f *forkGen) viaJSON(in, out string) {
+	f.c.line("if err := jsonwire.Convert(%s, %s); err != nil {", addr(in), addr(out))
+	f.c.line("return err")
+	f.c.line("}")
+}
+

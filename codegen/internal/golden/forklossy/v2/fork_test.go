@@ -1,0 +1,144 @@
+package v2
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/codegen/internal/golden/forklossy/v1"
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+)
+
+// controller serves 2.0.0 and remembers every status it handled, so the
+// tests can see that calls at 1.0.0 reached it converted.
+type controller struct {
+	mu   sync.Mutex
+	seen []*Status
+}
+
+func (c *controller) handle(st *Status) *Ack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, st)
+	ready := false
+	for _, cond := range st.Conditions {
+		ready = ready || cond.Type == "Ready" && cond.Status == StatusConditionsItemStatusTrue
+	}
+	return &Ack{Accepted: ready, Generation: int64(len(c.seen))}
+}
+
+func (c *controller) Report(_ context.Context, st *Status) (*Ack, error) { return c.handle(st), nil }
+
+func (c *controller) ReportMany(_ context.Context, st *Status) (*Ack, error) { return c.handle(st), nil }
+
+func (c *controller) last() *Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[len(c.seen)-1]
+}
+
+// oldController serves only 1.0.0.
+type oldController struct{}
+
+func (oldController) Report(_ context.Context, st *v1.Status) (*v1.Ack, error) {
+	return &v1.Ack{Ok: st.Ready && st.Address != nil && st.Labels["zone"] == "a"}, nil
+}
+
+func (oldController) ReportMany(_ context.Context, st *v1.Status) (*v1.Ack, error) {
+	return &v1.Ack{Ok: st.Ready}, nil
+}
+
+func timeout(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestForkedServerServesBothVersions runs a 2.0.0 server registered with
+// the generated RegisterFork, over HTTP on 127.0.0.1, and calls it with a
+// 1.0.0 client and a 2.0.0 client: one set of handlers serves both.
+func TestForkedServerServesBothVersions(t *testing.T) {
+	impl := &controller{}
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "2.0.0"},
+		func(s *framework.Server) { RegisterFork(s, impl) })
+	ctx := timeout(t)
+	port := int64(10250)
+
+	oldClient := v1.NewClient(frameworktest.NewClient(t, v1.Contract, framework.ClientConfig{
+		Component: "kubelet", Release: "1.0.0", Endpoints: []string{srv.URL}}))
+	ack, err := oldClient.Report(ctx, &v1.Status{Node: "n1", Ready: true, Labels: map[string]string{"zone": "a"},
+		Address: &v1.Address{IP: "10.0.0.1", Port: &port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ack.Ok {
+		t.Errorf("1.0.0 ack = %+v", ack)
+	}
+	got := impl.last()
+	if got.Node != "n1" || len(got.Conditions) != 1 || got.Conditions[0].Status != StatusConditionsItemStatusTrue ||
+		got.Labels["zone"] != "a" || got.Address == nil || got.Address.IP != "10.0.0.1" || *got.Address.Port != 10250 {
+		t.Errorf("the handler saw %+v", got)
+	}
+	results, err := oldClient.ReportMany(ctx, []*v1.Status{{Node: "n2", Ready: false}, {Node: "n3", Ready: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0].Err != nil || results[0].Value.Ok || results[1].Err != nil || !results[1].Value.Ok {
+		t.Errorf("1.0.0 batch results %+v", results)
+	}
+	// A 1.0.0 request its schema refuses never reaches the handler.
+	if _, err := oldClient.Report(ctx, &v1.Status{Node: "", Ready: true}); framework.CodeOf(err) != framework.CodeInvalidArgument {
+		t.Errorf("invalid 1.0.0 request: %v", err)
+	}
+
+	newClient := NewClient(frameworktest.NewClient(t, Contract, framework.ClientConfig{
+		Component: "kubelet", Release: "2.0.0", Endpoints: []string{srv.URL}}))
+	ack2, err := newClient.Report(ctx, &Status{Node: "n4", Conditions: []StatusConditionsItem{{Type: "Ready", Status: StatusConditionsItemStatusTrue}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ack2.Accepted || ack2.Generation != 4 {
+		t.Errorf("2.0.0 ack = %+v", ack2)
+	}
+}
+
+// TestForkedClientCallsOldServer gives a 2.0.0 client the generated ForkV1
+// and points it at a server that speaks only 1.0.0: its calls go down and
+// the answers come back up.
+func TestForkedClientCallsOldServer(t *testing.T) {
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
+		func(s *framework.Server) { v1.Register(s, oldController{}) })
+	ctx := timeout(t)
+	client := NewClient(frameworktest.NewClient(t, Contract, framework.ClientConfig{
+		Component: "kubelet", Release: "2.0.0", Endpoints: []string{srv.URL}, Fork: []framework.Fork{ForkV1}}))
+	ack, err := client.Report(ctx, &Status{Node: "n1", Labels: map[string]string{"zone": "a"}, Address: &Address{IP: "10.0.0.2"},
+		Conditions: []StatusConditionsItem{{Type: "MemoryPressure", Status: StatusConditionsItemStatusFalse}, {Type: "Ready", Status: StatusConditionsItemStatusTrue}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ack.Accepted || ack.Generation != 0 {
+		t.Errorf("ack = %+v", ack)
+	}
+	results, err := client.ReportMany(ctx, []*Status{{Node: "n2", Conditions: []StatusConditionsItem{}}})
+	if err != nil || len(results) != 1 || results[0].Err != nil || results[0].Value.Accepted {
+		t.Errorf("batch: %+v, %v", results, err)
+	}
+}
+
+// TestHandWrittenConversions checks the lossy conversions on their own:
+// what survives a trip down and up, and what does not.
+func TestHandWrittenConversions(t *testing.T) {
+	in := &Status{Node: "n", Conditions: []StatusConditionsItem{{Type: "DiskPressure", Status: StatusConditionsItemStatusTrue},
+		{Type: "Ready", Status: StatusConditionsItemStatusUnknown}}}
+	down, err := statusToV1(in)
+	if err != nil || down.Ready || down.Node != "n" {
+		t.Fatalf("down: %+v, %v", down, err)
+	}
+	up, err := statusFromV1(down)
+	if err != nil || len(up.Conditions) != 1 || up.Conditions[0].Status != StatusConditionsItemStatusFalse {
+		t.Errorf("up: %+v, %v (only readiness survives, as False)", up, err)
+	}
+}
