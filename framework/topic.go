@@ -303,6 +303,12 @@ type TopicWriter[T any] struct {
 	writer writerKey
 	epoch  string
 	key    func(obj *T, raw []byte) (string, error)
+
+	// forks are the earlier versions' forms of this topic ([ForkTopic]):
+	// each change is converted once and written to each. mirrorMu keeps a
+	// key's changes in the same order in every form.
+	mirrorMu sync.Mutex
+	forks    []topicFork[T]
 }
 
 // Epoch returns the writer's epoch, new in every process.
@@ -330,15 +336,27 @@ func (w *TopicWriter[T]) Set(obj *T) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = w.store.set(w.writer, w.epoch, 0, key, raw)
-	return err
+	if w.hasForks() {
+		w.mirrorMu.Lock()
+		defer w.mirrorMu.Unlock()
+	}
+	if _, _, err = w.store.set(w.writer, w.epoch, 0, key, raw); err != nil {
+		return err
+	}
+	return w.mirrorSet(obj)
 }
 
 // Delete removes the object at key and tells every watcher; deleting a key
 // that is not there does nothing.
 func (w *TopicWriter[T]) Delete(key string) error {
-	_, _, err := w.store.del(w.writer, w.epoch, 0, key)
-	return err
+	if w.hasForks() {
+		w.mirrorMu.Lock()
+		defer w.mirrorMu.Unlock()
+	}
+	if _, _, err := w.store.del(w.writer, w.epoch, 0, key); err != nil {
+		return err
+	}
+	return w.mirrorDelete(key)
 }
 
 // keyReader returns how to read the key of a *T: straight from the
