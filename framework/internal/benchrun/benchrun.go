@@ -36,7 +36,7 @@ type Result struct {
 // call receives the call's index in [0, n).
 func Run(n, callers int, call func(i int) error) Result {
 	if callers < 1 {
-		panic("benchrun: callers must be at least 1")
+		panic("lockstep: benchrun.Run needs at least one caller")
 	}
 	lat := make([]time.Duration, n)
 	var next, failed atomic.Int64
