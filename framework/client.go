@@ -39,7 +39,10 @@ type ClientConfig struct {
 	Source    EndpointSource
 
 	// Transport carries every request; default [NewTransport](TLSConfig).
-	// Tests inject one to cut, delay and observe traffic.
+	// Tests inject one to cut, delay and observe traffic. A transport that
+	// wraps another should forward CloseIdleConnections: the client calls
+	// it when a server drains or goes away, so no later call meets a pooled
+	// connection that server closed.
 	Transport http.RoundTripper
 	// TLSConfig is used by the default transport.
 	TLSConfig *tls.Config

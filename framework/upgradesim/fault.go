@@ -178,6 +178,23 @@ func (w *wrappedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return w.parent.roundTrip(req, w.base)
 }
 
+// CloseIdleConnections drops the idle connections of the user's
+// transport, as the runtime asks when a server drains or goes away.
+func (w *wrappedTransport) CloseIdleConnections() {
+	if c, ok := w.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// CloseIdleConnections drops the idle connections of the transport it
+// carries requests on, as the runtime asks when a server drains or goes
+// away.
+func (t *faultTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // kill makes every request fail as if the connection could not be made,
 // and cuts those in flight: the replica is gone.
 func (t *faultTransport) kill() { t.killFunc() }

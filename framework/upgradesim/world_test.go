@@ -163,7 +163,7 @@ func (w world) String() string {
 
 func serverConfig(env *upgradesim.Env, release string) framework.ServerConfig {
 	return env.ServerConfig(framework.ServerConfig{Release: release, SessionTTL: time.Second,
-		Heartbeat: 50 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond})
+		Heartbeat: 50 * time.Millisecond, DrainTimeout: 500 * time.Millisecond})
 }
 
 // nodeKey names the node a traffic call reports: eight nodes, reported in
