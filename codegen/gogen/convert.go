@@ -444,7 +444,9 @@ func selfRef(t *gomodel.Type) *gomodel.TypeRef {
 	return &gomodel.TypeRef{Kind: gomodel.RefNamed, Named: t, Name: t.Name}
 }
 
-func mapOf(v *gomodel.TypeRef) *gomodel.TypeRef { return &gomodel.TypeRef{Kind: gomodel.RefMap, Elem: v} }
+func mapOf(v *gomodel.TypeRef) *gomodel.TypeRef {
+	return &gomodel.TypeRef{Kind: gomodel.RefMap, Elem: v}
+}
 
 func fieldNamed(fields []*gomodel.Field, name string) *gomodel.Field {
 	for _, fl := range fields {
@@ -741,4 +743,3 @@ func (f *forkGen) viaJSON(in, out string) {
 	f.c.line("return err")
 	f.c.line("}")
 }
-

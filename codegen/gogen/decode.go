@@ -128,7 +128,7 @@ func (c *code) decodeInto(r *gomodel.TypeRef, target string, fail func(err strin
 		c.line("if err != nil {")
 		c.line("%s", fail("err"))
 		c.line("}")
-		c.line("if err := json.Unmarshal(%s, &%s); err != nil {", raw, target)
+		c.line("if err := json.Unmarshal(%s, %s); err != nil {", raw, addr(target))
 		c.line("%s", fail("jsonwire.External(err)"))
 		c.line("}")
 	case gomodel.RefPointer:

@@ -642,7 +642,7 @@ func acceptsNull(s *node, depth int) bool {
 	if s.Kind == contract.KindBool {
 		return s.Bool
 	}
-	if t := s.Get("type"); t != nil && admitsType(t, "null") == false {
+	if t := s.Get("type"); t != nil && !admitsType(t, "null") {
 		return false
 	}
 	if e := s.Get("enum"); e != nil {
@@ -1280,13 +1280,6 @@ func (vc *vctx) floatCheck(s *node, k, text string, bound *big.Rat, sv, shown st
 	vc.c.line("}")
 }
 
-// member is one member of an object value: how to test its presence and
-// reach its value.
-type member struct {
-	name  string
-	field *gomodel.Field // nil for a member of a map or of Extra
-}
-
 // objectOf describes the object value x: its declared fields, and the map
 // of other members (a map value itself, or a struct's Extra) if any.
 type objectOf struct {
@@ -1543,7 +1536,7 @@ func (vc *vctx) object(s *node, x val, p pos) {
 					vc.c.line("missing = append(missing, %q)", checks[i+1])
 					continue
 				}
-				vc.c.line("if !(%s) {", checks[i])
+				vc.c.line("if %s {", not(checks[i]))
 				vc.c.line("missing = append(missing, %q)", checks[i+1])
 				vc.c.line("}")
 			}
@@ -1602,7 +1595,7 @@ func (vc *vctx) object(s *node, x val, p pos) {
 				if need == "true" {
 					continue
 				}
-				vc.c.line("if !(%s) {", need)
+				vc.c.line("if %s {", not(need))
 				vc.fail(p, "dependentRequired/"+esc(name)+"/"+strconv.Itoa(j),
 					strconv.Quote(fmt.Sprintf("property %q is required, if %q property exists", it.Text, name)))
 				vc.c.line("}")
@@ -1621,6 +1614,17 @@ func (vc *vctx) object(s *node, x val, p pos) {
 			vc.c.line("}")
 		}
 	}
+}
+
+// not negates a generated condition.
+func not(cond string) string {
+	if strings.HasPrefix(cond, "!") && !strings.ContainsAny(cond, " &|") {
+		return cond[1:]
+	}
+	if !strings.ContainsAny(cond, " &|!") {
+		return "!" + cond
+	}
+	return "!(" + cond + ")"
 }
 
 func patternKeys(pats *node) []string {

@@ -478,9 +478,16 @@ func (d *Decoder) KeyString() string {
 func (d *Decoder) stringBytes() ([]byte, error) {
 	start := d.pos
 	escaped, ascii := false, true
-	for i := start + 1; i < len(d.data); i++ {
-		c := d.data[i]
-		switch {
+	i := start + 1
+	for i < len(d.data) {
+		// Most bytes of most strings need no attention.
+		for i < len(d.data) && plainByte[d.data[i]] {
+			i++
+		}
+		if i >= len(d.data) {
+			break
+		}
+		switch c := d.data[i]; {
 		case c == '"':
 			d.pos = i + 1
 			d.opened = false
@@ -490,18 +497,28 @@ func (d *Decoder) stringBytes() ([]byte, error) {
 			}
 			return d.slowString(start, i+1)
 		case c == '\\':
-			i++ // the escaped character cannot end the string
+			i += 2 // the escaped character cannot end the string
 			escaped = true
 		case c < 0x20:
 			d.pos = i
 			return nil, d.syntax("invalid character %s in string literal", quoteChar(c))
-		case c >= 0x80:
+		default: // c >= 0x80
 			ascii = false
+			i++
 		}
 	}
 	d.pos = len(d.data)
 	return nil, d.eof()
 }
+
+// plainByte marks the bytes a string may hold as they are: printable
+// ASCII other than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func (d *Decoder) slowString(start, end int) ([]byte, error) {
 	var s string

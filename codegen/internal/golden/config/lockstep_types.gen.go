@@ -1321,7 +1321,7 @@ func (m *Service) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if q25.OK() {
 		{
 			var missing []string
-			if !(!m.Deploy.IsZero()) {
+			if m.Deploy.IsZero() {
 				missing = append(missing, "deploy")
 			}
 			if len(missing) > 0 {

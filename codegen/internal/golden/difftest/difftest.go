@@ -345,12 +345,10 @@ func newDictionary(root any) *dictionary {
 		d.strs = append(d.strs, s)
 		d.values = append(d.values, s)
 	}
-	for _, v := range []any{nil, true, false, json.Number("0"), json.Number("-1"), json.Number("1"), json.Number("1.0"),
+	d.values = append(d.values, []any{nil, true, false, json.Number("0"), json.Number("-1"), json.Number("1"), json.Number("1.0"),
 		json.Number("1.5"), json.Number("65535"), json.Number("65536"), json.Number("2147483648"), json.Number("9223372036854775807"),
 		json.Number("9223372036854775808"), json.Number("-9223372036854775809"), json.Number("1e300"), json.Number("1e400"),
-		json.Number("1E2"), json.Number("-0"), json.Number("0.1"), []any{}, map[string]any{}, []any{nil}, map[string]any{"a": json.Number("1")}} {
-		d.values = append(d.values, v)
-	}
+		json.Number("1E2"), json.Number("-0"), json.Number("0.1"), []any{}, map[string]any{}, []any{nil}, map[string]any{"a": json.Number("1")}}...)
 	d.addSchema(root, 0)
 	return d
 }

@@ -50,7 +50,7 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 				if err != nil {
 					return jsonwire.Within(err, "addr")
 				}
-				if err := json.Unmarshal(raw2, &(*p1)); err != nil {
+				if err := json.Unmarshal(raw2, p1); err != nil {
 					return jsonwire.Within(jsonwire.External(err), "addr")
 				}
 				m.Addr = p1

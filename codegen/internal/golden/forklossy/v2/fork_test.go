@@ -31,7 +31,9 @@ func (c *controller) handle(st *Status) *Ack {
 
 func (c *controller) Report(_ context.Context, st *Status) (*Ack, error) { return c.handle(st), nil }
 
-func (c *controller) ReportMany(_ context.Context, st *Status) (*Ack, error) { return c.handle(st), nil }
+func (c *controller) ReportMany(_ context.Context, st *Status) (*Ack, error) {
+	return c.handle(st), nil
+}
 
 func (c *controller) last() *Status {
 	c.mu.Lock()
