@@ -3,6 +3,7 @@ package framework_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -19,12 +20,51 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(serverChildEnv) != "" {
+		os.Exit(runServerChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 
 // childEnv makes the test binary act as a separate kubelet process, so
 // tests can kill a real client process.
 const childEnv = "LOCKSTEP_TEST_CHILD_SERVER"
+
+// serverChildEnv makes the test binary act as a separate nodecontroller
+// process listening on the address it names, so a benchmark can measure
+// the server's own CPU.
+const serverChildEnv = "LOCKSTEP_TEST_CHILD_LISTEN"
+
+// runServerChild serves the bench contract (TTL 5s, heartbeat 1s) until
+// killed; it prints "ready" once it listens.
+func runServerChild() int {
+	c, err := framework.NewContract(benchmsg.Contract("1.0.0"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+		SessionTTL: 5 * time.Second, Heartbeat: time.Second, Logger: frameworktest.Quiet()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{Accepted: true}, nil }
+	framework.HandleUnary(srv, c, "ReportStatus", ack)
+	framework.HandleBatch(srv, c, "ReportStatuses", ack)
+	l, err := net.Listen("tcp", os.Getenv(serverChildEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	go func() { time.Sleep(5 * time.Minute); os.Exit(3) }() // a bound in case nobody kills it
+	if err := srv.Serve(l); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
 
 // runChild holds a bench session with the server named in childEnv until it
 // is killed; it prints "ready" once the session is up.
