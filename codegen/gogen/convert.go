@@ -7,6 +7,7 @@ import (
 	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/diff"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Fork mode: a contract with forkFrom gets, in its package, conversions
@@ -195,12 +196,20 @@ func (g *generator) generateFork() ([]byte, error) {
 		f.pair(curResp, oldResp, false)
 		f.pair(oldResp, curResp, true)
 	}
+	topics := f.sharedTopics()
+	for _, tp := range topics {
+		from, to := rootType(f.cur.Messages[tp.cur.Object]), rootType(f.old.Messages[tp.old.Object])
+		if from == nil || to == nil {
+			return nil, fmt.Errorf("lockstep-gen: topic %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", tp.cur.Name)
+		}
+		f.pair(from, to, false)
+	}
 	for i := 0; i < len(f.queue); i++ {
 		f.emitPair(f.queue[i])
 	}
 	conversions := f.c.b.String()
 	f.c = &code{}
-	f.wiring(shared)
+	f.wiring(shared, topics)
 	return []byte(f.c.b.String() + conversions), nil
 }
 
@@ -221,8 +230,27 @@ func (f *forkGen) sharedMethods() []sharedMethod {
 	return out
 }
 
-// wiring renders RegisterFork and Fork<Old>.
-func (f *forkGen) wiring(shared []sharedMethod) {
+type sharedTopic struct {
+	old, cur contract.Topic
+}
+
+// sharedTopics lists the server-written topics both versions declare, in
+// order: the runtime serves their earlier form by converting each change
+// down ([framework.ForkTopic]).
+func (f *forkGen) sharedTopics() []sharedTopic {
+	var out []sharedTopic
+	for _, t := range f.cur.Contract.Topics {
+		for _, o := range f.old.Contract.Topics {
+			if o.Name == t.Name && o.Writer == handshake.RoleServer && t.Writer == handshake.RoleServer {
+				out = append(out, sharedTopic{old: o, cur: t})
+			}
+		}
+	}
+	return out
+}
+
+// wiring renders RegisterFork, Fork<Old> and Fork<Topic><Old>.
+func (f *forkGen) wiring(shared []sharedMethod, topics []sharedTopic) {
 	c := f.c
 	oc := f.old.Contract
 	forkVar := "Fork" + gomodel.GoName(f.oldName)
@@ -268,6 +296,17 @@ func (f *forkGen) wiring(shared []sharedMethod) {
 			f.adapter(m.cur.Request, m.old.Request, false), f.adapter(m.old.Response, m.cur.Response, true))
 	}
 	c.line("}}")
+	for _, tp := range topics {
+		cur, old := f.cur.Messages[tp.cur.Object], f.old.Messages[tp.old.Object]
+		name := "Fork" + tp.cur.Name + gomodel.GoName(f.oldName)
+		c.line("")
+		c.line("// %s makes s also serve topic %s at %s, for watchers still at that", name, tp.cur.Name, oc.Version)
+		c.line("// version: every change written through w is converted down once.")
+		c.line("func %s(s *framework.Server, w *framework.TopicWriter[%s], opts ...framework.TopicOption) *framework.TopicView[%s.%s] {",
+			name, cur.Name, f.alias, old.Name)
+		c.line("return framework.ForkTopic(s, %s.Contract, w, %s, opts...)", f.alias, f.adapter(tp.cur.Object, tp.old.Object, false))
+		c.line("}")
+	}
 	for _, a := range f.adapters() {
 		c.raw(a)
 	}

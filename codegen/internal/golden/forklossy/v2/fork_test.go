@@ -144,3 +144,33 @@ func TestHandWrittenConversions(t *testing.T) {
 		t.Errorf("up: %+v, %v (only readiness survives, as False)", up, err)
 	}
 }
+
+// TestForkedTopic writes the 2.0.0 form of a server-written topic and
+// reads the 1.0.0 form the generated ForkStatusesV1 keeps, converted once
+// per change.
+func TestForkedTopic(t *testing.T) {
+	var (
+		writer *framework.TopicWriter[Status]
+		old    *framework.TopicView[v1.Status]
+	)
+	frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "2.0.0"},
+		func(s *framework.Server) {
+			RegisterFork(s, &controller{})
+			writer = framework.ServeTopic[Status](s, Contract, "Statuses")
+			old = ForkStatusesV1(s, writer)
+		})
+	if err := writer.Set(&Status{Node: "n1", Conditions: []StatusConditionsItem{{Type: "Ready", Status: StatusConditionsItemStatusTrue}},
+		Labels: map[string]string{"zone": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := old.Get("n1")
+	if !ok || !got.Ready || got.Labels["zone"] != "a" {
+		t.Errorf("the 1.0.0 form is %+v, %v", got, ok)
+	}
+	if err := writer.Delete("n1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := old.Get("n1"); ok {
+		t.Error("a deleted object stayed in the 1.0.0 form")
+	}
+}

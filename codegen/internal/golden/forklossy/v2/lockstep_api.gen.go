@@ -26,7 +26,9 @@ var Contract = framework.MustContract(handshake.Contract{
 		"Report":     {Request: "Status", Response: "Ack"},
 		"ReportMany": {Request: "Status", Response: "Ack", Batch: true},
 	},
-	Topics: map[string]handshake.Topic{},
+	Topics: map[string]handshake.Topic{
+		"Statuses": {Object: "Status", Key: "node", Writer: "server", LostWriter: "delete"},
+	},
 	Schemas: map[string]json.RawMessage{
 		"Ack": json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -25,6 +25,12 @@ var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework
 	MethodReportMany: framework.ConvertMethod(statusToV1, ackFromV1),
 }}
 
+// ForkStatusesV1 makes s also serve topic Statuses at 1.0.0, for watchers still at that
+// version: every change written through w is converted down once.
+func ForkStatusesV1(s *framework.Server, w *framework.TopicWriter[Status], opts ...framework.TopicOption) *framework.TopicView[v1.Status] {
+	return framework.ForkTopic(s, v1.Contract, w, statusToV1, opts...)
+}
+
 // statusFromV1 converts v1.Status values for fork mode.
 func statusFromV1(in *v1.Status) (*Status, error) {
 	out := new(Status)
