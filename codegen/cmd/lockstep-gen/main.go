@@ -6,7 +6,8 @@
 //	//go:generate go run github.com/lockstep-dev/lockstep/codegen/cmd/lockstep-gen
 //
 // it reads contract.yaml (or contract.yml, contract.json) and writes
-// lockstep_types.gen.go and lockstep_api.gen.go beside it. Usage:
+// lockstep_types.gen.go and lockstep_api.gen.go beside it, and
+// lockstep_fork.gen.go when the contract has forkFrom. Usage:
 //
 //	lockstep-gen [-check] [DIR ...]   generate (or, with -check, verify) the package in each DIR (default .)
 //	lockstep-gen diff [-json] OLD NEW compare the contracts in folders OLD and NEW
