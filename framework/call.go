@@ -89,7 +89,7 @@ func decodeAnswer[Resp any](v *peerVersion, method string, body []byte) (*Resp, 
 			}
 			return nil
 		}
-		if err := json.Unmarshal(body, target); err != nil {
+		if err := unmarshal(body, target); err != nil {
 			return Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
 		}
 		return nil

@@ -178,7 +178,10 @@ func encodeResponse[Resp any](out any) ([]byte, error) {
 // validated as JSON against the contract's schema first.
 func decodeMessage(c *Contract, message string, body []byte, v any) error {
 	if val, ok := v.(Validator); ok {
-		if err := json.Unmarshal(body, v); err != nil {
+		if err := unmarshal(body, v); err != nil {
+			if CodeOf(err) == CodeInvalidArgument {
+				return err
+			}
 			return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
 		}
 		if err := val.Validate(); err != nil {
@@ -190,6 +193,21 @@ func decodeMessage(c *Contract, message string, body []byte, v any) error {
 		return nil
 	}
 	return c.decodeValidated(message, body, v)
+}
+
+// unmarshal decodes body into v. A generated message type decodes itself
+// strictly, rejecting malformed JSON and trailing data as encoding/json does
+// (the generator's differential and fuzz tests check both paths accept the
+// same inputs), so its UnmarshalJSON is called directly: json.Unmarshal would
+// scan the whole input twice first, which costs more than the generated
+// decoding and validation together.
+func unmarshal(body []byte, v any) error {
+	if u, ok := v.(json.Unmarshaler); ok {
+		if _, generated := v.(Validator); generated {
+			return u.UnmarshalJSON(body)
+		}
+	}
+	return json.Unmarshal(body, v)
 }
 
 // MultiCallMethod is the path segment of the generic multi-call endpoint,

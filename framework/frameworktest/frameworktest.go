@@ -52,6 +52,9 @@ func StartServerAt(t testing.TB, addr string, cfg framework.ServerConfig, regist
 	if register != nil {
 		register(srv)
 	}
+	if err := srv.Start(); err != nil {
+		t.Fatalf("frameworktest: %v", err) // an incomplete registration, say
+	}
 	l, err := listen(addr)
 	if err != nil {
 		t.Fatalf("frameworktest: listen on %s: %v", addr, err)
