@@ -49,7 +49,9 @@ func runServerChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{Accepted: true}, nil }
+	ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+		return &benchmsg.Ack{Accepted: true}, nil
+	}
 	framework.HandleUnary(srv, c, "ReportStatus", ack)
 	framework.HandleBatch(srv, c, "ReportStatuses", ack)
 	l, err := net.Listen("tcp", os.Getenv(serverChildEnv))
