@@ -610,3 +610,21 @@ func Register(s *framework.Server, impl Server) {
 	framework.HandleBatch(s, Contract, MethodReportPodStatuses, impl.ReportPodStatuses)
 	framework.HandleUnary(s, Contract, MethodReportStatus, impl.ReportStatus)
 }
+
+// The names of the contract's topics.
+const (
+	TopicNodeHealth = "NodeHealth"
+)
+
+// ServeNodeHealth makes s hold the NodeHealth topic, which the nodecontroller writes:
+// objects set through the returned writer reach every watcher, keyed by
+// nodeName.
+func ServeNodeHealth(s *framework.Server, opts ...framework.TopicOption) *framework.TopicWriter[NodeStatus] {
+	return framework.ServeTopic[NodeStatus](s, Contract, TopicNodeHealth, opts...)
+}
+
+// WatchNodeHealth watches the NodeHealth topic through c: the returned informer keeps
+// the latest object of every key and calls h on changes.
+func WatchNodeHealth(ctx context.Context, c *framework.Client, h framework.InformerHandlers[NodeStatus]) (*framework.Informer[NodeStatus], error) {
+	return framework.Watch[NodeStatus](ctx, c, TopicNodeHealth, h)
+}

@@ -142,3 +142,21 @@ type Server interface {
 func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodCheckNode, impl.CheckNode)
 }
+
+// The names of the contract's topics.
+const (
+	TopicNodeHealth = "NodeHealth"
+)
+
+// ServeNodeHealth makes s hold the NodeHealth topic, which the nodecontroller writes:
+// objects set through the returned writer reach every watcher, keyed by
+// nodeName.
+func ServeNodeHealth(s *framework.Server, opts ...framework.TopicOption) *framework.TopicWriter[NodeHealth] {
+	return framework.ServeTopic[NodeHealth](s, Contract, TopicNodeHealth, opts...)
+}
+
+// WatchNodeHealth watches the NodeHealth topic through c: the returned informer keeps
+// the latest object of every key and calls h on changes.
+func WatchNodeHealth(ctx context.Context, c *framework.Client, h framework.InformerHandlers[NodeHealth]) (*framework.Informer[NodeHealth], error) {
+	return framework.Watch[NodeHealth](ctx, c, TopicNodeHealth, h)
+}

@@ -163,3 +163,21 @@ func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodReport, impl.Report)
 	framework.HandleBatch(s, Contract, MethodReportMany, impl.ReportMany)
 }
+
+// The names of the contract's topics.
+const (
+	TopicStatuses = "Statuses"
+)
+
+// ServeStatuses makes s hold the Statuses topic, which the nodecontroller writes:
+// objects set through the returned writer reach every watcher, keyed by
+// node.
+func ServeStatuses(s *framework.Server, opts ...framework.TopicOption) *framework.TopicWriter[Status] {
+	return framework.ServeTopic[Status](s, Contract, TopicStatuses, opts...)
+}
+
+// WatchStatuses watches the Statuses topic through c: the returned informer keeps
+// the latest object of every key and calls h on changes.
+func WatchStatuses(ctx context.Context, c *framework.Client, h framework.InformerHandlers[Status]) (*framework.Informer[Status], error) {
+	return framework.Watch[Status](ctx, c, TopicStatuses, h)
+}
