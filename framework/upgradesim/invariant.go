@@ -2,6 +2,7 @@ package upgradesim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -48,7 +49,8 @@ func builtinInvariant(name string) bool {
 }
 
 // maxViolationsPerInvariant bounds how many violations of one invariant a
-// report keeps; the rest are counted.
+// report keeps for each subject (calls, watches, …: the message's first
+// word), so a flood of one kind cannot hide another; the rest are counted.
 const maxViolationsPerInvariant = 5
 
 // Violation is one broken invariant: which, in which run, during which step,
@@ -89,13 +91,17 @@ func (c *Cluster) violateAt(step int, invariant, format string, args ...any) {
 		Step: step, StepText: c.stepText(step), At: c.now(),
 		Message: fmt.Sprintf(format, args...),
 	}
+	subject := invariant
+	if words := strings.Fields(v.Message); len(words) > 0 {
+		subject += " " + words[0]
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.perInvariant[invariant] >= maxViolationsPerInvariant {
+	if c.perInvariant[subject] >= maxViolationsPerInvariant {
 		c.suppressed[invariant]++
 		return
 	}
-	c.perInvariant[invariant]++
+	c.perInvariant[subject]++
 	c.violations = append(c.violations, v)
 	c.tl.mark(v.At, "violation", invariant)
 }

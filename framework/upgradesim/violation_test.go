@@ -74,7 +74,7 @@ start nodecontroller at v1
 start kubelet at v1
 wait until connected within 10s
 upgrade nodecontroller to v2
-wait until 40 calls acknowledged within 10s`, // about a second: the watcher has long reconnected
+wait until 10 calls acknowledged within 10s`,
 			invariant: upgradesim.InvariantVersions,
 			steps:     []int{4, 5},
 			message:   []string{"watch of nodeinfo Nodes by kubelet (v1, speaks nodeinfo 1.0.0) was served by nodecontroller (v2, speaks nodeinfo 2.0.0) at nodeinfo 1.0.0"},
