@@ -94,18 +94,21 @@ func (r *processRun) sample() {
 	for _, c := range componentOrder {
 		obs := Observation{At: at, Step: step, Component: c}
 		pr := probes[c]
+		var draining bool
 		r.mu.Lock()
 		switch {
 		case pr == nil:
 			r.setState(c, at, "down", "")
 		case pr.p.draining:
+			draining = true
 			r.setState(c, at, "draining", pr.p.version)
 		default:
 			r.setState(c, at, "up", pr.p.version)
 		}
 		r.mu.Unlock()
 		if pr != nil {
-			obs.Version, obs.Draining, obs.Ready, obs.ReadyText = pr.p.version, pr.p.draining, pr.ready, pr.readyText
+			// draining is written under r.mu by stopProc: read above.
+			obs.Version, obs.Draining, obs.Ready, obs.ReadyText = pr.p.version, draining, pr.ready, pr.readyText
 			obs.Agreed = agreedFrom(c, pr.status)
 			if pr.metrics != nil {
 				r.recordCalls(pr.p, pr.metrics)
@@ -128,10 +131,17 @@ func (r *processRun) sample() {
 		}
 		r.observations = append(r.observations, obs)
 		r.mu.Unlock()
-		if pr != nil && !pr.p.draining {
+		if pr != nil && !draining {
 			r.checkVersions(at, c, pr.p, obs.Agreed, procs)
 		}
 	}
+}
+
+// isDraining reads p.draining, which stopProc writes under r.mu.
+func (r *processRun) isDraining(p *proc) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p.draining
 }
 
 // endpointView is the part of an endpoint's status the process mode reads.
@@ -193,7 +203,7 @@ func (r *processRun) checkVersions(at time.Duration, client string, cp *proc, ag
 			if !contains(speaksByVersion[client][cp.version][contract], version) {
 				r.violate(upgradesim.InvariantVersions, "%s %s holds a session at %s, which it does not speak", client, cp.version, value)
 			}
-			if sp == nil || sp.draining || at-sp.from < viewGrace {
+			if sp == nil || r.isDraining(sp) || at-sp.from < viewGrace {
 				continue
 			}
 			if !contains(speaksByVersion[server][sp.version][contract], version) {
