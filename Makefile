@@ -42,6 +42,13 @@ fuzz:
 soak:
 	$(GO) test -race -count=1 -timeout 60m -run 'Soak' -tags soak $(PKGS)
 
-## bench: benchmarks, written to docs/benchmarks.md.
+## bench: every benchmark, with the machine's facts, into docs/bench/latest.txt
+## (the analysis and targets are in docs/benchmarks.md and docs/design.md;
+## compare runs with benchstat).
+BENCHTIME ?= 2s
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+	@mkdir -p docs/bench
+	@{ echo "date: $$(date -u +%Y-%m-%dT%H:%M:%SZ)"; $(GO) version; echo "cores: $$(nproc)"; \
+	   grep -m1 'model name' /proc/cpuinfo || true; \
+	   $(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -timeout 60m $(PKGS); } \
+	  2>&1 | tee docs/bench/latest.txt
