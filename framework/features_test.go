@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -317,4 +318,29 @@ func TestSessionsOfManyClientsShareOneHeartbeatRequest(t *testing.T) {
 		_, err := report(timeout(t, 5*time.Second), cl, 1)
 		require.NoError(t, err)
 	}
+}
+
+func TestExtraRoutesAndTopicsOnTheStatusPage(t *testing.T) {
+	c := benchContract(t, "1.0.0")
+	other := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"}, func(s *framework.Server) {
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{}, nil }
+		framework.HandleUnary(s, c, "ReportStatus", ack)
+		framework.HandleBatch(s, c, "ReportStatuses", ack)
+		s.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("lockstep_up 1\n"))
+		}))
+		assert.PanicsWithValue(t, "lockstep: /lockstep/extra is served by the runtime itself", func() {
+			s.Handle("/lockstep/extra", http.NotFoundHandler())
+		})
+	})
+	a := do(t, http.MethodGet, other.URL+"/metrics", nil, nil)
+	assert.Equal(t, http.StatusOK, a.status)
+	assert.Equal(t, "lockstep_up 1\n", string(a.body))
+	assert.Panics(t, func() { other.Server.Handle("/late", http.NotFoundHandler()) }, "routes are fixed once serving")
+
+	a = do(t, http.MethodGet, other.URL+framework.PathStatus, nil, nil)
+	require.Equal(t, http.StatusOK, a.status)
+	var st framework.ServerStatus
+	require.NoError(t, json.Unmarshal(a.body, &st))
+	assert.NotNil(t, st.Topics)
 }

@@ -71,6 +71,8 @@ type ServerStatus struct {
 	// knows when the fork can be retired.
 	PeersByVersion map[string]map[string]int `json:"peersByVersion"`
 	Sessions       []SessionInfo             `json:"sessions"`
+	// Topics describes the topics the server holds, with their watchers.
+	Topics []TopicStats `json:"topics"`
 }
 
 // Status returns the server's status.
@@ -78,7 +80,10 @@ func (s *Server) Status() ServerStatus {
 	st := ServerStatus{
 		Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release,
 		Draining: s.draining.Load(), Ready: s.Ready() == nil,
-		Contracts: map[string][]string{}, Sessions: s.Sessions(),
+		Contracts: map[string][]string{}, Sessions: s.Sessions(), Topics: s.TopicStats(),
+	}
+	if st.Topics == nil {
+		st.Topics = []TopicStats{}
 	}
 	st.PeersByVersion = map[string]map[string]int{}
 	for _, sess := range st.Sessions {

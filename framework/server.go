@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,23 @@ func (s *Server) register(c *Contract, method string, h *methodHandler) {
 		panic(fmt.Sprintf("lockstep: %s %s method %s registered twice", c.Name(), c.Version(), method))
 	}
 	sv.methods[method] = h
+}
+
+// Handle serves h at pattern (chi syntax, e.g. "/metrics") beside the
+// lockstep protocol, so a binary serves its own routes through [Server.Serve]
+// and they are drained with it. Patterns under /lockstep/ and the health
+// paths are the server's own. It panics on setup mistakes, and once the
+// server has started.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic("lockstep: routes must be added before the server starts")
+	}
+	if strings.HasPrefix(pattern, pathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
+		panic(fmt.Sprintf("lockstep: %s is served by the runtime itself", pattern))
+	}
+	s.router.Handle(pattern, h)
 }
 
 // AddReadinessCheck adds a named check to /readyz; typically a client's

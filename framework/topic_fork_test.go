@@ -78,6 +78,17 @@ func TestForkedTopicConvertsEachChangeOnceForOldWatchers(t *testing.T) {
 	require.Eventually(t, converged, 15*time.Second, 10*time.Millisecond)
 	assert.Equal(t, int64(3), conversions.Load(), "one conversion per change, whatever the number of watchers")
 
+	// The status page lists both forms of the topic with their watchers.
+	topics := srv.Server.Status().Topics
+	require.Len(t, topics, 2)
+	watchers := map[string]int{}
+	for _, tp := range topics {
+		assert.Equal(t, "Nodes", tp.Topic)
+		assert.Equal(t, 1, tp.Keys)
+		watchers[tp.Version] = len(tp.Watchers)
+	}
+	assert.Equal(t, map[string]int{"1.0.0": oldWatchers, "2.0.0": 1}, watchers)
+
 	// The 1.0.0 watchers received the 1.0.0 form on the wire.
 	raw, _ := json.Marshal(mustGet(t, olds[0], "n1"))
 	assert.JSONEq(t, `{"node":"n1","ready":false}`, string(raw))
