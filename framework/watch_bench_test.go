@@ -362,7 +362,7 @@ func buildIdleWatchers(b *testing.B) string {
 	bin := filepath.Join(b.TempDir(), "idlewatchers")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		b.Fatalf("building idlewatchers needs the go command on PATH: %v", err)
 	}
 	out, err := exec.Command(goTool, "build", "-o", bin,
 		"github.com/lockstep-dev/lockstep/framework/internal/topicmsg/idlewatchers").CombinedOutput()
