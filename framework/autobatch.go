@@ -19,7 +19,8 @@ import (
 // and otherwise waits for one to finish, joining whatever else waits. With
 // MaxDelay set, a call also waits up to that long for companions.
 type AutoBatch struct {
-	// MaxCalls bounds the calls in one request; default 64.
+	// MaxCalls bounds the calls in one request; default 64, at most
+	// [MaxMultiCalls].
 	MaxCalls int
 	// MaxInFlight bounds the requests under way per endpoint; default 2.
 	MaxInFlight int
@@ -32,6 +33,7 @@ func (a AutoBatch) withDefaults() AutoBatch {
 	if a.MaxCalls <= 0 {
 		a.MaxCalls = 64
 	}
+	a.MaxCalls = min(a.MaxCalls, MaxMultiCalls)
 	if a.MaxInFlight <= 0 {
 		a.MaxInFlight = 2
 	}
@@ -188,9 +190,11 @@ func (b *batcher) send(calls []*pendingCall) {
 		a := attempt{draining: whole.draining}
 		switch {
 		case r.Error != nil:
+			// An item's own error says nothing of whether it was
+			// processed: only the request as a whole can be refused
+			// unprocessed.
 			a.status = r.Error.toError().Code().HTTPStatus()
 			a.body = mustJSON(r.Error)
-			a.notProcessed = r.Error.Code == CodeHandshakeRequired || r.Error.Code == CodeIncompatiblePeer
 		default:
 			a.status, a.body = http.StatusOK, r.OK
 		}

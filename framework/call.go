@@ -345,7 +345,7 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		}
 		werr := decodeWireErrorStatus(a.status, a.body)
 		switch {
-		case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
+		case a.notProcessed && (werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer):
 			e.lose(sess, stateConnecting, werr)
 			continue
 		case a.draining && a.notProcessed:

@@ -140,12 +140,16 @@ func (e *endpoint) run() {
 			e.closeSession(last)
 		}
 	}()
-	refused := false
+	hold := false
 	for e.ctx.Err() == nil {
-		// After a refusal, ask the server to hold the next one open until it
+		// After a refusal the server can hold open (an incompatibility that
+		// its replacement may not have), ask it to hold the next one until it
 		// drains: the client then learns of its replacement at once.
-		sess, state, err := e.handshake(refused)
-		refused = state == stateRefused
+		askedToHold := hold
+		began := cfg.Clock.Now()
+		sess, state, err := e.handshake(askedToHold)
+		held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
+		hold = state == stateRefused && holdableRefusal(err)
 		if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
 			obs.Handshake(e.c.contract.Name(), e.url, handshakeOutcome(state, err))
 		}
@@ -173,8 +177,11 @@ func (e *endpoint) run() {
 			return
 		}
 		e.setState(state, nil, err)
-		if refused {
-			continue // the next attempt is held by the server, not paced here
+		if hold && (!askedToHold || held) {
+			// The next attempt is held by the server, not paced here. A
+			// server that answers a held attempt at once (one that does not
+			// hold refusals) is paced by the backoff like any failure.
+			continue
 		}
 		if state == stateDraining {
 			// The server is about to go: start the backoff afresh, so its
@@ -194,6 +201,36 @@ func (e *endpoint) run() {
 		}
 	}
 }
+
+// heldLongEnough is how long a held handshake must have been held for the
+// client to ask again at once.
+const heldLongEnough = 500 * time.Millisecond
+
+// holdableRefusal reports whether err is a server's refusal that it holds
+// open when asked (?wait=): version, fingerprint or release incompatibility.
+// Other refusals (a role the contract does not allow, an unknown contract,
+// too many sessions, a welcome the client itself rejected) do not change
+// when the server is replaced, so they are retried with backoff.
+func holdableRefusal(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Code() != CodeIncompatiblePeer {
+		return false
+	}
+	var r handshake.Refusal
+	if json.Unmarshal(e.Details(), &r) != nil {
+		return false
+	}
+	var rejected rejectedWelcome
+	return holdable(r.Reason) && !errors.As(err, &rejected)
+}
+
+// rejectedWelcome is a welcome the client refused by its own rules (the
+// server's release did not satisfy the client's constraint, say): not a
+// refusal the server could hold open.
+type rejectedWelcome struct{ err *Error }
+
+func (r rejectedWelcome) Error() string { return r.err.Error() }
+func (r rejectedWelcome) Unwrap() error { return r.err }
 
 // handshakeOutcome names a handshake's outcome for observers.
 func handshakeOutcome(state string, err error) string {
@@ -253,7 +290,7 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 	}
 	if r := handshake.CheckWelcome(e.c.contract.Name(), cfg.Component, e.c.offers, cfg.PeerRelease, w); r != nil {
 		e.closeSession(&clientSession{token: w.Session})
-		return nil, stateRefused, NewError(CodeIncompatiblePeer, r).WithDetails(r)
+		return nil, stateRefused, rejectedWelcome{NewError(CodeIncompatiblePeer, r).WithDetails(r)}
 	}
 	v := e.c.versionOf(w.Version)
 	if v == nil {
@@ -389,6 +426,9 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 	}
 	if resp.StatusCode == http.StatusOK {
 		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
+		if resp.Header.Get(HeaderResync) != "" && e.c.cfg.OnResync != nil {
+			go e.c.cfg.OnResync()
+		}
 	}
 	return a
 }

@@ -185,7 +185,7 @@ func serveForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server,
 	call.Request = req
 	out, err := target.invoke(ctx, call)
 	if err != nil {
-		return nil, err
+		return nil, processedError(err)
 	}
 	resp, ok := out.(*Resp)
 	if !ok || resp == nil {

@@ -51,7 +51,7 @@ func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(co
 		call.Request = req
 		out, err := run(ctx, call)
 		if err != nil {
-			return nil, err
+			return nil, processedError(err)
 		}
 		return encodeResponse[Resp](out)
 	}})
@@ -77,11 +77,24 @@ func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(co
 			itemCall.Request, itemCall.Batch, itemCall.Item = req, true, i
 			resp, err := run(ctx, &itemCall)
 			if err != nil {
-				return nil, err
+				return nil, processedError(err)
 			}
 			return encodeResponse[Resp](resp)
 		})
 	}})
+}
+
+// processedError is the error a caller sees once a handler has run. The
+// codes handshake_required and incompatible_peer promise that a call was not
+// processed, so the client may resend it; a handler or interceptor that
+// returns one (passing on a downstream peer's error, say) must not make the
+// caller resend a call it already handled, so it travels as unavailable.
+func processedError(err error) error {
+	switch CodeOf(err) {
+	case CodeHandshakeRequired, CodeIncompatiblePeer:
+		return NewError(CodeUnavailable, err)
+	}
+	return err
 }
 
 // serveBatchItems decodes {"items":[…]}, serves each item in order, and
@@ -210,6 +223,13 @@ func unmarshal(body []byte, v any) error {
 	return json.Unmarshal(body, v)
 }
 
+// MaxMultiCalls bounds the calls of one multi-call request; a client's
+// AutoBatch.MaxCalls should not exceed it.
+const MaxMultiCalls = 256
+
+// multiCallWorkers bounds the goroutines one multi-call runs its calls on.
+const multiCallWorkers = 32
+
 // MultiCallMethod is the path segment of the generic multi-call endpoint,
 // POST /lockstep/<contract>/<version>/_multi: several unary calls of one
 // session in one request. Method names start with a letter, so it never
@@ -306,6 +326,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if draining {
 		markDraining(w)
 	}
+	if sess.resync.Swap(false) {
+		w.Header().Set(HeaderResync, "1")
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -346,6 +369,18 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	var in multiRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "multi-call body must be {\"calls\":[…]}: %v", err)
+	}
+	if len(in.Calls) > MaxMultiCalls {
+		return nil, Errorf(CodeInvalidArgument, "a multi-call carries at most %d calls, not %d", MaxMultiCalls, len(in.Calls))
+	}
+	// Each call counts against the session's in-flight limit, as it would
+	// alone (the request itself was counted once already).
+	if extra := int64(len(in.Calls) - 1); extra > 0 {
+		if n := sess.inFlight.Add(extra); n > int64(s.cfg.MaxInFlightPerSession) {
+			sess.inFlight.Add(-extra)
+			return nil, Errorf(CodeResourceExhausted, "session would have %d calls in flight, the limit is %d", n, s.cfg.MaxInFlightPerSession)
+		}
+		defer sess.inFlight.Add(-extra)
 	}
 	out := batchResponse{Results: make([]batchResult, len(in.Calls))}
 	run := func(i int) {
@@ -390,14 +425,23 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	if len(in.Calls) == 1 {
 		run(0)
 	} else {
+		// A bounded number of workers: the calls came from concurrent
+		// callers, but one request must not start unbounded goroutines.
 		var wg sync.WaitGroup
-		for i := range in.Calls {
+		next := make(chan int)
+		for w := 0; w < min(len(in.Calls), multiCallWorkers); w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				run(i)
+				for i := range next {
+					run(i)
+				}
 			}()
 		}
+		for i := range in.Calls {
+			next <- i
+		}
+		close(next)
 		wg.Wait()
 	}
 	return json.Marshal(out)

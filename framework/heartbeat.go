@@ -198,6 +198,11 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 			err = decodeWireError(resp, answer)
 		}
 		g.h.logger.Warn("lockstep: heartbeat failed", "url", g.key.url, "err", err)
+		// A proxy answering for a dead server looks like this: give the
+		// sessions up once they would have lapsed anyway.
+		if sinceOK > ttl {
+			g.loseAll(members, stateUnreachable, err)
+		}
 		return false
 	}
 	if resp.Header.Get(HeaderDraining) != "" {

@@ -271,10 +271,12 @@ func (s *Server) ListenAndServe(addr string) error {
 func (s *Server) Draining() bool { return s.draining.Load() }
 
 // Shutdown drains and stops the server. First it takes no new sessions and
-// answers every call with the draining header (calls already running finish;
-// calls arriving now are refused unprocessed so clients resend them
-// elsewhere) until every session has been told or DrainTimeout passes; then
-// it closes the listener and waits for in-flight calls. ctx bounds the whole.
+// answers every call with the draining header (calls already running
+// finish; calls arriving now are refused unprocessed so clients resend them
+// elsewhere) until every client has closed its session (its acknowledgement)
+// or it lapsed, and no call has arrived for DrainQuiet, or DrainTimeout
+// passes; then it closes the listener and waits for in-flight calls. ctx
+// bounds the whole.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.beginDrain()
 	deadline := s.cfg.Clock.NewTimer(s.cfg.DrainTimeout)

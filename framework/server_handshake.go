@@ -80,7 +80,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		writeError(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal), s.draining.Load(), true)
 		return
 	}
-	if s.sessions.len() >= s.cfg.MaxSessions {
+	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
 		writeError(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions), false, true)
 		return
 	}

@@ -84,6 +84,13 @@ func (t *sessionTable) remove(s *session) bool {
 	return true
 }
 
+// has reports whether a client instance holds a session of a contract.
+func (t *sessionTable) has(contract, instance string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.byClient[clientKey{contract, instance}] != nil
+}
+
 func (t *sessionTable) len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -57,6 +58,9 @@ func decodeTimeout(s string) (time.Duration, error) {
 		unit = time.Nanosecond
 	default:
 		return 0, fmt.Errorf("timeout %q: unit must be one of H M S m u n", s)
+	}
+	if v > int64(math.MaxInt64/unit) {
+		return time.Duration(math.MaxInt64), nil // further than a Duration reaches: no deadline to speak of
 	}
 	return time.Duration(v) * unit, nil
 }

@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -82,4 +83,13 @@ func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
 	assert.Equal(t, "key n1 taken", back.Message())
 	assert.JSONEq(t, `{"owner":"kubelet/a"}`, string(back.Details()))
 	assert.Equal(t, CodeInternal, wireError{Code: "weird"}.toError().Code(), "unknown codes from the wire are internal")
+}
+
+func TestTimeoutBeyondADurationSaturates(t *testing.T) {
+	d, err := decodeTimeout("99999999H")
+	require.NoError(t, err)
+	assert.Positive(t, d, "no overflow into the past")
+	d, err = decodeTimeout(encodeTimeout(time.Duration(math.MaxInt64)))
+	require.NoError(t, err)
+	assert.Positive(t, d)
 }

@@ -16,6 +16,10 @@ const (
 	// HeaderNotProcessed is "1" on an error answer whose call never reached a
 	// handler, so the client may resend it anywhere.
 	HeaderNotProcessed = "Lockstep-Not-Processed"
+	// HeaderResync is "1" on a call's answer when the server asks the
+	// session to send its full state again (as heartbeat answers do), so a
+	// client whose calls keep its session alive without heartbeats hears it.
+	HeaderResync = "Lockstep-Resync"
 )
 
 // Paths of the lockstep protocol.
