@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-version"
-
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -308,7 +306,7 @@ func (c *Client) versionOf(ver string) *peerVersion {
 		return v
 	}
 	for _, v := range c.versions {
-		if handshakeSameVersion(v.contract.Version(), ver) {
+		if handshake.SameVersion(v.contract.Version(), ver) {
 			return v
 		}
 	}
@@ -341,16 +339,22 @@ func (e *endpoint) closeSession(sess *clientSession) {
 	if sess.closed.Swap(true) {
 		return
 	}
+	deleteSessions(e.c.hc, e.url, []string{sess.token})
+}
+
+// deleteSessions closes sessions at the server at url in one request,
+// briefly and best effort.
+func deleteSessions(hc *http.Client, url string, tokens []string) {
+	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, e.url+PathSession, http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+PathSession, bytes.NewReader(body))
 	if err != nil {
 		return
 	}
-	req.Header.Set(HeaderSession, sess.token)
-	if resp, err := e.c.hc.Do(req); err == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		_ = resp.Body.Close()
+	req.Header.Set("Content-Type", contentTypeJSON)
+	if resp, err := hc.Do(req); err == nil {
+		_, _ = readAnswer(resp, 4096)
 	}
 }
 
@@ -443,12 +447,4 @@ func (e *endpoint) callURL(sess *clientSession, method string) string {
 		}
 	}
 	return e.url + CallPath(c.Name(), c.Version(), method)
-}
-
-// handshakeSameVersion compares version strings semantically ("2.0" is
-// "2.0.0").
-func handshakeSameVersion(a, b string) bool {
-	va, errA := version.NewVersion(a)
-	vb, errB := version.NewVersion(b)
-	return errA == nil && errB == nil && va.Equal(vb)
 }

@@ -243,19 +243,8 @@ func (g *beatGroup) closeAll(members map[string]*clientSession) {
 			tokens = append(tokens, token)
 		}
 	}
-	if len(tokens) == 0 {
-		return
-	}
-	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.key.url+PathSession, bytes.NewReader(body))
-	if err != nil {
-		return
-	}
-	req.Header.Set("Content-Type", contentTypeJSON)
-	if resp, err := g.hc.Do(req); err == nil {
-		_, _ = readAnswer(resp, 4096)
+	if len(tokens) > 0 {
+		deleteSessions(g.hc, g.key.url, tokens)
 	}
 }
 

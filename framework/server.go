@@ -111,13 +111,12 @@ func (s *Server) routes() chi.Router {
 	return r
 }
 
-// register adds a contract version to the server; it panics on setup
-// mistakes, which are programming errors.
-func (s *Server) register(c *Contract, method string, h *methodHandler) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// servedVersionLocked returns the record of a contract version the server
+// serves, creating it; what names what is being registered, for the panic
+// that a late registration gets. s.mu must be held.
+func (s *Server) servedVersionLocked(c *Contract, what string) *servedVersion {
 	if s.started {
-		panic("lockstep: handlers must be registered before the server starts")
+		panic("lockstep: " + what + " must be registered before the server starts")
 	}
 	if c.Server() != s.cfg.Component {
 		panic(fmt.Sprintf("lockstep: contract %s is served by %s, not %s", c.Name(), c.Server(), s.cfg.Component))
@@ -134,6 +133,15 @@ func (s *Server) register(c *Contract, method string, h *methodHandler) {
 	} else if sv.contract.Fingerprint() != c.Fingerprint() {
 		panic(fmt.Sprintf("lockstep: contract %s %s registered twice with different fingerprints", c.Name(), c.Version()))
 	}
+	return sv
+}
+
+// register adds a contract version to the server; it panics on setup
+// mistakes, which are programming errors.
+func (s *Server) register(c *Contract, method string, h *methodHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.servedVersionLocked(c, "handlers")
 	if _, dup := sv.methods[method]; dup {
 		panic(fmt.Sprintf("lockstep: %s %s method %s registered twice", c.Name(), c.Version(), method))
 	}

@@ -142,23 +142,11 @@ func holdable(r handshake.Reason) bool {
 // closes its sessions with a draining server once it has stopped sending
 // calls there; the drain waits for that.
 func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
-	var req heartbeatRequest
-	if token := r.Header.Get(HeaderSession); token != "" {
-		req.Sessions = []string{token}
-	} else if r.ContentLength != 0 {
-		body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
-		if err != nil {
-			writeError(w, err, s.draining.Load(), true)
-			return
-		}
-		err = json.Unmarshal(body, &req)
-		release()
-		if err != nil {
-			writeError(w, Errorf(CodeInvalidArgument, "session close body must be {\"sessions\":[…]}: %v", err), s.draining.Load(), true)
-			return
-		}
+	tokens, ok := s.readSessions(w, r, "session close", false)
+	if !ok {
+		return
 	}
-	for _, token := range req.Sessions {
+	for _, token := range tokens {
 		if sess := s.sessions.get(token); sess != nil {
 			sess.drainNotified.Store(true)
 			if s.sessions.remove(sess) {
@@ -171,6 +159,31 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 		markDraining(w)
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// readSessions reads the sessions a heartbeat or a session close names:
+// one in the session header, or {"sessions":[…]} in the body (which only a
+// heartbeat requires). A malformed request is answered here, and ok is false.
+func (s *Server) readSessions(w http.ResponseWriter, r *http.Request, what string, bodyRequired bool) (tokens []string, ok bool) {
+	if token := r.Header.Get(HeaderSession); token != "" {
+		return []string{token}, true
+	}
+	if !bodyRequired && r.ContentLength == 0 {
+		return nil, true
+	}
+	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, err, s.draining.Load(), true)
+		return nil, false
+	}
+	var req heartbeatRequest
+	err = json.Unmarshal(body, &req)
+	release()
+	if err != nil {
+		writeError(w, Errorf(CodeInvalidArgument, "%s body must be {\"sessions\":[…]}: %v", what, err), s.draining.Load(), true)
+		return nil, false
+	}
+	return req.Sessions, true
 }
 
 // heartbeatRequest is the body of POST /lockstep/heartbeat: the sessions
@@ -195,26 +208,14 @@ type heartbeatAnswer struct {
 // heartbeats of all sessions of a client process, so a node simulator with
 // 10,000 sessions sends one request per interval, not 10,000.
 func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
-	var req heartbeatRequest
-	if token := r.Header.Get(HeaderSession); token != "" {
-		req.Sessions = []string{token}
-	} else {
-		body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
-		if err != nil {
-			writeError(w, err, s.draining.Load(), true)
-			return
-		}
-		err = json.Unmarshal(body, &req)
-		release()
-		if err != nil {
-			writeError(w, Errorf(CodeInvalidArgument, "heartbeat body must be {\"sessions\":[…]}: %v", err), s.draining.Load(), true)
-			return
-		}
+	tokens, ok := s.readSessions(w, r, "heartbeat", true)
+	if !ok {
+		return
 	}
 	draining := s.draining.Load()
 	now := s.now()
 	ans := heartbeatAnswer{Lost: []string{}, Resync: []string{}}
-	for _, token := range req.Sessions {
+	for _, token := range tokens {
 		sess := s.sessions.get(token)
 		if sess == nil {
 			ans.Lost = append(ans.Lost, token)

@@ -153,24 +153,7 @@ func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, op
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
-		panic("lockstep: topics must be registered before the server starts")
-	}
-	if c.Server() != s.cfg.Component {
-		panic(fmt.Sprintf("lockstep: contract %s is served by %s, not %s", c.Name(), c.Server(), s.cfg.Component))
-	}
-	sc := s.contracts[c.Name()]
-	if sc == nil {
-		sc = &servedContract{name: c.Name(), versions: map[string]*servedVersion{}}
-		s.contracts[c.Name()] = sc
-	}
-	sv := sc.versions[c.Version()]
-	if sv == nil {
-		sv = &servedVersion{contract: c, methods: map[string]*methodHandler{}}
-		sc.versions[c.Version()] = sv
-	} else if sv.contract.Fingerprint() != c.Fingerprint() {
-		panic(fmt.Sprintf("lockstep: contract %s %s registered twice with different fingerprints", c.Name(), c.Version()))
-	}
+	sv := s.servedVersionLocked(c, "topics")
 	if sv.topics == nil {
 		sv.topics = map[string]*topicStore{}
 	}

@@ -168,7 +168,7 @@ func CheckWelcome(contract, component string, offers []Offer, peerRelease string
 	}
 	var found *Offer
 	for i := range offers {
-		if !sameVersion(offers[i].Version, w.Version) {
+		if !SameVersion(offers[i].Version, w.Version) {
 			continue
 		}
 		if found == nil || offers[i].Fingerprint == w.Fingerprint {
@@ -327,8 +327,10 @@ func versionList(offers []Offer) string {
 	return strings.Join(vs[:len(vs)-1], ", ") + " and " + vs[len(vs)-1]
 }
 
-// sameVersion compares two version strings semantically ("2.0" == "2.0.0").
-func sameVersion(a, b string) bool {
+// SameVersion reports whether two version strings name the same version as
+// negotiation compares them: equal numeric segments ("2.0" is "2.0.0") and
+// the same pre-release. Strings that do not parse must be identical.
+func SameVersion(a, b string) bool {
 	va, errA := version.NewVersion(a)
 	vb, errB := version.NewVersion(b)
 	if errA != nil || errB != nil {
