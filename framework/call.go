@@ -234,18 +234,19 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 		defer func() { obs.Call(c.contract.Name(), call.Version, method, CodeOf(err), c.cfg.Clock.Since(start)) }()
 	}
 	final := func(ctx context.Context, call *Call) (any, error) {
-		// Encodings are cached per version: a resend to another endpoint at
-		// the same version reuses the bytes.
-		bodies := map[*peerVersion][]byte{}
+		// The last encoding is kept: a resend to an endpoint at the same
+		// version (nearly always) reuses the bytes without a map per call.
+		var encodedFor *peerVersion
+		var encoded []byte
 		encode := func(v *peerVersion) ([]byte, error) {
-			if b, ok := bodies[v]; ok {
-				return b, nil
+			if v == encodedFor {
+				return encoded, nil
 			}
 			b, err := wire.encode(v.conversion(method), call.Request)
 			if err != nil {
 				return nil, convError(method, c.contract.Version(), v.contract.Version(), err)
 			}
-			bodies[v] = b
+			encodedFor, encoded = v, b
 			return b, nil
 		}
 		answer, v, err := c.send(ctx, call, encode, idempotent || o.idempotencyKey != "", o.failFast)
