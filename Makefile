@@ -3,6 +3,10 @@
 
 GO        ?= go
 PKGS      ?= ./...
+# Every Go module in the repository (nested ones too: `./...` stops at a
+# nested go.mod, so each target loops over these directories).
+MODULES   := $(patsubst %/go.mod,%,$(shell git ls-files --cached --others --exclude-standard '*go.mod' 2>/dev/null || echo go.mod))
+MODULES   := $(patsubst go.mod,.,$(MODULES))
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
 FUZZTIME  ?= 30s
 
@@ -11,14 +15,15 @@ FUZZTIME  ?= 30s
 ## test: vet, check generated code is fresh, then every test with the race
 ## detector (fuzz seed corpora included).
 test: vet check-generated
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	@set -e; for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 12m $(PKGS)); done
 
+## vet: build and vet every module.
 vet:
-	$(GO) vet $(PKGS)
+	@set -e; for m in $(MODULES); do echo "== go vet $$m"; (cd $$m && $(GO) build $(PKGS) && $(GO) vet $(PKGS)); done
 
-## generate: regenerate every generated file.
+## generate: regenerate every generated file in every module.
 generate:
-	$(GO) generate $(PKGS)
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) generate $(PKGS)); done
 
 ## check-generated: fail when committed generated code differs from what the
 ## generator writes now.
