@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchrun"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 

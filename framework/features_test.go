@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
 )
 
 // cuttable is an injectable transport that can be cut, as a network

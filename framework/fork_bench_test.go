@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchrun"
 )
 
 // BenchmarkForkOverhead measures what fork mode costs: calls at 1.0.0

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchgen"
 )
 
 // generatedNodes are the benchmark requests as generated types: the same

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
 )
 
 func TestMain(m *testing.M) {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 )
 
 func TestKilledClientProcessIsReportedLostWithinTTLPlusAHeartbeat(t *testing.T) {

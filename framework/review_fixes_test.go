@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
 )
 
 // A handler that passes on a downstream peer's incompatible_peer must not

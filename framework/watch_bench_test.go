@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 )
 

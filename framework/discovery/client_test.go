@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/discovery"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
 )
 
 // replica is one nodecontroller serving the bench contract, counting the

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/discovery"
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
 )
 
 // ExampleDNS follows the A and AAAA records of a headless Service as its

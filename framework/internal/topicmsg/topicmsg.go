@@ -8,7 +8,7 @@ package topicmsg
 import (
 	"encoding/json"
 
-	"github.com/lockstep-dev/lockstep/framework/internal/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 

@@ -1,7 +1,9 @@
 // Package benchmsg is the benchmark message of the project (a Kubernetes-like
 // NodeStatus answered by an Ack) as a contract described in Go by hand, with
-// hand-written types. The framework's tests and benchmarks use it, so every
-// suite measures the very same bytes.
+// hand-written types. The framework's tests and benchmarks and the comparison
+// suite (the nested module bench/) use it, so every suite measures the very
+// same bytes; it lives outside internal/ so that the bench module can import
+// it, and is no API with compatibility promises.
 package benchmsg
 
 import (

@@ -1,8 +1,10 @@
-// Package benchrun holds what the framework's benchmarks share: a closed
-// load loop over a fixed number of callers that records every call's
-// latency, a process CPU meter (getrusage, user plus system), and a
-// live-memory meter, so every variant of a side-by-side comparison is
-// measured by the very same code.
+// Package benchrun holds what the framework's benchmarks and the comparison
+// suite (the nested module bench/) share: a closed load loop over a fixed
+// number of callers that records every call's latency, a process CPU meter
+// (getrusage, user plus system), and a live-memory meter, so every variant
+// of a side-by-side comparison is measured by the very same code. It lives
+// outside internal/ so that the bench module can import it; it is no API
+// with compatibility promises.
 package benchrun
 
 import (
