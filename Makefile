@@ -30,9 +30,10 @@ generate:
 check-generated:
 	@./.ci/check-generated
 
-## demo: the sample control plane through a rolling upgrade.
+## demo: the sample control plane through a rolling upgrade (sample/ is a
+## module of its own, so the demo runs inside it).
 demo:
-	$(GO) run ./sample/cmd/lockstep-demo -out sample/demo-output
+	cd sample && $(GO) run ./cmd/lockstep-demo -out demo-output
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:

@@ -6,8 +6,8 @@
 // served and failed. It writes the timeline as SVG and HTML too, and exits
 // non-zero if an invariant broke.
 //
-//	go run ./sample/cmd/lockstep-demo               # in one process
-//	go run ./sample/cmd/lockstep-demo -processes    # the sample's binaries as processes
+//	cd sample && go run ./cmd/lockstep-demo               # in one process
+//	cd sample && go run ./cmd/lockstep-demo -processes    # the sample's binaries as processes
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 func main() {
 	skew := flag.Duration("skew", time.Second, "how long one side of a pair runs v2 before the other")
 	nodes := flag.Int("nodes", 8, "nodes the kubelet simulates")
-	out := flag.String("out", "sample/demo-output", "folder for timeline.svg, timeline.html, timeline.txt and the components' logs")
+	out := flag.String("out", "demo-output", "folder for timeline.svg, timeline.html, timeline.txt and the components' logs")
 	processes := flag.Bool("processes", false, "build the sample's binaries and run them as separate processes")
 	flag.Parse()
 

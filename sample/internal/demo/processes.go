@@ -229,7 +229,8 @@ func RunProcesses(ctx context.Context, opts Options) (*ProcessResult, error) {
 	return res, ctx.Err()
 }
 
-// buildBinaries builds the sample's commands with the go command.
+// buildBinaries builds the sample's commands with the go command, in the
+// sample's own module (the one the running test or demo belongs to).
 func buildBinaries(ctx context.Context, dir string) error {
 	root, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
@@ -237,7 +238,7 @@ func buildBinaries(ctx context.Context, dir string) error {
 	}
 	args := []string{"build", "-o", dir + string(os.PathSeparator)}
 	for _, b := range binaries {
-		args = append(args, "./sample/cmd/"+b)
+		args = append(args, "./cmd/"+b)
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
