@@ -11,9 +11,12 @@ import (
 // serveHandshake answers POST /lockstep/handshake: a welcome with a new
 // session, or a coded refusal. With ?wait=<duration>, a refusal for
 // incompatible versions is held until the server starts draining or the
-// wait ends, so a client learns of this server's replacement at once.
+// wait ends, so a client learns of this server's replacement at once. With
+// ?dryRun=1 the server answers what it would answer now, but opens no
+// session and holds nothing (see answerDryRun).
 func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
-	if obs := s.cfg.Observer; obs != nil {
+	dryRun := r.URL.Query().Get(QueryDryRun) == "1"
+	if obs := s.cfg.Observer; obs != nil && !dryRun {
 		ow := &observedWriter{ResponseWriter: w}
 		w = ow
 		defer func() {
@@ -61,6 +64,10 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agreement, refusal := s.negotiate(sc, hello)
+	if dryRun {
+		s.answerDryRun(w, hello, agreement, refusal)
+		return
+	}
 	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
 		t := s.cfg.Clock.NewTimer(wait)
 		select {
@@ -102,6 +109,31 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	welcome, _ := json.Marshal(handshake.Welcome{
 		Session:     sess.token,
 		Version:     sess.version,
+		Fingerprint: agreement.Fingerprint,
+		Peer:        handshake.Peer{Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release},
+		Heartbeat:   handshake.Duration(s.cfg.Heartbeat),
+		TTL:         handshake.Duration(s.cfg.SessionTTL),
+	})
+	writeJSON(w, http.StatusOK, welcome)
+}
+
+// answerDryRun answers a dry-run handshake, which an operator's tool sends to
+// ask whether a client would be accepted: the refusal a real handshake would
+// get now, or a welcome without a session. It creates no session, fires no
+// peer hooks and is not counted as a handshake, so asking cannot disturb
+// the peers the server serves.
+func (s *Server) answerDryRun(w http.ResponseWriter, hello handshake.Hello, agreement handshake.Agreement, refusal *handshake.Refusal) {
+	draining := s.draining.Load()
+	if refusal != nil {
+		writeError(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal), draining, true)
+		return
+	}
+	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
+		writeError(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions), draining, true)
+		return
+	}
+	welcome, _ := json.Marshal(handshake.Welcome{
+		Version:     agreement.Version,
 		Fingerprint: agreement.Fingerprint,
 		Peer:        handshake.Peer{Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release},
 		Heartbeat:   handshake.Duration(s.cfg.Heartbeat),

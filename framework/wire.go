@@ -31,6 +31,11 @@ const (
 	pathPrefix    = "/lockstep/"
 )
 
+// QueryDryRun is the query parameter ("dryRun=1") that makes a handshake a
+// dry run: the server answers what it would answer, but opens no session.
+// Operators' tools ask with it whether a client would be accepted.
+const QueryDryRun = "dryRun"
+
 // CallPath returns the path of a method at a contract version:
 // /lockstep/<contract>/<version>/<Method>.
 func CallPath(contract, version, method string) string {
