@@ -32,19 +32,26 @@ type Server struct {
 // fingerprintPattern is the form every fingerprint takes on the wire.
 var fingerprintPattern = regexp.MustCompile(`^lsfp1:[0-9a-f]{64}$`)
 
-// Validate checks a hello's form: required fields, parseable versions,
+// Validate checks a hello's form: required fields, names that pass
+// [CheckName], parseable versions,
 // well-formed fingerprints, a parseable release constraint. A hello that fails
 // is answered with invalid_argument.
 func (h *Hello) Validate() error {
 	var errs []error
-	if h.Contract == "" {
-		errs = append(errs, errors.New("contract is required"))
+	for _, f := range []struct{ what, value string }{
+		{"contract", h.Contract}, {"component", h.Component}, {"instance", h.Instance},
+	} {
+		if err := CheckName(f.what, f.value); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if h.Component == "" {
-		errs = append(errs, errors.New("component is required"))
+	if h.Release != "" {
+		if err := CheckName("release", h.Release); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if h.Instance == "" {
-		errs = append(errs, errors.New("instance is required"))
+	if len(h.PeerRelease) > MaxNameBytes {
+		errs = append(errs, fmt.Errorf("peerRelease is %d bytes long, at most %d allowed", len(h.PeerRelease), MaxNameBytes))
 	}
 	if len(h.Offers) == 0 {
 		errs = append(errs, errors.New("offers must name at least one version"))
@@ -52,12 +59,12 @@ func (h *Hello) Validate() error {
 	if err := ValidateOffers(h.Offers); err != nil {
 		errs = append(errs, err)
 	}
-	if h.Release != "" {
+	if h.Release != "" && len(h.Release) <= MaxNameBytes {
 		if _, err := version.NewVersion(h.Release); err != nil {
 			errs = append(errs, fmt.Errorf("release %q is not a version: %w", h.Release, err))
 		}
 	}
-	if h.PeerRelease != "" {
+	if h.PeerRelease != "" && len(h.PeerRelease) <= MaxNameBytes {
 		if _, err := version.NewConstraint(h.PeerRelease); err != nil {
 			errs = append(errs, fmt.Errorf("peerRelease %q is not a version constraint: %w", h.PeerRelease, err))
 		}
@@ -82,6 +89,10 @@ func ValidateOffers(offers []Offer) error {
 	var errs []error
 	var seen []*version.Version
 	for i, o := range offers {
+		if len(o.Version) > MaxNameBytes {
+			errs = append(errs, fmt.Errorf("offers[%d]: version is %d bytes long, at most %d allowed", i, len(o.Version), MaxNameBytes))
+			continue
+		}
 		v, err := version.NewVersion(o.Version)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("offers[%d]: version %q is not a semantic version", i, o.Version))

@@ -1,0 +1,107 @@
+package handshake_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+const goodFingerprint = "lsfp1:0000000000000000000000000000000000000000000000000000000000000000"
+
+func helloJSON(extra string) string {
+	return `{"contract":"nodestatus","component":"kubelet","instance":"i1","release":"1.31.0",` +
+		`"offers":[{"version":"2.0.0","fingerprint":"` + goodFingerprint + `"}]` + extra + `}`
+}
+
+func TestDecodeHello(t *testing.T) {
+	cases := []struct {
+		name string
+		body string
+		// wantErr is a fragment of the error, or "" for a hello that decodes.
+		wantErr string
+	}{
+		{"valid", helloJSON(""), ""},
+		{"duplicate key", helloJSON(`,"component":"scheduler"`), "appears twice"},
+		{"duplicate key in another case", helloJSON(`,"Component":"scheduler"`), "appears twice"},
+		{"key in another case alone", strings.Replace(helloJSON(""), `"instance"`, `"Instance"`, 1), "unknown key"},
+		{"unknown key", helloJSON(`,"admin":true`), "unknown key"},
+		{"duplicate key in an offer", strings.Replace(helloJSON(""), `"version":"2.0.0"`, `"version":"2.0.0","Version":"1.0.0"`, 1), "appears twice"},
+		{"invalid UTF-8", strings.Replace(helloJSON(""), `"i1"`, "\"i\xff1\"", 1), "UTF-8"},
+		{"control character", strings.Replace(helloJSON(""), `"i1"`, `"i\u00071"`, 1), "control character"},
+		{"escaped invalid surrogate", strings.Replace(helloJSON(""), `"i1"`, `"i\ud8001"`, 1), "control character"},
+		{"long instance", strings.Replace(helloJSON(""), `"i1"`, `"`+strings.Repeat("a", 254)+`"`, 1), "at most 253"},
+		{"instance at the bound", strings.Replace(helloJSON(""), `"i1"`, `"`+strings.Repeat("a", 253)+`"`, 1), ""},
+		{"long release", strings.Replace(helloJSON(""), `"1.31.0"`, `"1.`+strings.Repeat("1", 300)+`"`, 1), "at most 253"},
+		{"trailing data", helloJSON("") + `{}`, "after its JSON value"},
+		{"deep nesting", `{"offers":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, "deeper"},
+		{"not JSON", `{"contract":`, "not valid JSON"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := handshake.DecodeHello([]byte(tc.body))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("DecodeHello: %v", err)
+				}
+				if h.Component != "kubelet" {
+					t.Fatalf("component = %q", h.Component)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("DecodeHello error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestDecodeHelloOffersBound(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"contract":"c","component":"k","instance":"i","offers":[`)
+	for i := 0; i < 10000; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"version":"1.0.` + itoa(i) + `","fingerprint":"` + goodFingerprint + `"}`)
+	}
+	b.WriteString(`]}`)
+	_, err := handshake.DecodeHello([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "at most 64") {
+		t.Fatalf("DecodeHello of 10^4 offers: %v", err)
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// FuzzDecodeHello checks that no body makes DecodeHello panic, and that a
+// hello it accepts has names that pass CheckName and survives a round trip.
+func FuzzDecodeHello(f *testing.F) {
+	f.Add([]byte(helloJSON("")))
+	f.Add([]byte(helloJSON(`,"Component":"scheduler"`)))
+	f.Add([]byte("{\"contract\":\"\xff\"}"))
+	f.Add([]byte(`[[[[{}]]]]`))
+	f.Add([]byte(`{"offers":[{"version":"1","fingerprint":"x"}],"peerRelease":">= 1"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h, err := handshake.DecodeHello(body)
+		if err != nil {
+			return
+		}
+		for _, name := range []string{h.Contract, h.Component, h.Instance} {
+			if err := handshake.CheckName("name", name); err != nil {
+				t.Fatalf("accepted hello with a bad name: %v", err)
+			}
+		}
+		again, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := handshake.DecodeHello(again); err != nil {
+			t.Fatalf("re-encoded hello refused: %v", err)
+		}
+	})
+}

@@ -1,0 +1,37 @@
+package handshake
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxNameBytes bounds every name a peer sends: contract, component,
+// instance, release, and an identity's parts. 253 bytes is the longest DNS
+// name, and so the longest Kubernetes object name a node or pod name can be;
+// a bound keeps what a server stores (and lists on its status page) per
+// session small.
+const MaxNameBytes = 253
+
+// CheckName checks one name a peer sent: not empty, at most [MaxNameBytes]
+// bytes, valid UTF-8 (encoding/json would otherwise fold invalid bytes to
+// U+FFFD, so two distinct names would collide), and no control or format
+// characters (which could forge log lines or hide in status pages). what
+// names the field, for the error.
+func CheckName(what, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s is required", what)
+	}
+	if len(name) > MaxNameBytes {
+		return fmt.Errorf("%s is %d bytes long, at most %d allowed", what, len(name), MaxNameBytes)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%s is not valid UTF-8", what)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return fmt.Errorf("%s contains the control character %U", what, r)
+		}
+	}
+	return nil
+}
