@@ -14,8 +14,14 @@ FUZZTIME  ?= 30s
 
 ## test: vet, check generated code is fresh, then every test with the race
 ## detector (fuzz seed corpora included).
-test: vet check-generated
+test: vet check-generated tools
 	@set -e; for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 12m $(PKGS)); done
+
+## tools: install what tests need beyond Go (python3 for the conformance
+## suite's Python peer) when it is missing.
+.PHONY: tools
+tools:
+	@command -v python3 >/dev/null 2>&1 || { apt-get update && apt-get install -y python3; }
 
 ## vet: build and vet every module.
 vet:
