@@ -6,7 +6,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
 	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"

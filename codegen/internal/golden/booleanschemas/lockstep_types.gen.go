@@ -5,8 +5,8 @@ package booleanschemas
 import (
 	"encoding/json"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Anything is the message Anything of the contract, generated from contract.yaml#/schemas/Anything.

@@ -5,8 +5,8 @@ package caseinsensitive
 import (
 	"encoding/json"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // ExtenderArgs is the message ExtenderArgs of the contract, generated from contract.yaml#/schemas/ExtenderArgs.

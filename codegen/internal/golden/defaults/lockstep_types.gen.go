@@ -5,8 +5,8 @@ package defaults
 import (
 	"time"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Settings is the message Settings of the contract, generated from contract.yaml#/schemas/Settings.

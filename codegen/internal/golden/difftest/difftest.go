@@ -30,8 +30,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Message is one message of a generated package under test.

@@ -3,8 +3,8 @@
 package enums
 
 import (
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Color is the message Color of the contract, generated from contract.yaml#/schemas/Color.

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"net/netip"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Escapes is the message Escapes of the contract, generated from contract.yaml#/schemas/Escapes.

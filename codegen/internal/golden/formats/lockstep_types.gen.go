@@ -5,8 +5,8 @@ package formats
 import (
 	"time"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Formats is the message Formats of the contract, generated from contract.yaml#/schemas/Formats.

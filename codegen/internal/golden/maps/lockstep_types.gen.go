@@ -5,8 +5,8 @@ package maps
 import (
 	"encoding/json"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Labels is generated from contract.yaml#/schemas/Maps/$defs/Labels.

@@ -5,8 +5,8 @@ package nestedobjects
 import (
 	"encoding/json"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Outer is the message Outer of the contract, generated from contract.yaml#/schemas/Outer.

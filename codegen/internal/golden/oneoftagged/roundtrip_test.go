@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/codegen/internal/golden/roundtrip"
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 func TestRoundTrip(t *testing.T) {

@@ -5,8 +5,8 @@ package patternprops
 import (
 	"encoding/json"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Patterns is the message Patterns of the contract, generated from contract.yaml#/schemas/Patterns.

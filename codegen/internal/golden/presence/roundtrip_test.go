@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/codegen/internal/golden/roundtrip"
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 const required = `"reqString": "", "reqNullString": null, "reqObject": {"x": 0, "y": 0}, "reqNullObject": null, "reqList": [], "reqNullList": null`

@@ -3,8 +3,8 @@
 package recursion
 
 import (
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Expr is the message Expr of the contract, generated from contract.yaml#/schemas/Expr.

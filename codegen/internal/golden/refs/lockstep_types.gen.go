@@ -5,8 +5,8 @@ package refs
 import (
 	"strconv"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Code is generated from schemas/legacy.json#/definitions/Code.

@@ -5,8 +5,8 @@ package tuples
 import (
 	"strconv"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Legacy is generated from legacy.json#.

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Types is the message Types of the contract, generated from contract.yaml#/schemas/Types.

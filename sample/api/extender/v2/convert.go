@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
 	v1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	"github.com/lockstep-dev/lockstep/sample/internal/kube"

@@ -5,8 +5,8 @@ package v2
 import (
 	"strconv"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // BindRequest is the message BindRequest of the contract, generated from contract.yaml#/schemas/BindRequest.

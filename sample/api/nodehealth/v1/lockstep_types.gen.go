@@ -5,8 +5,8 @@ package v1
 import (
 	"strconv"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // NodeHealth is the message NodeHealth of the contract, generated from contract.yaml#/schemas/NodeHealth.

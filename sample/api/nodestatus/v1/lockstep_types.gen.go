@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Ack is the message Ack of the contract, generated from schemas/nodestatus.yaml#/$defs/Ack.

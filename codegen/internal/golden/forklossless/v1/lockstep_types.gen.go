@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Dimensions is generated from contract.yaml#/schemas/Item/$defs/Dimensions.

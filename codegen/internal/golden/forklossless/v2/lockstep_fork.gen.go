@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/internal/golden/forklossless/v1"
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // RegisterFork installs impl on s for [Contract], as [Register] does, and

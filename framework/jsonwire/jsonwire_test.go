@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lockstep-dev/lockstep/codegen/jsonwire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 type member struct {

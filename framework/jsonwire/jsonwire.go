@@ -10,6 +10,12 @@
 // Everything here is for generated code; only [Nullable] and its
 // constructors, and the errors ([DecodeError], [ErrUnrepresentable],
 // [ErrExternal]), are meant to be used directly.
+//
+// It lives beside the runtime, not beside the generator, because it is
+// run-time code: every generated package calls it, so every binary built
+// on generated code links it. The generator (codegen) depends on the
+// framework and on this package, never the reverse, so a binary built only
+// on framework and generated code links no codegen package.
 package jsonwire
 
 import (
