@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,7 @@ func TestPythonFingerprints(t *testing.T) {
 	args = append(args, sampleDirs...)
 	cmd := exec.Command(python3(t), args...)
 	cmd.Dir = "python"
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	// The peer runs in python/, so the paths it is given are relative to it.
 	for i := 2; i < len(args); i++ {
 		args[i] = filepath.Join("..", args[i])
