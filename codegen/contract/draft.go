@@ -12,6 +12,10 @@ const (
 	Draft7    Draft = 7
 	Draft2019 Draft = 2019
 	Draft2020 Draft = 2020
+
+	// DraftLatest is what jsonschema/v5 takes for a schema without
+	// "$schema" and for "https://json-schema.org/schema".
+	DraftLatest = Draft2020
 )
 
 // Draft2020URL is the "$schema" of every bundled message schema.
@@ -34,21 +38,31 @@ func (d Draft) String() string {
 	return "unknown draft"
 }
 
-// draftOf maps a "$schema" URI to its draft, as jsonschema/v5 does: scheme
-// and trailing "#" do not matter.
+// draftOf maps a "$schema" URI to its draft exactly as jsonschema/v5's
+// findDraft does, so that the generator accepts what the validator it ships
+// accepts: "http://" counts as "https://", a fragment that is empty or "/"
+// is dropped, and "https://json-schema.org/schema" (the form Kubernetes
+// schemas for kubeconform use) means the latest draft, 2020-12.
 func draftOf(uri string) (Draft, bool) {
-	u := strings.TrimSuffix(uri, "#")
-	u = strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
+	u := uri
+	if strings.HasPrefix(u, "http://") {
+		u = "https://" + strings.TrimPrefix(u, "http://")
+	}
+	if strings.HasSuffix(u, "#") || strings.HasSuffix(u, "#/") {
+		u = u[:strings.IndexByte(u, '#')]
+	}
 	switch u {
-	case "json-schema.org/draft-04/schema":
+	case "https://json-schema.org/schema":
+		return DraftLatest, true
+	case "https://json-schema.org/draft-04/schema":
 		return Draft4, true
-	case "json-schema.org/draft-06/schema":
+	case "https://json-schema.org/draft-06/schema":
 		return Draft6, true
-	case "json-schema.org/draft-07/schema":
+	case "https://json-schema.org/draft-07/schema":
 		return Draft7, true
-	case "json-schema.org/draft/2019-09/schema":
+	case "https://json-schema.org/draft/2019-09/schema":
 		return Draft2019, true
-	case "json-schema.org/draft/2020-12/schema":
+	case "https://json-schema.org/draft/2020-12/schema":
 		return Draft2020, true
 	}
 	return 0, false
