@@ -17,11 +17,19 @@ FUZZTIME  ?= 30s
 test: vet check-generated tools
 	@set -e; for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 12m $(PKGS)); done
 
-## tools: install what tests need beyond Go (python3 for the conformance
-## suite's Python peer) when it is missing.
+## tools: install what tests need beyond Go when it is missing: python3 for
+## the conformance suite's Python peer; headless Chromium, which renders the
+## status page (framework's TestStatusPageRendersInABrowser) and is installed
+## only when running as root, else that test skips and says why.
 .PHONY: tools
 tools:
 	@command -v python3 >/dev/null 2>&1 || { apt-get update && apt-get install -y python3; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "== installing chromium for the status page test"; \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || \
+	        echo "== chromium could not be installed: the status page test will skip"; \
+	    else echo "== no chromium and not root: the status page test will skip"; fi; }
 
 ## vet: build and vet every module.
 vet:

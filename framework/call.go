@@ -271,8 +271,13 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		}
 	}()
 	var blockedSince time.Time
+	var blockedTicket uint64
 	defer func() {
-		if !blockedSince.IsZero() && c.cfg.Observer != nil {
+		if blockedSince.IsZero() {
+			return
+		}
+		c.blocked.leave(blockedTicket)
+		if c.cfg.Observer != nil {
 			c.cfg.Observer.Blocked(c.contract.Name(), c.cfg.Clock.Since(blockedSince))
 		}
 	}()
@@ -286,6 +291,7 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 			}
 			if blockedSince.IsZero() {
 				blockedSince = c.cfg.Clock.Now()
+				blockedTicket = c.blocked.enter(blockedSince)
 			}
 			if c.cfg.ReadyTimeout > 0 && readyTimer == nil {
 				readyTimer = c.cfg.Clock.NewTimer(c.cfg.ReadyTimeout)

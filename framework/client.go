@@ -170,6 +170,8 @@ type Client struct {
 
 	ready atomic.Pointer[[]*endpoint]
 	rr    atomic.Uint64
+	// blocked tracks the calls waiting for a compatible peer.
+	blocked blockedCalls
 }
 
 // NewClient starts a client of c: it begins handshaking with the endpoints

@@ -1,10 +1,8 @@
 package framework
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -55,58 +53,4 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
-}
-
-// ServerStatus is the JSON of GET /lockstep/status: who the server is, what
-// it serves, and its live sessions.
-type ServerStatus struct {
-	Component string              `json:"component"`
-	Instance  string              `json:"instance"`
-	Release   string              `json:"release"`
-	Draining  bool                `json:"draining"`
-	Ready     bool                `json:"ready"`
-	Contracts map[string][]string `json:"contracts"`
-	// PeersByVersion counts live sessions per contract and agreed version:
-	// in fork mode, it shows who still speaks an old version, so an operator
-	// knows when the fork can be retired.
-	PeersByVersion map[string]map[string]int `json:"peersByVersion"`
-	Sessions       []SessionInfo             `json:"sessions"`
-	// Topics describes the topics the server holds, with their watchers.
-	Topics []TopicStats `json:"topics"`
-}
-
-// Status returns the server's status.
-func (s *Server) Status() ServerStatus {
-	st := ServerStatus{
-		Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release,
-		Draining: s.draining.Load(), Ready: s.Ready() == nil,
-		Contracts: map[string][]string{}, Sessions: s.Sessions(), Topics: s.TopicStats(),
-	}
-	if st.Topics == nil {
-		st.Topics = []TopicStats{}
-	}
-	st.PeersByVersion = map[string]map[string]int{}
-	for _, sess := range st.Sessions {
-		if st.PeersByVersion[sess.Contract] == nil {
-			st.PeersByVersion[sess.Contract] = map[string]int{}
-		}
-		st.PeersByVersion[sess.Contract][sess.Version]++
-	}
-	s.mu.RLock()
-	for name, sc := range s.contracts {
-		vs := sortedKeys(sc.versions)
-		sort.Strings(vs)
-		st.Contracts[name] = vs
-	}
-	s.mu.RUnlock()
-	return st
-}
-
-func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	body, err := json.Marshal(s.Status())
-	if err != nil {
-		writeError(w, Errorf(CodeInternal, "status did not encode: %v", err), false, false)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
 }

@@ -32,6 +32,7 @@ type Server struct {
 	started   bool
 	closing   bool // Shutdown's second phase or Close has begun
 	checks    map[string]func() error
+	clients   []*Client // shown on the status page (AddClient)
 
 	sessions *sessionTable
 	inFlight atomic.Int64
@@ -403,9 +404,17 @@ func (s *Server) expiryLoop() {
 
 func (s *Server) info(sess *session) SessionInfo {
 	now := s.now()
+	idle := time.Duration(now - sess.lastSeen.Load())
+	state := SessionLive
+	switch {
+	case s.draining.Load() && sess.drainNotified.Load():
+		state = SessionDraining
+	case idle >= 2*s.cfg.Heartbeat:
+		state = SessionLate
+	}
 	return SessionInfo{
-		Contract: sess.contract, Version: sess.version, Peer: sess.peer,
-		Age: time.Duration(now - sess.createdAt), Idle: time.Duration(now - sess.lastSeen.Load()),
+		Contract: sess.contract, Version: sess.version, Peer: sess.peer, State: state,
+		Age: time.Duration(now - sess.createdAt), Idle: idle, Since: s.start.Add(time.Duration(sess.createdAt)),
 	}
 }
 

@@ -8,16 +8,6 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// SessionInfo describes a session for hooks and the status page.
-type SessionInfo struct {
-	Contract string         `json:"contract"`
-	Version  string         `json:"version"`
-	Peer     handshake.Peer `json:"peer"`
-	// Age and Idle are measured on the server's monotonic clock.
-	Age  time.Duration `json:"age"`
-	Idle time.Duration `json:"idle"`
-}
-
 // session is the server's record of one (contract, client instance)
 // agreement. lastSeen is nanoseconds since the server started, on its
 // monotonic clock: no clock of another machine is ever compared with it.
