@@ -93,10 +93,20 @@ func (e *endpoint) status() EndpointStatus {
 func (e *endpoint) setState(state string, sess *clientSession, err error) {
 	e.mu.Lock()
 	e.state, e.lastErr = state, err
+	newInstance := false
 	if sess != nil {
+		newInstance = e.agreed != nil && e.agreed.peer.Instance != sess.peer.Instance
 		e.agreed = sess
 	}
 	e.mu.Unlock()
+	if newInstance && state == stateReady {
+		// Another server instance now answers at this URL (a restart at the
+		// same address, a Service's new backend). Pooled connections may
+		// still lead to the old process, closing as it exits: a call written
+		// into one fails with no way to know whether it was read. Drop them
+		// before the first call of the new session.
+		e.c.hc.CloseIdleConnections()
+	}
 	var routable *clientSession
 	if state == stateReady {
 		routable = sess
