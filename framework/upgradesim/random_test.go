@@ -67,27 +67,14 @@ func runRandomPlans(t *testing.T, seeds []int64, m upgradesim.Mutations, externa
 	}
 }
 
-// testMutations are the default mutations without dropped answers, and
-// TestRandomPlans leaves the external extender out of its fork-mode
-// worlds: both keep make test clear of two runtime defects that make soak
-// finds (and the explicit scenarios exercise the extender).
-//
-//   - A call whose answer is lost while its server drains is resent by the
-//     client and applied twice: the runtime takes any transport error from
-//     a draining server for a connection the drain cut before the call was
-//     read (applied-once).
-//   - Now and then a call sent to a server as it drains, or just after it
-//     was replaced, fails with EOF or "server closed idle connection"
-//     instead of being resent elsewhere, though no handler processed it
-//     (external-uninterrupted).
+// testMutations are the mutations make test's random plans draw from: the
+// defaults, dropped answers included.
 func testMutations() upgradesim.Mutations {
-	m := upgradesim.DefaultMutations()
-	m.Drop = 0
-	return m
+	return upgradesim.DefaultMutations()
 }
 
 // TestRandomPlans runs 50 seeded random plans, four at a time; each is a
 // few steps with short waits. LOCKSTEP_SEED=n runs seed n alone.
 func TestRandomPlans(t *testing.T) {
-	runRandomPlans(t, upgradesim.Seeds(1, 50), testMutations(), false, 4)
+	runRandomPlans(t, upgradesim.Seeds(1, 50), testMutations(), true, 4)
 }
