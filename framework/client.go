@@ -208,7 +208,13 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 			return nil, fmt.Errorf("lockstep: client config: pinned peer %s speaks %s %s, which this client cannot call: "+
 				"run it in fork mode with %s's conversions", p.URL, c.Name(), p.Version, p.Version)
 		}
-		pinned[i] = &peerVersion{contract: v.contract, conversions: v.conversions, pinned: true}
+		for method := range p.Paths {
+			if _, ok := v.contract.Method(method); !ok {
+				return nil, fmt.Errorf("lockstep: client config: pinned peer %s: Paths names %s, which %s %s does not declare",
+					p.URL, method, c.Name(), p.Version)
+			}
+		}
+		pinned[i] = &peerVersion{contract: v.contract, conversions: v.conversions, pinned: true, paths: p.Paths}
 	}
 	tr := cfg.Transport
 	if tr == nil {

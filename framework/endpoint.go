@@ -448,12 +448,16 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 }
 
 // callURL is where a call goes: the lockstep path, or for a pinned peer the
-// method's declared path under the peer's URL.
+// method's path under the peer's URL (its own, else the declared one).
 func (e *endpoint) callURL(sess *clientSession, method string) string {
 	c := sess.version.contract
 	if sess.version.pinned {
-		if decl, ok := c.Method(method); ok && decl.Path != "" {
-			return e.url + "/" + strings.TrimPrefix(decl.Path, "/")
+		path := sess.version.paths[method]
+		if decl, ok := c.Method(method); ok && path == "" {
+			path = decl.Path
+		}
+		if path != "" {
+			return e.url + "/" + strings.TrimPrefix(path, "/")
 		}
 	}
 	return e.url + CallPath(c.Name(), c.Version(), method)

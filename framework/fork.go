@@ -66,6 +66,8 @@ type peerVersion struct {
 	// pinned marks the version of a pinned peer, whose answers are validated
 	// against the schemas because it never proved it speaks the contract.
 	pinned bool
+	// paths are a pinned peer's own paths by method ([PinnedPeer].Paths).
+	paths map[string]string
 }
 
 // conversion returns the conversion of method at v, or nil at the client's

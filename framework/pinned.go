@@ -12,6 +12,11 @@ type PinnedPeer struct {
 	URL string
 	// Version is the contract version the peer speaks.
 	Version string
+	// Paths, by method name, override the paths the contract declares for
+	// this peer alone: a Kubernetes scheduler configuration names an
+	// extender's verbs (filterVerb: "filter-by-zone"), and each extender
+	// chooses its own. A path is joined to URL as a declared one is.
+	Paths map[string]string
 }
 
 // addPinned adds a pinned endpoint; it is routable at once and stays in the

@@ -5,16 +5,16 @@
 //	extender --listen 127.0.0.1:8443 --api v2 --fork                # lockstep, with a handshake
 //	extender --listen 127.0.0.1:8444 --api v1 --plain --url-prefix /scheduler
 //
-// With --plain it is a plain Kubernetes scheduler extender: it serves the
-// extender v1 protocol (extender 1.0.0) at <url-prefix>/filter,
-// /prioritize and /bind without a handshake, for a kube-scheduler or a
-// lockstep scheduler that pins it to 1.0.0. It serves /healthz, /readyz,
+// With --plain it is a plain Kubernetes scheduler extender too: it serves
+// the extender v1 protocol (extender 1.0.0) at <url-prefix>/filter,
+// /prioritize and /bind without a handshake (the framework's plain
+// serving), for a kube-scheduler or a lockstep scheduler that pins it to
+// 1.0.0, beside the lockstep protocol. It serves /healthz, /readyz,
 // /metrics and /status too, and stops gracefully on SIGTERM.
 package main
 
 import (
 	"flag"
-	"net/http"
 	"os"
 	"strings"
 
@@ -36,19 +36,13 @@ func main() {
 				nodes = append(nodes, n)
 			}
 		}
-		e, err := extender.New(extender.Config{API: f.API, Fork: f.Fork, Maintenance: nodes, Registerer: rt.Registry, Logger: rt.Logger})
+		e, err := extender.New(extender.Config{API: f.API, Fork: f.Fork, Plain: *plain, PlainPrefix: *prefix, Maintenance: nodes,
+			Registerer: rt.Registry, Logger: rt.Logger})
 		if err != nil {
 			return nil, err
 		}
 		status := func() any {
 			return map[string]any{"component": f.Component, "api": f.API, "fork": f.Fork, "plain": *plain, "bindings": e.Bindings()}
-		}
-		if *plain {
-			h, err := e.Handler(*prefix)
-			if err != nil {
-				return nil, err
-			}
-			return &daemon.Service{Handlers: map[string]http.Handler{"/": h}, Status: status}, nil
 		}
 		srv, err := e.Server(rt.ServerConfig(framework.ServerConfig{}))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/daemon"
 	"github.com/lockstep-dev/lockstep/sample/internal/extender"
@@ -79,13 +80,7 @@ func clientConfig(env *upgradesim.Env, server string, cfg framework.ClientConfig
 }
 
 func applied(env *upgradesim.Env) func(context.Context) {
-	return func(ctx context.Context) {
-		if r := extender.RequestFromContext(ctx); r != nil {
-			env.ApplyRequest(r)
-			return
-		}
-		env.Apply(ctx)
-	}
+	return env.Apply
 }
 
 func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, error) {
@@ -194,15 +189,18 @@ func (w *world) startExtender(env *upgradesim.Env) (*upgradesim.Instance, error)
 }
 
 func (w *world) startLegacyExtender(env *upgradesim.Env) (*upgradesim.Instance, error) {
-	e, err := extender.New(extender.Config{API: "v1", Maintenance: []string{MaintenanceNode}, Applied: applied(env), Logger: env.Logger})
+	e, err := extender.New(extender.Config{API: "v1", Plain: true, PlainPrefix: LegacyPrefix, Maintenance: []string{MaintenanceNode},
+		Applied: applied(env), Logger: env.Logger})
 	if err != nil {
 		return nil, err
 	}
-	h, err := e.Handler(LegacyPrefix)
+	cfg := serverConfig(env)
+	cfg.Component = extv1.Contract.Server() // the contract's server, whatever the demo calls this replica
+	srv, err := e.Server(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &upgradesim.Instance{Handler: h}, nil
+	return &upgradesim.Instance{Server: srv}, nil
 }
 
 func (w *world) kubeletOf(c *framework.Client) *kubelet.Kubelet {

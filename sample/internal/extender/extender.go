@@ -4,9 +4,10 @@
 // evenly, and binds pods, refusing a pod already bound elsewhere.
 //
 // It serves the extender contract over lockstep ([Extender.Server]) at 1.0.0
-// or 2.0.0, or both in fork mode, and the Kubernetes scheduler extender
-// protocol without a handshake ([Extender.Handler]), as a plain extender
-// that a kube-scheduler, or a lockstep scheduler pinned to 1.0.0, calls.
+// or 2.0.0, or both in fork mode, and with Config.Plain the Kubernetes
+// scheduler extender protocol (1.0.0) without a handshake too
+// ([framework.Server.ServePlain]), as a plain extender that a
+// kube-scheduler, or a lockstep scheduler pinned to 1.0.0, calls.
 package extender
 
 import (
@@ -34,10 +35,17 @@ type Config struct {
 	// protocol) or "v2" (2.0.0); with Fork, v2 also serves 1.0.0.
 	API  string
 	Fork bool
+	// Plain serves 1.0.0, the Kubernetes extender protocol, to callers that
+	// do not handshake, at PlainPrefix + /filter, /prioritize and /bind (a
+	// scheduler configuration's urlPrefix). It needs 1.0.0 (API v1, or v2
+	// in fork mode). A plain extender is ready without a scheduler's
+	// session: a kube-scheduler never holds one.
+	Plain       bool
+	PlainPrefix string
 	// Maintenance names the nodes in a maintenance window.
 	Maintenance []string
 	// Applied, if set, is called where a handler commits a call's effect;
-	// for plain requests, [RequestFromContext] gives the request.
+	// for plain requests, [framework.PlainRequest] gives the request.
 	Applied func(ctx context.Context)
 	// Registerer, if set, receives the extender's own metrics.
 	Registerer prometheus.Registerer
@@ -65,6 +73,9 @@ func New(cfg Config) (*Extender, error) {
 	if cfg.Fork && cfg.API != "v2" {
 		return nil, errors.New("extender: fork mode needs API v2")
 	}
+	if cfg.Plain && cfg.API != "v1" && !cfg.Fork {
+		return nil, errors.New("extender: the Kubernetes protocol is extender 1.0.0: serve it with API v1, or v2 in fork mode")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -89,23 +100,29 @@ func (e *Extender) SpeaksV1() bool { return e.cfg.API == "v1" || e.cfg.Fork }
 // fork mode, where 1.0.0's Prioritize is converted and its Filter and
 // Bind are hand-written, since their answers depend on the request (Nodes
 // or NodeNames) and on errors (an Error member instead of a coded error).
-// It is ready once a scheduler holds a session.
+// It is ready once a scheduler holds a session, or at once when plain.
+// With Config.Plain it serves 1.0.0's handlers to plain callers too.
 func (e *Extender) Server(cfg framework.ServerConfig) (*framework.Server, error) {
-	cfg.RequirePeers = append(cfg.RequirePeers, extv1.Contract.Name())
+	if !e.cfg.Plain {
+		cfg.RequirePeers = append(cfg.RequirePeers, extv1.Contract.Name())
+	}
 	srv, err := framework.NewServer(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if e.cfg.API == "v1" {
 		extv1.Register(srv, serverV1{e})
-		return srv, nil
+	} else {
+		extv2.Register(srv, serverV2{e})
+		if e.cfg.Fork {
+			framework.HandleUnary(srv, extv1.Contract, extv1.MethodFilter, serverV1{e}.Filter)
+			framework.ForkUnary(srv, extv1.Contract, extv2.Contract, extv2.MethodPrioritize,
+				extv2.PrioritizeRequestFromV1, extv2.PrioritizeResponseToV1)
+			framework.HandleUnary(srv, extv1.Contract, extv1.MethodBind, serverV1{e}.Bind)
+		}
 	}
-	extv2.Register(srv, serverV2{e})
-	if e.cfg.Fork {
-		framework.HandleUnary(srv, extv1.Contract, extv1.MethodFilter, serverV1{e}.Filter)
-		framework.ForkUnary(srv, extv1.Contract, extv2.Contract, extv2.MethodPrioritize,
-			extv2.PrioritizeRequestFromV1, extv2.PrioritizeResponseToV1)
-		framework.HandleUnary(srv, extv1.Contract, extv1.MethodBind, serverV1{e}.Bind)
+	if e.cfg.Plain {
+		srv.ServePlain(extv1.Contract, e.cfg.PlainPrefix)
 	}
 	return srv, nil
 }
@@ -122,9 +139,12 @@ func (e *Extender) Bindings() map[string]int {
 }
 
 func (e *Extender) count(ctx context.Context, method string, err error) {
-	protocol, version := "plain", extv1.Contract.Version()
+	protocol, version := "lockstep", extv1.Contract.Version()
 	if call := framework.CallFromContext(ctx); call != nil {
-		protocol, version = "lockstep", call.Version
+		version = call.Version
+	}
+	if framework.PlainRequest(ctx) != nil {
+		protocol = "plain"
 	}
 	outcome := "ok"
 	if err != nil {

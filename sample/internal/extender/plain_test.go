@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/sample/internal/extender"
 )
@@ -29,12 +30,14 @@ const nodes = `{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[
 
 func plainExtender(t *testing.T) *httptest.Server {
 	t.Helper()
-	e, err := extender.New(extender.Config{API: "v1", Maintenance: []string{"node-003"}, Logger: frameworktest.Quiet()})
+	e, err := extender.New(extender.Config{API: "v1", Plain: true, PlainPrefix: "/scheduler", Maintenance: []string{"node-003"},
+		Logger: frameworktest.Quiet()})
 	require.NoError(t, err)
-	h, err := e.Handler("/scheduler")
+	ls, err := e.Server(framework.ServerConfig{Component: "extender", Release: "1.30.0", Logger: frameworktest.Quiet()})
 	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	require.NoError(t, ls.Start())
+	srv := httptest.NewServer(ls)
+	t.Cleanup(func() { srv.Close(); _ = ls.Close() })
 	return srv
 }
 
@@ -109,14 +112,14 @@ func TestKubernetesExtenderJSON(t *testing.T) {
 }
 
 func TestPlainNeedsV1(t *testing.T) {
-	e, err := extender.New(extender.Config{API: "v2", Logger: frameworktest.Quiet()})
-	require.NoError(t, err)
-	_, err = e.Handler("")
+	_, err := extender.New(extender.Config{API: "v2", Plain: true, Logger: frameworktest.Quiet()})
 	assert.ErrorContains(t, err, "API v1, or v2 in fork mode")
-	e, err = extender.New(extender.Config{API: "v2", Fork: true, Logger: frameworktest.Quiet()})
+	e, err := extender.New(extender.Config{API: "v2", Fork: true, Plain: true, Logger: frameworktest.Quiet()})
 	require.NoError(t, err)
-	_, err = e.Handler("")
-	assert.NoError(t, err)
+	srv, err := e.Server(framework.ServerConfig{Component: "extender", Release: "1.31.0", Logger: frameworktest.Quiet()})
+	require.NoError(t, err)
+	assert.NoError(t, srv.Start(), "a plain extender needs no scheduler session to start")
+	assert.NoError(t, srv.Close())
 	_, err = extender.New(extender.Config{API: "v1", Fork: true})
 	assert.ErrorContains(t, err, "fork mode needs API v2")
 }

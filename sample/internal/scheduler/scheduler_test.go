@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -66,13 +65,11 @@ func startSystem(t *testing.T, api string, fork bool) system {
 	require.NoError(t, err)
 	s.extender = serve(t, srv)
 
-	plain, err := extender.New(extender.Config{API: "v1", Maintenance: []string{"node-001"}, Logger: frameworktest.Quiet()})
+	plain, err := extender.New(extender.Config{API: "v1", Plain: true, PlainPrefix: "/ext", Maintenance: []string{"node-001"}, Logger: frameworktest.Quiet()})
 	require.NoError(t, err)
-	h, err := plain.Handler("/ext")
+	psrv, err := plain.Server(serverConfig("extender", "1.30.0"))
 	require.NoError(t, err)
-	ps := httptest.NewServer(h)
-	t.Cleanup(ps.Close)
-	s.plain = ps.URL + "/ext"
+	s.plain = serve(t, psrv) + "/ext"
 	return s
 }
 
