@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework"
+)
+
+// connFlags are the flags every command shares: how to reach the server.
+// The TLS flags are the sample binaries' (--tls-cert, --tls-key, --tls-ca,
+// --tls-server-name); the certificate is the operator's identity under
+// mutual TLS.
+type connFlags struct {
+	cert, key, ca, serverName string
+	timeout                   time.Duration
+}
+
+func (c *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.cert, "tls-cert", "", "PEM client certificate: the operator's identity under mutual TLS")
+	fs.StringVar(&c.key, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&c.ca, "tls-ca", "", "PEM CA bundle the server's certificate must chain to (default: the system's roots)")
+	fs.StringVar(&c.serverName, "tls-server-name", "", "name to verify the server's certificate against (default: the URL's host)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound on each request (watch: on connecting)")
+}
+
+// client returns an HTTP client configured by the flags.
+func (c *connFlags) client() (*http.Client, error) {
+	if (c.cert == "") != (c.key == "") {
+		return nil, usageError("--tls-cert and --tls-key go together")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.serverName}
+	if c.cert != "" {
+		cert, err := tls.LoadX509KeyPair(c.cert, c.key)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if c.ca != "" {
+		pem, err := os.ReadFile(c.ca)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.ca)
+		}
+		cfg.RootCAs = pool
+	}
+	return &http.Client{Transport: framework.NewTransport(cfg)}, nil
+}
+
+// baseURL checks a component's URL and returns it without a trailing slash.
+func baseURL(raw string) (string, error) {
+	if !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") {
+		return "", usageError("URL %q must start with http:// or https://", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// answer is an HTTP answer read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends one request with a JSON body (or none) and reads the answer.
+func do(ctx context.Context, hc *http.Client, method, url string, header http.Header, body any) (answer, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return answer{}, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return answer{}, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// wireError is the lockstep error shape.
+type wireError struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Details json.RawMessage `json:"details"`
+}
+
+// errorOf turns a non-2xx answer into an error naming its code.
+func errorOf(a answer, what string) error {
+	var w wireError
+	if json.Unmarshal(a.body, &w) == nil && w.Code != "" {
+		return fmt.Errorf("%s: %s (%d): %s", what, w.Code, a.status, w.Message)
+	}
+	return fmt.Errorf("%s: HTTP %d: %s", what, a.status, strings.TrimSpace(string(a.body)))
+}
+
+// fetchStatus reads a component's status.
+func fetchStatus(ctx context.Context, hc *http.Client, base string) (framework.ServerStatus, error) {
+	var st framework.ServerStatus
+	a, err := do(ctx, hc, http.MethodGet, base+framework.PathStatus, nil, nil)
+	if err != nil {
+		return st, err
+	}
+	if a.status != http.StatusOK {
+		return st, errorOf(a, "status")
+	}
+	if err := json.Unmarshal(a.body, &st); err != nil {
+		return st, fmt.Errorf("status is not lockstep's status JSON: %w", err)
+	}
+	if st.Component == "" {
+		return st, errors.New("status names no component: is this a lockstep server?")
+	}
+	return st, nil
+}

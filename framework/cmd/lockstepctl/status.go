@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lockstep-dev/lockstep/framework"
+)
+
+func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	var conn connFlags
+	conn.register(fs)
+	output := fs.String("o", "table", "output format: table, json or yaml")
+	pos, err := parse(fs, args, "URL")
+	if err != nil {
+		return err
+	}
+	if *output != "table" && *output != "json" && *output != "yaml" {
+		return usageError("-o %q: want table, json or yaml", *output)
+	}
+	base, err := baseURL(pos[0])
+	if err != nil {
+		return err
+	}
+	hc, err := conn.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	defer cancel()
+	st, err := fetchStatus(ctx, hc, base)
+	if err != nil {
+		return err
+	}
+	switch *output {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	case "yaml":
+		// Through JSON, so the keys and the readable durations are the
+		// status JSON's own.
+		b, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return err
+		}
+		enc := yaml.NewEncoder(stdout)
+		enc.SetIndent(2)
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+		return enc.Close()
+	}
+	return printStatus(stdout, st)
+}
+
+// printStatus writes the status as tables, one per section.
+func printStatus(w io.Writer, st framework.ServerStatus) error {
+	state := "ready"
+	if !st.Ready {
+		state = "not ready: " + st.NotReady
+	}
+	if st.Draining {
+		state += ", draining"
+	}
+	fmt.Fprintf(w, "%s %s (instance %s): %s; as of %s\n", st.Component, st.Release, st.Instance, state, st.Now.Format(time.RFC3339))
+
+	section(w, "CONTRACT\tVERSION\tFINGERPRINT\tCLIENT\tSESSIONS", len(st.Served), func(tw io.Writer) {
+		for _, v := range st.Served {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", v.Contract, v.Version, v.Fingerprint, v.Client, st.PeersByVersion[v.Contract][v.Version])
+		}
+	})
+	section(w, "PEER\tINSTANCE\tRELEASE\tCONTRACT\tAGREED\tSTATE\tSINCE\tIDLE", len(st.Sessions), func(tw io.Writer) {
+		for _, s := range st.Sessions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s\n", s.Peer.Component, s.Peer.Instance, s.Peer.Release,
+				s.Contract, s.Version, s.State, s.Since.Format(time.RFC3339), s.Age.Round(time.Second), s.Idle.Round(time.Millisecond))
+		}
+	})
+	section(w, "TOPIC\tCONTRACT\tVERSION\tKEYS\tWRITERS\tWATCHERS", len(st.Topics), func(tw io.Writer) {
+		for _, t := range st.Topics {
+			writers := fmt.Sprint(t.Writers)
+			if t.Writers == 0 {
+				writers = "none"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", t.Topic, t.Contract, t.Version, t.Keys, writers, len(t.Watchers))
+		}
+	})
+	section(w, "CLIENT OF\tVERSION\tSERVER\tREADY\tBLOCKED\tLONGEST\tENDPOINTS", len(st.Clients), func(tw io.Writer) {
+		for _, c := range st.Clients {
+			eps := make([]string, len(c.Endpoints))
+			for i, e := range c.Endpoints {
+				eps[i] = e.URL + " " + e.State
+				if e.Version != "" {
+					eps[i] += " at " + e.Version
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", c.Contract, c.Version, c.Server, c.Ready, c.Blocked,
+				time.Duration(c.LongestBlocked), strings.Join(eps, ", "))
+		}
+	})
+	return nil
+}
+
+// section writes one table, or nothing when it has no rows.
+func section(w io.Writer, header string, rows int, body func(io.Writer)) {
+	if rows == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	body(tw)
+	_ = tw.Flush()
+}

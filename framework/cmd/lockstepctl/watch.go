@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	var conn connFlags
+	conn.register(fs)
+	contract := fs.String("contract", "", "the topic's contract, when several contracts have a topic of that name")
+	ver := fs.String("version", "", "the contract version to watch at (default: the highest served)")
+	release := fs.String("release", "", "the client release to watch as (checked against the server's release constraint)")
+	pos, err := parse(fs, args, "URL", "TOPIC")
+	if err != nil {
+		return err
+	}
+	base, err := baseURL(pos[0])
+	if err != nil {
+		return err
+	}
+	topic := pos[1]
+	hc, err := conn.client()
+	if err != nil {
+		return err
+	}
+	setup, cancelSetup := context.WithTimeout(ctx, conn.timeout)
+	defer cancelSetup()
+	st, err := fetchStatus(setup, hc, base)
+	if err != nil {
+		return err
+	}
+	served, err := pickTopic(st, topic, *contract, *ver)
+	if err != nil {
+		return err
+	}
+	// A watch needs a session: lockstepctl handshakes as the contract's
+	// client, under an instance of its own.
+	hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
+		Release: *release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
+	a, err := do(setup, hc, http.MethodPost, base+framework.PathHandshake, nil, hello)
+	if err != nil {
+		return err
+	}
+	if a.status != http.StatusOK {
+		return errorOf(a, "handshake")
+	}
+	var welcome handshake.Welcome
+	if err := json.Unmarshal(a.body, &welcome); err != nil {
+		return fmt.Errorf("welcome did not decode: %w", err)
+	}
+	session := http.Header{framework.HeaderSession: {welcome.Session}}
+	defer func() {
+		// Close the session, so the server does not wait for it to lapse.
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, _ = do(c, hc, http.MethodDelete, base+framework.PathSession, session, nil)
+	}()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go heartbeat(ctx, hc, base, welcome)
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+framework.WatchPath(served.Contract, served.Version, topic), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(framework.HeaderSession, welcome.Session)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return errorOf(answer{status: resp.StatusCode, body: b}, "watch")
+	}
+	fmt.Fprintf(stdout, "# watching %s %s %s at %s (%s)\n", served.Contract, served.Version, topic, base, st.Component)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line, end := formatFrame(sc.Bytes())
+		if line != "" {
+			fmt.Fprintln(stdout, line)
+		}
+		if end {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted: the usual way to stop watching
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("watch stream: %w", err)
+	}
+	return fmt.Errorf("watch stream ended without a closing frame")
+}
+
+// pickTopic finds the served version a topic is watched at.
+func pickTopic(st framework.ServerStatus, topic, contract, ver string) (framework.ServedVersion, error) {
+	var found []framework.ServedVersion
+	for _, t := range st.Topics {
+		if t.Topic != topic || (contract != "" && t.Contract != contract) || (ver != "" && t.Version != ver) {
+			continue
+		}
+		for _, v := range st.Served {
+			if v.Contract == t.Contract && v.Version == t.Version {
+				found = append(found, v)
+			}
+		}
+	}
+	if len(found) == 0 {
+		var have []string
+		for _, t := range st.Topics {
+			have = append(have, t.Contract+" "+t.Version+" "+t.Topic)
+		}
+		if len(have) == 0 {
+			have = []string{"none"}
+		}
+		return framework.ServedVersion{}, fmt.Errorf("%s holds no topic %s matching (its topics: %s)", st.Component, topic, strings.Join(have, ", "))
+	}
+	for _, f := range found[1:] {
+		if f.Contract != found[0].Contract {
+			return framework.ServedVersion{}, usageError("topic %s exists in contracts %s and %s: give --contract", topic, found[0].Contract, f.Contract)
+		}
+	}
+	// The highest version, as a client in fork mode would agree on.
+	sort.Slice(found, func(i, j int) bool { return less(found[i].Version, found[j].Version) })
+	return found[len(found)-1], nil
+}
+
+func less(a, b string) bool {
+	va, errA := version.NewVersion(a)
+	vb, errB := version.NewVersion(b)
+	if errA != nil || errB != nil {
+		return a < b
+	}
+	return va.LessThan(vb)
+}
+
+// frame is a watch stream frame (docs/topics.md).
+type frame struct {
+	Type       string          `json:"type"`
+	Key        string          `json:"key"`
+	Epoch      json.RawMessage `json:"epoch"`
+	Seq        json.RawMessage `json:"seq"`
+	Object     json.RawMessage `json:"object"`
+	WriterLost bool            `json:"writerLost"`
+	Instance   string          `json:"instance"`
+	Reason     string          `json:"reason"`
+	Fresh      bool            `json:"fresh"`
+}
+
+// formatFrame renders one frame as a line; end is true for the closing
+// frame. Pings are not shown.
+func formatFrame(b []byte) (line string, end bool) {
+	var f frame
+	if err := json.Unmarshal(b, &f); err != nil {
+		return "? " + string(b), false
+	}
+	switch f.Type {
+	case "set":
+		return fmt.Sprintf("set %s %s", f.Key, f.Object), false
+	case "delete":
+		if f.WriterLost {
+			return fmt.Sprintf("delete %s (writer lost)", f.Key), false
+		}
+		return "delete " + f.Key, false
+	case "synced":
+		return "synced (held by instance " + f.Instance + ")", false
+	case "ping":
+		return "", false
+	case "closing":
+		return "closing: " + f.Reason, true
+	}
+	return string(b), false
+}
+
+// heartbeat renews the watch's session until ctx ends.
+func heartbeat(ctx context.Context, hc *http.Client, base string, w handshake.Welcome) {
+	every := time.Duration(w.Heartbeat)
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	body := map[string][]string{"sessions": {w.Session}}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c, cancel := context.WithTimeout(ctx, every)
+			_, _ = do(c, hc, http.MethodPost, base+framework.PathHeartbeat, nil, body)
+			cancel()
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
