@@ -10,7 +10,7 @@ MODULES   := $(patsubst go.mod,.,$(MODULES))
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
 FUZZTIME  ?= 30s
 
-.PHONY: test vet check-generated generate demo fuzz soak bench
+.PHONY: test vet check-generated generate demo fuzz soak bench bench-quick bench-framework
 
 ## test: vet, check generated code is fresh, then every test with the race
 ## detector (fuzz seed corpora included).
@@ -62,11 +62,23 @@ fuzz:
 soak:
 	$(GO) test -race -count=1 -timeout 60m -run 'Soak' -tags soak $(PKGS)
 
-## bench: every benchmark, with the machine's facts, into docs/bench/latest.txt
-## (the analysis and targets are in docs/benchmarks.md and docs/design.md;
-## compare runs with benchstat).
-BENCHTIME ?= 2s
+## bench: the comparison suite (bench/, a nested module): lockstep beside
+## gRPC, etcd, net/http and connect-go, written to docs/benchmarks.md with
+## its plots in docs/bench/. Under 20 minutes on 2 cores.
 bench:
+	cd bench && $(GO) run ./cmd/lockstep-bench -out ../docs/benchmarks.md
+
+## bench-quick: the same suite for a few seconds per workload, written to
+## bench/out/ (a check that it runs; its figures are not to be quoted).
+bench-quick:
+	@mkdir -p bench/out
+	cd bench && $(GO) run ./cmd/lockstep-bench -quick -rounds 1 -out out/benchmarks.md
+
+## bench-framework: the framework's own Go benchmarks, with the machine's
+## facts, into docs/bench/latest.txt (their analysis is in
+## docs/framework-benchmarks.md; compare runs with benchstat).
+BENCHTIME ?= 2s
+bench-framework:
 	@mkdir -p docs/bench
 	@{ echo "date: $$(date -u +%Y-%m-%dT%H:%M:%SZ)"; $(GO) version; echo "cores: $$(nproc)"; \
 	   grep -m1 'model name' /proc/cpuinfo || true; \

@@ -163,3 +163,53 @@ func PerItem(before, after Memory, n int) float64 {
 	}
 	return (float64(after.Total()) - float64(before.Total())) / float64(n)
 }
+
+// RunFor is [Run] bounded by time as well as count: callers goroutines
+// call in a closed loop until limit has passed or maxCalls calls were
+// started, whichever comes first. call receives the call's index.
+func RunFor(limit time.Duration, maxCalls, callers int, call func(i int) error) Result {
+	if callers < 1 {
+		panic("lockstep: benchrun.RunFor needs at least one caller")
+	}
+	perCaller := make([][]time.Duration, callers)
+	var next, failed atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	cpu := StartCPU()
+	start := time.Now()
+	deadline := start.Add(limit)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1024)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= maxCalls {
+					break
+				}
+				t0 := time.Now()
+				if t0.After(deadline) {
+					break
+				}
+				err := call(i)
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					failed.Add(1)
+					errOnce.Do(func() { firstErr = err })
+				}
+			}
+			perCaller[c] = lat
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	used := cpu.Used()
+	var lat []time.Duration
+	for _, l := range perCaller {
+		lat = append(lat, l...)
+	}
+	slices.Sort(lat)
+	return Result{Calls: len(lat), Failed: int(failed.Load()), Wall: wall, CPU: used, Latencies: lat, FirstErr: firstErr}
+}

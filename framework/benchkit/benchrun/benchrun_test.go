@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestPercentile(t *testing.T) {
@@ -115,5 +117,52 @@ func TestLiveMemorySeesRetainedObjects(t *testing.T) {
 	}
 	if len(keep[99]) != 10<<10 {
 		t.Fatal("buffers lost")
+	}
+}
+
+func TestRunForStopsAtTheCallCap(t *testing.T) {
+	const maxCalls = 300
+	seen := make([]atomic.Int32, maxCalls)
+	r := RunFor(time.Hour, maxCalls, 4, func(i int) error {
+		seen[i].Add(1)
+		if i == 7 {
+			return errors.New("seven")
+		}
+		return nil
+	})
+	if r.Calls != maxCalls || len(r.Latencies) != maxCalls {
+		t.Fatalf("RunFor made %d calls (%d latencies), want %d", r.Calls, len(r.Latencies), maxCalls)
+	}
+	for i := range seen {
+		if got := seen[i].Load(); got != 1 {
+			t.Fatalf("call %d was made %d times, want once", i, got)
+		}
+	}
+	if r.Failed != 1 || r.FirstErr == nil || r.FirstErr.Error() != "seven" {
+		t.Fatalf("failures: %d, first %v; want 1, seven", r.Failed, r.FirstErr)
+	}
+}
+
+func TestRunForStopsAtTheTimeLimit(t *testing.T) {
+	// Every call blocks until the test lets it go, so the only way RunFor
+	// returns before the cap is its time limit.
+	release := make(chan struct{})
+	var started atomic.Int64
+	done := make(chan Result, 1)
+	go func() {
+		done <- RunFor(20*time.Millisecond, 1<<30, 2, func(int) error {
+			if started.Add(1) > 2 {
+				return nil
+			}
+			<-release
+			return nil
+		})
+	}()
+	require.Eventually(t, func() bool { return started.Load() == 2 }, 5*time.Second, time.Millisecond)
+	time.Sleep(30 * time.Millisecond) // past the limit while both calls are in flight
+	close(release)
+	r := <-done
+	if r.Calls != 2 {
+		t.Fatalf("RunFor made %d calls, want the 2 started before its limit passed", r.Calls)
 	}
 }

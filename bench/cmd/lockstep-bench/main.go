@@ -1,0 +1,125 @@
+// Command lockstep-bench is the comparison suite behind `make bench`: it
+// runs lockstep beside gRPC, etcd, net/http and connect-go on the
+// project's benchmark message and writes docs/benchmarks.md with its SVG
+// plots. `make bench-quick` runs it with -quick, a few seconds per
+// workload.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/bench/internal/report"
+	"github.com/lockstep-dev/lockstep/bench/internal/suite"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "a few seconds per workload: check that the suite runs")
+	rounds := flag.Int("rounds", 3, "rounds per variant")
+	out := flag.String("out", "../docs/benchmarks.md", "the report to write")
+	plots := flag.String("plots", "bench", "the plots' folder, relative to the report's")
+	only := flag.String("only", "", "comma-separated workloads to run (default: all): "+strings.Join(workloads, ","))
+	flag.Parse()
+
+	started := time.Now()
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	s := suite.New(suite.Config{Quick: *quick, Rounds: *rounds, Self: self, Log: os.Stderr})
+	run := map[string]func() error{
+		"unary": s.Unary,
+	}
+	selected := workloads
+	if *only != "" {
+		selected = strings.Split(*only, ",")
+	}
+	for _, name := range selected {
+		fn, ok := run[name]
+		if !ok {
+			fail(fmt.Errorf("no workload %q (have %s)", name, strings.Join(workloads, ", ")))
+		}
+		if err := fn(); err != nil {
+			fail(fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	w := s.Write(facts(started), *plots)
+	dir := filepath.Join(filepath.Dir(*out), *plots)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fail(err)
+	}
+	for name, svg := range w.Plots {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(svg), 0o644); err != nil {
+			fail(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, w.Doc); err != nil {
+		fail(err)
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		fail(err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s and %d plots in %s (%.0f s)\n", *out, len(w.Plots), dir, time.Since(started).Seconds())
+}
+
+// workloads are the suite's workloads in the order they run.
+var workloads = []string{"unary"}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "lockstep-bench:", err)
+	os.Exit(1)
+}
+
+// facts are the machine and run facts the report starts with.
+func facts(started time.Time) [][2]string {
+	return [][2]string{
+		{"date", started.UTC().Format("2006-01-02 15:04 UTC")},
+		{"commit", commit()},
+		{"machine", machine()},
+		{"Go", runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH},
+		{"wall time of the run", time.Since(started).Round(time.Second).String()},
+	}
+}
+
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+		_ = f.Close()
+	}
+	mem := ""
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(raw), "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/(1<<20))
+		}
+	}
+	return fmt.Sprintf("%d cores (%s)%s", runtime.NumCPU(), model, mem)
+}

@@ -1,0 +1,217 @@
+// Package suite runs lockstep beside the systems its users would pick
+// instead (gRPC-go with protobuf and with JSON, net/http with
+// encoding/json, connect-go, embedded etcd) on the project's benchmark
+// message, client and server in one process over 127.0.0.1, alternating
+// the variants of each workload over several rounds, and collects every
+// figure for the report.
+package suite
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/bench/internal/hostload"
+	"github.com/lockstep-dev/lockstep/bench/internal/stats"
+)
+
+// Config says how long and how often to measure.
+type Config struct {
+	// Quick runs every workload for a few seconds: a check that the suite
+	// works, not figures to quote.
+	Quick bool
+	// Rounds is how many times each variant of a workload runs, the
+	// variants alternating within a round.
+	Rounds int
+	// MinIdle is the host idle share a round must start at (0.90); a round
+	// that would start below it is put off and checked again up to
+	// Retries times, then run and flagged.
+	MinIdle float64
+	Retries int
+	// Self is this program's path, run again as the server process of the
+	// workloads that need one (crash detection, heartbeats, memory).
+	Self string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Suite runs the workloads and holds what they measured.
+type Suite struct {
+	cfg     Config
+	Results *Results
+	started time.Time
+}
+
+// New returns a suite with cfg, its zero fields set to their defaults.
+func New(cfg Config) *Suite {
+	if cfg.Rounds < 1 {
+		cfg.Rounds = 3
+	}
+	if cfg.MinIdle == 0 {
+		cfg.MinIdle = 0.90
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 3
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return &Suite{cfg: cfg, Results: NewResults(), started: time.Now()}
+}
+
+// Config returns the suite's configuration.
+func (s *Suite) Config() Config { return s.cfg }
+
+// pick returns quick when the suite runs quickly, full otherwise.
+func pick[T any](s *Suite, full, quick T) T {
+	if s.cfg.Quick {
+		return quick
+	}
+	return full
+}
+
+func (s *Suite) logf(format string, args ...any) {
+	fmt.Fprintf(s.cfg.Log, "%6.1fs  %s\n", time.Since(s.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// quiet is the logger of every lockstep server and client in the suite.
+var quiet = slog.New(slog.DiscardHandler)
+
+// Round is what one run of one variant measured.
+type Round struct {
+	// Metrics are the round's figures by name (see the workloads for the
+	// names and units).
+	Metrics map[string]float64
+	// Latencies are the round's latencies, sorted, where the workload
+	// plots their distribution.
+	Latencies []time.Duration
+	// Before is the host's load in the moment before the round started,
+	// During its load while the round ran (the suite's own work included).
+	Before, During hostload.Load
+	// Retries is how often the round was put off for a busy host; Flagged
+	// says it ran on a host still under the idle threshold.
+	Retries int
+	Flagged bool
+}
+
+// round runs fn as one round of workload's variant: it waits for the host
+// to be idle enough (up to the retries), runs fn, and records the round.
+func (s *Suite) round(workload, variant string, fn func() (Round, error)) error {
+	const window = 250 * time.Millisecond
+	var before hostload.Load
+	retries := 0
+	for {
+		l, err := hostload.Measure(window)
+		if err != nil {
+			l = hostload.Load{Idle: math.NaN()}
+		}
+		before = l
+		if math.IsNaN(l.Idle) || l.Idle >= s.cfg.MinIdle || retries == s.cfg.Retries {
+			break
+		}
+		retries++
+		time.Sleep(pick(s, 750*time.Millisecond, 100*time.Millisecond))
+	}
+	a, aerr := hostload.Read()
+	r, err := fn()
+	if err != nil {
+		return fmt.Errorf("%s, %s: %w", workload, variant, err)
+	}
+	if b, berr := hostload.Read(); aerr == nil && berr == nil {
+		r.During = hostload.Between(a, b)
+	}
+	r.Before, r.Retries = before, retries
+	r.Flagged = !math.IsNaN(before.Idle) && before.Idle < s.cfg.MinIdle
+	s.Results.add(workload, variant, r)
+	s.logf("%-22s %-34s %s (before: %s%s)", workload, variant, summary(r.Metrics), before, flagText(r.Flagged))
+	return nil
+}
+
+func flagText(f bool) string {
+	if f {
+		return ", FLAGGED"
+	}
+	return ""
+}
+
+func summary(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := ""
+	for _, k := range keys {
+		out += fmt.Sprintf("%s=%.4g ", k, m[k])
+	}
+	return out
+}
+
+// Results are every round of every variant of every workload, in the
+// order they were first run.
+type Results struct {
+	workloads []string
+	variants  map[string][]string
+	rounds    map[string]map[string][]Round
+}
+
+// NewResults returns empty results.
+func NewResults() *Results {
+	return &Results{variants: map[string][]string{}, rounds: map[string]map[string][]Round{}}
+}
+
+func (r *Results) add(workload, variant string, round Round) {
+	if _, ok := r.rounds[workload]; !ok {
+		r.workloads = append(r.workloads, workload)
+		r.rounds[workload] = map[string][]Round{}
+	}
+	if _, ok := r.rounds[workload][variant]; !ok {
+		r.variants[workload] = append(r.variants[workload], variant)
+	}
+	r.rounds[workload][variant] = append(r.rounds[workload][variant], round)
+}
+
+// Workloads returns the workloads in the order they ran.
+func (r *Results) Workloads() []string { return r.workloads }
+
+// Variants returns a workload's variants in the order they ran.
+func (r *Results) Variants(workload string) []string { return r.variants[workload] }
+
+// Rounds returns a variant's rounds.
+func (r *Results) Rounds(workload, variant string) []Round { return r.rounds[workload][variant] }
+
+// Median returns the median of a metric over a variant's rounds, NaN when
+// it was not measured.
+func (r *Results) Median(workload, variant, metric string) float64 {
+	var xs []float64
+	for _, rd := range r.rounds[workload][variant] {
+		if v, ok := rd.Metrics[metric]; ok && !math.IsNaN(v) {
+			xs = append(xs, v)
+		}
+	}
+	return stats.Median(xs)
+}
+
+// Latencies returns every latency of a variant's rounds, sorted.
+func (r *Results) Latencies(workload, variant string) []time.Duration {
+	var all []time.Duration
+	for _, rd := range r.rounds[workload][variant] {
+		all = append(all, rd.Latencies...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// Flagged returns how many of a variant's rounds were flagged.
+func (r *Results) Flagged(workload, variant string) int {
+	n := 0
+	for _, rd := range r.rounds[workload][variant] {
+		if rd.Flagged {
+			n++
+		}
+	}
+	return n
+}

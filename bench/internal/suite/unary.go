@@ -1,0 +1,192 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/grpc"
+
+	"github.com/lockstep-dev/lockstep/bench/benchpb"
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
+)
+
+// Variant names of the unary workload, as the report prints them.
+const (
+	VLockstep      = "lockstep"
+	VLockstepBatch = "lockstep auto-batching"
+	VLockstepFork  = "lockstep fork mode (N-1 client)"
+	VGRPCProto     = "gRPC+protobuf"
+	VGRPCJSON      = "gRPC+JSON"
+	VNetHTTP       = "net/http+encoding/json"
+	VConnectJSON   = "connect-go JSON"
+	VConnectProto  = "connect-go proto"
+)
+
+// UnaryCallers are the caller counts of the unary workload.
+var UnaryCallers = []int{1, 64}
+
+// UnaryWorkload names the unary workload at a caller count.
+func UnaryWorkload(callers int) string { return fmt.Sprintf("unary/%d", callers) }
+
+// Metric names of the unary workload.
+const (
+	MCallsPerSec = "calls/s"
+	MP50         = "p50 µs"
+	MP99         = "p99 µs"
+	MCPUPerCall  = "CPU µs/call"
+	MFailed      = "failed"
+)
+
+type unaryVariant struct {
+	name string
+	call func(ctx context.Context, i int) error
+}
+
+// Unary measures NodeStatus→Ack calls at 1 and 64 callers: lockstep's
+// default client, with auto-batching, and an N-1 client of a fork-mode
+// server, beside gRPC with protobuf and with JSON, net/http with
+// encoding/json, and connect-go with JSON and protobuf. Each round runs
+// every variant for the same time, one after the other.
+func (s *Suite) Unary() (err error) {
+	msgs := newMessages(64)
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			err = errors.Join(err, closers[i]())
+		}
+	}()
+
+	ls, err := startLockstep("127.0.0.1:0", serverConfig(), nil)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, func() error { return ls.stop(true) })
+	newClient := func(c *framework.Contract, mod func(*framework.ClientConfig)) (*framework.Client, error) {
+		cl, err := lockstepClient(c, ls.URL(), mod)
+		if err == nil {
+			closers = append(closers, cl.Close)
+		}
+		return cl, err
+	}
+	plain, err := newClient(benchgen.Contract, nil)
+	if err != nil {
+		return err
+	}
+	batching, err := newClient(benchgen.Contract, func(c *framework.ClientConfig) { c.AutoBatch = &framework.AutoBatch{} })
+	if err != nil {
+		return err
+	}
+	forked, err := newClient(forkContract, nil)
+	if err != nil {
+		return err
+	}
+
+	g, err := startGRPC("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	closers = append(closers, g.stop)
+	conn, err := grpcConn(g.addr)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, conn.Close)
+	gc := benchpb.NewNodeControllerClient(conn)
+
+	nh, err := startHTTP(netHTTPHandler())
+	if err != nil {
+		return err
+	}
+	closers = append(closers, nh.stop)
+	hc := httpClient()
+	closers = append(closers, func() error { hc.CloseIdleConnections(); return nil })
+
+	ch, err := startHTTP(connectHandler())
+	if err != nil {
+		return err
+	}
+	closers = append(closers, ch.stop)
+	chc := httpClient()
+	closers = append(closers, func() error { chc.CloseIdleConnections(); return nil })
+	connectProto := connect.NewClient[benchpb.NodeStatus, benchpb.Ack](chc, ch.base+connectProcedure)
+	connectJSON := connect.NewClient[benchpb.NodeStatus, benchpb.Ack](chc, ch.base+connectProcedure, connect.WithProtoJSON())
+
+	generated := benchgen.NewClient(plain)
+	generatedBatching := benchgen.NewClient(batching)
+	variants := []unaryVariant{
+		{VLockstep, func(ctx context.Context, i int) error {
+			ack, err := generated.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{VLockstepBatch, func(ctx context.Context, i int) error {
+			ack, err := generatedBatching.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{VLockstepFork, func(ctx context.Context, i int) error {
+			ack, err := framework.CallUnary[benchgen.NodeStatus, benchgen.Ack](ctx, forked, benchgen.MethodReportStatus,
+				msgs.generated[i%len(msgs.generated)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{VGRPCProto, func(ctx context.Context, i int) error {
+			ack, err := gc.ReportStatus(ctx, msgs.proto[i%len(msgs.proto)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{VGRPCJSON, func(ctx context.Context, i int) error {
+			var ack struct{ Accepted bool }
+			err := conn.Invoke(ctx, jsonReportStatus, msgs.plain[i%len(msgs.plain)], &ack, grpc.CallContentSubtype("json"))
+			return checkAck(ack.Accepted, err)
+		}},
+		{VNetHTTP, func(ctx context.Context, i int) error {
+			return netHTTPCall(ctx, hc, nh.base+"/nodestatus", msgs.plain[i%len(msgs.plain)])
+		}},
+		{VConnectJSON, func(ctx context.Context, i int) error {
+			resp, err := connectJSON.CallUnary(ctx, connect.NewRequest(msgs.proto[i%len(msgs.proto)]))
+			return checkAck(err == nil && resp.Msg.Accepted, err)
+		}},
+		{VConnectProto, func(ctx context.Context, i int) error {
+			resp, err := connectProto.CallUnary(ctx, connect.NewRequest(msgs.proto[i%len(msgs.proto)]))
+			return checkAck(err == nil && resp.Msg.Accepted, err)
+		}},
+	}
+
+	limit := pick(s, 3*time.Second, 300*time.Millisecond)
+	const maxCalls = 2_000_000
+	for _, callers := range UnaryCallers {
+		workload := UnaryWorkload(callers)
+		for _, v := range variants { // open every variant's connections first
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			r := benchrun.Run(8*callers, callers, func(i int) error { return v.call(ctx, i) })
+			cancel()
+			if r.Err() != nil {
+				return fmt.Errorf("%s, %s: warm-up: %w", workload, v.name, r.Err())
+			}
+		}
+		for round := range s.cfg.Rounds {
+			// Rotate the order each round, so no variant always runs
+			// right after the same neighbour.
+			for k := range variants {
+				v := variants[(k+round)%len(variants)]
+				if err := s.round(workload, v.name, func() (Round, error) {
+					ctx, cancel := context.WithTimeout(context.Background(), limit+30*time.Second)
+					defer cancel()
+					r := benchrun.RunFor(limit, maxCalls, callers, func(i int) error { return v.call(ctx, i) })
+					return Round{Latencies: r.Latencies, Metrics: map[string]float64{
+						MCallsPerSec: r.PerSecond(),
+						MP50:         float64(r.Percentile(0.5)) / 1e3,
+						MP99:         float64(r.Percentile(0.99)) / 1e3,
+						MCPUPerCall:  float64(r.CPUPerCall()) / 1e3,
+						MFailed:      float64(r.Failed),
+					}}, nil
+				}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package suite
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/bench/internal/report"
+	"github.com/lockstep-dev/lockstep/bench/internal/stats"
+)
+
+// Writeup is the report of a run and the plots it links to.
+type Writeup struct {
+	Doc report.Doc
+	// Plots maps a plot's file name (in the plot folder) to its SVG.
+	Plots map[string]string
+}
+
+// Write builds the report of what s measured. facts are the machine and
+// run facts; plotDir is the plots' folder relative to the report.
+func (s *Suite) Write(facts [][2]string, plotDir string) Writeup {
+	w := &writeup{s: s, r: s.Results, plotDir: plotDir, out: Writeup{Plots: map[string]string{}}}
+	mode := "full"
+	if s.cfg.Quick {
+		mode = "quick (a few seconds per workload: a check that the suite runs, not figures to quote)"
+	}
+	facts = append(facts,
+		[2]string{"mode", mode},
+		[2]string{"rounds", fmt.Sprintf("%d per variant, variants alternating within each round", s.cfg.Rounds)},
+		[2]string{"host idle before rounds", w.idleSummary()},
+	)
+	w.out.Doc = report.Doc{
+		Title:    "Benchmarks",
+		Preamble: preamble,
+		Facts:    facts,
+	}
+	w.unary()
+	w.finishTargets()
+	return w.out
+}
+
+const preamble = `
+Written by ` + "`make bench`" + ` (the comparison suite in the nested module ` + "`bench/`" + `;
+` + "`make bench-quick`" + ` checks it in a few seconds); do not edit by hand. The method
+and the targets are the project's benchmark rules: client and server in one
+process over 127.0.0.1 on the shared NodeStatus→Ack message, plaintext on
+both sides, each variant alternating with the others over several rounds;
+every figure is the median over the rounds, and every ratio is taken
+between two medians of this very run. CPU is the whole process's (client and
+server) user plus system time per operation. The framework's own
+micro-benchmarks (` + "`go test -bench`" + `) and their analysis are in
+[framework-benchmarks.md](framework-benchmarks.md).
+
+Before each round the suite samples the host's idle share over 250 ms
+(` + "`/proc/stat`" + `); a round that would start under 90 % idle is put off and
+checked again up to 3 times, then run anyway and **flagged** (⚑ in the
+tables: the machine is shared, so flagged figures are noisier than the
+rest).
+`
+
+type writeup struct {
+	s       *Suite
+	r       *Results
+	plotDir string
+	out     Writeup
+	targets []report.Target
+}
+
+func (w *writeup) idleSummary() string {
+	var idle, steal []float64
+	flagged, total := 0, 0
+	for _, wl := range w.r.Workloads() {
+		for _, v := range w.r.Variants(wl) {
+			for _, rd := range w.r.Rounds(wl, v) {
+				total++
+				if rd.Flagged {
+					flagged++
+				}
+				if !math.IsNaN(rd.Before.Idle) {
+					idle = append(idle, rd.Before.Idle)
+					steal = append(steal, rd.Before.Steal)
+				}
+			}
+		}
+	}
+	if len(idle) == 0 {
+		return "not sampled"
+	}
+	slices.Sort(idle)
+	return fmt.Sprintf("median %.0f %% (lowest %.0f %%), steal median %.1f %%; %d of %d rounds flagged",
+		100*stats.Median(idle), 100*idle[0], 100*stats.Median(steal), flagged, total)
+}
+
+// fig formats the median of a metric with its flag mark.
+func (w *writeup) fig(workload, variant, metric string, format string) string {
+	v := w.r.Median(workload, variant, metric)
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf(format, v) + w.flag(workload, variant)
+}
+
+func (w *writeup) flag(workload, variant string) string {
+	if n := w.r.Flagged(workload, variant); n > 0 {
+		return fmt.Sprintf(" ⚑%d", n)
+	}
+	return ""
+}
+
+func ratioText(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", x)
+}
+
+func (w *writeup) plot(name, svg, caption string) [2]string {
+	w.out.Plots[name] = svg
+	return [2]string{w.plotDir + "/" + name, caption}
+}
+
+func verdict(measured bool, met bool) report.Verdict {
+	switch {
+	case !measured:
+		return report.NotMeasured
+	case met:
+		return report.Met
+	default:
+		return report.Missed
+	}
+}
+
+func (w *writeup) target(t report.Target) { w.targets = append(w.targets, t) }
+
+func (w *writeup) targetsMissing(ids ...string) {
+	for _, id := range ids {
+		for _, t := range w.targets {
+			if t.ID == id {
+				goto next
+			}
+		}
+		w.target(report.Target{ID: id, Workload: targetWorkload[id], Want: targetWant[id], Measured: "not run"})
+	next:
+	}
+}
+
+var targetWorkload = map[string]string{
+	"P1":  "unary NodeStatus→Ack, 64 callers, validation on",
+	"P1b": "the same with auto-batching",
+	"P1c": "the same against connect-go JSON",
+	"P2":  "unary, 1 caller",
+	"P3":  "heartbeats, 10,000 sessions at 1 Hz",
+	"P4":  "fan-out, 1000 watchers, 100 writes/s, each decoding",
+	"P4s": "the same, watchers sharing informers per client process",
+	"P5":  "overload, 1000 watchers, 1000 writes/s",
+	"P6":  "reconnect: compatible peer listening → first successful call",
+	"F":   "noticing a killed server",
+	"P7":  "memory per idle session / idle watcher at 10,000",
+	"P8":  "generated decode+validate vs decode-to-any + jsonschema/v5",
+}
+
+var targetWant = map[string]string{
+	"P1":  "≥ 1.0× gRPC+protobuf calls/s, p99 ≤ gRPC's (default config)",
+	"P1b": "≥ 1.5× gRPC+protobuf calls/s, p99 ≤ gRPC's",
+	"P1c": "≥ 3× connect-go JSON calls/s",
+	"P2":  "p50 ≤ gRPC+protobuf's",
+	"P3":  "≥ 10× less CPU per beat than a durable etcd Put; ≤ 0.25 server core",
+	"P4":  "p99 ≤ 50 ms (≥ 4× better than etcd)",
+	"P4s": "p99 ≤ 10 ms",
+	"P5":  "writer never throttled; p99 ≤ 1 s; every watcher converged ≤ 1 s after the last write",
+	"P6":  "p99 ≤ 50 ms",
+	"F":   "≤ 50 ms (connection EOF, not the next heartbeat)",
+	"P7":  "≤ 10 KiB per session, ≤ 16 KiB per watcher (server)",
+	"P8":  "≥ 5× faster, identical verdicts",
+}
+
+func (w *writeup) finishTargets() {
+	w.targetsMissing("P1", "P1b", "P1c", "P2", "P3", "P4", "P4s", "P5", "P6", "F", "P7", "P8")
+	order := []string{"P1", "P1b", "P1c", "P2", "P3", "P4", "P4s", "P5", "P6", "F", "P7", "P8"}
+	slices.SortStableFunc(w.targets, func(a, b report.Target) int {
+		return slices.Index(order, a.ID) - slices.Index(order, b.ID)
+	})
+	w.out.Doc.Targets = w.targets
+}
+
+// unary writes the unary section and P1, P2.
+func (w *writeup) unary() {
+	if len(w.r.Variants(UnaryWorkload(64))) == 0 {
+		return
+	}
+	sec := report.Section{Title: "Unary NodeStatus→Ack (P1, P2)", Intro: `
+Closed loop: each caller starts its next call when its last returns, for
+` + w.s.pick("3 s", "0.3 s") + ` per variant per round. lockstep runs its zero
+configuration apart from names (HTTP/1.1 keep-alive, generated decoding and
+validation on the server); auto-batching is ` + "`ClientConfig.AutoBatch`" + ` at its
+defaults; the fork-mode row is a client at 0.9.0 calling a server at
+1.0.0 that serves 0.9.0 by converting each call (identity conversions)
+through the current handler. gRPC uses one default ClientConn; net/http
+and connect-go use an http.Client that keeps 256 idle connections.`}
+	var plots [][2]string
+	var bars []report.Bar
+	for _, callers := range UnaryCallers {
+		wl := UnaryWorkload(callers)
+		t := report.Table{Header: []string{fmt.Sprintf("%d caller(s)", callers), "calls/s", "p50 µs", "p99 µs",
+			"CPU µs/call", "calls/s vs gRPC+protobuf", "p99 vs gRPC", "failed calls"}}
+		grpcRate := w.r.Median(wl, VGRPCProto, MCallsPerSec)
+		grpcP99 := w.r.Median(wl, VGRPCProto, MP99)
+		var cdf []report.Series
+		for _, v := range w.r.Variants(wl) {
+			t.Rows = append(t.Rows, []string{v,
+				w.fig(wl, v, MCallsPerSec, "%.0f"), w.fig(wl, v, MP50, "%.0f"), w.fig(wl, v, MP99, "%.0f"),
+				w.fig(wl, v, MCPUPerCall, "%.1f"),
+				ratioText(stats.Ratio(w.r.Median(wl, v, MCallsPerSec), grpcRate)),
+				ratioText(stats.Ratio(w.r.Median(wl, v, MP99), grpcP99)),
+				fmt.Sprintf("%.0f", sumMetric(w.r, wl, v, MFailed))})
+			cdf = append(cdf, cdfSeries(v, w.r.Latencies(wl, v)))
+			if callers == 64 {
+				bars = append(bars, report.Bar{Name: v, Value: w.r.Median(wl, v, MCallsPerSec)})
+			}
+		}
+		sec.Tables = append(sec.Tables, t)
+		name := fmt.Sprintf("unary-cdf-%d.svg", callers)
+		plots = append(plots, w.plot(name, report.LinePlot(
+			fmt.Sprintf("unary latency CDF, %d caller(s)", callers), "latency (µs, log)", "fraction of calls", true, cdf),
+			fmt.Sprintf("latency CDF per variant, %d caller(s)", callers)))
+	}
+	plots = append(plots, w.plot("unary-calls.svg", report.BarPlot("unary calls/s, 64 callers (median)", "calls/s", bars),
+		"calls/s per variant at 64 callers"))
+	sec.Plots = plots
+	w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
+
+	wl := UnaryWorkload(64)
+	grpcRate, grpcP99 := w.r.Median(wl, VGRPCProto, MCallsPerSec), w.r.Median(wl, VGRPCProto, MP99)
+	for _, c := range []struct {
+		id, variant string
+		want        float64
+	}{{"P1", VLockstep, 1.0}, {"P1b", VLockstepBatch, 1.5}} {
+		rate, p99 := w.r.Median(wl, c.variant, MCallsPerSec), w.r.Median(wl, c.variant, MP99)
+		ratio, p99Ratio := stats.Ratio(rate, grpcRate), stats.Ratio(p99, grpcP99)
+		w.target(report.Target{ID: c.id, Workload: targetWorkload[c.id], Want: targetWant[c.id],
+			Measured: fmt.Sprintf("%s: %.0f vs %.0f calls/s = **%s**; p99 %.0f vs %.0f µs = %s", c.variant, rate, grpcRate,
+				ratioText(ratio), p99, grpcP99, ratioText(p99Ratio)),
+			Verdict: verdict(!math.IsNaN(ratio), ratio >= c.want && p99Ratio <= 1)})
+	}
+	connectRate := w.r.Median(wl, VConnectJSON, MCallsPerSec)
+	best := max(w.r.Median(wl, VLockstep, MCallsPerSec), 0)
+	ratio := stats.Ratio(best, connectRate)
+	w.target(report.Target{ID: "P1c", Workload: targetWorkload["P1c"], Want: targetWant["P1c"],
+		Measured: fmt.Sprintf("lockstep default %.0f vs %.0f calls/s = **%s**", best, connectRate, ratioText(ratio)),
+		Verdict:  verdict(!math.IsNaN(ratio), ratio >= 3)})
+	wl1 := UnaryWorkload(1)
+	p50, grpcP50 := w.r.Median(wl1, VLockstep, MP50), w.r.Median(wl1, VGRPCProto, MP50)
+	r50 := stats.Ratio(p50, grpcP50)
+	w.target(report.Target{ID: "P2", Workload: targetWorkload["P2"], Want: targetWant["P2"],
+		Measured: fmt.Sprintf("p50 %.0f vs %.0f µs = **%s**", p50, grpcP50, ratioText(r50)),
+		Verdict:  verdict(!math.IsNaN(r50), r50 <= 1)})
+}
+
+func sumMetric(r *Results, workload, variant, metric string) float64 {
+	var sum float64
+	for _, rd := range r.Rounds(workload, variant) {
+		sum += rd.Metrics[metric]
+	}
+	return sum
+}
+
+// cdfSeries turns latencies into a CDF line in microseconds.
+func cdfSeries(name string, sorted []time.Duration) report.Series {
+	s := report.Series{Name: name}
+	for _, p := range stats.CDF(sorted, 48) {
+		s.Points = append(s.Points, report.XY{X: float64(p.Value) / 1e3, Y: p.Fraction})
+	}
+	return s
+}
+
+// pick returns quick when the suite runs quickly, full otherwise.
+func (s *Suite) pick(full, quick string) string { return pick(s, full, quick) }

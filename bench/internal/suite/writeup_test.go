@@ -1,0 +1,79 @@
+package suite
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/bench/internal/hostload"
+	"github.com/lockstep-dev/lockstep/bench/internal/report"
+)
+
+func TestResultsMedianSkipsUnmeasuredRounds(t *testing.T) {
+	r := NewResults()
+	for _, v := range []float64{3, math.NaN(), 1, 2} {
+		r.add("w", "v", Round{Metrics: map[string]float64{"m": v}})
+	}
+	r.add("w", "v", Round{Metrics: map[string]float64{"other": 9}, Flagged: true})
+	if got := r.Median("w", "v", "m"); got != 2 {
+		t.Fatalf("Median = %v, want 2 (NaN and absent rounds left out)", got)
+	}
+	if got := r.Median("w", "nobody", "m"); !math.IsNaN(got) {
+		t.Fatalf("Median of an unknown variant = %v, want NaN", got)
+	}
+	if got := r.Flagged("w", "v"); got != 1 {
+		t.Fatalf("Flagged = %d, want 1", got)
+	}
+}
+
+// unaryRound records one unary round of variant with a rate and p99.
+func unaryRound(r *Results, callers int, variant string, rate, p50, p99 float64) {
+	r.add(UnaryWorkload(callers), variant, Round{
+		Metrics:   map[string]float64{MCallsPerSec: rate, MP50: p50, MP99: p99, MCPUPerCall: 50},
+		Latencies: []time.Duration{time.Duration(p50) * time.Microsecond, time.Duration(p99) * time.Microsecond},
+		Before:    hostload.Load{Idle: 0.95},
+	})
+}
+
+func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
+	s := New(Config{Rounds: 1})
+	unaryRound(s.Results, 64, VLockstep, 20000, 2000, 9000)
+	unaryRound(s.Results, 64, VLockstepBatch, 40000, 1500, 5000)
+	unaryRound(s.Results, 64, VGRPCProto, 25000, 2500, 6000)
+	unaryRound(s.Results, 64, VConnectJSON, 5000, 9000, 20000)
+	unaryRound(s.Results, 1, VLockstep, 100, 40, 90)
+	unaryRound(s.Results, 1, VGRPCProto, 100, 60, 120)
+	w := s.Write([][2]string{{"commit", "abc"}}, "bench")
+	verdicts := map[string]report.Verdict{}
+	for _, tg := range w.Doc.Targets {
+		verdicts[tg.ID] = tg.Verdict
+	}
+	want := map[string]report.Verdict{
+		"P1":  report.Missed,      // 0.8× the calls/s and a higher p99
+		"P1b": report.Met,         // 1.6× with a lower p99
+		"P1c": report.Met,         // 4× connect-go JSON
+		"P2":  report.Met,         // p50 40 µs against 60
+		"P4":  report.NotMeasured, // no fan-out ran
+	}
+	for id, v := range want {
+		if verdicts[id] != v {
+			t.Errorf("%s: verdict %v, want %v", id, verdicts[id], v)
+		}
+	}
+	if len(w.Doc.Targets) != len(targetWant) {
+		t.Errorf("%d targets in the report, want every one of the %d", len(w.Doc.Targets), len(targetWant))
+	}
+	var md strings.Builder
+	if err := report.Write(&md, w.Doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "0.80×") {
+		t.Errorf("the report does not give P1's ratio 0.80×:\n%s", md.String())
+	}
+	for _, name := range []string{"unary-cdf-1.svg", "unary-cdf-64.svg", "unary-calls.svg"} {
+		if w.Plots[name] == "" {
+			t.Errorf("no plot %s", name)
+		}
+	}
+}
