@@ -39,6 +39,9 @@ type Cluster struct {
 	nextID       int
 	stepAcked    int
 	processedBy  map[string]int // component → calls its handlers were seen processing
+	keyApplies   map[appliedKey]int
+	keysApplied  map[appliedKey]bool
+	reapplied    int
 	tearingDown  bool
 	violations   []Violation
 	perInvariant map[string]int
@@ -109,6 +112,7 @@ func (s *Sim) Execute(ctx context.Context, plan Plan) (*Report, error) {
 	c := &Cluster{
 		sim: s, plan: prepared, byName: map[string]*replica{}, byAddr: map[string]*replica{},
 		calls: map[string]*callRecord{}, processedBy: map[string]int{},
+		keyApplies: map[appliedKey]int{}, keysApplied: map[appliedKey]bool{},
 		perInvariant: map[string]int{}, suppressed: map[string]int{}, windows: map[windowKey]*blockedWindow{},
 		trafficStop: make(chan struct{}),
 	}

@@ -36,6 +36,13 @@ type callRecord struct {
 	abandoned bool
 	applies   map[string]int // by batch item ("" for a unary call)
 	processed int
+	// idempotent is set when the called method is declared idempotent: its
+	// client may resend it after a failure that leaves its fate unknown,
+	// and applying it again changes nothing.
+	idempotent bool
+	// key is the call's idempotency key, if it carries one: a server
+	// applies a key once, whichever calls carry it.
+	key string
 }
 
 type callKey struct{}
@@ -60,6 +67,9 @@ type CallStats struct {
 	Made, Acknowledged, Failed, Abandoned int
 	// Applied counts calls the servers reported applying with [Env.Apply].
 	Applied int
+	// Reapplied counts applies of idempotent calls beyond their first: a
+	// client resent them after failures that left their fate unknown.
+	Reapplied int
 }
 
 // drive makes tr's calls until the run's traffic stops or MaxCalls were
@@ -167,8 +177,14 @@ func (c *Cluster) clientInterceptor() framework.Interceptor {
 			if !ok {
 				return next(ctx, call)
 			}
+			idempotent := false
+			if cl := rec.from.inst.Clients[rec.traffic.To]; cl != nil {
+				m, _ := cl.Contract().Method(call.Method)
+				idempotent = m.Idempotent
+			}
 			c.mu.Lock()
-			rec.contract = call.Contract
+			rec.contract, rec.idempotent = call.Contract, idempotent
+			rec.key = call.Header.Get(framework.HeaderIdempotencyKey)
 			c.mu.Unlock()
 			call.Header.Set(HeaderCall, rec.id)
 			out, err := next(ctx, call)
@@ -237,17 +253,31 @@ func (c *Cluster) processed(id string, inc *incarnation, contract, cv string) {
 }
 
 // applied records that inc applied call id (item of a batch, or "").
+// Applying a call again breaks applied-once unless its method is declared
+// idempotent; a keyed call counts once per key, whichever calls carry it.
 func (c *Cluster) applied(id, item string, inc *incarnation) {
 	c.mu.Lock()
 	rec := c.calls[id]
 	n := 0
+	var what string
 	if rec != nil {
 		rec.applies[item]++
 		n = rec.applies[item]
+		what = "call " + id
+		if rec.key != "" {
+			k := appliedKey{rec.contract, rec.key, item}
+			c.keyApplies[k]++
+			n = c.keyApplies[k]
+			c.keysApplied[appliedKey{contract: rec.contract, key: rec.key}] = true
+			what = "key " + rec.key + " (call " + id + ")"
+		}
+		if rec.idempotent && rec.key == "" {
+			c.reapplied += min(1, n-1)
+			n = 1
+		}
 	}
 	c.mu.Unlock()
 	if n > 1 {
-		what := "call " + id
 		if item != "" {
 			what += " item " + item
 		}
@@ -273,7 +303,7 @@ func (c *Cluster) checkLedger() {
 		}
 		dest := c.destComponent(rec)
 		acked[dest]++
-		if c.sim.components[dest].SkipLedger || len(rec.applies) > 0 {
+		if c.sim.components[dest].SkipLedger || len(rec.applies) > 0 || c.keyAppliedLocked(rec) {
 			continue
 		}
 		d := dest
@@ -304,6 +334,17 @@ func (c *Cluster) checkLedger() {
 	}
 }
 
+// keyAppliedLocked reports whether a keyed call's key was applied by any
+// call that carried it (a replay is answered from the record, and its
+// handler never runs).
+func (c *Cluster) keyAppliedLocked(rec *callRecord) bool {
+	return rec.key != "" && c.keysApplied[appliedKey{contract: rec.contract, key: rec.key}]
+}
+
+// appliedKey names what a keyed call applies: an idempotency key of a
+// contract, and the batch item ("" for a unary call, and in keysApplied).
+type appliedKey struct{ contract, key, item string }
+
 // stats counts the calls.
 func (c *Cluster) stats() CallStats {
 	c.mu.Lock()
@@ -323,6 +364,7 @@ func (c *Cluster) stats() CallStats {
 			s.Applied++
 		}
 	}
+	s.Reapplied = c.reapplied
 	return s
 }
 

@@ -38,6 +38,15 @@ func DefaultMutations() Mutations {
 		Wait: 0.8, MaxWait: 150 * time.Millisecond, MaxRollbacks: 2}
 }
 
+// HeavyMutations are harsher than the defaults, for soaks: answers dropped
+// three times as often, partitions and slow pairs twice as often, crashes
+// in half of all stops, and longer waits so faults last while traffic
+// flows.
+func HeavyMutations() Mutations {
+	return Mutations{Rollback: 0.2, Restart: 0.25, Crash: 0.5, Partition: 0.3, Slow: 0.25, Drop: 0.45,
+		Wait: 0.8, MaxWait: 300 * time.Millisecond, MaxRollbacks: 3}
+}
+
 // SeedEnv names the environment variable that replays a seed.
 const SeedEnv = "LOCKSTEP_SEED"
 

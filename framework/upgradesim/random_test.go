@@ -27,10 +27,18 @@ func randomWorld(seed int64, external bool) world {
 	}
 }
 
+// idempotentWorld is randomWorld with Report declared idempotent, so
+// clients resend it after failures that leave its fate unknown.
+func idempotentWorld(seed int64, external bool) world {
+	w := randomWorld(seed, external)
+	w.idempotent = true
+	return w
+}
+
 // runRandomPlans runs a random plan per seed, generated with m, at most concurrency at once
 // (the plans mostly wait on the network, so more run at once than there
 // are cores), and reports each as a subtest named after its seed.
-func runRandomPlans(t *testing.T, seeds []int64, m upgradesim.Mutations, external bool, concurrency int) {
+func runRandomPlans(t *testing.T, worldOf func(seed int64, external bool) world, seeds []int64, m upgradesim.Mutations, external bool, concurrency int) {
 	type result struct {
 		plan upgradesim.Plan
 		rep  *upgradesim.Report
@@ -45,7 +53,7 @@ func runRandomPlans(t *testing.T, seeds []int64, m upgradesim.Mutations, externa
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			sim, err := upgradesim.New(randomWorld(seed, external).config())
+			sim, err := upgradesim.New(worldOf(seed, external).config())
 			if err != nil {
 				results[i].err = err
 				return
@@ -55,11 +63,20 @@ func runRandomPlans(t *testing.T, seeds []int64, m upgradesim.Mutations, externa
 		}()
 	}
 	wg.Wait()
+	byInvariant := map[string]int{}
+	for _, r := range results {
+		if r.rep != nil {
+			for _, v := range r.rep.Violations {
+				byInvariant[v.Invariant]++
+			}
+		}
+	}
+	t.Logf("%d plans; violations by invariant: %v", len(seeds), byInvariant)
 	for i, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := results[i]
 			require.NoError(t, r.err)
-			t.Logf("world: %s\n%s%s", randomWorld(seed, external), r.rep.Plan, r.rep.Timeline.Text())
+			t.Logf("world: %s\n%s%s", worldOf(seed, external), r.rep.Plan, r.rep.Timeline.Text())
 			for _, v := range r.rep.Violations {
 				t.Errorf("%v (replay: LOCKSTEP_SEED=%d go test -run %s)", v, seed, t.Name()[:len(t.Name())-len("/seed=")-len(fmt.Sprint(seed))])
 			}
@@ -76,5 +93,12 @@ func testMutations() upgradesim.Mutations {
 // TestRandomPlans runs 50 seeded random plans, four at a time; each is a
 // few steps with short waits. LOCKSTEP_SEED=n runs seed n alone.
 func TestRandomPlans(t *testing.T) {
-	runRandomPlans(t, upgradesim.Seeds(1, 50), testMutations(), true, 4)
+	runRandomPlans(t, randomWorld, upgradesim.Seeds(1, 50), testMutations(), true, 4)
+}
+
+// TestRandomPlansIdempotent runs 50 seeded random plans against the same
+// worlds with Report declared idempotent: resends after ambiguous failures
+// apply it again, which its effects allow.
+func TestRandomPlansIdempotent(t *testing.T) {
+	runRandomPlans(t, idempotentWorld, upgradesim.Seeds(1001, 50), testMutations(), true, 4)
 }

@@ -50,10 +50,10 @@ type AckV2 struct {
 	Generation int64 `json:"generation"`
 }
 
-func nodeinfo(version string, v2Schema string) *framework.Contract {
+func nodeinfo(version string, v2Schema string, idempotent bool) *framework.Contract {
 	m := handshake.Contract{
 		Name: "nodeinfo", Version: version, Server: "nodecontroller", Client: "kubelet",
-		Methods: map[string]handshake.Method{"Report": {Request: "Status", Response: "Ack", Path: "report"}},
+		Methods: map[string]handshake.Method{"Report": {Request: "Status", Response: "Ack", Path: "report", Idempotent: idempotent}},
 		Topics: map[string]handshake.Topic{"Nodes": {Object: "Status", Key: "node",
 			Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete}},
 	}
@@ -74,12 +74,32 @@ func nodeinfo(version string, v2Schema string) *framework.Contract {
 const statusV2Schema = `{"type":"object","required":["node","conditions"],"properties":{"node":{"type":"string","minLength":1},` +
 	`"conditions":{"type":"array","items":{"type":"object","required":["type","status"],"properties":{"type":{"type":"string"},"status":{"enum":["True","False","Unknown"]}}}}}}`
 
+// contracts are a world's nodeinfo contracts and the fork between them.
+type contracts struct {
+	v1, v2 *framework.Contract
+	// v2Changed is 2.0.0 with its messages changed and the version not
+	// bumped: its fingerprint differs, so no 2.0.0 client agrees.
+	v2Changed *framework.Contract
+	forkV1    framework.Fork
+}
+
+func newContracts(idempotent bool) contracts {
+	cs := contracts{
+		v1:        nodeinfo("1.0.0", "", idempotent),
+		v2:        nodeinfo("2.0.0", statusV2Schema, idempotent),
+		v2Changed: nodeinfo("2.0.0", `{"type":"object","required":["node"],"properties":{"node":{"type":"string"}}}`, idempotent),
+	}
+	cs.forkV1 = framework.Fork{Contract: cs.v1, Methods: map[string]framework.MethodConversion{
+		"Report": framework.ConvertMethod(statusDown, ackUp),
+	}}
+	return cs
+}
+
 var (
-	nodeinfoV1 = nodeinfo("1.0.0", "")
-	nodeinfoV2 = nodeinfo("2.0.0", statusV2Schema)
-	// nodeinfoV2Changed is 2.0.0 with its messages changed and the version
-	// not bumped: its fingerprint differs, so no 2.0.0 client agrees.
-	nodeinfoV2Changed = nodeinfo("2.0.0", `{"type":"object","required":["node"],"properties":{"node":{"type":"string"}}}`)
+	// plainContracts declare Report not idempotent; idempotentContracts
+	// declare it idempotent, so clients resend it after ambiguous failures.
+	plainContracts      = newContracts(false)
+	idempotentContracts = newContracts(true)
 )
 
 func statusUp(in *StatusV1) (*StatusV2, error) {
@@ -100,10 +120,6 @@ func statusDown(in *StatusV2) (*StatusV1, error) {
 
 func ackDown(in *AckV2) (*AckV1, error) { return &AckV1{OK: in.Accepted}, nil }
 func ackUp(in *AckV1) (*AckV2, error)   { return &AckV2{Accepted: in.OK}, nil }
-
-var forkV1 = framework.Fork{Contract: nodeinfoV1, Methods: map[string]framework.MethodConversion{
-	"Report": framework.ConvertMethod(statusDown, ackUp),
-}}
 
 // report is the kubelet's and the extender's traffic: one Report call at
 // whatever version the client speaks.
@@ -143,6 +159,15 @@ type world struct {
 	bound, timeout time.Duration
 	// rate is the kubelet's calls per second (default 40).
 	rate float64
+	// idempotent declares Report idempotent.
+	idempotent bool
+}
+
+func (w world) contracts() contracts {
+	if w.idempotent {
+		return idempotentContracts
+	}
+	return plainContracts
 }
 
 // String describes the world in a line.
@@ -157,6 +182,9 @@ func (w world) String() string {
 	}
 	if w.brokenV2 != "" {
 		s += ", broken nodecontroller v2: " + w.brokenV2
+	}
+	if w.idempotent {
+		s += ", Report idempotent"
 	}
 	return s
 }
@@ -181,7 +209,7 @@ func nodeKey(ctx context.Context) string {
 // 2.0.0, and 1.0.0 by conversion in fork mode. apply says how many times
 // its handler reports each call applied (1 when correct). It publishes each
 // report in the topic Nodes, in each version's form it speaks.
-func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+func nodecontroller(cs contracts, v2, fork bool, apply int, contract *framework.Contract) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 		var generation atomic.Int64
 		if !v2 {
@@ -189,8 +217,8 @@ func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func
 			if err != nil {
 				return nil, err
 			}
-			nodes := framework.ServeTopic[StatusV1](srv, nodeinfoV1, "Nodes")
-			framework.HandleUnary(srv, nodeinfoV1, "Report", func(ctx context.Context, st *StatusV1) (*AckV1, error) {
+			nodes := framework.ServeTopic[StatusV1](srv, cs.v1, "Nodes")
+			framework.HandleUnary(srv, cs.v1, "Report", func(ctx context.Context, st *StatusV1) (*AckV1, error) {
 				if err := nodes.Set(&StatusV1{Node: nodeKey(ctx), Ready: st.Ready}); err != nil {
 					return nil, err
 				}
@@ -209,7 +237,7 @@ func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func
 		var oldNodes *framework.TopicWriter[StatusV1]
 		if fork {
 			// Fork mode publishes the topic in both forms.
-			oldNodes = framework.ServeTopic[StatusV1](srv, nodeinfoV1, "Nodes")
+			oldNodes = framework.ServeTopic[StatusV1](srv, cs.v1, "Nodes")
 			topics["Nodes@1.0.0"] = upgradesim.ViewState(oldNodes.TopicView)
 		}
 		framework.HandleUnary(srv, contract, "Report", func(ctx context.Context, st *StatusV2) (*AckV2, error) {
@@ -229,7 +257,7 @@ func nodecontroller(v2, fork bool, apply int, contract *framework.Contract) func
 			return &AckV2{Accepted: len(st.Conditions) > 0, Generation: generation.Add(1)}, nil
 		})
 		if fork {
-			framework.ForkUnary(srv, nodeinfoV1, contract, "Report", statusUp, ackDown)
+			framework.ForkUnary(srv, cs.v1, contract, "Report", statusUp, ackDown)
 		}
 		return &upgradesim.Instance{Server: srv, Topics: topics}, nil
 	}
@@ -282,11 +310,11 @@ func droppingPublisher(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes := framework.ServeTopic[StatusV2](srv, nodeinfoV2, "Nodes")
+	nodes := framework.ServeTopic[StatusV2](srv, plainContracts.v2, "Nodes")
 	var mu sync.Mutex
 	latest := map[string]string{}
 	var n int
-	framework.HandleUnary(srv, nodeinfoV2, "Report", func(ctx context.Context, st *StatusV2) (*AckV2, error) {
+	framework.HandleUnary(srv, plainContracts.v2, "Report", func(ctx context.Context, st *StatusV2) (*AckV2, error) {
 		node := &StatusV2{Node: nodeKey(ctx), Conditions: st.Conditions}
 		mu.Lock()
 		n++
@@ -314,14 +342,14 @@ func droppingPublisher(env *upgradesim.Env) (*upgradesim.Instance, error) {
 // kubelet starts a kubelet: v1 calls 1.0.0; v2 calls 2.0.0, and in fork
 // mode also 1.0.0 nodecontrollers and the pinned 1.0.0 extender. It
 // watches the topic Nodes at its own version.
-func kubelet(v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+func kubelet(cs contracts, v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 		cfg := framework.ClientConfig{Release: "1.30.0"}
-		contract := nodeinfoV1
+		contract := cs.v1
 		if v2 {
-			cfg.Release, contract = "1.31.0", nodeinfoV2
+			cfg.Release, contract = "1.31.0", cs.v2
 			if fork {
-				cfg.Fork = []framework.Fork{forkV1}
+				cfg.Fork = []framework.Fork{cs.forkV1}
 			}
 			if fork && external {
 				cfg.Pinned = []framework.PinnedPeer{{URL: env.Endpoints("extender")[0] + "/ext", Version: "1.0.0"}}
@@ -360,8 +388,12 @@ func kubelet(v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Ins
 
 // extender is the external peer: it serves /ext/report at 1.0.0 without
 // lockstep, and calls the nodecontroller at 1.0.0.
-func extender(env *upgradesim.Env) (*upgradesim.Instance, error) {
-	cl, err := framework.NewClient(nodeinfoV1, env.ClientConfig("nodecontroller", framework.ClientConfig{
+func extender(cs contracts) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	return func(env *upgradesim.Env) (*upgradesim.Instance, error) { return startExtender(cs, env) }
+}
+
+func startExtender(cs contracts, env *upgradesim.Env) (*upgradesim.Instance, error) {
+	cl, err := framework.NewClient(cs.v1, env.ClientConfig("nodecontroller", framework.ClientConfig{
 		Component: "kubelet", Release: "1.30.0"}))
 	if err != nil {
 		return nil, err
@@ -386,16 +418,17 @@ func (w world) config() upgradesim.Config {
 	if w.fork {
 		v2Speaks = speaks("2.0.0", "1.0.0")
 	}
-	ncV2 := nodecontroller(true, w.fork, 1, nodeinfoV2)
+	cs := w.contracts()
+	ncV2 := nodecontroller(cs, true, w.fork, 1, cs.v2)
 	switch w.brokenV2 {
 	case "any-version":
 		ncV2 = anyVersionServer
 	case "no-apply":
-		ncV2 = nodecontroller(true, w.fork, 0, nodeinfoV2)
+		ncV2 = nodecontroller(cs, true, w.fork, 0, cs.v2)
 	case "apply-twice":
-		ncV2 = nodecontroller(true, w.fork, 2, nodeinfoV2)
+		ncV2 = nodecontroller(cs, true, w.fork, 2, cs.v2)
 	case "fingerprint":
-		ncV2 = nodecontroller(true, w.fork, 1, nodeinfoV2Changed)
+		ncV2 = nodecontroller(cs, true, w.fork, 1, cs.v2Changed)
 	case "drops-updates":
 		ncV2 = droppingPublisher
 	}
@@ -410,12 +443,12 @@ func (w world) config() upgradesim.Config {
 	cfg := upgradesim.Config{
 		Components: []upgradesim.Component{
 			{Name: "nodecontroller", Replicas: w.nodecontrollers, Versions: []upgradesim.Version{
-				{Name: "v1", Speaks: speaks("1.0.0"), Start: nodecontroller(false, false, 1, nil)},
+				{Name: "v1", Speaks: speaks("1.0.0"), Start: nodecontroller(cs, false, false, 1, nil)},
 				{Name: "v2", Speaks: v2Speaks, Start: ncV2},
 			}},
 			{Name: "kubelet", Replicas: w.kubelets, Versions: []upgradesim.Version{
-				{Name: "v1", Speaks: speaks("1.0.0"), Start: kubelet(false, w.fork, w.external)},
-				{Name: "v2", Speaks: v2Speaks, Start: kubelet(true, w.fork, w.external)},
+				{Name: "v1", Speaks: speaks("1.0.0"), Start: kubelet(cs, false, w.fork, w.external)},
+				{Name: "v2", Speaks: v2Speaks, Start: kubelet(cs, true, w.fork, w.external)},
 			}},
 		},
 		Traffic: []upgradesim.Traffic{
@@ -429,7 +462,7 @@ func (w world) config() upgradesim.Config {
 	}
 	if w.external {
 		cfg.Components = append(cfg.Components, upgradesim.Component{Name: "extender", External: true,
-			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender}}})
+			Versions: []upgradesim.Version{{Name: "v1", Speaks: speaks("1.0.0"), Start: extender(cs)}}})
 		cfg.Traffic = append(cfg.Traffic, upgradesim.Traffic{From: "extender", To: "nodecontroller", Rate: 20, Timeout: timeout, Call: report})
 	}
 	return cfg
