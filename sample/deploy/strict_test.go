@@ -1,0 +1,156 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// certManagerObject is the part of cert-manager's Certificate and Issuer
+// (cert-manager.io/v1) the manifests use. cert-manager's own Go types are
+// not in k8s.io/api and would bring its whole module; the members listed
+// here are spelled as its API reference spells them, and a member outside
+// them fails the check as an unknown field would.
+type certManagerObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		// Issuer
+		SelfSigned *struct{} `json:"selfSigned,omitempty"`
+		CA         *struct {
+			SecretName string `json:"secretName"`
+		} `json:"ca,omitempty"`
+		// Certificate
+		IsCA       bool     `json:"isCA,omitempty"`
+		CommonName string   `json:"commonName,omitempty"`
+		SecretName string   `json:"secretName,omitempty"`
+		DNSNames   []string `json:"dnsNames,omitempty"`
+		Usages     []string `json:"usages,omitempty"`
+		PrivateKey *struct {
+			Algorithm string `json:"algorithm"`
+			Size      int    `json:"size"`
+		} `json:"privateKey,omitempty"`
+		IssuerRef *struct {
+			Name string `json:"name"`
+			Kind string `json:"kind"`
+		} `json:"issuerRef,omitempty"`
+	} `json:"spec"`
+}
+
+// typed returns the real type of a document's apiVersion and kind.
+func typed(tm metav1.TypeMeta) (any, error) {
+	switch tm.APIVersion + " " + tm.Kind {
+	case "v1 Namespace":
+		return &corev1.Namespace{}, nil
+	case "v1 Service":
+		return &corev1.Service{}, nil
+	case "v1 ConfigMap":
+		return &corev1.ConfigMap{}, nil
+	case "v1 ServiceAccount":
+		return &corev1.ServiceAccount{}, nil
+	case "apps/v1 Deployment":
+		return &appsv1.Deployment{}, nil
+	case "apps/v1 DaemonSet":
+		return &appsv1.DaemonSet{}, nil
+	case "apps/v1 StatefulSet":
+		return &appsv1.StatefulSet{}, nil
+	case "cert-manager.io/v1 Certificate", "cert-manager.io/v1 Issuer":
+		return &certManagerObject{}, nil
+	}
+	return nil, fmt.Errorf("no type known for apiVersion %q kind %q", tm.APIVersion, tm.Kind)
+}
+
+// documents splits a manifest file into its YAML documents.
+func documents(b []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var out [][]byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			out = append(out, doc)
+		}
+	}
+}
+
+// decodeStrict decodes one document into its real type as the API server
+// does with field validation Strict (sigs.k8s.io/json, the API server's
+// decoder): member names match case-sensitively, and an unknown or
+// duplicated field is an error.
+func decodeStrict(doc []byte) (any, error) {
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, err
+	}
+	var tm metav1.TypeMeta
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+		return nil, err
+	}
+	obj, err := typed(tm)
+	if err != nil {
+		return nil, err
+	}
+	strict, err := kjson.UnmarshalStrict(js, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err = errors.Join(append([]error{err}, strict...)...); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
+	}
+	return obj, nil
+}
+
+// TestManifestsDecodeStrictlyIntoKubernetesTypes decodes every document of
+// every manifest (the kustomizations are kustomize's input, not objects a
+// cluster is sent) into the real k8s.io/api types.
+func TestManifestsDecodeStrictlyIntoKubernetesTypes(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	decoded := 0
+	for _, f := range files {
+		if f == "kustomization.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		docs, err := documents(b)
+		require.NoError(t, err, f)
+		for i, doc := range docs {
+			_, err := decodeStrict(doc)
+			assert.NoError(t, err, "%s document %d", f, i+1)
+			decoded++
+		}
+	}
+	assert.GreaterOrEqual(t, decoded, 16)
+}
+
+// TestStrictDecodingRefusesWhatACLusterRefuses shows the check can fail:
+// a misspelt field, a field in the wrong place, a duplicate.
+func TestStrictDecodingRefusesWhatAClusterRefuses(t *testing.T) {
+	for _, doc := range []string{
+		"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIp: None}\n",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {template: {spec: {containers: [{name: a, image: b, readinessprobe: {}}]}}}\n",
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\nmetadata: {name: y}\n",
+		"apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: x}\nspec: {secretname: x}\n",
+		"apiVersion: v2\nkind: Service\nmetadata: {name: x}\n",
+	} {
+		_, err := decodeStrict([]byte(doc))
+		assert.Error(t, err, doc)
+	}
+}
