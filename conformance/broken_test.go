@@ -1,0 +1,139 @@
+package conformance_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/conformance"
+)
+
+// brokenProxy is a deliberately broken server: the reference server behind
+// a proxy that leaves out every watch stream's synced frame and answers
+// handshake_required with 400 instead of 409.
+func brokenProxy(t *testing.T, backend string) *httptest.Server {
+	t.Helper()
+	u, err := url.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+			resp.Body = dropSynced(resp.Body)
+			return nil
+		}
+		if resp.StatusCode != http.StatusConflict {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(body, []byte(`"code":"handshake_required"`)) {
+			resp.StatusCode = http.StatusBadRequest
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// dropSynced copies a watch stream line by line without its synced frames.
+func dropSynced(body io.ReadCloser) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		r := bufio.NewReader(body)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 && !bytes.Contains(line, []byte(`"type":"synced"`)) {
+				if _, werr := pw.Write(line); werr != nil {
+					body.Close()
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				body.Close()
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// TestServerCasesBroken plays the server-side cases against the broken
+// server: exactly the cases whose files expect a synced frame or a 409
+// handshake_required fail, and all others still pass.
+func TestServerCasesBroken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	shared := startReference(t)
+	tgt := conformance.Target{
+		URL: brokenProxy(t, shared.URL).URL,
+		Fresh: func() (string, func(), error) {
+			r, err := conformance.StartReference("127.0.0.1:0", referenceConfig())
+			if err != nil {
+				return "", nil, err
+			}
+			return brokenProxy(t, r.URL).URL, func() { _ = r.Stop() }, nil
+		},
+	}
+	cases := serverCases(t)
+	// A broken synced makes the frame reads of a case wait for their
+	// timeout; keep those short here.
+	for _, c := range cases {
+		for _, s := range c.Steps {
+			if f, ok := s["frames"].(map[string]any); ok {
+				f["within"] = "1s"
+			}
+		}
+	}
+	results := conformance.RunServerCases(ctx, tgt, cases, conformance.DefaultVars(fingerprint(t)))
+	failed := 0
+	for i, r := range results {
+		text := caseText(t, cases[i])
+		mustFail := strings.Contains(text, "type: synced") || expects409HandshakeRequired.MatchString(text)
+		switch {
+		case r.Skipped != "":
+			t.Errorf("%s: skipped: %s", r.Case, r.Skipped)
+		case mustFail && r.Err == nil:
+			t.Errorf("%s passes against a server that omits synced and answers handshake_required with 400", r.Case)
+		case !mustFail && r.Err != nil:
+			t.Errorf("%s fails, though the server is broken only in ways it does not test: %v", r.Case, r.Err)
+		case r.Err != nil:
+			failed++
+			t.Logf("FAIL (as it must) %s: %v", r.Case, r.Err)
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no case caught the broken server")
+	}
+	t.Logf("%d/%d cases fail against the broken server, each one that tests what it breaks", failed, len(results))
+}
+
+// expects409HandshakeRequired finds an expectation of 409 handshake_required.
+var expects409HandshakeRequired = regexp.MustCompile(`status: 409.*code: handshake_required`)
+
+// caseText is the case's file, as the cases embedded in the package hold it.
+func caseText(t *testing.T, c *conformance.Case) string {
+	t.Helper()
+	data, err := fsReadFile(c.Name + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
