@@ -27,7 +27,15 @@ func main() {
 	out := flag.String("out", "../docs/benchmarks.md", "the report to write")
 	plots := flag.String("plots", "bench", "the plots' folder, relative to the report's")
 	only := flag.String("only", "", "comma-separated workloads to run (default: all): "+strings.Join(workloads, ","))
+	serve := flag.String("serve", "", "internal: serve this kind of server (lockstep, grpc) as a workload's server process")
+	addr := flag.String("addr", "", "internal: the address -serve listens on")
 	flag.Parse()
+	if *serve != "" {
+		if err := suite.ServeChild(*serve, *addr, os.Stdin, os.Stdout); err != nil {
+			fail(err)
+		}
+		return
+	}
 
 	started := time.Now()
 	self, err := os.Executable()
@@ -36,7 +44,10 @@ func main() {
 	}
 	s := suite.New(suite.Config{Quick: *quick, Rounds: *rounds, Self: self, Log: os.Stderr})
 	run := map[string]func() error{
-		"unary": s.Unary,
+		"unary":      s.Unary,
+		"validation": s.Validation,
+		"reconnect":  s.Reconnect,
+		"crash":      s.Crash,
 	}
 	selected := workloads
 	if *only != "" {
@@ -72,7 +83,7 @@ func main() {
 }
 
 // workloads are the suite's workloads in the order they run.
-var workloads = []string{"unary"}
+var workloads = []string{"unary", "reconnect", "crash", "validation"}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "lockstep-bench:", err)

@@ -43,6 +43,10 @@ type Suite struct {
 	cfg     Config
 	Results *Results
 	started time.Time
+
+	// validationMismatches names the corpus documents the two validators
+	// disagree on.
+	validationMismatches []string
 }
 
 // New returns a suite with cfg, its zero fields set to their defaults.

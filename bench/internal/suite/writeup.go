@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/bench/internal/report"
 	"github.com/lockstep-dev/lockstep/bench/internal/stats"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 )
 
 // Writeup is the report of a run and the plots it links to.
@@ -36,6 +38,8 @@ func (s *Suite) Write(facts [][2]string, plotDir string) Writeup {
 		Facts:    facts,
 	}
 	w.unary()
+	w.validation()
+	w.reconnect()
 	w.finishTargets()
 	return w.out
 }
@@ -276,3 +280,108 @@ func cdfSeries(name string, sorted []time.Duration) report.Series {
 
 // pick returns quick when the suite runs quickly, full otherwise.
 func (s *Suite) pick(full, quick string) string { return pick(s, full, quick) }
+
+// validation writes the validation section and P8.
+func (w *writeup) validation() {
+	if len(w.r.Variants(WValidation)) == 0 {
+		return
+	}
+	gen, anchor := w.r.Median(WValidation, VGeneratedDecode, MNsPerOp), w.r.Median(WValidation, VSchemaDecode, MNsPerOp)
+	corpus := w.r.Median(WValidation, VGeneratedDecode, MCorpus)
+	sec := report.Section{Title: "Validation (P8)", Intro: `
+Decoding and validating the benchmark instance (1.5 KB) in one goroutine:
+the generated ` + "`UnmarshalJSON`" + ` and ` + "`Validate`" + ` of ` + "`framework/benchkit/benchgen`" + `
+against ` + "`Contract.ValidateJSON`" + ` (decode to ` + "`any`" + `, then jsonschema/v5), as the
+runtime does for types without a generated validator. The differential
+corpus is the instance, 8 nodes of the benchmark family and mutations that
+each break one rule of the schema.`,
+		Tables: []report.Table{{Header: []string{"variant", "ns/op", "vs generated"}, Rows: [][]string{
+			{VGeneratedDecode, w.fig(WValidation, VGeneratedDecode, MNsPerOp, "%.0f"), "1.00×"},
+			{VSchemaDecode, w.fig(WValidation, VSchemaDecode, MNsPerOp, "%.0f"), ratioText(stats.Ratio(anchor, gen))},
+		}}}}
+	if len(w.s.validationMismatches) > 0 {
+		sec.Notes = "Verdicts differ on: " + strings.Join(w.s.validationMismatches, "; ") + "."
+	} else {
+		sec.Notes = fmt.Sprintf("Both gave the same verdict on all %.0f documents of the corpus.", corpus)
+	}
+	w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
+	speedup := stats.Ratio(anchor, gen)
+	w.target(report.Target{ID: "P8", Workload: targetWorkload["P8"], Want: targetWant["P8"],
+		Measured: fmt.Sprintf("%.0f vs %.0f ns = **%s** faster; %d of %.0f verdicts differ", gen, anchor, ratioText(speedup),
+			len(w.s.validationMismatches), corpus),
+		Verdict: verdict(!math.IsNaN(speedup), speedup >= 5 && len(w.s.validationMismatches) == 0)})
+}
+
+// msTable is a table of latency figures in milliseconds over a workload's
+// variants, with the p99 ratio against base.
+func (w *writeup) msTable(wl, first, base string) report.Table {
+	t := report.Table{Header: []string{first, "p50 ms", "p99 ms", "max ms", "samples", "p99 vs " + base}}
+	baseP99 := w.r.Median(wl, base, MP99ms)
+	for _, v := range w.r.Variants(wl) {
+		t.Rows = append(t.Rows, []string{v, w.fig(wl, v, MP50ms, "%.1f"), w.fig(wl, v, MP99ms, "%.1f"),
+			w.fig(wl, v, MMaxms, "%.1f"), fmt.Sprintf("%.0f", sumMetric(w.r, wl, v, MSamples)),
+			ratioText(stats.Ratio(w.r.Median(wl, v, MP99ms), baseP99))})
+	}
+	return t
+}
+
+// pooled returns the percentile q of every sample of every round, in ms.
+func (w *writeup) pooled(wl, v string, q float64) float64 {
+	lat := w.r.Latencies(wl, v)
+	if len(lat) == 0 {
+		return math.NaN()
+	}
+	return float64(benchrun.Percentile(lat, q)) / 1e6
+}
+
+// reconnect writes the reconnect and crash-detection sections, P6 and F.
+func (w *writeup) reconnect() {
+	if len(w.r.Variants(WReconnect)) > 0 {
+		sec := report.Section{Title: "Reconnect gap (P6)", Intro: `
+Pairs of one server and one client run in parallel (` + w.s.pick("20 pairs, 2 trials each", "3 pairs, 1 trial each") + ` per
+round). A trial kills the server, makes a call once the client knows the
+server is gone (so it blocks), keeps the address dark for a random time
+(uniform in ` + w.s.pick("0.2–3 s", "0.2–0.5 s") + `), then starts a compatible server there; the gap runs
+from its listener accepting to the blocked call's success. gRPC's call uses
+` + "`WaitForReady`" + ` and the default connection backoff; lockstep's client its default
+reconnect backoff. The table's figures are medians over rounds of each
+round's percentiles; the target is judged on the pooled samples.`,
+			Tables: []report.Table{w.msTable(WReconnect, "variant", VReconnectGR)}}
+		var cdf []report.Series
+		for _, v := range w.r.Variants(WReconnect) {
+			cdf = append(cdf, msSeries(v, w.r.Latencies(WReconnect, v)))
+		}
+		sec.Plots = [][2]string{w.plot("reconnect-cdf.svg", report.LinePlot("reconnect gap CDF", "gap (ms, log)",
+			"fraction of trials", true, cdf), "reconnect gap CDF per variant")}
+		w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
+		p99 := w.pooled(WReconnect, VReconnectLS, 0.99)
+		n := len(w.r.Latencies(WReconnect, VReconnectLS))
+		w.target(report.Target{ID: "P6", Workload: targetWorkload["P6"], Want: targetWant["P6"],
+			Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials (gRPC: %.0f ms)", p99, n, w.pooled(WReconnect, VReconnectGR, 0.99)),
+			Verdict:  verdict(!math.IsNaN(p99), p99 <= 50)})
+	}
+	if len(w.r.Variants(WCrash)) > 0 {
+		sec := report.Section{Title: "Noticing a killed server", Intro: `
+The server runs in a process of its own and is killed with SIGKILL (the
+kernel closes its connections, as in a crash); the time runs until
+lockstep's client stops routing to it (` + "`Client.Ready`" + ` fails, polled every
+millisecond) or gRPC's ClientConn leaves READY. Each trial starts a new
+server process; the client has made one call.`,
+			Tables: []report.Table{w.msTable(WCrash, "variant", VCrashGRP)}}
+		w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
+		p99 := w.pooled(WCrash, VCrashLS, 0.99)
+		w.target(report.Target{ID: "F", Workload: targetWorkload["F"], Want: targetWant["F"],
+			Measured: fmt.Sprintf("lockstep p99 **%.1f ms** over %d kills (gRPC: %.1f ms)", p99,
+				len(w.r.Latencies(WCrash, VCrashLS)), w.pooled(WCrash, VCrashGRP, 0.99)),
+			Verdict: verdict(!math.IsNaN(p99), p99 <= 50)})
+	}
+}
+
+// msSeries turns latencies into a CDF line in milliseconds.
+func msSeries(name string, sorted []time.Duration) report.Series {
+	s := report.Series{Name: name}
+	for _, p := range stats.CDF(sorted, 40) {
+		s.Points = append(s.Points, report.XY{X: float64(p.Value) / 1e6, Y: p.Fraction})
+	}
+	return s
+}
