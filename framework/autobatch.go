@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // AutoBatch turns on automatic batching: concurrent unary calls to the same
@@ -169,7 +171,7 @@ func (b *batcher) send(calls []*pendingCall) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
-	whole := b.e.post(ctx, b.sess, MultiCallMethod, b.encode(live), nil)
+	whole := b.e.post(ctx, b.sess, protocol.MultiCallMethod, b.encode(live), nil)
 	if whole.err != nil || whole.status != http.StatusOK {
 		for _, p := range live {
 			p.done <- whole

@@ -16,6 +16,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // echoServer answers each NodeStatus with the node's number as generation,
@@ -87,8 +89,8 @@ func TestAutoBatchMergesConcurrentCallsAndAnswersEachCaller(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Zero(t, wrong.Load())
-	multi := tr.count(framework.CallPath("bench", "1.0.0", framework.MultiCallMethod))
-	single := tr.count(framework.CallPath("bench", "1.0.0", "ReportStatus"))
+	multi := tr.count(protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod))
+	single := tr.count(protocol.CallPath("bench", "1.0.0", "ReportStatus"))
 	assert.Positive(t, multi, "some calls were merged")
 	assert.Less(t, multi+single, int64(callers/4), "200 concurrent calls took far fewer requests")
 	t.Logf("%d calls in %d multi-call and %d single requests", callers, multi, single)

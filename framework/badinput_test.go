@@ -17,6 +17,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // rawAnswer is an HTTP answer decoded as the lockstep error shape.
@@ -70,7 +72,7 @@ func hello(t *testing.T, contract, component string, versions ...string) []byte 
 
 func openSession(t *testing.T, url string, versions ...string) string {
 	t.Helper()
-	a := do(t, http.MethodPost, url+framework.PathHandshake, nil, hello(t, "bench", "kubelet", versions...))
+	a := do(t, http.MethodPost, url+protocol.PathHandshake, nil, hello(t, "bench", "kubelet", versions...))
 	require.Equal(t, http.StatusOK, a.status, string(a.body))
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(a.body, &w))
@@ -98,8 +100,8 @@ func TestBadInputGetsCodedErrorsAndServerKeepsServing(t *testing.T) {
 	token := openSession(t, srv.URL, "1.0.0")
 	valid, err := json.Marshal(benchmsg.Node(1))
 	require.NoError(t, err)
-	callURL := srv.URL + framework.CallPath("bench", "1.0.0", "ReportStatus")
-	withSession := map[string]string{framework.HeaderSession: token}
+	callURL := srv.URL + protocol.CallPath("bench", "1.0.0", "ReportStatus")
+	withSession := map[string]string{protocol.HeaderSession: token}
 
 	cases := []struct {
 		name    string            // what is wrong
@@ -111,25 +113,25 @@ func TestBadInputGetsCodedErrorsAndServerKeepsServing(t *testing.T) {
 		code    framework.Code    // expected error code
 		message string            // a part of the expected message
 	}{
-		{"malformed JSON hello", "POST", framework.PathHandshake, nil, []byte(`{"contract":`), 400, framework.CodeInvalidArgument, "not valid JSON"},
-		{"hello without offers", "POST", framework.PathHandshake, nil, []byte(`{"contract":"bench","component":"kubelet","instance":"x"}`), 400, framework.CodeInvalidArgument, "offers"},
-		{"hello with a bad fingerprint", "POST", framework.PathHandshake, nil, []byte(`{"contract":"bench","component":"kubelet","instance":"x","offers":[{"version":"1.0.0","fingerprint":"md5:x"}]}`), 400, framework.CodeInvalidArgument, "fingerprint"},
-		{"unknown contract", "POST", framework.PathHandshake, nil, hello(t, "nodeweather", "kubelet", "1.0.0"), 404, framework.CodeNotFound, "nodeweather"},
-		{"wrong role", "POST", framework.PathHandshake, nil, hello(t, "bench", "scheduler", "1.0.0"), 403, framework.CodePermissionDenied, "scheduler is not a client of bench"},
-		{"oversized hello", "POST", framework.PathHandshake, nil, bytes.Repeat([]byte(" "), 65<<10), 413, framework.CodePayloadTooLarge, "exceeds"},
-		{"call without session", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), nil, valid, 409, framework.CodeHandshakeRequired, "handshake first"},
-		{"stale session", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), map[string]string{framework.HeaderSession: "0123456789abcdef"}, valid, 409, framework.CodeHandshakeRequired, "handshake again"},
-		{"path version is not the agreed one", "POST", framework.CallPath("bench", "2.0.0", "ReportStatus"), withSession, valid, 409, framework.CodeIncompatiblePeer, "agreed bench 1.0.0"},
-		{"version the server does not speak", "POST", framework.CallPath("bench", "9.0.0", "ReportStatus"), withSession, valid, 409, framework.CodeIncompatiblePeer, "does not speak bench 9.0.0"},
-		{"unknown method", "POST", framework.CallPath("bench", "1.0.0", "Reboot"), withSession, valid, 404, framework.CodeNotFound, "Reboot"},
-		{"unknown contract in path", "POST", framework.CallPath("nodeweather", "1.0.0", "Get"), withSession, valid, 404, framework.CodeNotFound, "nodeweather"},
-		{"oversized body", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), withSession, bytes.Repeat([]byte("x"), 65<<10), 413, framework.CodePayloadTooLarge, "exceeds"},
-		{"body is not JSON", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), withSession, []byte("nodeName=x"), 400, framework.CodeInvalidArgument, "not valid JSON"},
-		{"schema-invalid body", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), withSession, []byte(`{"nodeName":"Bad_Name"}`), 400, framework.CodeInvalidArgument, "does not match its schema"},
-		{"batch body without items", "POST", framework.CallPath("bench", "1.0.0", "ReportStatuses"), withSession, []byte(`{}`), 400, framework.CodeInvalidArgument, "items is missing"},
-		{"malformed timeout", "POST", framework.CallPath("bench", "1.0.0", "ReportStatus"), map[string]string{framework.HeaderSession: token, framework.HeaderTimeout: "soon"}, valid, 400, framework.CodeInvalidArgument, "Lockstep-Timeout"},
+		{"malformed JSON hello", "POST", protocol.PathHandshake, nil, []byte(`{"contract":`), 400, framework.CodeInvalidArgument, "not valid JSON"},
+		{"hello without offers", "POST", protocol.PathHandshake, nil, []byte(`{"contract":"bench","component":"kubelet","instance":"x"}`), 400, framework.CodeInvalidArgument, "offers"},
+		{"hello with a bad fingerprint", "POST", protocol.PathHandshake, nil, []byte(`{"contract":"bench","component":"kubelet","instance":"x","offers":[{"version":"1.0.0","fingerprint":"md5:x"}]}`), 400, framework.CodeInvalidArgument, "fingerprint"},
+		{"unknown contract", "POST", protocol.PathHandshake, nil, hello(t, "nodeweather", "kubelet", "1.0.0"), 404, framework.CodeNotFound, "nodeweather"},
+		{"wrong role", "POST", protocol.PathHandshake, nil, hello(t, "bench", "scheduler", "1.0.0"), 403, framework.CodePermissionDenied, "scheduler is not a client of bench"},
+		{"oversized hello", "POST", protocol.PathHandshake, nil, bytes.Repeat([]byte(" "), 65<<10), 413, framework.CodePayloadTooLarge, "exceeds"},
+		{"call without session", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatus"), nil, valid, 409, framework.CodeHandshakeRequired, "handshake first"},
+		{"stale session", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatus"), map[string]string{protocol.HeaderSession: "0123456789abcdef"}, valid, 409, framework.CodeHandshakeRequired, "handshake again"},
+		{"path version is not the agreed one", "POST", protocol.CallPath("bench", "2.0.0", "ReportStatus"), withSession, valid, 409, framework.CodeIncompatiblePeer, "agreed bench 1.0.0"},
+		{"version the server does not speak", "POST", protocol.CallPath("bench", "9.0.0", "ReportStatus"), withSession, valid, 409, framework.CodeIncompatiblePeer, "does not speak bench 9.0.0"},
+		{"unknown method", "POST", protocol.CallPath("bench", "1.0.0", "Reboot"), withSession, valid, 404, framework.CodeNotFound, "Reboot"},
+		{"unknown contract in path", "POST", protocol.CallPath("nodeweather", "1.0.0", "Get"), withSession, valid, 404, framework.CodeNotFound, "nodeweather"},
+		{"oversized body", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatus"), withSession, bytes.Repeat([]byte("x"), 65<<10), 413, framework.CodePayloadTooLarge, "exceeds"},
+		{"body is not JSON", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatus"), withSession, []byte("nodeName=x"), 400, framework.CodeInvalidArgument, "not valid JSON"},
+		{"schema-invalid body", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatus"), withSession, []byte(`{"nodeName":"Bad_Name"}`), 400, framework.CodeInvalidArgument, "does not match its schema"},
+		{"batch body without items", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatuses"), withSession, []byte(`{}`), 400, framework.CodeInvalidArgument, "items is missing"},
+		{"malformed timeout", "POST", protocol.CallPath("bench", "1.0.0", "ReportStatus"), map[string]string{protocol.HeaderSession: token, protocol.HeaderTimeout: "soon"}, valid, 400, framework.CodeInvalidArgument, "Lockstep-Timeout"},
 		{"unknown path", "GET", "/lockstep/nothing", nil, nil, 404, framework.CodeNotFound, "no such path"},
-		{"wrong HTTP method", "GET", framework.PathHandshake, nil, nil, 404, framework.CodeNotFound, "not served"},
+		{"wrong HTTP method", "GET", protocol.PathHandshake, nil, nil, 404, framework.CodeNotFound, "not served"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +147,7 @@ func TestBadInputGetsCodedErrorsAndServerKeepsServing(t *testing.T) {
 	a := do(t, http.MethodPost, callURL, withSession, []byte(`{"nodeName":"Bad_Name"}`))
 	assert.Contains(t, string(a.details), `"instance":"/nodeName"`)
 	// The role refusal carries the structured refusal.
-	a = do(t, http.MethodPost, srv.URL+framework.PathHandshake, nil, hello(t, "bench", "scheduler", "1.0.0"))
+	a = do(t, http.MethodPost, srv.URL+protocol.PathHandshake, nil, hello(t, "bench", "scheduler", "1.0.0"))
 	var refusal handshake.Refusal
 	require.NoError(t, json.Unmarshal(a.details, &refusal))
 	assert.Equal(t, handshake.ReasonRoleMismatch, refusal.Reason)
@@ -164,11 +166,11 @@ func TestStaleSessionAfterRestartIsHandshakeRequired(t *testing.T) {
 	valid, _ := json.Marshal(benchmsg.Node(1))
 	require.NoError(t, srv.Stop())
 	again := startBench(t, srv.Addr, "1.0.0")
-	a := do(t, http.MethodPost, again.URL+framework.CallPath("bench", "1.0.0", "ReportStatus"),
-		map[string]string{framework.HeaderSession: token}, valid)
+	a := do(t, http.MethodPost, again.URL+protocol.CallPath("bench", "1.0.0", "ReportStatus"),
+		map[string]string{protocol.HeaderSession: token}, valid)
 	assert.Equal(t, http.StatusConflict, a.status)
 	assert.Equal(t, "handshake_required", a.code)
-	assert.Equal(t, "1", a.header.Get(framework.HeaderNotProcessed))
+	assert.Equal(t, "1", a.header.Get(protocol.HeaderNotProcessed))
 }
 
 func TestHandshakeWaitIsReleasedWhenTheServerDrains(t *testing.T) {
@@ -176,7 +178,7 @@ func TestHandshakeWaitIsReleasedWhenTheServerDrains(t *testing.T) {
 	done := make(chan rawAnswer, 1)
 	start := time.Now()
 	go func() {
-		done <- do(t, http.MethodPost, srv.URL+framework.PathHandshake+"?wait=20s", nil, hello(t, "bench", "kubelet", "2.0.0"))
+		done <- do(t, http.MethodPost, srv.URL+protocol.PathHandshake+"?wait=20s", nil, hello(t, "bench", "kubelet", "2.0.0"))
 	}()
 	select {
 	case a := <-done:
@@ -190,7 +192,7 @@ func TestHandshakeWaitIsReleasedWhenTheServerDrains(t *testing.T) {
 	var refusal handshake.Refusal
 	require.NoError(t, json.Unmarshal(a.details, &refusal))
 	assert.Equal(t, handshake.ReasonDraining, refusal.Reason)
-	assert.Equal(t, "1", a.header.Get(framework.HeaderDraining))
+	assert.Equal(t, "1", a.header.Get(protocol.HeaderDraining))
 }
 
 func TestReleaseConstraints(t *testing.T) {
@@ -199,7 +201,7 @@ func TestReleaseConstraints(t *testing.T) {
 	})
 	b, _ := json.Marshal(handshake.Hello{Contract: "bench", Component: "kubelet", Instance: "x", Release: "1.30.9",
 		Offers: []handshake.Offer{benchContract(t, "1.0.0").Offer()}})
-	a := do(t, http.MethodPost, srv.URL+framework.PathHandshake, nil, b)
+	a := do(t, http.MethodPost, srv.URL+protocol.PathHandshake, nil, b)
 	assert.Equal(t, "incompatible_peer", a.code)
 	assert.Contains(t, a.message, "1.30.9")
 

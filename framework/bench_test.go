@@ -20,6 +20,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // The benchmarks below measure the runtime over real loopback TCP, client
@@ -276,7 +278,7 @@ func BenchmarkHandshake(b *testing.B) {
 		defer tr.CloseIdleConnections()
 		hc := &http.Client{Transport: tr}
 		offers := []handshake.Offer{c.Offer()}
-		url := srv.URL + framework.PathHandshake
+		url := srv.URL + protocol.PathHandshake
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // CallOption changes how one call is made.
@@ -227,7 +229,7 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 	call := &Call{Contract: c.contract.Name(), Version: c.contract.Version(), Method: method,
 		Header: http.Header{}, Request: req}
 	if o.idempotencyKey != "" {
-		call.Header.Set(HeaderIdempotencyKey, o.idempotencyKey)
+		call.Header.Set(protocol.HeaderIdempotencyKey, o.idempotencyKey)
 	}
 	if obs := c.cfg.Observer; obs != nil {
 		start := c.cfg.Clock.Now()

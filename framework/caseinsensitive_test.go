@@ -14,6 +14,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // The Kubernetes scheduler extender's JSON has no tags: peers send Go field
@@ -48,17 +50,17 @@ func TestCaseInsensitiveMessagesAcceptGoFieldNames(t *testing.T) {
 	})
 	b, _ := json.Marshal(handshake.Hello{Contract: "extender", Component: "scheduler", Instance: "s1", Release: "1.0.0",
 		Offers: []handshake.Offer{extenderContract.Offer()}})
-	a := do(t, http.MethodPost, srv.URL+framework.PathHandshake, nil, b)
+	a := do(t, http.MethodPost, srv.URL+protocol.PathHandshake, nil, b)
 	require.Equal(t, http.StatusOK, a.status)
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(a.body, &w))
-	a = do(t, http.MethodPost, srv.URL+framework.CallPath("extender", "1.0.0", "Filter"),
-		map[string]string{framework.HeaderSession: w.Session}, []byte(`{"NodeNames":["n1","n2"]}`))
+	a = do(t, http.MethodPost, srv.URL+protocol.CallPath("extender", "1.0.0", "Filter"),
+		map[string]string{protocol.HeaderSession: w.Session}, []byte(`{"NodeNames":["n1","n2"]}`))
 	require.Equal(t, http.StatusOK, a.status, string(a.body))
 	assert.JSONEq(t, `{"nodenames":["n1"]}`, string(a.body))
 	// Still validated: a wrong type in any spelling is refused.
-	a = do(t, http.MethodPost, srv.URL+framework.CallPath("extender", "1.0.0", "Filter"),
-		map[string]string{framework.HeaderSession: w.Session}, []byte(`{"NODENAMES":"n1"}`))
+	a = do(t, http.MethodPost, srv.URL+protocol.CallPath("extender", "1.0.0", "Filter"),
+		map[string]string{protocol.HeaderSession: w.Session}, []byte(`{"NODENAMES":"n1"}`))
 	assert.Equal(t, "invalid_argument", a.code)
 
 	// A pinned extender answering with Go field names.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // A dry-run handshake answers what a real one would, and leaves no trace:
@@ -20,7 +22,7 @@ func TestDryRunHandshakeAnswersWithoutOpeningASession(t *testing.T) {
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
 		c.OnPeerJoined = func(framework.SessionInfo) { joined.Add(1) }
 	})
-	dry := srv.URL + framework.PathHandshake + "?" + framework.QueryDryRun + "=1"
+	dry := srv.URL + protocol.PathHandshake + "?" + protocol.QueryDryRun + "=1"
 
 	a := do(t, http.MethodPost, dry, nil, hello(t, "bench", "kubelet", "1.0.0"))
 	require.Equal(t, http.StatusOK, a.status, string(a.body))

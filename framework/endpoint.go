@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Endpoint states, as [EndpointStatus.State] reports them.
@@ -264,7 +266,7 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 		Contract: e.c.contract.Name(), Component: cfg.Component, Instance: cfg.Instance,
 		Release: cfg.Release, Offers: e.c.offers, PeerRelease: cfg.PeerRelease,
 	})
-	u := e.url + PathHandshake
+	u := e.url + protocol.PathHandshake
 	if wait {
 		u += "?wait=" + cfg.HandshakeWait.String()
 	}
@@ -272,7 +274,7 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 	if err != nil {
 		return nil, stateUnreachable, err
 	}
-	req.Header.Set("Content-Type", contentTypeJSON)
+	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
 		return nil, stateUnreachable, err
@@ -358,11 +360,11 @@ func deleteSessions(hc *http.Client, url string, tokens []string) {
 	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+PathSession, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+protocol.PathSession, bytes.NewReader(body))
 	if err != nil {
 		return
 	}
-	req.Header.Set("Content-Type", contentTypeJSON)
+	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
 	if resp, err := hc.Do(req); err == nil {
 		_, _ = readAnswer(resp, 4096)
 	}
@@ -415,12 +417,12 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", contentTypeJSON)
+	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
 	if !sess.version.pinned {
-		req.Header.Set(HeaderSession, sess.token)
+		req.Header.Set(protocol.HeaderSession, sess.token)
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(HeaderTimeout, encodeTimeout(dl.Sub(e.c.cfg.Clock.Now())))
+		req.Header.Set(protocol.HeaderTimeout, encodeTimeout(dl.Sub(e.c.cfg.Clock.Now())))
 	}
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
@@ -429,8 +431,8 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 	out, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
 	a := attempt{
 		status:       resp.StatusCode,
-		draining:     resp.Header.Get(HeaderDraining) != "",
-		notProcessed: resp.Header.Get(HeaderNotProcessed) != "",
+		draining:     resp.Header.Get(protocol.HeaderDraining) != "",
+		notProcessed: resp.Header.Get(protocol.HeaderNotProcessed) != "",
 		body:         out,
 	}
 	if err != nil {
@@ -440,7 +442,7 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 	}
 	if resp.StatusCode == http.StatusOK {
 		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
-		if resp.Header.Get(HeaderResync) != "" && e.c.cfg.OnResync != nil {
+		if resp.Header.Get(protocol.HeaderResync) != "" && e.c.cfg.OnResync != nil {
 			go e.c.cfg.OnResync()
 		}
 	}
@@ -460,5 +462,5 @@ func (e *endpoint) callURL(sess *clientSession, method string) string {
 			return e.url + "/" + strings.TrimPrefix(path, "/")
 		}
 	}
-	return e.url + CallPath(c.Name(), c.Version(), method)
+	return e.url + protocol.CallPath(c.Name(), c.Version(), method)
 }

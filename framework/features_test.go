@@ -16,6 +16,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // cuttable is an injectable transport that can be cut, as a network
@@ -70,7 +72,7 @@ func TestIdleSessionLivesOnHeartbeatsAndALostClientIsReported(t *testing.T) {
 		t.Fatalf("an idle session with heartbeats was lost: %+v", l)
 	default:
 	}
-	assert.GreaterOrEqual(t, tr.count(framework.PathHeartbeat), int64(5))
+	assert.GreaterOrEqual(t, tr.count(protocol.PathHeartbeat), int64(5))
 	_, err := report(timeout(t, 5*time.Second), cl, 1)
 	require.NoError(t, err)
 
@@ -299,9 +301,9 @@ func TestSessionsOfManyClientsShareOneHeartbeatRequest(t *testing.T) {
 		require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
 	}
 	require.Len(t, srv.Server.Sessions(), nodes)
-	before := tr.count(framework.PathHeartbeat)
+	before := tr.count(protocol.PathHeartbeat)
 	time.Sleep(1500 * time.Millisecond) // one and a half TTLs, all idle
-	beatsSent := tr.count(framework.PathHeartbeat) - before
+	beatsSent := tr.count(protocol.PathHeartbeat) - before
 	// About 15 intervals passed: one request each, not one per session.
 	assert.GreaterOrEqual(t, beatsSent, int64(8))
 	assert.LessOrEqual(t, beatsSent, int64(20))
@@ -338,7 +340,7 @@ func TestExtraRoutesAndTopicsOnTheStatusPage(t *testing.T) {
 	assert.Equal(t, "lockstep_up 1\n", string(a.body))
 	assert.Panics(t, func() { other.Server.Handle("/late", http.NotFoundHandler()) }, "routes are fixed once serving")
 
-	a = do(t, http.MethodGet, other.URL+framework.PathStatus, nil, nil)
+	a = do(t, http.MethodGet, other.URL+protocol.PathStatus, nil, nil)
 	require.Equal(t, http.StatusOK, a.status)
 	var st framework.ServerStatus
 	require.NoError(t, json.Unmarshal(a.body, &st))

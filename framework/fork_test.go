@@ -18,6 +18,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // nodeinfo v1: {node, ready} answered {ok}. v2 restructures readiness into
@@ -308,7 +310,7 @@ func extenderV1(t *testing.T, answer func(w http.ResponseWriter, st StatusV1)) (
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		body, _ := io.ReadAll(r.Body)
-		if r.Header.Get(framework.HeaderSession) != "" {
+		if r.Header.Get(protocol.HeaderSession) != "" {
 			http.Error(w, "unexpected session header", http.StatusBadRequest)
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Validator is implemented by generated message types whose generated
@@ -230,50 +232,43 @@ const MaxMultiCalls = 256
 // multiCallWorkers bounds the goroutines one multi-call runs its calls on.
 const multiCallWorkers = 32
 
-// MultiCallMethod is the path segment of the generic multi-call endpoint,
-// POST /lockstep/<contract>/<version>/_multi: several unary calls of one
-// session in one request. Method names start with a letter, so it never
-// collides with one.
-const MultiCallMethod = "_multi"
-
 // serveCall answers POST /lockstep/<contract>/<version>/<Method> and the
 // multi-call endpoint.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	contract, ver, method := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "method")
-	if obs := s.cfg.Observer; obs != nil && method != MultiCallMethod {
+	if obs := s.cfg.Observer; obs != nil && method != protocol.MultiCallMethod {
 		start := s.cfg.Clock.Now()
 		ow := &observedWriter{ResponseWriter: w}
 		w = ow
 		defer func() { obs.Call(contract, ver, method, ow.code, s.cfg.Clock.Since(start)) }()
 	}
-	draining := s.draining.Load()
 	sc := s.lookup(contract)
 	if sc == nil {
-		writeError(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract), draining, true)
+		s.refuse(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract))
 		return
 	}
 	sv := sc.versions[ver]
 	if sv == nil {
-		writeError(w, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver), draining, true)
+		s.refuse(w, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver))
 		return
 	}
 	mh := sv.methods[method]
-	if mh == nil && method != MultiCallMethod {
-		writeError(w, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method), draining, true)
+	if mh == nil && method != protocol.MultiCallMethod {
+		s.refuse(w, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method))
 		return
 	}
-	token := r.Header.Get(HeaderSession)
+	token := r.Header.Get(protocol.HeaderSession)
 	if token == "" {
-		writeError(w, Errorf(CodeHandshakeRequired, "call carries no %s header: handshake first", HeaderSession), draining, true)
+		s.refuse(w, Errorf(CodeHandshakeRequired, "call carries no %s header: handshake first", protocol.HeaderSession))
 		return
 	}
 	sess := s.sessions.get(token)
 	if sess == nil || sess.contract != contract {
-		writeError(w, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract), draining, true)
+		s.refuse(w, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract))
 		return
 	}
 	if sess.version != ver {
-		writeError(w, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the call is at %s", contract, sess.version, ver), draining, true)
+		s.refuse(w, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the call is at %s", contract, sess.version, ver))
 		return
 	}
 	// Count the call before looking at draining again, so a drain that
@@ -286,50 +281,57 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		s.lastArrival.Store(s.now())
 		sess.drainNotified.Store(true)
-		writeError(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component), true, true)
+		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component))
 		return
 	}
 	if n > int64(s.cfg.MaxInFlightPerSession) {
-		writeError(w, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession), false, true)
+		s.refuse(w, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession))
 		return
 	}
-	ctx, cancel, err := withTimeoutHeader(r.Context(), r.Header.Get(HeaderTimeout))
+	ctx, cancel, err := withTimeoutHeader(r.Context(), r.Header.Get(protocol.HeaderTimeout))
 	if err != nil {
-		writeError(w, err, false, true)
+		s.refuse(w, err)
 		return
 	}
 	defer cancel()
 	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		writeError(w, err, false, true)
+		s.refuse(w, err)
 		return
 	}
 	var out []byte
-	if method == MultiCallMethod {
+	if method == protocol.MultiCallMethod {
 		out, err = s.serveMulti(ctx, sv, sess, r.Header, body)
 	} else {
 		out, err = mh.serve(ctx, &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body)
 	}
 	release()
 	sess.lastSeen.Store(s.now())
-	draining = s.draining.Load()
+	draining := s.draining.Load()
 	if draining {
 		sess.drainNotified.Store(true)
 	}
 	if err != nil {
-		if ctx.Err() != nil && CodeOf(err) == CodeInternal {
-			err = NewError(CodeDeadlineExceeded, ctx.Err())
-		}
-		writeError(w, err, draining, false)
+		s.fail(w, handlerError(ctx, err))
 		return
 	}
 	if draining {
 		markDraining(w)
 	}
 	if sess.resync.Swap(false) {
-		w.Header().Set(HeaderResync, "1")
+		w.Header().Set(protocol.HeaderResync, "1")
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// handlerError is what a handler's error is answered with: an uncoded
+// failure (internal) of a handler whose context ended is the deadline's
+// doing, and is answered deadline_exceeded, which the caller can act on.
+func handlerError(ctx context.Context, err error) error {
+	if ctx.Err() != nil && CodeOf(err) == CodeInternal {
+		return NewError(CodeDeadlineExceeded, ctx.Err())
+	}
+	return err
 }
 
 // withTimeoutHeader applies a Lockstep-Timeout value to ctx.
@@ -339,7 +341,7 @@ func withTimeoutHeader(ctx context.Context, value string) (context.Context, cont
 	}
 	d, err := decodeTimeout(value)
 	if err != nil {
-		return nil, nil, Errorf(CodeInvalidArgument, "%s: %v", HeaderTimeout, err)
+		return nil, nil, Errorf(CodeInvalidArgument, "%s: %v", protocol.HeaderTimeout, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, cancel, nil
@@ -414,10 +416,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 			s.cfg.Observer.Call(sv.contract.Name(), sv.contract.Version(), mc.Method, CodeOf(err), s.cfg.Clock.Since(start))
 		}
 		if err != nil {
-			if cctx.Err() != nil && CodeOf(err) == CodeInternal {
-				err = NewError(CodeDeadlineExceeded, cctx.Err())
-			}
-			out.Results[i] = errorResult(err)
+			out.Results[i] = errorResult(handlerError(cctx, err))
 			return
 		}
 		out.Results[i] = batchResult{OK: b}

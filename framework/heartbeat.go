@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Heartbeats keeps sessions alive for many clients at once: every interval
@@ -173,11 +175,11 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		case <-ctx.Done():
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.key.url+PathHeartbeat, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.key.url+protocol.PathHeartbeat, bytes.NewReader(body))
 	if err != nil {
 		return false
 	}
-	req.Header.Set("Content-Type", contentTypeJSON)
+	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
 	resp, err := g.hc.Do(req)
 	if err != nil {
 		select {
@@ -205,7 +207,7 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		}
 		return false
 	}
-	if resp.Header.Get(HeaderDraining) != "" {
+	if resp.Header.Get(protocol.HeaderDraining) != "" {
 		// Take the sessions out of routing first, then acknowledge the
 		// drain for all of them in one request.
 		g.loseAll(members, stateDraining, Errorf(CodeUnavailable, "the server is draining"))

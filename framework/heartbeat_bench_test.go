@@ -16,6 +16,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // BenchmarkHeartbeats10k holds 10,000 sessions (one per simulated node, one
@@ -96,7 +98,7 @@ func childCPU(b *testing.B, pid int) time.Duration {
 
 // checkSessions asks the server's status how many sessions it holds.
 func checkSessions(addr string, want int) error {
-	resp, err := http.Get("http://" + addr + framework.PathStatus)
+	resp, err := http.Get("http://" + addr + protocol.PathStatus)
 	if err != nil {
 		return err
 	}

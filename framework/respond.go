@@ -9,20 +9,37 @@ import (
 	"sync"
 
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // writeJSON writes a 200-class answer with a JSON body.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", contentTypeJSON)
+	h.Set("Content-Type", protocol.ContentTypeJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
-// writeError writes err in the one error shape, with its code's status.
-// notProcessed tells the client the call never reached a handler, so it may
-// resend it anywhere.
-func writeError(w http.ResponseWriter, err error, draining, notProcessed bool) {
+// refuse answers a request that never reached a handler with err in the
+// one error shape: it carries Lockstep-Not-Processed, so the client may
+// resend it anywhere. Every check before a handler runs (routing, session,
+// draining, limits, admission) answers through refuse.
+func (s *Server) refuse(w http.ResponseWriter, err error) {
+	w.Header().Set(protocol.HeaderNotProcessed, "1")
+	s.writeError(w, err)
+}
+
+// fail answers a request whose handler ran (or may have run) with err: no
+// Lockstep-Not-Processed, so only an idempotent call may be resent.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	s.writeError(w, err)
+}
+
+// writeError writes err in the one error shape, with its code's status,
+// marking the answer draining when the server drains. Call it through
+// [Server.refuse] or [Server.fail], which say whether a handler ran.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e := asError(err)
 	if ow, ok := w.(*observedWriter); ok {
 		ow.code = e.Code()
@@ -31,12 +48,8 @@ func writeError(w http.ResponseWriter, err error, draining, notProcessed bool) {
 	if mErr != nil {
 		body = []byte(`{"code":"internal","message":"error did not encode"}`)
 	}
-	h := w.Header()
-	if draining {
+	if s.draining.Load() {
 		markDraining(w)
-	}
-	if notProcessed {
-		h.Set(HeaderNotProcessed, "1")
 	}
 	writeJSON(w, e.Code().HTTPStatus(), body)
 }
@@ -47,7 +60,7 @@ func writeError(w http.ResponseWriter, err error, draining, notProcessed bool) {
 // without knowing whether it was read.
 func markDraining(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set(HeaderDraining, "1")
+	h.Set(protocol.HeaderDraining, "1")
 	h.Set("Connection", "close")
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // A handler that passes on a downstream peer's incompatible_peer must not
@@ -68,8 +70,8 @@ func TestMultiCallsAreBounded(t *testing.T) {
 	token := openSession(t, srv.URL, "1.0.0")
 	call := `{"method":"ReportStatus","request":` + string(mustMarshal(t, benchmsg.Node(1))) + `}`
 	body := `{"calls":[` + strings.Repeat(call+",", framework.MaxMultiCalls) + call + `]}`
-	a := do(t, http.MethodPost, srv.URL+framework.CallPath("bench", "1.0.0", framework.MultiCallMethod),
-		map[string]string{framework.HeaderSession: token}, []byte(body))
+	a := do(t, http.MethodPost, srv.URL+protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod),
+		map[string]string{protocol.HeaderSession: token}, []byte(body))
 	assert.Equal(t, "invalid_argument", a.code)
 	assert.Contains(t, a.message, "at most 256 calls")
 	assert.Zero(t, srv.handled.Load())

@@ -16,6 +16,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Server serves contracts to their client components: it answers
@@ -93,21 +95,21 @@ func (s *Server) Release() string { return s.cfg.Release }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Post(PathHandshake, s.serveHandshake)
-	r.Delete(PathSession, s.serveCloseSession)
-	r.Post(PathHeartbeat, s.serveHeartbeat)
-	r.Get(PathStatus, s.serveStatus)
-	r.Post("/lockstep/{contract}/{version}/{method}", s.serveCall)
-	r.Get("/lockstep/{contract}/{version}/watch/{topic}", s.serveWatch)
-	r.Post("/lockstep/{contract}/{version}/topics/{topic}", s.serveTopicWrite)
+	r.Post(protocol.PathHandshake, s.serveHandshake)
+	r.Delete(protocol.PathSession, s.serveCloseSession)
+	r.Post(protocol.PathHeartbeat, s.serveHeartbeat)
+	r.Get(protocol.PathStatus, s.serveStatus)
+	r.Post(protocol.PathPrefix+"{contract}/{version}/{method}", s.serveCall)
+	r.Get(protocol.PathPrefix+"{contract}/{version}/watch/{topic}", s.serveWatch)
+	r.Post(protocol.PathPrefix+"{contract}/{version}/topics/{topic}", s.serveTopicWrite)
 	r.Get("/healthz", s.serveLive)
 	r.Get("/livez", s.serveLive)
 	r.Get("/readyz", s.serveReady)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path), false, true)
+		s.refuse(w, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, Errorf(CodeNotFound, "%s is not served at %s", r.Method, r.URL.Path), false, true)
+		s.refuse(w, Errorf(CodeNotFound, "%s is not served at %s", r.Method, r.URL.Path))
 	})
 	return r
 }
@@ -160,7 +162,7 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 	if s.started {
 		panic("lockstep: routes must be added before the server starts")
 	}
-	if strings.HasPrefix(pattern, pathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
+	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
 		panic(fmt.Sprintf("lockstep: %s is served by the runtime itself", pattern))
 	}
 	s.router.Handle(pattern, h)

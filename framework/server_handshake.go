@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // serveHandshake answers POST /lockstep/handshake: a welcome with a new
@@ -15,7 +17,7 @@ import (
 // ?dryRun=1 the server answers what it would answer now, but opens no
 // session and holds nothing (see answerDryRun).
 func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
-	dryRun := r.URL.Query().Get(QueryDryRun) == "1"
+	dryRun := r.URL.Query().Get(protocol.QueryDryRun) == "1"
 	if obs := s.cfg.Observer; obs != nil && !dryRun {
 		ow := &observedWriter{ResponseWriter: w}
 		w = ow
@@ -32,25 +34,25 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	}
 	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		writeError(w, err, s.draining.Load(), true)
+		s.refuse(w, err)
 		return
 	}
 	var hello handshake.Hello
 	err = json.Unmarshal(body, &hello)
 	release()
 	if err != nil {
-		writeError(w, Errorf(CodeInvalidArgument, "hello is not valid JSON: %v", err), s.draining.Load(), true)
+		s.refuse(w, Errorf(CodeInvalidArgument, "hello is not valid JSON: %v", err))
 		return
 	}
 	if err := hello.Validate(); err != nil {
-		writeError(w, Errorf(CodeInvalidArgument, "hello: %v", err), s.draining.Load(), true)
+		s.refuse(w, Errorf(CodeInvalidArgument, "hello: %v", err))
 		return
 	}
 	var wait time.Duration
 	if q := r.URL.Query().Get("wait"); q != "" {
 		wait, err = time.ParseDuration(q)
 		if err != nil || wait < 0 {
-			writeError(w, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q), s.draining.Load(), true)
+			s.refuse(w, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q))
 			return
 		}
 		wait = min(wait, s.cfg.MaxHandshakeWait)
@@ -60,7 +62,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := s.lookup(hello.Contract)
 	if sc == nil {
-		writeError(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract), s.draining.Load(), true)
+		s.refuse(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract))
 		return
 	}
 	agreement, refusal := s.negotiate(sc, hello)
@@ -84,11 +86,11 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		if ow, ok := w.(*observedWriter); ok {
 			ow.reason = refusal.Reason
 		}
-		writeError(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal), s.draining.Load(), true)
+		s.refuse(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
 		return
 	}
 	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
-		writeError(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions), false, true)
+		s.refuse(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions))
 		return
 	}
 	sv := sc.versions[agreement.Version]
@@ -123,13 +125,12 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 // peer hooks and is not counted as a handshake, so asking cannot disturb
 // the peers the server serves.
 func (s *Server) answerDryRun(w http.ResponseWriter, hello handshake.Hello, agreement handshake.Agreement, refusal *handshake.Refusal) {
-	draining := s.draining.Load()
 	if refusal != nil {
-		writeError(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal), draining, true)
+		s.refuse(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
 		return
 	}
 	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
-		writeError(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions), draining, true)
+		s.refuse(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions))
 		return
 	}
 	welcome, _ := json.Marshal(handshake.Welcome{
@@ -197,7 +198,7 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 // one in the session header, or {"sessions":[…]} in the body (which only a
 // heartbeat requires). A malformed request is answered here, and ok is false.
 func (s *Server) readSessions(w http.ResponseWriter, r *http.Request, what string, bodyRequired bool) (tokens []string, ok bool) {
-	if token := r.Header.Get(HeaderSession); token != "" {
+	if token := r.Header.Get(protocol.HeaderSession); token != "" {
 		return []string{token}, true
 	}
 	if !bodyRequired && r.ContentLength == 0 {
@@ -205,14 +206,14 @@ func (s *Server) readSessions(w http.ResponseWriter, r *http.Request, what strin
 	}
 	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		writeError(w, err, s.draining.Load(), true)
+		s.refuse(w, err)
 		return nil, false
 	}
 	var req heartbeatRequest
 	err = json.Unmarshal(body, &req)
 	release()
 	if err != nil {
-		writeError(w, Errorf(CodeInvalidArgument, "%s body must be {\"sessions\":[…]}: %v", what, err), s.draining.Load(), true)
+		s.refuse(w, Errorf(CodeInvalidArgument, "%s body must be {\"sessions\":[…]}: %v", what, err))
 		return nil, false
 	}
 	return req.Sessions, true

@@ -187,12 +187,12 @@ func (s *Server) Status() ServerStatus {
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	st := s.Status()
 	if prefersHTML(r) {
-		writeStatusPage(w, st)
+		s.writeStatusPage(w, st)
 		return
 	}
 	body, err := json.Marshal(st)
 	if err != nil {
-		writeError(w, Errorf(CodeInternal, "status did not encode: %v", err), false, false)
+		s.fail(w, Errorf(CodeInternal, "status did not encode: %v", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, body)

@@ -89,10 +89,10 @@ As of {{time .Now}}.</p>
 
 // writeStatusPage writes the page, or an internal error if it did not
 // render (it is rendered whole first, so a failure never sends half a page).
-func writeStatusPage(w http.ResponseWriter, st ServerStatus) {
+func (s *Server) writeStatusPage(w http.ResponseWriter, st ServerStatus) {
 	var buf bytes.Buffer
 	if err := statusPage.Execute(&buf, st); err != nil {
-		writeError(w, Errorf(CodeInternal, "status page did not render: %v", err), false, false)
+		s.fail(w, Errorf(CodeInternal, "status page did not render: %v", err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

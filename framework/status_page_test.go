@@ -18,6 +18,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // The status JSON writes durations as "5s" and times as RFC 3339, and says
@@ -27,7 +29,7 @@ func TestStatusJSONIsReadable(t *testing.T) {
 	cl := benchClient(t, "1.0.0", []string{srv.URL})
 	require.NoError(t, cl.WaitReady(timeout(t, 10*time.Second)))
 
-	a := do(t, http.MethodGet, srv.URL+framework.PathStatus, nil, nil)
+	a := do(t, http.MethodGet, srv.URL+protocol.PathStatus, nil, nil)
 	require.Equal(t, http.StatusOK, a.status)
 	assert.Equal(t, "application/json", a.header.Get("Content-Type"))
 	var raw struct {
@@ -81,7 +83,7 @@ func TestStatusPageRendersInABrowser(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	require.Eventually(t, func() bool { return orphan.Status().Blocked == 1 }, 10*time.Second, 5*time.Millisecond)
 
-	dom := dumpDOM(t, browser, ts.URL+framework.PathStatus)
+	dom := dumpDOM(t, browser, ts.URL+protocol.PathStatus)
 	assert.Contains(t, dom, "<title>nodecontroller 1.31.0: lockstep status</title>")
 	peers := regexp.MustCompile(`<tr class="peer">(.*?)</tr>`).FindAllStringSubmatch(dom, -1)
 	require.Len(t, peers, 2, "both peers are listed:\n%s", dom)
@@ -95,7 +97,7 @@ func TestStatusPageRendersInABrowser(t *testing.T) {
 		"the blocked caller and for how long")
 
 	// JSON stays the default for programs.
-	raw := do(t, http.MethodGet, ts.URL+framework.PathStatus, map[string]string{"Accept": "*/*"}, nil)
+	raw := do(t, http.MethodGet, ts.URL+protocol.PathStatus, map[string]string{"Accept": "*/*"}, nil)
 	assert.Equal(t, "application/json", raw.header.Get("Content-Type"))
 }
 

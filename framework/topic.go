@@ -16,6 +16,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Defaults of the limits a topic takes ([WithMaxKeys], [WithMaxWatchers]).
@@ -754,9 +756,9 @@ func (s *Server) topicRequest(r *http.Request) (*topicStore, *session, error) {
 		}
 		return nil, nil, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic)
 	}
-	token := r.Header.Get(HeaderSession)
+	token := r.Header.Get(protocol.HeaderSession)
 	if token == "" {
-		return nil, nil, Errorf(CodeHandshakeRequired, "request carries no %s header: handshake first", HeaderSession)
+		return nil, nil, Errorf(CodeHandshakeRequired, "request carries no %s header: handshake first", protocol.HeaderSession)
 	}
 	sess := s.sessions.get(token)
 	if sess == nil || sess.contract != contract {
@@ -772,7 +774,7 @@ func (s *Server) topicRequest(r *http.Request) (*topicStore, *session, error) {
 func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 	t, sess, err := s.topicRequest(r)
 	if err != nil {
-		writeError(w, err, s.draining.Load(), true)
+		s.refuse(w, err)
 		return
 	}
 	s.inFlight.Add(1)
@@ -783,16 +785,16 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		s.lastArrival.Store(s.now())
 		sess.drainNotified.Store(true)
-		writeError(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component), true, true)
+		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component))
 		return
 	}
 	if t.decl.Writer != handshake.RoleClient {
-		writeError(w, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()), false, true)
+		s.refuse(w, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
 		return
 	}
 	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		writeError(w, err, false, true)
+		s.refuse(w, err)
 		return
 	}
 	ans, err := t.write(writerKey{sess.peer.Component, sess.peer.Instance}, body)
@@ -802,11 +804,11 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		sess.drainNotified.Store(true)
 	}
 	if err != nil {
-		writeError(w, err, draining, false)
+		s.fail(w, err)
 		return
 	}
 	if draining {
-		w.Header().Set(HeaderDraining, "1")
+		w.Header().Set(protocol.HeaderDraining, "1")
 	}
 	out, _ := json.Marshal(ans)
 	writeJSON(w, http.StatusOK, out)
@@ -875,6 +877,6 @@ func (s *Server) topicsPeerLost(sess *session) {
 		if t.decl.Writer == handshake.RoleClient {
 			t.writerLost(w)
 		}
-		t.closeWatchers(func(ws *watchStream) bool { return ws.peer == peer }, closeSessionLost)
+		t.closeWatchers(func(ws *watchStream) bool { return ws.peer == peer }, protocol.CloseSessionLost)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // TopicPublisher writes a topic whose writer is the client, on behalf of
@@ -418,14 +420,14 @@ func (p *TopicPublisher[T]) reconcileAll() bool {
 // (epoch, sequence) it carries makes a resend harmless.
 func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession, topic string, body []byte) sendResult {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-		e.url+TopicPath(c.contract.Name(), c.contract.Version(), topic), bytes.NewReader(body))
+		e.url+protocol.TopicPath(c.contract.Name(), c.contract.Version(), topic), bytes.NewReader(body))
 	if err != nil {
 		return sendResult{err: Errorf(CodeInternal, "topic write: %v", err)}
 	}
-	req.Header.Set("Content-Type", contentTypeJSON)
-	req.Header.Set(HeaderSession, sess.token)
+	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+	req.Header.Set(protocol.HeaderSession, sess.token)
 	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(HeaderTimeout, encodeTimeout(dl.Sub(c.cfg.Clock.Now())))
+		req.Header.Set(protocol.HeaderTimeout, encodeTimeout(dl.Sub(c.cfg.Clock.Now())))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -436,7 +438,7 @@ func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession
 		return sendResult{err: Errorf(CodeUnavailable, "topic %s write to %s: %v", topic, e.url, err), resend: true}
 	}
 	answer, err := readAnswer(resp, c.cfg.MaxResponseBytes)
-	draining := resp.Header.Get(HeaderDraining) != ""
+	draining := resp.Header.Get(protocol.HeaderDraining) != ""
 	if err != nil {
 		e.lose(sess, stateUnreachable, err)
 		return sendResult{err: err, resend: true}
@@ -453,7 +455,7 @@ func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession
 	case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
 		e.lose(sess, stateConnecting, werr)
 		return sendResult{err: werr, resend: true}
-	case draining && resp.Header.Get(HeaderNotProcessed) != "":
+	case draining && resp.Header.Get(protocol.HeaderNotProcessed) != "":
 		e.lose(sess, stateDraining, werr)
 		return sendResult{err: werr, resend: true}
 	case draining:

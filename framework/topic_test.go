@@ -17,6 +17,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 func TestClientTopicPublishedAndWatched(t *testing.T) {
@@ -139,7 +141,7 @@ func TestLostWriterPolicy(t *testing.T) {
 			require.NoError(t, set(pub))
 			_, token := rawWatchToken(t, srv)
 			heartbeatUntilEnd(t, srv.URL, token, 100*time.Millisecond)
-			_, frames := rawWatch(t, srv.URL+framework.WatchPath("topics", "1.0.0", tt.topic), token)
+			_, frames := rawWatch(t, srv.URL+protocol.WatchPath("topics", "1.0.0", tt.topic), token)
 			require.Equal(t, "set", readFrame(t, frames).Type)
 			require.Equal(t, "synced", readFrame(t, frames).Type)
 
@@ -259,8 +261,8 @@ func TestTopicKeyLimit(t *testing.T) {
 func TestTopicBadInputGetsCodedErrors(t *testing.T) {
 	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
 	token := rawHandshake(t, srv.URL, topicContract(t, "1.0.0"), "kubelet-raw")
-	lease := framework.TopicPath("topics", "1.0.0", topicmsg.TopicLease)
-	watch := framework.WatchPath("topics", "1.0.0", topicmsg.TopicLease)
+	lease := protocol.TopicPath("topics", "1.0.0", topicmsg.TopicLease)
+	watch := protocol.WatchPath("topics", "1.0.0", topicmsg.TopicLease)
 	tests := []struct {
 		name   string
 		method string // HTTP method
@@ -271,11 +273,11 @@ func TestTopicBadInputGetsCodedErrors(t *testing.T) {
 	}{
 		{"write without a session", http.MethodPost, lease, "", `{"set":{"node":"a","renewals":1}}`, framework.CodeHandshakeRequired},
 		{"write with an unknown session", http.MethodPost, lease, "nope", `{"set":{"node":"a","renewals":1}}`, framework.CodeHandshakeRequired},
-		{"write at another version", http.MethodPost, framework.TopicPath("topics", "9.0.0", topicmsg.TopicLease), token, `{"set":{"node":"a","renewals":1}}`, framework.CodeIncompatiblePeer},
-		{"write to an unknown contract", http.MethodPost, framework.TopicPath("nope", "1.0.0", topicmsg.TopicLease), token, `{}`, framework.CodeNotFound},
-		{"write to an unknown topic", http.MethodPost, framework.TopicPath("topics", "1.0.0", "Nope"), token, `{"set":{"node":"a"}}`, framework.CodeNotFound},
-		{"write to a topic the server holds but does not serve", http.MethodPost, framework.TopicPath("topics", "1.0.0", topicmsg.TopicNodeStatus), token, `{}`, framework.CodeNotFound},
-		{"write to a server-written topic", http.MethodPost, framework.TopicPath("topics", "1.0.0", topicmsg.TopicNodeHealth), token, `{"set":{"node":"a","ready":true}}`, framework.CodePermissionDenied},
+		{"write at another version", http.MethodPost, protocol.TopicPath("topics", "9.0.0", topicmsg.TopicLease), token, `{"set":{"node":"a","renewals":1}}`, framework.CodeIncompatiblePeer},
+		{"write to an unknown contract", http.MethodPost, protocol.TopicPath("nope", "1.0.0", topicmsg.TopicLease), token, `{}`, framework.CodeNotFound},
+		{"write to an unknown topic", http.MethodPost, protocol.TopicPath("topics", "1.0.0", "Nope"), token, `{"set":{"node":"a"}}`, framework.CodeNotFound},
+		{"write to a topic the server holds but does not serve", http.MethodPost, protocol.TopicPath("topics", "1.0.0", topicmsg.TopicNodeStatus), token, `{}`, framework.CodeNotFound},
+		{"write to a server-written topic", http.MethodPost, protocol.TopicPath("topics", "1.0.0", topicmsg.TopicNodeHealth), token, `{"set":{"node":"a","ready":true}}`, framework.CodePermissionDenied},
 		{"object failing its schema", http.MethodPost, lease, token, `{"set":{"node":"a","renewals":-1}}`, framework.CodeInvalidArgument},
 		{"object with an unknown field", http.MethodPost, lease, token, `{"set":{"node":"a","renewals":1,"x":1}}`, framework.CodeInvalidArgument},
 		{"object without its key field", http.MethodPost, lease, token, `{"set":{"renewals":1}}`, framework.CodeInvalidArgument},
@@ -288,8 +290,8 @@ func TestTopicBadInputGetsCodedErrors(t *testing.T) {
 		{"an unknown field", http.MethodPost, lease, token, `{"put":{}}`, framework.CodeInvalidArgument},
 		{"a body that is not JSON", http.MethodPost, lease, token, `{`, framework.CodeInvalidArgument},
 		{"watch without a session", http.MethodGet, watch, "", ``, framework.CodeHandshakeRequired},
-		{"watch at another version", http.MethodGet, framework.WatchPath("topics", "2.0.0", topicmsg.TopicLease), token, ``, framework.CodeIncompatiblePeer},
-		{"watch an unknown topic", http.MethodGet, framework.WatchPath("topics", "1.0.0", "Nope"), token, ``, framework.CodeNotFound},
+		{"watch at another version", http.MethodGet, protocol.WatchPath("topics", "2.0.0", topicmsg.TopicLease), token, ``, framework.CodeIncompatiblePeer},
+		{"watch an unknown topic", http.MethodGet, protocol.WatchPath("topics", "1.0.0", "Nope"), token, ``, framework.CodeNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,8 +332,8 @@ func TestWatchFramesOnTheWire(t *testing.T) {
 	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
 	require.NoError(t, srv.health.Set(&topicmsg.NodeHealth{Node: "n1", Ready: true}))
 	token := rawHandshake(t, srv.URL, topicContract(t, "1.0.0"), "watcher")
-	resp, br := rawWatch(t, srv.URL+framework.WatchPath("topics", "1.0.0", topicmsg.TopicNodeHealth), token)
-	assert.Equal(t, framework.ContentTypeNDJSON, resp.Header.Get("Content-Type"))
+	resp, br := rawWatch(t, srv.URL+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeHealth), token)
+	assert.Equal(t, protocol.ContentTypeNDJSON, resp.Header.Get("Content-Type"))
 
 	line, err := br.ReadString('\n')
 	require.NoError(t, err)
@@ -363,15 +365,15 @@ func TestWatchOverHTTP2(t *testing.T) {
 	hc := &http.Client{Transport: tr}
 	c := topicContract(t, "1.0.0")
 	hello := `{"contract":"topics","component":"kubelet","instance":"h2","release":"1.31.0","offers":[{"version":"1.0.0","fingerprint":"` + c.Fingerprint() + `"}]}`
-	resp, err := hc.Post(srv.URL+framework.PathHandshake, "application/json", bytes.NewReader([]byte(hello)))
+	resp, err := hc.Post(srv.URL+protocol.PathHandshake, "application/json", bytes.NewReader([]byte(hello)))
 	require.NoError(t, err)
 	var w struct{ Session string }
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&w))
 	resp.Body.Close()
 	require.Equal(t, 2, resp.ProtoMajor, "the test needs HTTP/2")
 
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+framework.WatchPath("topics", "1.0.0", topicmsg.TopicNodeHealth), nil)
-	req.Header.Set(framework.HeaderSession, w.Session)
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeHealth), nil)
+	req.Header.Set(protocol.HeaderSession, w.Session)
 	resp, err = hc.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

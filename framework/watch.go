@@ -11,29 +11,8 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/lockstep-dev/lockstep/handshake"
-)
 
-// WatchPath returns the path of a topic's watch stream at a contract
-// version: /lockstep/<contract>/<version>/watch/<Topic>.
-func WatchPath(contract, version, topic string) string {
-	return pathPrefix + contract + "/" + version + "/watch/" + topic
-}
-
-// TopicPath returns the path client writers write a topic at:
-// /lockstep/<contract>/<version>/topics/<Topic>.
-func TopicPath(contract, version, topic string) string {
-	return pathPrefix + contract + "/" + version + "/topics/" + topic
-}
-
-// ContentTypeNDJSON is the content type of a watch stream: one JSON frame
-// per line.
-const ContentTypeNDJSON = "application/x-ndjson"
-
-// Reasons a closing frame gives for ending a watch stream.
-const (
-	closeDraining    = "draining"
-	closeSessionLost = "session_lost"
-	closeOverflow    = "overflow"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // watchChunk is the size at which a flush writes what it gathered so far:
@@ -50,7 +29,7 @@ var pingFrame = []byte(`{"type":"ping"}` + "\n")
 
 // hijackedHeader starts the answer of a watch stream that owns its
 // connection: the body runs until the connection closes.
-var hijackedHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + ContentTypeNDJSON +
+var hijackedHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + protocol.ContentTypeNDJSON +
 	"\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
 
 // watchSink is where a watch stream's bytes go: the connection itself
@@ -235,7 +214,7 @@ func (ws *watchStream) markLocked(ch *topicChange) {
 		// meanwhile, the stream ends and the watcher resyncs on reconnect.
 		if len(ws.pend) > 2*ws.topic.cfg.maxKeys {
 			ws.pend, ws.index = nil, nil
-			ws.closing = closeOverflow
+			ws.closing = protocol.CloseOverflow
 		}
 	}
 }
@@ -405,7 +384,7 @@ func (ws *watchStream) flush() {
 		ws.writes += uint64(writes)
 		ws.wrote = ws.wrote || writes > 0
 		ws.mu.Unlock()
-		if err == nil && closing == closeDraining {
+		if err == nil && closing == protocol.CloseDraining {
 			// The watcher was told, as a call's answer would tell it.
 			ws.sess.drainNotified.Store(true)
 		}
@@ -452,18 +431,18 @@ func (ws *watchStream) stats() WatcherStats {
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	t, sess, err := s.topicRequest(r)
 	if err != nil {
-		writeError(w, err, s.draining.Load(), true)
+		s.refuse(w, err)
 		return
 	}
 	sess.lastSeen.Store(s.now())
 	if s.draining.Load() {
 		sess.drainNotified.Store(true)
-		writeError(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component), true, true)
+		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return
 	}
 	ws, err := t.addWatcher(sess)
 	if err != nil {
-		writeError(w, err, s.draining.Load(), true)
+		s.refuse(w, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -478,7 +457,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := w.Header()
-	h.Set("Content-Type", ContentTypeNDJSON)
+	h.Set("Content-Type", protocol.ContentTypeNDJSON)
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
@@ -514,7 +493,7 @@ func (s *Server) topicsDrain() {
 		t.mu.Lock()
 		t.closed = true
 		t.mu.Unlock()
-		t.closeWatchers(func(*watchStream) bool { return true }, closeDraining)
+		t.closeWatchers(func(*watchStream) bool { return true }, protocol.CloseDraining)
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // The fan-out benchmarks run one scenario, whatever b.N is: setting up a
@@ -301,7 +303,7 @@ func BenchmarkWatchIdleMemory(b *testing.B) {
 	before := liveMemory()
 
 	cmd := exec.Command(bin, "-addr", srv.Addr, "-token", token, "-n", fmt.Sprint(watchers),
-		"-path", framework.WatchPath(c.Name(), c.Version(), topicmsg.TopicNodeHealth))
+		"-path", protocol.WatchPath(c.Name(), c.Version(), topicmsg.TopicNodeHealth))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -20,6 +20,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 var (
@@ -180,7 +182,7 @@ func rawHandshake(t testing.TB, url string, c *framework.Contract, instance stri
 	hello, err := json.Marshal(handshake.Hello{Contract: c.Name(), Component: c.Client(), Instance: instance,
 		Release: "1.31.0", Offers: []handshake.Offer{c.Offer()}})
 	require.NoError(t, err)
-	resp, err := http.Post(url+framework.PathHandshake, "application/json", bytes.NewReader(hello))
+	resp, err := http.Post(url+protocol.PathHandshake, "application/json", bytes.NewReader(hello))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
@@ -203,7 +205,7 @@ func doRaw(t testing.TB, method, url, token, body string) wireAnswer {
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	if token != "" {
-		req.Header.Set(framework.HeaderSession, token)
+		req.Header.Set(protocol.HeaderSession, token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -222,7 +224,7 @@ func rawWatch(t testing.TB, url, token string) (*http.Response, *bufio.Reader) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
-	req.Header.Set(framework.HeaderSession, token)
+	req.Header.Set(protocol.HeaderSession, token)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	resp, err := (&http.Client{Transport: tr}).Do(req)
@@ -272,8 +274,8 @@ func heartbeatUntilEnd(t testing.TB, url, token string, every time.Duration) {
 				return
 			case <-tick.C:
 			}
-			req, _ := http.NewRequest(http.MethodPost, url+framework.PathHeartbeat, nil)
-			req.Header.Set(framework.HeaderSession, token)
+			req, _ := http.NewRequest(http.MethodPost, url+protocol.PathHeartbeat, nil)
+			req.Header.Set(protocol.HeaderSession, token)
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // InformerHandlers are called by an [Informer] as its cache changes, one
@@ -308,12 +310,12 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		wg.Wait()
 	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		e.url+WatchPath(c.contract.Name(), c.contract.Version(), i.topic), http.NoBody)
+		e.url+protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic), http.NoBody)
 	if err != nil {
 		return false, err
 	}
-	req.Header.Set(HeaderSession, sess.token)
-	req.Header.Set("Accept", ContentTypeNDJSON)
+	req.Header.Set(protocol.HeaderSession, sess.token)
+	req.Header.Set("Accept", protocol.ContentTypeNDJSON)
 	i.streams.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -329,7 +331,7 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		switch {
 		case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
 			e.lose(sess, stateConnecting, werr)
-		case resp.Header.Get(HeaderDraining) != "":
+		case resp.Header.Get(protocol.HeaderDraining) != "":
 			e.lose(sess, stateDraining, werr)
 		case warn:
 			c.cfg.Logger.Warn("lockstep: watch refused", "topic", i.topic, "url", e.url, "err", werr)
@@ -410,9 +412,9 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 			snapshot, synced = nil, true
 		case "closing":
 			switch f.Reason {
-			case closeDraining:
+			case protocol.CloseDraining:
 				e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
-			case closeSessionLost:
+			case protocol.CloseSessionLost:
 				e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
 			}
 			return synced, nil

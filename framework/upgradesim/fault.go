@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Errors the fault-injecting transport returns. A partition and a killed
@@ -216,7 +218,7 @@ func isCallRequest(r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case framework.PathHandshake, framework.PathHeartbeat, framework.PathSession:
+	case protocol.PathHandshake, protocol.PathHeartbeat, protocol.PathSession:
 		return false
 	}
 	return !strings.Contains(r.URL.Path, "/topics/")

@@ -15,6 +15,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/upgradesim"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // The test world: a kubelet reports node status to a nodecontroller over
@@ -268,7 +270,7 @@ func nodecontroller(cs contracts, v2, fork bool, apply int, contract *framework.
 // processes calls at any version path without checking sessions.
 func anyVersionServer(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+framework.PathHandshake, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+protocol.PathHandshake, func(w http.ResponseWriter, r *http.Request) {
 		var hello handshake.Hello
 		if err := json.NewDecoder(r.Body).Decode(&hello); err != nil || len(hello.Offers) == 0 {
 			http.Error(w, "bad hello", http.StatusBadRequest)
@@ -280,10 +282,10 @@ func anyVersionServer(env *upgradesim.Env) (*upgradesim.Instance, error) {
 			Heartbeat: handshake.Duration(50 * time.Millisecond), TTL: handshake.Duration(time.Second),
 		})
 	})
-	mux.HandleFunc("POST "+framework.PathHeartbeat, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+protocol.PathHeartbeat, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"lost":[],"resync":[]}`))
 	})
-	mux.HandleFunc("DELETE "+framework.PathSession, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("DELETE "+protocol.PathSession, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /lockstep/nodeinfo/{version}/Report", func(w http.ResponseWriter, r *http.Request) {
@@ -291,7 +293,7 @@ func anyVersionServer(env *upgradesim.Env) (*upgradesim.Instance, error) {
 		_, _ = w.Write([]byte(`{"ok":true,"accepted":true,"generation":1}`))
 	})
 	mux.HandleFunc("GET /lockstep/nodeinfo/{version}/watch/Nodes", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", framework.ContentTypeNDJSON)
+		w.Header().Set("Content-Type", protocol.ContentTypeNDJSON)
 		_, _ = w.Write([]byte(`{"type":"synced","instance":"fake"}` + "\n"))
 		http.NewResponseController(w).Flush()
 		select {

@@ -27,6 +27,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 func TestParsePeer(t *testing.T) {
@@ -240,7 +242,7 @@ func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
 	hello := func(c *http.Client) (int, string) {
 		b, _ := json.Marshal(handshake.Hello{Contract: "ping", Component: "kubelet", Instance: "i1", Release: "1.0.0",
 			Offers: []handshake.Offer{pingContract.Offer()}})
-		resp, err := c.Post(base+framework.PathHandshake, "application/json", bytes.NewReader(b))
+		resp, err := c.Post(base+protocol.PathHandshake, "application/json", bytes.NewReader(b))
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
@@ -255,8 +257,8 @@ func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal([]byte(body), &w))
-	req, _ := http.NewRequest(http.MethodDelete, base+framework.PathSession, nil)
-	req.Header.Set(framework.HeaderSession, w.Session)
+	req, _ := http.NewRequest(http.MethodDelete, base+protocol.PathSession, nil)
+	req.Header.Set(protocol.HeaderSession, w.Session)
 	resp, err := clientWith("kubelet").Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

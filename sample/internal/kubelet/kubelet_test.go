@@ -16,6 +16,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // counting counts the requests of a transport by path.
@@ -27,7 +29,7 @@ type counting struct {
 
 func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.all.Add(1)
-	if strings.HasSuffix(r.URL.Path, framework.PathHeartbeat) {
+	if strings.HasSuffix(r.URL.Path, protocol.PathHeartbeat) {
 		c.heartbeats.Add(1)
 	}
 	return c.next.RoundTrip(r)
