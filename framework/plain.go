@@ -81,7 +81,7 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path), false, true)
+			s.refuse(w, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path))
 			return
 		}
 		s.inFlight.Add(1)
@@ -92,7 +92,7 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		}
 		out, err := s.servePlainCall(w, r, c, method, mh)
 		if err != nil {
-			writeError(w, err, draining, false)
+			s.fail(w, err)
 			return
 		}
 		if draining {

@@ -17,6 +17,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // plainV1 is a contract whose methods a caller that does not handshake
@@ -87,7 +89,7 @@ func TestServePlainReachesTheRegisteredHandlerWithValidation(t *testing.T) {
 		{"not POST", http.MethodGet, "/ext/report", ``, 404, framework.CodeNotFound},
 		{"outside the prefix", http.MethodPost, "/report", `{"node":"n1","ready":true}`, 404, framework.CodeNotFound},
 		{"a method without a path is not served plain", http.MethodPost, "/ext/Describe", `{"node":"n1","ready":true}`, 404, framework.CodeNotFound},
-		{"the lockstep path still needs a session", http.MethodPost, framework.CallPath("plaininfo", "1.0.0", "Report"),
+		{"the lockstep path still needs a session", http.MethodPost, protocol.CallPath("plaininfo", "1.0.0", "Report"),
 			`{"node":"n1","ready":true}`, 409, framework.CodeHandshakeRequired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
