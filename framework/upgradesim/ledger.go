@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // HeaderCall carries a traffic call's id from the kit's client interceptor
@@ -184,7 +186,7 @@ func (c *Cluster) clientInterceptor() framework.Interceptor {
 			}
 			c.mu.Lock()
 			rec.contract, rec.idempotent = call.Contract, idempotent
-			rec.key = call.Header.Get(framework.HeaderIdempotencyKey)
+			rec.key = call.Header.Get(protocol.HeaderIdempotencyKey)
 			c.mu.Unlock()
 			call.Header.Set(HeaderCall, rec.id)
 			out, err := next(ctx, call)

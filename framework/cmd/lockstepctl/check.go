@@ -15,6 +15,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
@@ -85,7 +87,7 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	hello := handshake.Hello{Contract: *contract, Component: *component, Instance: "lockstepctl-check",
 		Release: *release, Offers: []handshake.Offer{{Version: *ver, Fingerprint: *fingerprint}}}
-	a, err := do(ctx, hc, http.MethodPost, base+framework.PathHandshake+"?"+framework.QueryDryRun+"=1", nil, hello)
+	a, err := do(ctx, hc, http.MethodPost, base+protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", nil, hello)
 	if err != nil {
 		return err
 	}

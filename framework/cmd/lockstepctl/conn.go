@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // connFlags are the flags every command shares: how to reach the server.
@@ -129,7 +131,7 @@ func errorOf(a answer, what string) error {
 // fetchStatus reads a component's status.
 func fetchStatus(ctx context.Context, hc *http.Client, base string) (framework.ServerStatus, error) {
 	var st framework.ServerStatus
-	a, err := do(ctx, hc, http.MethodGet, base+framework.PathStatus, nil, nil)
+	a, err := do(ctx, hc, http.MethodGet, base+protocol.PathStatus, nil, nil)
 	if err != nil {
 		return st, err
 	}

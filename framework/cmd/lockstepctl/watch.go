@@ -18,6 +18,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/handshake"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
@@ -54,7 +56,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	// client, under an instance of its own.
 	hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
 		Release: *release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
-	a, err := do(setup, hc, http.MethodPost, base+framework.PathHandshake, nil, hello)
+	a, err := do(setup, hc, http.MethodPost, base+protocol.PathHandshake, nil, hello)
 	if err != nil {
 		return err
 	}
@@ -65,23 +67,23 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := json.Unmarshal(a.body, &welcome); err != nil {
 		return fmt.Errorf("welcome did not decode: %w", err)
 	}
-	session := http.Header{framework.HeaderSession: {welcome.Session}}
+	session := http.Header{protocol.HeaderSession: {welcome.Session}}
 	defer func() {
 		// Close the session, so the server does not wait for it to lapse.
 		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_, _ = do(c, hc, http.MethodDelete, base+framework.PathSession, session, nil)
+		_, _ = do(c, hc, http.MethodDelete, base+protocol.PathSession, session, nil)
 	}()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go heartbeat(ctx, hc, base, welcome)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+framework.WatchPath(served.Contract, served.Version, topic), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+protocol.WatchPath(served.Contract, served.Version, topic), nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set(framework.HeaderSession, welcome.Session)
+	req.Header.Set(protocol.HeaderSession, welcome.Session)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
@@ -207,7 +209,7 @@ func heartbeat(ctx context.Context, hc *http.Client, base string, w handshake.We
 			return
 		case <-t.C:
 			c, cancel := context.WithTimeout(ctx, every)
-			_, _ = do(c, hc, http.MethodPost, base+framework.PathHeartbeat, nil, body)
+			_, _ = do(c, hc, http.MethodPost, base+protocol.PathHeartbeat, nil, body)
 			cancel()
 		}
 	}
