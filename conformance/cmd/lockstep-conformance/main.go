@@ -12,6 +12,18 @@
 //
 // runs the reference server of the conformance contract and prints its URL.
 //
+//	lockstep-conformance client [-cases DIR] [-run RE] CMD ARGS...
+//
+// plays the client-side cases: for each it runs a scripted server on
+// 127.0.0.1 and then CMD ARGS... <scenario> <base URL>, the client under
+// test, and checks what the client asked and what it reported as the last
+// line of its output (see conformance/cases/README.md). Without CMD it
+// plays them with the framework's client in this process.
+//
+//	lockstep-conformance goclient <scenario> <base URL>
+//
+// is the framework's client as such a program.
+//
 // Each case is reported as PASS, FAIL (with the reason) or SKIP, followed
 // by "N/M cases pass"; the exit status is 1 when any case did not pass.
 package main
@@ -19,6 +31,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,7 +50,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lockstep-conformance server|serve [flags]")
+		fmt.Fprintln(os.Stderr, "usage: lockstep-conformance server|serve|client|goclient [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -49,8 +62,12 @@ func main() {
 		ok, err = runServer(ctx, os.Args[2:])
 	case "serve":
 		err = serve(ctx, os.Args[2:])
+	case "client":
+		ok, err = runClient(ctx, os.Args[2:])
+	case "goclient":
+		err = goclient(ctx, os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: want server or serve", os.Args[1])
+		err = fmt.Errorf("unknown command %q: want server, serve, client or goclient", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockstep-conformance:", err)
@@ -208,4 +225,41 @@ func serve(ctx context.Context, args []string) error {
 	fmt.Println(ref.URL)
 	<-ctx.Done()
 	return ref.Stop()
+}
+
+func runClient(ctx context.Context, args []string) (bool, error) {
+	fl := flag.NewFlagSet("client", flag.ExitOnError)
+	var cf casesFlags
+	cf.register(fl)
+	_ = fl.Parse(args)
+	cases, err := cf.load("client")
+	if err != nil {
+		return false, err
+	}
+	fp, err := fingerprint()
+	if err != nil {
+		return false, err
+	}
+	client := conformance.GoClient()
+	if fl.NArg() > 0 {
+		client = conformance.CommandClient(fl.Arg(0), fl.Args()[1:]...)
+	}
+	results := conformance.RunClientCases(ctx, client, cases, conformance.DefaultVars(fp))
+	return conformance.Report(os.Stdout, "client", results), nil
+}
+
+func goclient(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return errors.New("usage: lockstep-conformance goclient <scenario> <base URL>")
+	}
+	out, err := conformance.GoClient()(ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(data))
+	return nil
 }
