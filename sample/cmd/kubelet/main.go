@@ -3,7 +3,8 @@
 // controller, all sharing one transport and one heartbeat sender. Each node
 // reports its status when it changes and its pods in batches.
 //
-//	kubelet --listen 127.0.0.1:8440 --api v2 --nodecontroller http://127.0.0.1:8441 --nodes 100
+//	kubelet --listen 127.0.0.1:8440 --api v2 --nodecontroller http://127.0.0.1:8441 --nodes 100 \
+//	    --node-labels topology.kubernetes.io/zone=a,disktype=ssd --register-with-taints dedicated=gpu:NoSchedule
 //
 // It serves /healthz, /readyz (ready once every node holds a session with
 // a compatible node controller), /metrics and /status, and closes its
@@ -28,14 +29,24 @@ func main() {
 	prefix := flag.String("node-prefix", "node-", "prefix of node names")
 	change := flag.Duration("change-every", 2*time.Second, "mean time between simulated changes of a node; negative for none")
 	pods := flag.Int("pods-per-node", 3, "pods each node runs")
+	labels := flag.String("node-labels", "", "labels every node registers with, comma-separated key=value (as the kubelet's --node-labels)")
+	taints := flag.String("register-with-taints", "", "taints every node registers with, comma-separated key[=value]:effect (as the kubelet's --register-with-taints)")
 	flag.Parse()
 	os.Exit(daemon.Main(f, func(rt *daemon.Runtime) (*daemon.Service, error) {
 		base, err := rt.ClientConfig(*peer, framework.ClientConfig{})
 		if err != nil {
 			return nil, err
 		}
+		nodeLabels, err := kubelet.ParseNodeLabels(*labels)
+		if err != nil {
+			return nil, err
+		}
+		nodeTaints, err := kubelet.ParseTaints(*taints)
+		if err != nil {
+			return nil, err
+		}
 		k, err := kubelet.New(kubelet.Config{
-			API: f.API, Fork: f.Fork, Nodes: *nodes, FirstNode: *first, NodePrefix: *prefix,
+			API: f.API, Fork: f.Fork, Nodes: *nodes, FirstNode: *first, NodePrefix: *prefix, Labels: nodeLabels, Taints: nodeTaints,
 			ChangeEvery: *change, PodsPerNode: *pods, Client: base, Registerer: rt.Registry, Logger: rt.Logger,
 		})
 		if err != nil {

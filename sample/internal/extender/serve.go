@@ -6,8 +6,8 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/kube"

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
@@ -45,6 +46,12 @@ type Config struct {
 	// pod starts, restarts or ends, a pressure condition comes or goes);
 	// default 2s, negative for none.
 	ChangeEvery time.Duration
+	// Labels and Taints are every node's, as the kubelet registers them
+	// (--node-labels, --register-with-taints); each node also gets the
+	// labels the real kubelet sets itself: kubernetes.io/hostname (its
+	// name), kubernetes.io/os and kubernetes.io/arch.
+	Labels map[string]string
+	Taints []corev1.Taint
 	// PodsPerNode is how many pods each node runs; default 3.
 	PodsPerNode int
 	// CallTimeout bounds each report, including the time it blocks waiting

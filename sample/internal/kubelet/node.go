@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
@@ -57,8 +60,24 @@ func (nd *simNode) statusLocked() *nsv2.NodeStatus {
 		disk.Status = nsv2.ConditionStatusTrue
 	}
 	reason := "KubeletReady"
+	labels := map[string]string{}
+	for k, v := range nd.k.cfg.Labels {
+		labels[k] = v
+	}
+	labels[corev1.LabelHostname], labels[corev1.LabelOSStable], labels[corev1.LabelArchStable] = nd.name, "linux", runtime.GOARCH
+	var taints []nsv2.Taint
+	for _, t := range nd.k.cfg.Taints {
+		tt := nsv2.Taint{Key: t.Key, Effect: nsv2.TaintEffect(t.Effect)}
+		if t.Value != "" {
+			tt.Value = &t.Value
+		}
+		taints = append(taints, tt)
+	}
 	return &nsv2.NodeStatus{
-		NodeName: nd.name, KubeletVersion: &version,
+		Labels: labels, Taints: taints,
+		// A simulated node runs on the kubelet's own loopback.
+		Addresses: []nsv2.NodeAddress{{Type: nsv2.NodeAddressTypeHostname, Address: nd.name}, {Type: nsv2.NodeAddressTypeInternalIP, Address: "127.0.0.1"}},
+		NodeName:  nd.name, KubeletVersion: &version,
 		Conditions: nsv2.Conditions{
 			Ready:        nsv2.Condition{Status: nsv2.ConditionStatusTrue, Reason: &reason},
 			DiskPressure: &disk,

@@ -362,8 +362,9 @@ func health(nd *node) *nhv2.NodeHealth {
 			running++
 		}
 	}
-	h.Allocatable = nhv2.NodeHealthAllocatable{CPUMillis: st.Allocatable.CPUMillis, MemoryBytes: st.Allocatable.MemoryBytes,
+	h.Allocatable = nhv2.Resources{CPUMillis: st.Allocatable.CPUMillis, MemoryBytes: st.Allocatable.MemoryBytes,
 		Pods: max(0, st.Allocatable.Pods-running)}
+	describe(h, st)
 	for _, c := range []struct {
 		name string
 		cond *nsv2.Condition
@@ -447,4 +448,37 @@ func (h healthV1) CheckNode(ctx context.Context, ref *nhv1.NodeRef) (*nhv1.NodeH
 		return nil, err
 	}
 	return nhv2.NodeHealthToV1(got)
+}
+
+// describe copies into h what the kubelet reports of the node that the
+// scheduler passes on to extenders as the node's object: its labels,
+// taints, addresses, capacity and conditions.
+func describe(h *nhv2.NodeHealth, st *nsv2.NodeStatus) {
+	h.Labels = st.Labels
+	capacity := nhv2.Resources{CPUMillis: st.Capacity.CPUMillis, MemoryBytes: st.Capacity.MemoryBytes, Pods: st.Capacity.Pods}
+	h.Capacity = &capacity
+	for _, t := range st.Taints {
+		h.Taints = append(h.Taints, nhv2.Taint{Key: t.Key, Value: t.Value, Effect: nhv2.TaintEffect(t.Effect)})
+	}
+	for _, a := range st.Addresses {
+		h.Addresses = append(h.Addresses, nhv2.NodeAddress{Type: nhv2.NodeAddressType(a.Type), Address: a.Address})
+	}
+	for _, c := range []struct {
+		kind nhv2.NodeConditionType
+		cond *nsv2.Condition
+	}{{nhv2.NodeConditionTypeReady, &st.Conditions.Ready}, {nhv2.NodeConditionTypeMemoryPressure, st.Conditions.MemoryPressure},
+		{nhv2.NodeConditionTypeDiskPressure, st.Conditions.DiskPressure}, {nhv2.NodeConditionTypePIDPressure, st.Conditions.PidPressure},
+		{nhv2.NodeConditionTypeNetworkUnavailable, st.Conditions.NetworkUnavailable}} {
+		if c.cond == nil {
+			continue
+		}
+		out := nhv2.NodeCondition{Type: c.kind, Status: nhv2.NodeConditionStatus(c.cond.Status), Reason: c.cond.Reason, Message: c.cond.Message}
+		if c.kind == nhv2.NodeConditionTypeReady && h.State == nhv2.NodeHealthStateUnknown {
+			// As Kubernetes' node lifecycle controller marks a node whose
+			// kubelet stopped reporting.
+			reason, msg := "NodeStatusUnknown", "Kubelet stopped posting node status."
+			out = nhv2.NodeCondition{Type: c.kind, Status: nhv2.NodeConditionStatusUnknown, Reason: &reason, Message: &msg}
+		}
+		h.Conditions = append(h.Conditions, out)
+	}
 }

@@ -146,7 +146,7 @@ func TestForkedNodeControllerServesBothVersions(t *testing.T) {
 	old, ok := n.TopicV1().Get("node-000")
 	require.True(t, ok)
 	assert.True(t, old.Ready)
-	assert.Equal(t, map[string]string{"cpu": "3800m", "memory": "15Gi", "pods": "107"}, old.Allocatable, "110 pods less the 3 it runs")
+	assert.Equal(t, nhv1.ResourceList{"cpu": "3800m", "memory": "15Gi", "pods": "107"}, old.Allocatable, "110 pods less the 3 it runs")
 	assert.Equal(t, map[string]int{"1.0.0": 2, "2.0.0": 2}, n.Server().Status().PeersByVersion["nodestatus"])
 
 	// CheckNode answers at both versions.

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	v1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	"github.com/lockstep-dev/lockstep/sample/internal/kube"
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	v1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	v2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
 )

@@ -31,6 +31,68 @@ var Contract = framework.MustContract(handshake.Contract{
 		"NodeHealth": {Object: "NodeHealth", Key: "nodeName", Writer: "server", LostWriter: "delete"},
 	},
 	Schemas: map[string]json.RawMessage{
+		"NodeAddress": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "A core/v1 NodeAddress.",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"type",
+				"address"
+			],
+			"properties": {
+				"type": {
+					"type": "string",
+					"enum": [
+						"Hostname",
+						"InternalIP",
+						"ExternalIP",
+						"InternalDNS",
+						"ExternalDNS"
+					]
+				},
+				"address": {
+					"type": "string",
+					"minLength": 1
+				}
+			}
+		}`),
+		"NodeCondition": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "A core/v1 NodeCondition.",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"type",
+				"status"
+			],
+			"properties": {
+				"type": {
+					"type": "string",
+					"enum": [
+						"Ready",
+						"MemoryPressure",
+						"DiskPressure",
+						"PIDPressure",
+						"NetworkUnavailable"
+					]
+				},
+				"status": {
+					"type": "string",
+					"enum": [
+						"True",
+						"False",
+						"Unknown"
+					]
+				},
+				"reason": {
+					"type": "string"
+				},
+				"message": {
+					"type": "string"
+				}
+			}
+		}`),
 		"NodeHealth": json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
 			"type": "object",
@@ -60,11 +122,136 @@ var Contract = framework.MustContract(handshake.Contract{
 					"description": "Why the node is not ready or not schedulable."
 				},
 				"allocatable": {
+					"description": "What is left of the node's allocatable resources for new pods, as quantities by resource name, as Kubernetes writes them (3500m, 16Gi).",
+					"$ref": "#/$defs/ResourceList"
+				},
+				"capacity": {
+					"description": "The node's capacity, as its kubelet reports it.",
+					"$ref": "#/$defs/ResourceList"
+				},
+				"labels": {
+					"description": "The node's labels, as its kubelet reports them.",
+					"type": "object",
+					"additionalProperties": {
+						"type": "string"
+					}
+				},
+				"taints": {
+					"description": "The node's taints, as its kubelet reports them.",
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/Taint"
+					}
+				},
+				"addresses": {
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/NodeAddress"
+					}
+				},
+				"conditions": {
+					"description": "The node's conditions, as its kubelet reports them.",
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/NodeCondition"
+					}
+				}
+			},
+			"$defs": {
+				"ResourceList": {
 					"description": "Quantities by resource name, as Kubernetes writes them (3500m, 16Gi).",
 					"type": "object",
 					"additionalProperties": {
 						"type": "string",
 						"pattern": "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$"
+					}
+				},
+				"Taint": {
+					"description": "A core/v1 Taint.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"key",
+						"effect"
+					],
+					"properties": {
+						"key": {
+							"type": "string",
+							"minLength": 1,
+							"maxLength": 316
+						},
+						"value": {
+							"type": "string",
+							"maxLength": 63
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						}
+					}
+				},
+				"NodeAddress": {
+					"description": "A core/v1 NodeAddress.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"type",
+						"address"
+					],
+					"properties": {
+						"type": {
+							"type": "string",
+							"enum": [
+								"Hostname",
+								"InternalIP",
+								"ExternalIP",
+								"InternalDNS",
+								"ExternalDNS"
+							]
+						},
+						"address": {
+							"type": "string",
+							"minLength": 1
+						}
+					}
+				},
+				"NodeCondition": {
+					"description": "A core/v1 NodeCondition.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"type",
+						"status"
+					],
+					"properties": {
+						"type": {
+							"type": "string",
+							"enum": [
+								"Ready",
+								"MemoryPressure",
+								"DiskPressure",
+								"PIDPressure",
+								"NetworkUnavailable"
+							]
+						},
+						"status": {
+							"type": "string",
+							"enum": [
+								"True",
+								"False",
+								"Unknown"
+							]
+						},
+						"reason": {
+							"type": "string"
+						},
+						"message": {
+							"type": "string"
+						}
 					}
 				}
 			}
@@ -81,6 +268,44 @@ var Contract = framework.MustContract(handshake.Contract{
 					"type": "string",
 					"minLength": 1,
 					"maxLength": 253
+				}
+			}
+		}`),
+		"ResourceList": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "Quantities by resource name, as Kubernetes writes them (3500m, 16Gi).",
+			"type": "object",
+			"additionalProperties": {
+				"type": "string",
+				"pattern": "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$"
+			}
+		}`),
+		"Taint": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "A core/v1 Taint.",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"key",
+				"effect"
+			],
+			"properties": {
+				"key": {
+					"type": "string",
+					"minLength": 1,
+					"maxLength": 316
+				},
+				"value": {
+					"type": "string",
+					"maxLength": 63
+				},
+				"effect": {
+					"type": "string",
+					"enum": [
+						"NoSchedule",
+						"PreferNoSchedule",
+						"NoExecute"
+					]
 				}
 			}
 		}`),

@@ -9,6 +9,348 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
+// NodeAddress is the message NodeAddress of the contract, generated from contract.yaml#/schemas/NodeAddress.
+//
+// A core/v1 NodeAddress.
+type NodeAddress struct {
+	Type    NodeAddressType `json:"type"`
+	Address string          `json:"address"`
+}
+
+// UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
+func (m *NodeAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeAddress{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "address":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "address")
+			}
+			m.Address = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "address")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.Address); n < 1 {
+		v.Fail(at, "address", kw, "properties/address/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of NodeAddress, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeAddress) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeAddress is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeAddress")
+}
+
+var _ framework.Validator = (*NodeAddress)(nil)
+
+// NodeAddressType is generated from contract.yaml#/schemas/NodeAddress/properties/type.
+type NodeAddressType string
+
+// The values of NodeAddressType.
+const (
+	NodeAddressTypeHostname    NodeAddressType = "Hostname"
+	NodeAddressTypeInternalIP  NodeAddressType = "InternalIP"
+	NodeAddressTypeExternalIP  NodeAddressType = "ExternalIP"
+	NodeAddressTypeInternalDNS NodeAddressType = "InternalDNS"
+	NodeAddressTypeExternalDNS NodeAddressType = "ExternalDNS"
+)
+
+// UnmarshalJSON decodes NodeAddressType, rejecting JSON its Go type cannot represent.
+func (m *NodeAddressType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Hostname":
+		*m = NodeAddressTypeHostname
+	case "InternalIP":
+		*m = NodeAddressTypeInternalIP
+	case "ExternalIP":
+		*m = NodeAddressTypeExternalIP
+	case "InternalDNS":
+		*m = NodeAddressTypeInternalDNS
+	case "ExternalDNS":
+		*m = NodeAddressTypeExternalDNS
+	default:
+		*m = NodeAddressType(b)
+	}
+	return nil
+}
+
+func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Hostname" && string((*m)) != "InternalIP" && string((*m)) != "ExternalIP" && string((*m)) != "InternalDNS" && string((*m)) != "ExternalDNS" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Hostname\", \"InternalIP\", \"ExternalIP\", \"InternalDNS\", \"ExternalDNS\"")
+	}
+}
+
+// NodeCondition is the message NodeCondition of the contract, generated from contract.yaml#/schemas/NodeCondition.
+//
+// A core/v1 NodeCondition.
+type NodeCondition struct {
+	Type    NodeConditionType   `json:"type"`
+	Status  NodeConditionStatus `json:"status"`
+	Reason  *string             `json:"reason,omitzero"`
+	Message *string             `json:"message,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
+func (m *NodeCondition) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeCondition{}
+	var seen [2]bool
+	var block0 *[2]string
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "status":
+			seen[1] = true
+			if err := m.Status.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "status")
+			}
+		case "reason":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
+			} else {
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "reason")
+				}
+				(*p1) = v2
+				m.Reason = p1
+			}
+		case "message":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
+			} else {
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "message")
+				}
+				(*p3) = v4
+				m.Message = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "status")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("status")
+	path4 := kw.Keyword("properties/status")
+	m.Status.validateJSON(v, &path3, &path4)
+}
+
+// Validate checks m against the schema of NodeCondition, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeCondition) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeCondition is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeCondition")
+}
+
+var _ framework.Validator = (*NodeCondition)(nil)
+
+// NodeConditionStatus is generated from contract.yaml#/schemas/NodeCondition/properties/status.
+type NodeConditionStatus string
+
+// The values of NodeConditionStatus.
+const (
+	NodeConditionStatusTrue    NodeConditionStatus = "True"
+	NodeConditionStatusFalse   NodeConditionStatus = "False"
+	NodeConditionStatusUnknown NodeConditionStatus = "Unknown"
+)
+
+// UnmarshalJSON decodes NodeConditionStatus, rejecting JSON its Go type cannot represent.
+func (m *NodeConditionStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "True":
+		*m = NodeConditionStatusTrue
+	case "False":
+		*m = NodeConditionStatusFalse
+	case "Unknown":
+		*m = NodeConditionStatusUnknown
+	default:
+		*m = NodeConditionStatus(b)
+	}
+	return nil
+}
+
+func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
+	}
+}
+
+// NodeConditionType is generated from contract.yaml#/schemas/NodeCondition/properties/type.
+type NodeConditionType string
+
+// The values of NodeConditionType.
+const (
+	NodeConditionTypeReady              NodeConditionType = "Ready"
+	NodeConditionTypeMemoryPressure     NodeConditionType = "MemoryPressure"
+	NodeConditionTypeDiskPressure       NodeConditionType = "DiskPressure"
+	NodeConditionTypePIDPressure        NodeConditionType = "PIDPressure"
+	NodeConditionTypeNetworkUnavailable NodeConditionType = "NetworkUnavailable"
+)
+
+// UnmarshalJSON decodes NodeConditionType, rejecting JSON its Go type cannot represent.
+func (m *NodeConditionType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Ready":
+		*m = NodeConditionTypeReady
+	case "MemoryPressure":
+		*m = NodeConditionTypeMemoryPressure
+	case "DiskPressure":
+		*m = NodeConditionTypeDiskPressure
+	case "PIDPressure":
+		*m = NodeConditionTypePIDPressure
+	case "NetworkUnavailable":
+		*m = NodeConditionTypeNetworkUnavailable
+	default:
+		*m = NodeConditionType(b)
+	}
+	return nil
+}
+
+func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Ready" && string((*m)) != "MemoryPressure" && string((*m)) != "DiskPressure" && string((*m)) != "PIDPressure" && string((*m)) != "NetworkUnavailable" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"MemoryPressure\", \"DiskPressure\", \"PIDPressure\", \"NetworkUnavailable\"")
+	}
+}
+
 // NodeHealth is the message NodeHealth of the contract, generated from contract.yaml#/schemas/NodeHealth.
 type NodeHealth struct {
 	NodeName string `json:"nodeName"`
@@ -18,8 +360,17 @@ type NodeHealth struct {
 	Schedulable bool `json:"schedulable"`
 	// Why the node is not ready or not schedulable.
 	Reason *string `json:"reason,omitzero"`
-	// Quantities by resource name, as Kubernetes writes them (3500m, 16Gi).
-	Allocatable map[string]string `json:"allocatable"`
+	// What is left of the node's allocatable resources for new pods, as quantities by resource name, as Kubernetes writes them (3500m, 16Gi).
+	Allocatable ResourceList `json:"allocatable"`
+	// The node's capacity, as its kubelet reports it.
+	Capacity *ResourceList `json:"capacity,omitzero"`
+	// The node's labels, as its kubelet reports them.
+	Labels map[string]string `json:"labels,omitzero"`
+	// The node's taints, as its kubelet reports them.
+	Taints    []Taint       `json:"taints,omitzero"`
+	Addresses []NodeAddress `json:"addresses,omitzero"`
+	// The node's conditions, as its kubelet reports them.
+	Conditions []NodeCondition `json:"conditions,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeHealth, rejecting JSON its Go type cannot represent.
@@ -78,31 +429,119 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			}
 		case "allocatable":
 			seen[3] = true
-			if d.Null() {
-				m.Allocatable = nil
-			} else {
-				if err := d.ObjectStart(); err != nil {
-					return jsonwire.Within(err, "allocatable")
-				}
-				m6 := map[string]string{}
-				for d.NextMember() {
-					k7 := d.KeyString()
-					if d.Err() != nil {
-						break
-					}
-					var e8 string
-					v9, err := d.String()
-					if err != nil {
-						return jsonwire.Within(jsonwire.Within(err, k7), "allocatable")
-					}
-					e8 = v9
-					m6[k7] = e8
-				}
-				if err := d.Err(); err != nil {
-					return jsonwire.Within(err, "allocatable")
-				}
-				m.Allocatable = m6
+			if err := m.Allocatable.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "allocatable")
 			}
+		case "capacity":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "capacity")
+			} else {
+				p6 := new(ResourceList)
+				if err := (*p6).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "capacity")
+				}
+				m.Capacity = p6
+			}
+		case "labels":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m7 := map[string]string{}
+			for d.NextMember() {
+				k8 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e9 string
+				v10, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k8), "labels")
+				}
+				e9 = v10
+				m7[k8] = e9
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m7
+		case "taints":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			var s11 []Taint
+			var zero13 Taint
+			for i12 := 0; d.NextItem(); i12++ {
+				if s11 == nil {
+					s11 = make([]Taint, 0, 4)
+				}
+				s11 = append(s11, zero13)
+				if err := s11[i12].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i12), "taints")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			if s11 == nil {
+				s11 = []Taint{}
+			}
+			m.Taints = s11
+		case "addresses":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			var s14 []NodeAddress
+			var zero16 NodeAddress
+			for i15 := 0; d.NextItem(); i15++ {
+				if s14 == nil {
+					s14 = make([]NodeAddress, 0, 4)
+				}
+				s14 = append(s14, zero16)
+				if err := s14[i15].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i15), "addresses")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			if s14 == nil {
+				s14 = []NodeAddress{}
+			}
+			m.Addresses = s14
+		case "conditions":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "conditions")
+			}
+			var s17 []NodeCondition
+			var zero19 NodeCondition
+			for i18 := 0; d.NextItem(); i18++ {
+				if s17 == nil {
+					s17 = make([]NodeCondition, 0, 4)
+				}
+				s17 = append(s17, zero19)
+				if err := s17[i18].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "conditions")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "conditions")
+			}
+			if s17 == nil {
+				s17 = []NodeCondition{}
+			}
+			m.Conditions = s17
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -139,12 +578,41 @@ func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 	if m.Allocatable == nil {
 		v.Fail(at, "allocatable", kw, "properties/allocatable/type", "null is not allowed here")
 	} else {
-		for k1, e2 := range m.Allocatable {
-			path4 := at.Keyword("allocatable")
-			at3 := path4.Member(k1)
-			if !pattern0.MatchString(e2) {
-				v.Fail(&at3, "", kw, "properties/allocatable/additionalProperties/pattern", "does not match pattern \"^[0-9]+(\\\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$\"")
-			}
+		path1 := at.Keyword("allocatable")
+		path2 := kw.Keyword("properties/allocatable/$ref")
+		m.Allocatable.validateJSON(v, &path1, &path2)
+	}
+	if m.Capacity != nil {
+		if (*m.Capacity) == nil {
+			v.Fail(at, "capacity", kw, "properties/capacity/type", "null is not allowed here")
+		} else {
+			path3 := at.Keyword("capacity")
+			path4 := kw.Keyword("properties/capacity/$ref")
+			(*m.Capacity).validateJSON(v, &path3, &path4)
+		}
+	}
+	if m.Taints != nil {
+		for i9 := 0; i9 < len(m.Taints); i9++ {
+			path11 := at.Keyword("taints")
+			at10 := path11.Index(i9)
+			path12 := kw.Keyword("properties/taints/items/$ref")
+			m.Taints[i9].validateJSON(v, &at10, &path12)
+		}
+	}
+	if m.Addresses != nil {
+		for i13 := 0; i13 < len(m.Addresses); i13++ {
+			path15 := at.Keyword("addresses")
+			at14 := path15.Index(i13)
+			path16 := kw.Keyword("properties/addresses/items/$ref")
+			m.Addresses[i13].validateJSON(v, &at14, &path16)
+		}
+	}
+	if m.Conditions != nil {
+		for i17 := 0; i17 < len(m.Conditions); i17++ {
+			path19 := at.Keyword("conditions")
+			at18 := path19.Index(i17)
+			path20 := kw.Keyword("properties/conditions/items/$ref")
+			m.Conditions[i17].validateJSON(v, &at18, &path20)
 		}
 	}
 }
@@ -237,6 +705,226 @@ func (m *NodeRef) Validate() error {
 }
 
 var _ framework.Validator = (*NodeRef)(nil)
+
+// ResourceList is the message ResourceList of the contract, generated from contract.yaml#/schemas/ResourceList.
+//
+// Quantities by resource name, as Kubernetes writes them (3500m, 16Gi).
+type ResourceList map[string]string
+
+// UnmarshalJSON decodes ResourceList, rejecting JSON its Go type cannot represent.
+func (m *ResourceList) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
+	if d.Null() {
+		*m = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return err
+		}
+		m1 := ResourceList{}
+		for d.NextMember() {
+			k2 := d.KeyString()
+			if d.Err() != nil {
+				break
+			}
+			var e3 string
+			v4, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, k2)
+			}
+			e3 = v4
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		*m = m1
+	}
+	return nil
+}
+
+func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) == nil {
+		v.Fail(at, "", kw, "type", "null is not allowed here")
+	} else {
+		for k1, e2 := range *m {
+			at3 := at.Member(k1)
+			if !pattern0.MatchString(e2) {
+				v.Fail(&at3, "", kw, "additionalProperties/pattern", "does not match pattern \"^[0-9]+(\\\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$\"")
+			}
+		}
+	}
+}
+
+// Validate checks m against the schema of ResourceList, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *ResourceList) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "ResourceList is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("ResourceList")
+}
+
+var _ framework.Validator = (*ResourceList)(nil)
+
+// Taint is the message Taint of the contract, generated from contract.yaml#/schemas/Taint.
+//
+// A core/v1 Taint.
+type Taint struct {
+	Key    string      `json:"key"`
+	Value  *string     `json:"value,omitzero"`
+	Effect TaintEffect `json:"effect"`
+}
+
+// UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
+func (m *Taint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Taint{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "key":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "key")
+			}
+			m.Key = v1
+		case "value":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "value")
+				}
+				(*p2) = v3
+				m.Value = p2
+			}
+		case "effect":
+			seen[1] = true
+			if err := m.Effect.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "effect")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "key")
+		}
+		if !seen[1] {
+			missing = append(missing, "effect")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Key); n < 1 {
+		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Key); n > 316 {
+		v.Fail(at, "key", kw, "properties/key/maxLength", "length must be <= 316, but got "+strconv.Itoa(n))
+	}
+	if m.Value != nil {
+		if n := jsonwire.Length((*m.Value)); n > 63 {
+			v.Fail(at, "value", kw, "properties/value/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+		}
+	}
+	path1 := at.Keyword("effect")
+	path2 := kw.Keyword("properties/effect")
+	m.Effect.validateJSON(v, &path1, &path2)
+}
+
+// Validate checks m against the schema of Taint, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Taint) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Taint is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Taint")
+}
+
+var _ framework.Validator = (*Taint)(nil)
+
+// TaintEffect is generated from contract.yaml#/schemas/Taint/properties/effect.
+type TaintEffect string
+
+// The values of TaintEffect.
+const (
+	TaintEffectNoSchedule       TaintEffect = "NoSchedule"
+	TaintEffectPreferNoSchedule TaintEffect = "PreferNoSchedule"
+	TaintEffectNoExecute        TaintEffect = "NoExecute"
+)
+
+// UnmarshalJSON decodes TaintEffect, rejecting JSON its Go type cannot represent.
+func (m *TaintEffect) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "NoSchedule":
+		*m = TaintEffectNoSchedule
+	case "PreferNoSchedule":
+		*m = TaintEffectPreferNoSchedule
+	case "NoExecute":
+		*m = TaintEffectNoExecute
+	default:
+		*m = TaintEffect(b)
+	}
+	return nil
+}
+
+func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "NoSchedule" && string((*m)) != "PreferNoSchedule" && string((*m)) != "NoExecute" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")
+	}
+}
 
 // Patterns and numbers of the schemas, compiled once.
 var (

@@ -37,37 +37,84 @@ func NodeRefToV1(in *NodeRef) (*v1.NodeRef, error) { return &v1.NodeRef{NodeName
 
 // NodeHealthToV1 converts a node's health down.
 func NodeHealthToV1(in *NodeHealth) (*v1.NodeHealth, error) {
-	return &v1.NodeHealth{
+	out := &v1.NodeHealth{
 		NodeName: in.NodeName, Ready: in.State == NodeHealthStateReady, Schedulable: in.Schedulable, Reason: in.Reason,
-		Allocatable: map[string]string{
-			"cpu":    quantity.FormatMillis(in.Allocatable.CPUMillis),
-			"memory": quantity.FormatBytes(in.Allocatable.MemoryBytes),
-			"pods":   strconv.FormatInt(in.Allocatable.Pods, 10),
-		},
-	}, nil
+		Allocatable: resourcesToV1(in.Allocatable), Labels: in.Labels,
+	}
+	if in.Capacity != nil {
+		c := resourcesToV1(*in.Capacity)
+		out.Capacity = &c
+	}
+	for _, t := range in.Taints {
+		out.Taints = append(out.Taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)})
+	}
+	for _, a := range in.Addresses {
+		out.Addresses = append(out.Addresses, v1.NodeAddress{Type: v1.NodeAddressType(a.Type), Address: a.Address})
+	}
+	for _, c := range in.Conditions {
+		out.Conditions = append(out.Conditions, v1.NodeCondition{Type: v1.NodeConditionType(c.Type),
+			Status: v1.NodeConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out, nil
+}
+
+func resourcesToV1(in Resources) v1.ResourceList {
+	return v1.ResourceList{
+		"cpu":    quantity.FormatMillis(in.CPUMillis),
+		"memory": quantity.FormatBytes(in.MemoryBytes),
+		"pods":   strconv.FormatInt(in.Pods, 10),
+	}
 }
 
 // NodeHealthFromV1 converts a node's health up; a resource not listed is 0.
 func NodeHealthFromV1(in *v1.NodeHealth) (*NodeHealth, error) {
-	out := &NodeHealth{NodeName: in.NodeName, State: NodeHealthStateNotReady, Schedulable: in.Schedulable, Reason: in.Reason}
+	out := &NodeHealth{NodeName: in.NodeName, State: NodeHealthStateNotReady, Schedulable: in.Schedulable, Reason: in.Reason,
+		Labels: in.Labels}
 	if in.Ready {
 		out.State = NodeHealthStateReady
 	}
+	var err error
+	if out.Allocatable, err = resourcesFromV1(in.Allocatable); err != nil {
+		return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("allocatable %w", err))
+	}
+	if in.Capacity != nil {
+		c, err := resourcesFromV1(*in.Capacity)
+		if err != nil {
+			return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("capacity %w", err))
+		}
+		out.Capacity = &c
+	}
+	for _, t := range in.Taints {
+		out.Taints = append(out.Taints, Taint{Key: t.Key, Value: t.Value, Effect: TaintEffect(t.Effect)})
+	}
+	for _, a := range in.Addresses {
+		out.Addresses = append(out.Addresses, NodeAddress{Type: NodeAddressType(a.Type), Address: a.Address})
+	}
+	for _, c := range in.Conditions {
+		out.Conditions = append(out.Conditions, NodeCondition{Type: NodeConditionType(c.Type),
+			Status: NodeConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out, nil
+}
+
+// resourcesFromV1 reads cpu, memory and pods; a resource not listed is 0.
+func resourcesFromV1(in v1.ResourceList) (Resources, error) {
+	var out Resources
 	for name, read := range map[string]struct {
 		parse func(string) (int64, error)
 		into  *int64
 	}{
-		"cpu":    {quantity.Millis, &out.Allocatable.CPUMillis},
-		"memory": {quantity.Value, &out.Allocatable.MemoryBytes},
-		"pods":   {quantity.Value, &out.Allocatable.Pods},
+		"cpu":    {quantity.Millis, &out.CPUMillis},
+		"memory": {quantity.Value, &out.MemoryBytes},
+		"pods":   {quantity.Value, &out.Pods},
 	} {
-		q, ok := in.Allocatable[name]
+		q, ok := in[name]
 		if !ok {
 			continue
 		}
 		n, err := read.parse(q)
 		if err != nil {
-			return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("allocatable %s: %w", name, err))
+			return out, fmt.Errorf("%s: %w", name, err)
 		}
 		*read.into = n
 	}

@@ -31,6 +31,68 @@ var Contract = framework.MustContract(handshake.Contract{
 		"NodeHealth": {Object: "NodeHealth", Key: "nodeName", Writer: "server", LostWriter: "delete"},
 	},
 	Schemas: map[string]json.RawMessage{
+		"NodeAddress": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "A core/v1 NodeAddress.",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"type",
+				"address"
+			],
+			"properties": {
+				"type": {
+					"type": "string",
+					"enum": [
+						"Hostname",
+						"InternalIP",
+						"ExternalIP",
+						"InternalDNS",
+						"ExternalDNS"
+					]
+				},
+				"address": {
+					"type": "string",
+					"minLength": 1
+				}
+			}
+		}`),
+		"NodeCondition": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "A core/v1 NodeCondition.",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"type",
+				"status"
+			],
+			"properties": {
+				"type": {
+					"type": "string",
+					"enum": [
+						"Ready",
+						"MemoryPressure",
+						"DiskPressure",
+						"PIDPressure",
+						"NetworkUnavailable"
+					]
+				},
+				"status": {
+					"type": "string",
+					"enum": [
+						"True",
+						"False",
+						"Unknown"
+					]
+				},
+				"reason": {
+					"type": "string"
+				},
+				"message": {
+					"type": "string"
+				}
+			}
+		}`),
 		"NodeHealth": json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
 			"type": "object",
@@ -65,6 +127,43 @@ var Contract = framework.MustContract(handshake.Contract{
 					"description": "Why the node is not ready or not schedulable."
 				},
 				"allocatable": {
+					"description": "What is left of the node's allocatable resources for new pods.",
+					"$ref": "#/$defs/Resources"
+				},
+				"capacity": {
+					"description": "The node's capacity, as its kubelet reports it.",
+					"$ref": "#/$defs/Resources"
+				},
+				"labels": {
+					"description": "The node's labels, as its kubelet reports them.",
+					"type": "object",
+					"additionalProperties": {
+						"type": "string"
+					}
+				},
+				"taints": {
+					"description": "The node's taints, as its kubelet reports them.",
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/Taint"
+					}
+				},
+				"addresses": {
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/NodeAddress"
+					}
+				},
+				"conditions": {
+					"description": "The node's conditions, as its kubelet reports them.",
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/NodeCondition"
+					}
+				}
+			},
+			"$defs": {
+				"Resources": {
 					"type": "object",
 					"additionalProperties": false,
 					"required": [
@@ -86,6 +185,94 @@ var Contract = framework.MustContract(handshake.Contract{
 							"minimum": 0
 						}
 					}
+				},
+				"Taint": {
+					"description": "A core/v1 Taint.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"key",
+						"effect"
+					],
+					"properties": {
+						"key": {
+							"type": "string",
+							"minLength": 1,
+							"maxLength": 316
+						},
+						"value": {
+							"type": "string",
+							"maxLength": 63
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						}
+					}
+				},
+				"NodeAddress": {
+					"description": "A core/v1 NodeAddress.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"type",
+						"address"
+					],
+					"properties": {
+						"type": {
+							"type": "string",
+							"enum": [
+								"Hostname",
+								"InternalIP",
+								"ExternalIP",
+								"InternalDNS",
+								"ExternalDNS"
+							]
+						},
+						"address": {
+							"type": "string",
+							"minLength": 1
+						}
+					}
+				},
+				"NodeCondition": {
+					"description": "A core/v1 NodeCondition.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"type",
+						"status"
+					],
+					"properties": {
+						"type": {
+							"type": "string",
+							"enum": [
+								"Ready",
+								"MemoryPressure",
+								"DiskPressure",
+								"PIDPressure",
+								"NetworkUnavailable"
+							]
+						},
+						"status": {
+							"type": "string",
+							"enum": [
+								"True",
+								"False",
+								"Unknown"
+							]
+						},
+						"reason": {
+							"type": "string"
+						},
+						"message": {
+							"type": "string"
+						}
+					}
 				}
 			}
 		}`),
@@ -101,6 +288,59 @@ var Contract = framework.MustContract(handshake.Contract{
 					"type": "string",
 					"minLength": 1,
 					"maxLength": 253
+				}
+			}
+		}`),
+		"Resources": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"cpuMillis",
+				"memoryBytes",
+				"pods"
+			],
+			"properties": {
+				"cpuMillis": {
+					"type": "integer",
+					"minimum": 0
+				},
+				"memoryBytes": {
+					"type": "integer",
+					"minimum": 0
+				},
+				"pods": {
+					"type": "integer",
+					"minimum": 0
+				}
+			}
+		}`),
+		"Taint": json.RawMessage(`{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"description": "A core/v1 Taint.",
+			"type": "object",
+			"additionalProperties": false,
+			"required": [
+				"key",
+				"effect"
+			],
+			"properties": {
+				"key": {
+					"type": "string",
+					"minLength": 1,
+					"maxLength": 316
+				},
+				"value": {
+					"type": "string",
+					"maxLength": 63
+				},
+				"effect": {
+					"type": "string",
+					"enum": [
+						"NoSchedule",
+						"PreferNoSchedule",
+						"NoExecute"
+					]
 				}
 			}
 		}`),

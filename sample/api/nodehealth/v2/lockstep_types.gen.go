@@ -9,6 +9,348 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
+// NodeAddress is the message NodeAddress of the contract, generated from contract.yaml#/schemas/NodeAddress.
+//
+// A core/v1 NodeAddress.
+type NodeAddress struct {
+	Type    NodeAddressType `json:"type"`
+	Address string          `json:"address"`
+}
+
+// UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
+func (m *NodeAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeAddress{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "address":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "address")
+			}
+			m.Address = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "address")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.Address); n < 1 {
+		v.Fail(at, "address", kw, "properties/address/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of NodeAddress, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeAddress) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeAddress is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeAddress")
+}
+
+var _ framework.Validator = (*NodeAddress)(nil)
+
+// NodeAddressType is generated from contract.yaml#/schemas/NodeAddress/properties/type.
+type NodeAddressType string
+
+// The values of NodeAddressType.
+const (
+	NodeAddressTypeHostname    NodeAddressType = "Hostname"
+	NodeAddressTypeInternalIP  NodeAddressType = "InternalIP"
+	NodeAddressTypeExternalIP  NodeAddressType = "ExternalIP"
+	NodeAddressTypeInternalDNS NodeAddressType = "InternalDNS"
+	NodeAddressTypeExternalDNS NodeAddressType = "ExternalDNS"
+)
+
+// UnmarshalJSON decodes NodeAddressType, rejecting JSON its Go type cannot represent.
+func (m *NodeAddressType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Hostname":
+		*m = NodeAddressTypeHostname
+	case "InternalIP":
+		*m = NodeAddressTypeInternalIP
+	case "ExternalIP":
+		*m = NodeAddressTypeExternalIP
+	case "InternalDNS":
+		*m = NodeAddressTypeInternalDNS
+	case "ExternalDNS":
+		*m = NodeAddressTypeExternalDNS
+	default:
+		*m = NodeAddressType(b)
+	}
+	return nil
+}
+
+func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Hostname" && string((*m)) != "InternalIP" && string((*m)) != "ExternalIP" && string((*m)) != "InternalDNS" && string((*m)) != "ExternalDNS" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Hostname\", \"InternalIP\", \"ExternalIP\", \"InternalDNS\", \"ExternalDNS\"")
+	}
+}
+
+// NodeCondition is the message NodeCondition of the contract, generated from contract.yaml#/schemas/NodeCondition.
+//
+// A core/v1 NodeCondition.
+type NodeCondition struct {
+	Type    NodeConditionType   `json:"type"`
+	Status  NodeConditionStatus `json:"status"`
+	Reason  *string             `json:"reason,omitzero"`
+	Message *string             `json:"message,omitzero"`
+}
+
+// UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
+func (m *NodeCondition) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeCondition{}
+	var seen [2]bool
+	var block0 *[2]string
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "status":
+			seen[1] = true
+			if err := m.Status.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "status")
+			}
+		case "reason":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
+			} else {
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "reason")
+				}
+				(*p1) = v2
+				m.Reason = p1
+			}
+		case "message":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
+			} else {
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p3 := &block0[1]
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "message")
+				}
+				(*p3) = v4
+				m.Message = p3
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "status")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("status")
+	path4 := kw.Keyword("properties/status")
+	m.Status.validateJSON(v, &path3, &path4)
+}
+
+// Validate checks m against the schema of NodeCondition, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *NodeCondition) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "NodeCondition is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("NodeCondition")
+}
+
+var _ framework.Validator = (*NodeCondition)(nil)
+
+// NodeConditionStatus is generated from contract.yaml#/schemas/NodeCondition/properties/status.
+type NodeConditionStatus string
+
+// The values of NodeConditionStatus.
+const (
+	NodeConditionStatusTrue    NodeConditionStatus = "True"
+	NodeConditionStatusFalse   NodeConditionStatus = "False"
+	NodeConditionStatusUnknown NodeConditionStatus = "Unknown"
+)
+
+// UnmarshalJSON decodes NodeConditionStatus, rejecting JSON its Go type cannot represent.
+func (m *NodeConditionStatus) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "True":
+		*m = NodeConditionStatusTrue
+	case "False":
+		*m = NodeConditionStatusFalse
+	case "Unknown":
+		*m = NodeConditionStatusUnknown
+	default:
+		*m = NodeConditionStatus(b)
+	}
+	return nil
+}
+
+func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
+	}
+}
+
+// NodeConditionType is generated from contract.yaml#/schemas/NodeCondition/properties/type.
+type NodeConditionType string
+
+// The values of NodeConditionType.
+const (
+	NodeConditionTypeReady              NodeConditionType = "Ready"
+	NodeConditionTypeMemoryPressure     NodeConditionType = "MemoryPressure"
+	NodeConditionTypeDiskPressure       NodeConditionType = "DiskPressure"
+	NodeConditionTypePIDPressure        NodeConditionType = "PIDPressure"
+	NodeConditionTypeNetworkUnavailable NodeConditionType = "NetworkUnavailable"
+)
+
+// UnmarshalJSON decodes NodeConditionType, rejecting JSON its Go type cannot represent.
+func (m *NodeConditionType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Ready":
+		*m = NodeConditionTypeReady
+	case "MemoryPressure":
+		*m = NodeConditionTypeMemoryPressure
+	case "DiskPressure":
+		*m = NodeConditionTypeDiskPressure
+	case "PIDPressure":
+		*m = NodeConditionTypePIDPressure
+	case "NetworkUnavailable":
+		*m = NodeConditionTypeNetworkUnavailable
+	default:
+		*m = NodeConditionType(b)
+	}
+	return nil
+}
+
+func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Ready" && string((*m)) != "MemoryPressure" && string((*m)) != "DiskPressure" && string((*m)) != "PIDPressure" && string((*m)) != "NetworkUnavailable" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"MemoryPressure\", \"DiskPressure\", \"PIDPressure\", \"NetworkUnavailable\"")
+	}
+}
+
 // NodeHealth is the message NodeHealth of the contract, generated from contract.yaml#/schemas/NodeHealth.
 type NodeHealth struct {
 	NodeName string `json:"nodeName"`
@@ -17,8 +359,18 @@ type NodeHealth struct {
 	// The scheduler may place new pods on the node.
 	Schedulable bool `json:"schedulable"`
 	// Why the node is not ready or not schedulable.
-	Reason      *string               `json:"reason,omitzero"`
-	Allocatable NodeHealthAllocatable `json:"allocatable"`
+	Reason *string `json:"reason,omitzero"`
+	// What is left of the node's allocatable resources for new pods.
+	Allocatable Resources `json:"allocatable"`
+	// The node's capacity, as its kubelet reports it.
+	Capacity *Resources `json:"capacity,omitzero"`
+	// The node's labels, as its kubelet reports them.
+	Labels map[string]string `json:"labels,omitzero"`
+	// The node's taints, as its kubelet reports them.
+	Taints    []Taint       `json:"taints,omitzero"`
+	Addresses []NodeAddress `json:"addresses,omitzero"`
+	// The node's conditions, as its kubelet reports them.
+	Conditions []NodeCondition `json:"conditions,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeHealth, rejecting JSON its Go type cannot represent.
@@ -78,6 +430,116 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
+		case "capacity":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "capacity")
+			} else {
+				p5 := new(Resources)
+				if err := (*p5).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "capacity")
+				}
+				m.Capacity = p5
+			}
+		case "labels":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m6 := map[string]string{}
+			for d.NextMember() {
+				k7 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e8 string
+				v9, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k7), "labels")
+				}
+				e8 = v9
+				m6[k7] = e8
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m6
+		case "taints":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			var s10 []Taint
+			var zero12 Taint
+			for i11 := 0; d.NextItem(); i11++ {
+				if s10 == nil {
+					s10 = make([]Taint, 0, 4)
+				}
+				s10 = append(s10, zero12)
+				if err := s10[i11].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "taints")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			if s10 == nil {
+				s10 = []Taint{}
+			}
+			m.Taints = s10
+		case "addresses":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			var s13 []NodeAddress
+			var zero15 NodeAddress
+			for i14 := 0; d.NextItem(); i14++ {
+				if s13 == nil {
+					s13 = make([]NodeAddress, 0, 4)
+				}
+				s13 = append(s13, zero15)
+				if err := s13[i14].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "addresses")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			if s13 == nil {
+				s13 = []NodeAddress{}
+			}
+			m.Addresses = s13
+		case "conditions":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "conditions")
+			}
+			var s16 []NodeCondition
+			var zero18 NodeCondition
+			for i17 := 0; d.NextItem(); i17++ {
+				if s16 == nil {
+					s16 = make([]NodeCondition, 0, 4)
+				}
+				s16 = append(s16, zero18)
+				if err := s16[i17].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i17), "conditions")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "conditions")
+			}
+			if s16 == nil {
+				s16 = []NodeCondition{}
+			}
+			m.Conditions = s16
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -115,8 +577,37 @@ func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 	path2 := kw.Keyword("properties/state")
 	m.State.validateJSON(v, &path1, &path2)
 	path3 := at.Keyword("allocatable")
-	path4 := kw.Keyword("properties/allocatable")
+	path4 := kw.Keyword("properties/allocatable/$ref")
 	m.Allocatable.validateJSON(v, &path3, &path4)
+	if m.Capacity != nil {
+		path5 := at.Keyword("capacity")
+		path6 := kw.Keyword("properties/capacity/$ref")
+		(*m.Capacity).validateJSON(v, &path5, &path6)
+	}
+	if m.Taints != nil {
+		for i11 := 0; i11 < len(m.Taints); i11++ {
+			path13 := at.Keyword("taints")
+			at12 := path13.Index(i11)
+			path14 := kw.Keyword("properties/taints/items/$ref")
+			m.Taints[i11].validateJSON(v, &at12, &path14)
+		}
+	}
+	if m.Addresses != nil {
+		for i15 := 0; i15 < len(m.Addresses); i15++ {
+			path17 := at.Keyword("addresses")
+			at16 := path17.Index(i15)
+			path18 := kw.Keyword("properties/addresses/items/$ref")
+			m.Addresses[i15].validateJSON(v, &at16, &path18)
+		}
+	}
+	if m.Conditions != nil {
+		for i19 := 0; i19 < len(m.Conditions); i19++ {
+			path21 := at.Keyword("conditions")
+			at20 := path21.Index(i19)
+			path22 := kw.Keyword("properties/conditions/items/$ref")
+			m.Conditions[i19].validateJSON(v, &at20, &path22)
+		}
+	}
 }
 
 // Validate checks m against the schema of NodeHealth, all of which the generated
@@ -133,90 +624,6 @@ func (m *NodeHealth) Validate() error {
 }
 
 var _ framework.Validator = (*NodeHealth)(nil)
-
-// NodeHealthAllocatable is generated from contract.yaml#/schemas/NodeHealth/properties/allocatable.
-type NodeHealthAllocatable struct {
-	CPUMillis   int64 `json:"cpuMillis"`
-	MemoryBytes int64 `json:"memoryBytes"`
-	Pods        int64 `json:"pods"`
-}
-
-// UnmarshalJSON decodes NodeHealthAllocatable, rejecting JSON its Go type cannot represent.
-func (m *NodeHealthAllocatable) UnmarshalJSON(data []byte) error {
-	d := jsonwire.NewDecoder(data)
-	if err := m.decodeJSON(&d); err != nil {
-		return err
-	}
-	return d.End()
-}
-
-func (m *NodeHealthAllocatable) decodeJSON(d *jsonwire.Decoder) error {
-	if err := d.ObjectStart(); err != nil {
-		return err
-	}
-	*m = NodeHealthAllocatable{}
-	var seen [3]bool
-	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
-		}
-		switch string(key) {
-		case "cpuMillis":
-			seen[0] = true
-			v1, err := d.Int64()
-			if err != nil {
-				return jsonwire.Within(err, "cpuMillis")
-			}
-			m.CPUMillis = v1
-		case "memoryBytes":
-			seen[1] = true
-			v2, err := d.Int64()
-			if err != nil {
-				return jsonwire.Within(err, "memoryBytes")
-			}
-			m.MemoryBytes = v2
-		case "pods":
-			seen[2] = true
-			v3, err := d.Int64()
-			if err != nil {
-				return jsonwire.Within(err, "pods")
-			}
-			m.Pods = v3
-		default:
-			return jsonwire.Undeclared(d, key)
-		}
-	}
-	if err := d.Err(); err != nil {
-		return err
-	}
-	if !(seen[0] && seen[1] && seen[2]) {
-		var missing []string
-		if !seen[0] {
-			missing = append(missing, "cpuMillis")
-		}
-		if !seen[1] {
-			missing = append(missing, "memoryBytes")
-		}
-		if !seen[2] {
-			missing = append(missing, "pods")
-		}
-		return jsonwire.Missing(d, missing...)
-	}
-	return nil
-}
-
-func (m *NodeHealthAllocatable) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
-	if int64(m.CPUMillis) < 0 {
-		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
-	}
-	if int64(m.MemoryBytes) < 0 {
-		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
-	}
-	if int64(m.Pods) < 0 {
-		v.Fail(at, "pods", kw, "properties/pods/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Pods), 10))
-	}
-}
 
 // NodeHealthState is generated from contract.yaml#/schemas/NodeHealth/properties/state.
 //
@@ -336,3 +743,251 @@ func (m *NodeRef) Validate() error {
 }
 
 var _ framework.Validator = (*NodeRef)(nil)
+
+// Resources is the message Resources of the contract, generated from contract.yaml#/schemas/Resources.
+type Resources struct {
+	CPUMillis   int64 `json:"cpuMillis"`
+	MemoryBytes int64 `json:"memoryBytes"`
+	Pods        int64 `json:"pods"`
+}
+
+// UnmarshalJSON decodes Resources, rejecting JSON its Go type cannot represent.
+func (m *Resources) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Resources{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "cpuMillis":
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "cpuMillis")
+			}
+			m.CPUMillis = v1
+		case "memoryBytes":
+			seen[1] = true
+			v2, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "memoryBytes")
+			}
+			m.MemoryBytes = v2
+		case "pods":
+			seen[2] = true
+			v3, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "pods")
+			}
+			m.Pods = v3
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "cpuMillis")
+		}
+		if !seen[1] {
+			missing = append(missing, "memoryBytes")
+		}
+		if !seen[2] {
+			missing = append(missing, "pods")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Resources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(m.CPUMillis) < 0 {
+		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
+	}
+	if int64(m.MemoryBytes) < 0 {
+		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
+	if int64(m.Pods) < 0 {
+		v.Fail(at, "pods", kw, "properties/pods/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Pods), 10))
+	}
+}
+
+// Validate checks m against the schema of Resources, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Resources) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Resources is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Resources")
+}
+
+var _ framework.Validator = (*Resources)(nil)
+
+// Taint is the message Taint of the contract, generated from contract.yaml#/schemas/Taint.
+//
+// A core/v1 Taint.
+type Taint struct {
+	Key    string      `json:"key"`
+	Value  *string     `json:"value,omitzero"`
+	Effect TaintEffect `json:"effect"`
+}
+
+// UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
+func (m *Taint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Taint{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "key":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "key")
+			}
+			m.Key = v1
+		case "value":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "value")
+				}
+				(*p2) = v3
+				m.Value = p2
+			}
+		case "effect":
+			seen[1] = true
+			if err := m.Effect.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "effect")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "key")
+		}
+		if !seen[1] {
+			missing = append(missing, "effect")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Key); n < 1 {
+		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Key); n > 316 {
+		v.Fail(at, "key", kw, "properties/key/maxLength", "length must be <= 316, but got "+strconv.Itoa(n))
+	}
+	if m.Value != nil {
+		if n := jsonwire.Length((*m.Value)); n > 63 {
+			v.Fail(at, "value", kw, "properties/value/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+		}
+	}
+	path1 := at.Keyword("effect")
+	path2 := kw.Keyword("properties/effect")
+	m.Effect.validateJSON(v, &path1, &path2)
+}
+
+// Validate checks m against the schema of Taint, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Taint) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Taint is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Taint")
+}
+
+var _ framework.Validator = (*Taint)(nil)
+
+// TaintEffect is generated from contract.yaml#/schemas/Taint/properties/effect.
+type TaintEffect string
+
+// The values of TaintEffect.
+const (
+	TaintEffectNoSchedule       TaintEffect = "NoSchedule"
+	TaintEffectPreferNoSchedule TaintEffect = "PreferNoSchedule"
+	TaintEffectNoExecute        TaintEffect = "NoExecute"
+)
+
+// UnmarshalJSON decodes TaintEffect, rejecting JSON its Go type cannot represent.
+func (m *TaintEffect) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "NoSchedule":
+		*m = TaintEffectNoSchedule
+	case "PreferNoSchedule":
+		*m = TaintEffectPreferNoSchedule
+	case "NoExecute":
+		*m = TaintEffectNoExecute
+	default:
+		*m = TaintEffect(b)
+	}
+	return nil
+}
+
+func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "NoSchedule" && string((*m)) != "PreferNoSchedule" && string((*m)) != "NoExecute" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")
+	}
+}

@@ -79,6 +79,125 @@ func (m *Ack) Validate() error {
 
 var _ framework.Validator = (*Ack)(nil)
 
+// NodeAddress is generated from schemas/nodestatus.yaml#/$defs/NodeAddress.
+//
+// A core/v1 NodeAddress.
+type NodeAddress struct {
+	Type    NodeAddressType `json:"type"`
+	Address string          `json:"address"`
+}
+
+// UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
+func (m *NodeAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeAddress{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "address":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "address")
+			}
+			m.Address = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "address")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.Address); n < 1 {
+		v.Fail(at, "address", kw, "properties/address/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+}
+
+// NodeAddressType is generated from schemas/nodestatus.yaml#/$defs/NodeAddress/properties/type.
+type NodeAddressType string
+
+// The values of NodeAddressType.
+const (
+	NodeAddressTypeHostname    NodeAddressType = "Hostname"
+	NodeAddressTypeInternalIP  NodeAddressType = "InternalIP"
+	NodeAddressTypeExternalIP  NodeAddressType = "ExternalIP"
+	NodeAddressTypeInternalDNS NodeAddressType = "InternalDNS"
+	NodeAddressTypeExternalDNS NodeAddressType = "ExternalDNS"
+)
+
+// UnmarshalJSON decodes NodeAddressType, rejecting JSON its Go type cannot represent.
+func (m *NodeAddressType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Hostname":
+		*m = NodeAddressTypeHostname
+	case "InternalIP":
+		*m = NodeAddressTypeInternalIP
+	case "ExternalIP":
+		*m = NodeAddressTypeExternalIP
+	case "InternalDNS":
+		*m = NodeAddressTypeInternalDNS
+	case "ExternalDNS":
+		*m = NodeAddressTypeExternalDNS
+	default:
+		*m = NodeAddressType(b)
+	}
+	return nil
+}
+
+func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Hostname" && string((*m)) != "InternalIP" && string((*m)) != "ExternalIP" && string((*m)) != "InternalDNS" && string((*m)) != "ExternalDNS" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Hostname\", \"InternalIP\", \"ExternalIP\", \"InternalDNS\", \"ExternalDNS\"")
+	}
+}
+
 // NodeCondition is generated from schemas/nodestatus.yaml#/$defs/NodeCondition.
 type NodeCondition struct {
 	Type               NodeConditionType   `json:"type"`
@@ -294,6 +413,11 @@ type NodeStatus struct {
 	Conditions    []NodeCondition `json:"conditions"`
 	Capacity      ResourceList    `json:"capacity"`
 	Allocatable   ResourceList    `json:"allocatable"`
+	// The node's labels, as the kubelet registers them (--node-labels, and kubernetes.io/hostname, /os, /arch).
+	Labels map[string]string `json:"labels,omitzero"`
+	// The node's taints, as the kubelet registers them (--register-with-taints).
+	Taints    []Taint       `json:"taints,omitzero"`
+	Addresses []NodeAddress `json:"addresses,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeStatus, rejecting JSON its Go type cannot represent.
@@ -385,6 +509,81 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
+		case "labels":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m9 := map[string]string{}
+			for d.NextMember() {
+				k10 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e11 string
+				v12, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k10), "labels")
+				}
+				e11 = v12
+				m9[k10] = e11
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m9
+		case "taints":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			var s13 []Taint
+			var zero15 Taint
+			for i14 := 0; d.NextItem(); i14++ {
+				if s13 == nil {
+					s13 = make([]Taint, 0, 4)
+				}
+				s13 = append(s13, zero15)
+				if err := s13[i14].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "taints")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			if s13 == nil {
+				s13 = []Taint{}
+			}
+			m.Taints = s13
+		case "addresses":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			var s16 []NodeAddress
+			var zero18 NodeAddress
+			for i17 := 0; d.NextItem(); i17++ {
+				if s16 == nil {
+					s16 = make([]NodeAddress, 0, 4)
+				}
+				s16 = append(s16, zero18)
+				if err := s16[i17].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i17), "addresses")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			if s16 == nil {
+				s16 = []NodeAddress{}
+			}
+			m.Addresses = s16
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -441,6 +640,22 @@ func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 		path7 := at.Keyword("allocatable")
 		path8 := kw.Keyword("properties/allocatable/$ref")
 		m.Allocatable.validateJSON(v, &path7, &path8)
+	}
+	if m.Taints != nil {
+		for i13 := 0; i13 < len(m.Taints); i13++ {
+			path15 := at.Keyword("taints")
+			at14 := path15.Index(i13)
+			path16 := kw.Keyword("properties/taints/items/$ref")
+			m.Taints[i13].validateJSON(v, &at14, &path16)
+		}
+	}
+	if m.Addresses != nil {
+		for i17 := 0; i17 < len(m.Addresses); i17++ {
+			path19 := at.Keyword("addresses")
+			at18 := path19.Index(i17)
+			path20 := kw.Keyword("properties/addresses/items/$ref")
+			m.Addresses[i17].validateJSON(v, &at18, &path20)
+		}
 	}
 }
 
@@ -745,6 +960,140 @@ func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Pat
 			path4 := kw.Keyword("additionalProperties/$ref")
 			e2.validateJSON(v, &at3, &path4)
 		}
+	}
+}
+
+// Taint is generated from schemas/nodestatus.yaml#/$defs/Taint.
+//
+// A core/v1 Taint.
+type Taint struct {
+	Key    string      `json:"key"`
+	Value  *string     `json:"value,omitzero"`
+	Effect TaintEffect `json:"effect"`
+}
+
+// UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
+func (m *Taint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Taint{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "key":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "key")
+			}
+			m.Key = v1
+		case "value":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "value")
+				}
+				(*p2) = v3
+				m.Value = p2
+			}
+		case "effect":
+			seen[1] = true
+			if err := m.Effect.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "effect")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "key")
+		}
+		if !seen[1] {
+			missing = append(missing, "effect")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Key); n < 1 {
+		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Key); n > 316 {
+		v.Fail(at, "key", kw, "properties/key/maxLength", "length must be <= 316, but got "+strconv.Itoa(n))
+	}
+	if m.Value != nil {
+		if n := jsonwire.Length((*m.Value)); n > 63 {
+			v.Fail(at, "value", kw, "properties/value/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+		}
+	}
+	path1 := at.Keyword("effect")
+	path2 := kw.Keyword("properties/effect")
+	m.Effect.validateJSON(v, &path1, &path2)
+}
+
+// TaintEffect is generated from schemas/nodestatus.yaml#/$defs/Taint/properties/effect.
+type TaintEffect string
+
+// The values of TaintEffect.
+const (
+	TaintEffectNoSchedule       TaintEffect = "NoSchedule"
+	TaintEffectPreferNoSchedule TaintEffect = "PreferNoSchedule"
+	TaintEffectNoExecute        TaintEffect = "NoExecute"
+)
+
+// UnmarshalJSON decodes TaintEffect, rejecting JSON its Go type cannot represent.
+func (m *TaintEffect) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "NoSchedule":
+		*m = TaintEffectNoSchedule
+	case "PreferNoSchedule":
+		*m = TaintEffectPreferNoSchedule
+	case "NoExecute":
+		*m = TaintEffectNoExecute
+	default:
+		*m = TaintEffect(b)
+	}
+	return nil
+}
+
+func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "NoSchedule" && string((*m)) != "PreferNoSchedule" && string((*m)) != "NoExecute" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")
 	}
 }
 

@@ -68,6 +68,13 @@ func NodeStatusFromV1(in *v1.NodeStatus) (*NodeStatus, error) {
 	if out.Allocatable, err = resourcesFromV1(in.Allocatable); err != nil {
 		return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("allocatable: %w", err))
 	}
+	out.Labels = in.Labels
+	for _, t := range in.Taints {
+		out.Taints = append(out.Taints, Taint{Key: t.Key, Value: t.Value, Effect: TaintEffect(t.Effect)})
+	}
+	for _, a := range in.Addresses {
+		out.Addresses = append(out.Addresses, NodeAddress{Type: NodeAddressType(a.Type), Address: a.Address})
+	}
 	return out, nil
 }
 
@@ -75,7 +82,13 @@ func NodeStatusFromV1(in *v1.NodeStatus) (*NodeStatus, error) {
 // Ready first.
 func NodeStatusToV1(in *NodeStatus) (*v1.NodeStatus, error) {
 	out := &v1.NodeStatus{NodeName: in.NodeName, KubeletVersion: in.KubeletVersion, Unschedulable: in.Unschedulable,
-		Capacity: resourcesToV1(in.Capacity), Allocatable: resourcesToV1(in.Allocatable)}
+		Capacity: resourcesToV1(in.Capacity), Allocatable: resourcesToV1(in.Allocatable), Labels: in.Labels}
+	for _, t := range in.Taints {
+		out.Taints = append(out.Taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)})
+	}
+	for _, a := range in.Addresses {
+		out.Addresses = append(out.Addresses, v1.NodeAddress{Type: v1.NodeAddressType(a.Type), Address: a.Address})
+	}
 	down := func(t v1.NodeConditionType, c *Condition) v1.NodeCondition {
 		return v1.NodeCondition{Type: t, Status: v1.NodeConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.Since}
 	}

@@ -77,9 +77,82 @@ var Contract = framework.MustContract(handshake.Contract{
 				},
 				"allocatable": {
 					"$ref": "#/$defs/Resources"
+				},
+				"labels": {
+					"description": "The node's labels, as the kubelet registers them (--node-labels, and kubernetes.io/hostname, /os, /arch).",
+					"type": "object",
+					"additionalProperties": {
+						"type": "string"
+					}
+				},
+				"taints": {
+					"description": "The node's taints, as the kubelet registers them (--register-with-taints).",
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/Taint"
+					}
+				},
+				"addresses": {
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/NodeAddress"
+					}
 				}
 			},
 			"$defs": {
+				"Taint": {
+					"description": "A core/v1 Taint.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"key",
+						"effect"
+					],
+					"properties": {
+						"key": {
+							"type": "string",
+							"minLength": 1,
+							"maxLength": 316
+						},
+						"value": {
+							"type": "string",
+							"maxLength": 63
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						}
+					}
+				},
+				"NodeAddress": {
+					"description": "A core/v1 NodeAddress.",
+					"type": "object",
+					"additionalProperties": false,
+					"required": [
+						"type",
+						"address"
+					],
+					"properties": {
+						"type": {
+							"type": "string",
+							"enum": [
+								"Hostname",
+								"InternalIP",
+								"ExternalIP",
+								"InternalDNS",
+								"ExternalDNS"
+							]
+						},
+						"address": {
+							"type": "string",
+							"minLength": 1
+						}
+					}
+				},
 				"Resources": {
 					"description": "Resource amounts as integers in fixed units.",
 					"type": "object",

@@ -342,6 +342,125 @@ func (m *Conditions) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 	}
 }
 
+// NodeAddress is generated from schemas/nodestatus.yaml#/$defs/NodeAddress.
+//
+// A core/v1 NodeAddress.
+type NodeAddress struct {
+	Type    NodeAddressType `json:"type"`
+	Address string          `json:"address"`
+}
+
+// UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
+func (m *NodeAddress) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = NodeAddress{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "type":
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case "address":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "address")
+			}
+			m.Address = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "address")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("type")
+	path2 := kw.Keyword("properties/type")
+	m.Type.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.Address); n < 1 {
+		v.Fail(at, "address", kw, "properties/address/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+}
+
+// NodeAddressType is generated from schemas/nodestatus.yaml#/$defs/NodeAddress/properties/type.
+type NodeAddressType string
+
+// The values of NodeAddressType.
+const (
+	NodeAddressTypeHostname    NodeAddressType = "Hostname"
+	NodeAddressTypeInternalIP  NodeAddressType = "InternalIP"
+	NodeAddressTypeExternalIP  NodeAddressType = "ExternalIP"
+	NodeAddressTypeInternalDNS NodeAddressType = "InternalDNS"
+	NodeAddressTypeExternalDNS NodeAddressType = "ExternalDNS"
+)
+
+// UnmarshalJSON decodes NodeAddressType, rejecting JSON its Go type cannot represent.
+func (m *NodeAddressType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Hostname":
+		*m = NodeAddressTypeHostname
+	case "InternalIP":
+		*m = NodeAddressTypeInternalIP
+	case "ExternalIP":
+		*m = NodeAddressTypeExternalIP
+	case "InternalDNS":
+		*m = NodeAddressTypeInternalDNS
+	case "ExternalDNS":
+		*m = NodeAddressTypeExternalDNS
+	default:
+		*m = NodeAddressType(b)
+	}
+	return nil
+}
+
+func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Hostname" && string((*m)) != "InternalIP" && string((*m)) != "ExternalIP" && string((*m)) != "InternalDNS" && string((*m)) != "ExternalDNS" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Hostname\", \"InternalIP\", \"ExternalIP\", \"InternalDNS\", \"ExternalDNS\"")
+	}
+}
+
 // NodeStatus is the message NodeStatus of the contract, generated from schemas/nodestatus.yaml#.
 //
 // The status of one node.
@@ -353,6 +472,11 @@ type NodeStatus struct {
 	Conditions    Conditions `json:"conditions"`
 	Capacity      Resources  `json:"capacity"`
 	Allocatable   Resources  `json:"allocatable"`
+	// The node's labels, as the kubelet registers them (--node-labels, and kubernetes.io/hostname, /os, /arch).
+	Labels map[string]string `json:"labels,omitzero"`
+	// The node's taints, as the kubelet registers them (--register-with-taints).
+	Taints    []Taint       `json:"taints,omitzero"`
+	Addresses []NodeAddress `json:"addresses,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeStatus, rejecting JSON its Go type cannot represent.
@@ -422,6 +546,81 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
+		case "labels":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m6 := map[string]string{}
+			for d.NextMember() {
+				k7 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e8 string
+				v9, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k7), "labels")
+				}
+				e8 = v9
+				m6[k7] = e8
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "labels")
+			}
+			m.Labels = m6
+		case "taints":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			var s10 []Taint
+			var zero12 Taint
+			for i11 := 0; d.NextItem(); i11++ {
+				if s10 == nil {
+					s10 = make([]Taint, 0, 4)
+				}
+				s10 = append(s10, zero12)
+				if err := s10[i11].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "taints")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "taints")
+			}
+			if s10 == nil {
+				s10 = []Taint{}
+			}
+			m.Taints = s10
+		case "addresses":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			var s13 []NodeAddress
+			var zero15 NodeAddress
+			for i14 := 0; d.NextItem(); i14++ {
+				if s13 == nil {
+					s13 = make([]NodeAddress, 0, 4)
+				}
+				s13 = append(s13, zero15)
+				if err := s13[i14].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "addresses")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "addresses")
+			}
+			if s13 == nil {
+				s13 = []NodeAddress{}
+			}
+			m.Addresses = s13
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -464,6 +663,22 @@ func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 	path5 := at.Keyword("allocatable")
 	path6 := kw.Keyword("properties/allocatable/$ref")
 	m.Allocatable.validateJSON(v, &path5, &path6)
+	if m.Taints != nil {
+		for i11 := 0; i11 < len(m.Taints); i11++ {
+			path13 := at.Keyword("taints")
+			at12 := path13.Index(i11)
+			path14 := kw.Keyword("properties/taints/items/$ref")
+			m.Taints[i11].validateJSON(v, &at12, &path14)
+		}
+	}
+	if m.Addresses != nil {
+		for i15 := 0; i15 < len(m.Addresses); i15++ {
+			path17 := at.Keyword("addresses")
+			at16 := path17.Index(i15)
+			path18 := kw.Keyword("properties/addresses/items/$ref")
+			m.Addresses[i15].validateJSON(v, &at16, &path18)
+		}
+	}
 }
 
 // Validate checks m against the schema of NodeStatus, all of which the generated
@@ -769,5 +984,139 @@ func (m *Resources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) 
 	}
 	if int64(m.Pods) < 0 {
 		v.Fail(at, "pods", kw, "properties/pods/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Pods), 10))
+	}
+}
+
+// Taint is generated from schemas/nodestatus.yaml#/$defs/Taint.
+//
+// A core/v1 Taint.
+type Taint struct {
+	Key    string      `json:"key"`
+	Value  *string     `json:"value,omitzero"`
+	Effect TaintEffect `json:"effect"`
+}
+
+// UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
+func (m *Taint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Taint{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "key":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "key")
+			}
+			m.Key = v1
+		case "value":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "value")
+				}
+				(*p2) = v3
+				m.Value = p2
+			}
+		case "effect":
+			seen[1] = true
+			if err := m.Effect.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "effect")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "key")
+		}
+		if !seen[1] {
+			missing = append(missing, "effect")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Key); n < 1 {
+		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Key); n > 316 {
+		v.Fail(at, "key", kw, "properties/key/maxLength", "length must be <= 316, but got "+strconv.Itoa(n))
+	}
+	if m.Value != nil {
+		if n := jsonwire.Length((*m.Value)); n > 63 {
+			v.Fail(at, "value", kw, "properties/value/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+		}
+	}
+	path1 := at.Keyword("effect")
+	path2 := kw.Keyword("properties/effect")
+	m.Effect.validateJSON(v, &path1, &path2)
+}
+
+// TaintEffect is generated from schemas/nodestatus.yaml#/$defs/Taint/properties/effect.
+type TaintEffect string
+
+// The values of TaintEffect.
+const (
+	TaintEffectNoSchedule       TaintEffect = "NoSchedule"
+	TaintEffectPreferNoSchedule TaintEffect = "PreferNoSchedule"
+	TaintEffectNoExecute        TaintEffect = "NoExecute"
+)
+
+// UnmarshalJSON decodes TaintEffect, rejecting JSON its Go type cannot represent.
+func (m *TaintEffect) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "NoSchedule":
+		*m = TaintEffectNoSchedule
+	case "PreferNoSchedule":
+		*m = TaintEffectPreferNoSchedule
+	case "NoExecute":
+		*m = TaintEffectNoExecute
+	default:
+		*m = TaintEffect(b)
+	}
+	return nil
+}
+
+func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "NoSchedule" && string((*m)) != "PreferNoSchedule" && string((*m)) != "NoExecute" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")
 	}
 }
