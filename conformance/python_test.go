@@ -3,27 +3,49 @@ package conformance_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/conformance"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// python3 returns the interpreter the Python peer runs on. make test
-// installs python3 when it is missing, so a missing one is a failure, not a
-// skip.
+// python3 returns the interpreter the Python peer runs on (the real one,
+// not a version manager's shim in front of it). make test installs python3
+// when it is missing, so a missing one is a failure, not a skip.
 func python3(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3 is needed for the Python peer (make test installs it): %v", err)
+	pythonOnce.Do(func() {
+		p, err := exec.LookPath("python3")
+		if err != nil {
+			pythonErr = err
+			return
+		}
+		out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" {
+			pythonPath = p
+			return
+		}
+		pythonPath = strings.TrimSpace(string(out))
+	})
+	if pythonErr != nil {
+		t.Fatalf("python3 is needed for the Python peer (make test installs it): %v", pythonErr)
 	}
-	return p
+	return pythonPath
 }
+
+var (
+	pythonOnce sync.Once
+	pythonPath string
+	pythonErr  error
+)
 
 // TestPythonFingerprints shows that the Python peer computes, from the
 // files alone, the fingerprint of every vector and of every sample
@@ -87,4 +109,56 @@ func TestPythonFingerprints(t *testing.T) {
 		}
 	}
 	t.Logf("%d vectors and %d sample contracts agree", len(dirs), len(sampleDirs))
+}
+
+// pythonEnv makes python3 find the Python peer and keeps it from writing
+// bytecode into the tree.
+func pythonEnv(t *testing.T) {
+	t.Helper()
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", dir)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+}
+
+// TestPythonClientCases: the Python peer passes every client-side case.
+func TestPythonClientCases(t *testing.T) {
+	pythonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := conformance.CommandClient(python3(t), "-m", "lockstep_peer.conformance_client")
+	results := conformance.RunClientCases(ctx, client, clientCases(t), conformance.DefaultVars(fingerprint(t)))
+	requireAllPass(t, "the Python peer", results)
+}
+
+// TestPythonLive runs the Python peer against the framework's server of
+// the conformance contract: it handshakes with the fingerprint it computed
+// itself, calls (unary, batch, multi, a schema error), heartbeats, writes a
+// client-written topic, watches both topics, and recovers a closed session.
+func TestPythonLive(t *testing.T) {
+	pythonEnv(t)
+	ref := startReference(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := conformance.CommandClient(python3(t), "-m", "lockstep_peer.conformance_client")
+	report, err := client(ctx, "tour", ref.URL)
+	if err != nil {
+		t.Fatalf("python tour: %v (report %v)", err, report)
+	}
+	if report["calls"] != "ok" || report["version"] != "1.0.0" || report["handshakes"] != float64(2) {
+		t.Fatalf("python tour reported %v", report)
+	}
+	if items, _ := report["items"].([]any); len(items) != 1 || items[0] != "from-python" {
+		t.Fatalf("the Python peer's watch of Items held %v", report["items"])
+	}
+	sessions := ref.Server.Sessions()
+	if len(sessions) != 0 {
+		t.Errorf("the Python peer left %d sessions open", len(sessions))
+	}
+	report, err = client(ctx, "call", ref.URL)
+	if err != nil || report["ok"] == nil {
+		t.Fatalf("python call: %v %v", err, report)
+	}
 }
