@@ -136,6 +136,9 @@ type batchResponse struct {
 type batchResult struct {
 	OK    json.RawMessage `json:"ok,omitempty"`
 	Error *wireError      `json:"error,omitempty"`
+	// Replayed marks a multi-call item answered from the record of its
+	// idempotency key, as Lockstep-Replayed does a call's answer.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 func errorResult(err error) batchResult {
@@ -300,10 +303,14 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out []byte
+	replayed := false
 	if method == protocol.MultiCallMethod {
 		out, err = s.serveMulti(ctx, sv, sess, r.Header, body)
 	} else {
-		out, err = mh.serve(ctx, &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body)
+		out, replayed, err = s.dispatch(ctx, &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body, mh.serve)
+	}
+	if replayed {
+		w.Header().Set(protocol.HeaderReplayed, "1")
 	}
 	release()
 	sess.lastSeen.Store(s.now())
@@ -410,16 +417,17 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		if s.cfg.Observer != nil {
 			start = s.cfg.Clock.Now()
 		}
-		b, err := mh.serve(cctx, &Call{Contract: sv.contract.Name(), Version: sv.contract.Version(),
-			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request)
+		b, replayed, err := s.dispatch(cctx, &Call{Contract: sv.contract.Name(), Version: sv.contract.Version(),
+			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request, mh.serve)
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.Call(sv.contract.Name(), sv.contract.Version(), mc.Method, CodeOf(err), s.cfg.Clock.Since(start))
 		}
 		if err != nil {
 			out.Results[i] = errorResult(handlerError(cctx, err))
-			return
+		} else {
+			out.Results[i] = batchResult{OK: b}
 		}
-		out.Results[i] = batchResult{OK: b}
+		out.Results[i].Replayed = replayed
 	}
 	if len(in.Calls) == 1 {
 		run(0)

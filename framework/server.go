@@ -37,6 +37,8 @@ type Server struct {
 	clients   []*Client // shown on the status page (AddClient)
 
 	sessions *sessionTable
+	// replays records keyed calls' answers (see dispatch).
+	replays *replayStore
 	inFlight atomic.Int64
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
@@ -76,6 +78,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		contracts: map[string]*servedContract{},
 		checks:    map[string]func() error{},
 		sessions:  newSessionTable(),
+		replays:   newReplayStore(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer),
 		drainCh:   make(chan struct{}),
 		stopCh:    make(chan struct{}),
 		loopDone:  make(chan struct{}),
@@ -390,6 +393,7 @@ func (s *Server) expiryLoop() {
 		case <-s.stopCh:
 			return
 		case <-t.Chan():
+			s.replays.sweep(s.cfg.Clock.Now())
 			for _, sess := range s.sessions.expired(s.now(), s.cfg.SessionTTL) {
 				if sess.inFlight.Load() > 0 {
 					continue // a long call keeps its session alive

@@ -44,6 +44,13 @@ type ServerConfig struct {
 	// MaxInFlightPerSession bounds concurrent calls of one session; default
 	// 1024. Calls beyond it are answered with resource_exhausted.
 	MaxInFlightPerSession int
+	// IdempotencyWindow is how long the answer of a call that carries an
+	// idempotency key is kept for replays of that key; default 5m.
+	// IdempotencyKeysPerPeer bounds the keys kept per peer and contract;
+	// default 4096, the oldest forgotten first. Records live in memory: a
+	// restarted server has none (see docs/protocol.md).
+	IdempotencyWindow      time.Duration
+	IdempotencyKeysPerPeer int
 	// MaxHandshakeWait caps a refused handshake's ?wait=; default 60s.
 	MaxHandshakeWait time.Duration
 	// ReadHeaderTimeout and IdleTimeout bound slow and idle connections;
@@ -115,6 +122,12 @@ func (c *ServerConfig) validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 4 << 20
+	}
+	if c.IdempotencyWindow <= 0 {
+		c.IdempotencyWindow = defaultIdempotencyWindow
+	}
+	if c.IdempotencyKeysPerPeer <= 0 {
+		c.IdempotencyKeysPerPeer = defaultIdempotencyKeysPerPeer
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 100000

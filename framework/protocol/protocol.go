@@ -19,6 +19,10 @@ const (
 	// HeaderIdempotencyKey marks a call the client may retry after a
 	// transport failure, like an idempotent method.
 	HeaderIdempotencyKey = "Lockstep-Idempotency-Key"
+	// HeaderReplayed is "1" on the answer of a call that carried an
+	// idempotency key already answered within the server's window: the
+	// answer is the recorded one, and no handler ran for this call.
+	HeaderReplayed = "Lockstep-Replayed"
 	// HeaderNotProcessed is "1" on an error answer whose call never reached a
 	// handler, so the client may resend it anywhere.
 	HeaderNotProcessed = "Lockstep-Not-Processed"

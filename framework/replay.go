@@ -1,0 +1,233 @@
+package framework
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// Idempotency keys: a call that carries Lockstep-Idempotency-Key is
+// recorded, with its answer, per (contract, peer, key) in the server
+// instance that ran it, so that a resend of the call after its answer was
+// lost is answered from the record instead of running the handler again
+// (as Stripe's idempotency keys are). Records live in memory only, bounded
+// by age and by count per peer: a restart forgets them, like everything a
+// lockstep server holds.
+
+// Defaults for ServerConfig.IdempotencyWindow and IdempotencyKeysPerPeer.
+const (
+	defaultIdempotencyWindow      = 5 * time.Minute
+	defaultIdempotencyKeysPerPeer = 4096
+	// maxRecordedAnswer bounds the answer a record keeps. A replay of a
+	// call whose answer was larger is refused with conflict: the call was
+	// applied, and its answer is gone.
+	maxRecordedAnswer = 1 << 20
+	// recordBytesPerPeer bounds the answers one peer's records hold; the
+	// oldest go first.
+	recordBytesPerPeer = 16 << 20
+)
+
+// replayKey names one record: the contract, the peer that sent the call
+// (its identity, or its component and instance) and the key.
+type replayKey struct {
+	contract, peer, key string
+}
+
+// recordedAnswer is what a replay is answered with: the first call's
+// encoded answer, or its error.
+type recordedAnswer struct {
+	out []byte
+	err error
+}
+
+// size is what the answer costs the record.
+func (a recordedAnswer) size() int { return len(a.out) + 64 }
+
+// replayRecord is one key's record. done is closed once the first call's
+// answer is known (or the record is dropped because the handler never
+// ran); answer is valid after that.
+type replayRecord struct {
+	digest  [sha256.Size]byte
+	done    chan struct{}
+	answer  recordedAnswer
+	created time.Time
+}
+
+// replayStore holds the records of one server.
+type replayStore struct {
+	window  time.Duration
+	perPeer int
+
+	mu    sync.Mutex
+	peers map[string]*peerRecords // contract + "\x00" + peer → records
+}
+
+// peerRecords are one peer's records of one contract, oldest first in
+// order, so that age and count evict from the front.
+type peerRecords struct {
+	byKey map[string]*replayRecord
+	order []string
+	bytes int
+}
+
+func newReplayStore(window time.Duration, perPeer int) *replayStore {
+	return &replayStore{window: window, perPeer: perPeer, peers: map[string]*peerRecords{}}
+}
+
+// requestDigest identifies a request's content, so that a key reused for
+// another request is refused rather than answered with another call's
+// answer.
+func requestDigest(method string, body []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write(body)
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// begin looks k up. The first call with a key gets first true and a record
+// it must end with finish. A later call with the same key and
+// digest gets the existing record: it waits for done and answers with the
+// record's answer. A later call with the same key and another digest gets
+// an invalid_argument error.
+func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time) (rec *replayRecord, first bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pk := k.contract + "\x00" + k.peer
+	pr := s.peers[pk]
+	if pr == nil {
+		pr = &peerRecords{byKey: map[string]*replayRecord{}}
+		s.peers[pk] = pr
+	}
+	pr.expire(now.Add(-s.window))
+	if rec := pr.byKey[k.key]; rec != nil {
+		if rec.digest != digest {
+			return nil, false, Errorf(CodeInvalidArgument,
+				"idempotency key %q was used for another request within %s: a key names one request", k.key, s.window)
+		}
+		return rec, false, nil
+	}
+	for len(pr.order) >= s.perPeer {
+		pr.evictOldest()
+	}
+	rec = &replayRecord{digest: digest, done: make(chan struct{}), created: now}
+	pr.byKey[k.key] = rec
+	pr.order = append(pr.order, k.key)
+	return rec, true, nil
+}
+
+// finish records the first call's answer and releases the replays that
+// wait for it. An answer too large to keep is recorded as a conflict
+// saying so: the call was applied, and running it again is what the key
+// forbids.
+func (s *replayStore) finish(k replayKey, rec *replayRecord, a recordedAnswer) {
+	if len(a.out) > maxRecordedAnswer {
+		a = recordedAnswer{err: Errorf(CodeConflict,
+			"the call with idempotency key %q was applied; its answer (%d bytes) was too large to keep for replays", k.key, len(a.out))}
+	}
+	s.mu.Lock()
+	rec.answer = a
+	if pr := s.peers[k.contract+"\x00"+k.peer]; pr != nil && pr.byKey[k.key] == rec {
+		pr.bytes += a.size()
+		for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 {
+			pr.evictOldest()
+		}
+	}
+	s.mu.Unlock()
+	close(rec.done)
+}
+
+// sweep drops every record older than the window, and peers left with
+// none; the server's expiry loop calls it.
+func (s *replayStore) sweep(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for pk, pr := range s.peers {
+		pr.expire(now.Add(-s.window))
+		if len(pr.order) == 0 {
+			delete(s.peers, pk)
+		}
+	}
+}
+
+// size counts the records held, for status and tests.
+func (s *replayStore) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, pr := range s.peers {
+		n += len(pr.byKey)
+	}
+	return n
+}
+
+func (pr *peerRecords) expire(before time.Time) {
+	for len(pr.order) > 0 {
+		rec := pr.byKey[pr.order[0]]
+		if rec != nil && !rec.created.Before(before) {
+			return
+		}
+		pr.evictOldest()
+	}
+}
+
+func (pr *peerRecords) evictOldest() {
+	if rec := pr.byKey[pr.order[0]]; rec != nil {
+		pr.bytes -= rec.answer.size()
+	}
+	delete(pr.byKey, pr.order[0])
+	pr.order[0] = ""
+	pr.order = pr.order[1:]
+}
+
+
+// dispatch serves one call through serve, once per idempotency key: a call
+// that carries Lockstep-Idempotency-Key is recorded under its peer, and a
+// replay of it is answered from the record (replayed is true) without
+// running serve again; a replay that arrives while the first still runs
+// waits for its answer. The first call's handler runs on a context that
+// keeps its deadline but not the request's cancellation, so a connection
+// cut after the call arrived does not stop it halfway: its answer is
+// recorded for the resend. Calls without a key are served as they are.
+func (s *Server) dispatch(ctx context.Context, call *Call, body []byte, serve func(context.Context, *Call, []byte) ([]byte, error)) (out []byte, replayed bool, err error) {
+	key := call.Header.Get(protocol.HeaderIdempotencyKey)
+	if key == "" {
+		out, err = serve(ctx, call, body)
+		return out, false, err
+	}
+	k := replayKey{contract: call.Contract, peer: call.Peer.Component + "/" + call.Peer.Instance, key: key}
+	digest := requestDigest(call.Method, body)
+	rec, first, err := s.replays.begin(k, digest, s.cfg.Clock.Now())
+	if err != nil {
+		return nil, false, err
+	}
+	if first {
+		hctx, cancel := detached(ctx)
+		defer cancel()
+		err = Errorf(CodeInternal, "the handler of %s did not return", call.Method)
+		defer func() { s.replays.finish(k, rec, recordedAnswer{out: out, err: err}) }()
+		out, err = serve(hctx, call, body)
+		return out, false, err
+	}
+	select {
+	case <-rec.done:
+	case <-ctx.Done():
+		return nil, false, NewError(CodeDeadlineExceeded, ctx.Err())
+	}
+	return rec.answer.out, true, rec.answer.err
+}
+
+// detached returns a context with ctx's values and deadline, but not its
+// cancellation.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return d, func() {}
+}

@@ -1,0 +1,90 @@
+package framework
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReplayStoreAnswersAReplayFromTheRecord(t *testing.T) {
+	s := newReplayStore(time.Minute, 8)
+	t0 := time.Unix(1000, 0)
+	k := replayKey{contract: "c", peer: "kubelet/a", key: "k1"}
+	d := requestDigest("M", []byte(`{"n":1}`))
+
+	rec, first, err := s.begin(k, d, t0)
+	require.NoError(t, err)
+	require.True(t, first)
+
+	// A replay while the first runs waits for its answer.
+	again, first, err := s.begin(k, d, t0.Add(time.Second))
+	require.NoError(t, err)
+	require.False(t, first)
+	require.Same(t, rec, again)
+	select {
+	case <-again.done:
+		t.Fatal("the record was done before the first call answered")
+	default:
+	}
+	s.finish(k, rec, recordedAnswer{out: []byte(`{"ok":true}`)})
+	<-again.done
+	assert.Equal(t, recordedAnswer{out: []byte(`{"ok":true}`)}, again.answer)
+
+	// The same key from another peer, or of another contract, is its own.
+	_, first, err = s.begin(replayKey{contract: "c", peer: "kubelet/b", key: "k1"}, d, t0)
+	require.NoError(t, err)
+	assert.True(t, first)
+	_, first, err = s.begin(replayKey{contract: "other", peer: "kubelet/a", key: "k1"}, d, t0)
+	require.NoError(t, err)
+	assert.True(t, first)
+}
+
+func TestReplayStoreRefusesAKeyReusedForAnotherRequest(t *testing.T) {
+	s := newReplayStore(time.Minute, 8)
+	t0 := time.Unix(1000, 0)
+	k := replayKey{contract: "c", peer: "p", key: "k"}
+	rec, _, err := s.begin(k, requestDigest("M", []byte(`{"n":1}`)), t0)
+	require.NoError(t, err)
+	s.finish(k, rec, recordedAnswer{out: []byte(`{}`)})
+
+	_, _, err = s.begin(k, requestDigest("M", []byte(`{"n":2}`)), t0)
+	assert.Equal(t, CodeInvalidArgument, CodeOf(err))
+	_, _, err = s.begin(k, requestDigest("Other", []byte(`{"n":1}`)), t0)
+	assert.Equal(t, CodeInvalidArgument, CodeOf(err), "the method is part of the request")
+}
+
+func TestReplayStoreForgetsByAgeAndByCount(t *testing.T) {
+	s := newReplayStore(time.Minute, 3)
+	t0 := time.Unix(1000, 0)
+	d := requestDigest("M", nil)
+	key := func(i int) replayKey { return replayKey{contract: "c", peer: "p", key: fmt.Sprint(i)} }
+	for i := range 5 {
+		rec, first, err := s.begin(key(i), d, t0.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+		require.True(t, first)
+		s.finish(key(i), rec, recordedAnswer{out: []byte(`{}`)})
+	}
+	// Only the newest three are kept.
+	assert.Equal(t, 3, s.size())
+	_, first, _ := s.begin(key(0), d, t0.Add(5*time.Second))
+	assert.True(t, first, "the oldest record was evicted by count")
+	_, first, _ = s.begin(key(4), d, t0.Add(5*time.Second))
+	assert.False(t, first, "a recent record is kept")
+
+	// Past the window, everything goes; sweep frees peers left empty.
+	s.sweep(t0.Add(2 * time.Minute))
+	assert.Equal(t, 0, s.size())
+	assert.Empty(t, s.peers)
+}
+
+func TestReplayStoreKeepsTooLargeAnswersAsAConflict(t *testing.T) {
+	s := newReplayStore(time.Minute, 8)
+	k := replayKey{contract: "c", peer: "p", key: "k"}
+	rec, _, _ := s.begin(k, requestDigest("M", nil), time.Unix(1000, 0))
+	s.finish(k, rec, recordedAnswer{out: make([]byte, maxRecordedAnswer+1)})
+	assert.Nil(t, rec.answer.out)
+	assert.Equal(t, CodeConflict, CodeOf(rec.answer.err))
+}
