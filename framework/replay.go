@@ -185,7 +185,6 @@ func (pr *peerRecords) evictOldest() {
 	pr.order = pr.order[1:]
 }
 
-
 // dispatch serves one call through serve, once per idempotency key: a call
 // that carries Lockstep-Idempotency-Key is recorded under its peer, and a
 // replay of it is answered from the record (replayed is true) without

@@ -38,7 +38,7 @@ type Server struct {
 
 	sessions *sessionTable
 	// replays records keyed calls' answers (see dispatch).
-	replays *replayStore
+	replays  *replayStore
 	inFlight atomic.Int64
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
