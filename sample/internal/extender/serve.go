@@ -73,7 +73,7 @@ func (s serverV1) filter(args *extv1.ExtenderArgs) (*extv1.ExtenderFilterResult,
 		if list != nil {
 			unschedulable = map[string]bool{}
 			for _, n := range list.Items {
-				unschedulable[n.Metadata.Name] = n.Spec.Unschedulable
+				unschedulable[n.Name] = n.Spec.Unschedulable
 			}
 		}
 	}

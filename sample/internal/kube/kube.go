@@ -1,100 +1,56 @@
-// Package kube reads and writes the few members of Kubernetes core/v1 Pod
-// and Node objects that the sample's extender needs, in their JSON form
-// (lower-case member names, as core/v1's json tags have them). Objects it
-// reads may carry any other members; they are ignored.
+// Package kube reads and writes the Kubernetes core/v1 objects (the real
+// k8s.io/api types) that travel in the scheduler extender protocol: the
+// Pod being scheduled and the NodeList of candidate nodes.
 package kube
 
 import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lockstep-dev/lockstep/sample/internal/quantity"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ObjectMeta is the part of metav1.ObjectMeta the sample uses.
-type ObjectMeta struct {
-	Name      string            `json:"name"`
-	Namespace string            `json:"namespace,omitempty"`
-	UID       string            `json:"uid,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
-}
-
-// Pod is the part of a core/v1 Pod the sample uses.
-type Pod struct {
-	Metadata ObjectMeta `json:"metadata"`
-	Spec     PodSpec    `json:"spec"`
-}
-
-// PodSpec is the part of a core/v1 PodSpec the sample uses.
-type PodSpec struct {
-	Containers []Container `json:"containers,omitempty"`
-}
-
-// Container is the part of a core/v1 Container the sample uses.
-type Container struct {
-	Name      string               `json:"name"`
-	Resources ResourceRequirements `json:"resources,omitzero"`
-}
-
-// ResourceRequirements holds a container's requests as quantities by
-// resource name ("cpu": "250m").
-type ResourceRequirements struct {
-	Requests map[string]string `json:"requests,omitempty"`
-}
-
-// Node is the part of a core/v1 Node the sample uses.
-type Node struct {
-	Metadata ObjectMeta `json:"metadata"`
-	Spec     NodeSpec   `json:"spec,omitzero"`
-}
-
-// NodeSpec is the part of a core/v1 NodeSpec the sample uses.
-type NodeSpec struct {
-	Unschedulable bool `json:"unschedulable,omitempty"`
-}
-
-// NodeList is a core/v1 NodeList.
-type NodeList struct {
-	Items []Node `json:"items"`
-}
+// PauseImage is the image of the sample's pods' one container: the
+// sample places pods, it does not run them.
+const PauseImage = "registry.k8s.io/pause:3.10"
 
 // Requests returns the sum of the pod's container requests of CPU, in
 // millicores, and memory, in bytes.
-func (p *Pod) Requests() (cpuMillis, memoryBytes int64, err error) {
+func Requests(p *corev1.Pod) (cpuMillis, memoryBytes int64) {
 	for _, c := range p.Spec.Containers {
-		if q, ok := c.Resources.Requests["cpu"]; ok {
-			m, err := quantity.Millis(q)
-			if err != nil {
-				return 0, 0, fmt.Errorf("container %s: cpu request: %w", c.Name, err)
-			}
-			cpuMillis += m
+		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+			cpuMillis += q.MilliValue()
 		}
-		if q, ok := c.Resources.Requests["memory"]; ok {
-			b, err := quantity.Value(q)
-			if err != nil {
-				return 0, 0, fmt.Errorf("container %s: memory request: %w", c.Name, err)
-			}
-			memoryBytes += b
+		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			memoryBytes += q.Value()
 		}
 	}
-	return cpuMillis, memoryBytes, nil
+	return cpuMillis, memoryBytes
 }
 
-// NewPod returns a pod with one container named main requesting cpuMillis
-// and memoryBytes.
-func NewPod(meta ObjectMeta, cpuMillis, memoryBytes int64) *Pod {
-	return &Pod{Metadata: meta, Spec: PodSpec{Containers: []Container{{
-		Name: "main",
-		Resources: ResourceRequirements{Requests: map[string]string{
-			"cpu":    quantity.FormatMillis(cpuMillis),
-			"memory": quantity.FormatBytes(memoryBytes),
-		}},
-	}}}}
+// NewPod returns a pending pod with one container named main requesting
+// cpuMillis and memoryBytes, tolerating tolerations.
+func NewPod(meta metav1.ObjectMeta, cpuMillis, memoryBytes int64, tolerations []corev1.Toleration) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: PauseImage, Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    *resource.NewMilliQuantity(cpuMillis, resource.DecimalSI),
+					corev1.ResourceMemory: *resource.NewQuantity(memoryBytes, resource.BinarySI),
+				}}}},
+			Tolerations: tolerations,
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
 }
 
 // DecodePod reads a Pod from its JSON.
-func DecodePod(raw json.RawMessage) (*Pod, error) {
-	var p Pod
+func DecodePod(raw json.RawMessage) (*corev1.Pod, error) {
+	var p corev1.Pod
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("pod: %w", err)
 	}
@@ -103,11 +59,11 @@ func DecodePod(raw json.RawMessage) (*Pod, error) {
 
 // DecodeNodeList reads a NodeList from its JSON; JSON null or nothing is
 // no list (nil).
-func DecodeNodeList(raw json.RawMessage) (*NodeList, error) {
+func DecodeNodeList(raw json.RawMessage) (*corev1.NodeList, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var l NodeList
+	var l corev1.NodeList
 	if err := json.Unmarshal(raw, &l); err != nil {
 		return nil, fmt.Errorf("node list: %w", err)
 	}
@@ -115,10 +71,10 @@ func DecodeNodeList(raw json.RawMessage) (*NodeList, error) {
 }
 
 // Names returns the names of the list's nodes, in order.
-func (l *NodeList) Names() []string {
+func Names(l *corev1.NodeList) []string {
 	names := make([]string, len(l.Items))
 	for i, n := range l.Items {
-		names[i] = n.Metadata.Name
+		names[i] = n.Name
 	}
 	return names
 }
@@ -137,7 +93,9 @@ func KeepNodes(raw json.RawMessage, keep func(name string) bool) (json.RawMessag
 	}
 	kept := make([]json.RawMessage, 0, len(items))
 	for _, item := range items {
-		var n Node
+		var n struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
 		if err := json.Unmarshal(item, &n); err != nil {
 			return nil, fmt.Errorf("node list item: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestPodRequestsSumContainers(t *testing.T) {
@@ -13,23 +14,22 @@ func TestPodRequestsSumContainers(t *testing.T) {
 		"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"250m","memory":"128Mi"}}},
 		{"name":"b","resources":{"requests":{"cpu":"1"}}},{"name":"c"}]},"status":{"phase":"Pending"}}`))
 	require.NoError(t, err)
-	cpu, mem, err := p.Requests()
-	require.NoError(t, err)
+	cpu, mem := Requests(p)
 	assert.Equal(t, int64(1250), cpu)
 	assert.Equal(t, int64(128<<20), mem)
-	assert.Equal(t, "shop", p.Metadata.Namespace)
+	assert.Equal(t, "shop", p.Namespace)
 
-	back, err := json.Marshal(NewPod(p.Metadata, 1250, 128<<20))
+	tol := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	back, err := json.Marshal(NewPod(p.ObjectMeta, 1250, 128<<20, tol))
 	require.NoError(t, err)
 	again, err := DecodePod(back)
 	require.NoError(t, err)
-	cpu, mem, err = again.Requests()
-	require.NoError(t, err)
+	cpu, mem = Requests(again)
 	assert.Equal(t, []int64{1250, 128 << 20}, []int64{cpu, mem})
+	assert.Equal(t, tol, again.Spec.Tolerations)
 
-	_, _, err = (&Pod{Spec: PodSpec{Containers: []Container{{Name: "x",
-		Resources: ResourceRequirements{Requests: map[string]string{"cpu": "lots"}}}}}}).Requests()
-	assert.ErrorContains(t, err, "container x: cpu request")
+	_, err = DecodePod(json.RawMessage(`{"metadata":{"name":"x"},"spec":{"containers":[{"name":"x","resources":{"requests":{"cpu":"lots"}}}]}}`))
+	assert.ErrorContains(t, err, "pod: quantities must match")
 }
 
 func TestKeepNodesKeepsTheObjectsAsSent(t *testing.T) {
@@ -38,7 +38,7 @@ func TestKeepNodesKeepsTheObjectsAsSent(t *testing.T) {
 		{"metadata":{"name":"n2"}},{"metadata":{"name":"n3"},"spec":{"unschedulable":true}}]}`)
 	l, err := DecodeNodeList(raw)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"n1", "n2", "n3"}, l.Names())
+	assert.Equal(t, []string{"n1", "n2", "n3"}, Names(l))
 	assert.True(t, l.Items[2].Spec.Unschedulable)
 
 	kept, err := KeepNodes(raw, func(name string) bool { return name != "n2" })

@@ -2,10 +2,13 @@ package v2
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
@@ -32,12 +35,27 @@ import (
 // ForkV1 lets a 2.0.0 scheduler in fork mode call 1.0.0 extenders, with a
 // handshake or pinned ([framework.ClientConfig].Fork and .Pinned): requests
 // are converted down (node names only, the pod as a core/v1 Pod) and
-// answers up.
-var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
-	MethodFilter:     framework.ConvertMethod(FilterRequestToV1, FilterResponseFromV1),
-	MethodPrioritize: framework.ConvertMethod(PrioritizeRequestToV1, PrioritizeResponseFromV1),
-	MethodBind:       framework.ConvertMethod(BindRequestToV1, BindResponseFromV1),
-}}
+// answers up. [ForkV1With] sends whole nodes instead.
+var ForkV1 = ForkV1With(nil)
+
+// NodeObjects returns the core/v1 NodeList of the named nodes, in order:
+// what a 1.0.0 request to an extender that does not cache nodes
+// (nodeCacheCapable false) carries instead of names.
+type NodeObjects func(names []string) (*corev1.NodeList, error)
+
+// ForkV1With is [ForkV1] for an extender that is sent whole nodes, built
+// by nodes; nil sends names.
+func ForkV1With(nodes NodeObjects) framework.Fork {
+	return framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
+		MethodFilter: framework.ConvertMethod(func(in *FilterRequest) (*v1.ExtenderArgs, error) {
+			return ArgsToV1(in.Pod, in.Nodes, nodes)
+		}, FilterResponseFromV1),
+		MethodPrioritize: framework.ConvertMethod(func(in *PrioritizeRequest) (*v1.ExtenderArgs, error) {
+			return ArgsToV1(in.Pod, in.Nodes, nodes)
+		}, PrioritizeResponseFromV1),
+		MethodBind: framework.ConvertMethod(BindRequestToV1, BindResponseFromV1),
+	}}
+}
 
 // MaxV1Score is MaxExtenderPriority of the Kubernetes extender protocol:
 // 1.0.0 scores run from 0 to it.
@@ -49,20 +67,70 @@ func PodRefFromV1(pod v1.Pod) (PodRef, error) {
 	if err != nil {
 		return PodRef{}, framework.NewError(framework.CodeInvalidArgument, err)
 	}
-	cpu, mem, err := p.Requests()
-	if err != nil {
-		return PodRef{}, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("pod %s: %w", p.Metadata.Name, err))
+	cpu, mem := kube.Requests(p)
+	out := PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels,
+		Requests: Requests{CPUMillis: cpu, MemoryBytes: mem}}
+	for _, t := range p.Spec.Tolerations {
+		out.Tolerations = append(out.Tolerations, TolerationFromCore(t))
 	}
-	return PodRef{Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, UID: p.Metadata.UID, Labels: p.Metadata.Labels,
-		Requests: Requests{CPUMillis: cpu, MemoryBytes: mem}}, nil
+	return out, nil
 }
 
 // PodRefToV1 writes a pod as the core/v1 Pod a 1.0.0 request carries: its
-// metadata and one container with its requests.
+// metadata, one container with its requests, and its tolerations.
 func PodRefToV1(pod PodRef) (v1.Pod, error) {
-	b, err := json.Marshal(kube.NewPod(kube.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Labels: pod.Labels},
-		pod.Requests.CPUMillis, pod.Requests.MemoryBytes))
+	b, err := json.Marshal(PodRefToCore(pod))
 	return v1.Pod(b), err
+}
+
+// PodRefToCore returns the pod as a core/v1 Pod.
+func PodRefToCore(pod PodRef) *corev1.Pod {
+	var tolerations []corev1.Toleration
+	for _, t := range pod.Tolerations {
+		tolerations = append(tolerations, TolerationToCore(t))
+	}
+	return kube.NewPod(metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: types.UID(pod.UID), Labels: pod.Labels},
+		pod.Requests.CPUMillis, pod.Requests.MemoryBytes, tolerations)
+}
+
+// TolerationToCore returns a toleration as core/v1's.
+func TolerationToCore(t Toleration) corev1.Toleration {
+	var out corev1.Toleration
+	if t.Key != nil {
+		out.Key = *t.Key
+	}
+	if t.Operator != nil {
+		out.Operator = corev1.TolerationOperator(*t.Operator)
+	}
+	if t.Value != nil {
+		out.Value = *t.Value
+	}
+	if t.Effect != nil {
+		out.Effect = corev1.TaintEffect(*t.Effect)
+	}
+	out.TolerationSeconds = t.TolerationSeconds
+	return out
+}
+
+// TolerationFromCore reads a core/v1 toleration.
+func TolerationFromCore(t corev1.Toleration) Toleration {
+	var out Toleration
+	if t.Key != "" {
+		out.Key = &t.Key
+	}
+	if t.Operator != "" {
+		op := TolerationOperator(t.Operator)
+		out.Operator = &op
+	}
+	if t.Value != "" {
+		out.Value = &t.Value
+	}
+	if t.Effect != "" {
+		e := TolerationEffect(t.Effect)
+		out.Effect = &e
+	}
+	out.TolerationSeconds = t.TolerationSeconds
+	return out
 }
 
 // NodeNamesFromV1 returns the candidate nodes of a 1.0.0 request, from
@@ -78,7 +146,7 @@ func NodeNamesFromV1(in *v1.ExtenderArgs) ([]string, error) {
 	if list == nil {
 		return []string{}, nil
 	}
-	return list.Names(), nil
+	return kube.Names(list), nil
 }
 
 func argsFromV1(in *v1.ExtenderArgs) (PodRef, []string, error) {
@@ -90,12 +158,27 @@ func argsFromV1(in *v1.ExtenderArgs) (PodRef, []string, error) {
 	return pod, nodes, err
 }
 
-func argsToV1(pod PodRef, nodes []string) (*v1.ExtenderArgs, error) {
+// ArgsToV1 builds a 1.0.0 request's arguments: the pod as a core/v1 Pod,
+// and the candidate nodes by name, or with objects as whole nodes (Nodes,
+// NodeNames null), as kube-scheduler sends an extender that does not cache
+// nodes.
+func ArgsToV1(pod PodRef, nodes []string, objects NodeObjects) (*v1.ExtenderArgs, error) {
 	p, err := PodRefToV1(pod)
 	if err != nil {
 		return nil, err
 	}
-	return &v1.ExtenderArgs{Pod: p, NodeNames: jsonwire.Value(append([]string{}, nodes...))}, nil
+	if objects == nil {
+		return &v1.ExtenderArgs{Pod: p, NodeNames: jsonwire.Value(append([]string{}, nodes...))}, nil
+	}
+	list, err := objects(nodes)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	return &v1.ExtenderArgs{Pod: p, Nodes: v1.NodeList(b), NodeNames: jsonwire.Null[[]string]()}, nil
 }
 
 // FilterRequestFromV1 converts a Filter request up.
@@ -109,7 +192,7 @@ func FilterRequestFromV1(in *v1.ExtenderArgs) (*FilterRequest, error) {
 
 // FilterRequestToV1 converts a Filter request down, nodes by name.
 func FilterRequestToV1(in *FilterRequest) (*v1.ExtenderArgs, error) {
-	return argsToV1(in.Pod, in.Nodes)
+	return ArgsToV1(in.Pod, in.Nodes, nil)
 }
 
 // FilterResponseToV1 converts a Filter answer down in the NodeNames form.
@@ -148,7 +231,7 @@ func FilterResponseFromV1(in *v1.ExtenderFilterResult) (*FilterResponse, error) 
 	} else if list, err := kube.DecodeNodeList(json.RawMessage(in.Nodes)); err != nil {
 		return nil, framework.NewError(framework.CodeInternal, err)
 	} else if list != nil {
-		out.Feasible = list.Names()
+		out.Feasible = kube.Names(list)
 	}
 	for _, m := range []struct {
 		failures     jsonwire.Nullable[v1.FailedNodesMap]
@@ -197,7 +280,7 @@ func PrioritizeRequestFromV1(in *v1.ExtenderArgs) (*PrioritizeRequest, error) {
 
 // PrioritizeRequestToV1 converts a Prioritize request down, nodes by name.
 func PrioritizeRequestToV1(in *PrioritizeRequest) (*v1.ExtenderArgs, error) {
-	return argsToV1(in.Pod, in.Nodes)
+	return ArgsToV1(in.Pod, in.Nodes, nil)
 }
 
 // PrioritizeResponseToV1 converts scores down to 0–10.

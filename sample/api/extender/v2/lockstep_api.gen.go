@@ -78,6 +78,13 @@ var Contract = framework.MustContract(handshake.Contract{
 						},
 						"requests": {
 							"$ref": "#/$defs/Requests"
+						},
+						"tolerations": {
+							"description": "The pod's tolerations of node taints.",
+							"type": "array",
+							"items": {
+								"$ref": "#/$defs/Toleration"
+							}
 						}
 					}
 				},
@@ -97,6 +104,37 @@ var Contract = framework.MustContract(handshake.Contract{
 						"memoryBytes": {
 							"type": "integer",
 							"minimum": 0
+						}
+					}
+				},
+				"Toleration": {
+					"description": "A core/v1 Toleration.",
+					"type": "object",
+					"additionalProperties": false,
+					"properties": {
+						"key": {
+							"type": "string"
+						},
+						"operator": {
+							"type": "string",
+							"enum": [
+								"Exists",
+								"Equal"
+							]
+						},
+						"value": {
+							"type": "string"
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						},
+						"tolerationSeconds": {
+							"type": "integer"
 						}
 					}
 				}
@@ -158,6 +196,13 @@ var Contract = framework.MustContract(handshake.Contract{
 						},
 						"requests": {
 							"$ref": "#/$defs/Requests"
+						},
+						"tolerations": {
+							"description": "The pod's tolerations of node taints.",
+							"type": "array",
+							"items": {
+								"$ref": "#/$defs/Toleration"
+							}
 						}
 					}
 				},
@@ -177,6 +222,37 @@ var Contract = framework.MustContract(handshake.Contract{
 						"memoryBytes": {
 							"type": "integer",
 							"minimum": 0
+						}
+					}
+				},
+				"Toleration": {
+					"description": "A core/v1 Toleration.",
+					"type": "object",
+					"additionalProperties": false,
+					"properties": {
+						"key": {
+							"type": "string"
+						},
+						"operator": {
+							"type": "string",
+							"enum": [
+								"Exists",
+								"Equal"
+							]
+						},
+						"value": {
+							"type": "string"
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						},
+						"tolerationSeconds": {
+							"type": "integer"
 						}
 					}
 				}
@@ -264,6 +340,13 @@ var Contract = framework.MustContract(handshake.Contract{
 				},
 				"requests": {
 					"$ref": "#/$defs/Requests"
+				},
+				"tolerations": {
+					"description": "The pod's tolerations of node taints.",
+					"type": "array",
+					"items": {
+						"$ref": "#/$defs/Toleration"
+					}
 				}
 			},
 			"$defs": {
@@ -283,6 +366,37 @@ var Contract = framework.MustContract(handshake.Contract{
 						"memoryBytes": {
 							"type": "integer",
 							"minimum": 0
+						}
+					}
+				},
+				"Toleration": {
+					"description": "A core/v1 Toleration.",
+					"type": "object",
+					"additionalProperties": false,
+					"properties": {
+						"key": {
+							"type": "string"
+						},
+						"operator": {
+							"type": "string",
+							"enum": [
+								"Exists",
+								"Equal"
+							]
+						},
+						"value": {
+							"type": "string"
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						},
+						"tolerationSeconds": {
+							"type": "integer"
 						}
 					}
 				}
@@ -338,6 +452,13 @@ var Contract = framework.MustContract(handshake.Contract{
 						},
 						"requests": {
 							"$ref": "#/$defs/Requests"
+						},
+						"tolerations": {
+							"description": "The pod's tolerations of node taints.",
+							"type": "array",
+							"items": {
+								"$ref": "#/$defs/Toleration"
+							}
 						}
 					}
 				},
@@ -357,6 +478,37 @@ var Contract = framework.MustContract(handshake.Contract{
 						"memoryBytes": {
 							"type": "integer",
 							"minimum": 0
+						}
+					}
+				},
+				"Toleration": {
+					"description": "A core/v1 Toleration.",
+					"type": "object",
+					"additionalProperties": false,
+					"properties": {
+						"key": {
+							"type": "string"
+						},
+						"operator": {
+							"type": "string",
+							"enum": [
+								"Exists",
+								"Equal"
+							]
+						},
+						"value": {
+							"type": "string"
+						},
+						"effect": {
+							"type": "string",
+							"enum": [
+								"NoSchedule",
+								"PreferNoSchedule",
+								"NoExecute"
+							]
+						},
+						"tolerationSeconds": {
+							"type": "integer"
 						}
 					}
 				}

@@ -600,6 +600,8 @@ type PodRef struct {
 	UID       string            `json:"uid"`
 	Labels    map[string]string `json:"labels,omitzero"`
 	Requests  Requests          `json:"requests"`
+	// The pod's tolerations of node taints.
+	Tolerations []Toleration `json:"tolerations,omitzero"`
 }
 
 // UnmarshalJSON decodes PodRef, rejecting JSON its Go type cannot represent.
@@ -674,6 +676,31 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
+		case "tolerations":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tolerations")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "tolerations")
+			}
+			var s8 []Toleration
+			var zero10 Toleration
+			for i9 := 0; d.NextItem(); i9++ {
+				if s8 == nil {
+					s8 = make([]Toleration, 0, 4)
+				}
+				s8 = append(s8, zero10)
+				if err := s8[i9].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "tolerations")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "tolerations")
+			}
+			if s8 == nil {
+				s8 = []Toleration{}
+			}
+			m.Tolerations = s8
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -707,6 +734,14 @@ func (m *PodRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path5 := at.Keyword("requests")
 	path6 := kw.Keyword("properties/requests/$ref")
 	m.Requests.validateJSON(v, &path5, &path6)
+	if m.Tolerations != nil {
+		for i7 := 0; i7 < len(m.Tolerations); i7++ {
+			path9 := at.Keyword("tolerations")
+			at8 := path9.Index(i7)
+			path10 := kw.Keyword("properties/tolerations/items/$ref")
+			m.Tolerations[i7].validateJSON(v, &at8, &path10)
+		}
+	}
 }
 
 // Validate checks m against the schema of PodRef, all of which the generated
@@ -1004,5 +1039,205 @@ func (m *Requests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	}
 	if int64(m.MemoryBytes) < 0 {
 		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
+}
+
+// Toleration is generated from schemas/extender.yaml#/$defs/Toleration.
+//
+// A core/v1 Toleration.
+type Toleration struct {
+	Key               *string             `json:"key,omitzero"`
+	Operator          *TolerationOperator `json:"operator,omitzero"`
+	Value             *string             `json:"value,omitzero"`
+	Effect            *TolerationEffect   `json:"effect,omitzero"`
+	TolerationSeconds *int64              `json:"tolerationSeconds,omitzero"`
+}
+
+// UnmarshalJSON decodes Toleration, rejecting JSON its Go type cannot represent.
+func (m *Toleration) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Toleration{}
+	var block0 *[2]string
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "key":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
+			} else {
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p1 := &block0[0]
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "key")
+				}
+				(*p1) = v2
+				m.Key = p1
+			}
+		case "operator":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "operator")
+			} else {
+				p3 := new(TolerationOperator)
+				if err := (*p3).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "operator")
+				}
+				m.Operator = p3
+			}
+		case "value":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
+			} else {
+				if block0 == nil {
+					block0 = new([2]string)
+				}
+				p4 := &block0[1]
+				v5, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "value")
+				}
+				(*p4) = v5
+				m.Value = p4
+			}
+		case "effect":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "effect")
+			} else {
+				p6 := new(TolerationEffect)
+				if err := (*p6).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "effect")
+				}
+				m.Effect = p6
+			}
+		case "tolerationSeconds":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "tolerationSeconds")
+			} else {
+				p7 := new(int64)
+				v8, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "tolerationSeconds")
+				}
+				(*p7) = v8
+				m.TolerationSeconds = p7
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Toleration) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Operator != nil {
+		path1 := at.Keyword("operator")
+		path2 := kw.Keyword("properties/operator")
+		(*m.Operator).validateJSON(v, &path1, &path2)
+	}
+	if m.Effect != nil {
+		path3 := at.Keyword("effect")
+		path4 := kw.Keyword("properties/effect")
+		(*m.Effect).validateJSON(v, &path3, &path4)
+	}
+}
+
+// TolerationEffect is generated from schemas/extender.yaml#/$defs/Toleration/properties/effect.
+type TolerationEffect string
+
+// The values of TolerationEffect.
+const (
+	TolerationEffectNoSchedule       TolerationEffect = "NoSchedule"
+	TolerationEffectPreferNoSchedule TolerationEffect = "PreferNoSchedule"
+	TolerationEffectNoExecute        TolerationEffect = "NoExecute"
+)
+
+// UnmarshalJSON decodes TolerationEffect, rejecting JSON its Go type cannot represent.
+func (m *TolerationEffect) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TolerationEffect) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "NoSchedule":
+		*m = TolerationEffectNoSchedule
+	case "PreferNoSchedule":
+		*m = TolerationEffectPreferNoSchedule
+	case "NoExecute":
+		*m = TolerationEffectNoExecute
+	default:
+		*m = TolerationEffect(b)
+	}
+	return nil
+}
+
+func (m *TolerationEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "NoSchedule" && string((*m)) != "PreferNoSchedule" && string((*m)) != "NoExecute" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")
+	}
+}
+
+// TolerationOperator is generated from schemas/extender.yaml#/$defs/Toleration/properties/operator.
+type TolerationOperator string
+
+// The values of TolerationOperator.
+const (
+	TolerationOperatorExists TolerationOperator = "Exists"
+	TolerationOperatorEqual  TolerationOperator = "Equal"
+)
+
+// UnmarshalJSON decodes TolerationOperator, rejecting JSON its Go type cannot represent.
+func (m *TolerationOperator) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TolerationOperator) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Exists":
+		*m = TolerationOperatorExists
+	case "Equal":
+		*m = TolerationOperatorEqual
+	default:
+		*m = TolerationOperator(b)
+	}
+	return nil
+}
+
+func (m *TolerationOperator) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Exists" && string((*m)) != "Equal" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Exists\", \"Equal\"")
 	}
 }
