@@ -1,0 +1,235 @@
+package framework
+
+// HTTP serving of topics: client writes and watch streams.
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// topicWriteRequest is the body of POST
+// /lockstep/<contract>/<version>/topics/<Topic>: exactly one of set and
+// delete. Epoch and seq are the writer's (optional: the server continues
+// the writer's current epoch and sequence without them).
+type topicWriteRequest struct {
+	Epoch  string          `json:"epoch,omitempty"`
+	Seq    uint64          `json:"seq,omitempty"`
+	Set    json.RawMessage `json:"set,omitempty"`
+	Delete *string         `json:"delete,omitempty"`
+}
+
+// topicWriteAnswer is the answer to a topic write: the key, the version
+// the server holds for it, and whether this write changed anything.
+type topicWriteAnswer struct {
+	Key     string `json:"key"`
+	Epoch   string `json:"epoch"`
+	Seq     uint64 `json:"seq"`
+	Applied bool   `json:"applied"`
+}
+
+// topicRequest finds the topic and session of a topic request, with the
+// checks of a call: contract, version, topic, session, agreed version.
+func (s *Server) topicRequest(r *http.Request) (*topicStore, *session, error) {
+	contract, ver, topic := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "topic")
+	sc := s.lookup(contract)
+	if sc == nil {
+		return nil, nil, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract)
+	}
+	s.mu.RLock()
+	sv := sc.versions[ver]
+	var t *topicStore
+	if sv != nil {
+		t = sv.topics[topic]
+	}
+	s.mu.RUnlock()
+	if sv == nil {
+		return nil, nil, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver)
+	}
+	if t == nil {
+		if _, declared := sv.contract.Topic(topic); declared {
+			return nil, nil, Errorf(CodeNotFound, "%s does not hold topic %s of %s %s", s.cfg.Component, topic, contract, ver)
+		}
+		return nil, nil, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic)
+	}
+	token := r.Header.Get(protocol.HeaderSession)
+	if token == "" {
+		return nil, nil, Errorf(CodeHandshakeRequired, "request carries no %s header: handshake first", protocol.HeaderSession)
+	}
+	sess := s.sessions.get(token)
+	if sess == nil || sess.contract != contract {
+		return nil, nil, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract)
+	}
+	if sess.version != ver {
+		return nil, nil, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the request is at %s", contract, sess.version, ver)
+	}
+	return t, sess, nil
+}
+
+// serveTopicWrite answers POST /lockstep/<contract>/<version>/topics/<Topic>.
+func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
+	t, sess, err := s.topicRequest(r)
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	sess.inFlight.Add(1)
+	defer sess.inFlight.Add(-1)
+	sess.lastSeen.Store(s.now())
+	if s.draining.Load() {
+		s.lastArrival.Store(s.now())
+		sess.drainNotified.Store(true)
+		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component))
+		return
+	}
+	if t.decl.Writer != handshake.RoleClient {
+		s.refuse(w, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
+		return
+	}
+	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
+	ans, err := t.write(writerKey{sess.peer.Component, sess.peer.Instance}, body)
+	release()
+	draining := s.draining.Load()
+	if draining {
+		sess.drainNotified.Store(true)
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if draining {
+		w.Header().Set(protocol.HeaderDraining, "1")
+	}
+	out, _ := json.Marshal(ans)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// write decodes, checks and applies one client write.
+func (t *topicStore) write(w writerKey, body []byte) (topicWriteAnswer, error) {
+	var req topicWriteRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return topicWriteAnswer{}, Errorf(CodeInvalidArgument, `topic write must be {"set":{…}} or {"delete":"key"}: %v`, err)
+	}
+	if dec.More() {
+		return topicWriteAnswer{}, Errorf(CodeInvalidArgument, "trailing data after the topic write")
+	}
+	if err := checkEpoch(req.Epoch); err != nil {
+		return topicWriteAnswer{}, err
+	}
+	hasSet := len(req.Set) > 0 && !bytes.Equal(req.Set, []byte("null"))
+	if hasSet == (req.Delete != nil) {
+		return topicWriteAnswer{}, Errorf(CodeInvalidArgument, `topic write must hold exactly one of "set" and "delete"`)
+	}
+	var (
+		key     string
+		ver     ObjectVersion
+		applied bool
+		err     error
+	)
+	if req.Delete != nil {
+		key = *req.Delete
+		if err := checkKey(key); err != nil {
+			return topicWriteAnswer{}, err
+		}
+		ver, applied, err = t.del(w, req.Epoch, req.Seq, key)
+	} else {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, req.Set); err != nil {
+			return topicWriteAnswer{}, Errorf(CodeInvalidArgument, "%s is not valid JSON: %v", t.decl.Object, err)
+		}
+		raw := compact.Bytes()
+		if key, err = objectKey(raw, t.decl.Key); err != nil {
+			return topicWriteAnswer{}, err
+		}
+		if err := t.validate(raw); err != nil {
+			return topicWriteAnswer{}, err
+		}
+		ver, applied, err = t.set(w, req.Epoch, req.Seq, key, raw)
+	}
+	if err != nil {
+		return topicWriteAnswer{}, err
+	}
+	return topicWriteAnswer{Key: key, Epoch: ver.Epoch, Seq: ver.Seq, Applied: applied}, nil
+}
+
+// serveWatch answers GET /lockstep/<contract>/<version>/watch/<Topic> with
+// a stream of newline-delimited JSON frames: the current object of every
+// key, a synced marker, then each change (docs/topics.md).
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
+	t, sess, err := s.topicRequest(r)
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
+	sess.lastSeen.Store(s.now())
+	if s.draining.Load() {
+		sess.drainNotified.Store(true)
+		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
+		return
+	}
+	ws, err := t.addWatcher(sess)
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	if r.ProtoMajor == 1 {
+		// Own the connection: an idle watcher then costs no goroutine and
+		// none of the HTTP server's per-connection buffers.
+		if conn, _, err := rc.Hijack(); err == nil {
+			_ = conn.SetReadDeadline(time.Time{})
+			limitSendBuffer(conn)
+			ws.start(connSink{conn}, hijackedHeader)
+			return
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", protocol.ContentTypeNDJSON)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+	ws.start(responseSink{w: w, rc: rc}, nil)
+	select {
+	case <-ws.finished:
+	case <-r.Context().Done():
+		ws.closeNow()
+		<-ws.finished
+	}
+}
+
+// hijackedHeader starts the answer of a watch stream that owns its
+// connection: the body runs until the connection closes.
+var hijackedHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + protocol.ContentTypeNDJSON +
+	"\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
+
+// watchSendBuffer is the kernel send buffer of a watch connection. Kept
+// small, it makes a watcher that reads slowly push back on its stream
+// soon, so the changes it has not read yet wait as one latest change per
+// key rather than as every change in a kernel buffer: what it reads next
+// is at most this much older than the topic.
+const watchSendBuffer = 128 << 10
+
+func limitSendBuffer(conn net.Conn) {
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetWriteBuffer(watchSendBuffer)
+	}
+}

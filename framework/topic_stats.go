@@ -1,0 +1,91 @@
+package framework
+
+// Counters of topics and watch streams, for status pages, metrics and
+// tests.
+
+import (
+	"sort"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// counters of topics and watch streams for status pages,
+// metrics and tests.
+
+// TopicStats describes one topic a server holds, for status pages,
+// metrics and tests.
+type TopicStats struct {
+	Contract string `json:"contract"`
+	Version  string `json:"version"`
+	Topic    string `json:"topic"`
+	// Keys is how many objects the topic holds, Writers how many writers
+	// own at least one of them or were seen in this process.
+	Keys    int `json:"keys"`
+	Writers int `json:"writers"`
+	// Sets and Deletes count the changes applied since the server started.
+	Sets    uint64 `json:"sets"`
+	Deletes uint64 `json:"deletes"`
+	// Watchers describes each live watch stream.
+	Watchers []WatcherStats `json:"watchers"`
+}
+
+// WatcherStats describes one watch stream. Queued is bounded by the number
+// of keys: a key changed again before it was sent replaces its queued
+// change (counted in Coalesced) instead of adding one.
+type WatcherStats struct {
+	Peer handshake.Peer `json:"peer"`
+	// Queued is how many keys wait to be sent now; MaxQueued the most that
+	// ever waited at once.
+	Queued    int `json:"queued"`
+	MaxQueued int `json:"maxQueued"`
+	// Frames is how many frames were sent, Writes in how many writes to the
+	// connection, Coalesced how many changes were replaced by a later change
+	// of the same key before being sent.
+	Frames    uint64 `json:"frames"`
+	Writes    uint64 `json:"writes"`
+	Coalesced uint64 `json:"coalesced"`
+}
+
+// TopicStats describes every topic the server holds, sorted by contract,
+// version and topic.
+func (s *Server) TopicStats() []TopicStats {
+	var out []TopicStats
+	for _, t := range s.allTopics() {
+		t.mu.Lock()
+		st := TopicStats{
+			Contract: t.contract.Name(), Version: t.contract.Version(), Topic: t.name,
+			Keys: len(t.entries), Writers: len(t.writers), Sets: t.sets.Load(), Deletes: t.deletes.Load(),
+			Watchers: make([]WatcherStats, 0, len(t.watchers)),
+		}
+		watchers := make([]*watchStream, 0, len(t.watchers))
+		for ws := range t.watchers {
+			watchers = append(watchers, ws)
+		}
+		t.mu.Unlock()
+		for _, ws := range watchers {
+			st.Watchers = append(st.Watchers, ws.stats())
+		}
+		sort.Slice(st.Watchers, func(i, j int) bool { return st.Watchers[i].Peer.Instance < st.Watchers[j].Peer.Instance })
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Contract != b.Contract {
+			return a.Contract < b.Contract
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return a.Topic < b.Topic
+	})
+	return out
+}
+
+func (ws *watchStream) stats() WatcherStats {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return WatcherStats{
+		Peer: ws.info, Queued: len(ws.pend), MaxQueued: ws.maxQueued,
+		Frames: ws.frames, Writes: ws.writes, Coalesced: ws.coalesced,
+	}
+}

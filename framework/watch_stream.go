@@ -1,0 +1,455 @@
+package framework
+
+// Watch streams on the server: their states, their pending keys and the
+// goroutine that flushes them to the watcher's connection.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// watchChunk is the size at which a flush writes what it gathered so far:
+// many frames per write, without building one huge buffer for a large
+// snapshot.
+const watchChunk = 32 << 10
+
+var watchBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, watchChunk)
+	return &b
+}}
+
+// watchSink is where a watch stream's bytes go: the connection itself
+// (HTTP/1.1, taken over from the HTTP server so an idle watcher holds no
+// goroutine and no buffers) or a ResponseWriter (HTTP/2).
+type watchSink interface {
+	setDeadline(deadline time.Time) error
+	write(p []byte) error
+	close()
+}
+
+type connSink struct{ conn net.Conn }
+
+func (c connSink) setDeadline(deadline time.Time) error { return c.conn.SetWriteDeadline(deadline) }
+
+func (c connSink) write(p []byte) error {
+	_, err := c.conn.Write(p)
+	return err
+}
+
+func (c connSink) close() { _ = c.conn.Close() }
+
+type responseSink struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (r responseSink) setDeadline(deadline time.Time) error {
+	if err := r.rc.SetWriteDeadline(deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+func (r responseSink) write(p []byte) error {
+	if _, err := r.w.Write(p); err != nil {
+		return err
+	}
+	return r.rc.Flush()
+}
+
+// close unblocks a write in progress; the handler ends the response.
+func (r responseSink) close() { _ = r.rc.SetWriteDeadline(time.Unix(1, 0)) }
+
+// watchStream is one watcher of a topic. It holds no queue of changes:
+// only the set of keys changed since they were last sent, each pointing at
+// the key's latest change (shared, encoded once), so its memory is bounded
+// by the number of keys however slow the watcher is, and it always ends up
+// with the latest state. A goroutine runs only while there is something to
+// send; an idle stream is a connection and this struct.
+//
+// Its life is the streamState machine below; what it has to send next
+// (pend, prefix, needSynced, pingDue) is work, not state.
+type watchStream struct {
+	topic        *topicStore
+	sess         *session
+	since        uint64 // the topic's change count when the snapshot was taken
+	peer         clientKey
+	info         handshake.Peer
+	pingEvery    time.Duration
+	writeTimeout time.Duration
+	// deadline is the sink's write deadline; only the flush goroutine,
+	// one at a time, uses it.
+	deadline writeDeadline
+
+	// mu guards what follows. Lock order: topicStore.mu, then mu (a topic
+	// closes its watchers while holding its own lock); never the reverse:
+	// a stream releases mu before it takes its topic's lock
+	// (closeNow → removeWatcher).
+	mu    sync.Mutex
+	state streamState
+	// closeReason is the closing frame's reason (a protocol Close reason)
+	// once the stream is streamClosing.
+	closeReason string
+	// sink is nil until the answer's header can be sent.
+	sink   watchSink
+	prefix []byte
+	// pend holds the latest change of each dirty key, in the order the
+	// keys first became dirty; index maps a key to its place in pend.
+	pend       []*topicChange
+	index      map[string]int
+	needSynced bool
+	pingDue    bool
+	wrote      bool // something was written since the last ping tick
+	running    bool // a flush goroutine is active
+	pinger     clockwork.Timer
+	finished   chan struct{} // closed on entering streamFinished
+
+	maxQueued                 int
+	frames, writes, coalesced uint64
+}
+
+// streamState is where a watch stream is in its life. Every change of
+// state goes through [watchStream.moveLocked], beside the one table of the
+// moves allowed.
+type streamState uint8
+
+const (
+	// streamWaiting: registered with its topic, so changes are marked,
+	// but without a sink: the answer's header is not sent yet.
+	streamWaiting streamState = iota
+	// streamOpen: it has a sink and sends its pending keys as they come.
+	streamOpen
+	// streamClosing: it sends what is pending, then a closing frame
+	// giving closeReason, then closes. A stream told to close while
+	// waiting stays here and sends the frame once it has a sink.
+	streamClosing
+	// streamClosed: its connection is closed and it holds nothing; a
+	// flush may still be finishing its round.
+	streamClosed
+	// streamFinished: closed, and no flush runs; finished is closed.
+	streamFinished
+)
+
+func (s streamState) String() string {
+	return [...]string{"waiting", "open", "closing", "closed", "finished"}[s]
+}
+
+// streamMoves lists, for each state, the states a stream may move to.
+var streamMoves = [...][]streamState{
+	streamWaiting:  {streamOpen, streamClosing, streamClosed},
+	streamOpen:     {streamClosing, streamClosed},
+	streamClosing:  {streamClosed},
+	streamClosed:   {streamFinished},
+	streamFinished: nil,
+}
+
+// moveLocked moves the stream to state to, which must be one of
+// streamMoves[ws.state]: a stream never reopens. Entering streamClosed with
+// no flush running finishes the stream at once. ws.mu must be held.
+func (ws *watchStream) moveLocked(to streamState) {
+	if !slices.Contains(streamMoves[ws.state], to) {
+		panic(fmt.Sprintf("lockstep: watch stream cannot move from %s to %s", ws.state, to))
+	}
+	ws.state = to
+	switch {
+	case to == streamClosed && !ws.running:
+		ws.moveLocked(streamFinished)
+	case to == streamFinished:
+		close(ws.finished)
+	}
+}
+
+// endingLocked reports whether the stream takes no more changes: it is closing
+// or closed.
+func (ws *watchStream) endingLocked() bool { return ws.state >= streamClosing }
+
+// closedLocked reports whether the stream's connection is closed.
+func (ws *watchStream) closedLocked() bool { return ws.state >= streamClosed }
+
+// start gives the stream its sink and sends what is pending: prefix, the
+// snapshot, the synced marker.
+func (ws *watchStream) start(sink watchSink, prefix []byte) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.closedLocked() {
+		sink.close()
+		return
+	}
+	ws.sink, ws.prefix = sink, prefix
+	ws.pinger = ws.topic.s.cfg.Clock.AfterFunc(ws.pingEvery, ws.tick)
+	if ws.state == streamWaiting {
+		ws.moveLocked(streamOpen)
+	}
+	ws.scheduleLocked()
+}
+
+// markAll records that each change of batch (one per key) is the latest
+// change of its key, skipping those its snapshot already holds. It never
+// blocks on the watcher's connection.
+func (ws *watchStream) markAll(batch []*topicChange) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, ch := range batch {
+		if ws.endingLocked() {
+			return
+		}
+		if ch.gen > ws.since {
+			ws.markLocked(ch)
+		}
+	}
+	ws.scheduleLocked()
+}
+
+// markLocked records that ch is the latest change of its key.
+func (ws *watchStream) markLocked(ch *topicChange) {
+	if i := ws.pending(ch.key); i >= 0 {
+		ws.pend[i] = ch
+		ws.coalesced++
+	} else {
+		ws.pend = append(ws.pend, ch)
+		switch {
+		case ws.index != nil:
+			ws.index[ch.key] = len(ws.pend) - 1
+		case len(ws.pend) > pendScanMax:
+			ws.index = make(map[string]int, 2*len(ws.pend))
+			for i, p := range ws.pend {
+				ws.index[p.key] = i
+			}
+		}
+		ws.maxQueued = max(ws.maxQueued, len(ws.pend))
+		// Keys deleted while the watcher lags also wait here; should a
+		// writer churn through more distinct keys than the topic may hold
+		// meanwhile, the stream ends and the watcher resyncs on reconnect.
+		if len(ws.pend) > 2*ws.topic.cfg.maxKeys {
+			ws.pend, ws.index = nil, nil
+			ws.closeReason = protocol.CloseOverflow
+			ws.moveLocked(streamClosing)
+		}
+	}
+}
+
+// pendScanMax is how many dirty keys are looked up by scanning before a
+// stream indexes them: a watcher that keeps up has one or two.
+const pendScanMax = 16
+
+// pending returns the place of key in pend, or -1.
+func (ws *watchStream) pending(key string) int {
+	if ws.index != nil {
+		if i, ok := ws.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, p := range ws.pend {
+		if p.key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// scheduleLocked starts the flush goroutine unless one runs.
+func (ws *watchStream) scheduleLocked() {
+	if ws.closedLocked() || ws.sink == nil || ws.running {
+		return
+	}
+	ws.running = true
+	ws.topic.s.watchWG.Add(1)
+	go ws.flush()
+}
+
+// tick runs every ping interval: a stream that wrote nothing since the
+// last tick gets a ping, so its watcher can tell a quiet topic from a dead
+// connection.
+func (ws *watchStream) tick() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.closedLocked() {
+		return
+	}
+	if !ws.wrote {
+		ws.pingDue = true
+		ws.scheduleLocked()
+	}
+	ws.wrote = false
+	ws.pinger.Reset(ws.pingEvery)
+}
+
+// closeGracefully ends the stream after what it still has to send, with a
+// closing frame giving reason.
+func (ws *watchStream) closeGracefully(reason string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.endingLocked() {
+		return
+	}
+	ws.closeReason = reason
+	ws.moveLocked(streamClosing)
+	ws.scheduleLocked() // without a sink yet, start sends it
+}
+
+// closeNow closes the stream's connection at once.
+func (ws *watchStream) closeNow() {
+	ws.mu.Lock()
+	if ws.closedLocked() {
+		ws.mu.Unlock()
+		return
+	}
+	sink := ws.sink
+	if ws.pinger != nil {
+		ws.pinger.Stop()
+	}
+	ws.pend, ws.index = nil, nil
+	ws.moveLocked(streamClosed)
+	ws.mu.Unlock()
+	if sink != nil {
+		sink.close()
+	}
+	ws.topic.removeWatcher(ws)
+}
+
+// flush sends what is pending, as few writes as it takes, until nothing
+// is; changes made meanwhile are picked up by the next round.
+func (ws *watchStream) flush() {
+	defer ws.topic.s.watchWG.Done()
+	bufp := watchBufs.Get().(*[]byte)
+	buf := (*bufp)[:0]
+	defer func() {
+		if cap(buf) <= 4*watchChunk {
+			*bufp = buf[:0]
+			watchBufs.Put(bufp)
+		}
+	}()
+	var spare []*topicChange
+	for {
+		r, ok := ws.takeRound(spare)
+		if !ok {
+			return
+		}
+		var err error
+		buf, err = ws.sendRound(buf, &r)
+		clear(r.pend)
+		spare = r.pend
+		if err == nil && r.closing == protocol.CloseDraining {
+			// The watcher was told, as a call's answer would tell it.
+			ws.sess.drainNotified.Store(true)
+		}
+		if err != nil || r.closing != "" {
+			ws.closeNow()
+		}
+	}
+}
+
+// flushRound is what one round of a flush sends.
+type flushRound struct {
+	sink           watchSink
+	prefix         []byte
+	pend           []*topicChange
+	synced, ping   bool
+	closing        string // the closing frame's reason, if the stream ends
+	frames, writes int
+}
+
+// takeRound takes what is pending, leaving spare as the stream's next
+// pend; ok is false when the flush goroutine is to end (the stream is
+// idle or closed).
+func (ws *watchStream) takeRound(spare []*topicChange) (r flushRound, ok bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.closedLocked() {
+		ws.running = false
+		ws.moveLocked(streamFinished)
+		return r, false
+	}
+	if len(ws.pend) == 0 && !ws.needSynced && !ws.pingDue && ws.state != streamClosing && ws.prefix == nil {
+		// Idle: give the round's memory back.
+		ws.running = false
+		ws.pend, ws.index = nil, nil
+		return r, false
+	}
+	r = flushRound{sink: ws.sink, prefix: ws.prefix, pend: ws.pend, synced: ws.needSynced, ping: ws.pingDue}
+	if ws.state == streamClosing {
+		r.closing = ws.closeReason
+	}
+	ws.pend = spare[:0]
+	clear(ws.index)
+	ws.prefix, ws.needSynced, ws.pingDue = nil, false, false
+	return r, true
+}
+
+// sendRound writes a round's frames to its sink, in chunks of about
+// watchChunk, and counts them.
+func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
+	buf = append(buf[:0], r.prefix...)
+	var err error
+	for _, ch := range r.pend {
+		buf = append(buf, ch.frame...)
+		r.frames++
+		if len(buf) >= watchChunk {
+			if err = ws.write(r.sink, buf); err != nil {
+				break
+			}
+			r.writes++
+			buf = buf[:0]
+		}
+	}
+	if r.synced {
+		buf = ws.topic.appendSynced(buf)
+		r.frames++
+	}
+	if r.ping && len(buf) == 0 {
+		buf = append(buf, pingFrame...)
+		r.frames++
+	}
+	if r.closing != "" {
+		buf = appendClosing(buf, r.closing)
+		r.frames++
+	}
+	if err == nil && len(buf) > 0 {
+		if err = ws.write(r.sink, buf); err == nil {
+			r.writes++
+		}
+	}
+	ws.mu.Lock()
+	ws.frames += uint64(r.frames)
+	ws.writes += uint64(r.writes)
+	ws.wrote = ws.wrote || r.writes > 0
+	ws.mu.Unlock()
+	return buf, err
+}
+
+// write writes p, failing if the watcher takes more than about the write
+// timeout to accept it.
+func (ws *watchStream) write(sink watchSink, p []byte) error {
+	if err := ws.deadline.extend(sink, ws.writeTimeout); err != nil {
+		return err
+	}
+	return sink.write(p)
+}
+
+// writeDeadline is a sink's write deadline. It is an instant on the
+// operating system's clock, which is what net.Conn deadlines are, so it is
+// the one time the runtime reads from the real clock rather than the
+// injected one: a fake clock's time means nothing to the kernel, and no
+// behaviour waits on it. It bounds a stuck watcher; it is not a timer.
+type writeDeadline struct{ at time.Time }
+
+// extend moves the deadline to timeout from now, but only once a quarter
+// of it has passed, so that most writes cost no deadline change.
+func (d *writeDeadline) extend(sink watchSink, timeout time.Duration) error {
+	now := time.Now()
+	if d.at.Sub(now) >= timeout*3/4 {
+		return nil
+	}
+	d.at = now.Add(timeout)
+	return sink.setDeadline(d.at)
+}
