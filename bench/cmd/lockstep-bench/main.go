@@ -28,10 +28,11 @@ func main() {
 	plots := flag.String("plots", "bench", "the plots' folder, relative to the report's")
 	only := flag.String("only", "", "comma-separated workloads to run (default: all): "+strings.Join(workloads, ","))
 	serve := flag.String("serve", "", "internal: serve this kind of server (lockstep, grpc) as a workload's server process")
-	addr := flag.String("addr", "", "internal: the address -serve listens on")
+	addr := flag.String("addr", "", "internal: the address -serve listens on (or, for the client kinds, calls)")
+	n := flag.Int("n", 0, "internal: how many sessions or watchers the client kinds of -serve hold")
 	flag.Parse()
 	if *serve != "" {
-		if err := suite.ServeChild(*serve, *addr, os.Stdin, os.Stdout); err != nil {
+		if err := suite.ServeChild(*serve, *addr, *n, os.Stdin, os.Stdout); err != nil {
 			fail(err)
 		}
 		return
@@ -48,6 +49,8 @@ func main() {
 		"validation": s.Validation,
 		"reconnect":  s.Reconnect,
 		"crash":      s.Crash,
+		"heartbeats": s.Heartbeats,
+		"fanout":     s.Fanout,
 	}
 	selected := workloads
 	if *only != "" {
@@ -83,7 +86,7 @@ func main() {
 }
 
 // workloads are the suite's workloads in the order they run.
-var workloads = []string{"unary", "reconnect", "crash", "validation"}
+var workloads = []string{"unary", "fanout", "heartbeats", "reconnect", "crash", "validation"}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "lockstep-bench:", err)

@@ -23,6 +23,7 @@ import (
 // and exits when that closes.
 //
 //	mem       the live heap and stacks after a collection, as JSON
+//	membase   the same as it was before the child opened its sessions
 //	cpu       its user plus system CPU time so far, in nanoseconds
 //	sessions  how many sessions it holds (lockstep)
 
@@ -32,12 +33,32 @@ type childMemory struct {
 	Goroutines   int
 }
 
+// perItem is the bytes each of n items added from a to b.
+func perItem(a, b childMemory, n int) float64 {
+	return benchrun.PerItem(benchrun.Memory{Heap: a.Heap, Stacks: a.Stacks}, benchrun.Memory{Heap: b.Heap, Stacks: b.Stacks}, n)
+}
+
 // ServeChild is the child's side: it serves kind ("lockstep" or "grpc")
-// on addr until in closes.
-func ServeChild(kind, addr string, in io.Reader, out io.Writer) error {
+// on addr until in closes; or, for the client kinds, holds n idle lockstep
+// sessions ("sessions") or n idle watchers ("watchers") of the lockstep
+// server at addr.
+func ServeChild(kind, addr string, n int, in io.Reader, out io.Writer) error {
 	var sessions func() int
 	var stop func() error
+	base := benchrun.LiveMemory()
 	switch kind {
+	case "sessions", "watchers":
+		base = benchrun.LiveMemory()
+		open := openSessions
+		if kind == "watchers" {
+			open = openWatchers
+		}
+		h, err := open("http://"+addr, n)
+		if err != nil {
+			return err
+		}
+		sessions = func() int { return n }
+		stop = h.close
 	case "lockstep":
 		cfg := serverConfig()
 		cfg.MaxSessions = 2 * maxSessions
@@ -47,6 +68,10 @@ func ServeChild(kind, addr string, in io.Reader, out io.Writer) error {
 				if err := w.Set(watchObjectOf(k, time.Now())); err != nil {
 					panic(err)
 				}
+			}
+			idle := framework.ServeTopic[watchObject](srv, topicContract, idleTopic, framework.WithMaxWatchers(2*maxWatchers))
+			if err := idle.Set(watchObjectOf(0, time.Now())); err != nil {
+				panic(err)
 			}
 		})
 		if err != nil {
@@ -68,8 +93,11 @@ func ServeChild(kind, addr string, in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		switch sc.Text() {
-		case "mem":
+		case "mem", "membase":
 			m := benchrun.LiveMemory()
+			if sc.Text() == "membase" {
+				m = base
+			}
 			raw, _ := json.Marshal(childMemory{Heap: m.Heap, Stacks: m.Stacks, Goroutines: m.Goroutines})
 			fmt.Fprintln(out, string(raw))
 		case "cpu":
@@ -100,9 +128,10 @@ type child struct {
 	addr string
 }
 
-// startChild runs self -serve kind -addr addr and waits for it to be ready.
-func startChild(self, kind, addr string) (*child, error) {
-	cmd := exec.Command(self, "-serve", kind, "-addr", addr)
+// startChild runs self -serve kind -addr addr -n n and waits for it to be
+// ready.
+func startChild(self, kind, addr string, n int) (*child, error) {
+	cmd := exec.Command(self, "-serve", kind, "-addr", addr, "-n", fmt.Sprint(n))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -133,8 +162,9 @@ func (c *child) ask(cmd string) (string, error) {
 	return strings.TrimSpace(line), err
 }
 
-func (c *child) memory() (childMemory, error) {
-	line, err := c.ask("mem")
+// memory asks for "mem" or "membase".
+func (c *child) memory(cmd string) (childMemory, error) {
+	line, err := c.ask(cmd)
 	if err != nil {
 		return childMemory{}, err
 	}

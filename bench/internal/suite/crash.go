@@ -81,7 +81,7 @@ func (s *Suite) crashTrial(variant string) (time.Duration, error) {
 	const limit = 10 * time.Second
 	switch variant {
 	case VCrashLS:
-		c, err := startChild(s.cfg.Self, "lockstep", addr)
+		c, err := startChild(s.cfg.Self, "lockstep", addr, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -106,7 +106,7 @@ func (s *Suite) crashTrial(variant string) (time.Duration, error) {
 		}
 		return time.Since(killed), nil
 	default:
-		c, err := startChild(s.cfg.Self, "grpc", addr)
+		c, err := startChild(s.cfg.Self, "grpc", addr, 0)
 		if err != nil {
 			return 0, err
 		}

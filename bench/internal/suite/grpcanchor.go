@@ -62,7 +62,7 @@ type grpcServer struct {
 	done       chan error
 
 	mu       sync.Mutex
-	watchers map[chan []byte]struct{}
+	watchers map[chan *benchpb.Change]struct{}
 	dropped  atomic.Int64
 }
 
@@ -72,7 +72,7 @@ func startGRPC(addr string) (*grpcServer, error) {
 		return nil, err
 	}
 	g := &grpcServer{srv: grpc.NewServer(), addr: l.Addr().String(), done: make(chan error, 1),
-		watchers: map[chan []byte]struct{}{}}
+		watchers: map[chan *benchpb.Change]struct{}{}}
 	benchpb.RegisterNodeControllerServer(g.srv, g)
 	g.srv.RegisterService(jsonService(&g.generation), nil)
 	go func() { g.done <- g.srv.Serve(l) }()
@@ -93,7 +93,7 @@ const watchBuffer = 1024
 
 // Watch streams every published change to one watcher until it goes.
 func (g *grpcServer) Watch(_ *benchpb.WatchRequest, stream grpc.ServerStreamingServer[benchpb.Change]) error {
-	ch := make(chan []byte, watchBuffer)
+	ch := make(chan *benchpb.Change, watchBuffer)
 	g.mu.Lock()
 	g.watchers[ch] = struct{}{}
 	g.mu.Unlock()
@@ -106,26 +106,27 @@ func (g *grpcServer) Watch(_ *benchpb.WatchRequest, stream grpc.ServerStreamingS
 		select {
 		case <-stream.Context().Done():
 			return nil
-		case raw := <-ch:
-			if err := stream.Send(&benchpb.Change{Object: raw}); err != nil {
+		case c := <-ch:
+			if err := stream.Send(c); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// Publish encodes a change once and queues it for every watcher; a watcher
-// whose queue is full loses it (counted in dropped).
-func (g *grpcServer) Publish(n *benchpb.NodeStatus) error {
+// Publish encodes change seq once and queues it for every watcher; a
+// watcher whose queue is full loses it (counted in dropped).
+func (g *grpcServer) Publish(seq int64, n *benchpb.NodeStatus) error {
 	raw, err := proto.Marshal(n)
 	if err != nil {
 		return err
 	}
+	c := &benchpb.Change{Seq: seq, Object: raw}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for ch := range g.watchers {
 		select {
-		case ch <- raw:
+		case ch <- c:
 		default:
 			g.dropped.Add(1)
 		}

@@ -117,7 +117,7 @@ func (s *Suite) round(workload, variant string, fn func() (Round, error)) error 
 			break
 		}
 		retries++
-		time.Sleep(pick(s, 750*time.Millisecond, 100*time.Millisecond))
+		time.Sleep(250 * time.Millisecond)
 	}
 	a, aerr := hostload.Read()
 	r, err := fn()

@@ -18,8 +18,12 @@ const (
 )
 
 // topicName is the fan-out topic: the benchmark NodeStatus, keyed by node
-// name, written by the server.
-const topicName = "NodeStatus"
+// name, written by the server. idleTopic is the same with one key, which
+// the idle-watcher workload's watchers hold.
+const (
+	topicName = "NodeStatus"
+	idleTopic = "IdleNodeStatus"
+)
 
 // watchObject is what watchers decode every change into: lockstep's
 // generated NodeStatus.
@@ -33,6 +37,7 @@ var topicContract = func() *framework.Contract {
 	m.Methods = map[string]handshake.Method{}
 	m.Topics = map[string]handshake.Topic{
 		topicName: {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
+		idleTopic: {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
 	}
 	return framework.MustContract(m)
 }()

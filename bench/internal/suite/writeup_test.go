@@ -77,3 +77,34 @@ func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyIndex(t *testing.T) {
+	for key, want := range map[string]int{"node-0042": 42, "/nodes/node-0007": 7, "node-0100": 100, "node-": -1, "node-4x": -1} {
+		if got := keyIndex(key); got != want {
+			t.Errorf("keyIndex(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestFanWatcherConvergesOnEveryKeysFinalID(t *testing.T) {
+	w := newFanWatcher()
+	final := make([]int64, topicKeys)
+	final[3], final[7] = 30, 70
+	w.got(3, 30, 0, false, true)
+	if w.converged(final) {
+		t.Fatal("converged without key 7's final write")
+	}
+	w.got(7, 71, time.Millisecond, true, true)
+	w.got(7, 50, 0, false, true) // an older id never moves a key back
+	if !w.converged(final) {
+		t.Fatal("not converged after every key's final write")
+	}
+	if w.delivered != 3 || len(w.lat) != 1 || len(w.pending) != 2 {
+		t.Fatalf("recorded %d deliveries, %d timed, %d pending; want 3, 1, 2", w.delivered, len(w.lat), len(w.pending))
+	}
+	w.reset()
+	w.got(1, 5, 0, false, false) // not recording: only the state moves
+	if w.delivered != 0 || w.last[1] != 5 {
+		t.Fatalf("after reset, a delivery outside recording counted %d, key state %d", w.delivered, w.last[1])
+	}
+}

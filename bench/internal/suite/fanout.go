@@ -1,0 +1,627 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/lockstep-dev/lockstep/bench/benchpb"
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
+)
+
+// Variant and metric names of the fan-out workloads (P4, P4s, P5).
+const (
+	VFanLockstep     = "lockstep topic, informer per watcher"
+	VFanShared       = "lockstep topic, shared informers"
+	VFanEtcd         = "etcd watch + encoding/json"
+	VFanEtcdRaw      = "etcd watch, no decode"
+	VFanGRPC         = "gRPC stream per watcher + protobuf"
+	VFanGRPCRaw      = "gRPC stream per watcher, no decode"
+	MWritesPerSec    = "writes/s"
+	MDelivered       = "delivered/write/watcher"
+	MConvergeMs      = "converged ms"
+	MUnconverged     = "unconverged watchers"
+	MCores           = "cores"
+	fanoutClients    = 50 // client processes the watchers are spread over
+	fanoutConvergeBy = 10 * time.Second
+)
+
+// FanoutWorkload names a fan-out workload by watchers and write rate.
+func FanoutWorkload(watchers, rate int) string {
+	return fmt.Sprintf("fan-out/%d watchers/%d writes/s", watchers, rate)
+}
+
+// fanWatcher is one watcher's record of a round: when it received what.
+type fanWatcher struct {
+	mu sync.Mutex
+	// lat are delivery latencies known at receipt (the stamp was decoded).
+	lat []time.Duration
+	// pending are receipts to resolve after the round: the write's id
+	// (etcd revision or gRPC sequence) and when it arrived.
+	pending [][2]int64
+	// last is the newest id (or stamp) seen per key, for convergence.
+	last      []int64
+	delivered int64
+}
+
+func newFanWatcher() *fanWatcher { return &fanWatcher{last: make([]int64, topicKeys)} }
+
+func (w *fanWatcher) reset() {
+	w.mu.Lock()
+	w.lat, w.pending, w.delivered = w.lat[:0], w.pending[:0], 0
+	w.mu.Unlock()
+}
+
+// got records a delivery of key with id; lat is its latency when known.
+func (w *fanWatcher) got(key int, id int64, lat time.Duration, known bool, recording bool) {
+	now := time.Now().UnixNano()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if key >= 0 && key < len(w.last) && id > w.last[key] {
+		w.last[key] = id
+	}
+	if !recording {
+		return
+	}
+	w.delivered++
+	if known {
+		w.lat = append(w.lat, lat)
+	} else {
+		w.pending = append(w.pending, [2]int64{id, now})
+	}
+}
+
+func (w *fanWatcher) converged(final []int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, f := range final {
+		if w.last[k] < f {
+			return false
+		}
+	}
+	return true
+}
+
+// fanSystem is one variant's watchers and writer.
+type fanSystem struct {
+	name     string
+	watchers []*fanWatcher
+	// write writes change i (key i%topicKeys) stamped t and returns the
+	// write's id (for convergence and deferred timing).
+	write func(i int, t time.Time) (int64, error)
+	// final returns each key's final id once the writes are done.
+	final func() ([]int64, error)
+	// timeOf returns the write time of an id that write could not return
+	// (etcd's revision, known only once the Put is answered).
+	timeOf func(id int64) (int64, bool)
+	close  func() error
+}
+
+var recording atomic.Bool
+
+// Fanout measures P4, P4s and P5: a writer changing 100 NodeStatus objects
+// at a fixed rate and watchers spread over 50 clients, each watcher
+// decoding every change into Go types, in lockstep (an informer per
+// watcher, and shared informers), etcd and a gRPC stream per watcher (the
+// latter two also without decoding, as anchors). At 1000 watchers it also
+// runs the overload rate. Every variant's watchers stay open through the
+// rounds; only one writes at a time.
+func (s *Suite) Fanout() error {
+	counts := pick(s, []int{100, 1000}, []int{100})
+	duration := pick(s, 4*time.Second, 500*time.Millisecond)
+	for _, watchers := range counts {
+		rates := []int{100}
+		if watchers == counts[len(counts)-1] {
+			rates = append(rates, 1000)
+		}
+		if err := s.fanoutAt(watchers, rates, duration); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) (err error) {
+	s.logf("fan-out: opening %d watchers per variant", watchers)
+	var systems []*fanSystem
+	defer func() {
+		for _, sys := range systems {
+			err = errors.Join(err, sys.close())
+		}
+	}()
+	for _, open := range []func(int) (*fanSystem, error){
+		openLockstepFanout(false), openLockstepFanout(true), openEtcdFanout(true), openEtcdFanout(false),
+		openGRPCFanout(true), openGRPCFanout(false),
+	} {
+		sys, err := open(watchers)
+		if err != nil {
+			return err
+		}
+		systems = append(systems, sys)
+	}
+	for round := range s.cfg.Rounds {
+		for _, rate := range rates {
+			wl := FanoutWorkload(watchers, rate)
+			for k := range systems {
+				sys := systems[(k+round)%len(systems)]
+				if rate > 100 && strings.Contains(sys.name, "no decode") {
+					continue // the overload rows are the decoding ones
+				}
+				if err := s.round(wl, sys.name, func() (Round, error) { return runFanout(sys, rate, duration) }); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func runFanout(sys *fanSystem, rate int, duration time.Duration) (Round, error) {
+	for _, w := range sys.watchers {
+		w.reset()
+	}
+	total := int(duration.Seconds() * float64(rate))
+	writeTimes := make(map[int64]int64, total)
+	recording.Store(true)
+	cpu := benchrun.StartCPU()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	written := 0
+	// A throttled writer stops at half again the round's time: what it
+	// wrote by then is its achieved rate.
+	stopBy := start.Add(duration + duration/2)
+	for written < total && time.Now().Before(stopBy) {
+		<-tick.C
+		due := min(int(time.Since(start).Seconds()*float64(rate)), total)
+		for ; written < due && time.Now().Before(stopBy); written++ {
+			t := time.Now()
+			id, err := sys.write(written, t)
+			if err != nil {
+				tick.Stop()
+				recording.Store(false)
+				return Round{}, err
+			}
+			writeTimes[id] = t.UnixNano()
+		}
+	}
+	tick.Stop()
+	lastWrite := time.Now()
+	writeRate := float64(written) / lastWrite.Sub(start).Seconds()
+	final, err := sys.final()
+	if err != nil {
+		recording.Store(false)
+		return Round{}, err
+	}
+	unconverged := 0
+	for _, w := range sys.watchers {
+		for {
+			if w.converged(final) {
+				break
+			}
+			if time.Since(lastWrite) > fanoutConvergeBy {
+				unconverged++
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	converged := time.Since(lastWrite)
+	wall := time.Since(start)
+	used := cpu.Used()
+	recording.Store(false)
+
+	var lat []time.Duration
+	var delivered int64
+	for _, w := range sys.watchers {
+		w.mu.Lock()
+		lat = append(lat, w.lat...)
+		for _, p := range w.pending {
+			t, ok := writeTimes[p[0]]
+			if !ok && sys.timeOf != nil {
+				t, ok = sys.timeOf(p[0])
+			}
+			if ok {
+				lat = append(lat, time.Duration(p[1]-t))
+			}
+		}
+		delivered += w.delivered
+		w.mu.Unlock()
+	}
+	slices.Sort(lat)
+	convergedMs := float64(converged) / 1e6
+	if unconverged > 0 {
+		convergedMs = float64(fanoutConvergeBy) / 1e6
+	}
+	return Round{Latencies: lat, Metrics: map[string]float64{
+		MP50ms:        float64(benchrun.Percentile(lat, 0.5)) / 1e6,
+		MP99ms:        float64(benchrun.Percentile(lat, 0.99)) / 1e6,
+		MMaxms:        float64(benchrun.Percentile(lat, 1)) / 1e6,
+		MWritesPerSec: writeRate,
+		MDelivered:    float64(delivered) / float64(written*len(sys.watchers)),
+		MConvergeMs:   convergedMs,
+		MUnconverged:  float64(unconverged),
+		MCores:        used.Seconds() / wall.Seconds(),
+	}}, nil
+}
+
+// keyIndex maps "node-0042" (and "/nodes/node-0042") to 42, or -1. It
+// runs for every delivery of every system, so it parses by hand.
+func keyIndex(key string) int {
+	digits := key[strings.LastIndexByte(key, '-')+1:]
+	if digits == "" {
+		return -1
+	}
+	k := 0
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		k = 10*k + int(c-'0')
+	}
+	return k
+}
+
+// stampedCopy is the generated object of key with its first condition's
+// heartbeat time set to t, sharing everything else with base.
+func stampedCopy(base *watchObject, t time.Time) *watchObject {
+	n := *base
+	n.Conditions = slices.Clone(base.Conditions)
+	n.Conditions[0].LastHeartbeatTime = &t
+	return &n
+}
+
+func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
+	return func(watchers int) (*fanSystem, error) {
+		var writer *framework.TopicWriter[watchObject]
+		cfg := serverConfig()
+		ls, err := startLockstep("127.0.0.1:0", cfg, func(srv *framework.Server) {
+			writer = framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*watchers+10))
+		})
+		if err != nil {
+			return nil, err
+		}
+		base := make([]*watchObject, topicKeys)
+		for k := range base {
+			base[k] = watchObjectOf(k, time.Now())
+			if err := writer.Set(base[k]); err != nil {
+				return nil, err
+			}
+		}
+		name := VFanLockstep
+		if shared {
+			name = VFanShared
+		}
+		sys := &fanSystem{name: name}
+		tr := framework.NewTransport(nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		var clients []*framework.Client
+		var informers []*framework.Informer[watchObject]
+		var factories []*framework.InformerFactory
+		sys.close = func() error {
+			cancel()
+			for _, f := range factories {
+				f.Shutdown()
+			}
+			for _, inf := range informers {
+				inf.Stop()
+			}
+			for _, cl := range clients {
+				_ = cl.Close()
+			}
+			tr.CloseIdleConnections()
+			return ls.stop(true)
+		}
+		perClient := max(1, watchers/fanoutClients)
+		var cl *framework.Client
+		var si *framework.SharedInformer[watchObject]
+		for i := range watchers {
+			if i%perClient == 0 {
+				cl, err = framework.NewClient(topicContract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+					Endpoints: []string{ls.URL()}, Transport: tr, Logger: quiet})
+				if err != nil {
+					return nil, errors.Join(err, sys.close())
+				}
+				clients = append(clients, cl)
+				if shared {
+					f := framework.NewInformerFactory(cl, 0)
+					if si, err = framework.ForTopic[watchObject](f, topicName); err != nil {
+						return nil, errors.Join(err, sys.close())
+					}
+					f.Start(ctx)
+					factories = append(factories, f)
+				}
+			}
+			w := newFanWatcher()
+			sys.watchers = append(sys.watchers, w)
+			record := func(key string, obj *watchObject) {
+				t := stampOf(obj)
+				w.got(keyIndex(key), t.UnixNano(), time.Since(t), true, recording.Load())
+			}
+			h := framework.InformerHandlers[watchObject]{
+				OnAdd:    record,
+				OnUpdate: func(key string, _, obj *watchObject) { record(key, obj) },
+			}
+			if shared {
+				si.AddEventHandler(h)
+				continue
+			}
+			inf, err := framework.Watch(ctx, cl, topicName, h)
+			if err != nil {
+				return nil, errors.Join(err, sys.close())
+			}
+			informers = append(informers, inf)
+		}
+		syncCtx, syncCancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer syncCancel()
+		for _, inf := range informers {
+			if err := inf.WaitForSync(syncCtx); err != nil {
+				return nil, errors.Join(err, sys.close())
+			}
+		}
+		for _, f := range factories {
+			if err := f.WaitForCacheSync(syncCtx); err != nil {
+				return nil, errors.Join(err, sys.close())
+			}
+		}
+		// A watcher has converged when it saw each key's last stamp
+		// (level-based delivery may skip the versions in between).
+		final := make([]int64, topicKeys)
+		sys.write = func(i int, t time.Time) (int64, error) {
+			final[i%topicKeys] = t.UnixNano()
+			return t.UnixNano(), writer.Set(stampedCopy(base[i%topicKeys], t))
+		}
+		sys.final = func() ([]int64, error) { return slices.Clone(final), nil }
+		return sys, nil
+	}
+}
+
+func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
+	return func(watchers int) (*fanSystem, error) {
+		etcd, err := startEtcd()
+		if err != nil {
+			return nil, err
+		}
+		name := VFanEtcd
+		if !decode {
+			name = VFanEtcdRaw
+		}
+		sys := &fanSystem{name: name}
+		ctx, cancel := context.WithCancel(context.Background())
+		var clients []*clientv3.Client
+		var wg sync.WaitGroup
+		sys.close = func() error {
+			cancel()
+			for _, c := range clients {
+				_ = c.Close()
+			}
+			wg.Wait()
+			return etcd.stop()
+		}
+		writerClient, err := etcd.client()
+		if err != nil {
+			return nil, errors.Join(err, sys.close())
+		}
+		clients = append(clients, writerClient)
+		base := make([]*benchmsg.NodeStatus, topicKeys)
+		for k := range base {
+			base[k] = stamped(k, time.Now())
+		}
+		put := func(ctx context.Context, i int, t time.Time) (int64, error) {
+			n := *base[i%topicKeys]
+			n.Conditions = slices.Clone(n.Conditions)
+			n.Conditions[0].LastHeartbeatTime = &t
+			raw, err := json.Marshal(&n)
+			if err != nil {
+				return 0, err
+			}
+			resp, err := writerClient.Put(ctx, "/nodes/"+n.NodeName, string(raw))
+			if err != nil {
+				return 0, err
+			}
+			return resp.Header.Revision, nil
+		}
+		for k := range base {
+			if _, err := put(ctx, k, time.Now()); err != nil {
+				return nil, errors.Join(err, sys.close())
+			}
+		}
+		perClient := max(1, watchers/fanoutClients)
+		var cl *clientv3.Client
+		for i := range watchers {
+			if i%perClient == 0 {
+				if cl, err = etcd.client(); err != nil {
+					return nil, errors.Join(err, sys.close())
+				}
+				clients = append(clients, cl)
+			}
+			w := newFanWatcher()
+			sys.watchers = append(sys.watchers, w)
+			ch := cl.Watch(clientv3.WithRequireLeader(ctx), "/nodes/", clientv3.WithPrefix())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for resp := range ch {
+					for _, ev := range resp.Events {
+						key := keyIndex(string(ev.Kv.Key))
+						if !decode {
+							w.got(key, ev.Kv.ModRevision, 0, false, recording.Load())
+							continue
+						}
+						var n benchmsg.NodeStatus
+						if err := json.Unmarshal(ev.Kv.Value, &n); err != nil || n.Conditions[0].LastHeartbeatTime == nil {
+							continue
+						}
+						w.got(key, ev.Kv.ModRevision, time.Since(*n.Conditions[0].LastHeartbeatTime), true, recording.Load())
+					}
+				}
+			}()
+		}
+		// Keys the rounds do not write were written before the watches
+		// began: each watcher starts out holding their revisions.
+		resp, err := writerClient.Get(ctx, "/nodes/", clientv3.WithPrefix())
+		if err != nil {
+			return nil, errors.Join(err, sys.close())
+		}
+		for _, kv := range resp.Kvs {
+			if k := keyIndex(string(kv.Key)); k >= 0 && k < topicKeys {
+				for _, w := range sys.watchers {
+					w.mu.Lock()
+					w.last[k] = max(w.last[k], kv.ModRevision)
+					w.mu.Unlock()
+				}
+			}
+		}
+		// The writer keeps up to 64 Puts in flight, so a durable store's
+		// fsync latency throttles it only when etcd cannot keep up.
+		inflight := make(chan struct{}, 64)
+		var werr atomic.Value
+		var timesMu sync.Mutex
+		revTimes := map[int64]int64{}
+		sys.timeOf = func(rev int64) (int64, bool) {
+			timesMu.Lock()
+			defer timesMu.Unlock()
+			t, ok := revTimes[rev]
+			return t, ok
+		}
+		var writes sync.WaitGroup
+		sys.write = func(i int, t time.Time) (int64, error) {
+			if e, _ := werr.Load().(error); e != nil {
+				return 0, e
+			}
+			inflight <- struct{}{}
+			writes.Add(1)
+			go func() {
+				defer func() { <-inflight; writes.Done() }()
+				rev, err := put(ctx, i, t)
+				if err != nil {
+					werr.Store(err)
+					return
+				}
+				timesMu.Lock()
+				revTimes[rev] = t.UnixNano()
+				timesMu.Unlock()
+			}()
+			return -int64(i) - 1, nil // timed by revision, through timeOf
+		}
+		sys.final = func() ([]int64, error) {
+			writes.Wait()
+			if e, _ := werr.Load().(error); e != nil {
+				return nil, e
+			}
+			final := make([]int64, topicKeys)
+			resp, err := writerClient.Get(ctx, "/nodes/", clientv3.WithPrefix())
+			if err != nil {
+				return nil, err
+			}
+			for _, kv := range resp.Kvs {
+				if k := keyIndex(string(kv.Key)); k >= 0 && k < topicKeys {
+					final[k] = kv.ModRevision
+				}
+			}
+			return final, nil
+		}
+		return sys, nil
+	}
+}
+
+func openGRPCFanout(decode bool) func(int) (*fanSystem, error) {
+	return func(watchers int) (*fanSystem, error) {
+		g, err := startGRPC("127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		name := VFanGRPC
+		if !decode {
+			name = VFanGRPCRaw
+		}
+		sys := &fanSystem{name: name}
+		ctx, cancel := context.WithCancel(context.Background())
+		var conns []interface{ Close() error }
+		var wg sync.WaitGroup
+		sys.close = func() error {
+			cancel()
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			wg.Wait()
+			return g.stop()
+		}
+		perClient := max(1, watchers/fanoutClients)
+		var gc benchpb.NodeControllerClient
+		for i := range watchers {
+			if i%perClient == 0 {
+				conn, err := grpcConn(g.addr)
+				if err != nil {
+					return nil, errors.Join(err, sys.close())
+				}
+				conns = append(conns, conn)
+				gc = benchpb.NewNodeControllerClient(conn)
+			}
+			w := newFanWatcher()
+			sys.watchers = append(sys.watchers, w)
+			stream, err := gc.Watch(ctx, &benchpb.WatchRequest{Watcher: fmt.Sprint(i)})
+			if err != nil {
+				return nil, errors.Join(err, sys.close())
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					ch, err := stream.Recv()
+					if err != nil {
+						return
+					}
+					key := int(ch.Seq % topicKeys)
+					if !decode {
+						w.got(key, ch.Seq, 0, false, recording.Load())
+						continue
+					}
+					var n benchpb.NodeStatus
+					if err := proto.Unmarshal(ch.Object, &n); err != nil || len(n.Conditions) == 0 {
+						continue
+					}
+					w.got(key, ch.Seq, time.Since(n.Conditions[0].LastHeartbeatTime.AsTime()), true, recording.Load())
+				}
+			}()
+		}
+		deadline := time.Now().Add(time.Minute)
+		for g.Watchers() < watchers {
+			if time.Now().After(deadline) {
+				return nil, errors.Join(fmt.Errorf("only %d of %d gRPC watch streams opened", g.Watchers(), watchers), sys.close())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		base0 := make([]*benchpb.NodeStatus, topicKeys)
+		for k := range base0 {
+			base0[k] = toProto(stamped(k, time.Now()))
+		}
+		// Write i of a round is id base+i, so id % topicKeys is its key;
+		// base rises above every id of the rounds before.
+		var base, last int64 = topicKeys, 0
+		final := make([]int64, topicKeys)
+		sys.write = func(i int, t time.Time) (int64, error) {
+			id := base + int64(i)
+			last, final[i%topicKeys] = id, id
+			n := base0[i%topicKeys]
+			n.Conditions[0].LastHeartbeatTime = timestamppb.New(t)
+			return id, g.Publish(id, n)
+		}
+		sys.final = func() ([]int64, error) {
+			base = (last/topicKeys + 1) * topicKeys
+			return slices.Clone(final), nil
+		}
+		return sys, nil
+	}
+}

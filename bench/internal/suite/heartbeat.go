@@ -1,0 +1,227 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/bench/benchpb"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
+)
+
+// Workload, variant and metric names of the heartbeat and memory
+// workloads (P3, P7).
+const (
+	WHeartbeat      = "heartbeats"
+	VBeatLockstep   = "lockstep heartbeats"
+	VBeatEtcd       = "etcd durable Put"
+	VBeatGRPC       = "gRPC unary ping"
+	MServerCPUPer   = "server CPU µs/beat"
+	MTotalCPUPer    = "CPU µs/beat"
+	MServerCores    = "server cores"
+	MBeatsPerSec    = "beats/s"
+	MSessions       = "sessions"
+	WMemory         = "memory"
+	VMemSession     = "idle session"
+	VMemWatcher     = "idle watcher"
+	MServerBytes    = "server B/item"
+	MClientBytes    = "client B/item"
+	MItems          = "items"
+	heartbeatPeriod = time.Second // the server's default (SessionTTL 5 s / 5)
+)
+
+// Heartbeats measures P3 and the session half of P7. The lockstep server
+// runs in a process of its own; another process holds the sessions (one
+// client per simulated node sharing one transport and one Heartbeats), so
+// each side's CPU and memory is its own. Each round then measures, one
+// after the other: lockstep's server CPU per heartbeat while the sessions
+// idle, a durable embedded-etcd Put per heartbeat (64 writers), and a gRPC
+// unary ping per heartbeat (64 callers); the anchors' CPU is this
+// process's (client and server).
+func (s *Suite) Heartbeats() (err error) {
+	sessions := pick(s, maxSessions, 1000)
+	window := pick(s, 5*time.Second, time.Second)
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	srv, err := startChild(s.cfg.Self, "lockstep", addr, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, srv.close()) }()
+	empty, err := srv.memory("mem")
+	if err != nil {
+		return err
+	}
+	s.logf("opening %d sessions", sessions)
+	clients, err := startChild(s.cfg.Self, "sessions", addr, sessions)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if clients != nil {
+			err = errors.Join(err, clients.close())
+		}
+	}()
+	time.Sleep(2 * heartbeatPeriod) // every session has beaten at least once
+	full, err := srv.memory("mem")
+	if err != nil {
+		return err
+	}
+	clientBase, err := clients.memory("membase")
+	if err != nil {
+		return err
+	}
+	clientFull, err := clients.memory("mem")
+	if err != nil {
+		return err
+	}
+	if err := s.round(WMemory, VMemSession, func() (Round, error) {
+		return Round{Metrics: map[string]float64{
+			MServerBytes: perItem(empty, full, sessions),
+			MClientBytes: perItem(clientBase, clientFull, sessions),
+			MItems:       float64(sessions),
+		}}, nil
+	}); err != nil {
+		return err
+	}
+
+	etcd, err := startEtcd()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, etcd.stop()) }()
+	ec, err := etcd.client()
+	if err != nil {
+		return err
+	}
+	defer ec.Close()
+	g, err := startGRPC("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, g.stop()) }()
+	conn, err := grpcConn(g.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	gc := benchpb.NewNodeControllerClient(conn)
+	lease := []byte(`{"holderIdentity":"node-0000","leaseDurationSeconds":40,"renewTime":"2026-12-01T10:00:00.000000Z"}`)
+	var beat atomic.Int64
+	anchors := map[string]func(ctx context.Context, i int) error{
+		VBeatEtcd: func(ctx context.Context, i int) error {
+			_, err := ec.Put(ctx, fmt.Sprintf("/leases/node-%05d", i%sessions), string(lease))
+			return err
+		},
+		VBeatGRPC: func(ctx context.Context, i int) error {
+			_, err := gc.Heartbeat(ctx, &benchpb.Ping{Session: strconv.Itoa(i % sessions)})
+			return err
+		},
+	}
+	for name, call := range anchors { // connections open, etcd's first writes done
+		r := benchrun.Run(256, 64, func(i int) error { return call(context.Background(), i) })
+		if r.Err() != nil {
+			return fmt.Errorf("%s warm-up: %w", name, r.Err())
+		}
+	}
+	for range s.cfg.Rounds {
+		if err := s.round(WHeartbeat, VBeatLockstep, func() (Round, error) {
+			sc0, err := srv.cpu()
+			if err != nil {
+				return Round{}, err
+			}
+			cc0, err := clients.cpu()
+			if err != nil {
+				return Round{}, err
+			}
+			start := time.Now()
+			time.Sleep(window)
+			sc1, err := srv.cpu()
+			if err != nil {
+				return Round{}, err
+			}
+			cc1, err := clients.cpu()
+			if err != nil {
+				return Round{}, err
+			}
+			wall := time.Since(start)
+			held, err := srv.ask("sessions")
+			if err != nil {
+				return Round{}, err
+			}
+			if held != strconv.Itoa(sessions) {
+				return Round{}, fmt.Errorf("the server holds %s sessions, want %d: heartbeats did not keep them", held, sessions)
+			}
+			beats := float64(sessions) * wall.Seconds() / heartbeatPeriod.Seconds()
+			return Round{Metrics: map[string]float64{
+				MServerCPUPer: float64((sc1 - sc0).Nanoseconds()) / 1e3 / beats,
+				MTotalCPUPer:  float64((sc1 - sc0 + cc1 - cc0).Nanoseconds()) / 1e3 / beats,
+				MServerCores:  (sc1 - sc0).Seconds() / wall.Seconds(),
+				MBeatsPerSec:  beats / wall.Seconds(),
+				MSessions:     float64(sessions),
+			}}, nil
+		}); err != nil {
+			return err
+		}
+		for _, name := range []string{VBeatEtcd, VBeatGRPC} {
+			call := anchors[name]
+			if err := s.round(WHeartbeat, name, func() (Round, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), window+30*time.Second)
+				defer cancel()
+				r := benchrun.RunFor(window, 10_000_000, 64, func(i int) error { return call(ctx, int(beat.Add(1))) })
+				if r.Err() != nil {
+					return Round{}, r.Err()
+				}
+				perCall := float64(r.CPUPerCall()) / 1e3
+				return Round{Latencies: r.Latencies, Metrics: map[string]float64{
+					MTotalCPUPer: perCall, MServerCPUPer: perCall, MBeatsPerSec: r.PerSecond(),
+					MP99: float64(r.Percentile(0.99)) / 1e3,
+				}}, nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+
+	// Idle watchers (P7): the sessions go, 10,000 watchers come.
+	if err := clients.close(); err != nil {
+		return err
+	}
+	clients = nil
+	time.Sleep(2 * heartbeatPeriod)
+	before, err := srv.memory("mem")
+	if err != nil {
+		return err
+	}
+	watchers := pick(s, maxWatchers, 1000)
+	s.logf("opening %d watchers", watchers)
+	wc, err := startChild(s.cfg.Self, "watchers", addr, watchers)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, wc.close()) }()
+	after, err := srv.memory("mem")
+	if err != nil {
+		return err
+	}
+	wBase, err := wc.memory("membase")
+	if err != nil {
+		return err
+	}
+	wFull, err := wc.memory("mem")
+	if err != nil {
+		return err
+	}
+	return s.round(WMemory, VMemWatcher, func() (Round, error) {
+		return Round{Metrics: map[string]float64{
+			MServerBytes: perItem(before, after, watchers),
+			MClientBytes: perItem(wBase, wFull, watchers),
+			MItems:       float64(watchers),
+		}}, nil
+	})
+}
