@@ -120,10 +120,19 @@ func TestInterceptorsWrapCallsOnBothSides(t *testing.T) {
 	}
 	var seenTrace string
 	var seenPeer string
+	kinds := map[framework.EntryKind]int{}
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
 		c.Interceptors = []framework.Interceptor{
 			func(next framework.CallFunc) framework.CallFunc {
 				return func(ctx context.Context, call *framework.Call) (any, error) {
+					mu.Lock()
+					kinds[call.Kind]++
+					mu.Unlock()
+					if call.Kind != framework.EntryCall {
+						// Server interceptors wrap every entry: the
+						// handshake came first.
+						return next(ctx, call)
+					}
 					record("server-outer")
 					seenTrace = call.Header.Get("traceparent")
 					seenPeer = call.Peer.Component
@@ -132,6 +141,9 @@ func TestInterceptorsWrapCallsOnBothSides(t *testing.T) {
 			},
 			func(next framework.CallFunc) framework.CallFunc {
 				return func(ctx context.Context, call *framework.Call) (any, error) {
+					if call.Kind != framework.EntryCall {
+						return next(ctx, call)
+					}
 					record("server-inner:" + call.Method)
 					if call.Request.(*benchmsg.NodeStatus).NodeName == "node-0666" {
 						return nil, framework.Errorf(framework.CodePermissionDenied, "denied by policy")
@@ -162,6 +174,10 @@ func TestInterceptorsWrapCallsOnBothSides(t *testing.T) {
 	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err))
 	assert.Contains(t, err.Error(), "denied by policy")
 	assert.Equal(t, int64(1), srv.handled.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, kinds[framework.EntryHandshake], "the interceptors wrapped the handshake")
+	assert.Equal(t, 2, kinds[framework.EntryCall])
 }
 
 func TestBatchAnswersEachItemInOrder(t *testing.T) {

@@ -42,7 +42,7 @@ type methodHandler struct {
 // reaches the caller with its code ([NewError]), or as internal.
 func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
 	decl := mustMethod(c, method, false)
-	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
+	run := s.callChain(func(ctx context.Context, call *Call) (any, error) {
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
 	s.register(c, method, &methodHandler{invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
@@ -66,11 +66,11 @@ func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(co
 // reaching the handler. Interceptors run once per item.
 func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
 	decl := mustMethod(c, method, true)
-	run := chain(s.cfg.Interceptors, func(ctx context.Context, call *Call) (any, error) {
+	run := s.callChain(func(ctx context.Context, call *Call) (any, error) {
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
 	s.register(c, method, &methodHandler{batch: true, invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return serveBatchItems(ctx, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
+		return serveBatchItems(ctx, body, s.batchItems(c, method), func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
 			req := new(Req)
 			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
 				return nil, err
@@ -99,15 +99,18 @@ func processedError(err error) error {
 	return err
 }
 
-// serveBatchItems decodes {"items":[…]}, serves each item in order, and
-// encodes {"results":[…]}.
-func serveBatchItems(ctx context.Context, body []byte, item func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error)) ([]byte, error) {
+// serveBatchItems decodes {"items":[…]} of at most maxItems items, serves
+// each item in order, and encodes {"results":[…]}.
+func serveBatchItems(ctx context.Context, body []byte, maxItems int, item func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error)) ([]byte, error) {
 	var in batchRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
 	}
 	if in.Items == nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
+	}
+	if len(in.Items) > maxItems {
+		return nil, Errorf(CodeInvalidArgument, "a batch call carries at most %d items, not %d", maxItems, len(in.Items))
 	}
 	out := batchResponse{Results: make([]batchResult, len(in.Items))}
 	for i, raw := range in.Items {
@@ -260,46 +263,22 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method))
 		return
 	}
-	token := r.Header.Get(protocol.HeaderSession)
-	if token == "" {
-		s.refuse(w, Errorf(CodeHandshakeRequired, "call carries no %s header: handshake first", protocol.HeaderSession))
+	adm, err := s.admitSession(r, sessionEntry{kind: EntryCall, contract: contract, version: ver, call: true})
+	if err != nil {
+		s.refuse(w, err)
 		return
 	}
-	sess := s.sessions.get(token)
-	if sess == nil || sess.contract != contract {
-		s.refuse(w, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract))
-		return
-	}
-	if sess.version != ver {
-		s.refuse(w, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the call is at %s", contract, sess.version, ver))
-		return
-	}
-	// Count the call before looking at draining again, so a drain that
-	// begins now either sees it in flight or sees it refused.
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
-	n := sess.inFlight.Add(1)
-	defer sess.inFlight.Add(-1)
-	sess.lastSeen.Store(s.now())
-	if s.draining.Load() {
-		s.lastArrival.Store(s.now())
-		sess.drainNotified.Store(true)
-		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component))
-		return
-	}
-	if n > int64(s.cfg.MaxInFlightPerSession) {
-		s.refuse(w, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession))
-		return
-	}
-	ctx, cancel, err := withTimeoutHeader(r.Context(), r.Header.Get(protocol.HeaderTimeout))
+	defer adm.done()
+	sess := adm.sess
+	ctx, cancel, err := withTimeoutHeader(adm.ctx, r.Header.Get(protocol.HeaderTimeout))
 	if err != nil {
 		s.refuse(w, err)
 		return
 	}
 	defer cancel()
-	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, release, err := s.readEntryBody(w, r)
 	if err != nil {
-		s.refuse(w, err)
+		s.fail(w, err)
 		return
 	}
 	var out []byte
@@ -307,7 +286,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if method == protocol.MultiCallMethod {
 		out, err = s.serveMulti(ctx, sv, sess, r.Header, body)
 	} else {
-		out, replayed, err = s.dispatch(ctx, &Call{Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body, mh.serve)
+		out, replayed, err = s.dispatch(ctx, &Call{Kind: EntryCall, Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body, mh.serve)
 	}
 	if replayed {
 		w.Header().Set(protocol.HeaderReplayed, "1")
@@ -382,14 +361,20 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	if len(in.Calls) > MaxMultiCalls {
 		return nil, Errorf(CodeInvalidArgument, "a multi-call carries at most %d calls, not %d", MaxMultiCalls, len(in.Calls))
 	}
-	// Each call counts against the session's in-flight limit, as it would
-	// alone (the request itself was counted once already).
+	// Each call counts against the session's and the peer's in-flight
+	// limits, as it would alone (the request itself was counted once
+	// already).
 	if extra := int64(len(in.Calls) - 1); extra > 0 {
 		if n := sess.inFlight.Add(extra); n > int64(s.cfg.MaxInFlightPerSession) {
 			sess.inFlight.Add(-extra)
 			return nil, Errorf(CodeResourceExhausted, "session would have %d calls in flight, the limit is %d", n, s.cfg.MaxInFlightPerSession)
 		}
 		defer sess.inFlight.Add(-extra)
+		end, err := s.limits.beginCall(sess.usage, extra)
+		if err != nil {
+			return nil, err
+		}
+		defer end()
 	}
 	out := batchResponse{Results: make([]batchResult, len(in.Calls))}
 	run := func(i int) {
@@ -417,7 +402,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		if s.cfg.Observer != nil {
 			start = s.cfg.Clock.Now()
 		}
-		b, replayed, err := s.dispatch(cctx, &Call{Contract: sv.contract.Name(), Version: sv.contract.Version(),
+		b, replayed, err := s.dispatch(cctx, &Call{Kind: EntryCall, Contract: sv.contract.Name(), Version: sv.contract.Version(),
 			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request, mh.serve)
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.Call(sv.contract.Name(), sv.contract.Version(), mc.Method, CodeOf(err), s.cfg.Clock.Since(start))

@@ -9,6 +9,11 @@ import (
 
 // Call describes one call as interceptors see it, on either side.
 type Call struct {
+	// Kind is the kind of entry on the server: a call (or batch item, or a
+	// call of a multi-call), a handshake, a heartbeat, a session close, a
+	// topic write or a watch; server interceptors wrap every kind. On the
+	// client it is empty: client interceptors wrap calls only.
+	Kind EntryKind
 	// Contract, Version and Method name what is called; Version is the
 	// contract version the call travels at.
 	Contract string
@@ -36,7 +41,10 @@ type CallFunc func(ctx context.Context, call *Call) (any, error)
 
 // Interceptor wraps every call: auth, tracing, metrics, fault injection. It
 // runs around the handler on the server, and around the whole call
-// (routing, blocking and resends included) on the client.
+// (routing, blocking and resends included) on the client. On the server it
+// wraps every kind of entry, not only calls ([Call.Kind]): for a handshake
+// Request is the *handshake.Hello and the result the encoded welcome; for
+// a heartbeat and a session close Request is the []string of tokens; for a topic write the raw body; for a watch nil.
 type Interceptor func(next CallFunc) CallFunc
 
 // chain composes interceptors so that the first is outermost.

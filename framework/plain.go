@@ -90,7 +90,22 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		if draining {
 			s.lastArrival.Store(s.now())
 		}
-		out, err := s.servePlainCall(w, r, c, method, mh)
+		// Admission (docs/security.md): identity, rate and calls in flight
+		// of the peer; there is no session. Under mutual TLS any verified
+		// certificate passes here (a plain caller is often not a lockstep
+		// component): the Authorizer decides what it may call.
+		p, usage, err := s.admitPeer(r)
+		if err != nil {
+			s.refuse(w, err)
+			return
+		}
+		end, err := s.limits.beginCall(usage, 1)
+		if err != nil {
+			s.refuse(w, err)
+			return
+		}
+		defer end()
+		out, err := s.servePlainCall(w, r.WithContext(withPeer(r.Context(), p)), c, method, mh)
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -105,13 +120,13 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 // servePlainCall reads and serves one plain call: the one place a call
 // without a session enters the handlers.
 func (s *Server) servePlainCall(w http.ResponseWriter, r *http.Request, c *Contract, method string, mh *methodHandler) ([]byte, error) {
-	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, release, err := s.readEntryBody(w, r)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	ctx := context.WithValue(r.Context(), plainKey{}, r)
-	out, err := mh.serve(ctx, &Call{Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
+	out, err := mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
 	if err != nil && ctx.Err() != nil && CodeOf(err) == CodeInternal {
 		err = NewError(CodeDeadlineExceeded, ctx.Err())
 	}

@@ -37,8 +37,9 @@ type Server struct {
 	clients   []*Client // shown on the status page (AddClient)
 
 	sessions *sessionTable
+	limits   *peerLimits
 	// replays records keyed calls' answers (see dispatch).
-	replays  *replayStore
+	replays *replayStore
 	inFlight atomic.Int64
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
@@ -77,12 +78,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		start:     cfg.Clock.Now(),
 		contracts: map[string]*servedContract{},
 		checks:    map[string]func() error{},
-		sessions:  newSessionTable(),
 		replays:   newReplayStore(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer),
 		drainCh:   make(chan struct{}),
 		stopCh:    make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
+	s.limits = newPeerLimits(cfg.Limits)
+	s.sessions = newSessionTable(s.limits, cfg.MaxSessions)
 	s.router = s.routes()
 	return s, nil
 }
@@ -101,7 +103,7 @@ func (s *Server) routes() chi.Router {
 	r.Post(protocol.PathHandshake, s.serveHandshake)
 	r.Delete(protocol.PathSession, s.serveCloseSession)
 	r.Post(protocol.PathHeartbeat, s.serveHeartbeat)
-	r.Get(protocol.PathStatus, s.serveStatus)
+	r.Get(protocol.PathStatus, s.operatorOnly(http.HandlerFunc(s.serveStatus)).ServeHTTP)
 	r.Post(protocol.PathPrefix+"{contract}/{version}/{method}", s.serveCall)
 	r.Get(protocol.PathPrefix+"{contract}/{version}/watch/{topic}", s.serveWatch)
 	r.Post(protocol.PathPrefix+"{contract}/{version}/topics/{topic}", s.serveTopicWrite)
@@ -157,8 +159,9 @@ func (s *Server) register(c *Contract, method string, h *methodHandler) {
 // Handle serves h at pattern (chi syntax, e.g. "/metrics") beside the
 // lockstep protocol, so a binary serves its own routes through [Server.Serve]
 // and they are drained with it. Patterns under /lockstep/ and the health
-// paths are the server's own. It panics on setup mistakes, and once the
-// server has started.
+// paths are the server's own. Under mutual TLS they are served to operator
+// identities only, like the status page (docs/security.md). It panics on
+// setup mistakes, and once the server has started.
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -168,7 +171,7 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
 		panic(fmt.Sprintf("lockstep: %s is served by the runtime itself", pattern))
 	}
-	s.router.Handle(pattern, h)
+	s.router.Handle(pattern, s.operatorOnly(h))
 }
 
 // AddReadinessCheck adds a named check to /readyz; typically a client's
@@ -238,6 +241,10 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	if s.cfg.TLSConfig == nil && !s.cfg.Insecure && !isLoopback(l.Addr()) {
 		return fmt.Errorf("lockstep: refusing plain HTTP on %s: set TLSConfig, or Insecure to allow it", l.Addr())
+	}
+	if s.cfg.MTLS == nil {
+		s.cfg.Logger.Warn("lockstep: peers are not authenticated: without mutual TLS (ServerConfig.MTLS) any peer that reaches this port may speak as any client component",
+			"addr", l.Addr().String(), "tls", s.cfg.TLSConfig != nil)
 	}
 	hs := &http.Server{
 		Handler:           s,

@@ -71,6 +71,19 @@ type ServerConfig struct {
 	TLSConfig *tls.Config
 	// Insecure allows plain HTTP on a non-loopback address.
 	Insecure bool
+	// MTLS enables mutual TLS (instead of TLSConfig): the server serves its
+	// certificate and requires a client certificate chaining to its CA on
+	// every lockstep entry, binds sessions to the identity the certificate
+	// names, and serves its status page and metrics to operator identities
+	// only (docs/security.md). Without it the server knows only what peers
+	// claim, and says so in its log at start.
+	MTLS *Credentials
+	// Authorizer, when set, may refuse any entry once its peer is
+	// authenticated (handshake, call, batch item, multi-call, topic write,
+	// watch, heartbeat, session close).
+	Authorizer Authorizer
+	// Limits bound what one peer may take; see [Limits] for the defaults.
+	Limits Limits
 
 	// Interceptors wrap every call, first outermost.
 	Interceptors []Interceptor
@@ -105,8 +118,14 @@ func (c *ServerConfig) validate() error {
 			errs = append(errs, errors.New("PeerRelease["+contract+"]: "+err.Error()))
 		}
 	}
+	if c.MTLS != nil && c.TLSConfig != nil {
+		errs = append(errs, errors.New("set MTLS or TLSConfig, not both"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if c.MTLS != nil {
+		c.TLSConfig = c.MTLS.ServerTLS()
 	}
 	if c.Instance == "" {
 		c.Instance = randomID(8)
@@ -131,6 +150,9 @@ func (c *ServerConfig) validate() error {
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 100000
+	}
+	if err := c.Limits.validate(c.MaxSessions); err != nil {
+		return err
 	}
 	if c.MaxInFlightPerSession <= 0 {
 		c.MaxInFlightPerSession = 1024

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -32,27 +33,30 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 			obs.Handshake(ow.contract, outcome)
 		}()
 	}
-	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	// Admission (docs/security.md): identity and rate, then the hello
+	// (within the body limits, decoded strictly), then the claim, the
+	// Authorizer, and at the session's creation its caps and ownership.
+	peer, usage, err := s.admitPeer(r)
 	if err != nil {
 		s.refuse(w, err)
 		return
 	}
-	var hello handshake.Hello
-	err = json.Unmarshal(body, &hello)
-	release()
+	body, release, err := s.readEntryBody(w, r)
 	if err != nil {
-		s.refuse(w, Errorf(CodeInvalidArgument, "hello is not valid JSON: %v", err))
+		s.fail(w, err)
 		return
 	}
-	if err := hello.Validate(); err != nil {
-		s.refuse(w, Errorf(CodeInvalidArgument, "hello: %v", err))
+	hello, err := handshake.DecodeHello(body)
+	release()
+	if err != nil {
+		s.fail(w, Errorf(CodeInvalidArgument, "hello: %v", err))
 		return
 	}
 	var wait time.Duration
 	if q := r.URL.Query().Get("wait"); q != "" {
 		wait, err = time.ParseDuration(q)
 		if err != nil || wait < 0 {
-			s.refuse(w, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q))
+			s.fail(w, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q))
 			return
 		}
 		wait = min(wait, s.cfg.MaxHandshakeWait)
@@ -60,15 +64,45 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	if ow, ok := w.(*observedWriter); ok {
 		ow.contract = hello.Contract
 	}
+	if err := checkClaim(peer, hello.Component); err != nil {
+		s.refuse(w, err)
+		return
+	}
+	if !peer.Authenticated {
+		peer.Identity = Identity{Component: hello.Component}
+	}
+	peer.Instance = hello.Instance
 	sc := s.lookup(hello.Contract)
 	if sc == nil {
 		s.refuse(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract))
 		return
 	}
+	ctx := withPeer(r.Context(), peer)
+	if err := s.authorize(ctx, &Entry{Kind: EntryHandshake, Contract: hello.Contract, Peer: peer, Hello: &hello}); err != nil {
+		s.refuse(w, err)
+		return
+	}
+	call := &Call{Kind: EntryHandshake, Contract: hello.Contract, Header: r.Header, Request: &hello,
+		Peer: handshake.Peer{Component: hello.Component, Instance: hello.Instance, Release: hello.Release}}
+	out, err := s.intercept(ctx, call, func(ctx context.Context, call *Call) (any, error) {
+		return s.handshake(ctx, w, r, sc, hello, peer, usage, wait, dryRun)
+	})
+	switch {
+	case err != nil:
+		s.refuse(w, err)
+	case out != nil:
+		writeJSON(w, http.StatusOK, out.([]byte))
+	}
+}
+
+// handshake negotiates a hello that passed admission and opens its
+// session, returning the welcome; a dry run answers itself and returns nil.
+func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.Request, sc *servedContract, hello handshake.Hello,
+	peer *Peer, usage *peerUsage, wait time.Duration, dryRun bool) (any, error) {
 	agreement, refusal := s.negotiate(sc, hello)
 	if dryRun {
 		s.answerDryRun(w, hello, agreement, refusal)
-		return
+		return nil, nil
 	}
 	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
 		t := s.cfg.Clock.NewTimer(wait)
@@ -76,9 +110,9 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		case <-s.drainCh:
 			agreement, refusal = s.negotiate(sc, hello)
 		case <-t.Chan():
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil, nil
 		}
 		t.Stop()
 	}
@@ -86,12 +120,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		if ow, ok := w.(*observedWriter); ok {
 			ow.reason = refusal.Reason
 		}
-		s.refuse(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
-		return
-	}
-	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
-		s.refuse(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions))
-		return
+		return nil, NewError(Code(refusal.Code), refusal).WithDetails(refusal)
 	}
 	sv := sc.versions[agreement.Version]
 	now := s.now()
@@ -101,13 +130,19 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		version:   sv.contract.Version(),
 		peer:      handshake.Peer{Component: hello.Component, Instance: hello.Instance, Release: hello.Release},
 		createdAt: now,
+		owner:     peer,
+		usage:     usage,
 	}
 	sess.lastSeen.Store(now)
-	if replaced := s.sessions.put(sess); replaced == nil && s.cfg.OnPeerJoined != nil {
+	replaced, err := s.sessions.put(sess)
+	if err != nil {
+		return nil, err
+	}
+	if replaced == nil && s.cfg.OnPeerJoined != nil {
 		s.cfg.OnPeerJoined(s.info(sess))
 	}
 	s.cfg.Logger.Debug("lockstep: session opened", "contract", hello.Contract, "version", sess.version,
-		"peer", hello.Component, "instance", hello.Instance)
+		"peer", hello.Component, "instance", hello.Instance, "identity", peer.Identity.String())
 	welcome, _ := json.Marshal(handshake.Welcome{
 		Session:     sess.token,
 		Version:     sess.version,
@@ -116,7 +151,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		Heartbeat:   handshake.Duration(s.cfg.Heartbeat),
 		TTL:         handshake.Duration(s.cfg.SessionTTL),
 	})
-	writeJSON(w, http.StatusOK, welcome)
+	return welcome, nil
 }
 
 // answerDryRun answers a dry-run handshake, which an operator's tool sends to
@@ -175,17 +210,26 @@ func holdable(r handshake.Reason) bool {
 // closes its sessions with a draining server once it has stopped sending
 // calls there; the drain waits for that.
 func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
-	tokens, ok := s.readSessions(w, r, "session close", false)
+	p, tokens, sessions, ok := s.admitSessions(w, r, EntrySessionClose, false)
 	if !ok {
 		return
 	}
-	for _, token := range tokens {
-		if sess := s.sessions.get(token); sess != nil {
-			sess.drainNotified.Store(true)
-			if s.sessions.remove(sess) {
-				s.peerLost(sess)
+	_, err := s.intercept(withPeer(r.Context(), p), &Call{Kind: EntrySessionClose, Header: r.Header, Request: tokens},
+		func(context.Context, *Call) (any, error) {
+			for _, sess := range sessions {
+				if sess == nil {
+					continue
+				}
+				sess.drainNotified.Store(true)
+				if s.sessions.remove(sess) {
+					s.peerLost(sess)
+				}
 			}
-		}
+			return nil, nil
+		})
+	if err != nil {
+		s.refuse(w, err)
+		return
 	}
 	if s.draining.Load() {
 		s.lastArrival.Store(s.now())
@@ -194,29 +238,56 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// readSessions reads the sessions a heartbeat or a session close names:
-// one in the session header, or {"sessions":[…]} in the body (which only a
-// heartbeat requires). A malformed request is answered here, and ok is false.
-func (s *Server) readSessions(w http.ResponseWriter, r *http.Request, what string, bodyRequired bool) (tokens []string, ok bool) {
-	if token := r.Header.Get(protocol.HeaderSession); token != "" {
-		return []string{token}, true
-	}
-	if !bodyRequired && r.ContentLength == 0 {
-		return nil, true
-	}
-	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+// admitSessions is the admission step of a heartbeat and a session close:
+// identity, rate, the body (one session in the session header, or
+// {"sessions":[…]}, which only a heartbeat requires), every session named
+// the peer's own, and the Authorizer. It returns the sessions named (nil
+// for a token the server does not hold) beside their tokens; a refusal is
+// answered here, and ok is false.
+func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind EntryKind, bodyRequired bool) (*Peer, []string, []*session, bool) {
+	p, _, err := s.admitPeer(r)
 	if err != nil {
 		s.refuse(w, err)
-		return nil, false
+		return nil, nil, nil, false
 	}
-	var req heartbeatRequest
-	err = json.Unmarshal(body, &req)
-	release()
+	var tokens []string
+	switch token := r.Header.Get(protocol.HeaderSession); {
+	case token != "":
+		tokens = []string{token}
+	case !bodyRequired && r.ContentLength == 0:
+	default:
+		body, release, err := s.readEntryBody(w, r)
+		if err != nil {
+			s.fail(w, err)
+			return nil, nil, nil, false
+		}
+		var req heartbeatRequest
+		err = json.Unmarshal(body, &req)
+		release()
+		if err != nil {
+			s.fail(w, Errorf(CodeInvalidArgument, "%s body must be {\"sessions\":[…]}: %v", kind, err))
+			return nil, nil, nil, false
+		}
+		tokens = req.Sessions
+	}
+	sessions, err := s.ownSessions(p, tokens)
 	if err != nil {
-		s.refuse(w, Errorf(CodeInvalidArgument, "%s body must be {\"sessions\":[…]}: %v", what, err))
-		return nil, false
+		s.refuse(w, err)
+		return nil, nil, nil, false
 	}
-	return req.Sessions, true
+	if !p.Authenticated {
+		for _, sess := range sessions {
+			if sess != nil {
+				p.Identity = Identity{Component: sess.peer.Component}
+				break
+			}
+		}
+	}
+	if err := s.authorize(withPeer(r.Context(), p), &Entry{Kind: kind, Peer: p}); err != nil {
+		s.refuse(w, err)
+		return nil, nil, nil, false
+	}
+	return p, tokens, sessions, true
 }
 
 // heartbeatRequest is the body of POST /lockstep/heartbeat: the sessions
@@ -241,30 +312,36 @@ type heartbeatAnswer struct {
 // heartbeats of all sessions of a client process, so a node simulator with
 // 10,000 sessions sends one request per interval, not 10,000.
 func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
-	tokens, ok := s.readSessions(w, r, "heartbeat", true)
+	p, tokens, sessions, ok := s.admitSessions(w, r, EntryHeartbeat, true)
 	if !ok {
 		return
 	}
-	draining := s.draining.Load()
-	now := s.now()
-	ans := heartbeatAnswer{Lost: []string{}, Resync: []string{}}
-	for _, token := range tokens {
-		sess := s.sessions.get(token)
-		if sess == nil {
-			ans.Lost = append(ans.Lost, token)
-			continue
-		}
-		sess.lastSeen.Store(now)
-		if draining {
-			sess.drainNotified.Store(true)
-		}
-		if sess.resync.Swap(false) {
-			ans.Resync = append(ans.Resync, token)
-		}
+	out, err := s.intercept(withPeer(r.Context(), p), &Call{Kind: EntryHeartbeat, Header: r.Header, Request: tokens},
+		func(context.Context, *Call) (any, error) {
+			draining := s.draining.Load()
+			now := s.now()
+			ans := heartbeatAnswer{Lost: []string{}, Resync: []string{}}
+			for i, sess := range sessions {
+				if sess == nil || s.sessions.get(tokens[i]) != sess {
+					ans.Lost = append(ans.Lost, tokens[i])
+					continue
+				}
+				sess.lastSeen.Store(now)
+				if draining {
+					sess.drainNotified.Store(true)
+				}
+				if sess.resync.Swap(false) {
+					ans.Resync = append(ans.Resync, tokens[i])
+				}
+			}
+			return json.Marshal(ans)
+		})
+	if err != nil {
+		s.refuse(w, err)
+		return
 	}
-	if draining {
+	if s.draining.Load() {
 		markDraining(w)
 	}
-	body, _ := json.Marshal(ans)
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, out.([]byte))
 }

@@ -23,20 +23,31 @@ type session struct {
 	// reached this session.
 	drainNotified atomic.Bool
 	resync        atomic.Bool
+	// owner is the peer that made the session; only the same peer may use
+	// it, or re-handshake its instance (docs/security.md).
+	owner *Peer
+	// usage is its peer's record of limits; watchers counts its watch
+	// streams, guarded by peerLimits.mu.
+	usage    *peerUsage
+	watchers int
 }
 
 type clientKey struct{ contract, instance string }
 
 // sessionTable holds the live sessions of a server. A re-handshake by the
-// same client instance replaces its earlier session.
+// same client instance, from the same peer, replaces its earlier session.
+// It counts every peer's sessions in limits as sessions come and go. Lock
+// order: mu before limits.mu.
 type sessionTable struct {
 	mu       sync.RWMutex
 	byToken  map[string]*session
 	byClient map[clientKey]*session
+	limits   *peerLimits
+	max      int // MaxSessions
 }
 
-func newSessionTable() *sessionTable {
-	return &sessionTable{byToken: map[string]*session{}, byClient: map[clientKey]*session{}}
+func newSessionTable(limits *peerLimits, max int) *sessionTable {
+	return &sessionTable{byToken: map[string]*session{}, byClient: map[clientKey]*session{}, limits: limits, max: max}
 }
 
 func (t *sessionTable) get(token string) *session {
@@ -46,18 +57,38 @@ func (t *sessionTable) get(token string) *session {
 	return s
 }
 
-// put stores s, returning the session it replaced, if any.
-func (t *sessionTable) put(s *session) (replaced *session) {
+// put stores s, returning the session it replaced, if any. It refuses, in
+// one step with the storing so that concurrent handshakes cannot slip
+// past: an instance whose session belongs to another peer
+// (permission_denied: no takeover, the holder keeps its session), and a new
+// session beyond MaxSessions or the peer's Limits.SessionsPerPeer
+// (resource_exhausted).
+func (t *sessionTable) put(s *session) (replaced *session, err error) {
 	k := clientKey{s.contract, s.peer.Instance}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old := t.byClient[k]; old != nil {
+	old := t.byClient[k]
+	if old != nil && !sameOwner(old.owner, s.owner) {
+		return nil, Errorf(CodePermissionDenied, "instance %q of %s holds a session of another identity", s.peer.Instance, s.contract)
+	}
+	if old == nil && len(t.byToken) >= t.max {
+		return nil, Errorf(CodeResourceExhausted, "the server holds its limit of %d sessions", t.max)
+	}
+	if old == nil || old.usage != s.usage {
+		if err := t.limits.addSession(s.usage); err != nil {
+			return nil, err
+		}
+	}
+	if old != nil {
 		delete(t.byToken, old.token)
+		if old.usage != s.usage {
+			t.limits.removeSession(old.usage)
+		}
 		replaced = old
 	}
 	t.byClient[k] = s
 	t.byToken[s.token] = s
-	return replaced
+	return replaced, nil
 }
 
 // remove deletes s if it is still current, reporting whether it was.
@@ -68,6 +99,7 @@ func (t *sessionTable) remove(s *session) bool {
 		return false
 	}
 	delete(t.byToken, s.token)
+	t.limits.removeSession(s.usage)
 	if t.byClient[clientKey{s.contract, s.peer.Instance}] == s {
 		delete(t.byClient, clientKey{s.contract, s.peer.Instance})
 	}

@@ -53,6 +53,11 @@ type Method struct {
 	Idempotent bool `json:"idempotent"`
 	// Batch methods take {"items":[…]} and answer one result per item.
 	Batch bool `json:"batch"`
+	// MaxItems, for a batch method, bounds the items of one call below the
+	// server's own bound (framework Limits.BatchItems); 0 leaves the
+	// server's. It enters the fingerprint only when set, so contracts
+	// without it keep their fingerprints.
+	MaxItems int `json:"maxItems,omitempty"`
 	// Path overrides the HTTP path for pinned external peers; empty means
 	// the lockstep default /lockstep/<contract>/<version>/<Method>.
 	Path string `json:"path"`

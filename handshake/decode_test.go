@@ -105,3 +105,30 @@ func FuzzDecodeHello(f *testing.F) {
 		}
 	})
 }
+
+// MaxItems enters the fingerprint only when set: contracts without it keep
+// the fingerprints they had (the golden vectors pin those).
+func TestFingerprintMaxItemsOnlyWhenSet(t *testing.T) {
+	c := &handshake.Contract{Name: "c", Version: "1.0.0", Server: "s", Client: "k",
+		Methods: map[string]handshake.Method{"Put": {Request: "M", Response: "M", Batch: true}},
+		Schemas: map[string]json.RawMessage{"M": json.RawMessage(`{"type":"object"}`)}}
+	canon, err := handshake.Canonical(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(canon), "maxItems") {
+		t.Fatalf("canonical form names maxItems while unset: %s", canon)
+	}
+	before, _ := handshake.Fingerprint(c)
+	m := c.Methods["Put"]
+	m.MaxItems = 500
+	c.Methods["Put"] = m
+	canon, _ = handshake.Canonical(c)
+	if !strings.Contains(string(canon), `"maxItems":500`) {
+		t.Fatalf("canonical form lacks maxItems: %s", canon)
+	}
+	after, _ := handshake.Fingerprint(c)
+	if before == after {
+		t.Fatal("setting maxItems left the fingerprint unchanged")
+	}
+}

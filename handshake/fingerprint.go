@@ -46,13 +46,14 @@ func Fingerprint(c *Contract) (string, error) {
 //	  "server":   <Contract.Server>,
 //	  "client":   <Contract.Client>,
 //	  "methods":  {<name>: {"request": string, "response": string,
-//	                        "idempotent": bool, "batch": bool, "path": string}},
+//	                        "idempotent": bool, "batch": bool, "path": string,
+//	                        "maxItems": number, present only when set}},
 //	  "topics":   {<name>: {"object": string, "key": string,
 //	                        "writer": string, "lostWriter": string}},
 //	  "schemas":  {<name>: <the schema with its annotations removed>}
 //	}
 //
-// Every member is always present: empty strings as "", false flags as false,
+// Every member but maxItems is always present: empty strings as "", false flags as false,
 // nil or empty maps as {}. RFC 8785 then fixes the rest: object members sorted
 // by their UTF-16 code units, no insignificant whitespace, strings as UTF-8
 // with only '"', '\' and control characters escaped (\b \t \n \f \r as such,
@@ -95,13 +96,17 @@ func Canonical(c *Contract) ([]byte, error) {
 	}
 	methods := make(map[string]any, len(c.Methods))
 	for name, m := range c.Methods {
-		methods[name] = map[string]any{
+		method := map[string]any{
 			"request":    m.Request,
 			"response":   m.Response,
 			"idempotent": m.Idempotent,
 			"batch":      m.Batch,
 			"path":       m.Path,
 		}
+		if m.MaxItems != 0 {
+			method["maxItems"] = m.MaxItems
+		}
+		methods[name] = method
 	}
 	topics := make(map[string]any, len(c.Topics))
 	for name, t := range c.Topics {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-version"
@@ -64,6 +65,9 @@ type Method struct {
 	Request, Response string
 	// Idempotent and Batch are the method's flags.
 	Idempotent, Batch bool
+	// MaxItems bounds a batch method's items per call (0: the server's
+	// bound); part of the fingerprint only when set.
+	MaxItems int
 	// Path overrides the HTTP path for pinned external peers.
 	Path string
 	// Description is optional prose for doc comments.
@@ -128,7 +132,7 @@ func (c *Contract) Handshake() handshake.Contract {
 		Schemas: map[string]json.RawMessage{},
 	}
 	for _, m := range c.Methods {
-		h.Methods[m.Name] = handshake.Method{Request: m.Request, Response: m.Response, Idempotent: m.Idempotent, Batch: m.Batch, Path: m.Path}
+		h.Methods[m.Name] = handshake.Method{Request: m.Request, Response: m.Response, Idempotent: m.Idempotent, Batch: m.Batch, Path: m.Path, MaxItems: m.MaxItems}
 	}
 	for _, t := range c.Topics {
 		h.Topics[t.Name] = handshake.Topic{Object: t.Object, Key: t.Key, Writer: t.Writer, LostWriter: t.LostWriter}
@@ -242,6 +246,20 @@ func (p *parser) str(obj *Node, key string, required bool) string {
 	return v.Text
 }
 
+// maxItems reads a method's optional maxItems: a positive integer.
+func (p *parser) maxItems(obj *Node) int {
+	v := obj.Get("maxItems")
+	if v == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(v.Text)
+	if v.Kind != KindNumber || err != nil || n <= 0 {
+		p.errs.add(errorAt(v, "maxItems must be a positive integer, not %s", v.Text))
+		return 0
+	}
+	return n
+}
+
 func (p *parser) boolean(obj *Node, key string) bool {
 	v := obj.Get(key)
 	if v == nil {
@@ -341,11 +359,15 @@ func (p *parser) methods(m *Node) {
 			p.errs.add(errorAt(d, "method %s must be an object with request and response", name))
 			continue
 		}
-		p.only(d, "method", "request", "response", "idempotent", "batch", "path", "description")
+		p.only(d, "method", "request", "response", "idempotent", "batch", "path", "maxItems", "description")
 		meth := Method{
 			Name: name, Request: p.str(d, "request", true), Response: p.str(d, "response", true),
 			Idempotent: p.boolean(d, "idempotent"), Batch: p.boolean(d, "batch"),
 			Path: p.str(d, "path", false), Description: p.str(d, "description", false),
+			MaxItems: p.maxItems(d),
+		}
+		if meth.MaxItems != 0 && !meth.Batch {
+			p.errs.add(errorAt(d.Get("maxItems"), "method %s: maxItems applies to batch methods only", name))
 		}
 		if meth.Path != "" && !strings.HasPrefix(meth.Path, "/") {
 			p.errs.add(errorAt(d.Get("path"), "path %q must start with /", meth.Path))

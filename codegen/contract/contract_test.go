@@ -51,6 +51,10 @@ func TestParseErrors(t *testing.T) {
 			nil, []string{"contract.yaml:5:9", `unknown contract member "method"`}},
 		{"same roles", "contract: demo\nversion: \"1.0.0\"\nserver: a\nclient: a\nschemas: {}\n",
 			nil, []string{"server and client are both"}},
+		{"maxItems on a unary method", header + "methods:\n  Get: {request: Req, response: Req, maxItems: 10}\nschemas:\n  Req: {type: object}\n",
+			nil, []string{"maxItems applies to batch methods only"}},
+		{"maxItems not positive", header + "methods:\n  Get: {request: Req, response: Req, batch: true, maxItems: 0}\nschemas:\n  Req: {type: object}\n",
+			nil, []string{"maxItems must be a positive integer"}},
 		{"unknown message", header + "methods:\n  Get: {request: Req, response: Nope}\nschemas:\n  Req: {type: object}\n",
 			nil, []string{"contract.yaml:6:33", `response "Nope" is not an entry of schemas`}},
 		{"missing file", header + "schemas:\n  Req: {$ref: missing.json}\n",
@@ -224,7 +228,7 @@ func TestHandshakeModel(t *testing.T) {
 	t.Parallel()
 	contract := header + `forkFrom: ../v0
 methods:
-  Put: {request: Req, response: Resp, idempotent: true, batch: true, path: /put}
+  Put: {request: Req, response: Resp, idempotent: true, batch: true, path: /put, maxItems: 500}
 topics:
   Items: {object: Req, key: id, writer: client, lostWriter: keep}
 schemas:
@@ -239,7 +243,7 @@ schemas:
 	if h.Name != "demo" || h.Version != "1.0.0" || h.Server != "srv" || h.Client != "cli" || c.ForkFrom != "../v0" {
 		t.Errorf("identity: %+v", h)
 	}
-	if m := h.Methods["Put"]; !m.Idempotent || !m.Batch || m.Path != "/put" || m.Request != "Req" || m.Response != "Resp" {
+	if m := h.Methods["Put"]; !m.Idempotent || !m.Batch || m.Path != "/put" || m.Request != "Req" || m.Response != "Resp" || m.MaxItems != 500 {
 		t.Errorf("method: %+v", m)
 	}
 	if tp := h.Topics["Items"]; tp.Key != "id" || tp.Writer != "client" || tp.LostWriter != "keep" || tp.Object != "Req" {

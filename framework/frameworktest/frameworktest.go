@@ -60,7 +60,7 @@ func StartServerAt(t testing.TB, addr string, cfg framework.ServerConfig, regist
 		t.Fatalf("frameworktest: listen on %s: %v", addr, err)
 	}
 	scheme := "http://"
-	if cfg.TLSConfig != nil {
+	if cfg.TLSConfig != nil || cfg.MTLS != nil {
 		scheme = "https://"
 	}
 	r := &Running{Server: srv, Addr: l.Addr().String(), URL: scheme + l.Addr().String(), done: make(chan error, 1)}

@@ -49,6 +49,6 @@ func main() {
 			return nil, err
 		}
 		rt.Metrics.WatchSessions(srv)
-		return &daemon.Service{Lockstep: srv, Callers: []string{"scheduler"}, Status: status}, nil
+		return &daemon.Service{Lockstep: srv, Status: status}, nil
 	}))
 }

@@ -36,7 +36,6 @@ func main() {
 		rt.Metrics.WatchSessions(n.Server())
 		return &daemon.Service{
 			Lockstep: n.Server(),
-			Callers:  []string{"kubelet", "scheduler"},
 			Status: func() any {
 				return map[string]any{"component": f.Component, "api": f.API, "fork": f.Fork, "release": f.Release, "nodes": n.Health()}
 			},

@@ -3,17 +3,11 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
 	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
@@ -124,7 +119,7 @@ func startDaemon(t *testing.T, args ...string) (addr string, stop func() error) 
 			}
 			framework.HandleUnary(srv, pingContract, "Ping", func(context.Context, *msg) (*msg, error) { return &msg{}, nil })
 			rt.Metrics.WatchSessions(srv)
-			return &Service{Lockstep: srv, Callers: []string{"kubelet"}, Status: func() any { return map[string]string{"hello": "status"} }}, nil
+			return &Service{Lockstep: srv, Status: func() any { return map[string]string{"hello": "status"} }}, nil
 		})
 	}()
 	stopped := false
@@ -187,34 +182,18 @@ func TestRunRefusesPlainHTTPOffLoopback(t *testing.T) {
 	assert.ErrorContains(t, err, "refusing plain HTTP")
 }
 
-// writeCerts writes a CA, a server certificate for 127.0.0.1 and client
-// certificates naming components, as PEM files.
+// writeCerts writes a CA (ca.crt), a server certificate for 127.0.0.1
+// (nodecontroller.crt, .key) and client certificates naming components
+// (<name>.crt, .key), as PEM files.
 func writeCerts(t *testing.T, dir string, clients ...string) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sample CA"}, IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca, err := certs.NewCA("sample CA")
 	require.NoError(t, err)
-	ca, _ := x509.ParseCertificate(caDER)
-	write := func(name, typ string, der []byte) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-	}
-	write("ca.pem", "CERTIFICATE", caDER)
-	issue := func(name, cn string, serial int64) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	for _, name := range append([]string{"nodecontroller"}, clients...) {
+		cert, err := ca.Issue(certs.Spec{Component: name, Name: name + "-0", Server: name == "nodecontroller"})
 		require.NoError(t, err)
-		write(name+".pem", "CERTIFICATE", der)
-		kb, _ := x509.MarshalECPrivateKey(key)
-		write(name+"-key.pem", "EC PRIVATE KEY", kb)
-	}
-	issue("nodecontroller", "nodecontroller", 2)
-	for i, c := range clients {
-		issue(c, c, int64(3+i))
+		_, _, _, err = ca.WriteFiles(dir, name, cert)
+		require.NoError(t, err)
 	}
 }
 
@@ -222,14 +201,14 @@ func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
 	dir := t.TempDir()
 	writeCerts(t, dir, "kubelet", "scheduler")
 	p := func(name string) string { return filepath.Join(dir, name) }
-	addr, _ := startDaemon(t, "--tls-cert", p("nodecontroller.pem"), "--tls-key", p("nodecontroller-key.pem"), "--tls-ca", p("ca.pem"))
+	addr, _ := startDaemon(t, "--tls-cert", p("nodecontroller.crt"), "--tls-key", p("nodecontroller.key"), "--tls-ca", p("ca.crt"))
 	pool := x509.NewCertPool()
-	caPEM, _ := os.ReadFile(p("ca.pem"))
+	caPEM, _ := os.ReadFile(p("ca.crt"))
 	pool.AppendCertsFromPEM(caPEM)
 	clientWith := func(name string) *http.Client {
 		cfg := &tls.Config{RootCAs: pool}
 		if name != "" {
-			cert, err := tls.LoadX509KeyPair(p(name+".pem"), p(name+"-key.pem"))
+			cert, err := tls.LoadX509KeyPair(p(name+".crt"), p(name+".key"))
 			require.NoError(t, err)
 			cfg.Certificates = []tls.Certificate{cert}
 		}
@@ -252,7 +231,8 @@ func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, code, body)
 	assert.Contains(t, body, "unauthenticated")
 	code, body = hello(clientWith("scheduler"))
-	assert.Equal(t, http.StatusUnauthorized, code, "a certificate of a component that may not call: %s", body)
+	assert.Equal(t, http.StatusForbidden, code, "a scheduler certificate speaking as a kubelet: %s", body)
+	assert.Contains(t, body, "permission_denied")
 	code, body = hello(clientWith("kubelet"))
 	require.Equal(t, http.StatusOK, code, body)
 	var w handshake.Welcome
@@ -266,7 +246,7 @@ func TestTLSFlagsBindClientCertificatesToComponents(t *testing.T) {
 	// The framework's client with the same flags' TLS settings.
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	f := NewFlags(fs, "kubelet", "127.0.0.1:0", false)
-	require.NoError(t, fs.Parse([]string{"--tls-cert", p("kubelet.pem"), "--tls-key", p("kubelet-key.pem"), "--tls-ca", p("ca.pem")}))
+	require.NoError(t, fs.Parse([]string{"--tls-cert", p("kubelet.crt"), "--tls-key", p("kubelet.key"), "--tls-ca", p("ca.crt")}))
 	rt, err := NewRuntime(f, io.Discard)
 	require.NoError(t, err)
 	cfg, err := rt.ClientConfig(base, framework.ClientConfig{})

@@ -24,12 +24,10 @@ type Service struct {
 	// its /readyz is the binary's, with the component's own checks added
 	// to it ([framework.Server.AddReadinessCheck]).
 	Lockstep *framework.Server
-	// Callers are the components allowed to call Lockstep when client
-	// certificates are checked (--tls-ca).
-	Callers []string
 	// Ready is the readiness of a component without a lockstep server.
 	Ready func() error
-	// Handlers are served beside the rest, by http.ServeMux pattern.
+	// Handlers are served beside the rest, by http.ServeMux pattern; under
+	// mutual TLS, like /metrics and /status, to operator identities only.
 	Handlers map[string]http.Handler
 	// Status is the JSON of GET /status: what the component sees of its
 	// peers.
@@ -132,24 +130,30 @@ func Run(ctx context.Context, f *Flags, stderr io.Writer, build func(rt *Runtime
 	return errors.Join(errs...)
 }
 
-// handler serves the component: /metrics, /status and its own handlers,
-// and the lockstep server (its protocol and health endpoints) or else
-// health endpoints of its own.
+// handler serves the component: /metrics, /status and its own handlers
+// (under mutual TLS to operator identities only: they say who the peers
+// are), and the lockstep server (its protocol and health endpoints, which
+// authenticates every lockstep entry itself) or else health endpoints of
+// its own.
 func (rt *Runtime) handler(svc *Service) (http.Handler, error) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(rt.Registry, promhttp.HandlerOpts{Registry: rt.Registry}))
+	operatorOnly := func(h http.Handler) http.Handler { return h }
+	if rt.creds != nil {
+		operatorOnly = rt.creds.OperatorOnly
+	}
+	mux.Handle("GET /metrics", operatorOnly(promhttp.HandlerFor(rt.Registry, promhttp.HandlerOpts{Registry: rt.Registry})))
 	status := func() any { return map[string]string{"component": rt.Flags.Component} }
 	if svc.Status != nil {
 		status = svc.Status
 	}
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /status", operatorOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(status())
-	})
+	})))
 	for pattern, h := range svc.Handlers {
-		mux.Handle(pattern, h)
+		mux.Handle(pattern, operatorOnly(h))
 	}
 	if svc.Lockstep != nil {
 		if err := svc.Lockstep.Start(); err != nil {
@@ -170,11 +174,7 @@ func (rt *Runtime) handler(svc *Service) (http.Handler, error) {
 			_, _ = io.WriteString(w, "ok\n")
 		})
 	}
-	var h http.Handler = mux
-	if rt.serverTLS != nil && rt.serverTLS.ClientCAs != nil && svc.Lockstep != nil {
-		h = requireClientCert(svc.Callers, mux)
-	}
-	return h, nil
+	return mux, nil
 }
 
 func isLoopback(a net.Addr) bool {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -24,6 +25,11 @@ type Runtime struct {
 	Registry *prometheus.Registry
 	Metrics  *metrics.Metrics
 
+	// creds is the mutual TLS material (--tls-cert, --tls-key and
+	// --tls-ca), reloaded as cert-manager rotates it; serverTLS and
+	// clientTLS are TLS without client certificates (--tls-cert and
+	// --tls-key alone: clients trust the system's roots).
+	creds                *framework.Credentials
 	serverTLS, clientTLS *tls.Config
 
 	mu  sync.Mutex
@@ -50,19 +56,44 @@ func NewRuntime(f *Flags, stderr io.Writer) (*Runtime, error) {
 	}
 	rt.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rt.Metrics = metrics.New(rt.Registry)
-	var err error
-	if rt.serverTLS, rt.clientTLS, err = f.tlsConfigs(); err != nil {
+	if err := rt.loadTLS(); err != nil {
 		return nil, err
 	}
 	return rt, nil
 }
 
+// loadTLS loads the TLS material of the flags: mutual TLS, verified and
+// bound to identities by the framework, when a CA is given; else a server
+// certificate only, its peers unauthenticated.
+func (rt *Runtime) loadTLS() error {
+	f := rt.Flags
+	switch {
+	case f.TLSCA != "":
+		creds, err := framework.LoadCredentials(framework.MTLSFiles{CertFile: f.TLSCert, KeyFile: f.TLSKey, CAFile: f.TLSCA,
+			ServerName: f.TLSServerName})
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key/--tls-ca: %w", err)
+		}
+		rt.creds, rt.serverTLS = creds, creds.ServerTLS()
+	case f.TLS():
+		cert, err := tls.LoadX509KeyPair(f.TLSCert, f.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		rt.serverTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		rt.clientTLS = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.TLSServerName}
+	}
+	return nil
+}
+
 // ServerConfig completes a lockstep server's configuration with the
-// binary's component, release, logger and metrics. The binary serves it
-// itself (TLS included), so TLS is not set here.
+// binary's component, release, logger, metrics and mutual TLS credentials
+// (which make the server authenticate its peers). The binary serves it
+// itself, so TLSConfig is not set here.
 func (rt *Runtime) ServerConfig(cfg framework.ServerConfig) framework.ServerConfig {
 	cfg.Component, cfg.Release = rt.Flags.Component, rt.Flags.Release
 	cfg.Insecure = rt.Flags.Insecure
+	cfg.MTLS = rt.creds
 	cfg.Logger, cfg.Observer = rt.Logger, rt.Metrics.Server()
 	return cfg
 }
@@ -75,6 +106,9 @@ func (rt *Runtime) ClientConfig(spec string, cfg framework.ClientConfig) (framew
 	cfg.Component, cfg.Release = rt.Flags.Component, rt.Flags.Release
 	cfg.Insecure = rt.Flags.Insecure
 	cfg.TLSConfig = rt.clientTLS
+	if rt.creds != nil {
+		cfg.TLSConfig = rt.creds.ClientTLS()
+	}
 	cfg.Logger, cfg.Observer = rt.Logger, rt.Metrics.Client()
 	if spec == "" {
 		return cfg, nil
@@ -84,6 +118,11 @@ func (rt *Runtime) ClientConfig(spec string, cfg framework.ClientConfig) (framew
 		return cfg, err
 	}
 	cfg.Source = src
+	if rt.creds != nil {
+		// Each peer's transport checks its own server name.
+		cfg.TLSConfig, cfg.Transport = nil, rt.creds.Transport(rt.serverName(spec))
+		return cfg, nil
+	}
 	if name := rt.serverName(spec); name != "" && cfg.TLSConfig != nil {
 		cfg.TLSConfig = cfg.TLSConfig.Clone()
 		cfg.TLSConfig.ServerName = name

@@ -42,9 +42,18 @@ type Config struct {
 	// reporting its node before the node controller asks it for a full
 	// resync; default 500ms.
 	ResyncAfter time.Duration
+	// NodesPerSession, PodsPerNode, MaxStatusBytes and MaxPodBytes bound
+	// what one kubelet session may make the node controller store; defaults
+	// DefaultNodesPerSession, DefaultPodsPerNode, DefaultMaxStatusBytes and
+	// DefaultMaxPodBytes. See [NodeController.Authorize].
+	NodesPerSession int
+	PodsPerNode     int
+	MaxStatusBytes  int
+	MaxPodBytes     int
 	// Server is the lockstep server's configuration (component, release,
 	// logger, observer, interceptors); the node controller adds its peer
-	// hooks and requires a kubelet session for readiness.
+	// hooks and its authorizer (after Server.Authorizer, if set), and
+	// requires a kubelet session for readiness.
 	Server framework.ServerConfig
 	// Applied, if set, is called where a handler commits a call's effect.
 	Applied func(ctx context.Context)
@@ -62,7 +71,8 @@ type NodeController struct {
 
 	mu        sync.Mutex
 	nodes     map[string]*node
-	instances map[string]string // kubelet session instance → node name
+	instances map[string]string          // kubelet session instance → node name
+	bound     map[string]map[string]bool // kubelet session instance → the nodes bound to it
 	closed    bool
 	topicV1   *framework.TopicWriter[nhv1.NodeHealth]
 	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
@@ -75,8 +85,14 @@ type NodeController struct {
 type node struct {
 	name     string
 	instance string // the kubelet session that reported it last
-	status   *nsv2.NodeStatus
-	pods     map[string]*nsv2.PodStatus
+	// boundTo is the kubelet session allowed to report the node: the
+	// first to report it, until that session is lost.
+	boundTo string
+	// running counts pods Running or Pending, kept as pods change so a
+	// batch of pod statuses costs linear time.
+	running int64
+	status  *nsv2.NodeStatus
+	pods    map[string]*nsv2.PodStatus
 	// lost is when the node's kubelet lost its session (zero while it
 	// holds one); unknown is set once the grace period passed since.
 	lost    time.Time
@@ -101,7 +117,20 @@ func New(cfg Config) (*NodeController, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.NodesPerSession <= 0 {
+		cfg.NodesPerSession = DefaultNodesPerSession
+	}
+	if cfg.PodsPerNode <= 0 {
+		cfg.PodsPerNode = DefaultPodsPerNode
+	}
+	if cfg.MaxStatusBytes <= 0 {
+		cfg.MaxStatusBytes = DefaultMaxStatusBytes
+	}
+	if cfg.MaxPodBytes <= 0 {
+		cfg.MaxPodBytes = DefaultMaxPodBytes
+	}
 	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
+		bound: map[string]map[string]bool{},
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sample_nodecontroller_reports_total",
 			Help: "Reports received from kubelets, by kind (status, pod) and the contract version they travelled at.",
@@ -121,6 +150,16 @@ func New(cfg Config) (*NodeController, error) {
 	scfg.RequirePeers = append(scfg.RequirePeers, nsv1.Contract.Name())
 	scfg.OnPeerJoined = n.peerJoined
 	scfg.OnPeerLost = n.peerLost
+	if user := scfg.Authorizer; user != nil {
+		scfg.Authorizer = framework.AuthorizerFunc(func(ctx context.Context, e *framework.Entry) error {
+			if err := user.Authorize(ctx, e); err != nil {
+				return err
+			}
+			return n.Authorize(ctx, e)
+		})
+	} else {
+		scfg.Authorizer = framework.AuthorizerFunc(n.Authorize)
+	}
 	srv, err := framework.NewServer(scfg)
 	if err != nil {
 		return nil, err
@@ -221,9 +260,19 @@ func (n *NodeController) reportPod(ctx context.Context, p *nsv2.PodStatus) (*nsv
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	nd := n.nodeLocked(p.NodeName)
-	nd.pods[p.UID] = p
-	if p.Phase == nsv2.PodStatusPhaseSucceeded || p.Phase == nsv2.PodStatusPhaseFailed {
+	old, known := nd.pods[p.UID]
+	done := p.Phase == nsv2.PodStatusPhaseSucceeded || p.Phase == nsv2.PodStatusPhaseFailed
+	if !known && !done && len(nd.pods) >= n.cfg.PodsPerNode {
+		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods, at most %d kept", p.NodeName, len(nd.pods), n.cfg.PodsPerNode)
+	}
+	if known {
+		nd.running -= occupies(old)
+	}
+	if done {
 		delete(nd.pods, p.UID)
+	} else {
+		nd.pods[p.UID] = p
+		nd.running += occupies(p)
 	}
 	if nd.status == nil {
 		n.requestResyncLocked(instance)
@@ -284,6 +333,7 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.unbindLocked(info.Peer.Instance)
 	name, ok := n.instances[info.Peer.Instance]
 	if !ok {
 		return
@@ -356,14 +406,8 @@ func health(nd *node) *nhv2.NodeHealth {
 	case h.State != nhv2.NodeHealthStateReady:
 		reasons = append(reasons, "NotReady")
 	}
-	running := int64(0)
-	for _, p := range nd.pods {
-		if p.Phase == nsv2.PodStatusPhaseRunning || p.Phase == nsv2.PodStatusPhasePending {
-			running++
-		}
-	}
 	h.Allocatable = nhv2.Resources{CPUMillis: st.Allocatable.CPUMillis, MemoryBytes: st.Allocatable.MemoryBytes,
-		Pods: max(0, st.Allocatable.Pods-running)}
+		Pods: max(0, st.Allocatable.Pods-nd.running)}
 	describe(h, st)
 	for _, c := range []struct {
 		name string
@@ -385,6 +429,15 @@ func health(nd *node) *nhv2.NodeHealth {
 		h.Reason = &r
 	}
 	return h
+}
+
+// occupies is 1 for a pod that takes a slot of its node (Running or
+// Pending), else 0.
+func occupies(p *nsv2.PodStatus) int64 {
+	if p.Phase == nsv2.PodStatusPhaseRunning || p.Phase == nsv2.PodStatusPhasePending {
+		return 1
+	}
+	return 0
 }
 
 // statusV2 serves nodestatus 2.0.0.

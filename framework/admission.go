@@ -1,0 +1,333 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// The admission step. Every entry a server takes (handshake, call,
+// multi-call, topic write, watch, heartbeat, session close, status read)
+// passes through it, in this order (docs/security.md lists it per kind):
+//
+//  1. draining: a call or topic write arriving at a draining server is
+//     refused unprocessed with the draining header;
+//  2. identity: under mutual TLS the client certificate is verified and the
+//     identity it names read (unauthenticated otherwise);
+//  3. session: the token is looked up and must belong to the same identity
+//     (permission_denied otherwise: a token is no bearer credential);
+//  4. authorization: the [Authorizer] sees the entry;
+//  5. per-peer limits: rate, calls in flight, sessions and watchers;
+//  6. body limits: a Content-Length over the limit is refused before
+//     reading, the whole body must arrive within Limits.BodyReadTimeout, and
+//     it must be valid UTF-8;
+//
+// then the entry is dispatched, wrapped by the interceptors.
+
+// authenticate returns the request's peer. Under mutual TLS it is the
+// identity of the verified client certificate (unauthenticated without
+// one); otherwise the component the peer claims (claimed), unauthenticated.
+func (s *Server) authenticate(r *http.Request, claimed string) (*Peer, error) {
+	creds := s.cfg.MTLS
+	if creds == nil {
+		return &Peer{Identity: Identity{Component: claimed}}, nil
+	}
+	if r.TLS == nil {
+		return nil, Errorf(CodeUnauthenticated, "mutual TLS is required")
+	}
+	return creds.verifyCached(r.TLS.PeerCertificates)
+}
+
+// checkClaim checks that an authenticated identity is the component its
+// hello or session claims.
+func checkClaim(p *Peer, claimed string) error {
+	if p.Authenticated && p.Identity.Component != claimed {
+		return Errorf(CodePermissionDenied, "the client certificate names %s, which may not speak as %q", p.Identity, claimed)
+	}
+	return nil
+}
+
+// bindSession finds a token's session and checks that it belongs to the
+// requesting peer. Without mutual TLS, the session's own peer becomes the
+// requester's identity (a claim, as before). contract, when not empty,
+// must be the session's.
+func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *session, error) {
+	if token == "" {
+		return nil, nil, Errorf(CodeHandshakeRequired, "the request carries no %s header: handshake first", protocol.HeaderSession)
+	}
+	sess := s.sessions.get(token)
+	if sess == nil || (contract != "" && sess.contract != contract) {
+		if s.cfg.MTLS != nil {
+			if _, err := s.authenticate(r, ""); err != nil {
+				return nil, nil, err
+			}
+		}
+		return nil, nil, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract)
+	}
+	p, err := s.authenticate(r, sess.peer.Component)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !sameOwner(sess.owner, p) {
+		return nil, nil, Errorf(CodePermissionDenied, "the session belongs to another identity than %s", p.Identity)
+	}
+	p.Instance = sess.peer.Instance
+	return p, sess, nil
+}
+
+// sameOwner reports whether p may use a session made by owner: under
+// mutual TLS only the identity that made it.
+func sameOwner(owner, p *Peer) bool {
+	if owner == nil || !owner.Authenticated {
+		return !p.Authenticated
+	}
+	return p.Authenticated && owner.Identity == p.Identity
+}
+
+// readEntryBody reads a request body within the body limits: a declared
+// Content-Length over limit is refused before a byte is read, the whole
+// body must arrive within Limits.BodyReadTimeout, and it must be valid
+// UTF-8. A body that could not be read as valid is the client's fault
+// (invalid_argument, payload_too_large or deadline_exceeded), never
+// "unprocessed": a client must not resend garbage. Refusals that leave
+// the body unread close the connection. The release function returns the
+// buffer; the bytes are invalid after it.
+func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
+		return nil, func() {}, Errorf(CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, limit)
+	}
+	rc := http.NewResponseController(w)
+	deadlineSet := rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) == nil
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	release := func() {
+		if buf.Cap() <= 1<<20 {
+			bodyBufs.Put(buf)
+		}
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if deadlineSet {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		release()
+		w.Header().Set("Connection", "close")
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			return nil, func() {}, Errorf(CodePayloadTooLarge, "request body exceeds %d bytes", limit)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, func() {}, Errorf(CodeDeadlineExceeded, "request body not received within %s", s.cfg.Limits.BodyReadTimeout)
+		}
+		return nil, func() {}, Errorf(CodeInvalidArgument, "request body could not be read: %v", err)
+	}
+	body := buf.Bytes()
+	if !utf8.Valid(body) {
+		release()
+		return nil, func() {}, Errorf(CodeInvalidArgument, "request body is not valid UTF-8")
+	}
+	return body, release, nil
+}
+
+// statusAllowed reports whether a request may read the status page, the
+// metrics and a binary's own routes: anyone without mutual TLS (plain HTTP
+// is loopback-only unless Insecure), only operator identities with it.
+func (s *Server) statusAllowed(r *http.Request) (*Peer, error) {
+	if s.cfg.MTLS == nil {
+		return &Peer{}, nil
+	}
+	p, err := s.cfg.MTLS.operator(r)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.authorize(withPeer(r.Context(), p), &Entry{Kind: EntryStatus, Peer: p})
+}
+
+// operatorOnly guards the status page and a binary's own routes: under
+// mutual TLS only operator identities pass.
+func (s *Server) operatorOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.statusAllowed(r)
+		if err != nil {
+			s.refuse(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withPeer(r.Context(), p)))
+	})
+}
+
+// admitted is what the admission step found for an entry that carries a
+// session: its peer, its session, and the context handlers run in (it
+// carries the peer). done ends what admission counted (calls in flight).
+type admitted struct {
+	peer *Peer
+	sess *session
+	ctx  context.Context
+	undo []func()
+}
+
+func (a *admitted) done() {
+	for i := len(a.undo) - 1; i >= 0; i-- {
+		a.undo[i]()
+	}
+	a.undo = nil
+}
+
+// sessionEntry says what admitSession checks for one kind of entry.
+type sessionEntry struct {
+	kind EntryKind
+	// contract and version are the path's; the session must be of the
+	// contract, and (when version is set) at the version.
+	contract, version string
+	// topic names a watch's or topic write's topic, for the Authorizer.
+	topic string
+	// call counts the entry as a call: refused while draining, counted in
+	// flight (the server's, the session's, the peer's).
+	call bool
+	// authorize runs the Authorizer here; calls authorize each decoded
+	// request instead (see [Authorizer]).
+	authorize bool
+}
+
+// admitSession is the admission step of every entry that carries a session
+// token (calls, multi-calls, topic writes, watches), up to the body:
+// draining, identity, session and its binding to the identity, version,
+// rate, calls in flight, and authorization where e asks for it. On success
+// the caller must call done on the result when the entry ends.
+func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error) {
+	a := &admitted{}
+	token := r.Header.Get(protocol.HeaderSession)
+	if e.call {
+		// Count the call before looking at draining, so a drain that
+		// begins now either sees it in flight or sees it refused.
+		s.inFlight.Add(1)
+		a.undo = append(a.undo, func() { s.inFlight.Add(-1) })
+		if s.draining.Load() {
+			a.done()
+			s.lastArrival.Store(s.now())
+			if _, sess, err := s.bindSession(r, token, e.contract); err == nil {
+				sess.drainNotified.Store(true)
+			}
+			return nil, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
+		}
+	}
+	peer, sess, err := s.bindSession(r, token, e.contract)
+	if err != nil {
+		a.done()
+		return nil, err
+	}
+	if e.version != "" && sess.version != e.version {
+		a.done()
+		return nil, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the request is at %s", sess.contract, sess.version, e.version)
+	}
+	if err := s.limits.allow(sess.usage); err != nil {
+		a.done()
+		return nil, err
+	}
+	if e.call {
+		n := sess.inFlight.Add(1)
+		a.undo = append(a.undo, func() { sess.inFlight.Add(-1) })
+		if n > int64(s.cfg.MaxInFlightPerSession) {
+			a.done()
+			return nil, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession)
+		}
+		end, err := s.limits.beginCall(sess.usage, 1)
+		if err != nil {
+			a.done()
+			return nil, err
+		}
+		a.undo = append(a.undo, end)
+	}
+	sess.lastSeen.Store(s.now())
+	a.peer, a.sess, a.ctx = peer, sess, withPeer(r.Context(), peer)
+	if e.authorize {
+		if err := s.authorize(a.ctx, &Entry{Kind: e.kind, Contract: e.contract, Version: sess.version, Topic: e.topic, Peer: peer}); err != nil {
+			a.done()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// admitPeer is the admission step of the entries that name no session in
+// their path (handshakes, heartbeats, session closes) up to the body:
+// identity and rate. Without mutual TLS the peer's identity is filled in
+// from what the body claims.
+func (s *Server) admitPeer(r *http.Request) (*Peer, *peerUsage, error) {
+	p, err := s.authenticate(r, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	u := s.limits.usage(limitsKey(p, r))
+	if err := s.limits.allow(u); err != nil {
+		return nil, nil, err
+	}
+	return p, u, nil
+}
+
+// ownSessions looks up the sessions a heartbeat or a session close names;
+// every one the server holds must belong to the requesting peer
+// (permission_denied otherwise, for the whole request: renewing or closing
+// another identity's session is what a stolen token would be used for).
+// Tokens the server does not hold are returned as nil entries.
+func (s *Server) ownSessions(p *Peer, tokens []string) ([]*session, error) {
+	out := make([]*session, len(tokens))
+	for i, token := range tokens {
+		sess := s.sessions.get(token)
+		if sess == nil {
+			continue
+		}
+		if !sameOwner(sess.owner, p) {
+			return nil, Errorf(CodePermissionDenied, "a session named belongs to another identity than %s", p.Identity)
+		}
+		out[i] = sess
+	}
+	return out, nil
+}
+
+// intercept runs the server's interceptors around an entry other than a
+// call (calls run them in their method's handler chain).
+func (s *Server) intercept(ctx context.Context, call *Call, final CallFunc) (any, error) {
+	if len(s.cfg.Interceptors) == 0 {
+		return final(ctx, call)
+	}
+	return chain(s.cfg.Interceptors, final)(ctx, call)
+}
+
+// callChain is what a method's decoded request runs through, once per call,
+// batch item and call of a multi-call: the Authorizer (which sees the
+// request), then the interceptors, then the handler.
+func (s *Server) callChain(final CallFunc) CallFunc {
+	intercepted := chain(s.cfg.Interceptors, final)
+	return func(ctx context.Context, call *Call) (any, error) {
+		if call.Kind == "" {
+			call.Kind = EntryCall
+		}
+		if s.cfg.Authorizer != nil {
+			e := &Entry{Kind: call.Kind, Contract: call.Contract, Version: call.Version, Method: call.Method,
+				Peer: PeerFromContext(ctx), Request: call.Request, Item: call.Item}
+			if err := s.authorize(ctx, e); err != nil {
+				return nil, err
+			}
+		}
+		return intercepted(ctx, call)
+	}
+}
+
+// batchItems is the bound on one batch call's items of a method:
+// Limits.BatchItems, or the contract's lower maxItems.
+func (s *Server) batchItems(c *Contract, method string) int {
+	n := s.cfg.Limits.BatchItems
+	if m, ok := c.Method(method); ok && m.MaxItems > 0 && m.MaxItems < n {
+		n = m.MaxItems
+	}
+	return n
+}

@@ -1,0 +1,220 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits bound what one peer may take of a server, so that no single
+// identity can lock the others out or exhaust the server's memory. Zero
+// fields take the defaults named on each; the defaults sit above the
+// project's own loads (one node-simulator identity holding 10,000 sessions
+// heartbeating at 1 Hz, one client making about 36,000 calls a second). Each
+// limit is answered with its documented code (docs/security.md) and counted
+// in ServerObserver.Refused.
+//
+// A peer is its authenticated identity under mutual TLS. Without it a peer
+// is only what it claims, so limits are kept per (claimed component, remote
+// IP address): a bound on one misbehaving process, not on an attacker who
+// can spread over addresses.
+type Limits struct {
+	// SessionsPerPeer bounds the live sessions of one peer; default a
+	// quarter of ServerConfig.MaxSessions (25,000), and it must stay below
+	// MaxSessions so that no peer can take them all. Beyond it a handshake
+	// gets resource_exhausted.
+	SessionsPerPeer int
+	// WatchersPerSession and WatchersPerPeer bound open watch streams;
+	// defaults 256 and 4,096 (a topic's own bound, [WithMaxWatchers], is
+	// 10,000). Beyond them a watch gets resource_exhausted.
+	WatchersPerSession int
+	WatchersPerPeer    int
+	// InFlightPerPeer bounds the calls and topic writes one peer has
+	// running at once, over all its sessions; default 8,192
+	// (ServerConfig.MaxInFlightPerSession bounds each session). Beyond it a
+	// call gets resource_exhausted, unprocessed.
+	InFlightPerPeer int
+	// RequestsPerSecond and Burst bound one peer's request rate (every entry
+	// counts once: a handshake, a call or multi-call request, a topic write,
+	// a watch, a heartbeat, a session close); defaults 100,000/s with a
+	// burst of 20,000. Beyond it a request gets resource_exhausted,
+	// unprocessed.
+	RequestsPerSecond float64
+	Burst             int
+	// BatchItems bounds the items of one batch call; default 1,000. A
+	// contract may set a lower bound per method (its maxItems). Beyond it
+	// the call gets invalid_argument.
+	BatchItems int
+	// BodyReadTimeout bounds the time to receive a request's whole body,
+	// from its headers on; default 10s. A body that trickles in slower gets
+	// deadline_exceeded and its connection is closed.
+	BodyReadTimeout time.Duration
+	// WatchQueuedBytes bounds the bytes of changes a watcher that does not
+	// read may have waiting for it (beyond a small socket buffer); default
+	// 4 MiB. A watcher over it is closed with an overflow frame; it resumes
+	// with a fresh snapshot when it reads again.
+	WatchQueuedBytes int64
+}
+
+// peerLimitsCap bounds how many peers' records a server keeps: records of
+// peers holding nothing (no session, watcher or call) are dropped beyond
+// it, so peers that come and go cannot grow the table without bound.
+const peerLimitsCap = 1 << 16
+
+func (l *Limits) validate(maxSessions int) error {
+	if l.SessionsPerPeer <= 0 {
+		l.SessionsPerPeer = max(1, maxSessions/4)
+	}
+	if l.SessionsPerPeer >= maxSessions && maxSessions > 1 {
+		return fmt.Errorf("Limits.SessionsPerPeer (%d) must be below MaxSessions (%d), so that no peer can take them all", l.SessionsPerPeer, maxSessions)
+	}
+	if l.WatchersPerSession <= 0 {
+		l.WatchersPerSession = 256
+	}
+	if l.WatchersPerPeer <= 0 {
+		l.WatchersPerPeer = 4096
+	}
+	if l.InFlightPerPeer <= 0 {
+		l.InFlightPerPeer = 8192
+	}
+	if l.RequestsPerSecond <= 0 {
+		l.RequestsPerSecond = 100000
+	}
+	if l.Burst <= 0 {
+		l.Burst = 20000
+	}
+	if l.BatchItems <= 0 {
+		l.BatchItems = 1000
+	}
+	if l.BodyReadTimeout <= 0 {
+		l.BodyReadTimeout = 10 * time.Second
+	}
+	if l.WatchQueuedBytes <= 0 {
+		l.WatchQueuedBytes = 4 << 20
+	}
+	if l.WatchersPerSession > l.WatchersPerPeer {
+		return errors.New("Limits.WatchersPerSession must not exceed WatchersPerPeer")
+	}
+	return nil
+}
+
+// peerKey names a peer for its limits: its identity under mutual TLS, else
+// its claimed component at its remote IP address.
+func limitsKey(p *Peer, r *http.Request) string {
+	if p.Authenticated {
+		return p.Identity.String()
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return p.Identity.Component + "@" + host
+}
+
+// peerLimits keeps the per-peer counts of a server. Lock order: the
+// server's session table before peerLimits.mu; peerLimits.mu is never held
+// while calling out.
+type peerLimits struct {
+	cfg Limits
+
+	mu    sync.Mutex
+	peers map[string]*peerUsage
+}
+
+// peerUsage is what one peer holds now.
+type peerUsage struct {
+	sessions int // guarded by peerLimits.mu
+	watchers int // guarded by peerLimits.mu
+	inFlight atomic.Int64
+	limiter  *rate.Limiter
+}
+
+func newPeerLimits(cfg Limits) *peerLimits {
+	return &peerLimits{cfg: cfg, peers: map[string]*peerUsage{}}
+}
+
+// usage returns the record of key, creating it.
+func (pl *peerLimits) usage(key string) *peerUsage {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	u := pl.peers[key]
+	if u == nil {
+		if len(pl.peers) >= peerLimitsCap {
+			pl.evictIdleLocked()
+		}
+		u = &peerUsage{limiter: rate.NewLimiter(rate.Limit(pl.cfg.RequestsPerSecond), pl.cfg.Burst)}
+		pl.peers[key] = u
+	}
+	return u
+}
+
+// evictIdleLocked drops the records of peers that hold nothing.
+func (pl *peerLimits) evictIdleLocked() {
+	for k, u := range pl.peers {
+		if u.sessions == 0 && u.watchers == 0 && u.inFlight.Load() == 0 {
+			delete(pl.peers, k)
+		}
+	}
+}
+
+// allow takes one request from the peer's rate.
+func (pl *peerLimits) allow(u *peerUsage) error {
+	if !u.limiter.Allow() {
+		return Errorf(CodeResourceExhausted, "request rate over %g per second for this peer", pl.cfg.RequestsPerSecond)
+	}
+	return nil
+}
+
+// beginCall counts a call in flight; the returned function ends it.
+func (pl *peerLimits) beginCall(u *peerUsage, n int64) (func(), error) {
+	if v := u.inFlight.Add(n); v > int64(pl.cfg.InFlightPerPeer) {
+		u.inFlight.Add(-n)
+		return nil, Errorf(CodeResourceExhausted, "this peer has %d calls in flight, the limit is %d", v-n, pl.cfg.InFlightPerPeer)
+	}
+	return func() { u.inFlight.Add(-n) }, nil
+}
+
+// addSession counts a new session of the peer, refusing it over the limit.
+func (pl *peerLimits) addSession(u *peerUsage) error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if u.sessions >= pl.cfg.SessionsPerPeer {
+		return Errorf(CodeResourceExhausted, "this peer holds its limit of %d sessions", pl.cfg.SessionsPerPeer)
+	}
+	u.sessions++
+	return nil
+}
+
+func (pl *peerLimits) removeSession(u *peerUsage) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	u.sessions--
+}
+
+// addWatcher counts a new watch stream of the peer and session.
+func (pl *peerLimits) addWatcher(u *peerUsage, sess *session) error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if sess.watchers >= pl.cfg.WatchersPerSession {
+		return Errorf(CodeResourceExhausted, "this session holds its limit of %d watchers", pl.cfg.WatchersPerSession)
+	}
+	if u.watchers >= pl.cfg.WatchersPerPeer {
+		return Errorf(CodeResourceExhausted, "this peer holds its limit of %d watchers", pl.cfg.WatchersPerPeer)
+	}
+	sess.watchers++
+	u.watchers++
+	return nil
+}
+
+func (pl *peerLimits) removeWatcher(u *peerUsage, sess *session) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	sess.watchers--
+	u.watchers--
+}

@@ -1,0 +1,325 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// MTLSFiles names the PEM files mutual TLS is built from: the component's
+// own certificate and key (presented to clients as a server, and to servers
+// as a client) and the CA bundle the other side's certificate must chain
+// to. The files are read again when they change, so a rotated certificate
+// (a cert-manager Secret updated in its volume) takes effect without a
+// restart.
+type MTLSFiles struct {
+	CertFile, KeyFile, CAFile string
+	// ServerName is the name a client checks servers' certificates against;
+	// default the host of the URL dialled.
+	ServerName string
+	// Operators lists the components whose identities may read a server's
+	// status page and metrics (lockstep://operator/<name> by default); see
+	// docs/security.md. Other authenticated peers get permission_denied
+	// there.
+	Operators []string
+	// ReloadInterval is how often the files are checked for a change (their
+	// size and modification time, then their bytes); default 10s.
+	ReloadInterval time.Duration
+}
+
+// Credentials is mutual TLS material loaded from [MTLSFiles], reloaded as
+// the files change. Pass it as ServerConfig.MTLS, and use
+// [Credentials.Transport] (or [Credentials.ClientTLS]) on the client side.
+type Credentials struct {
+	files MTLSFiles
+
+	mu         sync.Mutex
+	cert       *tls.Certificate
+	pool       *x509.CertPool
+	generation uint64 // bumped whenever the CA bundle changes
+	raw        [3][]byte
+	checked    time.Time
+	loadErr    error
+
+	// verified caches verification results by the leaf certificate's
+	// hash: verifying a chain costs far more than a call, and every request
+	// of a connection carries the same certificate. An entry is used only
+	// for the CA bundle it was verified against and until the certificate
+	// expires.
+	cacheMu  sync.Mutex
+	verified map[[32]byte]*verification
+}
+
+// verification is one cached result of verifyPeer.
+type verification struct {
+	generation uint64
+	notAfter   time.Time
+	peer       Peer
+	err        error
+}
+
+// verifyCacheCap bounds the verification cache; it is emptied when full.
+const verifyCacheCap = 4096
+
+// LoadCredentials reads the files once, failing on anything unreadable, and
+// returns credentials that reload them as they change. A later reload that
+// fails keeps the last good material and logs nothing itself: the error is
+// returned by [Credentials.Reload] and shown by [Credentials.Err].
+func LoadCredentials(files MTLSFiles) (*Credentials, error) {
+	if files.CertFile == "" || files.KeyFile == "" || files.CAFile == "" {
+		return nil, errors.New("lockstep: mutual TLS needs CertFile, KeyFile and CAFile")
+	}
+	if files.ReloadInterval <= 0 {
+		files.ReloadInterval = 10 * time.Second
+	}
+	if len(files.Operators) == 0 {
+		files.Operators = []string{OperatorComponent}
+	}
+	c := &Credentials{files: files}
+	if err := c.Reload(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Reload reads the files now; unchanged files cost three reads and a
+// comparison. On failure the last good material stays in use.
+func (c *Credentials) Reload() error {
+	var raw [3][]byte
+	for i, path := range []string{c.files.CertFile, c.files.KeyFile, c.files.CAFile} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return c.failed(fmt.Errorf("lockstep: mutual TLS: %w", err))
+		}
+		raw[i] = b
+	}
+	c.mu.Lock()
+	same := bytes.Equal(raw[0], c.raw[0]) && bytes.Equal(raw[1], c.raw[1]) && bytes.Equal(raw[2], c.raw[2])
+	c.checked = time.Now()
+	c.mu.Unlock()
+	if same {
+		return nil
+	}
+	cert, err := tls.X509KeyPair(raw[0], raw[1])
+	if err != nil {
+		// A rotation writes the certificate and key one after the other:
+		// a pair that does not match yet is tried again next interval.
+		return c.failed(fmt.Errorf("lockstep: mutual TLS %s/%s: %w", c.files.CertFile, c.files.KeyFile, err))
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw[2]) {
+		return c.failed(fmt.Errorf("lockstep: mutual TLS %s: no PEM certificate in it", c.files.CAFile))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !bytes.Equal(raw[2], c.raw[2]) {
+		c.generation++
+	}
+	c.cert, c.pool, c.raw, c.loadErr = &cert, pool, raw, nil
+	return nil
+}
+
+func (c *Credentials) failed(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checked = time.Now()
+	c.loadErr = err
+	return err
+}
+
+// Err returns the error of the last reload, or nil if it succeeded.
+func (c *Credentials) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loadErr
+}
+
+// current returns the material in use, reloading first when the interval
+// has passed since the last check.
+func (c *Credentials) current() (*tls.Certificate, *x509.CertPool, uint64) {
+	c.mu.Lock()
+	due := time.Since(c.checked) >= c.files.ReloadInterval
+	c.mu.Unlock()
+	if due {
+		_ = c.Reload() // a failure keeps the last good material; Err shows it
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cert, c.pool, c.generation
+}
+
+// ServerTLS returns the server side's TLS configuration: it serves the
+// current certificate and asks every client for one, without failing the
+// TLS handshake when there is none or it does not verify, so that the
+// server can answer with a coded unauthenticated error (and so that
+// Kubernetes probes, which present no certificate, still reach /healthz).
+// The server verifies the certificate on every lockstep entry; see
+// [Credentials.verifyPeer].
+func (c *Credentials) ServerTLS() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ClientAuth: tls.RequestClientCert,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cert, _, _ := c.current()
+			return cert, nil
+		},
+	}
+}
+
+// ClientTLS returns a client side's TLS configuration: it presents the
+// current certificate (so a rotated one is used from the next connection)
+// and trusts the CA bundle as it is now. Use [Credentials.Transport] to
+// follow a rotated CA bundle as well.
+func (c *Credentials) ClientTLS() *tls.Config {
+	_, pool, _ := c.current()
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		RootCAs:    pool,
+		ServerName: c.files.ServerName,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, _, _ := c.current()
+			return cert, nil
+		},
+	}
+}
+
+// Transport returns a client transport ([NewTransport]'s pool) that dials
+// each new connection with the current certificate and CA bundle, verifying
+// the server's certificate against serverName, or MTLSFiles.ServerName, or
+// else the host dialled. Share it among a process's clients of one peer as
+// ClientConfig.Transport.
+func (c *Credentials) Transport(serverName string) *http.Transport {
+	t := NewTransport(nil)
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cfg := c.ClientTLS()
+		if serverName != "" {
+			cfg.ServerName = serverName
+		}
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			cfg.ServerName = host
+		}
+		d := &tls.Dialer{NetDialer: dialer, Config: cfg}
+		return d.DialContext(ctx, network, addr)
+	}
+	return t
+}
+
+// OperatorOnly serves next only to operator identities (MTLSFiles.Operators)
+// with a verified certificate: others get permission_denied, requests
+// without a certificate unauthenticated. A lockstep server applies it to its
+// status page, metrics and [Server.Handle] routes itself; a binary serving
+// such pages on a server of its own wraps them with it.
+func (c *Credentials) OperatorOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := c.operator(r)
+		if err != nil {
+			writeRefusal(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withPeer(r.Context(), p)))
+	})
+}
+
+// operator returns the request's peer if it is an operator identity.
+func (c *Credentials) operator(r *http.Request) (*Peer, error) {
+	if r.TLS == nil {
+		return nil, Errorf(CodeUnauthenticated, "mutual TLS is required")
+	}
+	p, err := c.verifyCached(r.TLS.PeerCertificates)
+	if err != nil {
+		return nil, err
+	}
+	if !c.isOperator(p.Identity) {
+		return nil, Errorf(CodePermissionDenied, "%s is not an operator identity", p.Identity)
+	}
+	return p, nil
+}
+
+// verifyPeer checks a client's certificate chain against the current CA
+// bundle, for client authentication, at the current time, and reads the
+// identity it names. It returns unauthenticated for no certificate, one
+// that does not chain to the CA, or one outside its validity period.
+func (c *Credentials) verifyPeer(chain []*x509.Certificate) (Identity, *x509.Certificate, error) {
+	if len(chain) == 0 {
+		return Identity{}, nil, Errorf(CodeUnauthenticated, "a client certificate is required")
+	}
+	_, pool, _ := c.current()
+	opts := x509.VerifyOptions{
+		Roots:         pool,
+		Intermediates: x509.NewCertPool(),
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	for _, cert := range chain[1:] {
+		opts.Intermediates.AddCert(cert)
+	}
+	if _, err := chain[0].Verify(opts); err != nil {
+		return Identity{}, nil, Errorf(CodeUnauthenticated, "client certificate does not verify: %v", err)
+	}
+	id, err := IdentityFromCertificate(chain[0])
+	if err != nil {
+		return Identity{}, nil, Errorf(CodeUnauthenticated, "client certificate: %v", err)
+	}
+	return id, chain[0], nil
+}
+
+// verifyCached is verifyPeer through the cache.
+func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
+	if len(chain) == 0 {
+		return nil, Errorf(CodeUnauthenticated, "a client certificate is required")
+	}
+	key := sha256.Sum256(chain[0].Raw)
+	_, _, gen := c.current()
+	now := time.Now()
+	c.cacheMu.Lock()
+	v := c.verified[key]
+	c.cacheMu.Unlock()
+	if v == nil || v.generation != gen || now.After(v.notAfter) || now.Before(chain[0].NotBefore) {
+		id, cert, err := c.verifyPeer(chain)
+		v = &verification{generation: gen, notAfter: chain[0].NotAfter, err: err,
+			peer: Peer{Identity: id, Authenticated: err == nil, Certificate: cert}}
+		c.cacheMu.Lock()
+		if c.verified == nil || len(c.verified) >= verifyCacheCap {
+			c.verified = map[[32]byte]*verification{}
+		}
+		c.verified[key] = v
+		c.cacheMu.Unlock()
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	p := v.peer
+	return &p, nil
+}
+
+// isOperator reports whether id may read the status page and metrics.
+func (c *Credentials) isOperator(id Identity) bool {
+	for _, op := range c.files.Operators {
+		if id.Component == op {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRefusal answers a request refused outside a server's own routes
+// (Credentials.OperatorOnly) in the one error shape.
+func writeRefusal(w http.ResponseWriter, err error) {
+	e := asError(err)
+	body, _ := json.Marshal(e.toWire())
+	writeJSON(w, e.Code().HTTPStatus(), body)
+}

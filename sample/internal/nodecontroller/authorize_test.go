@@ -1,0 +1,147 @@
+package nodecontroller_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+)
+
+// startMTLS serves a node controller under mutual TLS on 127.0.0.1, with
+// certificates from ca.
+func startMTLS(t *testing.T, ca *certs.CA, cfg nodecontroller.Config) (*nodecontroller.NodeController, string) {
+	t.Helper()
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: "nc-0"})
+	cfg.Server = framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: 2 * time.Second,
+		Heartbeat: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Logger: frameworktest.Quiet(), MTLS: creds}
+	cfg.Logger = frameworktest.Quiet()
+	n, err := nodecontroller.New(cfg)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = n.Server().Serve(l)
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Server().Shutdown(ctx)
+		<-done
+		n.Close()
+	})
+	return n, "https://" + l.Addr().String()
+}
+
+// kubeletClient is a nodestatus client presenting the certificate of
+// lockstep://kubelet/<name>, with a session of its own.
+func kubeletClient(t *testing.T, ca *certs.CA, url, name string) nsv2.Client {
+	t.Helper()
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: name})
+	tr := creds.Transport("")
+	t.Cleanup(tr.CloseIdleConnections)
+	c := frameworktest.NewClient(t, nsv2.Contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+		Endpoints: []string{url}, Transport: tr, Instance: name + "-instance"})
+	return nsv2.NewClient(c)
+}
+
+func nodeStatus(name string) *nsv2.NodeStatus {
+	reason := "KubeletReady"
+	return &nsv2.NodeStatus{NodeName: name,
+		Conditions:  nsv2.Conditions{Ready: nsv2.Condition{Status: nsv2.ConditionStatusTrue, Reason: &reason}},
+		Capacity:    nsv2.Resources{CPUMillis: 4000, MemoryBytes: 16 << 30, Pods: 110},
+		Allocatable: nsv2.Resources{CPUMillis: 3800, MemoryBytes: 15 << 30, Pods: 110}}
+}
+
+func pods(node string, n int) []*nsv2.PodStatus {
+	out := make([]*nsv2.PodStatus, n)
+	for i := range out {
+		out[i] = &nsv2.PodStatus{NodeName: node, Namespace: "default", Name: fmt.Sprintf("p%d", i), UID: fmt.Sprintf("%s-%d", node, i),
+			Phase: nsv2.PodStatusPhaseRunning}
+	}
+	return out
+}
+
+// A kubelet may report only its own node (the Node-authorizer idea): the
+// node is bound to the session that reported it first until that session
+// is lost; another kubelet's report of it is permission_denied, status and
+// pods alike, and one session reports one node.
+func TestKubeletCannotReportAnotherKubeletsNode(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2"})
+	a := kubeletClient(t, ca, url, "node-a")
+	b := kubeletClient(t, ca, url, "node-b")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	_, err := a.ReportStatus(ctx, nodeStatus("node-a"))
+	require.NoError(t, err)
+	_, err = b.ReportStatus(ctx, nodeStatus("node-b"))
+	require.NoError(t, err)
+
+	notReady := nodeStatus("node-a")
+	notReady.Conditions.Ready.Status = nsv2.ConditionStatusFalse
+	_, err = b.ReportStatus(ctx, notReady)
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "b reports a's node NotReady: %v", err)
+	results, err := b.ReportPodStatuses(ctx, pods("node-a", 2))
+	require.NoError(t, err)
+	for _, r := range results {
+		assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(r.Err), "b reports a pod of a's node")
+	}
+	_, err = b.ReportStatus(ctx, nodeStatus("node-c"))
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "a second node from b's session: %v", err)
+
+	for _, h := range n.Health() {
+		if h.NodeName == "node-a" {
+			assert.Equal(t, "Ready", string(h.State), "a's node is as a reported it")
+			assert.Equal(t, int64(110), h.Allocatable.Pods, "none of b's pods were stored")
+		}
+	}
+}
+
+// What a session stores is bounded: a batch over the framework's item
+// bound is refused whole, pods beyond PodsPerNode are refused per item,
+// and an oversized status is refused.
+func TestSessionStorageIsBounded(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", PodsPerNode: 50})
+	a := kubeletClient(t, ca, url, "node-a")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := a.ReportStatus(ctx, nodeStatus("node-a"))
+	require.NoError(t, err)
+
+	_, err = a.ReportPodStatuses(ctx, pods("node-a", 40000))
+	assert.Equal(t, framework.CodeInvalidArgument, framework.CodeOf(err), "40k items: %v", err)
+
+	results, err := a.ReportPodStatuses(ctx, pods("node-a", 60))
+	require.NoError(t, err)
+	refused := 0
+	for i, r := range results {
+		if i < 50 {
+			assert.NoError(t, r.Err)
+		} else if framework.CodeOf(r.Err) == framework.CodeResourceExhausted {
+			refused++
+		}
+	}
+	assert.Equal(t, 10, refused)
+	assert.Equal(t, int64(60), n.Health()[0].Allocatable.Pods, "110 less the 50 pods kept")
+
+	big := nodeStatus("node-a")
+	msg := strings.Repeat("x", 64<<10)
+	big.Conditions.Ready.Message = &msg
+	_, err = a.ReportStatus(ctx, big)
+	assert.Equal(t, framework.CodeInvalidArgument, framework.CodeOf(err), "a 64 KiB condition message: %v", err)
+}
