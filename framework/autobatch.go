@@ -42,16 +42,6 @@ func (a AutoBatch) withDefaults() AutoBatch {
 	return a
 }
 
-// attempt is the outcome of sending one call once: an answer (status,
-// flags, body) or a transport error.
-type attempt struct {
-	status       int
-	draining     bool
-	notProcessed bool
-	body         []byte
-	err          error
-}
-
 // pendingCall is a call waiting in a batcher.
 type pendingCall struct {
 	ctx    context.Context
@@ -94,7 +84,7 @@ func (b *batcher) do(ctx context.Context, method string, body []byte, header htt
 	case a := <-p.done:
 		return a
 	case <-ctx.Done():
-		return attempt{err: ctx.Err()}
+		return attempt{transport: transportAmbiguous, err: ctx.Err()}
 	}
 }
 
@@ -150,7 +140,7 @@ func (b *batcher) send(calls []*pendingCall) {
 	}
 	if len(live) == 1 {
 		p := live[0]
-		p.done <- b.e.post(p.ctx, b.sess, p.method, p.body, p.header)
+		p.done <- b.e.send(p.ctx, b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, p.method), body: p.body, header: p.header})
 		return
 	}
 	// The request lives as long as its longest-lived call.
@@ -171,8 +161,8 @@ func (b *batcher) send(calls []*pendingCall) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
-	whole := b.e.post(ctx, b.sess, protocol.MultiCallMethod, b.encode(live), nil)
-	if whole.err != nil || whole.status != http.StatusOK {
+	whole := b.e.send(ctx, b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, protocol.MultiCallMethod), body: b.encode(live)})
+	if whole.transport != transportOK || whole.status != http.StatusOK {
 		for _, p := range live {
 			p.done <- whole
 		}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
-
-	"github.com/jonboulle/clockwork"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -251,7 +248,14 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 			encodedFor, encoded = v, b
 			return b, nil
 		}
-		answer, v, err := c.send(ctx, call, encode, idempotent || o.idempotencyKey != "", o.failFast)
+		safety := unsafeToResend
+		switch {
+		case o.idempotencyKey != "":
+			safety = keyed
+		case idempotent:
+			safety = idempotentCall
+		}
+		answer, v, err := c.send(ctx, call, encode, safety, o.failFast)
 		if err != nil {
 			return nil, err
 		}
@@ -261,108 +265,53 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 }
 
 // send routes one call to a compatible endpoint, blocking while there is
-// none, and resends it when it was refused unprocessed. It returns the answer
-// and the version it travelled at.
-func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), retryable, failFast bool) ([]byte, *peerVersion, error) {
-	// The ready timeout starts the first time the call has to wait.
-	var readyTimeout <-chan time.Time
-	var readyTimer clockwork.Timer
-	defer func() {
-		if readyTimer != nil {
-			readyTimer.Stop()
-		}
-	}()
-	var blockedSince time.Time
-	var blockedTicket uint64
-	defer func() {
-		if blockedSince.IsZero() {
-			return
-		}
-		c.blocked.leave(blockedTicket)
-		if c.cfg.Observer != nil {
-			c.cfg.Observer.Blocked(c.contract.Name(), c.cfg.Clock.Since(blockedSince))
-		}
-	}()
-	resends := 0
-	for {
-		changed := c.changedCh()
-		e, sess := c.pick(call.Method)
+// none, and resends it as the resend rules ([classify]) say. It returns
+// the answer and the version it travelled at.
+func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), safety resendSafety, failFast bool) ([]byte, *peerVersion, error) {
+	w := c.newCallWait(failFast)
+	defer w.done()
+	what := call.Contract + " " + call.Method
+	var e *endpoint
+	var sess *clientSession
+	here := 0 // resends in a row to the same endpoint
+	for resends := 0; ; resends++ {
 		if e == nil {
-			if failFast {
-				return nil, nil, c.blockedError(CodeUnavailable)
-			}
-			if blockedSince.IsZero() {
-				blockedSince = c.cfg.Clock.Now()
-				blockedTicket = c.blocked.enter(blockedSince)
-			}
-			if c.cfg.ReadyTimeout > 0 && readyTimer == nil {
-				readyTimer = c.cfg.Clock.NewTimer(c.cfg.ReadyTimeout)
-				readyTimeout = readyTimer.Chan()
-			}
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return nil, nil, c.blockedError(CodeOf(ctx.Err()))
-			case <-readyTimeout:
-				return nil, nil, c.blockedError(CodeUnavailable)
-			case <-c.ctx.Done():
-				return nil, nil, Errorf(CodeUnavailable, "client closed")
+			if err := w.until(ctx, func() bool { e, sess = c.pick(call.Method); return e != nil }); err != nil {
+				return nil, nil, err
 			}
 		}
-		if resends > 2 {
-			// Something keeps refusing: pace the resends.
-			t := c.cfg.Clock.NewTimer(c.cfg.Backoff.Delay(resends - 3))
-			select {
-			case <-t.Chan():
-			case <-ctx.Done():
-				t.Stop()
-				return nil, nil, NewError(CodeOf(ctx.Err()), ctx.Err())
-			}
+		if err := w.pace(ctx, resends); err != nil {
+			return nil, nil, err
 		}
-		resends++
 		call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.version.contract.Version()
 		body, err := encode(sess.version)
 		if err != nil {
 			return nil, nil, err
 		}
-		var a attempt
-		if c.cfg.AutoBatch != nil && !sess.version.pinned {
-			a = e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
-		} else {
-			a = e.post(ctx, sess, call.Method, body, call.Header)
-		}
-		if a.err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, NewError(CodeOf(ctx.Err()), ctx.Err())
-			}
-			if isDialError(a.err) || retryable {
-				// Never reached the server, or safe to resend anyway: the
-				// method is idempotent or the call carries an idempotency
-				// key. Any other failure may have come after a handler ran,
-				// so the caller is told instead of the call being resent.
-				e.lose(sess, stateUnreachable, a.err)
+		a := c.attempt(ctx, e, sess, call, body)
+		d, werr := e.settle(ctx, sess, a, safety, what)
+		switch d.action {
+		case actDone:
+			return a.body, sess.version, nil
+		case actFail:
+			return nil, nil, werr
+		case actResendHere:
+			if here++; here <= maxResendsHere && e.routableSession() == sess {
 				continue
 			}
-			return nil, nil, Errorf(CodeUnavailable, "%s %s to %s: %v", call.Contract, call.Method, e.url, a.err)
+			// The endpoint keeps failing, or lost its session: as an
+			// idempotent call would, it goes elsewhere.
+			e.lose(sess, stateUnreachable, a.err)
 		}
-		if a.status == http.StatusOK {
-			if a.draining {
-				e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
-			}
-			return a.body, sess.version, nil
-		}
-		werr := decodeWireErrorStatus(a.status, a.body)
-		switch {
-		case a.notProcessed && (werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer):
-			e.lose(sess, stateConnecting, werr)
-			continue
-		case a.draining && a.notProcessed:
-			e.lose(sess, stateDraining, werr)
-			continue
-		case a.draining:
-			e.lose(sess, stateDraining, werr)
-		}
-		return nil, nil, werr
+		e, sess, here = nil, nil, 0
 	}
+}
+
+// attempt sends one attempt of a call to e: through its automatic batcher
+// when the client batches, alone otherwise.
+func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) attempt {
+	if c.cfg.AutoBatch != nil && !sess.version.pinned {
+		return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
+	}
+	return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, call.Method), body: body, header: call.Header})
 }

@@ -168,6 +168,12 @@ type Client struct {
 	changed   chan struct{} // closed and replaced whenever routing changes
 	closed    bool
 
+	// listed is closed once the source has listed the endpoints once
+	// (at once for static endpoints and pinned peers), so that FailFast
+	// knows which endpoints to wait for.
+	listed     chan struct{}
+	listedOnce sync.Once
+
 	ready atomic.Pointer[[]*endpoint]
 	rr    atomic.Uint64
 	// blocked tracks the calls waiting for a compatible peer.
@@ -190,6 +196,7 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 		versions:  map[string]*peerVersion{c.Version(): {contract: c}},
 		endpoints: map[string]*endpoint{},
 		changed:   make(chan struct{}),
+		listed:    make(chan struct{}),
 	}
 	for _, f := range cfg.Fork {
 		if err := checkFork(c, f); err != nil {
@@ -234,11 +241,17 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 	for i, p := range cfg.Pinned {
 		cl.addPinned(p.URL, pinned[i])
 	}
-	if cfg.Source != nil {
+	switch src := cfg.Source.(type) {
+	case nil:
+		cl.listedOnce.Do(func() { close(cl.listed) })
+	case StaticEndpoints:
+		// Known now: a call right after NewClient sees them.
+		cl.setEndpoints(append([]string(nil), src...))
+	default:
 		cl.wg.Add(1)
 		go func() {
 			defer cl.wg.Done()
-			cfg.Source.Run(cl.ctx, cl.setEndpoints)
+			src.Run(cl.ctx, cl.setEndpoints)
 		}()
 	}
 	return cl, nil
@@ -283,6 +296,55 @@ func (c *Client) setEndpoints(urls []string) {
 		}
 	}
 	c.rebuildLocked()
+	c.listedOnce.Do(func() { close(c.listed) })
+}
+
+// firstRounds waits until the source has listed the endpoints once and
+// each endpoint known then has had its first handshake round, whatever
+// its outcome: what FailFast waits for before it fails, as gRPC's
+// fail-fast calls wait while a channel is still connecting.
+func (c *Client) firstRounds(ctx context.Context) error {
+	select {
+	case <-c.listed:
+	case <-ctx.Done():
+		return contextError(ctx, c.blockedError(CodeOf(ctx.Err())))
+	case <-c.ctx.Done():
+		return Errorf(CodeUnavailable, "client closed")
+	}
+	c.mu.Lock()
+	eps := make([]*endpoint, 0, len(c.endpoints))
+	for _, e := range c.endpoints {
+		eps = append(eps, e)
+	}
+	c.mu.Unlock()
+	for _, e := range eps {
+		select {
+		case <-e.firstRound:
+		case <-ctx.Done():
+			return contextError(ctx, c.blockedError(CodeOf(ctx.Err())))
+		case <-c.ctx.Done():
+			return Errorf(CodeUnavailable, "client closed")
+		}
+	}
+	return nil
+}
+
+// resync runs ClientConfig.OnResync on a goroutine the client owns, so
+// Close waits for it.
+func (c *Client) resync() {
+	if c.cfg.OnResync == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.cfg.OnResync()
+	}()
 }
 
 // rebuildLocked recomputes the routable endpoints and wakes blocked calls.

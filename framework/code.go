@@ -20,6 +20,7 @@ const (
 	CodeInternal          Code = "internal"
 	CodeUnavailable       Code = "unavailable"
 	CodeDeadlineExceeded  Code = "deadline_exceeded"
+	CodeCanceled          Code = "canceled"
 )
 
 // codeStatus is the one mapping from codes to HTTP statuses.
@@ -36,7 +37,13 @@ var codeStatus = map[Code]int{
 	CodeInternal:          http.StatusInternalServerError,
 	CodeUnavailable:       http.StatusServiceUnavailable,
 	CodeDeadlineExceeded:  http.StatusGatewayTimeout,
+	// 499 is nginx's "client closed request", as gRPC-gateway maps
+	// CANCELLED.
+	CodeCanceled: statusClientClosedRequest,
 }
+
+// statusClientClosedRequest is the status of canceled: the caller gave up.
+const statusClientClosedRequest = 499
 
 // HTTPStatus returns the HTTP status a code travels under; unknown codes are
 // internal errors (500).
@@ -75,6 +82,8 @@ func codeForStatus(status int) Code {
 		return CodeUnavailable
 	case http.StatusGatewayTimeout:
 		return CodeDeadlineExceeded
+	case statusClientClosedRequest:
+		return CodeCanceled
 	}
 	return CodeInternal
 }

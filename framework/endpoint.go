@@ -49,6 +49,10 @@ type endpoint struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the loop when a call saw the session die
+	// firstRound is closed once the first handshake has an outcome (or
+	// the endpoint stopped before it had one); see [Client.firstRounds].
+	firstRound     chan struct{}
+	firstRoundOnce sync.Once
 
 	sess     atomic.Pointer[clientSession] // routable session, or nil
 	lastCall atomic.Int64                  // unix nanos of the last answered call
@@ -67,8 +71,12 @@ type endpoint struct {
 
 func newEndpoint(c *Client, url string) *endpoint {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &endpoint{c: c, url: url, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), state: stateConnecting}
+	return &endpoint{c: c, url: url, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+		firstRound: make(chan struct{}), state: stateConnecting}
 }
+
+// endFirstRound marks the first handshake round over.
+func (e *endpoint) endFirstRound() { e.firstRoundOnce.Do(func() { close(e.firstRound) }) }
 
 func (e *endpoint) stop() { e.cancel() }
 
@@ -146,6 +154,7 @@ func (e *endpoint) run() {
 	var last *clientSession
 	defer func() {
 		e.setState(stateStopped, nil, nil)
+		e.endFirstRound()
 		if last != nil {
 			e.closeSession(last)
 		}
@@ -167,6 +176,7 @@ func (e *endpoint) run() {
 			failures = 0
 			last = sess
 			e.setState(stateReady, sess, nil)
+			e.endFirstRound()
 			state, err = e.keepAlive(sess)
 			if e.ctx.Err() != nil {
 				return
@@ -187,6 +197,7 @@ func (e *endpoint) run() {
 			return
 		}
 		e.setState(state, nil, err)
+		e.endFirstRound()
 		if hold && (!askedToHold || held) {
 			// The next attempt is held by the server, not paced here. A
 			// server that answers a held attempt at once (one that does not
@@ -408,16 +419,73 @@ func decodeWireErrorStatus(status int, body []byte) *Error {
 	return Errorf(codeForStatus(status), "HTTP %s: %s", strconv.Itoa(status), snippet)
 }
 
-// post sends one call attempt to the endpoint and reads the answer.
-func (e *endpoint) post(ctx context.Context, sess *clientSession, method string, body []byte, header http.Header) attempt {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.callURL(sess, method), bytes.NewReader(body))
-	if err != nil {
-		return attempt{err: err}
+// request is one attempt's request to an endpoint.
+type request struct {
+	// method is the HTTP method: POST, or GET for a watch stream.
+	method string
+	// url is where it goes: [endpoint.callURL], a topic's or a watch's path.
+	url    string
+	body   []byte
+	header http.Header // the request's own headers, added to the protocol's
+	// stream leaves a successful answer's body open in attempt.stream,
+	// for a watch stream, instead of reading it whole.
+	stream bool
+}
+
+// attempt is what one attempt got: an answer, or a transport failure.
+type attempt struct {
+	transport    transportKind
+	err          error // the transport failure, when transport is not transportOK
+	status       int
+	draining     bool
+	notProcessed bool
+	body         []byte
+	// stream is a successful streaming answer's open body; the caller
+	// closes it.
+	stream io.ReadCloser
+}
+
+// facts are what the resend rules look at in a.
+func (a attempt) facts(safety resendSafety) attemptFacts {
+	f := attemptFacts{transport: a.transport, notProcessed: a.notProcessed, draining: a.draining, safety: safety}
+	if a.transport == transportOK && a.status != http.StatusOK {
+		f.code = a.error().Code()
 	}
-	for k, v := range header {
+	return f
+}
+
+// error is the error an attempt ended with, or nil for a success.
+func (a attempt) error() *Error {
+	switch {
+	case a.transport != transportOK:
+		return asError(a.err)
+	case a.status != http.StatusOK:
+		return decodeWireErrorStatus(a.status, a.body)
+	}
+	return nil
+}
+
+// send is the one way the client sends a request to an endpoint: with the
+// session, the caller's deadline and the protocol's content type, reading
+// the answer whole (bounded by MaxResponseBytes) unless r.stream.
+func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) attempt {
+	var body io.Reader = http.NoBody
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		return attempt{transport: transportNotSent, err: Errorf(CodeInternal, "request to %s: %v", r.url, err)}
+	}
+	for k, v := range r.header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+	if r.body != nil {
+		req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+	}
+	if r.stream {
+		req.Header.Set("Accept", protocol.ContentTypeNDJSON)
+	}
 	if !sess.version.pinned {
 		req.Header.Set(protocol.HeaderSession, sess.token)
 	}
@@ -426,27 +494,74 @@ func (e *endpoint) post(ctx context.Context, sess *clientSession, method string,
 	}
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
-		return attempt{err: err}
+		kind := transportAmbiguous
+		if isDialError(err) {
+			kind = transportNotSent
+		}
+		return attempt{transport: kind, err: err}
 	}
-	out, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
 	a := attempt{
 		status:       resp.StatusCode,
 		draining:     resp.Header.Get(protocol.HeaderDraining) != "",
 		notProcessed: resp.Header.Get(protocol.HeaderNotProcessed) != "",
-		body:         out,
-	}
-	if err != nil {
-		// An answer too large or cut short: the call was processed.
-		a.status, a.body = CodeOf(err).HTTPStatus(), mustJSON(asError(err).toWire())
-		return a
 	}
 	if resp.StatusCode == http.StatusOK {
 		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
-		if resp.Header.Get(protocol.HeaderResync) != "" && e.c.cfg.OnResync != nil {
-			go e.c.cfg.OnResync()
+		if resp.Header.Get(protocol.HeaderResync) != "" {
+			e.c.resync()
+		}
+		if r.stream {
+			a.stream = resp.Body
+			return a
 		}
 	}
+	limit := e.c.cfg.MaxResponseBytes
+	if r.stream {
+		limit = 64 << 10 // a refused watch answers a short error
+	}
+	out, err := readAnswer(resp, limit)
+	switch {
+	case CodeOf(err) == CodePayloadTooLarge:
+		// Too large to read: the call was processed, and resending it
+		// would get the same answer.
+		a.status, a.body = http.StatusRequestEntityTooLarge, mustJSON(asError(err).toWire())
+	case err != nil:
+		// Cut short: whatever it said is lost.
+		a.transport, a.err = transportAmbiguous, err
+	default:
+		a.body = out
+	}
 	return a
+}
+
+// settle applies the resend rules to what one attempt got and takes the
+// session out of routing when they say so, so the endpoint handshakes
+// again; what names the request in errors ("nodestatus Report"). It
+// returns the attempt's error, if any. A request whose context ended fails
+// with the context's error.
+func (e *endpoint) settle(ctx context.Context, sess *clientSession, a attempt, safety resendSafety, what string) (decision, *Error) {
+	if ctx.Err() != nil {
+		if a.stream != nil {
+			a.stream.Close()
+		}
+		return decision{action: actFail}, contextError(ctx, nil)
+	}
+	d := classify(a.facts(safety))
+	err := a.error()
+	if a.transport != transportOK {
+		err = Errorf(CodeUnavailable, "%s to %s: %v", what, e.url, a.err)
+	}
+	if d.lose != "" {
+		var cause error = err
+		switch {
+		case a.transport != transportOK:
+			cause = a.err
+		case err == nil:
+			cause = Errorf(CodeUnavailable, "%s is draining", sess.peer.Component)
+		}
+		e.lose(sess, d.lose, cause)
+	}
+	return d, err
 }
 
 // callURL is where a call goes: the lockstep path, or for a pinned peer the

@@ -65,7 +65,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.cause }
 
 // CodeOf returns the code of err: the code of the first [*Error] in its
-// chain, deadline_exceeded or unavailable for context errors, internal for
+// chain, deadline_exceeded or canceled for context errors, internal for
 // anything else, and "" for nil.
 func CodeOf(err error) Code {
 	if err == nil {
@@ -79,9 +79,24 @@ func CodeOf(err error) Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeDeadlineExceeded
 	case errors.Is(err, context.Canceled):
-		return CodeUnavailable
+		return CodeCanceled
 	}
 	return CodeInternal
+}
+
+// contextError is the error of a request that ended because its context
+// did: coded deadline_exceeded or canceled, with the context's error as its
+// cause, so that errors.Is(err, ctx.Err()) holds as Go's conventions ask.
+// why, when not nil, says what the request was waiting for (the endpoints
+// and their states, for a call blocked without a compatible peer).
+func contextError(ctx context.Context, why *Error) *Error {
+	cause := ctx.Err()
+	e := NewError(CodeOf(cause), cause)
+	if why != nil {
+		e.message = cause.Error() + ": " + why.Message()
+		e.details = why.details
+	}
+	return e
 }
 
 // asError converts any error into an [*Error], keeping the code of one

@@ -228,8 +228,8 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 	}
 	for _, token := range ans.Resync {
 		if sess := members[token]; sess != nil {
-			if e := g.endpointOf(sess); e != nil && e.c.cfg.OnResync != nil {
-				go e.c.cfg.OnResync()
+			if e := g.endpointOf(sess); e != nil {
+				e.c.resync()
 			}
 		}
 	}

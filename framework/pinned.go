@@ -27,6 +27,7 @@ func (c *Client) addPinned(url string, v *peerVersion) {
 	base := strings.TrimRight(url, "/")
 	e := newEndpoint(c, base)
 	e.pinned = v
+	e.endFirstRound() // routable from the start: there is no handshake
 	c.endpoints[base] = e
 	c.wg.Add(1)
 	go func() {

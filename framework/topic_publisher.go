@@ -1,14 +1,12 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"sort"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
@@ -145,13 +143,18 @@ func (p *TopicPublisher[T]) Close() error {
 func (p *TopicPublisher[T]) push(ctx context.Context, key string) error {
 	p.pushMu.Lock()
 	defer p.pushMu.Unlock()
-	rounds := 0
-	for {
-		eps, err := p.waitEndpoints(ctx, rounds)
-		if err != nil {
+	w := p.c.newCallWait(false)
+	w.closed, w.closedErr = p.ctx.Done(), Errorf(CodeUnavailable, "topic publisher closed")
+	w.freeResends = 1 // a round writes to every endpoint: pace the next
+	defer w.done()
+	for rounds := 0; ; rounds++ {
+		if err := w.pace(ctx, rounds); err != nil {
 			return err
 		}
-		rounds++
+		var eps []*endpoint
+		if err := w.until(ctx, func() bool { eps = p.c.topicEndpoints(); return len(eps) > 0 }); err != nil {
+			return err
+		}
 		held := false
 		var refusal error
 		for _, e := range eps {
@@ -170,7 +173,7 @@ func (p *TopicPublisher[T]) push(ctx context.Context, key string) error {
 			case res.err == nil:
 				held = true
 			case ctx.Err() != nil:
-				return NewError(CodeOf(ctx.Err()), ctx.Err())
+				return contextError(ctx, nil)
 			case !res.resend && refusal == nil:
 				refusal = res.err
 			}
@@ -180,45 +183,6 @@ func (p *TopicPublisher[T]) push(ctx context.Context, key string) error {
 		}
 		if held {
 			return nil
-		}
-	}
-}
-
-// waitEndpoints returns the routable endpoints, waiting while there are
-// none; after the first round it paces resends with the client's backoff.
-func (p *TopicPublisher[T]) waitEndpoints(ctx context.Context, round int) ([]*endpoint, error) {
-	c := p.c
-	if round > 0 {
-		t := c.cfg.Clock.NewTimer(c.cfg.Backoff.Delay(round - 1))
-		select {
-		case <-t.Chan():
-		case <-ctx.Done():
-			t.Stop()
-			return nil, NewError(CodeOf(ctx.Err()), ctx.Err())
-		case <-p.ctx.Done():
-			t.Stop()
-			return nil, Errorf(CodeUnavailable, "topic publisher closed")
-		}
-	}
-	var readyTimeout <-chan time.Time
-	if c.cfg.ReadyTimeout > 0 {
-		t := c.cfg.Clock.NewTimer(c.cfg.ReadyTimeout)
-		defer t.Stop()
-		readyTimeout = t.Chan()
-	}
-	for {
-		changed := c.changedCh()
-		if eps := c.topicEndpoints(); len(eps) > 0 {
-			return eps, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, c.blockedError(CodeOf(ctx.Err()))
-		case <-readyTimeout:
-			return nil, c.blockedError(CodeUnavailable)
-		case <-p.ctx.Done():
-			return nil, Errorf(CodeUnavailable, "topic publisher closed")
 		}
 	}
 }
@@ -413,69 +377,21 @@ func (p *TopicPublisher[T]) reconcileAll() bool {
 	return ok || p.ctx.Err() != nil
 }
 
-// postTopic sends one topic write to an endpoint. As with calls, a write
-// refused unprocessed because the session is gone or the server drains
-// takes the session out of routing (so the endpoint handshakes again) and
-// is resent; a write whose fate is unknown is resent too, since the
-// (epoch, sequence) it carries makes a resend harmless.
+// postTopic sends one topic write to an endpoint through the client's one
+// request path. A topic write is idempotent (the (epoch, sequence) it
+// carries makes a resend harmless), so whatever the resend rules would
+// resend is marked resend, and written again once an endpoint is routable.
 func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession, topic string, body []byte) sendResult {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-		e.url+protocol.TopicPath(c.contract.Name(), c.contract.Version(), topic), bytes.NewReader(body))
-	if err != nil {
-		return sendResult{err: Errorf(CodeInternal, "topic write: %v", err)}
-	}
-	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
-	req.Header.Set(protocol.HeaderSession, sess.token)
-	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(protocol.HeaderTimeout, encodeTimeout(dl.Sub(c.cfg.Clock.Now())))
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return sendResult{err: NewError(CodeOf(ctx.Err()), ctx.Err())}
-		}
-		e.lose(sess, stateUnreachable, err)
-		return sendResult{err: Errorf(CodeUnavailable, "topic %s write to %s: %v", topic, e.url, err), resend: true}
-	}
-	answer, err := readAnswer(resp, c.cfg.MaxResponseBytes)
-	draining := resp.Header.Get(protocol.HeaderDraining) != ""
-	if err != nil {
-		e.lose(sess, stateUnreachable, err)
-		return sendResult{err: err, resend: true}
-	}
-	if resp.StatusCode == http.StatusOK {
-		e.lastCall.Store(c.cfg.Clock.Now().UnixNano())
-		if draining {
-			e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
-		}
+	a := e.send(ctx, sess, request{method: http.MethodPost,
+		url: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), topic), body: body})
+	d, err := e.settle(ctx, sess, a, idempotentCall, "topic "+topic+" write")
+	switch d.action {
+	case actDone:
 		return sendResult{}
+	case actFail:
+		return sendResult{err: err}
 	}
-	werr := wireErrorOf(resp.StatusCode, answer)
-	switch {
-	case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
-		e.lose(sess, stateConnecting, werr)
-		return sendResult{err: werr, resend: true}
-	case draining && resp.Header.Get(protocol.HeaderNotProcessed) != "":
-		e.lose(sess, stateDraining, werr)
-		return sendResult{err: werr, resend: true}
-	case draining:
-		e.lose(sess, stateDraining, werr)
-	}
-	return sendResult{err: werr}
-}
-
-// wireErrorOf decodes an error answer, giving one that is not in the
-// lockstep shape a code from its status.
-func wireErrorOf(status int, body []byte) *Error {
-	var w wireError
-	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
-		return w.toError()
-	}
-	snippet := string(body)
-	if len(snippet) > 200 {
-		snippet = snippet[:200] + "…"
-	}
-	return Errorf(codeForStatus(status), "HTTP %d: %s", status, snippet)
+	return sendResult{err: err, resend: true}
 }
 
 // topicSession reports whether a session agreed the client's own contract

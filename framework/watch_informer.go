@@ -261,23 +261,23 @@ func (i *Informer[T]) run() {
 	}
 }
 
-// route waits for an endpoint whose session can carry the topic.
+// route waits for an endpoint whose session can carry the topic, as long
+// as the informer lives, taking the endpoints in turn.
 func (i *Informer[T]) route() (*endpoint, *clientSession, bool) {
-	for {
-		changed := i.c.changedCh()
-		if eps := i.c.topicEndpoints(); len(eps) > 0 {
-			e := eps[int(i.rr.Add(1)%uint64(len(eps)))]
-			if sess := e.routableSession(); sess != nil && i.c.topicSession(sess) {
-				return e, sess, true
-			}
-			continue
+	w := &routeWait{c: i.c}
+	defer w.done()
+	var e *endpoint
+	var sess *clientSession
+	err := w.until(i.ctx, func() bool {
+		eps := i.c.topicEndpoints()
+		if len(eps) == 0 {
+			return false
 		}
-		select {
-		case <-changed:
-		case <-i.ctx.Done():
-			return nil, nil, false
-		}
-	}
+		e = eps[int(i.rr.Add(1)%uint64(len(eps)))]
+		sess = e.routableSession()
+		return sess != nil && i.c.topicSession(sess)
+	})
+	return e, sess, err == nil
 }
 
 // stream reads one watch stream to its end. It reports whether the stream
@@ -291,35 +291,17 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		cancel()
 		wg.Wait()
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		e.url+protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic), http.NoBody)
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set(protocol.HeaderSession, sess.token)
-	req.Header.Set("Accept", protocol.ContentTypeNDJSON)
 	i.streams.Add(1)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.lose(sess, stateUnreachable, err)
+	a := e.send(ctx, sess, request{method: http.MethodGet,
+		url: e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic), stream: true})
+	if a.stream == nil {
+		d, err := e.settle(ctx, sess, a, idempotentCall, "watch of "+i.topic)
+		if d.action == actFail && d.lose == "" && warn && a.transport == transportOK {
+			c.cfg.Logger.Warn("lockstep: watch refused", "topic", i.topic, "url", e.url, "err", err)
 		}
 		return false, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := readAnswer(resp, 64<<10)
-		werr := wireErrorOf(resp.StatusCode, body)
-		switch {
-		case werr.Code() == CodeHandshakeRequired || werr.Code() == CodeIncompatiblePeer:
-			e.lose(sess, stateConnecting, werr)
-		case resp.Header.Get(protocol.HeaderDraining) != "":
-			e.lose(sess, stateDraining, werr)
-		case warn:
-			c.cfg.Logger.Warn("lockstep: watch refused", "topic", i.topic, "url", e.url, "err", werr)
-		}
-		return false, werr
-	}
+	defer a.stream.Close()
 	// End the stream when its session leaves routing: the endpoint was
 	// lost, is draining, or handshook again.
 	wg.Add(1)
@@ -347,7 +329,7 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 	silence := c.cfg.Clock.AfterFunc(idle, cancel)
 	defer silence.Stop()
 
-	br := bufio.NewReaderSize(resp.Body, 4<<10)
+	br := bufio.NewReaderSize(a.stream, 4<<10)
 	var scratch []byte
 	snapshot := map[string]*informerEntry[T]{}
 	synced := false
