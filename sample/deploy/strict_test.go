@@ -16,8 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-dev/lockstep/sample/internal/kube"
 )
 
 // certManagerObject is the part of cert-manager's Certificate and Issuer
@@ -92,25 +93,18 @@ func documents(b []byte) ([][]byte, error) {
 	}
 }
 
-// decodeStrict decodes one document into its real type as the API server
-// does with field validation Strict (sigs.k8s.io/json, the API server's
-// decoder): member names match case-sensitively, and an unknown or
-// duplicated field is an error.
+// decodeStrict decodes one document into its real type, as the API server
+// does with field validation Strict.
 func decodeStrict(doc []byte) (any, error) {
-	js, err := yaml.YAMLToJSONStrict(doc)
-	if err != nil {
-		return nil, err
-	}
 	var tm metav1.TypeMeta
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
 		return nil, err
 	}
 	obj, err := typed(tm)
 	if err != nil {
 		return nil, err
 	}
-	strict, err := kjson.UnmarshalStrict(js, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err = errors.Join(append([]error{err}, strict...)...); err != nil {
+	if err := kube.DecodeStrict(doc, obj); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
 	}
 	return obj, nil

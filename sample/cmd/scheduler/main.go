@@ -8,11 +8,21 @@
 //	    --extender 'spread=http://127.0.0.1:8443;bind;weight=1' \
 //	    --extender 'legacy=http://127.0.0.1:8444/scheduler;pin=1.0.0;weight=1'
 //
-// An extender is NAME=PEER followed by options separated by ';': pin=1.0.0
-// for a plain Kubernetes extender that does not handshake (PEER is then
-// its urlPrefix), bind to have it bind pods, weight=W for its scores (0:
-// no Prioritize), ignorable to go on when it fails. A scheduler with --api
-// v2 reaches 1.0.0 extenders only with --fork.
+// --config FILE is kube-scheduler's configuration file, a
+// KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), decoded
+// strictly; its extenders are called as kube-scheduler calls them
+// (urlPrefix and verbs, weight, nodeCacheCapable, ignorable, httpTimeout,
+// enableHTTPS and tlsConfig, managedResources), and the fields the sample
+// does not implement are named in a warning:
+//
+//	scheduler --api v1 --config scheduler-config.yaml
+//
+// --extender is a shorthand: NAME=PEER followed by options separated by
+// ';': pin=1.0.0 for a plain Kubernetes extender that does not handshake
+// (PEER is then its urlPrefix), bind to have it bind pods, weight=W for its
+// scores (0: no Prioritize), ignorable to go on when it fails, nodes to
+// send it whole Node objects instead of names (nodeCacheCapable false). A
+// scheduler with --api v2 reaches 1.0.0 extenders only with --fork.
 //
 // It serves /healthz, /readyz, /metrics and /status, and stops on SIGTERM.
 package main
@@ -34,7 +44,8 @@ func main() {
 	f := daemon.NewFlags(flag.CommandLine, "scheduler", "127.0.0.1:8442", true)
 	peer := flag.String("nodecontroller", "http://127.0.0.1:8441", "the node controller: "+daemon.PeerSyntax)
 	var extenders daemon.ListFlag
-	flag.Var(&extenders, "extender", "an extender, NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable]; repeat for several")
+	flag.Var(&extenders, "extender", "an extender, NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable][;nodes]; repeat for several")
+	config := flag.String("config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file whose extenders the scheduler calls")
 	rate := flag.Float64("pod-rate", 5, "pods placed per second")
 	timeout := flag.Duration("call-timeout", 10*time.Second, "bound of each call, blocking for a compatible peer included")
 	flag.Parse()
@@ -45,6 +56,22 @@ func main() {
 		}
 		cfg := scheduler.Config{API: f.API, Fork: f.Fork, NodeHealth: nodes, PodRate: *rate, CallTimeout: *timeout,
 			Registerer: rt.Registry, Logger: rt.Logger}
+		if *config != "" {
+			kc, warnings, err := scheduler.LoadConfig(*config)
+			if err != nil {
+				return nil, err
+			}
+			for _, w := range warnings {
+				rt.Logger.Warn("scheduler configuration: "+w, "file", *config)
+			}
+			base, err := rt.ClientConfig("", framework.ClientConfig{})
+			if err != nil {
+				return nil, err
+			}
+			if cfg.Extenders, err = scheduler.ExtendersFromConfig(kc, base); err != nil {
+				return nil, fmt.Errorf("%s: %w", *config, err)
+			}
+		}
 		for _, spec := range extenders {
 			ec, err := parseExtender(rt, spec)
 			if err != nil {
@@ -67,7 +94,7 @@ func parseExtender(rt *daemon.Runtime, spec string) (scheduler.ExtenderConfig, e
 	if !ok || name == "" || peer == "" {
 		return scheduler.ExtenderConfig{}, fmt.Errorf("--extender %q: want NAME=PEER[;options]", spec)
 	}
-	ec := scheduler.ExtenderConfig{Name: name}
+	ec := scheduler.ExtenderConfig{Name: name, NodeCacheCapable: true}
 	for _, opt := range parts[1:] {
 		key, value, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		switch key {
@@ -83,8 +110,10 @@ func parseExtender(rt *daemon.Runtime, spec string) (scheduler.ExtenderConfig, e
 			ec.Weight = w
 		case "ignorable":
 			ec.Ignorable = true
+		case "nodes":
+			ec.NodeCacheCapable = false
 		default:
-			return ec, fmt.Errorf("--extender %q: unknown option %q (want pin=VERSION, bind, weight=W or ignorable)", spec, opt)
+			return ec, fmt.Errorf("--extender %q: unknown option %q (want pin=VERSION, bind, weight=W, ignorable or nodes)", spec, opt)
 		}
 	}
 	var err error

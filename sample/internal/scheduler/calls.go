@@ -22,11 +22,13 @@ func (s *Scheduler) Filter(ctx context.Context, name string, pod extv2.PodRef, n
 	if e == nil {
 		return nil, fmt.Errorf("no extender %s", name)
 	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
 	req := &extv2.FilterRequest{Pod: pod, Nodes: nodes}
 	if s.cfg.API == "v2" {
 		return extv2.NewClient(e.client).Filter(ctx, req)
 	}
-	args, err := extv2.FilterRequestToV1(req)
+	args, err := extv2.ArgsToV1(pod, nodes, s.objects(e))
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +45,13 @@ func (s *Scheduler) Prioritize(ctx context.Context, name string, pod extv2.PodRe
 	if e == nil {
 		return nil, fmt.Errorf("no extender %s", name)
 	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
 	req := &extv2.PrioritizeRequest{Pod: pod, Nodes: nodes}
 	if s.cfg.API == "v2" {
 		return extv2.NewClient(e.client).Prioritize(ctx, req)
 	}
-	args, err := extv2.PrioritizeRequestToV1(req)
+	args, err := extv2.ArgsToV1(pod, nodes, s.objects(e))
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +68,8 @@ func (s *Scheduler) Bind(ctx context.Context, name string, pod extv2.PodRef, nod
 	if e == nil {
 		return fmt.Errorf("no extender %s", name)
 	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
 	req := &extv2.BindRequest{Pod: pod, Node: node}
 	if s.cfg.API == "v2" {
 		_, err := extv2.NewClient(e.client).Bind(ctx, req)

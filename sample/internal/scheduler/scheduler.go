@@ -41,12 +41,30 @@ type ExtenderConfig struct {
 	// does not handshake, called at its Kubernetes paths under PinnedURL
 	// (a scheduler configuration's urlPrefix) at PinnedVersion (1.0.0).
 	PinnedURL, PinnedVersion string
+	// Paths are a pinned extender's own paths by method (Filter,
+	// Prioritize, Bind), as kube-scheduler's filterVerb, prioritizeVerb
+	// and bindVerb name them; a method not named keeps its declared path.
+	Paths map[string]string
+	// NoFilter: the extender does not filter (an empty filterVerb).
+	NoFilter bool
 	// Bind makes this extender bind pods; the first such one does.
 	Bind bool
 	// Weight multiplies its scores; 0 skips Prioritize.
 	Weight float64
 	// Ignorable lets scheduling go on when the extender fails.
 	Ignorable bool
+	// NodeCacheCapable: the extender keeps its own node cache, so a 1.0.0
+	// request names the candidate nodes (NodeNames); otherwise it carries
+	// them as whole core/v1 Node objects (Nodes), as kube-scheduler sends
+	// them. 2.0.0 always sends names.
+	NodeCacheCapable bool
+	// HTTPTimeout bounds each call to this extender; 0 for the
+	// scheduler's CallTimeout.
+	HTTPTimeout time.Duration
+	// ManagedResources, when set, limit the extender to pods that request
+	// or limit at least one of these resources, as kube-scheduler's
+	// IsInterested does.
+	ManagedResources []string
 }
 
 // Config configures a [Scheduler].
@@ -176,11 +194,13 @@ func (s *Scheduler) extenderClient(ec ExtenderConfig) (*framework.Client, error)
 	if s.cfg.API == "v2" {
 		contract = extv2.Contract
 		if s.cfg.Fork {
-			ccfg.Fork = append(ccfg.Fork, extv2.ForkV1)
+			// 1.0.0 requests carry names or whole nodes, as the extender
+			// is configured.
+			ccfg.Fork = append(ccfg.Fork[:len(ccfg.Fork):len(ccfg.Fork)], extv2.ForkV1With(s.objects(&extender{cfg: ec})))
 		}
 	}
 	if ec.PinnedURL != "" {
-		ccfg.Pinned = append(ccfg.Pinned, framework.PinnedPeer{URL: ec.PinnedURL, Version: ec.PinnedVersion})
+		ccfg.Pinned = append(ccfg.Pinned, framework.PinnedPeer{URL: ec.PinnedURL, Version: ec.PinnedVersion, Paths: ec.Paths})
 	}
 	ccfg.Interceptors = append(ccfg.Interceptors, s.countCalls(ec.Name))
 	return framework.NewClient(contract, ccfg)
@@ -393,10 +413,13 @@ func (s *Scheduler) count(err error) {
 }
 
 func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, error) {
-	nodes := s.Candidates()
+	nodes := s.candidatesFor(pod)
 	for _, e := range s.extenders {
 		if len(nodes) == 0 {
 			break
+		}
+		if e.cfg.NoFilter || !e.interested(pod) {
+			continue
 		}
 		resp, err := s.Filter(ctx, e.cfg.Name, pod, nodes)
 		if err != nil {
@@ -412,7 +435,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 	}
 	scores := map[string]float64{}
 	for _, e := range s.extenders {
-		if e.cfg.Weight == 0 {
+		if e.cfg.Weight == 0 || !e.interested(pod) {
 			continue
 		}
 		resp, err := s.Prioritize(ctx, e.cfg.Name, pod, nodes)
@@ -441,7 +464,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		return "", fmt.Errorf("%w: %s changed since it was watched", ErrNoNode, best)
 	}
 	for _, e := range s.extenders {
-		if !e.cfg.Bind {
+		if !e.cfg.Bind || !e.interested(pod) {
 			continue
 		}
 		if err := s.Bind(ctx, e.cfg.Name, pod, best); err != nil {
