@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -26,9 +27,18 @@ import (
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 )
 
-// Generate loads the contract in dir and renders its package files. The
+// Output is what generating a contract's package produces.
+type Output struct {
+	// Files are the generated files.
+	Files []gogen.File
+	// Warnings name the lossy choices made for constructs Go cannot
+	// express exactly, each with the schema's file, line and JSON pointer.
+	Warnings []string
+}
+
+// Run loads the contract in dir and renders its package files. The
 // package name is that of the Go files already in dir, or the folder's name.
-func Generate(dir string) ([]gogen.File, error) {
+func Run(dir string) (*Output, error) {
 	c, err := contract.Load(dir)
 	if err != nil {
 		return nil, err
@@ -46,7 +56,20 @@ func Generate(dir string) ([]gogen.File, error) {
 			return nil, err
 		}
 	}
-	return gogen.Generate(pkg, filepath.Base(c.File))
+	files, err := gogen.Generate(pkg, filepath.Base(c.File))
+	if err != nil {
+		return nil, err
+	}
+	return &Output{Files: files, Warnings: pkg.Warnings}, nil
+}
+
+// Generate is [Run] without the warnings.
+func Generate(dir string) ([]gogen.File, error) {
+	out, err := Run(dir)
+	if err != nil {
+		return nil, err
+	}
+	return out.Files, nil
 }
 
 // loadFork loads and models the contract a contract forks from, and finds
@@ -114,14 +137,18 @@ func importPath(dir string) (string, error) {
 }
 
 // Write generates the package of the contract in dir and writes its files
-// there, leaving files whose content is unchanged untouched.
-func Write(dir string) ([]string, error) {
-	files, err := Generate(dir)
+// there, leaving files whose content is unchanged untouched. Warnings go
+// to warnings, one a line.
+func Write(dir string, warnings io.Writer) ([]string, error) {
+	out, err := Run(dir)
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range out.Warnings {
+		fmt.Fprintln(warnings, w)
+	}
 	var written []string
-	for _, f := range files {
+	for _, f := range out.Files {
 		p := filepath.Join(dir, f.Name)
 		if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, f.Content) {
 			continue

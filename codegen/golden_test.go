@@ -170,6 +170,10 @@ func TestValidatorCoverage(t *testing.T) {
 	uncovered := map[string]string{
 		"booleanschemas/Anything": "raw JSON",
 		"escapehatch/Escapes":     "x-go-type netip.Addr",
+		// Raw JSON for a construct Go cannot express exactly: jsonschema/v5
+		// validates these messages.
+		"mixedpatterns/Open": "object keywords on raw JSON",
+		"oneofandanyof/Msg":  "minimum on json.RawMessage",
 	}
 	seen := 0
 	for _, c := range goldenContracts(t) {

@@ -54,6 +54,7 @@ type File struct {
 // Generate renders the package's files. source names the contract file in
 // the header (usually its base name).
 func Generate(pkg *gomodel.Package, source string) ([]File, error) {
+	dropUnfitDefaults(pkg)
 	g := &generator{pkg: pkg, source: source, vs: buildValidators(pkg)}
 	tmpl, err := template.New("").Funcs(g.funcs()).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {

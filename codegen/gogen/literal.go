@@ -130,7 +130,8 @@ func namedLiteral(t *gomodel.Type, v *contract.Node) (string, error) {
 				return e.GoName, nil
 			}
 		}
-		return "", fmt.Errorf("%s is not a value of %s", v.Text, t.Name)
+		text, _ := v.MarshalJSON()
+		return "", fmt.Errorf("%s is not a value of %s", text, t.Name)
 	case gomodel.KindSlice:
 		s, err := literal(&gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: t.Elem}, v)
 		if err != nil {
@@ -176,8 +177,51 @@ func namedLiteral(t *gomodel.Type, v *contract.Node) (string, error) {
 			parts = append(parts, t.Extra.GoName+": map[string]"+gomodel.GoString(t.Extra.Value)+"{"+strings.Join(extra, ", ")+"}")
 		}
 		return t.Name + "{" + strings.Join(parts, ", ") + "}", nil
+	case gomodel.KindUnion:
+		// An untagged union holds the raw JSON, which is the default.
+		b, err := v.MarshalJSON()
+		if err != nil {
+			return "", err
+		}
+		return t.Name + "{raw: json.RawMessage(" + strconv.Quote(string(b)) + ")}", nil
+	case gomodel.KindTaggedUnion:
+		if v.Kind != contract.KindObject {
+			return "", fmt.Errorf("%s is not an object", v.Kind)
+		}
+		tag := v.Get(t.Discriminator)
+		for _, vr := range t.Variants {
+			if tag != nil && tag.Kind == contract.KindString && tag.Text == vr.Tag {
+				s, err := literal(vr.Type, v)
+				if err != nil {
+					return "", err
+				}
+				return t.Name + "{" + vr.Name + ": jsonwire.Ptr(" + s + ")}", nil
+			}
+		}
+		return "", fmt.Errorf("its member %q names no variant of %s", t.Discriminator, t.Name)
 	}
 	return "", fmt.Errorf("defaults of type %s (a %s) cannot be written as Go values", t.Name, t.Kind)
+}
+
+// dropUnfitDefaults leaves out, with a warning, the accessor of every
+// default that is not a value of its member's Go type (a default the
+// schema's own type or enum refuses, which JSON Schema allows: default is
+// an annotation, and jsonschema/v5 ignores it).
+func dropUnfitDefaults(pkg *gomodel.Package) {
+	for _, t := range pkg.Types {
+		for _, f := range t.Fields {
+			if f.Default == nil || f.Presence == gomodel.PresenceValue {
+				continue
+			}
+			if f.Presence == gomodel.PresenceNullable && f.Default.Kind == contract.KindNull {
+				continue
+			}
+			if _, err := literal(f.Type, f.Default); err != nil {
+				pkg.Warnings = append(pkg.Warnings, gomodel.Warning(f.Default, fmt.Sprintf("default of %s is not a value of its type (%v): no Get%s accessor", f.JSONName, err, f.GoName)))
+				f.Default = nil
+			}
+		}
+	}
 }
 
 func fieldLiteral(f *gomodel.Field, v *contract.Node) (string, error) {

@@ -98,6 +98,25 @@ func (b *builder) fail(n *Node, format string, args ...any) {
 	b.errs = append(b.errs, e)
 }
 
+// warn records a lossy choice at a schema node's source: the generator
+// goes on with the closest faithful type.
+func (b *builder) warn(n *Node, format string, args ...any) {
+	b.pkg.Warnings = append(b.pkg.Warnings, Warning(n, fmt.Sprintf(format, args...)))
+}
+
+// Warning formats a warning about schema node n as errors are formatted:
+// file, line, column and JSON pointer, then the message.
+func Warning(n *Node, msg string) string {
+	e := &contract.Error{Message: "warning: " + msg}
+	if s := n.Source(); s != nil {
+		if s.Doc != nil {
+			e.File = s.Doc.Path
+		}
+		e.Line, e.Col, e.Pointer = s.Line, s.Col, s.Pointer
+	}
+	return e.Error()
+}
+
 // Builtin type references.
 var (
 	refString  = &TypeRef{Kind: RefBuiltin, Name: "string"}
@@ -432,7 +451,7 @@ func (b *builder) view(n *Node) (*Node, bool) {
 	walk = func(x *Node) bool {
 		if x.Kind == contract.KindBool {
 			if !x.Bool {
-				b.fail(x, "allOf includes false, which admits no value")
+				b.warn(x, "allOf includes false, which admits no value: the Go type is json.RawMessage, and validation refuses every value")
 				return false
 			}
 			return true
@@ -519,7 +538,7 @@ func (b *builder) view(n *Node) (*Node, bool) {
 				}
 				both := intersectTypes(typeList(cur), typeList(v))
 				if len(both) == 0 {
-					b.fail(v, "allOf combines schemas of types %v and %v, which no value satisfies", typeList(cur), typeList(v))
+					b.warn(v, "allOf combines schemas of types %v and %v, which no value satisfies: the Go type is json.RawMessage, and validation refuses every value", typeList(cur), typeList(v))
 					return nil, false
 				}
 				tn := &Node{Kind: contract.KindArray, Origin: v}
@@ -533,7 +552,7 @@ func (b *builder) view(n *Node) (*Node, bool) {
 				}
 			case "oneOf", "anyOf":
 				if cur != nil {
-					b.fail(v, "allOf combines several %s, whose product has no single Go type; merge them into one %s", k, k)
+					b.warn(v, "allOf combines several %s, whose product has no single Go type: the Go type is json.RawMessage (merge them into one %s for a typed union)", k, k)
 					return nil, false
 				}
 				set(k, v)
@@ -620,9 +639,13 @@ func (b *builder) types(v *Node) ([]string, bool, bool) {
 				}
 			}
 		}
-		if len(list) > 1 {
-			b.fail(v, "this schema states no type and its keywords fit %s: state the type", strings.Join(list, " and "))
-			return nil, false, false
+		if len(list) > 0 {
+			// Keywords of a type apply to values of that type only: a
+			// schema that states no type admits every other value too,
+			// so its Go type is a union of every JSON type, whose
+			// variants carry the keywords.
+			b.warn(v, "this schema states no type, so it admits values of every type, not only the %s its keywords constrain: the Go type is a union of every JSON type (state the type for a plain Go type)", strings.Join(list, " and "))
+			list = []string{"object", "array", "string", "number", "boolean", "null"}
 		}
 	}
 	nullable := false
@@ -702,16 +725,19 @@ func (b *builder) enumOf(v *Node, types []string) (vals []*Node, base *TypeRef, 
 	default:
 		return nil, nil, false, false
 	}
+	kept := vals[:0:0]
 	for _, it := range vals {
 		k := jsonType(it)
 		if k != types[0] && !(k == "integer" && types[0] == "number") {
-			// values of other types can never be valid; the schema
-			// still compiles, so say so instead of dropping them
-			b.fail(it, "enum value %s is not of type %s", it.Text, types[0])
-			return nil, nil, false, false
+			// values of other types can never be valid: leaving them
+			// out changes no verdict
+			text, _ := it.MarshalJSON()
+			b.warn(it, "enum value %s is not of type %s, so no value matches it: left out of the Go constants", text, types[0])
+			continue
 		}
+		kept = append(kept, it)
 	}
-	return vals, base, nullable, true
+	return kept, base, nullable, true
 }
 
 func (b *builder) enum(v, n *Node, name string, t *Type, base *TypeRef, vals []*Node, nullable bool) (*TypeRef, bool) {
@@ -774,8 +800,9 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 	list := oneOf
 	switch {
 	case structural(oneOf) && structural(anyOf):
-		b.fail(v, "oneOf and anyOf side by side have no single Go type: wrap one of them in allOf, or give the member an x-go-type")
-		return refRaw, false, true
+		b.warn(v, "oneOf and anyOf side by side have no single Go type: the Go type is json.RawMessage (wrap one of them in allOf, or give the member an x-go-type, for a typed one)")
+		r, _ := b.finish(t, refRaw, false)
+		return r, false, true
 	case structural(anyOf):
 		list = anyOf
 	case !structural(oneOf):
@@ -995,7 +1022,9 @@ func (b *builder) extras(v *Node, typeName string) (*TypeRef, bool) {
 	}
 	if !closed {
 		if addl == nil {
-			addl = &Node{Kind: contract.KindBool, Bool: true}
+			// Undeclared members are allowed: true, placed at the object
+			// for messages that name it.
+			addl = &Node{Kind: contract.KindBool, Bool: true, Origin: v, Root: v.Root, Pointer: v.Pointer, Doc: v.Doc}
 		}
 		schemas = append(schemas, addl)
 	}
@@ -1009,7 +1038,7 @@ func (b *builder) extras(v *Node, typeName string) (*TypeRef, bool) {
 			continue
 		}
 		if GoString(r) != GoString(result) {
-			b.fail(s, "patternProperties/additionalProperties map to different Go types (%s at %s, %s here), and a Go map has one value type: make them agree, or give them the same x-go-type", GoString(result), first.Source().Pointer, GoString(r))
+			b.warn(s, "patternProperties/additionalProperties map to different Go types (%s at %s, %s here), and a Go map has one value type: undeclared members are held as json.RawMessage (make the schemas agree, or give them the same x-go-type, for a typed map)", GoString(result), first.Source().Pointer, GoString(r))
 			return refRaw, false
 		}
 	}

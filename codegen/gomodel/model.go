@@ -27,6 +27,12 @@ type Package struct {
 	// whose types the fork-mode conversions convert to and from; nil
 	// without forkFrom.
 	Fork *Fork `json:"-"`
+	// Warnings name the lossy choices the model made, each with the
+	// file, line and JSON pointer of the schema at fault: constructs Go
+	// cannot express exactly, given the closest faithful type (validation
+	// stays exact, since a type whose schema generated checks do not
+	// cover is validated by jsonschema/v5).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Fork is the earlier version a package converts to and from.

@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		if _, err := codegen.Write(dir); err != nil {
+		if _, err := codegen.Write(dir, stderr); err != nil {
 			fmt.Fprintln(stderr, err)
 			status = 1
 		}

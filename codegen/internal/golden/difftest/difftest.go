@@ -289,6 +289,7 @@ func Corpus(schema json.RawMessage, seeds []string, seed uint64, generated, muta
 		g.dict.addValues(v)
 	}
 	for i := 0; i < generated; i++ {
+		g.nodes = 0
 		base = append(base, g.instance(root, 0))
 	}
 	var out [][]byte
@@ -448,7 +449,15 @@ type gen struct {
 	root any
 	rng  *rand.Rand
 	dict *dictionary
+	// nodes counts the values of the instance being generated; past
+	// nodeBudget, optional members are left out, so that wide recursive
+	// schemas (every member a reference to the root) make instances of
+	// bounded size.
+	nodes int
 }
+
+// nodeBudget bounds the size of one generated instance.
+const nodeBudget = 400
 
 func (g *gen) pick(n int) int { return g.rng.IntN(n) }
 
@@ -510,6 +519,7 @@ func unescapeURI(s string) (string, error) {
 // instance generates a value meant to be valid for schema s: often it is,
 // sometimes not, and the verdicts are compared either way.
 func (g *gen) instance(s any, depth int) any {
+	g.nodes++
 	sch, ok := s.(map[string]any)
 	if !ok {
 		if b, isBool := s.(bool); isBool && !b {
@@ -717,6 +727,9 @@ func (g *gen) array(s map[string]any, depth int) any {
 	minI, _ := number(s, "minItems")
 	maxI, hasMax := number(s, "maxItems")
 	n := int(minI) + g.pick(4)
+	if g.nodes >= nodeBudget {
+		n = int(minI)
+	}
 	if hasMax && float64(n) > maxI {
 		n = int(maxI)
 	}
@@ -766,7 +779,7 @@ func (g *gen) object(s map[string]any, depth int) any {
 	}
 	for _, name := range sortedKeys(props) {
 		ps := props[name]
-		if required[name] || g.chance(0.5) {
+		if required[name] || g.nodes < nodeBudget && g.chance(0.5) {
 			if b, ok := ps.(bool); ok && !b {
 				continue
 			}
@@ -782,7 +795,7 @@ func (g *gen) object(s map[string]any, depth int) any {
 		for _, pat := range sortedKeys(pats) {
 			ps := pats[pat]
 			re, err := regexp.Compile(pat)
-			if err != nil || !g.chance(0.6) {
+			if err != nil || g.nodes >= nodeBudget || !g.chance(0.6) {
 				continue
 			}
 			for _, c := range append(append([]string{}, g.dict.names...), g.dict.strs...) {
@@ -795,7 +808,7 @@ func (g *gen) object(s map[string]any, depth int) any {
 			}
 		}
 	}
-	if addl, ok := s["additionalProperties"]; ok && addl != false && g.chance(0.3) {
+	if addl, ok := s["additionalProperties"]; ok && addl != false && g.nodes < nodeBudget && g.chance(0.3) {
 		out["extra"+fmt.Sprint(g.pick(3))] = g.instance(addl, depth+1)
 	}
 	return out
