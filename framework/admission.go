@@ -211,12 +211,19 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 		s.inFlight.Add(1)
 		a.undo = append(a.undo, func() { s.inFlight.Add(-1) })
 		if s.draining.Load() {
-			a.done()
-			s.lastArrival.Store(s.now())
-			if _, sess, err := s.bindSession(r, token, e.contract); err == nil {
-				sess.drainNotified.Store(true)
+			_, sess, err := s.bindSession(r, token, e.contract)
+			// A replay of a key this server recorded is answered even while
+			// it drains: refusing it as not processed would let the client
+			// resend it elsewhere, though it may have been applied here.
+			replay := err == nil && s.replays.recorded(e.contract, sess.peer, r.Header.Get(protocol.HeaderIdempotencyKey))
+			if !replay {
+				a.done()
+				s.lastArrival.Store(s.now())
+				if err == nil {
+					sess.drainNotified.Store(true)
+				}
+				return nil, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
 			}
-			return nil, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
 		}
 	}
 	peer, sess, err := s.bindSession(r, token, e.contract)

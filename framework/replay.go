@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Idempotency keys: a call that carries Lockstep-Idempotency-Key is
@@ -121,6 +122,21 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 	return rec, true, nil
 }
 
+// recorded reports whether peer's key of contract has a record, done or
+// under way.
+func (s *replayStore) recorded(contract string, peer handshake.Peer, key string) bool {
+	if key == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr := s.peers[contract+"\x00"+peerName(peer)]
+	return pr != nil && pr.byKey[key] != nil
+}
+
+// peerName is who a record belongs to: the peer's component and instance.
+func peerName(p handshake.Peer) string { return p.Component + "/" + p.Instance }
+
 // finish records the first call's answer and releases the replays that
 // wait for it. An answer too large to keep is recorded as a conflict
 // saying so: the call was applied, and running it again is what the key
@@ -199,7 +215,7 @@ func (s *Server) dispatch(ctx context.Context, call *Call, body []byte, serve fu
 		out, err = serve(ctx, call, body)
 		return out, false, err
 	}
-	k := replayKey{contract: call.Contract, peer: call.Peer.Component + "/" + call.Peer.Instance, key: key}
+	k := replayKey{contract: call.Contract, peer: peerName(call.Peer), key: key}
 	digest := requestDigest(call.Method, body)
 	rec, first, err := s.replays.begin(k, digest, s.cfg.Clock.Now())
 	if err != nil {

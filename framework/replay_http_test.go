@@ -1,7 +1,11 @@
 package framework_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -190,4 +194,84 @@ func TestAutoBatchedKeyedCallsAreAnsweredFromTheirRecords(t *testing.T) {
 	assert.Equal(t, int64(calls), srv.handled.Load(), "each keyed call ran once")
 	slices.Sort(gens)
 	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8}, gens, "every caller got its own first answer")
+}
+
+// rawPeer speaks the protocol by hand, so a test can time each request.
+type rawPeer struct {
+	t       *testing.T
+	base    string
+	session string
+}
+
+func handshakeRaw(t *testing.T, base string, c *framework.Contract) *rawPeer {
+	t.Helper()
+	hello := fmt.Sprintf(`{"contract":%q,"component":"kubelet","instance":"raw-1","release":"1.31.0","offers":[{"version":%q,"fingerprint":%q}]}`,
+		c.Name(), c.Version(), c.Fingerprint())
+	resp, err := http.Post(base+protocol.PathHandshake, protocol.ContentTypeJSON, strings.NewReader(hello))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var welcome struct {
+		Session string `json:"session"`
+	}
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&welcome))
+	return &rawPeer{t: t, base: base, session: welcome.Session}
+}
+
+// report posts ReportStatus for node n with key, and returns the status,
+// the Lockstep-Replayed and Lockstep-Not-Processed headers.
+func (p *rawPeer) report(n int, key string) (status int, replayed, notProcessed string) {
+	p.t.Helper()
+	body, err := json.Marshal(benchmsg.Node(n))
+	require.NoError(p.t, err)
+	req, err := http.NewRequest(http.MethodPost, p.base+protocol.CallPath("bench", "1.0.0", "ReportStatus"), bytes.NewReader(body))
+	require.NoError(p.t, err)
+	req.Header.Set(protocol.HeaderSession, p.session)
+	req.Header.Set(protocol.HeaderIdempotencyKey, key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(p.t, err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get(protocol.HeaderReplayed), resp.Header.Get(protocol.HeaderNotProcessed)
+}
+
+// A draining server still answers replays of the keys it recorded: were
+// it to refuse them as not processed, the client would resend them to
+// another replica, and a call applied here would be applied twice. New
+// keys are refused as usual.
+func TestDrainingServerAnswersReplaysOfItsRecords(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) { c.DrainTimeout = 10 * time.Second })
+	p := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0"))
+	status, replayed, _ := p.report(1, "applied-before-drain")
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, replayed)
+
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Server.Shutdown(context.Background()) }()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, 5*time.Second, time.Millisecond)
+
+	status, replayed, notProcessed := p.report(1, "applied-before-drain")
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "1", replayed)
+	assert.Empty(t, notProcessed)
+	status, _, notProcessed = p.report(2, "new-during-drain")
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Equal(t, "1", notProcessed)
+	assert.Equal(t, int64(1), srv.handled.Load())
+
+	// Closing the session ends the drain.
+	req, err := http.NewRequest(http.MethodDelete, srv.URL+protocol.PathSession, nil)
+	require.NoError(t, err)
+	req.Header.Set(protocol.HeaderSession, p.session)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NoError(t, <-drained)
 }
