@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"io"
 	"os"
 	"os/exec"
@@ -61,15 +62,15 @@ func ServeChild(kind, addr string, n int, in io.Reader, out io.Writer) error {
 		stop = h.close
 	case "lockstep":
 		cfg := serverConfig()
-		cfg.MaxSessions = 2 * maxSessions
+		cfg.MaxSessions = 2 * results.MaxSessions
 		ls, err := startLockstep(addr, cfg, func(srv *framework.Server) {
-			w := framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*maxWatchers))
-			for k := range topicKeys {
+			w := framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*results.MaxWatchers))
+			for k := range results.TopicKeys {
 				if err := w.Set(watchObjectOf(k, time.Now())); err != nil {
 					panic(err)
 				}
 			}
-			idle := framework.ServeTopic[watchObject](srv, topicContract, idleTopic, framework.WithMaxWatchers(2*maxWatchers))
+			idle := framework.ServeTopic[watchObject](srv, topicContract, idleTopic, framework.WithMaxWatchers(2*results.MaxWatchers))
 			if err := idle.Set(watchObjectOf(0, time.Now())); err != nil {
 				panic(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"net"
 	"slices"
 	"time"
@@ -12,17 +13,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
-)
-
-// Workload and variant names of crash detection.
-const (
-	WCrash    = "crash detection"
-	VCrashLS  = "lockstep (client notices)"
-	VCrashGRP = "gRPC default (ClientConn leaves READY)"
-	MP50ms    = "p50 ms"
-	MP99ms    = "p99 ms"
-	MMaxms    = "max ms"
-	MSamples  = "samples"
 )
 
 // freeAddr returns a loopback address no one listens on now.
@@ -43,13 +33,13 @@ func freeAddr() (string, error) {
 func (s *Suite) Crash() error {
 	trials := pick(s, 6, 2)
 	for range s.cfg.Rounds {
-		for _, v := range []string{VCrashLS, VCrashGRP} {
-			if err := s.round(WCrash, v, func() (Round, error) {
+		for _, v := range []string{results.VCrashLS, results.VCrashGRP} {
+			if err := s.round(results.WCrash, v, func() (results.Round, error) {
 				var lat []time.Duration
 				for range trials {
 					d, err := s.crashTrial(v)
 					if err != nil {
-						return Round{}, err
+						return results.Round{}, err
 					}
 					lat = append(lat, d)
 				}
@@ -63,13 +53,13 @@ func (s *Suite) Crash() error {
 }
 
 // durationRound summarises samples in milliseconds.
-func durationRound(lat []time.Duration) Round {
+func durationRound(lat []time.Duration) results.Round {
 	slices.Sort(lat)
-	return Round{Latencies: lat, Metrics: map[string]float64{
-		MP50ms:   float64(benchrun.Percentile(lat, 0.5)) / 1e6,
-		MP99ms:   float64(benchrun.Percentile(lat, 0.99)) / 1e6,
-		MMaxms:   float64(benchrun.Percentile(lat, 1)) / 1e6,
-		MSamples: float64(len(lat)),
+	return results.Round{Latencies: lat, Metrics: map[string]float64{
+		results.MP50ms:   float64(benchrun.Percentile(lat, 0.5)) / 1e6,
+		results.MP99ms:   float64(benchrun.Percentile(lat, 0.99)) / 1e6,
+		results.MMaxms:   float64(benchrun.Percentile(lat, 1)) / 1e6,
+		results.MSamples: float64(len(lat)),
 	}}
 }
 
@@ -80,7 +70,7 @@ func (s *Suite) crashTrial(variant string) (time.Duration, error) {
 	}
 	const limit = 10 * time.Second
 	switch variant {
-	case VCrashLS:
+	case results.VCrashLS:
 		c, err := startChild(s.cfg.Self, "lockstep", addr, 0)
 		if err != nil {
 			return 0, err

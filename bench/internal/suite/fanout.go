@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/delivery"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"slices"
 	"strings"
 	"sync"
@@ -21,84 +23,11 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 )
 
-// Variant and metric names of the fan-out workloads (P4, P4s, P5).
-const (
-	VFanLockstep     = "lockstep topic, informer per watcher"
-	VFanShared       = "lockstep topic, shared informers"
-	VFanEtcd         = "etcd watch + encoding/json"
-	VFanEtcdRaw      = "etcd watch, no decode"
-	VFanGRPC         = "gRPC stream per watcher + protobuf"
-	VFanGRPCRaw      = "gRPC stream per watcher, no decode"
-	MWritesPerSec    = "writes/s"
-	MDelivered       = "delivered/write/watcher"
-	MConvergeMs      = "converged ms"
-	MUnconverged     = "unconverged watchers"
-	MCores           = "cores"
-	fanoutClients    = 50 // client processes the watchers are spread over
-	fanoutConvergeBy = 10 * time.Second
-)
-
-// FanoutWorkload names a fan-out workload by watchers and write rate.
-func FanoutWorkload(watchers, rate int) string {
-	return fmt.Sprintf("fan-out/%d watchers/%d writes/s", watchers, rate)
-}
-
-// fanWatcher is one watcher's record of a round: when it received what.
-type fanWatcher struct {
-	mu sync.Mutex
-	// lat are delivery latencies known at receipt (the stamp was decoded).
-	lat []time.Duration
-	// pending are receipts to resolve after the round: the write's id
-	// (etcd revision or gRPC sequence) and when it arrived.
-	pending [][2]int64
-	// last is the newest id (or stamp) seen per key, for convergence.
-	last      []int64
-	delivered int64
-}
-
-func newFanWatcher() *fanWatcher { return &fanWatcher{last: make([]int64, topicKeys)} }
-
-func (w *fanWatcher) reset() {
-	w.mu.Lock()
-	w.lat, w.pending, w.delivered = w.lat[:0], w.pending[:0], 0
-	w.mu.Unlock()
-}
-
-// got records a delivery of key with id; lat is its latency when known.
-func (w *fanWatcher) got(key int, id int64, lat time.Duration, known bool, recording bool) {
-	now := time.Now().UnixNano()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if key >= 0 && key < len(w.last) && id > w.last[key] {
-		w.last[key] = id
-	}
-	if !recording {
-		return
-	}
-	w.delivered++
-	if known {
-		w.lat = append(w.lat, lat)
-	} else {
-		w.pending = append(w.pending, [2]int64{id, now})
-	}
-}
-
-func (w *fanWatcher) converged(final []int64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k, f := range final {
-		if w.last[k] < f {
-			return false
-		}
-	}
-	return true
-}
-
 // fanSystem is one variant's watchers and writer.
 type fanSystem struct {
 	name     string
-	watchers []*fanWatcher
-	// write writes change i (key i%topicKeys) stamped t and returns the
+	watchers []*delivery.Watcher
+	// write writes change i (key i%results.TopicKeys) stamped t and returns the
 	// write's id (for convergence and deferred timing).
 	write func(i int, t time.Time) (int64, error)
 	// final returns each key's final id once the writes are done.
@@ -153,13 +82,13 @@ func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) (err
 	}
 	for round := range s.cfg.Rounds {
 		for _, rate := range rates {
-			wl := FanoutWorkload(watchers, rate)
+			wl := results.FanoutWorkload(watchers, rate)
 			for k := range systems {
 				sys := systems[(k+round)%len(systems)]
 				if rate > 100 && strings.Contains(sys.name, "no decode") {
 					continue // the overload rows are the decoding ones
 				}
-				if err := s.round(wl, sys.name, func() (Round, error) { return runFanout(sys, rate, duration) }); err != nil {
+				if err := s.round(wl, sys.name, func() (results.Round, error) { return runFanout(sys, rate, duration) }); err != nil {
 					return err
 				}
 			}
@@ -168,9 +97,9 @@ func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) (err
 	return nil
 }
 
-func runFanout(sys *fanSystem, rate int, duration time.Duration) (Round, error) {
+func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round, error) {
 	for _, w := range sys.watchers {
-		w.reset()
+		w.Reset()
 	}
 	total := int(duration.Seconds() * float64(rate))
 	writeTimes := make(map[int64]int64, total)
@@ -191,7 +120,7 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (Round, error) 
 			if err != nil {
 				tick.Stop()
 				recording.Store(false)
-				return Round{}, err
+				return results.Round{}, err
 			}
 			writeTimes[id] = t.UnixNano()
 		}
@@ -202,15 +131,15 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (Round, error) 
 	final, err := sys.final()
 	if err != nil {
 		recording.Store(false)
-		return Round{}, err
+		return results.Round{}, err
 	}
 	unconverged := 0
 	for _, w := range sys.watchers {
 		for {
-			if w.converged(final) {
+			if w.Converged(final) {
 				break
 			}
-			if time.Since(lastWrite) > fanoutConvergeBy {
+			if time.Since(lastWrite) > results.FanoutConvergeBy {
 				unconverged++
 				break
 			}
@@ -225,9 +154,9 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (Round, error) 
 	var lat []time.Duration
 	var delivered int64
 	for _, w := range sys.watchers {
-		w.mu.Lock()
-		lat = append(lat, w.lat...)
-		for _, p := range w.pending {
+		timed, pending, n := w.Totals()
+		lat = append(lat, timed...)
+		for _, p := range pending {
 			t, ok := writeTimes[p[0]]
 			if !ok && sys.timeOf != nil {
 				t, ok = sys.timeOf(p[0])
@@ -236,41 +165,23 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (Round, error) 
 				lat = append(lat, time.Duration(p[1]-t))
 			}
 		}
-		delivered += w.delivered
-		w.mu.Unlock()
+		delivered += n
 	}
 	slices.Sort(lat)
 	convergedMs := float64(converged) / 1e6
 	if unconverged > 0 {
-		convergedMs = float64(fanoutConvergeBy) / 1e6
+		convergedMs = float64(results.FanoutConvergeBy) / 1e6
 	}
-	return Round{Latencies: lat, Metrics: map[string]float64{
-		MP50ms:        float64(benchrun.Percentile(lat, 0.5)) / 1e6,
-		MP99ms:        float64(benchrun.Percentile(lat, 0.99)) / 1e6,
-		MMaxms:        float64(benchrun.Percentile(lat, 1)) / 1e6,
-		MWritesPerSec: writeRate,
-		MDelivered:    float64(delivered) / float64(written*len(sys.watchers)),
-		MConvergeMs:   convergedMs,
-		MUnconverged:  float64(unconverged),
-		MCores:        used.Seconds() / wall.Seconds(),
+	return results.Round{Latencies: lat, Metrics: map[string]float64{
+		results.MP50ms:        float64(benchrun.Percentile(lat, 0.5)) / 1e6,
+		results.MP99ms:        float64(benchrun.Percentile(lat, 0.99)) / 1e6,
+		results.MMaxms:        float64(benchrun.Percentile(lat, 1)) / 1e6,
+		results.MWritesPerSec: writeRate,
+		results.MDelivered:    float64(delivered) / float64(written*len(sys.watchers)),
+		results.MConvergeMs:   convergedMs,
+		results.MUnconverged:  float64(unconverged),
+		results.MCores:        used.Seconds() / wall.Seconds(),
 	}}, nil
-}
-
-// keyIndex maps "node-0042" (and "/nodes/node-0042") to 42, or -1. It
-// runs for every delivery of every system, so it parses by hand.
-func keyIndex(key string) int {
-	digits := key[strings.LastIndexByte(key, '-')+1:]
-	if digits == "" {
-		return -1
-	}
-	k := 0
-	for _, c := range []byte(digits) {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		k = 10*k + int(c-'0')
-	}
-	return k
 }
 
 // stampedCopy is the generated object of key with its first condition's
@@ -292,16 +203,16 @@ func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
 		if err != nil {
 			return nil, err
 		}
-		base := make([]*watchObject, topicKeys)
+		base := make([]*watchObject, results.TopicKeys)
 		for k := range base {
 			base[k] = watchObjectOf(k, time.Now())
 			if err := writer.Set(base[k]); err != nil {
 				return nil, err
 			}
 		}
-		name := VFanLockstep
+		name := results.VFanLockstep
 		if shared {
-			name = VFanShared
+			name = results.VFanShared
 		}
 		sys := &fanSystem{name: name}
 		tr := framework.NewTransport(nil)
@@ -323,7 +234,7 @@ func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
 			tr.CloseIdleConnections()
 			return ls.stop(true)
 		}
-		perClient := max(1, watchers/fanoutClients)
+		perClient := max(1, watchers/results.FanoutClients)
 		var cl *framework.Client
 		var si *framework.SharedInformer[watchObject]
 		for i := range watchers {
@@ -343,11 +254,11 @@ func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
 					factories = append(factories, f)
 				}
 			}
-			w := newFanWatcher()
+			w := delivery.NewWatcher(results.TopicKeys)
 			sys.watchers = append(sys.watchers, w)
 			record := func(key string, obj *watchObject) {
 				t := stampOf(obj)
-				w.got(keyIndex(key), t.UnixNano(), time.Since(t), true, recording.Load())
+				w.Got(delivery.KeyIndex(key), t.UnixNano(), time.Since(t), true, recording.Load())
 			}
 			h := framework.InformerHandlers[watchObject]{
 				OnAdd:    record,
@@ -377,10 +288,10 @@ func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
 		}
 		// A watcher has converged when it saw each key's last stamp
 		// (level-based delivery may skip the versions in between).
-		final := make([]int64, topicKeys)
+		final := make([]int64, results.TopicKeys)
 		sys.write = func(i int, t time.Time) (int64, error) {
-			final[i%topicKeys] = t.UnixNano()
-			return t.UnixNano(), writer.Set(stampedCopy(base[i%topicKeys], t))
+			final[i%results.TopicKeys] = t.UnixNano()
+			return t.UnixNano(), writer.Set(stampedCopy(base[i%results.TopicKeys], t))
 		}
 		sys.final = func() ([]int64, error) { return slices.Clone(final), nil }
 		return sys, nil
@@ -393,9 +304,9 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := VFanEtcd
+		name := results.VFanEtcd
 		if !decode {
-			name = VFanEtcdRaw
+			name = results.VFanEtcdRaw
 		}
 		sys := &fanSystem{name: name}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -414,12 +325,12 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 			return nil, errors.Join(err, sys.close())
 		}
 		clients = append(clients, writerClient)
-		base := make([]*benchmsg.NodeStatus, topicKeys)
+		base := make([]*benchmsg.NodeStatus, results.TopicKeys)
 		for k := range base {
 			base[k] = stamped(k, time.Now())
 		}
 		put := func(ctx context.Context, i int, t time.Time) (int64, error) {
-			n := *base[i%topicKeys]
+			n := *base[i%results.TopicKeys]
 			n.Conditions = slices.Clone(n.Conditions)
 			n.Conditions[0].LastHeartbeatTime = &t
 			raw, err := json.Marshal(&n)
@@ -437,7 +348,7 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 				return nil, errors.Join(err, sys.close())
 			}
 		}
-		perClient := max(1, watchers/fanoutClients)
+		perClient := max(1, watchers/results.FanoutClients)
 		var cl *clientv3.Client
 		for i := range watchers {
 			if i%perClient == 0 {
@@ -446,7 +357,7 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 				}
 				clients = append(clients, cl)
 			}
-			w := newFanWatcher()
+			w := delivery.NewWatcher(results.TopicKeys)
 			sys.watchers = append(sys.watchers, w)
 			ch := cl.Watch(clientv3.WithRequireLeader(ctx), "/nodes/", clientv3.WithPrefix())
 			wg.Add(1)
@@ -454,16 +365,16 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 				defer wg.Done()
 				for resp := range ch {
 					for _, ev := range resp.Events {
-						key := keyIndex(string(ev.Kv.Key))
+						key := delivery.KeyIndex(string(ev.Kv.Key))
 						if !decode {
-							w.got(key, ev.Kv.ModRevision, 0, false, recording.Load())
+							w.Got(key, ev.Kv.ModRevision, 0, false, recording.Load())
 							continue
 						}
 						var n benchmsg.NodeStatus
 						if err := json.Unmarshal(ev.Kv.Value, &n); err != nil || n.Conditions[0].LastHeartbeatTime == nil {
 							continue
 						}
-						w.got(key, ev.Kv.ModRevision, time.Since(*n.Conditions[0].LastHeartbeatTime), true, recording.Load())
+						w.Got(key, ev.Kv.ModRevision, time.Since(*n.Conditions[0].LastHeartbeatTime), true, recording.Load())
 					}
 				}
 			}()
@@ -475,11 +386,9 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 			return nil, errors.Join(err, sys.close())
 		}
 		for _, kv := range resp.Kvs {
-			if k := keyIndex(string(kv.Key)); k >= 0 && k < topicKeys {
+			if k := delivery.KeyIndex(string(kv.Key)); k >= 0 && k < results.TopicKeys {
 				for _, w := range sys.watchers {
-					w.mu.Lock()
-					w.last[k] = max(w.last[k], kv.ModRevision)
-					w.mu.Unlock()
+					w.SetHeld(k, kv.ModRevision)
 				}
 			}
 		}
@@ -520,13 +429,13 @@ func openEtcdFanout(decode bool) func(int) (*fanSystem, error) {
 			if e, _ := werr.Load().(error); e != nil {
 				return nil, e
 			}
-			final := make([]int64, topicKeys)
+			final := make([]int64, results.TopicKeys)
 			resp, err := writerClient.Get(ctx, "/nodes/", clientv3.WithPrefix())
 			if err != nil {
 				return nil, err
 			}
 			for _, kv := range resp.Kvs {
-				if k := keyIndex(string(kv.Key)); k >= 0 && k < topicKeys {
+				if k := delivery.KeyIndex(string(kv.Key)); k >= 0 && k < results.TopicKeys {
 					final[k] = kv.ModRevision
 				}
 			}
@@ -542,9 +451,9 @@ func openGRPCFanout(decode bool) func(int) (*fanSystem, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := VFanGRPC
+		name := results.VFanGRPC
 		if !decode {
-			name = VFanGRPCRaw
+			name = results.VFanGRPCRaw
 		}
 		sys := &fanSystem{name: name}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -558,7 +467,7 @@ func openGRPCFanout(decode bool) func(int) (*fanSystem, error) {
 			wg.Wait()
 			return g.stop()
 		}
-		perClient := max(1, watchers/fanoutClients)
+		perClient := max(1, watchers/results.FanoutClients)
 		var gc benchpb.NodeControllerClient
 		for i := range watchers {
 			if i%perClient == 0 {
@@ -569,7 +478,7 @@ func openGRPCFanout(decode bool) func(int) (*fanSystem, error) {
 				conns = append(conns, conn)
 				gc = benchpb.NewNodeControllerClient(conn)
 			}
-			w := newFanWatcher()
+			w := delivery.NewWatcher(results.TopicKeys)
 			sys.watchers = append(sys.watchers, w)
 			stream, err := gc.Watch(ctx, &benchpb.WatchRequest{Watcher: fmt.Sprint(i)})
 			if err != nil {
@@ -583,16 +492,16 @@ func openGRPCFanout(decode bool) func(int) (*fanSystem, error) {
 					if err != nil {
 						return
 					}
-					key := int(ch.Seq % topicKeys)
+					key := int(ch.Seq % results.TopicKeys)
 					if !decode {
-						w.got(key, ch.Seq, 0, false, recording.Load())
+						w.Got(key, ch.Seq, 0, false, recording.Load())
 						continue
 					}
 					var n benchpb.NodeStatus
 					if err := proto.Unmarshal(ch.Object, &n); err != nil || len(n.Conditions) == 0 {
 						continue
 					}
-					w.got(key, ch.Seq, time.Since(n.Conditions[0].LastHeartbeatTime.AsTime()), true, recording.Load())
+					w.Got(key, ch.Seq, time.Since(n.Conditions[0].LastHeartbeatTime.AsTime()), true, recording.Load())
 				}
 			}()
 		}
@@ -603,23 +512,23 @@ func openGRPCFanout(decode bool) func(int) (*fanSystem, error) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		base0 := make([]*benchpb.NodeStatus, topicKeys)
+		base0 := make([]*benchpb.NodeStatus, results.TopicKeys)
 		for k := range base0 {
 			base0[k] = toProto(stamped(k, time.Now()))
 		}
-		// Write i of a round is id base+i, so id % topicKeys is its key;
+		// Write i of a round is id base+i, so id % results.TopicKeys is its key;
 		// base rises above every id of the rounds before.
-		var base, last int64 = topicKeys, 0
-		final := make([]int64, topicKeys)
+		var base, last int64 = results.TopicKeys, 0
+		final := make([]int64, results.TopicKeys)
 		sys.write = func(i int, t time.Time) (int64, error) {
 			id := base + int64(i)
-			last, final[i%topicKeys] = id, id
-			n := base0[i%topicKeys]
+			last, final[i%results.TopicKeys] = id, id
+			n := base0[i%results.TopicKeys]
 			n.Conditions[0].LastHeartbeatTime = timestamppb.New(t)
 			return id, g.Publish(id, n)
 		}
 		sys.final = func() ([]int64, error) {
-			base = (last/topicKeys + 1) * topicKeys
+			base = (last/results.TopicKeys + 1) * results.TopicKeys
 			return slices.Clone(final), nil
 		}
 		return sys, nil

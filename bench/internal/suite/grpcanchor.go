@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -87,13 +88,9 @@ func (g *grpcServer) Heartbeat(_ context.Context, p *benchpb.Ping) (*benchpb.Pin
 	return p, nil
 }
 
-// watchBuffer is how many changes a slow watcher's stream may fall behind
-// before the anchor drops changes for it, as a bounded server must.
-const watchBuffer = 1024
-
 // Watch streams every published change to one watcher until it goes.
 func (g *grpcServer) Watch(_ *benchpb.WatchRequest, stream grpc.ServerStreamingServer[benchpb.Change]) error {
-	ch := make(chan *benchpb.Change, watchBuffer)
+	ch := make(chan *benchpb.Change, results.WatchBuffer)
 	g.mu.Lock()
 	g.watchers[ch] = struct{}{}
 	g.mu.Unlock()

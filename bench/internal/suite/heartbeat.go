@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -12,26 +13,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 )
 
-// Workload, variant and metric names of the heartbeat and memory
-// workloads (P3, P7).
-const (
-	WHeartbeat      = "heartbeats"
-	VBeatLockstep   = "lockstep heartbeats"
-	VBeatEtcd       = "etcd durable Put"
-	VBeatGRPC       = "gRPC unary ping"
-	MServerCPUPer   = "server CPU µs/beat"
-	MTotalCPUPer    = "CPU µs/beat"
-	MServerCores    = "server cores"
-	MBeatsPerSec    = "beats/s"
-	MSessions       = "sessions"
-	WMemory         = "memory"
-	VMemSession     = "idle session"
-	VMemWatcher     = "idle watcher"
-	MServerBytes    = "server B/item"
-	MClientBytes    = "client B/item"
-	MItems          = "items"
-	heartbeatPeriod = time.Second // the server's default (SessionTTL 5 s / 5)
-)
+// heartbeatPeriod is the server's default heartbeat (SessionTTL 5 s / 5).
+const heartbeatPeriod = time.Second
 
 // Heartbeats measures P3 and the session half of P7. The lockstep server
 // runs in a process of its own; another process holds the sessions (one
@@ -42,7 +25,7 @@ const (
 // unary ping per heartbeat (64 callers); the anchors' CPU is this
 // process's (client and server).
 func (s *Suite) Heartbeats() (err error) {
-	sessions := pick(s, maxSessions, 1000)
+	sessions := pick(s, results.MaxSessions, 1000)
 	window := pick(s, 5*time.Second, time.Second)
 	addr, err := freeAddr()
 	if err != nil {
@@ -80,11 +63,11 @@ func (s *Suite) Heartbeats() (err error) {
 	if err != nil {
 		return err
 	}
-	if err := s.round(WMemory, VMemSession, func() (Round, error) {
-		return Round{Metrics: map[string]float64{
-			MServerBytes: perItem(empty, full, sessions),
-			MClientBytes: perItem(clientBase, clientFull, sessions),
-			MItems:       float64(sessions),
+	if err := s.round(results.WMemory, results.VMemSession, func() (results.Round, error) {
+		return results.Round{Metrics: map[string]float64{
+			results.MServerBytes: perItem(empty, full, sessions),
+			results.MClientBytes: perItem(clientBase, clientFull, sessions),
+			results.MItems:       float64(sessions),
 		}}, nil
 	}); err != nil {
 		return err
@@ -114,11 +97,11 @@ func (s *Suite) Heartbeats() (err error) {
 	lease := []byte(`{"holderIdentity":"node-0000","leaseDurationSeconds":40,"renewTime":"2026-12-01T10:00:00.000000Z"}`)
 	var beat atomic.Int64
 	anchors := map[string]func(ctx context.Context, i int) error{
-		VBeatEtcd: func(ctx context.Context, i int) error {
+		results.VBeatEtcd: func(ctx context.Context, i int) error {
 			_, err := ec.Put(ctx, fmt.Sprintf("/leases/node-%05d", i%sessions), string(lease))
 			return err
 		},
-		VBeatGRPC: func(ctx context.Context, i int) error {
+		results.VBeatGRPC: func(ctx context.Context, i int) error {
 			_, err := gc.Heartbeat(ctx, &benchpb.Ping{Session: strconv.Itoa(i % sessions)})
 			return err
 		},
@@ -130,57 +113,57 @@ func (s *Suite) Heartbeats() (err error) {
 		}
 	}
 	for range s.cfg.Rounds {
-		if err := s.round(WHeartbeat, VBeatLockstep, func() (Round, error) {
+		if err := s.round(results.WHeartbeat, results.VBeatLockstep, func() (results.Round, error) {
 			sc0, err := srv.cpu()
 			if err != nil {
-				return Round{}, err
+				return results.Round{}, err
 			}
 			cc0, err := clients.cpu()
 			if err != nil {
-				return Round{}, err
+				return results.Round{}, err
 			}
 			start := time.Now()
 			time.Sleep(window)
 			sc1, err := srv.cpu()
 			if err != nil {
-				return Round{}, err
+				return results.Round{}, err
 			}
 			cc1, err := clients.cpu()
 			if err != nil {
-				return Round{}, err
+				return results.Round{}, err
 			}
 			wall := time.Since(start)
 			held, err := srv.ask("sessions")
 			if err != nil {
-				return Round{}, err
+				return results.Round{}, err
 			}
 			if held != strconv.Itoa(sessions) {
-				return Round{}, fmt.Errorf("the server holds %s sessions, want %d: heartbeats did not keep them", held, sessions)
+				return results.Round{}, fmt.Errorf("the server holds %s sessions, want %d: heartbeats did not keep them", held, sessions)
 			}
 			beats := float64(sessions) * wall.Seconds() / heartbeatPeriod.Seconds()
-			return Round{Metrics: map[string]float64{
-				MServerCPUPer: float64((sc1 - sc0).Nanoseconds()) / 1e3 / beats,
-				MTotalCPUPer:  float64((sc1 - sc0 + cc1 - cc0).Nanoseconds()) / 1e3 / beats,
-				MServerCores:  (sc1 - sc0).Seconds() / wall.Seconds(),
-				MBeatsPerSec:  beats / wall.Seconds(),
-				MSessions:     float64(sessions),
+			return results.Round{Metrics: map[string]float64{
+				results.MServerCPUPer: float64((sc1 - sc0).Nanoseconds()) / 1e3 / beats,
+				results.MTotalCPUPer:  float64((sc1 - sc0 + cc1 - cc0).Nanoseconds()) / 1e3 / beats,
+				results.MServerCores:  (sc1 - sc0).Seconds() / wall.Seconds(),
+				results.MBeatsPerSec:  beats / wall.Seconds(),
+				results.MSessions:     float64(sessions),
 			}}, nil
 		}); err != nil {
 			return err
 		}
-		for _, name := range []string{VBeatEtcd, VBeatGRPC} {
+		for _, name := range []string{results.VBeatEtcd, results.VBeatGRPC} {
 			call := anchors[name]
-			if err := s.round(WHeartbeat, name, func() (Round, error) {
+			if err := s.round(results.WHeartbeat, name, func() (results.Round, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), window+30*time.Second)
 				defer cancel()
 				r := benchrun.RunFor(window, 10_000_000, 64, func(i int) error { return call(ctx, int(beat.Add(1))) })
 				if r.Err() != nil {
-					return Round{}, r.Err()
+					return results.Round{}, r.Err()
 				}
 				perCall := float64(r.CPUPerCall()) / 1e3
-				return Round{Latencies: r.Latencies, Metrics: map[string]float64{
-					MTotalCPUPer: perCall, MServerCPUPer: perCall, MBeatsPerSec: r.PerSecond(),
-					MP99: float64(r.Percentile(0.99)) / 1e3,
+				return results.Round{Latencies: r.Latencies, Metrics: map[string]float64{
+					results.MTotalCPUPer: perCall, results.MServerCPUPer: perCall, results.MBeatsPerSec: r.PerSecond(),
+					results.MP99: float64(r.Percentile(0.99)) / 1e3,
 				}}, nil
 			}); err != nil {
 				return err
@@ -198,7 +181,7 @@ func (s *Suite) Heartbeats() (err error) {
 	if err != nil {
 		return err
 	}
-	watchers := pick(s, maxWatchers, 1000)
+	watchers := pick(s, results.MaxWatchers, 1000)
 	s.logf("opening %d watchers", watchers)
 	wc, err := startChild(s.cfg.Self, "watchers", addr, watchers)
 	if err != nil {
@@ -217,11 +200,11 @@ func (s *Suite) Heartbeats() (err error) {
 	if err != nil {
 		return err
 	}
-	return s.round(WMemory, VMemWatcher, func() (Round, error) {
-		return Round{Metrics: map[string]float64{
-			MServerBytes: perItem(before, after, watchers),
-			MClientBytes: perItem(wBase, wFull, watchers),
-			MItems:       float64(watchers),
+	return s.round(results.WMemory, results.VMemWatcher, func() (results.Round, error) {
+		return results.Round{Metrics: map[string]float64{
+			results.MServerBytes: perItem(before, after, watchers),
+			results.MClientBytes: perItem(wBase, wFull, watchers),
+			results.MItems:       float64(watchers),
 		}}, nil
 	})
 }

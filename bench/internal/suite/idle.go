@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"net/http"
 	"sync"
 	"time"
@@ -50,17 +51,14 @@ func openSessions(url string, n int) (*holder, error) {
 	return h, nil
 }
 
-// watchersPerClient is how many idle watchers share one client (session).
-const watchersPerClient = 100
-
 // openWatchers opens n idle watchers (informers) of the one-key idle topic
-// at url, watchersPerClient to a client.
+// at url, results.WatchersPerClient to a client.
 func openWatchers(url string, n int) (*holder, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &holder{tr: framework.NewTransport(nil), cancel: cancel}
 	var cl *framework.Client
 	for i := range n {
-		if i%watchersPerClient == 0 {
+		if i%results.WatchersPerClient == 0 {
 			var err error
 			cl, err = framework.NewClient(topicContract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
 				Instance: fmt.Sprintf("watcher-%05d", i), Endpoints: []string{url}, Transport: h.tr, Logger: quiet})
@@ -74,8 +72,8 @@ func openWatchers(url string, n int) (*holder, error) {
 			return nil, errors.Join(err, h.close())
 		}
 		h.informers = append(h.informers, inf)
-		if len(h.informers)%watchersPerClient == 0 || i == n-1 {
-			if err := waitSynced(h.informers[len(h.informers)-1-(len(h.informers)-1)%watchersPerClient:]); err != nil {
+		if len(h.informers)%results.WatchersPerClient == 0 || i == n-1 {
+			if err := waitSynced(h.informers[len(h.informers)-1-(len(h.informers)-1)%results.WatchersPerClient:]); err != nil {
 				return nil, errors.Join(err, h.close())
 			}
 		}

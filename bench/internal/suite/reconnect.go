@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -13,13 +14,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bench/benchpb"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
-)
-
-// Workload and variant names of the reconnect gap (P6).
-const (
-	WReconnect   = "reconnect gap"
-	VReconnectLS = "lockstep (default backoff)"
-	VReconnectGR = "gRPC default backoff"
 )
 
 // Reconnect measures P6 as an upgrade sees it: a server is killed, a
@@ -35,8 +29,8 @@ func (s *Suite) Reconnect() error {
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
 	for round := range s.cfg.Rounds {
-		for _, v := range []string{VReconnectLS, VReconnectGR} {
-			if err := s.round(WReconnect, v, func() (Round, error) {
+		for _, v := range []string{results.VReconnectLS, results.VReconnectGR} {
+			if err := s.round(results.WReconnect, v, func() (results.Round, error) {
 				var mu sync.Mutex
 				var gaps []time.Duration
 				var errs []error
@@ -57,7 +51,7 @@ func (s *Suite) Reconnect() error {
 				}
 				wg.Wait()
 				if err := errors.Join(errs...); err != nil {
-					return Round{}, err
+					return results.Round{}, err
 				}
 				return durationRound(gaps), nil
 			}); err != nil {
@@ -76,7 +70,7 @@ func reconnectPair(variant string, trials int, dark func() time.Duration) ([]tim
 	var gaps []time.Duration
 	const limit = 15 * time.Second
 	switch variant {
-	case VReconnectLS:
+	case results.VReconnectLS:
 		srv, err := startLockstep(addr, serverConfig(), nil)
 		if err != nil {
 			return nil, err

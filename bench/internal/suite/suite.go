@@ -8,6 +8,7 @@ package suite
 
 import (
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"io"
 	"log/slog"
 	"math"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/bench/internal/hostload"
-	"github.com/lockstep-dev/lockstep/bench/internal/stats"
 )
 
 // Config says how long and how often to measure.
@@ -41,7 +41,7 @@ type Config struct {
 // Suite runs the workloads and holds what they measured.
 type Suite struct {
 	cfg     Config
-	Results *Results
+	Results *results.Results
 	started time.Time
 
 	// validationMismatches names the corpus documents the two validators
@@ -63,7 +63,7 @@ func New(cfg Config) *Suite {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	return &Suite{cfg: cfg, Results: NewResults(), started: time.Now()}
+	return &Suite{cfg: cfg, Results: results.NewResults(), started: time.Now()}
 }
 
 // Config returns the suite's configuration.
@@ -84,26 +84,9 @@ func (s *Suite) logf(format string, args ...any) {
 // quiet is the logger of every lockstep server and client in the suite.
 var quiet = slog.New(slog.DiscardHandler)
 
-// Round is what one run of one variant measured.
-type Round struct {
-	// Metrics are the round's figures by name (see the workloads for the
-	// names and units).
-	Metrics map[string]float64
-	// Latencies are the round's latencies, sorted, where the workload
-	// plots their distribution.
-	Latencies []time.Duration
-	// Before is the host's load in the moment before the round started,
-	// During its load while the round ran (the suite's own work included).
-	Before, During hostload.Load
-	// Retries is how often the round was put off for a busy host; Flagged
-	// says it ran on a host still under the idle threshold.
-	Retries int
-	Flagged bool
-}
-
 // round runs fn as one round of workload's variant: it waits for the host
 // to be idle enough (up to the retries), runs fn, and records the round.
-func (s *Suite) round(workload, variant string, fn func() (Round, error)) error {
+func (s *Suite) round(workload, variant string, fn func() (results.Round, error)) error {
 	const window = 250 * time.Millisecond
 	var before hostload.Load
 	retries := 0
@@ -129,7 +112,7 @@ func (s *Suite) round(workload, variant string, fn func() (Round, error)) error 
 	}
 	r.Before, r.Retries = before, retries
 	r.Flagged = !math.IsNaN(before.Idle) && before.Idle < s.cfg.MinIdle
-	s.Results.add(workload, variant, r)
+	s.Results.Add(workload, variant, r)
 	s.logf("%-22s %-34s %s (before: %s%s)", workload, variant, summary(r.Metrics), before, flagText(r.Flagged))
 	return nil
 }
@@ -154,68 +137,9 @@ func summary(m map[string]float64) string {
 	return out
 }
 
-// Results are every round of every variant of every workload, in the
-// order they were first run.
-type Results struct {
-	workloads []string
-	variants  map[string][]string
-	rounds    map[string]map[string][]Round
-}
-
-// NewResults returns empty results.
-func NewResults() *Results {
-	return &Results{variants: map[string][]string{}, rounds: map[string]map[string][]Round{}}
-}
-
-func (r *Results) add(workload, variant string, round Round) {
-	if _, ok := r.rounds[workload]; !ok {
-		r.workloads = append(r.workloads, workload)
-		r.rounds[workload] = map[string][]Round{}
-	}
-	if _, ok := r.rounds[workload][variant]; !ok {
-		r.variants[workload] = append(r.variants[workload], variant)
-	}
-	r.rounds[workload][variant] = append(r.rounds[workload][variant], round)
-}
-
-// Workloads returns the workloads in the order they ran.
-func (r *Results) Workloads() []string { return r.workloads }
-
-// Variants returns a workload's variants in the order they ran.
-func (r *Results) Variants(workload string) []string { return r.variants[workload] }
-
-// Rounds returns a variant's rounds.
-func (r *Results) Rounds(workload, variant string) []Round { return r.rounds[workload][variant] }
-
-// Median returns the median of a metric over a variant's rounds, NaN when
-// it was not measured.
-func (r *Results) Median(workload, variant, metric string) float64 {
-	var xs []float64
-	for _, rd := range r.rounds[workload][variant] {
-		if v, ok := rd.Metrics[metric]; ok && !math.IsNaN(v) {
-			xs = append(xs, v)
-		}
-	}
-	return stats.Median(xs)
-}
-
-// Latencies returns every latency of a variant's rounds, sorted.
-func (r *Results) Latencies(workload, variant string) []time.Duration {
-	var all []time.Duration
-	for _, rd := range r.rounds[workload][variant] {
-		all = append(all, rd.Latencies...)
-	}
-	slices.Sort(all)
-	return all
-}
-
-// Flagged returns how many of a variant's rounds were flagged.
-func (r *Results) Flagged(workload, variant string) int {
-	n := 0
-	for _, rd := range r.rounds[workload][variant] {
-		if rd.Flagged {
-			n++
-		}
-	}
-	return n
+// Write builds the report of what s measured; facts are the machine and
+// run facts, plotDir the plots' folder relative to the report.
+func (s *Suite) Write(facts [][2]string, plotDir string) results.Writeup {
+	return results.Write(results.Run{Quick: s.cfg.Quick, Rounds: s.cfg.Rounds, ValidationMismatches: s.validationMismatches},
+		s.Results, facts, plotDir)
 }

@@ -8,15 +8,6 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// Sizes of the fan-out and memory workloads.
-const (
-	// topicKeys is how many nodes the fan-out topic holds.
-	topicKeys = 100
-	// maxSessions and maxWatchers are the idle-memory workload's counts.
-	maxSessions = 10000
-	maxWatchers = 10000
-)
-
 // topicName is the fan-out topic: the benchmark NodeStatus, keyed by node
 // name, written by the server. idleTopic is the same with one key, which
 // the idle-watcher workload's watchers hold.

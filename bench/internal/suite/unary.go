@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"time"
 
 	"connectrpc.com/connect"
@@ -13,33 +14,6 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
-)
-
-// Variant names of the unary workload, as the report prints them.
-const (
-	VLockstep      = "lockstep"
-	VLockstepBatch = "lockstep auto-batching"
-	VLockstepFork  = "lockstep fork mode (N-1 client)"
-	VGRPCProto     = "gRPC+protobuf"
-	VGRPCJSON      = "gRPC+JSON"
-	VNetHTTP       = "net/http+encoding/json"
-	VConnectJSON   = "connect-go JSON"
-	VConnectProto  = "connect-go proto"
-)
-
-// UnaryCallers are the caller counts of the unary workload.
-var UnaryCallers = []int{1, 64}
-
-// UnaryWorkload names the unary workload at a caller count.
-func UnaryWorkload(callers int) string { return fmt.Sprintf("unary/%d", callers) }
-
-// Metric names of the unary workload.
-const (
-	MCallsPerSec = "calls/s"
-	MP50         = "p50 µs"
-	MP99         = "p99 µs"
-	MCPUPerCall  = "CPU µs/call"
-	MFailed      = "failed"
 )
 
 type unaryVariant struct {
@@ -119,36 +93,36 @@ func (s *Suite) Unary() (err error) {
 	generated := benchgen.NewClient(plain)
 	generatedBatching := benchgen.NewClient(batching)
 	variants := []unaryVariant{
-		{VLockstep, func(ctx context.Context, i int) error {
+		{results.VLockstep, func(ctx context.Context, i int) error {
 			ack, err := generated.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
 			return checkAck(err == nil && ack.Accepted, err)
 		}},
-		{VLockstepBatch, func(ctx context.Context, i int) error {
+		{results.VLockstepBatch, func(ctx context.Context, i int) error {
 			ack, err := generatedBatching.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
 			return checkAck(err == nil && ack.Accepted, err)
 		}},
-		{VLockstepFork, func(ctx context.Context, i int) error {
+		{results.VLockstepFork, func(ctx context.Context, i int) error {
 			ack, err := framework.CallUnary[benchgen.NodeStatus, benchgen.Ack](ctx, forked, benchgen.MethodReportStatus,
 				msgs.generated[i%len(msgs.generated)])
 			return checkAck(err == nil && ack.Accepted, err)
 		}},
-		{VGRPCProto, func(ctx context.Context, i int) error {
+		{results.VGRPCProto, func(ctx context.Context, i int) error {
 			ack, err := gc.ReportStatus(ctx, msgs.proto[i%len(msgs.proto)])
 			return checkAck(err == nil && ack.Accepted, err)
 		}},
-		{VGRPCJSON, func(ctx context.Context, i int) error {
+		{results.VGRPCJSON, func(ctx context.Context, i int) error {
 			var ack struct{ Accepted bool }
 			err := conn.Invoke(ctx, jsonReportStatus, msgs.plain[i%len(msgs.plain)], &ack, grpc.CallContentSubtype("json"))
 			return checkAck(ack.Accepted, err)
 		}},
-		{VNetHTTP, func(ctx context.Context, i int) error {
+		{results.VNetHTTP, func(ctx context.Context, i int) error {
 			return netHTTPCall(ctx, hc, nh.base+"/nodestatus", msgs.plain[i%len(msgs.plain)])
 		}},
-		{VConnectJSON, func(ctx context.Context, i int) error {
+		{results.VConnectJSON, func(ctx context.Context, i int) error {
 			resp, err := connectJSON.CallUnary(ctx, connect.NewRequest(msgs.proto[i%len(msgs.proto)]))
 			return checkAck(err == nil && resp.Msg.Accepted, err)
 		}},
-		{VConnectProto, func(ctx context.Context, i int) error {
+		{results.VConnectProto, func(ctx context.Context, i int) error {
 			resp, err := connectProto.CallUnary(ctx, connect.NewRequest(msgs.proto[i%len(msgs.proto)]))
 			return checkAck(err == nil && resp.Msg.Accepted, err)
 		}},
@@ -156,8 +130,8 @@ func (s *Suite) Unary() (err error) {
 
 	limit := pick(s, 3*time.Second, 300*time.Millisecond)
 	const maxCalls = 2_000_000
-	for _, callers := range UnaryCallers {
-		workload := UnaryWorkload(callers)
+	for _, callers := range results.UnaryCallers {
+		workload := results.UnaryWorkload(callers)
 		for _, v := range variants { // open every variant's connections first
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			r := benchrun.Run(8*callers, callers, func(i int) error { return v.call(ctx, i) })
@@ -171,16 +145,16 @@ func (s *Suite) Unary() (err error) {
 			// right after the same neighbour.
 			for k := range variants {
 				v := variants[(k+round)%len(variants)]
-				if err := s.round(workload, v.name, func() (Round, error) {
+				if err := s.round(workload, v.name, func() (results.Round, error) {
 					ctx, cancel := context.WithTimeout(context.Background(), limit+30*time.Second)
 					defer cancel()
 					r := benchrun.RunFor(limit, maxCalls, callers, func(i int) error { return v.call(ctx, i) })
-					return Round{Latencies: r.Latencies, Metrics: map[string]float64{
-						MCallsPerSec: r.PerSecond(),
-						MP50:         float64(r.Percentile(0.5)) / 1e3,
-						MP99:         float64(r.Percentile(0.99)) / 1e3,
-						MCPUPerCall:  float64(r.CPUPerCall()) / 1e3,
-						MFailed:      float64(r.Failed),
+					return results.Round{Latencies: r.Latencies, Metrics: map[string]float64{
+						results.MCallsPerSec: r.PerSecond(),
+						results.MP50:         float64(r.Percentile(0.5)) / 1e3,
+						results.MP99:         float64(r.Percentile(0.99)) / 1e3,
+						results.MCPUPerCall:  float64(r.CPUPerCall()) / 1e3,
+						results.MFailed:      float64(r.Failed),
 					}}, nil
 				}); err != nil {
 					return err

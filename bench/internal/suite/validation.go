@@ -3,21 +3,12 @@ package suite
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
-)
-
-// Workload and metric names of the validation workload (P8).
-const (
-	WValidation      = "validation"
-	VGeneratedDecode = "generated decode + Validate"
-	VSchemaDecode    = "decode to any + jsonschema/v5"
-	MNsPerOp         = "ns/op"
-	MMismatches      = "verdict mismatches"
-	MCorpus          = "corpus size"
 )
 
 // corpusCase is one document of the differential corpus.
@@ -128,24 +119,24 @@ func (s *Suite) Validation() error {
 	variants := []struct {
 		name string
 		fn   func([]byte) error
-	}{{VGeneratedDecode, generatedVerdict}, {VSchemaDecode, schemaVerdict}}
+	}{{results.VGeneratedDecode, generatedVerdict}, {results.VSchemaDecode, schemaVerdict}}
 	for range s.cfg.Rounds {
 		for _, v := range variants {
-			if err := s.round(WValidation, v.name, func() (Round, error) {
+			if err := s.round(results.WValidation, v.name, func() (results.Round, error) {
 				n := 0
 				start := time.Now()
 				for time.Since(start) < limit && n < 10_000_000 {
 					for range 64 {
 						if err := v.fn(doc); err != nil {
-							return Round{}, fmt.Errorf("the benchmark instance does not validate: %w", err)
+							return results.Round{}, fmt.Errorf("the benchmark instance does not validate: %w", err)
 						}
 					}
 					n += 64
 				}
-				return Round{Metrics: map[string]float64{
-					MNsPerOp:    float64(time.Since(start).Nanoseconds()) / float64(n),
-					MMismatches: float64(len(mismatches)),
-					MCorpus:     float64(len(corpus)),
+				return results.Round{Metrics: map[string]float64{
+					results.MNsPerOp:    float64(time.Since(start).Nanoseconds()) / float64(n),
+					results.MMismatches: float64(len(mismatches)),
+					results.MCorpus:     float64(len(corpus)),
 				}}, nil
 			}); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package suite
+package results
 
 import (
 	"math"
@@ -13,9 +13,9 @@ import (
 func TestResultsMedianSkipsUnmeasuredRounds(t *testing.T) {
 	r := NewResults()
 	for _, v := range []float64{3, math.NaN(), 1, 2} {
-		r.add("w", "v", Round{Metrics: map[string]float64{"m": v}})
+		r.Add("w", "v", Round{Metrics: map[string]float64{"m": v}})
 	}
-	r.add("w", "v", Round{Metrics: map[string]float64{"other": 9}, Flagged: true})
+	r.Add("w", "v", Round{Metrics: map[string]float64{"other": 9}, Flagged: true})
 	if got := r.Median("w", "v", "m"); got != 2 {
 		t.Fatalf("Median = %v, want 2 (NaN and absent rounds left out)", got)
 	}
@@ -29,7 +29,7 @@ func TestResultsMedianSkipsUnmeasuredRounds(t *testing.T) {
 
 // unaryRound records one unary round of variant with a rate and p99.
 func unaryRound(r *Results, callers int, variant string, rate, p50, p99 float64) {
-	r.add(UnaryWorkload(callers), variant, Round{
+	r.Add(UnaryWorkload(callers), variant, Round{
 		Metrics:   map[string]float64{MCallsPerSec: rate, MP50: p50, MP99: p99, MCPUPerCall: 50},
 		Latencies: []time.Duration{time.Duration(p50) * time.Microsecond, time.Duration(p99) * time.Microsecond},
 		Before:    hostload.Load{Idle: 0.95},
@@ -37,14 +37,14 @@ func unaryRound(r *Results, callers int, variant string, rate, p50, p99 float64)
 }
 
 func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
-	s := New(Config{Rounds: 1})
-	unaryRound(s.Results, 64, VLockstep, 20000, 2000, 9000)
-	unaryRound(s.Results, 64, VLockstepBatch, 40000, 1500, 5000)
-	unaryRound(s.Results, 64, VGRPCProto, 25000, 2500, 6000)
-	unaryRound(s.Results, 64, VConnectJSON, 5000, 9000, 20000)
-	unaryRound(s.Results, 1, VLockstep, 100, 40, 90)
-	unaryRound(s.Results, 1, VGRPCProto, 100, 60, 120)
-	w := s.Write([][2]string{{"commit", "abc"}}, "bench")
+	r := NewResults()
+	unaryRound(r, 64, VLockstep, 20000, 2000, 9000)
+	unaryRound(r, 64, VLockstepBatch, 40000, 1500, 5000)
+	unaryRound(r, 64, VGRPCProto, 25000, 2500, 6000)
+	unaryRound(r, 64, VConnectJSON, 5000, 9000, 20000)
+	unaryRound(r, 1, VLockstep, 100, 40, 90)
+	unaryRound(r, 1, VGRPCProto, 100, 60, 120)
+	w := Write(Run{Rounds: 1}, r, [][2]string{{"commit", "abc"}}, "bench")
 	verdicts := map[string]report.Verdict{}
 	for _, tg := range w.Doc.Targets {
 		verdicts[tg.ID] = tg.Verdict
@@ -75,36 +75,5 @@ func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
 		if w.Plots[name] == "" {
 			t.Errorf("no plot %s", name)
 		}
-	}
-}
-
-func TestKeyIndex(t *testing.T) {
-	for key, want := range map[string]int{"node-0042": 42, "/nodes/node-0007": 7, "node-0100": 100, "node-": -1, "node-4x": -1} {
-		if got := keyIndex(key); got != want {
-			t.Errorf("keyIndex(%q) = %d, want %d", key, got, want)
-		}
-	}
-}
-
-func TestFanWatcherConvergesOnEveryKeysFinalID(t *testing.T) {
-	w := newFanWatcher()
-	final := make([]int64, topicKeys)
-	final[3], final[7] = 30, 70
-	w.got(3, 30, 0, false, true)
-	if w.converged(final) {
-		t.Fatal("converged without key 7's final write")
-	}
-	w.got(7, 71, time.Millisecond, true, true)
-	w.got(7, 50, 0, false, true) // an older id never moves a key back
-	if !w.converged(final) {
-		t.Fatal("not converged after every key's final write")
-	}
-	if w.delivered != 3 || len(w.lat) != 1 || len(w.pending) != 2 {
-		t.Fatalf("recorded %d deliveries, %d timed, %d pending; want 3, 1, 2", w.delivered, len(w.lat), len(w.pending))
-	}
-	w.reset()
-	w.got(1, 5, 0, false, false) // not recording: only the state moves
-	if w.delivered != 0 || w.last[1] != 5 {
-		t.Fatalf("after reset, a delivery outside recording counted %d, key state %d", w.delivered, w.last[1])
 	}
 }

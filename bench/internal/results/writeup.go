@@ -1,4 +1,4 @@
-package suite
+package results
 
 import (
 	"fmt"
@@ -19,17 +19,36 @@ type Writeup struct {
 	Plots map[string]string
 }
 
-// Write builds the report of what s measured. facts are the machine and
-// run facts; plotDir is the plots' folder relative to the report.
-func (s *Suite) Write(facts [][2]string, plotDir string) Writeup {
-	w := &writeup{s: s, r: s.Results, plotDir: plotDir, out: Writeup{Plots: map[string]string{}}}
+// Run is what the report needs to know of how the suite ran.
+type Run struct {
+	// Quick is a run of a few seconds per workload.
+	Quick bool
+	// Rounds is how many rounds each variant ran.
+	Rounds int
+	// ValidationMismatches names the corpus documents the validators of
+	// the validation workload disagreed on.
+	ValidationMismatches []string
+}
+
+// pick returns quick for a quick run, full otherwise.
+func (r Run) pick(full, quick string) string {
+	if r.Quick {
+		return quick
+	}
+	return full
+}
+
+// Write builds the report of r. facts are the machine and run facts;
+// plotDir is the plots' folder relative to the report.
+func Write(run Run, r *Results, facts [][2]string, plotDir string) Writeup {
+	w := &writeup{run: run, r: r, plotDir: plotDir, out: Writeup{Plots: map[string]string{}}}
 	mode := "full"
-	if s.cfg.Quick {
+	if run.Quick {
 		mode = "quick (a few seconds per workload: a check that the suite runs, not figures to quote)"
 	}
 	facts = append(facts,
 		[2]string{"mode", mode},
-		[2]string{"rounds", fmt.Sprintf("%d per variant, variants alternating within each round", s.cfg.Rounds)},
+		[2]string{"rounds", fmt.Sprintf("%d per variant, variants alternating within each round", run.Rounds)},
 		[2]string{"host idle before rounds", w.idleSummary()},
 	)
 	w.out.Doc = report.Doc{
@@ -66,7 +85,7 @@ rest).
 `
 
 type writeup struct {
-	s       *Suite
+	run     Run
 	r       *Results
 	plotDir string
 	out     Writeup
@@ -197,7 +216,7 @@ func (w *writeup) unary() {
 	}
 	sec := report.Section{Title: "Unary NodeStatus→Ack (P1, P2)", Intro: `
 Closed loop: each caller starts its next call when its last returns, for
-` + w.s.pick("3 s", "0.3 s") + ` per variant per round. lockstep runs its zero
+` + w.run.pick("3 s", "0.3 s") + ` per variant per round. lockstep runs its zero
 configuration apart from names (HTTP/1.1 keep-alive, generated decoding and
 validation on the server); auto-batching is ` + "`ClientConfig.AutoBatch`" + ` at its
 defaults; the fork-mode row is a client at 0.9.0 calling a server at
@@ -280,40 +299,6 @@ func cdfSeries(name string, sorted []time.Duration) report.Series {
 	return s
 }
 
-// pick returns quick when the suite runs quickly, full otherwise.
-func (s *Suite) pick(full, quick string) string { return pick(s, full, quick) }
-
-// validation writes the validation section and P8.
-func (w *writeup) validation() {
-	if len(w.r.Variants(WValidation)) == 0 {
-		return
-	}
-	gen, anchor := w.r.Median(WValidation, VGeneratedDecode, MNsPerOp), w.r.Median(WValidation, VSchemaDecode, MNsPerOp)
-	corpus := w.r.Median(WValidation, VGeneratedDecode, MCorpus)
-	sec := report.Section{Title: "Validation (P8)", Intro: `
-Decoding and validating the benchmark instance (1.5 KB) in one goroutine:
-the generated ` + "`UnmarshalJSON`" + ` and ` + "`Validate`" + ` of ` + "`framework/benchkit/benchgen`" + `
-against ` + "`Contract.ValidateJSON`" + ` (decode to ` + "`any`" + `, then jsonschema/v5), as the
-runtime does for types without a generated validator. The differential
-corpus is the instance, 8 nodes of the benchmark family and mutations that
-each break one rule of the schema.`,
-		Tables: []report.Table{{Header: []string{"variant", "ns/op", "vs generated"}, Rows: [][]string{
-			{VGeneratedDecode, w.fig(WValidation, VGeneratedDecode, MNsPerOp, "%.0f"), "1.00×"},
-			{VSchemaDecode, w.fig(WValidation, VSchemaDecode, MNsPerOp, "%.0f"), ratioText(stats.Ratio(anchor, gen))},
-		}}}}
-	if len(w.s.validationMismatches) > 0 {
-		sec.Notes = "Verdicts differ on: " + strings.Join(w.s.validationMismatches, "; ") + "."
-	} else {
-		sec.Notes = fmt.Sprintf("Both gave the same verdict on all %.0f documents of the corpus.", corpus)
-	}
-	w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
-	speedup := stats.Ratio(anchor, gen)
-	w.target(report.Target{ID: "P8", Workload: targetWorkload["P8"], Want: targetWant["P8"],
-		Measured: fmt.Sprintf("%.0f vs %.0f ns = **%s** faster; %d of %.0f verdicts differ", gen, anchor, ratioText(speedup),
-			len(w.s.validationMismatches), corpus),
-		Verdict: verdict(!math.IsNaN(speedup), speedup >= 5 && len(w.s.validationMismatches) == 0)})
-}
-
 // msTable is a table of latency figures in milliseconds over a workload's
 // variants, with the p99 ratio against base.
 func (w *writeup) msTable(wl, first, base string) report.Table {
@@ -340,10 +325,10 @@ func (w *writeup) pooled(wl, v string, q float64) float64 {
 func (w *writeup) reconnect() {
 	if len(w.r.Variants(WReconnect)) > 0 {
 		sec := report.Section{Title: "Reconnect gap (P6)", Intro: `
-Pairs of one server and one client run in parallel (` + w.s.pick("20 pairs, 2 trials each", "3 pairs, 1 trial each") + ` per
+Pairs of one server and one client run in parallel (` + w.run.pick("20 pairs, 2 trials each", "3 pairs, 1 trial each") + ` per
 round). A trial kills the server, makes a call once the client knows the
 server is gone (so it blocks), keeps the address dark for a random time
-(uniform in ` + w.s.pick("0.2–3 s", "0.2–0.5 s") + `), then starts a compatible server there; the gap runs
+(uniform in ` + w.run.pick("0.2–3 s", "0.2–0.5 s") + `), then starts a compatible server there; the gap runs
 from its listener accepting to the blocked call's success. gRPC's call uses
 ` + "`WaitForReady`" + ` and the default connection backoff; lockstep's client its default
 reconnect backoff. The table's figures are medians over rounds of each
@@ -396,7 +381,7 @@ func (w *writeup) heartbeats() {
 %.0f lockstep sessions (one client per simulated node, one client process,
 sharing a transport and one `+"`Heartbeats`"+`) idle against a lockstep server in a
 process of its own, each renewed once a second (the default heartbeat);
-each round measures the server process's CPU over `+w.s.pick("5 s", "1 s")+` and the client
+each round measures the server process's CPU over `+w.run.pick("5 s", "1 s")+` and the client
 process's beside it. The anchors, each in this process with 64 writers for
 the same time: a durable Put of a 100-byte lease per heartbeat to embedded
 etcd (WAL fsynced, data in a temporary folder), and a gRPC unary ping per
@@ -418,13 +403,13 @@ heartbeat. "CPU µs/beat" is both sides together for every row.`, n),
 		w.target(report.Target{ID: "P3", Workload: targetWorkload["P3"], Want: targetWant["P3"],
 			Measured: fmt.Sprintf("%.2f µs per beat (both processes) vs etcd %.0f µs per Put = **%.0f× less**; server %.3f cores at %.0f sessions",
 				base, etcd, ratio, cores, n),
-			Verdict: verdict(!math.IsNaN(ratio) && n >= maxSessions, ratio >= 10 && cores <= 0.25)})
+			Verdict: verdict(!math.IsNaN(ratio) && n >= MaxSessions, ratio >= 10 && cores <= 0.25)})
 	}
 	if len(w.r.Variants(WMemory)) > 0 {
 		sec := report.Section{Title: "Idle memory (P7)", Intro: `
 Live heap plus goroutine stacks after a collection, per item, in the server
 process (and, beside it, in the process holding the clients): sessions are
-the heartbeat workload's; watchers are informers of a one-key topic, ` + fmt.Sprint(watchersPerClient) + ` to
+the heartbeat workload's; watchers are informers of a one-key topic, ` + fmt.Sprint(WatchersPerClient) + ` to
 a client, opened once the sessions are gone.`,
 			Tables: []report.Table{{Header: []string{"item", "count", "server B/item", "client B/item"}}}}
 		for _, v := range w.r.Variants(WMemory) {
@@ -433,7 +418,7 @@ a client, opened once the sessions are gone.`,
 		}
 		w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
 		sess, watch := w.r.Median(WMemory, VMemSession, MServerBytes), w.r.Median(WMemory, VMemWatcher, MServerBytes)
-		full := w.r.Median(WMemory, VMemSession, MItems) >= maxSessions && w.r.Median(WMemory, VMemWatcher, MItems) >= maxWatchers
+		full := w.r.Median(WMemory, VMemSession, MItems) >= MaxSessions && w.r.Median(WMemory, VMemWatcher, MItems) >= MaxWatchers
 		w.target(report.Target{ID: "P7", Workload: targetWorkload["P7"], Want: targetWant["P7"],
 			Measured: fmt.Sprintf("**%.1f KiB** per session, **%.1f KiB** per watcher (server)", sess/1024, watch/1024),
 			Verdict:  verdict(full && !math.IsNaN(sess) && !math.IsNaN(watch), sess <= 10*1024 && watch <= 16*1024)})
@@ -462,7 +447,7 @@ func (w *writeup) fanout() {
 	top := counts[len(counts)-1]
 	sec := report.Section{Title: "Watch fan-out and overload (P4, P4s, P5)", Intro: fmt.Sprintf(`
 One writer changes %d NodeStatus objects (1.5 KB each as JSON) round-robin at
-a fixed rate for `+w.s.pick("4 s", "0.5 s")+` (a writer the system holds back stops at half again that time); the watchers are spread over %d clients (%d per
+a fixed rate for `+w.run.pick("4 s", "0.5 s")+` (a writer the system holds back stops at half again that time); the watchers are spread over %d clients (%d per
 client at %d watchers). The write's time rides inside the object (the
 first condition's heartbeat time), so a decoding watcher learns it only by
 decoding; the no-decode anchors are timed by etcd revision or stream
@@ -478,7 +463,7 @@ write per watcher (level-based lockstep may skip superseded versions);
 key's final version (%v at most; "unconverged" counts the watchers that
 did not). CPU is the process's (writer, servers and watchers). All
 variants' watchers stay open through the rounds; one writes at a time.`,
-		topicKeys, fanoutClients, max(1, top/fanoutClients), top, watchBuffer, fanoutConvergeBy)}
+		TopicKeys, FanoutClients, max(1, top/FanoutClients), top, WatchBuffer, FanoutConvergeBy)}
 	workloads := []string{}
 	for _, c := range counts {
 		workloads = append(workloads, FanoutWorkload(c, 100))
@@ -530,4 +515,35 @@ variants' watchers stay open through the rounds; one writes at a time.`,
 				rate, op99, conv, unconv),
 			Verdict: verdict(full && !math.IsNaN(op99), rate >= 950 && op99 <= 1000 && conv <= 1000 && unconv == 0)})
 	}
+}
+
+// validation writes the validation section and P8.
+func (w *writeup) validation() {
+	if len(w.r.Variants(WValidation)) == 0 {
+		return
+	}
+	gen, anchor := w.r.Median(WValidation, VGeneratedDecode, MNsPerOp), w.r.Median(WValidation, VSchemaDecode, MNsPerOp)
+	corpus := w.r.Median(WValidation, VGeneratedDecode, MCorpus)
+	sec := report.Section{Title: "Validation (P8)", Intro: `
+Decoding and validating the benchmark instance (1.5 KB) in one goroutine:
+the generated ` + "`UnmarshalJSON`" + ` and ` + "`Validate`" + ` of ` + "`framework/benchkit/benchgen`" + `
+against ` + "`Contract.ValidateJSON`" + ` (decode to ` + "`any`" + `, then jsonschema/v5), as the
+runtime does for types without a generated validator. The differential
+corpus is the instance, 8 nodes of the benchmark family and mutations that
+each break one rule of the schema.`,
+		Tables: []report.Table{{Header: []string{"variant", "ns/op", "vs generated"}, Rows: [][]string{
+			{VGeneratedDecode, w.fig(WValidation, VGeneratedDecode, MNsPerOp, "%.0f"), "1.00×"},
+			{VSchemaDecode, w.fig(WValidation, VSchemaDecode, MNsPerOp, "%.0f"), ratioText(stats.Ratio(anchor, gen))},
+		}}}}
+	if len(w.run.ValidationMismatches) > 0 {
+		sec.Notes = "Verdicts differ on: " + strings.Join(w.run.ValidationMismatches, "; ") + "."
+	} else {
+		sec.Notes = fmt.Sprintf("Both gave the same verdict on all %.0f documents of the corpus.", corpus)
+	}
+	w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
+	speedup := stats.Ratio(anchor, gen)
+	w.target(report.Target{ID: "P8", Workload: targetWorkload["P8"], Want: targetWant["P8"],
+		Measured: fmt.Sprintf("%.0f vs %.0f ns = **%s** faster; %d of %.0f verdicts differ", gen, anchor, ratioText(speedup),
+			len(w.run.ValidationMismatches), corpus),
+		Verdict: verdict(!math.IsNaN(speedup), speedup >= 5 && len(w.run.ValidationMismatches) == 0)})
 }

@@ -1,0 +1,118 @@
+package results
+
+import (
+	"fmt"
+	"time"
+)
+
+// Variant names of the unary workload, as the report prints them.
+const (
+	VLockstep      = "lockstep"
+	VLockstepBatch = "lockstep auto-batching"
+	VLockstepFork  = "lockstep fork mode (N-1 client)"
+	VGRPCProto     = "gRPC+protobuf"
+	VGRPCJSON      = "gRPC+JSON"
+	VNetHTTP       = "net/http+encoding/json"
+	VConnectJSON   = "connect-go JSON"
+	VConnectProto  = "connect-go proto"
+)
+
+// UnaryCallers are the caller counts of the unary workload.
+var UnaryCallers = []int{1, 64}
+
+// UnaryWorkload names the unary workload at a caller count.
+func UnaryWorkload(callers int) string { return fmt.Sprintf("unary/%d", callers) }
+
+// Metric names of the unary workload.
+const (
+	MCallsPerSec = "calls/s"
+	MP50         = "p50 µs"
+	MP99         = "p99 µs"
+	MCPUPerCall  = "CPU µs/call"
+	MFailed      = "failed"
+)
+
+// Workload and metric names of the validation workload (P8).
+const (
+	WValidation      = "validation"
+	VGeneratedDecode = "generated decode + Validate"
+	VSchemaDecode    = "decode to any + jsonschema/v5"
+	MNsPerOp         = "ns/op"
+	MMismatches      = "verdict mismatches"
+	MCorpus          = "corpus size"
+)
+
+// Workload and variant names of crash detection.
+const (
+	WCrash    = "crash detection"
+	VCrashLS  = "lockstep (client notices)"
+	VCrashGRP = "gRPC default (ClientConn leaves READY)"
+	MP50ms    = "p50 ms"
+	MP99ms    = "p99 ms"
+	MMaxms    = "max ms"
+	MSamples  = "samples"
+)
+
+// Workload and variant names of the reconnect gap (P6).
+const (
+	WReconnect   = "reconnect gap"
+	VReconnectLS = "lockstep (default backoff)"
+	VReconnectGR = "gRPC default backoff"
+)
+
+// Workload, variant and metric names of the heartbeat and memory
+// workloads (P3, P7).
+const (
+	WHeartbeat    = "heartbeats"
+	VBeatLockstep = "lockstep heartbeats"
+	VBeatEtcd     = "etcd durable Put"
+	VBeatGRPC     = "gRPC unary ping"
+	MServerCPUPer = "server CPU µs/beat"
+	MTotalCPUPer  = "CPU µs/beat"
+	MServerCores  = "server cores"
+	MBeatsPerSec  = "beats/s"
+	MSessions     = "sessions"
+	WMemory       = "memory"
+	VMemSession   = "idle session"
+	VMemWatcher   = "idle watcher"
+	MServerBytes  = "server B/item"
+	MClientBytes  = "client B/item"
+	MItems        = "items"
+)
+
+// Variant and metric names of the fan-out workloads (P4, P4s, P5).
+const (
+	VFanLockstep     = "lockstep topic, informer per watcher"
+	VFanShared       = "lockstep topic, shared informers"
+	VFanEtcd         = "etcd watch + encoding/json"
+	VFanEtcdRaw      = "etcd watch, no decode"
+	VFanGRPC         = "gRPC stream per watcher + protobuf"
+	VFanGRPCRaw      = "gRPC stream per watcher, no decode"
+	MWritesPerSec    = "writes/s"
+	MDelivered       = "delivered/write/watcher"
+	MConvergeMs      = "converged ms"
+	MUnconverged     = "unconverged watchers"
+	MCores           = "cores"
+	FanoutClients    = 50 // client processes the watchers are spread over
+	FanoutConvergeBy = 10 * time.Second
+)
+
+// FanoutWorkload names a fan-out workload by watchers and write rate.
+func FanoutWorkload(watchers, rate int) string {
+	return fmt.Sprintf("fan-out/%d watchers/%d writes/s", watchers, rate)
+}
+
+// Sizes of the fan-out and memory workloads.
+const (
+	// TopicKeys is how many nodes the fan-out topic holds.
+	TopicKeys = 100
+	// MaxSessions and MaxWatchers are the idle-memory workload's counts.
+	MaxSessions = 10000
+	MaxWatchers = 10000
+	// WatchersPerClient is how many idle watchers share one client
+	// (session) in the idle-memory workload.
+	WatchersPerClient = 100
+	// WatchBuffer is how many changes the gRPC fan-out anchor queues for
+	// a watcher before it drops changes for it.
+	WatchBuffer = 1024
+)
