@@ -178,6 +178,10 @@ type Client struct {
 	rr    atomic.Uint64
 	// blocked tracks the calls waiting for a compatible peer.
 	blocked blockedCalls
+	// writerWatchers counts the informers of server-written topics: while
+	// there are any, every session heartbeats, since heartbeat answers say
+	// where the topics' writers are.
+	writerWatchers atomic.Int32
 }
 
 // NewClient starts a client of c: it begins handshaking with the endpoints

@@ -38,6 +38,8 @@ type clientSession struct {
 	peer      handshake.Peer
 	heartbeat time.Duration
 	ttl       time.Duration
+	// writers is what the server said of its topics' writers.
+	writers sessionWriters
 }
 
 // endpoint is one replica of the peer. Its loop handshakes, heartbeats
@@ -443,6 +445,9 @@ type attempt struct {
 	// stream is a successful streaming answer's open body; the caller
 	// closes it.
 	stream io.ReadCloser
+	// resumed says a watch stream resumes from the request's resume
+	// point (Lockstep-Resumed).
+	resumed bool
 }
 
 // facts are what the resend rules look at in a.
@@ -512,6 +517,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 		}
 		if r.stream {
 			a.stream = resp.Body
+			a.resumed = resp.Header.Get(protocol.HeaderResumed) != ""
 			return a
 		}
 	}

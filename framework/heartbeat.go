@@ -147,7 +147,7 @@ func (g *beatGroup) due(interval time.Duration) ([]string, map[string]*clientSes
 	tokens := make([]string, 0, len(g.members))
 	members := make(map[string]*clientSession, len(g.members))
 	for sess, e := range g.members {
-		if time.Duration(now-e.lastCall.Load()) < interval/2 {
+		if time.Duration(now-e.lastCall.Load()) < interval/2 && e.c.writerWatchers.Load() == 0 {
 			continue
 		}
 		tokens = append(tokens, sess.token)
@@ -223,6 +223,13 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		if sess := members[token]; sess != nil {
 			if e := g.endpointOf(sess); e != nil {
 				e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server no longer holds the session"))
+			}
+		}
+	}
+	if len(ans.Topics) > 0 {
+		for _, sess := range members {
+			if e := g.endpointOf(sess); e != nil && e.c.writerWatchers.Load() > 0 {
+				e.c.learnTopicWriters(sess, ans.Topics)
 			}
 		}
 	}

@@ -304,6 +304,9 @@ type heartbeatAnswer struct {
 	// Resync lists the sessions whose client should send its full state
 	// again.
 	Resync []string `json:"resync"`
+	// Topics says, for every topic of the renewed sessions' contracts the
+	// server holds, whether it has a live writer.
+	Topics []topicWriterReport `json:"topics,omitempty"`
 }
 
 // serveHeartbeat answers POST /lockstep/heartbeat: it renews every session
@@ -321,11 +324,13 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 			draining := s.draining.Load()
 			now := s.now()
 			ans := heartbeatAnswer{Lost: []string{}, Resync: []string{}}
+			contracts := map[string]bool{}
 			for i, sess := range sessions {
 				if sess == nil || s.sessions.get(tokens[i]) != sess {
 					ans.Lost = append(ans.Lost, tokens[i])
 					continue
 				}
+				contracts[sess.contract] = true
 				sess.lastSeen.Store(now)
 				if draining {
 					sess.drainNotified.Store(true)
@@ -334,6 +339,7 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 					ans.Resync = append(ans.Resync, tokens[i])
 				}
 			}
+			ans.Topics = s.topicWriterReports(contracts)
 			return json.Marshal(ans)
 		})
 	if err != nil {

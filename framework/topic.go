@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -42,8 +43,11 @@ type TopicOption interface {
 }
 
 type topicConfig struct {
-	maxKeys     int
-	maxWatchers int
+	maxKeys      int
+	maxWatchers  int
+	tombstones   int           // deleted keys remembered for resuming watchers
+	tombstoneAge time.Duration // and for how long
+	detached     bool          // the server's writer starts detached
 }
 
 type topicOptionFunc func(*topicConfig)

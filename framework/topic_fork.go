@@ -8,6 +8,7 @@ import (
 // topicFork is one earlier version's form of a server-written topic.
 type topicFork[T any] struct {
 	version string
+	store   *topicStore
 	set     func(obj *T) error
 	del     func(key string) error
 }
@@ -29,10 +30,12 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 		panic(fmt.Sprintf("lockstep: contract %s %s declares no topic %s", old.Name(), old.Version(), name))
 	}
 	earlier := ServeTopic[Old](s, old, name, opts...)
+	earlier.store.setAttached(current.Attached()) // one writer, attached in every form or none
 	current.mirrorMu.Lock()
 	defer current.mirrorMu.Unlock()
 	current.forks = append(current.forks, topicFork[New]{
 		version: old.Version(),
+		store:   earlier.store,
 		set: func(obj *New) error {
 			o, err := down(obj)
 			if err != nil {

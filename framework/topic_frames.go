@@ -18,10 +18,10 @@ import (
 // change on the server and taken apart by the informer: one place for the
 // wire form of topics.
 
-// encodeSetFrame builds a set frame once:
-// {"type":"set","key":K,"epoch":E,"seq":N,"object":O}\n. It returns the
-// change and the object's bytes inside it.
-func encodeSetFrame(key string, ver ObjectVersion, raw []byte) (*topicChange, []byte) {
+// encodeSetFrame builds a set frame once, as the change of revision rev:
+// {"type":"set","key":K,"epoch":E,"seq":N,"rev":R,"object":O}\n. It
+// returns the change and the object's bytes inside it.
+func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw []byte) (*topicChange, []byte) {
 	qk := quoteJSON(key)
 	b := make([]byte, 0, len(raw)+len(qk)+len(ver.Epoch)+64)
 	b = append(b, `{"type":"`+protocol.FrameSet+`","key":`...)
@@ -30,17 +30,19 @@ func encodeSetFrame(key string, ver ObjectVersion, raw []byte) (*topicChange, []
 	b = append(b, ver.Epoch...)
 	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, ver.Seq, 10)
+	b = append(b, `,"rev":`...)
+	b = strconv.AppendUint(b, rev, 10)
 	b = append(b, `,"object":`...)
 	start := len(b)
 	b = append(b, raw...)
 	end := len(b)
 	b = append(b, "}\n"...)
-	return &topicChange{key: key, frame: b}, b[start:end:end]
+	return &topicChange{key: key, frame: b, gen: rev}, b[start:end:end]
 }
 
-// encodeDeleteFrame builds a delete frame once:
-// {"type":"delete","key":K,"epoch":E,"seq":N[,"writerLost":true]}\n.
-func encodeDeleteFrame(key string, ver ObjectVersion, writerLost bool) *topicChange {
+// encodeDeleteFrame builds a delete frame once, as the change of revision
+// rev: {"type":"delete","key":K,"epoch":E,"seq":N,"rev":R[,"writerLost":true]}\n.
+func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost bool) *topicChange {
 	qk := quoteJSON(key)
 	b := make([]byte, 0, len(qk)+len(ver.Epoch)+80)
 	b = append(b, `{"type":"`+protocol.FrameDelete+`","key":`...)
@@ -49,18 +51,30 @@ func encodeDeleteFrame(key string, ver ObjectVersion, writerLost bool) *topicCha
 	b = append(b, ver.Epoch...)
 	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, ver.Seq, 10)
+	b = append(b, `,"rev":`...)
+	b = strconv.AppendUint(b, rev, 10)
 	if writerLost {
 		b = append(b, `,"writerLost":true`...)
 	}
 	b = append(b, "}\n"...)
-	return &topicChange{key: key, frame: b}
+	return &topicChange{key: key, frame: b, gen: rev}
 }
 
-// appendSynced appends the synced marker, which names the server instance
-// that holds the topic.
-func (t *topicStore) appendSynced(b []byte) []byte {
+// appendSynced appends the synced marker of a stream that has brought its
+// watcher to revision rev, by resuming or not:
+// {"type":"synced","instance":I,"history":H,"rev":R,"resumed":B,"writer":W}.
+// It names the server instance that holds the topic, the resume point
+// (the topic's history and the revision), and whether the topic has a
+// live writer.
+func (t *topicStore) appendSynced(b []byte, rev uint64, resumed bool) []byte {
 	b = append(b, `{"type":"`+protocol.FrameSynced+`","instance":`...)
 	b = append(b, quoteJSON(t.s.cfg.Instance)...)
+	b = append(b, `,"history":"`...)
+	b = append(b, t.history.id...)
+	b = append(b, `","rev":`...)
+	b = strconv.AppendUint(b, rev, 10)
+	b = strconv.AppendBool(append(b, `,"resumed":`...), resumed)
+	b = strconv.AppendBool(append(b, `,"writer":`...), t.writerLive())
 	return append(b, "}\n"...)
 }
 
@@ -86,51 +100,99 @@ type watchFrame[T any] struct {
 	Key        string `json:"key"`
 	Epoch      string `json:"epoch"`
 	Seq        uint64 `json:"seq"`
+	Rev        uint64 `json:"rev"`
 	Object     *T     `json:"object"`
 	WriterLost bool   `json:"writerLost"`
 	Instance   string `json:"instance"`
+	History    string `json:"history"`
+	Resumed    bool   `json:"resumed"`
+	Writer     *bool  `json:"writer"`
 	Reason     string `json:"reason"`
 }
 
 var deleteFramePrefix = []byte(`{"type":"` + protocol.FrameDelete + `","key":"`)
 
-// frameTypeKey reads a frame's type and key without decoding its object:
-// taken apart by hand in the layout this runtime writes, decoded otherwise.
-// The key only decides which queued frame a frame replaces; the processor
-// decodes each frame in full before using it.
-func frameTypeKey(line []byte) (typ, key string, ok bool) {
+// frameTypeKey reads a frame's type, key and revision without decoding its
+// object: taken apart by hand in the layout this runtime writes, decoded
+// otherwise. The key only decides which queued frame a frame replaces; the
+// processor decodes each frame in full before using it.
+func frameTypeKey(line []byte) (typ, key string, rev uint64, ok bool) {
 	for _, p := range []struct {
 		prefix []byte
 		typ    string
 	}{{setFramePrefix, protocol.FrameSet}, {deleteFramePrefix, protocol.FrameDelete}} {
 		if rest, found := bytes.CutPrefix(line, p.prefix); found {
-			if k, _, plain := cutPlainString(rest); plain {
-				return p.typ, string(k), true
+			if k, rest, plain := cutPlainString(rest); plain {
+				if _, _, rev, _, ok := cutVersion(rest); ok {
+					return p.typ, string(k), rev, true
+				}
 			}
 		}
 	}
 	var f struct {
 		Type string `json:"type"`
 		Key  string `json:"key"`
+		Rev  uint64 `json:"rev"`
 	}
 	if err := json.Unmarshal(line, &f); err != nil {
-		return "", "", false
+		return "", "", 0, false
 	}
-	return f.Type, f.Key, true
+	return f.Type, f.Key, f.Rev, true
+}
+
+// cutVersion takes apart what follows a frame's key in the layout this
+// runtime writes: ,"epoch":E,"seq":N and, from servers with revisions,
+// ,"rev":R.
+func cutVersion(b []byte) (epoch []byte, seq, rev uint64, rest []byte, ok bool) {
+	if b, ok = bytes.CutPrefix(b, []byte(`,"epoch":"`)); !ok {
+		return nil, 0, 0, nil, false
+	}
+	if epoch, b, ok = cutPlainString(b); !ok {
+		return nil, 0, 0, nil, false
+	}
+	if b, ok = bytes.CutPrefix(b, []byte(`,"seq":`)); !ok {
+		return nil, 0, 0, nil, false
+	}
+	if seq, b, ok = cutUint(b); !ok {
+		return nil, 0, 0, nil, false
+	}
+	if r, found := bytes.CutPrefix(b, []byte(`,"rev":`)); found {
+		if rev, b, ok = cutUint(r); !ok {
+			return nil, 0, 0, nil, false
+		}
+	}
+	return epoch, seq, rev, b, true
+}
+
+// cutUint reads the JSON unsigned integer at the start of b, as
+// encoding/json reads one.
+func cutUint(b []byte) (uint64, []byte, bool) {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	if n == 0 || (n > 1 && b[0] == '0') {
+		return 0, nil, false
+	}
+	v, err := strconv.ParseUint(string(b[:n]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	return v, b[n:], true
 }
 
 var setFramePrefix = []byte(`{"type":"` + protocol.FrameSet + `","key":"`)
 
 // decodeFrame decodes one frame. Set frames in the layout this runtime
-// writes ({"type":"set","key":K,"epoch":E,"seq":N,"object":O}, strings
-// without escapes) are taken apart by hand, so that only the object goes
+// writes ({"type":"set","key":K,"epoch":E,"seq":N,"rev":R,"object":O},
+// strings without escapes) are taken apart by hand, so that only the object goes
 // through a JSON decoder; any other frame, or one the fast path cannot
 // take, is decoded in full with encoding/json, with the same result.
 func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
-	if key, epoch, seq, object, ok := splitSetFrame(line); ok {
+	if key, epoch, seq, rev, object, ok := splitSetFrame(line); ok {
 		obj := new(T)
 		if unmarshalObject(object, obj) == nil {
-			*f = watchFrame[T]{Type: protocol.FrameSet, Key: string(key), Epoch: string(epoch), Seq: seq, Object: obj}
+			*f = watchFrame[T]{Type: protocol.FrameSet, Key: string(key), Epoch: string(epoch), Seq: seq, Rev: rev, Object: obj}
 			return nil
 		}
 	}
@@ -138,42 +200,25 @@ func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
 }
 
 // splitSetFrame takes a set frame in the layout this runtime writes apart.
-func splitSetFrame(line []byte) (key, epoch []byte, seq uint64, object []byte, ok bool) {
+func splitSetFrame(line []byte) (key, epoch []byte, seq, rev uint64, object []byte, ok bool) {
 	rest, ok := bytes.CutPrefix(line, setFramePrefix)
 	if !ok {
-		return nil, nil, 0, nil, false
+		return nil, nil, 0, 0, nil, false
 	}
 	if key, rest, ok = cutPlainString(rest); !ok {
-		return nil, nil, 0, nil, false
+		return nil, nil, 0, 0, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"epoch":"`)); !ok {
-		return nil, nil, 0, nil, false
+	if epoch, seq, rev, rest, ok = cutVersion(rest); !ok {
+		return nil, nil, 0, 0, nil, false
 	}
-	if epoch, rest, ok = cutPlainString(rest); !ok {
-		return nil, nil, 0, nil, false
-	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"seq":`)); !ok {
-		return nil, nil, 0, nil, false
-	}
-	n := 0
-	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-		n++
-	}
-	if n == 0 || (n > 1 && rest[0] == '0') {
-		return nil, nil, 0, nil, false // not a JSON number the way encoding/json reads one
-	}
-	seq, err := strconv.ParseUint(string(rest[:n]), 10, 64)
-	if err != nil {
-		return nil, nil, 0, nil, false
-	}
-	if object, ok = bytes.CutPrefix(rest[n:], []byte(`,"object":`)); !ok {
-		return nil, nil, 0, nil, false
+	if object, ok = bytes.CutPrefix(rest, []byte(`,"object":`)); !ok {
+		return nil, nil, 0, 0, nil, false
 	}
 	object = bytes.TrimRight(object, " \t\r\n")
 	if object, ok = bytes.CutSuffix(object, []byte("}")); !ok || bytes.Equal(object, []byte("null")) {
-		return nil, nil, 0, nil, false
+		return nil, nil, 0, 0, nil, false
 	}
-	return key, epoch, seq, object, true
+	return key, epoch, seq, rev, object, true
 }
 
 // unmarshalObject decodes an object. A type with a decoder of its own

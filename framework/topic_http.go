@@ -183,7 +183,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return
 	}
-	ws, err := t.addWatcher(sess)
+	ws, err := t.addWatcher(sess, r.URL.Query().Get(protocol.QuerySince))
 	if err != nil {
 		s.refuse(w, err)
 		return
@@ -195,13 +195,20 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		if conn, _, err := rc.Hijack(); err == nil {
 			_ = conn.SetReadDeadline(time.Time{})
 			limitSendBuffer(conn)
-			ws.start(connSink{conn}, hijackedHeader)
+			header := hijackedHeader
+			if ws.resumed {
+				header = hijackedHeaderResumed
+			}
+			ws.start(connSink{conn}, header)
 			return
 		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", protocol.ContentTypeNDJSON)
 	h.Set("Cache-Control", "no-store")
+	if ws.resumed {
+		h.Set(protocol.HeaderResumed, "1")
+	}
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 	ws.start(responseSink{w: w, rc: rc}, nil)
@@ -215,8 +222,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 
 // hijackedHeader starts the answer of a watch stream that owns its
 // connection: the body runs until the connection closes.
-var hijackedHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + protocol.ContentTypeNDJSON +
-	"\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
+var (
+	hijackedHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + protocol.ContentTypeNDJSON +
+		"\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
+	hijackedHeaderResumed = []byte("HTTP/1.1 200 OK\r\nContent-Type: " + protocol.ContentTypeNDJSON +
+		"\r\nCache-Control: no-store\r\n" + protocol.HeaderResumed + ": 1\r\nConnection: close\r\n\r\n")
+)
 
 // watchSendBuffer is the kernel send buffer of a watch connection. Kept
 // small, it makes a watcher that reads slowly push back on its stream

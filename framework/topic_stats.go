@@ -25,6 +25,13 @@ type TopicStats struct {
 	// Sets and Deletes count the changes applied since the server started.
 	Sets    uint64 `json:"sets"`
 	Deletes uint64 `json:"deletes"`
+	// Writer says whether the topic has a live writer: server-written,
+	// its writer is attached; client-written, some client writes it.
+	Writer bool `json:"writer"`
+	// Revision is the topic's latest revision; Tombstones how many deleted
+	// keys it remembers for watchers that resume.
+	Revision   uint64 `json:"revision"`
+	Tombstones int    `json:"tombstones"`
 	// Watchers describes each live watch stream.
 	Watchers []WatcherStats `json:"watchers"`
 }
@@ -55,6 +62,7 @@ func (s *Server) TopicStats() []TopicStats {
 		st := TopicStats{
 			Contract: t.contract.Name(), Version: t.contract.Version(), Topic: t.name,
 			Keys: len(t.entries), Writers: len(t.writers), Sets: t.sets.Load(), Deletes: t.deletes.Load(),
+			Writer: t.writerLiveLocked(), Revision: t.gen, Tombstones: len(t.history.tombs),
 			Watchers: make([]WatcherStats, 0, len(t.watchers)),
 		}
 		watchers := make([]*watchStream, 0, len(t.watchers))

@@ -52,7 +52,14 @@ type topicStore struct {
 	watchers map[*watchStream]struct{}
 	closed   bool // the server is draining or stopped: no new watchers
 
-	// gen counts the changes applied. fan holds the latest change of each
+	// detached says the server's writer is detached: the topic has no
+	// live writer (see [TopicWriter.Detach]).
+	detached bool
+	// history remembers deleted keys, so that a watcher can resume.
+	history topicHistory
+
+	// gen counts the changes applied: it is the topic's revision, and a
+	// change's gen is its revision. fan holds the latest change of each
 	// key not yet handed to the watchers (fanIndex: its place); fanning
 	// says whether the fan-out goroutine runs.
 	gen      uint64
@@ -91,6 +98,8 @@ func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, op
 		writers:  map[writerKey]*writerState{},
 		watchers: map[*watchStream]struct{}{},
 	}
+	t.detached = t.cfg.detached
+	t.history = newTopicHistory(t.cfg.tombstones, t.cfg.tombstoneAge)
 	sv.topics[name] = t
 	return t
 }
@@ -133,7 +142,7 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 	}
 	ws.seq = max(ws.seq, seq)
 	ver := ObjectVersion{Epoch: ws.epoch, Seq: seq}
-	ch, object := encodeSetFrame(key, ver, raw)
+	ch, object := encodeSetFrame(key, ver, t.gen+1, raw)
 	t.entries[key] = &topicEntry{writer: w, version: ver, change: ch, object: object}
 	ws.keys[key] = struct{}{}
 	t.sets.Add(1)
@@ -164,7 +173,7 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 	delete(t.entries, key)
 	delete(ws.keys, key)
 	t.deletes.Add(1)
-	t.publishLocked(encodeDeleteFrame(key, ver, false))
+	t.publishDeleteLocked(encodeDeleteFrame(key, ver, t.gen+1, false))
 	return ver, true, nil
 }
 
@@ -174,8 +183,7 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 // there is something to hand out, passes the latest changes to every
 // watcher in batches.
 func (t *topicStore) publishLocked(ch *topicChange) {
-	t.gen++
-	ch.gen = t.gen
+	t.gen = ch.gen
 	if len(t.watchers) == 0 || t.closed {
 		return // snapshots read the entries; nobody waits for changes
 	}
@@ -193,6 +201,13 @@ func (t *topicStore) publishLocked(ch *topicChange) {
 		t.s.watchWG.Add(1)
 		go t.fanOut()
 	}
+}
+
+// publishDeleteLocked publishes a delete and keeps it as a tombstone, for
+// watchers that resume.
+func (t *topicStore) publishDeleteLocked(ch *topicChange) {
+	t.publishLocked(ch)
+	t.history.bury(ch, t.s.now())
 }
 
 // fanOut hands the pending changes to every watcher, round after round,
@@ -225,8 +240,10 @@ func (t *topicStore) fanOut() {
 }
 
 // addWatcher registers a watch stream whose first frames are the current
-// object of every key, then a synced marker.
-func (t *topicStore) addWatcher(sess *session) (*watchStream, error) {
+// object of every key, or, when the topic can resume the watcher from
+// since (a resume point, "" for none), only the changes after it; then a
+// synced marker.
+func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, error) {
 	ttl := t.s.cfg.SessionTTL
 	ws := &watchStream{
 		topic: t, sess: sess, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
@@ -241,11 +258,18 @@ func (t *topicStore) addWatcher(sess *session) (*watchStream, error) {
 	if len(t.watchers) >= t.cfg.maxWatchers {
 		return nil, Errorf(CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.maxWatchers)
 	}
-	ws.pend = make([]*topicChange, 0, len(t.entries))
-	ws.index = make(map[string]int, len(t.entries))
-	for key, e := range t.entries {
-		ws.index[key] = len(ws.pend)
-		ws.pend = append(ws.pend, e.change)
+	if p, ok := parseResumePoint(since); ok {
+		ws.pend, ws.resumed = t.resumeLocked(p)
+	}
+	if !ws.resumed {
+		ws.pend = make([]*topicChange, 0, len(t.entries))
+		for _, e := range t.entries {
+			ws.pend = append(ws.pend, e.change)
+		}
+	}
+	ws.index = make(map[string]int, len(ws.pend))
+	for i, ch := range ws.pend {
+		ws.index[ch.key] = i
 	}
 	ws.maxQueued = len(ws.pend)
 	ws.since = t.gen

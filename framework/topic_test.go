@@ -338,12 +338,15 @@ func TestWatchFramesOnTheWire(t *testing.T) {
 	line, err := br.ReadString('\n')
 	require.NoError(t, err)
 	epoch := srv.health.Epoch()
-	assert.Equal(t, `{"type":"set","key":"n1","epoch":"`+epoch+`","seq":1,"object":{"node":"n1","ready":true}}`+"\n", line)
+	assert.Equal(t, `{"type":"set","key":"n1","epoch":"`+epoch+`","seq":1,"rev":1,"object":{"node":"n1","ready":true}}`+"\n", line)
 	line, _ = br.ReadString('\n')
-	assert.Equal(t, `{"type":"synced","instance":`+quote(t, srv.Server.Instance())+`}`+"\n", line)
+	var synced struct{ History string }
+	require.NoError(t, json.Unmarshal([]byte(line), &synced))
+	assert.Len(t, synced.History, 16)
+	assert.Equal(t, `{"type":"synced","instance":`+quote(t, srv.Server.Instance())+`,"history":"`+synced.History+`","rev":1,"resumed":false,"writer":true}`+"\n", line)
 	require.NoError(t, srv.health.Delete("n1"))
 	line, _ = br.ReadString('\n')
-	assert.Equal(t, `{"type":"delete","key":"n1","epoch":"`+epoch+`","seq":2}`+"\n", line)
+	assert.Equal(t, `{"type":"delete","key":"n1","epoch":"`+epoch+`","seq":2,"rev":2}`+"\n", line)
 
 	// Draining ends the stream with a closing frame, then the connection.
 	go func() { _ = srv.Stop() }()

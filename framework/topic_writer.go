@@ -82,7 +82,7 @@ func (t *topicStore) loseKeyLocked(ws *writerState, key string) {
 	}
 	delete(t.entries, key)
 	t.deletes.Add(1)
-	t.publishLocked(encodeDeleteFrame(key, e.version, true))
+	t.publishDeleteLocked(encodeDeleteFrame(key, e.version, t.gen+1, true))
 }
 
 // writerLost applies the lost-writer policy to every key of w.

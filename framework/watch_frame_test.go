@@ -17,6 +17,9 @@ type frameObject struct {
 func FuzzDecodeFrame(f *testing.F) {
 	for _, seed := range []string{
 		`{"type":"set","key":"node-1","epoch":"9c41d2a07f3e11b2","seq":17,"object":{"a":"x","b":2}}` + "\n",
+		`{"type":"set","key":"node-1","epoch":"9c41d2a07f3e11b2","seq":17,"rev":42,"object":{"a":"x","b":2}}` + "\n",
+		`{"type":"set","key":"n","epoch":"e","seq":1,"rev":01,"object":{}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"rev":18446744073709551616,"object":{}}`,
 		`{"type":"set","key":"n","epoch":"e","seq":0,"object":{}}`,
 		`{"type":"set","key":"n","epoch":"e","seq":007,"object":{}}`,
 		`{"type":"set","key":"n","epoch":"e","seq":1,"object":null}`,
@@ -28,6 +31,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"set","key":"n","epoch":"e","seq":18446744073709551616,"object":{}}`,
 		`{"type":"delete","key":"n","epoch":"e","seq":2,"writerLost":true}`,
 		`{"type":"synced","instance":"abc"}`,
+		`{"type":"synced","instance":"abc","history":"h","rev":9,"resumed":true,"writer":false}`,
 		`{"type":"closing","reason":"draining"}`,
 		`{"type":"ping"}`,
 		`not json`,
@@ -53,19 +57,22 @@ func TestFrameTypeKey(t *testing.T) {
 		line    string // the frame
 		typ     string // the type read
 		key     string // the key read
+		rev     uint64 // the revision read
 		decodes bool   // whether the frame could be read at all
 	}{
-		{`{"type":"set","key":"node-1","epoch":"e","seq":1,"object":{}}`, "set", "node-1", true},
-		{`{"type":"delete","key":"node-1","epoch":"e","seq":2}`, "delete", "node-1", true},
-		{`{"type":"set","key":"a\"b","epoch":"e","seq":1,"object":{}}`, "set", `a"b`, true},
-		{`{"key":"k","type":"delete"}`, "delete", "k", true},
-		{`{"type":"synced","instance":"i"}`, "synced", "", true},
-		{`{"type":`, "", "", false},
+		{`{"type":"set","key":"node-1","epoch":"e","seq":1,"object":{}}`, "set", "node-1", 0, true},
+		{`{"type":"set","key":"node-1","epoch":"e","seq":1,"rev":7,"object":{}}`, "set", "node-1", 7, true},
+		{`{"type":"delete","key":"node-1","epoch":"e","seq":2}`, "delete", "node-1", 0, true},
+		{`{"type":"delete","key":"node-1","epoch":"e","seq":2,"rev":8,"writerLost":true}`, "delete", "node-1", 8, true},
+		{`{"type":"set","key":"a\"b","epoch":"e","seq":1,"rev":9,"object":{}}`, "set", `a"b`, 9, true},
+		{`{"key":"k","type":"delete","rev":10}`, "delete", "k", 10, true},
+		{`{"type":"synced","instance":"i"}`, "synced", "", 0, true},
+		{`{"type":`, "", "", 0, false},
 	}
 	for _, tt := range tests {
-		typ, key, ok := frameTypeKey([]byte(tt.line))
-		if typ != tt.typ || key != tt.key || ok != tt.decodes {
-			t.Errorf("frameTypeKey(%s) = %q, %q, %v; want %q, %q, %v", tt.line, typ, key, ok, tt.typ, tt.key, tt.decodes)
+		typ, key, rev, ok := frameTypeKey([]byte(tt.line))
+		if typ != tt.typ || key != tt.key || rev != tt.rev || ok != tt.decodes {
+			t.Errorf("frameTypeKey(%s) = %q, %q, %d, %v; want %q, %q, %d, %v", tt.line, typ, key, rev, ok, tt.typ, tt.key, tt.rev, tt.decodes)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // InformerHandlers are called by an [Informer] as its cache changes, one
@@ -33,9 +34,11 @@ type InformerHandlers[T any] struct {
 type InformerStats struct {
 	// Streams is how many watch streams it opened, Syncs how many
 	// snapshots it received (one per stream that got as far as the synced
-	// marker).
+	// marker without resuming), Resumes how many streams resumed from its
+	// resume point instead, sent only the changes since.
 	Streams int64
 	Syncs   int64
+	Resumes int64
 	// Frames is how many frames it read; DecodeErrors how many of them it
 	// could not decode and skipped.
 	Frames       int64
@@ -56,17 +59,22 @@ type InformerStats struct {
 // while no endpoint holds a session at the client's own contract version,
 // and opens a new one whenever a stream ends: the endpoint drained or
 // restarted, its session was lost, the connection broke or fell silent.
-// Each new stream starts with a full snapshot, which replaces the cache;
-// keys it lacks are reported deleted. There is no resource version and no
-// "too old" error: a reconnect is the only resync.
+// A new stream resumes from the revision the informer last saw, when the
+// same server process still remembers every change since (then only those
+// changes are sent); otherwise it starts with a full snapshot, which
+// replaces the cache, and keys it lacks are reported deleted. There is no
+// "too old" error.
 type Informer[T any] struct {
-	c      *Client
-	topic  string
-	h      InformerHandlers[T]
-	ctx    context.Context
-	cancel context.CancelFunc
-	unhook func() bool
-	done   chan struct{}
+	c     *Client
+	topic string
+	// writerAware is set for a server-written topic: the informer watches
+	// a replica whose writer is attached and syncs from no other.
+	writerAware bool
+	h           InformerHandlers[T]
+	ctx         context.Context
+	cancel      context.CancelFunc
+	unhook      func() bool
+	done        chan struct{}
 
 	syncedCh chan struct{}
 	synced   atomic.Bool
@@ -93,8 +101,13 @@ type Informer[T any] struct {
 	wake      chan struct{}
 	processed chan struct{}
 
-	rr                                   atomic.Uint64
-	streams, syncs, frames, decodeErrors atomic.Int64
+	// resume is where the next stream asks to start: the synced frame's
+	// history and revision, then the revision of every change read after
+	// it. Only the run goroutine uses it.
+	resume resumePoint
+
+	rr                                            atomic.Uint64
+	streams, syncs, resumes, frames, decodeErrors atomic.Int64
 }
 
 // maxInformerQueue bounds the changed keys an informer holds unprocessed;
@@ -115,13 +128,18 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	if _, ok := c.contract.Topic(topic); !ok {
 		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
 	}
+	decl, _ := c.contract.Topic(topic)
 	i := &Informer[T]{
 		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
-		cache: map[string]*informerEntry[T]{}, latest: map[string][]byte{},
+		writerAware: decl.Writer == handshake.RoleServer,
+		cache:       map[string]*informerEntry[T]{}, latest: map[string][]byte{},
 		wake: make(chan struct{}, 1), processed: make(chan struct{}),
 	}
 	i.ctx, i.cancel = context.WithCancel(ctx)
 	i.unhook = context.AfterFunc(c.ctx, i.cancel)
+	if i.writerAware {
+		c.writerWatchers.Add(1)
+	}
 	go i.process()
 	go i.run()
 	return i, nil
@@ -220,7 +238,7 @@ func (i *Informer[T]) Stats() InformerStats {
 	queued, maxQueued, coalesced := len(i.order), i.maxQueued, i.coalesced
 	i.qmu.Unlock()
 	return InformerStats{
-		Streams: i.streams.Load(), Syncs: i.syncs.Load(),
+		Streams: i.streams.Load(), Syncs: i.syncs.Load(), Resumes: i.resumes.Load(),
 		Frames: i.frames.Load(), DecodeErrors: i.decodeErrors.Load(),
 		Queued: queued, MaxQueued: maxQueued, Coalesced: coalesced,
 	}
@@ -231,6 +249,9 @@ func (i *Informer[T]) Stats() InformerStats {
 func (i *Informer[T]) run() {
 	defer func() {
 		<-i.processed
+		if i.writerAware {
+			i.c.writerWatchers.Add(-1)
+		}
 		close(i.done)
 	}()
 	failures := 0
@@ -262,7 +283,10 @@ func (i *Informer[T]) run() {
 }
 
 // route waits for an endpoint whose session can carry the topic, as long
-// as the informer lives, taking the endpoints in turn.
+// as the informer lives, taking the endpoints in turn. For a server-written
+// topic it picks among the replicas whose writer is attached, then among
+// those it knows nothing of yet, and waits while every replica it can
+// reach says its topic has no writer.
 func (i *Informer[T]) route() (*endpoint, *clientSession, bool) {
 	w := &routeWait{c: i.c}
 	defer w.done()
@@ -270,6 +294,13 @@ func (i *Informer[T]) route() (*endpoint, *clientSession, bool) {
 	var sess *clientSession
 	err := w.until(i.ctx, func() bool {
 		eps := i.c.topicEndpoints()
+		if i.writerAware {
+			live, unknown, _ := i.c.writerEndpoints(i.topic)
+			eps = live
+			if len(eps) == 0 {
+				eps = unknown
+			}
+		}
 		if len(eps) == 0 {
 			return false
 		}
@@ -292,8 +323,11 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		wg.Wait()
 	}()
 	i.streams.Add(1)
-	a := e.send(ctx, sess, request{method: http.MethodGet,
-		url: e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic), stream: true})
+	url := e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic)
+	if i.resume.history != "" {
+		url += "?" + protocol.QuerySince + "=" + i.resume.String()
+	}
+	a := e.send(ctx, sess, request{method: http.MethodGet, url: url, stream: true})
 	if a.stream == nil {
 		d, err := e.settle(ctx, sess, a, idempotentCall, "watch of "+i.topic)
 		if d.action == actFail && d.lose == "" && warn && a.transport == transportOK {
@@ -303,13 +337,14 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 	}
 	defer a.stream.Close()
 	// End the stream when its session leaves routing: the endpoint was
-	// lost, is draining, or handshook again.
+	// lost, is draining, or handshook again; or, for a server-written
+	// topic, when its writer is gone while another replica's is attached.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {
 			changed := c.changedCh()
-			if e.routableSession() != sess {
+			if e.routableSession() != sess || i.writerMoved(sess) {
 				cancel()
 				return
 			}
@@ -331,9 +366,16 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 
 	br := bufio.NewReaderSize(a.stream, 4<<10)
 	var scratch []byte
-	snapshot := map[string]*informerEntry[T]{}
+	// A resumed stream continues the last one: its frames before synced
+	// are changes like those after it, queued over what is queued. Any
+	// other starts with a snapshot, collected aside.
+	resumed := a.resumed
+	var snapshot map[string]*informerEntry[T]
+	gen := i.queueGen()
+	if !resumed {
+		snapshot = map[string]*informerEntry[T]{}
+	}
 	synced := false
-	var gen uint64
 	for {
 		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
 		if err != nil {
@@ -344,18 +386,23 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		}
 		silence.Reset(idle)
 		i.frames.Add(1)
-		if synced {
+		if synced || resumed {
 			// Past the snapshot, changes are only read here, promptly,
 			// so the connection never holds stale frames; the processor
 			// decodes the latest of each key.
-			typ, key, ok := frameTypeKey(line)
+			typ, key, rev, ok := frameTypeKey(line)
 			if !ok {
 				i.decodeErrors.Add(1)
 				continue
 			}
 			if typ == protocol.FrameSet || typ == protocol.FrameDelete {
 				if !i.enqueue(gen, key, line) {
+					// A change not queued: the next stream must not
+					// resume past it.
+					i.resume = resumePoint{}
 					cancel()
+				} else if synced && rev > i.resume.rev {
+					i.resume.rev = rev
 				}
 				continue
 			}
@@ -372,8 +419,22 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		case protocol.FrameDelete:
 			delete(snapshot, f.Key)
 		case protocol.FrameSynced:
-			gen = i.enqueueSnapshot(snapshot, f.Instance)
-			snapshot, synced = nil, true
+			live := f.Writer == nil || *f.Writer // a server without writer reports has one
+			c.learnTopicWriter(sess, i.topic, live)
+			if !live && i.writerAware && !resumed {
+				// A replica whose topic has no writer holds no topic, or a
+				// stale one: never the cache's truth. Wait for a replica
+				// whose writer is attached.
+				return false, Errorf(CodeUnavailable, "%s at %s has no writer attached", i.topic, e.url)
+			}
+			if resumed {
+				i.resumes.Add(1)
+			} else {
+				gen = i.enqueueSnapshot(snapshot, f.Instance)
+				snapshot = nil
+			}
+			i.resume = resumePoint{history: f.History, rev: f.Rev}
+			synced = true
 		case protocol.FrameClosing:
 			switch f.Reason {
 			case protocol.CloseDraining:
@@ -386,6 +447,26 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 		// ping and frame types this version does not know carry nothing
 		// for the cache.
 	}
+}
+
+// writerMoved reports whether the topic's writer at sess is gone while
+// another replica's is attached: the informer should move there.
+func (i *Informer[T]) writerMoved(sess *clientSession) bool {
+	if !i.writerAware {
+		return false
+	}
+	if live, known := sess.writers.get(i.topic); !known || live {
+		return false
+	}
+	live, _, _ := i.c.writerEndpoints(i.topic)
+	return len(live) > 0
+}
+
+// queueGen returns the generation of the stream whose changes are queued.
+func (i *Informer[T]) queueGen() uint64 {
+	i.qmu.Lock()
+	defer i.qmu.Unlock()
+	return i.qgen
 }
 
 // enqueueSnapshot queues a stream's snapshot to replace the cache. Changes

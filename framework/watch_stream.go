@@ -79,9 +79,13 @@ func (r responseSink) close() { _ = r.rc.SetWriteDeadline(time.Unix(1, 0)) }
 // Its life is the streamState machine below; what it has to send next
 // (pend, prefix, needSynced, pingDue) is work, not state.
 type watchStream struct {
-	topic        *topicStore
-	sess         *session
-	since        uint64 // the topic's change count when the snapshot was taken
+	topic *topicStore
+	sess  *session
+	// since is the topic's revision when the stream started: its first
+	// frames (a snapshot, or the changes since the resume point) bring the
+	// watcher to it, and its synced frame names it.
+	since        uint64
+	resumed      bool // the stream resumed from the watcher's resume point
 	peer         clientKey
 	info         handshake.Peer
 	pingEvery    time.Duration
@@ -389,6 +393,14 @@ func (ws *watchStream) takeRound(spare []*topicChange) (r flushRound, ok bool) {
 // sendRound writes a round's frames to its sink, in chunks of about
 // watchChunk, and counts them.
 func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
+	if !r.synced || ws.resumed {
+		// Changes go out in the order they were made, so a watcher that
+		// has read revision R has every change up to R: its resume point.
+		// (A key changed again waits at the place it first became dirty.)
+		// A snapshot's order does not matter: the synced frame after it
+		// is the point.
+		sortByRevision(r.pend)
+	}
 	buf = append(buf[:0], r.prefix...)
 	var err error
 	for _, ch := range r.pend {
@@ -403,7 +415,7 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 		}
 	}
 	if r.synced {
-		buf = ws.topic.appendSynced(buf)
+		buf = ws.topic.appendSynced(buf, ws.since, ws.resumed)
 		r.frames++
 	}
 	if r.ping && len(buf) == 0 {

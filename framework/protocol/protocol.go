@@ -30,6 +30,10 @@ const (
 	// session to send its full state again (as heartbeat answers do), so a
 	// client whose calls keep its session alive without heartbeats hears it.
 	HeaderResync = "Lockstep-Resync"
+	// HeaderResumed is "1" on the answer of a watch stream that resumes
+	// from the request's resume point (QuerySince): its frames before
+	// synced are the changes since, not a snapshot.
+	HeaderResumed = "Lockstep-Resumed"
 )
 
 // Fixed paths of the protocol.
@@ -50,6 +54,12 @@ const (
 // dry run: the server answers what it would answer, but opens no session.
 // Operators' tools ask with it whether a client would be accepted.
 const QueryDryRun = "dryRun"
+
+// QuerySince is the query parameter of a watch request that carries the
+// watcher's resume point, "<history>.<revision>" (the synced frame's
+// history and the revision of the last change read): the server then sends
+// only the changes since, when it still can, instead of a snapshot.
+const QuerySince = "since"
 
 // CallPath returns the path of a method at a contract version:
 // /lockstep/<contract>/<version>/<Method>.

@@ -1,0 +1,161 @@
+package framework_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// heartbeatTopics renews a session by hand and returns what the answer says
+// of the topics' writers, by topic.
+func heartbeatTopics(t testing.TB, url, token string) map[string]bool {
+	t.Helper()
+	ans := doRaw(t, http.MethodPost, url+protocol.PathHeartbeat, token, "")
+	require.Equal(t, http.StatusOK, ans.status, ans.body)
+	var body struct {
+		Topics []struct {
+			Topic  string `json:"topic"`
+			Writer bool   `json:"writer"`
+		} `json:"topics"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ans.body), &body))
+	out := map[string]bool{}
+	for _, tp := range body.Topics {
+		out[tp.Topic] = tp.Writer
+	}
+	return out
+}
+
+// TestServersSayWhetherATopicHasAWriter: the synced frame, heartbeat
+// answers and the status say whether each topic has a live writer: a
+// server-written topic while its writer is attached, a client-written one
+// while some client writes it.
+func TestServersSayWhetherATopicHasAWriter(t *testing.T) {
+	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{framework.WithWriterDetached()}})
+	_, token := rawWatchToken(t, srv)
+	w, _ := watchUntilSynced(t, srv, token, "")
+	assert.False(t, *w.synced.Writer, "the writer starts detached")
+	assert.Equal(t, map[string]bool{topicmsg.TopicNodeHealth: false, topicmsg.TopicLease: false, topicmsg.TopicCapacity: false},
+		heartbeatTopics(t, srv.URL, token))
+	assert.False(t, srv.stats(t, topicmsg.TopicNodeHealth).Writer)
+	assert.False(t, srv.health.Attached())
+
+	srv.health.Attach()
+	ans := doRaw(t, http.MethodPost, srv.URL+protocol.TopicPath("topics", "1.0.0", topicmsg.TopicLease), token, `{"set":{"node":"n1","renewals":1}}`)
+	require.Equal(t, http.StatusOK, ans.status, ans.body)
+	w, _ = watchUntilSynced(t, srv, token, "")
+	assert.True(t, *w.synced.Writer)
+	beat := heartbeatTopics(t, srv.URL, token)
+	assert.True(t, beat[topicmsg.TopicNodeHealth], "attached")
+	assert.True(t, beat[topicmsg.TopicLease], "a client writes it")
+	assert.False(t, beat[topicmsg.TopicCapacity], "no client writes it")
+	assert.True(t, srv.stats(t, topicmsg.TopicNodeHealth).Writer)
+	status := doRaw(t, http.MethodGet, srv.URL+protocol.PathStatus, "", "")
+	assert.Contains(t, status.body, `"topic":"NodeHealth"`)
+	assert.Contains(t, status.body, `"writer":true`)
+
+	srv.health.Detach()
+	assert.False(t, heartbeatTopics(t, srv.URL, token)[topicmsg.TopicNodeHealth])
+}
+
+// TestInformersFollowTheWriterAcrossReplicas is the replicated control
+// plane: three replicas of a server, the topic's writer attached on one
+// (the leader), another holding a stale topic of its own, the third none.
+// Every informer converges on the writer's data and never syncs from
+// another replica. The writer replica is killed and the writer starts on
+// another: every informer follows within about a heartbeat of its
+// attaching, and no handler ever sees a key deleted, as it would if an
+// informer took a writer-less replica's topic for the truth.
+func TestInformersFollowTheWriterAcrossReplicas(t *testing.T) {
+	const keys, informers = 20, 6
+	const heartbeat = 200 * time.Millisecond
+	detached := topicServerOpts{topics: []framework.TopicOption{framework.WithWriterDetached()},
+		cfg: func(c *framework.ServerConfig) { c.Heartbeat = heartbeat }}
+	replicas := []*topicServer{
+		startTopicServer(t, "127.0.0.1:0", "1.0.0", detached),
+		startTopicServer(t, "127.0.0.1:0", "1.0.0", detached),
+		startTopicServer(t, "127.0.0.1:0", "1.0.0", detached),
+	}
+	leader, next, stale := replicas[0], replicas[1], replicas[2]
+	for n := range keys {
+		require.NoError(t, leader.health.Set(health(n, 1, 0)))
+	}
+	leader.health.Attach()
+	require.NoError(t, stale.health.Set(&topicmsg.NodeHealth{Node: "stale-1"}))
+	urls := []string{replicas[0].URL, replicas[1].URL, replicas[2].URL}
+
+	ctx := timeout(t, 30*time.Second)
+	var mu sync.Mutex
+	var bad []string // events no handler may see
+	infs := make([]*framework.Informer[topicmsg.NodeHealth], informers)
+	for i := range infs {
+		cl := topicClient(t, "1.0.0", urls, func(c *framework.ClientConfig) { c.Instance = fmt.Sprintf("scheduler-%d", i) })
+		flag := func(what string) {
+			mu.Lock()
+			defer mu.Unlock()
+			bad = append(bad, fmt.Sprintf("informer %d: %s", i, what))
+		}
+		inf, err := framework.Watch(ctx, cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{
+			OnAdd: func(k string, _ *topicmsg.NodeHealth) {
+				if strings.HasPrefix(k, "stale") {
+					flag("add " + k)
+				}
+			},
+			OnDelete: func(k string, _ *topicmsg.NodeHealth) { flag("delete " + k) },
+		})
+		require.NoError(t, err)
+		t.Cleanup(inf.Stop)
+		infs[i] = inf
+	}
+	for i, inf := range infs {
+		require.NoError(t, inf.WaitForSync(ctx))
+		assert.Equal(t, leader.Server.Instance(), inf.Server(), "informer %d synced from a writer-less replica", i)
+		assert.Equal(t, keys, inf.Len(), "informer %d", i)
+		requireCacheMatches(t, fmt.Sprintf("informer %d", i), inf, leader.health.TopicView, 5*time.Second)
+	}
+	require.NoError(t, leader.health.Set(health(0, 2, 0)))
+	for i, inf := range infs {
+		requireCacheMatches(t, fmt.Sprintf("informer %d", i), inf, leader.health.TopicView, 5*time.Second)
+	}
+
+	// Failover: the leader dies; its successor writes its state, then
+	// attaches.
+	require.NoError(t, leader.Kill())
+	for n := range keys {
+		require.NoError(t, next.health.Set(health(n, 3, 0)))
+	}
+	attached := time.Now()
+	next.health.Attach()
+	for i, inf := range infs {
+		requireCacheMatches(t, fmt.Sprintf("informer %d", i), inf, next.health.TopicView, 10*time.Second)
+		assert.Equal(t, next.Server.Instance(), inf.Server())
+	}
+	followed := time.Since(attached)
+	t.Logf("every informer followed the writer %v after it attached (heartbeat %v)", followed, heartbeat)
+	assert.Less(t, followed, 2*heartbeat+time.Second, "informers follow within about a heartbeat")
+
+	// The writer moves back to a running replica: a graceful handover.
+	for n := range keys {
+		require.NoError(t, stale.health.Set(health(n, 4, 0)))
+	}
+	require.NoError(t, stale.health.Delete("stale-1"))
+	stale.health.Attach()
+	next.health.Detach()
+	for i, inf := range infs {
+		requireCacheMatches(t, fmt.Sprintf("informer %d", i), inf, stale.health.TopicView, 10*time.Second)
+	}
+	mu.Lock()
+	assert.Empty(t, bad, "no handler saw a writer-less replica's topic")
+	mu.Unlock()
+}
