@@ -61,6 +61,16 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives its logs; default slog.Default().
 	Logger *slog.Logger
+	// Lease, if set, makes the node controller one of several replicas:
+	// every replica serves kubelets and computes every node's health, but
+	// only the one holding the lease has its NodeHealth writer attached,
+	// so schedulers' informers watch it (docs/topics.md, writer-aware
+	// routing); the others keep theirs detached and up to date, ready to
+	// take over. Nil: the only node controller, always writing.
+	Lease Lease
+	// LeaseTTL is how long the lease lasts unrenewed; it is renewed every
+	// third of it. Default 1s.
+	LeaseTTL time.Duration
 }
 
 // NodeController holds the nodes' status and health.
@@ -76,6 +86,9 @@ type NodeController struct {
 	closed    bool
 	topicV1   *framework.TopicWriter[nhv1.NodeHealth]
 	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
+	leader    bool          // its writers are attached
+	stop      chan struct{} // ends the election loop
+	elected   chan struct{} // closed when the election loop ended
 
 	reports *prometheus.CounterVec
 	resyncs prometheus.Counter
@@ -129,6 +142,9 @@ func New(cfg Config) (*NodeController, error) {
 	if cfg.MaxPodBytes <= 0 {
 		cfg.MaxPodBytes = DefaultMaxPodBytes
 	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = time.Second
+	}
 	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
 		bound: map[string]map[string]bool{},
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -165,21 +181,117 @@ func New(cfg Config) (*NodeController, error) {
 		return nil, err
 	}
 	n.srv = srv
+	var topicOpts []framework.TopicOption
+	if cfg.Lease != nil {
+		topicOpts = append(topicOpts, framework.WithWriterDetached())
+	}
 	if cfg.API == "v1" {
 		nsv1.Register(srv, statusV1{n})
 		nhv1.Register(srv, healthV1{n})
-		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth")
-		return n, nil
+		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
+	} else {
+		nsv2.Register(srv, statusV2{n})
+		nhv2.Register(srv, healthV2{n})
+		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", topicOpts...)
+		if cfg.Fork {
+			nsv2.ServeV1(srv)
+			nhv2.ServeV1(srv)
+			n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
+		}
 	}
-	nsv2.Register(srv, statusV2{n})
-	nhv2.Register(srv, healthV2{n})
-	n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth")
-	if cfg.Fork {
-		nsv2.ServeV1(srv)
-		nhv2.ServeV1(srv)
-		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth")
+	if cfg.Lease != nil {
+		n.stop, n.elected = make(chan struct{}), make(chan struct{})
+		go n.elect()
 	}
 	return n, nil
+}
+
+// elect takes part in the election among replicas until Close: it takes or
+// renews the lease every third of its TTL, attaching the NodeHealth writers
+// while it holds it and detaching them when it does not.
+func (n *NodeController) elect() {
+	defer close(n.elected)
+	id := n.srv.Instance()
+	started := time.Now()
+	tick := time.NewTicker(n.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		// A replica competes once it has caught up: a leader that knew
+		// less than the one it replaces would make every watcher see
+		// nodes vanish. A leader renews whatever it knows.
+		if n.Leader() || (time.Since(started) >= n.cfg.LeaseTTL && n.caughtUp()) {
+			held, err := n.cfg.Lease.Acquire(id, n.cfg.LeaseTTL)
+			if err != nil {
+				n.logger.Warn("lease", "err", err)
+			}
+			n.setLeader(held && err == nil)
+		}
+		select {
+		case <-tick.C:
+		case <-n.stop:
+			n.setLeader(false)
+			if err := n.cfg.Lease.Release(id); err != nil {
+				n.logger.Warn("releasing the lease", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// caughtUp reports whether the replica knows the node of every kubelet
+// session it holds, and holds one: the state a new leader must have.
+func (n *NodeController) caughtUp() bool {
+	all := n.srv.Sessions() // before n.mu: the server calls peer hooks, which take n.mu
+	sessions := 0
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range all {
+		if s.Contract != nsv1.Contract.Name() {
+			continue
+		}
+		sessions++
+		if _, known := n.instances[s.Peer.Instance]; !known {
+			return false
+		}
+	}
+	return sessions > 0
+}
+
+// setLeader attaches or detaches the NodeHealth writers. A replica that
+// takes over already holds every node's health: it computed it all along,
+// into its detached writers.
+func (n *NodeController) setLeader(lead bool) {
+	n.mu.Lock()
+	changed := n.leader != lead
+	n.leader = lead
+	n.mu.Unlock()
+	if !changed {
+		return
+	}
+	switch {
+	case n.topicV1 != nil && lead:
+		n.topicV1.Attach()
+	case n.topicV1 != nil:
+		n.topicV1.Detach()
+	}
+	switch {
+	case n.topicV2 != nil && lead:
+		n.topicV2.Attach()
+	case n.topicV2 != nil:
+		n.topicV2.Detach()
+	}
+	n.logger.Info("node health writer", "leader", lead, "instance", n.srv.Instance())
+}
+
+// Leader reports whether this replica writes NodeHealth: it holds the
+// lease, or runs without one.
+func (n *NodeController) Leader() bool {
+	if n.cfg.Lease == nil {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leader
 }
 
 // Server returns the lockstep server, to serve.
@@ -192,12 +304,18 @@ func (n *NodeController) TopicV1() *framework.TopicWriter[nhv1.NodeHealth] { ret
 // TopicV2 is [NodeController.TopicV1] for 2.0.0.
 func (n *NodeController) TopicV2() *framework.TopicWriter[nhv2.NodeHealth] { return n.topicV2 }
 
-// Close stops the grace timers' effects; the server is stopped by whoever
-// serves it.
+// Close stops the grace timers' effects and, for a replica, leaves the
+// election, giving the lease up; the server is stopped by whoever serves
+// it.
 func (n *NodeController) Close() {
 	n.mu.Lock()
+	already := n.closed
 	n.closed = true
 	n.mu.Unlock()
+	if n.stop != nil && !already {
+		close(n.stop)
+		<-n.elected
+	}
 }
 
 // Health returns every node's health as last published, sorted by name.
@@ -310,20 +428,35 @@ func (n *NodeController) peerJoined(info framework.SessionInfo) {
 	if info.Contract != nsv1.Contract.Name() {
 		return
 	}
+	n.resyncUnlessKnown(info.Peer.Instance)
+}
+
+// resyncUnlessKnown asks a kubelet session for a full resync after
+// ResyncAfter unless it reported its node by then. A replica asks again
+// until it has the node: the kubelet's calls go to one replica each, so its
+// resync may reach another one.
+func (n *NodeController) resyncUnlessKnown(instance string) {
 	time.AfterFunc(n.cfg.ResyncAfter, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if _, known := n.instances[info.Peer.Instance]; !known && !n.closed {
-			n.requestResyncLocked(info.Peer.Instance)
+		if _, known := n.instances[instance]; known || n.closed {
+			return
+		}
+		if n.requestResyncLocked(instance) && n.cfg.Lease != nil {
+			n.resyncUnlessKnown(instance)
 		}
 	})
 }
 
-func (n *NodeController) requestResyncLocked(instance string) {
-	if instance != "" && n.srv.RequestResync(nsv1.Contract.Name(), instance) {
-		n.resyncs.Inc()
-		n.logger.Debug("asked a kubelet for a full resync", "instance", instance)
+// requestResyncLocked asks a kubelet session for a full resync; it reports
+// whether the session exists.
+func (n *NodeController) requestResyncLocked(instance string) bool {
+	if instance == "" || !n.srv.RequestResync(nsv1.Contract.Name(), instance) {
+		return false
 	}
+	n.resyncs.Inc()
+	n.logger.Debug("asked a kubelet for a full resync", "instance", instance)
+	return true
 }
 
 // peerLost starts a node's grace period when its kubelet's session ends.

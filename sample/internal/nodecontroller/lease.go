@@ -1,0 +1,136 @@
+package nodecontroller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Lease elects the replica that writes NodeHealth among node controller
+// replicas. It is the sample's simple lease, not a consensus protocol: a
+// real control plane takes a Kubernetes coordination.k8s.io Lease (with
+// client-go's leaderelection) or its own consensus. Replicas holding a
+// lease on different clocks can briefly both believe they hold it; the
+// framework's writer-aware routing then sends watchers to either, which
+// is harmless for a topic whose every replica computes the same health.
+type Lease interface {
+	// Acquire takes the lease for holder, or renews it, until ttl from
+	// now, unless another holder's lease is still running; it reports
+	// whether holder holds it now.
+	Acquire(holder string, ttl time.Duration) (bool, error)
+	// Release gives the lease up, if holder holds it, so that another
+	// replica takes over at once instead of after the TTL.
+	Release(holder string) error
+}
+
+// leaseRecord is the state of a lease: who holds it, until when.
+type leaseRecord struct {
+	Holder string    `json:"holder"`
+	Until  time.Time `json:"until"`
+}
+
+// acquire applies an Acquire to a record, at now.
+func (r *leaseRecord) acquire(holder string, ttl time.Duration, now time.Time) bool {
+	if r.Holder != "" && r.Holder != holder && now.Before(r.Until) {
+		return false
+	}
+	r.Holder, r.Until = holder, now.Add(ttl)
+	return true
+}
+
+// MemoryLease is a lease shared by replicas in one process (the demo and
+// tests run the control plane in one process).
+type MemoryLease struct {
+	mu  sync.Mutex
+	rec leaseRecord
+	now func() time.Time
+}
+
+// NewMemoryLease returns a lease nobody holds.
+func NewMemoryLease() *MemoryLease { return &MemoryLease{now: time.Now} }
+
+// Acquire implements [Lease].
+func (l *MemoryLease) Acquire(holder string, ttl time.Duration) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec.acquire(holder, ttl, l.now()), nil
+}
+
+// Release implements [Lease].
+func (l *MemoryLease) Release(holder string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rec.Holder == holder {
+		l.rec = leaseRecord{}
+	}
+	return nil
+}
+
+// Holder returns who holds the lease now, "" for nobody.
+func (l *MemoryLease) Holder() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.now().Before(l.rec.Until) {
+		return l.rec.Holder
+	}
+	return ""
+}
+
+// FileLease is a lease kept in a file that replicas on one host share
+// (the sample's binaries run on one machine): each Acquire reads and
+// rewrites it under an exclusive flock.
+type FileLease struct{ Path string }
+
+// Acquire implements [Lease].
+func (l FileLease) Acquire(holder string, ttl time.Duration) (bool, error) {
+	held := false
+	err := l.update(func(r *leaseRecord) bool {
+		held = r.acquire(holder, ttl, time.Now())
+		return held
+	})
+	return held, err
+}
+
+// Release implements [Lease].
+func (l FileLease) Release(holder string) error {
+	return l.update(func(r *leaseRecord) bool {
+		if r.Holder != holder {
+			return false
+		}
+		*r = leaseRecord{}
+		return true
+	})
+}
+
+// update runs change on the file's record under the lock, writing it back
+// when change reports it changed.
+func (l FileLease) update(change func(*leaseRecord) bool) error {
+	f, err := os.OpenFile(l.Path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("lease %s: %w", l.Path, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lease %s: %w", l.Path, err)
+	}
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	var rec leaseRecord
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		if err := json.NewDecoder(f).Decode(&rec); err != nil {
+			rec = leaseRecord{} // a torn or foreign file: start over
+		}
+	}
+	if !change(&rec) {
+		return nil
+	}
+	b, _ := json.Marshal(rec)
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err = f.WriteAt(b, 0)
+	return errors.Join(err, f.Sync())
+}
