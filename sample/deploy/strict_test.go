@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-dev/lockstep/sample/internal/kube"
+	"github.com/lockstep-dev/lockstep/sample/internal/scheduler"
 )
 
 // certManagerObject is the part of cert-manager's Certificate and Issuer
@@ -131,7 +133,42 @@ func TestManifestsDecodeStrictlyIntoKubernetesTypes(t *testing.T) {
 			decoded++
 		}
 	}
-	assert.GreaterOrEqual(t, decoded, 16)
+	assert.GreaterOrEqual(t, decoded, 17)
+}
+
+// TestSchedulerConfigurationDecodesStrictly decodes the scheduler's
+// KubeSchedulerConfiguration, as its ConfigMap holds it, strictly into
+// k8s.io/kube-scheduler's configuration type, as the scheduler reads it.
+func TestSchedulerConfigurationDecodesStrictly(t *testing.T) {
+	b, err := os.ReadFile("scheduler.yaml")
+	require.NoError(t, err)
+	docs, err := documents(b)
+	require.NoError(t, err)
+	obj, err := decodeStrict(docs[0])
+	require.NoError(t, err)
+	cm, ok := obj.(*corev1.ConfigMap)
+	require.True(t, ok, "scheduler.yaml starts with the scheduler's ConfigMap")
+	cfg, warnings, err := scheduler.ParseConfig([]byte(cm.Data["scheduler-config.yaml"]))
+	require.NoError(t, err)
+	assert.Empty(t, warnings)
+	require.Len(t, cfg.Extenders, 1)
+	e := cfg.Extenders[0]
+	assert.False(t, e.NodeCacheCapable)
+	assert.Equal(t, "/etc/lockstep/tls/ca.crt", e.TLSConfig.CAFile)
+
+	// The check can fail: a misspelt field, a field outside the type.
+	for _, bad := range []string{
+		strings.Replace(cm.Data["scheduler-config.yaml"], "nodeCacheCapable", "nodecachecapable", 1),
+		cm.Data["scheduler-config.yaml"] + "    filterverb: filter\n",
+		cm.Data["scheduler-config.yaml"] + "percentageOfNodes: 50\n",
+	} {
+		_, _, err := scheduler.ParseConfig([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+	// A known field the sample does not implement is accepted, named.
+	_, warnings, err = scheduler.ParseConfig([]byte(cm.Data["scheduler-config.yaml"] + "percentageOfNodesToScore: 50\nleaderElection: {leaderElect: false}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"accepted but not implemented by the sample scheduler: leaderElection, percentageOfNodesToScore"}, warnings)
 }
 
 // TestStrictDecodingRefusesWhatACLusterRefuses shows the check can fail:
