@@ -39,7 +39,7 @@ type Server struct {
 	sessions *sessionTable
 	limits   *peerLimits
 	// replays records keyed calls' answers (see dispatch).
-	replays *replayStore
+	replays  *replayStore
 	inFlight atomic.Int64
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
@@ -254,6 +254,14 @@ func (s *Server) Serve(l net.Listener) error {
 		TLSConfig:         s.cfg.TLSConfig,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	// Besides HTTP/1.1 (and HTTP/2 over TLS), accept HTTP/2 without TLS
+	// from clients that speak it with prior knowledge (h2c): a transport
+	// can then multiplex every call over a few connections instead of one
+	// connection per concurrent call.
+	hs.Protocols = new(http.Protocols)
+	hs.Protocols.SetHTTP1(true)
+	hs.Protocols.SetHTTP2(true)
+	hs.Protocols.SetUnencryptedHTTP2(true)
 	s.mu.Lock()
 	if s.http != nil {
 		s.mu.Unlock()

@@ -10,11 +10,14 @@ const (
 	VLockstep      = "lockstep"
 	VLockstepBatch = "lockstep auto-batching"
 	VLockstepFork  = "lockstep fork mode (N-1 client)"
-	VGRPCProto     = "gRPC+protobuf"
-	VGRPCJSON      = "gRPC+JSON"
-	VNetHTTP       = "net/http+encoding/json"
-	VConnectJSON   = "connect-go JSON"
-	VConnectProto  = "connect-go proto"
+	// The transport lever: the default client over HTTP/2 without TLS.
+	VLockstepH2C1 = "lockstep over h2c, 1 connection"
+	VLockstepH2C4 = "lockstep over h2c, 4 connections"
+	VGRPCProto    = "gRPC+protobuf"
+	VGRPCJSON     = "gRPC+JSON"
+	VNetHTTP      = "net/http+encoding/json"
+	VConnectJSON  = "connect-go JSON"
+	VConnectProto = "connect-go proto"
 )
 
 // UnaryCallers are the caller counts of the unary workload.

@@ -59,6 +59,17 @@ func (s *Suite) Unary() (err error) {
 	if err != nil {
 		return err
 	}
+	// The transport levers: HTTP/2 without TLS over 1 and 4 connections.
+	h2c1, h2c4 := newH2CPool(1), newH2CPool(4)
+	closers = append(closers, func() error { h2c1.CloseIdleConnections(); h2c4.CloseIdleConnections(); return nil })
+	overH2C1, err := newClient(benchgen.Contract, func(c *framework.ClientConfig) { c.Transport = h2c1 })
+	if err != nil {
+		return err
+	}
+	overH2C4, err := newClient(benchgen.Contract, func(c *framework.ClientConfig) { c.Transport = h2c4 })
+	if err != nil {
+		return err
+	}
 
 	g, err := startGRPC("127.0.0.1:0")
 	if err != nil {
@@ -92,6 +103,7 @@ func (s *Suite) Unary() (err error) {
 
 	generated := benchgen.NewClient(plain)
 	generatedBatching := benchgen.NewClient(batching)
+	generatedH2C1, generatedH2C4 := benchgen.NewClient(overH2C1), benchgen.NewClient(overH2C4)
 	variants := []unaryVariant{
 		{results.VLockstep, func(ctx context.Context, i int) error {
 			ack, err := generated.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
@@ -99,6 +111,14 @@ func (s *Suite) Unary() (err error) {
 		}},
 		{results.VLockstepBatch, func(ctx context.Context, i int) error {
 			ack, err := generatedBatching.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{results.VLockstepH2C1, func(ctx context.Context, i int) error {
+			ack, err := generatedH2C1.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{results.VLockstepH2C4, func(ctx context.Context, i int) error {
+			ack, err := generatedH2C4.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
 			return checkAck(err == nil && ack.Accepted, err)
 		}},
 		{results.VLockstepFork, func(ctx context.Context, i int) error {
