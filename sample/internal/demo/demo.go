@@ -69,7 +69,9 @@ func Plan(skew time.Duration) upgradesim.Plan {
 	return upgradesim.Plan{Name: "rolling upgrade v1 → v2", Steps: []upgradesim.Step{
 		upgradesim.Start(LegacyExtender, "v1"),
 		upgradesim.Start(Extender, "v1"),
-		upgradesim.Start(NodeController, "v1"),
+		upgradesim.Start(upgradesim.Replica(NodeController, 0), "v1"),
+		upgradesim.Start(upgradesim.Replica(NodeController, 1), "v1"),
+		upgradesim.Start(upgradesim.Replica(NodeController, 2), "v1"),
 		upgradesim.Start(Kubelet, "v1"),
 		upgradesim.Start(Scheduler, "v1"),
 		connected,
@@ -77,9 +79,16 @@ func Plan(skew time.Duration) upgradesim.Plan {
 		// The kubelet comes up first: it blocks.
 		upgradesim.Upgrade(Kubelet, "v2"),
 		upgradesim.Wait(skew),
-		// Its node controller follows: the kubelet goes on; the v1
-		// scheduler blocks on nodehealth.
-		upgradesim.Upgrade(NodeController, "v2"),
+		// Its node controller follows, one replica after another: the
+		// kubelet goes on with the first; the writer of NodeHealth moves
+		// as its replica restarts, and the schedulers' informers follow
+		// it; once no replica speaks 1.0.0, the v1 scheduler blocks on
+		// nodehealth.
+		upgradesim.Upgrade(upgradesim.Replica(NodeController, 0), "v2"),
+		upgradesim.Wait(skew / 4),
+		upgradesim.Upgrade(upgradesim.Replica(NodeController, 1), "v2"),
+		upgradesim.Wait(skew / 4),
+		upgradesim.Upgrade(upgradesim.Replica(NodeController, 2), "v2"),
 		upgradesim.Wait(skew),
 		// The scheduler follows, in fork mode: 1.0.0 extenders go on.
 		upgradesim.Upgrade(Scheduler, "v2"),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +42,16 @@ func TestRollingUpgrade(t *testing.T) {
 			assert.Empty(t, c.Failed, "the legacy extender is served throughout")
 		}
 	}
-	assert.Equal(t, map[string]string{"kubelet": "v2", "nodecontroller": "v2", "scheduler": "v2", "extender": "v2", "legacy-extender": "v1"},
-		res.Report.Final)
+	assert.Equal(t, map[string]string{"kubelet": "v2", "nodecontroller#0": "v2", "nodecontroller#1": "v2", "nodecontroller#2": "v2",
+		"scheduler": "v2", "extender": "v2", "legacy-extender": "v1"}, res.Report.Final)
+	leaders := 0
+	for _, m := range regexp.MustCompile(`elected to write NodeHealth (\d+) time`).FindAllStringSubmatch(out.String(), -1) {
+		if m[1] != "0" {
+			leaders++
+		}
+	}
+	assert.GreaterOrEqual(t, leaders, 2,
+		"the NodeHealth writer moved between replicas as they restarted; watchers-converge says the informers followed it")
 	assert.Equal(t, []string{"extender 2.0.0"}, res.Report.Agreed["scheduler→extender"])
 	assert.Equal(t, []string{"extender 1.0.0"}, res.Report.Agreed["scheduler→legacy-extender"])
 	for _, f := range []string{"timeline.svg", "timeline.html", "timeline.txt", "components.log"} {

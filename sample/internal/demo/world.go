@@ -49,8 +49,11 @@ type world struct {
 	mu         sync.Mutex
 	kubelets   map[*framework.Client]*kubelet.Kubelet
 	schedulers map[*framework.Client]*scheduler.Scheduler
-	nc         *nodecontroller.NodeController
-	sched      *scheduler.Scheduler
+	// ncs are the running node controller replicas; lease elects the
+	// one that writes NodeHealth.
+	ncs   map[*nodecontroller.NodeController]bool
+	lease *nodecontroller.MemoryLease
+	sched *scheduler.Scheduler
 	// every incarnation, in start order, for the outcomes
 	allKubelets   []versioned[*kubelet.Kubelet]
 	allSchedulers []versioned[*scheduler.Scheduler]
@@ -64,7 +67,8 @@ type versioned[T any] struct {
 
 func newWorld(nodes int, grace time.Duration) *world {
 	return &world{nodes: nodes, grace: grace, kubelets: map[*framework.Client]*kubelet.Kubelet{},
-		schedulers: map[*framework.Client]*scheduler.Scheduler{}}
+		schedulers: map[*framework.Client]*scheduler.Scheduler{},
+		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease()}
 }
 
 // serverConfig is a lockstep server's configuration in the demo: short
@@ -85,12 +89,12 @@ func applied(env *upgradesim.Env) func(context.Context) {
 
 func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
-		Server: serverConfig(env), Applied: applied(env), Logger: env.Logger})
+		Server: serverConfig(env), Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
-	w.nc = n
+	w.ncs[n] = true
 	w.allNCs = append(w.allNCs, versioned[*nodecontroller.NodeController]{env.Version, n})
 	w.mu.Unlock()
 	topics := map[string]upgradesim.TopicState{}
@@ -100,7 +104,13 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 	if t := n.TopicV2(); t != nil {
 		topics["NodeHealth@2.0.0"] = upgradesim.ViewState(t.TopicView)
 	}
-	return &upgradesim.Instance{Server: n.Server(), Topics: topics, Close: func() error { n.Close(); return nil }}, nil
+	return &upgradesim.Instance{Server: n.Server(), Topics: topics, Close: func() error {
+		w.mu.Lock()
+		delete(w.ncs, n)
+		w.mu.Unlock()
+		n.Close()
+		return nil
+	}}, nil
 }
 
 func (w *world) startKubelet(env *upgradesim.Env) (*upgradesim.Instance, error) {
@@ -215,10 +225,17 @@ func (w *world) schedulerOf(c *framework.Client) *scheduler.Scheduler {
 	return w.schedulers[c]
 }
 
+// current returns the node controller replica that writes NodeHealth (nil
+// between leaders) and the latest scheduler.
 func (w *world) current() (*nodecontroller.NodeController, *scheduler.Scheduler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.nc, w.sched
+	for n := range w.ncs {
+		if n.Leader() {
+			return n, w.sched
+		}
+	}
+	return nil, w.sched
 }
 
 // nodeNames are the nodes the kubelet simulates.
@@ -258,7 +275,10 @@ func (w *world) config() upgradesim.Config {
 	}
 	return upgradesim.Config{
 		Components: []upgradesim.Component{
-			{Name: NodeController, Versions: []upgradesim.Version{
+			// Three replicas; a simple lease elects the one that writes
+			// NodeHealth, and the schedulers' informers follow it through
+			// the rolling upgrade (docs/topics.md, writer-aware routing).
+			{Name: NodeController, Replicas: 3, Versions: []upgradesim.Version{
 				{Name: "v1", Speaks: speaks("nodestatus", "1.0.0", "nodehealth", "1.0.0"), Start: w.startNodeController},
 				{Name: "v2", Speaks: speaks("nodestatus", "2.0.0", "nodehealth", "2.0.0"), Start: w.startNodeController},
 			}},
@@ -319,6 +339,9 @@ func (w *world) config() upgradesim.Config {
 			}},
 			{Name: "every-node-reported", After: func(context.Context, *upgradesim.Cluster) error {
 				nc, _ := w.current()
+				if nc == nil {
+					return errors.New("no node controller replica writes NodeHealth")
+				}
 				if got := len(nc.Health()); got != w.nodes {
 					return fmt.Errorf("the node controller knows %d of %d nodes", got, w.nodes)
 				}
@@ -357,7 +380,8 @@ func (w *world) outcomes() []string {
 				ready++
 			}
 		}
-		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended", n.version, len(n.c.Health()), ready))
+		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended; elected to write NodeHealth %d time(s)",
+			n.version, len(n.c.Health()), ready, n.c.Elections()))
 	}
 	for _, s := range w.allSchedulers {
 		st := s.c.Stats()

@@ -87,6 +87,7 @@ type NodeController struct {
 	topicV1   *framework.TopicWriter[nhv1.NodeHealth]
 	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
 	leader    bool          // its writers are attached
+	elections int           // how many times it took the lease
 	stop      chan struct{} // ends the election loop
 	elected   chan struct{} // closed when the election loop ended
 
@@ -264,6 +265,9 @@ func (n *NodeController) setLeader(lead bool) {
 	n.mu.Lock()
 	changed := n.leader != lead
 	n.leader = lead
+	if changed && lead {
+		n.elections++
+	}
 	n.mu.Unlock()
 	if !changed {
 		return
@@ -281,6 +285,13 @@ func (n *NodeController) setLeader(lead bool) {
 		n.topicV2.Detach()
 	}
 	n.logger.Info("node health writer", "leader", lead, "instance", n.srv.Instance())
+}
+
+// Elections returns how many times this replica took the lease.
+func (n *NodeController) Elections() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.elections
 }
 
 // Leader reports whether this replica writes NodeHealth: it holds the
