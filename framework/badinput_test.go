@@ -140,6 +140,15 @@ func TestBadInputGetsCodedErrorsAndServerKeepsServing(t *testing.T) {
 			assert.Equal(t, string(tc.code), a.code)
 			assert.Contains(t, a.message, tc.message)
 			assert.Equal(t, tc.code.HTTPStatus(), a.status, "the code's one status")
+			// None of these reached a handler. The refusals a resend can cure
+			// say so; a request that is itself wrong (invalid_argument,
+			// payload_too_large) is not marked, since resending it cannot
+			// succeed (docs/protocol.md, "Resends").
+			if tc.code == framework.CodeInvalidArgument || tc.code == framework.CodePayloadTooLarge {
+				assert.Empty(t, a.header.Get(protocol.HeaderNotProcessed), "Lockstep-Not-Processed")
+			} else {
+				assert.Equal(t, "1", a.header.Get(protocol.HeaderNotProcessed), "Lockstep-Not-Processed")
+			}
 		})
 	}
 

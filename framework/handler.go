@@ -272,7 +272,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	sess := adm.sess
 	ctx, cancel, err := withTimeoutHeader(adm.ctx, r.Header.Get(protocol.HeaderTimeout))
 	if err != nil {
-		s.refuse(w, err)
+		// A malformed timeout is the request's own error: a resend fails
+		// the same way, so it is not marked not processed.
+		s.fail(w, err)
 		return
 	}
 	defer cancel()

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -259,6 +260,13 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 		body, release, err := s.readEntryBody(w, r)
 		if err != nil {
 			s.fail(w, err)
+			return nil, nil, nil, false
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			release()
+			// Like a call without a session, a heartbeat that names none is
+			// told to handshake (docs/protocol.md, "Errors").
+			s.refuse(w, Errorf(CodeHandshakeRequired, "%s names no session (no %s header, no body): handshake first", kind, protocol.HeaderSession))
 			return nil, nil, nil, false
 		}
 		var req heartbeatRequest

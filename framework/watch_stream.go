@@ -418,6 +418,9 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 		buf = ws.topic.appendSynced(buf, ws.since, ws.resumed)
 		r.frames++
 	}
+	// A round that sends only a ping does not count as a write, so an idle
+	// stream gets one every ping interval (half a TTL), not every other one.
+	onlyPing := r.ping && len(buf) == 0 && r.closing == ""
 	if r.ping && len(buf) == 0 {
 		buf = append(buf, pingFrame...)
 		r.frames++
@@ -434,7 +437,7 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 	ws.mu.Lock()
 	ws.frames += uint64(r.frames)
 	ws.writes += uint64(r.writes)
-	ws.wrote = ws.wrote || r.writes > 0
+	ws.wrote = ws.wrote || (r.writes > 0 && !onlyPing)
 	ws.mu.Unlock()
 	return buf, err
 }
