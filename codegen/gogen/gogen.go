@@ -324,12 +324,13 @@ func defaultType(f *gomodel.Field) string {
 	return gomodel.GoString(f.Type)
 }
 
-// rawJSON renders a message's bundled schema as an indented Go string
-// literal.
+// rawJSON renders a message's bundled schema as a compact Go string
+// literal: the runtime compiles it and people read the contract's own
+// files, so whitespace would only make the generated file longer.
 func (g *generator) rawJSON(raw json.RawMessage) string {
 	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "\t\t", "\t"); err != nil {
-		g.fail(fmt.Errorf("lockstep-gen: bundled schema does not indent: %w", err))
+	if err := json.Compact(&b, raw); err != nil {
+		g.fail(fmt.Errorf("lockstep-gen: bundled schema does not compact: %w", err))
 		return `""`
 	}
 	s := b.String()

@@ -27,33 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Msg": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"properties": {
-				"name": {
-					"type": "string"
-				},
-				"never": {
-					"allOf": [
-						{
-							"type": "string"
-						},
-						{
-							"type": "integer"
-						}
-					]
-				},
-				"nothing": {
-					"allOf": [
-						{
-							"type": "string"
-						},
-						false
-					]
-				}
-			}
-		}`),
+		"Msg": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"name":{"type":"string"},"never":{"allOf":[{"type":"string"},{"type":"integer"}]},"nothing":{"allOf":[{"type":"string"},false]}}}`),
 	},
 })
 

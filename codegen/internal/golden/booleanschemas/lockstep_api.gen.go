@@ -28,23 +28,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
 		"Anything": json.RawMessage(`true`),
-		"Booleans": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"properties": {
-				"anything": true,
-				"never": false,
-				"list": {
-					"type": "array",
-					"items": true
-				},
-				"open": {
-					"type": "object",
-					"additionalProperties": true
-				}
-			}
-		}`),
+		"Booleans": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"properties":{"anything":true,"never":false,"list":{"type":"array","items":true},"open":{"type":"object","additionalProperties":true}}}`),
 	},
 })
 

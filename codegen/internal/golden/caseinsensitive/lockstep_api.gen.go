@@ -27,62 +27,9 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"ExtenderArgs": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"x-lockstep-case-insensitive": true,
-			"type": "object",
-			"properties": {
-				"pod": {
-					"description": "The pod to schedule, kept as raw JSON."
-				},
-				"nodenames": {
-					"type": [
-						"array",
-						"null"
-					],
-					"items": {
-						"type": "string"
-					}
-				}
-			}
-		}`),
-		"ExtenderFilterResult": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"x-lockstep-case-insensitive": true,
-			"type": "object",
-			"properties": {
-				"nodenames": {
-					"type": [
-						"array",
-						"null"
-					],
-					"items": {
-						"type": "string"
-					}
-				},
-				"failedNodes": {
-					"type": [
-						"object",
-						"null"
-					],
-					"additionalProperties": {
-						"type": "string"
-					}
-				},
-				"error": {
-					"type": "string"
-				}
-			}
-		}`),
-		"Strict": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"properties": {
-				"name": {
-					"type": "string"
-				}
-			}
-		}`),
+		"ExtenderArgs":         json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"type":"object","properties":{"pod":{"description":"The pod to schedule, kept as raw JSON."},"nodenames":{"type":["array","null"],"items":{"type":"string"}}}}`),
+		"ExtenderFilterResult": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"type":"object","properties":{"nodenames":{"type":["array","null"],"items":{"type":"string"}},"failedNodes":{"type":["object","null"],"additionalProperties":{"type":"string"}},"error":{"type":"string"}}}`),
+		"Strict":               json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"name":{"type":"string"}}}`),
 	},
 })
 

@@ -27,80 +27,8 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Color": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"description": "A color, shared by two members.",
-			"type": "string",
-			"enum": [
-				"red",
-				"green",
-				"blue"
-			]
-		}`),
-		"Enums": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"required": [
-				"phase"
-			],
-			"properties": {
-				"phase": {
-					"type": "string",
-					"enum": [
-						"Pending",
-						"Running",
-						"Succeeded",
-						"Failed"
-					]
-				},
-				"priority": {
-					"type": "integer",
-					"enum": [
-						-1,
-						0,
-						10
-					]
-				},
-				"maybe": {
-					"enum": [
-						"on",
-						"off",
-						null
-					]
-				},
-				"odd": {
-					"type": "string",
-					"enum": [
-						"",
-						"a-b",
-						"1x",
-						"snake_case",
-						"Already Spaced"
-					]
-				},
-				"shared": {
-					"$ref": "#/$defs/Color"
-				},
-				"more": {
-					"type": "array",
-					"items": {
-						"$ref": "#/$defs/Color"
-					}
-				}
-			},
-			"$defs": {
-				"Color": {
-					"description": "A color, shared by two members.",
-					"type": "string",
-					"enum": [
-						"red",
-						"green",
-						"blue"
-					]
-				}
-			}
-		}`),
+		"Color": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A color, shared by two members.","type":"string","enum":["red","green","blue"]}`),
+		"Enums": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["phase"],"properties":{"phase":{"type":"string","enum":["Pending","Running","Succeeded","Failed"]},"priority":{"type":"integer","enum":[-1,0,10]},"maybe":{"enum":["on","off",null]},"odd":{"type":"string","enum":["","a-b","1x","snake_case","Already Spaced"]},"shared":{"$ref":"#/$defs/Color"},"more":{"type":"array","items":{"$ref":"#/$defs/Color"}}},"$defs":{"Color":{"description":"A color, shared by two members.","type":"string","enum":["red","green","blue"]}}}`),
 	},
 })
 

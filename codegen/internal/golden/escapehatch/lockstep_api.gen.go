@@ -27,30 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Escapes": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"properties": {
-				"addr": {
-					"type": "string"
-				},
-				"prefixes": {
-					"type": "array",
-					"items": {
-						"type": "string"
-					}
-				},
-				"pod": {
-					"type": "object",
-					"description": "A whole Kubernetes Pod the contract does not model."
-				},
-				"count": {
-					"type": "integer"
-				},
-				"raw": true
-			}
-		}`),
+		"Escapes": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"properties":{"addr":{"type":"string"},"prefixes":{"type":"array","items":{"type":"string"}},"pod":{"type":"object","description":"A whole Kubernetes Pod the contract does not model."},"count":{"type":"integer"},"raw":true}}`),
 	},
 })
 

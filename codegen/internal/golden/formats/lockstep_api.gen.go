@@ -27,64 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Formats": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"required": [
-				"at"
-			],
-			"properties": {
-				"at": {
-					"type": "string",
-					"format": "date-time"
-				},
-				"maybeAt": {
-					"type": [
-						"string",
-						"null"
-					],
-					"format": "date-time"
-				},
-				"day": {
-					"type": "string",
-					"format": "date"
-				},
-				"id": {
-					"type": "string",
-					"format": "uuid"
-				},
-				"mail": {
-					"type": "string",
-					"format": "email"
-				},
-				"small": {
-					"type": "integer",
-					"format": "int32"
-				},
-				"big": {
-					"type": "integer",
-					"format": "uint64"
-				},
-				"ratio": {
-					"type": "number",
-					"format": "float"
-				},
-				"plain": {
-					"type": "number"
-				},
-				"count": {
-					"type": "integer"
-				},
-				"history": {
-					"type": "array",
-					"items": {
-						"type": "string",
-						"format": "date-time"
-					}
-				}
-			}
-		}`),
+		"Formats": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["at"],"properties":{"at":{"type":"string","format":"date-time"},"maybeAt":{"type":["string","null"],"format":"date-time"},"day":{"type":"string","format":"date"},"id":{"type":"string","format":"uuid"},"mail":{"type":"string","format":"email"},"small":{"type":"integer","format":"int32"},"big":{"type":"integer","format":"uint64"},"ratio":{"type":"number","format":"float"},"plain":{"type":"number"},"count":{"type":"integer"},"history":{"type":"array","items":{"type":"string","format":"date-time"}}}}`),
 	},
 })
 

@@ -27,76 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Maps": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"properties": {
-				"labels": {
-					"type": "object",
-					"additionalProperties": {
-						"type": "string"
-					}
-				},
-				"counts": {
-					"type": "object",
-					"additionalProperties": {
-						"type": "integer"
-					}
-				},
-				"nested": {
-					"type": "object",
-					"additionalProperties": {
-						"type": "object",
-						"additionalProperties": {
-							"type": "number"
-						}
-					}
-				},
-				"objects": {
-					"type": "object",
-					"additionalProperties": {
-						"type": "object",
-						"required": [
-							"id"
-						],
-						"additionalProperties": false,
-						"properties": {
-							"id": {
-								"type": "string"
-							}
-						}
-					}
-				},
-				"nullableValues": {
-					"type": "object",
-					"additionalProperties": {
-						"type": [
-							"string",
-							"null"
-						]
-					}
-				},
-				"anything": {
-					"type": "object"
-				},
-				"empty": {
-					"type": "object",
-					"additionalProperties": false
-				},
-				"named": {
-					"$ref": "#/$defs/Labels"
-				}
-			},
-			"$defs": {
-				"Labels": {
-					"type": "object",
-					"additionalProperties": {
-						"type": "string"
-					}
-				}
-			}
-		}`),
+		"Maps": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"properties":{"labels":{"type":"object","additionalProperties":{"type":"string"}},"counts":{"type":"object","additionalProperties":{"type":"integer"}},"nested":{"type":"object","additionalProperties":{"type":"object","additionalProperties":{"type":"number"}}},"objects":{"type":"object","additionalProperties":{"type":"object","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string"}}}},"nullableValues":{"type":"object","additionalProperties":{"type":["string","null"]}},"anything":{"type":"object"},"empty":{"type":"object","additionalProperties":false},"named":{"$ref":"#/$defs/Labels"}},"$defs":{"Labels":{"type":"object","additionalProperties":{"type":"string"}}}}`),
 	},
 })
 

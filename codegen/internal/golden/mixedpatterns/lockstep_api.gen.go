@@ -27,45 +27,8 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Msg": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"properties": {
-				"id": {
-					"type": "string"
-				}
-			},
-			"additionalProperties": {
-				"type": "boolean"
-			},
-			"patternProperties": {
-				"^n-": {
-					"type": "integer"
-				},
-				"^s-": {
-					"type": "string"
-				}
-			}
-		}`),
-		"Open": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"properties": {
-				"id": {
-					"type": "string"
-				}
-			},
-			"patternProperties": {
-				"^x-": {
-					"type": "object",
-					"properties": {
-						"a": {
-							"type": "integer"
-						}
-					}
-				}
-			}
-		}`),
+		"Msg":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"id":{"type":"string"}},"additionalProperties":{"type":"boolean"},"patternProperties":{"^n-":{"type":"integer"},"^s-":{"type":"string"}}}`),
+		"Open": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"id":{"type":"string"}},"patternProperties":{"^x-":{"type":"object","properties":{"a":{"type":"integer"}}}}}`),
 	},
 })
 

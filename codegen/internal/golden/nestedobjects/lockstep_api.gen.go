@@ -27,50 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Outer": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"required": [
-				"name",
-				"inner"
-			],
-			"additionalProperties": false,
-			"properties": {
-				"name": {
-					"type": "string"
-				},
-				"inner": {
-					"type": "object",
-					"additionalProperties": false,
-					"required": [
-						"deep"
-					],
-					"properties": {
-						"deep": {
-							"type": "object",
-							"additionalProperties": false,
-							"properties": {
-								"value": {
-									"type": "integer"
-								}
-							}
-						},
-						"label": {
-							"type": "string"
-						}
-					}
-				},
-				"open": {
-					"description": "An open object keeps members it does not declare.",
-					"type": "object",
-					"properties": {
-						"known": {
-							"type": "string"
-						}
-					}
-				}
-			}
-		}`),
+		"Outer": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["name","inner"],"additionalProperties":false,"properties":{"name":{"type":"string"},"inner":{"type":"object","additionalProperties":false,"required":["deep"],"properties":{"deep":{"type":"object","additionalProperties":false,"properties":{"value":{"type":"integer"}}},"label":{"type":"string"}}},"open":{"description":"An open object keeps members it does not declare.","type":"object","properties":{"known":{"type":"string"}}}}}`),
 	},
 })
 

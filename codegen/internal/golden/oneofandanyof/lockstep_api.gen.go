@@ -27,61 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Msg": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"properties": {
-				"v": {
-					"oneOf": [
-						{
-							"type": "string"
-						},
-						{
-							"type": "integer"
-						}
-					],
-					"anyOf": [
-						{
-							"type": "integer",
-							"minimum": 0
-						},
-						{
-							"type": "string",
-							"minLength": 2
-						},
-						{
-							"type": "boolean"
-						}
-					]
-				},
-				"both": {
-					"allOf": [
-						{
-							"anyOf": [
-								{
-									"type": "integer"
-								},
-								{
-									"type": "string"
-								}
-							]
-						},
-						{
-							"anyOf": [
-								{
-									"type": "integer",
-									"maximum": 9
-								},
-								{
-									"type": "string",
-									"maxLength": 3
-								}
-							]
-						}
-					]
-				}
-			}
-		}`),
+		"Msg": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer"}],"anyOf":[{"type":"integer","minimum":0},{"type":"string","minLength":2},{"type":"boolean"}]},"both":{"allOf":[{"anyOf":[{"type":"integer"},{"type":"string"}]},{"anyOf":[{"type":"integer","maximum":9},{"type":"string","maxLength":3}]}]}}}`),
 	},
 })
 

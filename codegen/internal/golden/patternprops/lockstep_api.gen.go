@@ -27,51 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Patterns": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"properties": {
-				"env": {
-					"description": "Only upper-case names, string values.",
-					"type": "object",
-					"patternProperties": {
-						"^[A-Z_][A-Z0-9_]*$": {
-							"type": "string"
-						}
-					},
-					"additionalProperties": false
-				},
-				"limits": {
-					"type": "object",
-					"required": [
-						"default"
-					],
-					"properties": {
-						"default": {
-							"type": "integer"
-						}
-					},
-					"patternProperties": {
-						"^[a-z]+$": {
-							"type": "integer"
-						}
-					},
-					"additionalProperties": false
-				},
-				"extensible": {
-					"type": "object",
-					"properties": {
-						"name": {
-							"type": "string"
-						}
-					},
-					"patternProperties": {
-						"^x-": true
-					}
-				}
-			}
-		}`),
+		"Patterns": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"properties":{"env":{"description":"Only upper-case names, string values.","type":"object","patternProperties":{"^[A-Z_][A-Z0-9_]*$":{"type":"string"}},"additionalProperties":false},"limits":{"type":"object","required":["default"],"properties":{"default":{"type":"integer"}},"patternProperties":{"^[a-z]+$":{"type":"integer"}},"additionalProperties":false},"extensible":{"type":"object","properties":{"name":{"type":"string"}},"patternProperties":{"^x-":true}}}}`),
 	},
 })
 

@@ -27,50 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Types": json.RawMessage(`{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type": "object",
-			"additionalProperties": false,
-			"properties": {
-				"nullableString": {
-					"type": [
-						"string",
-						"null"
-					]
-				},
-				"stringOrNumber": {
-					"type": [
-						"string",
-						"number"
-					]
-				},
-				"intStringOrNull": {
-					"type": [
-						"integer",
-						"string",
-						"null"
-					]
-				},
-				"objectOrNull": {
-					"type": [
-						"object",
-						"null"
-					],
-					"properties": {
-						"a": {
-							"type": "integer"
-						}
-					},
-					"additionalProperties": false
-				},
-				"numberOrInteger": {
-					"type": [
-						"number",
-						"integer"
-					]
-				}
-			}
-		}`),
+		"Types": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"properties":{"nullableString":{"type":["string","null"]},"stringOrNumber":{"type":["string","number"]},"intStringOrNull":{"type":["integer","string","null"]},"objectOrNull":{"type":["object","null"],"properties":{"a":{"type":"integer"}},"additionalProperties":false},"numberOrInteger":{"type":["number","integer"]}}}`),
 	},
 })
 
