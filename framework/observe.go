@@ -4,7 +4,7 @@ import "time"
 
 // ServerObserver receives a server's events, for metrics and logs that
 // interceptors cannot see (handshakes, calls refused before any handler).
-// framework/metrics implements it with Prometheus. Methods must be cheap
+// [Metrics] implements it with Prometheus. Methods must be cheap
 // and safe for concurrent use.
 type ServerObserver interface {
 	// Handshake reports a handshake's outcome: "welcome", a refusal reason

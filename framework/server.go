@@ -35,6 +35,8 @@ type Server struct {
 	closing   bool // Shutdown's second phase or Close has begun
 	checks    map[string]func() error
 	clients   []*Client // shown on the status page (AddClient)
+	// metricsRoute, if set by Handle, serves /metrics instead of Metrics.
+	metricsRoute http.Handler
 
 	sessions *sessionTable
 	limits   *peerLimits
@@ -86,6 +88,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.limits = newPeerLimits(cfg.Limits)
 	s.sessions = newSessionTable(s.limits, cfg.MaxSessions)
 	s.router = s.routes()
+	if cfg.Metrics != nil {
+		cfg.Metrics.Watch(s)
+	}
 	return s, nil
 }
 
@@ -110,6 +115,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.serveLive)
 	r.Get("/livez", s.serveLive)
 	r.Get("/readyz", s.serveReady)
+	if s.cfg.Metrics != nil {
+		r.Get(PathMetrics, s.operatorOnly(http.HandlerFunc(s.serveMetrics)).ServeHTTP)
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path))
 	})
@@ -170,6 +178,10 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 	}
 	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
 		panic(fmt.Sprintf("lockstep: %s is served by the runtime itself", pattern))
+	}
+	if pattern == PathMetrics && s.cfg.Metrics != nil {
+		s.metricsRoute = h // the binary's own metrics replace the default (guarded as the route is)
+		return
 	}
 	s.router.Handle(pattern, s.operatorOnly(h))
 }
@@ -296,6 +308,22 @@ func (s *Server) ListenAndServe(addr string) error {
 	return s.Serve(l)
 }
 
+// Metrics returns the server's metrics, nil when ServerConfig.NoMetrics
+// is set; give them to the process's clients (ClientConfig.Observer =
+// srv.Metrics().Client()) so /metrics shows both sides.
+func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
+
+// serveMetrics answers GET /metrics.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	h := s.metricsRoute
+	s.mu.RUnlock()
+	if h == nil {
+		h = s.cfg.Metrics.Handler()
+	}
+	h.ServeHTTP(w, r)
+}
+
 // Draining reports whether the server is shutting down.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
@@ -416,6 +444,7 @@ func (s *Server) expiryLoop() {
 				if s.sessions.remove(sess) {
 					s.cfg.Logger.Info("lockstep: session lapsed", "contract", sess.contract,
 						"peer", sess.peer.Component, "instance", sess.peer.Instance)
+					s.cfg.Metrics.sessionLapsed(sess.contract)
 					s.peerLost(sess)
 				}
 			}

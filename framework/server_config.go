@@ -66,6 +66,10 @@ type ServerConfig struct {
 	// unprocessed) rather than cut with the connection; default 100ms.
 	DrainQuiet time.Duration
 
+	// Addr is where [Server.Run] listens, e.g. ":8443" or "127.0.0.1:8441";
+	// required by Run, unused by Serve.
+	Addr string
+
 	// TLSConfig enables TLS. Without it the server serves plain HTTP, which
 	// it refuses on a non-loopback address unless Insecure is set.
 	TLSConfig *tls.Config
@@ -93,8 +97,16 @@ type ServerConfig struct {
 	OnPeerJoined func(SessionInfo)
 	OnPeerLost   func(SessionInfo)
 
-	// Observer receives handshake and call events, for metrics.
+	// Observer receives handshake and call events, besides Metrics.
 	Observer ServerObserver
+	// Metrics receives the server's Prometheus metrics, served at
+	// /metrics. Default: a new [Metrics] on a registry of its own (with Go
+	// runtime and process collectors). Share one among a process's servers
+	// and clients so one scrape sees them all.
+	Metrics *Metrics
+	// NoMetrics turns metrics off: nothing is collected and /metrics is
+	// not served (a binary that serves them elsewhere, say).
+	NoMetrics bool
 
 	// Logger receives the server's logs; default slog.Default().
 	Logger *slog.Logger
@@ -171,6 +183,18 @@ func (c *ServerConfig) validate() error {
 	}
 	if c.DrainQuiet <= 0 {
 		c.DrainQuiet = 100 * time.Millisecond
+	}
+	if c.NoMetrics {
+		c.Metrics = nil
+	} else if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	if c.Metrics != nil {
+		if c.Observer == nil {
+			c.Observer = c.Metrics.Server()
+		} else {
+			c.Observer = teeServerObserver{c.Metrics.Server(), c.Observer}
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -132,14 +132,17 @@ func (c *Client) Status() ClientStatus {
 	}
 }
 
-// AddClient shows a client of this component on the server's status page
-// and makes /readyz wait for it: a component is ready only when its own
-// peers are.
+// AddClient shows a client of this component on the server's status page,
+// adds its endpoints and blocked calls to the server's metrics, and makes
+// /readyz wait for it: a component is ready only when its own peers are.
 func (s *Server) AddClient(c *Client) {
 	s.mu.Lock()
 	s.clients = append(s.clients, c)
 	s.mu.Unlock()
 	s.AddReadinessCheck(c.contract.Name()+" client", c.Ready)
+	if m := s.cfg.Metrics; m != nil {
+		m.WatchClient(c)
+	}
 }
 
 // Status returns the server's status.

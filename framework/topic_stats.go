@@ -32,6 +32,10 @@ type TopicStats struct {
 	// keys it remembers for watchers that resume.
 	Revision   uint64 `json:"revision"`
 	Tombstones int    `json:"tombstones"`
+	// Coalesced counts changes that were replaced, in some watcher's queue,
+	// by a later change of the same key before being sent, since the server
+	// started: how much slow watchers were spared.
+	Coalesced uint64 `json:"coalesced"`
 	// Watchers describes each live watch stream.
 	Watchers []WatcherStats `json:"watchers"`
 }
@@ -62,7 +66,7 @@ func (s *Server) TopicStats() []TopicStats {
 		st := TopicStats{
 			Contract: t.contract.Name(), Version: t.contract.Version(), Topic: t.name,
 			Keys: len(t.entries), Writers: len(t.writers), Sets: t.sets.Load(), Deletes: t.deletes.Load(),
-			Writer: t.writerLiveLocked(), Revision: t.gen, Tombstones: len(t.history.tombs),
+			Writer: t.writerLiveLocked(), Coalesced: t.coalesced.Load(), Revision: t.gen, Tombstones: len(t.history.tombs),
 			Watchers: make([]WatcherStats, 0, len(t.watchers)),
 		}
 		watchers := make([]*watchStream, 0, len(t.watchers))

@@ -68,6 +68,12 @@ type topicStore struct {
 	fanning  bool
 
 	sets, deletes atomic.Uint64
+
+	// coalesced counts changes replaced in a watcher's queue by a later
+
+	// change of the same key, over every watcher this topic ever had.
+
+	coalesced atomic.Uint64
 }
 
 // registerTopic adds a topic of a contract version to the server; it

@@ -218,6 +218,7 @@ func (ws *watchStream) markLocked(ch *topicChange) {
 	if i := ws.pending(ch.key); i >= 0 {
 		ws.pend[i] = ch
 		ws.coalesced++
+		ws.topic.coalesced.Add(1)
 	} else {
 		ws.pend = append(ws.pend, ch)
 		switch {

@@ -48,7 +48,6 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		rt.Metrics.WatchSessions(srv)
 		return &daemon.Service{Lockstep: srv, Status: status}, nil
 	}))
 }

@@ -33,7 +33,6 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		rt.Metrics.WatchSessions(n.Server())
 		return &daemon.Service{
 			Lockstep: n.Server(),
 			Status: func() any {

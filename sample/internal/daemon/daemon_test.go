@@ -118,7 +118,6 @@ func startDaemon(t *testing.T, args ...string) (addr string, stop func() error) 
 				return nil, err
 			}
 			framework.HandleUnary(srv, pingContract, "Ping", func(context.Context, *msg) (*msg, error) { return &msg{}, nil })
-			rt.Metrics.WatchSessions(srv)
 			return &Service{Lockstep: srv, Status: func() any { return map[string]string{"hello": "status"} }}, nil
 		})
 	}()

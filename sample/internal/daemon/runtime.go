@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/discovery"
-	"github.com/lockstep-dev/lockstep/framework/metrics"
 )
 
 // Runtime is what a binary builds its component from: its flags, logger,
@@ -23,7 +22,7 @@ type Runtime struct {
 	Flags    *Flags
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
-	Metrics  *metrics.Metrics
+	Metrics  *framework.Metrics
 
 	// creds is the mutual TLS material (--tls-cert, --tls-key and
 	// --tls-ca), reloaded as cert-manager rotates it; serverTLS and
@@ -55,7 +54,7 @@ func NewRuntime(f *Flags, stderr io.Writer) (*Runtime, error) {
 		dns:      map[string]*discovery.DNS{},
 	}
 	rt.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt.Metrics = metrics.New(rt.Registry)
+	rt.Metrics = framework.NewMetrics(rt.Registry)
 	if err := rt.loadTLS(); err != nil {
 		return nil, err
 	}
@@ -94,7 +93,7 @@ func (rt *Runtime) ServerConfig(cfg framework.ServerConfig) framework.ServerConf
 	cfg.Component, cfg.Release = rt.Flags.Component, rt.Flags.Release
 	cfg.Insecure = rt.Flags.Insecure
 	cfg.MTLS = rt.creds
-	cfg.Logger, cfg.Observer = rt.Logger, rt.Metrics.Server()
+	cfg.Logger, cfg.Metrics = rt.Logger, rt.Metrics
 	return cfg
 }
 

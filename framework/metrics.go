@@ -1,0 +1,260 @@
+package framework
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// PathMetrics is where a server serves its Prometheus metrics by default.
+const PathMetrics = "/metrics"
+
+// Metrics is lockstep's Prometheus instrumentation of a process: handshakes
+// by outcome, calls by contract, version, method and code with latency,
+// time callers spent blocked waiting for a compatible peer, sessions by
+// agreed version, session lapses, topics, watchers and coalescing.
+// docs/operations.md lists every metric and what to alert on.
+//
+// A server makes one of its own unless ServerConfig says otherwise, and
+// serves it at /metrics; give the same Metrics to the process's clients
+// (ClientConfig.Observer = m.Client()) and other servers
+// (ServerConfig.Metrics), so one scrape sees the whole process.
+type Metrics struct {
+	reg        prometheus.Registerer
+	handler    http.Handler
+	handshakes *prometheus.CounterVec
+	calls      *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	blocked    *prometheus.HistogramVec
+	lapses     *prometheus.CounterVec
+
+	mu      sync.Mutex
+	servers []*Server
+	clients []*Client
+}
+
+// NewMetrics creates lockstep's collectors and registers them with reg.
+// A nil reg means a new registry of its own, with Go runtime and process
+// collectors beside lockstep's. [Metrics.Handler] serves reg when it is
+// also a [prometheus.Gatherer] (a *prometheus.Registry is).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = r
+	}
+	m := &Metrics{
+		reg: reg,
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_handshakes_total",
+			Help: "Handshakes by side, contract and outcome: welcome, a refusal reason, unreachable (client side), or the error code of a malformed one.",
+		}, []string{"side", "contract", "outcome"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_calls_total",
+			Help: "Finished calls by side, contract, version travelled at, method and code (ok on success).",
+		}, []string{"side", "contract", "version", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockstep_call_duration_seconds",
+			Help:    "Call latency by side, contract and method; on the client it includes blocking and resends.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
+		}, []string{"side", "contract", "method"}),
+		blocked: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockstep_blocked_seconds",
+			Help:    "How long client calls that had to wait waited for a compatible peer, by contract.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 3, 12),
+		}, []string{"contract"}),
+		lapses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_session_lapses_total",
+			Help: "Sessions the server closed because no call or heartbeat renewed them within their TTL, by contract.",
+		}, []string{"contract"}),
+	}
+	m.handler = http.NotFoundHandler()
+	if g, ok := reg.(prometheus.Gatherer); ok {
+		m.handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+	}
+	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, stateCollector{m})
+	return m
+}
+
+// Registerer returns the registry the metrics are registered with, so a
+// binary can add its own collectors and have them served beside them.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition format; it
+// answers 404 when the registerer given to [NewMetrics] cannot be gathered.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// Server returns the observer that records a server's handshakes and calls;
+// a server given these metrics in ServerConfig.Metrics uses it itself.
+func (m *Metrics) Server() ServerObserver { return serverMetrics{m} }
+
+// Client returns the observer to set as ClientConfig.Observer.
+func (m *Metrics) Client() ClientObserver { return clientMetrics{m} }
+
+// Watch adds srv's sessions and topics to the gauges read at scrape time.
+// A server calls it for the Metrics of its config.
+func (m *Metrics) Watch(srv *Server) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.servers = append(m.servers, srv)
+}
+
+// WatchClient adds c's endpoints and blocked calls to the gauges read at
+// scrape time; [Server.AddClient] calls it.
+func (m *Metrics) WatchClient(c *Client) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clients = append(m.clients, c)
+}
+
+func (m *Metrics) sessionLapsed(contract string) {
+	if m != nil {
+		m.lapses.WithLabelValues(contract).Inc()
+	}
+}
+
+func codeLabel(c Code) string {
+	if c == "" {
+		return "ok"
+	}
+	return string(c)
+}
+
+type serverMetrics struct{ m *Metrics }
+
+func (o serverMetrics) Handshake(contract, outcome string) {
+	o.m.handshakes.WithLabelValues("server", contract, outcome).Inc()
+}
+
+func (o serverMetrics) Call(contract, version, method string, code Code, took time.Duration) {
+	o.m.calls.WithLabelValues("server", contract, version, method, codeLabel(code)).Inc()
+	o.m.latency.WithLabelValues("server", contract, method).Observe(took.Seconds())
+}
+
+type clientMetrics struct{ m *Metrics }
+
+func (o clientMetrics) Handshake(contract, _ string, outcome string) {
+	o.m.handshakes.WithLabelValues("client", contract, outcome).Inc()
+}
+
+func (o clientMetrics) Blocked(contract string, waited time.Duration) {
+	o.m.blocked.WithLabelValues(contract).Observe(waited.Seconds())
+}
+
+func (o clientMetrics) Call(contract, version, method string, code Code, took time.Duration) {
+	o.m.calls.WithLabelValues("client", contract, version, method, codeLabel(code)).Inc()
+	o.m.latency.WithLabelValues("client", contract, method).Observe(took.Seconds())
+}
+
+// teeServerObserver sends a server's events to two observers.
+type teeServerObserver struct{ a, b ServerObserver }
+
+func (t teeServerObserver) Handshake(contract, outcome string) {
+	t.a.Handshake(contract, outcome)
+	t.b.Handshake(contract, outcome)
+}
+
+func (t teeServerObserver) Call(contract, version, method string, code Code, took time.Duration) {
+	t.a.Call(contract, version, method, code, took)
+	t.b.Call(contract, version, method, code, took)
+}
+
+var (
+	sessionsDesc = prometheus.NewDesc("lockstep_sessions",
+		"Live sessions held by this process's servers, by contract and agreed version (in fork mode: who still speaks an old version).",
+		[]string{"contract", "version"}, nil)
+	topicKeysDesc = prometheus.NewDesc("lockstep_topic_keys",
+		"Objects a topic holds, by contract, version and topic.", []string{"contract", "version", "topic"}, nil)
+	topicWritersDesc = prometheus.NewDesc("lockstep_topic_writers",
+		"Writers that own keys of a topic or were seen writing it; 0 means nobody keeps it current.", []string{"contract", "version", "topic"}, nil)
+	topicChangesDesc = prometheus.NewDesc("lockstep_topic_changes_total",
+		"Changes applied to a topic since the server started, by kind (set or delete).", []string{"contract", "version", "topic", "kind"}, nil)
+	watchersDesc = prometheus.NewDesc("lockstep_watchers",
+		"Live watch streams of a topic.", []string{"contract", "version", "topic"}, nil)
+	watchQueuedDesc = prometheus.NewDesc("lockstep_watch_queued",
+		"Keys waiting to be sent to a topic's watchers now, summed over its watchers (bounded by keys × watchers).", []string{"contract", "version", "topic"}, nil)
+	coalescedDesc = prometheus.NewDesc("lockstep_watch_coalesced_total",
+		"Changes replaced in a watcher's queue by a later change of the same key before being sent.", []string{"contract", "version", "topic"}, nil)
+	endpointsDesc = prometheus.NewDesc("lockstep_client_endpoints",
+		"Endpoints of this process's clients by contract and state (ready, refused, unreachable, draining, connecting).", []string{"contract", "state"}, nil)
+	blockedNowDesc = prometheus.NewDesc("lockstep_client_blocked_calls",
+		"Calls waiting for a compatible peer now, by contract.", []string{"contract"}, nil)
+)
+
+// stateCollector reads the watched servers' and clients' state at scrape
+// time: nothing is updated per event for these.
+type stateCollector struct{ m *Metrics }
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{sessionsDesc, topicKeysDesc, topicWritersDesc, topicChangesDesc,
+		watchersDesc, watchQueuedDesc, coalescedDesc, endpointsDesc, blockedNowDesc} {
+		ch <- d
+	}
+}
+
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	servers := append([]*Server(nil), c.m.servers...)
+	clients := append([]*Client(nil), c.m.clients...)
+	c.m.mu.Unlock()
+	sessions := map[[2]string]int{}
+	type topicKey [3]string
+	type topicSum struct {
+		keys, writers, watchers, queued int
+		sets, deletes, coalesced        uint64
+	}
+	topics := map[topicKey]*topicSum{}
+	for _, srv := range servers {
+		for _, sess := range srv.sessions.snapshot() {
+			sessions[[2]string{sess.contract, sess.version}]++
+		}
+		for _, t := range srv.TopicStats() {
+			k := topicKey{t.Contract, t.Version, t.Topic}
+			sum := topics[k]
+			if sum == nil {
+				sum = &topicSum{}
+				topics[k] = sum
+			}
+			sum.keys += t.Keys
+			sum.writers += t.Writers
+			sum.watchers += len(t.Watchers)
+			sum.sets += t.Sets
+			sum.deletes += t.Deletes
+			sum.coalesced += t.Coalesced
+			for _, w := range t.Watchers {
+				sum.queued += w.Queued
+			}
+		}
+	}
+	for k, n := range sessions {
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	for k, t := range topics {
+		ch <- prometheus.MustNewConstMetric(topicKeysDesc, prometheus.GaugeValue, float64(t.keys), k[:]...)
+		ch <- prometheus.MustNewConstMetric(topicWritersDesc, prometheus.GaugeValue, float64(t.writers), k[:]...)
+		ch <- prometheus.MustNewConstMetric(watchersDesc, prometheus.GaugeValue, float64(t.watchers), k[:]...)
+		ch <- prometheus.MustNewConstMetric(watchQueuedDesc, prometheus.GaugeValue, float64(t.queued), k[:]...)
+		ch <- prometheus.MustNewConstMetric(coalescedDesc, prometheus.CounterValue, float64(t.coalesced), k[:]...)
+		ch <- prometheus.MustNewConstMetric(topicChangesDesc, prometheus.CounterValue, float64(t.sets), k[0], k[1], k[2], "set")
+		ch <- prometheus.MustNewConstMetric(topicChangesDesc, prometheus.CounterValue, float64(t.deletes), k[0], k[1], k[2], "delete")
+	}
+	endpoints := map[[2]string]int{}
+	blocked := map[string]int{}
+	for _, cl := range clients {
+		for _, e := range cl.Endpoints() {
+			endpoints[[2]string{cl.contract.Name(), e.State}]++
+		}
+		n, _ := cl.blocked.snapshot(cl.cfg.Clock.Now())
+		blocked[cl.contract.Name()] += n
+	}
+	for k, n := range endpoints {
+		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	for contract, n := range blocked {
+		ch <- prometheus.MustNewConstMetric(blockedNowDesc, prometheus.GaugeValue, float64(n), contract)
+	}
+}
