@@ -209,7 +209,7 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 		// Count the call before looking at draining, so a drain that
 		// begins now either sees it in flight or sees it refused.
 		s.inFlight.Add(1)
-		a.undo = append(a.undo, func() { s.inFlight.Add(-1) })
+		a.undo = append(a.undo, s.callEnded)
 		if s.draining.Load() {
 			_, sess, err := s.bindSession(r, token, e.contract)
 			// A replay of a key this server recorded is answered even while

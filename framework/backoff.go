@@ -23,25 +23,25 @@ type Backoff struct {
 	Jitter float64
 }
 
-// DefaultBackoff is the backoff clients use unless configured otherwise.
-var DefaultBackoff = Backoff{Base: 5 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2}
+// defaultBackoff is the backoff clients use unless configured otherwise.
+var defaultBackoff = Backoff{Base: 5 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2}
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Base <= 0 {
-		b.Base = DefaultBackoff.Base
+		b.Base = defaultBackoff.Base
 	}
 	if b.Max <= 0 {
-		b.Max = DefaultBackoff.Max
+		b.Max = defaultBackoff.Max
 	}
 	if b.Max < b.Base {
 		b.Max = b.Base
 	}
 	if b.Multiplier < 1 {
-		b.Multiplier = DefaultBackoff.Multiplier
+		b.Multiplier = defaultBackoff.Multiplier
 	}
 	switch {
 	case b.Jitter == 0 || b.Jitter > 1:
-		b.Jitter = DefaultBackoff.Jitter
+		b.Jitter = defaultBackoff.Jitter
 	case b.Jitter < 0:
 		b.Jitter = 0
 	}

@@ -43,6 +43,9 @@ func WithIdempotencyKey(key string) CallOption {
 // resent after a new handshake or to another endpoint without the caller
 // seeing them. At an endpoint that agreed on a fork version, the request is
 // converted down and the answer up.
+//
+// For generated code: the typed clients lockstep-gen emits call it. A
+// program without generated types may call it directly, as the README does.
 func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req *Req, opts ...CallOption) (*Resp, error) {
 	decl, ok := c.contract.Method(method)
 	if !ok {
@@ -134,6 +137,9 @@ type Result[T any] struct {
 // item, in order. The returned error is for the call as a whole (nothing
 // was processed, or the answer was malformed); per-item errors are in the
 // results.
+//
+// For generated code: the typed clients lockstep-gen emits call it. A
+// program without generated types may call it directly, as the README does.
 func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, items []*Req, opts ...CallOption) ([]Result[Resp], error) {
 	decl, ok := c.contract.Method(method)
 	if !ok {

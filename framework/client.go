@@ -58,7 +58,8 @@ type ClientConfig struct {
 	// open (?wait=) so the client learns of its replacement at once;
 	// default 30s.
 	HandshakeWait time.Duration
-	// Backoff shapes reconnect delays; default [DefaultBackoff].
+	// Backoff shapes reconnect delays; default 5ms growing by 1.6 to
+	// 100ms, ±20 % jitter.
 	Backoff Backoff
 	// MaxResponseBytes bounds answers; default 16 MiB.
 	MaxResponseBytes int64

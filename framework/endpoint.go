@@ -299,11 +299,8 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 	if resp.StatusCode != http.StatusOK {
 		werr := decodeWireError(resp, body)
 		var refusal handshake.Refusal
-		if len(werr.Details()) > 0 && json.Unmarshal(werr.Details(), &refusal) == nil && refusal.Reason != "" {
-			if refusal.Reason == handshake.ReasonDraining {
-				return nil, stateDraining, werr
-			}
-			return nil, stateRefused, werr
+		if len(werr.Details()) > 0 && json.Unmarshal(werr.Details(), &refusal) == nil && refusal.Reason == handshake.ReasonDraining {
+			return nil, stateDraining, werr
 		}
 		return nil, stateRefused, werr
 	}

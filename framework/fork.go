@@ -27,6 +27,8 @@ type MethodConversion struct {
 // current version's request into the earlier one's, up turns the earlier
 // version's response into the current one's. For batch methods they convert
 // each item.
+//
+// For generated code: lockstep-gen emits one per method of a fork (forkFrom) into ClientConfig.Fork.
 func ConvertMethod[Req, Resp, OldReq, OldResp any](down func(*Req) (*OldReq, error), up func(*OldResp) (*Resp, error)) MethodConversion {
 	return MethodConversion{
 		down: func(v any) (any, error) {
@@ -144,6 +146,8 @@ func checkFork(current *Contract, f Fork) error {
 // [HandleUnary] for current, and its answer converted back down. To handle an
 // earlier version by hand instead, register a handler for it with
 // [HandleUnary]. It panics on setup mistakes.
+//
+// For generated code: lockstep-gen emits these registrations for a fork (forkFrom).
 func ForkUnary[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract, method string,
 	up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) {
 	decl := mustMethod(old, method, false)
@@ -156,6 +160,8 @@ func ForkUnary[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 
 // ForkBatch is [ForkUnary] for batch methods: each item is converted up,
 // handled by the current version's handler, and its answer converted down.
+//
+// For generated code: lockstep-gen emits these registrations for a fork (forkFrom).
 func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract, method string,
 	up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) {
 	decl := mustMethod(old, method, true)

@@ -16,6 +16,8 @@ import (
 // Validator is implemented by generated message types whose generated
 // checks cover their whole schema. The runtime calls Validate after decoding
 // such a message instead of validating its JSON with jsonschema/v5.
+//
+// For generated code: lockstep-gen implements it on the message types it emits.
 type Validator interface {
 	Validate() error
 }
@@ -40,6 +42,9 @@ type methodHandler struct {
 //
 // The handler sees only decoded, validated requests; an error it returns
 // reaches the caller with its code ([NewError]), or as internal.
+//
+// For generated code: the typed servers lockstep-gen emits call it. A
+// program without generated types may call it directly, as the README does.
 func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
 	decl := mustMethod(c, method, false)
 	run := s.callChain(func(ctx context.Context, call *Call) (any, error) {
@@ -64,6 +69,9 @@ func HandleUnary[Req, Resp any](s *Server, c *Contract, method string, h func(co
 // gets its own result or coded error: {"results":[{"ok":…}|{"error":…}]}.
 // An item that does not decode or validate gets invalid_argument without
 // reaching the handler. Interceptors run once per item.
+//
+// For generated code: the typed servers lockstep-gen emits call it. A
+// program without generated types may call it directly, as the README does.
 func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(context.Context, *Req) (*Resp, error)) {
 	decl := mustMethod(c, method, true)
 	run := s.callChain(func(ctx context.Context, call *Call) (any, error) {
@@ -335,6 +343,32 @@ func withTimeoutHeader(ctx context.Context, value string) (context.Context, cont
 	return ctx, cancel, nil
 }
 
+// runBounded runs fn(0) … fn(n-1) on at most workers goroutines and waits
+// for them: the calls of a multi-call came from concurrent callers, but one
+// request must not start unbounded goroutines.
+func runBounded(n, workers int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(n, workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
 // multiRequest is the body of a multi-call: unary calls of one session.
 type multiRequest struct {
 	Calls []multiCall `json:"calls"`
@@ -416,27 +450,6 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		}
 		out.Results[i].Replayed = replayed
 	}
-	if len(in.Calls) == 1 {
-		run(0)
-	} else {
-		// A bounded number of workers: the calls came from concurrent
-		// callers, but one request must not start unbounded goroutines.
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for w := 0; w < min(len(in.Calls), multiCallWorkers); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					run(i)
-				}
-			}()
-		}
-		for i := range in.Calls {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-	}
+	runBounded(len(in.Calls), multiCallWorkers, run)
 	return json.Marshal(out)
 }

@@ -85,7 +85,7 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 			return
 		}
 		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
+		defer s.callEnded()
 		draining := s.draining.Load()
 		if draining {
 			s.lastArrival.Store(s.now())

@@ -48,11 +48,14 @@ type Server struct {
 	lastArrival atomic.Int64
 	draining    atomic.Bool
 	drainCh     chan struct{} // closed when draining begins
-	drainMu     sync.Mutex
-	stopCh      chan struct{} // closed when the server stops
-	stopOnce    sync.Once
-	loopDone    chan struct{}
-	http        *http.Server
+	// drainWake is signalled when something a drain waits for may have
+	// happened: a call ended or a session went (see [Server.drained]).
+	drainWake chan struct{}
+	drainMu   sync.Mutex
+	stopCh    chan struct{} // closed when the server stops
+	stopOnce  sync.Once
+	loopDone  chan struct{}
+	http      *http.Server
 	// watchWG counts the goroutines sending on watch streams.
 	watchWG sync.WaitGroup
 }
@@ -82,6 +85,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		checks:    map[string]func() error{},
 		replays:   newReplayStore(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer),
 		drainCh:   make(chan struct{}),
+		drainWake: make(chan struct{}, 1),
 		stopCh:    make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
@@ -226,6 +230,18 @@ func (s *Server) checkComplete() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("lockstep: %w", err)
 	}
+	return nil
+}
+
+// begin checks the registered handlers ([Server.checkComplete]) and, the
+// first time they pass, starts the session clock: the expiry loop, which
+// [Server.stop] ends and waits for.
+func (s *Server) begin() error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.started {
 		s.started = true
 		go s.expiryLoop()
@@ -242,13 +258,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Start checks the registered handlers and starts the session clock without
 // serving; for use with [Server.ServeHTTP]. Serve calls it itself.
-func (s *Server) Start() error { return s.checkComplete() }
+func (s *Server) Start() error { return s.begin() }
 
 // Serve serves on l until [Server.Shutdown] or [Server.Close]; it returns nil
 // after a graceful shutdown. With ServerConfig.TLSConfig it serves TLS;
 // plain HTTP is refused on a non-loopback address unless Insecure is set.
 func (s *Server) Serve(l net.Listener) error {
-	if err := s.checkComplete(); err != nil {
+	if err := s.begin(); err != nil {
 		return err
 	}
 	if s.cfg.TLSConfig == nil && !s.cfg.Insecure && !isLoopback(l.Addr()) {
@@ -338,18 +354,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.beginDrain()
 	deadline := s.cfg.Clock.NewTimer(s.cfg.DrainTimeout)
 	defer deadline.Stop()
-	tick := s.cfg.Clock.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !s.drained() {
-		select {
-		case <-ctx.Done():
-			s.stop()
-			return s.closeHTTP()
-		case <-deadline.Chan():
-		case <-tick.Chan():
-			continue
+	for {
+		done, quietLeft := s.drained()
+		if done || !s.waitDrain(ctx, deadline.Chan(), quietLeft) {
+			break
 		}
-		break
+	}
+	if ctx.Err() != nil {
+		s.stop()
+		return s.closeHTTP()
 	}
 	var err error
 	if hs := s.beginClosing(); hs != nil {
@@ -411,11 +424,48 @@ func (s *Server) stop() {
 // flight, every session closed by its client (which a client does once it
 // has stopped sending here) or lapsed, and no call or session close for
 // DrainQuiet, so a call written before its client's close has been read.
-func (s *Server) drained() bool {
-	if s.inFlight.Load() > 0 || time.Duration(s.now()-s.lastArrival.Load()) < s.cfg.DrainQuiet {
-		return false
+// quietLeft is how long until the quiet period is over, if nothing arrives.
+func (s *Server) drained() (done bool, quietLeft time.Duration) {
+	quietLeft = s.cfg.DrainQuiet - time.Duration(s.now()-s.lastArrival.Load())
+	if s.inFlight.Load() > 0 || s.sessions.len() > 0 {
+		return false, max(quietLeft, 0)
 	}
-	return s.sessions.len() == 0
+	return quietLeft <= 0, max(quietLeft, 0)
+}
+
+// waitDrain waits until a call ends or a session goes, or the quiet period
+// (quietLeft from now, if not over yet) would be over; it returns false when
+// ctx ends or the drain's deadline passes first.
+func (s *Server) waitDrain(ctx context.Context, deadline <-chan time.Time, quietLeft time.Duration) bool {
+	var quiet <-chan time.Time
+	if quietLeft > 0 {
+		t := s.cfg.Clock.NewTimer(quietLeft)
+		defer t.Stop()
+		quiet = t.Chan()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-deadline:
+		return false
+	case <-s.drainWake:
+	case <-quiet:
+	}
+	return true
+}
+
+// wakeDrain tells a waiting Shutdown to look at [Server.drained] again.
+func (s *Server) wakeDrain() {
+	select {
+	case s.drainWake <- struct{}{}:
+	default:
+	}
+}
+
+// callEnded counts a call out of the server's in-flight calls.
+func (s *Server) callEnded() {
+	s.inFlight.Add(-1)
+	s.wakeDrain()
 }
 
 // now returns nanoseconds since the server started, on its monotonic clock.
@@ -469,6 +519,7 @@ func (s *Server) info(sess *session) SessionInfo {
 }
 
 func (s *Server) peerLost(sess *session) {
+	defer s.wakeDrain() // a drain may wait for this session
 	s.topicsPeerLost(sess)
 	if s.cfg.OnPeerLost != nil {
 		s.cfg.OnPeerLost(s.info(sess))

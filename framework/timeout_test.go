@@ -55,7 +55,7 @@ func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
 		}
 	}
 	def := Backoff{}.withDefaults()
-	assert.Equal(t, DefaultBackoff, def)
+	assert.Equal(t, defaultBackoff, def)
 }
 
 func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {

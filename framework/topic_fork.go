@@ -20,6 +20,8 @@ type topicFork[T any] struct {
 // returns a read-only view of the earlier form. Call it before the server
 // starts, and before writing through current; it panics on setup mistakes,
 // like [ServeTopic].
+//
+// For generated code: lockstep-gen emits it for the topics of a fork (forkFrom).
 func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts ...TopicOption) *TopicView[Old] {
 	name := current.store.name
 	newer := current.store.contract

@@ -82,7 +82,7 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
+	defer s.callEnded()
 	sess.inFlight.Add(1)
 	defer sess.inFlight.Add(-1)
 	sess.lastSeen.Store(s.now())

@@ -3,6 +3,7 @@ package framework
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"sort"
 	"sync"
@@ -364,7 +365,16 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 	silence := c.cfg.Clock.AfterFunc(idle, cancel)
 	defer silence.Stop()
 
-	br := bufio.NewReaderSize(a.stream, 4<<10)
+	return i.readFrames(ctx, cancel, e, sess, a.stream, func() { silence.Reset(idle) })
+}
+
+// readFrames reads one stream's frames to its end: the snapshot into the
+// cache once its synced marker comes, then each change into the queue the
+// processor drains. alive is called on each frame (the stream is not
+// silent); cancel ends the stream when the queue overflows.
+func (i *Informer[T]) readFrames(ctx context.Context, cancel context.CancelFunc, e *endpoint, sess *clientSession, body io.Reader, alive func()) (bool, error) {
+	c := i.c
+	br := bufio.NewReaderSize(body, 4<<10)
 	var scratch []byte
 	// A resumed stream continues the last one: its frames before synced
 	// are changes like those after it, queued over what is queued. Any
@@ -384,7 +394,7 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 			}
 			return synced, err
 		}
-		silence.Reset(idle)
+		alive()
 		i.frames.Add(1)
 		if synced || resumed {
 			// Past the snapshot, changes are only read here, promptly,
