@@ -237,7 +237,7 @@ func (s *Server) checkComplete() error {
 // first time they pass, starts the session clock: the expiry loop, which
 // [Server.stop] ends and waits for.
 func (s *Server) begin() error {
-	if err := s.begin(); err != nil {
+	if err := s.checkComplete(); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -365,21 +365,21 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 	silence := c.cfg.Clock.AfterFunc(idle, cancel)
 	defer silence.Stop()
 
-	return i.readFrames(ctx, cancel, e, sess, a.stream, func() { silence.Reset(idle) })
+	return i.readFrames(ctx, cancel, e, sess, a.stream, a.resumed, func() { silence.Reset(idle) })
 }
 
 // readFrames reads one stream's frames to its end: the snapshot into the
 // cache once its synced marker comes, then each change into the queue the
-// processor drains. alive is called on each frame (the stream is not
+// processor drains; a resumed stream (resumed) continues the last one.
+// alive is called on each frame (the stream is not
 // silent); cancel ends the stream when the queue overflows.
-func (i *Informer[T]) readFrames(ctx context.Context, cancel context.CancelFunc, e *endpoint, sess *clientSession, body io.Reader, alive func()) (bool, error) {
+func (i *Informer[T]) readFrames(ctx context.Context, cancel context.CancelFunc, e *endpoint, sess *clientSession, body io.Reader, resumed bool, alive func()) (bool, error) {
 	c := i.c
 	br := bufio.NewReaderSize(body, 4<<10)
 	var scratch []byte
 	// A resumed stream continues the last one: its frames before synced
 	// are changes like those after it, queued over what is queued. Any
 	// other starts with a snapshot, collected aside.
-	resumed := a.resumed
 	var snapshot map[string]*informerEntry[T]
 	gen := i.queueGen()
 	if !resumed {
@@ -446,16 +446,22 @@ func (i *Informer[T]) readFrames(ctx context.Context, cancel context.CancelFunc,
 			i.resume = resumePoint{history: f.History, rev: f.Rev}
 			synced = true
 		case protocol.FrameClosing:
-			switch f.Reason {
-			case protocol.CloseDraining:
-				e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
-			case protocol.CloseSessionLost:
-				e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
-			}
+			closedBy(e, sess, f.Reason)
 			return synced, nil
 		}
 		// ping and frame types this version does not know carry nothing
 		// for the cache.
+	}
+}
+
+// closedBy takes sess out of routing as a closing frame's reason says: the
+// server drains, or it lost the session.
+func closedBy(e *endpoint, sess *clientSession, reason string) {
+	switch reason {
+	case protocol.CloseDraining:
+		e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
+	case protocol.CloseSessionLost:
+		e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
 	}
 }
 
