@@ -119,6 +119,8 @@ func (e *Extender) Server(cfg framework.ServerConfig) (*framework.Server, error)
 			framework.ForkUnary(srv, extv1.Contract, extv2.Contract, extv2.MethodPrioritize,
 				extv2.PrioritizeRequestFromV1, extv2.PrioritizeResponseToV1)
 			framework.HandleUnary(srv, extv1.Contract, extv1.MethodBind, serverV1{e}.Bind)
+			framework.ForkUnary(srv, extv1.Contract, extv2.Contract, extv2.MethodProcessPreemption,
+				extv2.PreemptRequestFromV1, extv2.PreemptResponseToV1)
 		}
 	}
 	if e.cfg.Plain {
@@ -213,4 +215,22 @@ func (e *Extender) bind(pod extv2.PodRef, node string) error {
 	e.bound[key] = node
 	e.perNode[node]++
 	return nil
+}
+
+// preempt keeps the candidates the pod may go to once victims are gone:
+// not a node in a maintenance window, unless the pod tolerates it.
+func (e *Extender) preempt(req *extv2.PreemptRequest) *extv2.PreemptResponse {
+	tolerates := req.Pod.Labels[TolerateMaintenanceLabel] == "true"
+	out := &extv2.PreemptResponse{Candidates: []extv2.PreemptResponseCandidatesItem{}}
+	for _, c := range req.Candidates {
+		if !tolerates && slices.Contains(e.cfg.Maintenance, c.Node) {
+			continue
+		}
+		keep := extv2.PreemptResponseCandidatesItem{Node: c.Node, Victims: []string{}, PdbViolations: c.PdbViolations}
+		for _, v := range c.Victims {
+			keep.Victims = append(keep.Victims, v.UID)
+		}
+		out.Candidates = append(out.Candidates, keep)
+	}
+	return out
 }

@@ -56,6 +56,19 @@ func TestPlainServingTakesKubeSchedulerTypes(t *testing.T) {
 			func() any { return &extenderv1.HostPriorityList{} }, func(t *testing.T, a any) {
 				assert.Equal(t, &extenderv1.HostPriorityList{{Host: "node-001", Score: 10}, {Host: "node-003", Score: 10}}, a)
 			}},
+		{"preemption, whole victims", "/preempt", &extenderv1.ExtenderPreemptionArgs{Pod: pod, NodeNameToVictims: map[string]*extenderv1.Victims{
+			"node-001": {Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "low", UID: "u-1"}}}, NumPDBViolations: 1},
+			"node-003": {Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "low2", UID: "u-3"}}}}}},
+			func() any { return &extenderv1.ExtenderPreemptionResult{} }, func(t *testing.T, a any) {
+				assert.Equal(t, &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+					"node-001": {Pods: []*extenderv1.MetaPod{{UID: "u-1"}}, NumPDBViolations: 1}}}, a, "node-003 is in maintenance")
+			}},
+		{"preemption, victims by UID", "/preempt", &extenderv1.ExtenderPreemptionArgs{Pod: pod, NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+			"node-001": {Pods: []*extenderv1.MetaPod{{UID: "u-1"}}}, "node-003": {Pods: []*extenderv1.MetaPod{{UID: "u-3"}}}}},
+			func() any { return &extenderv1.ExtenderPreemptionResult{} }, func(t *testing.T, a any) {
+				assert.Equal(t, &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+					"node-001": {Pods: []*extenderv1.MetaPod{{UID: "u-1"}}}}}, a)
+			}},
 		{"bind", "/bind", &extenderv1.ExtenderBindingArgs{PodName: "web-1", PodNamespace: "shop", PodUID: "u-9", Node: "node-001"},
 			func() any { return &extenderv1.ExtenderBindingResult{} }, func(t *testing.T, a any) {
 				assert.Equal(t, &extenderv1.ExtenderBindingResult{}, a)

@@ -122,3 +122,26 @@ func (s serverV1) Bind(ctx context.Context, args *extv1.ExtenderBindingArgs) (*e
 	empty := ""
 	return &extv1.ExtenderBindingResult{Error: &empty}, nil
 }
+
+// ProcessPreemption serves 2.0.0's ProcessPreemption: preempting pods on
+// a node the pod may not go to would not help, so such candidates are
+// dropped; the others keep every victim proposed.
+func (s serverV2) ProcessPreemption(ctx context.Context, req *extv2.PreemptRequest) (*extv2.PreemptResponse, error) {
+	out := s.e.preempt(req)
+	s.e.count(ctx, extv2.MethodProcessPreemption, nil)
+	return out, nil
+}
+
+// ProcessPreemption serves 1.0.0's ProcessPreemption, victims whole or by
+// UID, answered by UID.
+func (s serverV1) ProcessPreemption(ctx context.Context, args *extv1.ExtenderPreemptionArgs) (*extv1.ExtenderPreemptionResult, error) {
+	out, err := func() (*extv1.ExtenderPreemptionResult, error) {
+		req, err := extv2.PreemptRequestFromV1(args)
+		if err != nil {
+			return nil, err
+		}
+		return extv2.PreemptResponseToV1(s.e.preempt(req))
+	}()
+	s.e.count(ctx, extv1.MethodProcessPreemption, err)
+	return out, err
+}

@@ -95,3 +95,28 @@ func (s *Scheduler) CheckNode(ctx context.Context, node string) (*nhv2.NodeHealt
 	}
 	return nhv2.NodeHealthFromV1(h)
 }
+
+// Preempt asks the named extender which of the preemption candidates it
+// agrees with (kube-scheduler's ProcessPreemption, preemptVerb): victims
+// travel whole to an extender that does not cache nodes, else by UID.
+func (s *Scheduler) Preempt(ctx context.Context, name string, pod extv2.PodRef, candidates []extv2.PreemptRequestCandidatesItem) (*extv2.PreemptResponse, error) {
+	e := s.extender(name)
+	if e == nil {
+		return nil, fmt.Errorf("no extender %s", name)
+	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	req := &extv2.PreemptRequest{Pod: pod, Candidates: candidates}
+	if s.cfg.API == "v2" {
+		return extv2.NewClient(e.client).ProcessPreemption(ctx, req)
+	}
+	args, err := extv2.PreemptRequestToV1(req, e.cfg.NodeCacheCapable)
+	if err != nil {
+		return nil, err
+	}
+	res, err := extv1.NewClient(e.client).ProcessPreemption(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return extv2.PreemptResponseFromV1(res)
+}

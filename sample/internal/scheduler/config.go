@@ -131,7 +131,8 @@ func validateExtenders(extenders []configv1.Extender) error {
 // order, each called as kube-scheduler calls it: pinned to extender 1.0.0
 // (the Kubernetes protocol, without a handshake) at urlPrefix + "/" +
 // verb, filtering only with a filterVerb, scoring only with a
-// prioritizeVerb, binding only with a bindVerb, sent whole nodes unless
+// prioritizeVerb, binding only with a bindVerb, asked about preemption
+// only with a preemptVerb, sent whole nodes unless
 // nodeCacheCapable, each call bounded by httpTimeout (default 5s, as
 // kube-scheduler's), with TLS as enableHTTPS and tlsConfig say. base is
 // each client's configuration (component, release, logger).
@@ -158,11 +159,12 @@ func ExtendersFromConfig(cfg *configv1.KubeSchedulerConfiguration, base framewor
 			ec.Weight = 0
 		}
 		for method, verb := range map[string]string{extv1.MethodFilter: e.FilterVerb, extv1.MethodPrioritize: e.PrioritizeVerb,
-			extv1.MethodBind: e.BindVerb} {
+			extv1.MethodBind: e.BindVerb, extv1.MethodProcessPreemption: e.PreemptVerb} {
 			if verb != "" {
 				ec.Paths[method] = verb
 			}
 		}
+		ec.Preempt = e.PreemptVerb != ""
 		for _, r := range e.ManagedResources {
 			ec.ManagedResources = append(ec.ManagedResources, r.Name)
 		}

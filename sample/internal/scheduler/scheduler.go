@@ -47,6 +47,9 @@ type ExtenderConfig struct {
 	Paths map[string]string
 	// NoFilter: the extender does not filter (an empty filterVerb).
 	NoFilter bool
+	// Preempt: the extender takes part in preemption (a preemptVerb):
+	// [Scheduler.Preempt] asks it.
+	Preempt bool
 	// Bind makes this extender bind pods; the first such one does.
 	Bind bool
 	// Weight multiplies its scores; 0 skips Prioritize.

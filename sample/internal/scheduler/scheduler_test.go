@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/extender"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
@@ -117,6 +118,16 @@ func TestSchedulerPlacesPodsThroughBothExtenders(t *testing.T) {
 				placed[node]++
 			}
 			assert.Equal(t, 2, placed["node-001"], "onto the node in maintenance go only the pods that tolerate it (every tenth): %v", placed)
+
+			// Both extenders take part in preemption: preempting on the
+			// node in maintenance would not help.
+			victim, other := s.NewPod(), s.NewPod()
+			for _, name := range []string{"spread", "legacy"} {
+				res, err := s.Preempt(ctx, name, s.NewPod(), []extv2.PreemptRequestCandidatesItem{
+					{Node: "node-000", Victims: []extv2.PodRef{victim}}, {Node: "node-001", Victims: []extv2.PodRef{other}}})
+				require.NoError(t, err, name)
+				assert.Equal(t, []extv2.PreemptResponseCandidatesItem{{Node: "node-000", Victims: []string{victim.UID}}}, res.Candidates, name)
+			}
 			assert.InDelta(t, placed["node-000"], placed["node-002"], 1, "the others spread evenly: %v", placed)
 		})
 	}

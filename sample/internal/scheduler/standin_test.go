@@ -94,6 +94,21 @@ func (x *standIn) routes() http.Handler {
 		x.scores[string(args.Pod.UID)] = scores
 		_ = json.NewEncoder(w).Encode(&list)
 	})
+	mux.HandleFunc("POST /ext/may-preempt", func(w http.ResponseWriter, r *http.Request) {
+		var args extenderv1.ExtenderPreemptionArgs
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.NodeNameToVictims == nil || args.Pod == nil {
+			http.Error(w, "want ExtenderPreemptionArgs with whole victims", http.StatusBadRequest)
+			return
+		}
+		// Agrees to preempt only on gold nodes, and only the first victim.
+		res := extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}}
+		for node, v := range args.NodeNameToVictims {
+			if node == "node-000" && len(v.Pods) > 0 {
+				res.NodeNameToMetaVictims[node] = &extenderv1.MetaVictims{Pods: []*extenderv1.MetaPod{{UID: string(v.Pods[0].UID)}}, NumPDBViolations: v.NumPDBViolations}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(&res)
+	})
 	mux.HandleFunc("POST /ext/bind-pod", func(w http.ResponseWriter, r *http.Request) {
 		var args extenderv1.ExtenderBindingArgs
 		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
@@ -117,6 +132,7 @@ extenders:
     filterVerb: keep-zone-a
     prioritizeVerb: score-nodes
     bindVerb: bind-pod
+    preemptVerb: may-preempt
     weight: 2
     nodeCacheCapable: false
     httpTimeout: 5s
@@ -217,6 +233,16 @@ func TestSchedulerPlacesPodsAsAKubernetesExtenderDecides(t *testing.T) {
 			assert.Zero(t, placed["node-003"]+placed["node-004"], "zone b is filtered out: %v", placed)
 			assert.NotZero(t, placed["node-005"], "the tainted node takes pods that tolerate it: %v", placed)
 			assert.NotZero(t, placed["node-001"]+placed["node-002"], "silver nodes win once gold ones are loaded: %v", placed)
+
+			// Preemption: whole victims go out, victims by UID come back.
+			v1, v2, v3 := s.NewPod(), s.NewPod(), s.NewPod()
+			two := int64(2)
+			res, err := s.Preempt(ctx, "extender-0", s.NewPod(), []extv2.PreemptRequestCandidatesItem{
+				{Node: "node-000", Victims: []extv2.PodRef{v1, v2}, PdbViolations: &two},
+				{Node: "node-001", Victims: []extv2.PodRef{v3}},
+			})
+			require.NoError(t, err)
+			assert.Equal(t, []extv2.PreemptResponseCandidatesItem{{Node: "node-000", Victims: []string{v1.UID}, PdbViolations: &two}}, res.Candidates)
 
 			node := x.lastArgs.Nodes.Items[0]
 			assert.Equal(t, "node-000", node.Labels["kubernetes.io/hostname"])

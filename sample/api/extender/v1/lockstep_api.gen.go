@@ -25,26 +25,30 @@ var Contract = framework.MustContract(handshake.Contract{
 	Server:  "extender",
 	Client:  "scheduler",
 	Methods: map[string]handshake.Method{
-		"Bind":       {Request: "ExtenderBindingArgs", Response: "ExtenderBindingResult", Path: "/bind"},
-		"Filter":     {Request: "ExtenderArgs", Response: "ExtenderFilterResult", Path: "/filter"},
-		"Prioritize": {Request: "ExtenderArgs", Response: "HostPriorityList", Path: "/prioritize"},
+		"Bind":              {Request: "ExtenderBindingArgs", Response: "ExtenderBindingResult", Path: "/bind"},
+		"Filter":            {Request: "ExtenderArgs", Response: "ExtenderFilterResult", Path: "/filter"},
+		"Prioritize":        {Request: "ExtenderArgs", Response: "HostPriorityList", Path: "/prioritize"},
+		"ProcessPreemption": {Request: "ExtenderPreemptionArgs", Response: "ExtenderPreemptionResult", Path: "/preempt"},
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"ExtenderArgs":          json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderArgs of k8s.io/kube-scheduler/extender/v1.","type":"object","required":["Pod"],"properties":{"Pod":{"$ref":"#/$defs/Pod"},"Nodes":{"$ref":"#/$defs/NodeList"},"NodeNames":{"type":["array","null"],"items":{"type":"string"},"description":"The candidate nodes by name","when the extender caches nodes itself.":null}},"$defs":{"Pod":{"description":"A core/v1 Pod, kept as raw JSON; only the members the extender reads are checked.","type":"object","properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1},"namespace":{"type":"string"},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}}}},"spec":{"type":"object"}}},"NodeList":{"description":"A core/v1 NodeList, kept as raw JSON, or null.","type":["object","null"],"properties":{"items":{"type":["array","null"],"items":{"type":"object","required":["metadata"],"properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1}}},"spec":{"type":"object"}}}}}}}}`),
-		"ExtenderBindingArgs":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderBindingArgs of k8s.io/kube-scheduler/extender/v1.","type":"object","required":["PodName","PodNamespace","PodUID","Node"],"properties":{"PodName":{"type":"string","minLength":1},"PodNamespace":{"type":"string"},"PodUID":{"type":"string"},"Node":{"type":"string","minLength":1}}}`),
-		"ExtenderBindingResult": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderBindingResult of k8s.io/kube-scheduler/extender/v1.","type":"object","properties":{"Error":{"type":"string","description":"Empty when the binding succeeded."}}}`),
-		"ExtenderFilterResult":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderFilterResult of k8s.io/kube-scheduler/extender/v1.","type":"object","properties":{"Nodes":{"$ref":"#/$defs/NodeList"},"NodeNames":{"type":["array","null"],"items":{"type":"string"}},"FailedNodes":{"$ref":"#/$defs/FailedNodesMap"},"FailedAndUnresolvableNodes":{"$ref":"#/$defs/FailedNodesMap"},"Error":{"type":"string","description":"A non-empty Error fails the whole call."}},"$defs":{"FailedNodesMap":{"description":"The reason each node failed, by node name.","type":["object","null"],"additionalProperties":{"type":"string"}},"NodeList":{"description":"A core/v1 NodeList, kept as raw JSON, or null.","type":["object","null"],"properties":{"items":{"type":["array","null"],"items":{"type":"object","required":["metadata"],"properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1}}},"spec":{"type":"object"}}}}}}}}`),
-		"HostPriorityList":      json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"HostPriorityList of k8s.io/kube-scheduler/extender/v1.","type":"array","items":{"$ref":"#/$defs/HostPriority"},"$defs":{"HostPriority":{"description":"HostPriority of k8s.io/kube-scheduler/extender/v1.","type":"object","required":["Host","Score"],"properties":{"Host":{"type":"string","minLength":1},"Score":{"type":"integer","minimum":0,"maximum":10,"description":"0 to MaxExtenderPriority (10)."}}}}}`),
+		"ExtenderArgs":             json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderArgs of k8s.io/kube-scheduler/extender/v1.","type":"object","required":["Pod"],"properties":{"Pod":{"$ref":"#/$defs/Pod"},"Nodes":{"$ref":"#/$defs/NodeList"},"NodeNames":{"type":["array","null"],"items":{"type":"string"},"description":"The candidate nodes by name","when the extender caches nodes itself.":null}},"$defs":{"Pod":{"description":"A core/v1 Pod, kept as raw JSON; only the members the extender reads are checked.","type":"object","properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1},"namespace":{"type":"string"},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}}}},"spec":{"type":"object"}}},"NodeList":{"description":"A core/v1 NodeList, kept as raw JSON, or null.","type":["object","null"],"properties":{"items":{"type":["array","null"],"items":{"type":"object","required":["metadata"],"properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1}}},"spec":{"type":"object"}}}}}}}}`),
+		"ExtenderBindingArgs":      json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderBindingArgs of k8s.io/kube-scheduler/extender/v1.","type":"object","required":["PodName","PodNamespace","PodUID","Node"],"properties":{"PodName":{"type":"string","minLength":1},"PodNamespace":{"type":"string"},"PodUID":{"type":"string"},"Node":{"type":"string","minLength":1}}}`),
+		"ExtenderBindingResult":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderBindingResult of k8s.io/kube-scheduler/extender/v1.","type":"object","properties":{"Error":{"type":"string","description":"Empty when the binding succeeded."}}}`),
+		"ExtenderFilterResult":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderFilterResult of k8s.io/kube-scheduler/extender/v1.","type":"object","properties":{"Nodes":{"$ref":"#/$defs/NodeList"},"NodeNames":{"type":["array","null"],"items":{"type":"string"}},"FailedNodes":{"$ref":"#/$defs/FailedNodesMap"},"FailedAndUnresolvableNodes":{"$ref":"#/$defs/FailedNodesMap"},"Error":{"type":"string","description":"A non-empty Error fails the whole call."}},"$defs":{"FailedNodesMap":{"description":"The reason each node failed, by node name.","type":["object","null"],"additionalProperties":{"type":"string"}},"NodeList":{"description":"A core/v1 NodeList, kept as raw JSON, or null.","type":["object","null"],"properties":{"items":{"type":["array","null"],"items":{"type":"object","required":["metadata"],"properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1}}},"spec":{"type":"object"}}}}}}}}`),
+		"ExtenderPreemptionArgs":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderPreemptionArgs of k8s.io/kube-scheduler/extender/v1; whole victim pods (NodeNameToVictims) unless the extender caches nodes (NodeNameToMetaVictims).","type":"object","required":["Pod"],"properties":{"Pod":{"$ref":"#/$defs/Pod"},"NodeNameToVictims":{"type":["object","null"],"additionalProperties":{"$ref":"#/$defs/Victims"}},"NodeNameToMetaVictims":{"$ref":"#/$defs/MetaVictimsMap"}},"$defs":{"Victims":{"type":"object","properties":{"Pods":{"type":["array","null"],"items":{"$ref":"#/$defs/Pod"}},"NumPDBViolations":{"type":"integer","minimum":0}}},"Pod":{"description":"A core/v1 Pod, kept as raw JSON; only the members the extender reads are checked.","type":"object","properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1},"namespace":{"type":"string"},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}}}},"spec":{"type":"object"}}},"MetaVictimsMap":{"type":["object","null"],"additionalProperties":{"$ref":"#/$defs/MetaVictims"}},"MetaVictims":{"type":"object","properties":{"Pods":{"type":["array","null"],"items":{"$ref":"#/$defs/MetaPod"}},"NumPDBViolations":{"type":"integer","minimum":0}}},"MetaPod":{"type":"object","required":["UID"],"properties":{"UID":{"type":"string"}}}}}`),
+		"ExtenderPreemptionResult": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"ExtenderPreemptionResult of k8s.io/kube-scheduler/extender/v1.","type":"object","properties":{"NodeNameToMetaVictims":{"$ref":"#/$defs/MetaVictimsMap"}},"$defs":{"MetaVictimsMap":{"type":["object","null"],"additionalProperties":{"$ref":"#/$defs/MetaVictims"}},"MetaVictims":{"type":"object","properties":{"Pods":{"type":["array","null"],"items":{"$ref":"#/$defs/MetaPod"}},"NumPDBViolations":{"type":"integer","minimum":0}}},"MetaPod":{"type":"object","required":["UID"],"properties":{"UID":{"type":"string"}}}}}`),
+		"HostPriorityList":         json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","x-lockstep-case-insensitive":true,"description":"HostPriorityList of k8s.io/kube-scheduler/extender/v1.","type":"array","items":{"$ref":"#/$defs/HostPriority"},"$defs":{"HostPriority":{"description":"HostPriority of k8s.io/kube-scheduler/extender/v1.","type":"object","required":["Host","Score"],"properties":{"Host":{"type":"string","minLength":1},"Score":{"type":"integer","minimum":0,"maximum":10,"description":"0 to MaxExtenderPriority (10)."}}}}}`),
 	},
 })
 
 // The names of the contract's methods, as the runtime and interceptors see
 // them.
 const (
-	MethodBind       = "Bind"
-	MethodFilter     = "Filter"
-	MethodPrioritize = "Prioritize"
+	MethodBind              = "Bind"
+	MethodFilter            = "Filter"
+	MethodPrioritize        = "Prioritize"
+	MethodProcessPreemption = "ProcessPreemption"
 )
 
 // Client calls the extender 1.0.0 methods of a extender. [NewClient]
@@ -56,6 +60,8 @@ type Client interface {
 	Filter(ctx context.Context, req *ExtenderArgs, opts ...framework.CallOption) (*ExtenderFilterResult, error)
 	// Prioritize scores each node from 0 to 10 for the pod.
 	Prioritize(ctx context.Context, req *ExtenderArgs, opts ...framework.CallOption) (*HostPriorityList, error)
+	// ProcessPreemption returns the nodes, of those the scheduler would preempt pods on, where the extender agrees, with the victims it accepts, by UID.
+	ProcessPreemption(ctx context.Context, req *ExtenderPreemptionArgs, opts ...framework.CallOption) (*ExtenderPreemptionResult, error)
 }
 
 // NewClient returns the [Client] that calls through c, a client of
@@ -76,6 +82,10 @@ func (c *client) Prioritize(ctx context.Context, req *ExtenderArgs, opts ...fram
 	return framework.CallUnary[ExtenderArgs, HostPriorityList](ctx, c.c, MethodPrioritize, req, opts...)
 }
 
+func (c *client) ProcessPreemption(ctx context.Context, req *ExtenderPreemptionArgs, opts ...framework.CallOption) (*ExtenderPreemptionResult, error) {
+	return framework.CallUnary[ExtenderPreemptionArgs, ExtenderPreemptionResult](ctx, c.c, MethodProcessPreemption, req, opts...)
+}
+
 // Server is what a extender implements to serve extender 1.0.0; [Register]
 // installs it. Requests arrive decoded and validated; an error returned
 // reaches the caller with its code ([framework.NewError]), or as internal.
@@ -86,6 +96,8 @@ type Server interface {
 	Filter(ctx context.Context, req *ExtenderArgs) (*ExtenderFilterResult, error)
 	// Prioritize scores each node from 0 to 10 for the pod.
 	Prioritize(ctx context.Context, req *ExtenderArgs) (*HostPriorityList, error)
+	// ProcessPreemption returns the nodes, of those the scheduler would preempt pods on, where the extender agrees, with the victims it accepts, by UID.
+	ProcessPreemption(ctx context.Context, req *ExtenderPreemptionArgs) (*ExtenderPreemptionResult, error)
 }
 
 // Register installs impl's methods on s for [Contract].
@@ -93,4 +105,5 @@ func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodBind, impl.Bind)
 	framework.HandleUnary(s, Contract, MethodFilter, impl.Filter)
 	framework.HandleUnary(s, Contract, MethodPrioritize, impl.Prioritize)
+	framework.HandleUnary(s, Contract, MethodProcessPreemption, impl.ProcessPreemption)
 }

@@ -14,7 +14,7 @@ import (
 //
 // ExtenderArgs of k8s.io/kube-scheduler/extender/v1.
 //
-// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:41:9 (/schemas/ExtenderArgs/$defs/Pod): object keywords on raw JSON are not checked by generated code.
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:81:9 (/schemas/ExtenderArgs/$defs/Pod): object keywords on raw JSON are not checked by generated code.
 type ExtenderArgs struct {
 	Pod   Pod      `json:"Pod"`
 	Nodes NodeList `json:"Nodes,omitzero"`
@@ -354,7 +354,7 @@ var _ framework.Validator = (*ExtenderBindingResult)(nil)
 //
 // ExtenderFilterResult of k8s.io/kube-scheduler/extender/v1.
 //
-// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:55:9 (/schemas/ExtenderArgs/$defs/NodeList): object keywords on raw JSON are not checked by generated code.
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:95:9 (/schemas/ExtenderArgs/$defs/NodeList): object keywords on raw JSON are not checked by generated code.
 type ExtenderFilterResult struct {
 	Nodes                      NodeList                          `json:"Nodes,omitzero"`
 	NodeNames                  jsonwire.Nullable[[]string]       `json:"NodeNames,omitzero"`
@@ -487,6 +487,218 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+// ExtenderPreemptionArgs is the message ExtenderPreemptionArgs of the contract, generated from contract.yaml#/schemas/ExtenderPreemptionArgs.
+//
+// ExtenderPreemptionArgs of k8s.io/kube-scheduler/extender/v1; whole victim pods (NodeNameToVictims) unless the extender caches nodes (NodeNameToMetaVictims).
+//
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:81:9 (/schemas/ExtenderArgs/$defs/Pod): object keywords on raw JSON are not checked by generated code.
+type ExtenderPreemptionArgs struct {
+	Pod                   Pod                                   `json:"Pod"`
+	NodeNameToVictims     jsonwire.Nullable[map[string]Victims] `json:"NodeNameToVictims,omitzero"`
+	NodeNameToMetaVictims jsonwire.Nullable[MetaVictimsMap]     `json:"NodeNameToMetaVictims,omitzero"`
+	// AdditionalProperties holds the members the schema does not declare.
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes the declared members, then those in AdditionalProperties.
+func (m ExtenderPreemptionArgs) MarshalJSON() ([]byte, error) {
+	type plain ExtenderPreemptionArgs
+	base, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, err
+	}
+	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Pod", "NodeNameToVictims", "NodeNameToMetaVictims")
+}
+
+// UnmarshalJSON decodes ExtenderPreemptionArgs, rejecting JSON its Go type cannot represent.
+func (m *ExtenderPreemptionArgs) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ExtenderPreemptionArgs{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "Pod", "NodeNameToVictims", "NodeNameToMetaVictims") {
+		case "Pod":
+			seen[0] = true
+			v1, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "Pod")
+			}
+			m.Pod = v1
+		case "NodeNameToVictims":
+			if d.Null() {
+				m.NodeNameToVictims = jsonwire.Null[map[string]Victims]()
+			} else {
+				var v2 map[string]Victims
+				if d.Null() {
+					v2 = nil
+				} else {
+					if err := d.ObjectStart(); err != nil {
+						return jsonwire.Within(err, "NodeNameToVictims")
+					}
+					m3 := map[string]Victims{}
+					for d.NextMember() {
+						k4 := d.KeyString()
+						if d.Err() != nil {
+							break
+						}
+						var e5 Victims
+						if err := e5.decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.Within(err, k4), "NodeNameToVictims")
+						}
+						m3[k4] = e5
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "NodeNameToVictims")
+					}
+					v2 = m3
+				}
+				m.NodeNameToVictims = jsonwire.Value(v2)
+			}
+		case "NodeNameToMetaVictims":
+			if d.Null() {
+				m.NodeNameToMetaVictims = jsonwire.Null[MetaVictimsMap]()
+			} else {
+				var v6 MetaVictimsMap
+				if err := v6.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "NodeNameToMetaVictims")
+				}
+				m.NodeNameToMetaVictims = jsonwire.Value(v6)
+			}
+		default:
+			k := string(key)
+			var e7 json.RawMessage
+			v8, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
+			}
+			e7 = v8
+			if m.AdditionalProperties == nil {
+				m.AdditionalProperties = map[string]json.RawMessage{}
+			}
+			m.AdditionalProperties[k] = e7
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "Pod")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// ExtenderPreemptionResult is the message ExtenderPreemptionResult of the contract, generated from contract.yaml#/schemas/ExtenderPreemptionResult.
+//
+// ExtenderPreemptionResult of k8s.io/kube-scheduler/extender/v1.
+type ExtenderPreemptionResult struct {
+	NodeNameToMetaVictims jsonwire.Nullable[MetaVictimsMap] `json:"NodeNameToMetaVictims,omitzero"`
+	// AdditionalProperties holds the members the schema does not declare.
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes the declared members, then those in AdditionalProperties.
+func (m ExtenderPreemptionResult) MarshalJSON() ([]byte, error) {
+	type plain ExtenderPreemptionResult
+	base, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, err
+	}
+	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "NodeNameToMetaVictims")
+}
+
+// UnmarshalJSON decodes ExtenderPreemptionResult, rejecting JSON its Go type cannot represent.
+func (m *ExtenderPreemptionResult) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *ExtenderPreemptionResult) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = ExtenderPreemptionResult{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "NodeNameToMetaVictims") {
+		case "NodeNameToMetaVictims":
+			if d.Null() {
+				m.NodeNameToMetaVictims = jsonwire.Null[MetaVictimsMap]()
+			} else {
+				var v1 MetaVictimsMap
+				if err := v1.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "NodeNameToMetaVictims")
+				}
+				m.NodeNameToMetaVictims = jsonwire.Value(v1)
+			}
+		default:
+			k := string(key)
+			var e2 json.RawMessage
+			v3, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
+			}
+			e2 = v3
+			if m.AdditionalProperties == nil {
+				m.AdditionalProperties = map[string]json.RawMessage{}
+			}
+			m.AdditionalProperties[k] = e2
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *ExtenderPreemptionResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.NodeNameToMetaVictims.Get(); ok {
+		if x1 != nil {
+			path2 := at.Keyword("NodeNameToMetaVictims")
+			path3 := kw.Keyword("properties/NodeNameToMetaVictims/$ref")
+			x1.validateJSON(v, &path2, &path3)
+		}
+	}
+}
+
+// Validate checks m against the schema of ExtenderPreemptionResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *ExtenderPreemptionResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "ExtenderPreemptionResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("ExtenderPreemptionResult")
+}
+
+var _ framework.Validator = (*ExtenderPreemptionResult)(nil)
 
 // FailedNodesMap is generated from contract.yaml#/schemas/ExtenderFilterResult/$defs/FailedNodesMap.
 //
@@ -699,6 +911,250 @@ func (m *HostPriorityList) Validate() error {
 
 var _ framework.Validator = (*HostPriorityList)(nil)
 
+// MetaPod is generated from contract.yaml#/schemas/ExtenderPreemptionResult/$defs/MetaPod.
+type MetaPod struct {
+	UID string `json:"UID"`
+	// AdditionalProperties holds the members the schema does not declare.
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes the declared members, then those in AdditionalProperties.
+func (m MetaPod) MarshalJSON() ([]byte, error) {
+	type plain MetaPod
+	base, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, err
+	}
+	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "UID")
+}
+
+// UnmarshalJSON decodes MetaPod, rejecting JSON its Go type cannot represent.
+func (m *MetaPod) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MetaPod) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = MetaPod{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "UID") {
+		case "UID":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "UID")
+			}
+			m.UID = v1
+		default:
+			k := string(key)
+			var e2 json.RawMessage
+			v3, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
+			}
+			e2 = v3
+			if m.AdditionalProperties == nil {
+				m.AdditionalProperties = map[string]json.RawMessage{}
+			}
+			m.AdditionalProperties[k] = e2
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "UID")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *MetaPod) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// MetaVictims is generated from contract.yaml#/schemas/ExtenderPreemptionResult/$defs/MetaVictims.
+type MetaVictims struct {
+	Pods             jsonwire.Nullable[[]MetaPod] `json:"Pods,omitzero"`
+	NumPDBViolations *int64                       `json:"NumPDBViolations,omitzero"`
+	// AdditionalProperties holds the members the schema does not declare.
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes the declared members, then those in AdditionalProperties.
+func (m MetaVictims) MarshalJSON() ([]byte, error) {
+	type plain MetaVictims
+	base, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, err
+	}
+	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Pods", "NumPDBViolations")
+}
+
+// UnmarshalJSON decodes MetaVictims, rejecting JSON its Go type cannot represent.
+func (m *MetaVictims) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = MetaVictims{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "Pods", "NumPDBViolations") {
+		case "Pods":
+			if d.Null() {
+				m.Pods = jsonwire.Null[[]MetaPod]()
+			} else {
+				var v1 []MetaPod
+				if d.Null() {
+					v1 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "Pods")
+					}
+					var s2 []MetaPod
+					var zero4 MetaPod
+					for i3 := 0; d.NextItem(); i3++ {
+						if s2 == nil {
+							s2 = make([]MetaPod, 0, 4)
+						}
+						s2 = append(s2, zero4)
+						if err := s2[i3].decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "Pods")
+						}
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "Pods")
+					}
+					if s2 == nil {
+						s2 = []MetaPod{}
+					}
+					v1 = s2
+				}
+				m.Pods = jsonwire.Value(v1)
+			}
+		case "NumPDBViolations":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
+			} else {
+				p5 := new(int64)
+				v6, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "NumPDBViolations")
+				}
+				(*p5) = v6
+				m.NumPDBViolations = p5
+			}
+		default:
+			k := string(key)
+			var e7 json.RawMessage
+			v8, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
+			}
+			e7 = v8
+			if m.AdditionalProperties == nil {
+				m.AdditionalProperties = map[string]json.RawMessage{}
+			}
+			m.AdditionalProperties[k] = e7
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *MetaVictims) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if x1, ok := m.Pods.Get(); ok {
+		if x1 != nil {
+			for i2 := 0; i2 < len(x1); i2++ {
+				path4 := at.Keyword("Pods")
+				at3 := path4.Index(i2)
+				path5 := kw.Keyword("properties/Pods/items/$ref")
+				x1[i2].validateJSON(v, &at3, &path5)
+			}
+		}
+	}
+	if m.NumPDBViolations != nil {
+		if int64((*m.NumPDBViolations)) < 0 {
+			v.Fail(at, "NumPDBViolations", kw, "properties/NumPDBViolations/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.NumPDBViolations)), 10))
+		}
+	}
+}
+
+// MetaVictimsMap is generated from contract.yaml#/schemas/ExtenderPreemptionResult/$defs/MetaVictimsMap.
+type MetaVictimsMap map[string]MetaVictims
+
+// UnmarshalJSON decodes MetaVictimsMap, rejecting JSON its Go type cannot represent.
+func (m *MetaVictimsMap) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MetaVictimsMap) decodeJSON(d *jsonwire.Decoder) error {
+	if d.Null() {
+		*m = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return err
+		}
+		m1 := MetaVictimsMap{}
+		for d.NextMember() {
+			k2 := d.KeyString()
+			if d.Err() != nil {
+				break
+			}
+			var e3 MetaVictims
+			if err := e3.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, k2)
+			}
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		*m = m1
+	}
+	return nil
+}
+
+func (m *MetaVictimsMap) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if (*m) != nil {
+		for k1, e2 := range *m {
+			at3 := at.Member(k1)
+			path4 := kw.Keyword("additionalProperties/$ref")
+			e2.validateJSON(v, &at3, &path4)
+		}
+	}
+}
+
 // NodeList is generated from contract.yaml#/schemas/ExtenderArgs/$defs/NodeList.
 //
 // A core/v1 NodeList, kept as raw JSON, or null.
@@ -708,3 +1164,107 @@ type NodeList = json.RawMessage
 //
 // A core/v1 Pod, kept as raw JSON; only the members the extender reads are checked.
 type Pod = json.RawMessage
+
+// Victims is generated from contract.yaml#/schemas/ExtenderPreemptionArgs/$defs/Victims.
+type Victims struct {
+	Pods             jsonwire.Nullable[[]Pod] `json:"Pods,omitzero"`
+	NumPDBViolations *int64                   `json:"NumPDBViolations,omitzero"`
+	// AdditionalProperties holds the members the schema does not declare.
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes the declared members, then those in AdditionalProperties.
+func (m Victims) MarshalJSON() ([]byte, error) {
+	type plain Victims
+	base, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, err
+	}
+	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Pods", "NumPDBViolations")
+}
+
+// UnmarshalJSON decodes Victims, rejecting JSON its Go type cannot represent.
+func (m *Victims) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Victims{}
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch jsonwire.FoldKey(string(key), "Pods", "NumPDBViolations") {
+		case "Pods":
+			if d.Null() {
+				m.Pods = jsonwire.Null[[]Pod]()
+			} else {
+				var v1 []Pod
+				if d.Null() {
+					v1 = nil
+				} else {
+					if err := d.ArrayStart(); err != nil {
+						return jsonwire.Within(err, "Pods")
+					}
+					var s2 []Pod
+					var zero4 Pod
+					for i3 := 0; d.NextItem(); i3++ {
+						if s2 == nil {
+							s2 = make([]Pod, 0, 4)
+						}
+						s2 = append(s2, zero4)
+						v5, err := d.Raw()
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "Pods")
+						}
+						s2[i3] = v5
+					}
+					if err := d.Err(); err != nil {
+						return jsonwire.Within(err, "Pods")
+					}
+					if s2 == nil {
+						s2 = []Pod{}
+					}
+					v1 = s2
+				}
+				m.Pods = jsonwire.Value(v1)
+			}
+		case "NumPDBViolations":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
+			} else {
+				p6 := new(int64)
+				v7, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "NumPDBViolations")
+				}
+				(*p6) = v7
+				m.NumPDBViolations = p6
+			}
+		default:
+			k := string(key)
+			var e8 json.RawMessage
+			v9, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, k)
+			}
+			e8 = v9
+			if m.AdditionalProperties == nil {
+				m.AdditionalProperties = map[string]json.RawMessage{}
+			}
+			m.AdditionalProperties[k] = e8
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}

@@ -54,6 +54,9 @@ func ForkV1With(nodes NodeObjects) framework.Fork {
 			return ArgsToV1(in.Pod, in.Nodes, nodes)
 		}, PrioritizeResponseFromV1),
 		MethodBind: framework.ConvertMethod(BindRequestToV1, BindResponseFromV1),
+		MethodProcessPreemption: framework.ConvertMethod(func(in *PreemptRequest) (*v1.ExtenderPreemptionArgs, error) {
+			return PreemptRequestToV1(in, nodes == nil)
+		}, PreemptResponseFromV1),
 	}}
 }
 
@@ -324,4 +327,111 @@ func BindResponseFromV1(in *v1.ExtenderBindingResult) (*BindResponse, error) {
 		return nil, framework.Errorf(framework.CodeConflict, "extender failed to bind: %s", *in.Error)
 	}
 	return &BindResponse{}, nil
+}
+
+// PreemptRequestToV1 converts a preemption request down as kube-scheduler
+// sends it: the victims by UID (NodeNameToMetaVictims) to an extender that
+// caches nodes, else as whole core/v1 Pods (NodeNameToVictims).
+func PreemptRequestToV1(in *PreemptRequest, nodeCacheCapable bool) (*v1.ExtenderPreemptionArgs, error) {
+	pod, err := PodRefToV1(in.Pod)
+	if err != nil {
+		return nil, err
+	}
+	out := &v1.ExtenderPreemptionArgs{Pod: pod}
+	if nodeCacheCapable {
+		meta := v1.MetaVictimsMap{}
+		for _, c := range in.Candidates {
+			mv := v1.MetaVictims{NumPDBViolations: c.PdbViolations}
+			pods := []v1.MetaPod{}
+			for _, p := range c.Victims {
+				pods = append(pods, v1.MetaPod{UID: p.UID})
+			}
+			mv.Pods = jsonwire.Value(pods)
+			meta[c.Node] = mv
+		}
+		out.NodeNameToMetaVictims = jsonwire.Value(meta)
+		return out, nil
+	}
+	victims := map[string]v1.Victims{}
+	for _, c := range in.Candidates {
+		v := v1.Victims{NumPDBViolations: c.PdbViolations}
+		pods := []v1.Pod{}
+		for _, p := range c.Victims {
+			raw, err := PodRefToV1(p)
+			if err != nil {
+				return nil, err
+			}
+			pods = append(pods, raw)
+		}
+		v.Pods = jsonwire.Value(pods)
+		victims[c.Node] = v
+	}
+	out.NodeNameToVictims = jsonwire.Value(victims)
+	return out, nil
+}
+
+// PreemptRequestFromV1 converts a preemption request up, from whole
+// victims or else victims by UID (the pod then has only its UID).
+// Candidates are sorted by node.
+func PreemptRequestFromV1(in *v1.ExtenderPreemptionArgs) (*PreemptRequest, error) {
+	pod, err := PodRefFromV1(in.Pod)
+	if err != nil {
+		return nil, err
+	}
+	out := &PreemptRequest{Pod: pod, Candidates: []PreemptRequestCandidatesItem{}}
+	if victims, ok := in.NodeNameToVictims.Get(); ok {
+		for node, v := range victims {
+			c := PreemptRequestCandidatesItem{Node: node, Victims: []PodRef{}, PdbViolations: v.NumPDBViolations}
+			pods, _ := v.Pods.Get()
+			for _, p := range pods {
+				ref, err := PodRefFromV1(p)
+				if err != nil {
+					return nil, err
+				}
+				c.Victims = append(c.Victims, ref)
+			}
+			out.Candidates = append(out.Candidates, c)
+		}
+	} else if meta, ok := in.NodeNameToMetaVictims.Get(); ok {
+		for node, v := range meta {
+			c := PreemptRequestCandidatesItem{Node: node, Victims: []PodRef{}, PdbViolations: v.NumPDBViolations}
+			pods, _ := v.Pods.Get()
+			for _, p := range pods {
+				c.Victims = append(c.Victims, PodRef{UID: p.UID})
+			}
+			out.Candidates = append(out.Candidates, c)
+		}
+	}
+	sort.Slice(out.Candidates, func(i, j int) bool { return out.Candidates[i].Node < out.Candidates[j].Node })
+	return out, nil
+}
+
+// PreemptResponseToV1 converts a preemption answer down: victims by UID.
+func PreemptResponseToV1(in *PreemptResponse) (*v1.ExtenderPreemptionResult, error) {
+	meta := v1.MetaVictimsMap{}
+	for _, c := range in.Candidates {
+		pods := []v1.MetaPod{}
+		for _, uid := range c.Victims {
+			pods = append(pods, v1.MetaPod{UID: uid})
+		}
+		meta[c.Node] = v1.MetaVictims{Pods: jsonwire.Value(pods), NumPDBViolations: c.PdbViolations}
+	}
+	return &v1.ExtenderPreemptionResult{NodeNameToMetaVictims: jsonwire.Value(meta)}, nil
+}
+
+// PreemptResponseFromV1 converts a preemption answer up; candidates are
+// sorted by node.
+func PreemptResponseFromV1(in *v1.ExtenderPreemptionResult) (*PreemptResponse, error) {
+	out := &PreemptResponse{Candidates: []PreemptResponseCandidatesItem{}}
+	meta, _ := in.NodeNameToMetaVictims.Get()
+	for node, v := range meta {
+		c := PreemptResponseCandidatesItem{Node: node, Victims: []string{}, PdbViolations: v.NumPDBViolations}
+		pods, _ := v.Pods.Get()
+		for _, p := range pods {
+			c.Victims = append(c.Victims, p.UID)
+		}
+		out.Candidates = append(out.Candidates, c)
+	}
+	sort.Slice(out.Candidates, func(i, j int) bool { return out.Candidates[i].Node < out.Candidates[j].Node })
+	return out, nil
 }

@@ -49,6 +49,14 @@ func TestKubernetesAnswersDecodeIdenticallyInEverySpelling(t *testing.T) {
 			}
 			return v2.PrioritizeResponseFromV1(&out)
 		}},
+		{"preemption", &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+			"foo": {Pods: []*extenderv1.MetaPod{{UID: "myuid"}}, NumPDBViolations: 1}, "bar": {}}}, func(raw []byte) (any, error) {
+			var out v1.ExtenderPreemptionResult
+			if err := validated("ExtenderPreemptionResult", raw, &out); err != nil {
+				return nil, err
+			}
+			return v2.PreemptResponseFromV1(&out)
+		}},
 		{"bind", &extenderv1.ExtenderBindingResult{}, decodeBind},
 		{"bind refused", &extenderv1.ExtenderBindingResult{Error: "myerror"}, decodeBind},
 	} {

@@ -25,9 +25,10 @@ var Contract = framework.MustContract(handshake.Contract{
 	Server:  "extender",
 	Client:  "scheduler",
 	Methods: map[string]handshake.Method{
-		"Bind":       {Request: "BindRequest", Response: "BindResponse"},
-		"Filter":     {Request: "FilterRequest", Response: "FilterResponse"},
-		"Prioritize": {Request: "PrioritizeRequest", Response: "PrioritizeResponse"},
+		"Bind":              {Request: "BindRequest", Response: "BindResponse"},
+		"Filter":            {Request: "FilterRequest", Response: "FilterResponse"},
+		"Prioritize":        {Request: "PrioritizeRequest", Response: "PrioritizeResponse"},
+		"ProcessPreemption": {Request: "PreemptRequest", Response: "PreemptResponse"},
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
@@ -36,6 +37,8 @@ var Contract = framework.MustContract(handshake.Contract{
 		"FilterRequest":      json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["pod","nodes"],"properties":{"pod":{"$ref":"#/$defs/PodRef"},"nodes":{"type":"array","items":{"type":"string","minLength":1}}},"$defs":{"PodRef":{"description":"The pod being scheduled, as much of it as an extender needs.","type":"object","additionalProperties":false,"required":["namespace","name","uid","requests"],"properties":{"namespace":{"type":"string"},"name":{"type":"string","minLength":1},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"requests":{"$ref":"#/$defs/Requests"},"tolerations":{"description":"The pod's tolerations of node taints.","type":"array","items":{"$ref":"#/$defs/Toleration"}}}},"Requests":{"description":"The sum of the pod's container requests.","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0}}},"Toleration":{"description":"A core/v1 Toleration.","type":"object","additionalProperties":false,"properties":{"key":{"type":"string"},"operator":{"type":"string","enum":["Exists","Equal"]},"value":{"type":"string"},"effect":{"type":"string","enum":["NoSchedule","PreferNoSchedule","NoExecute"]},"tolerationSeconds":{"type":"integer"}}}}}`),
 		"FilterResponse":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["feasible"],"properties":{"feasible":{"type":"array","items":{"type":"string"}},"failed":{"type":"array","items":{"$ref":"#/$defs/NodeFailure"}}},"$defs":{"NodeFailure":{"type":"object","additionalProperties":false,"required":["node","reason"],"properties":{"node":{"type":"string"},"reason":{"type":"string","enum":["Maintenance","Unschedulable","Other"]},"message":{"type":"string"},"unresolvable":{"type":"boolean","description":"Preempting other pods would not help."}}}}}`),
 		"PodRef":             json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"The pod being scheduled, as much of it as an extender needs.","type":"object","additionalProperties":false,"required":["namespace","name","uid","requests"],"properties":{"namespace":{"type":"string"},"name":{"type":"string","minLength":1},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"requests":{"$ref":"#/$defs/Requests"},"tolerations":{"description":"The pod's tolerations of node taints.","type":"array","items":{"$ref":"#/$defs/Toleration"}}},"$defs":{"Requests":{"description":"The sum of the pod's container requests.","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0}}},"Toleration":{"description":"A core/v1 Toleration.","type":"object","additionalProperties":false,"properties":{"key":{"type":"string"},"operator":{"type":"string","enum":["Exists","Equal"]},"value":{"type":"string"},"effect":{"type":"string","enum":["NoSchedule","PreferNoSchedule","NoExecute"]},"tolerationSeconds":{"type":"integer"}}}}}`),
+		"PreemptRequest":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["pod","candidates"],"properties":{"pod":{"$ref":"#/$defs/PodRef"},"candidates":{"description":"The nodes the scheduler would preempt pods on, with the pods it would evict.","type":"array","items":{"type":"object","additionalProperties":false,"required":["node","victims"],"properties":{"node":{"type":"string","minLength":1},"victims":{"type":"array","items":{"$ref":"#/$defs/PodRef"}},"pdbViolations":{"type":"integer","minimum":0}}}}},"$defs":{"PodRef":{"description":"The pod being scheduled, as much of it as an extender needs.","type":"object","additionalProperties":false,"required":["namespace","name","uid","requests"],"properties":{"namespace":{"type":"string"},"name":{"type":"string","minLength":1},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"requests":{"$ref":"#/$defs/Requests"},"tolerations":{"description":"The pod's tolerations of node taints.","type":"array","items":{"$ref":"#/$defs/Toleration"}}}},"Requests":{"description":"The sum of the pod's container requests.","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0}}},"Toleration":{"description":"A core/v1 Toleration.","type":"object","additionalProperties":false,"properties":{"key":{"type":"string"},"operator":{"type":"string","enum":["Exists","Equal"]},"value":{"type":"string"},"effect":{"type":"string","enum":["NoSchedule","PreferNoSchedule","NoExecute"]},"tolerationSeconds":{"type":"integer"}}}}}`),
+		"PreemptResponse":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["candidates"],"properties":{"candidates":{"description":"The candidates the extender agrees with, with the UIDs of the victims it accepts.","type":"array","items":{"type":"object","additionalProperties":false,"required":["node","victims"],"properties":{"node":{"type":"string","minLength":1},"victims":{"type":"array","items":{"type":"string"}},"pdbViolations":{"type":"integer","minimum":0}}}}}}`),
 		"PrioritizeRequest":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["pod","nodes"],"properties":{"pod":{"$ref":"#/$defs/PodRef"},"nodes":{"type":"array","items":{"type":"string","minLength":1}}},"$defs":{"PodRef":{"description":"The pod being scheduled, as much of it as an extender needs.","type":"object","additionalProperties":false,"required":["namespace","name","uid","requests"],"properties":{"namespace":{"type":"string"},"name":{"type":"string","minLength":1},"uid":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"requests":{"$ref":"#/$defs/Requests"},"tolerations":{"description":"The pod's tolerations of node taints.","type":"array","items":{"$ref":"#/$defs/Toleration"}}}},"Requests":{"description":"The sum of the pod's container requests.","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0}}},"Toleration":{"description":"A core/v1 Toleration.","type":"object","additionalProperties":false,"properties":{"key":{"type":"string"},"operator":{"type":"string","enum":["Exists","Equal"]},"value":{"type":"string"},"effect":{"type":"string","enum":["NoSchedule","PreferNoSchedule","NoExecute"]},"tolerationSeconds":{"type":"integer"}}}}}`),
 		"PrioritizeResponse": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["scores"],"properties":{"scores":{"type":"array","items":{"$ref":"#/$defs/NodeScore"}}},"$defs":{"NodeScore":{"type":"object","additionalProperties":false,"required":["node","score"],"properties":{"node":{"type":"string"},"score":{"type":"number","minimum":0,"maximum":1}}}}}`),
 	},
@@ -44,9 +47,10 @@ var Contract = framework.MustContract(handshake.Contract{
 // The names of the contract's methods, as the runtime and interceptors see
 // them.
 const (
-	MethodBind       = "Bind"
-	MethodFilter     = "Filter"
-	MethodPrioritize = "Prioritize"
+	MethodBind              = "Bind"
+	MethodFilter            = "Filter"
+	MethodPrioritize        = "Prioritize"
+	MethodProcessPreemption = "ProcessPreemption"
 )
 
 // Client calls the extender 2.0.0 methods of a extender. [NewClient]
@@ -58,6 +62,8 @@ type Client interface {
 	Filter(ctx context.Context, req *FilterRequest, opts ...framework.CallOption) (*FilterResponse, error)
 	// Prioritize scores each node from 0 to 1 for the pod.
 	Prioritize(ctx context.Context, req *PrioritizeRequest, opts ...framework.CallOption) (*PrioritizeResponse, error)
+	// ProcessPreemption returns the candidates for preemption the extender agrees with, with the victims it accepts.
+	ProcessPreemption(ctx context.Context, req *PreemptRequest, opts ...framework.CallOption) (*PreemptResponse, error)
 }
 
 // NewClient returns the [Client] that calls through c, a client of
@@ -78,6 +84,10 @@ func (c *client) Prioritize(ctx context.Context, req *PrioritizeRequest, opts ..
 	return framework.CallUnary[PrioritizeRequest, PrioritizeResponse](ctx, c.c, MethodPrioritize, req, opts...)
 }
 
+func (c *client) ProcessPreemption(ctx context.Context, req *PreemptRequest, opts ...framework.CallOption) (*PreemptResponse, error) {
+	return framework.CallUnary[PreemptRequest, PreemptResponse](ctx, c.c, MethodProcessPreemption, req, opts...)
+}
+
 // Server is what a extender implements to serve extender 2.0.0; [Register]
 // installs it. Requests arrive decoded and validated; an error returned
 // reaches the caller with its code ([framework.NewError]), or as internal.
@@ -88,6 +98,8 @@ type Server interface {
 	Filter(ctx context.Context, req *FilterRequest) (*FilterResponse, error)
 	// Prioritize scores each node from 0 to 1 for the pod.
 	Prioritize(ctx context.Context, req *PrioritizeRequest) (*PrioritizeResponse, error)
+	// ProcessPreemption returns the candidates for preemption the extender agrees with, with the victims it accepts.
+	ProcessPreemption(ctx context.Context, req *PreemptRequest) (*PreemptResponse, error)
 }
 
 // Register installs impl's methods on s for [Contract].
@@ -95,4 +107,5 @@ func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodBind, impl.Bind)
 	framework.HandleUnary(s, Contract, MethodFilter, impl.Filter)
 	framework.HandleUnary(s, Contract, MethodPrioritize, impl.Prioritize)
+	framework.HandleUnary(s, Contract, MethodProcessPreemption, impl.ProcessPreemption)
 }

@@ -759,6 +759,441 @@ func (m *PodRef) Validate() error {
 
 var _ framework.Validator = (*PodRef)(nil)
 
+// PreemptRequest is the message PreemptRequest of the contract, generated from contract.yaml#/schemas/PreemptRequest.
+type PreemptRequest struct {
+	Pod PodRef `json:"pod"`
+	// The nodes the scheduler would preempt pods on, with the pods it would evict.
+	Candidates []PreemptRequestCandidatesItem `json:"candidates"`
+}
+
+// UnmarshalJSON decodes PreemptRequest, rejecting JSON its Go type cannot represent.
+func (m *PreemptRequest) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PreemptRequest{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "pod":
+			seen[0] = true
+			if err := m.Pod.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "pod")
+			}
+		case "candidates":
+			seen[1] = true
+			if d.Null() {
+				m.Candidates = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "candidates")
+				}
+				var s1 []PreemptRequestCandidatesItem
+				var zero3 PreemptRequestCandidatesItem
+				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]PreemptRequestCandidatesItem, 0, 4)
+					}
+					s1 = append(s1, zero3)
+					if err := s1[i2].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "candidates")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "candidates")
+				}
+				if s1 == nil {
+					s1 = []PreemptRequestCandidatesItem{}
+				}
+				m.Candidates = s1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "pod")
+		}
+		if !seen[1] {
+			missing = append(missing, "candidates")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PreemptRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	if m.Candidates == nil {
+		v.Fail(at, "candidates", kw, "properties/candidates/type", "null is not allowed here")
+	} else {
+		for i3 := 0; i3 < len(m.Candidates); i3++ {
+			path5 := at.Keyword("candidates")
+			at4 := path5.Index(i3)
+			path6 := kw.Keyword("properties/candidates/items")
+			m.Candidates[i3].validateJSON(v, &at4, &path6)
+		}
+	}
+}
+
+// Validate checks m against the schema of PreemptRequest, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PreemptRequest) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PreemptRequest is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PreemptRequest")
+}
+
+var _ framework.Validator = (*PreemptRequest)(nil)
+
+// PreemptRequestCandidatesItem is generated from contract.yaml#/schemas/PreemptRequest/properties/candidates/items.
+type PreemptRequestCandidatesItem struct {
+	Node          string   `json:"node"`
+	Victims       []PodRef `json:"victims"`
+	PdbViolations *int64   `json:"pdbViolations,omitzero"`
+}
+
+// UnmarshalJSON decodes PreemptRequestCandidatesItem, rejecting JSON its Go type cannot represent.
+func (m *PreemptRequestCandidatesItem) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PreemptRequestCandidatesItem{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "node":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "node")
+			}
+			m.Node = v1
+		case "victims":
+			seen[1] = true
+			if d.Null() {
+				m.Victims = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				var s2 []PodRef
+				var zero4 PodRef
+				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]PodRef, 0, 4)
+					}
+					s2 = append(s2, zero4)
+					if err := s2[i3].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				if s2 == nil {
+					s2 = []PodRef{}
+				}
+				m.Victims = s2
+			}
+		case "pdbViolations":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
+			} else {
+				p5 := new(int64)
+				v6, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "pdbViolations")
+				}
+				(*p5) = v6
+				m.PdbViolations = p5
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "node")
+		}
+		if !seen[1] {
+			missing = append(missing, "victims")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PreemptRequestCandidatesItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Node); n < 1 {
+		v.Fail(at, "node", kw, "properties/node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if m.Victims == nil {
+		v.Fail(at, "victims", kw, "properties/victims/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Victims); i1++ {
+			path3 := at.Keyword("victims")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/victims/items/$ref/$ref")
+			m.Victims[i1].validateJSON(v, &at2, &path4)
+		}
+	}
+	if m.PdbViolations != nil {
+		if int64((*m.PdbViolations)) < 0 {
+			v.Fail(at, "pdbViolations", kw, "properties/pdbViolations/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.PdbViolations)), 10))
+		}
+	}
+}
+
+// PreemptResponse is the message PreemptResponse of the contract, generated from contract.yaml#/schemas/PreemptResponse.
+type PreemptResponse struct {
+	// The candidates the extender agrees with, with the UIDs of the victims it accepts.
+	Candidates []PreemptResponseCandidatesItem `json:"candidates"`
+}
+
+// UnmarshalJSON decodes PreemptResponse, rejecting JSON its Go type cannot represent.
+func (m *PreemptResponse) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PreemptResponse{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "candidates":
+			seen[0] = true
+			if d.Null() {
+				m.Candidates = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "candidates")
+				}
+				var s1 []PreemptResponseCandidatesItem
+				var zero3 PreemptResponseCandidatesItem
+				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]PreemptResponseCandidatesItem, 0, 4)
+					}
+					s1 = append(s1, zero3)
+					if err := s1[i2].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "candidates")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "candidates")
+				}
+				if s1 == nil {
+					s1 = []PreemptResponseCandidatesItem{}
+				}
+				m.Candidates = s1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "candidates")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PreemptResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Candidates == nil {
+		v.Fail(at, "candidates", kw, "properties/candidates/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Candidates); i1++ {
+			path3 := at.Keyword("candidates")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/candidates/items")
+			m.Candidates[i1].validateJSON(v, &at2, &path4)
+		}
+	}
+}
+
+// Validate checks m against the schema of PreemptResponse, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PreemptResponse) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PreemptResponse is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PreemptResponse")
+}
+
+var _ framework.Validator = (*PreemptResponse)(nil)
+
+// PreemptResponseCandidatesItem is generated from contract.yaml#/schemas/PreemptResponse/properties/candidates/items.
+type PreemptResponseCandidatesItem struct {
+	Node          string   `json:"node"`
+	Victims       []string `json:"victims"`
+	PdbViolations *int64   `json:"pdbViolations,omitzero"`
+}
+
+// UnmarshalJSON decodes PreemptResponseCandidatesItem, rejecting JSON its Go type cannot represent.
+func (m *PreemptResponseCandidatesItem) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PreemptResponseCandidatesItem{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "node":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "node")
+			}
+			m.Node = v1
+		case "victims":
+			seen[1] = true
+			if d.Null() {
+				m.Victims = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				var s2 []string
+				var zero4 string
+				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]string, 0, 4)
+					}
+					s2 = append(s2, zero4)
+					v5, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+					}
+					s2[i3] = v5
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				if s2 == nil {
+					s2 = []string{}
+				}
+				m.Victims = s2
+			}
+		case "pdbViolations":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
+			} else {
+				p6 := new(int64)
+				v7, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "pdbViolations")
+				}
+				(*p6) = v7
+				m.PdbViolations = p6
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "node")
+		}
+		if !seen[1] {
+			missing = append(missing, "victims")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PreemptResponseCandidatesItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Node); n < 1 {
+		v.Fail(at, "node", kw, "properties/node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if m.Victims == nil {
+		v.Fail(at, "victims", kw, "properties/victims/type", "null is not allowed here")
+	}
+	if m.PdbViolations != nil {
+		if int64((*m.PdbViolations)) < 0 {
+			v.Fail(at, "pdbViolations", kw, "properties/pdbViolations/minimum", "must be >= 0 but found "+strconv.FormatInt(int64((*m.PdbViolations)), 10))
+		}
+	}
+}
+
 // PrioritizeRequest is the message PrioritizeRequest of the contract, generated from contract.yaml#/schemas/PrioritizeRequest.
 type PrioritizeRequest struct {
 	Pod   PodRef   `json:"pod"`
