@@ -101,7 +101,7 @@ func randomHex(n int) string {
 }
 
 // stepKinds are the step types a server-side case may use.
-var stepKinds = []string{"fresh", "pause", "handshake", "request", "until", "async", "await", "watch", "frames", "end", "close"}
+var stepKinds = []string{"fresh", "pause", "keepalive", "handshake", "request", "until", "async", "await", "watch", "frames", "end", "close"}
 
 func stepKind(s map[string]any) string {
 	for _, k := range stepKinds {
@@ -119,6 +119,7 @@ type player struct {
 	client  *http.Client
 	streams map[string]*stream
 	pending map[string]chan answer
+	stops   []func() // background steps to stop at the case's end
 }
 
 type answer struct {
@@ -136,6 +137,9 @@ type stream struct {
 }
 
 func (p *player) closeAll() {
+	for _, stop := range p.stops {
+		stop()
+	}
 	for _, s := range p.streams {
 		s.body.Close()
 	}
@@ -148,6 +152,40 @@ func (p *player) closeAll() {
 func (p *player) step(s map[string]any) error {
 	switch kind := stepKind(s); kind {
 	case "fresh":
+		return nil
+	case "keepalive":
+		// Heartbeats the session in the background, every "every" (a
+		// duration, usually the welcome's $heartbeat), until the case ends:
+		// for cases that wait longer than a TTL on something other than
+		// calls, such as pings.
+		x, err := p.vars.expand(s["keepalive"])
+		if err != nil {
+			return err
+		}
+		k := asMap(x)
+		every, err := time.ParseDuration(fmt.Sprint(k["every"]))
+		if err != nil || every <= 0 {
+			return fmt.Errorf("keepalive: every %v is not a duration", k["every"])
+		}
+		token := fmt.Sprint(k["session"])
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-p.ctx.Done():
+					return
+				case <-t.C:
+					p.do(map[string]any{"path": "/lockstep/heartbeat", "body": map[string]any{"sessions": []any{token}}})
+				}
+			}
+		}()
+		p.stops = append(p.stops, func() { close(stop); <-done })
 		return nil
 	case "pause":
 		// Waits for the sum of the durations listed (Go duration strings,
@@ -464,12 +502,31 @@ func (p *player) frames(f map[string]any) error {
 		return fmt.Errorf("no stream %q", name)
 	}
 	timeout := 10 * time.Second
-	if t, ok := f["within"].(string); ok {
+	switch t := f["within"].(type) {
+	case string:
 		d, err := time.ParseDuration(t)
 		if err != nil {
 			return err
 		}
 		timeout = d
+	case []any:
+		// A sum of durations, usually the welcome's ($ttl), times scale.
+		x, err := p.vars.expand(t)
+		if err != nil {
+			return err
+		}
+		var total time.Duration
+		for _, e := range x.([]any) {
+			d, err := time.ParseDuration(fmt.Sprint(e))
+			if err != nil {
+				return fmt.Errorf("within: %v", err)
+			}
+			total += d
+		}
+		if scale, ok := f["scale"].(float64); ok {
+			total = time.Duration(float64(total) * scale)
+		}
+		timeout = total
 	}
 	deadline := time.After(timeout)
 	next := func(wantPing bool) (any, error) {
