@@ -2,9 +2,12 @@ package framework_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,4 +178,30 @@ func timeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// cuttable is an injectable transport that can be cut, as a network
+// partition or a killed process would, and counts what passes.
+type cuttable struct {
+	next     http.RoundTripper
+	cut      atomic.Bool
+	requests atomic.Int64
+	paths    sync.Map // path -> *atomic.Int64
+}
+
+func (c *cuttable) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.cut.Load() {
+		return nil, errors.New("cut by test")
+	}
+	c.requests.Add(1)
+	n, _ := c.paths.LoadOrStore(r.URL.Path, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	return c.next.RoundTrip(r)
+}
+
+func (c *cuttable) count(path string) int64 {
+	if n, ok := c.paths.Load(path); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
