@@ -201,6 +201,7 @@ type rawPeer struct {
 	t       *testing.T
 	base    string
 	session string
+	client  *http.Client // default http.DefaultClient
 }
 
 func handshakeRaw(t *testing.T, base string, c *framework.Contract) *rawPeer {
@@ -227,8 +228,14 @@ func (p *rawPeer) report(n int, key string) (status int, replayed, notProcessed 
 	req, err := http.NewRequest(http.MethodPost, p.base+protocol.CallPath("bench", "1.0.0", "ReportStatus"), bytes.NewReader(body))
 	require.NoError(p.t, err)
 	req.Header.Set(protocol.HeaderSession, p.session)
-	req.Header.Set(protocol.HeaderIdempotencyKey, key)
-	resp, err := http.DefaultClient.Do(req)
+	if key != "" {
+		req.Header.Set(protocol.HeaderIdempotencyKey, key)
+	}
+	client := p.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	require.NoError(p.t, err)
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)

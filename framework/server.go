@@ -33,6 +33,7 @@ type Server struct {
 	contracts map[string]*servedContract // by contract name
 	started   bool
 	closing   bool // Shutdown's second phase or Close has begun
+	conns     *connTracker
 	checks    map[string]func() error
 	clients   []*Client // shown on the status page (AddClient)
 	// metricsRoute, if set by Handle, serves /metrics instead of Metrics.
@@ -274,8 +275,10 @@ func (s *Server) Serve(l net.Listener) error {
 		s.cfg.Logger.Warn("lockstep: peers are not authenticated: without mutual TLS (ServerConfig.MTLS) any peer that reaches this port may speak as any client component",
 			"addr", l.Addr().String(), "tls", s.cfg.TLSConfig != nil)
 	}
+	conns := newConnTracker(s.cfg.Clock)
 	hs := &http.Server{
 		Handler:           s,
+		ConnState:         conns.track,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -301,7 +304,7 @@ func (s *Server) Serve(l net.Listener) error {
 		_ = l.Close()
 		return nil
 	}
-	s.http = hs
+	s.http, s.conns = hs, conns
 	s.mu.Unlock()
 	var err error
 	if s.cfg.TLSConfig != nil {
@@ -364,12 +367,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stop()
 		return s.closeHTTP()
 	}
+	s.quietConnections(ctx)
 	var err error
 	if hs := s.beginClosing(); hs != nil {
 		err = hs.Shutdown(ctx)
 	}
 	s.stop()
 	return err
+}
+
+// quietConnections begins the drain's second phase: it waits until every
+// open connection has been idle for DrainQuiet, so that no connection is
+// closed under a call being written into it (see conns.go).
+func (s *Server) quietConnections(ctx context.Context) {
+	s.mu.RLock()
+	conns := s.conns
+	s.mu.RUnlock()
+	if conns != nil {
+		conns.waitQuiet(ctx, s.cfg.DrainQuiet)
+	}
 }
 
 // beginClosing marks the server as closing, so a Serve that has not begun

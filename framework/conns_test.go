@@ -1,0 +1,55 @@
+package framework_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+)
+
+// A client that has not heard of a drain still holds a keep-alive
+// connection to the server. After the drain's first phase, a call written
+// into that connection is read and refused as not processed (safe to
+// resend elsewhere), not met by a connection closed under it, which would
+// leave the client unable to tell whether the call was read.
+func TestDrainKeepsIdleConnectionsServingUntilTheyAreQuiet(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		// The first phase ends at once; the second waits for connections
+		// to be quiet for longer than the test takes.
+		c.DrainTimeout, c.DrainQuiet = time.Millisecond, time.Minute
+	})
+	p := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0"))
+	tr := &http.Transport{}
+	p.client = &http.Client{Transport: tr}
+	status, _, _ := p.report(1, "")
+	require.Equal(t, http.StatusOK, status)
+
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Server.Shutdown(context.Background()) }()
+	// The drain has begun once readiness fails; its first phase ends a
+	// millisecond later, which is when Shutdown used to close idle
+	// connections. Now the pooled connection keeps serving for DrainQuiet.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, 10*time.Second, time.Millisecond)
+
+	status, _, notProcessed := p.report(2, "")
+	assert.Equal(t, http.StatusServiceUnavailable, status, "the call went out on the pooled connection and was read")
+	assert.Equal(t, "1", notProcessed)
+	assert.Equal(t, int64(1), srv.handled.Load())
+	// The answer closed that connection; the drain ends once no open
+	// connection is left.
+	tr.CloseIdleConnections()
+	http.DefaultClient.CloseIdleConnections() // the handshake's
+	require.NoError(t, <-drained)
+}
