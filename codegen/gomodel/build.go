@@ -22,15 +22,19 @@ type builder struct {
 	names nameSet
 	errs  []error
 	ci    bool // case-insensitive decoding for the message being mapped
+	// messages are the messages' own schemas: what they refuse is about
+	// the contract (a message must admit a value of some Go type).
+	messages map[*Node]bool
 }
 
 // Build maps every message of a loaded contract to Go types. pkgName is the
 // Go package name of the generated package.
 func Build(c *contract.Contract, pkgName string) (*Package, error) {
 	b := &builder{
-		pkg:   &Package{Name: pkgName, Contract: c, Messages: map[string]*Type{}},
-		named: map[*Node]*Type{},
-		names: nameSet{},
+		pkg:      &Package{Name: pkgName, Contract: c, Messages: map[string]*Type{}},
+		messages: map[*Node]bool{},
+		named:    map[*Node]*Type{},
+		names:    nameSet{},
 	}
 	for _, r := range ReservedNames {
 		b.names[r] = true
@@ -60,6 +64,9 @@ func Build(c *contract.Contract, pkgName string) (*Package, error) {
 		b.pkg.Types = append(b.pkg.Types, t)
 		b.pkg.Messages[m.Name] = t
 		claimed = append(claimed, m)
+	}
+	for _, m := range c.Messages {
+		b.messages[m.Schema] = true
 	}
 	for _, m := range claimed {
 		b.ci = m.CaseInsensitive
@@ -379,7 +386,11 @@ func (b *builder) mapSchema(n *Node, name string, t *Type) (*TypeRef, bool) {
 	switch len(types) {
 	case 0:
 		if nullable {
-			b.fail(n, "a schema that admits only null has no Go type: give the member another type, or use x-go-type")
+			if b.messages[n] {
+				b.fail(n, "a message that admits only null has no Go type: give it another type")
+				return b.finish(t, refRaw, false)
+			}
+			b.warn(n, "a schema that admits only null has no Go type of its own: the Go type is json.RawMessage")
 		}
 		return b.finish(t, refRaw, false)
 	case 1:

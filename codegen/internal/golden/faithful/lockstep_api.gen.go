@@ -27,7 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Settings": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"compact":{"oneOf":[{"type":"boolean"},{"type":"string","enum":["auto"]}],"default":"auto"},"retries":{"type":["integer","string"],"default":3},"mode":{"type":"string","enum":["fast","slow"],"default":""},"level":{"type":"string","enum":["low","high",5]},"limit":{"minimum":0,"maximum":10},"labels":{"additionalProperties":{"type":"string"}}}}`),
+		"Settings": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"compact":{"oneOf":[{"type":"boolean"},{"type":"string","enum":["auto"]}],"default":"auto"},"retries":{"type":["integer","string"],"default":3},"mode":{"type":"string","enum":["fast","slow"],"default":""},"level":{"type":"string","enum":["low","high",5]},"limit":{"minimum":0,"maximum":10},"labels":{"additionalProperties":{"type":"string"}},"none":{"type":"null"}}}`),
 	},
 })
 

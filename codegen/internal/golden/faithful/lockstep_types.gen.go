@@ -19,6 +19,7 @@ type Settings struct {
 	Level   *SettingsLevel                    `json:"level,omitzero"`
 	Limit   jsonwire.Nullable[SettingsLimit]  `json:"limit,omitzero"`
 	Labels  jsonwire.Nullable[SettingsLabels] `json:"labels,omitzero"`
+	None    json.RawMessage                   `json:"none,omitzero"`
 	// AdditionalProperties holds the members the schema does not declare.
 	AdditionalProperties map[string]json.RawMessage `json:"-"`
 }
@@ -30,7 +31,7 @@ func (m Settings) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "compact", "retries", "mode", "level", "limit", "labels")
+	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "compact", "retries", "mode", "level", "limit", "labels", "none")
 }
 
 // GetCompact returns Compact, or the schema's default when the member is absent.
@@ -129,18 +130,24 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Labels = jsonwire.Value(v6)
 			}
+		case "none":
+			v7, err := d.Raw()
+			if err != nil {
+				return jsonwire.Within(err, "none")
+			}
+			m.None = v7
 		default:
 			k := string(key)
-			var e7 json.RawMessage
-			v8, err := d.Raw()
+			var e8 json.RawMessage
+			v9, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e7 = v8
+			e8 = v9
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e7
+			m.AdditionalProperties[k] = e8
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -179,6 +186,13 @@ func (m *Settings) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 		path13 := at.Keyword("labels")
 		path14 := kw.Keyword("properties/labels")
 		x12.validateJSON(v, &path13, &path14)
+	}
+	if m.None != nil {
+		switch kind15 := jsonwire.KindOf(m.None); kind15 {
+		case jsonwire.KindNull:
+		default:
+			v.Fail(at, "none", kw, "properties/none/type", "expected null, but got "+kind15.String())
+		}
 	}
 }
 
