@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -33,14 +36,18 @@ var pingpong = framework.MustContract(handshake.Contract{
 })
 
 func main() {
-	srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"})
+	// Ctrl-C or SIGTERM ends ctx: the server drains, the client closes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0", Addr: "127.0.0.1:8080"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	framework.HandleUnary(srv, pingpong, "Ping", func(ctx context.Context, p *Ping) (*Pong, error) {
 		return &Pong{Seen: p.Node}, nil
 	})
-	go func() { log.Fatal(srv.ListenAndServe("127.0.0.1:8080")) }()
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
 
 	client, err := framework.NewClient(pingpong, framework.ClientConfig{
 		Component: "kubelet", Release: "1.0.0", Endpoints: []string{"http://127.0.0.1:8080"},
@@ -48,12 +55,16 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	go func() { _ = client.Run(ctx) }()
 	// Blocks until the server is up and agrees on pingpong 1.0.0.
-	pong, err := framework.CallUnary[Ping, Pong](context.Background(), client, "Ping", &Ping{Node: "node-1"})
+	pong, err := framework.CallUnary[Ping, Pong](ctx, client, "Ping", &Ping{Node: "node-1"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("nodecontroller saw", pong.Seen)
 	fmt.Println("pingpong 1.0.0 fingerprint:", pingpong.Fingerprint())
-	select {} // keep serving for curl
+	// Keep serving for curl until interrupted.
+	if err := <-served; err != nil {
+		log.Fatal(err)
+	}
 }
