@@ -33,8 +33,9 @@ func TestIdleSessionLivesOnHeartbeatsAndALostClientIsReported(t *testing.T) {
 	assert.Equal(t, "node-1", j.Peer.Instance)
 	assert.Equal(t, "kubelet", j.Peer.Component)
 
-	// Idle for three TTLs: heartbeats keep the session.
-	time.Sleep(1800 * time.Millisecond)
+	// Idle for three TTLs: heartbeats keep the session. Nineteen
+	// heartbeats, 100ms apart, span them: the count proves the time passed.
+	require.Eventually(t, func() bool { return tr.count(protocol.PathHeartbeat) >= 19 }, 20*time.Second, 10*time.Millisecond)
 	select {
 	case l := <-lost:
 		t.Fatalf("an idle session with heartbeats was lost: %+v", l)
@@ -77,12 +78,13 @@ func TestSessionsOfManyClientsShareOneHeartbeatRequest(t *testing.T) {
 		require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
 	}
 	require.Len(t, srv.Server.Sessions(), nodes)
+	// Fifteen heartbeat requests, all idle: one request per interval for
+	// all fifty sessions, not one per session (which would send them in a
+	// fraction of one interval); they span more than a TTL.
 	before := tr.count(protocol.PathHeartbeat)
-	time.Sleep(1500 * time.Millisecond) // one and a half TTLs, all idle
-	beatsSent := tr.count(protocol.PathHeartbeat) - before
-	// About 15 intervals passed: one request each, not one per session.
-	assert.GreaterOrEqual(t, beatsSent, int64(8))
-	assert.LessOrEqual(t, beatsSent, int64(20))
+	start := time.Now()
+	require.Eventually(t, func() bool { return tr.count(protocol.PathHeartbeat)-before >= 15 }, 20*time.Second, 5*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), 1100*time.Millisecond, "one request per 100ms interval, so more than a TTL passed")
 	assert.Len(t, srv.Server.Sessions(), nodes, "every session stayed alive")
 
 	// A server that restarted has none of the sessions: the heartbeat
