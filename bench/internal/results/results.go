@@ -35,6 +35,8 @@ type Round struct {
 // Results are every round of every variant of every workload, in the
 // order they were first run.
 type Results struct {
+	// Failures names each workload that stopped with an error.
+	Failures  map[string]string
 	workloads []string
 	variants  map[string][]string
 	rounds    map[string]map[string][]Round
@@ -42,7 +44,7 @@ type Results struct {
 
 // NewResults returns empty results.
 func NewResults() *Results {
-	return &Results{variants: map[string][]string{}, rounds: map[string]map[string][]Round{}}
+	return &Results{Failures: map[string]string{}, variants: map[string][]string{}, rounds: map[string]map[string][]Round{}}
 }
 
 // Add records a round of a workload's variant.

@@ -61,8 +61,28 @@ func Write(run Run, r *Results, facts [][2]string, plotDir string) Writeup {
 	w.reconnect()
 	w.heartbeats()
 	w.fanout()
+	w.failures()
 	w.finishTargets()
 	return w.out
+}
+
+// failures lists the workloads that stopped with an error: their targets
+// stay unmeasured, or are judged on the rounds done before the error.
+func (w *writeup) failures() {
+	if len(w.r.Failures) == 0 {
+		return
+	}
+	t := report.Table{Header: []string{"workload", "error"}}
+	names := make([]string, 0, len(w.r.Failures))
+	for n := range w.r.Failures {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		t.Rows = append(t.Rows, []string{n, w.r.Failures[n]})
+	}
+	w.out.Doc.Sections = append(w.out.Doc.Sections, report.Section{Title: "Workloads that failed",
+		Intro: "These stopped with an error; what they measured before it is above.", Tables: []report.Table{t}})
 }
 
 const preamble = `

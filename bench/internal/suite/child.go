@@ -62,7 +62,9 @@ func ServeChild(kind, addr string, n int, in io.Reader, out io.Writer) error {
 		stop = h.close
 	case "lockstep":
 		cfg := serverConfig()
-		cfg.MaxSessions = 2 * results.MaxSessions
+		// One process holds the idle workload's 10,000 watchers, above the
+		// default per-peer bound of 4,096 watch streams.
+		cfg.Limits.WatchersPerPeer = 2 * results.MaxWatchers
 		ls, err := startLockstep(addr, cfg, func(srv *framework.Server) {
 			w := framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*results.MaxWatchers))
 			for k := range results.TopicKeys {
