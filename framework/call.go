@@ -29,9 +29,14 @@ func FailFast() CallOption {
 	return callOptionFunc(func(o *callOptions) { o.failFast = true })
 }
 
-// WithIdempotencyKey marks a call as safe to resend after a transport
-// failure, like a method declared idempotent; the key travels in
-// Lockstep-Idempotency-Key so the server can recognise a resend.
+// WithIdempotencyKey gives a call an idempotency key: it travels in
+// Lockstep-Idempotency-Key, and the server instance that runs the call
+// records its answer under it, so a resend is answered from the record
+// and never runs the handler twice. After a failure that leaves its fate
+// unknown (a lost answer), the call is resent to that instance only; once
+// that instance is gone, the call fails with [CodeUnknown]. A key names
+// one request: reused for another, it is refused. ClientConfig.ExactlyOnce
+// gives every non-idempotent call a key of its own.
 func WithIdempotencyKey(key string) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.idempotencyKey = key })
 }
@@ -231,6 +236,9 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 	}
 	call := &Call{Contract: c.contract.Name(), Version: c.contract.Version(), Method: method,
 		Header: http.Header{}, Request: req}
+	if o.idempotencyKey == "" && !idempotent && c.cfg.ExactlyOnce {
+		o.idempotencyKey = randomID(16)
+	}
 	if o.idempotencyKey != "" {
 		call.Header.Set(protocol.HeaderIdempotencyKey, o.idempotencyKey)
 	}
@@ -280,7 +288,18 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 	var e *endpoint
 	var sess *clientSession
 	here := 0 // resends in a row to the same endpoint
+	// pin is, once an attempt of a keyed call failed ambiguously, where it
+	// may have run: only that server instance holds its record, so every
+	// later attempt goes there, and the call's outcome is unknown once that
+	// instance is gone.
+	var pin *keyedPin
 	for resends := 0; ; resends++ {
+		if e == nil && pin != nil {
+			var err error
+			if e, sess, err = pin.reach(ctx, w, what); err != nil {
+				return nil, nil, err
+			}
+		}
 		if e == nil {
 			if err := w.until(ctx, func() bool { e, sess = c.pick(call.Method); return e != nil }); err != nil {
 				return nil, nil, err
@@ -294,7 +313,9 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		if err != nil {
 			return nil, nil, err
 		}
-		a := c.attempt(ctx, e, sess, call, body)
+		// A pinned call goes alone, never in a multi-call: only its own
+		// request carries its key where the drain's replay rule sees it.
+		a := c.attempt(ctx, e, sess, call, body, pin != nil)
 		d, werr := e.settle(ctx, sess, a, safety, what)
 		switch d.action {
 		case actDone:
@@ -302,21 +323,67 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		case actFail:
 			return nil, nil, werr
 		case actResendHere:
+			if safety == keyed && pin == nil {
+				pin = &keyedPin{e: e, instance: sess.peer.Instance, cause: werr}
+			}
 			if here++; here <= maxResendsHere && e.routableSession() == sess {
 				continue
 			}
 			// The endpoint keeps failing, or lost its session: as an
-			// idempotent call would, it goes elsewhere.
+			// idempotent call would, it goes elsewhere (a keyed call only
+			// to its pinned instance).
 			e.lose(sess, stateUnreachable, a.err)
+		case actResendElsewhere:
+			if pin != nil && d.lose == stateDraining && a.notProcessed {
+				// A draining server answers replays of the keys it recorded
+				// (see dispatch), so "not processed" from it means the key
+				// never ran there: the call is free to go elsewhere.
+				pin = nil
+			}
 		}
 		e, sess, here = nil, nil, 0
 	}
 }
 
+// keyedPin is the server instance a keyed call may have run at.
+type keyedPin struct {
+	e        *endpoint
+	instance string
+	cause    *Error // the ambiguous failure that pinned the call
+}
+
+// reach waits until the pinned endpoint holds a session with the pinned
+// instance, and returns it. Once the endpoint answers from another
+// instance, or cannot be reached, or stops, the instance and its record
+// are gone: the call fails with unknown, since it may have been applied
+// there.
+func (p *keyedPin) reach(ctx context.Context, w *routeWait, what string) (*endpoint, *clientSession, error) {
+	var sess *clientSession
+	gone := false
+	err := w.until(ctx, func() bool {
+		if sess = p.e.routableSession(); sess != nil {
+			return true
+		}
+		switch p.e.status().State {
+		case stateUnreachable, stateDraining, stateRefused:
+			gone = true
+		}
+		return gone || p.e.ctx.Err() != nil
+	})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case sess != nil && sess.peer.Instance == p.instance:
+		return p.e, sess, nil
+	}
+	return nil, nil, Errorf(CodeUnknown, "%s: outcome unknown: it may have been applied by %s instance %s, which is gone (%v); its idempotency record went with it",
+		what, p.e.url, p.instance, p.cause)
+}
+
 // attempt sends one attempt of a call to e: through its automatic batcher
 // when the client batches, alone otherwise.
-func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) attempt {
-	if c.cfg.AutoBatch != nil && !sess.version.pinned {
+func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte, alone bool) attempt {
+	if c.cfg.AutoBatch != nil && !sess.version.pinned && !alone {
 		return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
 	}
 	return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, call.Method), body: body, header: call.Header})

@@ -78,6 +78,12 @@ type ClientConfig struct {
 	// AutoBatch, if set, merges concurrent unary calls to an endpoint into
 	// multi-call requests.
 	AutoBatch *AutoBatch
+	// ExactlyOnce gives every call of a method not declared idempotent an
+	// idempotency key of its own (see [WithIdempotencyKey]): a call whose
+	// answer is lost is resent to the server instance that may have run
+	// it, which answers from its record, and fails with unknown once that
+	// instance is gone.
+	ExactlyOnce bool
 	// Heartbeats sends this client's heartbeats; share one among the
 	// clients of a process so their sessions at an endpoint renew in one
 	// request. Default: the client's own.

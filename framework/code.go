@@ -21,6 +21,10 @@ const (
 	CodeUnavailable       Code = "unavailable"
 	CodeDeadlineExceeded  Code = "deadline_exceeded"
 	CodeCanceled          Code = "canceled"
+	// CodeUnknown means "outcome unknown": a keyed call failed after it
+	// may have reached a handler, and the server instance that could
+	// answer its replay is gone. The client gives it; a server never does.
+	CodeUnknown Code = "unknown"
 )
 
 // codeStatus is the one mapping from codes to HTTP statuses.
@@ -40,6 +44,7 @@ var codeStatus = map[Code]int{
 	// 499 is nginx's "client closed request", as gRPC-gateway maps
 	// CANCELLED.
 	CodeCanceled: statusClientClosedRequest,
+	CodeUnknown:  http.StatusInternalServerError,
 }
 
 // statusClientClosedRequest is the status of canceled: the caller gave up.

@@ -32,6 +32,8 @@ type losingTransport struct {
 	lose     atomic.Int64
 	mu       sync.Mutex
 	replayed []string // Lockstep-Replayed of each call's answer, in order
+	// onLose, if set, runs when an answer is lost, before the client hears.
+	onLose func()
 }
 
 var errAnswerLost = errors.New("connection reset after the request was sent")
@@ -47,6 +49,9 @@ func (t *losingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.lose.Add(-1) >= 0 {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
+		if t.onLose != nil {
+			t.onLose()
+		}
 		return nil, errAnswerLost
 	}
 	return resp, nil
@@ -281,4 +286,53 @@ func TestDrainingServerAnswersReplaysOfItsRecords(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.NoError(t, <-drained)
+}
+
+// Under ExactlyOnce every non-idempotent call gets a key of its own: a
+// lost answer is resent and answered from the record, without the caller
+// naming a key.
+func TestExactlyOnceKeysEveryNonIdempotentCall(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0")
+	tr := &losingTransport{inner: framework.NewTransport(nil)}
+	tr.lose.Store(1)
+	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
+		c.Transport, c.ExactlyOnce = tr, true
+	})
+	ack, err := report(timeout(t, 10*time.Second), cl, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), ack.Generation)
+	assert.Equal(t, int64(1), srv.handled.Load())
+	tr.mu.Lock()
+	assert.Equal(t, []string{"", "1"}, tr.replayed)
+	tr.mu.Unlock()
+}
+
+// A keyed call whose answer was lost may have been applied by the instance
+// that ran it. When that instance is gone (replaced at the same address),
+// the call is not resent to the new one, which holds no record: it fails
+// with unknown.
+func TestKeyedCallWhoseInstanceIsGoneFailsWithUnknown(t *testing.T) {
+	old := startBench(t, "127.0.0.1:0", "1.0.0")
+	tr := &losingTransport{inner: framework.NewTransport(nil)}
+	tr.lose.Store(1)
+	var replacement *benchServer
+	tr.onLose = func() {
+		// The old instance ran the call; it dies before the client learns
+		// that the answer was lost, and a new one takes its address.
+		require.NoError(t, old.Kill())
+		replacement = startBench(t, old.Addr, "1.0.0")
+	}
+	cl := benchClient(t, "1.0.0", []string{old.URL}, func(c *framework.ClientConfig) { c.Transport = tr })
+
+	_, err := report(timeout(t, 20*time.Second), cl, 1, framework.WithIdempotencyKey("k"))
+	require.Error(t, err)
+	assert.Equal(t, framework.CodeUnknown, framework.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "outcome unknown")
+	assert.Equal(t, int64(1), old.handled.Load())
+	assert.Zero(t, replacement.handled.Load(), "the new instance ran a call the old one may have applied")
+
+	// The client itself is fine: the next call goes to the new instance.
+	_, err = report(timeout(t, 20*time.Second), cl, 2, framework.WithIdempotencyKey("k2"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), replacement.handled.Load())
 }
