@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serverChildEnv) != "" {
 		os.Exit(runServerChild())
 	}
+	if os.Getenv(applyChildEnv) != "" {
+		os.Exit(runApplyChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 
