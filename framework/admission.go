@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -90,6 +91,9 @@ func sameOwner(owner, p *Peer) bool {
 	return p.Authenticated && owner.Identity == p.Identity
 }
 
+// bodyBufs holds the buffers request bodies are read into.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // readEntryBody reads a request body within the body limits: a declared
 // Content-Length over limit is refused before a byte is read, the whole
 // body must arrive within Limits.BodyReadTimeout, and it must be valid
@@ -99,7 +103,13 @@ func sameOwner(owner, p *Peer) bool {
 // the body unread close the connection. The release function returns the
 // buffer; the bytes are invalid after it.
 func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
-	limit := s.cfg.MaxBodyBytes
+	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes)
+}
+
+// readEntryBodyLimit is readEntryBody with a lower limit of the entry's
+// own (a hello's).
+func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, func(), error) {
+	limit = min(limit, s.cfg.MaxBodyBytes)
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
 		return nil, func() {}, Errorf(CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, limit)

@@ -1,12 +1,8 @@
 package framework
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
-	"sync"
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
@@ -64,33 +60,6 @@ func markDraining(w http.ResponseWriter) {
 	h.Set("Connection", "close")
 }
 
-var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// readBody reads a request body of at most limit bytes. The returned release
-// function gives the buffer back; the bytes are invalid after it.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, func(), error) {
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	release := func() {
-		if buf.Cap() <= 1<<20 {
-			bodyBufs.Put(buf)
-		}
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		release()
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, func() {}, Errorf(CodePayloadTooLarge, "request body exceeds %d bytes", limit)
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, func() {}, Errorf(CodeInvalidArgument, "request body was cut short")
-		}
-		return nil, func() {}, Errorf(CodeUnavailable, "reading request body: %v", err)
-	}
-	return buf.Bytes(), release, nil
-}
-
 // observedWriter remembers the code of the error written through it, for a
 // server's observer.
 type observedWriter struct {
@@ -99,3 +68,7 @@ type observedWriter struct {
 	contract string
 	reason   handshake.Reason
 }
+
+// Unwrap gives http.ResponseController the connection's writer, so the
+// body read deadline (readEntryBody) reaches the connection through it.
+func (w *observedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -42,7 +42,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, err)
 		return
 	}
-	body, release, err := s.readEntryBody(w, r)
+	body, release, err := s.readEntryBodyLimit(w, r, handshake.MaxHelloBytes)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -4,6 +4,7 @@ package framework
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"net"
@@ -36,9 +37,11 @@ type topicWriteAnswer struct {
 	Applied bool   `json:"applied"`
 }
 
-// topicRequest finds the topic and session of a topic request, with the
-// checks of a call: contract, version, topic, session, agreed version.
-func (s *Server) topicRequest(r *http.Request) (*topicStore, *session, error) {
+// topicRequest finds the topic of a topic request and admits it
+// (admission.go): draining (for writes), identity, session and its
+// binding, version, rate, calls in flight (for writes), authorization. On
+// success the caller must call done on the admission when the entry ends.
+func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *admitted, error) {
 	contract, ver, topic := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "topic")
 	sc := s.lookup(contract)
 	if sc == nil {
@@ -60,48 +63,36 @@ func (s *Server) topicRequest(r *http.Request) (*topicStore, *session, error) {
 		}
 		return nil, nil, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic)
 	}
-	token := r.Header.Get(protocol.HeaderSession)
-	if token == "" {
-		return nil, nil, Errorf(CodeHandshakeRequired, "request carries no %s header: handshake first", protocol.HeaderSession)
+	adm, err := s.admitSession(r, sessionEntry{kind: kind, contract: contract, version: ver, topic: topic,
+		call: kind == EntryTopicWrite, authorize: true})
+	if err != nil {
+		return nil, nil, err
 	}
-	sess := s.sessions.get(token)
-	if sess == nil || sess.contract != contract {
-		return nil, nil, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract)
-	}
-	if sess.version != ver {
-		return nil, nil, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the request is at %s", contract, sess.version, ver)
-	}
-	return t, sess, nil
+	return t, adm, nil
 }
 
 // serveTopicWrite answers POST /lockstep/<contract>/<version>/topics/<Topic>.
 func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
-	t, sess, err := s.topicRequest(r)
+	t, adm, err := s.topicRequest(r, EntryTopicWrite)
 	if err != nil {
 		s.refuse(w, err)
 		return
 	}
-	s.inFlight.Add(1)
-	defer s.callEnded()
-	sess.inFlight.Add(1)
-	defer sess.inFlight.Add(-1)
-	sess.lastSeen.Store(s.now())
-	if s.draining.Load() {
-		s.lastArrival.Store(s.now())
-		sess.drainNotified.Store(true)
-		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component))
-		return
-	}
+	defer adm.done()
+	sess := adm.sess
 	if t.decl.Writer != handshake.RoleClient {
 		s.refuse(w, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
 		return
 	}
-	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, release, err := s.readEntryBody(w, r)
 	if err != nil {
-		s.refuse(w, err)
+		s.fail(w, err)
 		return
 	}
-	ans, err := t.write(writerKey{sess.peer.Component, sess.peer.Instance}, body)
+	out, err := s.intercept(adm.ctx, &Call{Kind: EntryTopicWrite, Contract: t.contract.Name(), Version: t.contract.Version(),
+		Method: t.name, Peer: sess.peer, Header: r.Header, Request: json.RawMessage(body)}, func(context.Context, *Call) (any, error) {
+		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, body)
+	})
 	release()
 	draining := s.draining.Load()
 	if draining {
@@ -112,10 +103,10 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if draining {
-		w.Header().Set(protocol.HeaderDraining, "1")
+		markDraining(w)
 	}
-	out, _ := json.Marshal(ans)
-	writeJSON(w, http.StatusOK, out)
+	b, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, b)
 }
 
 // write decodes, checks and applies one client write.
@@ -172,18 +163,24 @@ func (t *topicStore) write(w writerKey, body []byte) (topicWriteAnswer, error) {
 // a stream of newline-delimited JSON frames: the current object of every
 // key, a synced marker, then each change (docs/topics.md).
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
-	t, sess, err := s.topicRequest(r)
+	t, adm, err := s.topicRequest(r, EntryWatch)
 	if err != nil {
 		s.refuse(w, err)
 		return
 	}
-	sess.lastSeen.Store(s.now())
+	defer adm.done()
+	sess := adm.sess
 	if s.draining.Load() {
 		sess.drainNotified.Store(true)
 		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return
 	}
-	ws, err := t.addWatcher(sess, r.URL.Query().Get(protocol.QuerySince))
+	var ws *watchStream
+	_, err = s.intercept(adm.ctx, &Call{Kind: EntryWatch, Contract: t.contract.Name(), Version: t.contract.Version(),
+		Method: t.name, Peer: sess.peer, Header: r.Header}, func(context.Context, *Call) (any, error) {
+		ws, err = t.addWatcher(sess, r.URL.Query().Get(protocol.QuerySince))
+		return nil, err
+	})
 	if err != nil {
 		s.refuse(w, err)
 		return

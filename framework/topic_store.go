@@ -264,6 +264,11 @@ func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, erro
 	if len(t.watchers) >= t.cfg.maxWatchers {
 		return nil, Errorf(CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.maxWatchers)
 	}
+	// The session's and its peer's watchers (Limits), released in
+	// removeWatcher.
+	if err := t.s.limits.addWatcher(sess.usage, sess); err != nil {
+		return nil, err
+	}
 	if p, ok := parseResumePoint(since); ok {
 		ws.pend, ws.resumed = t.resumeLocked(p)
 	}
@@ -285,7 +290,10 @@ func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, erro
 
 func (t *topicStore) removeWatcher(ws *watchStream) {
 	t.mu.Lock()
-	delete(t.watchers, ws)
+	if _, ok := t.watchers[ws]; ok {
+		delete(t.watchers, ws)
+		t.s.limits.removeWatcher(ws.sess.usage, ws.sess)
+	}
 	t.mu.Unlock()
 }
 

@@ -290,8 +290,11 @@ func BenchmarkWatchIdleMemory(b *testing.B) {
 	bin := buildIdleWatchers(b)
 	c := topicContract(b, "1.0.0")
 	var writer *framework.TopicWriter[topicmsg.NodeHealth]
+	// All the streams ride one session: the per-session and per-peer
+	// watcher limits are raised to fit them.
 	srv := frameworktest.StartServer(b, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
-		SessionTTL: 10 * time.Minute, Heartbeat: time.Minute}, func(s *framework.Server) {
+		SessionTTL: 10 * time.Minute, Heartbeat: time.Minute,
+		Limits: framework.Limits{WatchersPerSession: watchers, WatchersPerPeer: watchers}}, func(s *framework.Server) {
 		writer = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth, framework.WithMaxWatchers(watchers))
 	})
 	for k := range keys {

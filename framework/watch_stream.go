@@ -117,7 +117,12 @@ type watchStream struct {
 	pinger     clockwork.Timer
 	finished   chan struct{} // closed on entering streamFinished
 
-	maxQueued                 int
+	maxQueued int
+	// queuedBytes is the bytes of the frames pend holds that were marked
+	// after the snapshot was taken for sending; a watcher that does not
+	// read lets it grow to Limits.WatchQueuedBytes, then is closed with an
+	// overflow frame (it resumes with a fresh snapshot).
+	queuedBytes               int64
 	frames, writes, coalesced uint64
 }
 
@@ -215,6 +220,18 @@ func (ws *watchStream) markAll(batch []*topicChange) {
 
 // markLocked records that ch is the latest change of its key.
 func (ws *watchStream) markLocked(ch *topicChange) {
+	if !ws.needSynced {
+		ws.queuedBytes += int64(len(ch.frame))
+		if i := ws.pending(ch.key); i >= 0 {
+			ws.queuedBytes -= int64(len(ws.pend[i].frame))
+		}
+		if limit := ws.topic.s.cfg.Limits.WatchQueuedBytes; limit > 0 && ws.queuedBytes > limit {
+			ws.pend, ws.index, ws.queuedBytes = nil, nil, 0
+			ws.closeReason = protocol.CloseOverflow
+			ws.moveLocked(streamClosing)
+			return
+		}
+	}
 	if i := ws.pending(ch.key); i >= 0 {
 		ws.pend[i] = ch
 		ws.coalesced++
@@ -385,7 +402,7 @@ func (ws *watchStream) takeRound(spare []*topicChange) (r flushRound, ok bool) {
 	if ws.state == streamClosing {
 		r.closing = ws.closeReason
 	}
-	ws.pend = spare[:0]
+	ws.pend, ws.queuedBytes = spare[:0], 0
 	clear(ws.index)
 	ws.prefix, ws.needSynced, ws.pingDue = nil, false, false
 	return r, true

@@ -15,9 +15,13 @@ import (
 // last duplicate win, so {"component":"kubelet","Component":"scheduler"}
 // would be read as whichever came last), every key must be spelt exactly as
 // the wire names it, and nothing may follow the hello. The decoded hello is
-// then checked with [Hello.Validate].
+// then checked with [Hello.Validate]. A body over [MaxHelloBytes] is
+// refused before it is looked at.
 func DecodeHello(body []byte) (Hello, error) {
 	var h Hello
+	if len(body) > MaxHelloBytes {
+		return h, fmt.Errorf("hello is %d bytes, at most %d allowed", len(body), MaxHelloBytes)
+	}
 	if err := CheckStrictJSON(body, helloKeys); err != nil {
 		return h, err
 	}
@@ -26,6 +30,12 @@ func DecodeHello(body []byte) (Hello, error) {
 	}
 	return h, h.Validate()
 }
+
+// MaxHelloBytes bounds a hello's encoded size. A hello of [MaxOffers]
+// offers with names of [MaxNameBytes] is under 10 KiB; the bound keeps what
+// an unauthenticated peer can make a server read and check cheap (a 1 MiB
+// hello would cost tens of milliseconds of CPU to check).
+const MaxHelloBytes = 64 << 10
 
 // helloKeys are the keys a hello and its offers may carry, spelt as on the
 // wire.

@@ -60,7 +60,7 @@ func TestDecodeHello(t *testing.T) {
 func TestDecodeHelloOffersBound(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"contract":"c","component":"k","instance":"i","offers":[`)
-	for i := 0; i < 10000; i++ {
+	for i := 0; i < handshake.MaxOffers+1; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -68,8 +68,12 @@ func TestDecodeHelloOffersBound(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	_, err := handshake.DecodeHello([]byte(b.String()))
-	if err == nil || !strings.Contains(err.Error(), "at most 64") {
-		t.Fatalf("DecodeHello of 10^4 offers: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "at most 64 allowed") {
+		t.Fatalf("DecodeHello of 65 offers: %v", err)
+	}
+	huge := `{"contract":"c","component":"k","instance":"` + strings.Repeat("i", handshake.MaxHelloBytes) + `"}`
+	if _, err := handshake.DecodeHello([]byte(huge)); err == nil || !strings.Contains(err.Error(), "at most 65536 allowed") {
+		t.Fatalf("DecodeHello of a 64 KiB hello: %v", err)
 	}
 }
 

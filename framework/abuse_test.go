@@ -1,0 +1,474 @@
+package framework_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/certs"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// abuseLimits are the server's bounds in the abuse test: the defaults'
+// shape, scaled down so that a round of abuse reaches every one of them
+// within seconds.
+var abuseLimits = framework.Limits{
+	WatchersPerSession: 4,
+	WatchersPerPeer:    12,
+	BodyReadTimeout:    time.Second,
+	WatchQueuedBytes:   256 << 10,
+}
+
+const (
+	abuseMaxSessions = 400 // a peer may hold a quarter: 100
+	abuseTopicKeys   = 500 // about 750 KB of NodeStatus objects
+)
+
+// abuseServer serves the bench contract and the topics contract under
+// mutual TLS, with a live writer of the NodeStatus topic.
+type abuseServer struct {
+	*frameworktest.Running
+	ca     *certs.CA
+	status *framework.TopicWriter[benchmsg.NodeStatus]
+}
+
+func startAbuseServer(t *testing.T) *abuseServer {
+	t.Helper()
+	ca := frameworktest.NewCA(t)
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: "nc-0"})
+	a := &abuseServer{ca: ca}
+	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
+	a.Running = frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+		MTLS: creds, SessionTTL: time.Second, Heartbeat: 200 * time.Millisecond, MaxSessions: abuseMaxSessions,
+		MaxBodyBytes: 2 << 20, Limits: abuseLimits}, func(s *framework.Server) {
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			return &benchmsg.Ack{Accepted: true}, nil
+		}
+		framework.HandleUnary(s, bench, "ReportStatus", ack)
+		framework.HandleBatch(s, bench, "ReportStatuses", ack)
+		a.status = framework.ServeTopic[benchmsg.NodeStatus](s, topics, topicmsg.TopicNodeStatus)
+		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
+		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease)
+		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity)
+	})
+	a.writeTopic(t, 0)
+	return a
+}
+
+// writeTopic sets every key of the NodeStatus topic to a new version.
+func (a *abuseServer) writeTopic(t *testing.T, round int) {
+	t.Helper()
+	for k := range abuseTopicKeys {
+		n := benchmsg.Node(k)
+		n.Images = append(slices.Clone(n.Images), fmt.Sprintf("round-%d", round))
+		require.NoError(t, a.status.Set(n))
+	}
+}
+
+func (a *abuseServer) tlsConfig(t *testing.T, spec certs.Spec) *tls.Config {
+	t.Helper()
+	cert, err := a.ca.Issue(spec)
+	require.NoError(t, err)
+	return &tls.Config{RootCAs: a.ca.Pool(), Certificates: []tls.Certificate{cert}, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+}
+
+// attacker is one hostile peer with a valid certificate of its own.
+type attacker struct {
+	t   *testing.T
+	a   *abuseServer
+	cfg *tls.Config
+	hc  *http.Client
+	tr  *http.Transport
+}
+
+func (a *abuseServer) attacker(t *testing.T) *attacker {
+	cfg := a.tlsConfig(t, certs.Spec{Component: "kubelet", Name: "evil"})
+	tr := &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &attacker{t: t, a: a, cfg: cfg, tr: tr, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// post sends a request and returns its status and error code.
+func (at *attacker) post(method, path, token string, body []byte) (int, string) {
+	at.t.Helper()
+	req, err := http.NewRequest(method, at.a.URL+path, bytes.NewReader(body))
+	require.NoError(at.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set(protocol.HeaderSession, token)
+	}
+	resp, err := at.hc.Do(req)
+	require.NoError(at.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var w struct {
+		Code    string `json:"code"`
+		Session string `json:"session"`
+	}
+	_ = json.Unmarshal(b, &w)
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, w.Session
+	}
+	return resp.StatusCode, w.Code
+}
+
+func abuseHello(c *framework.Contract, instance string) []byte {
+	b, _ := json.Marshal(handshake.Hello{Contract: c.Name(), Component: "kubelet", Instance: instance,
+		Release: "1.31.0", Offers: []handshake.Offer{c.Offer()}})
+	return b
+}
+
+// dial opens a raw TLS connection as the attacker.
+func (at *attacker) dial() net.Conn {
+	at.t.Helper()
+	conn, err := tls.Dial("tcp", at.a.Addr, at.cfg)
+	require.NoError(at.t, err)
+	return conn
+}
+
+// raw writes a request by hand and reads the answer's status and code.
+func raw(t *testing.T, conn net.Conn, head string, body []byte) (int, string, http.Header) {
+	t.Helper()
+	_, err := io.WriteString(conn, head)
+	require.NoError(t, err)
+	if body != nil {
+		_, err = conn.Write(body)
+		require.NoError(t, err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var w struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(b, &w)
+	return resp.StatusCode, w.Code, resp.Header
+}
+
+// legit is a well-behaved kubelet calling the server as fast as one caller
+// can, recording every call's latency until stopped.
+type legit struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	errs      []error
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func startLegit(t *testing.T, a *abuseServer) *legit {
+	t.Helper()
+	creds, _ := frameworktest.NewCredentials(t, a.ca, certs.Spec{Component: "kubelet", Name: "good"})
+	tr := creds.Transport("")
+	t.Cleanup(tr.CloseIdleConnections)
+	cl := benchClient(t, "1.0.0", []string{a.URL}, func(c *framework.ClientConfig) { c.Transport = tr; c.Instance = "good-0" })
+	require.NoError(t, cl.WaitReady(timeout(t, 10*time.Second)))
+	l := &legit{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		deadline := time.Now().Add(5 * time.Minute)
+		for i := 0; i < 1_000_000 && time.Now().Before(deadline); i++ {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			start := time.Now()
+			_, err := report(ctx, cl, i)
+			cancel()
+			l.mu.Lock()
+			l.latencies = append(l.latencies, time.Since(start))
+			if err != nil {
+				l.errs = append(l.errs, err)
+			}
+			l.mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // a steady caller, not a second flood
+		}
+	}()
+	return l
+}
+
+func (l *legit) finish() (p50, p99 time.Duration, calls int, errs []error) {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lat := slices.Clone(l.latencies)
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return 0, 0, 0, l.errs
+	}
+	return lat[len(lat)/2], lat[(len(lat)*99)/100], len(lat), l.errs
+}
+
+// rssBytes is the process's resident set size.
+func rssBytes(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// TestAbuseMatrix attacks a live server over mutual TLS, round after
+// round, from one peer with a valid certificate: a session flood,
+// watchers that never read, trickled bodies, an oversized Content-Length,
+// 1 MiB names, 10^4 offers, 40k-item batches and a replayed token. Each
+// abuse must get its documented code (docs/security.md), a legitimate
+// peer must keep being served throughout with bounded latency, and the
+// process's goroutines and memory must not grow from round to round.
+func TestAbuseMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("abuse matrix: seconds of load")
+	}
+	a := startAbuseServer(t)
+	l := startLegit(t, a)
+	at := a.attacker(t)
+	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
+
+	const rounds = 3
+	baseGoroutines := runtime.NumGoroutine()
+	var heaps, rsss []uint64
+	for round := range rounds {
+		// Session flood: the peer's share, then resource_exhausted.
+		// It holds them with a heartbeat every 10 handshakes, as a
+		// real flood would.
+		var tokens []string
+		for i := range 150 {
+			if i%10 == 9 {
+				beat, _ := json.Marshal(map[string][]string{"sessions": tokens})
+				code, _ := at.post(http.MethodPost, protocol.PathHeartbeat, "", beat)
+				require.Equal(t, http.StatusOK, code)
+			}
+			code, v := at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(bench, fmt.Sprintf("evil-%d-%d", round, i)))
+			if code == http.StatusOK {
+				tokens = append(tokens, v)
+				continue
+			}
+			require.Equal(t, string(framework.CodeResourceExhausted), v, "handshake %d", i)
+		}
+		require.Equal(t, abuseMaxSessions/4, len(tokens), "a peer holds a quarter of the sessions")
+		legitPeer := a.attackerAs(t, "good")
+		code, legitToken := legitPeer.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(bench, fmt.Sprintf("good-new-%d", round)))
+		require.Equal(t, http.StatusOK, code, "another peer still gets a session during the flood")
+
+		// A replayed token (the legitimate peer's, as an attacker that
+		// sniffed it would hold it) and a takeover.
+		_, v := at.post(http.MethodPost, protocol.CallPath("bench", "1.0.0", "ReportStatus"), legitToken, mustJSON(t, benchmsg.Node(1)))
+		assert.Equal(t, string(framework.CodePermissionDenied), v, "replayed token")
+		_, v = at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(bench, "good-0"))
+		assert.Equal(t, string(framework.CodePermissionDenied), v, "takeover of the legitimate instance")
+
+		// 40k-item batches, 1 MiB names, 10^4 offers.
+		items := bytes.Repeat([]byte(`{},`), 40000)
+		_, v = at.post(http.MethodPost, protocol.CallPath("bench", "1.0.0", "ReportStatuses"), tokens[0],
+			append(append([]byte(`{"items":[`), items[:len(items)-1]...), ']', '}'))
+		assert.Equal(t, string(framework.CodeInvalidArgument), v, "40k items")
+		body, _ := json.Marshal(map[string][]string{"sessions": tokens})
+		code, _ = at.post(http.MethodDelete, protocol.PathSession, "", body)
+		require.Equal(t, http.StatusNoContent, code, "the flood's sessions closed")
+		// A hello over 64 KiB is refused unread; within it, names and
+		// offers have bounds of their own.
+		_, v = at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(bench, strings.Repeat("x", 1<<20)))
+		assert.Equal(t, string(framework.CodePayloadTooLarge), v, "1 MiB instance")
+		_, v = at.post(http.MethodPost, protocol.PathHandshake, "", manyOffers(bench, 10000))
+		assert.Equal(t, string(framework.CodePayloadTooLarge), v, "10^4 offers")
+		_, v = at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(bench, strings.Repeat("x", 254)))
+		assert.Equal(t, string(framework.CodeInvalidArgument), v, "a 254-byte instance")
+		_, v = at.post(http.MethodPost, protocol.PathHandshake, "", manyOffers(bench, handshake.MaxOffers+1))
+		assert.Equal(t, string(framework.CodeInvalidArgument), v, "65 offers")
+
+		// An oversized Content-Length is refused before a byte is read.
+		conn := at.dial()
+		status, v, h := raw(t, conn, "POST "+protocol.PathHandshake+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n", nil)
+		conn.Close()
+		assert.Equal(t, http.StatusRequestEntityTooLarge, status)
+		assert.Equal(t, string(framework.CodePayloadTooLarge), v)
+		assert.Empty(t, h.Get(protocol.HeaderNotProcessed))
+
+		// Trickled bodies: each is cut at the body deadline.
+		var wg sync.WaitGroup
+		trickled := make(chan string, 20)
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conn := at.dial()
+				defer conn.Close()
+				stop := make(chan struct{})
+				defer close(stop)
+				go func() {
+					tick := time.NewTicker(100 * time.Millisecond)
+					defer tick.Stop()
+					for range 100 {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+						}
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}()
+				_, v, _ := raw(t, conn, "POST "+protocol.PathHandshake+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", nil)
+				trickled <- v
+			}()
+		}
+		wg.Wait()
+		close(trickled)
+		for v := range trickled {
+			assert.Equal(t, string(framework.CodeDeadlineExceeded), v, "trickled body")
+		}
+
+		// Watchers that never read: the session's and the peer's caps,
+		// then every stream is closed by the server, which keeps no more
+		// than bounded bytes for them meanwhile.
+		var watchTokens []string
+		for i := range 4 {
+			code, v := at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, fmt.Sprintf("evil-w-%d-%d", round, i)))
+			require.Equal(t, http.StatusOK, code, v)
+			watchTokens = append(watchTokens, v)
+		}
+		var watchConns []net.Conn
+		watch := func(token string) (int, string) {
+			conn := at.dial()
+			head := "GET " + protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus) + " HTTP/1.1\r\nHost: x\r\n" +
+				protocol.HeaderSession + ": " + token + "\r\n\r\n"
+			_, err := io.WriteString(conn, head)
+			require.NoError(t, err)
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
+			require.NoError(t, err)
+			if resp.StatusCode == http.StatusOK {
+				watchConns = append(watchConns, conn) // and never read again
+				return resp.StatusCode, ""
+			}
+			var w struct{ Code string }
+			_ = json.NewDecoder(resp.Body).Decode(&w)
+			conn.Close()
+			return resp.StatusCode, w.Code
+		}
+		for i := range abuseLimits.WatchersPerSession {
+			code, v := watch(watchTokens[0])
+			require.Equal(t, http.StatusOK, code, "watch %d: %s", i, v)
+		}
+		_, v = watch(watchTokens[0])
+		assert.Equal(t, string(framework.CodeResourceExhausted), v, "watchers per session")
+		for _, token := range watchTokens[1:3] {
+			beat, _ := json.Marshal(map[string][]string{"sessions": watchTokens})
+			code, _ := at.post(http.MethodPost, protocol.PathHeartbeat, "", beat)
+			require.Equal(t, http.StatusOK, code)
+			for range abuseLimits.WatchersPerSession {
+				code, v := watch(token)
+				require.Equal(t, http.StatusOK, code, v)
+			}
+		}
+		_, v = watch(watchTokens[3])
+		assert.Equal(t, string(framework.CodeResourceExhausted), v, "watchers per peer")
+		a.writeTopic(t, round+1) // changes pile up for watchers that never read
+		require.Eventually(t, func() bool { return watchers(a, topicmsg.TopicNodeStatus) == 0 }, 30*time.Second, 50*time.Millisecond,
+			"the server closes watchers that never read")
+		for _, c := range watchConns {
+			c.Close()
+		}
+
+		// The attacker goes away; its sessions with it.
+		body, _ = json.Marshal(map[string][]string{"sessions": watchTokens})
+		code, _ = at.post(http.MethodDelete, protocol.PathSession, "", body)
+		require.Equal(t, http.StatusNoContent, code)
+		at.tr.CloseIdleConnections()
+		legitPeer.tr.CloseIdleConnections()
+
+		require.Eventually(t, func() bool { return runtime.NumGoroutine() <= baseGoroutines+20 }, 30*time.Second, 50*time.Millisecond,
+			"goroutines after round %d: %d, before the first %d", round, runtime.NumGoroutine(), baseGoroutines)
+		heaps = append(heaps, heapInUse())
+		rsss = append(rsss, rssBytes(t))
+	}
+	p50, p99, calls, errs := l.finish()
+	t.Logf("legitimate peer under abuse: %d calls, p50 %s, p99 %s; heap in use after each round %v MiB; RSS %v MiB",
+		calls, p50, p99, mib(heaps), mib(rsss))
+	assert.Empty(t, errs, "the legitimate peer's calls all succeeded")
+	assert.Positive(t, calls)
+	assert.Less(t, p99, 3*time.Second, "the legitimate peer's p99 stays bounded")
+	assert.Less(t, heaps[rounds-1], heaps[0]+32<<20, "heap does not grow from round to round")
+	assert.Less(t, rsss[rounds-1], uint64(1<<30), "RSS stays bounded")
+}
+
+func (a *abuseServer) attackerAs(t *testing.T, name string) *attacker {
+	cfg := a.tlsConfig(t, certs.Spec{Component: "kubelet", Name: name})
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &attacker{t: t, a: a, cfg: cfg, tr: tr, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+func watchers(a *abuseServer, topic string) int {
+	for _, st := range a.Server.TopicStats() {
+		if st.Topic == topic {
+			return len(st.Watchers)
+		}
+	}
+	return -1
+}
+
+func manyOffers(c *framework.Contract, n int) []byte {
+	offers := make([]handshake.Offer, n)
+	for i := range offers {
+		offers[i] = handshake.Offer{Version: fmt.Sprintf("1.0.%d", i), Fingerprint: c.Fingerprint()}
+	}
+	b, _ := json.Marshal(handshake.Hello{Contract: c.Name(), Component: "kubelet", Instance: "evil-offers", Release: "1.31.0", Offers: offers})
+	return b
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func mib(v []uint64) []uint64 {
+	out := make([]uint64, len(v))
+	for i, x := range v {
+		out[i] = x >> 20
+	}
+	return out
+}
