@@ -17,8 +17,8 @@ import (
 // fields take the defaults named on each; the defaults sit above the
 // project's own loads (one node-simulator identity holding 10,000 sessions
 // heartbeating at 1 Hz, one client making about 36,000 calls a second). Each
-// limit is answered with its documented code (docs/security.md) and counted
-// in ServerObserver.Refused.
+// limit is answered with its documented code (docs/security.md); refusals
+// show in the server's call and handshake metrics by code.
 //
 // A peer is its authenticated identity under mutual TLS. Without it a peer
 // is only what it claims, so limits are kept per (claimed component, remote
