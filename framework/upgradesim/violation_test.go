@@ -104,6 +104,14 @@ wait until 10 calls acknowledged within 10s`,
 			message:   []string{"was applied 2 times; the last time by nodecontroller (v2)"},
 		},
 		{
+			name:      "a handler that applies a keyed call twice",
+			world:     world{brokenV2: "apply-twice", exactlyOnce: true},
+			plan:      upgradeServerFirst,
+			invariant: upgradesim.InvariantAppliedOnce,
+			steps:     []int{5, 6},
+			message:   []string{"was applied 2 times; the last time by nodecontroller (v2)", "key "},
+		},
+		{
 			name:  "a contract changed without a version bump",
 			world: world{brokenV2: "fingerprint", bound: 300 * time.Millisecond, timeout: time.Second},
 			plan: `

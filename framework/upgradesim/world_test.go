@@ -163,6 +163,9 @@ type world struct {
 	rate float64
 	// idempotent declares Report idempotent.
 	idempotent bool
+	// exactlyOnce runs the kubelets' clients with ClientConfig.ExactlyOnce:
+	// every Report carries an idempotency key.
+	exactlyOnce bool
 }
 
 func (w world) contracts() contracts {
@@ -187,6 +190,9 @@ func (w world) String() string {
 	}
 	if w.idempotent {
 		s += ", Report idempotent"
+	}
+	if w.exactlyOnce {
+		s += ", kubelets exactly-once"
 	}
 	return s
 }
@@ -344,9 +350,9 @@ func droppingPublisher(env *upgradesim.Env) (*upgradesim.Instance, error) {
 // kubelet starts a kubelet: v1 calls 1.0.0; v2 calls 2.0.0, and in fork
 // mode also 1.0.0 nodecontrollers and the pinned 1.0.0 extender. It
 // watches the topic Nodes at its own version.
-func kubelet(cs contracts, v2, fork, external bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
+func kubelet(cs contracts, v2, fork, external, exactlyOnce bool) func(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	return func(env *upgradesim.Env) (*upgradesim.Instance, error) {
-		cfg := framework.ClientConfig{Release: "1.30.0"}
+		cfg := framework.ClientConfig{Release: "1.30.0", ExactlyOnce: exactlyOnce}
 		contract := cs.v1
 		if v2 {
 			cfg.Release, contract = "1.31.0", cs.v2
@@ -449,8 +455,8 @@ func (w world) config() upgradesim.Config {
 				{Name: "v2", Speaks: v2Speaks, Start: ncV2},
 			}},
 			{Name: "kubelet", Replicas: w.kubelets, Versions: []upgradesim.Version{
-				{Name: "v1", Speaks: speaks("1.0.0"), Start: kubelet(cs, false, w.fork, w.external)},
-				{Name: "v2", Speaks: v2Speaks, Start: kubelet(cs, true, w.fork, w.external)},
+				{Name: "v1", Speaks: speaks("1.0.0"), Start: kubelet(cs, false, w.fork, w.external, w.exactlyOnce)},
+				{Name: "v2", Speaks: v2Speaks, Start: kubelet(cs, true, w.fork, w.external, w.exactlyOnce)},
 			}},
 		},
 		Traffic: []upgradesim.Traffic{
