@@ -61,7 +61,7 @@ func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
 func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
 	all := []Code{CodeInvalidArgument, CodeUnauthenticated, CodePermissionDenied, CodeNotFound,
 		CodeIncompatiblePeer, CodeHandshakeRequired, CodeConflict, CodePayloadTooLarge,
-		CodeResourceExhausted, CodeInternal, CodeUnavailable, CodeDeadlineExceeded, CodeCanceled}
+		CodeResourceExhausted, CodeInternal, CodeUnavailable, CodeDeadlineExceeded, CodeCanceled, CodeUnknown}
 	assert.Len(t, codeStatus, len(all))
 	for _, c := range all {
 		assert.True(t, c.Valid())
