@@ -18,7 +18,7 @@ func TestRefusalsTheServerCannotHoldAreRetriedWithBackoff(t *testing.T) {
 		c.OnPeerJoined = func(framework.SessionInfo) { joined.Add(1) }
 	})
 	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) { c.PeerRelease = ">= 2.0" })
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a second of real backoff, to count the attempts made in it
 	// The backoff tops out at 100ms: about ten attempts a second, where the
 	// hot loop opened thousands of sessions.
 	assert.Less(t, joined.Load(), int64(40), "sessions opened in a second")

@@ -47,7 +47,7 @@ func runApplyChild() int {
 		mu.Unlock()
 		// The effect is applied; the answer takes a moment more, so that a
 		// kill often falls between the two, the case exactly-once is for.
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // widens the window between applying and answering
 		return &benchmsg.Ack{Accepted: true}, nil
 	}
 	framework.HandleUnary(srv, c, "ReportStatus", apply)
