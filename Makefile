@@ -4,7 +4,7 @@
 GO        ?= go
 PKGS      ?= ./...
 # Every Go module in the repository (nested ones too, e.g. bench, examples,
-# sample, conformance: `./...` stops at a
+# sample: `./...` stops at a
 # nested go.mod, so each target loops over these directories).
 MODULES   := $(patsubst %/go.mod,%,$(shell git ls-files --cached --others --exclude-standard '*go.mod' 2>/dev/null || echo go.mod))
 MODULES   := $(patsubst go.mod,.,$(MODULES))
