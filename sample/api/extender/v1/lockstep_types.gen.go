@@ -18,7 +18,7 @@ import (
 type ExtenderArgs struct {
 	Pod   Pod      `json:"Pod"`
 	Nodes NodeList `json:"Nodes,omitzero"`
-	// The candidate nodes by name
+	// The candidate nodes by name, when the extender caches nodes itself.
 	NodeNames jsonwire.Nullable[[]string] `json:"NodeNames,omitzero"`
 	// AdditionalProperties holds the members the schema does not declare.
 	AdditionalProperties map[string]json.RawMessage `json:"-"`
