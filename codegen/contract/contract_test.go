@@ -83,6 +83,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad YAML", header + "schemas: [\n", nil, []string{"contract.yaml"}},
 		{"contract-relative pointer hint", header + "schemas:\n  Req: {$ref: \"#/$defs/X\"}\n",
 			nil, []string{"refer to a message as #/schemas/<Name>"}},
+		{"comma in an unquoted flow scalar", header + "schemas:\n  Req: {type: string, description: Names, when cached.}\n",
+			nil, []string{"contract.yaml:6:43", `member "when cached." has no value`, "quote the text"}},
 		{"duplicate JSON member", `{"contract":"demo","contract":"x"}`, nil, []string{"contract.json:1:20", "duplicate member"}},
 	}
 	for _, tt := range tests {

@@ -528,6 +528,11 @@ func fromYAML(y *yaml.Node, depth int) (*Node, error) {
 				return nil, yamlErr(k, "duplicate member %q", k.Value)
 			}
 			seen[k.Value] = true
+			if y.Style&yaml.FlowStyle != 0 && v.Tag == "!!null" && v.Value == "" {
+				// {description: a, b} parses as two members, the second "b" with
+				// no value: almost always prose cut short by an unquoted comma.
+				return nil, yamlErr(k, "member %q has no value: a comma ends an unquoted scalar in a {...} mapping; quote the text before it", k.Value)
+			}
 			cv, err := fromYAML(v, depth+1)
 			if err != nil {
 				return nil, err
