@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
@@ -467,9 +469,8 @@ func runReconnectGap(b *testing.B, kill bool, down time.Duration, backoff framew
 		// The call is made once the client knows the server is gone (a
 		// drained server told it; a killed one is noticed at the next beat),
 		// so it blocks rather than racing the stop on a pooled connection.
-		if err := waitUnready(cl, 5*time.Second); err != nil {
-			b.Fatal(err)
-		}
+		require.Eventually(b, func() bool { return cl.Ready() != nil }, 5*time.Second, time.Millisecond,
+			"the client still routes to a stopped server")
 		type outcome struct {
 			end time.Time
 			err error
@@ -506,18 +507,6 @@ func runReconnectGap(b *testing.B, kill bool, down time.Duration, backoff framew
 	b.ReportMetric(float64(benchrun.Percentile(gaps, 1))/1e6, "max-ms")
 	b.ReportMetric(float64(benchrun.Percentile(toSession, 0.5))/1e6, "session-p50-ms")
 	b.ReportMetric(float64(benchrun.Percentile(toSession, 0.99))/1e6, "session-p99-ms")
-}
-
-// waitUnready waits until cl has no routable endpoint.
-func waitUnready(cl *framework.Client, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for cl.Ready() == nil {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the client still routes to a stopped server after %v", limit)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
 }
 
 // countingListener counts the connections a server accepted.

@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,20 +290,14 @@ func endpointState(cl *framework.Client, url string) string {
 }
 
 // endpointStateEventually waits for an endpoint to reach one of states and
-// returns the first of states if it did.
+// returns the first of states if it did, its last state if not.
 func endpointStateEventually(t *testing.T, cl *framework.Client, url string, states ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		s := endpointState(cl, url)
-		for _, want := range states {
-			if s == want {
-				return states[0]
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
+	reached := func() bool { return slices.Contains(states, endpointState(cl, url)) }
+	if !assert.Eventually(t, reached, 5*time.Second, 5*time.Millisecond, "endpoint %s never %q", url, states) {
+		return endpointState(cl, url)
 	}
-	return endpointState(cl, url)
+	return states[0]
 }
 
 var _ = http.StatusOK

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
@@ -179,13 +181,7 @@ func runFanout[T any](b *testing.B, sc fanoutScenario[T]) fanoutResult {
 		}
 		return true
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !convergedAll() {
-		if time.Now().After(deadline) {
-			b.Fatal("watchers did not converge within 60s of the last write")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(b, convergedAll, 60*time.Second, 10*time.Millisecond, "watchers converge after the last write")
 	b.StopTimer()
 	cpu := processCPU() - cpu0
 	wall := time.Since(start)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -298,12 +299,9 @@ func health(n int, gen int64, padding int) *topicmsg.NodeHealth {
 // the server's topic holds: the same keys at the same versions.
 func requireCacheMatches[T any](t testing.TB, name string, inf *framework.Informer[T], view *framework.TopicView[T], within time.Duration) {
 	t.Helper()
-	var diff string
-	ok := waitFor(within, func() bool {
-		diff = cacheDiff(inf, view)
-		return diff == ""
-	})
-	require.True(t, ok, "%s did not converge within %v: %s", name, within, diff)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, cacheDiff(inf, view), "%s did not converge within %v", name, within)
+	}, within, 5*time.Millisecond)
 }
 
 func cacheDiff[T any](inf *framework.Informer[T], view *framework.TopicView[T]) string {
@@ -327,17 +325,4 @@ func cacheDiff[T any](inf *framework.Informer[T], view *framework.TopicView[T]) 
 		}
 	}
 	return ""
-}
-
-func waitFor(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

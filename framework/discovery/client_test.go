@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/discovery"
@@ -167,7 +170,7 @@ func TestClientFollowsDNS(t *testing.T) {
 			// A DNS outage keeps them.
 			z.setMode(serverFailure)
 			from := z.total()
-			waitFor(t, "failed resolutions", func() bool { return z.total() >= from+3 })
+			require.Eventually(t, func() bool { return z.total() >= from+3 }, 5*time.Second, 5*time.Millisecond, "failed resolutions")
 			waitEndpoints(t, client, "ready", new1.URL, new2.URL)
 			calls(t, ctx, client, 5)
 
@@ -205,22 +208,15 @@ func calls(t *testing.T, ctx context.Context, c *framework.Client, n int) {
 func waitEndpoints(t *testing.T, c *framework.Client, state string, urls ...string) {
 	t.Helper()
 	slices.Sort(urls)
-	var got []framework.EndpointStatus
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got = c.Endpoints()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := c.Endpoints()
 		var gotURLs []string
-		inState := true
 		for _, e := range got {
 			gotURLs = append(gotURLs, e.URL)
-			inState = inState && (state == "" || e.State == state)
+			if state != "" {
+				assert.Equal(ct, state, e.State, "endpoint %s", e.URL)
+			}
 		}
-		if slices.Equal(gotURLs, urls) && inState {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("endpoints %+v after 5s, want %q %s", got, urls, state)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		assert.Equal(ct, urls, gotURLs, "endpoints %+v", got)
+	}, 5*time.Second, 5*time.Millisecond)
 }

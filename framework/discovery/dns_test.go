@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework/discovery"
 )
@@ -46,7 +47,7 @@ func newDNS(t testing.TB, z *zone, cfg discovery.DNSConfig) (*discovery.DNS, *lo
 func settle(t *testing.T, z *zone, w *watcher, n int) {
 	t.Helper()
 	from := z.total()
-	waitFor(t, fmt.Sprintf("%d more queries", n), func() bool { return z.total() >= from+n })
+	require.Eventually(t, func() bool { return z.total() >= from+n }, 5*time.Second, 5*time.Millisecond, fmt.Sprintf("%d more queries", n))
 	w.quiet(t)
 }
 
@@ -138,9 +139,9 @@ func TestDNSKeepsLastSetWhenResolutionFails(t *testing.T) {
 			w.expect(t, "https://10.0.0.7:8443", "https://10.0.0.8:8443")
 
 			restore := tc.fail(t, z)
-			waitFor(t, "three failed resolutions", func() bool {
+			require.Eventually(t, func() bool {
 				return l.count(slog.LevelWarn, "failed") == 1 && l.count(slog.LevelDebug, "failed again") >= 2
-			})
+			}, 5*time.Second, 5*time.Millisecond, "three failed resolutions")
 			w.quiet(t)
 
 			restore()
@@ -175,7 +176,7 @@ func TestDNSFirstResolutionFailing(t *testing.T) {
 	z.setMode(serverFailure)
 	d, l := newDNS(t, z, discovery.DNSConfig{Host: host, Port: 8443})
 	w := watch(t, d)
-	waitFor(t, "a failed resolution", func() bool { return l.count(slog.LevelWarn, "failed") == 1 })
+	require.Eventually(t, func() bool { return l.count(slog.LevelWarn, "failed") == 1 }, 5*time.Second, 5*time.Millisecond, "a failed resolution")
 	settle(t, z, w, 4)
 	z.setMode(answering)
 	w.expect(t, "https://10.0.0.7:8443")
@@ -416,7 +417,7 @@ func TestDNSRunReturnsPromptly(t *testing.T) {
 		defer close(done)
 		d.Run(ctx, func([]string) { t.Error("update from a silent server") })
 	}()
-	waitFor(t, "a query", func() bool { return z.total() > 0 })
+	require.Eventually(t, func() bool { return z.total() > 0 }, 5*time.Second, 5*time.Millisecond, "a query")
 	start := time.Now()
 	cancel()
 	select {
@@ -502,6 +503,6 @@ func TestStatic(t *testing.T) {
 	urls[0] = "https://mutated"
 	w := watch(t, src)
 	w.expect(t, "https://10.0.0.7:8443", "https://10.0.0.8:8443")
-	time.Sleep(20 * time.Millisecond)
+	w.stop(t) // Run has returned: it made no update but the first
 	w.quiet(t)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
 )
@@ -48,13 +49,14 @@ func startZone(t testing.TB) *zone {
 	return startZoneAt(t, "127.0.0.1:0")
 }
 
-// startZoneAt starts an empty zone on addr, for a server that comes back.
+// startZoneAt starts an empty zone on addr, for a server that comes back:
+// it waits (bounded) while the address is still held by the one before.
 func startZoneAt(t testing.TB, addr string) *zone {
 	t.Helper()
-	z, err := newZone(addr)
-	if err != nil {
-		t.Fatalf("zone: %v", err)
-	}
+	var z *zone
+	var err error
+	require.Eventually(t, func() bool { z, err = newZone(addr); return err == nil }, 5*time.Second, 10*time.Millisecond,
+		"zone at %s", addr)
 	t.Cleanup(z.stop)
 	return z
 }
@@ -78,24 +80,24 @@ func newZone(addr string) (*zone, error) {
 }
 
 // listenDNS opens UDP and TCP on one port, trying a few ports when addr
-// asks for any and the TCP side of the UDP port is taken.
+// asks for any and the TCP side of the UDP port is taken. Each try takes a
+// fresh port, so there is nothing to wait for between tries.
 func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		pc, err := net.ListenPacket("udp", addr)
-		if err == nil {
-			l, lerr := net.Listen("tcp", pc.LocalAddr().String())
-			if lerr == nil {
-				return pc, l, nil
-			}
-			_ = pc.Close()
-			err = lerr
+	var err error
+	for range 50 {
+		var pc net.PacketConn
+		pc, err = net.ListenPacket("udp", addr)
+		if err != nil {
+			continue
 		}
-		if time.Now().After(deadline) {
-			return nil, nil, err
+		l, lerr := net.Listen("tcp", pc.LocalAddr().String())
+		if lerr == nil {
+			return pc, l, nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		_ = pc.Close()
+		err = lerr
 	}
+	return nil, nil, err
 }
 
 // stop shuts the zone down; its port then refuses queries.
@@ -252,27 +254,33 @@ func mustRR(t testing.TB, s string) dns.RR {
 // watcher runs a source as a client would and collects its updates.
 type watcher struct {
 	updates chan []string
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when Run returned
 }
 
 // watch runs src until the test ends.
 func watch(t testing.TB, src framework.EndpointSource) *watcher {
 	t.Helper()
-	w := &watcher{updates: make(chan []string, 1000)}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	w := &watcher{updates: make(chan []string, 1000), cancel: cancel, done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(w.done)
 		src.Run(ctx, func(urls []string) { w.updates <- urls })
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return within 5s of its context ending")
-		}
-	})
+	t.Cleanup(func() { w.stop(t) })
 	return w
+}
+
+// stop ends Run and waits for it to return: after it, every update Run
+// ever made is in updates.
+func (w *watcher) stop(t testing.TB) {
+	t.Helper()
+	w.cancel()
+	select {
+	case <-w.done:
+	case <-time.After(5 * time.Second):
+		t.Error("Run did not return within 5s of its context ending")
+	}
 }
 
 // next returns the next update, failing the test after 5s.
@@ -332,16 +340,4 @@ func (l *logs) count(level slog.Level, msg string) int {
 		}
 	}
 	return n
-}
-
-// waitFor waits up to 5s until cond holds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 5s waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
