@@ -30,7 +30,7 @@ var Contract = framework.MustContract(handshake.Contract{
 		"Statuses": {Object: "Status", Key: "node", Writer: "server", LostWriter: "delete"},
 	},
 	Schemas: map[string]json.RawMessage{
-		"Ack":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ok"],"properties":{"ok":{"type":"boolean"}}}`),
+		"Ack":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ok"],"properties":{"ok":{"type":"boolean"},"since":{"type":"string"}}}`),
 		"Address": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}`),
 		"Status":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["node","ready"],"properties":{"node":{"type":"string","minLength":1},"ready":{"type":"boolean"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"address":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}}}`),
 	},

@@ -11,7 +11,8 @@ import (
 
 // Ack is the message Ack of the contract, generated from contract.yaml#/schemas/Ack.
 type Ack struct {
-	Ok bool `json:"ok"`
+	Ok    bool    `json:"ok"`
+	Since *string `json:"since,omitzero"`
 }
 
 // UnmarshalJSON decodes Ack, rejecting JSON its Go type cannot represent.
@@ -42,6 +43,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "ok")
 			}
 			m.Ok = v1
+		case "since":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
+			} else {
+				p2 := new(string)
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "since")
+				}
+				(*p2) = v3
+				m.Since = p2
+			}
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

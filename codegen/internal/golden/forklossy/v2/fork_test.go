@@ -145,6 +145,26 @@ func TestHandWrittenConversions(t *testing.T) {
 	}
 }
 
+// TestDateTimeConversions checks a member that is a plain string at
+// 1.0.0 and a date-time at 2.0.0: going down formats the time, going up
+// parses the string, and a string that is no date-time is an error, not
+// a zero time.
+func TestDateTimeConversions(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 500, time.FixedZone("", 2*3600))
+	down, err := ackToV1(&Ack{Accepted: true, Since: &at})
+	if err != nil || down.Since == nil || *down.Since != "2026-12-01T10:00:00.0000005+02:00" {
+		t.Fatalf("down: %+v, %v", down, err)
+	}
+	up, err := ackFromV1(down)
+	if err != nil || up.Since == nil || !up.Since.Equal(at) {
+		t.Errorf("up: %+v, %v, want since %v", up, err, at)
+	}
+	bad := "yesterday"
+	if up, err := ackFromV1(&v1.Ack{Ok: true, Since: &bad}); err == nil {
+		t.Errorf("up of since %q: %+v, want an error", bad, up)
+	}
+}
+
 // TestForkedTopic writes the 2.0.0 form of a server-written topic and
 // reads the 1.0.0 form the generated ForkStatusesV1 keeps, converted once
 // per change.

@@ -3,8 +3,12 @@
 package v2
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/lockstep-dev/lockstep/codegen/internal/golden/forklossy/v1"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // RegisterFork installs impl on s for [Contract], as [Register] does, and
@@ -144,6 +148,13 @@ func Convert_v2_Status_To_v1_Status(in *Status, out *v1.Status) error {
 // in.Accepted ("accepted") has no counterpart in v1.Ack and is dropped.
 // in.Generation ("generation") has no counterpart in v1.Ack and is dropped.
 func autoConvert_v2_Ack_To_v1_Ack(in *Ack, out *v1.Ack) error {
+	if in.Since == nil {
+		out.Since = nil
+	} else {
+		p11 := new(string)
+		(*p11) = string((*in.Since).Format(time.RFC3339Nano))
+		out.Since = p11
+	}
 	return nil
 }
 
@@ -159,6 +170,17 @@ func Convert_v2_Ack_To_v1_Ack(in *Ack, out *v1.Ack) error {
 // out.Generation ("generation") has no counterpart in v1.Ack and is left absent.
 // in.Ok ("ok") has no counterpart in Ack and is dropped.
 func autoConvert_v1_Ack_To_v2_Ack(in *v1.Ack, out *Ack) error {
+	if in.Since == nil {
+		out.Since = nil
+	} else {
+		p12 := new(time.Time)
+		t13, ok := jsonwire.ParseDateTime(string((*in.Since)))
+		if !ok {
+			return fmt.Errorf("%q is not a date-time", (*in.Since))
+		}
+		(*p12) = t13
+		out.Since = p12
+	}
 	return nil
 }
 
@@ -175,9 +197,9 @@ func autoConvert_v1_Address_To_v2_Address(in *v1.Address, out *Address) error {
 	if in.Port == nil {
 		out.Port = nil
 	} else {
-		p11 := new(int64)
-		(*p11) = (*in.Port)
-		out.Port = p11
+		p14 := new(int64)
+		(*p14) = (*in.Port)
+		out.Port = p14
 	}
 	return nil
 }
@@ -194,9 +216,9 @@ func autoConvert_v2_Address_To_v1_Address(in *Address, out *v1.Address) error {
 	if in.Port == nil {
 		out.Port = nil
 	} else {
-		p12 := new(int64)
-		(*p12) = (*in.Port)
-		out.Port = p12
+		p15 := new(int64)
+		(*p15) = (*in.Port)
+		out.Port = p15
 	}
 	return nil
 }

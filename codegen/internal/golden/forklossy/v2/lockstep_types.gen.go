@@ -4,6 +4,7 @@ package v2
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
@@ -11,8 +12,9 @@ import (
 
 // Ack is the message Ack of the contract, generated from contract.yaml#/schemas/Ack.
 type Ack struct {
-	Accepted   bool  `json:"accepted"`
-	Generation int64 `json:"generation"`
+	Accepted   bool       `json:"accepted"`
+	Generation int64      `json:"generation"`
+	Since      *time.Time `json:"since,omitzero"`
 }
 
 // UnmarshalJSON decodes Ack, rejecting JSON its Go type cannot represent.
@@ -50,6 +52,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "generation")
 			}
 			m.Generation = v2
+		case "since":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
+			} else {
+				p3 := new(time.Time)
+				v4, err := d.DateTime()
+				if err != nil {
+					return jsonwire.Within(err, "since")
+				}
+				(*p3) = v4
+				m.Since = p3
+			}
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
