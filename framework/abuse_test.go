@@ -265,6 +265,10 @@ func TestAbuseMatrix(t *testing.T) {
 	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
 
 	const rounds = 3
+	before := map[string]float64{}
+	for _, l := range abuseRefusals {
+		before[l.limit] = refusals(t, a.Server, l.limit)
+	}
 	baseGoroutines := runtime.NumGoroutine()
 	var heaps, rsss []uint64
 	for round := range rounds {
@@ -423,6 +427,17 @@ func TestAbuseMatrix(t *testing.T) {
 		heaps = append(heaps, heapInUse())
 		rsss = append(rsss, rssBytes(t))
 	}
+	// Every refusal was counted under its limit: exactly where the test
+	// knows how many it made, at least once per round where the server
+	// decides (a watcher may also be closed for another reason first).
+	for _, l := range abuseRefusals {
+		got := refusals(t, a.Server, l.limit) - before[l.limit]
+		if l.perRound > 0 {
+			assert.Equal(t, float64(l.perRound*rounds), got, "lockstep_limit_refusals_total{limit=%q}", l.limit)
+		} else {
+			assert.GreaterOrEqual(t, got, float64(rounds), "lockstep_limit_refusals_total{limit=%q}", l.limit)
+		}
+	}
 	p50, p99, calls, errs := l.finish()
 	t.Logf("legitimate peer under abuse: %d calls, p50 %s, p99 %s; heap in use after each round %v MiB; RSS %v MiB",
 		calls, p50, p99, mib(heaps), mib(rsss))
@@ -431,6 +446,24 @@ func TestAbuseMatrix(t *testing.T) {
 	assert.Less(t, p99, 3*time.Second, "the legitimate peer's p99 stays bounded")
 	assert.Less(t, heaps[rounds-1], heaps[0]+32<<20, "heap does not grow from round to round")
 	assert.Less(t, rsss[rounds-1], uint64(1<<30), "RSS stays bounded")
+}
+
+// abuseRefusals are the limits a round of the abuse matrix goes over, with
+// how many refusals of each it makes (0: at least one, the server decides
+// how many).
+var abuseRefusals = []struct {
+	limit    string
+	perRound int
+}{
+	{"sessions_per_peer", 150 - abuseMaxSessions/4},
+	{"batch_items", 1},
+	{"hello_bytes", 3}, // a 1 MiB instance, 10^4 offers, a 1 GiB Content-Length
+	{"name_bytes", 1},
+	{"offers", 1},
+	{"body_read_timeout", 20},
+	{"watchers_per_session", 1},
+	{"watchers_per_peer", 1},
+	{"watch_queued_bytes", 0},
 }
 
 func (a *abuseServer) attackerAs(t *testing.T, name string) *attacker {

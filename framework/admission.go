@@ -103,16 +103,18 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // the body unread close the connection. The release function returns the
 // buffer; the bytes are invalid after it.
 func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
-	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes)
+	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes, limitBodyBytes)
 }
 
 // readEntryBodyLimit is readEntryBody with a lower limit of the entry's
-// own (a hello's).
-func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, func(), error) {
-	limit = min(limit, s.cfg.MaxBodyBytes)
-	if r.ContentLength > limit {
+// own (a hello's), counted as over which when it is the lower one.
+func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxBytes int64, which limit) ([]byte, func(), error) {
+	if s.cfg.MaxBodyBytes < maxBytes {
+		maxBytes, which = s.cfg.MaxBodyBytes, limitBodyBytes
+	}
+	if r.ContentLength > maxBytes {
 		w.Header().Set("Connection", "close")
-		return nil, func() {}, Errorf(CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, limit)
+		return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, maxBytes)
 	}
 	rc := http.NewResponseController(w)
 	deadlineSet := rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) == nil
@@ -123,7 +125,7 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, limi
 			bodyBufs.Put(buf)
 		}
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
 	if deadlineSet {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
@@ -133,9 +135,9 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, limi
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			return nil, func() {}, Errorf(CodePayloadTooLarge, "request body exceeds %d bytes", limit)
+			return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body exceeds %d bytes", maxBytes)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, func() {}, Errorf(CodeDeadlineExceeded, "request body not received within %s", s.cfg.Limits.BodyReadTimeout)
+			return nil, func() {}, overLimit(s.cfg.Metrics, limitBodyReadTimeout, CodeDeadlineExceeded, "request body not received within %s", s.cfg.Limits.BodyReadTimeout)
 		}
 		return nil, func() {}, Errorf(CodeInvalidArgument, "request body could not be read: %v", err)
 	}
@@ -254,7 +256,7 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 		a.undo = append(a.undo, func() { sess.inFlight.Add(-1) })
 		if n > int64(s.cfg.MaxInFlightPerSession) {
 			a.done()
-			return nil, Errorf(CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession)
+			return nil, overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession)
 		}
 		end, err := s.limits.beginCall(sess.usage, 1)
 		if err != nil {

@@ -168,7 +168,7 @@ func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	mustMethod(current, method, true)
 	mustForkOf(old, current)
 	s.register(old, method, &methodHandler{batch: true, forkOf: current, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return serveBatchItems(ctx, body, s.batchItems(old, method), func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
+		return s.serveBatchItems(ctx, old, method, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
 			itemCall := *call
 			itemCall.Batch, itemCall.Item = true, i
 			return serveForked(ctx, s, old, current, decl, &itemCall, raw, up, down)

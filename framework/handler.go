@@ -78,7 +78,7 @@ func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(co
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
 	s.register(c, method, &methodHandler{batch: true, invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return serveBatchItems(ctx, body, s.batchItems(c, method), func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
+		return s.serveBatchItems(ctx, c, method, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
 			req := new(Req)
 			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
 				return nil, err
@@ -107,9 +107,10 @@ func processedError(err error) error {
 	return err
 }
 
-// serveBatchItems decodes {"items":[…]} of at most maxItems items, serves
-// each item in order, and encodes {"results":[…]}.
-func serveBatchItems(ctx context.Context, body []byte, maxItems int, item func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error)) ([]byte, error) {
+// serveBatchItems decodes {"items":[…]} of at most the method's
+// [Server.batchItems] items, serves each item in order, and encodes
+// {"results":[…]}.
+func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string, body []byte, item func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error)) ([]byte, error) {
 	var in batchRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
@@ -117,8 +118,8 @@ func serveBatchItems(ctx context.Context, body []byte, maxItems int, item func(c
 	if in.Items == nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
 	}
-	if len(in.Items) > maxItems {
-		return nil, Errorf(CodeInvalidArgument, "a batch call carries at most %d items, not %d", maxItems, len(in.Items))
+	if maxItems := s.batchItems(c, method); len(in.Items) > maxItems {
+		return nil, overLimit(s.cfg.Metrics, limitBatchItems, CodeInvalidArgument, "a batch call carries at most %d items, not %d", maxItems, len(in.Items))
 	}
 	out := batchResponse{Results: make([]batchResult, len(in.Items))}
 	for i, raw := range in.Items {
@@ -395,7 +396,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		return nil, Errorf(CodeInvalidArgument, "multi-call body must be {\"calls\":[…]}: %v", err)
 	}
 	if len(in.Calls) > MaxMultiCalls {
-		return nil, Errorf(CodeInvalidArgument, "a multi-call carries at most %d calls, not %d", MaxMultiCalls, len(in.Calls))
+		return nil, overLimit(s.cfg.Metrics, limitMultiCalls, CodeInvalidArgument, "a multi-call carries at most %d calls, not %d", MaxMultiCalls, len(in.Calls))
 	}
 	// Each call counts against the session's and the peer's in-flight
 	// limits, as it would alone (the request itself was counted once
@@ -403,7 +404,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	if extra := int64(len(in.Calls) - 1); extra > 0 {
 		if n := sess.inFlight.Add(extra); n > int64(s.cfg.MaxInFlightPerSession) {
 			sess.inFlight.Add(-extra)
-			return nil, Errorf(CodeResourceExhausted, "session would have %d calls in flight, the limit is %d", n, s.cfg.MaxInFlightPerSession)
+			return nil, overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session would have %d calls in flight, the limit is %d", n, s.cfg.MaxInFlightPerSession)
 		}
 		defer sess.inFlight.Add(-extra)
 		end, err := s.limits.beginCall(sess.usage, extra)

@@ -17,8 +17,8 @@ import (
 // fields take the defaults named on each; the defaults sit above the
 // project's own loads (one node-simulator identity holding 10,000 sessions
 // heartbeating at 1 Hz, one client making about 36,000 calls a second). Each
-// limit is answered with its documented code (docs/security.md); refusals
-// show in the server's call and handshake metrics by code.
+// limit is answered with its documented code (docs/security.md) and
+// counted in lockstep_limit_refusals_total by limit (docs/operations.md).
 //
 // A peer is its authenticated identity under mutual TLS. Without it a peer
 // is only what it claims, so limits are kept per (claimed component, remote
@@ -60,6 +60,47 @@ type Limits struct {
 	// 4 MiB. A watcher over it is closed with an overflow frame; it resumes
 	// with a fresh snapshot when it reads again.
 	WatchQueuedBytes int64
+}
+
+// limit names one of a server's bounds: the limit label of
+// lockstep_limit_refusals_total, so an operator sees which bound is being
+// hit (docs/operations.md says what each one means and what to alert on).
+type limit string
+
+const (
+	limitRate               limit = "rate"                  // Limits.RequestsPerSecond and Burst
+	limitInFlightPerPeer    limit = "in_flight_per_peer"    // Limits.InFlightPerPeer
+	limitInFlightPerSession limit = "in_flight_per_session" // ServerConfig.MaxInFlightPerSession
+	limitSessions           limit = "sessions"              // ServerConfig.MaxSessions
+	limitSessionsPerPeer    limit = "sessions_per_peer"     // Limits.SessionsPerPeer
+	limitWatchersPerSession limit = "watchers_per_session"  // Limits.WatchersPerSession
+	limitWatchersPerPeer    limit = "watchers_per_peer"     // Limits.WatchersPerPeer
+	limitWatchersPerTopic   limit = "watchers_per_topic"    // WithMaxWatchers
+	limitWatchQueuedBytes   limit = "watch_queued_bytes"    // Limits.WatchQueuedBytes: a stream closed with an overflow frame
+	limitWatchQueuedKeys    limit = "watch_queued_keys"     // twice WithMaxKeys dirty keys: a stream closed with an overflow frame
+	limitTopicKeys          limit = "topic_keys"            // WithMaxKeys
+	limitBatchItems         limit = "batch_items"           // Limits.BatchItems or a method's maxItems
+	limitMultiCalls         limit = "multi_calls"           // MaxMultiCalls
+	limitBodyBytes          limit = "body_bytes"            // ServerConfig.MaxBodyBytes
+	limitBodyReadTimeout    limit = "body_read_timeout"     // Limits.BodyReadTimeout
+	limitHelloBytes         limit = "hello_bytes"           // handshake.MaxHelloBytes
+	limitNameBytes          limit = "name_bytes"            // handshake.MaxNameBytes
+	limitOffers             limit = "offers"                // handshake.MaxOffers
+)
+
+// allLimits are every limit, so that each one's counter is exported from
+// the start (at 0): an alert on its rate then sees the first refusal.
+var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
+	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic,
+	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitBatchItems, limitMultiCalls,
+	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}
+
+// overLimit is the error of an entry refused for going over l, counted in
+// m (which may be nil). Every limit refusal is made here, so none goes
+// uncounted.
+func overLimit(m *Metrics, l limit, code Code, format string, args ...any) *Error {
+	m.limitRefused(l)
+	return Errorf(code, format, args...)
 }
 
 // peerLimitsCap bounds how many peers' records a server keeps: records of
@@ -121,7 +162,8 @@ func limitsKey(p *Peer, r *http.Request) string {
 // server's session table before peerLimits.mu; peerLimits.mu is never held
 // while calling out.
 type peerLimits struct {
-	cfg Limits
+	cfg     Limits
+	metrics *Metrics // counts refusals; nil without metrics
 
 	mu    sync.Mutex
 	peers map[string]*peerUsage
@@ -135,8 +177,8 @@ type peerUsage struct {
 	limiter  *rate.Limiter
 }
 
-func newPeerLimits(cfg Limits) *peerLimits {
-	return &peerLimits{cfg: cfg, peers: map[string]*peerUsage{}}
+func newPeerLimits(cfg Limits, m *Metrics) *peerLimits {
+	return &peerLimits{cfg: cfg, metrics: m, peers: map[string]*peerUsage{}}
 }
 
 // usage returns the record of key, creating it.
@@ -166,7 +208,7 @@ func (pl *peerLimits) evictIdleLocked() {
 // allow takes one request from the peer's rate.
 func (pl *peerLimits) allow(u *peerUsage) error {
 	if !u.limiter.Allow() {
-		return Errorf(CodeResourceExhausted, "request rate over %g per second for this peer", pl.cfg.RequestsPerSecond)
+		return overLimit(pl.metrics, limitRate, CodeResourceExhausted, "request rate over %g per second for this peer", pl.cfg.RequestsPerSecond)
 	}
 	return nil
 }
@@ -175,7 +217,7 @@ func (pl *peerLimits) allow(u *peerUsage) error {
 func (pl *peerLimits) beginCall(u *peerUsage, n int64) (func(), error) {
 	if v := u.inFlight.Add(n); v > int64(pl.cfg.InFlightPerPeer) {
 		u.inFlight.Add(-n)
-		return nil, Errorf(CodeResourceExhausted, "this peer has %d calls in flight, the limit is %d", v-n, pl.cfg.InFlightPerPeer)
+		return nil, overLimit(pl.metrics, limitInFlightPerPeer, CodeResourceExhausted, "this peer has %d calls in flight, the limit is %d", v-n, pl.cfg.InFlightPerPeer)
 	}
 	return func() { u.inFlight.Add(-n) }, nil
 }
@@ -185,7 +227,7 @@ func (pl *peerLimits) addSession(u *peerUsage) error {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if u.sessions >= pl.cfg.SessionsPerPeer {
-		return Errorf(CodeResourceExhausted, "this peer holds its limit of %d sessions", pl.cfg.SessionsPerPeer)
+		return overLimit(pl.metrics, limitSessionsPerPeer, CodeResourceExhausted, "this peer holds its limit of %d sessions", pl.cfg.SessionsPerPeer)
 	}
 	u.sessions++
 	return nil
@@ -202,10 +244,10 @@ func (pl *peerLimits) addWatcher(u *peerUsage, sess *session) error {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if sess.watchers >= pl.cfg.WatchersPerSession {
-		return Errorf(CodeResourceExhausted, "this session holds its limit of %d watchers", pl.cfg.WatchersPerSession)
+		return overLimit(pl.metrics, limitWatchersPerSession, CodeResourceExhausted, "this session holds its limit of %d watchers", pl.cfg.WatchersPerSession)
 	}
 	if u.watchers >= pl.cfg.WatchersPerPeer {
-		return Errorf(CodeResourceExhausted, "this peer holds its limit of %d watchers", pl.cfg.WatchersPerPeer)
+		return overLimit(pl.metrics, limitWatchersPerPeer, CodeResourceExhausted, "this peer holds its limit of %d watchers", pl.cfg.WatchersPerPeer)
 	}
 	sess.watchers++
 	u.watchers++

@@ -16,7 +16,8 @@ const PathMetrics = "/metrics"
 // Metrics is lockstep's Prometheus instrumentation of a process: handshakes
 // by outcome, calls by contract, version, method and code with latency,
 // time callers spent blocked waiting for a compatible peer, sessions by
-// agreed version, session lapses, topics, watchers and coalescing.
+// agreed version, session lapses, refusals by limit, topics, watchers and
+// coalescing.
 // docs/operations.md lists every metric and what to alert on.
 //
 // A server makes one of its own unless ServerConfig says otherwise, and
@@ -31,6 +32,7 @@ type Metrics struct {
 	latency    *prometheus.HistogramVec
 	blocked    *prometheus.HistogramVec
 	lapses     *prometheus.CounterVec
+	refusals   *prometheus.CounterVec
 
 	mu      sync.Mutex
 	servers []*Server
@@ -71,12 +73,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "lockstep_session_lapses_total",
 			Help: "Sessions the server closed because no call or heartbeat renewed them within their TTL, by contract.",
 		}, []string{"contract"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_limit_refusals_total",
+			Help: "Entries a server refused, and watch streams it closed with an overflow frame, for going over one of its limits, by limit.",
+		}, []string{"limit"}),
+	}
+	for _, l := range allLimits {
+		m.refusals.WithLabelValues(string(l))
 	}
 	m.handler = http.NotFoundHandler()
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 	}
-	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, stateCollector{m})
+	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, m.refusals, stateCollector{m})
 	return m
 }
 
@@ -114,6 +123,13 @@ func (m *Metrics) WatchClient(c *Client) {
 func (m *Metrics) sessionLapsed(contract string) {
 	if m != nil {
 		m.lapses.WithLabelValues(contract).Inc()
+	}
+}
+
+// limitRefused counts a refusal for going over l.
+func (m *Metrics) limitRefused(l limit) {
+	if m != nil {
+		m.refusals.WithLabelValues(string(l)).Inc()
 	}
 }
 

@@ -92,7 +92,8 @@ func TestMetricsAreServedByDefaultAndPassPromlint(t *testing.T) {
 		"lockstep_handshakes_total", "lockstep_calls_total", "lockstep_call_duration_seconds_bucket",
 		"lockstep_blocked_seconds_bucket", "lockstep_sessions", "lockstep_topic_keys", "lockstep_topic_writers",
 		"lockstep_topic_changes_total", "lockstep_watchers", "lockstep_watch_queued", "lockstep_watch_coalesced_total",
-		"lockstep_client_endpoints", "lockstep_client_blocked_calls", "go_goroutines", "process_cpu_seconds_total",
+		"lockstep_client_endpoints", "lockstep_client_blocked_calls", "lockstep_limit_refusals_total",
+		"go_goroutines", "process_cpu_seconds_total",
 	} {
 		served := strings.Contains(body, "\n"+name+"{") || strings.Contains(body, "\n"+name+" ")
 		assert.True(t, served, "metric %s is served", name)
@@ -151,6 +152,15 @@ func get(t *testing.T, url string) string {
 	a := do(t, http.MethodGet, url, nil, nil)
 	require.Equal(t, http.StatusOK, a.status)
 	return string(a.body)
+}
+
+// refusals is a server's lockstep_limit_refusals_total of one limit; the
+// server must have metrics on a registry of their own (the default).
+func refusals(t *testing.T, srv *framework.Server, limit string) float64 {
+	t.Helper()
+	reg, ok := srv.Metrics().Registerer().(*prometheus.Registry)
+	require.True(t, ok, "the server's metrics have a registry of their own")
+	return sample(t, reg, "lockstep_limit_refusals_total", `limit="`+limit+`"`)
 }
 
 // sample sums the samples of a metric family whose labels contain all of

@@ -90,7 +90,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		stopCh:    make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
-	s.limits = newPeerLimits(cfg.Limits)
+	s.limits = newPeerLimits(cfg.Limits, cfg.Metrics)
 	s.sessions = newSessionTable(s.limits, cfg.MaxSessions)
 	s.router = s.routes()
 	if cfg.Metrics != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -42,7 +43,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, err)
 		return
 	}
-	body, release, err := s.readEntryBodyLimit(w, r, handshake.MaxHelloBytes)
+	body, release, err := s.readEntryBodyLimit(w, r, handshake.MaxHelloBytes, limitHelloBytes)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -50,6 +51,12 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	hello, err := handshake.DecodeHello(body)
 	release()
 	if err != nil {
+		switch {
+		case errors.Is(err, handshake.ErrNameTooLong):
+			s.cfg.Metrics.limitRefused(limitNameBytes)
+		case errors.Is(err, handshake.ErrTooManyOffers):
+			s.cfg.Metrics.limitRefused(limitOffers)
+		}
 		s.fail(w, Errorf(CodeInvalidArgument, "hello: %v", err))
 		return
 	}

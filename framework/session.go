@@ -72,7 +72,7 @@ func (t *sessionTable) put(s *session) (replaced *session, err error) {
 		return nil, Errorf(CodePermissionDenied, "instance %q of %s holds a session of another identity", s.peer.Instance, s.contract)
 	}
 	if old == nil && len(t.byToken) >= t.max {
-		return nil, Errorf(CodeResourceExhausted, "the server holds its limit of %d sessions", t.max)
+		return nil, overLimit(t.limits.metrics, limitSessions, CodeResourceExhausted, "the server holds its limit of %d sessions", t.max)
 	}
 	if old == nil || old.usage != s.usage {
 		if err := t.limits.addSession(s.usage); err != nil {

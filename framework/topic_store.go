@@ -137,7 +137,7 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 		return ObjectVersion{}, false, err
 	}
 	if e == nil && len(t.entries) >= t.cfg.maxKeys {
-		return ObjectVersion{}, false, Errorf(CodeResourceExhausted, "topic %s holds its limit of %d keys", t.name, t.cfg.maxKeys)
+		return ObjectVersion{}, false, overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys", t.name, t.cfg.maxKeys)
 	}
 	ws := t.writerFor(w, epoch, key)
 	if seq == 0 {
@@ -262,7 +262,7 @@ func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, erro
 		return nil, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", t.s.cfg.Component)
 	}
 	if len(t.watchers) >= t.cfg.maxWatchers {
-		return nil, Errorf(CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.maxWatchers)
+		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopic, CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.maxWatchers)
 	}
 	// The session's and its peer's watchers (Limits), released in
 	// removeWatcher.

@@ -227,6 +227,7 @@ func (ws *watchStream) markLocked(ch *topicChange) {
 		}
 		if limit := ws.topic.s.cfg.Limits.WatchQueuedBytes; limit > 0 && ws.queuedBytes > limit {
 			ws.pend, ws.index, ws.queuedBytes = nil, nil, 0
+			ws.topic.s.cfg.Metrics.limitRefused(limitWatchQueuedBytes)
 			ws.closeReason = protocol.CloseOverflow
 			ws.moveLocked(streamClosing)
 			return
@@ -253,6 +254,7 @@ func (ws *watchStream) markLocked(ch *topicChange) {
 		// meanwhile, the stream ends and the watcher resyncs on reconnect.
 		if len(ws.pend) > 2*ws.topic.cfg.maxKeys {
 			ws.pend, ws.index = nil, nil
+			ws.topic.s.cfg.Metrics.limitRefused(limitWatchQueuedKeys)
 			ws.closeReason = protocol.CloseOverflow
 			ws.moveLocked(streamClosing)
 		}

@@ -51,7 +51,7 @@ func (h *Hello) Validate() error {
 		}
 	}
 	if len(h.PeerRelease) > MaxNameBytes {
-		errs = append(errs, fmt.Errorf("peerRelease is %d bytes long, at most %d allowed", len(h.PeerRelease), MaxNameBytes))
+		errs = append(errs, tooLong("peerRelease", len(h.PeerRelease)))
 	}
 	if len(h.Offers) == 0 {
 		errs = append(errs, errors.New("offers must name at least one version"))
@@ -84,13 +84,13 @@ const MaxOffers = 64
 // "2.0.0".
 func ValidateOffers(offers []Offer) error {
 	if len(offers) > MaxOffers {
-		return fmt.Errorf("offers: %d versions offered, at most %d allowed", len(offers), MaxOffers)
+		return &overBound{fmt.Sprintf("offers: %d versions offered, at most %d allowed", len(offers), MaxOffers), ErrTooManyOffers}
 	}
 	var errs []error
 	var seen []*version.Version
 	for i, o := range offers {
 		if len(o.Version) > MaxNameBytes {
-			errs = append(errs, fmt.Errorf("offers[%d]: version is %d bytes long, at most %d allowed", i, len(o.Version), MaxNameBytes))
+			errs = append(errs, tooLong(fmt.Sprintf("offers[%d]: version", i), len(o.Version)))
 			continue
 		}
 		v, err := version.NewVersion(o.Version)
