@@ -1,0 +1,395 @@
+package gogen
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+)
+
+// Checks of the object keywords on structs and maps: properties,
+// patternProperties, additionalProperties, required, propertyNames,
+// minProperties, maxProperties, dependentRequired and dependentSchemas.
+
+// objectOf describes the object value x: its declared fields, and the map
+// of other members (a map value itself, or a struct's Extra) if any.
+type objectOf struct {
+	x      val
+	fields []*gomodel.Field
+	// extra is the Go expression of the map of other members, "" when the
+	// struct is closed; extraType is its value type.
+	extra     string
+	extraType *gomodel.TypeRef
+}
+
+func describeObject(x val) objectOf {
+	r := x.ref.Resolve()
+	if r.Kind == gomodel.RefMap {
+		return objectOf{x: x, extra: x.expr, extraType: r.Elem}
+	}
+	t := r.Named
+	if t.Kind == gomodel.KindMap {
+		return objectOf{x: x, extra: x.expr, extraType: t.Elem}
+	}
+	o := objectOf{x: x, fields: t.Fields}
+	if t.Extra != nil {
+		o.extra, o.extraType = x.expr+"."+t.Extra.GoName, t.Extra.Value
+	}
+	return o
+}
+
+func (o objectOf) field(name string) *gomodel.Field {
+	for _, f := range o.fields {
+		if f.JSONName == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// present returns a Go condition true when member name is present ("true"
+// or "false" when that is known now).
+func (o objectOf) present(name string) string {
+	if f := o.field(name); f != nil {
+		return fieldPresent(o.x.expr+"."+f.GoName, f)
+	}
+	if o.extra == "" {
+		return "false"
+	}
+	return fmt.Sprintf("jsonwire.Has(%s, %q)", o.extra, name)
+}
+
+// fieldPresent is the condition under which a struct member or tuple
+// element is present.
+func fieldPresent(expr string, f *gomodel.Field) string {
+	if f.Required {
+		return "true"
+	}
+	switch f.Presence {
+	case gomodel.PresenceNullable:
+		return "!" + expr + ".IsZero()"
+	case gomodel.PresenceValue:
+		return "true"
+	}
+	return expr + " != nil"
+}
+
+// fieldValue emits the checks of s on a present struct member or tuple
+// element: absent members are skipped, null ones checked as null.
+func (vc *vctx) fieldValue(s *node, expr string, f *gomodel.Field, p pos) {
+	switch f.Presence {
+	case gomodel.PresenceValue:
+		vc.check(s, val{expr: expr, ref: f.Type}, p)
+	case gomodel.PresencePointer:
+		if f.Required {
+			vc.check(s, val{expr: expr, ref: &gomodel.TypeRef{Kind: gomodel.RefPointer, Elem: f.Type}}, p)
+			return
+		}
+		vc.block("if "+expr+" != nil", func() { vc.check(s, val{expr: "(*" + expr + ")", ref: f.Type}, p) })
+	case gomodel.PresenceOmitZero:
+		vc.block("if "+expr+" != nil", func() { vc.value(s, val{expr: expr, ref: f.Type}, p) })
+	case gomodel.PresenceNullable:
+		x := vc.c.fresh("x")
+		n := vc.c.capture(func() { vc.null(s, p) })
+		v := vc.c.capture(func() { vc.check(s, val{expr: x, ref: f.Type}, p) })
+		get := fmt.Sprintf("if %s, ok := %s.Get(); ok {", x, expr)
+		if !uses(v, x) {
+			get = "if " + expr + ".IsValue() {"
+		}
+		switch {
+		case n != "" && v != "":
+			vc.c.line("if %s.IsNull() {", expr)
+			vc.c.raw(n)
+			vc.c.line("} else %s", get)
+			vc.c.raw(v)
+			vc.c.line("}")
+		case n != "":
+			vc.c.line("if %s.IsNull() {", expr)
+			vc.c.raw(n)
+			vc.c.line("}")
+		case v != "":
+			vc.c.line("%s", get)
+			vc.c.raw(v)
+			vc.c.line("}")
+		}
+	}
+}
+
+// memberValue emits the checks of s on member name of an object, if
+// present.
+func (vc *vctx) memberValue(o objectOf, name string, s *node, p pos) {
+	if f := o.field(name); f != nil {
+		vc.fieldValue(s, o.x.expr+"."+f.GoName, f, p)
+		return
+	}
+	if o.extra == "" {
+		return
+	}
+	x := vc.c.fresh("x")
+	stmts := vc.c.capture(func() { vc.check(s, val{expr: x, ref: o.extraType}, p) })
+	if stmts == "" {
+		return
+	}
+	if uses(stmts, x) {
+		vc.c.line("if %s, ok := %s[%q]; ok {", x, o.extra, name)
+	} else {
+		vc.c.line("if jsonwire.Has(%s, %q) {", o.extra, name)
+	}
+	vc.c.raw(stmts)
+	vc.c.line("}")
+}
+
+// object emits the object keywords of s on a struct or map.
+func (vc *vctx) object(s *node, x val, p pos) {
+	o := describeObject(x)
+	props := s.Get("properties")
+	pats := s.Get("patternProperties")
+	addl := s.Get("additionalProperties")
+	inProps := func(name string) bool { return props != nil && props.Get(name) != nil }
+	var patterns []*regexp.Regexp
+	if pats != nil {
+		for _, pat := range pats.Keys {
+			re, err := regexp.Compile(pat)
+			if err != nil {
+				vc.uncovered(s, "patternProperties %q does not compile: %v", pat, err)
+				return
+			}
+			patterns = append(patterns, re)
+		}
+	}
+	if props != nil {
+		for i, name := range props.Keys {
+			vc.memberValue(o, name, props.Values[i], p.keyword("properties/"+esc(name)).member(name))
+		}
+	}
+	if pats != nil {
+		for i, pat := range pats.Keys {
+			ps := pats.Values[i]
+			pp := p.keyword("patternProperties/" + esc(pat))
+			for _, f := range o.fields {
+				if patterns[i].MatchString(f.JSONName) {
+					vc.fieldValue(ps, o.x.expr+"."+f.GoName, f, pp.member(f.JSONName))
+				}
+			}
+			if o.extra != "" && !isTrue(ps) {
+				k, e := vc.c.fresh("k"), vc.c.fresh("e")
+				vc.rangeOver(k, e, o.extra, func() {
+					vc.block("if "+vc.vs.pattern(pat)+".MatchString("+k+")", func() {
+						vc.c.raw(vc.below(pp, k, false, func(q pos) { vc.check(ps, val{expr: e, ref: o.extraType}, q) }))
+					})
+				})
+			}
+		}
+	}
+	if addl != nil && !isTrue(addl) {
+		ap := p.keyword("additionalProperties")
+		for _, f := range o.fields {
+			if inProps(f.JSONName) || matchesAny(patterns, f.JSONName) {
+				continue
+			}
+			fp := ap.member(f.JSONName)
+			if isFalse(addl) {
+				cond := fieldPresent(o.x.expr+"."+f.GoName, f)
+				if cond != "true" {
+					vc.c.line("if %s {", cond)
+				}
+				vc.fail(fp, "", strconv.Quote(fmt.Sprintf("additionalProperties %q not allowed", f.JSONName)))
+				if cond != "true" {
+					vc.c.line("}")
+				}
+				continue
+			}
+			vc.fieldValue(addl, o.x.expr+"."+f.GoName, f, fp)
+		}
+		if o.extra != "" {
+			k, e := vc.c.fresh("k"), vc.c.fresh("e")
+			checks := vc.c.capture(func() {
+				vc.c.raw(vc.below(ap, k, false, func(mp pos) {
+					if isFalse(addl) {
+						vc.fail(mp, "", `"additionalProperties "+jsonwire.Quote(`+k+`)+" not allowed"`)
+						return
+					}
+					vc.check(addl, val{expr: e, ref: o.extraType}, mp)
+				}))
+			})
+			if checks != "" {
+				vc.rangeOver(k, e, o.extra, func() {
+					if props != nil && len(props.Keys) > 0 {
+						var quoted []string
+						for _, n := range props.Keys {
+							quoted = append(quoted, strconv.Quote(n))
+						}
+						vc.c.line("switch %s {", k)
+						vc.c.line("case %s:", strings.Join(quoted, ", "))
+						vc.c.line("continue")
+						vc.c.line("}")
+					}
+					for _, pat := range patternKeys(pats) {
+						vc.c.line("if %s.MatchString(%s) {", vc.vs.pattern(pat), k)
+						vc.c.line("continue")
+						vc.c.line("}")
+					}
+					vc.c.raw(checks)
+				})
+			}
+		}
+	}
+	if names := s.Get("propertyNames"); names != nil && !isTrue(names) {
+		np := p.keyword("propertyNames")
+		str := &gomodel.TypeRef{Kind: gomodel.RefBuiltin, Name: "string"}
+		for _, f := range o.fields {
+			cond := fieldPresent(o.x.expr+"."+f.GoName, f)
+			vc.block("if "+cond, func() {
+				vc.check(names, val{expr: strconv.Quote(f.JSONName), ref: str}, np.member(f.JSONName))
+			})
+		}
+		if o.extra != "" {
+			k := vc.c.fresh("k")
+			vc.rangeOver(k, "_", o.extra, func() {
+				vc.c.raw(vc.below(np, k, false, func(q pos) { vc.check(names, val{expr: k, ref: str}, q) }))
+			})
+		}
+	}
+	if req := s.Get("required"); req != nil && len(req.Items) > 0 {
+		var checks []string
+		for _, it := range req.Items {
+			cond := o.present(it.Text)
+			if cond == "true" {
+				continue
+			}
+			checks = append(checks, cond, it.Text)
+		}
+		if len(checks) > 0 {
+			vc.c.line("{")
+			vc.c.line("var missing []string")
+			for i := 0; i < len(checks); i += 2 {
+				if checks[i] == "false" {
+					vc.c.line("missing = append(missing, %q)", checks[i+1])
+					continue
+				}
+				vc.c.line("if %s {", not(checks[i]))
+				vc.c.line("missing = append(missing, %q)", checks[i+1])
+				vc.c.line("}")
+			}
+			vc.c.line("if len(missing) > 0 {")
+			vc.fail(p, "required", "jsonwire.MissingMessage(missing)")
+			vc.c.line("}")
+			vc.c.line("}")
+		}
+	}
+	minP, hasMin := s.Get("minProperties"), s.Get("minProperties") != nil
+	maxP, hasMax := s.Get("maxProperties"), s.Get("maxProperties") != nil
+	if hasMin || hasMax {
+		n := vc.c.fresh("count")
+		vc.c.line("%s := 0", n)
+		for _, f := range o.fields {
+			cond := fieldPresent(o.x.expr+"."+f.GoName, f)
+			if cond == "true" {
+				vc.c.line("%s++", n)
+				continue
+			}
+			vc.c.line("if %s {", cond)
+			vc.c.line("%s++", n)
+			vc.c.line("}")
+		}
+		if o.extra != "" {
+			vc.c.line("%s += len(%s)", n, o.extra)
+		}
+		if hasMin {
+			if lim, ok := nonNegative(minP); ok {
+				vc.c.line("if %s < %d {", n, lim)
+				vc.fail(p, "minProperties", fmt.Sprintf(`"minimum %d properties allowed, but found "+strconv.Itoa(%s)+" properties"`, lim, n))
+				vc.c.line("}")
+			} else {
+				vc.uncovered(s, "minProperties %s is not a count", minP.Text)
+			}
+		}
+		if hasMax {
+			if lim, ok := nonNegative(maxP); ok {
+				vc.c.line("if %s > %d {", n, lim)
+				vc.fail(p, "maxProperties", fmt.Sprintf(`"maximum %d properties allowed, but found "+strconv.Itoa(%s)+" properties"`, lim, n))
+				vc.c.line("}")
+			} else {
+				vc.uncovered(s, "maxProperties %s is not a count", maxP.Text)
+			}
+		}
+	}
+	if dr := s.Get("dependentRequired"); dr != nil {
+		for i, name := range dr.Keys {
+			cond := o.present(name)
+			if cond == "false" {
+				continue
+			}
+			vc.c.line("if %s {", cond)
+			for j, it := range dr.Values[i].Items {
+				need := o.present(it.Text)
+				if need == "true" {
+					continue
+				}
+				vc.c.line("if %s {", not(need))
+				vc.fail(p, "dependentRequired/"+esc(name)+"/"+strconv.Itoa(j),
+					strconv.Quote(fmt.Sprintf("property %q is required, if %q property exists", it.Text, name)))
+				vc.c.line("}")
+			}
+			vc.c.line("}")
+		}
+	}
+	if ds := s.Get("dependentSchemas"); ds != nil {
+		for i, name := range ds.Keys {
+			cond := o.present(name)
+			if cond == "false" {
+				continue
+			}
+			vc.c.line("if %s {", cond)
+			vc.check(ds.Values[i], x, p.keyword("dependentSchemas/"+esc(name)))
+			vc.c.line("}")
+		}
+	}
+}
+
+// not negates a generated condition.
+func not(cond string) string {
+	if strings.HasPrefix(cond, "!") && !strings.ContainsAny(cond, " &|") {
+		return cond[1:]
+	}
+	if !strings.ContainsAny(cond, " &|!") {
+		return "!" + cond
+	}
+	return "!(" + cond + ")"
+}
+
+func patternKeys(pats *node) []string {
+	if pats == nil {
+		return nil
+	}
+	return pats.Keys
+}
+
+func matchesAny(res []*regexp.Regexp, name string) bool {
+	for _, re := range res {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTrue(s *node) bool {
+	if s.Kind == contract.KindBool {
+		return s.Bool
+	}
+	if s.Kind != contract.KindObject {
+		return false
+	}
+	for _, k := range s.Keys {
+		if !annotations[k] && !strings.HasPrefix(k, "x-") && (handled[k] || unsupported[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isFalse(s *node) bool { return s.Kind == contract.KindBool && !s.Bool }
