@@ -28,7 +28,7 @@ func echoServer(t *testing.T, delay time.Duration, traces *sync.Map) *frameworkt
 	return frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
 		func(s *framework.Server) {
 			framework.HandleUnary(s, c, "ReportStatus", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
-				time.Sleep(delay)
+				time.Sleep(delay) // real time: a slow handler is what lets concurrent calls pile up into one request
 				num, err := strconv.Atoi(strings.TrimPrefix(n.NodeName, "node-"))
 				if err != nil {
 					return nil, framework.Errorf(framework.CodeInvalidArgument, "bad node name %q", n.NodeName)
@@ -132,7 +132,8 @@ func TestAutoBatchSurvivesServerReplacement(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Replace a once calls reach it.
+	require.Eventually(t, func() bool { return a.handled.Load() > 0 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, a.Stop())
 	again := startBench(t, a.Addr, "1.0.0")
 	wg.Wait()

@@ -39,8 +39,16 @@ func TestKilledClientProcessIsReportedLostWithinTTLPlusAHeartbeat(t *testing.T) 
 	j := <-joined
 	assert.Equal(t, "child-process", j.Peer.Instance)
 
-	// Heartbeats keep the idle child's session for longer than a TTL.
-	time.Sleep(2 * ttl)
+	// Heartbeats keep the idle child's session for longer than a TTL: wait
+	// until it has lived two TTLs, which without a renewal it could not.
+	require.Eventually(t, func() bool {
+		for _, s := range srv.Server.Sessions() {
+			if s.Peer.Instance == "child-process" && s.Age >= 2*ttl {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 10*time.Millisecond, "the child's session outlives two TTLs")
 	select {
 	case l := <-lost:
 		t.Fatalf("a live child process was reported lost: %+v", l)

@@ -22,9 +22,15 @@ import (
 func TestIdleWatchPingsEveryHalfTTL(t *testing.T) {
 	const ttl = 2 * time.Second
 	fc := clockwork.NewFakeClock()
+	// The server drains on its clock when the test ends: the clock moves on
+	// its own from then until the server has stopped (cleanups run last
+	// registered first).
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped) })
 	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{cfg: func(c *framework.ServerConfig) {
 		c.Clock, c.SessionTTL = fc, ttl
 	}})
+	t.Cleanup(func() { go runClock(fc, stopped) })
 	c := topicContract(t, "1.0.0")
 	token := rawHandshake(t, srv.URL, c, "pinged")
 	req, err := http.NewRequest(http.MethodGet, srv.URL+protocol.WatchPath(c.Name(), c.Version(), topicmsg.TopicNodeHealth), nil)
@@ -53,6 +59,13 @@ func TestIdleWatchPingsEveryHalfTTL(t *testing.T) {
 		}
 	}
 	require.Contains(t, next(), `"type":"synced"`)
+	// The stream counts what it wrote just after writing it; the clock moves
+	// only once it has, or the first tick could take synced for the next
+	// interval's write and skip a ping.
+	require.Eventually(t, func() bool {
+		st := srv.stats(t, topicmsg.TopicNodeHealth)
+		return len(st.Watchers) == 1 && st.Watchers[0].Frames >= 1
+	}, 10*time.Second, 5*time.Millisecond, "the synced frame is counted")
 	renew := func() {
 		hb, err := http.NewRequest(http.MethodPost, srv.URL+protocol.PathHeartbeat, nil)
 		require.NoError(t, err)
@@ -81,5 +94,20 @@ func TestIdleWatchPingsEveryHalfTTL(t *testing.T) {
 		fc.Advance(ttl / 2)
 		renew()
 		require.Equal(t, `{"type":"ping"}`, next(), "a ping after half a TTL of silence")
+	}
+}
+
+// runClock moves a fake clock on by a second every millisecond until done
+// closes, for a server to shut down on it.
+func runClock(fc *clockwork.FakeClock, done <-chan struct{}) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			fc.Advance(time.Second)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestRunMakesEveryCallOnceWithAtMostCallersAtATime(t *testing.T) {
 			}
 		}
 		seen[i].Add(1)
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(50 * time.Microsecond) // real time: Run measures latencies on the wall clock, so each call takes at least this
 		running.Add(-1)
 		return nil
 	})
@@ -92,15 +93,23 @@ func TestRunCountsFailuresAndKeepsTheFirst(t *testing.T) {
 }
 
 func TestCPUMeterSeesBusyWork(t *testing.T) {
+	// Spin until the meter sees 20ms of CPU, bounded by 10s of wall time: on
+	// a loaded machine spinning for a fixed wall time may get little CPU.
+	// The process cannot have used more CPU than wall time on every core.
 	cpu := StartCPU()
-	deadline := time.Now().Add(30 * time.Millisecond)
+	start := time.Now()
 	x := 0
-	for time.Now().Before(deadline) {
-		x++
+	for cpu.Used() < 20*time.Millisecond && time.Since(start) < 10*time.Second {
+		for range 100_000 {
+			x++
+		}
 	}
-	used := cpu.Used()
-	if used < 10*time.Millisecond || used > 5*time.Second {
-		t.Errorf("30ms of spinning measured as %v of CPU (x=%d)", used, x)
+	used, wall := cpu.Used(), time.Since(start)
+	if used < 20*time.Millisecond {
+		t.Errorf("%v of spinning measured as %v of CPU (x=%d)", wall, used, x)
+	}
+	if most := time.Duration(runtime.NumCPU())*wall + 50*time.Millisecond; used > most {
+		t.Errorf("%v of spinning measured as %v of CPU, more than %v on %d cores", wall, used, most, runtime.NumCPU())
 	}
 }
 
@@ -159,7 +168,7 @@ func TestRunForStopsAtTheTimeLimit(t *testing.T) {
 		})
 	}()
 	require.Eventually(t, func() bool { return started.Load() == 2 }, 5*time.Second, time.Millisecond)
-	time.Sleep(30 * time.Millisecond) // past the limit while both calls are in flight
+	time.Sleep(30 * time.Millisecond) // real time: RunFor's limit is on the wall clock; this passes it while both calls are in flight
 	close(release)
 	r := <-done
 	if r.Calls != 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,12 +144,30 @@ func TestSchedulerV2WithoutForkCannotCallV1Extenders(t *testing.T) {
 
 	// A lockstep v1 extender blocks a v2 scheduler without fork mode.
 	s := newSchedulerWithout(t, sys)
-	time.Sleep(200 * time.Millisecond)
+	ext := s.ExtenderClient("spread")
+	// Once the node controller is reached, what keeps it unready is the
+	// extender, which refuses it.
+	require.Eventually(t, func() bool {
+		eps := ext.Endpoints()
+		err := s.Ready()
+		return len(eps) == 1 && eps[0].State == "refused" && err != nil && strings.Contains(err.Error(), "extender spread")
+	}, 10*time.Second, 5*time.Millisecond, "the v1 extender refuses the v2 scheduler: %v", s.Ready())
 	assert.ErrorContains(t, s.Ready(), "extender spread")
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// A call waits for a compatible extender: it is seen blocked, and ends
+	// only when its caller gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = s.Filter(ctx, "spread", s.NewPod(), []string{"node-000"})
-	assert.True(t, errors.Is(err, context.DeadlineExceeded) || framework.CodeOf(err) == framework.CodeDeadlineExceeded, "it blocked: %v", err)
+	filtered := make(chan error, 1)
+	go func() { _, err := s.Filter(ctx, "spread", s.NewPod(), []string{"node-000"}); filtered <- err }()
+	require.Eventually(t, func() bool { return ext.Status().Blocked == 1 }, 10*time.Second, 5*time.Millisecond, "the call blocks")
+	select {
+	case err := <-filtered:
+		t.Fatalf("the call returned while the extender was incompatible: %v", err)
+	default:
+	}
+	cancel()
+	err = <-filtered
+	assert.True(t, errors.Is(err, context.Canceled) || framework.CodeOf(err) == framework.CodeCanceled, "it blocked: %v", err)
 }
 
 func newSchedulerWithout(t *testing.T, sys system) *scheduler.Scheduler {
