@@ -2,6 +2,8 @@ package framework_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -52,4 +54,53 @@ func TestDrainKeepsIdleConnectionsServingUntilTheyAreQuiet(t *testing.T) {
 	tr.CloseIdleConnections()
 	http.DefaultClient.CloseIdleConnections() // the handshake's
 	require.NoError(t, <-drained)
+}
+
+// A prober that asks faster than DrainQuiet (a status page refreshed, a
+// monitor sampling /readyz) does not hold a drain open: during a drain
+// every answer closes its connection, so no connection stays open for the
+// second phase to wait on.
+func TestDrainIsNotHeldOpenByAProberOnAKeepAliveConnection(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 200*time.Millisecond
+	})
+	prober := &http.Client{Transport: &http.Transport{}}
+	probe := func() (status int, closes bool, err error) {
+		resp, err := prober.Get(srv.URL + "/readyz")
+		if err != nil {
+			return 0, false, err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body) // read to the end, so the connection is kept
+		return resp.StatusCode, resp.Close, nil
+	}
+	status, closes, err := probe()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	require.False(t, closes, "before the drain, connections are kept")
+
+	drained := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := srv.Server.Shutdown(ctx)
+		drained <- errors.Join(err, ctx.Err())
+	}()
+	// Probe every few milliseconds (bounded) until the drain is over; on a
+	// kept connection the second phase would wait out Shutdown's context.
+	var sawClose bool
+	for i := 0; i < 20000; i++ {
+		select {
+		case err := <-drained:
+			require.NoError(t, err, "the drain ended by itself, not by its context")
+			assert.True(t, sawClose, "answers during the drain said Connection: close")
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		status, closes, err := probe()
+		if err == nil && status == http.StatusServiceUnavailable {
+			sawClose = sawClose || closes
+		}
+	}
+	t.Fatal("the drain did not end while probed")
 }

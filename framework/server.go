@@ -252,8 +252,14 @@ func (s *Server) begin() error {
 
 // ServeHTTP serves the lockstep protocol and the health endpoints, for
 // embedding in another server. [Server.Serve] is preferred: only it can
-// close connections at the end of a drain.
+// close connections at the end of a drain. During a drain every answer
+// closes its connection (health probes, metrics scrapes and the binary's
+// own routes too), so a prober asking more often than DrainQuiet does not
+// keep a connection busy that the drain's second phase waits on.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
 	s.router.ServeHTTP(w, r)
 }
 

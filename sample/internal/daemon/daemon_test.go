@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,6 +171,65 @@ func TestRunServesHealthMetricsAndStatusThenStops(t *testing.T) {
 	assert.Contains(t, body, `lockstep_sessions{contract="ping",version="1.0.0"} 1`)
 
 	require.NoError(t, stop(), "a graceful stop")
+	_, err = http.Get(base + "/healthz")
+	assert.Error(t, err, "the listener is closed")
+}
+
+// A component that serves no contract (a client only) is served the same
+// way: health endpoints with its own readiness, /metrics and /status, and
+// a stop that ends its work before its clients close.
+func TestRunServesAClientOnlyComponentThenStops(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := NewFlags(fs, "kubelet", addr, false)
+	require.NoError(t, fs.Parse(nil))
+	var ready atomic.Bool
+	ranUntilStop, closedAfterRun := make(chan struct{}), make(chan bool, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, io.Discard, func(*Runtime) (*Service, error) {
+			return &Service{
+				Ready: func() error {
+					if !ready.Load() {
+						return errors.New("no session yet")
+					}
+					return nil
+				},
+				Status: func() any { return map[string]string{"nodes": "3"} },
+				Run:    func(ctx context.Context) { <-ctx.Done(); close(ranUntilStop) },
+				Close: func() {
+					select {
+					case <-ranUntilStop:
+						closedAfterRun <- true
+					default:
+						closedAfterRun <- false
+					}
+				},
+			}, nil
+		})
+	}()
+	base := "http://" + addr
+	code, _ := get(t, http.DefaultClient, base+"/healthz")
+	assert.Equal(t, 200, code)
+	code, body := get(t, http.DefaultClient, base+"/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "kubelet: no session yet")
+	ready.Store(true)
+	code, _ = get(t, http.DefaultClient, base+"/readyz")
+	assert.Equal(t, 200, code)
+	code, body = get(t, http.DefaultClient, base+"/metrics")
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "go_goroutines", "the binary's registry, not the framework's default")
+	_, body = get(t, http.DefaultClient, base+"/status")
+	assert.JSONEq(t, `{"nodes":"3"}`, body)
+
+	cancel()
+	require.NoError(t, <-done)
+	assert.True(t, <-closedAfterRun, "clients close once the component's work has stopped")
 	_, err = http.Get(base + "/healthz")
 	assert.Error(t, err, "the listener is closed")
 }

@@ -48,7 +48,8 @@ type Flags struct {
 	// LogLevel and LogFormat shape the logs on stderr.
 	LogLevel  string
 	LogFormat string
-	// DrainTimeout bounds a graceful stop.
+	// DrainTimeout bounds the first phase of a graceful stop, in which
+	// clients are told to leave (ServerConfig.DrainTimeout).
 	DrainTimeout time.Duration
 }
 
@@ -71,7 +72,7 @@ func NewFlags(fs *flag.FlagSet, component, listen string, hasFork bool) *Flags {
 	fs.DurationVar(&f.DNSInterval, "dns-interval", 0, "how often dns+ and srv+ peers are resolved again (default 5s)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.LogFormat, "log-format", "text", "text or json")
-	fs.DurationVar(&f.DrainTimeout, "drain-timeout", 10*time.Second, "how long a graceful stop may take")
+	fs.DurationVar(&f.DrainTimeout, "drain-timeout", 10*time.Second, "how long a graceful stop waits for clients to leave before it closes the listener (calls in flight then get 10s more)")
 	return f
 }
 

@@ -86,13 +86,17 @@ func (rt *Runtime) loadTLS() error {
 }
 
 // ServerConfig completes a lockstep server's configuration with the
-// binary's component, release, logger, metrics and mutual TLS credentials
-// (which make the server authenticate its peers). The binary serves it
-// itself, so TLSConfig is not set here.
+// binary's component, release, address (--listen), drain timeout, logger,
+// metrics and TLS: mutual TLS credentials (which make the server
+// authenticate its peers), or a server certificate alone.
 func (rt *Runtime) ServerConfig(cfg framework.ServerConfig) framework.ServerConfig {
 	cfg.Component, cfg.Release = rt.Flags.Component, rt.Flags.Release
+	cfg.Addr, cfg.DrainTimeout = rt.Flags.Listen, rt.Flags.DrainTimeout
 	cfg.Insecure = rt.Flags.Insecure
 	cfg.MTLS = rt.creds
+	if rt.creds == nil {
+		cfg.TLSConfig = rt.serverTLS
+	}
 	cfg.Logger, cfg.Metrics = rt.Logger, rt.Metrics
 	return cfg
 }
