@@ -39,6 +39,33 @@ type Output struct {
 // Run loads the contract in dir and renders its package files. The
 // package name is that of the Go files already in dir, or the folder's name.
 func Run(dir string) (*Output, error) {
+	pkg, err := model(dir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := gogen.Generate(pkg, filepath.Base(pkg.Contract.File))
+	if err != nil {
+		return nil, err
+	}
+	return &Output{Files: files, Warnings: pkg.Warnings}, nil
+}
+
+// Model loads the contract in dir, with the version it forks from, and
+// returns its Go model with every decision made (validator coverage,
+// conversions), without rendering any file.
+func Model(dir string) (*gomodel.Package, error) {
+	pkg, err := model(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := gogen.Decide(pkg); err != nil {
+		return nil, err
+	}
+	return pkg, nil
+}
+
+// model loads the contract in dir and builds its model.
+func model(dir string) (*gomodel.Package, error) {
 	c, err := contract.Load(dir)
 	if err != nil {
 		return nil, err
@@ -56,11 +83,7 @@ func Run(dir string) (*Output, error) {
 			return nil, err
 		}
 	}
-	files, err := gogen.Generate(pkg, filepath.Base(c.File))
-	if err != nil {
-		return nil, err
-	}
-	return &Output{Files: files, Warnings: pkg.Warnings}, nil
+	return pkg, nil
 }
 
 // Generate is [Run] without the warnings.

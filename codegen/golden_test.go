@@ -55,6 +55,55 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestModelGolden builds the model of every golden case with every
+// decision made (types, presence, validator coverage, conversions) and
+// compares its JSON with gomodel/testdata/<case>.json: the model is tested
+// without rendering a file. With -update it rewrites them.
+func TestModelGolden(t *testing.T) {
+	t.Parallel()
+	want := map[string]bool{}
+	for _, c := range goldenContracts(t) {
+		dir := filepath.Dir(c)
+		name := strings.ReplaceAll(strings.TrimPrefix(filepath.ToSlash(dir), "internal/golden/"), "/", "-")
+		golden := filepath.Join("gomodel", "testdata", name+".json")
+		want[golden] = true
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pkg, err := Model(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(pkg, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			old, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v: run go test ./codegen -run TestModelGolden -update", err)
+			}
+			if !bytes.Equal(old, got) {
+				t.Errorf("%s is stale: run go test ./codegen -run TestModelGolden -update\n%s", golden, firstDifference(old, got))
+			}
+		})
+	}
+	files, err := filepath.Glob("gomodel/testdata/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !want[f] && !*update {
+			t.Errorf("%s belongs to no golden case", f)
+		}
+	}
+}
+
 // goldenContracts returns the contract files of the golden cases: one per
 // case folder, or one per version folder of a fork case (forklossy/v1).
 func goldenContracts(t *testing.T) []string {
@@ -190,7 +239,10 @@ func TestValidatorCoverage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for msg, why := range gogen.Coverage(pkg) {
+		if err := gogen.Decide(pkg); err != nil {
+			t.Fatal(err)
+		}
+		for msg, why := range pkg.Coverage() {
 			key := strings.TrimPrefix(filepath.ToSlash(dir), "internal/golden/") + "/" + msg
 			want, expected := uncovered[key]
 			switch {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
-	"github.com/lockstep-dev/lockstep/codegen/diff"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -45,10 +44,8 @@ type forkGen struct {
 	oldName  string // names in function names: the packages' names
 	curName  string
 	c        *code
-	pairs    map[string]*convPair
+	queued   map[*convPair]bool
 	queue    []*convPair
-	// bundles locates a type's schema in a message bundle, for diff.
-	bundles map[*gomodel.Type]located
 	// current is the pair whose autoConvert is being rendered.
 	current *convPair
 	// adapterCode holds the functions in the runtime's shape, by name.
@@ -56,22 +53,8 @@ type forkGen struct {
 	adapterOrder []string
 }
 
-// located is a type's schema in a message bundle.
-type located struct {
-	msg *contract.Message
-	ptr string
-}
-
-// convPair is one conversion function: from a type of one version to one
-// of the other.
-type convPair struct {
-	from, to *gomodel.Type
-	// up is true from the earlier version to the current one.
-	up         bool
-	name       string // Convert_…
-	compatible bool
-	why        string // the first breaking change, when not compatible
-}
+// convPair is one conversion function, as the model decided it.
+type convPair = gomodel.Conversion
 
 func (f *forkGen) qualified(t *gomodel.Type, old bool) string {
 	if old {
@@ -109,63 +92,15 @@ func (f *forkGen) fieldString(fl *gomodel.Field, old bool) string {
 	return base
 }
 
-// pair returns the conversion between two named types, queueing it for
-// generation the first time.
+// pair returns the conversion between two named types, as the model
+// names and decides it, queueing it for rendering the first time.
 func (f *forkGen) pair(from, to *gomodel.Type, up bool) *convPair {
-	fromName, toName := f.curName, f.oldName
-	if up {
-		fromName, toName = f.oldName, f.curName
+	p := f.g.pkg.Fork.Conversion(f.cur, from, to, up)
+	if !f.queued[p] {
+		f.queued[p] = true
+		f.queue = append(f.queue, p)
 	}
-	name := "Convert_" + fromName + "_" + from.Name + "_To_" + toName + "_" + to.Name
-	if p := f.pairs[name]; p != nil {
-		return p
-	}
-	p := &convPair{from: from, to: to, up: up, name: name}
-	p.compatible, p.why = f.compatible(from, to, up)
-	f.pairs[name] = p
-	f.queue = append(f.queue, p)
 	return p
-}
-
-// compatible asks codegen/diff whether every value of from is valid for
-// to: for data going up (earlier → current) that the current version
-// narrows nothing, for data going down that it widens nothing.
-func (f *forkGen) compatible(from, to *gomodel.Type, up bool) (bool, string) {
-	oldT, curT := to, from
-	dir := diff.Response
-	if up {
-		oldT, curT = from, to
-		dir = diff.Request
-	}
-	lo, okOld := f.bundles[oldT]
-	lc, okCur := f.bundles[curT]
-	if !okOld || !okCur {
-		return false, "its schemas could not be located in the message bundles to compare them"
-	}
-	changes, err := diff.CompatibleAt(lo.msg.Bundle, lo.ptr, lc.msg.Bundle, lc.ptr, dir)
-	if err != nil {
-		return false, err.Error()
-	}
-	for _, c := range changes {
-		if c.Breaking {
-			return false, strings.TrimSpace(c.Path + " " + c.Message)
-		}
-	}
-	return true, ""
-}
-
-// locateAll records where the types a message uses sit in its bundle.
-func locateAll(pkg *gomodel.Package, into map[*gomodel.Type]located) {
-	for _, m := range pkg.Contract.Messages {
-		for _, t := range pkg.Types {
-			if _, done := into[t]; done || t.Schema == nil {
-				continue
-			}
-			if p, ok := m.Locate(t.Schema); ok {
-				into[t] = located{msg: m, ptr: p}
-			}
-		}
-	}
 }
 
 // generateFork renders the fork file, or returns nil when the contract
@@ -177,17 +112,15 @@ func (g *generator) generateFork() ([]byte, error) {
 	}
 	f := &forkGen{
 		g: g, cur: g.pkg, old: fork.Old, alias: fork.Alias, oldName: fork.Old.Name, curName: g.pkg.Name,
-		c: &code{}, pairs: map[string]*convPair{}, bundles: map[*gomodel.Type]located{},
+		c: &code{}, queued: map[*convPair]bool{},
 	}
 	if f.oldName == f.curName {
 		return nil, fmt.Errorf("lockstep-gen: %s forks from a package also named %s; conversions are named after both packages, so name them apart (v1, v2)", g.pkg.Name, f.oldName)
 	}
-	locateAll(f.cur, f.bundles)
-	locateAll(f.old, f.bundles)
 	shared := f.sharedMethods()
 	for _, m := range shared {
-		oldReq, curReq := rootType(f.old.Messages[m.old.Request]), rootType(f.cur.Messages[m.cur.Request])
-		oldResp, curResp := rootType(f.old.Messages[m.old.Response]), rootType(f.cur.Messages[m.cur.Response])
+		oldReq, curReq := gomodel.RootType(f.old.Messages[m.old.Request]), gomodel.RootType(f.cur.Messages[m.cur.Request])
+		oldResp, curResp := gomodel.RootType(f.old.Messages[m.old.Response]), gomodel.RootType(f.cur.Messages[m.cur.Response])
 		if oldReq == nil || curReq == nil || oldResp == nil || curResp == nil {
 			return nil, fmt.Errorf("lockstep-gen: method %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", m.cur.Name)
 		}
@@ -198,7 +131,7 @@ func (g *generator) generateFork() ([]byte, error) {
 	}
 	topics := f.sharedTopics()
 	for _, tp := range topics {
-		from, to := rootType(f.cur.Messages[tp.cur.Object]), rootType(f.old.Messages[tp.old.Object])
+		from, to := gomodel.RootType(f.cur.Messages[tp.cur.Object]), gomodel.RootType(f.old.Messages[tp.old.Object])
 		if from == nil || to == nil {
 			return nil, fmt.Errorf("lockstep-gen: topic %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", tp.cur.Name)
 		}
@@ -320,7 +253,7 @@ func (f *forkGen) adapter(fromMsg, toMsg string, up bool) string {
 	if up {
 		fromPkg, toPkg = f.old, f.cur
 	}
-	from, to := rootType(fromPkg.Messages[fromMsg]), rootType(toPkg.Messages[toMsg])
+	from, to := gomodel.RootType(fromPkg.Messages[fromMsg]), gomodel.RootType(toPkg.Messages[toMsg])
 	p := f.pair(from, to, up)
 	name := lowerFirst(to.Name) + "From" + gomodel.GoName(f.oldName)
 	if !up {
@@ -335,7 +268,7 @@ func (f *forkGen) adapter(fromMsg, toMsg string, up bool) string {
 		c.line("// %s converts %s values for fork mode.", name, f.qualified(from, up))
 		c.line("func %s(in *%s) (*%s, error) {", name, f.qualified(from, up), f.qualified(to, !up))
 		c.line("out := new(%s)", f.qualified(to, !up))
-		c.line("if err := %s(in, out); err != nil {", p.name)
+		c.line("if err := %s(in, out); err != nil {", p.Name)
 		c.line("return nil, err")
 		c.line("}")
 		c.line("return out, nil")
@@ -372,8 +305,8 @@ func lowerFirst(s string) string {
 // emitPair renders autoConvert and Convert for one pair.
 func (f *forkGen) emitPair(p *convPair) {
 	c := f.c
-	in, out := f.qualified(p.from, p.up), f.qualified(p.to, !p.up)
-	auto := "auto" + p.name
+	in, out := f.qualified(p.From, p.Up), f.qualified(p.To, !p.Up)
+	auto := "auto" + p.Name
 	body := &code{n: c.n}
 	saved := f.c
 	f.c, f.current = body, p
@@ -390,19 +323,19 @@ func (f *forkGen) emitPair(p *convPair) {
 	c.line("return nil")
 	c.line("}")
 	c.line("")
-	if p.compatible {
-		c.line("// %s converts %s values into %s ones. Every value", p.name, in, out)
+	if p.Compatible {
+		c.line("// %s converts %s values into %s ones. Every value", p.Name, in, out)
 		c.line("// of the one is valid for the other, so the conversion is generated.")
-		c.line("func %s(in *%s, out *%s) error {", p.name, in, out)
+		c.line("func %s(in *%s, out *%s) error {", p.Name, in, out)
 		c.line("return %s(in, out)", auto)
 		c.line("}")
 		return
 	}
-	hand := "c" + p.name[1:]
-	c.line("// %s converts %s values into %s ones by calling", p.name, in, out)
+	hand := "c" + p.Name[1:]
+	c.line("// %s converts %s values into %s ones by calling", p.Name, in, out)
 	c.line("// %s, which is written by hand: the change is not", hand)
-	c.line("// compatible in this direction (%s).", oneLine(p.why))
-	c.line("func %s(in *%s, out *%s) error {", p.name, in, out)
+	c.line("// compatible in this direction (%s).", oneLine(p.Why))
+	c.line("func %s(in *%s, out *%s) error {", p.Name, in, out)
 	c.line("return %s(in, out)", hand)
 	c.line("}")
 }
@@ -418,28 +351,28 @@ func oneLine(s string) string {
 // convertBody emits the statements of autoConvert for a pair and returns
 // notes on what it leaves out.
 func (f *forkGen) convertBody(p *convPair) []string {
-	from, to := p.from, p.to
+	from, to := p.From, p.To
 	var notes []string
 	switch {
 	case from.Kind == gomodel.KindStruct && to.Kind == gomodel.KindStruct:
 		for _, fo := range to.Fields {
 			fi := fieldNamed(from.Fields, fo.JSONName)
 			if fi == nil {
-				notes = append(notes, fmt.Sprintf("out.%s (%q) has no counterpart in %s and is left absent.", fo.GoName, fo.JSONName, f.qualified(from, p.up)))
+				notes = append(notes, fmt.Sprintf("out.%s (%q) has no counterpart in %s and is left absent.", fo.GoName, fo.JSONName, f.qualified(from, p.Up)))
 				continue
 			}
-			if note := f.member(fi, fo, "in."+fi.GoName, "out."+fo.GoName, p.up); note != "" {
+			if note := f.member(fi, fo, "in."+fi.GoName, "out."+fo.GoName, p.Up); note != "" {
 				notes = append(notes, note)
 			}
 		}
 		for _, fi := range from.Fields {
 			if fieldNamed(to.Fields, fi.JSONName) == nil {
-				notes = append(notes, fmt.Sprintf("in.%s (%q) has no counterpart in %s and is dropped.", fi.GoName, fi.JSONName, f.qualified(to, !p.up)))
+				notes = append(notes, fmt.Sprintf("in.%s (%q) has no counterpart in %s and is dropped.", fi.GoName, fi.JSONName, f.qualified(to, !p.Up)))
 			}
 		}
 		switch {
 		case from.Extra != nil && to.Extra != nil:
-			f.value(mapOf(from.Extra.Value), mapOf(to.Extra.Value), "in."+from.Extra.GoName, "out."+to.Extra.GoName, p.up)
+			f.value(mapOf(from.Extra.Value), mapOf(to.Extra.Value), "in."+from.Extra.GoName, "out."+to.Extra.GoName, p.Up)
 		case from.Extra != nil:
 			notes = append(notes, fmt.Sprintf("in.%s (undeclared members) is dropped.", from.Extra.GoName))
 		}
@@ -449,12 +382,12 @@ func (f *forkGen) convertBody(p *convPair) []string {
 				notes = append(notes, fmt.Sprintf("out.%s has no counterpart and is left absent.", fo.GoName))
 				continue
 			}
-			if note := f.member(from.Fields[i], fo, "in."+from.Fields[i].GoName, "out."+fo.GoName, p.up); note != "" {
+			if note := f.member(from.Fields[i], fo, "in."+from.Fields[i].GoName, "out."+fo.GoName, p.Up); note != "" {
 				notes = append(notes, note)
 			}
 		}
 		if from.Rest != nil && to.Rest != nil {
-			f.value(&gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: from.Rest}, &gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: to.Rest}, "in.Rest", "out.Rest", p.up)
+			f.value(&gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: from.Rest}, &gomodel.TypeRef{Kind: gomodel.RefSlice, Elem: to.Rest}, "in.Rest", "out.Rest", p.Up)
 		}
 	case from.Kind == gomodel.KindTaggedUnion && to.Kind == gomodel.KindTaggedUnion:
 		for _, vo := range to.Variants {
@@ -469,12 +402,12 @@ func (f *forkGen) convertBody(p *convPair) []string {
 				continue
 			}
 			f.c.line("if in.%s != nil {", vi.Name)
-			f.c.line("out.%s = new(%s)", vo.Name, f.refString(vo.Type, !p.up))
-			f.value(vi.Type, vo.Type, "(*in."+vi.Name+")", "(*out."+vo.Name+")", p.up)
+			f.c.line("out.%s = new(%s)", vo.Name, f.refString(vo.Type, !p.Up))
+			f.value(vi.Type, vo.Type, "(*in."+vi.Name+")", "(*out."+vo.Name+")", p.Up)
 			f.c.line("}")
 		}
 	default:
-		f.value(selfRef(from), selfRef(to), "(*in)", "(*out)", p.up)
+		f.value(selfRef(from), selfRef(to), "(*in)", "(*out)", p.Up)
 	}
 	return notes
 }
@@ -501,7 +434,7 @@ func fieldNamed(fields []*gomodel.Field, name string) *gomodel.Field {
 // note when a state of the source has no place in the target.
 func (f *forkGen) member(fi, fo *gomodel.Field, in, out string, up bool) string {
 	c := f.c
-	if !f.current.compatible && !f.sameShape(fi.Type, fo.Type) {
+	if !f.current.Compatible && !f.sameShape(fi.Type, fo.Type) {
 		// Converting through JSON would fail on every value.
 		return fmt.Sprintf("in.%s and out.%s (%q) differ in shape and are left to the hand-written conversion.", fi.GoName, fo.GoName, fi.JSONName)
 	}
@@ -656,7 +589,7 @@ func (f *forkGen) value(from, to *gomodel.TypeRef, in, out string, up bool) {
 		c.line("}")
 	case rf.Kind == gomodel.RefNamed && rt.Kind == gomodel.RefNamed && convertible(rf.Named.Kind, rt.Named.Kind):
 		p := f.pair(rf.Named, rt.Named, up)
-		c.line("if err := %s(%s, %s); err != nil {", p.name, addr(in), addr(out))
+		c.line("if err := %s(%s, %s); err != nil {", p.Name, addr(in), addr(out))
 		c.line("%s", fail)
 		c.line("}")
 	default:

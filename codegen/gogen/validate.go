@@ -2,7 +2,6 @@ package gogen
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -12,34 +11,20 @@ import (
 
 // Generated validators check a decoded message against everything its
 // schema says, keyword by keyword, on the Go value the generated decoder
-// built. A type gets an unexported validateJSON method when every keyword
-// its schema applies can be checked on its Go value (and every type it
-// calls is covered in turn); a message type whose whole schema is covered
-// gets an exported Validate, which the runtime calls instead of validating
-// the JSON with jsonschema/v5. Anything not covered (see [Coverage]) leaves
-// the message without Validate, so the runtime validates it with
-// jsonschema/v5 as before: a message is validated one way or the other,
-// never half.
+// built. Which types get checks is the model's decision
+// ([gomodel.Package.DecideValidation]): this file's walk reports, per
+// type, the keywords it has no check for and the types whose checks it
+// calls, and renders validateJSON for the types the model marks Emit and
+// Validate for covered messages. A message not covered is validated by the
+// runtime with jsonschema/v5: one way or the other, never half.
 
 type node = contract.Node
 
-// validators holds, for one package, the generated validation code and
-// what is covered.
+// validators holds, for one package, the generated validation code.
 type validators struct {
 	pkg *gomodel.Package
 	// bodies is the body of each type's validateJSON method.
 	bodies map[*gomodel.Type]string
-	// reasons says why a type is not covered, directly.
-	reasons map[*gomodel.Type][]string
-	// calls are the types whose validateJSON a type's body calls.
-	calls map[*gomodel.Type]map[*gomodel.Type]bool
-	// covered is the result: the type and everything it calls is covered.
-	covered map[*gomodel.Type]bool
-	// emit are the covered types reachable from covered messages: those
-	// that get a validateJSON method.
-	emit map[*gomodel.Type]bool
-	// roots maps a message's root type to the message names it serves.
-	roots map[*gomodel.Type][]string
 
 	patterns  []string // regular expressions, by var index
 	patternIx map[string]int
@@ -47,154 +32,26 @@ type validators struct {
 	ratIx     map[string]int
 }
 
-// Coverage says, for each message of a package, whether it got a generated
-// Validate and, when not, why: the keywords or types its schema uses that
-// generated checks do not cover.
-func Coverage(pkg *gomodel.Package) map[string][]string {
-	vs := buildValidators(pkg)
-	out := map[string][]string{}
-	for _, m := range pkg.Contract.Messages {
-		t := rootType(pkg.Messages[m.Name])
-		if t != nil && vs.covered[t] {
-			out[m.Name] = nil
-			continue
-		}
-		out[m.Name] = vs.whyNot(t)
-	}
-	return out
-}
-
-// rootType is the named type of this package a message decodes into, or
-// nil when the message is an alias of a builtin or external type.
-func rootType(t *gomodel.Type) *gomodel.Type {
-	for i := 0; t != nil && t.Kind == gomodel.KindAlias && i < 64; i++ {
-		r := t.Elem.Resolve()
-		if r.Kind != gomodel.RefNamed {
-			return nil
-		}
-		t = r.Named
-	}
-	return t
-}
-
-// whyNot lists why t is not covered: its own reasons, or those of a type
-// it calls.
-func (vs *validators) whyNot(t *gomodel.Type) []string {
-	if t == nil {
-		return []string{"the message is raw JSON or an x-go-type"}
-	}
-	seen := map[*gomodel.Type]bool{}
-	var out []string
-	var walk func(t *gomodel.Type)
-	walk = func(t *gomodel.Type) {
-		if seen[t] {
-			return
-		}
-		seen[t] = true
-		out = append(out, vs.reasons[t]...)
-		for _, c := range sortedTypes(vs.calls[t]) {
-			walk(c)
-		}
-	}
-	walk(t)
-	return out
-}
-
-func sortedTypes(m map[*gomodel.Type]bool) []*gomodel.Type {
-	out := make([]*gomodel.Type, 0, len(m))
-	for t := range m {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
+// buildValidators renders every type's checks and has the model decide,
+// from what the walk reported, which types get them.
 func buildValidators(pkg *gomodel.Package) *validators {
-	vs := &validators{
-		pkg: pkg, bodies: map[*gomodel.Type]string{}, reasons: map[*gomodel.Type][]string{},
-		calls: map[*gomodel.Type]map[*gomodel.Type]bool{}, covered: map[*gomodel.Type]bool{},
-		emit: map[*gomodel.Type]bool{}, roots: map[*gomodel.Type][]string{},
-		patternIx: map[string]int{}, ratIx: map[string]int{},
-	}
+	vs := &validators{pkg: pkg, bodies: map[*gomodel.Type]string{}, patternIx: map[string]int{}, ratIx: map[string]int{}}
+	checks := map[*gomodel.Type]gomodel.Checks{}
 	for _, t := range pkg.Types {
 		if t.Kind == gomodel.KindAlias {
 			continue
 		}
 		vc := &vctx{vs: vs, t: t, c: &code{}, calls: map[*gomodel.Type]bool{}, inlining: map[string]bool{}}
 		vc.body()
-		vc.positions()
 		vs.bodies[t] = vc.c.b.String()
-		vs.reasons[t] = vc.reasons
-		vs.calls[t] = vc.calls
-	}
-	// A type is covered when it and everything it calls has no reason not
-	// to be.
-	for t := range vs.bodies {
-		vs.covered[t] = len(vs.reasons[t]) == 0
-	}
-	for changed := true; changed; {
-		changed = false
-		for t, calls := range vs.calls {
-			if !vs.covered[t] {
-				continue
-			}
-			for c := range calls {
-				if !vs.covered[c] {
-					vs.covered[t] = false
-					changed = true
-					break
-				}
-			}
+		c := gomodel.Checks{Reasons: vc.reasons}
+		for called := range vc.calls {
+			c.Calls = append(c.Calls, called)
 		}
+		checks[t] = c
 	}
-	for _, m := range pkg.Contract.Messages {
-		t := rootType(pkg.Messages[m.Name])
-		if t == nil {
-			continue
-		}
-		if r := vs.rootReason(m, t); r != "" {
-			vs.reasons[t] = append(vs.reasons[t], r)
-			vs.covered[t] = false
-		}
-		vs.roots[t] = append(vs.roots[t], m.Name)
-	}
-	var mark func(t *gomodel.Type)
-	mark = func(t *gomodel.Type) {
-		if vs.emit[t] {
-			return
-		}
-		vs.emit[t] = true
-		for c := range vs.calls[t] {
-			mark(c)
-		}
-	}
-	for t := range vs.roots {
-		if vs.covered[t] {
-			mark(t)
-		}
-	}
+	pkg.DecideValidation(func(t *gomodel.Type) gomodel.Checks { return checks[t] })
 	return vs
-}
-
-// rootReason checks that a message's root type decodes every value its
-// schema admits.
-func (vs *validators) rootReason(m *contract.Message, t *gomodel.Type) string {
-	admitted := admits(m.Schema, 0)
-	held := holds(&gomodel.TypeRef{Kind: gomodel.RefNamed, Named: t, Name: t.Name})
-	if extra := admitted &^ held; extra != 0 {
-		return fmt.Sprintf("%s: the schema admits %s, which %s cannot hold", where(m.Schema), extra, t.Name)
-	}
-	return ""
-}
-
-func where(n *node) string {
-	if w := n.Where(); w != "" {
-		if s := n.Source(); s != nil && s.Pointer != "" {
-			return w + " (" + s.Pointer + ")"
-		}
-		return w
-	}
-	return "#" + n.Pointer
 }
 
 // vctx generates the validateJSON body of one type.
@@ -208,7 +65,7 @@ type vctx struct {
 }
 
 func (vc *vctx) uncovered(s *node, format string, args ...any) {
-	vc.reasons = append(vc.reasons, where(s)+": "+fmt.Sprintf(format, args...))
+	vc.reasons = append(vc.reasons, gomodel.Where(s)+": "+fmt.Sprintf(format, args...))
 }
 
 // val is a Go value being checked: an addressable expression and its type.
@@ -585,7 +442,7 @@ func (vc *vctx) value(s *node, x val, p pos) {
 // whose schema is covered, its exported Validate.
 func (g *generator) validator(t *gomodel.Type) string {
 	vs := g.vs
-	if !vs.emit[t] {
+	if t.Validation == nil || !t.Validation.Emit {
 		return ""
 	}
 	c := &code{}
@@ -593,7 +450,7 @@ func (g *generator) validator(t *gomodel.Type) string {
 	c.line("func (m *%s) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {", t.Name)
 	c.raw(vs.bodies[t])
 	c.line("}")
-	if msgs := vs.roots[t]; len(msgs) > 0 {
+	if msgs := t.Validation.Messages; len(msgs) > 0 {
 		name := t.Name
 		if len(msgs) == 1 {
 			name = msgs[0]
@@ -620,11 +477,10 @@ func (g *generator) validator(t *gomodel.Type) string {
 // coverageDoc explains, in a message type's doc comment, why it has no
 // generated Validate.
 func (g *generator) coverageDoc(t *gomodel.Type) string {
-	vs := g.vs
-	if len(vs.roots[t]) == 0 || vs.covered[t] {
+	if t.Validation == nil || len(t.Validation.Messages) == 0 || t.Validation.Covered {
 		return ""
 	}
-	why := vs.whyNot(t)
+	why := gomodel.WhyNot(t)
 	text := "It has no generated Validate, so the runtime validates it with jsonschema/v5"
 	if len(why) > 0 {
 		text += ": " + why[0]
@@ -673,8 +529,8 @@ func goString(s string) string {
 
 // used reports whether an emitted validator mentions a package variable.
 func (vs *validators) used(name string) bool {
-	for t := range vs.emit {
-		if uses(vs.bodies[t], name) {
+	for _, t := range vs.pkg.Types {
+		if t.Validation != nil && t.Validation.Emit && uses(vs.bodies[t], name) {
 			return true
 		}
 	}

@@ -144,14 +144,14 @@ func onlyRef(s *node) bool {
 // schema a const or a one-value enum.
 func branchTag(br *node, prop string) (string, bool) {
 	required, tag, found := false, "", false
-	for _, part := range inPlace(br) {
+	for _, part := range gomodel.InPlace(br) {
 		if req := part.Get("required"); req != nil {
 			for _, it := range req.Items {
 				required = required || it.Text == prop
 			}
 		}
 		ps := part.Get("properties").Get(prop)
-		for _, sub := range inPlace(ps) {
+		for _, sub := range gomodel.InPlace(ps) {
 			vals := sub.Get("enum")
 			var v *node
 			switch {

@@ -1,196 +1,27 @@
 package gogen
 
 import (
-	"math/big"
-	"strings"
-
 	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 )
 
-// The JSON types a schema admits and a Go type holds, and the shape of a
-// Go value as JSON: what coverage and the type checks reason with.
+// What null does to a schema, and the shape of a Go value as JSON: what
+// the type checks reason with (the JSON types a schema admits and a Go
+// type holds are the model's, gomodel.Admits and gomodel.Holds).
 
-// kinds is a set of JSON types; number means a number that is not an
-// integer.
-type kinds uint8
+// The JSON type sets of the model, under the short names the checks use.
+type kinds = gomodel.JSONTypes
 
 const (
-	kNull kinds = 1 << iota
-	kBoolean
-	kInteger
-	kNumber
-	kString
-	kArray
-	kObject
-	kAll = kNull | kBoolean | kInteger | kNumber | kString | kArray | kObject
+	kNull    = gomodel.JSONNull
+	kBoolean = gomodel.JSONBoolean
+	kInteger = gomodel.JSONInteger
+	kNumber  = gomodel.JSONNumber
+	kString  = gomodel.JSONString
+	kArray   = gomodel.JSONArray
+	kObject  = gomodel.JSONObject
+	kAll     = gomodel.JSONAll
 )
-
-func (k kinds) String() string {
-	var parts []string
-	for i, n := range []string{"null", "boolean", "integer", "number", "string", "array", "object"} {
-		if k&(1<<i) != 0 {
-			parts = append(parts, n)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func kindOfType(t string) kinds {
-	switch t {
-	case "null":
-		return kNull
-	case "boolean":
-		return kBoolean
-	case "integer":
-		return kInteger
-	case "number":
-		return kInteger | kNumber
-	case "string":
-		return kString
-	case "array":
-		return kArray
-	case "object":
-		return kObject
-	}
-	return 0
-}
-
-func kindOfValue(n *node) kinds {
-	switch n.Kind {
-	case contract.KindNull:
-		return kNull
-	case contract.KindBool:
-		return kBoolean
-	case contract.KindNumber:
-		if r, ok := new(big.Rat).SetString(n.Text); ok && r.IsInt() {
-			return kInteger
-		}
-		return kNumber
-	case contract.KindString:
-		return kString
-	case contract.KindArray:
-		return kArray
-	}
-	return kObject
-}
-
-// admits over-approximates the JSON types a schema accepts.
-func admits(s *node, depth int) kinds {
-	if s == nil || depth > 64 {
-		return kAll
-	}
-	if s.Kind == contract.KindBool {
-		if s.Bool {
-			return kAll
-		}
-		return 0
-	}
-	k := kAll
-	if t := s.Get("type"); t != nil {
-		var allowed kinds
-		if t.Kind == contract.KindString {
-			allowed = kindOfType(t.Text)
-		}
-		for _, it := range t.Items {
-			allowed |= kindOfType(it.Text)
-		}
-		k &= allowed
-	}
-	if e := s.Get("enum"); e != nil {
-		var allowed kinds
-		for _, it := range e.Items {
-			allowed |= kindOfValue(it)
-		}
-		k &= allowed
-	}
-	if c := s.Get("const"); c != nil {
-		k &= kindOfValue(c)
-	}
-	if s.Ref != nil {
-		k &= admits(s.Ref, depth+1)
-	}
-	if all := s.Get("allOf"); all != nil {
-		for _, it := range all.Items {
-			k &= admits(it, depth+1)
-		}
-	}
-	for _, key := range []string{"anyOf", "oneOf"} {
-		if list := s.Get(key); list != nil {
-			var any kinds
-			for _, it := range list.Items {
-				any |= admits(it, depth+1)
-			}
-			k &= any
-		}
-	}
-	return k
-}
-
-// holds returns the JSON types a Go type's decoder accepts.
-func holds(r *gomodel.TypeRef) kinds {
-	r = r.Resolve()
-	switch r.Kind {
-	case gomodel.RefPointer:
-		return holds(r.Elem) | kNull
-	case gomodel.RefSlice:
-		return kArray | kNull
-	case gomodel.RefMap:
-		return kObject | kNull
-	case gomodel.RefExternal:
-		return 0
-	case gomodel.RefBuiltin:
-		switch r.Name {
-		case "string", "time.Time":
-			return kString
-		case "int64", "int32", "uint32", "uint64":
-			return kInteger
-		case "float64", "float32":
-			return kInteger | kNumber
-		case "bool":
-			return kBoolean
-		case "json.RawMessage":
-			return kAll
-		}
-		return 0
-	}
-	t := r.Named
-	switch t.Kind {
-	case gomodel.KindStruct, gomodel.KindTaggedUnion:
-		return kObject
-	case gomodel.KindMap:
-		return kObject | kNull
-	case gomodel.KindSlice:
-		return kArray | kNull
-	case gomodel.KindTuple:
-		return kArray
-	case gomodel.KindUnion:
-		return kAll
-	case gomodel.KindEnum, gomodel.KindScalar:
-		return holds(t.Elem)
-	}
-	return 0
-}
-
-// fieldHolds returns the JSON types a struct member or tuple element
-// accepts, with the null its presence can hold.
-func fieldHolds(f *gomodel.Field) kinds {
-	h := holds(f.Type)
-	switch f.Presence {
-	case gomodel.PresencePointer:
-		h &^= kNull
-		if f.Required && f.Nullable {
-			h |= kNull
-		}
-	case gomodel.PresenceOmitZero:
-		if !f.Type.IsRaw() {
-			h &^= kNull
-		}
-	case gomodel.PresenceNullable:
-		h |= kNull
-	}
-	return h
-}
 
 // acceptsNull evaluates a schema on null.
 func acceptsNull(s *node, depth int) bool {

@@ -23,7 +23,7 @@ func (vc *vctx) typeCheck(t *node, sh shape, sv string, p pos) {
 		names = append(names, it.Text)
 	}
 	for _, n := range names {
-		allowed |= kindOfType(n)
+		allowed |= gomodel.JSONTypeNamed(n)
 	}
 	want := strings.Join(names, " or ")
 	if sh == shapeRaw {

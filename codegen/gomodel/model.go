@@ -4,6 +4,12 @@
 // generators (validators, fork-mode conversions) walk: every type and field
 // keeps the normalised schema it came from ([Type.Schema], [Field.Schema]).
 //
+// The model also owns the decisions the emitter acts on: which types get
+// generated checks ([Package.DecideValidation], [Type.Validation]) and, in
+// fork mode, which conversions exist, their names and whether each is
+// generated ([Fork.Conversion]). It is serialisable as JSON, which the
+// golden tests compare without rendering a file.
+//
 // The mapping is faithful or it fails: a schema the model cannot express is
 // an error naming the schema's file, line and pointer, never a silent
 // interface{}.
@@ -26,7 +32,7 @@ type Package struct {
 	// Fork is the version this one forks from (the contract's forkFrom),
 	// whose types the fork-mode conversions convert to and from; nil
 	// without forkFrom.
-	Fork *Fork `json:"-"`
+	Fork *Fork `json:"fork,omitempty"`
 	// Warnings name the lossy choices the model made, each with the
 	// file, line and JSON pointer of the schema at fault: constructs Go
 	// cannot express exactly, given the closest faithful type (validation
@@ -38,10 +44,17 @@ type Package struct {
 // Fork is the earlier version a package converts to and from.
 type Fork struct {
 	// Old is the model of the earlier version's package.
-	Old *Package
+	Old *Package `json:"-"`
 	// Import is its Go import path, and Alias the name this package
 	// imports it under.
-	Import, Alias string
+	Import string `json:"import"`
+	Alias  string `json:"alias"`
+	// Conversions are the conversion functions the package has, in the
+	// order they were first asked for ([Fork.Conversion]).
+	Conversions []*Conversion `json:"conversions,omitempty"`
+
+	byName  map[string]*Conversion
+	bundles map[*Type]located
 }
 
 // Kind says what Go shape a named [Type] has.
@@ -114,6 +127,10 @@ type Type struct {
 
 	// Message is the contract message the type is the root of, or "".
 	Message string `json:"message,omitempty"`
+
+	// Validation is whether the type gets generated checks, and why not:
+	// decided by [Package.DecideValidation]; nil before and for aliases.
+	Validation *Validation `json:"validation,omitempty"`
 }
 
 // RefKind says what a [TypeRef] refers to.

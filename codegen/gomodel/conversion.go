@@ -1,0 +1,106 @@
+package gomodel
+
+import (
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/codegen/diff"
+)
+
+// Conversion identity: which conversion functions a forked package has,
+// what each is named, and whether it is generated or written by hand, is
+// decided here; the renderer writes the bodies.
+
+// Conversion is one conversion function between a type of a package and
+// a type of the version it forks from, in one direction.
+type Conversion struct {
+	// Name is the function's name, as Kubernetes' conversion-gen names it:
+	// Convert_<from package>_<T>_To_<to package>_<U>.
+	Name string `json:"name"`
+	// From and To are the two types; FromName and ToName spell them
+	// qualified by package name (v1.Status).
+	From     *Type  `json:"-"`
+	To       *Type  `json:"-"`
+	FromName string `json:"from"`
+	ToName   string `json:"to"`
+	// Up is true from the earlier version to the current one.
+	Up bool `json:"up,omitempty"`
+	// Compatible reports that codegen/diff finds every value of From valid
+	// for To: the conversion is generated whole. Otherwise it calls a
+	// hand-written convert_<…>, and Why is the first breaking change.
+	Compatible bool   `json:"compatible"`
+	Why        string `json:"why,omitempty"`
+}
+
+// located is a type's schema in a message bundle.
+type located struct {
+	msg *contract.Message
+	ptr string
+}
+
+// Conversion returns the conversion from a type of one version to a type
+// of the other (up: from f.Old's to cur's), deciding its name and whether
+// it is generated the first time it is asked for; [Fork.Conversions]
+// lists them in that order.
+func (f *Fork) Conversion(cur *Package, from, to *Type, up bool) *Conversion {
+	fromPkg, toPkg := cur.Name, f.Old.Name
+	if up {
+		fromPkg, toPkg = toPkg, fromPkg
+	}
+	name := "Convert_" + fromPkg + "_" + from.Name + "_To_" + toPkg + "_" + to.Name
+	if c := f.byName[name]; c != nil {
+		return c
+	}
+	if f.byName == nil {
+		f.byName = map[string]*Conversion{}
+		f.bundles = map[*Type]located{}
+		locateAll(cur, f.bundles)
+		locateAll(f.Old, f.bundles)
+	}
+	c := &Conversion{Name: name, From: from, To: to, FromName: fromPkg + "." + from.Name, ToName: toPkg + "." + to.Name, Up: up}
+	c.Compatible, c.Why = f.compatible(from, to, up)
+	f.byName[name] = c
+	f.Conversions = append(f.Conversions, c)
+	return c
+}
+
+// compatible asks codegen/diff whether every value of from is valid for
+// to: for data going up (earlier → current) that the current version
+// narrows nothing, for data going down that it widens nothing.
+func (f *Fork) compatible(from, to *Type, up bool) (bool, string) {
+	oldT, curT := to, from
+	dir := diff.Response
+	if up {
+		oldT, curT = from, to
+		dir = diff.Request
+	}
+	lo, okOld := f.bundles[oldT]
+	lc, okCur := f.bundles[curT]
+	if !okOld || !okCur {
+		return false, "its schemas could not be located in the message bundles to compare them"
+	}
+	changes, err := diff.CompatibleAt(lo.msg.Bundle, lo.ptr, lc.msg.Bundle, lc.ptr, dir)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range changes {
+		if c.Breaking {
+			return false, strings.TrimSpace(c.Path + " " + c.Message)
+		}
+	}
+	return true, ""
+}
+
+// locateAll records where the types a message uses sit in its bundle.
+func locateAll(pkg *Package, into map[*Type]located) {
+	for _, m := range pkg.Contract.Messages {
+		for _, t := range pkg.Types {
+			if _, done := into[t]; done || t.Schema == nil {
+				continue
+			}
+			if p, ok := m.Locate(t.Schema); ok {
+				into[t] = located{msg: m, ptr: p}
+			}
+		}
+	}
+}
