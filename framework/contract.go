@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +34,7 @@ type Contract struct {
 // NewContract checks a contract model and compiles its schemas with
 // jsonschema/v5 (format assertions on). The model is copied.
 func NewContract(m handshake.Contract) (*Contract, error) {
+	m.Topics = cloneTopics(m.Topics)
 	if err := checkModel(&m); err != nil {
 		return nil, fmt.Errorf("lockstep: contract %s %s: %w", m.Name, m.Version, err)
 	}
@@ -97,7 +99,7 @@ func (c *Contract) Offer() handshake.Offer {
 func (c *Contract) Model() handshake.Contract {
 	m := c.model
 	m.Methods = cloneMap(c.model.Methods)
-	m.Topics = cloneMap(c.model.Topics)
+	m.Topics = cloneTopics(c.model.Topics)
 	m.Schemas = cloneMap(c.model.Schemas)
 	return m
 }
@@ -269,6 +271,9 @@ func checkModel(m *handshake.Contract) error {
 		if t.Key == "" {
 			errs = append(errs, fmt.Errorf("topic %s: key is required", name))
 		}
+		if err := checkSelectors(t.Selectors); err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: %w", name, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -294,6 +299,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// cloneTopics copies topic declarations with their selectors, so that no
+// caller shares the runtime's.
+func cloneTopics(m map[string]handshake.Topic) map[string]handshake.Topic {
+	out := cloneMap(m)
+	for name, t := range out {
+		t.Selectors = slices.Clone(t.Selectors)
+		out[name] = t
+	}
+	return out
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +30,8 @@ type Indexers[T any] map[string]IndexFunc[T]
 type SharedInformer[T any] struct {
 	f     *InformerFactory
 	topic string
+	// opts are its watch's options: its selection ([Select]).
+	opts []WatchOption
 
 	// dispatch serialises handler calls: changes from the stream, resyncs
 	// and the replay a late handler is given. Lock order: dispatch, then
@@ -68,7 +71,8 @@ type InformerFactory struct {
 	c      *Client
 	resync time.Duration
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// informers by topic and selection: "<topic>?<selection query>".
 	informers map[string]sharedInformer
 	ctx       context.Context // set by Start
 	wg        sync.WaitGroup
@@ -89,30 +93,41 @@ func NewInformerFactory(c *Client, defaultResync time.Duration) *InformerFactory
 	return &InformerFactory{c: c, resync: defaultResync, informers: map[string]sharedInformer{}}
 }
 
-// ForTopic returns the factory's shared informer of topic, making it the
-// first time. Errors: not_found for a topic the contract does not declare;
-// invalid_argument when the topic was asked for before with another object
+// ForTopic returns the factory's shared informer of topic and the
+// selection opts name ([Select]), making it the first time: one stream per
+// (topic, selection). Errors: not_found for a topic the contract does not
+// declare; invalid_argument for a selection the topic does not allow, or
+// when the topic and selection were asked for before with another object
 // type.
-func ForTopic[T any](f *InformerFactory, topic string) (*SharedInformer[T], error) {
-	if _, ok := f.c.contract.Topic(topic); !ok {
+func ForTopic[T any](f *InformerFactory, topic string, opts ...WatchOption) (*SharedInformer[T], error) {
+	decl, ok := f.c.contract.Topic(topic)
+	if !ok {
 		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", f.c.contract.Name(), f.c.contract.Version(), topic)
+	}
+	sel, err := newWatchConfig(opts).checkedSelection(topic, decl.Selectors)
+	if err != nil {
+		return nil, err
+	}
+	id := topic
+	if q := sel.key(decl.Selectors); q != "" {
+		id += "?" + q
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if si, ok := f.informers[topic]; ok {
+	if si, ok := f.informers[id]; ok {
 		s, ok := si.(*SharedInformer[T])
 		if !ok {
-			return nil, Errorf(CodeInvalidArgument, "topic %s is already informed as %v, not %v", topic, si.objectType(), reflect.TypeFor[T]())
+			return nil, Errorf(CodeInvalidArgument, "topic %s is already informed as %v, not %v", id, si.objectType(), reflect.TypeFor[T]())
 		}
 		return s, nil
 	}
-	s := &SharedInformer[T]{f: f, topic: topic, items: map[string]*T{},
+	s := &SharedInformer[T]{f: f, topic: topic, opts: slices.Clone(opts), items: map[string]*T{},
 		indexers: Indexers[T]{}, indices: map[string]map[string]map[string]struct{}{},
 		started: make(chan struct{})}
-	f.informers[topic] = s
+	f.informers[id] = s
 	if f.ctx != nil && !f.shutdown {
 		if err := s.start(f.ctx); err != nil {
-			delete(f.informers, topic)
+			delete(f.informers, id)
 			return nil, err
 		}
 	}
@@ -184,7 +199,7 @@ func (s *SharedInformer[T]) objectType() reflect.Type { return reflect.TypeFor[T
 // start opens the informer's stream and the resync loops of the handlers
 // registered so far.
 func (s *SharedInformer[T]) start(ctx context.Context) error {
-	inf, err := Watch(ctx, s.f.c, s.topic, InformerHandlers[T]{OnAdd: s.onAdd, OnUpdate: s.onUpdate, OnDelete: s.onDelete})
+	inf, err := Watch(ctx, s.f.c, s.topic, InformerHandlers[T]{OnAdd: s.onAdd, OnUpdate: s.onUpdate, OnDelete: s.onDelete}, s.opts...)
 	if err != nil {
 		return err
 	}

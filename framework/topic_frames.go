@@ -37,7 +37,7 @@ func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw []byte) (*top
 	b = append(b, raw...)
 	end := len(b)
 	b = append(b, "}\n"...)
-	return &topicChange{key: key, frame: b, gen: rev}, b[start:end:end]
+	return &topicChange{key: key, frame: b, gen: rev, version: ver}, b[start:end:end]
 }
 
 // encodeDeleteFrame builds a delete frame once, as the change of revision
@@ -57,7 +57,7 @@ func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost boo
 		b = append(b, `,"writerLost":true`...)
 	}
 	b = append(b, "}\n"...)
-	return &topicChange{key: key, frame: b, gen: rev}
+	return &topicChange{key: key, frame: b, gen: rev, version: ver}
 }
 
 // appendSynced appends the synced marker of a stream that has brought its

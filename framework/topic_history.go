@@ -48,9 +48,15 @@ type topicHistory struct {
 	horizon uint64
 }
 
+// tombstone is a delete frame kept for resuming watchers: of a deleted
+// key, or, for a topic with selectors, of a key that moved from the
+// selector values sel to others (move), which is a delete for a watcher of
+// sel.
 type tombstone struct {
 	change *topicChange
 	at     int64
+	sel    selValues
+	move   bool
 }
 
 func newTopicHistory(maxCount int, maxAge time.Duration) topicHistory {
@@ -63,10 +69,18 @@ func newTopicHistory(maxCount int, maxAge time.Duration) topicHistory {
 	return topicHistory{id: randomID(8), maxCount: maxCount, maxAge: maxAge, latest: map[string]uint64{}}
 }
 
-// bury remembers a delete frame (its gen is its revision), made at now.
-func (h *topicHistory) bury(ch *topicChange, now int64) {
-	h.tombs = append(h.tombs, tombstone{change: ch, at: now})
+// bury remembers a delete frame (its gen is its revision) of a key whose
+// selector values were sel, made at now.
+func (h *topicHistory) bury(ch *topicChange, sel selValues, now int64) {
+	h.tombs = append(h.tombs, tombstone{change: ch, at: now, sel: sel})
 	h.latest[ch.key] = ch.gen
+	h.trim(now)
+}
+
+// buryMove remembers the delete frame of a set that moved its key away
+// from the selector values sel, made at now.
+func (h *topicHistory) buryMove(leave *topicChange, sel selValues, now int64) {
+	h.tombs = append(h.tombs, tombstone{change: leave, at: now, sel: sel, move: true})
 	h.trim(now)
 }
 
@@ -77,7 +91,7 @@ func (h *topicHistory) trim(now int64) {
 	for drop < len(h.tombs) && (len(h.tombs)-drop > h.maxCount || time.Duration(now-h.tombs[drop].at) > h.maxAge) {
 		ch := h.tombs[drop].change
 		h.horizon = max(h.horizon, ch.gen)
-		if h.latest[ch.key] == ch.gen {
+		if !h.tombs[drop].move && h.latest[ch.key] == ch.gen {
 			delete(h.latest, ch.key)
 		}
 		h.tombs[drop] = tombstone{}
@@ -101,7 +115,18 @@ func (h *topicHistory) covers(since, rev uint64, now int64) bool {
 // deletesAfter appends the newest tombstone of each deleted key whose
 // revision is after since and which live does not hold again.
 func (h *topicHistory) deletesAfter(since uint64, live func(key string) bool, out []*topicChange) []*topicChange {
-	// Tombstones are in revision order: find the first after since.
+	for _, tb := range h.after(since) {
+		ch := tb.change
+		if !tb.move && h.latest[ch.key] == ch.gen && !live(ch.key) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// after returns the tombstones after revision since: they are in revision
+// order.
+func (h *topicHistory) after(since uint64) []tombstone {
 	lo, hi := 0, len(h.tombs)
 	for lo < hi {
 		mid := (lo + hi) / 2
@@ -111,23 +136,43 @@ func (h *topicHistory) deletesAfter(since uint64, live func(key string) bool, ou
 			hi = mid
 		}
 	}
-	for _, tb := range h.tombs[lo:] {
-		ch := tb.change
-		if h.latest[ch.key] == ch.gen && !live(ch.key) {
+	return h.tombs[lo:]
+}
+
+// leftAfter returns, for each key that left the selection after revision
+// since (deleted, or moved to other values) and does not belong to it now
+// (in is false), the newest delete frame that took it out.
+func (h *topicHistory) leftAfter(since uint64, sel selection, in func(key string) bool, out []*topicChange) []*topicChange {
+	var left map[string]*topicChange
+	for _, tb := range h.after(since) {
+		if sel.matches(tb.sel) {
+			if left == nil {
+				left = map[string]*topicChange{}
+			}
+			left[tb.change.key] = tb.change
+		}
+	}
+	for key, ch := range left {
+		if !in(key) {
 			out = append(out, ch)
 		}
 	}
 	return out
 }
 
-// resumeLocked returns what a watcher resuming from p is sent instead of a
-// snapshot: the latest change of every key changed after p, deletes
-// included, in revision order. ok is false when the topic cannot tell
-// (another history, a point from its future, a delete forgotten) or when
-// the changes outnumber the keys: the watcher is then sent a snapshot.
-func (t *topicStore) resumeLocked(p resumePoint) (changes []*topicChange, ok bool) {
+// resumeLocked returns what a watcher of the selection sel (nil: every
+// key) resuming from p is sent instead of a snapshot: the latest change of
+// every key changed after p that the selection matches, and a delete for
+// every key deleted after p or, for a selection, moved out of it, in
+// revision order. ok is false when the topic cannot tell (another history,
+// a point from its future, a delete or move forgotten) or when the changes
+// outnumber the keys: the watcher is then sent a snapshot.
+func (t *topicStore) resumeLocked(p resumePoint, sel selection) (changes []*topicChange, ok bool) {
 	if p.history != t.history.id || !t.history.covers(p.rev, t.gen, t.s.now()) {
 		return nil, false
+	}
+	if len(sel) > 0 {
+		return t.resumeSelectionLocked(p, sel)
 	}
 	for _, e := range t.entries {
 		if e.change.gen > p.rev {
@@ -135,7 +180,34 @@ func (t *topicStore) resumeLocked(p resumePoint) (changes []*topicChange, ok boo
 		}
 	}
 	changes = t.history.deletesAfter(p.rev, func(key string) bool { return t.entries[key] != nil }, changes)
-	if len(changes) > len(t.entries) {
+	return t.resumeBoundLocked(changes, len(t.entries))
+}
+
+// resumeSelectionLocked is [topicStore.resumeLocked] of a selection: it
+// reads the keys the index files under the selection and the tombstones
+// after p, never every key.
+func (t *topicStore) resumeSelectionLocked(p resumePoint, sel selection) ([]*topicChange, bool) {
+	var changes []*topicChange
+	held := 0
+	for key := range t.index.selectedKeys(sel) {
+		if e := t.entries[key]; e != nil && sel.matches(e.change.sel) {
+			held++
+			if e.change.gen > p.rev {
+				changes = append(changes, e.change)
+			}
+		}
+	}
+	changes = t.history.leftAfter(p.rev, sel, func(key string) bool {
+		e := t.entries[key]
+		return e != nil && sel.matches(e.change.sel)
+	}, changes)
+	return t.resumeBoundLocked(changes, held)
+}
+
+// resumeBoundLocked sends a snapshot instead of changes that outnumber the
+// keys held, and puts the changes in revision order.
+func (t *topicStore) resumeBoundLocked(changes []*topicChange, held int) ([]*topicChange, bool) {
+	if len(changes) > held {
 		// More changes than keys (a writer churned through keys): a
 		// snapshot is smaller, and a stream never starts with more
 		// pending than the topic holds.

@@ -12,7 +12,7 @@ func TestTopicHistoryBoundsAndCoverage(t *testing.T) {
 	h := newTopicHistory(3, time.Minute)
 	del := func(key string, rev uint64, at time.Duration) {
 		ch := encodeDeleteFrame(key, ObjectVersion{Epoch: "e", Seq: rev}, rev, false)
-		h.bury(ch, int64(at))
+		h.bury(ch, nil, int64(at))
 	}
 	none := func(string) bool { return false }
 	keys := func(chs []*topicChange) []string {

@@ -161,7 +161,9 @@ func (t *topicStore) write(w writerKey, body []byte) (topicWriteAnswer, error) {
 
 // serveWatch answers GET /lockstep/<contract>/<version>/watch/<Topic> with
 // a stream of newline-delimited JSON frames: the current object of every
-// key, a synced marker, then each change (docs/topics.md).
+// key, a synced marker, then each change (docs/topics.md); with selector
+// values in the query (?nodeName=node-042), only of the objects that hold
+// them.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	t, adm, err := s.topicRequest(r, EntryWatch)
 	if err != nil {
@@ -175,10 +177,16 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return
 	}
+	query := r.URL.Query()
+	sel, err := parseSelection(t.name, t.decl.Selectors, query)
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
 	var ws *watchStream
 	_, err = s.intercept(adm.ctx, &Call{Kind: EntryWatch, Contract: t.contract.Name(), Version: t.contract.Version(),
 		Method: t.name, Peer: sess.peer, Header: r.Header}, func(context.Context, *Call) (any, error) {
-		ws, err = t.addWatcher(sess, r.URL.Query().Get(protocol.QuerySince))
+		ws, err = t.addWatcher(sess, query.Get(protocol.QuerySince), sel)
 		return nil, err
 	})
 	if err != nil {

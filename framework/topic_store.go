@@ -15,9 +15,15 @@ import (
 // topicChange is one change of a key, encoded once as a complete watch
 // frame (one NDJSON line) whose bytes every watcher shares.
 type topicChange struct {
-	key   string
-	frame []byte
-	gen   uint64 // the topic's count of changes when this one was made
+	key     string
+	frame   []byte
+	gen     uint64 // the topic's count of changes when this one was made
+	version ObjectVersion
+	// sel is, for a set of a topic with selectors, the object's selector
+	// values (nil for a delete). leave is the set's delete frame, made
+	// once, for the watchers whose selection the key leaves by it.
+	sel   selValues
+	leave *topicChange
 }
 
 // topicEntry is a key's current object. Its bytes live inside the frame
@@ -51,6 +57,9 @@ type topicStore struct {
 	writers  map[writerKey]*writerState
 	watchers map[*watchStream]struct{}
 	closed   bool // the server is draining or stopped: no new watchers
+	// index files keys and watchers by selector value; nil for a topic
+	// without selectors.
+	index *topicIndex
 
 	// detached says the server's writer is detached: the topic has no
 	// live writer (see [TopicWriter.Detach]).
@@ -104,6 +113,7 @@ func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, op
 		writers:  map[writerKey]*writerState{},
 		watchers: map[*watchStream]struct{}{},
 	}
+	t.index = newTopicIndex(decl.Selectors)
 	t.detached = t.cfg.detached
 	t.history = newTopicHistory(t.cfg.tombstones, t.cfg.tombstoneAge)
 	sv.topics[name] = t
@@ -149,10 +159,25 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 	ws.seq = max(ws.seq, seq)
 	ver := ObjectVersion{Epoch: ws.epoch, Seq: seq}
 	ch, object := encodeSetFrame(key, ver, t.gen+1, raw)
+	var old selValues
+	if t.index != nil {
+		ch.sel = objectSelValues(t.index.selectors, raw)
+		if e != nil {
+			old = e.change.sel
+			t.index.unfileKey(key, old)
+			if !old.equal(ch.sel) {
+				// A move: a delete for the watchers of the old values,
+				// now and when they resume.
+				ch.leave = encodeDeleteFrame(key, ver, ch.gen, false)
+				t.history.buryMove(ch.leave, old, t.s.now())
+			}
+		}
+		t.index.fileKey(key, ch.sel)
+	}
 	t.entries[key] = &topicEntry{writer: w, version: ver, change: ch, object: object}
 	ws.keys[key] = struct{}{}
 	t.sets.Add(1)
-	t.publishLocked(ch)
+	t.publishLocked(ch, old)
 	return ver, true, nil
 }
 
@@ -176,11 +201,22 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 	}
 	ws.seq = max(ws.seq, seq)
 	ver := ObjectVersion{Epoch: ws.epoch, Seq: seq}
-	delete(t.entries, key)
 	delete(ws.keys, key)
-	t.deletes.Add(1)
-	t.publishDeleteLocked(encodeDeleteFrame(key, ver, t.gen+1, false))
+	t.removeEntryLocked(key, e, encodeDeleteFrame(key, ver, t.gen+1, false))
 	return ver, true, nil
+}
+
+// removeEntryLocked deletes key, whose entry is e, publishing ch, its
+// delete frame, and keeping it as a tombstone.
+func (t *topicStore) removeEntryLocked(key string, e *topicEntry, ch *topicChange) {
+	delete(t.entries, key)
+	old := e.change.sel
+	if t.index != nil {
+		t.index.unfileKey(key, old)
+	}
+	t.deletes.Add(1)
+	t.publishLocked(ch, old)
+	t.history.bury(ch, old, t.s.now())
 }
 
 // publishLocked hands a change to the topic's fan-out: the writer only
@@ -188,10 +224,17 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 // however many watchers there are. The fan-out goroutine, running while
 // there is something to hand out, passes the latest changes to every
 // watcher in batches.
-func (t *topicStore) publishLocked(ch *topicChange) {
+//
+// For a topic with selectors, old is the key's selector values before the
+// change (nil for a new key), so that the fan-out can tell the watchers of
+// every value the key left.
+func (t *topicStore) publishLocked(ch *topicChange, old selValues) {
 	t.gen = ch.gen
 	if len(t.watchers) == 0 || t.closed {
 		return // snapshots read the entries; nobody waits for changes
+	}
+	if t.index != nil {
+		t.index.publish(ch, old)
 	}
 	if i, ok := t.fanIndex[ch.key]; ok {
 		t.fan[i] = ch
@@ -209,19 +252,13 @@ func (t *topicStore) publishLocked(ch *topicChange) {
 	}
 }
 
-// publishDeleteLocked publishes a delete and keeps it as a tombstone, for
-// watchers that resume.
-func (t *topicStore) publishDeleteLocked(ch *topicChange) {
-	t.publishLocked(ch)
-	t.history.bury(ch, t.s.now())
-}
-
 // fanOut hands the pending changes to every watcher, round after round,
 // until none are pending.
 func (t *topicStore) fanOut() {
 	defer t.s.watchWG.Done()
 	var batch []*topicChange
 	var watchers []*watchStream
+	var deliveries []delivery
 	for {
 		t.mu.Lock()
 		if len(t.fan) == 0 || t.closed {
@@ -233,26 +270,37 @@ func (t *topicStore) fanOut() {
 		batch, t.fan = t.fan, batch[:0]
 		clear(t.fanIndex)
 		watchers = watchers[:0]
-		for ws := range t.watchers {
+		everyone := t.watchers
+		if t.index != nil {
+			// Selecting watchers get what their selection concerns;
+			// the others, every change.
+			everyone = t.index.everyone
+			deliveries = t.index.route(batch, deliveries[:0])
+		}
+		for ws := range everyone {
 			watchers = append(watchers, ws)
 		}
 		t.mu.Unlock()
 		for _, ws := range watchers {
 			ws.markAll(batch)
 		}
+		for _, d := range deliveries {
+			d.ws.markOne(d.ch)
+		}
 		clear(batch)
 		clear(watchers)
+		clear(deliveries)
 	}
 }
 
 // addWatcher registers a watch stream whose first frames are the current
-// object of every key, or, when the topic can resume the watcher from
-// since (a resume point, "" for none), only the changes after it; then a
-// synced marker.
-func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, error) {
+// object of every key its selection (nil: every key) matches, or, when the
+// topic can resume the watcher from since (a resume point, "" for none),
+// only the changes after it; then a synced marker.
+func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*watchStream, error) {
 	ttl := t.s.cfg.SessionTTL
 	ws := &watchStream{
-		topic: t, sess: sess, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
+		topic: t, sess: sess, sel: sel, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
 		pingEvery: ttl / 2, writeTimeout: 2 * ttl,
 		needSynced: true, finished: make(chan struct{}),
 	}
@@ -270,13 +318,10 @@ func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, erro
 		return nil, err
 	}
 	if p, ok := parseResumePoint(since); ok {
-		ws.pend, ws.resumed = t.resumeLocked(p)
+		ws.pend, ws.resumed = t.resumeLocked(p, sel)
 	}
 	if !ws.resumed {
-		ws.pend = make([]*topicChange, 0, len(t.entries))
-		for _, e := range t.entries {
-			ws.pend = append(ws.pend, e.change)
-		}
+		ws.pend = t.snapshotLocked(sel)
 	}
 	ws.index = make(map[string]int, len(ws.pend))
 	for i, ch := range ws.pend {
@@ -285,13 +330,40 @@ func (t *topicStore) addWatcher(sess *session, since string) (*watchStream, erro
 	ws.maxQueued = len(ws.pend)
 	ws.since = t.gen
 	t.watchers[ws] = struct{}{}
+	if t.index != nil {
+		t.index.addWatcher(ws)
+	}
 	return ws, nil
+}
+
+// snapshotLocked returns the latest change of every key the selection
+// matches: through the index for a selection, so a watcher's snapshot
+// costs its share of the keys, not all of them.
+func (t *topicStore) snapshotLocked(sel selection) []*topicChange {
+	if len(sel) == 0 {
+		out := make([]*topicChange, 0, len(t.entries))
+		for _, e := range t.entries {
+			out = append(out, e.change)
+		}
+		return out
+	}
+	keys := t.index.selectedKeys(sel)
+	out := make([]*topicChange, 0, len(keys))
+	for key := range keys {
+		if e := t.entries[key]; e != nil && sel.matches(e.change.sel) {
+			out = append(out, e.change)
+		}
+	}
+	return out
 }
 
 func (t *topicStore) removeWatcher(ws *watchStream) {
 	t.mu.Lock()
 	if _, ok := t.watchers[ws]; ok {
 		delete(t.watchers, ws)
+		if t.index != nil {
+			t.index.removeWatcher(ws)
+		}
 		t.s.limits.removeWatcher(ws.sess.usage, ws.sess)
 	}
 	t.mu.Unlock()

@@ -80,9 +80,7 @@ func (t *topicStore) loseKeyLocked(ws *writerState, key string) {
 		e.writer = writerKey{}
 		return
 	}
-	delete(t.entries, key)
-	t.deletes.Add(1)
-	t.publishDeleteLocked(encodeDeleteFrame(key, e.version, t.gen+1, true))
+	t.removeEntryLocked(key, e, encodeDeleteFrame(key, e.version, t.gen+1, true))
 }
 
 // writerLost applies the lost-writer policy to every key of w.

@@ -68,6 +68,9 @@ type InformerStats struct {
 type Informer[T any] struct {
 	c     *Client
 	topic string
+	// query is the watch request's selection (?nodeName=node-042), ""
+	// for none: see [Select].
+	query string
 	// writerAware is set for a server-written topic: the informer watches
 	// a replica whose writer is attached and syncs from no other.
 	writerAware bool
@@ -123,15 +126,21 @@ type informerEntry[T any] struct {
 
 // Watch starts an informer of a topic of c's contract and returns at
 // once; use [Informer.WaitForSync] to wait for its first snapshot. It runs
-// until ctx ends, [Informer.Stop] is called, or the client is closed. The
-// only error is not_found, for a topic the contract does not declare.
-func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T]) (*Informer[T], error) {
-	if _, ok := c.contract.Topic(topic); !ok {
+// until ctx ends, [Informer.Stop] is called, or the client is closed. With
+// [Select] options it holds only the objects of its selection. Errors:
+// not_found for a topic the contract does not declare; invalid_argument for
+// a selection the topic's selectors do not allow.
+func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T], opts ...WatchOption) (*Informer[T], error) {
+	decl, ok := c.contract.Topic(topic)
+	if !ok {
 		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
 	}
-	decl, _ := c.contract.Topic(topic)
+	sel, err := newWatchConfig(opts).checkedSelection(topic, decl.Selectors)
+	if err != nil {
+		return nil, err
+	}
 	i := &Informer[T]{
-		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
+		c: c, topic: topic, query: sel.key(decl.Selectors), h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
 		writerAware: decl.Writer == handshake.RoleServer,
 		cache:       map[string]*informerEntry[T]{}, latest: map[string][]byte{},
 		wake: make(chan struct{}, 1), processed: make(chan struct{}),
@@ -325,8 +334,13 @@ func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool,
 	}()
 	i.streams.Add(1)
 	url := e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic)
+	sep := "?"
+	if i.query != "" {
+		url += sep + i.query
+		sep = "&"
+	}
 	if i.resume.history != "" {
-		url += "?" + protocol.QuerySince + "=" + i.resume.String()
+		url += sep + protocol.QuerySince + "=" + i.resume.String()
 	}
 	a := e.send(ctx, sess, request{method: http.MethodGet, url: url, stream: true})
 	if a.stream == nil {

@@ -81,6 +81,9 @@ func (r responseSink) close() { _ = r.rc.SetWriteDeadline(time.Unix(1, 0)) }
 type watchStream struct {
 	topic *topicStore
 	sess  *session
+	// sel is what the watcher selects (nil: every object); the topic's
+	// index files the stream by it.
+	sel selection
 	// since is the topic's revision when the stream started: its first
 	// frames (a snapshot, or the changes since the resume point) bring the
 	// watcher to it, and its synced frame names it.
@@ -214,6 +217,19 @@ func (ws *watchStream) markAll(batch []*topicChange) {
 		if ch.gen > ws.since {
 			ws.markLocked(ch)
 		}
+	}
+	ws.scheduleLocked()
+}
+
+// markOne is [watchStream.markAll] of one change.
+func (ws *watchStream) markOne(ch *topicChange) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.endingLocked() {
+		return
+	}
+	if ch.gen > ws.since {
+		ws.markLocked(ch)
 	}
 	ws.scheduleLocked()
 }

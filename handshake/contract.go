@@ -74,6 +74,23 @@ type Topic struct {
 	Writer Role `json:"writer"`
 	// LostWriter says what happens to a lost writer's keys.
 	LostWriter LostWriterPolicy `json:"lostWriter"`
+	// Selectors names the object's top-level scalar members a watcher may
+	// select on (?nodeName=node-042 delivers only the objects whose
+	// nodeName is node-042). They are a set: the fingerprint hashes them
+	// sorted, and only when there are any, so topics without selectors
+	// keep their fingerprints.
+	Selectors []string `json:"selectors,omitempty"`
+}
+
+// HasSelector reports whether the topic declares field among its
+// selectors.
+func (t Topic) HasSelector(field string) bool {
+	for _, s := range t.Selectors {
+		if s == field {
+			return true
+		}
+	}
+	return false
 }
 
 // Offer returns the (version, fingerprint) pair this contract contributes

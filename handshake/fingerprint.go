@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
@@ -49,11 +51,13 @@ func Fingerprint(c *Contract) (string, error) {
 //	                        "idempotent": bool, "batch": bool, "path": string,
 //	                        "maxItems": number, present only when set}},
 //	  "topics":   {<name>: {"object": string, "key": string,
-//	                        "writer": string, "lostWriter": string}},
+//	                        "writer": string, "lostWriter": string,
+//	                        "selectors": [string, ...], sorted by UTF-16 code units,
+//	                                     present only when not empty}},
 //	  "schemas":  {<name>: <the schema with its annotations removed>}
 //	}
 //
-// Every member but maxItems is always present: empty strings as "", false flags as false,
+// Every member but maxItems and selectors is always present: empty strings as "", false flags as false,
 // nil or empty maps as {}. RFC 8785 then fixes the rest: object members sorted
 // by their UTF-16 code units, no insignificant whitespace, strings as UTF-8
 // with only '"', '\' and control characters escaped (\b \t \n \f \r as such,
@@ -110,12 +114,16 @@ func Canonical(c *Contract) ([]byte, error) {
 	}
 	topics := make(map[string]any, len(c.Topics))
 	for name, t := range c.Topics {
-		topics[name] = map[string]any{
+		topic := map[string]any{
 			"object":     t.Object,
 			"key":        t.Key,
 			"writer":     string(t.Writer),
 			"lostWriter": string(t.LostWriter),
 		}
+		if len(t.Selectors) > 0 {
+			topic["selectors"] = sortedSelectors(t.Selectors)
+		}
+		topics[name] = topic
 	}
 	schemas := make(map[string]any, len(c.Schemas))
 	for _, name := range sortedNames(c.Schemas) {
@@ -329,11 +337,25 @@ func checkUTF8(c *Contract) error {
 		check("topic "+name+" key", t.Key)
 		check("topic "+name+" writer", string(t.Writer))
 		check("topic "+name+" lostWriter", string(t.LostWriter))
+		for _, sel := range t.Selectors {
+			check("topic "+name+" selector", sel)
+		}
 	}
 	for _, name := range sortedNames(c.Schemas) {
 		check("schema name", name)
 	}
 	return errors.Join(errs...)
+}
+
+// sortedSelectors returns a topic's selectors in the canonical order:
+// sorted by UTF-16 code units, as RFC 8785 sorts member names, so that a
+// peer in any language sorts them the same way.
+func sortedSelectors(sel []string) []string {
+	out := slices.Clone(sel)
+	slices.SortFunc(out, func(a, b string) int {
+		return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+	})
+	return out
 }
 
 // sortedNames returns a map's keys in order, so errors come out in a stable

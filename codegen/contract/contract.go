@@ -15,15 +15,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -83,8 +86,34 @@ type Topic struct {
 	// Writer is the side that writes it; LostWriter its lost-writer policy.
 	Writer     handshake.Role
 	LostWriter handshake.LostWriterPolicy
+	// Selectors are the object's members a watcher may select on, in the
+	// order the file lists them.
+	Selectors []Selector
 	// Description is optional prose for doc comments.
 	Description string
+}
+
+// Selector is one field a topic's watchers may select on: a top-level
+// member of the topic's object whose value is a string, an integer or a
+// boolean, so that a watch request's text value names it exactly.
+type Selector struct {
+	// Field is the member's JSON name.
+	Field string
+	// Kind is the member's JSON type: KindString, KindNumber (an integer)
+	// or KindBool.
+	Kind Kind
+}
+
+// SelectorFields returns the fields of a topic's selectors.
+func (t Topic) SelectorFields() []string {
+	if len(t.Selectors) == 0 {
+		return nil
+	}
+	out := make([]string, len(t.Selectors))
+	for i, s := range t.Selectors {
+		out[i] = s.Field
+	}
+	return out
 }
 
 // Message is one entry of the contract's schemas.
@@ -135,7 +164,7 @@ func (c *Contract) Handshake() handshake.Contract {
 		h.Methods[m.Name] = handshake.Method{Request: m.Request, Response: m.Response, Idempotent: m.Idempotent, Batch: m.Batch, Path: m.Path, MaxItems: m.MaxItems}
 	}
 	for _, t := range c.Topics {
-		h.Topics[t.Name] = handshake.Topic{Object: t.Object, Key: t.Key, Writer: t.Writer, LostWriter: t.LostWriter}
+		h.Topics[t.Name] = handshake.Topic{Object: t.Object, Key: t.Key, Writer: t.Writer, LostWriter: t.LostWriter, Selectors: t.SelectorFields()}
 	}
 	for _, m := range c.Messages {
 		h.Schemas[m.Name] = append(json.RawMessage(nil), m.Bundle...)
@@ -396,7 +425,7 @@ func (p *parser) topics(t *Node) {
 			p.errs.add(errorAt(d, "topic %s must be an object with object, key, writer and lostWriter", name))
 			continue
 		}
-		p.only(d, "topic", "object", "key", "writer", "lostWriter", "description")
+		p.only(d, "topic", "object", "key", "writer", "lostWriter", "selectors", "description")
 		top := Topic{
 			Name: name, Object: p.str(d, "object", true), Key: p.str(d, "key", true),
 			Writer: handshake.Role(p.str(d, "writer", true)), LostWriter: handshake.LostWriterPolicy(p.str(d, "lostWriter", true)),
@@ -411,8 +440,11 @@ func (p *parser) topics(t *Node) {
 		if v := d.Get("object"); v != nil && v.Kind == KindString {
 			if msg := p.c.Message(v.Text); msg == nil {
 				p.errs.add(errorAt(v, "topic %s: object %q is not an entry of schemas", name, v.Text))
-			} else if top.Key != "" && !hasProperty(msg.Schema, top.Key) {
-				p.errs.add(errorAt(d.Get("key"), "topic %s: key %q is not a property of %s", name, top.Key, v.Text))
+			} else {
+				if top.Key != "" && !hasProperty(msg.Schema, top.Key) {
+					p.errs.add(errorAt(d.Get("key"), "topic %s: key %q is not a property of %s", name, top.Key, v.Text))
+				}
+				top.Selectors = p.selectors(name, d.Get("selectors"), msg)
 			}
 		}
 		p.c.Topics = append(p.c.Topics, top)
@@ -420,33 +452,152 @@ func (p *parser) topics(t *Node) {
 	sort.Slice(p.c.Topics, func(i, j int) bool { return p.c.Topics[i].Name < p.c.Topics[j].Name })
 }
 
-// hasProperty reports whether an object schema, or one it is built from by
-// reference or allOf, declares a property.
-func hasProperty(s *Node, name string) bool {
+// selectors reads a topic's selectors: a list of distinct names of
+// top-level members of its object whose values are strings, integers or
+// booleans (a watch request names a value as text, so each must have one
+// exact text form: a number such as 1.5 or 1e0 has several).
+func (p *parser) selectors(topic string, list *Node, msg *Message) []Selector {
+	if list == nil {
+		return nil
+	}
+	if list.Kind != KindArray {
+		p.errs.add(errorAt(list, "topic %s: selectors must be a list of field names, such as [nodeName]", topic))
+		return nil
+	}
+	var out []Selector
+	seen := map[string]bool{}
+	for _, it := range list.Items {
+		if it.Kind != KindString {
+			p.errs.add(errorAt(it, "topic %s: a selector is a field name, not %s", topic, it.Kind))
+			continue
+		}
+		field := it.Text
+		switch {
+		case seen[field]:
+			p.errs.add(errorAt(it, "topic %s: selector %q is listed twice", topic, field))
+			continue
+		case field == protocol.QuerySince:
+			p.errs.add(errorAt(it, "topic %s: selector %q is the watch request's resume parameter: select on another field", topic, field))
+			continue
+		}
+		seen[field] = true
+		prop := propertySchema(msg.Schema, field)
+		if prop == nil {
+			p.errs.add(errorAt(it, "topic %s: selector %q is not a property of %s", topic, field, msg.Name))
+			continue
+		}
+		kind, why := scalarKind(prop)
+		if why != "" {
+			p.errs.add(errorAt(it, "topic %s: selector %q of %s %s; a selector must be a string, integer or boolean member", topic, field, msg.Name, why))
+			continue
+		}
+		out = append(out, Selector{Field: field, Kind: kind})
+	}
+	return out
+}
+
+// propertySchema returns the schema of a property an object schema, or one
+// it is built from by reference or allOf, declares; nil if none does.
+func propertySchema(s *Node, name string) *Node {
 	seen := map[*Node]bool{}
-	var walk func(n *Node) bool
-	walk = func(n *Node) bool {
+	var walk func(n *Node) *Node
+	walk = func(n *Node) *Node {
 		if n == nil || seen[n] || n.Kind != KindObject {
-			return false
+			return nil
 		}
 		seen[n] = true
-		if props := n.Get("properties"); props != nil && props.Has(name) {
-			return true
+		if props := n.Get("properties"); props != nil {
+			if v := props.Get(name); v != nil {
+				return v
+			}
 		}
-		if walk(n.Ref) {
-			return true
+		if v := walk(n.Ref); v != nil {
+			return v
 		}
 		if all := n.Get("allOf"); all != nil {
 			for _, it := range all.Items {
-				if walk(it) {
-					return true
+				if v := walk(it); v != nil {
+					return v
 				}
 			}
 		}
-		return false
+		return nil
 	}
 	return walk(s)
 }
+
+// scalarKind returns the JSON type a selector's schema admits: its type
+// (null aside, which selects nothing), or, without one, the type every
+// value of its enum or const shares. why says what is wrong otherwise.
+func scalarKind(s *Node) (Kind, string) {
+	for i := 0; i < 64 && s != nil && s.Kind == KindObject && s.Ref != nil && s.Get("type") == nil && s.Get("enum") == nil && s.Get("const") == nil; i++ {
+		s = s.Ref
+	}
+	if s == nil || s.Kind != KindObject {
+		return 0, "admits any value"
+	}
+	var types []string
+	if t := s.Get("type"); t != nil {
+		switch t.Kind {
+		case KindString:
+			types = []string{t.Text}
+		case KindArray:
+			for _, it := range t.Items {
+				if it.Kind == KindString && it.Text != "null" {
+					types = append(types, it.Text)
+				}
+			}
+		}
+	} else {
+		var values []*Node
+		if e := s.Get("enum"); e != nil && e.Kind == KindArray {
+			values = e.Items
+		}
+		if c := s.Get("const"); c != nil {
+			values = append(values, c)
+		}
+		for _, v := range values {
+			name := v.Kind.String()
+			if v.Kind == KindNumber {
+				name = "integer"
+				if _, ok := new(big.Int).SetString(v.Text, 10); !ok {
+					name = "number"
+				}
+			}
+			if v.Kind != KindNull && !slices.Contains(types, name) {
+				types = append(types, name)
+			}
+		}
+	}
+	switch {
+	case len(types) == 0:
+		return 0, "declares no type"
+	case len(types) > 1:
+		return 0, "admits several types (" + strings.Join(types, ", ") + ")"
+	}
+	switch types[0] {
+	case "string":
+		return KindString, ""
+	case "integer":
+		return KindNumber, ""
+	case "boolean":
+		return KindBool, ""
+	case "number":
+		return 0, "is a number, which has many text forms (1, 1.0, 1e0)"
+	}
+	return 0, "is " + article(types[0]) + " " + types[0]
+}
+
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// hasProperty reports whether an object schema, or one it is built from by
+// reference or allOf, declares a property.
+func hasProperty(s *Node, name string) bool { return propertySchema(s, name) != nil }
 
 // messages reads, resolves and normalises every message schema.
 func (p *parser) messages(schemas *Node) {

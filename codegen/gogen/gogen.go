@@ -240,7 +240,53 @@ func (g *generator) funcs() template.FuncMap {
 		"lower":          func(s string) string { return strings.ToLower(s[:1]) + s[1:] },
 		"contract":       func() *contract.Contract { return g.pkg.Contract },
 		"messageType":    func(name string) string { return g.pkg.Messages[name].Name },
+		"goName":         gomodel.GoName,
+		"selectOptions":  func() ([]selectOption, error) { return selectOptions(g.pkg.Contract) },
 	}
+}
+
+// selectOption is a generated typed form of framework.Select for one
+// selector field: Select<GoName>(v) for every topic that selects on it.
+type selectOption struct {
+	GoName, Field string
+	// Param is the Go type of the value; Text spells it as the text a
+	// watch request carries.
+	Param, Text string
+	Topics      []string
+}
+
+// selectOptions returns one option per selector field of the contract's
+// topics; a field two topics select on with different types is an error.
+func selectOptions(c *contract.Contract) ([]selectOption, error) {
+	byField := map[string]*selectOption{}
+	var out []*selectOption
+	for _, t := range c.Topics {
+		for _, sel := range t.Selectors {
+			param, text := "string", "v"
+			switch sel.Kind {
+			case contract.KindNumber:
+				param, text = "int64", "strconv.FormatInt(v, 10)"
+			case contract.KindBool:
+				param, text = "bool", "strconv.FormatBool(v)"
+			}
+			if o := byField[sel.Field]; o != nil {
+				if o.Param != param {
+					return nil, fmt.Errorf("%s: selector %q is %s in topic %s but %s in topic %s: one Select%s cannot take both", c.File, sel.Field, o.Param, o.Topics[0], param, t.Name, o.GoName)
+				}
+				o.Topics = append(o.Topics, t.Name)
+				continue
+			}
+			o := &selectOption{GoName: gomodel.GoName(sel.Field), Field: sel.Field, Param: param, Text: text, Topics: []string{t.Name}}
+			byField[sel.Field] = o
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GoName < out[j].GoName })
+	res := make([]selectOption, len(out))
+	for i, o := range out {
+		res[i] = *o
+	}
+	return res, nil
 }
 
 // fieldType spells a field's Go type with what its presence adds.

@@ -46,13 +46,16 @@ func Build(c *contract.Contract, pkgName string) (*Package, error) {
 		for _, n := range []string{"Topic" + t.Name, "Serve" + t.Name, "Watch" + t.Name, "New" + t.Name + "Publisher"} {
 			b.names[n] = true
 		}
+		for _, sel := range t.Selectors {
+			b.names["Select"+GoName(sel.Field)] = true
+		}
 	}
 	// Messages claim their names first, so that a schema referenced from
 	// elsewhere is still named after its message.
 	var claimed []*contract.Message
 	for _, m := range c.Messages {
 		if b.names[m.Name] {
-			b.fail(m.Schema, "message name %s collides with a name the generated package declares (%s, Method<Name>, and for topics Topic<Name>, Serve<Name>, Watch<Name>, New<Name>Publisher): rename the message", m.Name, strings.Join(ReservedNames, ", "))
+			b.fail(m.Schema, "message name %s collides with a name the generated package declares (%s, Method<Name>, and for topics Topic<Name>, Serve<Name>, Watch<Name>, New<Name>Publisher, Select<Selector>): rename the message", m.Name, strings.Join(ReservedNames, ", "))
 			continue
 		}
 		b.names[m.Name] = true

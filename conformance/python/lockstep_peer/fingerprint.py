@@ -788,6 +788,17 @@ def _bool(obj, key):
     return v.value
 
 
+def _selectors(topic):
+    """A topic's selectors, a set: sorted by UTF-16 code units, as RFC 8785
+    sorts member names."""
+    v = topic.get("selectors")
+    if v is None:
+        return []
+    if v.kind != ARRAY or any(it.kind != STRING for it in v.items):
+        raise ContractError("selectors must be a list of field names")
+    return sorted((it.value for it in v.items), key=lambda s: s.encode("utf-16-be"))
+
+
 def load(path):
     """The wire model of a contract file: the document the canonical form
     is built from, with each schema bundled (before annotation stripping)."""
@@ -841,6 +852,9 @@ def load(path):
                 "object": _str(d, "object", True), "key": _str(d, "key", True),
                 "writer": _str(d, "writer", True), "lostWriter": _str(d, "lostWriter", True),
             }
+            selectors = _selectors(d)
+            if selectors:
+                topics[name]["selectors"] = selectors
     version = root.get("version")
     if version is None or version.kind != STRING:
         raise ContractError('version must be a string such as "2.0.0"')

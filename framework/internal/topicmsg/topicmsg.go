@@ -26,6 +26,10 @@ const (
 	// TopicNodeStatus publishes the benchmark NodeStatus from the server,
 	// keyed by nodeName.
 	TopicNodeStatus = "NodeStatus"
+	// TopicAssignment is written by the server, keyed by pod uid; a
+	// watcher selects the pods of one node (selector node) or of one
+	// phase (selector phase).
+	TopicAssignment = "Assignment"
 )
 
 const nodeHealthSchema = `{
@@ -63,6 +67,20 @@ const capacitySchema = `{
   }
 }`
 
+const assignmentSchema = `{
+  "type": "object",
+  "required": ["uid"],
+  "additionalProperties": false,
+  "properties": {
+    "uid": {"type": "string", "minLength": 1},
+    "node": {"type": "string"},
+    "phase": {"type": "string"},
+    "gen": {"type": "integer"},
+    "stamp": {"type": "integer"},
+    "padding": {"type": "string"}
+  }
+}`
+
 // Contract returns the contract "topics" at a version: server
 // nodecontroller, client kubelet, no methods, and the four topics above.
 func Contract(version string) handshake.Contract {
@@ -74,12 +92,15 @@ func Contract(version string) handshake.Contract {
 			TopicLease:      {Object: "Lease", Key: "node", Writer: handshake.RoleClient, LostWriter: handshake.LostWriterDelete},
 			TopicCapacity:   {Object: "Capacity", Key: "node", Writer: handshake.RoleClient, LostWriter: handshake.LostWriterKeep},
 			TopicNodeStatus: {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
+			TopicAssignment: {Object: "Assignment", Key: "uid", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete,
+				Selectors: []string{"node", "phase"}},
 		},
 		Schemas: map[string]json.RawMessage{
 			"NodeHealth": json.RawMessage(nodeHealthSchema),
 			"Lease":      json.RawMessage(leaseSchema),
 			"Capacity":   json.RawMessage(capacitySchema),
 			"NodeStatus": benchmsg.Contract(version).Schemas["NodeStatus"],
+			"Assignment": json.RawMessage(assignmentSchema),
 		},
 	}
 }
@@ -109,4 +130,17 @@ type Lease struct {
 type Capacity struct {
 	Node string `json:"node"`
 	Pods int64  `json:"pods"`
+}
+
+// Assignment is the object of the Assignment topic: a pod and the node it
+// is bound to ("" while unbound).
+type Assignment struct {
+	UID   string `json:"uid"`
+	Node  string `json:"node,omitempty"`
+	Phase string `json:"phase,omitempty"`
+	Gen   int64  `json:"gen,omitempty"`
+	// Stamp is the writer's clock, in nanoseconds, when it wrote the
+	// object: benchmarks in one process measure delivery with it.
+	Stamp   int64  `json:"stamp,omitempty"`
+	Padding string `json:"padding,omitempty"`
 }

@@ -116,6 +116,6 @@ func ServeNodeHealth(s *framework.Server, opts ...framework.TopicOption) *framew
 
 // WatchNodeHealth watches the NodeHealth topic through c: the returned informer keeps
 // the latest object of every key and calls h on changes.
-func WatchNodeHealth(ctx context.Context, c *framework.Client, h framework.InformerHandlers[NodeStatus]) (*framework.Informer[NodeStatus], error) {
-	return framework.Watch[NodeStatus](ctx, c, TopicNodeHealth, h)
+func WatchNodeHealth(ctx context.Context, c *framework.Client, h framework.InformerHandlers[NodeStatus], opts ...framework.WatchOption) (*framework.Informer[NodeStatus], error) {
+	return framework.Watch[NodeStatus](ctx, c, TopicNodeHealth, h, opts...)
 }

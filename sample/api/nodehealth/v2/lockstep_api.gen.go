@@ -90,6 +90,6 @@ func ServeNodeHealth(s *framework.Server, opts ...framework.TopicOption) *framew
 
 // WatchNodeHealth watches the NodeHealth topic through c: the returned informer keeps
 // the latest object of every key and calls h on changes.
-func WatchNodeHealth(ctx context.Context, c *framework.Client, h framework.InformerHandlers[NodeHealth]) (*framework.Informer[NodeHealth], error) {
-	return framework.Watch[NodeHealth](ctx, c, TopicNodeHealth, h)
+func WatchNodeHealth(ctx context.Context, c *framework.Client, h framework.InformerHandlers[NodeHealth], opts ...framework.WatchOption) (*framework.Informer[NodeHealth], error) {
+	return framework.Watch[NodeHealth](ctx, c, TopicNodeHealth, h, opts...)
 }

@@ -102,6 +102,6 @@ func ServeStatuses(s *framework.Server, opts ...framework.TopicOption) *framewor
 
 // WatchStatuses watches the Statuses topic through c: the returned informer keeps
 // the latest object of every key and calls h on changes.
-func WatchStatuses(ctx context.Context, c *framework.Client, h framework.InformerHandlers[Status]) (*framework.Informer[Status], error) {
-	return framework.Watch[Status](ctx, c, TopicStatuses, h)
+func WatchStatuses(ctx context.Context, c *framework.Client, h framework.InformerHandlers[Status], opts ...framework.WatchOption) (*framework.Informer[Status], error) {
+	return framework.Watch[Status](ctx, c, TopicStatuses, h, opts...)
 }
