@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -100,10 +102,16 @@ func runChild() int {
 }
 
 // contracts are built once: compiling schemas is not what these tests test.
-var contracts = map[string]*framework.Contract{}
+// Parallel tests share them.
+var (
+	contractsMu sync.Mutex
+	contracts   = map[string]*framework.Contract{}
+)
 
 func benchContract(t testing.TB, version string) *framework.Contract {
 	t.Helper()
+	contractsMu.Lock()
+	defer contractsMu.Unlock()
 	if c, ok := contracts[version]; ok {
 		return c
 	}
@@ -207,4 +215,36 @@ func (c *cuttable) count(path string) int64 {
 		return n.(*atomic.Int64).Load()
 	}
 	return 0
+}
+
+// readyCount is how many of the client's endpoints hold a session.
+func readyCount(cl *framework.Client) int {
+	n := 0
+	for _, e := range cl.Endpoints() {
+		if e.State == "ready" {
+			n++
+		}
+	}
+	return n
+}
+
+// endpointState is the state of the client's endpoint at url, "" if none.
+func endpointState(cl *framework.Client, url string) string {
+	for _, e := range cl.Endpoints() {
+		if e.URL == url {
+			return e.State
+		}
+	}
+	return ""
+}
+
+// endpointStateEventually waits for an endpoint to reach one of states and
+// returns the first of states if it did, its last state if not.
+func endpointStateEventually(t *testing.T, cl *framework.Client, url string, states ...string) string {
+	t.Helper()
+	reached := func() bool { return slices.Contains(states, endpointState(cl, url)) }
+	if !assert.Eventually(t, reached, 5*time.Second, 5*time.Millisecond, "endpoint %s never %q", url, states) {
+		return endpointState(cl, url)
+	}
+	return states[0]
 }
