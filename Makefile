@@ -4,25 +4,52 @@
 GO        ?= go
 PKGS      ?= ./...
 # Every Go module in the repository (nested ones too, e.g. bench, examples,
-# sample: `./...` stops at a
-# nested go.mod, so each target loops over these directories).
+# sample: `./...` stops at a nested go.mod, so the targets name each module).
 MODULES   := $(patsubst %/go.mod,%,$(shell git ls-files --cached --others --exclude-standard '*go.mod' 2>/dev/null || echo go.mod))
 MODULES   := $(patsubst go.mod,.,$(MODULES))
 # Modules whose tests run without the race detector: bench's tests check
 # its statistics and report writer only, and a race build of the etcd and
 # gRPC it compares against costs minutes of a cold make test.
 NORACE_MODULES := bench
+RACE_MODULES   := $(filter-out $(NORACE_MODULES),$(MODULES))
+# go.work puts every module in one workspace, so that one `go` command
+# builds, vets and tests all of them with one build of what they share (the
+# framework, Kubernetes' API types); .ci/check-workspace makes sure the
+# workspace resolves each module as its own go.mod does. These are the
+# package patterns of each set of modules, from the repository's root.
+modpkgs         = $(foreach m,$(1),$(if $(filter .,$(m)),./...,./$(m)/...))
+RACE_PKGS      := $(call modpkgs,$(RACE_MODULES))
+NORACE_PKGS    := $(call modpkgs,$(NORACE_MODULES))
+# build, vet and test of a package share one set of flags: the build cache
+# keys on them, and a plain `go vet` before `go test -race` compiles every
+# package and its dependencies twice.
+RACE_FLAGS     := -race
+# Extra `go test` flags, e.g. TESTFLAGS=-json to time each test.
+TESTFLAGS ?=
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
 FUZZTIME  ?= 30s
 
-.PHONY: test vet check-generated generate demo fuzz soak bench bench-quick bench-framework
+.PHONY: test vet check-generated check-workspace sync-workspace generate demo fuzz soak bench bench-quick bench-framework
+.PHONY: test-phases test-race test-norace vet-race vet-norace
 
-## test: vet, check generated code is fresh, then every test with the race
-## detector (fuzz seed corpora included).
-test: vet check-generated tools
-	@set -e; for m in $(MODULES); do echo "== go test $$m"; \
-	  race=-race; case " $(NORACE_MODULES) " in *" $$m "*) race= ;; esac; \
-	  (cd $$m && $(GO) test $$race -count=1 -timeout 12m $(PKGS)); done
+## test: vet, check generated code is fresh and the workspace resolves each
+## module as on its own, then every test, with the race detector outside
+## NORACE_MODULES (fuzz seed corpora included). The two sets of modules
+## build and test side by side (-j2: on two cores one set's links and tests
+## fill the time the other waits), each vetted before it is tested.
+## `go test -vet=off`: vet already ran every analyzer on the same packages.
+test:
+	@$(MAKE) --no-print-directory -j2 test-phases
+
+test-phases: test-race test-norace check-generated check-workspace
+
+test-race: vet-race tools
+	@echo "== go test $(RACE_FLAGS) $(RACE_MODULES)"
+	@$(GO) test $(RACE_FLAGS) -vet=off -count=1 -timeout 12m $(TESTFLAGS) $(RACE_PKGS)
+
+test-norace: vet-norace
+	@echo "== go test $(NORACE_MODULES)"
+	@$(GO) test -vet=off -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
 
 ## tools: install what tests need beyond Go when it is missing: python3 for
 ## the conformance suite's Python peer; headless Chromium, which renders the
@@ -38,18 +65,36 @@ tools:
 	        echo "== chromium could not be installed: the status page test will skip"; \
 	    else echo "== no chromium and not root: the status page test will skip"; fi; }
 
-## vet: build and vet every module.
-vet:
-	@set -e; for m in $(MODULES); do echo "== go vet $$m"; (cd $$m && $(GO) build $(PKGS) && $(GO) vet $(PKGS)); done
+## vet: build and vet every module, with the flags its tests build with.
+vet: vet-race vet-norace
+
+vet-race:
+	@echo "== go vet $(RACE_FLAGS) $(RACE_MODULES)"
+	@$(GO) build $(RACE_FLAGS) $(RACE_PKGS) && $(GO) vet $(RACE_FLAGS) $(RACE_PKGS)
+
+vet-norace:
+	@echo "== go vet $(NORACE_MODULES)"
+	@$(GO) build $(NORACE_PKGS) && $(GO) vet $(NORACE_PKGS)
 
 ## generate: regenerate every generated file in every module.
 generate:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) generate $(PKGS)); done
 
 ## check-generated: fail when committed generated code differs from what the
-## generator writes now.
+## generator writes now. It runs beside the builds: the generator leaves a
+## file whose content is unchanged untouched, so a fresh tree is only read.
 check-generated:
 	@./.ci/check-generated
+
+## check-workspace: fail when go.work would build a module with other
+## versions than its own go.mod resolves, or a go.mod or go.sum is untidy.
+check-workspace:
+	@./.ci/check-workspace
+
+## sync-workspace: raise each module's requirements to the versions the
+## workspace builds with (go work sync), then tidy each module on its own.
+sync-workspace:
+	@$(GO) work sync && for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done && $(GO) work sync
 
 ## demo: the sample control plane through a rolling upgrade (sample/ is a
 ## module of its own, so the demo runs inside it).
