@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -340,7 +341,7 @@ type replaceableServer struct {
 // briefly while the address is still held) and serves. accepting is the
 // moment the listener took the address: from then on the kernel accepts
 // connections for it.
-func listenBenchServer(addr string, cfg framework.ServerConfig) (rs *replaceableServer, l net.Listener, accepting time.Time, err error) {
+func listenBenchServer(b testing.TB, addr string, cfg framework.ServerConfig) (rs *replaceableServer, l net.Listener, accepting time.Time, err error) {
 	srv, err := framework.NewServer(cfg)
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -350,16 +351,8 @@ func listenBenchServer(addr string, cfg framework.ServerConfig) (rs *replaceable
 		return nil, nil, time.Time{}, err
 	}
 	registerBenchHandlers[benchmsg.NodeStatus](srv, c)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		l, err = net.Listen("tcp", addr)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, time.Time{}, err
-		}
-		time.Sleep(time.Millisecond)
+	if !assert.Eventually(b, func() bool { l, err = net.Listen("tcp", addr); return err == nil }, 5*time.Second, time.Millisecond) {
+		return nil, nil, time.Time{}, err
 	}
 	accepting = time.Now()
 	rs = &replaceableServer{srv: srv, done: make(chan error, 1)}
@@ -435,7 +428,7 @@ func runReconnectGap(b *testing.B, kill bool, down time.Duration, backoff framew
 	// Beats every 200ms, so a drain ends as soon as the idle client's next
 	// beat has been told of it.
 	cfg.SessionTTL, cfg.Heartbeat = 2*time.Second, 200*time.Millisecond
-	rs, l, _, err := listenBenchServer("127.0.0.1:0", cfg)
+	rs, l, _, err := listenBenchServer(b, "127.0.0.1:0", cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -482,10 +475,10 @@ func runReconnectGap(b *testing.B, kill bool, down time.Duration, backoff framew
 			err := lockstepCall(ctx, cl, i)
 			result <- outcome{time.Now(), err}
 		}()
-		time.Sleep(down - time.Since(stopped))
+		time.Sleep(down - time.Since(stopped)) // real time: the server stays down for the downtime being measured
 		joined.Store(0)
 		var accepting time.Time
-		rs, _, accepting, err = listenBenchServer(addr, cfg)
+		rs, _, accepting, err = listenBenchServer(b, addr, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -615,7 +608,7 @@ func measureIdleSessions(b *testing.B, c *framework.Contract, sessions int) idle
 	// Close the connections on both sides, then stop and drop the server:
 	// what that frees is the server's.
 	tr.CloseIdleConnections()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // real time: the server's connection goroutines end as they see the closes; nothing reports when all have
 	withServer := benchrun.LiveMemory()
 	if err := srv.Close(); err != nil {
 		b.Fatal(err)

@@ -68,7 +68,7 @@ func BenchmarkHeartbeats10k(b *testing.B) {
 	b.ResetTimer()
 	before := childCPU(b, child.Process.Pid)
 	start := time.Now()
-	time.Sleep(window)
+	time.Sleep(window) // real time: the CPU an idle process spends over a wall-clock window is what is measured
 	used := childCPU(b, child.Process.Pid) - before
 	wall := time.Since(start)
 	b.StopTimer()

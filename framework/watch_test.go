@@ -90,12 +90,19 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	for i := range 4 {
 		start("steady-"+string(rune('a'+i)), 0, framework.InformerHandlers[topicmsg.NodeHealth]{})
 	}
+	// The slowed watchers' handlers are held until the burst is written:
+	// their informers must fall behind however fast the machine runs the
+	// writer, and hand them the latest state instead of every write.
 	var slowed []watcher
 	var slowCalls [2]atomic.Int64
+	burstWritten := make(chan struct{})
 	for i := range 2 {
 		slow := func(string, *topicmsg.NodeHealth, *topicmsg.NodeHealth) {
 			slowCalls[i].Add(1)
-			time.Sleep(2 * time.Millisecond)
+			select {
+			case <-burstWritten:
+			case <-ctx.Done():
+			}
 		}
 		slowed = append(slowed, start("slow-"+string(rune('a'+i)), 0,
 			framework.InformerHandlers[topicmsg.NodeHealth]{OnUpdate: slow}))
@@ -125,6 +132,7 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 			}
 		}
 	}
+	close(burstWritten)
 	st := srv.stats(t, topicmsg.TopicNodeHealth)
 	for _, w := range stalled {
 		assert.Less(t, w.inf.Stats().Frames, int64(keys+writes/10), "%s read the burst: the test did not stall it", w.name)
@@ -256,10 +264,20 @@ func TestOverflowingWatcherResyncs(t *testing.T) {
 		}
 		return st.Watchers[0].Queued
 	}
+	sent := func() uint64 {
+		st := srv.stats(t, topicmsg.TopicNodeHealth)
+		if len(st.Watchers) == 0 {
+			return 0
+		}
+		return st.Watchers[0].Frames
+	}
 	for gen := int64(1); queued() == 0; gen++ {
 		require.Less(t, gen, int64(1000), "the stalled watcher's connection never filled")
+		before := sent()
 		require.NoError(t, srv.health.Set(health(int(gen%4), gen, padding)))
-		time.Sleep(time.Millisecond)
+		// Each write is sent into the connection or, once that is full,
+		// waits at the server.
+		require.Eventually(t, func() bool { return sent() > before || queued() > 0 }, 10*time.Second, time.Millisecond)
 	}
 	// Churn through distinct keys, never holding more than four.
 	for n := 4; n < 20; n++ {
