@@ -51,6 +51,7 @@ func main() {
 		"crash":      s.Crash,
 		"heartbeats": s.Heartbeats,
 		"fanout":     s.Fanout,
+		"selectors":  s.Selectors,
 	}
 	selected := workloads
 	if *only != "" {
@@ -92,7 +93,7 @@ func main() {
 }
 
 // workloads are the suite's workloads in the order they run.
-var workloads = []string{"unary", "fanout", "heartbeats", "reconnect", "crash", "validation"}
+var workloads = []string{"unary", "fanout", "selectors", "heartbeats", "reconnect", "crash", "validation"}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "lockstep-bench:", err)

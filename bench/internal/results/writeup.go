@@ -61,6 +61,7 @@ func Write(run Run, r *Results, facts [][2]string, plotDir string) Writeup {
 	w.reconnect()
 	w.heartbeats()
 	w.fanout()
+	w.selectors()
 	w.failures()
 	w.finishTargets()
 	return w.out
