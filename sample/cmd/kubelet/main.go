@@ -1,7 +1,8 @@
 // Command kubelet is the sample's node agent: one process simulates many
 // nodes (--nodes), each with its own lockstep session with the node
 // controller, all sharing one transport and one heartbeat sender. Each node
-// reports its status when it changes and its pods in batches.
+// runs the pods the node controller assigns to it (its PodAssignment
+// topic), reports its status when it changes and its pods in batches.
 //
 //	kubelet --listen 127.0.0.1:8440 --api v2 --nodecontroller http://127.0.0.1:8441 --nodes 100 \
 //	    --node-labels topology.kubernetes.io/zone=a,disktype=ssd --register-with-taints dedicated=gpu:NoSchedule
@@ -28,7 +29,8 @@ func main() {
 	first := flag.Int("first-node", 0, "number of the first node (node-000 and on), to split nodes over several processes")
 	prefix := flag.String("node-prefix", "node-", "prefix of node names")
 	change := flag.Duration("change-every", 2*time.Second, "mean time between simulated changes of a node; negative for none")
-	pods := flag.Int("pods-per-node", 3, "pods each node runs")
+	startAfter := flag.Duration("start-after", 100*time.Millisecond, "how long an assigned pod stays Pending before it runs")
+	podsEnd := flag.Bool("pods-end", false, "running pods end now and then among the simulated changes (reported Succeeded), as a batch job's do")
 	labels := flag.String("node-labels", "", "labels every node registers with, comma-separated key=value (as the kubelet's --node-labels)")
 	taints := flag.String("register-with-taints", "", "taints every node registers with, comma-separated key[=value]:effect (as the kubelet's --register-with-taints)")
 	flag.Parse()
@@ -47,7 +49,7 @@ func main() {
 		}
 		k, err := kubelet.New(kubelet.Config{
 			API: f.API, Fork: f.Fork, Nodes: *nodes, FirstNode: *first, NodePrefix: *prefix, Labels: nodeLabels, Taints: nodeTaints,
-			ChangeEvery: *change, PodsPerNode: *pods, Client: base, Registerer: rt.Registry, Logger: rt.Logger,
+			ChangeEvery: *change, StartAfter: *startAfter, PodsEnd: *podsEnd, Client: base, Registerer: rt.Registry, Logger: rt.Logger,
 		})
 		if err != nil {
 			return nil, err

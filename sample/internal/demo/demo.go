@@ -14,6 +14,13 @@
 // Kubernetes extender that is never upgraded, at 1.0.0 throughout; the
 // extender's v2 (also in fork mode) comes last and the scheduler agrees on
 // 2.0.0 with it.
+//
+// Throughout, the scheduler places pods and posts their bindings to the
+// node controller, whose replicas share the record of bound pods and
+// publish it as the PodAssignment topic; the kubelet's nodes each run the
+// pods assigned to them and report them Running. The timeline shows both
+// ends of that loop, and an invariant holds every pod to running on the
+// node the scheduler chose within a bound.
 package demo
 
 import (
@@ -63,8 +70,10 @@ func (o *Options) defaults() {
 	}
 }
 
-// Plan is the rolling upgrade, step by step.
-func Plan(skew time.Duration) upgradesim.Plan {
+// Plan is the rolling upgrade, step by step. Before the first upgrade it
+// waits until podsRunning holds: the v1 kubelet runs pods the v1
+// scheduler placed, so the loop is seen across every upgrade.
+func Plan(skew time.Duration, podsRunning upgradesim.Condition) upgradesim.Plan {
 	connected := upgradesim.WaitUntil(upgradesim.Connected, 10*time.Second)
 	return upgradesim.Plan{Name: "rolling upgrade v1 → v2", Steps: []upgradesim.Step{
 		upgradesim.Start(LegacyExtender, "v1"),
@@ -76,6 +85,7 @@ func Plan(skew time.Duration) upgradesim.Plan {
 		upgradesim.Start(Scheduler, "v1"),
 		connected,
 		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(40), 10*time.Second),
+		upgradesim.WaitUntil(podsRunning, 10*time.Second),
 		// The kubelet comes up first: it blocks.
 		upgradesim.Upgrade(Kubelet, "v2"),
 		upgradesim.Wait(skew),
@@ -137,10 +147,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	fmt.Fprintf(opts.Out, "lockstep demo: the sample control plane through a rolling upgrade v1 → v2, skew %s, %d nodes, in one process\n\n",
 		opts.Skew, opts.Nodes)
-	rep, err := sim.Execute(ctx, Plan(opts.Skew))
+	// The run's clock starts within a few milliseconds of t0 (once its
+	// addresses are reserved): close enough for the loop's rows.
+	t0 := time.Now()
+	rep, err := sim.Execute(ctx, Plan(opts.Skew, w.loop.running(3)))
 	if err != nil {
 		return nil, err
 	}
+	rep.Timeline.Calls = append(rep.Timeline.Calls, w.loop.series(t0)...)
 	res := &Result{Report: rep}
 	sum := summarize(rep, "one process", inProcessInvariants)
 	sum.outcomes = w.outcomes()

@@ -17,7 +17,11 @@ import (
 // TestRollingUpgrade runs the demo's scenario, as make demo does, and
 // checks its story: the invariants held, the pairs whose client came up
 // first were blocked for about the skew and then resumed, the legacy
-// extender served every call, and the files were written.
+// extender served every call, and the files were written. It is the
+// to-node loop's test across a rolling upgrade of the node controller:
+// every pod the scheduler placed, before, during and after the replicas'
+// upgrade, was reported Running by the kubelet of the node it chose
+// within runBound (the invariant pods-run-where-placed).
 func TestRollingUpgrade(t *testing.T) {
 	var out bytes.Buffer
 	dir := t.TempDir()
@@ -60,4 +64,33 @@ func TestRollingUpgrade(t *testing.T) {
 		assert.Positive(t, st.Size(), f)
 	}
 	assert.Contains(t, out.String(), "verdict: ok")
+
+	var ncFrom, ncTo time.Duration
+	for _, st := range res.Report.Timeline.Steps {
+		if strings.HasPrefix(st.Text, "upgrade nodecontroller#0") {
+			ncFrom = st.From
+		}
+		if strings.HasPrefix(st.Text, "upgrade nodecontroller#2") {
+			ncTo = st.To
+		}
+	}
+	require.Positive(t, ncTo)
+	var bound, running []time.Duration
+	for _, c := range res.Report.Timeline.Calls {
+		switch {
+		case strings.HasPrefix(c.Label, "pods bound"):
+			bound = c.OK
+		case strings.HasPrefix(c.Label, "pods Running"):
+			running = c.OK
+		}
+	}
+	require.NotEmpty(t, bound)
+	assert.Less(t, bound[0], ncFrom, "pods were placed before the node controller's upgrade")
+	assert.Greater(t, bound[len(bound)-1], ncTo, "and after it")
+	assert.Len(t, running, len(bound), "every pod placed was reported Running where it was placed")
+	for _, inv := range s.invariants {
+		if inv.name == "pods-run-where-placed" {
+			assert.False(t, inv.broken)
+		}
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
 )
 
 // componentOrder is the order rows and checks go in.
@@ -298,6 +300,7 @@ func (r *processRun) checkRunning() map[string][]string {
 				NodeName string `json:"nodeName"`
 				State    string `json:"state"`
 			} `json:"nodes"`
+			Pods []nodecontroller.Pod `json:"pods"`
 		}
 		raw, err := getStatus(nc.addr)
 		if err == nil {
@@ -311,6 +314,11 @@ func (r *processRun) checkRunning() map[string][]string {
 		}
 		if err != nil || len(st.Nodes) != r.opts.Nodes || ready != r.opts.Nodes {
 			r.violate("every-node-reported", "the node controller knows %d of %d nodes, %d Ready (%v)", len(st.Nodes), r.opts.Nodes, ready, err)
+		}
+		if err == nil {
+			if msg := podsRunWherePlaced(st.Pods, time.Now(), runBound); msg != "" {
+				r.violate("pods-run-where-placed", "%s", msg)
+			}
 		}
 	}
 	return final
@@ -419,4 +427,38 @@ func (r *processRun) outcomes() []string {
 		out = append(out, fmt.Sprintf("%s %s (%s→%s): %s", inc.Component, inc.Version, dur(inc.From), dur(inc.To), line))
 	}
 	return out
+}
+
+// podsRunWherePlaced checks, from the final node controller's bound pods,
+// that every pod bound more than bound ago was reported Running (the node
+// controller takes a pod's status only from the kubelet of its node), and
+// that it holds some: the process mode's view of the to-node loop. Pods
+// that ended are gone from it, so it checks those still bound.
+func podsRunWherePlaced(pods []nodecontroller.Pod, now time.Time, bound time.Duration) string {
+	if len(pods) == 0 {
+		return "the node controller holds no bound pod"
+	}
+	late := 0
+	var first string
+	for _, p := range pods {
+		if len(p.Phases) == 0 || now.Sub(p.Phases[0].At) <= bound {
+			continue
+		}
+		ran := false
+		for _, ph := range p.Phases {
+			if ph.Phase == nsv2.PodStatusPhaseRunning && ph.At.Sub(p.Phases[0].At) <= bound {
+				ran = true
+			}
+		}
+		if !ran {
+			late++
+			if first == "" {
+				first = fmt.Sprintf("%s, bound %s ago, phases %v", p, dur(now.Sub(p.Phases[0].At)), p.Phases)
+			}
+		}
+	}
+	if late > 0 {
+		return fmt.Sprintf("%d of %d bound pods were not reported Running within %s of their binding: %s", late, len(pods), bound, first)
+	}
+	return ""
 }

@@ -65,6 +65,7 @@ var processInvariants = []invariantSaid{
 	{"reports-never-failed", "no kubelet report failed: blocked reports waited and went through"},
 	{"sessions-resumed", "every client ended holding a session: every blocked pair resumed"},
 	{"every-node-reported", "the final node controller knows every node, all Ready"},
+	{"pods-run-where-placed", "every pod the final node controller holds bound (its bindings outlive its upgrade) that was bound more than " + runBound.String() + " ago was reported Running by the kubelet of its node within " + runBound.String()},
 	{"pods-scheduled-after-upgrade", "the upgraded scheduler placed pods"},
 }
 
@@ -143,6 +144,9 @@ type processRun struct {
 	incarnations []Incarnation
 	violations   []upgradesim.Violation
 	logs         []string
+	// podStore is the node controller's --pod-store: its bindings
+	// outlive its upgrade.
+	podStore string
 }
 
 // RunProcesses builds the sample's binaries (into opts.BinDir, or a
@@ -161,6 +165,12 @@ func RunProcesses(ctx context.Context, opts Options) (*ProcessResult, error) {
 		defer os.RemoveAll(dir)
 		r.binDir = dir
 	}
+	state, err := os.MkdirTemp("", "lockstep-demo-state")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(state)
+	r.podStore = filepath.Join(state, "pods.json")
 	r.logDir = opts.OutputDir
 	if r.logDir == "" {
 		r.logDir = r.binDir
@@ -276,10 +286,10 @@ func (r *processRun) args(component, version string) (binary string, args []stri
 	}
 	switch component {
 	case NodeController:
-		return "nodecontroller", append(common, "--node-grace", (3 * r.opts.Skew).String(), "--session-ttl", "2s")
+		return "nodecontroller", append(common, "--node-grace", (3 * r.opts.Skew).String(), "--session-ttl", "2s", "--pod-store", r.podStore)
 	case Kubelet:
 		return "kubelet", slices.Concat(common, dns, []string{"--nodecontroller", ncPeer,
-			"--nodes", strconv.Itoa(r.opts.Nodes), "--change-every", "500ms"})
+			"--nodes", strconv.Itoa(r.opts.Nodes), "--change-every", "500ms", "--pods-end"})
 	case Scheduler:
 		return "scheduler", slices.Concat(common, fork, dns, []string{"--nodecontroller", ncPeer, "--pod-rate", "10",
 			"--extender", Extender + "=http://" + r.addrs[Extender] + ";bind;weight=1",

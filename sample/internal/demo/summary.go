@@ -72,6 +72,7 @@ var inProcessInvariants = []invariantSaid{
 	{upgradesim.InvariantWatchersConverge, "the scheduler's NodeHealth cache ended equal to the node controller's topic"},
 	{"nodes-stay-known", "no node became Unknown: no kubelet was without a session for the grace period"},
 	{"every-node-reported", "the final node controller knows every node"},
+	{"pods-run-where-placed", "every pod the scheduler placed was reported Running by the kubelet of the node it chose within " + runBound.String()},
 	{"pods-scheduled-after-upgrade", "the upgraded scheduler placed pods"},
 }
 

@@ -53,6 +53,10 @@ type world struct {
 	// one that writes NodeHealth.
 	ncs   map[*nodecontroller.NodeController]bool
 	lease *nodecontroller.MemoryLease
+	// pods is the record of bound pods the replicas share; loop follows
+	// every pod from its binding to its kubelet's report that it runs.
+	pods  *nodecontroller.PodStore
+	loop  *podLoop
 	sched *scheduler.Scheduler
 	// every incarnation, in start order, for the outcomes
 	allKubelets   []versioned[*kubelet.Kubelet]
@@ -66,9 +70,12 @@ type versioned[T any] struct {
 }
 
 func newWorld(nodes int, grace time.Duration) *world {
-	return &world{nodes: nodes, grace: grace, kubelets: map[*framework.Client]*kubelet.Kubelet{},
+	w := &world{nodes: nodes, grace: grace, kubelets: map[*framework.Client]*kubelet.Kubelet{},
 		schedulers: map[*framework.Client]*scheduler.Scheduler{},
-		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease()}
+		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease(),
+		pods: nodecontroller.NewPodStore(), loop: newPodLoop(runBound)}
+	w.pods.Subscribe(w.loop.observe)
+	return w
 }
 
 // serverConfig is a lockstep server's configuration in the demo: short
@@ -89,7 +96,7 @@ func applied(env *upgradesim.Env) func(context.Context) {
 
 func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
-		Server: serverConfig(env), Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond})
+		Server: serverConfig(env), Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods})
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +111,7 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 	if t := n.TopicV2(); t != nil {
 		topics["NodeHealth@2.0.0"] = upgradesim.ViewState(t.TopicView)
 	}
+
 	return &upgradesim.Instance{Server: n.Server(), Topics: topics, Close: func() error {
 		w.mu.Lock()
 		delete(w.ncs, n)
@@ -114,7 +122,7 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 }
 
 func (w *world) startKubelet(env *upgradesim.Env) (*upgradesim.Instance, error) {
-	k, err := kubelet.New(kubelet.Config{API: env.Version, Nodes: w.nodes, ChangeEvery: 500 * time.Millisecond,
+	k, err := kubelet.New(kubelet.Config{API: env.Version, Nodes: w.nodes, ChangeEvery: 500 * time.Millisecond, PodsEnd: true,
 		Client: clientConfig(env, NodeController, framework.ClientConfig{}), Logger: env.Logger})
 	if err != nil {
 		return nil, err
@@ -148,7 +156,7 @@ func (w *world) startScheduler(env *upgradesim.Env) (*upgradesim.Instance, error
 			{Name: LegacyExtender, Client: clientConfig(env, LegacyExtender, framework.ClientConfig{Source: framework.StaticEndpoints{}}),
 				PinnedURL: env.Endpoints(LegacyExtender)[0] + LegacyPrefix, PinnedVersion: "1.0.0", Weight: 1},
 		},
-		Logger: env.Logger,
+		Logger: env.Logger, OnBound: w.loop.bound,
 	})
 	if err != nil {
 		return nil, err
@@ -347,6 +355,8 @@ func (w *world) config() upgradesim.Config {
 				}
 				return nil
 			}},
+			{Name: "pods-run-where-placed", During: func(*upgradesim.Cluster) error { return w.loop.check(false) },
+				After: func(context.Context, *upgradesim.Cluster) error { return w.loop.check(true) }},
 			{Name: "pods-scheduled-after-upgrade", After: func(context.Context, *upgradesim.Cluster) error {
 				_, s := w.current()
 				if s.Stats().Scheduled.Load() == 0 {
@@ -370,8 +380,9 @@ func (w *world) outcomes() []string {
 	var out []string
 	for _, k := range w.allKubelets {
 		st := k.c.Stats()
-		out = append(out, fmt.Sprintf("kubelet %s (%d nodes): %d status and %d pod reports acknowledged, %d failed, %d resyncs asked of it",
-			k.version, k.c.Nodes(), st.StatusReports.Load(), st.PodReports.Load(), st.Failed.Load(), st.Resyncs.Load()))
+		out = append(out, fmt.Sprintf("kubelet %s (%d nodes): %d status and %d pod reports acknowledged, %d failed, %d resyncs asked of it; started %d assigned pods, %d ended, %d stopped",
+			k.version, k.c.Nodes(), st.StatusReports.Load(), st.PodReports.Load(), st.Failed.Load(), st.Resyncs.Load(),
+			st.PodsStarted.Load(), st.PodsEnded.Load(), st.PodsStopped.Load()))
 	}
 	for _, n := range w.allNCs {
 		ready := 0
@@ -383,6 +394,7 @@ func (w *world) outcomes() []string {
 		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended; elected to write NodeHealth %d time(s)",
 			n.version, len(n.c.Health()), ready, n.c.Elections()))
 	}
+	out = append(out, w.loop.outcome())
 	for _, s := range w.allSchedulers {
 		st := s.c.Stats()
 		out = append(out, fmt.Sprintf("scheduler %s: %d pods scheduled, %d unschedulable, %d failed (its own loop, 10 pods/s)",

@@ -1,9 +1,12 @@
 // Package kubelet is the sample's node agent: one process simulates many
 // nodes, each with its own lockstep session with the node controller (its
 // liveness), all sharing one HTTP transport and one heartbeat sender, so a
-// thousand nodes cost one heartbeat request per interval. Each node reports
-// its whole status when it changes and its pods' statuses in batches, and
-// everything again when the node controller asks for a resync.
+// thousand nodes cost one heartbeat request per interval. Each node
+// watches the node controller's PodAssignment topic and runs the pods
+// assigned to it (Pending, then Running), stops those whose desired state
+// is Stopped or whose assignment went; it reports its whole status when it
+// changes and its pods' statuses in batches, and everything again when the
+// node controller asks for a resync.
 package kubelet
 
 import (
@@ -52,8 +55,13 @@ type Config struct {
 	// name), kubernetes.io/os and kubernetes.io/arch.
 	Labels map[string]string
 	Taints []corev1.Taint
-	// PodsPerNode is how many pods each node runs; default 3.
-	PodsPerNode int
+	// StartAfter is how long an assigned pod stays Pending before it runs
+	// (its image pulled, its containers started); default 100ms.
+	StartAfter time.Duration
+	// PodsEnd makes running pods end now and then among the simulated
+	// changes, as a batch job's pods do: reported Succeeded, after which
+	// the node controller lets their assignment go.
+	PodsEnd bool
 	// CallTimeout bounds each report, including the time it blocks waiting
 	// for a compatible node controller; default 30s.
 	CallTimeout time.Duration
@@ -82,6 +90,13 @@ type Stats struct {
 	StatusReports, PodReports, Failed atomic.Int64
 	// Resyncs counts resyncs the node controller asked for.
 	Resyncs atomic.Int64
+	// PodsStarted counts assigned pods the nodes started running,
+	// PodsStopped those they stopped (Stopped, or unassigned), PodsEnded
+	// those that ended on their own (Config.PodsEnd).
+	PodsStarted, PodsStopped, PodsEnded atomic.Int64
+	// PodReportsRefused counts pod statuses the node controller refused
+	// because the pod is not bound to the node: dropped, not sent again.
+	PodReportsRefused atomic.Int64
 }
 
 // New builds the kubelet's node clients; they start handshaking at once.
@@ -103,8 +118,8 @@ func New(cfg Config) (*Kubelet, error) {
 	if cfg.ChangeEvery == 0 {
 		cfg.ChangeEvery = 2 * time.Second
 	}
-	if cfg.PodsPerNode <= 0 {
-		cfg.PodsPerNode = 3
+	if cfg.StartAfter <= 0 {
+		cfg.StartAfter = 100 * time.Millisecond
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 30 * time.Second
@@ -161,19 +176,40 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Run reports every node's status and pods, then their changes, until ctx
-// ends.
+// Run watches every node's pod assignments and reports every node's
+// status and pods, then their changes, until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, nd := range k.nodes {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			nd.run(ctx)
 		}()
+		go func() {
+			defer wg.Done()
+			if err := nd.watch(ctx); err != nil {
+				k.logger.Error("watching pod assignments", "node", nd.name, "err", err)
+			}
+		}()
 	}
 	wg.Wait()
 }
+
+// Synced reports whether every node's watch of its pod assignments has
+// had its first snapshot.
+func (k *Kubelet) Synced() bool {
+	for _, nd := range k.nodes {
+		if !nd.synced.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// Running returns the UIDs of the pods node i runs (Pending or Running),
+// in the order they were assigned.
+func (k *Kubelet) Running(i int) []string { return k.nodes[i].running() }
 
 // Close ends every node's session, so the node controller learns at once
 // that the nodes' kubelet is gone (a restart then costs only the time until
@@ -236,7 +272,9 @@ func (k *Kubelet) Status() any {
 		"api": k.cfg.API, "fork": k.cfg.Fork, "nodes": len(k.nodes), "nodesWithSession": ready,
 		"statusReports": k.stats.StatusReports.Load(), "podReports": k.stats.PodReports.Load(),
 		"failedReports": k.stats.Failed.Load(), "resyncs": k.stats.Resyncs.Load(),
-		"endpoints": k.nodes[0].client.Endpoints(),
+		"podsStarted": k.stats.PodsStarted.Load(), "podsStopped": k.stats.PodsStopped.Load(), "podsEnded": k.stats.PodsEnded.Load(),
+		"podReportsRefused": k.stats.PodReportsRefused.Load(),
+		"endpoints":         k.nodes[0].client.Endpoints(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	mathrand "math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,30 +27,109 @@ type simNode struct {
 
 	mu           sync.Mutex
 	diskPressure bool
-	pods         []*nsv2.PodStatus
-	podSeq       int
-	statusDirty  bool
-	podsDirty    map[string]*nsv2.PodStatus
-	wake         chan struct{}
+	// pods are the pods the node runs (Pending until started, then
+	// Running), in the order they were assigned; ended are pods it ended
+	// whose assignment has not gone yet, so that it does not run them
+	// again.
+	pods        []*nsv2.PodStatus
+	ended       map[string]bool
+	statusDirty bool
+	podsDirty   map[string]*nsv2.PodStatus
+	wake        chan struct{}
+	// synced is set once the node's PodAssignment watch had its first
+	// snapshot.
+	synced atomic.Bool
 }
 
 func newNode(k *Kubelet, name string, seed int64) *simNode {
-	nd := &simNode{k: k, name: name, rand: mathrand.New(mathrand.NewPCG(uint64(seed), 7)),
-		statusDirty: true, podsDirty: map[string]*nsv2.PodStatus{}, wake: make(chan struct{}, 1)}
-	for i := 0; i < k.cfg.PodsPerNode; i++ {
-		nd.addPodLocked(nsv2.PodStatusPhaseRunning)
-	}
-	return nd
+	return &simNode{k: k, name: name, rand: mathrand.New(mathrand.NewPCG(uint64(seed), 7)),
+		statusDirty: true, ended: map[string]bool{}, podsDirty: map[string]*nsv2.PodStatus{}, wake: make(chan struct{}, 1)}
 }
 
-func (nd *simNode) addPodLocked(phase nsv2.PodStatusPhase) {
-	nd.podSeq++
-	ready := phase == nsv2.PodStatusPhaseRunning
-	restarts := int64(0)
-	p := &nsv2.PodStatus{NodeName: nd.name, Namespace: "default", Name: fmt.Sprintf("%s-pod-%d", nd.name, nd.podSeq),
-		UID: fmt.Sprintf("%s-%d", nd.name, nd.podSeq), Phase: phase, Ready: &ready, RestartCount: &restarts}
-	nd.pods = append(nd.pods, p)
+// podLocked returns the pod the node runs with uid and its index, or nil.
+func (nd *simNode) podLocked(uid string) (*nsv2.PodStatus, int) {
+	for i, p := range nd.pods {
+		if p.UID == uid {
+			return p, i
+		}
+	}
+	return nil, -1
+}
+
+// assigned acts on a pod's assignment as the node's watch delivered it:
+// it runs a pod assigned to it that it does not run (Pending, then Running
+// after StartAfter), stops one whose desired state is Stopped (reporting
+// it Succeeded), and stops one assigned to another node without a report.
+func (nd *simNode) assigned(a *nsv2.PodAssignment) {
+	if a.NodeName != nd.name {
+		nd.unassigned(a.UID)
+		return
+	}
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	p, i := nd.podLocked(a.UID)
+	switch {
+	case nd.ended[a.UID]:
+	case a.DesiredState == nsv2.PodAssignmentDesiredStateStopped && p != nil:
+		nd.endLocked(i, nsv2.PodStatusPhaseSucceeded)
+		nd.k.stats.PodsStopped.Add(1)
+	case a.DesiredState == nsv2.PodAssignmentDesiredStateRunning && p == nil:
+		ready, restarts := false, int64(0)
+		p = &nsv2.PodStatus{NodeName: nd.name, Namespace: a.Namespace, Name: a.Name, UID: a.UID,
+			Phase: nsv2.PodStatusPhasePending, Ready: &ready, RestartCount: &restarts}
+		nd.pods = append(nd.pods, p)
+		nd.podsDirty[p.UID] = p
+		nd.k.stats.PodsStarted.Add(1)
+		time.AfterFunc(nd.k.cfg.StartAfter, func() { nd.started(a.UID) })
+	default:
+		return
+	}
+	nd.pokeLocked()
+}
+
+// started makes a pending pod Running: its containers came up.
+func (nd *simNode) started(uid string) {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if p, _ := nd.podLocked(uid); p != nil && p.Phase == nsv2.PodStatusPhasePending {
+		p.Phase, *p.Ready = nsv2.PodStatusPhaseRunning, true
+		nd.podsDirty[uid] = p
+		nd.pokeLocked()
+	}
+}
+
+// unassigned stops a pod whose assignment went (or moved to another
+// node): the node controller no longer holds it, so nothing is reported.
+func (nd *simNode) unassigned(uid string) {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	delete(nd.ended, uid)
+	delete(nd.podsDirty, uid)
+	if _, i := nd.podLocked(uid); i >= 0 {
+		nd.pods = append(nd.pods[:i], nd.pods[i+1:]...)
+		nd.k.stats.PodsStopped.Add(1)
+	}
+}
+
+// endLocked ends the pod at index i in phase (Succeeded, Failed): it is
+// reported once more, then forgotten.
+func (nd *simNode) endLocked(i int, phase nsv2.PodStatusPhase) {
+	p := nd.pods[i]
+	p.Phase, *p.Ready = phase, false
+	nd.pods = append(nd.pods[:i], nd.pods[i+1:]...)
+	nd.ended[p.UID] = true
 	nd.podsDirty[p.UID] = p
+}
+
+// running returns the UIDs of the pods the node runs (Pending or Running).
+func (nd *simNode) running() []string {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	out := make([]string, len(nd.pods))
+	for i, p := range nd.pods {
+		out[i] = p.UID
+	}
+	return out
 }
 
 // statusLocked is the node's whole status now.
@@ -101,6 +181,12 @@ func (nd *simNode) resync() {
 }
 
 func (nd *simNode) poke() {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	nd.pokeLocked()
+}
+
+func (nd *simNode) pokeLocked() {
 	select {
 	case nd.wake <- struct{}{}:
 	default:
@@ -116,19 +202,20 @@ func (nd *simNode) change() {
 		nd.statusDirty = true
 		return
 	}
+	if len(nd.pods) == 0 {
+		return
+	}
 	i := nd.rand.IntN(len(nd.pods))
 	p := nd.pods[i]
 	switch {
-	case p.Phase == nsv2.PodStatusPhasePending:
-		p.Phase, *p.Ready = nsv2.PodStatusPhaseRunning, true
+	case p.Phase != nsv2.PodStatusPhaseRunning:
 	case nd.rand.IntN(2) == 0:
 		*p.RestartCount++
-	default:
-		p.Phase, *p.Ready = nsv2.PodStatusPhaseSucceeded, false
-		nd.pods = append(nd.pods[:i], nd.pods[i+1:]...)
-		nd.addPodLocked(nsv2.PodStatusPhasePending)
+		nd.podsDirty[p.UID] = p
+	case nd.k.cfg.PodsEnd:
+		nd.endLocked(i, nsv2.PodStatusPhaseSucceeded)
+		nd.k.stats.PodsEnded.Add(1)
 	}
-	nd.podsDirty[p.UID] = p
 }
 
 // run sends what changed, then waits for the next change, a resync or the
@@ -174,6 +261,14 @@ func (nd *simNode) sendPending(ctx context.Context) error {
 	var pods []*nsv2.PodStatus
 	for _, p := range nd.podsDirty {
 		cp := *p
+		if p.Ready != nil {
+			ready := *p.Ready
+			cp.Ready = &ready
+		}
+		if p.RestartCount != nil {
+			restarts := *p.RestartCount
+			cp.RestartCount = &restarts
+		}
 		pods = append(pods, &cp)
 	}
 	clear(nd.podsDirty)
@@ -195,12 +290,16 @@ func (nd *simNode) sendPending(ctx context.Context) error {
 	return err
 }
 
-// requeue marks pods to be sent again unless a newer change replaced them.
+// requeue marks pods to be sent again unless a newer change replaced them
+// or the pod is no longer the node's.
 func (nd *simNode) requeue(pods []*nsv2.PodStatus) {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	for _, p := range pods {
-		if _, newer := nd.podsDirty[p.UID]; !newer {
+		if _, newer := nd.podsDirty[p.UID]; newer {
+			continue
+		}
+		if cur, _ := nd.podLocked(p.UID); cur != nil || nd.ended[p.UID] {
 			nd.podsDirty[p.UID] = p
 		}
 	}
@@ -283,7 +382,14 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 	var failed []*nsv2.PodStatus
 	var first error
 	for i, err := range errs {
-		if err != nil {
+		switch {
+		case err == nil:
+		case framework.CodeOf(err) == framework.CodePermissionDenied:
+			// The pod is not bound to this node (any more): its status
+			// is not the node's to report, and its watch stops it.
+			nd.k.stats.PodReportsRefused.Add(1)
+			nd.k.logger.Info("the node controller refused a pod's status: the pod is not bound to this node", "node", nd.name, "pod", pods[i].UID, "err", err)
+		default:
 			failed = append(failed, pods[i])
 			if first == nil {
 				first = err
@@ -292,4 +398,57 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 	}
 	nd.count(ctx, "pods", first)
 	return failed, first
+}
+
+// watch runs the node's informer of the PodAssignment topic, at the
+// kubelet's version, until ctx ends: the pods assigned to the node are
+// what it runs.
+func (nd *simNode) watch(ctx context.Context) error {
+	if nd.k.cfg.API == "v1" {
+		up := func(a *nsv1.PodAssignment) *nsv2.PodAssignment {
+			p, err := nsv2.PodAssignmentFromV1(a)
+			if err != nil {
+				nd.k.logger.Warn("a pod assignment the kubelet cannot read", "uid", a.UID, "err", err)
+				return nil
+			}
+			return p
+		}
+		i, err := nsv1.WatchPodAssignment(ctx, nd.client, framework.InformerHandlers[nsv1.PodAssignment]{
+			OnAdd: func(_ string, a *nsv1.PodAssignment) {
+				if p := up(a); p != nil {
+					nd.assigned(p)
+				}
+			},
+			OnUpdate: func(_ string, _, a *nsv1.PodAssignment) {
+				if p := up(a); p != nil {
+					nd.assigned(p)
+				}
+			},
+			OnDelete: func(uid string, _ *nsv1.PodAssignment) { nd.unassigned(uid) },
+		})
+		if err != nil {
+			return err
+		}
+		nd.waitSynced(ctx, i)
+		<-i.Done()
+		return nil
+	}
+	i, err := nsv2.WatchPodAssignment(ctx, nd.client, framework.InformerHandlers[nsv2.PodAssignment]{
+		OnAdd:    func(_ string, a *nsv2.PodAssignment) { nd.assigned(a) },
+		OnUpdate: func(_ string, _, a *nsv2.PodAssignment) { nd.assigned(a) },
+		OnDelete: func(uid string, _ *nsv2.PodAssignment) { nd.unassigned(uid) },
+	})
+	if err != nil {
+		return err
+	}
+	nd.waitSynced(ctx, i)
+	<-i.Done()
+	return nil
+}
+
+// waitSynced sets nd.synced once the informer had its first snapshot.
+func (nd *simNode) waitSynced(ctx context.Context, i interface{ WaitForSync(context.Context) error }) {
+	if i.WaitForSync(ctx) == nil {
+		nd.synced.Store(true)
+	}
 }

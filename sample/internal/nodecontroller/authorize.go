@@ -29,8 +29,10 @@ const (
 // Kubernetes' Node authorizer: a node's status may be reported only by the
 // kubelet session that reported it first, until that session is lost (its
 // kubelet closed it, or it lapsed); a session may report at most
-// NodesPerSession nodes. Other entries are left to the framework's own
-// checks (the contract's roles, the certificate's identity).
+// NodesPerSession nodes; and it may report the status only of pods bound
+// to its node, as the Node authorizer lets a kubelet update only the
+// status of pods bound to it. Other entries are left to the framework's
+// own checks (the contract's roles, the certificate's identity).
 func (n *NodeController) Authorize(ctx context.Context, e *framework.Entry) error {
 	if e.Kind != framework.EntryCall || e.Contract != nsv1.Contract.Name() {
 		return nil
@@ -53,7 +55,7 @@ func (n *NodeController) Authorize(ctx context.Context, e *framework.Entry) erro
 		if nd.boundTo != instance {
 			return framework.Errorf(framework.CodePermissionDenied, "node %s is reported by another kubelet session", name)
 		}
-		return nil
+		return podBoundLocked(nd, e.Request)
 	}
 	if len(n.bound[instance]) >= n.cfg.NodesPerSession {
 		return framework.Errorf(framework.CodePermissionDenied, "this kubelet session already reports %d node(s), at most %d allowed", len(n.bound[instance]), n.cfg.NodesPerSession)
@@ -64,6 +66,23 @@ func (n *NodeController) Authorize(ctx context.Context, e *framework.Entry) erro
 		n.bound[instance] = map[string]bool{}
 	}
 	n.bound[instance][name] = true
+	return podBoundLocked(nd, e.Request)
+}
+
+// podBoundLocked refuses the status of a pod not bound to nd.
+func podBoundLocked(nd *node, req any) error {
+	var uid string
+	switch r := req.(type) {
+	case *nsv2.PodStatus:
+		uid = r.UID
+	case *nsv1.PodStatus:
+		uid = r.UID
+	default:
+		return nil
+	}
+	if _, ok := nd.assigned[uid]; !ok {
+		return framework.Errorf(framework.CodePermissionDenied, "pod %s is not bound to node %s", uid, nd.name)
+	}
 	return nil
 }
 

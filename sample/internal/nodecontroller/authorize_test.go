@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/certs"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
 )
@@ -57,6 +58,26 @@ func kubeletClient(t *testing.T, ca *certs.CA, url, name string) nsv2.Client {
 	return nsv2.NewClient(c)
 }
 
+// schedulerClient is a nodehealth client presenting the certificate of
+// lockstep://scheduler/scheduler-0.
+func schedulerClient(t *testing.T, ca *certs.CA, url string) nhv2.Client {
+	t.Helper()
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "scheduler", Name: "scheduler-0"})
+	tr := creds.Transport("")
+	t.Cleanup(tr.CloseIdleConnections)
+	return nhv2.NewClient(frameworktest.NewClient(t, nhv2.Contract, framework.ClientConfig{Component: "scheduler", Release: "1.31.0",
+		Endpoints: []string{url}, Transport: tr}))
+}
+
+// bind binds the pods to their nodes and returns each binding's error.
+func bind(ctx context.Context, c nhv2.Client, pods []*nsv2.PodStatus) []error {
+	errs := make([]error, len(pods))
+	for i, p := range pods {
+		_, errs[i] = c.Bind(ctx, &nhv2.Binding{Pod: nhv2.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, NodeName: p.NodeName})
+	}
+	return errs
+}
+
 func nodeStatus(name string) *nsv2.NodeStatus {
 	reason := "KubeletReady"
 	return &nsv2.NodeStatus{NodeName: name,
@@ -77,7 +98,9 @@ func pods(node string, n int) []*nsv2.PodStatus {
 // A kubelet may report only its own node (the Node-authorizer idea): the
 // node is bound to the session that reported it first until that session
 // is lost; another kubelet's report of it is permission_denied, status and
-// pods alike, and one session reports one node.
+// pods alike, and one session reports one node. A kubelet reports only
+// pods bound to its node, as the Node authorizer allows a kubelet to
+// update the status of its own pods only.
 func TestKubeletCannotReportAnotherKubeletsNode(t *testing.T) {
 	ca := frameworktest.NewCA(t)
 	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2"})
@@ -103,17 +126,39 @@ func TestKubeletCannotReportAnotherKubeletsNode(t *testing.T) {
 	_, err = b.ReportStatus(ctx, nodeStatus("node-c"))
 	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "a second node from b's session: %v", err)
 
+	onA := pods("node-a", 2)
+	results, err = a.ReportPodStatuses(ctx, onA)
+	require.NoError(t, err)
+	for _, r := range results {
+		assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(r.Err), "a reports pods not bound to its node: %v", r.Err)
+	}
+	for _, err := range bind(ctx, schedulerClient(t, ca, url), onA[:1]) {
+		require.NoError(t, err)
+	}
+	results, err = a.ReportPodStatuses(ctx, onA)
+	require.NoError(t, err)
+	assert.NoError(t, results[0].Err, "the pod bound to a's node")
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(results[1].Err), "the pod bound nowhere")
+	stolen := *onA[0]
+	stolen.NodeName = "node-b"
+	results, err = b.ReportPodStatuses(ctx, []*nsv2.PodStatus{&stolen})
+	require.NoError(t, err)
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(results[0].Err), "b claims a's pod as its own node's")
+	require.Len(t, n.Pods(), 1)
+	assert.Equal(t, "Running", string(n.Pods()[0].Phase), "a's report of its pod was stored")
+
 	for _, h := range n.Health() {
 		if h.NodeName == "node-a" {
 			assert.Equal(t, "Ready", string(h.State), "a's node is as a reported it")
-			assert.Equal(t, int64(110), h.Allocatable.Pods, "none of b's pods were stored")
+			assert.Equal(t, int64(109), h.Allocatable.Pods, "the one pod bound to it")
 		}
 	}
 }
 
 // What a session stores is bounded: a batch over the framework's item
-// bound is refused whole, pods beyond PodsPerNode are refused per item,
-// and an oversized status is refused.
+// bound is refused whole, bindings beyond PodsPerNode are refused (so are
+// the statuses of the pods they would have bound), and an oversized
+// status is refused.
 func TestSessionStorageIsBounded(t *testing.T) {
 	ca := frameworktest.NewCA(t)
 	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", PodsPerNode: 50})
@@ -126,17 +171,27 @@ func TestSessionStorageIsBounded(t *testing.T) {
 	_, err = a.ReportPodStatuses(ctx, pods("node-a", 40000))
 	assert.Equal(t, framework.CodeInvalidArgument, framework.CodeOf(err), "40k items: %v", err)
 
-	results, err := a.ReportPodStatuses(ctx, pods("node-a", 60))
-	require.NoError(t, err)
+	sixty := pods("node-a", 60)
 	refused := 0
-	for i, r := range results {
+	for i, err := range bind(ctx, schedulerClient(t, ca, url), sixty) {
 		if i < 50 {
-			assert.NoError(t, r.Err)
-		} else if framework.CodeOf(r.Err) == framework.CodeResourceExhausted {
+			assert.NoError(t, err)
+		} else if framework.CodeOf(err) == framework.CodeResourceExhausted {
 			refused++
 		}
 	}
 	assert.Equal(t, 10, refused)
+	results, err := a.ReportPodStatuses(ctx, sixty)
+	require.NoError(t, err)
+	refused = 0
+	for i, r := range results {
+		if i < 50 {
+			assert.NoError(t, r.Err)
+		} else if framework.CodeOf(r.Err) == framework.CodePermissionDenied {
+			refused++
+		}
+	}
+	assert.Equal(t, 10, refused, "pods never bound")
 	assert.Equal(t, int64(60), n.Health()[0].Allocatable.Pods, "110 less the 50 pods kept")
 
 	big := nodeStatus("node-a")

@@ -5,6 +5,11 @@
 // longer than a grace period is Unknown), asks a kubelet for a full resync
 // when it lacks the node's status (after its own restart, say), and
 // publishes the processed health of every node as the NodeHealth topic.
+// It also plays the part of Kubernetes' API server for pods: the scheduler
+// binds a pod to a node with Bind (nodehealth), the node controller
+// publishes the binding as the PodAssignment topic (nodestatus) that each
+// node's kubelet watches, and the kubelet reports the pod's status back
+// through ReportPodStatuses.
 package nodecontroller
 
 import (
@@ -42,10 +47,11 @@ type Config struct {
 	// reporting its node before the node controller asks it for a full
 	// resync; default 500ms.
 	ResyncAfter time.Duration
-	// NodesPerSession, PodsPerNode, MaxStatusBytes and MaxPodBytes bound
-	// what one kubelet session may make the node controller store; defaults
-	// DefaultNodesPerSession, DefaultPodsPerNode, DefaultMaxStatusBytes and
-	// DefaultMaxPodBytes. See [NodeController.Authorize].
+	// NodesPerSession, MaxStatusBytes and MaxPodBytes bound what one
+	// kubelet session may make the node controller store, PodsPerNode the
+	// pods bound to one node; defaults DefaultNodesPerSession,
+	// DefaultPodsPerNode, DefaultMaxStatusBytes and DefaultMaxPodBytes. See
+	// [NodeController.Authorize].
 	NodesPerSession int
 	PodsPerNode     int
 	MaxStatusBytes  int
@@ -63,14 +69,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Lease, if set, makes the node controller one of several replicas:
 	// every replica serves kubelets and computes every node's health, but
-	// only the one holding the lease has its NodeHealth writer attached,
-	// so schedulers' informers watch it (docs/topics.md, writer-aware
-	// routing); the others keep theirs detached and up to date, ready to
-	// take over. Nil: the only node controller, always writing.
+	// only the one holding the lease has its NodeHealth and PodAssignment
+	// writers attached, so schedulers' and kubelets' informers watch it
+	// (docs/topics.md, writer-aware routing); the others keep theirs
+	// detached and up to date, ready to take over. Replicas share Pods.
+	// Nil: the only node controller, always writing.
 	Lease Lease
 	// LeaseTTL is how long the lease lasts unrenewed; it is renewed every
 	// third of it. Default 1s.
 	LeaseTTL time.Duration
+	// Pods is the record of bound pods, shared by replicas; nil for one of
+	// the node controller's own (right for a single node controller).
+	Pods *PodStore
 }
 
 // NodeController holds the nodes' status and health.
@@ -86,6 +96,11 @@ type NodeController struct {
 	closed    bool
 	topicV1   *framework.TopicWriter[nhv1.NodeHealth]
 	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
+	// podsV1 and podsV2 are the PodAssignment topic in the forms served;
+	// in fork mode podsV1 is nil and the 1.0.0 form follows podsV2.
+	podsV1    *framework.TopicWriter[nsv1.PodAssignment]
+	podsV2    *framework.TopicWriter[nsv2.PodAssignment]
+	unwatch   func()        // ends the mirroring of cfg.Pods
 	leader    bool          // its writers are attached
 	elections int           // how many times it took the lease
 	stop      chan struct{} // ends the election loop
@@ -102,11 +117,10 @@ type node struct {
 	// boundTo is the kubelet session allowed to report the node: the
 	// first to report it, until that session is lost.
 	boundTo string
-	// running counts pods Running or Pending, kept as pods change so a
-	// batch of pod statuses costs linear time.
-	running int64
-	status  *nsv2.NodeStatus
-	pods    map[string]*nsv2.PodStatus
+	// assigned are the requests of the pods bound to the node, as
+	// mirrored from the pod store.
+	assigned map[string]nhv2.PodRequests
+	status   *nsv2.NodeStatus
 	// lost is when the node's kubelet lost its session (zero while it
 	// holds one); unknown is set once the grace period passed since.
 	lost    time.Time
@@ -145,6 +159,9 @@ func New(cfg Config) (*NodeController, error) {
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = time.Second
+	}
+	if cfg.Pods == nil {
+		cfg.Pods = NewPodStore()
 	}
 	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
 		bound: map[string]map[string]bool{},
@@ -190,16 +207,20 @@ func New(cfg Config) (*NodeController, error) {
 		nsv1.Register(srv, statusV1{n})
 		nhv1.Register(srv, healthV1{n})
 		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
+		n.podsV1 = nsv1.ServePodAssignment(srv, topicOpts...)
 	} else {
 		nsv2.Register(srv, statusV2{n})
 		nhv2.Register(srv, healthV2{n})
 		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", topicOpts...)
+		n.podsV2 = nsv2.ServePodAssignment(srv, topicOpts...)
 		if cfg.Fork {
 			nsv2.ServeV1(srv)
 			nhv2.ServeV1(srv)
 			n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
+			nsv2.ForkPodAssignment(srv, n.podsV2, topicOpts...)
 		}
 	}
+	n.unwatch = cfg.Pods.Subscribe(n.podChanged)
 	if cfg.Lease != nil {
 		n.stop, n.elected = make(chan struct{}), make(chan struct{})
 		go n.elect()
@@ -258,9 +279,10 @@ func (n *NodeController) caughtUp() bool {
 	return sessions > 0
 }
 
-// setLeader attaches or detaches the NodeHealth writers. A replica that
-// takes over already holds every node's health: it computed it all along,
-// into its detached writers.
+// setLeader attaches or detaches the NodeHealth and PodAssignment
+// writers. A replica that takes over already holds every node's health and
+// every pod's assignment: it computed them all along (the assignments from
+// the shared pod store), into its detached writers.
 func (n *NodeController) setLeader(lead bool) {
 	n.mu.Lock()
 	changed := n.leader != lead
@@ -272,19 +294,23 @@ func (n *NodeController) setLeader(lead bool) {
 	if !changed {
 		return
 	}
-	switch {
-	case n.topicV1 != nil && lead:
-		n.topicV1.Attach()
-	case n.topicV1 != nil:
-		n.topicV1.Detach()
+	// A forked form of PodAssignment attaches and detaches with podsV2.
+	for _, w := range []attachable{n.topicV1, n.topicV2, n.podsV1, n.podsV2} {
+		switch {
+		case reflect.ValueOf(w).IsNil():
+		case lead:
+			w.Attach()
+		default:
+			w.Detach()
+		}
 	}
-	switch {
-	case n.topicV2 != nil && lead:
-		n.topicV2.Attach()
-	case n.topicV2 != nil:
-		n.topicV2.Detach()
-	}
-	n.logger.Info("node health writer", "leader", lead, "instance", n.srv.Instance())
+	n.logger.Info("node health and pod assignment writers", "leader", lead, "instance", n.srv.Instance())
+}
+
+// attachable is a topic writer that attaches and detaches.
+type attachable interface {
+	Attach()
+	Detach()
 }
 
 // Elections returns how many times this replica took the lease.
@@ -323,6 +349,9 @@ func (n *NodeController) Close() {
 	already := n.closed
 	n.closed = true
 	n.mu.Unlock()
+	if !already {
+		n.unwatch()
+	}
 	if n.stop != nil && !already {
 		close(n.stop)
 		<-n.elected
@@ -381,35 +410,86 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 	return &nsv2.Ack{Accepted: true}, nil
 }
 
-// reportPod stores one pod's status. A pod of a node whose status the node
-// controller lacks makes it ask the kubelet for a resync.
+// reportPod records one pod's status in the pod store. A pod of a node
+// whose status the node controller lacks makes it ask the kubelet for a
+// resync.
 func (n *NodeController) reportPod(ctx context.Context, p *nsv2.PodStatus) (*nsv2.Ack, error) {
 	n.reports.WithLabelValues("pod", callVersion(ctx)).Inc()
-	instance := callInstance(ctx)
+	if err := n.cfg.Pods.report(p); err != nil {
+		return nil, err
+	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	nd := n.nodeLocked(p.NodeName)
-	old, known := nd.pods[p.UID]
-	done := p.Phase == nsv2.PodStatusPhaseSucceeded || p.Phase == nsv2.PodStatusPhaseFailed
-	if !known && !done && len(nd.pods) >= n.cfg.PodsPerNode {
-		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods, at most %d kept", p.NodeName, len(nd.pods), n.cfg.PodsPerNode)
+	if nd := n.nodes[p.NodeName]; nd == nil || nd.status == nil {
+		n.requestResyncLocked(callInstance(ctx))
 	}
-	if known {
-		nd.running -= occupies(old)
-	}
-	if done {
-		delete(nd.pods, p.UID)
-	} else {
-		nd.pods[p.UID] = p
-		nd.running += occupies(p)
-	}
-	if nd.status == nil {
-		n.requestResyncLocked(instance)
-	}
-	n.publishLocked(nd)
+	n.mu.Unlock()
 	n.applied(ctx)
 	return &nsv2.Ack{Accepted: true}, nil
 }
+
+// bind binds a pod to a node the node controller knows.
+func (n *NodeController) bind(ctx context.Context, b *nhv2.Binding) (*nhv2.BindResult, error) {
+	n.mu.Lock()
+	nd := n.nodes[b.NodeName]
+	known := nd != nil && nd.status != nil
+	n.mu.Unlock()
+	if !known {
+		return nil, framework.Errorf(framework.CodeNotFound, "no node %s", b.NodeName)
+	}
+	p, err := n.cfg.Pods.bind(b, n.cfg.PodsPerNode)
+	if err != nil {
+		return nil, err
+	}
+	n.applied(ctx)
+	return &nhv2.BindResult{NodeName: p.NodeName}, nil
+}
+
+// podChanged mirrors a change of the pod store: the node's assigned pods,
+// its health (what is left of its allocatable resources), and the
+// PodAssignment topic. The store calls it in order, under its lock.
+func (n *NodeController) podChanged(uid string, p *Pod) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	for _, nd := range n.nodes {
+		if _, ok := nd.assigned[uid]; ok && (p == nil || p.NodeName != nd.name) {
+			delete(nd.assigned, uid)
+			n.publishLocked(nd)
+		}
+	}
+	if p != nil {
+		nd := n.nodeLocked(p.NodeName)
+		if old, ok := nd.assigned[uid]; !ok || old != p.Requests {
+			nd.assigned[uid] = p.Requests
+			n.publishLocked(nd)
+		}
+	}
+	var err error
+	switch {
+	case p == nil && n.podsV2 != nil:
+		err = n.podsV2.Delete(uid)
+	case p == nil:
+		err = n.podsV1.Delete(uid)
+	case n.podsV2 != nil:
+		err = n.podsV2.Set(p.assignment())
+	default:
+		var down *nsv1.PodAssignment
+		if down, err = nsv2.PodAssignmentToV1(p.assignment()); err == nil {
+			err = n.podsV1.Set(down)
+		}
+	}
+	if err != nil {
+		n.logger.Warn("publishing a pod assignment", "uid", uid, "err", err)
+	}
+}
+
+// Pods returns every bound pod, with the phases its kubelet reported.
+func (n *NodeController) Pods() []Pod { return n.cfg.Pods.Pods() }
+
+// PodStore returns the record of bound pods.
+func (n *NodeController) PodStore() *PodStore { return n.cfg.Pods }
 
 // checkNode answers one node's health now.
 func (n *NodeController) checkNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv2.NodeHealth, error) {
@@ -427,7 +507,7 @@ func (n *NodeController) checkNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv
 func (n *NodeController) nodeLocked(name string) *node {
 	nd := n.nodes[name]
 	if nd == nil {
-		nd = &node{name: name, pods: map[string]*nsv2.PodStatus{}}
+		nd = &node{name: name, assigned: map[string]nhv2.PodRequests{}}
 		n.nodes[name] = nd
 	}
 	return nd
@@ -550,8 +630,12 @@ func health(nd *node) *nhv2.NodeHealth {
 	case h.State != nhv2.NodeHealthStateReady:
 		reasons = append(reasons, "NotReady")
 	}
-	h.Allocatable = nhv2.Resources{CPUMillis: st.Allocatable.CPUMillis, MemoryBytes: st.Allocatable.MemoryBytes,
-		Pods: max(0, st.Allocatable.Pods-nd.running)}
+	var cpu, memory int64
+	for _, r := range nd.assigned {
+		cpu, memory = cpu+r.CPUMillis, memory+r.MemoryBytes
+	}
+	h.Allocatable = nhv2.Resources{CPUMillis: max(0, st.Allocatable.CPUMillis-cpu), MemoryBytes: max(0, st.Allocatable.MemoryBytes-memory),
+		Pods: max(0, st.Allocatable.Pods-int64(len(nd.assigned)))}
 	describe(h, st)
 	for _, c := range []struct {
 		name string
@@ -573,15 +657,6 @@ func health(nd *node) *nhv2.NodeHealth {
 		h.Reason = &r
 	}
 	return h
-}
-
-// occupies is 1 for a pod that takes a slot of its node (Running or
-// Pending), else 0.
-func occupies(p *nsv2.PodStatus) int64 {
-	if p.Phase == nsv2.PodStatusPhaseRunning || p.Phase == nsv2.PodStatusPhasePending {
-		return 1
-	}
-	return 0
 }
 
 // statusV2 serves nodestatus 2.0.0.
@@ -635,7 +710,12 @@ func (h healthV2) CheckNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv2.NodeH
 	return h.n.checkNode(ctx, ref)
 }
 
-// healthV1 serves nodehealth 1.0.0's method as the old build does.
+// Bind binds a pod to a node.
+func (h healthV2) Bind(ctx context.Context, b *nhv2.Binding) (*nhv2.BindResult, error) {
+	return h.n.bind(ctx, b)
+}
+
+// healthV1 serves nodehealth 1.0.0's methods as the old build does.
 type healthV1 struct{ n *NodeController }
 
 // CheckNode answers a node's health in 1.0.0's form.
@@ -645,6 +725,19 @@ func (h healthV1) CheckNode(ctx context.Context, ref *nhv1.NodeRef) (*nhv1.NodeH
 		return nil, err
 	}
 	return nhv2.NodeHealthToV1(got)
+}
+
+// Bind binds a pod to a node, its 1.0.0 binding read up.
+func (h healthV1) Bind(ctx context.Context, b *nhv1.Binding) (*nhv1.BindResult, error) {
+	up, err := nhv2.BindingFromV1(b)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.n.bind(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	return nhv2.BindResultToV1(res)
 }
 
 // describe copies into h what the kubelet reports of the node that the

@@ -2,6 +2,7 @@ package nodecontroller_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -73,6 +74,18 @@ func runKubelet(t *testing.T, cfg kubelet.Config) *kubelet.Kubelet {
 	return k
 }
 
+// running returns the pods the node controller holds Running, by UID, with
+// their nodes.
+func running(n *nodecontroller.NodeController) map[string]string {
+	out := map[string]string{}
+	for _, p := range n.Pods() {
+		if p.Phase == "Running" {
+			out[p.UID] = p.NodeName
+		}
+	}
+	return out
+}
+
 func states(n *nodecontroller.NodeController) map[string]nhv2.NodeHealthState {
 	out := map[string]nhv2.NodeHealthState{}
 	for _, h := range n.Health() {
@@ -125,28 +138,51 @@ func TestLostNodeIsUnknownAfterGrace(t *testing.T) {
 	require.Eventually(t, func() bool { return states(n)["node-000"] == "Ready" }, 5*time.Second, 10*time.Millisecond)
 }
 
-// In fork mode the node controller takes 1.0.0 and 2.0.0 kubelets, and
+// In fork mode the node controller takes 1.0.0 and 2.0.0 kubelets and
+// schedulers: pods bound at either version reach kubelets of either
+// version through the PodAssignment topic in both forms, and run; it
 // publishes NodeHealth in both forms, each change once per form.
 func TestForkedNodeControllerServesBothVersions(t *testing.T) {
 	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Fork: true})
 	runKubelet(t, kubelet.Config{API: "v1", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Release: "1.30.0", Endpoints: []string{url}}})
 	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, FirstNode: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
-	// Every node reported its status and its three pods.
-	require.Eventually(t, func() bool {
-		h := n.Health()
-		for _, nh := range h {
-			if nh.Allocatable.Pods != 107 {
-				return false
-			}
+	require.Eventually(t, func() bool { return len(n.Health()) == 4 }, 5*time.Second, 10*time.Millisecond)
+
+	// Each node gets one pod from a 1.0.0 scheduler and one from a 2.0.0
+	// one, 100m and 64Mi each.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	old := nhv1.NewClient(frameworktest.NewClient(t, nhv1.Contract, framework.ClientConfig{Component: "scheduler", Release: "1.30.0", Endpoints: []string{url}}))
+	cur := nhv2.NewClient(frameworktest.NewClient(t, nhv2.Contract, framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Endpoints: []string{url}}))
+	want := map[string]string{}
+	for i := range 4 {
+		node := fmt.Sprintf("node-%03d", i)
+		uid := fmt.Sprintf("v1-%d", i)
+		_, err := old.Bind(ctx, &nhv1.Binding{Namespace: "default", Name: uid, UID: uid, NodeName: node,
+			Requests: &nhv1.ResourceList{"cpu": "100m", "memory": "64Mi"}})
+		require.NoError(t, err)
+		want[uid] = node
+		uid = fmt.Sprintf("v2-%d", i)
+		_, err = cur.Bind(ctx, &nhv2.Binding{Pod: nhv2.PodRef{Namespace: "default", Name: uid, UID: uid}, NodeName: node,
+			Requests: nhv2.PodRequests{CPUMillis: 100, MemoryBytes: 64 << 20}})
+		require.NoError(t, err)
+		want[uid] = node
+	}
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, running(n)) }, 5*time.Second, 10*time.Millisecond,
+		"every pod is reported Running by the kubelet of its node, 1.0.0 and 2.0.0 alike")
+	assignments := map[string]int{}
+	for _, ts := range n.Server().TopicStats() {
+		if ts.Topic == "PodAssignment" {
+			assignments[ts.Version] = ts.Keys
 		}
-		return len(h) == 4
-	}, 5*time.Second, 10*time.Millisecond)
+	}
+	assert.Equal(t, map[string]int{"1.0.0": 8, "2.0.0": 8}, assignments, "every assignment in both forms")
 	assert.Equal(t, 4, n.TopicV1().Len())
 	assert.Equal(t, 4, n.TopicV2().Len())
-	old, ok := n.TopicV1().Get("node-000")
+	h, ok := n.TopicV1().Get("node-000")
 	require.True(t, ok)
-	assert.True(t, old.Ready)
-	assert.Equal(t, nhv1.ResourceList{"cpu": "3800m", "memory": "15Gi", "pods": "107"}, old.Allocatable, "110 pods less the 3 it runs")
+	assert.True(t, h.Ready)
+	assert.Equal(t, nhv1.ResourceList{"cpu": "3600m", "memory": "15232Mi", "pods": "108"}, h.Allocatable, "less the 2 pods bound to it")
 	assert.Equal(t, map[string]int{"1.0.0": 2, "2.0.0": 2}, n.Server().Status().PeersByVersion["nodestatus"])
 
 	// CheckNode answers at both versions.

@@ -96,6 +96,25 @@ func (s *Scheduler) CheckNode(ctx context.Context, node string) (*nhv2.NodeHealt
 	return nhv2.NodeHealthFromV1(h)
 }
 
+// PostBinding binds the pod to node at the node controller, as
+// kube-scheduler posts a Binding: the node controller assigns the pod to
+// the node's kubelet. Binding it again to the same node is harmless, so a
+// call that failed may be sent again.
+func (s *Scheduler) PostBinding(ctx context.Context, pod extv2.PodRef, node string) error {
+	b := &nhv2.Binding{Pod: nhv2.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, NodeName: node,
+		Requests: nhv2.PodRequests{CPUMillis: pod.Requests.CPUMillis, MemoryBytes: pod.Requests.MemoryBytes}}
+	if s.cfg.API == "v2" {
+		_, err := nhv2.NewClient(s.nodes).Bind(ctx, b)
+		return err
+	}
+	down, err := nhv2.BindingToV1(b)
+	if err != nil {
+		return err
+	}
+	_, err = nhv1.NewClient(s.nodes).Bind(ctx, down)
+	return err
+}
+
 // Preempt asks the named extender which of the preemption candidates it
 // agrees with (kube-scheduler's ProcessPreemption, preemptVerb): victims
 // travel whole to an extender that does not cache nodes, else by UID.

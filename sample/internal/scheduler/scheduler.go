@@ -2,8 +2,13 @@
 // topic of the node controller (an informer: a local cache kept current by
 // a watch stream), and places pods: it filters the healthy, schedulable
 // nodes through each extender in turn, adds up their weighted scores,
-// confirms the best node with the node controller (a watch may lag), and
-// has the binding extender bind the pod.
+// confirms the best node with the node controller (a watch may lag), has
+// the binding extender bind the pod, and posts the binding to the node
+// controller (Bind, as kube-scheduler posts a Binding to the API server),
+// which assigns the pod to the node's kubelet. In Kubernetes a binding
+// extender posts the Binding itself; the sample's extender holds no client
+// of the node controller, so the scheduler posts it once the extender
+// accepted.
 //
 // Extenders are lockstep peers that handshake, or plain Kubernetes
 // extenders pinned to 1.0.0; a 2.0.0 scheduler calls the latter, and 1.0.0
@@ -92,6 +97,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives its logs; default slog.Default().
 	Logger *slog.Logger
+	// OnBound, if set, is called with every pod the node controller
+	// accepted the binding of, and its node.
+	OnBound func(pod extv2.PodRef, node string)
 }
 
 // Scheduler places pods.
@@ -114,7 +122,8 @@ type Scheduler struct {
 
 // Stats counts pods by outcome.
 type Stats struct {
-	// Scheduled pods were bound; Unschedulable ones found no node;
+	// Scheduled pods were bound at the node controller; Unschedulable ones
+	// found no node;
 	// Failed ones met an error (a call failed or timed out).
 	Scheduled, Unschedulable, Failed atomic.Int64
 }
@@ -474,6 +483,12 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 			return "", fmt.Errorf("extender %s: bind: %w", e.cfg.Name, err)
 		}
 		break
+	}
+	if err := s.PostBinding(ctx, pod, best); err != nil {
+		return "", fmt.Errorf("node controller: bind %s to %s: %w", pod.Name, best, err)
+	}
+	if s.cfg.OnBound != nil {
+		s.cfg.OnBound(pod, best)
 	}
 	return best, nil
 }

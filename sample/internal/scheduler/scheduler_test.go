@@ -45,6 +45,7 @@ func serverConfig(component, release string) framework.ServerConfig {
 // both extenders), a lockstep extender at api, and a plain 1.0.0 extender.
 type system struct {
 	nodeController, extender, plain string
+	nc                              *nodecontroller.NodeController
 }
 
 func startSystem(t *testing.T, api string, fork bool) system {
@@ -52,7 +53,7 @@ func startSystem(t *testing.T, api string, fork bool) system {
 	var s system
 	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", Fork: true, Server: serverConfig("nodecontroller", "1.31.0"), Logger: frameworktest.Quiet()})
 	require.NoError(t, err)
-	s.nodeController = serve(t, nc.Server())
+	s.nodeController, s.nc = serve(t, nc.Server()), nc
 	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: 3, ChangeEvery: -1, Logger: frameworktest.Quiet(),
 		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{s.nodeController}, Logger: frameworktest.Quiet()}})
 	require.NoError(t, err)
@@ -113,11 +114,25 @@ func TestSchedulerPlacesPodsThroughBothExtenders(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			placed := map[string]int{}
+			chosen := map[string]string{}
 			for i := 0; i < 20; i++ {
-				node, err := s.ScheduleOne(ctx, s.NewPod())
+				pod := s.NewPod()
+				node, err := s.ScheduleOne(ctx, pod)
 				require.NoError(t, err)
 				placed[node]++
+				chosen[pod.UID] = node
 			}
+			// Each binding reached the node controller, whose kubelet
+			// runs the pod on the node the scheduler chose.
+			require.Eventually(t, func() bool {
+				running := map[string]string{}
+				for _, p := range sys.nc.Pods() {
+					if p.Phase == "Running" {
+						running[p.UID] = p.NodeName
+					}
+				}
+				return assert.ObjectsAreEqual(chosen, running)
+			}, 5*time.Second, 10*time.Millisecond, "every pod Running where it was placed")
 			assert.Equal(t, 2, placed["node-001"], "onto the node in maintenance go only the pods that tolerate it (every tenth): %v", placed)
 
 			// Both extenders take part in preemption: preempting on the

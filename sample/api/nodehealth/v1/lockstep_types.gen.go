@@ -9,6 +9,229 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
+// BindResult is the message BindResult of the contract, generated from contract.yaml#/schemas/BindResult.
+type BindResult struct {
+	// The node the pod is bound to.
+	NodeName string `json:"nodeName"`
+}
+
+// UnmarshalJSON decodes BindResult, rejecting JSON its Go type cannot represent.
+func (m *BindResult) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = BindResult{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nodeName":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "nodeName")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *BindResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of BindResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BindResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BindResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BindResult")
+}
+
+var _ framework.Validator = (*BindResult)(nil)
+
+// Binding is the message Binding of the contract, generated from contract.yaml#/schemas/Binding.
+//
+// A pod bound to a node, as a core/v1 Binding names it, with what the pod requests.
+type Binding struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	NodeName  string `json:"nodeName"`
+	// What the pod's containers request, as quantities by resource name (cpu, memory).
+	Requests *ResourceList `json:"requests,omitzero"`
+}
+
+// UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
+func (m *Binding) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Binding{}
+	var seen [4]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "namespace":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "namespace")
+			}
+			m.Namespace = v1
+		case "name":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v2
+		case "uid":
+			seen[2] = true
+			v3, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "uid")
+			}
+			m.UID = v3
+		case "nodeName":
+			seen[3] = true
+			v4, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v4
+		case "requests":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "requests")
+			} else {
+				p5 := new(ResourceList)
+				if err := (*p5).decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "requests")
+				}
+				m.Requests = p5
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "namespace")
+		}
+		if !seen[1] {
+			missing = append(missing, "name")
+		}
+		if !seen[2] {
+			missing = append(missing, "uid")
+		}
+		if !seen[3] {
+			missing = append(missing, "nodeName")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Binding) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n > 63 {
+		v.Fail(at, "namespace", kw, "properties/namespace/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n > 253 {
+		v.Fail(at, "name", kw, "properties/name/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n > 128 {
+		v.Fail(at, "uid", kw, "properties/uid/maxLength", "length must be <= 128, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if m.Requests != nil {
+		if (*m.Requests) == nil {
+			v.Fail(at, "requests", kw, "properties/requests/type", "null is not allowed here")
+		} else {
+			path1 := at.Keyword("requests")
+			path2 := kw.Keyword("properties/requests/$ref")
+			(*m.Requests).validateJSON(v, &path1, &path2)
+		}
+	}
+}
+
+// Validate checks m against the schema of Binding, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Binding) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Binding is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Binding")
+}
+
+var _ framework.Validator = (*Binding)(nil)
+
 // NodeAddress is the message NodeAddress of the contract, generated from contract.yaml#/schemas/NodeAddress.
 //
 // A core/v1 NodeAddress.

@@ -18,15 +18,48 @@ import (
 // version's topic.
 var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 	MethodCheckNode: framework.ConvertMethod(NodeRefToV1, NodeHealthFromV1),
+	MethodBind:      framework.ConvertMethod(BindingToV1, BindResultFromV1),
 }}
 
 // ServeV1 makes s, which serves 2.0.0 with [Register], also answer
-// CheckNode for 1.0.0 schedulers. The NodeHealth topic of 1.0.0 is a topic
+// CheckNode and Bind for 1.0.0 schedulers. The NodeHealth topic of 1.0.0 is a topic
 // of its own ([framework.ServeTopic] with [v1.Contract]); a node controller
 // in fork mode writes each change to both, converted with
 // [NodeHealthToV1].
 func ServeV1(s *framework.Server) {
 	framework.ForkUnary(s, v1.Contract, Contract, MethodCheckNode, NodeRefFromV1, NodeHealthToV1)
+	framework.ForkUnary(s, v1.Contract, Contract, MethodBind, BindingFromV1, BindResultToV1)
+}
+
+// BindingFromV1 converts a binding up: the pod's identity moves into pod,
+// its requests from quantity strings to integers (a resource not listed
+// is 0).
+func BindingFromV1(in *v1.Binding) (*Binding, error) {
+	out := &Binding{Pod: PodRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}, NodeName: in.NodeName}
+	if in.Requests != nil {
+		r, err := resourcesFromV1(*in.Requests)
+		if err != nil {
+			return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("requests %w", err))
+		}
+		out.Requests = PodRequests{CPUMillis: r.CPUMillis, MemoryBytes: r.MemoryBytes}
+	}
+	return out, nil
+}
+
+// BindingToV1 converts a binding down.
+func BindingToV1(in *Binding) (*v1.Binding, error) {
+	requests := v1.ResourceList{"cpu": quantity.FormatMillis(in.Requests.CPUMillis), "memory": quantity.FormatBytes(in.Requests.MemoryBytes)}
+	return &v1.Binding{Namespace: in.Pod.Namespace, Name: in.Pod.Name, UID: in.Pod.UID, NodeName: in.NodeName, Requests: &requests}, nil
+}
+
+// BindResultFromV1 converts an answer up; it is the same in both versions.
+func BindResultFromV1(in *v1.BindResult) (*BindResult, error) {
+	return &BindResult{NodeName: in.NodeName}, nil
+}
+
+// BindResultToV1 converts an answer down.
+func BindResultToV1(in *BindResult) (*v1.BindResult, error) {
+	return &v1.BindResult{NodeName: in.NodeName}, nil
 }
 
 // NodeRefFromV1 converts a request up; it is the same in both versions.

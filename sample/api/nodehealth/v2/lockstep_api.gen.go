@@ -25,16 +25,21 @@ var Contract = framework.MustContract(handshake.Contract{
 	Server:  "nodecontroller",
 	Client:  "scheduler",
 	Methods: map[string]handshake.Method{
+		"Bind":      {Request: "Binding", Response: "BindResult", Idempotent: true},
 		"CheckNode": {Request: "NodeRef", Response: "NodeHealth", Idempotent: true},
 	},
 	Topics: map[string]handshake.Topic{
 		"NodeHealth": {Object: "NodeHealth", Key: "nodeName", Writer: "server", LostWriter: "delete"},
 	},
 	Schemas: map[string]json.RawMessage{
+		"BindResult":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["nodeName"],"properties":{"nodeName":{"type":"string","minLength":1,"maxLength":253,"description":"The node the pod is bound to."}}}`),
+		"Binding":       json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A pod bound to a node, with what the pod requests.","type":"object","additionalProperties":false,"required":["pod","nodeName","requests"],"properties":{"pod":{"$ref":"#/$defs/PodRef"},"nodeName":{"type":"string","minLength":1,"maxLength":253},"requests":{"$ref":"#/$defs/PodRequests"}},"$defs":{"PodRef":{"type":"object","additionalProperties":false,"required":["namespace","name","uid"],"properties":{"namespace":{"type":"string","minLength":1,"maxLength":63},"name":{"type":"string","minLength":1,"maxLength":253},"uid":{"type":"string","minLength":1,"maxLength":128}}},"PodRequests":{"description":"What a pod's containers request, in fixed units.","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0}}}}}`),
 		"NodeAddress":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A core/v1 NodeAddress.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"type":"string","enum":["Hostname","InternalIP","ExternalIP","InternalDNS","ExternalDNS"]},"address":{"type":"string","minLength":1}}}`),
 		"NodeCondition": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A core/v1 NodeCondition.","type":"object","additionalProperties":false,"required":["type","status"],"properties":{"type":{"type":"string","enum":["Ready","MemoryPressure","DiskPressure","PIDPressure","NetworkUnavailable"]},"status":{"type":"string","enum":["True","False","Unknown"]},"reason":{"type":"string"},"message":{"type":"string"}}}`),
 		"NodeHealth":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["nodeName","state","schedulable","allocatable"],"properties":{"nodeName":{"type":"string","minLength":1,"maxLength":253},"state":{"type":"string","enum":["Ready","NotReady","Unknown"],"description":"Unknown means the node's kubelet lost its session for longer than the grace period."},"schedulable":{"type":"boolean","description":"The scheduler may place new pods on the node."},"reason":{"type":"string","description":"Why the node is not ready or not schedulable."},"allocatable":{"description":"What is left of the node's allocatable resources for new pods.","$ref":"#/$defs/Resources"},"capacity":{"description":"The node's capacity, as its kubelet reports it.","$ref":"#/$defs/Resources"},"labels":{"description":"The node's labels, as its kubelet reports them.","type":"object","additionalProperties":{"type":"string"}},"taints":{"description":"The node's taints, as its kubelet reports them.","type":"array","items":{"$ref":"#/$defs/Taint"}},"addresses":{"type":"array","items":{"$ref":"#/$defs/NodeAddress"}},"conditions":{"description":"The node's conditions, as its kubelet reports them.","type":"array","items":{"$ref":"#/$defs/NodeCondition"}}},"$defs":{"Resources":{"type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes","pods"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0},"pods":{"type":"integer","minimum":0}}},"Taint":{"description":"A core/v1 Taint.","type":"object","additionalProperties":false,"required":["key","effect"],"properties":{"key":{"type":"string","minLength":1,"maxLength":316},"value":{"type":"string","maxLength":63},"effect":{"type":"string","enum":["NoSchedule","PreferNoSchedule","NoExecute"]}}},"NodeAddress":{"description":"A core/v1 NodeAddress.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"type":"string","enum":["Hostname","InternalIP","ExternalIP","InternalDNS","ExternalDNS"]},"address":{"type":"string","minLength":1}}},"NodeCondition":{"description":"A core/v1 NodeCondition.","type":"object","additionalProperties":false,"required":["type","status"],"properties":{"type":{"type":"string","enum":["Ready","MemoryPressure","DiskPressure","PIDPressure","NetworkUnavailable"]},"status":{"type":"string","enum":["True","False","Unknown"]},"reason":{"type":"string"},"message":{"type":"string"}}}}}`),
 		"NodeRef":       json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["nodeName"],"properties":{"nodeName":{"type":"string","minLength":1,"maxLength":253}}}`),
+		"PodRef":        json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["namespace","name","uid"],"properties":{"namespace":{"type":"string","minLength":1,"maxLength":63},"name":{"type":"string","minLength":1,"maxLength":253},"uid":{"type":"string","minLength":1,"maxLength":128}}}`),
+		"PodRequests":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"What a pod's containers request, in fixed units.","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0}}}`),
 		"Resources":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["cpuMillis","memoryBytes","pods"],"properties":{"cpuMillis":{"type":"integer","minimum":0},"memoryBytes":{"type":"integer","minimum":0},"pods":{"type":"integer","minimum":0}}}`),
 		"Taint":         json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A core/v1 Taint.","type":"object","additionalProperties":false,"required":["key","effect"],"properties":{"key":{"type":"string","minLength":1,"maxLength":316},"value":{"type":"string","maxLength":63},"effect":{"type":"string","enum":["NoSchedule","PreferNoSchedule","NoExecute"]}}}`),
 	},
@@ -43,12 +48,15 @@ var Contract = framework.MustContract(handshake.Contract{
 // The names of the contract's methods, as the runtime and interceptors see
 // them.
 const (
+	MethodBind      = "Bind"
 	MethodCheckNode = "CheckNode"
 )
 
 // Client calls the nodehealth 2.0.0 methods of a nodecontroller. [NewClient]
 // implements it over a [framework.Client]; tests can fake it.
 type Client interface {
+	// Bind binds a pod to a node, as kube-scheduler posts a Binding; binding it again to the same node changes nothing, to another node is conflict, to a node the node controller does not know is not_found.
+	Bind(ctx context.Context, req *Binding, opts ...framework.CallOption) (*BindResult, error)
 	// CheckNode returns one node's health as the node controller holds it now; not_found when it knows no such node.
 	CheckNode(ctx context.Context, req *NodeRef, opts ...framework.CallOption) (*NodeHealth, error)
 }
@@ -59,6 +67,10 @@ func NewClient(c *framework.Client) Client { return &client{c: c} }
 
 type client struct{ c *framework.Client }
 
+func (c *client) Bind(ctx context.Context, req *Binding, opts ...framework.CallOption) (*BindResult, error) {
+	return framework.CallUnary[Binding, BindResult](ctx, c.c, MethodBind, req, opts...)
+}
+
 func (c *client) CheckNode(ctx context.Context, req *NodeRef, opts ...framework.CallOption) (*NodeHealth, error) {
 	return framework.CallUnary[NodeRef, NodeHealth](ctx, c.c, MethodCheckNode, req, opts...)
 }
@@ -67,12 +79,15 @@ func (c *client) CheckNode(ctx context.Context, req *NodeRef, opts ...framework.
 // installs it. Requests arrive decoded and validated; an error returned
 // reaches the caller with its code ([framework.NewError]), or as internal.
 type Server interface {
+	// Bind binds a pod to a node, as kube-scheduler posts a Binding; binding it again to the same node changes nothing, to another node is conflict, to a node the node controller does not know is not_found.
+	Bind(ctx context.Context, req *Binding) (*BindResult, error)
 	// CheckNode returns one node's health as the node controller holds it now; not_found when it knows no such node.
 	CheckNode(ctx context.Context, req *NodeRef) (*NodeHealth, error)
 }
 
 // Register installs impl's methods on s for [Contract].
 func Register(s *framework.Server, impl Server) {
+	framework.HandleUnary(s, Contract, MethodBind, impl.Bind)
 	framework.HandleUnary(s, Contract, MethodCheckNode, impl.CheckNode)
 }
 

@@ -9,6 +9,181 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
+// BindResult is the message BindResult of the contract, generated from contract.yaml#/schemas/BindResult.
+type BindResult struct {
+	// The node the pod is bound to.
+	NodeName string `json:"nodeName"`
+}
+
+// UnmarshalJSON decodes BindResult, rejecting JSON its Go type cannot represent.
+func (m *BindResult) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = BindResult{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nodeName":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "nodeName")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *BindResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of BindResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BindResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BindResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BindResult")
+}
+
+var _ framework.Validator = (*BindResult)(nil)
+
+// Binding is the message Binding of the contract, generated from contract.yaml#/schemas/Binding.
+//
+// A pod bound to a node, with what the pod requests.
+type Binding struct {
+	Pod      PodRef      `json:"pod"`
+	NodeName string      `json:"nodeName"`
+	Requests PodRequests `json:"requests"`
+}
+
+// UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
+func (m *Binding) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Binding{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "pod":
+			seen[0] = true
+			if err := m.Pod.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "pod")
+			}
+		case "nodeName":
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		case "requests":
+			seen[2] = true
+			if err := m.Requests.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "requests")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "pod")
+		}
+		if !seen[1] {
+			missing = append(missing, "nodeName")
+		}
+		if !seen[2] {
+			missing = append(missing, "requests")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *Binding) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	path3 := at.Keyword("requests")
+	path4 := kw.Keyword("properties/requests/$ref")
+	m.Requests.validateJSON(v, &path3, &path4)
+}
+
+// Validate checks m against the schema of Binding, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Binding) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Binding is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Binding")
+}
+
+var _ framework.Validator = (*Binding)(nil)
+
 // NodeAddress is the message NodeAddress of the contract, generated from contract.yaml#/schemas/NodeAddress.
 //
 // A core/v1 NodeAddress.
@@ -743,6 +918,201 @@ func (m *NodeRef) Validate() error {
 }
 
 var _ framework.Validator = (*NodeRef)(nil)
+
+// PodRef is the message PodRef of the contract, generated from contract.yaml#/schemas/PodRef.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// UnmarshalJSON decodes PodRef, rejecting JSON its Go type cannot represent.
+func (m *PodRef) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PodRef{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "namespace":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "namespace")
+			}
+			m.Namespace = v1
+		case "name":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v2
+		case "uid":
+			seen[2] = true
+			v3, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "uid")
+			}
+			m.UID = v3
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "namespace")
+		}
+		if !seen[1] {
+			missing = append(missing, "name")
+		}
+		if !seen[2] {
+			missing = append(missing, "uid")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PodRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n > 63 {
+		v.Fail(at, "namespace", kw, "properties/namespace/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n > 253 {
+		v.Fail(at, "name", kw, "properties/name/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n > 128 {
+		v.Fail(at, "uid", kw, "properties/uid/maxLength", "length must be <= 128, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of PodRef, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodRef) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodRef is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodRef")
+}
+
+var _ framework.Validator = (*PodRef)(nil)
+
+// PodRequests is the message PodRequests of the contract, generated from contract.yaml#/schemas/PodRequests.
+//
+// What a pod's containers request, in fixed units.
+type PodRequests struct {
+	CPUMillis   int64 `json:"cpuMillis"`
+	MemoryBytes int64 `json:"memoryBytes"`
+}
+
+// UnmarshalJSON decodes PodRequests, rejecting JSON its Go type cannot represent.
+func (m *PodRequests) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PodRequests{}
+	var seen [2]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "cpuMillis":
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "cpuMillis")
+			}
+			m.CPUMillis = v1
+		case "memoryBytes":
+			seen[1] = true
+			v2, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "memoryBytes")
+			}
+			m.MemoryBytes = v2
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "cpuMillis")
+		}
+		if !seen[1] {
+			missing = append(missing, "memoryBytes")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PodRequests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if int64(m.CPUMillis) < 0 {
+		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
+	}
+	if int64(m.MemoryBytes) < 0 {
+		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
+}
+
+// Validate checks m against the schema of PodRequests, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodRequests) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodRequests is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodRequests")
+}
+
+var _ framework.Validator = (*PodRequests)(nil)
 
 // Resources is the message Resources of the contract, generated from contract.yaml#/schemas/Resources.
 type Resources struct {

@@ -674,6 +674,202 @@ func (m *NodeStatus) Validate() error {
 
 var _ framework.Validator = (*NodeStatus)(nil)
 
+// PodAssignment is the message PodAssignment of the contract, generated from schemas/nodestatus.yaml#/$defs/PodAssignment.
+//
+// A pod the node controller assigned to a node, and the state the node's kubelet is to keep it in (the part of a core/v1 Pod a kubelet acts on).
+type PodAssignment struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	NodeName  string `json:"nodeName"`
+	// Running, or Stopped once the pod is being deleted (its kubelet stops it and reports it ended).
+	DesiredState PodAssignmentDesiredState `json:"desiredState"`
+	// What the pod's containers request (cpu, memory).
+	Requests ResourceList `json:"requests,omitzero"`
+}
+
+// UnmarshalJSON decodes PodAssignment, rejecting JSON its Go type cannot represent.
+func (m *PodAssignment) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PodAssignment{}
+	var seen [5]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "uid":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "uid")
+			}
+			m.UID = v1
+		case "namespace":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "namespace")
+			}
+			m.Namespace = v2
+		case "name":
+			seen[2] = true
+			v3, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v3
+		case "nodeName":
+			seen[3] = true
+			v4, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v4
+		case "desiredState":
+			seen[4] = true
+			if err := m.DesiredState.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "desiredState")
+			}
+		case "requests":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "requests")
+			}
+			if err := m.Requests.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "requests")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3] && seen[4]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "uid")
+		}
+		if !seen[1] {
+			missing = append(missing, "namespace")
+		}
+		if !seen[2] {
+			missing = append(missing, "name")
+		}
+		if !seen[3] {
+			missing = append(missing, "nodeName")
+		}
+		if !seen[4] {
+			missing = append(missing, "desiredState")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *PodAssignment) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n > 128 {
+		v.Fail(at, "uid", kw, "properties/uid/maxLength", "length must be <= 128, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n > 63 {
+		v.Fail(at, "namespace", kw, "properties/namespace/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n > 253 {
+		v.Fail(at, "name", kw, "properties/name/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	path1 := at.Keyword("desiredState")
+	path2 := kw.Keyword("properties/desiredState")
+	m.DesiredState.validateJSON(v, &path1, &path2)
+	if m.Requests != nil {
+		path3 := at.Keyword("requests")
+		path4 := kw.Keyword("properties/requests/$ref")
+		m.Requests.validateJSON(v, &path3, &path4)
+	}
+}
+
+// Validate checks m against the schema of PodAssignment, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodAssignment) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodAssignment is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodAssignment")
+}
+
+var _ framework.Validator = (*PodAssignment)(nil)
+
+// PodAssignmentDesiredState is generated from schemas/nodestatus.yaml#/$defs/PodAssignment/properties/desiredState.
+//
+// Running, or Stopped once the pod is being deleted (its kubelet stops it and reports it ended).
+type PodAssignmentDesiredState string
+
+// The values of PodAssignmentDesiredState.
+const (
+	PodAssignmentDesiredStateRunning PodAssignmentDesiredState = "Running"
+	PodAssignmentDesiredStateStopped PodAssignmentDesiredState = "Stopped"
+)
+
+// UnmarshalJSON decodes PodAssignmentDesiredState, rejecting JSON its Go type cannot represent.
+func (m *PodAssignmentDesiredState) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodAssignmentDesiredState) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "Running":
+		*m = PodAssignmentDesiredStateRunning
+	case "Stopped":
+		*m = PodAssignmentDesiredStateStopped
+	default:
+		*m = PodAssignmentDesiredState(b)
+	}
+	return nil
+}
+
+func (m *PodAssignmentDesiredState) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if string((*m)) != "Running" && string((*m)) != "Stopped" {
+		v.Fail(at, "", kw, "enum", "value must be one of \"Running\", \"Stopped\"")
+	}
+}
+
 // PodStatus is the message PodStatus of the contract, generated from schemas/nodestatus.yaml#/$defs/PodStatus.
 type PodStatus struct {
 	NodeName     string         `json:"nodeName"`

@@ -131,6 +131,33 @@ func resourcesToV1(in Resources) v1.ResourceList {
 	}
 }
 
+// ForkPodAssignment makes s, a 2.0.0 node controller in fork mode, also
+// hold the PodAssignment topic at 1.0.0 for 1.0.0 kubelets: every change
+// written through current is converted down once.
+func ForkPodAssignment(s *framework.Server, current *framework.TopicWriter[PodAssignment], opts ...framework.TopicOption) *framework.TopicView[v1.PodAssignment] {
+	return framework.ForkTopic(s, v1.Contract, current, PodAssignmentToV1, opts...)
+}
+
+// PodAssignmentToV1 converts an assignment down: requests become quantity
+// strings.
+func PodAssignmentToV1(in *PodAssignment) (*v1.PodAssignment, error) {
+	return &v1.PodAssignment{UID: in.UID, Namespace: in.Namespace, Name: in.Name, NodeName: in.NodeName,
+		DesiredState: v1.PodAssignmentDesiredState(in.DesiredState), Requests: v1.ResourceList{
+			"cpu": v1.Quantity(quantity.FormatMillis(in.Requests.CPUMillis)), "memory": v1.Quantity(quantity.FormatBytes(in.Requests.MemoryBytes)),
+		}}, nil
+}
+
+// PodAssignmentFromV1 converts an assignment up, as a 1.0.0 kubelet reads
+// it into its model; a resource not listed is 0.
+func PodAssignmentFromV1(in *v1.PodAssignment) (*PodAssignment, error) {
+	r, err := resourcesFromV1(in.Requests)
+	if err != nil {
+		return nil, framework.NewError(framework.CodeInvalidArgument, fmt.Errorf("requests: %w", err))
+	}
+	return &PodAssignment{UID: in.UID, Namespace: in.Namespace, Name: in.Name, NodeName: in.NodeName,
+		DesiredState: PodAssignmentDesiredState(in.DesiredState), Requests: PodRequests{CPUMillis: r.CPUMillis, MemoryBytes: r.MemoryBytes}}, nil
+}
+
 // PodStatusFromV1 converts a pod status up; the message is the same in
 // both versions.
 func PodStatusFromV1(in *v1.PodStatus) (*PodStatus, error) {

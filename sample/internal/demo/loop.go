@@ -1,0 +1,150 @@
+package demo
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/upgradesim"
+	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+)
+
+// runBound is how long a pod the scheduler placed may take until the
+// kubelet of the node it chose reports it Running. It covers the worst
+// the rolling upgrade does to the loop: the kubelet's 2.0.0 watch waits
+// for a 2.0.0 node controller replica to lead.
+const runBound = 5 * time.Second
+
+// podLoop follows every pod from the scheduler's binding to the report,
+// by the kubelet of the node it chose, that it runs: the to-node loop.
+type podLoop struct {
+	limit time.Duration
+	now   func() time.Time
+
+	mu     sync.Mutex
+	placed map[string]placement // by UID: where the scheduler bound it
+	ran    map[string]placement // by UID: where it was first reported Running
+}
+
+// placement is a pod's node, and when.
+type placement struct {
+	node string
+	at   time.Time
+}
+
+func newPodLoop(limit time.Duration) *podLoop {
+	return &podLoop{limit: limit, now: time.Now, placed: map[string]placement{}, ran: map[string]placement{}}
+}
+
+// bound records a binding the node controller accepted
+// (scheduler.Config.OnBound).
+func (l *podLoop) bound(pod extv2.PodRef, node string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.placed[pod.UID]; !ok {
+		l.placed[pod.UID] = placement{node, l.now()}
+	}
+}
+
+// observe records the first time the pod store holds a pod Running: a
+// report the node controller took only from the kubelet session of the
+// pod's node (its authorizer), about a pod bound to that node
+// (PodStore.Subscribe).
+func (l *podLoop) observe(uid string, p *nodecontroller.Pod) {
+	if p == nil || p.Phase != nsv2.PodStatusPhaseRunning {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.ran[uid]; !ok {
+		l.ran[uid] = placement{p.NodeName, l.now()}
+	}
+}
+
+// check holds every placed pod to running on its node within the bound:
+// while the run goes on, a pod still waiting past the bound is a
+// violation; at the end (final) so is one that never ran.
+func (l *podLoop) check(final bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	late, waiting := 0, 0
+	var first string
+	for uid, pl := range l.placed {
+		r, ok := l.ran[uid]
+		switch {
+		case ok && r.node != pl.node:
+			return fmt.Errorf("pod %s was placed on %s but reported Running on %s", uid, pl.node, r.node)
+		case ok && r.at.Sub(pl.at) > l.limit:
+			late++
+			if first == "" {
+				first = fmt.Sprintf("pod %s ran on %s %s after it was placed", uid, pl.node, dur(r.at.Sub(pl.at)))
+			}
+		case !ok && (final || now.Sub(pl.at) > l.limit):
+			waiting++
+			if first == "" {
+				first = fmt.Sprintf("pod %s, placed on %s %s ago, is not reported Running", uid, pl.node, dur(now.Sub(pl.at)))
+			}
+		}
+	}
+	if late+waiting > 0 {
+		return fmt.Errorf("%d pod(s) ran later than %s after they were placed, %d not yet: %s", late, l.limit, waiting, first)
+	}
+	return nil
+}
+
+// running holds once n pods were reported Running where they were
+// placed.
+func (l *podLoop) running(n int) upgradesim.Condition {
+	return upgradesim.Condition{Name: fmt.Sprintf("%d pods Running", n), Holds: func(*upgradesim.Cluster) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.ran) < n {
+			return fmt.Errorf("%d of %d pods reported Running", len(l.ran), n)
+		}
+		return nil
+	}}
+}
+
+// series are the loop's two rows of the timeline's calls: the bindings
+// the node controller accepted, and the pods reported Running, on the
+// clock of a run that began at t0.
+func (l *podLoop) series(t0 time.Time) []upgradesim.CallSeries {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at := func(m map[string]placement) []time.Duration {
+		out := make([]time.Duration, 0, len(m))
+		for _, p := range m {
+			out = append(out, p.at.Sub(t0))
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out
+	}
+	return []upgradesim.CallSeries{
+		{Label: "pods bound (scheduler→nodecontroller Bind)", OK: at(l.placed)},
+		{Label: "pods Running (kubelet of the chosen node)", OK: at(l.ran)},
+	}
+}
+
+// outcome says what the loop did: pods placed, reported Running where
+// placed, and how long that took.
+func (l *podLoop) outcome() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var waits []time.Duration
+	for uid, pl := range l.placed {
+		if r, ok := l.ran[uid]; ok && r.node == pl.node {
+			waits = append(waits, r.at.Sub(pl.at))
+		}
+	}
+	sort.Slice(waits, func(i, j int) bool { return waits[i] < waits[j] })
+	line := fmt.Sprintf("the to-node loop: %d pods bound by the scheduler, %d reported Running by the kubelet of the chosen node",
+		len(l.placed), len(waits))
+	if n := len(waits); n > 0 {
+		line += fmt.Sprintf("; bound → Running median %s, max %s (bound %s)", dur(waits[n/2]), dur(waits[n-1]), l.limit)
+	}
+	return line
+}

@@ -1,0 +1,44 @@
+package demo
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+)
+
+// The loop's invariant breaks for a pod reported Running on another node
+// than the one it was placed on, one that ran later than the bound, and,
+// at the end, one that never ran.
+func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
+	running := func(node string) *nodecontroller.Pod {
+		return &nodecontroller.Pod{NodeName: node, Phase: nsv2.PodStatusPhaseRunning}
+	}
+	l := newPodLoop(time.Hour)
+	l.bound(extv2.PodRef{UID: "a"}, "node-000")
+	assert.NoError(t, l.check(false), "a may still start")
+	assert.ErrorContains(t, l.check(true), "1 not yet", "a never ran")
+	l.observe("a", &nodecontroller.Pod{NodeName: "node-000", Phase: nsv2.PodStatusPhasePending})
+	assert.Error(t, l.check(true), "Pending is not Running")
+	l.observe("a", running("node-000"))
+	assert.NoError(t, l.check(true))
+
+	l.bound(extv2.PodRef{UID: "b"}, "node-001")
+	l.observe("b", running("node-002"))
+	assert.ErrorContains(t, l.check(false), "placed on node-001 but reported Running on node-002")
+
+	late := newPodLoop(time.Second)
+	clock := time.Now()
+	late.now = func() time.Time { return clock }
+	late.bound(extv2.PodRef{UID: "c"}, "node-000")
+	clock = clock.Add(time.Second)
+	assert.NoError(t, late.check(false), "at the bound")
+	clock = clock.Add(time.Millisecond)
+	assert.ErrorContains(t, late.check(false), "1 not yet")
+	late.observe("c", running("node-000"))
+	assert.ErrorContains(t, late.check(false), "1 pod(s) ran later than")
+}

@@ -1,0 +1,251 @@
+package nodecontroller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+)
+
+// PodStore is the record of which pod is bound to which node and what its
+// kubelet last reported of it, shared by node controller replicas: what
+// Kubernetes keeps in etcd behind its API servers. Any replica serves a
+// binding or a pod's status into it; every replica mirrors it into its own
+// PodAssignment writer, so the one that leads (and attaches its writer)
+// holds every assignment, and one that takes over already does. The
+// sample's store is in memory, for replicas in one process (the demo,
+// tests), and can be kept in a file ([OpenPodStore]) so that bindings
+// outlive a node controller process, as the binary's --pod-store does.
+type PodStore struct {
+	mu   sync.Mutex
+	pods map[string]*Pod
+	subs map[int]func(uid string, p *Pod)
+	next int
+	now  func() time.Time
+	path string // "" for none
+}
+
+// Pod is one bound pod as the store holds it.
+type Pod struct {
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	UID       string           `json:"uid"`
+	NodeName  string           `json:"nodeName"`
+	Requests  nhv2.PodRequests `json:"requests"`
+	// Desired is Running, or Stopped once the pod is being deleted: its
+	// kubelet stops it, reports it ended, and the pod goes.
+	Desired nsv2.PodAssignmentDesiredState `json:"desiredState"`
+	// Phase is what its kubelet last reported, Pending until then.
+	Phase nsv2.PodStatusPhase `json:"phase"`
+	// Phases are the pod's phase changes, first the binding's Pending.
+	Phases []PhaseChange `json:"phases"`
+}
+
+// PhaseChange is when a pod entered a phase.
+type PhaseChange struct {
+	Phase nsv2.PodStatusPhase `json:"phase"`
+	At    time.Time           `json:"at"`
+}
+
+// maxPhases bounds a pod's recorded phase changes; a pod that restarts
+// forever keeps its first ones.
+const maxPhases = 8
+
+// NewPodStore returns an empty store, in memory.
+func NewPodStore() *PodStore {
+	return &PodStore{pods: map[string]*Pod{}, subs: map[int]func(string, *Pod){}, now: time.Now}
+}
+
+// OpenPodStore returns the store kept in the file at path, with what the
+// file holds (nothing if it does not exist). Every change rewrites the
+// file (a new file renamed over the old), so one process at a time may
+// use it: a node controller and, after its restart, the next.
+func OpenPodStore(path string) (*PodStore, error) {
+	s := NewPodStore()
+	s.path = path
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pod store: %w", err)
+	}
+	var pods []*Pod
+	if err := json.Unmarshal(b, &pods); err != nil {
+		return nil, fmt.Errorf("pod store %s: %w", path, err)
+	}
+	for _, p := range pods {
+		s.pods[p.UID] = p
+	}
+	return s, nil
+}
+
+// saveLocked rewrites the store's file, if it has one.
+func (s *PodStore) saveLocked() error {
+	if s.path == "" {
+		return nil
+	}
+	pods := make([]*Pod, 0, len(s.pods))
+	for _, p := range s.pods {
+		pods = append(pods, p)
+	}
+	b, err := json.Marshal(pods)
+	if err == nil {
+		tmp := s.path + ".new"
+		if err = os.WriteFile(tmp, b, 0o644); err == nil {
+			err = os.Rename(tmp, s.path)
+		}
+	}
+	if err != nil {
+		return framework.Errorf(framework.CodeUnavailable, "pod store: %v", err)
+	}
+	return nil
+}
+
+// Subscribe calls f with every pod the store holds now, then with every
+// change (a nil pod for one that went), in order, under the store's lock,
+// until the returned function is called. f must not call the store.
+func (s *PodStore) Subscribe(f func(uid string, p *Pod)) (cancel func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.next
+	s.next++
+	s.subs[id] = f
+	for uid, p := range s.pods {
+		cp := *p
+		f(uid, &cp)
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.subs, id)
+	}
+}
+
+// changedLocked keeps a change to uid and tells every subscriber of it.
+// An error says the change could not be kept in the store's file; it is
+// applied all the same, and the caller may send its call again.
+func (s *PodStore) changedLocked(uid string) error {
+	err := s.saveLocked()
+	var cp *Pod
+	if p := s.pods[uid]; p != nil {
+		c := *p
+		c.Phases = append([]PhaseChange(nil), p.Phases...)
+		cp = &c
+	}
+	for _, f := range s.subs {
+		f(uid, cp)
+	}
+	return err
+}
+
+// bind binds a pod to a node: again to the same node changes nothing, to
+// another node is conflict; a node already holding limit pods is
+// resource_exhausted.
+func (s *PodStore) bind(b *nhv2.Binding, limit int) (*Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pods[b.Pod.UID]; p != nil {
+		if p.NodeName != b.NodeName {
+			return nil, framework.Errorf(framework.CodeConflict, "pod %s/%s (uid %s) is bound to %s already", p.Namespace, p.Name, p.UID, p.NodeName)
+		}
+		cp := *p
+		return &cp, nil
+	}
+	on := 0
+	for _, p := range s.pods {
+		if p.NodeName == b.NodeName {
+			on++
+		}
+	}
+	if on >= limit {
+		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods bound, at most %d kept", b.NodeName, on, limit)
+	}
+	p := &Pod{Namespace: b.Pod.Namespace, Name: b.Pod.Name, UID: b.Pod.UID, NodeName: b.NodeName, Requests: b.Requests,
+		Desired: nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
+		Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
+	s.pods[p.UID] = p
+	if err := s.changedLocked(p.UID); err != nil {
+		return nil, err
+	}
+	cp := *p
+	return &cp, nil
+}
+
+// report records a pod's status from its node's kubelet; a pod that ended
+// (Succeeded, Failed) goes. A pod not bound to the reporting node is
+// permission_denied (the authorizer refuses it first; this holds it for a
+// pod unbound meanwhile).
+func (s *PodStore) report(st *nsv2.PodStatus) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pods[st.UID]
+	if p == nil || p.NodeName != st.NodeName {
+		return framework.Errorf(framework.CodePermissionDenied, "pod %s is not bound to node %s", st.UID, st.NodeName)
+	}
+	if st.Phase == nsv2.PodStatusPhaseSucceeded || st.Phase == nsv2.PodStatusPhaseFailed {
+		delete(s.pods, st.UID)
+		return s.changedLocked(st.UID)
+	}
+	if st.Phase == p.Phase {
+		return nil
+	}
+	p.Phase = st.Phase
+	if len(p.Phases) < maxPhases {
+		p.Phases = append(p.Phases, PhaseChange{Phase: st.Phase, At: s.now()})
+	}
+	return s.changedLocked(st.UID)
+}
+
+// Delete deletes a pod gracefully, as a pod deletion with a grace period:
+// its desired state becomes Stopped, its kubelet stops it and reports it
+// ended, and then it goes. It reports whether the store held the pod.
+func (s *PodStore) Delete(uid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pods[uid]
+	if p == nil {
+		return false
+	}
+	if p.Desired != nsv2.PodAssignmentDesiredStateStopped {
+		p.Desired = nsv2.PodAssignmentDesiredStateStopped
+		_ = s.changedLocked(uid) // kept in memory; the file follows with the next change
+	}
+	return true
+}
+
+// Pods returns every pod the store holds, by namespace and name.
+func (s *PodStore) Pods() []Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Pod, 0, len(s.pods))
+	for _, p := range s.pods {
+		cp := *p
+		cp.Phases = append([]PhaseChange(nil), p.Phases...)
+		out = append(out, cp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// assignment is a pod's PodAssignment object.
+func (p *Pod) assignment() *nsv2.PodAssignment {
+	return &nsv2.PodAssignment{UID: p.UID, Namespace: p.Namespace, Name: p.Name, NodeName: p.NodeName, DesiredState: p.Desired,
+		Requests: nsv2.PodRequests{CPUMillis: p.Requests.CPUMillis, MemoryBytes: p.Requests.MemoryBytes}}
+}
+
+// String names the pod.
+func (p Pod) String() string { return fmt.Sprintf("%s/%s on %s", p.Namespace, p.Name, p.NodeName) }
