@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -183,16 +184,26 @@ func TestStaleSessionAfterRestartIsHandshakeRequired(t *testing.T) {
 }
 
 func TestHandshakeWaitIsReleasedWhenTheServerDrains(t *testing.T) {
-	srv := startBench(t, "127.0.0.1:0", "1.0.0")
+	// On a fake clock the held refusal's 20s never pass: only the drain can
+	// release it. At rest the server's clock has one waiter (its sweep); a
+	// second is the hold's timer, so the handshake is held. The clock moves
+	// on its own once the test ends, for the drain to finish.
+	fc := clockwork.NewFakeClock()
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped) })
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) { c.Clock = fc })
+	t.Cleanup(func() { go runClock(fc, stopped) })
+	require.NoError(t, fc.BlockUntilContext(timeout(t, 10*time.Second), 1))
 	done := make(chan rawAnswer, 1)
 	start := time.Now()
 	go func() {
 		done <- do(t, http.MethodPost, srv.URL+protocol.PathHandshake+"?wait=20s", nil, hello(t, "bench", "kubelet", "2.0.0"))
 	}()
+	require.NoError(t, fc.BlockUntilContext(timeout(t, 10*time.Second), 2), "the refusal is held")
 	select {
 	case a := <-done:
 		t.Fatalf("a held refusal returned early: %d %s", a.status, a.body)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	go func() { _ = srv.Stop() }()
 	a := <-done
