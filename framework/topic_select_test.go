@@ -297,3 +297,85 @@ func TestSelectedResumeAndSnapshotAreFiltered(t *testing.T) {
 	// a3 went through node-b and left it: a delete, as a4's delete there.
 	assert.Equal(t, []string{"delete a3", "delete a4", "delete b1", "delete b2", "set a1", "set b0", "set new"}, changes)
 }
+
+// TestForkedTopicIsSelectedPerVersion: a topic forked to an earlier
+// version keeps its selection there: an old watcher selecting a node sees
+// only that node's pods, converted, and a rebind as a delete; the server
+// reports each watcher's selection.
+func TestForkedTopicIsSelectedPerVersion(t *testing.T) {
+	v1, v2 := topicContract(t, "1.0.0"), topicContract(t, "2.0.0")
+	var pods *framework.TopicWriter[topicmsg.Assignment]
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
+		pods = framework.ServeTopic[topicmsg.Assignment](s, v2, topicmsg.TopicAssignment)
+		framework.ForkTopic(s, v1, pods, func(a *topicmsg.Assignment) (*topicmsg.Assignment, error) {
+			old := *a
+			old.Phase = "v1:" + a.Phase
+			return &old, nil
+		})
+	})
+	for i := 0; i < 3; i++ {
+		require.NoError(t, pods.Set(pod(fmt.Sprintf("a%d", i), "node-a", 0)))
+		require.NoError(t, pods.Set(pod(fmt.Sprintf("b%d", i), "node-b", 0)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := &eventLog{}
+	inf, err := framework.Watch(ctx, topicClient(t, "1.0.0", []string{srv.URL}), topicmsg.TopicAssignment, l.handlers(),
+		framework.Select("node", "node-a"))
+	require.NoError(t, err)
+	t.Cleanup(inf.Stop)
+	require.NoError(t, inf.WaitForSync(ctx))
+	assert.Equal(t, []string{"a0", "a1", "a2"}, inf.Keys())
+	obj, _ := inf.Get("a0")
+	assert.Equal(t, "v1:Pending", obj.Phase, "the old watcher holds the converted form")
+	l.take()
+
+	require.NoError(t, pods.Set(pod("b0", "node-b", 1)))
+	require.NoError(t, pods.Set(pod("a1", "node-b", 1)))
+	require.NoError(t, pods.Set(pod("b1", "node-a", 1)))
+	require.Eventually(t, func() bool { return l.has("add b1") }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, []string{"delete a1", "add b1"}, l.take())
+	assert.Equal(t, []string{"a0", "a2", "b1"}, inf.Keys())
+
+	var found bool
+	for _, st := range srv.Server.TopicStats() {
+		if st.Topic == topicmsg.TopicAssignment && st.Version == "1.0.0" {
+			assert.Equal(t, []string{"node", "phase"}, st.Selectors)
+			require.Len(t, st.Watchers, 1)
+			assert.Equal(t, "node=node-a", st.Watchers[0].Selection)
+			found = true
+		}
+	}
+	assert.True(t, found)
+}
+
+// TestSharedInformersPerSelection: a factory keeps one shared informer
+// per (topic, selection): the same selection is the same informer, another
+// is another, each lister holding its own share.
+func TestSharedInformersPerSelection(t *testing.T) {
+	as := startAssignServer(t, "1.0.0")
+	for i := 0; i < 3; i++ {
+		require.NoError(t, as.pods.Set(pod(fmt.Sprintf("a%d", i), "node-a", 0)))
+		require.NoError(t, as.pods.Set(pod(fmt.Sprintf("b%d", i), "node-b", 0)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := framework.NewInformerFactory(topicClient(t, "1.0.0", []string{as.URL}), 0)
+	a, err := framework.ForTopic[topicmsg.Assignment](f, topicmsg.TopicAssignment, framework.Select("node", "node-a"))
+	require.NoError(t, err)
+	again, err := framework.ForTopic[topicmsg.Assignment](f, topicmsg.TopicAssignment, framework.Select("node", "node-a"))
+	require.NoError(t, err)
+	assert.Same(t, a, again)
+	b, err := framework.ForTopic[topicmsg.Assignment](f, topicmsg.TopicAssignment, framework.Select("node", "node-b"))
+	require.NoError(t, err)
+	all, err := framework.ForTopic[topicmsg.Assignment](f, topicmsg.TopicAssignment)
+	require.NoError(t, err)
+	assert.NotSame(t, a, b)
+	assert.NotSame(t, a, all)
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	assert.Equal(t, []string{"a0", "a1", "a2"}, a.Lister().Keys())
+	assert.Equal(t, []string{"b0", "b1", "b2"}, b.Lister().Keys())
+	assert.Len(t, all.Lister().Keys(), 6)
+}

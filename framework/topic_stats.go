@@ -4,6 +4,7 @@ package framework
 // tests.
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -28,8 +29,11 @@ type TopicStats struct {
 	// Writer says whether the topic has a live writer: server-written,
 	// its writer is attached; client-written, some client writes it.
 	Writer bool `json:"writer"`
+	// Selectors are the fields its watchers may select on.
+	Selectors []string `json:"selectors,omitempty"`
 	// Revision is the topic's latest revision; Tombstones how many deleted
-	// keys it remembers for watchers that resume.
+	// keys (and, for a topic with selectors, moves of a key out of a
+	// selection) it remembers for watchers that resume.
 	Revision   uint64 `json:"revision"`
 	Tombstones int    `json:"tombstones"`
 	// Coalesced counts changes that were replaced, in some watcher's queue,
@@ -45,6 +49,9 @@ type TopicStats struct {
 // change (counted in Coalesced) instead of adding one.
 type WatcherStats struct {
 	Peer handshake.Peer `json:"peer"`
+	// Selection is what the watcher selects, as its request's query
+	// (node=node-042); empty for every object.
+	Selection string `json:"selection,omitempty"`
 	// Queued is how many keys wait to be sent now; MaxQueued the most that
 	// ever waited at once.
 	Queued    int `json:"queued"`
@@ -67,7 +74,7 @@ func (s *Server) TopicStats() []TopicStats {
 			Contract: t.contract.Name(), Version: t.contract.Version(), Topic: t.name,
 			Keys: len(t.entries), Writers: len(t.writers), Sets: t.sets.Load(), Deletes: t.deletes.Load(),
 			Writer: t.writerLiveLocked(), Coalesced: t.coalesced.Load(), Revision: t.gen, Tombstones: len(t.history.tombs),
-			Watchers: make([]WatcherStats, 0, len(t.watchers)),
+			Watchers: make([]WatcherStats, 0, len(t.watchers)), Selectors: slices.Clone(t.decl.Selectors),
 		}
 		watchers := make([]*watchStream, 0, len(t.watchers))
 		for ws := range t.watchers {
@@ -97,7 +104,7 @@ func (ws *watchStream) stats() WatcherStats {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return WatcherStats{
-		Peer: ws.info, Queued: len(ws.pend), MaxQueued: ws.maxQueued,
+		Peer: ws.info, Selection: ws.sel.key(ws.topic.decl.Selectors), Queued: len(ws.pend), MaxQueued: ws.maxQueued,
 		Frames: ws.frames, Writes: ws.writes, Coalesced: ws.coalesced,
 	}
 }
