@@ -97,6 +97,9 @@ type Stats struct {
 	// PodReportsRefused counts pod statuses the node controller refused
 	// because the pod is not bound to the node: dropped, not sent again.
 	PodReportsRefused atomic.Int64
+	// ForeignAssignments counts assignments a node's watch delivered that
+	// name another node: none, since each node selects its own.
+	ForeignAssignments atomic.Int64
 }
 
 // New builds the kubelet's node clients; they start handshaking at once.

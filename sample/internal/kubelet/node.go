@@ -59,9 +59,11 @@ func (nd *simNode) podLocked(uid string) (*nsv2.PodStatus, int) {
 // assigned acts on a pod's assignment as the node's watch delivered it:
 // it runs a pod assigned to it that it does not run (Pending, then Running
 // after StartAfter), stops one whose desired state is Stopped (reporting
-// it Succeeded), and stops one assigned to another node without a report.
+// it Succeeded), and stops one assigned to another node without a report
+// (the selection delivers none, but the node does not rely on it).
 func (nd *simNode) assigned(a *nsv2.PodAssignment) {
 	if a.NodeName != nd.name {
+		nd.k.stats.ForeignAssignments.Add(1)
 		nd.unassigned(a.UID)
 		return
 	}
@@ -401,8 +403,10 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 }
 
 // watch runs the node's informer of the PodAssignment topic, at the
-// kubelet's version, until ctx ends: the pods assigned to the node are
-// what it runs.
+// kubelet's version, until ctx ends: it selects the pods assigned to the
+// node (nodeName), as a Kubernetes kubelet watches its pods with
+// fieldSelector=spec.nodeName, and they are what the node runs. A pod
+// rebound elsewhere is a delete for it.
 func (nd *simNode) watch(ctx context.Context) error {
 	if nd.k.cfg.API == "v1" {
 		up := func(a *nsv1.PodAssignment) *nsv2.PodAssignment {
@@ -425,7 +429,7 @@ func (nd *simNode) watch(ctx context.Context) error {
 				}
 			},
 			OnDelete: func(uid string, _ *nsv1.PodAssignment) { nd.unassigned(uid) },
-		})
+		}, nsv1.SelectNodeName(nd.name))
 		if err != nil {
 			return err
 		}
@@ -437,7 +441,7 @@ func (nd *simNode) watch(ctx context.Context) error {
 		OnAdd:    func(_ string, a *nsv2.PodAssignment) { nd.assigned(a) },
 		OnUpdate: func(_ string, _, a *nsv2.PodAssignment) { nd.assigned(a) },
 		OnDelete: func(uid string, _ *nsv2.PodAssignment) { nd.unassigned(uid) },
-	})
+	}, nsv2.SelectNodeName(nd.name))
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ func TestBoundPodsRunOnTheirNode(t *testing.T) {
 	assert.Equal(t, []string{"a"}, k.Running(1))
 	assert.Equal(t, []string{"b"}, k.Running(2))
 	assert.Empty(t, k.Running(0))
+	assert.Zero(t, k.Stats().ForeignAssignments.Load(), "each node's watch selects its own pods: none was handed another node's")
 	for _, p := range n.Pods() {
 		var phases []nsv2.PodStatusPhase
 		for _, ph := range p.Phases {

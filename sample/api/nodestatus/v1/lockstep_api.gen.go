@@ -29,7 +29,7 @@ var Contract = framework.MustContract(handshake.Contract{
 		"ReportStatus":      {Request: "NodeStatus", Response: "Ack", Idempotent: true},
 	},
 	Topics: map[string]handshake.Topic{
-		"PodAssignment": {Object: "PodAssignment", Key: "uid", Writer: "server", LostWriter: "delete"},
+		"PodAssignment": {Object: "PodAssignment", Key: "uid", Writer: "server", LostWriter: "delete", Selectors: []string{"nodeName"}},
 	},
 	Schemas: map[string]json.RawMessage{
 		"Ack":           json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["accepted"],"properties":{"accepted":{"type":"boolean","description":"The node controller stored the report."}}}`),
@@ -105,6 +105,13 @@ func ServePodAssignment(s *framework.Server, opts ...framework.TopicOption) *fra
 
 // WatchPodAssignment watches the PodAssignment topic through c: the returned informer keeps
 // the latest object of every key and calls h on changes.
-func WatchPodAssignment(ctx context.Context, c *framework.Client, h framework.InformerHandlers[PodAssignment]) (*framework.Informer[PodAssignment], error) {
-	return framework.Watch[PodAssignment](ctx, c, TopicPodAssignment, h)
+// Options select a share of the objects: [SelectNodeName].
+func WatchPodAssignment(ctx context.Context, c *framework.Client, h framework.InformerHandlers[PodAssignment], opts ...framework.WatchOption) (*framework.Informer[PodAssignment], error) {
+	return framework.Watch[PodAssignment](ctx, c, TopicPodAssignment, h, opts...)
+}
+
+// SelectNodeName makes a watch of PodAssignment see only the objects whose
+// nodeName is v, as framework.Select("nodeName", v) does.
+func SelectNodeName(v string) framework.WatchOption {
+	return framework.Select("nodeName", v)
 }
