@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
-	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Fork mode: a contract with forkFrom gets, in its package, conversions
@@ -114,29 +112,13 @@ func (g *generator) generateFork() ([]byte, error) {
 		g: g, cur: g.pkg, old: fork.Old, alias: fork.Alias, oldName: fork.Old.Name, curName: g.pkg.Name,
 		c: &code{}, queued: map[*convPair]bool{},
 	}
-	if f.oldName == f.curName {
-		return nil, fmt.Errorf("lockstep-gen: %s forks from a package also named %s; conversions are named after both packages, so name them apart (v1, v2)", g.pkg.Name, f.oldName)
+	if err := fork.DecideConversions(f.cur); err != nil {
+		return nil, err
 	}
-	shared := f.sharedMethods()
-	for _, m := range shared {
-		oldReq, curReq := gomodel.RootType(f.old.Messages[m.old.Request]), gomodel.RootType(f.cur.Messages[m.cur.Request])
-		oldResp, curResp := gomodel.RootType(f.old.Messages[m.old.Response]), gomodel.RootType(f.cur.Messages[m.cur.Response])
-		if oldReq == nil || curReq == nil || oldResp == nil || curResp == nil {
-			return nil, fmt.Errorf("lockstep-gen: method %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", m.cur.Name)
-		}
-		f.pair(oldReq, curReq, true)
-		f.pair(curReq, oldReq, false)
-		f.pair(curResp, oldResp, false)
-		f.pair(oldResp, curResp, true)
+	for _, p := range fork.Conversions {
+		f.pair(p.From, p.To, p.Up)
 	}
-	topics := f.sharedTopics()
-	for _, tp := range topics {
-		from, to := gomodel.RootType(f.cur.Messages[tp.cur.Object]), gomodel.RootType(f.old.Messages[tp.old.Object])
-		if from == nil || to == nil {
-			return nil, fmt.Errorf("lockstep-gen: topic %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", tp.cur.Name)
-		}
-		f.pair(from, to, false)
-	}
+	shared, topics := fork.Shared(f.cur)
 	for i := 0; i < len(f.queue); i++ {
 		f.emitPair(f.queue[i])
 	}
@@ -146,44 +128,8 @@ func (g *generator) generateFork() ([]byte, error) {
 	return []byte(f.c.b.String() + conversions), nil
 }
 
-type sharedMethod struct {
-	old, cur contract.Method
-}
-
-// sharedMethods lists the methods both versions declare, in order.
-func (f *forkGen) sharedMethods() []sharedMethod {
-	var out []sharedMethod
-	for _, m := range f.cur.Contract.Methods {
-		for _, o := range f.old.Contract.Methods {
-			if o.Name == m.Name && o.Batch == m.Batch {
-				out = append(out, sharedMethod{old: o, cur: m})
-			}
-		}
-	}
-	return out
-}
-
-type sharedTopic struct {
-	old, cur contract.Topic
-}
-
-// sharedTopics lists the server-written topics both versions declare, in
-// order: the runtime serves their earlier form by converting each change
-// down ([framework.ForkTopic]).
-func (f *forkGen) sharedTopics() []sharedTopic {
-	var out []sharedTopic
-	for _, t := range f.cur.Contract.Topics {
-		for _, o := range f.old.Contract.Topics {
-			if o.Name == t.Name && o.Writer == handshake.RoleServer && t.Writer == handshake.RoleServer {
-				out = append(out, sharedTopic{old: o, cur: t})
-			}
-		}
-	}
-	return out
-}
-
 // wiring renders RegisterFork, Fork<Old> and Fork<Topic><Old>.
-func (f *forkGen) wiring(shared []sharedMethod, topics []sharedTopic) {
+func (f *forkGen) wiring(shared []gomodel.SharedMethod, topics []gomodel.SharedTopic) {
 	c := f.c
 	oc := f.old.Contract
 	forkVar := "Fork" + gomodel.GoName(f.oldName)
@@ -191,7 +137,7 @@ func (f *forkGen) wiring(shared []sharedMethod, topics []sharedTopic) {
 	for _, o := range oc.Methods {
 		found := false
 		for _, m := range shared {
-			found = found || m.old.Name == o.Name
+			found = found || m.Old.Name == o.Name
 		}
 		if !found {
 			oldOnly = append(oldOnly, o.Name)
@@ -212,11 +158,11 @@ func (f *forkGen) wiring(shared []sharedMethod, topics []sharedTopic) {
 	c.line("Register(s, impl)")
 	for _, m := range shared {
 		fn := "ForkUnary"
-		if m.cur.Batch {
+		if m.Cur.Batch {
 			fn = "ForkBatch"
 		}
-		c.line("framework.%s(s, %s.Contract, Contract, Method%s, %s, %s)", fn, f.alias, m.cur.Name,
-			f.adapter(m.old.Request, m.cur.Request, true), f.adapter(m.cur.Response, m.old.Response, false))
+		c.line("framework.%s(s, %s.Contract, Contract, Method%s, %s, %s)", fn, f.alias, m.Cur.Name,
+			f.adapter(m.Old.Request, m.Cur.Request, true), f.adapter(m.Cur.Response, m.Old.Response, false))
 	}
 	c.line("}")
 	c.line("")
@@ -225,19 +171,19 @@ func (f *forkGen) wiring(shared []sharedMethod, topics []sharedTopic) {
 	c.line("// it in [framework.ClientConfig].Fork.")
 	c.line("var %s = framework.Fork{Contract: %s.Contract, Methods: map[string]framework.MethodConversion{", forkVar, f.alias)
 	for _, m := range shared {
-		c.line("Method%s: framework.ConvertMethod(%s, %s),", m.cur.Name,
-			f.adapter(m.cur.Request, m.old.Request, false), f.adapter(m.old.Response, m.cur.Response, true))
+		c.line("Method%s: framework.ConvertMethod(%s, %s),", m.Cur.Name,
+			f.adapter(m.Cur.Request, m.Old.Request, false), f.adapter(m.Old.Response, m.Cur.Response, true))
 	}
 	c.line("}}")
 	for _, tp := range topics {
-		cur, old := f.cur.Messages[tp.cur.Object], f.old.Messages[tp.old.Object]
-		name := "Fork" + tp.cur.Name + gomodel.GoName(f.oldName)
+		cur, old := f.cur.Messages[tp.Cur.Object], f.old.Messages[tp.Old.Object]
+		name := "Fork" + tp.Cur.Name + gomodel.GoName(f.oldName)
 		c.line("")
-		c.line("// %s makes s also serve topic %s at %s, for watchers still at that", name, tp.cur.Name, oc.Version)
+		c.line("// %s makes s also serve topic %s at %s, for watchers still at that", name, tp.Cur.Name, oc.Version)
 		c.line("// version: every change written through w is converted down once.")
 		c.line("func %s(s *framework.Server, w *framework.TopicWriter[%s], opts ...framework.TopicOption) *framework.TopicView[%s.%s] {",
 			name, cur.Name, f.alias, old.Name)
-		c.line("return framework.ForkTopic(s, %s.Contract, w, %s, opts...)", f.alias, f.adapter(tp.cur.Object, tp.old.Object, false))
+		c.line("return framework.ForkTopic(s, %s.Contract, w, %s, opts...)", f.alias, f.adapter(tp.Cur.Object, tp.Old.Object, false))
 		c.line("}")
 	}
 	for _, a := range f.adapters() {

@@ -1,10 +1,12 @@
 package gomodel
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/diff"
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Conversion identity: which conversion functions a forked package has,
@@ -30,6 +32,71 @@ type Conversion struct {
 	// hand-written convert_<…>, and Why is the first breaking change.
 	Compatible bool   `json:"compatible"`
 	Why        string `json:"why,omitempty"`
+}
+
+// SharedMethod is a method both versions declare, with the same name and
+// batch mode: the fork wiring serves and calls it through conversions.
+type SharedMethod struct {
+	Old, Cur contract.Method
+}
+
+// SharedTopic is a server-written topic both versions declare: the
+// runtime serves its earlier form by converting each change down.
+type SharedTopic struct {
+	Old, Cur contract.Topic
+}
+
+// Shared lists the methods and server-written topics both versions
+// declare, in the current contract's order.
+func (f *Fork) Shared(cur *Package) ([]SharedMethod, []SharedTopic) {
+	var methods []SharedMethod
+	for _, m := range cur.Contract.Methods {
+		for _, o := range f.Old.Contract.Methods {
+			if o.Name == m.Name && o.Batch == m.Batch {
+				methods = append(methods, SharedMethod{Old: o, Cur: m})
+			}
+		}
+	}
+	var topics []SharedTopic
+	for _, t := range cur.Contract.Topics {
+		for _, o := range f.Old.Contract.Topics {
+			if o.Name == t.Name && o.Writer == handshake.RoleServer && t.Writer == handshake.RoleServer {
+				topics = append(topics, SharedTopic{Old: o, Cur: t})
+			}
+		}
+	}
+	return methods, topics
+}
+
+// DecideConversions decides the conversions the fork wiring calls: for
+// each shared method its request and response in both directions, for
+// each shared topic its object going down. The conversions of the types
+// those nest are decided as the renderer pairs their members
+// ([Fork.Conversion]).
+func (f *Fork) DecideConversions(cur *Package) error {
+	if f.Old.Name == cur.Name {
+		return fmt.Errorf("lockstep-gen: %s forks from a package also named %s; conversions are named after both packages, so name them apart (v1, v2)", cur.Name, f.Old.Name)
+	}
+	methods, topics := f.Shared(cur)
+	for _, m := range methods {
+		oldReq, curReq := RootType(f.Old.Messages[m.Old.Request]), RootType(cur.Messages[m.Cur.Request])
+		oldResp, curResp := RootType(f.Old.Messages[m.Old.Response]), RootType(cur.Messages[m.Cur.Response])
+		if oldReq == nil || curReq == nil || oldResp == nil || curResp == nil {
+			return fmt.Errorf("lockstep-gen: method %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", m.Cur.Name)
+		}
+		f.Conversion(cur, oldReq, curReq, true)
+		f.Conversion(cur, curReq, oldReq, false)
+		f.Conversion(cur, curResp, oldResp, false)
+		f.Conversion(cur, oldResp, curResp, true)
+	}
+	for _, tp := range topics {
+		from, to := RootType(cur.Messages[tp.Cur.Object]), RootType(f.Old.Messages[tp.Old.Object])
+		if from == nil || to == nil {
+			return fmt.Errorf("lockstep-gen: topic %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", tp.Cur.Name)
+		}
+		f.Conversion(cur, from, to, false)
+	}
+	return nil
 }
 
 // located is a type's schema in a message bundle.
