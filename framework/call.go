@@ -66,9 +66,9 @@ func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req
 				if err != nil {
 					return nil, err
 				}
-				return json.Marshal(old)
+				return marshal(old)
 			}
-			return json.Marshal(req)
+			return marshal(req)
 		},
 		decode: func(v *peerVersion, body []byte) (any, error) {
 			return decodeAnswer[Resp](v, method, body)

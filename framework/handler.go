@@ -196,7 +196,7 @@ func encodeResponse[Resp any](out any) ([]byte, error) {
 	if !ok || resp == nil {
 		return nil, Errorf(CodeInternal, "handler returned no %T", resp)
 	}
-	b, err := json.Marshal(resp)
+	b, err := marshal(resp)
 	if err != nil {
 		return nil, Errorf(CodeInternal, "response did not encode: %v", err)
 	}

@@ -218,7 +218,7 @@ func (w *TopicWriter[T]) Set(obj *T) error {
 			return Errorf(CodeInvalidArgument, "%s: %v", w.store.decl.Object, err)
 		}
 	}
-	raw, err := json.Marshal(obj)
+	raw, err := marshal(obj)
 	if err != nil {
 		return Errorf(CodeInvalidArgument, "%s does not encode: %v", w.store.decl.Object, err)
 	}

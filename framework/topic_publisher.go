@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strconv"
@@ -96,7 +95,7 @@ func (p *TopicPublisher[T]) Set(ctx context.Context, obj *T) error {
 	if obj == nil {
 		return Errorf(CodeInvalidArgument, "%s: nil object", p.topic)
 	}
-	raw, err := json.Marshal(obj)
+	raw, err := marshal(obj)
 	if err != nil {
 		return Errorf(CodeInvalidArgument, "%s object does not encode: %v", p.topic, err)
 	}

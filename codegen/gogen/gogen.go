@@ -108,7 +108,8 @@ type generator struct {
 	pkg    *gomodel.Package
 	source string
 	vs     *validators
-	err    error // first error met while rendering
+	enc    *encoders // which types get an AppendJSON (encode.go)
+	err    error     // first error met while rendering
 }
 
 // assemble adds the header, package clause and exactly the imports the body
@@ -233,6 +234,7 @@ func (g *generator) funcs() template.FuncMap {
 		"add":            func(a, b int) int { return a + b },
 		"len":            func(fs []*gomodel.Field) int { return len(fs) },
 		"decoder":        g.decoder,
+		"encoder":        g.encoder,
 		"validator":      g.validator,
 		"validationVars": g.validationVars,
 		"coverageDoc":    g.coverageDoc,

@@ -71,6 +71,20 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Ack to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Ack) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"accepted\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Accepted))
+	b = append(b, ",\"generation\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Generation))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if int64(m.Generation) < 0 {
 		v.Fail(at, "generation", kw, "properties/generation/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Generation), 10))
@@ -151,6 +165,20 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"address\":"...)
+	b = jsonwire.AppendString(b, string(m.Address))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -201,6 +229,16 @@ func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeAddressType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeAddressType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddressType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -312,6 +350,35 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeCondition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	if m.LastHeartbeatTime != nil && !m.LastHeartbeatTime.IsZero() {
+		b = append(b, ",\"lastHeartbeatTime\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.LastHeartbeatTime)); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -356,6 +423,16 @@ func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeConditionStatus(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConditionStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -405,6 +482,16 @@ func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeConditionType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConditionType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -585,6 +672,74 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"conditions\":"...)
+	if m.Conditions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Conditions {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Conditions[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"capacity\":"...)
+	if b, err = m.Capacity.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"allocatable\":"...)
+	if b, err = m.Allocatable.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"addresses\":"...)
+	if m.Addresses == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i3 := range m.Addresses {
+			if i3 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Addresses[i3].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"nodeInfo\":"...)
+	if b, err = m.NodeInfo.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"images\":"...)
+	if m.Images == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i4 := range m.Images {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Images[i4]))
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -834,6 +989,48 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeSystemInfo to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeSystemInfo) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.MachineID != nil {
+		b = append(b, ",\"machineID\":"...)
+		b = jsonwire.AppendString(b, string((*m.MachineID)))
+	}
+	if m.SystemUUID != nil {
+		b = append(b, ",\"systemUUID\":"...)
+		b = jsonwire.AppendString(b, string((*m.SystemUUID)))
+	}
+	if m.BootID != nil {
+		b = append(b, ",\"bootID\":"...)
+		b = jsonwire.AppendString(b, string((*m.BootID)))
+	}
+	if m.KernelVersion != nil {
+		b = append(b, ",\"kernelVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KernelVersion)))
+	}
+	if m.OSImage != nil {
+		b = append(b, ",\"osImage\":"...)
+		b = jsonwire.AppendString(b, string((*m.OSImage)))
+	}
+	if m.ContainerRuntimeVersion != nil {
+		b = append(b, ",\"containerRuntimeVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.ContainerRuntimeVersion)))
+	}
+	if m.KubeletVersion != nil {
+		b = append(b, ",\"kubeletVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KubeletVersion)))
+	}
+	if m.KubeProxyVersion != nil {
+		b = append(b, ",\"kubeProxyVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KubeProxyVersion)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeSystemInfo) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -876,6 +1073,31 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ResourceList) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			b = jsonwire.AppendString(b, string(v3))
+		}
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -92,6 +92,48 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Msg to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Msg) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Name != nil {
+		b = append(b, ",\"name\":"...)
+		b = jsonwire.AppendString(b, string((*m.Name)))
+	}
+	if m.Never != nil {
+		b = append(b, ",\"never\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Never); err != nil {
+			return nil, err
+		}
+	}
+	if m.Nothing != nil {
+		b = append(b, ",\"nothing\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Nothing); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "name", "never", "nothing")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Msg) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Never != nil {
 		switch kind1 := jsonwire.KindOf(m.Never); kind1 {

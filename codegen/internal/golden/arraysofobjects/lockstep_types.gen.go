@@ -216,6 +216,119 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Arrays to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Arrays) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Inline != nil {
+		b = append(b, ",\"inline\":"...)
+		if m.Inline == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Inline {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Inline[i2].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Referenced != nil {
+		b = append(b, ",\"referenced\":"...)
+		if m.Referenced == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i3 := range m.Referenced {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Referenced[i3].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Matrix != nil {
+		b = append(b, ",\"matrix\":"...)
+		if m.Matrix == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i4 := range m.Matrix {
+				if i4 > 0 {
+					b = append(b, ',')
+				}
+				if m.Matrix[i4] == nil {
+					b = append(b, "null"...)
+				} else {
+					b = append(b, '[')
+					for i5 := range m.Matrix[i4] {
+						if i5 > 0 {
+							b = append(b, ',')
+						}
+						b = jsonwire.AppendInt(b, int64(m.Matrix[i4][i5]))
+					}
+					b = append(b, ']')
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.NullableItems != nil {
+		b = append(b, ",\"nullableItems\":"...)
+		if m.NullableItems == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i6 := range m.NullableItems {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				if m.NullableItems[i6] == nil {
+					b = append(b, "null"...)
+				} else {
+					b = jsonwire.AppendInt(b, int64((*m.NullableItems[i6])))
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.AnyItems != nil {
+		b = append(b, ",\"anyItems\":"...)
+		if m.AnyItems == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i7 := range m.AnyItems {
+				if i7 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = jsonwire.AppendRaw(b, m.AnyItems[i7]); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Named != nil {
+		b = append(b, ",\"named\":"...)
+		if b, err = m.Named.AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Arrays) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Inline != nil {
 		for i1 := 0; i1 < len(m.Inline); i1++ {
@@ -327,6 +440,25 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ArraysInlineItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ArraysInlineItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	if m.Weight != nil {
+		b = append(b, ",\"weight\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Weight))); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ArraysInlineItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -408,6 +540,33 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Item to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Item) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"id\":"...)
+	b = jsonwire.AppendInt(b, int64(m.ID))
+	if m.Tags != nil {
+		b = append(b, ",\"tags\":"...)
+		if m.Tags == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Tags {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(m.Tags[i2]))
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Item) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -467,6 +626,27 @@ func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
 		*m = s1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Names to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Names) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i1 := range *m {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string((*m)[i1]))
+		}
+		b = append(b, ']')
+	}
+	return b, nil
 }
 
 func (m *Names) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -107,6 +107,61 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Booleans to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Booleans) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Anything != nil {
+		b = append(b, ",\"anything\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Anything); err != nil {
+			return nil, err
+		}
+	}
+	if m.List != nil {
+		b = append(b, ",\"list\":"...)
+		if m.List == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.List {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = jsonwire.AppendRaw(b, m.List[i2]); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Open != nil {
+		b = append(b, ",\"open\":"...)
+		if m.Open == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys6 [16]string
+			for i3, k4 := range jsonwire.SortedKeys(m.Open, keys6[:0]) {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k4)
+				b = append(b, ':')
+				v5 := m.Open[k4]
+				if b, err = jsonwire.AppendRaw(b, v5); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, '}')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Booleans) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 

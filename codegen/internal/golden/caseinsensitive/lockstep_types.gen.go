@@ -108,6 +108,57 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderArgs to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderArgs) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Pod != nil {
+		b = append(b, ",\"pod\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Pod); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Nodenames.IsZero() {
+		b = append(b, ",\"nodenames\":"...)
+		if v2, ok3 := m.Nodenames.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v2[i4]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys5, kerr8 := jsonwire.ExtraKeys(m.AdditionalProperties, "pod", "nodenames")
+		if kerr8 != nil {
+			return nil, kerr8
+		}
+		for _, k6 := range keys5 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k6)
+			b = append(b, ':')
+			v7 := m.AdditionalProperties[k6]
+			if b, err = jsonwire.AppendRaw(b, v7); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ExtenderArgs) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -263,6 +314,78 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderFilterResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderFilterResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.Nodenames.IsZero() {
+		b = append(b, ",\"nodenames\":"...)
+		if v2, ok3 := m.Nodenames.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v2[i4]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.FailedNodes.IsZero() {
+		b = append(b, ",\"failedNodes\":"...)
+		if v5, ok6 := m.FailedNodes.Get(); ok6 {
+			if v5 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '{')
+				var keys10 [16]string
+				for i7, k8 := range jsonwire.SortedKeys(v5, keys10[:0]) {
+					if i7 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, k8)
+					b = append(b, ':')
+					v9 := v5[k8]
+					b = jsonwire.AppendString(b, string(v9))
+				}
+				b = append(b, '}')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Error != nil {
+		b = append(b, ",\"error\":"...)
+		b = jsonwire.AppendString(b, string((*m.Error)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys11, kerr14 := jsonwire.ExtraKeys(m.AdditionalProperties, "nodenames", "failedNodes", "error")
+		if kerr14 != nil {
+			return nil, kerr14
+		}
+		for _, k12 := range keys11 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k12)
+			b = append(b, ':')
+			v13 := m.AdditionalProperties[k12]
+			if b, err = jsonwire.AppendRaw(b, v13); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ExtenderFilterResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -348,6 +471,36 @@ func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Strict to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Strict) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Name != nil {
+		b = append(b, ",\"name\":"...)
+		b = jsonwire.AppendString(b, string((*m.Name)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "name")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Strict) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

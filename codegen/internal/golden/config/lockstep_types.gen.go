@@ -117,6 +117,18 @@ func (m *Command) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Command to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Command) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("Command")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *Command) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -321,6 +333,80 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Config to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Config) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Version != nil {
+		b = append(b, ",\"version\":"...)
+		b = jsonwire.AppendString(b, string((*m.Version)))
+	}
+	b = append(b, ",\"services\":"...)
+	if m.Services == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys5 [16]string
+		for i2, k3 := range jsonwire.SortedKeys(m.Services, keys5[:0]) {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.Services[k3]
+			if b, err = v4.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, '}')
+	}
+	if m.Volumes != nil {
+		b = append(b, ",\"volumes\":"...)
+		if m.Volumes == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys9 [16]string
+			for i6, k7 := range jsonwire.SortedKeys(m.Volumes, keys9[:0]) {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k7)
+				b = append(b, ':')
+				v8 := m.Volumes[k7]
+				if v8 == nil {
+					b = append(b, "null"...)
+				} else {
+					if b, err = (*v8).AppendJSON(b); err != nil {
+						return nil, err
+					}
+				}
+			}
+			b = append(b, '}')
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys10, kerr13 := jsonwire.ExtraKeys(m.AdditionalProperties, "version", "services", "volumes")
+		if kerr13 != nil {
+			return nil, kerr13
+		}
+		for _, k11 := range keys10 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k11)
+			b = append(b, ':')
+			v12 := m.AdditionalProperties[k11]
+			if b, err = jsonwire.AppendRaw(b, v12); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Config) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Services == nil {
 		v.Fail(at, "services", kw, "properties/services/type", "null is not allowed here")
@@ -468,6 +554,27 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Deploy to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Deploy) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Replicas != nil {
+		b = append(b, ",\"replicas\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Replicas)))
+	}
+	if m.Resources != nil {
+		b = append(b, ",\"resources\":"...)
+		if b, err = (*m.Resources).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Deploy) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Resources != nil {
 		path1 := at.Keyword("resources")
@@ -530,6 +637,29 @@ func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of DeployResources to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *DeployResources) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Limits != nil {
+		b = append(b, ",\"limits\":"...)
+		if b, err = (*m.Limits).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Reservations != nil {
+		b = append(b, ",\"reservations\":"...)
+		if b, err = (*m.Reservations).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *DeployResources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -673,6 +803,18 @@ func (m *ListOrDict) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ListOrDict to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ListOrDict) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ListOrDict")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *ListOrDict) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -870,6 +1012,18 @@ func (m *ListOrDictObjectValue) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ListOrDictObjectValue to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ListOrDictObjectValue) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ListOrDictObjectValue")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *ListOrDictObjectValue) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -949,6 +1103,27 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Resource to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Resource) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Cpus != nil {
+		b = append(b, ",\"cpus\":"...)
+		if b, err = (*m.Cpus).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Memory != nil {
+		b = append(b, ",\"memory\":"...)
+		b = jsonwire.AppendString(b, string((*m.Memory)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Resource) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1041,6 +1216,18 @@ func (m *ResourceCpus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ResourceCpus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ResourceCpus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ResourceCpus")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *ResourceCpus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1233,6 +1420,101 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Service to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Service) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Image != nil {
+		b = append(b, ",\"image\":"...)
+		b = jsonwire.AppendString(b, string((*m.Image)))
+	}
+	if !m.Command.IsZero() {
+		b = append(b, ",\"command\":"...)
+		if v2, ok3 := m.Command.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Environment != nil {
+		b = append(b, ",\"environment\":"...)
+		if b, err = (*m.Environment).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Ports != nil {
+		b = append(b, ",\"ports\":"...)
+		if m.Ports == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i4 := range m.Ports {
+				if i4 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Ports[i4].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.DependsOn != nil {
+		b = append(b, ",\"depends_on\":"...)
+		if b, err = (*m.DependsOn).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Restart != nil {
+		b = append(b, ",\"restart\":"...)
+		b = jsonwire.AppendString(b, string((*m.Restart)))
+	}
+	if m.Healthcheck != nil {
+		b = append(b, ",\"healthcheck\":"...)
+		if b, err = (*m.Healthcheck).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Deploy.IsZero() {
+		b = append(b, ",\"deploy\":"...)
+		if v5, ok6 := m.Deploy.Get(); ok6 {
+			if b, err = v5.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Build != nil {
+		b = append(b, ",\"build\":"...)
+		if b, err = (*m.Build).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys7, kerr10 := jsonwire.ExtraKeys(m.AdditionalProperties, "image", "command", "environment", "ports", "depends_on", "restart", "healthcheck", "deploy", "build")
+		if kerr10 != nil {
+			return nil, kerr10
+		}
+		for _, k8 := range keys7 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k8)
+			b = append(b, ':')
+			v9 := m.AdditionalProperties[k8]
+			if b, err = jsonwire.AppendRaw(b, v9); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Service) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1445,6 +1727,18 @@ func (m *ServiceBuild) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ServiceBuild to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceBuild) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ServiceBuild")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *ServiceBuild) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -1592,6 +1886,46 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ServiceBuildObject to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceBuildObject) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Context != nil {
+		b = append(b, ",\"context\":"...)
+		b = jsonwire.AppendString(b, string((*m.Context)))
+	}
+	if m.Dockerfile != nil {
+		b = append(b, ",\"dockerfile\":"...)
+		b = jsonwire.AppendString(b, string((*m.Dockerfile)))
+	}
+	if m.Args != nil {
+		b = append(b, ",\"args\":"...)
+		if b, err = (*m.Args).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "context", "dockerfile", "args")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ServiceBuildObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Args != nil {
 		path1 := at.Keyword("args")
@@ -1735,6 +2069,18 @@ func (m *ServiceDependsOn) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ServiceDependsOn to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceDependsOn) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ServiceDependsOn")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *ServiceDependsOn) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -1869,6 +2215,18 @@ func (m *ServiceDependsOnObjectValue) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ServiceDependsOnObjectValue to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceDependsOnObjectValue) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"condition\":"...)
+	b = jsonwire.AppendString(b, string(m.Condition))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ServiceDependsOnObjectValue) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("condition")
 	path2 := kw.Keyword("properties/condition")
@@ -1910,6 +2268,16 @@ func (m *ServiceDependsOnObjectValueCondition) decodeJSON(d *jsonwire.Decoder) e
 		*m = ServiceDependsOnObjectValueCondition(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ServiceDependsOnObjectValueCondition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceDependsOnObjectValueCondition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *ServiceDependsOnObjectValueCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2008,6 +2376,39 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ServiceHealthcheck to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceHealthcheck) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.Test.IsZero() {
+		b = append(b, ",\"test\":"...)
+		if v2, ok3 := m.Test.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Interval != nil {
+		b = append(b, ",\"interval\":"...)
+		b = jsonwire.AppendString(b, string((*m.Interval)))
+	}
+	if m.Retries != nil {
+		b = append(b, ",\"retries\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Retries)))
+	}
+	if m.Disable != nil {
+		b = append(b, ",\"disable\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Disable)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *ServiceHealthcheck) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2131,6 +2532,18 @@ func (m *ServicePortsItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ServicePortsItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServicePortsItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ServicePortsItem")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *ServicePortsItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2287,6 +2700,31 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ServicePortsItemObject to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServicePortsItemObject) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Target != nil {
+		b = append(b, ",\"target\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Target)))
+	}
+	if m.Published != nil {
+		b = append(b, ",\"published\":"...)
+		if b, err = (*m.Published).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Protocol != nil {
+		b = append(b, ",\"protocol\":"...)
+		b = jsonwire.AppendString(b, string((*m.Protocol)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ServicePortsItemObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Published != nil {
 		path1 := at.Keyword("published")
@@ -2332,6 +2770,16 @@ func (m *ServicePortsItemObjectProtocol) decodeJSON(d *jsonwire.Decoder) error {
 		*m = ServicePortsItemObjectProtocol(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ServicePortsItemObjectProtocol to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServicePortsItemObjectProtocol) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *ServicePortsItemObjectProtocol) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2424,6 +2872,18 @@ func (m *ServicePortsItemObjectPublished) decodeJSON(d *jsonwire.Decoder) error 
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ServicePortsItemObjectPublished to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServicePortsItemObjectPublished) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ServicePortsItemObjectPublished")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *ServicePortsItemObjectPublished) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -2482,6 +2942,16 @@ func (m *ServiceRestart) decodeJSON(d *jsonwire.Decoder) error {
 		*m = ServiceRestart(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ServiceRestart to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ServiceRestart) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *ServiceRestart) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2581,6 +3051,46 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Volume to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Volume) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Driver != nil {
+		b = append(b, ",\"driver\":"...)
+		b = jsonwire.AppendString(b, string((*m.Driver)))
+	}
+	if m.External != nil {
+		b = append(b, ",\"external\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.External)))
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if b, err = (*m.Labels).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "driver", "external", "labels")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Volume) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/codegen/internal/golden/difftest"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Case is one schema of the corpus and its generated package.
@@ -28,7 +29,9 @@ type Case struct {
 	Contract *framework.Contract
 	// Doc describes the generated message type for difftest.
 	Doc func(seeds ...string) difftest.Message
-	// RoundTrip decodes an instance into the generated type and encodes it.
+	// RoundTrip decodes an instance into the generated type and encodes it,
+	// failing when the type's generated encoder writes other bytes than
+	// json.Marshal.
 	RoundTrip func([]byte) ([]byte, error)
 }
 
@@ -39,6 +42,11 @@ func For[T any]() (func(seeds ...string) difftest.Message, func([]byte) ([]byte,
 			v := new(T)
 			if err := json.Unmarshal(data, v); err != nil {
 				return nil, err
+			}
+			if _, ok := any(v).(jsonwire.Appender); ok {
+				if err := difftest.EncodersAgree(v); err != nil {
+					return nil, fmt.Errorf("the generated encoder differs from encoding/json: %w", err)
+				}
 			}
 			return json.Marshal(v)
 		}

@@ -293,6 +293,95 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Settings to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Settings) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Replicas != nil {
+		b = append(b, ",\"replicas\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Replicas)))
+	}
+	if m.Ratio != nil {
+		b = append(b, ",\"ratio\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Ratio))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Name != nil {
+		b = append(b, ",\"name\":"...)
+		b = jsonwire.AppendString(b, string((*m.Name)))
+	}
+	if m.Enabled != nil {
+		b = append(b, ",\"enabled\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Enabled)))
+	}
+	if m.Mode != nil {
+		b = append(b, ",\"mode\":"...)
+		b = jsonwire.AppendString(b, string((*m.Mode)))
+	}
+	if m.Tags != nil {
+		b = append(b, ",\"tags\":"...)
+		if m.Tags == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Tags {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(m.Tags[i2]))
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys6 [16]string
+			for i3, k4 := range jsonwire.SortedKeys(m.Labels, keys6[:0]) {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k4)
+				b = append(b, ':')
+				v5 := m.Labels[k4]
+				b = jsonwire.AppendString(b, string(v5))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Limits != nil {
+		b = append(b, ",\"limits\":"...)
+		if b, err = (*m.Limits).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Fallback.IsZero() {
+		b = append(b, ",\"fallback\":"...)
+		if v7, ok8 := m.Fallback.Get(); ok8 {
+			b = jsonwire.AppendString(b, string(v7))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Since != nil && !m.Since.IsZero() {
+		b = append(b, ",\"since\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.Since)); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, ",\"required\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Required))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Settings) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Mode != nil {
 		path1 := at.Keyword("mode")
@@ -388,6 +477,24 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of SettingsLimits to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsLimits) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.CPU != nil {
+		b = append(b, ",\"cpu\":"...)
+		b = jsonwire.AppendString(b, string((*m.CPU)))
+	}
+	if m.Memory != nil {
+		b = append(b, ",\"memory\":"...)
+		b = jsonwire.AppendString(b, string((*m.Memory)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *SettingsLimits) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -423,6 +530,16 @@ func (m *SettingsMode) decodeJSON(d *jsonwire.Decoder) error {
 		*m = SettingsMode(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of SettingsMode to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsMode) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *SettingsMode) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -54,6 +54,10 @@ type Message struct {
 	// caseInsensitive makes the reference validate the decoded message
 	// re-encoded, as the runtime does for such messages.
 	decodeEncode func(data []byte) ([]byte, error)
+	// encodeDiff decodes an instance and compares the type's generated
+	// encoder (AppendJSON) with json.Marshal; it reports whether it
+	// compared (the instance decoded and the type has an encoder).
+	encodeDiff func(data []byte) (bool, error)
 }
 
 // For describes message name, decoded into T, with valid seed instances.
@@ -93,7 +97,29 @@ func For[T any](name string, seeds ...string) Message {
 			}
 			return json.Marshal(v)
 		},
+		encodeDiff: func(data []byte) (bool, error) {
+			v := new(T)
+			if _, ok := any(v).(jsonwire.Appender); !ok || json.Unmarshal(data, v) != nil {
+				return false, nil
+			}
+			return true, EncodersAgree(v)
+		},
 	}
+}
+
+// EncodersAgree checks that v's generated encoder writes exactly what
+// json.Marshal writes for it, or fails where json.Marshal fails. v must
+// implement jsonwire.Appender.
+func EncodersAgree(v any) error {
+	want, wantErr := json.Marshal(v)
+	got, gotErr := v.(jsonwire.Appender).AppendJSON(nil)
+	switch {
+	case (wantErr == nil) != (gotErr == nil):
+		return fmt.Errorf("AppendJSON error %v, json.Marshal error %v", gotErr, wantErr)
+	case wantErr == nil && !bytes.Equal(got, want):
+		return fmt.Errorf("AppendJSON wrote\n  %s\njson.Marshal wrote\n  %s", got, want)
+	}
+	return nil
 }
 
 // Verdict is the outcome of one instance on both paths.
@@ -107,16 +133,23 @@ type Verdict struct {
 	// DirectDiffers reports that calling the generated UnmarshalJSON
 	// directly gave another verdict than json.Unmarshal.
 	DirectDiffers bool
+	// Encoded reports that the instance decoded and its generated encoder
+	// was compared with json.Marshal; EncodeDiffers is how they differed.
+	Encoded       bool
+	EncodeDiffers error
 }
 
 // Agree reports whether the paths agree.
 func (v Verdict) Agree() bool {
-	return !v.DirectDiffers && ((v.Generated == nil) == (v.Reference == nil) || v.Unrepresentable || v.External || v.NullMessage)
+	return !v.DirectDiffers && v.EncodeDiffers == nil && ((v.Generated == nil) == (v.Reference == nil) || v.Unrepresentable || v.External || v.NullMessage)
 }
 
 // Compare runs one instance of a message on both paths.
 func Compare(c *framework.Contract, m Message, data []byte, caseInsensitive bool) Verdict {
 	v := Verdict{Generated: m.check(c, data)}
+	if m.encodeDiff != nil {
+		v.Encoded, v.EncodeDiffers = m.encodeDiff(data)
+	}
 	if m.generated {
 		v.DirectDiffers = (m.direct(c, data) == nil) != (v.Generated == nil)
 	}
@@ -148,6 +181,9 @@ func Compare(c *framework.Contract, m Message, data []byte, caseInsensitive bool
 // Stats counts a corpus run.
 type Stats struct {
 	Instances, Valid, Invalid, Unrepresentable, External, NullMessage, Mismatches int
+	// Encoded counts the instances whose generated encoder was compared
+	// with json.Marshal.
+	Encoded int
 }
 
 // Options tune a run.
@@ -205,7 +241,15 @@ func Run(t *testing.T, c *framework.Contract, opts Options, messages ...Message)
 		for _, inst := range corpus {
 			v := Compare(c, m, inst, opts.CaseInsensitive)
 			s.Instances++
+			if v.Encoded {
+				s.Encoded++
+			}
 			switch {
+			case v.EncodeDiffers != nil:
+				s.Mismatches++
+				if s.Mismatches <= 5 {
+					t.Errorf("%s: the generated encoder differs from encoding/json: %v\n  instance: %s", m.Name, v.EncodeDiffers, inst)
+				}
 			case !v.Agree():
 				s.Mismatches++
 				if s.Mismatches <= 5 {
@@ -233,8 +277,8 @@ func Run(t *testing.T, c *framework.Contract, opts Options, messages ...Message)
 		if !m.generated {
 			how = "jsonschema/v5 + decode (no generated Validate)"
 		}
-		t.Logf("%s [%s]: %d instances: %d valid, %d invalid, %d unrepresentable, %d refused by an x-go-type, %d null messages, %d mismatches",
-			m.Name, how, s.Instances, s.Valid, s.Invalid, s.Unrepresentable, s.External, s.NullMessage, s.Mismatches)
+		t.Logf("%s [%s]: %d instances: %d valid, %d invalid, %d unrepresentable, %d refused by an x-go-type, %d null messages, %d mismatches; %d encoded by AppendJSON and json.Marshal alike",
+			m.Name, how, s.Instances, s.Valid, s.Invalid, s.Unrepresentable, s.External, s.NullMessage, s.Mismatches, s.Encoded)
 		if s.Valid == 0 || s.Invalid == 0 && !acceptsAll(schema) {
 			t.Errorf("%s: the corpus is one-sided (%d valid, %d invalid)", m.Name, s.Valid, s.Invalid)
 		}
@@ -245,6 +289,7 @@ func Run(t *testing.T, c *framework.Contract, opts Options, messages ...Message)
 		total.External += s.External
 		total.NullMessage += s.NullMessage
 		total.Mismatches += s.Mismatches
+		total.Encoded += s.Encoded
 	}
 	return total
 }

@@ -46,6 +46,16 @@ func (m *Color) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Color to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Color) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *Color) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "red" && string((*m)) != "green" && string((*m)) != "blue" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"red\", \"green\", \"blue\"")
@@ -185,6 +195,53 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Enums to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Enums) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"phase\":"...)
+	b = jsonwire.AppendString(b, string(m.Phase))
+	if m.Priority != nil {
+		b = append(b, ",\"priority\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Priority)))
+	}
+	if !m.Maybe.IsZero() {
+		b = append(b, ",\"maybe\":"...)
+		if v2, ok3 := m.Maybe.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Odd != nil {
+		b = append(b, ",\"odd\":"...)
+		b = jsonwire.AppendString(b, string((*m.Odd)))
+	}
+	if m.Shared != nil {
+		b = append(b, ",\"shared\":"...)
+		b = jsonwire.AppendString(b, string((*m.Shared)))
+	}
+	if m.More != nil {
+		b = append(b, ",\"more\":"...)
+		if m.More == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i4 := range m.More {
+				if i4 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(m.More[i4]))
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Enums) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("phase")
 	path2 := kw.Keyword("properties/phase")
@@ -268,6 +325,16 @@ func (m *EnumsMaybe) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of EnumsMaybe to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EnumsMaybe) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *EnumsMaybe) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "on" && string((*m)) != "off" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"on\", \"off\", null")
@@ -317,6 +384,16 @@ func (m *EnumsOdd) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of EnumsOdd to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EnumsOdd) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *EnumsOdd) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "" && string((*m)) != "a-b" && string((*m)) != "1x" && string((*m)) != "snake_case" && string((*m)) != "Already Spaced" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"\", \"a-b\", \"1x\", \"snake_case\", \"Already Spaced\"")
@@ -363,6 +440,16 @@ func (m *EnumsPhase) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of EnumsPhase to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EnumsPhase) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *EnumsPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\"")
@@ -397,6 +484,16 @@ func (m *EnumsPriority) decodeJSON(d *jsonwire.Decoder) error {
 	v1 = v2
 	*m = EnumsPriority(v1)
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of EnumsPriority to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EnumsPriority) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendInt(b, int64(*m))
+	return b, nil
 }
 
 func (m *EnumsPriority) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

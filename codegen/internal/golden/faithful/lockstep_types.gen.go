@@ -156,6 +156,78 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Settings to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Settings) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Compact != nil {
+		b = append(b, ",\"compact\":"...)
+		if b, err = (*m.Compact).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Retries != nil {
+		b = append(b, ",\"retries\":"...)
+		if b, err = (*m.Retries).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Mode != nil {
+		b = append(b, ",\"mode\":"...)
+		b = jsonwire.AppendString(b, string((*m.Mode)))
+	}
+	if m.Level != nil {
+		b = append(b, ",\"level\":"...)
+		b = jsonwire.AppendString(b, string((*m.Level)))
+	}
+	if !m.Limit.IsZero() {
+		b = append(b, ",\"limit\":"...)
+		if v2, ok3 := m.Limit.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.Labels.IsZero() {
+		b = append(b, ",\"labels\":"...)
+		if v4, ok5 := m.Labels.Get(); ok5 {
+			if b, err = v4.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.None != nil {
+		b = append(b, ",\"none\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.None); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys6, kerr9 := jsonwire.ExtraKeys(m.AdditionalProperties, "compact", "retries", "mode", "level", "limit", "labels", "none")
+		if kerr9 != nil {
+			return nil, kerr9
+		}
+		for _, k7 := range keys6 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k7)
+			b = append(b, ':')
+			v8 := m.AdditionalProperties[k7]
+			if b, err = jsonwire.AppendRaw(b, v8); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Settings) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Compact != nil {
 		path1 := at.Keyword("compact")
@@ -293,6 +365,18 @@ func (m *SettingsCompact) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of SettingsCompact to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsCompact) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("SettingsCompact")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *SettingsCompact) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -370,6 +454,16 @@ func (m *SettingsCompactString) decodeJSON(d *jsonwire.Decoder) error {
 		*m = SettingsCompactString(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of SettingsCompactString to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsCompactString) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *SettingsCompactString) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -573,6 +667,18 @@ func (m *SettingsLabels) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of SettingsLabels to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsLabels) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("SettingsLabels")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *SettingsLabels) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -636,6 +742,16 @@ func (m *SettingsLevel) decodeJSON(d *jsonwire.Decoder) error {
 		*m = SettingsLevel(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of SettingsLevel to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsLevel) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *SettingsLevel) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -839,6 +955,18 @@ func (m *SettingsLimit) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of SettingsLimit to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsLimit) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("SettingsLimit")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *SettingsLimit) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -908,6 +1036,16 @@ func (m *SettingsMode) decodeJSON(d *jsonwire.Decoder) error {
 		*m = SettingsMode(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of SettingsMode to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsMode) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *SettingsMode) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -998,6 +1136,18 @@ func (m *SettingsRetries) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of SettingsRetries to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *SettingsRetries) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("SettingsRetries")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *SettingsRetries) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

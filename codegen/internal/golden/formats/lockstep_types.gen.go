@@ -214,6 +214,84 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Formats to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Formats) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"at\":"...)
+	if b, err = jsonwire.AppendTime(b, m.At); err != nil {
+		return nil, err
+	}
+	if !m.MaybeAt.IsZero() {
+		b = append(b, ",\"maybeAt\":"...)
+		if v2, ok3 := m.MaybeAt.Get(); ok3 {
+			if b, err = jsonwire.AppendTime(b, v2); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Day != nil {
+		b = append(b, ",\"day\":"...)
+		b = jsonwire.AppendString(b, string((*m.Day)))
+	}
+	if m.ID != nil {
+		b = append(b, ",\"id\":"...)
+		b = jsonwire.AppendString(b, string((*m.ID)))
+	}
+	if m.Mail != nil {
+		b = append(b, ",\"mail\":"...)
+		b = jsonwire.AppendString(b, string((*m.Mail)))
+	}
+	if m.Small != nil {
+		b = append(b, ",\"small\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Small)))
+	}
+	if m.Big != nil {
+		b = append(b, ",\"big\":"...)
+		b = jsonwire.AppendUint(b, uint64((*m.Big)))
+	}
+	if m.Ratio != nil {
+		b = append(b, ",\"ratio\":"...)
+		if b, err = jsonwire.AppendFloat32(b, float32((*m.Ratio))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Plain != nil {
+		b = append(b, ",\"plain\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Plain))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Count != nil {
+		b = append(b, ",\"count\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Count)))
+	}
+	if m.History != nil {
+		b = append(b, ",\"history\":"...)
+		if m.History == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i4 := range m.History {
+				if i4 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = jsonwire.AppendTime(b, m.History[i4]); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Formats) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Day != nil {
 		if !jsonwire.IsFormat("date", (*m.Day)) {

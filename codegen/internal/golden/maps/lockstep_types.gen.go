@@ -50,6 +50,31 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Labels to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Labels) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			b = jsonwire.AppendString(b, string(v3))
+		}
+		b = append(b, '}')
+	}
+	return b, nil
+}
+
 func (m *Labels) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if (*m) == nil {
 		v.Fail(at, "", kw, "type", "null is not allowed here")
@@ -289,6 +314,168 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Maps to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Maps) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Labels, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Labels[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Counts != nil {
+		b = append(b, ",\"counts\":"...)
+		if m.Counts == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys9 [16]string
+			for i6, k7 := range jsonwire.SortedKeys(m.Counts, keys9[:0]) {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k7)
+				b = append(b, ':')
+				v8 := m.Counts[k7]
+				b = jsonwire.AppendInt(b, int64(v8))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Nested != nil {
+		b = append(b, ",\"nested\":"...)
+		if m.Nested == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys13 [16]string
+			for i10, k11 := range jsonwire.SortedKeys(m.Nested, keys13[:0]) {
+				if i10 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k11)
+				b = append(b, ':')
+				v12 := m.Nested[k11]
+				if v12 == nil {
+					b = append(b, "null"...)
+				} else {
+					b = append(b, '{')
+					var keys17 [16]string
+					for i14, k15 := range jsonwire.SortedKeys(v12, keys17[:0]) {
+						if i14 > 0 {
+							b = append(b, ',')
+						}
+						b = jsonwire.AppendString(b, k15)
+						b = append(b, ':')
+						v16 := v12[k15]
+						if b, err = jsonwire.AppendFloat64(b, float64(v16)); err != nil {
+							return nil, err
+						}
+					}
+					b = append(b, '}')
+				}
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Objects != nil {
+		b = append(b, ",\"objects\":"...)
+		if m.Objects == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys21 [16]string
+			for i18, k19 := range jsonwire.SortedKeys(m.Objects, keys21[:0]) {
+				if i18 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k19)
+				b = append(b, ':')
+				v20 := m.Objects[k19]
+				if b, err = v20.AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.NullableValues != nil {
+		b = append(b, ",\"nullableValues\":"...)
+		if m.NullableValues == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys25 [16]string
+			for i22, k23 := range jsonwire.SortedKeys(m.NullableValues, keys25[:0]) {
+				if i22 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k23)
+				b = append(b, ':')
+				v24 := m.NullableValues[k23]
+				if v24 == nil {
+					b = append(b, "null"...)
+				} else {
+					b = jsonwire.AppendString(b, string((*v24)))
+				}
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Anything != nil {
+		b = append(b, ",\"anything\":"...)
+		if m.Anything == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys29 [16]string
+			for i26, k27 := range jsonwire.SortedKeys(m.Anything, keys29[:0]) {
+				if i26 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k27)
+				b = append(b, ':')
+				v28 := m.Anything[k27]
+				if b, err = jsonwire.AppendRaw(b, v28); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Empty != nil {
+		b = append(b, ",\"empty\":"...)
+		if b, err = (*m.Empty).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Named != nil {
+		b = append(b, ",\"named\":"...)
+		if b, err = m.Named.AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Maps) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Nested != nil {
 		for k9, e10 := range m.Nested {
@@ -368,6 +555,16 @@ func (m *MapsEmpty) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of MapsEmpty to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MapsEmpty) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *MapsEmpty) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -419,6 +616,18 @@ func (m *MapsObjectsValue) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of MapsObjectsValue to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MapsObjectsValue) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"id\":"...)
+	b = jsonwire.AppendString(b, string(m.ID))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *MapsObjectsValue) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

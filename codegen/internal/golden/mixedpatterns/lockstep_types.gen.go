@@ -78,6 +78,36 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Msg to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Msg) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.ID != nil {
+		b = append(b, ",\"id\":"...)
+		b = jsonwire.AppendString(b, string((*m.ID)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "id")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Msg) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	for k1, e2 := range m.AdditionalProperties {
 		if pattern0.MatchString(k1) {
@@ -205,6 +235,36 @@ func (m *Open) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Open to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Open) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.ID != nil {
+		b = append(b, ",\"id\":"...)
+		b = jsonwire.AppendString(b, string((*m.ID)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "id")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 // OpenValue is generated from contract.yaml#/schemas/Open/patternProperties/^x-.
 type OpenValue struct {
 	A *int64 `json:"a,omitzero"`
@@ -272,6 +332,36 @@ func (m *OpenValue) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of OpenValue to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *OpenValue) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.A != nil {
+		b = append(b, ",\"a\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.A)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "a")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 // Patterns and numbers of the schemas, compiled once.

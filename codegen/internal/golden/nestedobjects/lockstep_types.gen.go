@@ -80,6 +80,29 @@ func (m *Outer) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Outer to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Outer) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"inner\":"...)
+	if b, err = m.Inner.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Open != nil {
+		b = append(b, ",\"open\":"...)
+		if b, err = (*m.Open).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Outer) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("inner")
 	path2 := kw.Keyword("properties/inner")
@@ -167,6 +190,25 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of OuterInner to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *OuterInner) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"deep\":"...)
+	if b, err = m.Deep.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Label != nil {
+		b = append(b, ",\"label\":"...)
+		b = jsonwire.AppendString(b, string((*m.Label)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *OuterInner) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("deep")
 	path2 := kw.Keyword("properties/deep")
@@ -218,6 +260,20 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of OuterInnerDeep to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *OuterInnerDeep) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.Value != nil {
+		b = append(b, ",\"value\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Value)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *OuterInnerDeep) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -292,6 +348,36 @@ func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of OuterOpen to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *OuterOpen) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Known != nil {
+		b = append(b, ",\"known\":"...)
+		b = jsonwire.AppendString(b, string((*m.Known)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "known")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *OuterOpen) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

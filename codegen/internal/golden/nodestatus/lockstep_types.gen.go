@@ -71,6 +71,20 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Ack to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Ack) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"accepted\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Accepted))
+	b = append(b, ",\"generation\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Generation))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if int64(m.Generation) < 0 {
 		v.Fail(at, "generation", kw, "properties/generation/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Generation), 10))
@@ -268,6 +282,74 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of BenchNodeStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BenchNodeStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"conditions\":"...)
+	if m.Conditions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Conditions {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Conditions[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"capacity\":"...)
+	if b, err = m.Capacity.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"allocatable\":"...)
+	if b, err = m.Allocatable.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"addresses\":"...)
+	if m.Addresses == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i3 := range m.Addresses {
+			if i3 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Addresses[i3].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"nodeInfo\":"...)
+	if b, err = m.NodeInfo.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"images\":"...)
+	if m.Images == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i4 := range m.Images {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Images[i4]))
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *BenchNodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -434,6 +516,39 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ContainerImage to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ContainerImage) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if !m.Names.IsZero() {
+		b = append(b, ",\"names\":"...)
+		if v2, ok3 := m.Names.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v2[i4]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.SizeBytes != nil {
+		b = append(b, ",\"sizeBytes\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.SizeBytes)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ContainerImage) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.SizeBytes != nil {
 		if int64((*m.SizeBytes)) < 0 {
@@ -501,6 +616,20 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"address\":"...)
+	b = jsonwire.AppendString(b, string(m.Address))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -551,6 +680,16 @@ func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeAddressType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeAddressType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddressType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -662,6 +801,35 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeCondition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	if m.LastHeartbeatTime != nil && !m.LastHeartbeatTime.IsZero() {
+		b = append(b, ",\"lastHeartbeatTime\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.LastHeartbeatTime)); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -706,6 +874,16 @@ func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeConditionStatus(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConditionStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -757,6 +935,16 @@ func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeConditionType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Ready" && string((*m)) != "MemoryPressure" && string((*m)) != "DiskPressure" && string((*m)) != "PIDPressure" && string((*m)) != "NetworkUnavailable" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"MemoryPressure\", \"DiskPressure\", \"PIDPressure\", \"NetworkUnavailable\"")
@@ -806,6 +994,27 @@ func (m *NodeConfigSource) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConfigSource to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConfigSource) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.ConfigMap.IsZero() {
+		b = append(b, ",\"configMap\":"...)
+		if v2, ok3 := m.ConfigMap.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeConfigSource) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -921,6 +1130,30 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeConfigSourceConfigMap to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConfigSourceConfigMap) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	if m.UID != nil {
+		b = append(b, ",\"uid\":"...)
+		b = jsonwire.AppendString(b, string((*m.UID)))
+	}
+	if m.ResourceVersion != nil {
+		b = append(b, ",\"resourceVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.ResourceVersion)))
+	}
+	b = append(b, ",\"kubeletConfigKey\":"...)
+	b = jsonwire.AppendString(b, string(m.KubeletConfigKey))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeConfigSourceConfigMap) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -991,6 +1224,33 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConfigStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConfigStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Assigned != nil {
+		b = append(b, ",\"assigned\":"...)
+		if b, err = (*m.Assigned).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Active != nil {
+		b = append(b, ",\"active\":"...)
+		if b, err = (*m.Active).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Error != nil {
+		b = append(b, ",\"error\":"...)
+		b = jsonwire.AppendString(b, string((*m.Error)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeConfigStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1271,6 +1531,146 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"capacity\":"...)
+	if b, err = m.Capacity.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"allocatable\":"...)
+	if b, err = m.Allocatable.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if !m.Phase.IsZero() {
+		b = append(b, ",\"phase\":"...)
+		if v2, ok3 := m.Phase.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	b = append(b, ",\"conditions\":"...)
+	if m.Conditions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i4 := range m.Conditions {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Conditions[i4].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if m.Addresses != nil {
+		b = append(b, ",\"addresses\":"...)
+		if m.Addresses == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i5 := range m.Addresses {
+				if i5 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Addresses[i5].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.DaemonEndpoints != nil {
+		b = append(b, ",\"daemonEndpoints\":"...)
+		if b, err = (*m.DaemonEndpoints).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.NodeInfo != nil {
+		b = append(b, ",\"nodeInfo\":"...)
+		if b, err = (*m.NodeInfo).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Images.IsZero() {
+		b = append(b, ",\"images\":"...)
+		if v6, ok7 := m.Images.Get(); ok7 {
+			if v6 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i8 := range v6 {
+					if i8 > 0 {
+						b = append(b, ',')
+					}
+					if b, err = v6[i8].AppendJSON(b); err != nil {
+						return nil, err
+					}
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.VolumesInUse.IsZero() {
+		b = append(b, ",\"volumesInUse\":"...)
+		if v9, ok10 := m.VolumesInUse.Get(); ok10 {
+			if v9 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i11 := range v9 {
+					if i11 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v9[i11]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.VolumesAttached != nil {
+		b = append(b, ",\"volumesAttached\":"...)
+		if m.VolumesAttached == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i12 := range m.VolumesAttached {
+				if i12 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.VolumesAttached[i12].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !m.Config.IsZero() {
+		b = append(b, ",\"config\":"...)
+		if v13, ok14 := m.Config.Get(); ok14 {
+			if b, err = v13.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1418,6 +1818,23 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeStatusDaemonEndpoints to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusDaemonEndpoints) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.KubeletEndpoint != nil {
+		b = append(b, ",\"kubeletEndpoint\":"...)
+		if b, err = (*m.KubeletEndpoint).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeStatusDaemonEndpoints) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.KubeletEndpoint != nil {
 		path1 := at.Keyword("kubeletEndpoint")
@@ -1474,6 +1891,18 @@ func (m *NodeStatusDaemonEndpointsKubeletEndpoint) decodeJSON(d *jsonwire.Decode
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatusDaemonEndpointsKubeletEndpoint to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusDaemonEndpointsKubeletEndpoint) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"Port\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Port))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeStatusDaemonEndpointsKubeletEndpoint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1538,6 +1967,20 @@ func (m *NodeStatusNodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeStatusNodeAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusNodeAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"address\":"...)
+	b = jsonwire.AppendString(b, string(m.Address))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeStatusNodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -1585,6 +2028,16 @@ func (m *NodeStatusNodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeStatusNodeAddressType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatusNodeAddressType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusNodeAddressType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeStatusNodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1711,6 +2164,45 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeStatusNodeCondition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusNodeCondition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	if !m.LastHeartbeatTime.IsZero() {
+		b = append(b, ",\"lastHeartbeatTime\":"...)
+		if v2, ok3 := m.LastHeartbeatTime.Get(); ok3 {
+			if b, err = jsonwire.AppendTime(b, v2); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.LastTransitionTime != nil && !m.LastTransitionTime.IsZero() {
+		b = append(b, ",\"lastTransitionTime\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.LastTransitionTime)); err != nil {
+			return nil, err
+		}
+	}
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeStatusNodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("status")
 	path2 := kw.Keyword("properties/status")
@@ -1752,6 +2244,16 @@ func (m *NodeStatusNodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeStatusNodeConditionStatus(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatusNodeConditionStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusNodeConditionStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeStatusNodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1919,6 +2421,42 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeStatusNodeSystemInfo to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusNodeSystemInfo) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"machineID\":"...)
+	b = jsonwire.AppendString(b, string(m.MachineID))
+	if m.SystemUUID != nil {
+		b = append(b, ",\"systemUUID\":"...)
+		b = jsonwire.AppendString(b, string((*m.SystemUUID)))
+	}
+	if m.BootID != nil {
+		b = append(b, ",\"bootID\":"...)
+		b = jsonwire.AppendString(b, string((*m.BootID)))
+	}
+	b = append(b, ",\"kernelVersion\":"...)
+	b = jsonwire.AppendString(b, string(m.KernelVersion))
+	if m.OSImage != nil {
+		b = append(b, ",\"osImage\":"...)
+		b = jsonwire.AppendString(b, string((*m.OSImage)))
+	}
+	if m.ContainerRuntimeVersion != nil {
+		b = append(b, ",\"containerRuntimeVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.ContainerRuntimeVersion)))
+	}
+	b = append(b, ",\"kubeletVersion\":"...)
+	b = jsonwire.AppendString(b, string(m.KubeletVersion))
+	b = append(b, ",\"operatingSystem\":"...)
+	b = jsonwire.AppendString(b, string(m.OperatingSystem))
+	b = append(b, ",\"architecture\":"...)
+	b = jsonwire.AppendString(b, string(m.Architecture))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeStatusNodeSystemInfo) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -1957,6 +2495,16 @@ func (m *NodeStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeStatusPhase(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatusPhase to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusPhase) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2002,6 +2550,31 @@ func (m *NodeStatusResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatusResourceList to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusResourceList) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			b = jsonwire.AppendString(b, string(v3))
+		}
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 func (m *NodeStatusResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2075,6 +2648,20 @@ func (m *NodeStatusVolumesAttachedItem) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatusVolumesAttachedItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatusVolumesAttachedItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"devicePath\":"...)
+	b = jsonwire.AppendString(b, string(m.DevicePath))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeStatusVolumesAttachedItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2243,6 +2830,48 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeSystemInfo to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeSystemInfo) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.MachineID != nil {
+		b = append(b, ",\"machineID\":"...)
+		b = jsonwire.AppendString(b, string((*m.MachineID)))
+	}
+	if m.SystemUUID != nil {
+		b = append(b, ",\"systemUUID\":"...)
+		b = jsonwire.AppendString(b, string((*m.SystemUUID)))
+	}
+	if m.BootID != nil {
+		b = append(b, ",\"bootID\":"...)
+		b = jsonwire.AppendString(b, string((*m.BootID)))
+	}
+	if m.KernelVersion != nil {
+		b = append(b, ",\"kernelVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KernelVersion)))
+	}
+	if m.OSImage != nil {
+		b = append(b, ",\"osImage\":"...)
+		b = jsonwire.AppendString(b, string((*m.OSImage)))
+	}
+	if m.ContainerRuntimeVersion != nil {
+		b = append(b, ",\"containerRuntimeVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.ContainerRuntimeVersion)))
+	}
+	if m.KubeletVersion != nil {
+		b = append(b, ",\"kubeletVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KubeletVersion)))
+	}
+	if m.KubeProxyVersion != nil {
+		b = append(b, ",\"kubeProxyVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KubeProxyVersion)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeSystemInfo) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -2331,6 +2960,39 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"phase\":"...)
+	b = jsonwire.AppendString(b, string(m.Phase))
+	if !m.PodIP.IsZero() {
+		b = append(b, ",\"podIP\":"...)
+		if v2, ok3 := m.PodIP.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.StartTime.IsZero() {
+		b = append(b, ",\"startTime\":"...)
+		if v4, ok5 := m.StartTime.Get(); ok5 {
+			if b, err = jsonwire.AppendTime(b, v4); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("phase")
 	path2 := kw.Keyword("properties/phase")
@@ -2395,6 +3057,16 @@ func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodStatusPhase to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodStatusPhase) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *PodStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" && string((*m)) != "Unknown" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\"")
@@ -2424,6 +3096,16 @@ func (m *Quantity) decodeJSON(d *jsonwire.Decoder) error {
 	v1 = v2
 	*m = Quantity(v1)
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Quantity to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Quantity) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *Quantity) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -2471,6 +3153,31 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ResourceList) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			b = jsonwire.AppendString(b, string(v3))
+		}
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

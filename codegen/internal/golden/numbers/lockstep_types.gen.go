@@ -82,6 +82,31 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Labels to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Labels) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "name")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			b = jsonwire.AppendString(b, string(v4))
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Labels) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	for k1, e2 := range m.AdditionalProperties {
 		switch k1 {
@@ -233,6 +258,41 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Numbers to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Numbers) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Price != nil {
+		b = append(b, ",\"price\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Price))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Step != nil {
+		b = append(b, ",\"step\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Step))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Fraction != nil {
+		b = append(b, ",\"fraction\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Fraction))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Signed != nil {
+		b = append(b, ",\"signed\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Signed))); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Numbers) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -79,3 +79,41 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	return nil
 }
+
+// AppendJSON appends the JSON encoding of Msg to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Msg) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.V != nil {
+		b = append(b, ",\"v\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.V); err != nil {
+			return nil, err
+		}
+	}
+	if m.Both != nil {
+		b = append(b, ",\"both\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Both); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "v", "both")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}

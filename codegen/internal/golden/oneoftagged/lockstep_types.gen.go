@@ -73,6 +73,23 @@ func (m *Circle) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Circle to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Circle) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"kind\":"...)
+	b = jsonwire.AppendString(b, string(m.Kind))
+	b = append(b, ",\"radius\":"...)
+	if b, err = jsonwire.AppendFloat64(b, float64(m.Radius)); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Circle) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Kind != "circle" {
 		v.Fail(at, "kind", kw, "properties/kind/const", "value must be \"circle\"")
@@ -132,6 +149,36 @@ func (m *Event) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return jsonwire.Unknown("type", tag)
+}
+
+// AppendJSON appends the JSON encoding of Event to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Event) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	n1 := 0
+	if m.NodeAdded != nil {
+		n1++
+	}
+	if m.PodsMoved != nil {
+		n1++
+	}
+	if n1 != 1 {
+		return nil, jsonwire.VariantCount("Event", n1)
+	}
+	switch {
+	case m.NodeAdded != nil:
+		if b, err = (*m.NodeAdded).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	case m.PodsMoved != nil:
+		if b, err = (*m.PodsMoved).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func (m *Event) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -281,6 +328,40 @@ func (m *EventNodeAdded) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of EventNodeAdded to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EventNodeAdded) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"at\":"...)
+	if b, err = jsonwire.AppendTime(b, m.At); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "type", "at", "node")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 // EventNodeAddedType is generated from contract.yaml#/schemas/Event/properties/type.
 type EventNodeAddedType string
 
@@ -310,6 +391,16 @@ func (m *EventNodeAddedType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = EventNodeAddedType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of EventNodeAddedType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EventNodeAddedType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 // EventPodsMoved is generated from contract.yaml#/schemas/Event/oneOf/1.
@@ -426,6 +517,51 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of EventPodsMoved to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EventPodsMoved) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"at\":"...)
+	if b, err = jsonwire.AppendTime(b, m.At); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"pods\":"...)
+	if m.Pods == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Pods {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Pods[i2]))
+		}
+		b = append(b, ']')
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys3, kerr6 := jsonwire.ExtraKeys(m.AdditionalProperties, "type", "at", "pods")
+		if kerr6 != nil {
+			return nil, kerr6
+		}
+		for _, k4 := range keys3 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k4)
+			b = append(b, ':')
+			v5 := m.AdditionalProperties[k4]
+			if b, err = jsonwire.AppendRaw(b, v5); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 // EventPodsMovedType is generated from contract.yaml#/schemas/Event/properties/type.
 type EventPodsMovedType string
 
@@ -455,6 +591,16 @@ func (m *EventPodsMovedType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = EventPodsMovedType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of EventPodsMovedType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EventPodsMovedType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 // Shape is the message Shape of the contract, generated from contract.yaml#/schemas/Shape.
@@ -510,6 +656,36 @@ func (m *Shape) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return jsonwire.Unknown("kind", tag)
+}
+
+// AppendJSON appends the JSON encoding of Shape to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Shape) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	n1 := 0
+	if m.Circle != nil {
+		n1++
+	}
+	if m.Square != nil {
+		n1++
+	}
+	if n1 != 1 {
+		return nil, jsonwire.VariantCount("Shape", n1)
+	}
+	switch {
+	case m.Circle != nil:
+		if b, err = (*m.Circle).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	case m.Square != nil:
+		if b, err = (*m.Square).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func (m *Shape) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -619,6 +795,23 @@ func (m *Square) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Square to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Square) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"kind\":"...)
+	b = jsonwire.AppendString(b, string(m.Kind))
+	b = append(b, ",\"side\":"...)
+	if b, err = jsonwire.AppendFloat64(b, float64(m.Side)); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Square) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

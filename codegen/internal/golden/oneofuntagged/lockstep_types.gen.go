@@ -61,6 +61,18 @@ func (m *ByName) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ByName to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ByName) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ByName) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -132,6 +144,33 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of BySelector to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BySelector) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"selector\":"...)
+	if m.Selector == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys5 [16]string
+		for i2, k3 := range jsonwire.SortedKeys(m.Selector, keys5[:0]) {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.Selector[k3]
+			b = jsonwire.AppendString(b, string(v4))
+		}
+		b = append(b, '}')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *BySelector) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -229,6 +268,51 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Holder to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Holder) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Port != nil {
+		b = append(b, ",\"port\":"...)
+		if b, err = (*m.Port).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Target != nil {
+		b = append(b, ",\"target\":"...)
+		if b, err = (*m.Target).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Choice != nil {
+		b = append(b, ",\"choice\":"...)
+		if b, err = (*m.Choice).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Maybe.IsZero() {
+		b = append(b, ",\"maybe\":"...)
+		if v2, ok3 := m.Maybe.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Exclusive != nil {
+		b = append(b, ",\"exclusive\":"...)
+		if b, err = (*m.Exclusive).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Holder) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -391,6 +475,18 @@ func (m *HolderChoice) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of HolderChoice to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderChoice) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("HolderChoice")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *HolderChoice) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -499,6 +595,18 @@ func (m *HolderChoiceObject) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of HolderChoiceObject to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderChoiceObject) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"a\":"...)
+	b = jsonwire.AppendString(b, string(m.A))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *HolderChoiceObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -569,6 +677,24 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderExclusive to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderExclusive) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.X != nil {
+		b = append(b, ",\"x\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.X)))
+	}
+	if m.Y != nil {
+		b = append(b, ",\"y\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Y)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *HolderExclusive) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -688,6 +814,18 @@ func (m *HolderPort) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderPort to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderPort) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("HolderPort")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *HolderPort) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -823,6 +961,18 @@ func (m *HolderTarget) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderTarget to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderTarget) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("HolderTarget")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *HolderTarget) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

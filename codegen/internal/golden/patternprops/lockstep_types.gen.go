@@ -92,6 +92,48 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Patterns to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Patterns) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Env != nil {
+		b = append(b, ",\"env\":"...)
+		if m.Env == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Env, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Env[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Limits != nil {
+		b = append(b, ",\"limits\":"...)
+		if b, err = (*m.Limits).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Extensible != nil {
+		b = append(b, ",\"extensible\":"...)
+		if b, err = (*m.Extensible).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Patterns) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Env != nil {
 		for k5 := range m.Env {
@@ -199,6 +241,36 @@ func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PatternsExtensible to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PatternsExtensible) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Name != nil {
+		b = append(b, ",\"name\":"...)
+		b = jsonwire.AppendString(b, string((*m.Name)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "name")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PatternsExtensible) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -272,6 +344,31 @@ func (m *PatternsLimits) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PatternsLimits to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PatternsLimits) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"default\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Default))
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "default")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			b = jsonwire.AppendInt(b, int64(v4))
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *PatternsLimits) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

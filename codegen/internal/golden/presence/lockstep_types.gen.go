@@ -71,6 +71,25 @@ func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Point to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Point) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"x\":"...)
+	if b, err = jsonwire.AppendFloat64(b, float64(m.X)); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"y\":"...)
+	if b, err = jsonwire.AppendFloat64(b, float64(m.Y)); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Point) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -467,6 +486,189 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Presence to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Presence) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"reqString\":"...)
+	b = jsonwire.AppendString(b, string(m.ReqString))
+	if m.OptString != nil {
+		b = append(b, ",\"optString\":"...)
+		b = jsonwire.AppendString(b, string((*m.OptString)))
+	}
+	b = append(b, ",\"reqNullString\":"...)
+	if m.ReqNullString == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonwire.AppendString(b, string((*m.ReqNullString)))
+	}
+	if !m.OptNullString.IsZero() {
+		b = append(b, ",\"optNullString\":"...)
+		if v2, ok3 := m.OptNullString.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	b = append(b, ",\"reqObject\":"...)
+	if b, err = m.ReqObject.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.OptObject != nil {
+		b = append(b, ",\"optObject\":"...)
+		if b, err = (*m.OptObject).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, ",\"reqNullObject\":"...)
+	if m.ReqNullObject == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, err = (*m.ReqNullObject).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if !m.OptNullObject.IsZero() {
+		b = append(b, ",\"optNullObject\":"...)
+		if v4, ok5 := m.OptNullObject.Get(); ok5 {
+			if b, err = v4.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	b = append(b, ",\"reqList\":"...)
+	if m.ReqList == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i6 := range m.ReqList {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.ReqList[i6]))
+		}
+		b = append(b, ']')
+	}
+	if m.OptList != nil {
+		b = append(b, ",\"optList\":"...)
+		if m.OptList == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i7 := range m.OptList {
+				if i7 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(m.OptList[i7]))
+			}
+			b = append(b, ']')
+		}
+	}
+	b = append(b, ",\"reqNullList\":"...)
+	if m.ReqNullList == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i8 := range m.ReqNullList {
+			if i8 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.ReqNullList[i8]))
+		}
+		b = append(b, ']')
+	}
+	if !m.OptNullList.IsZero() {
+		b = append(b, ",\"optNullList\":"...)
+		if v9, ok10 := m.OptNullList.Get(); ok10 {
+			if v9 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i11 := range v9 {
+					if i11 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v9[i11]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.OptMap != nil {
+		b = append(b, ",\"optMap\":"...)
+		if m.OptMap == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys15 [16]string
+			for i12, k13 := range jsonwire.SortedKeys(m.OptMap, keys15[:0]) {
+				if i12 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k13)
+				b = append(b, ':')
+				v14 := m.OptMap[k13]
+				b = jsonwire.AppendInt(b, int64(v14))
+			}
+			b = append(b, '}')
+		}
+	}
+	if !m.OptNullMap.IsZero() {
+		b = append(b, ",\"optNullMap\":"...)
+		if v16, ok17 := m.OptNullMap.Get(); ok17 {
+			if v16 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '{')
+				var keys21 [16]string
+				for i18, k19 := range jsonwire.SortedKeys(v16, keys21[:0]) {
+					if i18 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, k19)
+					b = append(b, ':')
+					v20 := v16[k19]
+					b = jsonwire.AppendInt(b, int64(v20))
+				}
+				b = append(b, '}')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.OptInt != nil {
+		b = append(b, ",\"optInt\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.OptInt)))
+	}
+	if !m.OptNullInt.IsZero() {
+		b = append(b, ",\"optNullInt\":"...)
+		if v22, ok23 := m.OptNullInt.Get(); ok23 {
+			b = jsonwire.AppendInt(b, int64(v22))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.OptBool != nil {
+		b = append(b, ",\"optBool\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.OptBool)))
+	}
+	if m.OptRaw != nil {
+		b = append(b, ",\"optRaw\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.OptRaw); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Presence) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

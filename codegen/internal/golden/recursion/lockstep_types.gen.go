@@ -81,6 +81,35 @@ func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Expr to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Expr) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"op\":"...)
+	b = jsonwire.AppendString(b, string(m.Op))
+	if !m.Left.IsZero() {
+		b = append(b, ",\"left\":"...)
+		if v2, ok3 := m.Left.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Right != nil {
+		b = append(b, ",\"right\":"...)
+		if b, err = (*m.Right).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Expr) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if x1, ok := m.Left.Get(); ok {
 		matched2 := 0
@@ -187,6 +216,27 @@ func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of List to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *List) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"head\":"...)
+	b = jsonwire.AppendString(b, string(m.Head))
+	b = append(b, ",\"next\":"...)
+	if m.Next == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, err = (*m.Next).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *List) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Next != nil {
 		matched1 := 0
@@ -285,6 +335,37 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Term to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Term) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.Expr.IsZero() {
+		b = append(b, ",\"expr\":"...)
+		if v2, ok3 := m.Expr.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				if b, err = (*v2).AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Literal != nil {
+		b = append(b, ",\"literal\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Literal))); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Term) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -399,6 +480,36 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Tree to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Tree) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"value\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Value))
+	if m.Children != nil {
+		b = append(b, ",\"children\":"...)
+		if m.Children == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Children {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Children[i2].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Tree) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -32,6 +32,16 @@ func (m *Code) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Code to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Code) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *Code) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(string((*m))); n > 8 {
 		v.Fail(at, "", kw, "maxLength", "length must be <= 8, but got "+strconv.Itoa(n))
@@ -59,6 +69,16 @@ func (m *Currency) decodeJSON(d *jsonwire.Decoder) error {
 	v1 = v2
 	*m = Currency(v1)
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Currency to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Currency) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *Currency) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -126,6 +146,25 @@ func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Customer to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Customer) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	if m.Address != nil {
+		b = append(b, ",\"address\":"...)
+		if b, err = (*m.Address).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Customer) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -203,6 +242,24 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of CustomerAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *CustomerAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.Street != nil {
+		b = append(b, ",\"street\":"...)
+		b = jsonwire.AppendString(b, string((*m.Street)))
+	}
+	if m.City != nil {
+		b = append(b, ",\"city\":"...)
+		b = jsonwire.AppendString(b, string((*m.City)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *CustomerAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -263,6 +320,23 @@ func (m *Line) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Line to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Line) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"sku\":"...)
+	b = jsonwire.AppendString(b, string(m.Sku))
+	b = append(b, ",\"price\":"...)
+	if b, err = m.Price.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Line) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -331,6 +405,20 @@ func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Money to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Money) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"amount\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Amount))
+	b = append(b, ",\"currency\":"...)
+	b = jsonwire.AppendString(b, string(m.Currency))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Money) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("currency")
 	path2 := kw.Keyword("properties/currency/$ref")
@@ -393,6 +481,27 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Note to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Note) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Text != nil {
+		b = append(b, ",\"text\":"...)
+		b = jsonwire.AppendString(b, string((*m.Text)))
+	}
+	if m.By != nil {
+		b = append(b, ",\"by\":"...)
+		if b, err = (*m.By).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Note) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -491,6 +600,38 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Order to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Order) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"id\":"...)
+	b = jsonwire.AppendString(b, string(m.ID))
+	b = append(b, ",\"customer\":"...)
+	if b, err = m.Customer.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"lines\":"...)
+	if m.Lines == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Lines {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Lines[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Order) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -624,6 +765,45 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Receipt to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Receipt) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"order\":"...)
+	if b, err = m.Order.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"total\":"...)
+	if b, err = m.Total.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Address != nil {
+		b = append(b, ",\"address\":"...)
+		if b, err = (*m.Address).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Legacy != nil {
+		b = append(b, ",\"legacy\":"...)
+		b = jsonwire.AppendString(b, string((*m.Legacy)))
+	}
+	if m.Note != nil {
+		b = append(b, ",\"note\":"...)
+		if b, err = (*m.Note).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Anchored != nil {
+		b = append(b, ",\"anchored\":"...)
+		b = jsonwire.AppendString(b, string((*m.Anchored)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Receipt) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

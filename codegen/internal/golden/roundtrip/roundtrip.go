@@ -9,11 +9,14 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/codegen/internal/golden/difftest"
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Check decodes instance into a T, encodes it again, and fails the test
-// unless the result is the same JSON value. With contract and message set,
+// unless the result is the same JSON value, and unless T's generated
+// encoder (AppendJSON) writes exactly what json.Marshal writes. With contract and message set,
 // it first checks the instance against the message's bundled schema.
 func Check[T any](t *testing.T, contract *framework.Contract, message string, instance string) *T {
 	t.Helper()
@@ -32,6 +35,11 @@ func Check[T any](t *testing.T, contract *framework.Contract, message string, in
 	}
 	if !SameJSON(t, []byte(instance), out) {
 		t.Fatalf("%s: round trip changed the JSON\n in: %s\nout: %s", message, compact(instance), out)
+	}
+	if _, ok := any(v).(jsonwire.Appender); ok {
+		if err := difftest.EncodersAgree(v); err != nil {
+			t.Fatalf("%s: the generated encoder differs from encoding/json: %v", message, err)
+		}
 	}
 	return v
 }

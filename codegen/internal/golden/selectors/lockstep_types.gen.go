@@ -134,6 +134,55 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Assignment to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Assignment) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	if !m.Priority.IsZero() {
+		b = append(b, ",\"priority\":"...)
+		if v2, ok3 := m.Priority.Get(); ok3 {
+			b = jsonwire.AppendInt(b, int64(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Pinned != nil {
+		b = append(b, ",\"pinned\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Pinned)))
+	}
+	if m.Phase != nil {
+		b = append(b, ",\"phase\":"...)
+		b = jsonwire.AppendString(b, string((*m.Phase)))
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys7 [16]string
+			for i4, k5 := range jsonwire.SortedKeys(m.Labels, keys7[:0]) {
+				if i4 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k5)
+				b = append(b, ':')
+				v6 := m.Labels[k5]
+				b = jsonwire.AppendString(b, string(v6))
+			}
+			b = append(b, '}')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Assignment) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Phase != nil {
 		path2 := at.Keyword("phase")
@@ -189,6 +238,16 @@ func (m *AssignmentPhase) decodeJSON(d *jsonwire.Decoder) error {
 		*m = AssignmentPhase(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of AssignmentPhase to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *AssignmentPhase) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *AssignmentPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -280,6 +339,38 @@ func (m *Claim) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Claim to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Claim) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	if m.NodeName != nil {
+		b = append(b, ",\"nodeName\":"...)
+		b = jsonwire.AppendString(b, string((*m.NodeName)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "uid", "nodeName")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Claim) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.NodeName != nil {
 		path1 := at.Keyword("nodeName")
@@ -324,6 +415,16 @@ func (m *NodeName) decodeJSON(d *jsonwire.Decoder) error {
 	v1 = v2
 	*m = NodeName(v1)
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeName to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeName) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeName) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

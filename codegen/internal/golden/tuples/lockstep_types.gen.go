@@ -76,6 +76,45 @@ func (m *Legacy) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Legacy to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Legacy) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, '[')
+	missing1 := -1
+	if m.Item0 != nil {
+		if missing1 >= 0 {
+			return nil, jsonwire.TupleHole(0, missing1)
+		}
+		if m.Item0 == nil {
+			b = append(b, "null"...)
+		} else {
+			b = jsonwire.AppendString(b, string((*m.Item0)))
+		}
+	} else if missing1 < 0 {
+		missing1 = 0
+	}
+	if m.Item1 != nil {
+		if missing1 >= 0 {
+			return nil, jsonwire.TupleHole(1, missing1)
+		}
+		b = append(b, ',')
+		if m.Item1 == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, err = (*m.Item1).AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+	} else if missing1 < 0 {
+		missing1 = 1
+	}
+	return append(b, ']'), nil
+}
+
 func (m *Legacy) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Item1 != nil {
 		path1 := at.Keyword("1")
@@ -129,6 +168,20 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of LegacyItem1 to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *LegacyItem1) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.N != nil {
+		b = append(b, ",\"n\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.N)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *LegacyItem1) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -211,6 +264,41 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Tuples to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Tuples) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Pair != nil {
+		b = append(b, ",\"pair\":"...)
+		if b, err = (*m.Pair).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Point != nil {
+		b = append(b, ",\"point\":"...)
+		if b, err = (*m.Point).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Headed != nil {
+		b = append(b, ",\"headed\":"...)
+		if b, err = (*m.Headed).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Legacy != nil {
+		b = append(b, ",\"legacy\":"...)
+		if b, err = (*m.Legacy).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Tuples) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -314,6 +402,21 @@ func (m *TuplesHeaded) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of TuplesHeaded to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TuplesHeaded) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	b = jsonwire.AppendString(b, string(m.Item0))
+	for j2 := range m.Rest {
+		b = append(b, ',')
+		b = jsonwire.AppendBool(b, bool(m.Rest[j2]))
+	}
+	return append(b, ']'), nil
+}
+
 func (m *TuplesHeaded) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	count3 := len(m.Rest)
 	count3++
@@ -380,6 +483,19 @@ func (m *TuplesPair) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.TooFew(d, 2, n)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TuplesPair to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TuplesPair) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	b = jsonwire.AppendString(b, string(m.Item0))
+	b = append(b, ',')
+	b = jsonwire.AppendInt(b, int64(m.Item1))
+	return append(b, ']'), nil
 }
 
 func (m *TuplesPair) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -465,6 +581,44 @@ func (m *TuplesPoint) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.TooFew(d, 2, n)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TuplesPoint to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TuplesPoint) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, '[')
+	missing1 := -1
+	if missing1 >= 0 {
+		return nil, jsonwire.TupleHole(0, missing1)
+	}
+	if b, err = jsonwire.AppendFloat64(b, float64(m.Item0)); err != nil {
+		return nil, err
+	}
+	if missing1 >= 0 {
+		return nil, jsonwire.TupleHole(1, missing1)
+	}
+	b = append(b, ',')
+	if b, err = jsonwire.AppendFloat64(b, float64(m.Item1)); err != nil {
+		return nil, err
+	}
+	if !m.Item2.IsZero() {
+		if missing1 >= 0 {
+			return nil, jsonwire.TupleHole(2, missing1)
+		}
+		b = append(b, ',')
+		if v2, ok3 := m.Item2.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	} else if missing1 < 0 {
+		missing1 = 2
+	}
+	return append(b, ']'), nil
 }
 
 func (m *TuplesPoint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -103,6 +103,57 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Types to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Types) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.NullableString.IsZero() {
+		b = append(b, ",\"nullableString\":"...)
+		if v2, ok3 := m.NullableString.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.StringOrNumber != nil {
+		b = append(b, ",\"stringOrNumber\":"...)
+		if b, err = (*m.StringOrNumber).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if !m.IntStringOrNull.IsZero() {
+		b = append(b, ",\"intStringOrNull\":"...)
+		if v4, ok5 := m.IntStringOrNull.Get(); ok5 {
+			if b, err = v4.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.ObjectOrNull.IsZero() {
+		b = append(b, ",\"objectOrNull\":"...)
+		if v6, ok7 := m.ObjectOrNull.Get(); ok7 {
+			if b, err = v6.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.NumberOrInteger != nil {
+		b = append(b, ",\"numberOrInteger\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.NumberOrInteger))); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Types) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.StringOrNumber != nil {
 		path2 := at.Keyword("stringOrNumber")
@@ -220,6 +271,18 @@ func (m *TypesIntStringOrNull) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of TypesIntStringOrNull to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TypesIntStringOrNull) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("TypesIntStringOrNull")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *TypesIntStringOrNull) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -284,6 +347,20 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TypesObjectOrNull to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TypesObjectOrNull) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.A != nil {
+		b = append(b, ",\"a\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.A)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *TypesObjectOrNull) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -371,6 +448,18 @@ func (m *TypesStringOrNumber) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	m.raw = raw
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TypesStringOrNumber to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TypesStringOrNumber) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("TypesStringOrNumber")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 func (m *TypesStringOrNumber) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -129,6 +129,61 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderArgs to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderArgs) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"Pod\":"...)
+	if b, err = jsonwire.AppendRaw(b, m.Pod); err != nil {
+		return nil, err
+	}
+	if m.Nodes != nil {
+		b = append(b, ",\"Nodes\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	if !m.NodeNames.IsZero() {
+		b = append(b, ",\"NodeNames\":"...)
+		if v2, ok3 := m.NodeNames.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v2[i4]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys5, kerr8 := jsonwire.ExtraKeys(m.AdditionalProperties, "Pod", "Nodes", "NodeNames")
+		if kerr8 != nil {
+			return nil, kerr8
+		}
+		for _, k6 := range keys5 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k6)
+			b = append(b, ':')
+			v7 := m.AdditionalProperties[k6]
+			if b, err = jsonwire.AppendRaw(b, v7); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 // ExtenderBindingArgs is the message ExtenderBindingArgs of the contract, generated from contract.yaml#/schemas/ExtenderBindingArgs.
 //
 // ExtenderBindingArgs of k8s.io/kube-scheduler/extender/v1.
@@ -236,6 +291,40 @@ func (m *ExtenderBindingArgs) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderBindingArgs to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderBindingArgs) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"PodName\":"...)
+	b = jsonwire.AppendString(b, string(m.PodName))
+	b = append(b, ",\"PodNamespace\":"...)
+	b = jsonwire.AppendString(b, string(m.PodNamespace))
+	b = append(b, ",\"PodUID\":"...)
+	b = jsonwire.AppendString(b, string(m.PodUID))
+	b = append(b, ",\"Node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "PodName", "PodNamespace", "PodUID", "Node")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ExtenderBindingArgs) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.PodName); n < 1 {
 		v.Fail(at, "PodName", kw, "properties/PodName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -330,6 +419,36 @@ func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ExtenderBindingResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderBindingResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Error != nil {
+		b = append(b, ",\"Error\":"...)
+		b = jsonwire.AppendString(b, string((*m.Error)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "Error")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *ExtenderBindingResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -488,6 +607,81 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderFilterResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderFilterResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Nodes != nil {
+		b = append(b, ",\"Nodes\":"...)
+		if b, err = jsonwire.AppendRaw(b, m.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	if !m.NodeNames.IsZero() {
+		b = append(b, ",\"NodeNames\":"...)
+		if v2, ok3 := m.NodeNames.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, string(v2[i4]))
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.FailedNodes.IsZero() {
+		b = append(b, ",\"FailedNodes\":"...)
+		if v5, ok6 := m.FailedNodes.Get(); ok6 {
+			if b, err = v5.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.FailedAndUnresolvableNodes.IsZero() {
+		b = append(b, ",\"FailedAndUnresolvableNodes\":"...)
+		if v7, ok8 := m.FailedAndUnresolvableNodes.Get(); ok8 {
+			if b, err = v7.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Error != nil {
+		b = append(b, ",\"Error\":"...)
+		b = jsonwire.AppendString(b, string((*m.Error)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys9, kerr12 := jsonwire.ExtraKeys(m.AdditionalProperties, "Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error")
+		if kerr12 != nil {
+			return nil, kerr12
+		}
+		for _, k10 := range keys9 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k10)
+			b = append(b, ':')
+			v11 := m.AdditionalProperties[k10]
+			if b, err = jsonwire.AppendRaw(b, v11); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 // ExtenderPreemptionArgs is the message ExtenderPreemptionArgs of the contract, generated from contract.yaml#/schemas/ExtenderPreemptionArgs.
 //
 // ExtenderPreemptionArgs of k8s.io/kube-scheduler/extender/v1; whole victim pods (NodeNameToVictims) unless the extender caches nodes (NodeNameToMetaVictims).
@@ -606,6 +800,71 @@ func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderPreemptionArgs to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderPreemptionArgs) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"Pod\":"...)
+	if b, err = jsonwire.AppendRaw(b, m.Pod); err != nil {
+		return nil, err
+	}
+	if !m.NodeNameToVictims.IsZero() {
+		b = append(b, ",\"NodeNameToVictims\":"...)
+		if v2, ok3 := m.NodeNameToVictims.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '{')
+				var keys7 [16]string
+				for i4, k5 := range jsonwire.SortedKeys(v2, keys7[:0]) {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					b = jsonwire.AppendString(b, k5)
+					b = append(b, ':')
+					v6 := v2[k5]
+					if b, err = v6.AppendJSON(b); err != nil {
+						return nil, err
+					}
+				}
+				b = append(b, '}')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if !m.NodeNameToMetaVictims.IsZero() {
+		b = append(b, ",\"NodeNameToMetaVictims\":"...)
+		if v8, ok9 := m.NodeNameToMetaVictims.Get(); ok9 {
+			if b, err = v8.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys10, kerr13 := jsonwire.ExtraKeys(m.AdditionalProperties, "Pod", "NodeNameToVictims", "NodeNameToMetaVictims")
+		if kerr13 != nil {
+			return nil, kerr13
+		}
+		for _, k11 := range keys10 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k11)
+			b = append(b, ':')
+			v12 := m.AdditionalProperties[k11]
+			if b, err = jsonwire.AppendRaw(b, v12); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 // ExtenderPreemptionResult is the message ExtenderPreemptionResult of the contract, generated from contract.yaml#/schemas/ExtenderPreemptionResult.
 //
 // ExtenderPreemptionResult of k8s.io/kube-scheduler/extender/v1.
@@ -675,6 +934,42 @@ func (m *ExtenderPreemptionResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ExtenderPreemptionResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ExtenderPreemptionResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.NodeNameToMetaVictims.IsZero() {
+		b = append(b, ",\"NodeNameToMetaVictims\":"...)
+		if v2, ok3 := m.NodeNameToMetaVictims.Get(); ok3 {
+			if b, err = v2.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys4, kerr7 := jsonwire.ExtraKeys(m.AdditionalProperties, "NodeNameToMetaVictims")
+		if kerr7 != nil {
+			return nil, kerr7
+		}
+		for _, k5 := range keys4 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k5)
+			b = append(b, ':')
+			v6 := m.AdditionalProperties[k5]
+			if b, err = jsonwire.AppendRaw(b, v6); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *ExtenderPreemptionResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if x1, ok := m.NodeNameToMetaVictims.Get(); ok {
 		if x1 != nil {
@@ -741,6 +1036,31 @@ func (m *FailedNodesMap) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of FailedNodesMap to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *FailedNodesMap) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			b = jsonwire.AppendString(b, string(v3))
+		}
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 // HostPriority is generated from contract.yaml#/schemas/HostPriorityList/$defs/HostPriority.
@@ -829,6 +1149,36 @@ func (m *HostPriority) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of HostPriority to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HostPriority) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"Host\":"...)
+	b = jsonwire.AppendString(b, string(m.Host))
+	b = append(b, ",\"Score\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Score))
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "Host", "Score")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *HostPriority) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Host); n < 1 {
 		v.Fail(at, "Host", kw, "properties/Host/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -882,6 +1232,30 @@ func (m *HostPriorityList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = s1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of HostPriorityList to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HostPriorityList) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i1 := range *m {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = (*m)[i1].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return b, nil
 }
 
 func (m *HostPriorityList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -981,6 +1355,34 @@ func (m *MetaPod) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of MetaPod to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MetaPod) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"UID\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	if len(m.AdditionalProperties) > 0 {
+		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "UID")
+		if kerr5 != nil {
+			return nil, kerr5
+		}
+		for _, k3 := range keys2 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k3)
+			b = append(b, ':')
+			v4 := m.AdditionalProperties[k3]
+			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *MetaPod) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1088,6 +1490,57 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of MetaVictims to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MetaVictims) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.Pods.IsZero() {
+		b = append(b, ",\"Pods\":"...)
+		if v2, ok3 := m.Pods.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					if b, err = v2[i4].AppendJSON(b); err != nil {
+						return nil, err
+					}
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.NumPDBViolations != nil {
+		b = append(b, ",\"NumPDBViolations\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.NumPDBViolations)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys5, kerr8 := jsonwire.ExtraKeys(m.AdditionalProperties, "Pods", "NumPDBViolations")
+		if kerr8 != nil {
+			return nil, kerr8
+		}
+		for _, k6 := range keys5 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k6)
+			b = append(b, ':')
+			v7 := m.AdditionalProperties[k6]
+			if b, err = jsonwire.AppendRaw(b, v7); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *MetaVictims) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if x1, ok := m.Pods.Get(); ok {
 		if x1 != nil {
@@ -1143,6 +1596,34 @@ func (m *MetaVictimsMap) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of MetaVictimsMap to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MetaVictimsMap) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			if b, err = v3.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 func (m *MetaVictimsMap) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1267,4 +1748,55 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Victims to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Victims) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if !m.Pods.IsZero() {
+		b = append(b, ",\"Pods\":"...)
+		if v2, ok3 := m.Pods.Get(); ok3 {
+			if v2 == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for i4 := range v2 {
+					if i4 > 0 {
+						b = append(b, ',')
+					}
+					if b, err = jsonwire.AppendRaw(b, v2[i4]); err != nil {
+						return nil, err
+					}
+				}
+				b = append(b, ']')
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.NumPDBViolations != nil {
+		b = append(b, ",\"NumPDBViolations\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.NumPDBViolations)))
+	}
+	if len(m.AdditionalProperties) > 0 {
+		keys5, kerr8 := jsonwire.ExtraKeys(m.AdditionalProperties, "Pods", "NumPDBViolations")
+		if kerr8 != nil {
+			return nil, kerr8
+		}
+		for _, k6 := range keys5 {
+			b = append(b, ',')
+			b = jsonwire.AppendString(b, k6)
+			b = append(b, ':')
+			v7 := m.AdditionalProperties[k6]
+			if b, err = jsonwire.AppendRaw(b, v7); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }

@@ -68,6 +68,23 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of BindRequest to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BindRequest) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *BindRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("pod")
 	path2 := kw.Keyword("properties/pod/$ref/$ref")
@@ -126,6 +143,16 @@ func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of BindResponse to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BindResponse) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *BindResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -225,6 +252,34 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of FilterRequest to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *FilterRequest) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"nodes\":"...)
+	if m.Nodes == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Nodes {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Nodes[i2]))
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *FilterRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -357,6 +412,47 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of FilterResponse to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *FilterResponse) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"feasible\":"...)
+	if m.Feasible == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Feasible {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Feasible[i2]))
+		}
+		b = append(b, ']')
+	}
+	if m.Failed != nil {
+		b = append(b, ",\"failed\":"...)
+		if m.Failed == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i3 := range m.Failed {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Failed[i3].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *FilterResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Feasible == nil {
 		v.Fail(at, "feasible", kw, "properties/feasible/type", "null is not allowed here")
@@ -472,6 +568,28 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeFailure to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeFailure) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	b = append(b, ",\"reason\":"...)
+	b = jsonwire.AppendString(b, string(m.Reason))
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	if m.Unresolvable != nil {
+		b = append(b, ",\"unresolvable\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Unresolvable)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeFailure) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("reason")
 	path2 := kw.Keyword("properties/reason")
@@ -513,6 +631,16 @@ func (m *NodeFailureReason) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeFailureReason(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeFailureReason to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeFailureReason) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeFailureReason) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -580,6 +708,23 @@ func (m *NodeScore) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeScore to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeScore) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	b = append(b, ",\"score\":"...)
+	if b, err = jsonwire.AppendFloat64(b, float64(m.Score)); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeScore) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -727,6 +872,63 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodRef to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodRef) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Labels, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Labels[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	b = append(b, ",\"requests\":"...)
+	if b, err = m.Requests.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Tolerations != nil {
+		b = append(b, ",\"tolerations\":"...)
+		if m.Tolerations == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i6 := range m.Tolerations {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Tolerations[i6].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Name); n < 1 {
 		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -837,6 +1039,36 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PreemptRequest to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PreemptRequest) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"candidates\":"...)
+	if m.Candidates == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Candidates {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Candidates[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *PreemptRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -964,6 +1196,38 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PreemptRequestCandidatesItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PreemptRequestCandidatesItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	b = append(b, ",\"victims\":"...)
+	if m.Victims == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Victims {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Victims[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if m.PdbViolations != nil {
+		b = append(b, ",\"pdbViolations\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.PdbViolations)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PreemptRequestCandidatesItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Node); n < 1 {
 		v.Fail(at, "node", kw, "properties/node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1054,6 +1318,32 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PreemptResponse to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PreemptResponse) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"candidates\":"...)
+	if m.Candidates == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Candidates {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Candidates[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *PreemptResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1180,6 +1470,35 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PreemptResponseCandidatesItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PreemptResponseCandidatesItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	b = append(b, ",\"victims\":"...)
+	if m.Victims == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Victims {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Victims[i2]))
+		}
+		b = append(b, ']')
+	}
+	if m.PdbViolations != nil {
+		b = append(b, ",\"pdbViolations\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.PdbViolations)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PreemptResponseCandidatesItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Node); n < 1 {
 		v.Fail(at, "node", kw, "properties/node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1273,6 +1592,34 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PrioritizeRequest to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PrioritizeRequest) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"nodes\":"...)
+	if m.Nodes == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Nodes {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Nodes[i2]))
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *PrioritizeRequest) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1377,6 +1724,32 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PrioritizeResponse to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PrioritizeResponse) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"scores\":"...)
+	if m.Scores == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Scores {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Scores[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PrioritizeResponse) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Scores == nil {
 		v.Fail(at, "scores", kw, "properties/scores/type", "null is not allowed here")
@@ -1466,6 +1839,20 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Requests to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Requests) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"cpuMillis\":"...)
+	b = jsonwire.AppendInt(b, int64(m.CPUMillis))
+	b = append(b, ",\"memoryBytes\":"...)
+	b = jsonwire.AppendInt(b, int64(m.MemoryBytes))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Requests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1581,6 +1968,36 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Toleration to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Toleration) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.Key != nil {
+		b = append(b, ",\"key\":"...)
+		b = jsonwire.AppendString(b, string((*m.Key)))
+	}
+	if m.Operator != nil {
+		b = append(b, ",\"operator\":"...)
+		b = jsonwire.AppendString(b, string((*m.Operator)))
+	}
+	if m.Value != nil {
+		b = append(b, ",\"value\":"...)
+		b = jsonwire.AppendString(b, string((*m.Value)))
+	}
+	if m.Effect != nil {
+		b = append(b, ",\"effect\":"...)
+		b = jsonwire.AppendString(b, string((*m.Effect)))
+	}
+	if m.TolerationSeconds != nil {
+		b = append(b, ",\"tolerationSeconds\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.TolerationSeconds)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Toleration) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Operator != nil {
 		path1 := at.Keyword("operator")
@@ -1631,6 +2048,16 @@ func (m *TolerationEffect) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of TolerationEffect to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TolerationEffect) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *TolerationEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "NoSchedule" && string((*m)) != "PreferNoSchedule" && string((*m)) != "NoExecute" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")
@@ -1669,6 +2096,16 @@ func (m *TolerationOperator) decodeJSON(d *jsonwire.Decoder) error {
 		*m = TolerationOperator(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TolerationOperator to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TolerationOperator) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *TolerationOperator) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -245,6 +245,20 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"address\":"...)
+	b = jsonwire.AppendString(b, string(m.Address))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -310,6 +324,16 @@ func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeAddressType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeAddressType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddressType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -410,6 +434,28 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeCondition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -471,6 +517,16 @@ func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeConditionStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
@@ -518,6 +574,16 @@ func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeConditionType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConditionType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -741,6 +807,107 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeHealth to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeHealth) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"state\":"...)
+	b = jsonwire.AppendString(b, string(m.State))
+	b = append(b, ",\"schedulable\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Schedulable))
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	b = append(b, ",\"allocatable\":"...)
+	if b, err = m.Allocatable.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Capacity != nil {
+		b = append(b, ",\"capacity\":"...)
+		if b, err = (*m.Capacity).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Labels, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Labels[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Taints != nil {
+		b = append(b, ",\"taints\":"...)
+		if m.Taints == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i6 := range m.Taints {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Taints[i6].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Addresses != nil {
+		b = append(b, ",\"addresses\":"...)
+		if m.Addresses == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i7 := range m.Addresses {
+				if i7 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Addresses[i7].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Conditions != nil {
+		b = append(b, ",\"conditions\":"...)
+		if m.Conditions == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i8 := range m.Conditions {
+				if i8 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Conditions[i8].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -839,6 +1006,16 @@ func (m *NodeHealthState) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeHealthState to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeHealthState) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *NodeHealthState) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Ready" && string((*m)) != "NotReady" && string((*m)) != "Unknown" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Ready\", \"NotReady\", \"Unknown\"")
@@ -893,6 +1070,18 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeRef to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeRef) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1186,6 +1375,22 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Resources to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Resources) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"cpuMillis\":"...)
+	b = jsonwire.AppendInt(b, int64(m.CPUMillis))
+	b = append(b, ",\"memoryBytes\":"...)
+	b = jsonwire.AppendInt(b, int64(m.MemoryBytes))
+	b = append(b, ",\"pods\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Pods))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Resources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if int64(m.CPUMillis) < 0 {
 		v.Fail(at, "cpuMillis", kw, "properties/cpuMillis/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.CPUMillis), 10))
@@ -1287,6 +1492,24 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Taint to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Taint) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"key\":"...)
+	b = jsonwire.AppendString(b, string(m.Key))
+	if m.Value != nil {
+		b = append(b, ",\"value\":"...)
+		b = jsonwire.AppendString(b, string((*m.Value)))
+	}
+	b = append(b, ",\"effect\":"...)
+	b = jsonwire.AppendString(b, string(m.Effect))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Key); n < 1 {
 		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1354,6 +1577,16 @@ func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
 		*m = TaintEffect(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TaintEffect to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TaintEffect) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

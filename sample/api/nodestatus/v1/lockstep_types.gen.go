@@ -61,6 +61,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Ack to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Ack) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"accepted\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Accepted))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -140,6 +152,20 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"address\":"...)
+	b = jsonwire.AppendString(b, string(m.Address))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -190,6 +216,16 @@ func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeAddressType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeAddressType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddressType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -301,6 +337,35 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeCondition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	if m.LastTransitionTime != nil && !m.LastTransitionTime.IsZero() {
+		b = append(b, ",\"lastTransitionTime\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.LastTransitionTime)); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -345,6 +410,16 @@ func (m *NodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeConditionStatus(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConditionStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -394,6 +469,16 @@ func (m *NodeConditionType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeConditionType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeConditionType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeConditionType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeConditionType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -608,6 +693,103 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	if m.KubeletVersion != nil {
+		b = append(b, ",\"kubeletVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KubeletVersion)))
+	}
+	if m.Unschedulable != nil {
+		b = append(b, ",\"unschedulable\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Unschedulable)))
+	}
+	b = append(b, ",\"conditions\":"...)
+	if m.Conditions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Conditions {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Conditions[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"capacity\":"...)
+	if b, err = m.Capacity.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"allocatable\":"...)
+	if b, err = m.Allocatable.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys6 [16]string
+			for i3, k4 := range jsonwire.SortedKeys(m.Labels, keys6[:0]) {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k4)
+				b = append(b, ':')
+				v5 := m.Labels[k4]
+				b = jsonwire.AppendString(b, string(v5))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Taints != nil {
+		b = append(b, ",\"taints\":"...)
+		if m.Taints == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i7 := range m.Taints {
+				if i7 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Taints[i7].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Addresses != nil {
+		b = append(b, ",\"addresses\":"...)
+		if m.Addresses == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i8 := range m.Addresses {
+				if i8 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Addresses[i8].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -988,6 +1170,34 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"phase\":"...)
+	b = jsonwire.AppendString(b, string(m.Phase))
+	if m.Ready != nil {
+		b = append(b, ",\"ready\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Ready)))
+	}
+	if m.RestartCount != nil {
+		b = append(b, ",\"restartCount\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.RestartCount)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1069,6 +1279,16 @@ func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodStatusPhase to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodStatusPhase) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *PodStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" && string((*m)) != "Unknown" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\"")
@@ -1098,6 +1318,16 @@ func (m *Quantity) decodeJSON(d *jsonwire.Decoder) error {
 	v1 = v2
 	*m = Quantity(v1)
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Quantity to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Quantity) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *Quantity) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1145,6 +1375,31 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ResourceList) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil || *m == nil {
+		return append(b, "null"...), nil
+	}
+	if (*m) == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		var keys4 [16]string
+		for i1, k2 := range jsonwire.SortedKeys((*m), keys4[:0]) {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, k2)
+			b = append(b, ':')
+			v3 := (*m)[k2]
+			b = jsonwire.AppendString(b, string(v3))
+		}
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 func (m *ResourceList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1233,6 +1488,24 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Taint to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Taint) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"key\":"...)
+	b = jsonwire.AppendString(b, string(m.Key))
+	if m.Value != nil {
+		b = append(b, ",\"value\":"...)
+		b = jsonwire.AppendString(b, string((*m.Value)))
+	}
+	b = append(b, ",\"effect\":"...)
+	b = jsonwire.AppendString(b, string(m.Effect))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Key); n < 1 {
 		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1285,6 +1558,16 @@ func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
 		*m = TaintEffect(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TaintEffect to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TaintEffect) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

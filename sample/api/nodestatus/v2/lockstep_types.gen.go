@@ -61,6 +61,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Ack to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Ack) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"accepted\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Accepted))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -173,6 +185,33 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Condition to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Condition) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	if m.Reason != nil {
+		b = append(b, ",\"reason\":"...)
+		b = jsonwire.AppendString(b, string((*m.Reason)))
+	}
+	if m.Message != nil {
+		b = append(b, ",\"message\":"...)
+		b = jsonwire.AppendString(b, string((*m.Message)))
+	}
+	if m.Since != nil && !m.Since.IsZero() {
+		b = append(b, ",\"since\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.Since)); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Condition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("status")
 	path2 := kw.Keyword("properties/status")
@@ -214,6 +253,16 @@ func (m *ConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
 		*m = ConditionStatus(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ConditionStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ConditionStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *ConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -316,6 +365,45 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Conditions to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Conditions) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"ready\":"...)
+	if b, err = m.Ready.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.MemoryPressure != nil {
+		b = append(b, ",\"memoryPressure\":"...)
+		if b, err = (*m.MemoryPressure).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.DiskPressure != nil {
+		b = append(b, ",\"diskPressure\":"...)
+		if b, err = (*m.DiskPressure).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.PidPressure != nil {
+		b = append(b, ",\"pidPressure\":"...)
+		if b, err = (*m.PidPressure).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.NetworkUnavailable != nil {
+		b = append(b, ",\"networkUnavailable\":"...)
+		if b, err = (*m.NetworkUnavailable).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Conditions) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("ready")
 	path2 := kw.Keyword("properties/ready/$ref")
@@ -403,6 +491,20 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddress) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"address\":"...)
+	b = jsonwire.AppendString(b, string(m.Address))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *NodeAddress) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("type")
 	path2 := kw.Keyword("properties/type")
@@ -453,6 +555,16 @@ func (m *NodeAddressType) decodeJSON(d *jsonwire.Decoder) error {
 		*m = NodeAddressType(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeAddressType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeAddressType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *NodeAddressType) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -645,6 +757,92 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	if m.KubeletVersion != nil {
+		b = append(b, ",\"kubeletVersion\":"...)
+		b = jsonwire.AppendString(b, string((*m.KubeletVersion)))
+	}
+	if m.Unschedulable != nil {
+		b = append(b, ",\"unschedulable\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Unschedulable)))
+	}
+	b = append(b, ",\"conditions\":"...)
+	if b, err = m.Conditions.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"capacity\":"...)
+	if b, err = m.Capacity.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"allocatable\":"...)
+	if b, err = m.Allocatable.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Labels, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Labels[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Taints != nil {
+		b = append(b, ",\"taints\":"...)
+		if m.Taints == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i6 := range m.Taints {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Taints[i6].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Addresses != nil {
+		b = append(b, ",\"addresses\":"...)
+		if m.Addresses == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i7 := range m.Addresses {
+				if i7 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Addresses[i7].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *NodeStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1080,6 +1278,34 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"phase\":"...)
+	b = jsonwire.AppendString(b, string(m.Phase))
+	if m.Ready != nil {
+		b = append(b, ",\"ready\":"...)
+		b = jsonwire.AppendBool(b, bool((*m.Ready)))
+	}
+	if m.RestartCount != nil {
+		b = append(b, ",\"restartCount\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.RestartCount)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1161,6 +1387,16 @@ func (m *PodStatusPhase) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodStatusPhase to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodStatusPhase) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *PodStatusPhase) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Pending" && string((*m)) != "Running" && string((*m)) != "Succeeded" && string((*m)) != "Failed" && string((*m)) != "Unknown" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\"")
@@ -1239,6 +1475,22 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Resources to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Resources) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"cpuMillis\":"...)
+	b = jsonwire.AppendInt(b, int64(m.CPUMillis))
+	b = append(b, ",\"memoryBytes\":"...)
+	b = jsonwire.AppendInt(b, int64(m.MemoryBytes))
+	b = append(b, ",\"pods\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Pods))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Resources) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1327,6 +1579,24 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Taint to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Taint) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"key\":"...)
+	b = jsonwire.AppendString(b, string(m.Key))
+	if m.Value != nil {
+		b = append(b, ",\"value\":"...)
+		b = jsonwire.AppendString(b, string((*m.Value)))
+	}
+	b = append(b, ",\"effect\":"...)
+	b = jsonwire.AppendString(b, string(m.Effect))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Taint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Key); n < 1 {
 		v.Fail(at, "key", kw, "properties/key/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1379,6 +1649,16 @@ func (m *TaintEffect) decodeJSON(d *jsonwire.Decoder) error {
 		*m = TaintEffect(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of TaintEffect to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TaintEffect) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *TaintEffect) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -79,6 +79,29 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Dimensions to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Dimensions) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	if m.Width != nil {
+		b = append(b, ",\"width\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Width))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Height != nil {
+		b = append(b, ",\"height\":"...)
+		if b, err = jsonwire.AppendFloat64(b, float64((*m.Height))); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Dimensions) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -254,6 +277,85 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Item to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Item) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"sku\":"...)
+	b = jsonwire.AppendString(b, string(m.Sku))
+	b = append(b, ",\"quantity\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Quantity))
+	if m.Price != nil {
+		b = append(b, ",\"price\":"...)
+		if b, err = (*m.Price).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Tags != nil {
+		b = append(b, ",\"tags\":"...)
+		if m.Tags == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Tags {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(m.Tags[i2]))
+			}
+			b = append(b, ']')
+		}
+	}
+	if m.Attributes != nil {
+		b = append(b, ",\"attributes\":"...)
+		if m.Attributes == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys6 [16]string
+			for i3, k4 := range jsonwire.SortedKeys(m.Attributes, keys6[:0]) {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k4)
+				b = append(b, ':')
+				v5 := m.Attributes[k4]
+				b = jsonwire.AppendString(b, string(v5))
+			}
+			b = append(b, '}')
+		}
+	}
+	if !m.Note.IsZero() {
+		b = append(b, ",\"note\":"...)
+		if v7, ok8 := m.Note.Get(); ok8 {
+			b = jsonwire.AppendString(b, string(v7))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	if m.Dimensions != nil {
+		b = append(b, ",\"dimensions\":"...)
+		if b, err = (*m.Dimensions).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	if m.Kind != nil {
+		b = append(b, ",\"kind\":"...)
+		b = jsonwire.AppendString(b, string((*m.Kind)))
+	}
+	if m.Code != nil {
+		b = append(b, ",\"code\":"...)
+		if b, err = (*m.Code).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Item) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Sku); n < 1 {
 		v.Fail(at, "sku", kw, "properties/sku/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -382,6 +484,18 @@ func (m *ItemCode) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of ItemCode to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ItemCode) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("ItemCode")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
 func (m *ItemCode) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	switch {
 	case (*m).raw == nil:
@@ -434,6 +548,16 @@ func (m *ItemKind) decodeJSON(d *jsonwire.Decoder) error {
 		*m = ItemKind(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of ItemKind to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *ItemKind) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *ItemKind) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -503,6 +627,20 @@ func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Money to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Money) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"amount\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Amount))
+	b = append(b, ",\"currency\":"...)
+	b = jsonwire.AppendString(b, string(m.Currency))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Money) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if !pattern0.MatchString(m.Currency) {
 		v.Fail(at, "currency", kw, "properties/currency/pattern", "does not match pattern \"^[A-Z]{3}$\"")
@@ -570,6 +708,25 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Receipt to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Receipt) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"accepted\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Accepted))
+	if m.At != nil && !m.At.IsZero() {
+		b = append(b, ",\"at\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.At)); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Receipt) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -72,6 +72,22 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Ack to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Ack) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"ok\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Ok))
+	if m.Since != nil {
+		b = append(b, ",\"since\":"...)
+		b = jsonwire.AppendString(b, string((*m.Since)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
@@ -151,6 +167,22 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Address to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Address) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"ip\":"...)
+	b = jsonwire.AppendString(b, string(m.IP))
+	if m.Port != nil {
+		b = append(b, ",\"port\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Port)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Address) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -278,6 +310,46 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Status to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Status) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	b = append(b, ",\"ready\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Ready))
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Labels, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Labels[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Address != nil {
+		b = append(b, ",\"address\":"...)
+		if b, err = (*m.Address).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Status) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

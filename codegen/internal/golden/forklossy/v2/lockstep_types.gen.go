@@ -84,6 +84,27 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Ack to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Ack) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"accepted\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Accepted))
+	b = append(b, ",\"generation\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Generation))
+	if m.Since != nil && !m.Since.IsZero() {
+		b = append(b, ",\"since\":"...)
+		if b, err = jsonwire.AppendTime(b, (*m.Since)); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Ack) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if int64(m.Generation) < 0 {
 		v.Fail(at, "generation", kw, "properties/generation/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Generation), 10))
@@ -166,6 +187,22 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Address to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Address) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"ip\":"...)
+	b = jsonwire.AppendString(b, string(m.IP))
+	if m.Port != nil {
+		b = append(b, ",\"port\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Port)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Address) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -315,6 +352,59 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of Status to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Status) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	b = append(b, ",\"conditions\":"...)
+	if m.Conditions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Conditions {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Conditions[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if m.Labels != nil {
+		b = append(b, ",\"labels\":"...)
+		if m.Labels == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys6 [16]string
+			for i3, k4 := range jsonwire.SortedKeys(m.Labels, keys6[:0]) {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k4)
+				b = append(b, ':')
+				v5 := m.Labels[k4]
+				b = jsonwire.AppendString(b, string(v5))
+			}
+			b = append(b, '}')
+		}
+	}
+	if m.Address != nil {
+		b = append(b, ",\"address\":"...)
+		if b, err = (*m.Address).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *Status) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Node); n < 1 {
 		v.Fail(at, "node", kw, "properties/node/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -410,6 +500,20 @@ func (m *StatusConditionsItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of StatusConditionsItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *StatusConditionsItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"status\":"...)
+	b = jsonwire.AppendString(b, string(m.Status))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *StatusConditionsItem) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	path1 := at.Keyword("status")
 	path2 := kw.Keyword("properties/status")
@@ -451,6 +555,16 @@ func (m *StatusConditionsItemStatus) decodeJSON(d *jsonwire.Decoder) error {
 		*m = StatusConditionsItemStatus(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of StatusConditionsItemStatus to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *StatusConditionsItemStatus) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *StatusConditionsItemStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
