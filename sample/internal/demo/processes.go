@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -247,6 +248,9 @@ func buildBinaries(ctx context.Context, dir string) error {
 		return fmt.Errorf("finding the module: %w", err)
 	}
 	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
 	for _, b := range binaries {
 		args = append(args, "./cmd/"+b)
 	}
@@ -256,6 +260,25 @@ func buildBinaries(ctx context.Context, dir string) error {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// raceEnabled reports whether this program was built with the race
+// detector (as by `go test -race`). The binaries are then built with it too:
+// they reuse the race-built packages the test's own build left in the build
+// cache instead of compiling the Kubernetes types and the framework once
+// more without it (minutes on two cores, inside the test's deadline), and
+// the processes run race-detected as well.
+func raceEnabled() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
 
 // freeAddr returns a loopback address no one listens on now.
