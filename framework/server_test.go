@@ -3,6 +3,7 @@ package framework_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -95,4 +96,26 @@ func TestExtraRoutesAndTopicsOnTheStatusPage(t *testing.T) {
 	var st framework.ServerStatus
 	require.NoError(t, json.Unmarshal(a.body, &st))
 	assert.NotNil(t, st.Topics)
+}
+
+func TestServeAfterShutdownReleasesTheAddress(t *testing.T) {
+	for _, stop := range []string{"shutdown", "close"} {
+		srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"})
+		require.NoError(t, err)
+		c := benchContract(t, "1.0.0")
+		framework.HandleUnary(srv, c, "ReportStatus", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{}, nil })
+		framework.HandleBatch(srv, c, "ReportStatuses", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{}, nil })
+		if stop == "shutdown" {
+			require.NoError(t, srv.Shutdown(context.Background()))
+		} else {
+			require.NoError(t, srv.Close())
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		require.NoError(t, srv.Serve(l), stop)
+		again, err := net.Listen("tcp", addr)
+		require.NoError(t, err, "%s: the address is free again", stop)
+		require.NoError(t, again.Close())
+	}
 }

@@ -2,8 +2,6 @@ package framework_test
 
 import (
 	"bufio"
-	"context"
-	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
-	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 )
 
 func TestKilledClientProcessIsReportedLostWithinTTLPlusAHeartbeat(t *testing.T) {
@@ -67,27 +64,5 @@ func TestKilledClientProcessIsReportedLostWithinTTLPlusAHeartbeat(t *testing.T) 
 		t.Logf("killed child reported lost after %v (TTL %v, heartbeat %v)", took, ttl, heartbeat)
 	case <-time.After(10 * time.Second):
 		t.Fatal("a killed client process was never reported lost")
-	}
-}
-
-func TestServeAfterShutdownReleasesTheAddress(t *testing.T) {
-	for _, stop := range []string{"shutdown", "close"} {
-		srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"})
-		require.NoError(t, err)
-		c := benchContract(t, "1.0.0")
-		framework.HandleUnary(srv, c, "ReportStatus", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{}, nil })
-		framework.HandleBatch(srv, c, "ReportStatuses", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{}, nil })
-		if stop == "shutdown" {
-			require.NoError(t, srv.Shutdown(context.Background()))
-		} else {
-			require.NoError(t, srv.Close())
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := l.Addr().String()
-		require.NoError(t, srv.Serve(l), stop)
-		again, err := net.Listen("tcp", addr)
-		require.NoError(t, err, "%s: the address is free again", stop)
-		require.NoError(t, again.Close())
 	}
 }
