@@ -180,6 +180,16 @@ func (cmp *contractComparison) compareTopics() error {
 				"lost-writer policy changed from %q to %q; old watchers see other objects after a writer is lost",
 				oldTopic.LostWriter, newTopic.LostWriter)
 		}
+		for _, sel := range oldTopic.Selectors {
+			if !newTopic.HasSelector(sel) {
+				cmp.add(where, KindSelectorRemoved, true, "selector %q removed; old watchers that select on it are refused", sel)
+			}
+		}
+		for _, sel := range newTopic.Selectors {
+			if !oldTopic.HasSelector(sel) {
+				cmp.add(where, KindSelectorAdded, false, "selector %q added", sel)
+			}
+		}
 		if err := cmp.compareMessage(where+" object", oldTopic.Object, newTopic.Object, dir); err != nil {
 			return err
 		}

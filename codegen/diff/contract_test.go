@@ -278,6 +278,11 @@ func TestCompareContractLevel(t *testing.T) {
 		{"topic key and policy changed", func(c *handshake.Contract) {
 			c.Topics["NodeHealth"] = handshake.Topic{Object: "NodeHealth", Key: "state", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterKeep}
 		}, []want{{"topic NodeHealth", diff.KindTopicKeyChanged, true}, {"topic NodeHealth", diff.KindLostWriterChanged, true}}},
+		{"selectors added and removed", func(c *handshake.Contract) {
+			old := nodeStatus("2.0.0").Topics["NodeHealth"]
+			old.Selectors = []string{"state"}
+			c.Topics["NodeHealth"] = old
+		}, []want{{"topic NodeHealth", diff.KindSelectorAdded, false}}},
 		{"topic writer changed: object checked both ways", func(c *handshake.Contract) {
 			c.Topics["Leases"] = handshake.Topic{Object: "Lease", Key: "holder", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete}
 			c.Schemas["Lease"] = json.RawMessage(`{"type": "object", "properties": {"holder": {"type": "string"}, "state": {"enum": ["held", "released"]}}}`)
@@ -386,5 +391,30 @@ func TestWriteTextReportsWriteErrors(t *testing.T) {
 	report := &diff.Report{Contract: "c", OldVersion: "1.0.0", NewVersion: "1.0.1"}
 	if err := report.WriteText(failingWriter{}); err == nil {
 		t.Error("WriteText to a failing writer returned nil")
+	}
+}
+
+// TestSelectorRemovedBreaks: dropping a selector refuses the watch
+// requests that name it, so it breaks; the reverse is an addition.
+func TestSelectorRemovedBreaks(t *testing.T) {
+	old := nodeStatus("2.0.0")
+	topic := old.Topics["NodeHealth"]
+	topic.Selectors = []string{"node", "state"}
+	old.Topics["NodeHealth"] = topic
+	report, err := diff.Compare(old, nodeStatus("2.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []diff.Kind
+	for _, c := range report.Changes {
+		if c.Where == "topic NodeHealth" {
+			got = append(got, c.Kind)
+			if !c.Breaking {
+				t.Errorf("%s is not breaking", c.Kind)
+			}
+		}
+	}
+	if !slices.Equal(got, []diff.Kind{diff.KindSelectorRemoved, diff.KindSelectorRemoved}) {
+		t.Errorf("got %v", got)
 	}
 }

@@ -54,6 +54,12 @@ const (
 	// KindLostWriterChanged: a topic's lost-writer policy changed, so
 	// watchers see other objects after a writer is lost. Breaking.
 	KindLostWriterChanged Kind = "lost_writer_changed"
+	// KindSelectorAdded: a topic's watchers may select on one more field.
+	// Not breaking.
+	KindSelectorAdded Kind = "selector_added"
+	// KindSelectorRemoved: a field a watcher may select on is gone, so a
+	// watch request that names it is refused. Breaking.
+	KindSelectorRemoved Kind = "selector_removed"
 )
 
 // Kinds of changes inside a message schema. Whether one breaks depends on
