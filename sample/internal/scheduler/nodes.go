@@ -75,8 +75,9 @@ func resourceList(r nhv2.Resources) corev1.ResourceList {
 }
 
 // candidatesFor returns the ready, schedulable nodes whose NoSchedule and
-// NoExecute taints the pod tolerates, as kube-scheduler's TaintToleration
-// filter keeps them before any extender is called.
+// NoExecute taints the pod tolerates and whose resources left fit it, as
+// kube-scheduler's TaintToleration and NodeResourcesFit filters keep them
+// before any extender is called.
 func (s *Scheduler) candidatesFor(pod extv2.PodRef) []string {
 	var tolerations []corev1.Toleration
 	for _, t := range pod.Tolerations {
@@ -84,12 +85,20 @@ func (s *Scheduler) candidatesFor(pod extv2.PodRef) []string {
 	}
 	var out []string
 	for _, h := range s.Nodes() {
-		if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !tolerates(tolerations, h.Taints) {
+		if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !tolerates(tolerations, h.Taints) || !fits(pod, h) {
 			continue
 		}
 		out = append(out, h.NodeName)
 	}
 	return out
+}
+
+// fits reports whether what the pod requests fits in what is left of the
+// node's allocatable resources: the node controller subtracts what the
+// pods bound to the node request (NodeResourcesFit, by requests only).
+func fits(pod extv2.PodRef, h nhv2.NodeHealth) bool {
+	left := h.Allocatable
+	return left.Pods >= 1 && pod.Requests.CPUMillis <= left.CPUMillis && pod.Requests.MemoryBytes <= left.MemoryBytes
 }
 
 // tolerates reports whether tolerations tolerate every taint that keeps

@@ -472,7 +472,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 	if err != nil {
 		return "", fmt.Errorf("node controller: check %s: %w", best, err)
 	}
-	if h.State != nhv2.NodeHealthStateReady || !h.Schedulable {
+	if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !fits(pod, *h) {
 		return "", fmt.Errorf("%w: %s changed since it was watched", ErrNoNode, best)
 	}
 	for _, e := range s.extenders {
