@@ -35,13 +35,15 @@ FUZZTIME  ?= 30s
 ## test: vet, check generated code is fresh and the workspace resolves each
 ## module as on its own, then every test, with the race detector outside
 ## NORACE_MODULES (fuzz seed corpora included). The two sets of modules
-## build and test side by side (-j2: on two cores one set's links and tests
-## fill the time the other waits), each vetted before it is tested.
-## `go test -vet=off`: vet already ran every analyzer on the same packages.
+## build and test side by side (on two cores one set's links and tests fill
+## the time the other waits), each vetted before it is tested; the two
+## checks start first, so that a failing one stops make test before any
+## test starts. `go test -vet=off`: vet already ran every analyzer on the same
+## packages and their tests.
 test:
-	@$(MAKE) --no-print-directory -j2 test-phases
+	@$(MAKE) --no-print-directory -j3 test-phases
 
-test-phases: test-race test-norace check-generated check-workspace
+test-phases: check-workspace check-generated test-race test-norace
 
 test-race: vet-race tools
 	@echo "== go test $(RACE_FLAGS) $(RACE_MODULES)"
