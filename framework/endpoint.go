@@ -172,7 +172,8 @@ func (e *endpoint) run() {
 		held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
 		hold = state == stateRefused && holdableRefusal(err)
 		if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
-			obs.Handshake(e.c.contract.Name(), e.url, handshakeOutcome(state, err))
+			outcome, reason := handshakeOutcome(state, err)
+			obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
 		}
 		if err == nil {
 			failures = 0
@@ -255,20 +256,23 @@ type rejectedWelcome struct{ err *Error }
 func (r rejectedWelcome) Error() string { return r.err.Error() }
 func (r rejectedWelcome) Unwrap() error { return r.err }
 
-// handshakeOutcome names a handshake's outcome for observers.
-func handshakeOutcome(state string, err error) string {
+// handshakeOutcome is what a client's observer is told of a handshake
+// (see [ClientObserver.Handshake]): welcome, refused with the refusal's
+// reason, error with the code of an answer that was no refusal, or the
+// endpoint's state (unreachable) when no answer came.
+func handshakeOutcome(state string, err error) (outcome, reason string) {
 	if err == nil {
-		return "welcome"
+		return "welcome", ""
 	}
 	var e *Error
 	if errors.As(err, &e) {
 		var r handshake.Refusal
 		if json.Unmarshal(e.Details(), &r) == nil && r.Reason != "" {
-			return string(r.Reason)
+			return "refused", string(r.Reason)
 		}
-		return string(e.Code())
+		return "error", string(e.Code())
 	}
-	return state
+	return state, ""
 }
 
 // handshake sends a hello and checks the answer. With wait, a refusal for

@@ -14,7 +14,7 @@ import (
 const PathMetrics = "/metrics"
 
 // Metrics is lockstep's Prometheus instrumentation of a process: handshakes
-// by outcome, calls by contract, version, method and code with latency,
+// by outcome and reason, calls by contract, version, method and code with latency,
 // time callers spent blocked waiting for a compatible peer, sessions by
 // agreed version, session lapses, refusals by limit, topics, watchers and
 // coalescing.
@@ -53,8 +53,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg: reg,
 		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockstep_handshakes_total",
-			Help: "Handshakes by side, contract and outcome: welcome, a refusal reason, unreachable (client side), or the error code of a malformed one.",
-		}, []string{"side", "contract", "outcome"}),
+			Help: "Handshakes by side, contract, outcome (welcome, refused, error, or unreachable on the client side) and reason (the refusal reason, the error code, or none).",
+		}, []string{"side", "contract", "outcome", "reason"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockstep_calls_total",
 			Help: "Finished calls by side, contract, version travelled at, method and code (ok on success).",
@@ -142,8 +142,17 @@ func codeLabel(c Code) string {
 
 type serverMetrics struct{ m *Metrics }
 
-func (o serverMetrics) Handshake(contract, outcome string) {
-	o.m.handshakes.WithLabelValues("server", contract, outcome).Inc()
+func (o serverMetrics) Handshake(contract, outcome, reason string) {
+	o.m.handshakes.WithLabelValues("server", contract, outcome, reasonLabel(reason)).Inc()
+}
+
+// reasonLabel is a handshake's reason label: "none" for a welcome or an
+// unreachable endpoint.
+func reasonLabel(reason string) string {
+	if reason == "" {
+		return "none"
+	}
+	return reason
 }
 
 func (o serverMetrics) Call(contract, version, method string, code Code, took time.Duration) {
@@ -153,8 +162,8 @@ func (o serverMetrics) Call(contract, version, method string, code Code, took ti
 
 type clientMetrics struct{ m *Metrics }
 
-func (o clientMetrics) Handshake(contract, _ string, outcome string) {
-	o.m.handshakes.WithLabelValues("client", contract, outcome).Inc()
+func (o clientMetrics) Handshake(contract, _, outcome, reason string) {
+	o.m.handshakes.WithLabelValues("client", contract, outcome, reasonLabel(reason)).Inc()
 }
 
 func (o clientMetrics) Blocked(contract string, waited time.Duration) {
@@ -169,9 +178,9 @@ func (o clientMetrics) Call(contract, version, method string, code Code, took ti
 // teeServerObserver sends a server's events to two observers.
 type teeServerObserver struct{ a, b ServerObserver }
 
-func (t teeServerObserver) Handshake(contract, outcome string) {
-	t.a.Handshake(contract, outcome)
-	t.b.Handshake(contract, outcome)
+func (t teeServerObserver) Handshake(contract, outcome, reason string) {
+	t.a.Handshake(contract, outcome, reason)
+	t.b.Handshake(contract, outcome, reason)
 }
 
 func (t teeServerObserver) Call(contract, version, method string, code Code, took time.Duration) {

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 func TestMetricsCountHandshakesCallsBlockingAndSessions(t *testing.T) {
@@ -49,16 +50,22 @@ func TestMetricsCountHandshakesCallsBlockingAndSessions(t *testing.T) {
 		done <- err
 	}()
 	require.Eventually(t, func() bool {
-		return sample(t, reg, "lockstep_handshakes_total", `side="server"`, `outcome="version_mismatch"`) > 0
+		return sample(t, reg, "lockstep_handshakes_total", `side="server"`, `outcome="refused"`, `reason="version_mismatch"`) > 0
 	}, 5*time.Second, 10*time.Millisecond)
+	// A hello that is not one is an error, by its code.
+	resp, err := http.Post(old.URL+protocol.PathHandshake, "application/json", strings.NewReader("not a hello"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 1.0, sample(t, reg, "lockstep_handshakes_total", `side="server"`, `outcome="error"`, `reason="invalid_argument"`))
 	require.NoError(t, old.Stop())
 	frameworktest.StartServerAt(t, old.Addr, srvCfg, serve(v2))
 	require.NoError(t, <-done)
-	_, err := framework.CallUnary[benchmsg.NodeStatus, benchmsg.Ack](timeout(t, 10*time.Second), cl, "ReportStatus", benchmsg.Node(13))
+	_, err = framework.CallUnary[benchmsg.NodeStatus, benchmsg.Ack](timeout(t, 10*time.Second), cl, "ReportStatus", benchmsg.Node(13))
 	assert.Equal(t, framework.CodeConflict, framework.CodeOf(err))
 
-	assert.Positive(t, sample(t, reg, "lockstep_handshakes_total", `side="client"`, `outcome="version_mismatch"`))
-	assert.Positive(t, sample(t, reg, "lockstep_handshakes_total", `side="server"`, `outcome="welcome"`))
+	assert.Positive(t, sample(t, reg, "lockstep_handshakes_total", `side="client"`, `outcome="refused"`, `reason="version_mismatch"`))
+	assert.Positive(t, sample(t, reg, "lockstep_handshakes_total", `side="server"`, `outcome="welcome"`, `reason="none"`))
+	assert.Positive(t, sample(t, reg, "lockstep_handshakes_total", `side="client"`, `outcome="welcome"`, `reason="none"`))
 	assert.Equal(t, 1.0, sample(t, reg, "lockstep_calls_total", `side="server"`, `version="2.0.0"`, `method="ReportStatus"`, `code="ok"`))
 	assert.Equal(t, 1.0, sample(t, reg, "lockstep_calls_total", `side="server"`, `code="conflict"`))
 	assert.Equal(t, 1.0, sample(t, reg, "lockstep_calls_total", `side="client"`, `version="2.0.0"`, `code="ok"`))
@@ -87,6 +94,10 @@ func TestMetricsAreServedByDefaultAndPassPromlint(t *testing.T) {
 	_, err = report(ctx, orphan, 1)
 	require.Error(t, err)
 
+	require.Eventually(t, func() bool {
+		return strings.Contains(get(t, ts.URL+framework.PathMetrics),
+			`lockstep_handshakes_total{contract="bench",outcome="unreachable",reason="none",side="client"}`)
+	}, 10*time.Second, 10*time.Millisecond, "the handshake with no answer is counted as unreachable")
 	body := get(t, ts.URL+framework.PathMetrics)
 	for _, name := range []string{
 		"lockstep_handshakes_total", "lockstep_calls_total", "lockstep_call_duration_seconds_bucket",

@@ -7,9 +7,11 @@ import "time"
 // [Metrics] implements it with Prometheus. Methods must be cheap
 // and safe for concurrent use.
 type ServerObserver interface {
-	// Handshake reports a handshake's outcome: "welcome", a refusal reason
-	// ("version_mismatch", …), or the code of a malformed one.
-	Handshake(contract, outcome string)
+	// Handshake reports a handshake's outcome and its reason: "welcome"
+	// (reason ""), "refused" with the refusal reason ("version_mismatch",
+	// …), or "error" with the code of a hello that was not admitted
+	// (malformed, unauthenticated, over a limit).
+	Handshake(contract, outcome, reason string)
 	// Call reports a finished call: code is "" on success. Calls of a
 	// multi-call are reported one by one.
 	Call(contract, version, method string, code Code, took time.Duration)
@@ -17,9 +19,10 @@ type ServerObserver interface {
 
 // ClientObserver receives a client's events.
 type ClientObserver interface {
-	// Handshake reports a handshake with one endpoint: "welcome", a refusal
-	// reason, or "unreachable".
-	Handshake(contract, endpoint, outcome string)
+	// Handshake reports a handshake with one endpoint, as
+	// [ServerObserver.Handshake] does, or "unreachable" (reason "") when no
+	// answer came.
+	Handshake(contract, endpoint, outcome, reason string)
 	// Blocked reports how long a call waited for a compatible peer.
 	Blocked(contract string, waited time.Duration)
 	// Call reports a finished call as its caller saw it: code is "" on

@@ -25,14 +25,14 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		ow := &observedWriter{ResponseWriter: w}
 		w = ow
 		defer func() {
-			outcome := "welcome"
+			outcome, reason := "welcome", ""
 			switch {
 			case ow.reason != "":
-				outcome = string(ow.reason)
+				outcome, reason = "refused", string(ow.reason)
 			case ow.code != "":
-				outcome = string(ow.code)
+				outcome, reason = "error", string(ow.code)
 			}
-			obs.Handshake(ow.contract, outcome)
+			obs.Handshake(ow.contract, outcome, reason)
 		}()
 	}
 	// Admission (docs/security.md): identity and rate, then the hello
