@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -103,4 +104,29 @@ func TestDrainIsNotHeldOpenByAProberOnAKeepAliveConnection(t *testing.T) {
 		}
 	}
 	t.Fatal("the drain did not end while probed")
+}
+
+// A connection that never carried a request (a client's pool dials one
+// for a call another connection then carried) does not hold a drain open:
+// http.Server.Shutdown alone would wait five seconds before closing it.
+func TestDrainClosesConnectionsThatNeverCarriedARequest(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 20*time.Millisecond
+	})
+	conn, err := net.Dial("tcp", srv.Addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	// The server has accepted it once it shows as a connection waiting;
+	// a request on another connection proves the accept loop ran past it.
+	resp, err := http.Get(srv.URL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Server.Shutdown(ctx), "the drain ended without waiting on the unused connection")
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the server closed the unused connection")
 }

@@ -47,9 +47,15 @@ type Credentials struct {
 	cert       *tls.Certificate
 	pool       *x509.CertPool
 	generation uint64 // bumped whenever the CA bundle changes
-	raw        [3][]byte
-	checked    time.Time
-	loadErr    error
+	// sessions lets a client resume TLS sessions with the servers it
+	// dialled before: a reconnect (a draining server closes every
+	// connection it answers on) then costs no certificate signature or
+	// verification. It is replaced whenever the material changes, so a
+	// rotated certificate is presented from the next connection on.
+	sessions tls.ClientSessionCache
+	raw      [3][]byte
+	checked  time.Time
+	loadErr  error
 
 	// verified caches verification results by the leaf certificate's
 	// hash: verifying a chain costs far more than a call, and every request
@@ -126,6 +132,7 @@ func (c *Credentials) Reload() error {
 		c.generation++
 	}
 	c.cert, c.pool, c.raw, c.loadErr = &cert, pool, raw, nil
+	c.sessions = tls.NewLRUClientSessionCache(256)
 	return nil
 }
 
@@ -177,15 +184,20 @@ func (c *Credentials) ServerTLS() *tls.Config {
 }
 
 // ClientTLS returns a client side's TLS configuration: it presents the
-// current certificate (so a rotated one is used from the next connection)
-// and trusts the CA bundle as it is now. Use [Credentials.Transport] to
+// current certificate (so a rotated one is used from the next connection),
+// trusts the CA bundle as it is now, and resumes sessions made with the
+// same material. Use [Credentials.Transport] to
 // follow a rotated CA bundle as well.
 func (c *Credentials) ClientTLS() *tls.Config {
 	_, pool, _ := c.current()
+	c.mu.Lock()
+	sessions := c.sessions
+	c.mu.Unlock()
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		RootCAs:    pool,
-		ServerName: c.files.ServerName,
+		MinVersion:         tls.VersionTLS12,
+		RootCAs:            pool,
+		ServerName:         c.files.ServerName,
+		ClientSessionCache: sessions,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			cert, _, _ := c.current()
 			return cert, nil

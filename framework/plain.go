@@ -53,7 +53,7 @@ func (s *Server) ServePlain(c *Contract, prefix string) {
 			panic(fmt.Sprintf("lockstep: plain serving: %s %s method %s has no handler; register the version's handlers first", c.Name(), c.Version(), method))
 		}
 		path := prefix + "/" + strings.TrimPrefix(decl.Path, "/")
-		s.Handle(path, s.plainHandler(c, method, mh))
+		s.route(path, s.plainHandler(c, method, mh), false)
 		served++
 	}
 	if served == 0 {

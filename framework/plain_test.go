@@ -3,6 +3,7 @@ package framework_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/handshake"
 
@@ -155,4 +157,42 @@ func TestPinnedPeerPathsOverrideTheDeclaredOnes(t *testing.T) {
 	_, err = framework.NewClient(plainV1, framework.ClientConfig{Component: "scheduler", Release: "1.30.0",
 		Pinned: []framework.PinnedPeer{{URL: ext.URL, Version: "1.0.0", Paths: map[string]string{"Bind": "bind"}}}})
 	assert.ErrorContains(t, err, "Paths names Bind, which plaininfo 1.0.0 does not declare")
+}
+
+// Under mutual TLS a plain caller is admitted like any entry: a verified
+// certificate reaches the plain routes (they are the contract's, not a
+// binary's own operator-only routes), and no certificate is
+// unauthenticated.
+func TestServePlainUnderMutualTLS(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "extender", Name: "ext-0"})
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "extender", Release: "1.30.0", MTLS: creds},
+		func(s *framework.Server) {
+			h := func(ctx context.Context, st *StatusV1) (*AckV1, error) { return &AckV1{OK: st.Ready}, nil }
+			framework.HandleUnary(s, plainV1, "Report", h)
+			framework.HandleUnary(s, plainV1, "Describe", h)
+			s.ServePlain(plainV1, "/ext/")
+		})
+	post := func(cert *tls.Certificate) (int, string) {
+		cfg := &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		tr := &http.Transport{TLSClientConfig: cfg}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Post(srv.URL+"/ext/report", "application/json",
+			bytes.NewBufferString(`{"node":"n1","ready":true}`))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	scheduler := ca.MustIssue(certs.Spec{Component: "scheduler", Name: "sched-0"})
+	status, body := post(&scheduler)
+	require.Equal(t, http.StatusOK, status, body)
+	assert.JSONEq(t, `{"ok":true}`, body)
+	status, body = post(nil)
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Contains(t, body, string(framework.CodeUnauthenticated))
 }

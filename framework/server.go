@@ -176,6 +176,14 @@ func (s *Server) register(c *Contract, method string, h *methodHandler) {
 // identities only, like the status page (docs/security.md). It panics on
 // setup mistakes, and once the server has started.
 func (s *Server) Handle(pattern string, h http.Handler) {
+	s.route(pattern, h, true)
+}
+
+// route adds a route; operator says whether it is a binary's own, served
+// under mutual TLS only to operator identities. Plain-serving routes
+// ([Server.ServePlain]) are not: their callers are the contract's
+// clients, admitted by the plain handler itself.
+func (s *Server) route(pattern string, h http.Handler, operator bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
@@ -183,6 +191,10 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 	}
 	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
 		panic(fmt.Sprintf("lockstep: %s is served by the runtime itself", pattern))
+	}
+	if !operator {
+		s.router.Handle(pattern, h)
+		return
 	}
 	if pattern == PathMetrics && s.cfg.Metrics != nil {
 		s.metricsRoute = h // the binary's own metrics replace the default (guarded as the route is)
@@ -384,13 +396,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // quietConnections begins the drain's second phase: it waits until every
 // open connection has been idle for DrainQuiet, so that no connection is
-// closed under a call being written into it (see conns.go).
+// closed under a call being written into it (see conns.go), then closes
+// those that never carried a request.
 func (s *Server) quietConnections(ctx context.Context) {
 	s.mu.RLock()
 	conns := s.conns
 	s.mu.RUnlock()
 	if conns != nil {
 		conns.waitQuiet(ctx, s.cfg.DrainQuiet)
+		conns.closeUnused()
 	}
 }
 
