@@ -159,6 +159,9 @@ func (c *Cluster) reserve() error {
 			}
 			r := &replica{comp: comp, index: i, name: comp.replicaName(i), addr: l.Addr().String(), reserved: l}
 			r.url = "http://" + r.addr
+			if c.sim.cfg.HTTPS {
+				r.url = "https://" + r.addr
+			}
 			c.replicas = append(c.replicas, r)
 			c.byName[r.name] = r
 			c.byAddr[r.addr] = r
@@ -245,6 +248,9 @@ func (c *Cluster) startReplica(r *replica, vi int) error {
 	inst, err := v.Start(inc.env)
 	if err == nil && inst == nil {
 		err = errors.New("Start returned no instance")
+	}
+	if err == nil && inst.Handler != nil && c.sim.cfg.HTTPS {
+		err = errors.New("Start returned a Handler, which the kit serves over plain HTTP only, but Config.HTTPS is set")
 	}
 	if err != nil {
 		inc.cancel()

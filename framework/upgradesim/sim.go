@@ -72,6 +72,12 @@ type Config struct {
 	// Logger receives the components' logs through [Env.Logger]; default:
 	// discarded.
 	Logger *slog.Logger
+	// HTTPS makes every replica's URL https://: set it when every
+	// replica's Server serves TLS (ServerConfig.MTLS or TLSConfig), and give
+	// each client a transport that trusts them (ClientConfig.Transport, which
+	// [Env.ClientConfig] wraps with the kit's faults). The kit serves a
+	// Handler over plain HTTP only, so a replica returning one fails to start.
+	HTTPS bool
 	// TimelineDir is where [Sim.Run] writes SVG timelines; default
 	// $LOCKSTEP_TIMELINE_DIR, else lockstep-upgradesim in the system's
 	// temporary directory.

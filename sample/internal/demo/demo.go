@@ -127,7 +127,12 @@ var ErrInvariant = errors.New("an invariant broke")
 // invariant broke; the result is returned with it.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.defaults()
-	w := newWorld(opts.Nodes, 3*opts.Skew)
+	ids, err := newIdentities()
+	if err != nil {
+		return nil, err
+	}
+	defer ids.close()
+	w := newWorld(opts.Nodes, 3*opts.Skew, ids)
 	cfg := w.config()
 	var logFile *os.File
 	if opts.OutputDir != "" {
@@ -145,7 +150,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Out, "lockstep demo: the sample control plane through a rolling upgrade v1 → v2, skew %s, %d nodes, in one process\n\n",
+	fmt.Fprintf(opts.Out, "lockstep demo: the sample control plane through a rolling upgrade v1 → v2, skew %s, %d nodes, in one process, over mutual TLS (lockstep://<component>/<name> certificates from a CA of the run's own)\n\n",
 		opts.Skew, opts.Nodes)
 	// The run's clock starts within a few milliseconds of t0 (once its
 	// addresses are reserved): close enough for the loop's rows.

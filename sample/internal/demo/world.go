@@ -45,6 +45,7 @@ const MaintenanceNode = "node-003"
 type world struct {
 	nodes int
 	grace time.Duration
+	ids   *identities
 
 	mu         sync.Mutex
 	kubelets   map[*framework.Client]*kubelet.Kubelet
@@ -69,8 +70,8 @@ type versioned[T any] struct {
 	c       T
 }
 
-func newWorld(nodes int, grace time.Duration) *world {
-	w := &world{nodes: nodes, grace: grace, kubelets: map[*framework.Client]*kubelet.Kubelet{},
+func newWorld(nodes int, grace time.Duration, ids *identities) *world {
+	w := &world{nodes: nodes, grace: grace, ids: ids, kubelets: map[*framework.Client]*kubelet.Kubelet{},
 		schedulers: map[*framework.Client]*scheduler.Scheduler{},
 		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease(),
 		pods: nodecontroller.NewPodStore(), loop: newPodLoop(runBound)}
@@ -78,16 +79,41 @@ func newWorld(nodes int, grace time.Duration) *world {
 	return w
 }
 
-// serverConfig is a lockstep server's configuration in the demo: short
-// sessions and drains, so an upgrade takes a fraction of a second.
-func serverConfig(env *upgradesim.Env) framework.ServerConfig {
-	return env.ServerConfig(framework.ServerConfig{Release: daemon.Releases[env.Version], SessionTTL: time.Second,
-		Heartbeat: 100 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond})
+// identity is the name in a replica's certificate, lockstep://<component>/<name>:
+// the replica's own ("nodecontroller-1"), but for the kubelet the nodes it
+// simulates, whose node controller binds each node to the kubelet session
+// that reports it (the Node authorizer's idea).
+func (w *world) identity(env *upgradesim.Env) string {
+	if env.Component == Kubelet {
+		return fmt.Sprintf("nodes-000-%03d", w.nodes-1)
+	}
+	return fmt.Sprintf("%s-%d", env.Component, env.Replica)
 }
 
-func clientConfig(env *upgradesim.Env, server string, cfg framework.ClientConfig) framework.ClientConfig {
+// serverConfig is a lockstep server's configuration in the demo: mutual
+// TLS with the replica's certificate, and short sessions and drains, so an
+// upgrade takes a fraction of a second. component is the component it
+// serves as.
+func (w *world) serverConfig(env *upgradesim.Env, component string) (framework.ServerConfig, error) {
+	creds, err := w.ids.of(component, w.identity(env))
+	if err != nil {
+		return framework.ServerConfig{}, err
+	}
+	return env.ServerConfig(framework.ServerConfig{Component: component, Release: daemon.Releases[env.Version], MTLS: creds,
+		SessionTTL: time.Second, Heartbeat: 100 * time.Millisecond, DrainTimeout: 500 * time.Millisecond, DrainQuiet: 20 * time.Millisecond}), nil
+}
+
+// clientConfig is a client's configuration in the demo: the replica's
+// certificate presented to the server, whose certificate must chain to
+// the demo's CA.
+func (w *world) clientConfig(env *upgradesim.Env, server string, cfg framework.ClientConfig) (framework.ClientConfig, error) {
+	creds, err := w.ids.of(env.Component, w.identity(env))
+	if err != nil {
+		return framework.ClientConfig{}, err
+	}
 	cfg.Release = daemon.Releases[env.Version]
-	return env.ClientConfig(server, cfg)
+	cfg.Transport = creds.Transport("")
+	return env.ClientConfig(server, cfg), nil
 }
 
 func applied(env *upgradesim.Env) func(context.Context) {
@@ -95,8 +121,12 @@ func applied(env *upgradesim.Env) func(context.Context) {
 }
 
 func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	server, err := w.serverConfig(env, NodeController)
+	if err != nil {
+		return nil, err
+	}
 	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
-		Server: serverConfig(env), Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods})
+		Server: server, Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods})
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +152,12 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 }
 
 func (w *world) startKubelet(env *upgradesim.Env) (*upgradesim.Instance, error) {
+	client, err := w.clientConfig(env, NodeController, framework.ClientConfig{})
+	if err != nil {
+		return nil, err
+	}
 	k, err := kubelet.New(kubelet.Config{API: env.Version, Nodes: w.nodes, ChangeEvery: 500 * time.Millisecond, PodsEnd: true,
-		Client: clientConfig(env, NodeController, framework.ClientConfig{}), Logger: env.Logger})
+		Client: client, Logger: env.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -148,12 +182,24 @@ func (w *world) startKubelet(env *upgradesim.Env) (*upgradesim.Instance, error) 
 
 func (w *world) startScheduler(env *upgradesim.Env) (*upgradesim.Instance, error) {
 	fork := env.Version == "v2"
+	nodeHealth, err := w.clientConfig(env, NodeController, framework.ClientConfig{})
+	if err != nil {
+		return nil, err
+	}
+	ext, err := w.clientConfig(env, Extender, framework.ClientConfig{})
+	if err != nil {
+		return nil, err
+	}
+	legacy, err := w.clientConfig(env, LegacyExtender, framework.ClientConfig{Source: framework.StaticEndpoints{}})
+	if err != nil {
+		return nil, err
+	}
 	s, err := scheduler.New(scheduler.Config{API: env.Version, Fork: fork, PodRate: 10, CallTimeout: 10 * time.Second,
-		NodeHealth: clientConfig(env, NodeController, framework.ClientConfig{}),
+		NodeHealth: nodeHealth,
 		Extenders: []scheduler.ExtenderConfig{
-			{Name: Extender, Client: clientConfig(env, Extender, framework.ClientConfig{}), Bind: true, Weight: 1},
+			{Name: Extender, Client: ext, Bind: true, Weight: 1},
 			// A pinned peer only: no endpoints to handshake.
-			{Name: LegacyExtender, Client: clientConfig(env, LegacyExtender, framework.ClientConfig{Source: framework.StaticEndpoints{}}),
+			{Name: LegacyExtender, Client: legacy,
 				PinnedURL: env.Endpoints(LegacyExtender)[0] + LegacyPrefix, PinnedVersion: "1.0.0", Weight: 1},
 		},
 		Logger: env.Logger, OnBound: w.loop.bound,
@@ -199,7 +245,11 @@ func (w *world) startExtender(env *upgradesim.Env) (*upgradesim.Instance, error)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := e.Server(serverConfig(env))
+	cfg, err := w.serverConfig(env, Extender)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := e.Server(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +262,11 @@ func (w *world) startLegacyExtender(env *upgradesim.Env) (*upgradesim.Instance, 
 	if err != nil {
 		return nil, err
 	}
-	cfg := serverConfig(env)
-	cfg.Component = extv1.Contract.Server() // the contract's server, whatever the demo calls this replica
+	// The contract's server, whatever the demo calls this replica.
+	cfg, err := w.serverConfig(env, extv1.Contract.Server())
+	if err != nil {
+		return nil, err
+	}
 	srv, err := e.Server(cfg)
 	if err != nil {
 		return nil, err
@@ -282,6 +335,7 @@ func (w *world) config() upgradesim.Config {
 		return m
 	}
 	return upgradesim.Config{
+		HTTPS: true, // every server serves mutual TLS (serverConfig)
 		Components: []upgradesim.Component{
 			// Three replicas; a simple lease elects the one that writes
 			// NodeHealth, and the schedulers' informers follow it through
