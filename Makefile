@@ -54,12 +54,14 @@ test-norace: vet-norace
 	@$(GO) test -vet=off -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
 
 ## tools: install what tests need beyond Go when it is missing: python3 for
-## the conformance suite's Python peer; headless Chromium, which renders the
+## the conformance suite's Python peer; curl, which docs/tutorial.md runs
+## (docs/tutorialtest); headless Chromium, which renders the
 ## status page (framework's TestStatusPageRendersInABrowser) and is installed
 ## only when running as root, else that test skips and says why.
 .PHONY: tools
 tools:
 	@command -v python3 >/dev/null 2>&1 || { apt-get update && apt-get install -y python3; }
+	@command -v curl >/dev/null 2>&1 || { apt-get update && apt-get install -y curl; }
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	      echo "== installing chromium for the status page test"; \
