@@ -27,6 +27,9 @@ type podLoop struct {
 	mu     sync.Mutex
 	placed map[string]placement // by UID: where the scheduler bound it
 	ran    map[string]placement // by UID: where it was first reported Running
+	// closed is set once the final check passed: pods the scheduler
+	// places afterwards, while the run is torn down, are not followed.
+	closed bool
 }
 
 // placement is a pod's node, and when.
@@ -44,7 +47,7 @@ func newPodLoop(limit time.Duration) *podLoop {
 func (l *podLoop) bound(pod extv2.PodRef, node string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.placed[pod.UID]; !ok {
+	if _, ok := l.placed[pod.UID]; !ok && !l.closed {
 		l.placed[pod.UID] = placement{node, l.now()}
 	}
 }
@@ -93,6 +96,9 @@ func (l *podLoop) check(final bool) error {
 	if late+waiting > 0 {
 		return fmt.Errorf("%d pod(s) ran later than %s after they were placed, %d not yet: %s", late, l.limit, waiting, first)
 	}
+	if final {
+		l.closed = true
+	}
 	return nil
 }
 
@@ -111,14 +117,16 @@ func (l *podLoop) running(n int) upgradesim.Condition {
 
 // series are the loop's two rows of the timeline's calls: the bindings
 // the node controller accepted, and the pods reported Running, on the
-// clock of a run that began at t0.
+// clock of a run that began at t0; both of the pods followed.
 func (l *podLoop) series(t0 time.Time) []upgradesim.CallSeries {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := func(m map[string]placement) []time.Duration {
 		out := make([]time.Duration, 0, len(m))
-		for _, p := range m {
-			out = append(out, p.at.Sub(t0))
+		for uid, p := range m {
+			if _, followed := l.placed[uid]; followed {
+				out = append(out, p.at.Sub(t0))
+			}
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 		return out

@@ -26,6 +26,9 @@ func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 	assert.Error(t, l.check(true), "Pending is not Running")
 	l.observe("a", running("node-000"))
 	assert.NoError(t, l.check(true))
+	l.bound(extv2.PodRef{UID: "z"}, "node-000")
+	assert.NoError(t, l.check(true), "a pod placed after the final check, while the run is torn down, is not followed")
+	l.closed = false
 
 	l.bound(extv2.PodRef{UID: "b"}, "node-001")
 	l.observe("b", running("node-002"))
