@@ -4,8 +4,11 @@ package deploy_test
 
 import (
 	"bytes"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/sample/internal/daemon"
 )
 
@@ -31,6 +35,8 @@ type object struct {
 		Selector                 map[string]any         `yaml:"selector"`
 		SecretName               string                 `yaml:"secretName"`
 		CommonName               string                 `yaml:"commonName"`
+		IsCA                     bool                   `yaml:"isCA"`
+		URIs                     []string               `yaml:"uris"`
 		Template                 struct{ Spec podSpec } `yaml:"template"`
 	} `yaml:"spec"`
 }
@@ -138,6 +144,38 @@ func TestManifests(t *testing.T) {
 		assert.Contains(t, deployments, s.Metadata.Name)
 	}
 	assert.Len(t, byKind["Service"], 3)
+
+	// Every component's certificate names its identity by URI SAN, read
+	// as the framework reads it: the component is the binary that mounts
+	// it (operator-tls is for Prometheus and lockstepctl).
+	mountedBy := map[string]string{}
+	for _, d := range deployments {
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret.SecretName != "" {
+				mountedBy[v.Secret.SecretName] = d.Spec.Template.Spec.Containers[0].Command[0]
+			}
+		}
+	}
+	for _, c := range byKind["Certificate"] {
+		if c.Spec.IsCA {
+			continue
+		}
+		var uris []*url.URL
+		for _, raw := range c.Spec.URIs {
+			u, err := url.Parse(raw)
+			require.NoError(t, err, c.Metadata.Name)
+			uris = append(uris, u)
+		}
+		require.Len(t, uris, 1, "%s names one identity by URI SAN", c.Metadata.Name)
+		id, err := framework.IdentityFromCertificate(&x509.Certificate{URIs: uris, Subject: pkix.Name{CommonName: c.Spec.CommonName}})
+		require.NoError(t, err, c.Metadata.Name)
+		assert.NotEmpty(t, id.Name, "%s names the holder, not only the component", c.Metadata.Name)
+		want := mountedBy[c.Spec.SecretName]
+		if c.Metadata.Name == "operator-tls" {
+			want = framework.OperatorComponent
+		}
+		assert.Equal(t, want, id.Component, "%s names the component that presents it", c.Metadata.Name)
+	}
 
 	k, err := os.ReadFile("kustomization.yaml")
 	require.NoError(t, err)

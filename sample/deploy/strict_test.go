@@ -42,6 +42,7 @@ type certManagerObject struct {
 		CommonName string   `json:"commonName,omitempty"`
 		SecretName string   `json:"secretName,omitempty"`
 		DNSNames   []string `json:"dnsNames,omitempty"`
+		URIs       []string `json:"uris,omitempty"`
 		Usages     []string `json:"usages,omitempty"`
 		PrivateKey *struct {
 			Algorithm string `json:"algorithm"`
