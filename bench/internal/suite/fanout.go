@@ -62,36 +62,43 @@ func (s *Suite) Fanout() error {
 	return nil
 }
 
-func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) (err error) {
-	s.logf("fan-out: opening %d watchers per variant", watchers)
-	var systems []*fanSystem
-	defer func() {
-		for _, sys := range systems {
-			err = errors.Join(err, sys.close())
-		}
-	}()
-	for _, open := range []func(int) (*fanSystem, error){
+// fanoutAt runs every variant at one watcher count. Each variant's watchers
+// are opened just before its rounds and closed right after them, so that no
+// variant's idle watchers (goroutines, connections, keep-alives) load the
+// machine while another variant is measured.
+func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) error {
+	opens := []func(int) (*fanSystem, error){
 		openLockstepFanout(false), openLockstepFanout(true), openEtcdFanout(true), openEtcdFanout(false),
 		openGRPCFanout(true), openGRPCFanout(false),
-	} {
-		sys, err := open(watchers)
-		if err != nil {
-			return err
-		}
-		systems = append(systems, sys)
 	}
 	for round := range s.cfg.Rounds {
-		for _, rate := range rates {
-			wl := results.FanoutWorkload(watchers, rate)
-			for k := range systems {
-				sys := systems[(k+round)%len(systems)]
-				if rate > 100 && strings.Contains(sys.name, "no decode") {
-					continue // the overload rows are the decoding ones
-				}
-				if err := s.round(wl, sys.name, func() (results.Round, error) { return runFanout(sys, rate, duration) }); err != nil {
-					return err
-				}
+		for k := range opens {
+			s.logf("fan-out: opening %d watchers", watchers)
+			sys, err := opens[(k+round)%len(opens)](watchers)
+			if err != nil {
+				return err
 			}
+			err = s.fanoutRounds(sys, watchers, rates, duration)
+			if cerr := sys.close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fanoutRounds measures one open variant at each write rate.
+func (s *Suite) fanoutRounds(sys *fanSystem, watchers int, rates []int, duration time.Duration) error {
+	for _, rate := range rates {
+		if rate > 100 && strings.Contains(sys.name, "no decode") {
+			continue // the overload rows are the decoding ones
+		}
+		wl := results.FanoutWorkload(watchers, rate)
+		if err := s.round(wl, sys.name, func() (results.Round, error) { return runFanout(sys, rate, duration) }); err != nil {
+			return err
 		}
 	}
 	return nil
