@@ -60,6 +60,18 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of BindResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BindResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *BindResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -179,6 +191,31 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Binding to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Binding) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	if m.Requests != nil {
+		b = append(b, ",\"requests\":"...)
+		if b, err = (*m.Requests).AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Binding) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -60,6 +60,18 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of BindResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BindResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *BindResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.NodeName); n < 1 {
 		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -152,6 +164,27 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of Binding to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Binding) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"requests\":"...)
+	if b, err = m.Requests.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *Binding) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
@@ -1180,6 +1213,22 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodRef to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodRef) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Namespace); n < 1 {
 		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1277,6 +1326,20 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PodRequests to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodRequests) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"cpuMillis\":"...)
+	b = jsonwire.AppendInt(b, int64(m.CPUMillis))
+	b = append(b, ",\"memoryBytes\":"...)
+	b = jsonwire.AppendInt(b, int64(m.MemoryBytes))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *PodRequests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

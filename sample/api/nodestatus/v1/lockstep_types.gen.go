@@ -960,6 +960,33 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodAssignment to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodAssignment) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"desiredState\":"...)
+	b = jsonwire.AppendString(b, string(m.DesiredState))
+	if m.Requests != nil {
+		b = append(b, ",\"requests\":"...)
+		if b, err = m.Requests.AppendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodAssignment) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.UID); n < 1 {
 		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1044,6 +1071,16 @@ func (m *PodAssignmentDesiredState) decodeJSON(d *jsonwire.Decoder) error {
 		*m = PodAssignmentDesiredState(b)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PodAssignmentDesiredState to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodAssignmentDesiredState) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 func (m *PodAssignmentDesiredState) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {

@@ -998,6 +998,31 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodAssignment to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodAssignment) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"desiredState\":"...)
+	b = jsonwire.AppendString(b, string(m.DesiredState))
+	b = append(b, ",\"requests\":"...)
+	if b, err = m.Requests.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
 func (m *PodAssignment) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.UID); n < 1 {
 		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
@@ -1082,6 +1107,16 @@ func (m *PodAssignmentDesiredState) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// AppendJSON appends the JSON encoding of PodAssignmentDesiredState to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodAssignmentDesiredState) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
 func (m *PodAssignmentDesiredState) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if string((*m)) != "Running" && string((*m)) != "Stopped" {
 		v.Fail(at, "", kw, "enum", "value must be one of \"Running\", \"Stopped\"")
@@ -1149,6 +1184,20 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// AppendJSON appends the JSON encoding of PodRequests to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodRequests) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"cpuMillis\":"...)
+	b = jsonwire.AppendInt(b, int64(m.CPUMillis))
+	b = append(b, ",\"memoryBytes\":"...)
+	b = jsonwire.AppendInt(b, int64(m.MemoryBytes))
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 func (m *PodRequests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
