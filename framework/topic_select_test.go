@@ -30,11 +30,17 @@ type assignServer struct {
 }
 
 func startAssignServer(t testing.TB, version string) *assignServer {
+	return startAssignServerTTL(t, version, 2*time.Second)
+}
+
+// startAssignServerTTL is startAssignServer with a session TTL: a stalled
+// watcher's stream lives about two TTLs.
+func startAssignServerTTL(t testing.TB, version string, ttl time.Duration) *assignServer {
 	t.Helper()
 	c := topicContract(t, version)
 	as := &assignServer{}
 	as.Running = frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
-		SessionTTL: 2 * time.Second, Heartbeat: 200 * time.Millisecond}, func(s *framework.Server) {
+		SessionTTL: ttl, Heartbeat: ttl / 10}, func(s *framework.Server) {
 		as.pods = framework.ServeTopic[topicmsg.Assignment](s, c, topicmsg.TopicAssignment)
 		as.health = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth)
 	})
@@ -378,4 +384,79 @@ func TestSharedInformersPerSelection(t *testing.T) {
 	assert.Equal(t, []string{"a0", "a1", "a2"}, a.Lister().Keys())
 	assert.Equal(t, []string{"b0", "b1", "b2"}, b.Lister().Keys())
 	assert.Len(t, all.Lister().Keys(), 6)
+}
+
+// TestStalledSelectingWatcherCoalescesItsShare: a selecting watcher whose
+// process stops reading gets, once it reads again, the latest state of its
+// share: a pod changed many times meanwhile once (coalesced at the
+// server), a pod rebound away as a delete even though it changed again on
+// its new node, a pod rebound to it as its latest object; never another
+// node's pod.
+func TestStalledSelectingWatcherCoalescesItsShare(t *testing.T) {
+	// Long enough a TTL that the stalled watcher's session and stream
+	// outlive the stall on a loaded machine.
+	as := startAssignServerTTL(t, "1.0.0", 20*time.Second)
+	padded := func(uid, node string, gen int64) *topicmsg.Assignment {
+		p := pod(uid, node, gen)
+		p.Padding = strings.Repeat("x", 64<<10)
+		return p
+	}
+	for i := 0; i < 4; i++ {
+		require.NoError(t, as.pods.Set(padded(fmt.Sprintf("a%d", i), "node-a", 0)))
+		require.NoError(t, as.pods.Set(padded(fmt.Sprintf("b%d", i), "node-b", 0)))
+	}
+	ct := newCutTransport(t, 128<<10)
+	cl := topicClient(t, "1.0.0", []string{as.URL}, func(c *framework.ClientConfig) { c.Transport = ct })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var outside sync.Map
+	check := func(_ string, obj *topicmsg.Assignment) {
+		if obj.Node != "node-a" {
+			outside.Store(obj.UID, obj.Node)
+		}
+	}
+	inf, err := framework.Watch(ctx, cl, topicmsg.TopicAssignment, framework.InformerHandlers[topicmsg.Assignment]{
+		OnAdd: check, OnUpdate: func(k string, _, obj *topicmsg.Assignment) { check(k, obj) },
+	}, framework.Select("node", "node-a"))
+	require.NoError(t, err)
+	defer inf.Stop()
+	require.NoError(t, inf.WaitForSync(ctx))
+
+	stats := func() framework.WatcherStats {
+		for _, st := range as.Server.TopicStats() {
+			if st.Topic == topicmsg.TopicAssignment && len(st.Watchers) == 1 {
+				return st.Watchers[0]
+			}
+		}
+		return framework.WatcherStats{}
+	}
+	ct.stall()
+	defer ct.resume() // before inf.Stop, should the test fail while stalled
+	// Write a0 until its changes wait at the server: the stalled
+	// connection is full and a flush is stuck writing into it.
+	gen := int64(1)
+	for ; gen < 1000 && stats().Queued == 0; gen++ {
+		require.NoError(t, as.pods.Set(padded("a0", "node-a", gen)))
+	}
+	require.Eventually(t, func() bool { return stats().Queued > 0 }, 10*time.Second, time.Millisecond,
+		"the stalled watcher's connection never filled")
+	for range 5 {
+		gen++
+		require.NoError(t, as.pods.Set(padded("a0", "node-a", gen)))
+	}
+	require.NoError(t, as.pods.Set(padded("a1", "node-b", gen)))   // away,
+	require.NoError(t, as.pods.Set(padded("a1", "node-b", gen+1))) // and changed there
+	require.NoError(t, as.pods.Set(padded("b0", "node-a", gen)))   // here
+	require.NoError(t, as.pods.Set(padded("b1", "node-b", gen)))   // the other node's
+	require.Eventually(t, func() bool { return stats().Coalesced > 0 }, 10*time.Second, time.Millisecond, "a0's changes were not coalesced")
+	ct.resume()
+
+	require.Eventually(t, func() bool {
+		obj, ok := inf.Get("a0")
+		return ok && obj.Gen == gen && slices.Equal(inf.Keys(), []string{"a0", "a2", "a3", "b0"})
+	}, 10*time.Second, 5*time.Millisecond, "the watcher holds %v", inf.Keys())
+	outside.Range(func(k, v any) bool {
+		t.Errorf("the node-a watcher was handed %v of %v", k, v)
+		return true
+	})
 }
