@@ -2,6 +2,7 @@ package tutorialtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -25,7 +26,7 @@ const tutorialPath = "../tutorial.md"
 // machine builds and drains slowly; a step that never happens fails).
 const waitLimit = 2 * time.Minute
 
-// passedEnv is what the script's go commands inherit from the test's
+// passedEnv is what the script's go commands inherit from the test's go
 // environment: the module cache, build cache and proxy settings, so the
 // tutorial builds from the caches make test has already filled.
 var passedEnv = []string{"GOMODCACHE", "GOCACHE", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE",
@@ -57,25 +58,13 @@ func TestTutorial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	goEnv := passedGoEnv(t)
 	testscript.Run(t, testscript.Params{
 		Files: []string{file},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("LOCKSTEP", checkout)
-			for _, k := range passedEnv {
-				if v, ok := os.LookupEnv(k); ok {
-					env.Setenv(k, v)
-				}
-			}
-			if os.Getenv("GOCACHE") == "" {
-				// go env finds the default caches under HOME, which the
-				// script does not have.
-				for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-					out, err := exec.Command("go", "env", k).Output()
-					if err != nil {
-						return err
-					}
-					env.Setenv(k, strings.TrimSpace(string(out)))
-				}
+			for k, v := range goEnv {
+				env.Setenv(k, v)
 			}
 			js := &jobs{env: append([]string(nil), env.Vars...)}
 			env.Values[jobsKey{}] = js
@@ -91,6 +80,27 @@ func TestTutorial(t *testing.T) {
 			"runexpect": cmdRunExpect,
 		},
 	})
+}
+
+// passedGoEnv returns the passedEnv settings as the test's go command sees
+// them (from the environment, the go env file, or their defaults, which
+// depend on HOME, which the script does not have), leaving out empty ones.
+func passedGoEnv(t *testing.T) map[string]string {
+	out, err := exec.Command("go", append([]string{"env", "-json"}, passedEnv...)...).Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	var all map[string]string
+	if err := json.Unmarshal(out, &all); err != nil {
+		t.Fatalf("go env -json: %v", err)
+	}
+	env := map[string]string{}
+	for k, v := range all {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // freeAddr returns a 127.0.0.1 address nothing listens on now.
