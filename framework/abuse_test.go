@@ -60,8 +60,10 @@ func startAbuseServer(t *testing.T) *abuseServer {
 	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: "nc-0"})
 	a := &abuseServer{ca: ca}
 	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
+	// Sessions live 5s: the attacker renews its own only between bursts,
+	// which on a loaded machine can be seconds apart.
 	a.Running = frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
-		MTLS: creds, SessionTTL: time.Second, Heartbeat: 200 * time.Millisecond, MaxSessions: abuseMaxSessions,
+		MTLS: creds, SessionTTL: 5 * time.Second, Heartbeat: time.Second, MaxSessions: abuseMaxSessions,
 		MaxBodyBytes: 2 << 20, Limits: abuseLimits}, func(s *framework.Server) {
 		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
 			return &benchmsg.Ack{Accepted: true}, nil
