@@ -434,12 +434,13 @@ func TestStalledSelectingWatcherCoalescesItsShare(t *testing.T) {
 	defer ct.resume() // before inf.Stop, should the test fail while stalled
 	// Write a0 until its changes wait at the server: the stalled
 	// connection is full and a flush is stuck writing into it.
-	gen := int64(1)
-	for ; gen < 1000 && stats().Queued == 0; gen++ {
-		require.NoError(t, as.pods.Set(padded("a0", "node-a", gen)))
-	}
-	require.Eventually(t, func() bool { return stats().Queued > 0 }, 10*time.Second, time.Millisecond,
-		"the stalled watcher's connection never filled")
+	// Each poll writes one more change, so once a flush is stuck the next
+	// one waits.
+	gen := int64(0)
+	require.Eventually(t, func() bool {
+		gen++
+		return as.pods.Set(padded("a0", "node-a", gen)) == nil && stats().Queued > 0
+	}, 10*time.Second, 2*time.Millisecond, "the stalled watcher's connection never filled")
 	for range 5 {
 		gen++
 		require.NoError(t, as.pods.Set(padded("a0", "node-a", gen)))
