@@ -116,6 +116,15 @@ type ServerConfig struct {
 }
 
 func (c *ServerConfig) validate() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.fillDefaults()
+}
+
+// check reports every required field that is missing or malformed at once,
+// so a misconfigured binary names all its mistakes in one start.
+func (c *ServerConfig) check() error {
 	var errs []error
 	if c.Component == "" {
 		errs = append(errs, errors.New("Component is required"))
@@ -133,9 +142,12 @@ func (c *ServerConfig) validate() error {
 	if c.MTLS != nil && c.TLSConfig != nil {
 		errs = append(errs, errors.New("set MTLS or TLSConfig, not both"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
+	return errors.Join(errs...)
+}
+
+// fillDefaults gives every unset field its documented default; it fails
+// only where two fields set together contradict each other.
+func (c *ServerConfig) fillDefaults() error {
 	if c.MTLS != nil {
 		c.TLSConfig = c.MTLS.ServerTLS()
 	}
