@@ -32,19 +32,10 @@ func TestDrainKeepsIdleConnectionsServingUntilTheyAreQuiet(t *testing.T) {
 	status, _, _ := p.report(1, "")
 	require.Equal(t, http.StatusOK, status)
 
-	drained := make(chan error, 1)
-	go func() { drained <- srv.Server.Shutdown(context.Background()) }()
 	// The drain has begun once readiness fails; its first phase ends a
 	// millisecond later, which is when Shutdown used to close idle
 	// connections. Now the pooled connection keeps serving for DrainQuiet.
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(srv.URL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	}, 10*time.Second, time.Millisecond)
+	drained := srv.startDrain(t, 10*time.Second)
 
 	status, _, notProcessed := p.report(2, "")
 	assert.Equal(t, http.StatusServiceUnavailable, status, "the call went out on the pooled connection and was read")

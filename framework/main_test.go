@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -142,6 +143,23 @@ type benchServer struct {
 	entered atomic.Int64
 	// hold, if set, is waited on by every call before it answers.
 	hold chan struct{}
+}
+
+// startDrain begins the server's drain and returns once it has begun
+// (readiness fails); Shutdown's result arrives on the channel.
+func (b *benchServer) startDrain(t *testing.T, within time.Duration) <-chan error {
+	t.Helper()
+	drained := make(chan error, 1)
+	go func() { drained <- b.Server.Shutdown(context.Background()) }()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(b.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, within, time.Millisecond)
+	return drained
 }
 
 type serverOpt func(*framework.ServerConfig)

@@ -2,7 +2,6 @@ package framework_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -258,16 +257,7 @@ func TestDrainingServerAnswersReplaysOfItsRecords(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Empty(t, replayed)
 
-	drained := make(chan error, 1)
-	go func() { drained <- srv.Server.Shutdown(context.Background()) }()
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(srv.URL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	}, 5*time.Second, time.Millisecond)
+	drained := srv.startDrain(t, 5*time.Second)
 
 	status, replayed, notProcessed := p.report(1, "applied-before-drain")
 	assert.Equal(t, http.StatusOK, status)
