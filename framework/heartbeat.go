@@ -83,7 +83,6 @@ func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
 			g.interval = time.Second
 		}
 		h.groups[key] = g
-		closeProbes.register(g)
 		go g.run()
 	}
 	// The group beats at its first session's interval: a server gives every
@@ -106,7 +105,6 @@ func (h *Heartbeats) remove(e *endpoint, sess *clientSession) {
 	last := len(g.members) == 0
 	if last {
 		delete(h.groups, key)
-		closeProbes.unregister(g)
 		close(g.stop)
 	}
 	h.mu.Unlock()
@@ -257,17 +255,6 @@ func (g *beatGroup) closeAll(members map[string]*clientSession) {
 	if len(tokens) > 0 {
 		deleteSessions(g.hc, g.key.url, tokens)
 	}
-}
-
-// allMembers returns every session of the group, keyed by token.
-func (g *beatGroup) allMembers() map[string]*clientSession {
-	g.h.mu.Lock()
-	defer g.h.mu.Unlock()
-	m := make(map[string]*clientSession, len(g.members))
-	for sess := range g.members {
-		m[sess.token] = sess
-	}
-	return m
 }
 
 func (g *beatGroup) loseAll(members map[string]*clientSession, state string, err error) {
