@@ -67,9 +67,42 @@ func (s *Suite) Fanout() error {
 // variant's idle watchers (goroutines, connections, keep-alives) load the
 // machine while another variant is measured.
 func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) error {
-	opens := []func(int) (*fanSystem, error){
-		openLockstepFanout(false), openLockstepFanout(true), openEtcdFanout(true), openEtcdFanout(false),
-		openGRPCFanout(true), openGRPCFanout(false),
+	return s.runFanoutVariants(watchers, rates, duration, fanoutVariants)
+}
+
+// fanoutVariants are the fan-out workloads' variants in the order they run
+// in a round.
+var fanoutVariants = []string{results.VFanLockstep, results.VFanShared, results.VFanEtcd, results.VFanEtcdRaw,
+	results.VFanGRPC, results.VFanGRPCRaw}
+
+// fanoutOpeners open each fan-out variant's watchers and writer.
+var fanoutOpeners = map[string]func(int) (*fanSystem, error){
+	results.VFanLockstep: openLockstepFanout(false), results.VFanShared: openLockstepFanout(true),
+	results.VFanEtcd: openEtcdFanout(true), results.VFanEtcdRaw: openEtcdFanout(false),
+	results.VFanGRPC: openGRPCFanout(true), results.VFanGRPCRaw: openGRPCFanout(false),
+}
+
+// FanoutOnly runs only the named fan-out variants (all of them when names
+// is empty) at one watcher count and the given write rates, for rounds of
+// duration: the fan-out figures side by side without the rest of the suite.
+func (s *Suite) FanoutOnly(watchers int, rates []int, duration time.Duration, names []string) error {
+	if len(names) == 0 {
+		names = fanoutVariants
+	}
+	for _, n := range names {
+		if fanoutOpeners[n] == nil {
+			return fmt.Errorf("no fan-out variant %q (have %q)", n, fanoutVariants)
+		}
+	}
+	return s.runFanoutVariants(watchers, rates, duration, names)
+}
+
+// runFanoutVariants runs the named variants, alternating their order round
+// by round.
+func (s *Suite) runFanoutVariants(watchers int, rates []int, duration time.Duration, names []string) error {
+	opens := make([]func(int) (*fanSystem, error), len(names))
+	for k, n := range names {
+		opens[k] = fanoutOpeners[n]
 	}
 	for round := range s.cfg.Rounds {
 		for k := range opens {
