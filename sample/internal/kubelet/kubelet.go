@@ -55,6 +55,10 @@ type Config struct {
 	// name), kubernetes.io/os and kubernetes.io/arch.
 	Labels map[string]string
 	Taints []corev1.Taint
+	// CPUMillis is each node's CPU capacity in millicores; default 4000.
+	// Its allocatable is SystemReservedCPUMillis less, as a kubelet's
+	// --system-reserved keeps some for the node's own daemons.
+	CPUMillis int64
 	// StartAfter is how long an assigned pod stays Pending before it runs
 	// (its image pulled, its containers started); default 100ms.
 	StartAfter time.Duration
@@ -70,6 +74,9 @@ type Config struct {
 	// Logger receives its logs; default slog.Default().
 	Logger *slog.Logger
 }
+
+// SystemReservedCPUMillis is the CPU each node keeps from pods.
+const SystemReservedCPUMillis = 200
 
 // Kubelet simulates the nodes of one process.
 type Kubelet struct {
@@ -120,6 +127,12 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	if cfg.ChangeEvery == 0 {
 		cfg.ChangeEvery = 2 * time.Second
+	}
+	if cfg.CPUMillis <= 0 {
+		cfg.CPUMillis = 4000
+	}
+	if cfg.CPUMillis <= SystemReservedCPUMillis {
+		return nil, fmt.Errorf("kubelet: CPUMillis %d: want more than the %dm reserved", cfg.CPUMillis, SystemReservedCPUMillis)
 	}
 	if cfg.StartAfter <= 0 {
 		cfg.StartAfter = 100 * time.Millisecond

@@ -164,8 +164,8 @@ func (nd *simNode) statusLocked() *nsv2.NodeStatus {
 			Ready:        nsv2.Condition{Status: nsv2.ConditionStatusTrue, Reason: &reason},
 			DiskPressure: &disk,
 		},
-		Capacity:    nsv2.Resources{CPUMillis: 4000, MemoryBytes: 16 << 30, Pods: 110},
-		Allocatable: nsv2.Resources{CPUMillis: 3800, MemoryBytes: 15 << 30, Pods: 110},
+		Capacity:    nsv2.Resources{CPUMillis: nd.k.cfg.CPUMillis, MemoryBytes: 16 << 30, Pods: 110},
+		Allocatable: nsv2.Resources{CPUMillis: nd.k.cfg.CPUMillis - SystemReservedCPUMillis, MemoryBytes: 15 << 30, Pods: 110},
 	}
 }
 

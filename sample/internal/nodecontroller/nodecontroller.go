@@ -81,6 +81,20 @@ type Config struct {
 	// Pods is the record of bound pods, shared by replicas; nil for one of
 	// the node controller's own (right for a single node controller).
 	Pods *PodStore
+	// Evicted, if set, is called with every eviction that unbound pods
+	// (Evict, for preemption), once they are unbound.
+	Evicted func(Eviction)
+}
+
+// Eviction is one Evict call that unbound pods: the node, the pods
+// unbound, the pod they made room for, and what was left of the node's
+// allocatable resources just before and just after.
+type Eviction struct {
+	Node          string
+	Victims       []Pod
+	Preemptor     nhv2.Preemptor
+	Before, After nhv2.Resources
+	At            time.Time
 }
 
 // NodeController holds the nodes' status and health.
@@ -117,9 +131,9 @@ type node struct {
 	// boundTo is the kubelet session allowed to report the node: the
 	// first to report it, until that session is lost.
 	boundTo string
-	// assigned are the requests of the pods bound to the node, as
-	// mirrored from the pod store.
-	assigned map[string]nhv2.PodRequests
+	// assigned are the pods bound to the node, with their requests and
+	// priorities, as mirrored from the pod store.
+	assigned map[string]nhv2.BoundPod
 	status   *nsv2.NodeStatus
 	// lost is when the node's kubelet lost its session (zero while it
 	// holds one); unknown is set once the grace period passed since.
@@ -444,6 +458,45 @@ func (n *NodeController) bind(ctx context.Context, b *nhv2.Binding) (*nhv2.BindR
 	return &nhv2.BindResult{NodeName: p.NodeName}, nil
 }
 
+// evict unbinds pods from a node the node controller knows, to make room
+// for a pod of higher priority, and reports the eviction.
+func (n *NodeController) evict(ctx context.Context, e *nhv2.Eviction) (*nhv2.EvictResult, error) {
+	left := func() (nhv2.Resources, bool) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		nd := n.nodes[e.NodeName]
+		if nd == nil || nd.health == nil {
+			return nhv2.Resources{}, false
+		}
+		return nd.health.Allocatable, true
+	}
+	before, known := left()
+	if !known {
+		return nil, framework.Errorf(framework.CodeNotFound, "no node %s", e.NodeName)
+	}
+	evicted, err := n.cfg.Pods.evict(e)
+	if err != nil && len(evicted) == 0 {
+		return nil, err
+	}
+	after, _ := left()
+	res := &nhv2.EvictResult{Evicted: []string{}}
+	for _, p := range evicted {
+		res.Evicted = append(res.Evicted, p.UID)
+	}
+	if len(evicted) > 0 {
+		n.logger.Info("pods evicted for a pod of higher priority", "node", e.NodeName, "evicted", res.Evicted,
+			"preemptor", e.Preemptor.Pod.Namespace+"/"+e.Preemptor.Pod.Name, "priority", e.Preemptor.Priority)
+		if n.cfg.Evicted != nil {
+			n.cfg.Evicted(Eviction{Node: e.NodeName, Victims: evicted, Preemptor: e.Preemptor, Before: before, After: after, At: time.Now()})
+		}
+	}
+	if err != nil {
+		return nil, err // unbound, but not kept in the store's file: the call may be sent again
+	}
+	n.applied(ctx)
+	return res, nil
+}
+
 // podChanged mirrors a change of the pod store: the node's assigned pods,
 // its health (what is left of its allocatable resources), and the
 // PodAssignment topic. The store calls it in order, under its lock.
@@ -461,8 +514,9 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 	}
 	if p != nil {
 		nd := n.nodeLocked(p.NodeName)
-		if old, ok := nd.assigned[uid]; !ok || old != p.Requests {
-			nd.assigned[uid] = p.Requests
+		bp := p.bound()
+		if old, ok := nd.assigned[uid]; !ok || old != bp {
+			nd.assigned[uid] = bp
 			n.publishLocked(nd)
 		}
 	}
@@ -507,7 +561,7 @@ func (n *NodeController) checkNode(ctx context.Context, ref *nhv2.NodeRef) (*nhv
 func (n *NodeController) nodeLocked(name string) *node {
 	nd := n.nodes[name]
 	if nd == nil {
-		nd = &node{name: name, assigned: map[string]nhv2.PodRequests{}}
+		nd = &node{name: name, assigned: map[string]nhv2.BoundPod{}}
 		n.nodes[name] = nd
 	}
 	return nd
@@ -631,9 +685,11 @@ func health(nd *node) *nhv2.NodeHealth {
 		reasons = append(reasons, "NotReady")
 	}
 	var cpu, memory int64
-	for _, r := range nd.assigned {
-		cpu, memory = cpu+r.CPUMillis, memory+r.MemoryBytes
+	for _, p := range nd.assigned {
+		cpu, memory = cpu+p.Requests.CPUMillis, memory+p.Requests.MemoryBytes
+		h.Pods = append(h.Pods, p)
 	}
+	sort.Slice(h.Pods, func(i, j int) bool { return h.Pods[i].Pod.UID < h.Pods[j].Pod.UID })
 	h.Allocatable = nhv2.Resources{CPUMillis: max(0, st.Allocatable.CPUMillis-cpu), MemoryBytes: max(0, st.Allocatable.MemoryBytes-memory),
 		Pods: max(0, st.Allocatable.Pods-int64(len(nd.assigned)))}
 	describe(h, st)
@@ -715,6 +771,11 @@ func (h healthV2) Bind(ctx context.Context, b *nhv2.Binding) (*nhv2.BindResult, 
 	return h.n.bind(ctx, b)
 }
 
+// Evict unbinds pods to make room for a pod of higher priority.
+func (h healthV2) Evict(ctx context.Context, e *nhv2.Eviction) (*nhv2.EvictResult, error) {
+	return h.n.evict(ctx, e)
+}
+
 // healthV1 serves nodehealth 1.0.0's methods as the old build does.
 type healthV1 struct{ n *NodeController }
 
@@ -738,6 +799,19 @@ func (h healthV1) Bind(ctx context.Context, b *nhv1.Binding) (*nhv1.BindResult, 
 		return nil, err
 	}
 	return nhv2.BindResultToV1(res)
+}
+
+// Evict unbinds pods, its 1.0.0 eviction read up.
+func (h healthV1) Evict(ctx context.Context, e *nhv1.Eviction) (*nhv1.EvictResult, error) {
+	up, err := nhv2.EvictionFromV1(e)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.n.evict(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	return nhv2.EvictResultToV1(res)
 }
 
 // describe copies into h what the kubelet reports of the node that the

@@ -40,6 +40,9 @@ type Pod struct {
 	UID       string           `json:"uid"`
 	NodeName  string           `json:"nodeName"`
 	Requests  nhv2.PodRequests `json:"requests"`
+	// Priority is the pod's priority (spec.priority), 0 when its binding
+	// named none: preemption evicts only pods of lower priority.
+	Priority int64 `json:"priority"`
 	// Desired is Running, or Stopped once the pod is being deleted: its
 	// kubelet stops it, reports it ended, and the pod goes.
 	Desired nsv2.PodAssignmentDesiredState `json:"desiredState"`
@@ -170,7 +173,8 @@ func (s *PodStore) bind(b *nhv2.Binding, limit int) (*Pod, error) {
 		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods bound, at most %d kept", b.NodeName, on, limit)
 	}
 	p := &Pod{Namespace: b.Pod.Namespace, Name: b.Pod.Name, UID: b.Pod.UID, NodeName: b.NodeName, Requests: b.Requests,
-		Desired: nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
+		Priority: priority(b.Priority),
+		Desired:  nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
 		Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
 	s.pods[p.UID] = p
 	if err := s.changedLocked(p.UID); err != nil {
@@ -178,6 +182,50 @@ func (s *PodStore) bind(b *nhv2.Binding, limit int) (*Pod, error) {
 	}
 	cp := *p
 	return &cp, nil
+}
+
+func priority(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// evict unbinds the victims from the node at once (a deletion without a
+// grace period): their assignments go, so their kubelet stops them, and
+// what they requested is free for the preemptor. All or nothing: a victim
+// bound to another node is conflict, one whose priority is not below the
+// preemptor's is permission_denied, and then none is evicted. A victim
+// the store no longer holds (it ended, or an earlier eviction call got
+// it) is left out of the answer.
+func (s *PodStore) evict(e *nhv2.Eviction) ([]Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var evicted []Pod
+	seen := map[string]bool{}
+	for _, v := range e.Victims {
+		p := s.pods[v.UID]
+		if p == nil || seen[v.UID] {
+			continue
+		}
+		seen[v.UID] = true
+		if p.NodeName != e.NodeName {
+			return nil, framework.Errorf(framework.CodeConflict, "pod %s/%s (uid %s) is bound to %s, not %s", p.Namespace, p.Name, p.UID, p.NodeName, e.NodeName)
+		}
+		if p.Priority >= e.Preemptor.Priority {
+			return nil, framework.Errorf(framework.CodePermissionDenied, "pod %s/%s (uid %s) has priority %d, not below %d of %s/%s: it may not be preempted for it",
+				p.Namespace, p.Name, p.UID, p.Priority, e.Preemptor.Priority, e.Preemptor.Pod.Namespace, e.Preemptor.Pod.Name)
+		}
+		evicted = append(evicted, *p)
+	}
+	var err error
+	for _, p := range evicted {
+		delete(s.pods, p.UID)
+		if e := s.changedLocked(p.UID); e != nil {
+			err = e
+		}
+	}
+	return evicted, err
 }
 
 // report records a pod's status from its node's kubelet; a pod that ended
@@ -245,6 +293,11 @@ func (s *PodStore) Pods() []Pod {
 func (p *Pod) assignment() *nsv2.PodAssignment {
 	return &nsv2.PodAssignment{UID: p.UID, Namespace: p.Namespace, Name: p.Name, NodeName: p.NodeName, DesiredState: p.Desired,
 		Requests: nsv2.PodRequests{CPUMillis: p.Requests.CPUMillis, MemoryBytes: p.Requests.MemoryBytes}}
+}
+
+// bound is the pod as its node's health lists it.
+func (p *Pod) bound() nhv2.BoundPod {
+	return nhv2.BoundPod{Pod: nhv2.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, Priority: p.Priority, Requests: p.Requests}
 }
 
 // String names the pod.

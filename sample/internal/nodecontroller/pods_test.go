@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
 	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
@@ -97,5 +98,86 @@ func TestEndedPodsGo(t *testing.T) {
 		"every pod ended and went")
 	assert.Equal(t, int64(110), n.Health()[0].Allocatable.Pods)
 	assert.Equal(t, int64(3), k.Stats().PodsStarted.Load())
+	assert.Zero(t, k.Stats().Failed.Load())
+}
+
+// Evict unbinds pods of lower priority than the preemptor, at once: their
+// assignments go, their kubelet stops them, the node's health frees what
+// they requested and no longer lists them. A victim of equal or higher
+// priority, or bound to another node, is refused and nothing is evicted;
+// evicting pods no longer bound changes nothing. A 1.0.0 scheduler
+// evicts through the fork conversions alike.
+func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
+	var evictions []nodecontroller.Eviction
+	evicted := make(chan nodecontroller.Eviction, 4)
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Fork: true, Evicted: func(e nodecontroller.Eviction) { evicted <- e }})
+	k := runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
+	require.Eventually(t, func() bool { return len(n.Health()) == 2 }, 5*time.Second, 10*time.Millisecond)
+	cc := framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Endpoints: []string{url}}
+	c := nhv2.NewClient(frameworktest.NewClient(t, nhv2.Contract, cc))
+	c1 := nhv1.NewClient(frameworktest.NewClient(t, nhv1.Contract, cc))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ref := func(uid string) nhv2.PodRef { return nhv2.PodRef{Namespace: "default", Name: "pod-" + uid, UID: uid} }
+	for _, b := range []struct {
+		uid, node string
+		priority  int64
+	}{{"low1", "node-000", 100}, {"low2", "node-000", 100}, {"mid", "node-000", 1000}, {"other", "node-001", 100}, {"low3", "node-000", 100}} {
+		prio := b.priority
+		_, err := c.Bind(ctx, &nhv2.Binding{Pod: ref(b.uid), NodeName: b.node, Priority: &prio, Requests: nhv2.PodRequests{CPUMillis: 800, MemoryBytes: 1 << 30}})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return len(k.Running(0)) == 4 && len(k.Running(1)) == 1 }, 5*time.Second, 10*time.Millisecond)
+	health := func(node string) nhv2.NodeHealth {
+		for _, h := range n.Health() {
+			if h.NodeName == node {
+				return h
+			}
+		}
+		t.Fatalf("no node %s", node)
+		return nhv2.NodeHealth{}
+	}
+	require.Len(t, health("node-000").Pods, 4)
+	assert.Equal(t, nhv2.BoundPod{Pod: ref("mid"), Priority: 1000, Requests: nhv2.PodRequests{CPUMillis: 800, MemoryBytes: 1 << 30}}, health("node-000").Pods[3])
+	preemptor := func(priority int64) nhv2.Preemptor {
+		return nhv2.Preemptor{Pod: ref("high"), Priority: priority, Requests: nhv2.PodRequests{CPUMillis: 2000, MemoryBytes: 1 << 30}}
+	}
+
+	// Refused, all or nothing.
+	_, err := c.Evict(ctx, &nhv2.Eviction{NodeName: "node-000", Victims: []nhv2.PodRef{ref("low1"), ref("mid")}, Preemptor: preemptor(1000)})
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "mid has the preemptor's priority: %v", err)
+	_, err = c.Evict(ctx, &nhv2.Eviction{NodeName: "node-000", Victims: []nhv2.PodRef{ref("low1"), ref("other")}, Preemptor: preemptor(10000)})
+	assert.Equal(t, framework.CodeConflict, framework.CodeOf(err), "other is bound to node-001: %v", err)
+	_, err = c.Evict(ctx, &nhv2.Eviction{NodeName: "node-999", Victims: []nhv2.PodRef{ref("low1")}, Preemptor: preemptor(10000)})
+	assert.Equal(t, framework.CodeNotFound, framework.CodeOf(err), "%v", err)
+	assert.Len(t, n.Pods(), 5, "nothing was evicted")
+	assert.Empty(t, evicted)
+
+	before := health("node-000").Allocatable
+	res, err := c.Evict(ctx, &nhv2.Eviction{NodeName: "node-000", Victims: []nhv2.PodRef{ref("low1"), ref("low2")}, Preemptor: preemptor(1000)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"low1", "low2"}, res.Evicted)
+	evictions = append(evictions, <-evicted)
+	assert.Equal(t, before.CPUMillis+1600, health("node-000").Allocatable.CPUMillis, "what the victims requested is free at once")
+	assert.Equal(t, before.CPUMillis, evictions[0].Before.CPUMillis)
+	assert.Equal(t, before.CPUMillis+1600, evictions[0].After.CPUMillis)
+	require.Len(t, evictions[0].Victims, 2)
+	assert.Equal(t, int64(100), evictions[0].Victims[0].Priority)
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "low3"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond,
+		"the victims' kubelet stopped them")
+	assert.Len(t, health("node-000").Pods, 2)
+
+	// Again: nothing left to evict.
+	res, err = c.Evict(ctx, &nhv2.Eviction{NodeName: "node-000", Victims: []nhv2.PodRef{ref("low1")}, Preemptor: preemptor(1000)})
+	require.NoError(t, err)
+	assert.Empty(t, res.Evicted)
+
+	// 1.0.0, through the fork conversions.
+	res1, err := c1.Evict(ctx, &nhv1.Eviction{NodeName: "node-000", Victims: []nhv1.PodName{{Namespace: "default", Name: "pod-low3", UID: "low3"}},
+		Preemptor: nhv1.BoundPod{Namespace: "default", Name: "pod-high", UID: "high", Priority: 1000, Requests: nhv1.ResourceList{"cpu": "1", "memory": "1Gi"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"low3"}, res1.Evicted)
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond)
+	<-evicted
 	assert.Zero(t, k.Stats().Failed.Load())
 }

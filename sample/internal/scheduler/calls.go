@@ -102,7 +102,7 @@ func (s *Scheduler) CheckNode(ctx context.Context, node string) (*nhv2.NodeHealt
 // call that failed may be sent again.
 func (s *Scheduler) PostBinding(ctx context.Context, pod extv2.PodRef, node string) error {
 	b := &nhv2.Binding{Pod: nhv2.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, NodeName: node,
-		Requests: nhv2.PodRequests{CPUMillis: pod.Requests.CPUMillis, MemoryBytes: pod.Requests.MemoryBytes}}
+		Requests: nhv2.PodRequests{CPUMillis: pod.Requests.CPUMillis, MemoryBytes: pod.Requests.MemoryBytes}, Priority: pod.Priority}
 	if s.cfg.API == "v2" {
 		_, err := nhv2.NewClient(s.nodes).Bind(ctx, b)
 		return err
@@ -138,4 +138,27 @@ func (s *Scheduler) Preempt(ctx context.Context, name string, pod extv2.PodRef, 
 		return nil, err
 	}
 	return extv2.PreemptResponseFromV1(res)
+}
+
+// Evict has the node controller evict victims from node to make room for
+// pod (preemption): it unbinds them, and their kubelet stops them. It
+// fails, evicting none, if one is bound elsewhere or has a priority not
+// below the pod's.
+func (s *Scheduler) Evict(ctx context.Context, pod extv2.PodRef, node string, victims []nhv2.BoundPod) error {
+	e := &nhv2.Eviction{NodeName: node, Victims: make([]nhv2.PodRef, len(victims)),
+		Preemptor: nhv2.Preemptor{Pod: nhv2.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, Priority: extv2.PriorityOf(pod),
+			Requests: nhv2.PodRequests{CPUMillis: pod.Requests.CPUMillis, MemoryBytes: pod.Requests.MemoryBytes}}}
+	for i, v := range victims {
+		e.Victims[i] = v.Pod
+	}
+	if s.cfg.API == "v2" {
+		_, err := nhv2.NewClient(s.nodes).Evict(ctx, e)
+		return err
+	}
+	down, err := nhv2.EvictionToV1(e)
+	if err != nil {
+		return err
+	}
+	_, err = nhv1.NewClient(s.nodes).Evict(ctx, down)
+	return err
 }

@@ -45,9 +45,11 @@ func TestSchedulerPlacesPodsWhereTheirRequestsFit(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return cpuLeft() == 3800 }, 5*time.Second, 10*time.Millisecond)
 
+			priority := int64(scheduler.PriorityClasses[1].Value)
 			pod := func(cpu int64) extv2.PodRef {
 				p := s.NewPod()
 				p.Requests = extv2.Requests{CPUMillis: cpu, MemoryBytes: 1 << 30}
+				p.Priority = &priority // one priority: no pod may preempt another
 				return p
 			}
 			callCtx, callCancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -57,7 +59,7 @@ func TestSchedulerPlacesPodsWhereTheirRequestsFit(t *testing.T) {
 			assert.Equal(t, "node-000", node)
 			require.Eventually(t, func() bool { return cpuLeft() == 800 }, 5*time.Second, 10*time.Millisecond, "the node has 800m left")
 			_, err = s.ScheduleOne(callCtx, pod(1000))
-			assert.ErrorIs(t, err, scheduler.ErrNoNode, "1000m does not fit in 800m")
+			assert.ErrorIs(t, err, scheduler.ErrNoNode, "1000m does not fit in 800m, and the pod there has the same priority")
 			_, err = s.ScheduleOne(callCtx, pod(800))
 			assert.NoError(t, err, "800m does")
 			assert.Len(t, nc.Pods(), 2)

@@ -79,13 +79,9 @@ func resourceList(r nhv2.Resources) corev1.ResourceList {
 // kube-scheduler's TaintToleration and NodeResourcesFit filters keep them
 // before any extender is called.
 func (s *Scheduler) candidatesFor(pod extv2.PodRef) []string {
-	var tolerations []corev1.Toleration
-	for _, t := range pod.Tolerations {
-		tolerations = append(tolerations, extv2.TolerationToCore(t))
-	}
 	var out []string
 	for _, h := range s.Nodes() {
-		if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !tolerates(tolerations, h.Taints) || !fits(pod, h) {
+		if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !tolerates(pod, h.Taints) || !fits(pod, h.Allocatable) {
 			continue
 		}
 		out = append(out, h.NodeName)
@@ -93,17 +89,20 @@ func (s *Scheduler) candidatesFor(pod extv2.PodRef) []string {
 	return out
 }
 
-// fits reports whether what the pod requests fits in what is left of the
-// node's allocatable resources: the node controller subtracts what the
-// pods bound to the node request (NodeResourcesFit, by requests only).
-func fits(pod extv2.PodRef, h nhv2.NodeHealth) bool {
-	left := h.Allocatable
+// fits reports whether what the pod requests fits in left, what is left
+// of a node's allocatable resources: the node controller subtracts what
+// the pods bound to the node request (NodeResourcesFit, by requests only).
+func fits(pod extv2.PodRef, left nhv2.Resources) bool {
 	return left.Pods >= 1 && pod.Requests.CPUMillis <= left.CPUMillis && pod.Requests.MemoryBytes <= left.MemoryBytes
 }
 
-// tolerates reports whether tolerations tolerate every taint that keeps
-// pods off a node (NoSchedule, NoExecute).
-func tolerates(tolerations []corev1.Toleration, taints []nhv2.Taint) bool {
+// tolerates reports whether the pod tolerates every taint that keeps pods
+// off a node (NoSchedule, NoExecute).
+func tolerates(pod extv2.PodRef, taints []nhv2.Taint) bool {
+	var tolerations []corev1.Toleration
+	for _, t := range pod.Tolerations {
+		tolerations = append(tolerations, extv2.TolerationToCore(t))
+	}
 	logger := klog.Background()
 	for _, t := range taints {
 		taint := corev1.Taint{Key: t.Key, Effect: corev1.TaintEffect(t.Effect)}

@@ -100,6 +100,9 @@ type Config struct {
 	// OnBound, if set, is called with every pod the node controller
 	// accepted the binding of, and its node.
 	OnBound func(pod extv2.PodRef, node string)
+	// OnPreempted, if set, is called with every preemption once the node
+	// controller evicted its victims, before the pod is bound.
+	OnPreempted func(Preemption)
 }
 
 // Scheduler places pods.
@@ -116,16 +119,20 @@ type Scheduler struct {
 	uidPrefix string
 	stats     Stats
 
-	pods  *prometheus.CounterVec
-	calls *prometheus.CounterVec
+	pods    *prometheus.CounterVec
+	calls   *prometheus.CounterVec
+	victims prometheus.Counter
 }
 
 // Stats counts pods by outcome.
 type Stats struct {
 	// Scheduled pods were bound at the node controller; Unschedulable ones
-	// found no node;
+	// found no node, even by preemption;
 	// Failed ones met an error (a call failed or timed out).
 	Scheduled, Unschedulable, Failed atomic.Int64
+	// Preempted counts pods placed by evicting pods of lower priority
+	// (counted in Scheduled too once bound), Victims the pods evicted.
+	Preempted, Victims atomic.Int64
 }
 
 // extender is one extender's client.
@@ -160,9 +167,13 @@ func New(cfg Config) (*Scheduler, error) {
 			Name: "sample_scheduler_calls_total",
 			Help: "Calls to the node controller and the extenders, by peer (nodecontroller or the extender's name), method, the contract version the call travelled at, and code (ok on success, abandoned when the scheduler stopped first).",
 		}, []string{"peer", "method", "version", "code"}),
+		victims: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sample_scheduler_preemption_victims_total",
+			Help: "Pods the node controller evicted to make room for pods of higher priority.",
+		}),
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(s.pods, s.calls, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		cfg.Registerer.MustRegister(s.pods, s.calls, s.victims, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sample_scheduler_nodes",
 			Help: "Nodes in the scheduler's NodeHealth cache.",
 		}, func() float64 { return float64(len(s.Nodes())) }))
@@ -354,6 +365,7 @@ func (s *Scheduler) Status() any {
 		"api": s.cfg.API, "fork": s.cfg.Fork, "synced": s.Synced(), "nodes": s.Nodes(),
 		"nodeController": s.nodes.Endpoints(), "extenders": ext,
 		"scheduled": s.stats.Scheduled.Load(), "unschedulable": s.stats.Unschedulable.Load(), "failed": s.stats.Failed.Load(),
+		"preempted": s.stats.Preempted.Load(), "victims": s.stats.Victims.Load(),
 	}
 }
 
@@ -387,14 +399,38 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
+// PriorityClass is a scheduling.k8s.io/v1 PriorityClass: the API server
+// resolves a pod's priorityClassName to spec.priority.
+type PriorityClass struct {
+	Name  string
+	Value int64
+}
+
+// PriorityClasses are the classes the scheduler's pods draw from, by
+// the pod's number modulo 10: 0 to 5 low, 6 to 8 medium, 9 high.
+var PriorityClasses = [3]PriorityClass{{"sample-low", 100}, {"sample-medium", 1000}, {"sample-high", 10000}}
+
+// priorityClassOf is the class of the i-th pod.
+func priorityClassOf(i int64) PriorityClass {
+	switch i % 10 {
+	case 6, 7, 8:
+		return PriorityClasses[1]
+	case 9:
+		return PriorityClasses[2]
+	}
+	return PriorityClasses[0]
+}
+
 // NewPod returns the next pod to place: named pod-000001 and on, with a
-// UID unique to this scheduler process, requests that vary, and every
-// tenth tolerating maintenance windows.
+// UID unique to this scheduler process, requests that vary, a priority
+// of [PriorityClasses], and every tenth tolerating maintenance windows.
 func (s *Scheduler) NewPod() extv2.PodRef {
 	i := s.nextPod.Add(1)
+	class := priorityClassOf(i)
 	pod := extv2.PodRef{Namespace: "default", Name: fmt.Sprintf("pod-%06d", i), UID: fmt.Sprintf("%s-%06d", s.uidPrefix, i),
 		Labels:   map[string]string{"app": "web"},
-		Requests: extv2.Requests{CPUMillis: 100 + (i*37)%400, MemoryBytes: (64 + (i*53)%192) << 20}}
+		Requests: extv2.Requests{CPUMillis: 100 + (i*37)%400, MemoryBytes: (64 + (i*53)%192) << 20},
+		Priority: &class.Value, PriorityClassName: &class.Name}
 	if i%10 == 0 {
 		pod.Labels["lockstep.dev/tolerate-maintenance"] = "true"
 	}
@@ -402,7 +438,8 @@ func (s *Scheduler) NewPod() extv2.PodRef {
 }
 
 // ScheduleOne places pod and returns its node: filter, score, confirm,
-// bind. ErrNoNode means no node fits.
+// bind; when no node fits, preempt pods of lower priority (preempt.go).
+// ErrNoNode means no node fits, even by preemption.
 func (s *Scheduler) ScheduleOne(ctx context.Context, pod extv2.PodRef) (string, error) {
 	node, err := s.scheduleOne(ctx, pod)
 	s.count(err)
@@ -443,7 +480,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		nodes = resp.Feasible
 	}
 	if len(nodes) == 0 {
-		return "", ErrNoNode
+		return s.preempt(ctx, pod)
 	}
 	scores := map[string]float64{}
 	for _, e := range s.extenders {
@@ -468,29 +505,39 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		return nodes[i] < nodes[j]
 	})
 	best := nodes[0]
-	h, err := s.CheckNode(ctx, best)
-	if err != nil {
-		return "", fmt.Errorf("node controller: check %s: %w", best, err)
+	if err := s.bind(ctx, pod, best); err != nil {
+		return "", err
 	}
-	if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !fits(pod, *h) {
-		return "", fmt.Errorf("%w: %s changed since it was watched", ErrNoNode, best)
+	return best, nil
+}
+
+// bind confirms with the node controller that the pod fits on node (a
+// watch may lag), has the binding extender bind it, and posts the
+// binding.
+func (s *Scheduler) bind(ctx context.Context, pod extv2.PodRef, node string) error {
+	h, err := s.CheckNode(ctx, node)
+	if err != nil {
+		return fmt.Errorf("node controller: check %s: %w", node, err)
+	}
+	if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !fits(pod, h.Allocatable) {
+		return fmt.Errorf("%w: %s changed since it was watched", ErrNoNode, node)
 	}
 	for _, e := range s.extenders {
 		if !e.cfg.Bind || !e.interested(pod) {
 			continue
 		}
-		if err := s.Bind(ctx, e.cfg.Name, pod, best); err != nil {
-			return "", fmt.Errorf("extender %s: bind: %w", e.cfg.Name, err)
+		if err := s.Bind(ctx, e.cfg.Name, pod, node); err != nil {
+			return fmt.Errorf("extender %s: bind: %w", e.cfg.Name, err)
 		}
 		break
 	}
-	if err := s.PostBinding(ctx, pod, best); err != nil {
-		return "", fmt.Errorf("node controller: bind %s to %s: %w", pod.Name, best, err)
+	if err := s.PostBinding(ctx, pod, node); err != nil {
+		return fmt.Errorf("node controller: bind %s to %s: %w", pod.Name, node, err)
 	}
 	if s.cfg.OnBound != nil {
-		s.cfg.OnBound(pod, best)
+		s.cfg.OnBound(pod, node)
 	}
-	return best, nil
+	return nil
 }
 
 func randomHex(n int) string {

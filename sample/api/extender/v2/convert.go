@@ -73,6 +73,13 @@ func PodRefFromV1(pod v1.Pod) (PodRef, error) {
 	cpu, mem := kube.Requests(p)
 	out := PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels,
 		Requests: Requests{CPUMillis: cpu, MemoryBytes: mem}}
+	if p.Spec.Priority != nil {
+		prio := int64(*p.Spec.Priority)
+		out.Priority = &prio
+	}
+	if p.Spec.PriorityClassName != "" {
+		out.PriorityClassName = &p.Spec.PriorityClassName
+	}
 	for _, t := range p.Spec.Tolerations {
 		out.Tolerations = append(out.Tolerations, TolerationFromCore(t))
 	}
@@ -86,14 +93,33 @@ func PodRefToV1(pod PodRef) (v1.Pod, error) {
 	return v1.Pod(b), err
 }
 
-// PodRefToCore returns the pod as a core/v1 Pod.
+// PodRefToCore returns the pod as a core/v1 Pod, with its priority
+// (spec.priority, spec.priorityClassName) as the API server resolved it
+// from its PriorityClass.
 func PodRefToCore(pod PodRef) *corev1.Pod {
 	var tolerations []corev1.Toleration
 	for _, t := range pod.Tolerations {
 		tolerations = append(tolerations, TolerationToCore(t))
 	}
-	return kube.NewPod(metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: types.UID(pod.UID), Labels: pod.Labels},
+	p := kube.NewPod(metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: types.UID(pod.UID), Labels: pod.Labels},
 		pod.Requests.CPUMillis, pod.Requests.MemoryBytes, tolerations)
+	if pod.Priority != nil {
+		prio := int32(max(math.MinInt32, min(math.MaxInt32, *pod.Priority)))
+		p.Spec.Priority = &prio
+	}
+	if pod.PriorityClassName != nil {
+		p.Spec.PriorityClassName = *pod.PriorityClassName
+	}
+	return p
+}
+
+// PriorityOf returns the pod's priority: 0 when it has none, as for a pod
+// of no PriorityClass where none is the global default.
+func PriorityOf(pod PodRef) int64 {
+	if pod.Priority == nil {
+		return 0
+	}
+	return *pod.Priority
 }
 
 // TolerationToCore returns a toleration as core/v1's.

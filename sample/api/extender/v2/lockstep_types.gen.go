@@ -745,6 +745,10 @@ type PodRef struct {
 	UID       string            `json:"uid"`
 	Labels    map[string]string `json:"labels,omitzero"`
 	Requests  Requests          `json:"requests"`
+	// The pod's priority (spec.priority); absent is 0.
+	Priority *int64 `json:"priority,omitzero"`
+	// The PriorityClass the priority was resolved from.
+	PriorityClassName *string `json:"priorityClassName,omitzero"`
 	// The pod's tolerations of node taints.
 	Tolerations []Toleration `json:"tolerations,omitzero"`
 }
@@ -821,6 +825,30 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
+		case "priority":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
+			} else {
+				p8 := new(int64)
+				v9, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "priority")
+				}
+				(*p8) = v9
+				m.Priority = p8
+			}
+		case "priorityClassName":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "priorityClassName")
+			} else {
+				p10 := new(string)
+				v11, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "priorityClassName")
+				}
+				(*p10) = v11
+				m.PriorityClassName = p10
+			}
 		case "tolerations":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tolerations")
@@ -828,24 +856,24 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tolerations")
 			}
-			var s8 []Toleration
-			var zero10 Toleration
-			for i9 := 0; d.NextItem(); i9++ {
-				if s8 == nil {
-					s8 = make([]Toleration, 0, 4)
+			var s12 []Toleration
+			var zero14 Toleration
+			for i13 := 0; d.NextItem(); i13++ {
+				if s12 == nil {
+					s12 = make([]Toleration, 0, 4)
 				}
-				s8 = append(s8, zero10)
-				if err := s8[i9].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "tolerations")
+				s12 = append(s12, zero14)
+				if err := s12[i13].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "tolerations")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tolerations")
 			}
-			if s8 == nil {
-				s8 = []Toleration{}
+			if s12 == nil {
+				s12 = []Toleration{}
 			}
-			m.Tolerations = s8
+			m.Tolerations = s12
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -908,6 +936,14 @@ func (m *PodRef) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, ",\"requests\":"...)
 	if b, err = m.Requests.AppendJSON(b); err != nil {
 		return nil, err
+	}
+	if m.Priority != nil {
+		b = append(b, ",\"priority\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Priority)))
+	}
+	if m.PriorityClassName != nil {
+		b = append(b, ",\"priorityClassName\":"...)
+		b = jsonwire.AppendString(b, string((*m.PriorityClassName)))
 	}
 	if m.Tolerations != nil {
 		b = append(b, ",\"tolerations\":"...)

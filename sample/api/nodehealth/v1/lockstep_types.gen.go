@@ -106,6 +106,8 @@ type Binding struct {
 	NodeName  string `json:"nodeName"`
 	// What the pod's containers request, as quantities by resource name (cpu, memory).
 	Requests *ResourceList `json:"requests,omitzero"`
+	// The pod's priority (spec.priority); absent is 0.
+	Priority *int64 `json:"priority,omitzero"`
 }
 
 // UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
@@ -167,6 +169,18 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Requests = p5
 			}
+		case "priority":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
+			} else {
+				p6 := new(int64)
+				v7, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "priority")
+				}
+				(*p6) = v7
+				m.Priority = p6
+			}
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -214,6 +228,10 @@ func (m *Binding) AppendJSON(b []byte) ([]byte, error) {
 		if b, err = (*m.Requests).AppendJSON(b); err != nil {
 			return nil, err
 		}
+	}
+	if m.Priority != nil {
+		b = append(b, ",\"priority\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Priority)))
 	}
 	return jsonwire.CloseObject(b, start1), nil
 }
@@ -268,6 +286,450 @@ func (m *Binding) Validate() error {
 }
 
 var _ framework.Validator = (*Binding)(nil)
+
+// BoundPod is the message BoundPod of the contract, generated from contract.yaml#/schemas/BoundPod.
+//
+// A pod bound to the node, with what it requests and its priority.
+type BoundPod struct {
+	Namespace string       `json:"namespace"`
+	Name      string       `json:"name"`
+	UID       string       `json:"uid"`
+	Priority  int64        `json:"priority"`
+	Requests  ResourceList `json:"requests"`
+}
+
+// UnmarshalJSON decodes BoundPod, rejecting JSON its Go type cannot represent.
+func (m *BoundPod) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = BoundPod{}
+	var seen [5]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "namespace":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "namespace")
+			}
+			m.Namespace = v1
+		case "name":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v2
+		case "uid":
+			seen[2] = true
+			v3, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "uid")
+			}
+			m.UID = v3
+		case "priority":
+			seen[3] = true
+			v4, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "priority")
+			}
+			m.Priority = v4
+		case "requests":
+			seen[4] = true
+			if err := m.Requests.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "requests")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2] && seen[3] && seen[4]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "namespace")
+		}
+		if !seen[1] {
+			missing = append(missing, "name")
+		}
+		if !seen[2] {
+			missing = append(missing, "uid")
+		}
+		if !seen[3] {
+			missing = append(missing, "priority")
+		}
+		if !seen[4] {
+			missing = append(missing, "requests")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of BoundPod to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BoundPod) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	b = append(b, ",\"priority\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Priority))
+	b = append(b, ",\"requests\":"...)
+	if b, err = m.Requests.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *BoundPod) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n > 63 {
+		v.Fail(at, "namespace", kw, "properties/namespace/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n > 253 {
+		v.Fail(at, "name", kw, "properties/name/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n > 128 {
+		v.Fail(at, "uid", kw, "properties/uid/maxLength", "length must be <= 128, but got "+strconv.Itoa(n))
+	}
+	if m.Requests == nil {
+		v.Fail(at, "requests", kw, "properties/requests/type", "null is not allowed here")
+	} else {
+		path1 := at.Keyword("requests")
+		path2 := kw.Keyword("properties/requests/$ref")
+		m.Requests.validateJSON(v, &path1, &path2)
+	}
+}
+
+// Validate checks m against the schema of BoundPod, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BoundPod) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BoundPod is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BoundPod")
+}
+
+var _ framework.Validator = (*BoundPod)(nil)
+
+// EvictResult is the message EvictResult of the contract, generated from contract.yaml#/schemas/EvictResult.
+type EvictResult struct {
+	// The UIDs of the victims that were bound to the node and are not any more.
+	Evicted []string `json:"evicted"`
+}
+
+// UnmarshalJSON decodes EvictResult, rejecting JSON its Go type cannot represent.
+func (m *EvictResult) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = EvictResult{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "evicted":
+			seen[0] = true
+			if d.Null() {
+				m.Evicted = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "evicted")
+				}
+				var s1 []string
+				var zero3 string
+				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]string, 0, 4)
+					}
+					s1 = append(s1, zero3)
+					v4, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "evicted")
+					}
+					s1[i2] = v4
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "evicted")
+				}
+				if s1 == nil {
+					s1 = []string{}
+				}
+				m.Evicted = s1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "evicted")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of EvictResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EvictResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"evicted\":"...)
+	if m.Evicted == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Evicted {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Evicted[i2]))
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *EvictResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Evicted == nil {
+		v.Fail(at, "evicted", kw, "properties/evicted/type", "null is not allowed here")
+	}
+}
+
+// Validate checks m against the schema of EvictResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *EvictResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "EvictResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("EvictResult")
+}
+
+var _ framework.Validator = (*EvictResult)(nil)
+
+// Eviction is the message Eviction of the contract, generated from contract.yaml#/schemas/Eviction.
+//
+// The pods to evict from a node, and the pod of higher priority they make room for.
+type Eviction struct {
+	NodeName  string    `json:"nodeName"`
+	Victims   []PodName `json:"victims"`
+	Preemptor BoundPod  `json:"preemptor"`
+}
+
+// UnmarshalJSON decodes Eviction, rejecting JSON its Go type cannot represent.
+func (m *Eviction) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Eviction{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nodeName":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		case "victims":
+			seen[1] = true
+			if d.Null() {
+				m.Victims = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				var s2 []PodName
+				var zero4 PodName
+				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]PodName, 0, 4)
+					}
+					s2 = append(s2, zero4)
+					if err := s2[i3].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				if s2 == nil {
+					s2 = []PodName{}
+				}
+				m.Victims = s2
+			}
+		case "preemptor":
+			seen[2] = true
+			if err := m.Preemptor.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "preemptor")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "nodeName")
+		}
+		if !seen[1] {
+			missing = append(missing, "victims")
+		}
+		if !seen[2] {
+			missing = append(missing, "preemptor")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Eviction to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Eviction) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"victims\":"...)
+	if m.Victims == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Victims {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Victims[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"preemptor\":"...)
+	if b, err = m.Preemptor.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *Eviction) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if m.Victims == nil {
+		v.Fail(at, "victims", kw, "properties/victims/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Victims); i1++ {
+			path3 := at.Keyword("victims")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/victims/items/$ref")
+			m.Victims[i1].validateJSON(v, &at2, &path4)
+		}
+		if len(m.Victims) < 1 {
+			v.Fail(at, "victims", kw, "properties/victims/minItems", "minimum 1 items required, but found "+strconv.Itoa(len(m.Victims))+" items")
+		}
+		if len(m.Victims) > 1000 {
+			v.Fail(at, "victims", kw, "properties/victims/maxItems", "maximum 1000 items required, but found "+strconv.Itoa(len(m.Victims))+" items")
+		}
+	}
+	path5 := at.Keyword("preemptor")
+	path6 := kw.Keyword("properties/preemptor/$ref")
+	m.Preemptor.validateJSON(v, &path5, &path6)
+}
+
+// Validate checks m against the schema of Eviction, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Eviction) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Eviction is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Eviction")
+}
+
+var _ framework.Validator = (*Eviction)(nil)
 
 // NodeAddress is the message NodeAddress of the contract, generated from contract.yaml#/schemas/NodeAddress.
 //
@@ -697,6 +1159,8 @@ type NodeHealth struct {
 	Addresses []NodeAddress `json:"addresses,omitzero"`
 	// The node's conditions, as its kubelet reports them.
 	Conditions []NodeCondition `json:"conditions,omitzero"`
+	// The pods bound to the node, sorted by UID.
+	Pods []BoundPod `json:"pods,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeHealth, rejecting JSON its Go type cannot represent.
@@ -868,6 +1332,31 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				s17 = []NodeCondition{}
 			}
 			m.Conditions = s17
+		case "pods":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "pods")
+			}
+			var s20 []BoundPod
+			var zero22 BoundPod
+			for i21 := 0; d.NextItem(); i21++ {
+				if s20 == nil {
+					s20 = make([]BoundPod, 0, 4)
+				}
+				s20 = append(s20, zero22)
+				if err := s20[i21].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "pods")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "pods")
+			}
+			if s20 == nil {
+				s20 = []BoundPod{}
+			}
+			m.Pods = s20
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -992,6 +1481,23 @@ func (m *NodeHealth) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, ']')
 		}
 	}
+	if m.Pods != nil {
+		b = append(b, ",\"pods\":"...)
+		if m.Pods == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i9 := range m.Pods {
+				if i9 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Pods[i9].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -1040,6 +1546,14 @@ func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 			at18 := path19.Index(i17)
 			path20 := kw.Keyword("properties/conditions/items/$ref")
 			m.Conditions[i17].validateJSON(v, &at18, &path20)
+		}
+	}
+	if m.Pods != nil {
+		for i21 := 0; i21 < len(m.Pods); i21++ {
+			path23 := at.Keyword("pods")
+			at22 := path23.Index(i21)
+			path24 := kw.Keyword("properties/pods/items/$ref")
+			m.Pods[i21].validateJSON(v, &at22, &path24)
 		}
 	}
 }
@@ -1144,6 +1658,132 @@ func (m *NodeRef) Validate() error {
 }
 
 var _ framework.Validator = (*NodeRef)(nil)
+
+// PodName is the message PodName of the contract, generated from contract.yaml#/schemas/PodName.
+//
+// A pod, by namespace, name and UID.
+type PodName struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// UnmarshalJSON decodes PodName, rejecting JSON its Go type cannot represent.
+func (m *PodName) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *PodName) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = PodName{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "namespace":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "namespace")
+			}
+			m.Namespace = v1
+		case "name":
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "name")
+			}
+			m.Name = v2
+		case "uid":
+			seen[2] = true
+			v3, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "uid")
+			}
+			m.UID = v3
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "namespace")
+		}
+		if !seen[1] {
+			missing = append(missing, "name")
+		}
+		if !seen[2] {
+			missing = append(missing, "uid")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of PodName to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *PodName) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"namespace\":"...)
+	b = jsonwire.AppendString(b, string(m.Namespace))
+	b = append(b, ",\"name\":"...)
+	b = jsonwire.AppendString(b, string(m.Name))
+	b = append(b, ",\"uid\":"...)
+	b = jsonwire.AppendString(b, string(m.UID))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *PodName) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.Namespace); n < 1 {
+		v.Fail(at, "namespace", kw, "properties/namespace/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Namespace); n > 63 {
+		v.Fail(at, "namespace", kw, "properties/namespace/maxLength", "length must be <= 63, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n < 1 {
+		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.Name); n > 253 {
+		v.Fail(at, "name", kw, "properties/name/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n < 1 {
+		v.Fail(at, "uid", kw, "properties/uid/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.UID); n > 128 {
+		v.Fail(at, "uid", kw, "properties/uid/maxLength", "length must be <= 128, but got "+strconv.Itoa(n))
+	}
+}
+
+// Validate checks m against the schema of PodName, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *PodName) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "PodName is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("PodName")
+}
+
+var _ framework.Validator = (*PodName)(nil)
 
 // ResourceList is the message ResourceList of the contract, generated from contract.yaml#/schemas/ResourceList.
 //

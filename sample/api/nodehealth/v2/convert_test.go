@@ -48,6 +48,8 @@ func TestNodeHealthDescriptionSurvivesARoundTrip(t *testing.T) {
 		Taints:      []v2.Taint{{Key: "dedicated", Value: &gpu, Effect: v2.TaintEffectNoSchedule}, {Key: "spot", Effect: v2.TaintEffectPreferNoSchedule}},
 		Addresses:   []v2.NodeAddress{{Type: v2.NodeAddressTypeHostname, Address: "n1"}, {Type: v2.NodeAddressTypeInternalIP, Address: "127.0.0.1"}},
 		Conditions:  []v2.NodeCondition{{Type: v2.NodeConditionTypeReady, Status: v2.NodeConditionStatusTrue, Reason: &why}},
+		Pods: []v2.BoundPod{{Pod: v2.PodRef{Namespace: "default", Name: "p1", UID: "u1"}, Priority: 1000,
+			Requests: v2.PodRequests{CPUMillis: 250, MemoryBytes: 64 << 20}}},
 	}
 	down, err := v2.NodeHealthToV1(in)
 	require.NoError(t, err)
@@ -55,4 +57,35 @@ func TestNodeHealthDescriptionSurvivesARoundTrip(t *testing.T) {
 	up, err := v2.NodeHealthFromV1(down)
 	require.NoError(t, err)
 	assert.Equal(t, in, up)
+}
+
+// TestEvictionSurvivesARoundTrip: an eviction and a binding's priority
+// travel through 1.0.0 unchanged.
+func TestEvictionSurvivesARoundTrip(t *testing.T) {
+	in := &v2.Eviction{NodeName: "n1",
+		Victims:   []v2.PodRef{{Namespace: "default", Name: "low-1", UID: "u1"}, {Namespace: "default", Name: "low-2", UID: "u2"}},
+		Preemptor: v2.Preemptor{Pod: v2.PodRef{Namespace: "default", Name: "high", UID: "u3"}, Priority: 10000, Requests: v2.PodRequests{CPUMillis: 1500, MemoryBytes: 1 << 30}}}
+	down, err := v2.EvictionToV1(in)
+	require.NoError(t, err)
+	assert.Equal(t, v1.BoundPod{Namespace: "default", Name: "high", UID: "u3", Priority: 10000, Requests: v1.ResourceList{"cpu": "1500m", "memory": "1Gi"}}, down.Preemptor)
+	up, err := v2.EvictionFromV1(down)
+	require.NoError(t, err)
+	assert.Equal(t, in, up)
+
+	res, err := v2.EvictResultFromV1(&v1.EvictResult{Evicted: []string{"u1"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"u1"}, res.Evicted)
+
+	prio := int64(100)
+	b := &v2.Binding{Pod: v2.PodRef{Namespace: "default", Name: "p", UID: "u"}, NodeName: "n1", Priority: &prio,
+		Requests: v2.PodRequests{CPUMillis: 100, MemoryBytes: 1 << 20}}
+	bdown, err := v2.BindingToV1(b)
+	require.NoError(t, err)
+	bup, err := v2.BindingFromV1(bdown)
+	require.NoError(t, err)
+	assert.Equal(t, b, bup)
+
+	_, err = v2.EvictionFromV1(&v1.Eviction{NodeName: "n", Victims: []v1.PodName{{Namespace: "d", Name: "v", UID: "u"}},
+		Preemptor: v1.BoundPod{Namespace: "d", Name: "p", UID: "p", Requests: v1.ResourceList{"cpu": "lots"}}})
+	assert.ErrorContains(t, err, "requests cpu")
 }

@@ -103,6 +103,8 @@ type Binding struct {
 	Pod      PodRef      `json:"pod"`
 	NodeName string      `json:"nodeName"`
 	Requests PodRequests `json:"requests"`
+	// The pod's priority (spec.priority); absent is 0.
+	Priority *int64 `json:"priority,omitzero"`
 }
 
 // UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
@@ -142,6 +144,18 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 			seen[2] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
+			}
+		case "priority":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
+			} else {
+				p2 := new(int64)
+				v3, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, "priority")
+				}
+				(*p2) = v3
+				m.Priority = p2
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -184,6 +198,10 @@ func (m *Binding) AppendJSON(b []byte) ([]byte, error) {
 	if b, err = m.Requests.AppendJSON(b); err != nil {
 		return nil, err
 	}
+	if m.Priority != nil {
+		b = append(b, ",\"priority\":"...)
+		b = jsonwire.AppendInt(b, int64((*m.Priority)))
+	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -216,6 +234,405 @@ func (m *Binding) Validate() error {
 }
 
 var _ framework.Validator = (*Binding)(nil)
+
+// BoundPod is the message BoundPod of the contract, generated from contract.yaml#/schemas/BoundPod.
+//
+// A pod bound to the node, with what it requests and its priority, as kube-scheduler's NodeInfo holds the node's pods.
+type BoundPod struct {
+	Pod      PodRef      `json:"pod"`
+	Priority int64       `json:"priority"`
+	Requests PodRequests `json:"requests"`
+}
+
+// UnmarshalJSON decodes BoundPod, rejecting JSON its Go type cannot represent.
+func (m *BoundPod) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = BoundPod{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "pod":
+			seen[0] = true
+			if err := m.Pod.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "pod")
+			}
+		case "priority":
+			seen[1] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "priority")
+			}
+			m.Priority = v1
+		case "requests":
+			seen[2] = true
+			if err := m.Requests.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "requests")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "pod")
+		}
+		if !seen[1] {
+			missing = append(missing, "priority")
+		}
+		if !seen[2] {
+			missing = append(missing, "requests")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of BoundPod to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *BoundPod) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"priority\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Priority))
+	b = append(b, ",\"requests\":"...)
+	if b, err = m.Requests.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *BoundPod) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("requests")
+	path4 := kw.Keyword("properties/requests/$ref")
+	m.Requests.validateJSON(v, &path3, &path4)
+}
+
+// Validate checks m against the schema of BoundPod, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *BoundPod) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "BoundPod is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("BoundPod")
+}
+
+var _ framework.Validator = (*BoundPod)(nil)
+
+// EvictResult is the message EvictResult of the contract, generated from contract.yaml#/schemas/EvictResult.
+type EvictResult struct {
+	// The UIDs of the victims that were bound to the node and are not any more.
+	Evicted []string `json:"evicted"`
+}
+
+// UnmarshalJSON decodes EvictResult, rejecting JSON its Go type cannot represent.
+func (m *EvictResult) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = EvictResult{}
+	var seen [1]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "evicted":
+			seen[0] = true
+			if d.Null() {
+				m.Evicted = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "evicted")
+				}
+				var s1 []string
+				var zero3 string
+				for i2 := 0; d.NextItem(); i2++ {
+					if s1 == nil {
+						s1 = make([]string, 0, 4)
+					}
+					s1 = append(s1, zero3)
+					v4, err := d.String()
+					if err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "evicted")
+					}
+					s1[i2] = v4
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "evicted")
+				}
+				if s1 == nil {
+					s1 = []string{}
+				}
+				m.Evicted = s1
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "evicted")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of EvictResult to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EvictResult) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"evicted\":"...)
+	if m.Evicted == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Evicted {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(b, string(m.Evicted[i2]))
+		}
+		b = append(b, ']')
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *EvictResult) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if m.Evicted == nil {
+		v.Fail(at, "evicted", kw, "properties/evicted/type", "null is not allowed here")
+	}
+}
+
+// Validate checks m against the schema of EvictResult, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *EvictResult) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "EvictResult is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("EvictResult")
+}
+
+var _ framework.Validator = (*EvictResult)(nil)
+
+// Eviction is the message Eviction of the contract, generated from contract.yaml#/schemas/Eviction.
+//
+// The pods to evict from a node, and the pod of higher priority they make room for.
+type Eviction struct {
+	NodeName  string    `json:"nodeName"`
+	Victims   []PodRef  `json:"victims"`
+	Preemptor Preemptor `json:"preemptor"`
+}
+
+// UnmarshalJSON decodes Eviction, rejecting JSON its Go type cannot represent.
+func (m *Eviction) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Eviction{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "nodeName":
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "nodeName")
+			}
+			m.NodeName = v1
+		case "victims":
+			seen[1] = true
+			if d.Null() {
+				m.Victims = nil
+			} else {
+				if err := d.ArrayStart(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				var s2 []PodRef
+				var zero4 PodRef
+				for i3 := 0; d.NextItem(); i3++ {
+					if s2 == nil {
+						s2 = make([]PodRef, 0, 4)
+					}
+					s2 = append(s2, zero4)
+					if err := s2[i3].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+					}
+				}
+				if err := d.Err(); err != nil {
+					return jsonwire.Within(err, "victims")
+				}
+				if s2 == nil {
+					s2 = []PodRef{}
+				}
+				m.Victims = s2
+			}
+		case "preemptor":
+			seen[2] = true
+			if err := m.Preemptor.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "preemptor")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "nodeName")
+		}
+		if !seen[1] {
+			missing = append(missing, "victims")
+		}
+		if !seen[2] {
+			missing = append(missing, "preemptor")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Eviction to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Eviction) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"nodeName\":"...)
+	b = jsonwire.AppendString(b, string(m.NodeName))
+	b = append(b, ",\"victims\":"...)
+	if m.Victims == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i2 := range m.Victims {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.Victims[i2].AppendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"preemptor\":"...)
+	if b, err = m.Preemptor.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *Eviction) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	if n := jsonwire.Length(m.NodeName); n < 1 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
+	}
+	if n := jsonwire.Length(m.NodeName); n > 253 {
+		v.Fail(at, "nodeName", kw, "properties/nodeName/maxLength", "length must be <= 253, but got "+strconv.Itoa(n))
+	}
+	if m.Victims == nil {
+		v.Fail(at, "victims", kw, "properties/victims/type", "null is not allowed here")
+	} else {
+		for i1 := 0; i1 < len(m.Victims); i1++ {
+			path3 := at.Keyword("victims")
+			at2 := path3.Index(i1)
+			path4 := kw.Keyword("properties/victims/items/$ref")
+			m.Victims[i1].validateJSON(v, &at2, &path4)
+		}
+		if len(m.Victims) < 1 {
+			v.Fail(at, "victims", kw, "properties/victims/minItems", "minimum 1 items required, but found "+strconv.Itoa(len(m.Victims))+" items")
+		}
+		if len(m.Victims) > 1000 {
+			v.Fail(at, "victims", kw, "properties/victims/maxItems", "maximum 1000 items required, but found "+strconv.Itoa(len(m.Victims))+" items")
+		}
+	}
+	path5 := at.Keyword("preemptor")
+	path6 := kw.Keyword("properties/preemptor/$ref")
+	m.Preemptor.validateJSON(v, &path5, &path6)
+}
+
+// Validate checks m against the schema of Eviction, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Eviction) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Eviction is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Eviction")
+}
+
+var _ framework.Validator = (*Eviction)(nil)
 
 // NodeAddress is the message NodeAddress of the contract, generated from contract.yaml#/schemas/NodeAddress.
 //
@@ -645,6 +1062,8 @@ type NodeHealth struct {
 	Addresses []NodeAddress `json:"addresses,omitzero"`
 	// The node's conditions, as its kubelet reports them.
 	Conditions []NodeCondition `json:"conditions,omitzero"`
+	// The pods bound to the node, sorted by UID.
+	Pods []BoundPod `json:"pods,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeHealth, rejecting JSON its Go type cannot represent.
@@ -814,6 +1233,31 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				s16 = []NodeCondition{}
 			}
 			m.Conditions = s16
+		case "pods":
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "pods")
+			}
+			var s19 []BoundPod
+			var zero21 BoundPod
+			for i20 := 0; d.NextItem(); i20++ {
+				if s19 == nil {
+					s19 = make([]BoundPod, 0, 4)
+				}
+				s19 = append(s19, zero21)
+				if err := s19[i20].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "pods")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "pods")
+			}
+			if s19 == nil {
+				s19 = []BoundPod{}
+			}
+			m.Pods = s19
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -938,6 +1382,23 @@ func (m *NodeHealth) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, ']')
 		}
 	}
+	if m.Pods != nil {
+		b = append(b, ",\"pods\":"...)
+		if m.Pods == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i9 := range m.Pods {
+				if i9 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Pods[i9].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -981,6 +1442,14 @@ func (m *NodeHealth) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 			at20 := path21.Index(i19)
 			path22 := kw.Keyword("properties/conditions/items/$ref")
 			m.Conditions[i19].validateJSON(v, &at20, &path22)
+		}
+	}
+	if m.Pods != nil {
+		for i23 := 0; i23 < len(m.Pods); i23++ {
+			path25 := at.Keyword("pods")
+			at24 := path25.Index(i23)
+			path26 := kw.Keyword("properties/pods/items/$ref")
+			m.Pods[i23].validateJSON(v, &at24, &path26)
 		}
 	}
 }
@@ -1365,6 +1834,121 @@ func (m *PodRequests) Validate() error {
 }
 
 var _ framework.Validator = (*PodRequests)(nil)
+
+// Preemptor is the message Preemptor of the contract, generated from contract.yaml#/schemas/Preemptor.
+//
+// The pod the victims make room for.
+type Preemptor struct {
+	Pod      PodRef      `json:"pod"`
+	Priority int64       `json:"priority"`
+	Requests PodRequests `json:"requests"`
+}
+
+// UnmarshalJSON decodes Preemptor, rejecting JSON its Go type cannot represent.
+func (m *Preemptor) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Preemptor) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Preemptor{}
+	var seen [3]bool
+	for d.NextMember() {
+		key := d.Key()
+		if d.Err() != nil {
+			break
+		}
+		switch string(key) {
+		case "pod":
+			seen[0] = true
+			if err := m.Pod.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "pod")
+			}
+		case "priority":
+			seen[1] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "priority")
+			}
+			m.Priority = v1
+		case "requests":
+			seen[2] = true
+			if err := m.Requests.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "requests")
+			}
+		default:
+			return jsonwire.Undeclared(d, key)
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1] && seen[2]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "pod")
+		}
+		if !seen[1] {
+			missing = append(missing, "priority")
+		}
+		if !seen[2] {
+			missing = append(missing, "requests")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Preemptor to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Preemptor) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"pod\":"...)
+	if b, err = m.Pod.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\"priority\":"...)
+	b = jsonwire.AppendInt(b, int64(m.Priority))
+	b = append(b, ",\"requests\":"...)
+	if b, err = m.Requests.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *Preemptor) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	path1 := at.Keyword("pod")
+	path2 := kw.Keyword("properties/pod/$ref")
+	m.Pod.validateJSON(v, &path1, &path2)
+	path3 := at.Keyword("requests")
+	path4 := kw.Keyword("properties/requests/$ref")
+	m.Requests.validateJSON(v, &path3, &path4)
+}
+
+// Validate checks m against the schema of Preemptor, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Preemptor) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Preemptor is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Preemptor")
+}
+
+var _ framework.Validator = (*Preemptor)(nil)
 
 // Resources is the message Resources of the contract, generated from contract.yaml#/schemas/Resources.
 type Resources struct {
