@@ -3,9 +3,11 @@ package framework
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -13,19 +15,30 @@ import (
 )
 
 // The end of a drain, connection by connection. HTTP/1.1 cannot tell a
-// client which requests a closing connection carried: a call written into
-// a keep-alive connection just as the server closes it fails with EOF, and
+// client that a keep-alive connection is about to close: a call written
+// into one just as the server closes it fails with EOF or a reset, and
 // the client cannot know whether it was read, so it cannot resend it.
-// http.Server.Shutdown closes idle connections at once, so a client that
-// had not yet heard of the drain (or had one connection back in its pool
-// after hearing) lost such calls. Instead, the drain's second phase keeps
-// every open connection serving until it has been idle for DrainQuiet: a
-// call that arrives on one is read and refused as
-// not processed (the server is draining), and its answer closes the
-// connection. Only connections nobody used for DrainQuiet, with no request
-// waiting unread in their socket, are closed; the listener stays open
-// until then too, so connections in its backlog are accepted and answered
-// rather than reset.
+// http.Server.Shutdown closes idle connections at once (and a connection
+// whose next request has been read off the socket but not yet parsed
+// counts as idle), so a client that had not yet heard of the drain, or
+// had a connection back in its pool after hearing, lost such calls.
+//
+// So a draining server never closes a connection a request may be
+// arriving on without answering that request. Every answer it gives
+// during a drain closes its connection (Connection: close). The drain's
+// second phase keeps the listener and every open connection serving until
+// each has been idle for DrainQuiet; then, on each HTTP/1 connection that
+// is idle or never carried a request, it writes unasked the answer a
+// request arriving there would get: 408 Request Timeout with
+// Connection: close, Lockstep-Draining and Lockstep-Not-Processed, the
+// signal RFC 9110 (15.5.9) gives for a server closing an idle connection
+// ("if the client has an outstanding request in transit, it MAY repeat
+// that request"). A client with no request on the connection drops it
+// (Go's transport does so silently for a 408); a client whose request was
+// in transit reads the refusal as its answer and resends elsewhere; the
+// server never runs a request that arrives on a connection so answered.
+// HTTP/2 connections are left to http.Server.Shutdown, whose GOAWAY tells
+// the client which streams were not processed.
 
 // connTracker knows each open connection's state and since when, for the
 // drain's second phase.
@@ -33,33 +46,86 @@ type connTracker struct {
 	clock clockwork.Clock
 
 	mu      sync.Mutex
-	conns   map[net.Conn]connState
+	conns   map[net.Conn]*trackedConn
 	changed chan struct{} // closed and replaced on every change
 }
 
-type connState struct {
+// trackedConn is one open connection. Who answers next on it, the server
+// (a request began) or the drain (its refusal, written unasked), is
+// decided once, by next; state and since are under connTracker.mu.
+type trackedConn struct {
+	conn  net.Conn
 	state http.ConnState
 	since time.Time
+	next  atomic.Int32 // connFree, connServing or connRefused
+	h2    atomic.Bool  // it speaks HTTP/2: never written to here
 }
 
+const (
+	connFree    int32 = iota // between requests
+	connServing              // a request is being answered
+	connRefused              // the drain's refusal was written; nothing more is served
+)
+
+type trackedConnKey struct{}
+
 func newConnTracker(clock clockwork.Clock) *connTracker {
-	return &connTracker{clock: clock, conns: map[net.Conn]connState{}, changed: make(chan struct{})}
+	return &connTracker{clock: clock, conns: map[net.Conn]*trackedConn{}, changed: make(chan struct{})}
+}
+
+// connContext is the http.Server's ConnContext hook: it registers the
+// connection, so that its requests can find it ([trackedConnOf]).
+func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
+	tc := &trackedConn{conn: c, state: http.StateNew, since: t.clock.Now()}
+	t.mu.Lock()
+	t.conns[c] = tc
+	t.mu.Unlock()
+	return context.WithValue(ctx, trackedConnKey{}, tc)
+}
+
+// trackedConnOf returns the connection a request arrived on, nil when the
+// server is not serving through [Server.Serve].
+func trackedConnOf(ctx context.Context) *trackedConn {
+	tc, _ := ctx.Value(trackedConnKey{}).(*trackedConn)
+	return tc
 }
 
 // track is the http.Server's ConnState hook.
 func (t *connTracker) track(c net.Conn, st http.ConnState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch st {
-	case http.StateClosed, http.StateHijacked:
+	tc := t.conns[c]
+	switch {
+	case st == http.StateClosed || st == http.StateHijacked:
 		// A hijacked connection is a watch stream: the topics' own drain
 		// ends it.
 		delete(t.conns, c)
+	case tc == nil:
+		return
+	case st == http.StateIdle:
+		// An HTTP/1 request is served between its Active and this Idle,
+		// and its answer has been written whole. A connection that went
+		// active and idle again without one is HTTP/2 (without TLS: its
+		// preface read as a request line), which is never written to.
+		if !tc.next.CompareAndSwap(connServing, connFree) && tc.state == http.StateActive {
+			tc.h2.Store(true)
+		}
+		fallthrough
 	default:
-		t.conns[c] = connState{state: st, since: t.clock.Now()}
+		tc.state, tc.since = st, t.clock.Now()
 	}
 	close(t.changed)
 	t.changed = make(chan struct{})
+}
+
+// serve claims the connection for a request's answer; false means the
+// drain has answered it already, so the request must not be served.
+func (tc *trackedConn) serve(r *http.Request) bool {
+	if r.ProtoMajor >= 2 {
+		tc.h2.Store(true)
+		return true
+	}
+	return tc.next.CompareAndSwap(connFree, connServing)
 }
 
 // quietFor returns how long to wait before every open connection has been
@@ -69,14 +135,14 @@ func (t *connTracker) quietFor(quiet time.Duration) (time.Duration, <-chan struc
 	defer t.mu.Unlock()
 	now := t.clock.Now()
 	var wait time.Duration
-	for c, cs := range t.conns {
-		if cs.state == http.StateActive || unreadBytes(c) > 0 {
+	for c, tc := range t.conns {
+		if tc.state == http.StateActive || unreadBytes(c) > 0 {
 			// A request in progress, or one that arrived and waits to be
 			// read (a loaded server may take a while to get to it).
 			wait = max(wait, quiet)
 			continue
 		}
-		if left := quiet - now.Sub(cs.since); left > wait {
+		if left := quiet - now.Sub(tc.since); left > wait {
 			wait = left
 		}
 	}
@@ -86,8 +152,20 @@ func (t *connTracker) quietFor(quiet time.Duration) (time.Duration, <-chan struc
 // waitQuiet returns once every open connection has been idle for quiet, or
 // when ctx ends.
 func (t *connTracker) waitQuiet(ctx context.Context, quiet time.Duration) {
+	t.waitUntil(ctx, func() time.Duration {
+		wait, _ := t.quietFor(quiet)
+		return wait
+	})
+}
+
+// waitUntil waits until left returns 0 or less, looking again whenever a
+// connection changes state or the time left has passed; or until ctx ends.
+func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) {
 	for {
-		wait, changed := t.quietFor(quiet)
+		t.mu.Lock()
+		changed := t.changed
+		t.mu.Unlock()
+		wait := left()
 		if wait <= 0 {
 			return
 		}
@@ -103,24 +181,75 @@ func (t *connTracker) waitQuiet(ctx context.Context, quiet time.Duration) {
 	}
 }
 
-// closeUnused closes the connections that never carried a request and
-// have none waiting: http.Server.Shutdown waits five seconds before it
-// counts such a connection as idle, and a client's pool holds them often
-// (a connection dialled for a call that another connection carried
-// first), above all over TLS, where dialling takes longer. They are no
-// different from the idle connections Shutdown closes at once.
-func (t *connTracker) closeUnused() {
+// refuseIdle writes refusal, a complete HTTP/1.1 answer that closes its
+// connection, on every HTTP/1 connection that is between requests, and
+// then closes the connection's writing side; it waits (bounded by
+// within, and by ctx) until each refused connection has been closed by
+// its client, which a client does on reading the answer.
+func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte, within time.Duration) {
+	var refused []*trackedConn
 	t.mu.Lock()
-	var unused []net.Conn
-	for c, cs := range t.conns {
-		if cs.state == http.StateNew && unreadBytes(c) == 0 {
-			unused = append(unused, c)
+	for _, tc := range t.conns {
+		if (tc.state == http.StateNew || tc.state == http.StateIdle) && !tc.h2.Load() && !speaksH2(tc.conn) &&
+			tc.next.CompareAndSwap(connFree, connRefused) {
+			refused = append(refused, tc)
 		}
 	}
 	t.mu.Unlock()
-	for _, c := range unused {
-		_ = c.Close()
+	var wg sync.WaitGroup
+	for _, tc := range refused {
+		wg.Go(func() { writeDrainRefusal(tc.conn, refusal, within) })
 	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	t.waitUntil(ctx, func() time.Duration {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, tc := range refused {
+			if t.conns[tc.conn] == tc {
+				return within // changed or ctx wakes the wait
+			}
+		}
+		return 0
+	})
+}
+
+// writeDrainRefusal writes the drain's refusal on c and closes c's writing
+// side, so the client reads the answer and then the end of the stream;
+// the server goes on reading c until the client closes it. A TLS
+// connection whose handshake is under way gets it once the handshake is
+// done.
+func writeDrainRefusal(c net.Conn, refusal []byte, within time.Duration) {
+	_ = c.SetWriteDeadline(time.Now().Add(within)) // a socket deadline: real time
+	if _, err := c.Write(refusal); err != nil {
+		_ = c.Close()
+		return
+	}
+	type closeWriter interface{ CloseWrite() error }
+	if tc, ok := c.(*tls.Conn); ok {
+		_ = tc.CloseWrite() // close_notify
+		c = tc.NetConn()
+	}
+	if cw, ok := c.(closeWriter); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+// speaksH2 reports whether c negotiated HTTP/2 over TLS.
+func speaksH2(c net.Conn) bool {
+	tc, ok := c.(*tls.Conn)
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
+}
+
+// abandonRefused ends a request that arrived on a connection the drain
+// has answered already (see above): the refusal it got is its answer, so
+// it is not served. Its body is read (bounded) so closing the connection
+// does not reset it under the refusal not yet read by the client.
+func abandonRefused(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	panic(http.ErrAbortHandler) // close without writing a second answer
 }
 
 // unreadBytes returns how many bytes wait unread in c's socket, or 0 where

@@ -1,8 +1,11 @@
 package framework_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // A client that has not heard of a drain still holds a keep-alive
@@ -100,6 +105,7 @@ func TestDrainIsNotHeldOpenByAProberOnAKeepAliveConnection(t *testing.T) {
 // A connection that never carried a request (a client's pool dials one
 // for a call another connection then carried) does not hold a drain open:
 // http.Server.Shutdown alone would wait five seconds before closing it.
+// It gets the drain's refusal, then its end.
 func TestDrainClosesConnectionsThatNeverCarriedARequest(t *testing.T) {
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
 		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 20*time.Millisecond
@@ -114,10 +120,88 @@ func TestDrainClosesConnectionsThatNeverCarriedARequest(t *testing.T) {
 	resp.Body.Close()
 	http.DefaultClient.CloseIdleConnections()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-	defer cancel()
-	require.NoError(t, srv.Server.Shutdown(ctx), "the drain ended without waiting on the unused connection")
+	drained := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		drained <- srv.Server.Shutdown(ctx)
+	}()
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err = conn.Read(make([]byte, 1))
+	br := bufio.NewReader(conn)
+	requireDrainRefusal(t, br)
+	_, err = br.ReadByte()
 	assert.ErrorIs(t, err, io.EOF, "the server closed the unused connection")
+	conn.Close()
+	require.NoError(t, <-drained, "the drain ended without waiting on the unused connection")
+}
+
+// A call that arrives on a keep-alive connection just as the drain ends
+// it (here: its head is half written, read off the socket but not yet a
+// request, when the drain's second phase begins) gets an answer: the
+// drain's refusal, not processed, which a client resends elsewhere. The
+// server does not serve the call when the rest of it arrives: no second
+// answer follows, only the connection's end. Before, Shutdown closed the
+// connection under the call, and the client got EOF and could not tell
+// whether it had been read.
+func TestDrainAnswersACallArrivingOnAConnectionItCloses(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 20*time.Millisecond
+	})
+	p := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0"))
+	http.DefaultClient.CloseIdleConnections() // the handshake's
+	conn, err := net.Dial("tcp", srv.Addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: lockstep\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.False(t, resp.Close, "the connection is kept alive")
+
+	body, err := json.Marshal(benchmsg.Node(1))
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: lockstep\r\n", protocol.CallPath("bench", "1.0.0", "ReportStatus"))
+	require.NoError(t, err)
+
+	drained := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		drained <- srv.Server.Shutdown(ctx)
+	}()
+	requireDrainRefusal(t, br)
+
+	// The rest of the call; the server may already have closed its side
+	// for reading, so a failed write is no failure of the test.
+	_, _ = fmt.Fprintf(conn, "%s: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		protocol.HeaderSession, p.session, len(body), body)
+	rest, err := io.ReadAll(br)
+	assert.Empty(t, rest, "no second answer: the call was not served (read error: %v)", err)
+	conn.Close()
+	require.NoError(t, <-drained)
+	assert.Zero(t, srv.handled.Load())
+}
+
+// requireDrainRefusal reads the answer a draining server writes on a
+// connection it closes: 408, closing the connection, unavailable, draining
+// and not processed.
+func requireDrainRefusal(t *testing.T, br *bufio.Reader) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err, "an answer, not the connection's end")
+	defer resp.Body.Close()
+	var wire struct {
+		Code string `json:"code"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&wire))
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	assert.True(t, resp.Close, "Connection: close")
+	assert.Equal(t, "1", resp.Header.Get(protocol.HeaderNotProcessed))
+	assert.Equal(t, "1", resp.Header.Get(protocol.HeaderDraining))
+	assert.Equal(t, string(framework.CodeUnavailable), wire.Code)
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -269,6 +270,10 @@ func (s *Server) begin() error {
 // own routes too), so a prober asking more often than DrainQuiet does not
 // keep a connection busy that the drain's second phase waits on.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tc := trackedConnOf(r.Context()); tc != nil && !tc.serve(r) {
+		abandonRefused(w, r) // the drain has answered it (see conns.go)
+		return
+	}
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
@@ -297,6 +302,7 @@ func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		ConnState:         conns.track,
+		ConnContext:       conns.connContext,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -396,16 +402,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // quietConnections begins the drain's second phase: it waits until every
 // open connection has been idle for DrainQuiet, so that no connection is
-// closed under a call being written into it (see conns.go), then closes
-// those that never carried a request.
+// answered under a call being written into it, then answers every HTTP/1
+// connection between requests with the drain's refusal and waits (for
+// DrainQuiet at most) until their clients have closed them (see
+// conns.go). http.Server.Shutdown then closes the listener and what is
+// left.
 func (s *Server) quietConnections(ctx context.Context) {
 	s.mu.RLock()
 	conns := s.conns
 	s.mu.RUnlock()
 	if conns != nil {
 		conns.waitQuiet(ctx, s.cfg.DrainQuiet)
-		conns.closeUnused()
+		conns.refuseIdle(ctx, s.drainRefusal(), s.cfg.DrainQuiet)
 	}
+}
+
+// drainRefusal is the answer a draining server writes unasked on a
+// connection between requests before it closes it: the one a call
+// arriving there would get (unavailable, not processed, draining), as a
+// 408 Request Timeout that closes the connection, which HTTP clients take
+// for a server closing an idle connection.
+func (s *Server) drainRefusal() []byte {
+	e := Errorf(CodeUnavailable, "%s is draining and closes this connection unused: resend to another endpoint", s.cfg.Component)
+	body, err := json.Marshal(e.toWire())
+	if err != nil {
+		body = []byte(`{"code":"unavailable"}`)
+	}
+	head := fmt.Sprintf("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: %s\r\n%s: 1\r\n%s: 1\r\nContent-Length: %d\r\n\r\n",
+		protocol.ContentTypeJSON, protocol.HeaderDraining, protocol.HeaderNotProcessed, len(body))
+	return append([]byte(head), body...)
 }
 
 // beginClosing marks the server as closing, so a Serve that has not begun
