@@ -269,9 +269,9 @@ func TestOverflowingWatcherResyncs(t *testing.T) {
 	for gen := int64(1); queued() == 0; gen++ {
 		require.Less(t, gen, int64(1000), "the stalled watcher's connection never filled")
 		require.NoError(t, srv.health.Set(health(int(gen%4), gen, padding)))
-		// real time: paces the writes so each goes out in a round of its own
-		// until the connection is full; nothing marks the round that blocks.
-		time.Sleep(time.Millisecond)
+		// Nothing marks the round that blocks, so the writes are paced on
+		// real time until the connection is full.
+		time.Sleep(time.Millisecond) // real time: each write goes out in a round of its own
 	}
 	// Churn through distinct keys, never holding more than four.
 	for n := 4; n < 20; n++ {
