@@ -140,3 +140,133 @@ func TestAutoBatchSurvivesServerReplacement(t *testing.T) {
 	assert.Zero(t, failed.Load())
 	assert.Equal(t, int64(16*40), a.handled.Load()+b.handled.Load()+again.handled.Load(), "every call processed exactly once")
 }
+
+// countedClient is a client at srv whose requests are counted by path.
+func countedClient(t *testing.T, srv *frameworktest.Running, mod func(*framework.ClientConfig)) (*framework.Client, *cuttable) {
+	t.Helper()
+	tr := &cuttable{next: framework.NewTransport(nil)}
+	t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
+	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
+		c.Transport = tr
+		if mod != nil {
+			mod(c)
+		}
+	})
+	require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
+	return cl, tr
+}
+
+// concurrently runs fn(0) … fn(n-1) at once and waits for them.
+func concurrently(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+func TestDefaultClientSendsALoneCallersCallsAlone(t *testing.T) {
+	srv := echoServer(t, 0, nil)
+	cl, tr := countedClient(t, srv, nil)
+	ctx := timeout(t, 10*time.Second)
+	for i := 0; i < 20; i++ {
+		_, err := report(ctx, cl, i*10)
+		require.NoError(t, err)
+	}
+	assert.Zero(t, tr.count(protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod)), "nothing waits for companions")
+	assert.Equal(t, int64(20), tr.count(protocol.CallPath("bench", "1.0.0", "ReportStatus")))
+}
+
+func TestAutoBatchMergesCallsThatFindEverySlotBusy(t *testing.T) {
+	srv := echoServer(t, 20*time.Millisecond, nil)
+	// The defaults but for StallAfter, which on a loaded machine the
+	// handler's 20ms would reach, letting requests go out beside the slots.
+	cl, tr := countedClient(t, srv, func(c *framework.ClientConfig) { c.AutoBatch = &framework.AutoBatch{StallAfter: time.Minute} })
+	ctx := timeout(t, 20*time.Second)
+	const callers = 64
+	concurrently(callers, func(i int) {
+		ack, err := report(ctx, cl, i*10)
+		if assert.NoError(t, err, "caller %d", i) {
+			assert.Equal(t, int64(i*10), ack.Generation, "caller %d got its own answer", i)
+		}
+	})
+	multi := tr.count(protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod))
+	single := tr.count(protocol.CallPath("bench", "1.0.0", "ReportStatus"))
+	assert.Positive(t, multi)
+	assert.Less(t, multi+single, int64(callers/4), "64 concurrent calls took far fewer requests")
+}
+
+func TestDisabledAutoBatchSendsEveryCallAlone(t *testing.T) {
+	srv := echoServer(t, 20*time.Millisecond, nil)
+	cl, tr := countedClient(t, srv, func(c *framework.ClientConfig) { c.AutoBatch = &framework.AutoBatch{Disabled: true} })
+	ctx := timeout(t, 20*time.Second)
+	const callers = 32
+	concurrently(callers, func(i int) {
+		_, err := report(ctx, cl, i*10)
+		assert.NoError(t, err, "caller %d", i)
+	})
+	assert.Zero(t, tr.count(protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod)))
+	assert.Equal(t, int64(callers), tr.count(protocol.CallPath("bench", "1.0.0", "ReportStatus")))
+}
+
+// Concurrent batch calls never travel inside a multi-call, which carries
+// unary calls only.
+func TestDefaultClientSendsBatchCallsAlone(t *testing.T) {
+	srv := echoServer(t, 0, nil)
+	cl, tr := countedClient(t, srv, nil)
+	ctx := timeout(t, 20*time.Second)
+	const callers = 32
+	concurrently(callers, func(i int) {
+		res, err := framework.CallBatch[benchmsg.NodeStatus, benchmsg.Ack](ctx, cl, "ReportStatuses",
+			[]*benchmsg.NodeStatus{benchmsg.Node(i), benchmsg.Node(i + 1)})
+		if assert.NoError(t, err, "caller %d", i) && assert.Len(t, res, 2) {
+			assert.NoError(t, res[0].Err)
+			assert.NoError(t, res[1].Err)
+		}
+	})
+	assert.Zero(t, tr.count(protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod)))
+	assert.Equal(t, int64(callers), tr.count(protocol.CallPath("bench", "1.0.0", "ReportStatuses")))
+}
+
+// A call behind requests held up by a slow handler waits at most
+// StallAfter for a slot, not until they finish.
+func TestAutoBatchCallsDoNotWaitForSlowHandlers(t *testing.T) {
+	release := make(chan struct{})
+	var held atomic.Int64
+	c := benchContract(t, "1.0.0")
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
+		func(s *framework.Server) {
+			framework.HandleUnary(s, c, "ReportStatus", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+				if n.NodeName == benchmsg.Node(0).NodeName {
+					held.Add(1)
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				}
+				return &benchmsg.Ack{Accepted: true}, nil
+			})
+			framework.HandleBatch(s, c, "ReportStatuses", func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+				return &benchmsg.Ack{}, nil
+			})
+		})
+	defer close(release)
+	cl, _ := countedClient(t, srv, func(c *framework.ClientConfig) {
+		c.AutoBatch = &framework.AutoBatch{MaxInFlight: 2, StallAfter: 10 * time.Millisecond}
+	})
+	ctx := timeout(t, 20*time.Second)
+	slow := make(chan error, 2)
+	for range 2 { // both slots
+		go func() { _, err := report(ctx, cl, 0); slow <- err }()
+	}
+	require.Eventually(t, func() bool { return held.Load() == 2 }, 10*time.Second, time.Millisecond)
+	for i := 1; i <= 3; i++ {
+		_, err := report(ctx, cl, i)
+		require.NoError(t, err, "call %d while both slots are held", i)
+	}
+	assert.Empty(t, slow, "the slow calls are still held")
+}

@@ -225,12 +225,13 @@ func runUnary(b *testing.B, callers int, call func(i int) error) {
 // BenchmarkUnary compares a unary NodeStatus→Ack call between lockstep
 // peers and the net/http + encoding/json anchor, at 1 and 64 callers:
 //
-//   - lockstep: the default client; the server validates every request
+//   - lockstep: the default client, which batches concurrent calls that
+//     find its request slots busy; the server validates every request
 //     with jsonschema/v5, because the hand-written types implement no
 //     [framework.Validator];
-//   - lockstep-autobatch: the same with ClientConfig.AutoBatch at its
-//     defaults, so concurrent calls share multi-call requests;
-//   - lockstep-novalidate and lockstep-autobatch-novalidate: diagnostics,
+//   - lockstep-nobatch: the same with automatic batching off
+//     (AutoBatch.Disabled), every call in a request of its own;
+//   - lockstep-novalidate and lockstep-nobatch-novalidate: diagnostics,
 //     the same bytes to a server whose request type validates as a no-op,
 //     to show what the runtime costs apart from validation;
 //   - nethttp: the anchor.
@@ -240,11 +241,11 @@ func runUnary(b *testing.B, callers int, call func(i int) error) {
 func BenchmarkUnary(b *testing.B) {
 	validated := startBenchServer[benchmsg.NodeStatus](b, benchServerConfig())
 	unvalidated := startBenchServer[unvalidatedNodeStatus](b, benchServerConfig())
-	auto := &framework.AutoBatch{}
+	off := &framework.AutoBatch{Disabled: true}
 	plain := startBenchClient(b, validated.URL, nil)
-	batching := startBenchClient(b, validated.URL, auto)
+	unbatched := startBenchClient(b, validated.URL, off)
 	plainNV := startBenchClient(b, unvalidated.URL, nil)
-	batchingNV := startBenchClient(b, unvalidated.URL, auto)
+	unbatchedNV := startBenchClient(b, unvalidated.URL, off)
 	a := startAnchor(b)
 	bg := context.Background()
 	variants := []struct {
@@ -252,9 +253,9 @@ func BenchmarkUnary(b *testing.B) {
 		call func(i int) error
 	}{
 		{"lockstep", func(i int) error { return lockstepCall(bg, plain, i) }},
-		{"lockstep-autobatch", func(i int) error { return lockstepCall(bg, batching, i) }},
+		{"lockstep-nobatch", func(i int) error { return lockstepCall(bg, unbatched, i) }},
 		{"lockstep-novalidate", func(i int) error { return unvalidatedCall(bg, plainNV, i) }},
-		{"lockstep-autobatch-novalidate", func(i int) error { return unvalidatedCall(bg, batchingNV, i) }},
+		{"lockstep-nobatch-novalidate", func(i int) error { return unvalidatedCall(bg, unbatchedNV, i) }},
 		{"nethttp", func(i int) error { return a.call(bg, i) }},
 	}
 	for _, callers := range []int{1, 64} {

@@ -381,10 +381,14 @@ func (p *keyedPin) reach(ctx context.Context, w *routeWait, what string) (*endpo
 }
 
 // attempt sends one attempt of a call to e: through its automatic batcher
-// when the client batches, alone otherwise.
+// unless batching is off, the peer is pinned (it speaks no multi-call), the
+// call must go alone, or it is a batch call (a multi-call carries unary
+// calls only).
 func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte, alone bool) attempt {
-	if c.cfg.AutoBatch != nil && !sess.version.pinned && !alone {
-		return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
+	if ab := c.cfg.AutoBatch; (ab == nil || !ab.Disabled) && !sess.version.pinned && !alone {
+		if decl, ok := c.contract.Method(call.Method); ok && !decl.Batch {
+			return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
+		}
 	}
 	return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, call.Method), body: body, header: call.Header})
 }

@@ -75,8 +75,9 @@ type ClientConfig struct {
 	// version other than the client's own needs its Fork.
 	Pinned []PinnedPeer
 
-	// AutoBatch, if set, merges concurrent unary calls to an endpoint into
-	// multi-call requests.
+	// AutoBatch shapes the automatic batching of concurrent unary calls to
+	// an endpoint into multi-call requests; nil batches at its defaults,
+	// and AutoBatch{Disabled: true} sends every call alone.
 	AutoBatch *AutoBatch
 	// ExactlyOnce gives every call of a method not declared idempotent an
 	// idempotency key of its own (see [WithIdempotencyKey]): a call whose

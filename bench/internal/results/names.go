@@ -7,9 +7,11 @@ import (
 
 // Variant names of the unary workload, as the report prints them.
 const (
-	VLockstep      = "lockstep"
-	VLockstepBatch = "lockstep auto-batching"
-	VLockstepFork  = "lockstep fork mode (N-1 client)"
+	// VLockstep is the default client, which batches automatically;
+	// VLockstepUnbatched the same with AutoBatch.Disabled.
+	VLockstep          = "lockstep"
+	VLockstepUnbatched = "lockstep, auto-batching off"
+	VLockstepFork      = "lockstep fork mode (N-1 client)"
 	// The transport lever: the default client over HTTP/2 without TLS.
 	VLockstepH2C1 = "lockstep over h2c, 1 connection"
 	VLockstepH2C4 = "lockstep over h2c, 4 connections"
