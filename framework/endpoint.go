@@ -479,7 +479,8 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	var sent sentTrace
+	req, err := http.NewRequestWithContext(sent.trace(ctx), r.method, r.url, body)
 	if err != nil {
 		return attempt{transport: transportNotSent, err: Errorf(CodeInternal, "request to %s: %v", r.url, err)}
 	}
@@ -501,7 +502,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
 		kind := transportAmbiguous
-		if isDialError(err) {
+		if isDialError(err) || sent.notSent() {
 			kind = transportNotSent
 		}
 		return attempt{transport: kind, err: err}
