@@ -190,6 +190,8 @@ type Client struct {
 	// there are any, every session heartbeats, since heartbeat answers say
 	// where the topics' writers are.
 	writerWatchers atomic.Int32
+	// feeds are the watch streams its informers share (watch_feed.go).
+	feeds watchFeeds
 }
 
 // NewClient starts a client of c: it begins handshaking with the endpoints

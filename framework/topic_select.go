@@ -32,6 +32,8 @@ type watchConfig struct {
 	// twice are recorded in dup, and refused.
 	selection map[string]string
 	dup       []string
+	// ownStream gives the informer a stream of its own ([OwnStream]).
+	ownStream bool
 }
 
 type watchOptionFunc func(*watchConfig)

@@ -1,14 +1,10 @@
 package framework
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -33,16 +29,19 @@ type InformerHandlers[T any] struct {
 
 // InformerStats counts what an [Informer] did.
 type InformerStats struct {
-	// Streams is how many watch streams it opened, Syncs how many
-	// snapshots it received (one per stream that got as far as the synced
-	// marker without resuming), Resumes how many streams resumed from its
-	// resume point instead, sent only the changes since.
+	// Streams is how many watch streams its feed opened, Resumes how many
+	// of them resumed from the feed's resume point, sent only the changes
+	// since, and Frames how many frames they carried: the informers of one
+	// client watching the same topic and selection share one feed, and
+	// these counts.
 	Streams int64
-	Syncs   int64
 	Resumes int64
-	// Frames is how many frames it read; DecodeErrors how many of them it
-	// could not decode and skipped.
-	Frames       int64
+	Frames  int64
+	// Syncs is how many snapshots replaced its cache (one per stream that
+	// got as far as the synced marker without resuming, and the one it
+	// started from); DecodeErrors how many frames it could not decode and
+	// skipped.
+	Syncs        int64
 	DecodeErrors int64
 	// Queued is how many changed keys wait for the handlers now, MaxQueued
 	// the most that ever waited (at most one per key), Coalesced how many
@@ -55,25 +54,31 @@ type InformerStats struct {
 
 // Informer is a local cache of one topic, kept up to date by a watch
 // stream, in the manner of a Kubernetes informer: [Informer.Get],
-// [Informer.List], [Informer.HasSynced] and add/update/delete handlers. It
-// opens its stream through the client's version-aware routing, waiting
-// while no endpoint holds a session at the client's own contract version,
-// and opens a new one whenever a stream ends: the endpoint drained or
-// restarted, its session was lost, the connection broke or fell silent.
-// A new stream resumes from the revision the informer last saw, when the
-// same server process still remembers every change since (then only those
-// changes are sent); otherwise it starts with a full snapshot, which
-// replaces the cache, and keys it lacks are reported deleted. There is no
-// "too old" error.
+// [Informer.List], [Informer.HasSynced] and add/update/delete handlers. Its
+// stream goes through the client's version-aware routing, waiting while no
+// endpoint holds a session at the client's own contract version, and a new
+// one opens whenever a stream ends: the endpoint drained or restarted, its
+// session was lost, the connection broke or fell silent. A new stream
+// resumes from the revision last read, when the same server process still
+// remembers every change since (then only those changes are sent);
+// otherwise it starts with a full snapshot, which replaces the cache, and
+// keys it lacks are reported deleted. There is no "too old" error.
+//
+// The informers of one client that watch the same topic and selection
+// share that stream (a feed): the server sends each change once per
+// client, the client reads it once, and every informer decodes the shared
+// bytes into objects of its own, with its own cache, handlers and pace. An
+// informer started while the feed is synced starts from the frames the
+// feed holds. [OwnStream] gives an informer a stream of its own; for one
+// decode per process, share an informer instead ([InformerFactory]).
 type Informer[T any] struct {
 	c     *Client
 	topic string
-	// query is the watch request's selection (?nodeName=node-042), ""
-	// for none: see [Select].
-	query string
-	// writerAware is set for a server-written topic: the informer watches
-	// a replica whose writer is attached and syncs from no other.
+	// writerAware is set for a server-written topic: while it runs, the
+	// client's sessions heartbeat, since their answers say where the
+	// topic's writers are.
 	writerAware bool
+	feed        *watchFeed
 	h           InformerHandlers[T]
 	ctx         context.Context
 	cancel      context.CancelFunc
@@ -87,36 +92,27 @@ type Informer[T any] struct {
 	cache  map[string]*informerEntry[T]
 	server string
 
-	// The stream's reader hands what it read to the processor, which
-	// decodes it and runs the handlers: a snapshot to replace the cache
-	// with, then the latest frame of each changed key (latest; order is the
-	// order keys first changed). A key that changes again before it was
-	// processed replaces its frame, so a slow handler makes the informer
-	// skip intermediate states, never queue them. qgen names the stream
-	// whose changes are queued; frames of an earlier stream are dropped.
+	// The feed hands what it read to the processor, which decodes it and
+	// runs the handlers: a snapshot to replace the cache with, then the
+	// latest frame of each changed key (latest; order is the order keys
+	// first changed). A key that changes again before it was processed
+	// replaces its frame, so a slow handler makes the informer skip
+	// intermediate states, never queue them.
 	qmu       sync.Mutex
-	qgen      uint64
-	replacing map[string]*informerEntry[T]
+	replacing map[string][]byte
 	replaceBy string
 	order     []string
 	latest    map[string][]byte
 	maxQueued int
 	coalesced int64
 	wake      chan struct{}
-	processed chan struct{}
 
-	// resume is where the next stream asks to start: the synced frame's
-	// history and revision, then the revision of every change read after
-	// it. Only the run goroutine uses it.
-	resume resumePoint
-
-	rr                                            atomic.Uint64
-	streams, syncs, resumes, frames, decodeErrors atomic.Int64
+	syncs, decodeErrors atomic.Int64
 }
 
 // maxInformerQueue bounds the changed keys an informer holds unprocessed;
 // beyond it (a writer churning through more distinct keys than a topic
-// may hold while a handler is stuck) it resyncs from a new stream.
+// may hold while a handler is stuck) it resyncs from its feed's state.
 const maxInformerQueue = 2 * DefaultTopicMaxKeys
 
 type informerEntry[T any] struct {
@@ -135,23 +131,24 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	if !ok {
 		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
 	}
-	sel, err := newWatchConfig(opts).checkedSelection(topic, decl.Selectors)
+	cfg := newWatchConfig(opts)
+	sel, err := cfg.checkedSelection(topic, decl.Selectors)
 	if err != nil {
 		return nil, err
 	}
 	i := &Informer[T]{
-		c: c, topic: topic, query: sel.key(decl.Selectors), h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
+		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
 		writerAware: decl.Writer == handshake.RoleServer,
 		cache:       map[string]*informerEntry[T]{}, latest: map[string][]byte{},
-		wake: make(chan struct{}, 1), processed: make(chan struct{}),
+		wake: make(chan struct{}, 1),
 	}
 	i.ctx, i.cancel = context.WithCancel(ctx)
 	i.unhook = context.AfterFunc(c.ctx, i.cancel)
 	if i.writerAware {
 		c.writerWatchers.Add(1)
 	}
+	i.feed = c.subscribe(topic, sel.key(decl.Selectors), i.writerAware, cfg.ownStream, i)
 	go i.process()
-	go i.run()
 	return i, nil
 }
 
@@ -248,280 +245,30 @@ func (i *Informer[T]) Stats() InformerStats {
 	queued, maxQueued, coalesced := len(i.order), i.maxQueued, i.coalesced
 	i.qmu.Unlock()
 	return InformerStats{
-		Streams: i.streams.Load(), Syncs: i.syncs.Load(), Resumes: i.resumes.Load(),
-		Frames: i.frames.Load(), DecodeErrors: i.decodeErrors.Load(),
+		Streams: i.feed.streams.Load(), Resumes: i.feed.resumes.Load(), Frames: i.feed.frames.Load(),
+		Syncs: i.syncs.Load(), DecodeErrors: i.decodeErrors.Load() + i.feed.badFrames.Load(),
 		Queued: queued, MaxQueued: maxQueued, Coalesced: coalesced,
 	}
 }
 
-// run opens stream after stream until the informer stops. A stream that
-// failed before its snapshot is retried after the client's backoff.
-func (i *Informer[T]) run() {
-	defer func() {
-		<-i.processed
-		if i.writerAware {
-			i.c.writerWatchers.Add(-1)
-		}
-		close(i.done)
-	}()
-	failures := 0
-	for {
-		e, sess, ok := i.route()
-		if !ok {
-			return
-		}
-		synced, err := i.stream(e, sess, failures == 0)
-		if i.ctx.Err() != nil {
-			return
-		}
-		if synced {
-			failures = 0
-			continue
-		}
-		if err != nil {
-			i.c.cfg.Logger.Debug("lockstep: watch stream failed", "topic", i.topic, "url", e.url, "err", err)
-		}
-		t := i.c.cfg.Clock.NewTimer(i.c.cfg.Backoff.Delay(failures))
-		failures++
-		select {
-		case <-t.Chan():
-		case <-i.ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
-// route waits for an endpoint whose session can carry the topic, as long
-// as the informer lives, taking the endpoints in turn. For a server-written
-// topic it picks among the replicas whose writer is attached, then among
-// those it knows nothing of yet, and waits while every replica it can
-// reach says its topic has no writer.
-func (i *Informer[T]) route() (*endpoint, *clientSession, bool) {
-	w := &routeWait{c: i.c}
-	defer w.done()
-	var e *endpoint
-	var sess *clientSession
-	err := w.until(i.ctx, func() bool {
-		eps := i.c.topicEndpoints()
-		if i.writerAware {
-			live, unknown, _ := i.c.writerEndpoints(i.topic)
-			eps = live
-			if len(eps) == 0 {
-				eps = unknown
-			}
-		}
-		if len(eps) == 0 {
-			return false
-		}
-		e = eps[int(i.rr.Add(1)%uint64(len(eps)))]
-		sess = e.routableSession()
-		return sess != nil && i.c.topicSession(sess)
-	})
-	return e, sess, err == nil
-}
-
-// stream reads one watch stream to its end. It reports whether the stream
-// got as far as its snapshot. A refusal is logged as a warning when warn is
-// set, on the first of a run of failed attempts.
-func (i *Informer[T]) stream(e *endpoint, sess *clientSession, warn bool) (bool, error) {
-	c := i.c
-	ctx, cancel := context.WithCancel(i.ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	i.streams.Add(1)
-	url := e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), i.topic)
-	sep := "?"
-	if i.query != "" {
-		url += sep + i.query
-		sep = "&"
-	}
-	if i.resume.history != "" {
-		url += sep + protocol.QuerySince + "=" + i.resume.String()
-	}
-	a := e.send(ctx, sess, request{method: http.MethodGet, url: url, stream: true})
-	if a.stream == nil {
-		d, err := e.settle(ctx, sess, a, idempotentCall, "watch of "+i.topic)
-		if d.action == actFail && d.lose == "" && warn && a.transport == transportOK {
-			c.cfg.Logger.Warn("lockstep: watch refused", "topic", i.topic, "url", e.url, "err", err)
-		}
-		return false, err
-	}
-	defer a.stream.Close()
-	// End the stream when its session leaves routing: the endpoint was
-	// lost, is draining, or handshook again; or, for a server-written
-	// topic, when its writer is gone while another replica's is attached.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			changed := c.changedCh()
-			if e.routableSession() != sess || i.writerMoved(sess) {
-				cancel()
-				return
-			}
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	// A live stream carries a frame at least every half TTL (pings when
-	// the topic is quiet); silence for two TTLs means a dead connection.
-	idle := 2 * sess.ttl
-	if idle <= 0 {
-		idle = 10 * time.Second
-	}
-	silence := c.cfg.Clock.AfterFunc(idle, cancel)
-	defer silence.Stop()
-
-	return i.readFrames(ctx, cancel, e, sess, a.stream, a.resumed, func() { silence.Reset(idle) })
-}
-
-// readFrames reads one stream's frames to its end: the snapshot into the
-// cache once its synced marker comes, then each change into the queue the
-// processor drains; a resumed stream (resumed) continues the last one.
-// alive is called on each frame (the stream is not
-// silent); cancel ends the stream when the queue overflows.
-func (i *Informer[T]) readFrames(ctx context.Context, cancel context.CancelFunc, e *endpoint, sess *clientSession, body io.Reader, resumed bool, alive func()) (bool, error) {
-	c := i.c
-	br := bufio.NewReaderSize(body, 4<<10)
-	var scratch []byte
-	// A resumed stream continues the last one: its frames before synced
-	// are changes like those after it, queued over what is queued. Any
-	// other starts with a snapshot, collected aside.
-	var snapshot map[string]*informerEntry[T]
-	gen := i.queueGen()
-	if !resumed {
-		snapshot = map[string]*informerEntry[T]{}
-	}
-	synced := false
-	for {
-		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
-		if err != nil {
-			if ctx.Err() != nil && i.ctx.Err() == nil {
-				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost, stream silent or informer overflowing", i.topic, e.url)
-			}
-			return synced, err
-		}
-		alive()
-		i.frames.Add(1)
-		if synced || resumed {
-			// Past the snapshot, changes are only read here, promptly,
-			// so the connection never holds stale frames; the processor
-			// decodes the latest of each key.
-			typ, key, rev, ok := frameTypeKey(line)
-			if !ok {
-				i.decodeErrors.Add(1)
-				continue
-			}
-			if typ == protocol.FrameSet || typ == protocol.FrameDelete {
-				if !i.enqueue(gen, key, line) {
-					// A change not queued: the next stream must not
-					// resume past it.
-					i.resume = resumePoint{}
-					cancel()
-				} else if synced && rev > i.resume.rev {
-					i.resume.rev = rev
-				}
-				continue
-			}
-		}
-		var f watchFrame[T]
-		if err := decodeFrame(line, &f); err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
-			i.decodeErrors.Add(1)
-			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", f.Key, "err", err)
-			continue
-		}
-		switch f.Type {
-		case protocol.FrameSet:
-			snapshot[f.Key] = &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
-		case protocol.FrameDelete:
-			delete(snapshot, f.Key)
-		case protocol.FrameSynced:
-			live := f.Writer == nil || *f.Writer // a server without writer reports has one
-			c.learnTopicWriter(sess, i.topic, live)
-			if !live && i.writerAware && !resumed {
-				// A replica whose topic has no writer holds no topic, or a
-				// stale one: never the cache's truth. Wait for a replica
-				// whose writer is attached.
-				return false, Errorf(CodeUnavailable, "%s at %s has no writer attached", i.topic, e.url)
-			}
-			if resumed {
-				i.resumes.Add(1)
-			} else {
-				gen = i.enqueueSnapshot(snapshot, f.Instance)
-				snapshot = nil
-			}
-			i.resume = resumePoint{history: f.History, rev: f.Rev}
-			synced = true
-		case protocol.FrameClosing:
-			closedBy(e, sess, f.Reason)
-			return synced, nil
-		}
-		// ping and frame types this version does not know carry nothing
-		// for the cache.
-	}
-}
-
-// closedBy takes sess out of routing as a closing frame's reason says: the
-// server drains, or it lost the session.
-func closedBy(e *endpoint, sess *clientSession, reason string) {
-	switch reason {
-	case protocol.CloseDraining:
-		e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
-	case protocol.CloseSessionLost:
-		e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
-	}
-}
-
-// writerMoved reports whether the topic's writer at sess is gone while
-// another replica's is attached: the informer should move there.
-func (i *Informer[T]) writerMoved(sess *clientSession) bool {
-	if !i.writerAware {
-		return false
-	}
-	if live, known := sess.writers.get(i.topic); !known || live {
-		return false
-	}
-	live, _, _ := i.c.writerEndpoints(i.topic)
-	return len(live) > 0
-}
-
-// queueGen returns the generation of the stream whose changes are queued.
-func (i *Informer[T]) queueGen() uint64 {
+// snapshot queues a fresh state to replace the cache: the latest set
+// frame of each key, read from instance. Changes still queued are dropped:
+// the snapshot supersedes them. See [feedSubscriber].
+func (i *Informer[T]) snapshot(raw map[string][]byte, instance string) {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
-	return i.qgen
-}
-
-// enqueueSnapshot queues a stream's snapshot to replace the cache. Changes
-// still queued from earlier streams are dropped: the snapshot supersedes
-// them. It returns the stream's generation, for [Informer.enqueue].
-func (i *Informer[T]) enqueueSnapshot(snapshot map[string]*informerEntry[T], instance string) uint64 {
-	i.qmu.Lock()
-	defer i.qmu.Unlock()
-	i.qgen++
-	i.replacing, i.replaceBy = snapshot, instance
+	i.replacing, i.replaceBy = raw, instance
 	clear(i.order)
 	i.order = i.order[:0]
 	clear(i.latest)
 	i.signal()
-	return i.qgen
 }
 
-// enqueue queues a copy of line as the latest change of key. It reports
-// false when the queue is full and the stream must end.
-func (i *Informer[T]) enqueue(gen uint64, key string, line []byte) bool {
+// change queues line (shared and immutable) as the latest change of key.
+// It reports false when the queue is full; see [feedSubscriber].
+func (i *Informer[T]) change(key string, line []byte) bool {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
-	if gen != i.qgen {
-		return true
-	}
 	if _, ok := i.latest[key]; ok {
 		i.coalesced++
 	} else {
@@ -531,7 +278,7 @@ func (i *Informer[T]) enqueue(gen uint64, key string, line []byte) bool {
 		i.order = append(i.order, key)
 		i.maxQueued = max(i.maxQueued, len(i.order))
 	}
-	i.latest[key] = append([]byte(nil), line...)
+	i.latest[key] = line
 	i.signal()
 	return true
 }
@@ -543,20 +290,32 @@ func (i *Informer[T]) signal() {
 	}
 }
 
-// process runs the handlers: it applies what the stream's reader queued,
-// a snapshot first, then the latest change of each key, until the
-// informer stops.
+// process runs the handlers: it applies what the feed queued, a snapshot
+// first, then the latest change of each key, until the informer stops;
+// then it leaves the feed.
 func (i *Informer[T]) process() {
-	defer close(i.processed)
+	defer func() {
+		i.feed.unsubscribe(i)
+		if i.writerAware {
+			i.c.writerWatchers.Add(-1)
+		}
+		close(i.done)
+	}()
 	var order []string
 	var latest map[string][]byte
 	for {
 		i.qmu.Lock()
-		if rep := i.replacing; rep != nil {
+		if raw := i.replacing; raw != nil {
 			by := i.replaceBy
 			i.replacing = nil
 			i.qmu.Unlock()
-			i.replace(rep, by)
+			snapshot := make(map[string]*informerEntry[T], len(raw))
+			for key, line := range raw {
+				if f, ok := i.decode(key, line); ok && f.Type == protocol.FrameSet {
+					snapshot[key] = &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
+				}
+			}
+			i.replace(snapshot, by)
 			continue
 		}
 		if len(i.order) == 0 {
@@ -578,10 +337,8 @@ func (i *Informer[T]) process() {
 			if i.ctx.Err() != nil {
 				return
 			}
-			var f watchFrame[T]
-			if err := decodeFrame(latest[key], &f); err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
-				i.decodeErrors.Add(1)
-				i.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", key, "err", err)
+			f, ok := i.decode(key, latest[key])
+			if !ok {
 				continue
 			}
 			switch f.Type {
@@ -594,6 +351,18 @@ func (i *Informer[T]) process() {
 		clear(order)
 		clear(latest)
 	}
+}
+
+// decode decodes a set or delete frame of key into the informer's own
+// objects; a frame that does not decode is counted, logged and skipped.
+func (i *Informer[T]) decode(key string, line []byte) (watchFrame[T], bool) {
+	var f watchFrame[T]
+	if err := decodeFrame(line, &f); err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
+		i.decodeErrors.Add(1)
+		i.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", key, "err", err)
+		return f, false
+	}
+	return f, true
 }
 
 // apply stores a changed object and reports it.

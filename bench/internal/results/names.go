@@ -87,17 +87,21 @@ const (
 
 // Variant and metric names of the fan-out workloads (P4, P4s, P5).
 const (
-	VFanLockstep     = "lockstep topic, informer per watcher"
-	VFanShared       = "lockstep topic, shared informers"
-	VFanEtcd         = "etcd watch + encoding/json"
-	VFanEtcdRaw      = "etcd watch, no decode"
-	VFanGRPC         = "gRPC stream per watcher + protobuf"
-	VFanGRPCRaw      = "gRPC stream per watcher, no decode"
-	MWritesPerSec    = "writes/s"
-	MDelivered       = "delivered/write/watcher"
-	MConvergeMs      = "converged ms"
-	MUnconverged     = "unconverged watchers"
-	MCores           = "cores"
+	VFanLockstep   = "lockstep topic, informer per watcher"
+	VFanShared     = "lockstep topic, shared informers"
+	VFanOwnStreams = "lockstep topic, informer per watcher, a stream each" // fanout-bench only: before feeds
+	VFanEtcd       = "etcd watch + encoding/json"
+	VFanEtcdRaw    = "etcd watch, no decode"
+	VFanGRPC       = "gRPC stream per watcher + protobuf"
+	VFanGRPCRaw    = "gRPC stream per watcher, no decode"
+	MWritesPerSec  = "writes/s"
+	MDelivered     = "delivered/write/watcher"
+	MConvergeMs    = "converged ms"
+	MUnconverged   = "unconverged watchers"
+	MCores         = "cores"
+	// MCPUPerDelivery is the process's CPU (writer, servers, watchers) per
+	// object a watcher was handed: steadier than latency on a busy host.
+	MCPUPerDelivery  = "CPU µs/delivery"
 	FanoutClients    = 50 // client processes the watchers are spread over
 	FanoutConvergeBy = 10 * time.Second
 )

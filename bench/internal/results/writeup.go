@@ -475,8 +475,9 @@ a fixed rate for `+w.run.pick("4 s", "0.5 s")+` (a writer the system holds back 
 client at %d watchers). The write's time rides inside the object (the
 first condition's heartbeat time), so a decoding watcher learns it only by
 decoding; the no-decode anchors are timed by etcd revision or stream
-sequence instead. lockstep: an informer per watcher, each its own watch
-stream; or one shared informer per client (one decode per client process,
+sequence instead. lockstep: an informer per watcher, each decoding every
+change into objects of its own, the informers of one client sharing its
+watch stream of the topic (its feed); or one shared informer per client (one decode per client process,
 handlers sharing the object), as client-go's shared informer factory does.
 etcd: one `+"`Watch`"+` per watcher on the prefix, decoded with encoding/json; its
 writer keeps up to 64 Puts in flight. gRPC: a server-streaming call per
@@ -485,7 +486,8 @@ of %d drops it), decoded with protobuf. "delivered" is deliveries per
 write per watcher (level-based lockstep may skip superseded versions);
 "converged" is the time from the last write until every watcher held every
 key's final version (%v at most; "unconverged" counts the watchers that
-did not). CPU is the process's (writer, servers and watchers). All
+did not). CPU is the process's (writer, servers and watchers), in cores
+and per object handed to a watcher. All
 variants' watchers stay open through the rounds; one writes at a time.`,
 		TopicKeys, FanoutClients, max(1, top/FanoutClients), top, WatchBuffer, FanoutConvergeBy)}
 	workloads := []string{}
@@ -497,13 +499,13 @@ variants' watchers stay open through the rounds; one writes at a time.`,
 	}
 	for _, wl := range workloads {
 		t := report.Table{Header: []string{wl, "p50 ms", "p99 ms", "max ms", "writes/s", "delivered", "converged ms",
-			"unconverged", "cores", "p99 vs etcd + decode"}}
+			"unconverged", "cores", "CPU µs/delivery", "p99 vs etcd + decode"}}
 		etcdP99 := w.r.Median(wl, VFanEtcd, MP99ms)
 		for _, v := range w.r.Variants(wl) {
 			t.Rows = append(t.Rows, []string{v, w.fig(wl, v, MP50ms, "%.1f"), w.fig(wl, v, MP99ms, "%.1f"),
 				w.fig(wl, v, MMaxms, "%.0f"), w.fig(wl, v, MWritesPerSec, "%.0f"), w.fig(wl, v, MDelivered, "%.3f"),
 				w.fig(wl, v, MConvergeMs, "%.0f"), w.fig(wl, v, MUnconverged, "%.0f"), w.fig(wl, v, MCores, "%.2f"),
-				ratioText(stats.Ratio(w.r.Median(wl, v, MP99ms), etcdP99))})
+				w.fig(wl, v, MCPUPerDelivery, "%.1f"), ratioText(stats.Ratio(w.r.Median(wl, v, MP99ms), etcdP99))})
 		}
 		sec.Tables = append(sec.Tables, t)
 	}

@@ -77,8 +77,9 @@ var fanoutVariants = []string{results.VFanLockstep, results.VFanShared, results.
 
 // fanoutOpeners open each fan-out variant's watchers and writer.
 var fanoutOpeners = map[string]func(int) (*fanSystem, error){
-	results.VFanLockstep: openLockstepFanout(false), results.VFanShared: openLockstepFanout(true),
-	results.VFanEtcd: openEtcdFanout(true), results.VFanEtcdRaw: openEtcdFanout(false),
+	results.VFanLockstep: openLockstepFanout(fanFeeds), results.VFanShared: openLockstepFanout(fanShared),
+	results.VFanOwnStreams: openLockstepFanout(fanOwnStreams),
+	results.VFanEtcd:       openEtcdFanout(true), results.VFanEtcdRaw: openEtcdFanout(false),
 	results.VFanGRPC: openGRPCFanout(true), results.VFanGRPCRaw: openGRPCFanout(false),
 }
 
@@ -213,14 +214,15 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round,
 		convergedMs = float64(results.FanoutConvergeBy) / 1e6
 	}
 	return results.Round{Latencies: lat, Metrics: map[string]float64{
-		results.MP50ms:        float64(benchrun.Percentile(lat, 0.5)) / 1e6,
-		results.MP99ms:        float64(benchrun.Percentile(lat, 0.99)) / 1e6,
-		results.MMaxms:        float64(benchrun.Percentile(lat, 1)) / 1e6,
-		results.MWritesPerSec: writeRate,
-		results.MDelivered:    float64(delivered) / float64(written*len(sys.watchers)),
-		results.MConvergeMs:   convergedMs,
-		results.MUnconverged:  float64(unconverged),
-		results.MCores:        used.Seconds() / wall.Seconds(),
+		results.MP50ms:          float64(benchrun.Percentile(lat, 0.5)) / 1e6,
+		results.MP99ms:          float64(benchrun.Percentile(lat, 0.99)) / 1e6,
+		results.MMaxms:          float64(benchrun.Percentile(lat, 1)) / 1e6,
+		results.MWritesPerSec:   writeRate,
+		results.MDelivered:      float64(delivered) / float64(written*len(sys.watchers)),
+		results.MConvergeMs:     convergedMs,
+		results.MUnconverged:    float64(unconverged),
+		results.MCores:          used.Seconds() / wall.Seconds(),
+		results.MCPUPerDelivery: float64(used.Microseconds()) / float64(max(delivered, 1)),
 	}}, nil
 }
 
@@ -233,7 +235,23 @@ func stampedCopy(base *watchObject, t time.Time) *watchObject {
 	return &n
 }
 
-func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
+// fanInformers is how a lockstep fan-out variant's watchers are made.
+type fanInformers int
+
+const (
+	// fanFeeds: an informer per watcher (framework.Watch); those of one
+	// client share its feed, each decoding every change.
+	fanFeeds fanInformers = iota
+	// fanOwnStreams: the same, each informer with a stream of its own
+	// (framework.OwnStream), as before feeds.
+	fanOwnStreams
+	// fanShared: one shared informer per client, its handlers sharing
+	// the decoded objects.
+	fanShared
+)
+
+func openLockstepFanout(mode fanInformers) func(int) (*fanSystem, error) {
+	shared := mode == fanShared
 	return func(watchers int) (*fanSystem, error) {
 		var writer *framework.TopicWriter[watchObject]
 		cfg := serverConfig()
@@ -250,9 +268,10 @@ func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
 				return nil, err
 			}
 		}
-		name := results.VFanLockstep
-		if shared {
-			name = results.VFanShared
+		name := map[fanInformers]string{fanFeeds: results.VFanLockstep, fanOwnStreams: results.VFanOwnStreams, fanShared: results.VFanShared}[mode]
+		var opts []framework.WatchOption
+		if mode == fanOwnStreams {
+			opts = append(opts, framework.OwnStream())
 		}
 		sys := &fanSystem{name: name}
 		tr := framework.NewTransport(nil)
@@ -308,7 +327,7 @@ func openLockstepFanout(shared bool) func(int) (*fanSystem, error) {
 				si.AddEventHandler(h)
 				continue
 			}
-			inf, err := framework.Watch(ctx, cl, topicName, h)
+			inf, err := framework.Watch(ctx, cl, topicName, h, opts...)
 			if err != nil {
 				return nil, errors.Join(err, sys.close())
 			}

@@ -1,0 +1,404 @@
+package framework
+
+// Watch feeds: the one watch stream that every informer of a client shares
+// for a topic and selection.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// feedSubscriber is what a feed hands its frames to: an [Informer], which
+// decodes them itself. The feed calls both methods with its lock held, in
+// the order the frames were read, so they must not block.
+type feedSubscriber interface {
+	// snapshot replaces everything queued with a fresh state: the latest
+	// set frame of each key (the map is the subscriber's), from the server
+	// instance named.
+	snapshot(raw map[string][]byte, instance string)
+	// change queues line as the latest change of key. It reports false
+	// when the subscriber's queue is full; the feed then hands it a
+	// snapshot instead.
+	change(key string, line []byte) bool
+}
+
+// watchFeed is one watch stream of a topic and selection, read once for
+// every [Informer] of its client that watches them. It holds the latest
+// frame of each key as the bytes it read, immutable and shared by its
+// subscribers; each subscriber decodes them into objects of its own, so
+// informers stay independent (their caches, handlers and pace) while the
+// server sends, and the client reads, each change once per client rather
+// than once per informer. A subscriber that comes while the feed is synced
+// starts from the frames it holds, without a stream of its own.
+//
+// It opens its stream through the client's version-aware routing and
+// opens a new one whenever a stream ends, resuming from the revision it
+// last read when it can (see [Informer]); it runs while it has
+// subscribers.
+type watchFeed struct {
+	c     *Client
+	id    string // "<topic>?<selection query>", its key in the client's feeds
+	topic string
+	// query is the watch request's selection (?nodeName=node-042), ""
+	// for none: see [Select].
+	query string
+	// writerAware is set for a server-written topic: the feed watches a
+	// replica whose writer is attached and syncs from no other.
+	writerAware bool
+	ctx         context.Context
+	cancel      context.CancelFunc
+	done        chan struct{}
+
+	// mu guards what follows. Lock order: the client's feeds.mu, then mu,
+	// then a subscriber's own locks.
+	mu   sync.Mutex
+	subs map[feedSubscriber]struct{}
+	// raw is the latest set frame of each key, once synced is set: the
+	// state a new subscriber starts from. instance is the server instance
+	// whose topic it is.
+	raw      map[string][]byte
+	instance string
+	synced   bool
+
+	// resume is where the next stream asks to start: the synced frame's
+	// history and revision, then the revision of every change read after
+	// it. Only the run goroutine uses it.
+	resume resumePoint
+
+	rr                                  atomic.Uint64
+	streams, resumes, frames, badFrames atomic.Int64
+}
+
+// watchFeeds are a client's feeds by topic and selection.
+type watchFeeds struct {
+	mu sync.Mutex
+	m  map[string]*watchFeed
+}
+
+// OwnStream makes an [Informer] open a watch stream of its own rather than
+// share its client's feed of the topic and selection: the server then
+// sends it every change on a connection of its own, as before feeds, at the
+// cost of a stream per informer. It is for comparing the two, and for an
+// informer whose connection must be apart from the others'.
+func OwnStream() WatchOption {
+	return watchOptionFunc(func(c *watchConfig) { c.ownStream = true })
+}
+
+// subscribe adds sub to c's feed of topic and selection query, starting
+// the feed if it is the first; with own, to a feed of its own.
+func (c *Client) subscribe(topic, query string, writerAware, own bool, sub feedSubscriber) *watchFeed {
+	id := topic + "?" + query
+	c.feeds.mu.Lock()
+	defer c.feeds.mu.Unlock()
+	f := c.feeds.m[id]
+	if f == nil || own {
+		f = &watchFeed{c: c, id: id, topic: topic, query: query, writerAware: writerAware,
+			done: make(chan struct{}), subs: map[feedSubscriber]struct{}{}}
+		f.ctx, f.cancel = context.WithCancel(c.ctx)
+		if c.feeds.m == nil {
+			c.feeds.m = map[string]*watchFeed{}
+		}
+		if !own {
+			c.feeds.m[id] = f
+		}
+		go f.run()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs[sub] = struct{}{}
+	if f.synced {
+		sub.snapshot(maps.Clone(f.raw), f.instance)
+	}
+	return f
+}
+
+// unsubscribe takes sub off the feed; the last one stops the feed and
+// waits until its goroutines are gone.
+func (f *watchFeed) unsubscribe(sub feedSubscriber) {
+	f.c.feeds.mu.Lock()
+	f.mu.Lock()
+	delete(f.subs, sub)
+	last := len(f.subs) == 0
+	f.mu.Unlock()
+	if last && f.c.feeds.m[f.id] == f {
+		delete(f.c.feeds.m, f.id)
+	}
+	f.c.feeds.mu.Unlock()
+	if last {
+		f.cancel()
+		<-f.done
+	}
+}
+
+// publishSnapshot makes raw, read from instance, the feed's state and
+// every subscriber's.
+func (f *watchFeed) publishSnapshot(raw map[string][]byte, instance string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.raw, f.instance, f.synced = raw, instance, true
+	for s := range f.subs {
+		s.snapshot(maps.Clone(raw), instance)
+	}
+}
+
+// publishChange applies a set or delete frame of key to the feed's state
+// and queues it for every subscriber; a subscriber whose queue is full is
+// handed the whole state instead.
+func (f *watchFeed) publishChange(typ, key string, line []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.raw == nil {
+		f.raw = map[string][]byte{} // a resumed stream's first change
+	}
+	if typ == protocol.FrameSet {
+		f.raw[key] = line
+	} else {
+		delete(f.raw, key)
+	}
+	for s := range f.subs {
+		if !s.change(key, line) {
+			s.snapshot(maps.Clone(f.raw), f.instance)
+		}
+	}
+}
+
+// run opens stream after stream until the feed stops. A stream that
+// failed before its snapshot is retried after the client's backoff.
+func (f *watchFeed) run() {
+	defer close(f.done)
+	failures := 0
+	for {
+		e, sess, ok := f.route()
+		if !ok {
+			return
+		}
+		synced, err := f.stream(e, sess, failures == 0)
+		if f.ctx.Err() != nil {
+			return
+		}
+		if synced {
+			failures = 0
+			continue
+		}
+		if err != nil {
+			f.c.cfg.Logger.Debug("lockstep: watch stream failed", "topic", f.topic, "url", e.url, "err", err)
+		}
+		t := f.c.cfg.Clock.NewTimer(f.c.cfg.Backoff.Delay(failures))
+		failures++
+		select {
+		case <-t.Chan():
+		case <-f.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// route waits for an endpoint whose session can carry the topic, as long
+// as the feed lives, taking the endpoints in turn. For a server-written
+// topic it picks among the replicas whose writer is attached, then among
+// those it knows nothing of yet, and waits while every replica it can
+// reach says its topic has no writer.
+func (f *watchFeed) route() (*endpoint, *clientSession, bool) {
+	w := &routeWait{c: f.c}
+	defer w.done()
+	var e *endpoint
+	var sess *clientSession
+	err := w.until(f.ctx, func() bool {
+		eps := f.c.topicEndpoints()
+		if f.writerAware {
+			live, unknown, _ := f.c.writerEndpoints(f.topic)
+			eps = live
+			if len(eps) == 0 {
+				eps = unknown
+			}
+		}
+		if len(eps) == 0 {
+			return false
+		}
+		e = eps[int(f.rr.Add(1)%uint64(len(eps)))]
+		sess = e.routableSession()
+		return sess != nil && f.c.topicSession(sess)
+	})
+	return e, sess, err == nil
+}
+
+// stream reads one watch stream to its end. It reports whether the stream
+// got as far as its snapshot. A refusal is logged as a warning when warn is
+// set, on the first of a run of failed attempts.
+func (f *watchFeed) stream(e *endpoint, sess *clientSession, warn bool) (bool, error) {
+	c := f.c
+	ctx, cancel := context.WithCancel(f.ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	f.streams.Add(1)
+	url := e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), f.topic)
+	sep := "?"
+	if f.query != "" {
+		url += sep + f.query
+		sep = "&"
+	}
+	if f.resume.history != "" {
+		url += sep + protocol.QuerySince + "=" + f.resume.String()
+	}
+	a := e.send(ctx, sess, request{method: http.MethodGet, url: url, stream: true})
+	if a.stream == nil {
+		d, err := e.settle(ctx, sess, a, idempotentCall, "watch of "+f.topic)
+		if d.action == actFail && d.lose == "" && warn && a.transport == transportOK {
+			c.cfg.Logger.Warn("lockstep: watch refused", "topic", f.topic, "url", e.url, "err", err)
+		}
+		return false, err
+	}
+	defer a.stream.Close()
+	// End the stream when its session leaves routing: the endpoint was
+	// lost, is draining, or handshook again; or, for a server-written
+	// topic, when its writer is gone while another replica's is attached.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			changed := c.changedCh()
+			if e.routableSession() != sess || f.writerMoved(sess) {
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	// A live stream carries a frame at least every half TTL (pings when
+	// the topic is quiet); silence for two TTLs means a dead connection.
+	idle := 2 * sess.ttl
+	if idle <= 0 {
+		idle = 10 * time.Second
+	}
+	silence := c.cfg.Clock.AfterFunc(idle, cancel)
+	defer silence.Stop()
+
+	return f.readFrames(ctx, e, sess, a.stream, a.resumed, func() { silence.Reset(idle) })
+}
+
+// feedReadBuffer is the read buffer of a feed's stream: a flush of many
+// frames is read in a few system calls.
+const feedReadBuffer = 16 << 10
+
+// readFrames reads one stream's frames to its end: the snapshot, collected
+// aside until its synced marker comes, then each change, handed on as
+// soon as it is read, so the connection never holds stale frames; a
+// resumed stream (resumed) continues the last one. alive is called on
+// each frame (the stream is not silent).
+func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSession, body io.Reader, resumed bool, alive func()) (bool, error) {
+	c := f.c
+	br := bufio.NewReaderSize(body, feedReadBuffer)
+	var scratch []byte
+	// A resumed stream continues the last one: its frames before synced
+	// are changes like those after it. Any other starts with a snapshot.
+	var snapshot map[string][]byte
+	if !resumed {
+		snapshot = map[string][]byte{}
+	}
+	synced := false
+	for {
+		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
+		if err != nil {
+			if ctx.Err() != nil && f.ctx.Err() == nil {
+				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost or stream silent", f.topic, e.url)
+			}
+			return synced, err
+		}
+		alive()
+		f.frames.Add(1)
+		typ, key, rev, ok := frameTypeKey(line)
+		if !ok {
+			f.badFrames.Add(1)
+			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic)
+			continue
+		}
+		switch typ {
+		case protocol.FrameSet, protocol.FrameDelete:
+			// Subscribers decode the objects; the bytes are shared.
+			line = bytes.Clone(line)
+			switch {
+			case synced || resumed:
+				f.publishChange(typ, key, line)
+				if synced && rev > f.resume.rev {
+					f.resume.rev = rev
+				}
+			case typ == protocol.FrameSet:
+				snapshot[key] = line
+			default:
+				delete(snapshot, key)
+			}
+			continue
+		case protocol.FrameSynced, protocol.FrameClosing:
+		default:
+			continue // ping and frame types this version does not know carry nothing
+		}
+		var fr watchFrame[json.RawMessage]
+		if err := json.Unmarshal(line, &fr); err != nil {
+			f.badFrames.Add(1)
+			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic, "err", err)
+			continue
+		}
+		if fr.Type == protocol.FrameClosing {
+			closedBy(e, sess, fr.Reason)
+			return synced, nil
+		}
+		live := fr.Writer == nil || *fr.Writer // a server without writer reports has one
+		c.learnTopicWriter(sess, f.topic, live)
+		if !live && f.writerAware && !resumed {
+			// A replica whose topic has no writer holds no topic, or a
+			// stale one: never the cache's truth. Wait for a replica whose
+			// writer is attached.
+			return false, Errorf(CodeUnavailable, "%s at %s has no writer attached", f.topic, e.url)
+		}
+		if resumed {
+			f.resumes.Add(1)
+		} else {
+			f.publishSnapshot(snapshot, fr.Instance)
+			snapshot = nil
+		}
+		f.resume = resumePoint{history: fr.History, rev: fr.Rev}
+		synced = true
+	}
+}
+
+// closedBy takes sess out of routing as a closing frame's reason says: the
+// server drains, or it lost the session.
+func closedBy(e *endpoint, sess *clientSession, reason string) {
+	switch reason {
+	case protocol.CloseDraining:
+		e.lose(sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", sess.peer.Component))
+	case protocol.CloseSessionLost:
+		e.lose(sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
+	}
+}
+
+// writerMoved reports whether the topic's writer at sess is gone while
+// another replica's is attached: the feed should move there.
+func (f *watchFeed) writerMoved(sess *clientSession) bool {
+	if !f.writerAware {
+		return false
+	}
+	if live, known := sess.writers.get(f.topic); !known || live {
+		return false
+	}
+	live, _, _ := f.c.writerEndpoints(f.topic)
+	return len(live) > 0
+}
