@@ -21,7 +21,8 @@
 // ';': pin=1.0.0 for a plain Kubernetes extender that does not handshake
 // (PEER is then its urlPrefix), bind to have it bind pods, weight=W for its
 // scores (0: no Prioritize), ignorable to go on when it fails, nodes to
-// send it whole Node objects instead of names (nodeCacheCapable false). A
+// send it whole Node objects instead of names (nodeCacheCapable false),
+// preempt to ask it about preemption (ProcessPreemption). A
 // scheduler with --api v2 reaches 1.0.0 extenders only with --fork.
 //
 // It serves /healthz, /readyz, /metrics and /status, and stops on SIGTERM.
@@ -44,7 +45,7 @@ func main() {
 	f := daemon.NewFlags(flag.CommandLine, "scheduler", "127.0.0.1:8442", true)
 	peer := flag.String("nodecontroller", "http://127.0.0.1:8441", "the node controller: "+daemon.PeerSyntax)
 	var extenders daemon.ListFlag
-	flag.Var(&extenders, "extender", "an extender, NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable][;nodes]; repeat for several")
+	flag.Var(&extenders, "extender", "an extender, NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable][;nodes][;preempt]; repeat for several")
 	config := flag.String("config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file whose extenders the scheduler calls")
 	rate := flag.Float64("pod-rate", 5, "pods placed per second")
 	timeout := flag.Duration("call-timeout", 10*time.Second, "bound of each call, blocking for a compatible peer included")
@@ -87,7 +88,7 @@ func main() {
 	}))
 }
 
-// parseExtender reads NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable].
+// parseExtender reads NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable][;nodes][;preempt].
 func parseExtender(rt *daemon.Runtime, spec string) (scheduler.ExtenderConfig, error) {
 	parts := strings.Split(spec, ";")
 	name, peer, ok := strings.Cut(parts[0], "=")
@@ -112,8 +113,10 @@ func parseExtender(rt *daemon.Runtime, spec string) (scheduler.ExtenderConfig, e
 			ec.Ignorable = true
 		case "nodes":
 			ec.NodeCacheCapable = false
+		case "preempt":
+			ec.Preempt = true
 		default:
-			return ec, fmt.Errorf("--extender %q: unknown option %q (want pin=VERSION, bind, weight=W, ignorable or nodes)", spec, opt)
+			return ec, fmt.Errorf("--extender %q: unknown option %q (want pin=VERSION, bind, weight=W, ignorable, nodes or preempt)", spec, opt)
 		}
 	}
 	var err error

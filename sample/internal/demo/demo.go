@@ -72,8 +72,9 @@ func (o *Options) defaults() {
 
 // Plan is the rolling upgrade, step by step. Before the first upgrade it
 // waits until podsRunning holds: the v1 kubelet runs pods the v1
-// scheduler placed, so the loop is seen across every upgrade.
-func Plan(skew time.Duration, podsRunning upgradesim.Condition) upgradesim.Plan {
+// scheduler placed, so the loop is seen across every upgrade; and until
+// preempted holds: the v1 scheduler placed a pod by preemption.
+func Plan(skew time.Duration, podsRunning, preempted upgradesim.Condition) upgradesim.Plan {
 	connected := upgradesim.WaitUntil(upgradesim.Connected, 10*time.Second)
 	return upgradesim.Plan{Name: "rolling upgrade v1 → v2", Steps: []upgradesim.Step{
 		upgradesim.Start(LegacyExtender, "v1"),
@@ -86,6 +87,9 @@ func Plan(skew time.Duration, podsRunning upgradesim.Condition) upgradesim.Plan 
 		connected,
 		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(40), 10*time.Second),
 		upgradesim.WaitUntil(podsRunning, 10*time.Second),
+		// The nodes fill, and a pod of higher priority is placed by
+		// preempting pods of lower priority.
+		upgradesim.WaitUntil(preempted, 10*time.Second),
 		// The kubelet comes up first: it blocks.
 		upgradesim.Upgrade(Kubelet, "v2"),
 		upgradesim.Wait(skew),
@@ -155,7 +159,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// The run's clock starts within a few milliseconds of t0 (once its
 	// addresses are reserved): close enough for the loop's rows.
 	t0 := time.Now()
-	rep, err := sim.Execute(ctx, Plan(opts.Skew, w.loop.running(3)))
+	rep, err := sim.Execute(ctx, Plan(opts.Skew, w.loop.running(3), w.loop.preemptedCondition()))
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,10 @@ type podLoop struct {
 	mu     sync.Mutex
 	placed map[string]placement // by UID: where the scheduler bound it
 	ran    map[string]placement // by UID: where it was first reported Running
+	// evictions are those the node controller made (preemption.go);
+	// victims are the UIDs of the pods they evicted.
+	evictions []nodecontroller.Eviction
+	victims   map[string]bool
 	// closed is set once the final check passed: pods the scheduler
 	// places afterwards, while the run is torn down, are not followed.
 	closed bool
@@ -39,7 +43,7 @@ type placement struct {
 }
 
 func newPodLoop(limit time.Duration) *podLoop {
-	return &podLoop{limit: limit, now: time.Now, placed: map[string]placement{}, ran: map[string]placement{}}
+	return &podLoop{limit: limit, now: time.Now, placed: map[string]placement{}, ran: map[string]placement{}, victims: map[string]bool{}}
 }
 
 // bound records a binding the node controller accepted
@@ -69,7 +73,9 @@ func (l *podLoop) observe(uid string, p *nodecontroller.Pod) {
 
 // check holds every placed pod to running on its node within the bound:
 // while the run goes on, a pod still waiting past the bound is a
-// violation; at the end (final) so is one that never ran.
+// violation; at the end (final) so is one that never ran. A pod evicted
+// for one of higher priority before it ran is excused: its kubelet was
+// told to stop it.
 func (l *podLoop) check(final bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -79,6 +85,7 @@ func (l *podLoop) check(final bool) error {
 	for uid, pl := range l.placed {
 		r, ok := l.ran[uid]
 		switch {
+		case !ok && l.victims[uid]:
 		case ok && r.node != pl.node:
 			return fmt.Errorf("pod %s was placed on %s but reported Running on %s", uid, pl.node, r.node)
 		case ok && r.at.Sub(pl.at) > l.limit:
@@ -115,9 +122,10 @@ func (l *podLoop) running(n int) upgradesim.Condition {
 	}}
 }
 
-// series are the loop's two rows of the timeline's calls: the bindings
-// the node controller accepted, and the pods reported Running, on the
-// clock of a run that began at t0; both of the pods followed.
+// series are the loop's rows of the timeline's calls: the bindings the
+// node controller accepted, the pods reported Running, of the pods
+// followed, and the pods evicted for others of higher priority, on the
+// clock of a run that began at t0.
 func (l *podLoop) series(t0 time.Time) []upgradesim.CallSeries {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -134,6 +142,7 @@ func (l *podLoop) series(t0 time.Time) []upgradesim.CallSeries {
 	return []upgradesim.CallSeries{
 		{Label: "pods bound (scheduler→nodecontroller Bind)", OK: at(l.placed)},
 		{Label: "pods Running (kubelet of the chosen node)", OK: at(l.ran)},
+		l.evictionSeries(t0),
 	}
 }
 

@@ -72,6 +72,8 @@ var inProcessInvariants = []invariantSaid{
 	{upgradesim.InvariantWatchersConverge, "the scheduler's NodeHealth cache ended equal to the node controller's topic"},
 	{"nodes-stay-known", "no node became Unknown: no kubelet was without a session for the grace period"},
 	{"every-node-reported", "the final node controller knows every node"},
+	{"evictions-made-room", "every eviction made room for a pod of higher priority that was then bound on that node (within " + runBound.String() + ")"},
+	{"pods-preempted", "the nodes filled and pods of higher priority were placed by preempting pods of lower priority"},
 	{"pods-run-where-placed", "every pod the scheduler placed was reported Running by the kubelet of the node it chose within " + runBound.String()},
 	{"pods-scheduled-after-upgrade", "the upgraded scheduler placed pods"},
 }

@@ -126,7 +126,8 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 		return nil, err
 	}
 	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
-		Server: server, Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods})
+		Server: server, Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods,
+		Evicted: w.loop.evicted})
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +157,8 @@ func (w *world) startKubelet(env *upgradesim.Env) (*upgradesim.Instance, error) 
 	if err != nil {
 		return nil, err
 	}
-	k, err := kubelet.New(kubelet.Config{API: env.Version, Nodes: w.nodes, ChangeEvery: 500 * time.Millisecond, PodsEnd: true,
-		Client: client, Logger: env.Logger})
+	k, err := kubelet.New(kubelet.Config{API: env.Version, Nodes: w.nodes, ChangeEvery: time.Second, PodsEnd: true,
+		CPUMillis: NodeCPUMillis, Client: client, Logger: env.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +198,9 @@ func (w *world) startScheduler(env *upgradesim.Env) (*upgradesim.Instance, error
 	s, err := scheduler.New(scheduler.Config{API: env.Version, Fork: fork, PodRate: 10, CallTimeout: 10 * time.Second,
 		NodeHealth: nodeHealth,
 		Extenders: []scheduler.ExtenderConfig{
-			{Name: Extender, Client: ext, Bind: true, Weight: 1},
+			{Name: Extender, Client: ext, Bind: true, Preempt: true, Weight: 1},
 			// A pinned peer only: no endpoints to handshake.
-			{Name: LegacyExtender, Client: legacy,
+			{Name: LegacyExtender, Client: legacy, Preempt: true,
 				PinnedURL: env.Endpoints(LegacyExtender)[0] + LegacyPrefix, PinnedVersion: "1.0.0", Weight: 1},
 		},
 		Logger: env.Logger, OnBound: w.loop.bound,
@@ -409,6 +410,11 @@ func (w *world) config() upgradesim.Config {
 				}
 				return nil
 			}},
+			// Before pods-run-where-placed, whose final check stops
+			// following pods.
+			{Name: "evictions-made-room", During: func(*upgradesim.Cluster) error { return w.loop.checkEvictions(false) },
+				After: func(context.Context, *upgradesim.Cluster) error { return w.loop.checkEvictions(true) }},
+			{Name: "pods-preempted", After: func(context.Context, *upgradesim.Cluster) error { return w.loop.preempted() }},
 			{Name: "pods-run-where-placed", During: func(*upgradesim.Cluster) error { return w.loop.check(false) },
 				After: func(context.Context, *upgradesim.Cluster) error { return w.loop.check(true) }},
 			{Name: "pods-scheduled-after-upgrade", After: func(context.Context, *upgradesim.Cluster) error {
@@ -448,11 +454,11 @@ func (w *world) outcomes() []string {
 		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended; elected to write NodeHealth %d time(s)",
 			n.version, len(n.c.Health()), ready, n.c.Elections()))
 	}
-	out = append(out, w.loop.outcome())
+	out = append(out, w.loop.outcome(), w.loop.preemptionOutcome())
 	for _, s := range w.allSchedulers {
 		st := s.c.Stats()
-		out = append(out, fmt.Sprintf("scheduler %s: %d pods scheduled, %d unschedulable, %d failed (its own loop, 10 pods/s)",
-			s.version, st.Scheduled.Load(), st.Unschedulable.Load(), st.Failed.Load()))
+		out = append(out, fmt.Sprintf("scheduler %s: %d pods scheduled (%d by preempting %d pods), %d unschedulable, %d failed (its own loop, 10 pods/s)",
+			s.version, st.Scheduled.Load(), st.Preempted.Load(), st.Victims.Load(), st.Unschedulable.Load(), st.Failed.Load()))
 	}
 	return out
 }

@@ -37,7 +37,7 @@ import (
 //     victims would no longer make room, evicts the victims through the
 //     node controller (nodehealth Evict), which unbinds them at once, so
 //     their kubelet stops them, and then binds the pod there as it binds
-//     any pod.
+//     any pod, finishing the binding even if it is being stopped.
 //
 // What the sample leaves out: preemptionPolicy (every pod may preempt),
 // PodDisruptionBudgets, the nominated node and the graceful termination of
@@ -185,6 +185,13 @@ func (s *Scheduler) preempt(ctx context.Context, pod extv2.PodRef) (string, erro
 		return "", err
 	}
 	if len(best.Victims) > 0 {
+		// From the eviction on, the scheduler finishes the binding even if
+		// it is being stopped meanwhile (within CallTimeout), and without
+		// checking the node again (confirm just did), so that no eviction
+		// is for nothing.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
+		defer cancel()
 		if err := s.Evict(ctx, pod, best.Node, best.Victims); err != nil {
 			return "", fmt.Errorf("node controller: evict from %s: %w", best.Node, err)
 		}
@@ -195,6 +202,10 @@ func (s *Scheduler) preempt(ctx context.Context, pod extv2.PodRef) (string, erro
 			s.cfg.OnPreempted(Preemption{Pod: pod, Node: best.Node, Victims: best.Victims})
 		}
 		s.logger.Info("preempted pods of lower priority", "pod", pod.Name, "node", best.Node, "victims", len(best.Victims))
+		if err := s.commit(ctx, pod, best.Node); err != nil {
+			return "", err
+		}
+		return best.Node, nil
 	}
 	if err := s.bind(ctx, pod, best.Node); err != nil {
 		return "", err

@@ -522,6 +522,12 @@ func (s *Scheduler) bind(ctx context.Context, pod extv2.PodRef, node string) err
 	if h.State != nhv2.NodeHealthStateReady || !h.Schedulable || !fits(pod, h.Allocatable) {
 		return fmt.Errorf("%w: %s changed since it was watched", ErrNoNode, node)
 	}
+	return s.commit(ctx, pod, node)
+}
+
+// commit has the binding extender bind the pod to node, and posts the
+// binding.
+func (s *Scheduler) commit(ctx context.Context, pod extv2.PodRef, node string) error {
 	for _, e := range s.extenders {
 		if !e.cfg.Bind || !e.interested(pod) {
 			continue
