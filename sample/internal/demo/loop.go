@@ -31,6 +31,8 @@ type podLoop struct {
 	// victims are the UIDs of the pods they evicted.
 	evictions []nodecontroller.Eviction
 	victims   map[string]bool
+	// stored is the node the pod store first held each pod bound to.
+	stored map[string]string
 	// closed is set once the final check passed: pods the scheduler
 	// places afterwards, while the run is torn down, are not followed.
 	closed bool
@@ -43,7 +45,8 @@ type placement struct {
 }
 
 func newPodLoop(limit time.Duration) *podLoop {
-	return &podLoop{limit: limit, now: time.Now, placed: map[string]placement{}, ran: map[string]placement{}, victims: map[string]bool{}}
+	return &podLoop{limit: limit, now: time.Now, placed: map[string]placement{}, ran: map[string]placement{}, victims: map[string]bool{},
+		stored: map[string]string{}}
 }
 
 // bound records a binding the node controller accepted
@@ -61,11 +64,17 @@ func (l *podLoop) bound(pod extv2.PodRef, node string) {
 // pod's node (its authorizer), about a pod bound to that node
 // (PodStore.Subscribe).
 func (l *podLoop) observe(uid string, p *nodecontroller.Pod) {
-	if p == nil || p.Phase != nsv2.PodStatusPhaseRunning {
+	if p == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, ok := l.stored[uid]; !ok {
+		l.stored[uid] = p.NodeName
+	}
+	if p.Phase != nsv2.PodStatusPhaseRunning {
+		return
+	}
 	if _, ok := l.ran[uid]; !ok {
 		l.ran[uid] = placement{p.NodeName, l.now()}
 	}

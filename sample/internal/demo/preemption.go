@@ -37,9 +37,11 @@ func (l *podLoop) evicted(e nodecontroller.Eviction) {
 // checkEvictions holds every eviction to having made room for a pod of
 // higher priority that was then bound there: each victim's priority is
 // below the preemptor's, what was left of the node's allocatable
-// resources right after the eviction fits the preemptor, and the
-// scheduler's binding of the preemptor to that node was accepted, within
-// the loop's bound while the run goes on, and at the end (final) at all.
+// resources with what the victims requested given back fits the
+// preemptor, and the pod store holds the preemptor bound to that node
+// (the node controller binds it with the eviction), as the scheduler's
+// binding of it says too if it made one, within the loop's bound while
+// the run goes on, and at the end (final) at all.
 func (l *podLoop) checkEvictions(final bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -56,10 +58,13 @@ func (l *podLoop) checkEvictions(final bool) error {
 			return fmt.Errorf("evicting %d pod(s) from %s left %dm CPU, %d bytes of memory, %d pods, which does not fit %s/%s (%dm, %d bytes)",
 				len(e.Victims), e.Node, e.After.CPUMillis, e.After.MemoryBytes, e.After.Pods, p.Pod.Namespace, p.Pod.Name, p.Requests.CPUMillis, p.Requests.MemoryBytes)
 		}
-		pl, bound := l.placed[p.Pod.UID]
+		pl, placed := l.placed[p.Pod.UID]
+		on, bound := l.stored[p.Pod.UID]
 		switch {
-		case bound && pl.node != e.Node:
-			return fmt.Errorf("pods were evicted from %s for %s/%s, which was then bound to %s", e.Node, p.Pod.Namespace, p.Pod.Name, pl.node)
+		case placed && pl.node != e.Node:
+			return fmt.Errorf("pods were evicted from %s for %s/%s, which the scheduler then bound to %s", e.Node, p.Pod.Namespace, p.Pod.Name, pl.node)
+		case bound && on != e.Node:
+			return fmt.Errorf("pods were evicted from %s for %s/%s, which was then bound to %s", e.Node, p.Pod.Namespace, p.Pod.Name, on)
 		case !bound && (final || now.Sub(e.At) > l.limit):
 			return fmt.Errorf("pods were evicted from %s for %s/%s %s ago, which was not bound there", e.Node, p.Pod.Namespace, p.Pod.Name, dur(now.Sub(e.At)))
 		}

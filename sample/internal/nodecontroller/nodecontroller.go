@@ -87,8 +87,9 @@ type Config struct {
 }
 
 // Eviction is one Evict call that unbound pods: the node, the pods
-// unbound, the pod they made room for, and what was left of the node's
-// allocatable resources just before and just after.
+// unbound, the pod they made room for (bound there in the same step),
+// and what was left of the node's allocatable resources just before, and
+// with what the victims requested given back (After).
 type Eviction struct {
 	Node          string
 	Victims       []Pod
@@ -459,29 +460,29 @@ func (n *NodeController) bind(ctx context.Context, b *nhv2.Binding) (*nhv2.BindR
 }
 
 // evict unbinds pods from a node the node controller knows, to make room
-// for a pod of higher priority, and reports the eviction.
+// for a pod of higher priority, binds that pod there, and reports the
+// eviction.
 func (n *NodeController) evict(ctx context.Context, e *nhv2.Eviction) (*nhv2.EvictResult, error) {
-	left := func() (nhv2.Resources, bool) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		nd := n.nodes[e.NodeName]
-		if nd == nil || nd.health == nil {
-			return nhv2.Resources{}, false
-		}
-		return nd.health.Allocatable, true
+	n.mu.Lock()
+	nd := n.nodes[e.NodeName]
+	known := nd != nil && nd.status != nil && nd.health != nil
+	var before nhv2.Resources
+	if known {
+		before = nd.health.Allocatable
 	}
-	before, known := left()
+	n.mu.Unlock()
 	if !known {
 		return nil, framework.Errorf(framework.CodeNotFound, "no node %s", e.NodeName)
 	}
-	evicted, err := n.cfg.Pods.evict(e)
+	evicted, err := n.cfg.Pods.evict(e, n.cfg.PodsPerNode)
 	if err != nil && len(evicted) == 0 {
 		return nil, err
 	}
-	after, _ := left()
+	after := before
 	res := &nhv2.EvictResult{Evicted: []string{}}
 	for _, p := range evicted {
 		res.Evicted = append(res.Evicted, p.UID)
+		after.CPUMillis, after.MemoryBytes, after.Pods = after.CPUMillis+p.Requests.CPUMillis, after.MemoryBytes+p.Requests.MemoryBytes, after.Pods+1
 	}
 	if len(evicted) > 0 {
 		n.logger.Info("pods evicted for a pod of higher priority", "node", e.NodeName, "evicted", res.Evicted,

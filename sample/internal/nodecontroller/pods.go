@@ -193,14 +193,20 @@ func priority(p *int64) int64 {
 
 // evict unbinds the victims from the node at once (a deletion without a
 // grace period): their assignments go, so their kubelet stops them, and
-// what they requested is free for the preemptor. All or nothing: a victim
-// bound to another node is conflict, one whose priority is not below the
-// preemptor's is permission_denied, and then none is evicted. A victim
-// the store no longer holds (it ended, or an earlier eviction call got
-// it) is left out of the answer.
-func (s *PodStore) evict(e *nhv2.Eviction) ([]Pod, error) {
+// what they requested is free for the preemptor, which it binds to the
+// node in the same step (a node already holding limit pods, victims gone,
+// is resource_exhausted). All or nothing: a victim or the preemptor bound
+// to another node is conflict, a victim whose priority is not below the
+// preemptor's is permission_denied, and then nothing changes. A victim
+// the store no longer holds (it ended, or an earlier call got it) is left
+// out of the answer, so a call may be sent again.
+func (s *PodStore) evict(e *nhv2.Eviction, limit int) ([]Pod, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	pre := e.Preemptor
+	if p := s.pods[pre.Pod.UID]; p != nil && p.NodeName != e.NodeName {
+		return nil, framework.Errorf(framework.CodeConflict, "pod %s/%s (uid %s) is bound to %s already", p.Namespace, p.Name, p.UID, p.NodeName)
+	}
 	var evicted []Pod
 	seen := map[string]bool{}
 	for _, v := range e.Victims {
@@ -212,18 +218,38 @@ func (s *PodStore) evict(e *nhv2.Eviction) ([]Pod, error) {
 		if p.NodeName != e.NodeName {
 			return nil, framework.Errorf(framework.CodeConflict, "pod %s/%s (uid %s) is bound to %s, not %s", p.Namespace, p.Name, p.UID, p.NodeName, e.NodeName)
 		}
-		if p.Priority >= e.Preemptor.Priority {
+		if p.Priority >= pre.Priority {
 			return nil, framework.Errorf(framework.CodePermissionDenied, "pod %s/%s (uid %s) has priority %d, not below %d of %s/%s: it may not be preempted for it",
-				p.Namespace, p.Name, p.UID, p.Priority, e.Preemptor.Priority, e.Preemptor.Pod.Namespace, e.Preemptor.Pod.Name)
+				p.Namespace, p.Name, p.UID, p.Priority, pre.Priority, pre.Pod.Namespace, pre.Pod.Name)
 		}
 		evicted = append(evicted, *p)
 	}
+	on := -len(evicted)
+	for _, p := range s.pods {
+		if p.NodeName == e.NodeName {
+			on++
+		}
+	}
+	_, rebind := s.pods[pre.Pod.UID]
+	if !rebind && on >= limit {
+		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods bound without the victims, at most %d kept", e.NodeName, on, limit)
+	}
 	var err error
-	for _, p := range evicted {
-		delete(s.pods, p.UID)
-		if e := s.changedLocked(p.UID); e != nil {
+	keep := func(e error) {
+		if e != nil {
 			err = e
 		}
+	}
+	for _, p := range evicted {
+		delete(s.pods, p.UID)
+		keep(s.changedLocked(p.UID))
+	}
+	if !rebind {
+		p := &Pod{Namespace: pre.Pod.Namespace, Name: pre.Pod.Name, UID: pre.Pod.UID, NodeName: e.NodeName, Requests: pre.Requests,
+			Priority: pre.Priority, Desired: nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
+			Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
+		s.pods[p.UID] = p
+		keep(s.changedLocked(p.UID))
 	}
 	return evicted, err
 }

@@ -101,9 +101,9 @@ func TestEndedPodsGo(t *testing.T) {
 	assert.Zero(t, k.Stats().Failed.Load())
 }
 
-// Evict unbinds pods of lower priority than the preemptor, at once: their
-// assignments go, their kubelet stops them, the node's health frees what
-// they requested and no longer lists them. A victim of equal or higher
+// Evict unbinds pods of lower priority than the preemptor, at once, and
+// binds the preemptor in their place: the victims' assignments go, their
+// kubelet stops them and runs the preemptor. A victim of equal or higher
 // priority, or bound to another node, is refused and nothing is evicted;
 // evicting pods no longer bound changes nothing. A 1.0.0 scheduler
 // evicts through the fork conversions alike.
@@ -150,7 +150,7 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 	assert.Equal(t, framework.CodeConflict, framework.CodeOf(err), "other is bound to node-001: %v", err)
 	_, err = c.Evict(ctx, &nhv2.Eviction{NodeName: "node-999", Victims: []nhv2.PodRef{ref("low1")}, Preemptor: preemptor(10000)})
 	assert.Equal(t, framework.CodeNotFound, framework.CodeOf(err), "%v", err)
-	assert.Len(t, n.Pods(), 5, "nothing was evicted")
+	assert.Len(t, n.Pods(), 5, "nothing was evicted, nor the preemptor bound")
 	assert.Empty(t, evicted)
 
 	before := health("node-000").Allocatable
@@ -158,14 +158,19 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"low1", "low2"}, res.Evicted)
 	evictions = append(evictions, <-evicted)
-	assert.Equal(t, before.CPUMillis+1600, health("node-000").Allocatable.CPUMillis, "what the victims requested is free at once")
+	assert.Equal(t, before.CPUMillis+1600-2000, health("node-000").Allocatable.CPUMillis, "what the victims requested went to the preemptor")
 	assert.Equal(t, before.CPUMillis, evictions[0].Before.CPUMillis)
-	assert.Equal(t, before.CPUMillis+1600, evictions[0].After.CPUMillis)
+	assert.Equal(t, before.CPUMillis+1600, evictions[0].After.CPUMillis, "the room made")
 	require.Len(t, evictions[0].Victims, 2)
 	assert.Equal(t, int64(100), evictions[0].Victims[0].Priority)
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "low3"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond,
-		"the victims' kubelet stopped them")
-	assert.Len(t, health("node-000").Pods, 2)
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "low3", "high"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond,
+		"the victims' kubelet stopped them, and runs the preemptor, bound in the same step")
+	assert.Len(t, health("node-000").Pods, 3)
+	_, err = c.Bind(ctx, &nhv2.Binding{Pod: ref("high"), NodeName: "node-000"})
+	assert.NoError(t, err, "the scheduler's binding of the preemptor, after, changes nothing")
+	_, err = c.Evict(ctx, &nhv2.Eviction{NodeName: "node-000", Victims: []nhv2.PodRef{ref("low3")},
+		Preemptor: nhv2.Preemptor{Pod: ref("other"), Priority: 10000}})
+	assert.Equal(t, framework.CodeConflict, framework.CodeOf(err), "the preemptor is bound to node-001: %v", err)
 
 	// Again: nothing left to evict.
 	res, err = c.Evict(ctx, &nhv2.Eviction{NodeName: "node-000", Victims: []nhv2.PodRef{ref("low1")}, Preemptor: preemptor(1000)})
@@ -177,7 +182,7 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 		Preemptor: nhv1.BoundPod{Namespace: "default", Name: "pod-high", UID: "high", Priority: 1000, Requests: nhv1.ResourceList{"cpu": "1", "memory": "1Gi"}}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"low3"}, res1.Evicted)
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "high"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond)
 	<-evicted
 	assert.Zero(t, k.Stats().Failed.Load())
 }

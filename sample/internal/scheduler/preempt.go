@@ -34,10 +34,15 @@ import (
 //     victims' count fourth; the sample has no budgets.
 //  5. It confirms the best with the node controller (CheckNode: a watch
 //     may lag), taking the next where the node's pods changed so that the
-//     victims would no longer make room, evicts the victims through the
-//     node controller (nodehealth Evict), which unbinds them at once, so
-//     their kubelet stops them, and then binds the pod there as it binds
-//     any pod, finishing the binding even if it is being stopped.
+//     victims would no longer make room, and evicts the victims through
+//     the node controller (nodehealth Evict), which unbinds them at once,
+//     so their kubelet stops them, and binds the pod there in the same
+//     step, so that no other binding takes the room and a scheduler
+//     stopped just then cannot leave it empty (kube-scheduler nominates
+//     the node for the pod instead). Then the scheduler binds the pod as
+//     it binds any pod (the binding extender's Bind, and the node
+//     controller's Bind, which changes nothing now), finishing even if it
+//     is being stopped.
 //
 // What the sample leaves out: preemptionPolicy (every pod may preempt),
 // PodDisruptionBudgets, the nominated node and the graceful termination of

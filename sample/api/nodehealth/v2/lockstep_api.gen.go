@@ -65,7 +65,7 @@ type Client interface {
 	Bind(ctx context.Context, req *Binding, opts ...framework.CallOption) (*BindResult, error)
 	// CheckNode returns one node's health as the node controller holds it now; not_found when it knows no such node.
 	CheckNode(ctx context.Context, req *NodeRef, opts ...framework.CallOption) (*NodeHealth, error)
-	// Evict unbinds pods from a node to make room for a pod of higher priority (preemption), so that the node's kubelet stops them; a victim bound elsewhere is conflict, one whose priority is not below the preemptor's is permission_denied (nothing is evicted then), one no longer bound is left out of the answer.
+	// Evict unbinds pods from a node to make room for a pod of higher priority (preemption), so that the node's kubelet stops them, and binds that pod to the node in the same step, so that no other pod takes the room; a victim bound elsewhere, or the preemptor bound elsewhere, is conflict, a victim whose priority is not below the preemptor's is permission_denied (nothing changes then), a victim no longer bound is left out of the answer, so the call may be sent again.
 	Evict(ctx context.Context, req *Eviction, opts ...framework.CallOption) (*EvictResult, error)
 }
 
@@ -95,7 +95,7 @@ type Server interface {
 	Bind(ctx context.Context, req *Binding) (*BindResult, error)
 	// CheckNode returns one node's health as the node controller holds it now; not_found when it knows no such node.
 	CheckNode(ctx context.Context, req *NodeRef) (*NodeHealth, error)
-	// Evict unbinds pods from a node to make room for a pod of higher priority (preemption), so that the node's kubelet stops them; a victim bound elsewhere is conflict, one whose priority is not below the preemptor's is permission_denied (nothing is evicted then), one no longer bound is left out of the answer.
+	// Evict unbinds pods from a node to make room for a pod of higher priority (preemption), so that the node's kubelet stops them, and binds that pod to the node in the same step, so that no other pod takes the room; a victim bound elsewhere, or the preemptor bound elsewhere, is conflict, a victim whose priority is not below the preemptor's is permission_denied (nothing changes then), a victim no longer bound is left out of the answer, so the call may be sent again.
 	Evict(ctx context.Context, req *Eviction) (*EvictResult, error)
 }
 
