@@ -21,19 +21,10 @@ import (
 // session and holds nothing (see answerDryRun).
 func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	dryRun := r.URL.Query().Get(protocol.QueryDryRun) == "1"
-	if obs := s.cfg.Observer; obs != nil && !dryRun {
-		ow := &observedWriter{ResponseWriter: w}
-		w = ow
-		defer func() {
-			outcome, reason := "welcome", ""
-			switch {
-			case ow.reason != "":
-				outcome, reason = "refused", string(ow.reason)
-			case ow.code != "":
-				outcome, reason = "error", string(ow.code)
-			}
-			obs.Handshake(ow.contract, outcome, reason)
-		}()
+	if !dryRun {
+		var observed func()
+		w, observed = s.observeHandshake(w)
+		defer observed()
 	}
 	// Admission (docs/security.md): identity and rate, then the hello
 	// (within the body limits, decoded strictly), then the claim, the
@@ -43,50 +34,16 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, err)
 		return
 	}
-	body, release, err := s.readEntryBodyLimit(w, r, handshake.MaxHelloBytes, limitHelloBytes)
+	hello, wait, err := s.readHello(w, r)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	hello, err := handshake.DecodeHello(body)
-	release()
-	if err != nil {
-		switch {
-		case errors.Is(err, handshake.ErrNameTooLong):
-			s.cfg.Metrics.limitRefused(limitNameBytes)
-		case errors.Is(err, handshake.ErrTooManyOffers):
-			s.cfg.Metrics.limitRefused(limitOffers)
-		}
-		s.fail(w, Errorf(CodeInvalidArgument, "hello: %v", err))
-		return
-	}
-	var wait time.Duration
-	if q := r.URL.Query().Get("wait"); q != "" {
-		wait, err = time.ParseDuration(q)
-		if err != nil || wait < 0 {
-			s.fail(w, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q))
-			return
-		}
-		wait = min(wait, s.cfg.MaxHandshakeWait)
-	}
 	if ow, ok := w.(*observedWriter); ok {
 		ow.contract = hello.Contract
 	}
-	if err := checkClaim(peer, hello.Component); err != nil {
-		s.refuse(w, err)
-		return
-	}
-	if !peer.Authenticated {
-		peer.Identity = Identity{Component: hello.Component}
-	}
-	peer.Instance = hello.Instance
-	sc := s.lookup(hello.Contract)
-	if sc == nil {
-		s.refuse(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract))
-		return
-	}
-	ctx := withPeer(r.Context(), peer)
-	if err := s.authorize(ctx, &Entry{Kind: EntryHandshake, Contract: hello.Contract, Peer: peer, Hello: &hello}); err != nil {
+	ctx, sc, err := s.admitHello(r, peer, &hello)
+	if err != nil {
 		s.refuse(w, err)
 		return
 	}
@@ -101,6 +58,80 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	case out != nil:
 		writeJSON(w, http.StatusOK, out.([]byte))
 	}
+}
+
+// observeHandshake wraps w so that the server's observer counts the
+// handshake by outcome (welcome, refused with a reason, error with a code)
+// once observed is called; w is returned as it is without an observer.
+func (s *Server) observeHandshake(w http.ResponseWriter) (_ http.ResponseWriter, observed func()) {
+	obs := s.cfg.Observer
+	if obs == nil {
+		return w, func() {}
+	}
+	ow := &observedWriter{ResponseWriter: w}
+	return ow, func() {
+		outcome, reason := "welcome", ""
+		switch {
+		case ow.reason != "":
+			outcome, reason = "refused", string(ow.reason)
+		case ow.code != "":
+			outcome, reason = "error", string(ow.code)
+		}
+		obs.Handshake(ow.contract, outcome, reason)
+	}
+}
+
+// readHello reads and strictly decodes a handshake's hello within the
+// body limits, and its ?wait=, capped at MaxHandshakeWait. Its errors are
+// answered with fail: the body has been read.
+func (s *Server) readHello(w http.ResponseWriter, r *http.Request) (handshake.Hello, time.Duration, error) {
+	body, release, err := s.readEntryBodyLimit(w, r, handshake.MaxHelloBytes, limitHelloBytes)
+	if err != nil {
+		return handshake.Hello{}, 0, err
+	}
+	hello, err := handshake.DecodeHello(body)
+	release()
+	if err != nil {
+		switch {
+		case errors.Is(err, handshake.ErrNameTooLong):
+			s.cfg.Metrics.limitRefused(limitNameBytes)
+		case errors.Is(err, handshake.ErrTooManyOffers):
+			s.cfg.Metrics.limitRefused(limitOffers)
+		}
+		return handshake.Hello{}, 0, Errorf(CodeInvalidArgument, "hello: %v", err)
+	}
+	var wait time.Duration
+	if q := r.URL.Query().Get("wait"); q != "" {
+		wait, err = time.ParseDuration(q)
+		if err != nil || wait < 0 {
+			return handshake.Hello{}, 0, Errorf(CodeInvalidArgument, "wait=%q is not a duration such as 30s", q)
+		}
+		wait = min(wait, s.cfg.MaxHandshakeWait)
+	}
+	return hello, wait, nil
+}
+
+// admitHello is the admission of a decoded hello: the component it claims
+// must be the authenticated peer's (which, without mutual TLS, it becomes),
+// the contract must be served here, and the Authorizer must allow it. It
+// returns the request's context carrying the peer, and the contract.
+func (s *Server) admitHello(r *http.Request, peer *Peer, hello *handshake.Hello) (context.Context, *servedContract, error) {
+	if err := checkClaim(peer, hello.Component); err != nil {
+		return nil, nil, err
+	}
+	if !peer.Authenticated {
+		peer.Identity = Identity{Component: hello.Component}
+	}
+	peer.Instance = hello.Instance
+	sc := s.lookup(hello.Contract)
+	if sc == nil {
+		return nil, nil, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract)
+	}
+	ctx := withPeer(r.Context(), peer)
+	if err := s.authorize(ctx, &Entry{Kind: EntryHandshake, Contract: hello.Contract, Peer: peer, Hello: hello}); err != nil {
+		return nil, nil, err
+	}
+	return ctx, sc, nil
 }
 
 // handshake negotiates a hello that passed admission and opens its
