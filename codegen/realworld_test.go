@@ -3,6 +3,7 @@ package codegen
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,18 +11,31 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/codegen/gogen"
 )
 
 // TestRealWorld generates every schema under testdata/realworld (public
 // schemas with the instances their projects ship; see the README there) as
-// its own one-message contract, builds them all in one temporary module,
-// and runs there, without the race detector, a test that for every
-// instance checks the round trip (decode, encode, the same JSON: absent
-// stays absent, null stays null, unknown members are kept) and compares
-// the generated Validate with jsonschema/v5 on the instance and on
-// mutants of it (difftest). With LOCKSTEP_REALWORLD_MODULE set to a
-// folder, the module is written there and kept. It fails on any schema that does not generate
-// or compile, any instance that does not round-trip, and any disagreement.
+// its own one-message contract, builds them all in one temporary module
+// into one test binary, and runs it: for every instance it checks the
+// round trip (decode, encode, the same JSON: absent stays absent, null
+// stays null, unknown members are kept) and compares the generated
+// Validate with jsonschema/v5 on the instance and on mutants of it
+// (difftest). It fails on any schema that does not generate or
+// compile, any instance that does not round-trip, and any disagreement.
+//
+// It is one of make test's longest tests, so each step is the cheapest that
+// checks the same: lockstep-gen generates every package in one run, built
+// without the race detector (make test's check-generated has built it
+// already; under -race, generating the corpus in this process takes seven
+// times as long); one `go test -c` builds every generated package and the
+// check, without vet (the check is a list of calls, and vet's facts for the
+// generated packages would cost a second pass over them), in a folder
+// that stays the same from run to run so that the build cache serves a
+// rerun ([corpusModuleDir]); the binary runs the cases in parallel. Each
+// step's time is logged.
 func TestRealWorld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of generated packages")
@@ -38,45 +52,72 @@ func TestRealWorld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
-	if keep := os.Getenv("LOCKSTEP_REALWORLD_MODULE"); keep != "" {
-		// Write the module where it can be inspected and rebuilt by hand.
-		tmp = keep
-		if err := os.MkdirAll(tmp, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tmp := corpusModuleDir(t, root)
 	writeCorpusModule(t, root, tmp)
 
-	var cases []corpusCase
-	generated := 0
+	start := time.Now()
+	var all []corpusCase
 	for i, s := range schemas {
 		c := corpusCase{Name: filepath.Base(filepath.Dir(s)), Pkg: fmt.Sprintf("p%03d", i)}
 		c.Source, _ = filepath.Abs(filepath.Dir(s))
-		if err := generateCorpusCase(tmp, c, s); err != nil {
-			t.Errorf("%s does not generate: %v", c.Name, err)
-			continue
+		if err := writeCorpusContract(tmp, c, s); err != nil {
+			t.Fatal(err)
 		}
-		generated++
-		cases = append(cases, c)
+		all = append(all, c)
 	}
-	t.Logf("real-world corpus: %d/%d schemas generate", generated, len(schemas))
+	cases := generateCorpus(t, root, tmp, all)
+	t.Logf("real-world corpus: %d/%d schemas generate (%v)", len(cases), len(schemas), time.Since(start).Round(time.Millisecond))
 	writeCorpusCheck(t, tmp, cases)
 
-	cmd := exec.Command("go", "test", "-v", "-count=1", "-timeout=5m", "./check")
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	start = time.Now()
+	// In the module's folder, so that go test -c does not link it again
+	// when nothing changed.
+	bin := filepath.Join(tmp, "check.test")
+	build := exec.Command("go", "test", "-c", "-vet=off", "-o", bin, "./check")
+	build.Dir = tmp
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the generated corpus does not build: %v\n%s", err, lastLines(out, 200))
+	}
+	t.Logf("real-world corpus: built in %v", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	cmd := exec.Command(bin, "-test.v", "-test.timeout=5m")
+	cmd.Dir = filepath.Join(tmp, "check")
 	out, err := cmd.CombinedOutput()
+	t.Logf("real-world corpus: checked in %v", time.Since(start).Round(time.Millisecond))
 	summary := regexp.MustCompile(`(?m)^realworld: .*$`).FindAll(out, -1)
 	for _, l := range summary {
 		t.Log(string(l))
 	}
 	if err != nil {
-		t.Fatalf("the generated corpus does not build or its check fails: %v\n%s", err, lastLines(out, 200))
+		t.Fatalf("the generated corpus check fails: %v\n%s", err, lastLines(out, 200))
 	}
 	if len(summary) == 0 {
 		t.Fatalf("the corpus check printed no summary:\n%s", lastLines(out, 50))
 	}
+}
+
+// corpusModuleDir returns the folder of the temporary module, locked for
+// this test until it ends. It is the same folder on every run from the same
+// checkout (one under the system's temporary folder, named by a hash of
+// root), because the build cache keys a package outside the module cache
+// on its folder: in a new folder each run, the second run of make test
+// would compile every generated package again, which is most of this
+// test's time. LOCKSTEP_REALWORLD_MODULE names another folder, e.g. to
+// inspect the module and rebuild it by hand.
+func corpusModuleDir(t *testing.T, root string) string {
+	t.Helper()
+	dir := os.Getenv("LOCKSTEP_REALWORLD_MODULE")
+	if dir == "" {
+		sum := sha256.Sum256([]byte(root))
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("lockstep-realworld-%x", sum[:6]))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lockCorpusModule(t, dir)
+	return dir
 }
 
 // corpusCase is one schema of the corpus and the package generated from it.
@@ -107,9 +148,9 @@ func writeCorpusModule(t *testing.T, root, tmp string) {
 	}
 }
 
-// generateCorpusCase writes a one-message contract around schema into its
-// own folder of the temporary module and generates its package there.
-func generateCorpusCase(tmp string, c corpusCase, schema string) error {
+// writeCorpusContract writes a one-message contract around schema into its
+// own folder of the temporary module.
+func writeCorpusContract(tmp string, c corpusCase, schema string) error {
 	dir := filepath.Join(tmp, c.Pkg)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -139,16 +180,57 @@ schemas:
 			return err
 		}
 	}
-	out, err := Generate(dir)
-	if err != nil {
-		return err
+	return nil
+}
+
+// generateCorpus runs lockstep-gen, as go generate does, once on every
+// case's folder, and returns the cases it generated. Each case that does
+// not generate is an error of t with the lines lockstep-gen wrote about
+// it (its errors name the schema's file).
+func generateCorpus(t *testing.T, root, tmp string, cases []corpusCase) []corpusCase {
+	t.Helper()
+	args := []string{"run", "github.com/lockstep-dev/lockstep/codegen/cmd/lockstep-gen"}
+	for _, c := range cases {
+		dir := filepath.Join(tmp, c.Pkg)
+		// A file an earlier run generated must not pass for this run's.
+		for _, name := range []string{gogen.TypesFile, gogen.APIFile, gogen.ForkFile} {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+		args = append(args, dir)
 	}
-	for _, f := range out {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Content, 0o644); err != nil {
-			return err
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	// With several folders, lockstep-gen starts each error line with the
+	// folder; other lines are warnings.
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var generated []corpusCase
+	for _, c := range cases {
+		prefix := filepath.Join(tmp, c.Pkg) + ": "
+		var errs []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				errs = append(errs, strings.TrimPrefix(l, prefix))
+			}
+		}
+		_, statErr := os.Stat(filepath.Join(tmp, c.Pkg, gogen.TypesFile))
+		switch {
+		case len(errs) > 0:
+			t.Errorf("%s does not generate: %s", c.Name, strings.Join(errs, "\n"))
+		case statErr != nil:
+			t.Errorf("%s does not generate: %v", c.Name, statErr)
+		default:
+			generated = append(generated, c)
 		}
 	}
-	return nil
+	if runErr != nil && len(generated) == len(cases) {
+		t.Fatalf("lockstep-gen: %v\n%s", runErr, stderr.String())
+	}
+	return generated
 }
 
 // writeCorpusCheck writes the test that runs in the temporary module: the

@@ -12,6 +12,7 @@
 //	lockstep-gen [-check] [DIR ...]   generate (or, with -check, verify) the package in each DIR (default .)
 //	lockstep-gen diff [-json] OLD NEW compare the contracts in folders OLD and NEW
 //
+// With more than one DIR, each error line starts with its DIR and ": ".
 // diff exits with status 1 when NEW breaks a peer of OLD without a major
 // version bump, and 2 when it cannot compare them.
 package main
@@ -55,10 +56,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, dir := range dirs {
+		// An error names the schema's file relative to its contract's
+		// folder; with several folders, it names the folder too.
+		prefix := ""
+		if len(dirs) > 1 {
+			prefix = dir + ": "
+		}
 		if *check {
 			stale, err := codegen.Stale(dir)
 			if err != nil {
-				fmt.Fprintln(stderr, err)
+				fmt.Fprintln(stderr, prefix+err.Error())
 				status = 1
 				continue
 			}
@@ -69,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if _, err := codegen.Write(dir, stderr); err != nil {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(stderr, prefix+err.Error())
 			status = 1
 		}
 	}

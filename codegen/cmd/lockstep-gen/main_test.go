@@ -44,6 +44,17 @@ func TestGenerateAndCheck(t *testing.T) {
 	if code := run([]string{filepath.Join(dir, "missing")}, &bytes.Buffer{}, &stderr); code != 1 {
 		t.Errorf("a folder without a contract: exit %d", code)
 	}
+	// With several folders, the error names the one at fault and the
+	// others are still generated.
+	stderr.Reset()
+	other := writeContract(t, "1.0.0", "b: {type: string}")
+	missing := filepath.Join(dir, "missing")
+	if code := run([]string{missing, other}, &bytes.Buffer{}, &stderr); code != 1 || !strings.HasPrefix(stderr.String(), missing+": ") {
+		t.Errorf("two folders, the first without a contract: exit %d, %s", code, &stderr)
+	}
+	if _, err := os.Stat(filepath.Join(other, "lockstep_types.gen.go")); err != nil {
+		t.Errorf("the folder after a failing one was not generated: %v", err)
+	}
 }
 
 func TestDiff(t *testing.T) {

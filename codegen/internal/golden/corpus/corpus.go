@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,70 +56,104 @@ func For[T any]() (func(seeds ...string) difftest.Message, func([]byte) ([]byte,
 // Run checks every case: each instance the bundled schema accepts must
 // decode and encode back to the same JSON value; the generated Validate
 // must agree with jsonschema/v5 on every instance (those the schema
-// refuses too) and on mutants of the valid ones. It prints one summary line per case and one for the
-// corpus, each starting with "realworld: ".
+// refuses too) and on mutants of the valid ones. It prints one summary
+// line per case and one for the corpus, each starting with "realworld: ".
+// The cases are independent (each its own contract, type and instances),
+// so they run in parallel: the check takes the machine's cores, not one.
 func Run(t *testing.T, cases []Case) {
-	var schemas, instances, invalids, roundTrips, checked, mismatches int
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			files, err := filepath.Glob(filepath.Join(c.Dir, "instance-*.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sort.Strings(files)
-			if len(files) == 0 {
-				t.Fatalf("%s has no instances", c.Name)
-			}
-			var seeds []string
-			var invalid [][]byte
-			ok := 0
-			for _, f := range files {
-				data, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Contract.ValidateJSON("Doc", data); err != nil {
-					// A real document the schema refuses (projects'
-					// examples lag behind their schemas): no round trip,
-					// but both validators must refuse it.
-					invalid = append(invalid, data)
-					continue
-				}
-				seeds = append(seeds, string(data))
-				out, err := c.RoundTrip(data)
-				switch {
-				case err != nil:
-					t.Errorf("%s: round trip: %v", filepath.Base(f), err)
-				case !sameValue(decodeNumbers(t, data), decodeNumbers(t, out)):
-					t.Errorf("%s: round trip changed the JSON\n in: %s\nout: %s", filepath.Base(f), compact(data), out)
-				default:
-					ok++
-				}
-			}
-			if len(seeds) == 0 {
-				t.Fatalf("%s: no instance is valid for its schema", c.Name)
-			}
-			doc := c.Doc(seeds...)
-			disagree := 0
-			for _, data := range invalid {
-				if v := difftest.Compare(c.Contract, doc, data, false); !v.Agree() {
-					disagree++
-					t.Errorf("invalid instance: generated says %v, jsonschema/v5 says %v\n%s", v.Generated, v.Reference, compact(data))
-				}
-			}
-			stats := difftest.Run(t, c.Contract, difftest.Options{Seed: 1, Generated: 8, Mutants: 8}, doc)
-			fmt.Printf("realworld: %s: %d/%d valid instances round-trip (%d invalid), %d checked against jsonschema/v5, %d disagreements\n",
-				c.Name, ok, len(seeds), len(invalid), stats.Instances+len(invalid), stats.Mismatches+disagree)
-			schemas++
-			instances += len(seeds)
-			invalids += len(invalid)
-			roundTrips += ok
-			checked += stats.Instances + len(invalid)
-			mismatches += stats.Mismatches + disagree
-		})
-	}
+	var mu sync.Mutex
+	var total Stats
+	// The group returns when every case in it has finished.
+	t.Run("corpus", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.Name, func(t *testing.T) {
+				t.Parallel()
+				s := check(t, c)
+				fmt.Printf("realworld: %s: %d/%d valid instances round-trip (%d invalid), %d checked against jsonschema/v5, %d disagreements\n",
+					c.Name, s.RoundTrips, s.Instances, s.Invalid, s.Checked, s.Disagreements)
+				mu.Lock()
+				defer mu.Unlock()
+				total.Schemas += s.Schemas
+				total.Instances += s.Instances
+				total.Invalid += s.Invalid
+				total.RoundTrips += s.RoundTrips
+				total.Checked += s.Checked
+				total.Disagreements += s.Disagreements
+			})
+		}
+	})
 	fmt.Printf("realworld: total: %d/%d schemas checked, %d/%d valid instances round-trip (%d real instances the schemas refuse), %d instances and mutants checked against jsonschema/v5, %d disagreements\n",
-		schemas, len(cases), roundTrips, instances, invalids, checked, mismatches)
+		total.Schemas, len(cases), total.RoundTrips, total.Instances, total.Invalid, total.Checked, total.Disagreements)
+}
+
+// Stats are the counts of one case, or of the corpus.
+type Stats struct {
+	// Schemas is the number of cases checked to the end.
+	Schemas int
+	// Instances are the real instances the schema accepts, RoundTrips
+	// those that round-trip, and Invalid the real ones it refuses.
+	Instances, RoundTrips, Invalid int
+	// Checked is the number of documents (real, generated and mutated)
+	// both validators judged, and Disagreements those they judged apart.
+	Checked, Disagreements int
+}
+
+// check checks one case; see [Run].
+func check(t *testing.T, c Case) Stats {
+	files, err := filepath.Glob(filepath.Join(c.Dir, "instance-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		t.Fatalf("%s has no instances", c.Name)
+	}
+	var seeds []string
+	var invalid [][]byte
+	ok := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Contract.ValidateJSON("Doc", data); err != nil {
+			// A real document the schema refuses (projects' examples lag
+			// behind their schemas): no round trip, but both validators
+			// must refuse it.
+			invalid = append(invalid, data)
+			continue
+		}
+		seeds = append(seeds, string(data))
+		out, err := c.RoundTrip(data)
+		switch {
+		case err != nil:
+			t.Errorf("%s: round trip: %v", filepath.Base(f), err)
+		case !sameValue(decodeNumbers(t, data), decodeNumbers(t, out)):
+			t.Errorf("%s: round trip changed the JSON\n in: %s\nout: %s", filepath.Base(f), compact(data), out)
+		default:
+			ok++
+		}
+	}
+	if len(seeds) == 0 {
+		t.Fatalf("%s: no instance is valid for its schema", c.Name)
+	}
+	doc := c.Doc(seeds...)
+	disagree := 0
+	for _, data := range invalid {
+		if v := difftest.Compare(c.Contract, doc, data, false); !v.Agree() {
+			disagree++
+			t.Errorf("invalid instance: generated says %v, jsonschema/v5 says %v\n%s", v.Generated, v.Reference, compact(data))
+		}
+	}
+	stats := difftest.Run(t, c.Contract, difftest.Options{Seed: 1, Generated: 8, Mutants: 8}, doc)
+	return Stats{
+		Schemas:       1,
+		Instances:     len(seeds),
+		RoundTrips:    ok,
+		Invalid:       len(invalid),
+		Checked:       stats.Instances + len(invalid),
+		Disagreements: stats.Mismatches + disagree,
+	}
 }
 
 // decodeNumbers decodes JSON with numbers as json.Number.
