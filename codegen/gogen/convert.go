@@ -42,8 +42,6 @@ type forkGen struct {
 	oldName  string // names in function names: the packages' names
 	curName  string
 	c        *code
-	queued   map[*convPair]bool
-	queue    []*convPair
 	// current is the pair whose autoConvert is being rendered.
 	current *convPair
 	// adapterCode holds the functions in the runtime's shape, by name.
@@ -90,13 +88,16 @@ func (f *forkGen) fieldString(fl *gomodel.Field, old bool) string {
 	return base
 }
 
-// pair returns the conversion between two named types, as the model
-// names and decides it, queueing it for rendering the first time.
+// pair returns the conversion between two named types that the model
+// decided ([gomodel.Fork.DecideConversions] finds every one the rendered
+// copies call); one it did not decide is an error of the generator.
 func (f *forkGen) pair(from, to *gomodel.Type, up bool) *convPair {
-	p := f.g.pkg.Fork.Conversion(f.cur, from, to, up)
-	if !f.queued[p] {
-		f.queued[p] = true
-		f.queue = append(f.queue, p)
+	p := f.g.pkg.Fork.Decided(f.cur, from, to, up)
+	if p == nil {
+		if f.g.err == nil {
+			f.g.err = fmt.Errorf("lockstep-gen: internal error: the model decided no conversion from %s to %s", from.Name, to.Name)
+		}
+		return &convPair{Name: "undecided"}
 	}
 	return p
 }
@@ -110,17 +111,14 @@ func (g *generator) generateFork() ([]byte, error) {
 	}
 	f := &forkGen{
 		g: g, cur: g.pkg, old: fork.Old, alias: fork.Alias, oldName: fork.Old.Name, curName: g.pkg.Name,
-		c: &code{}, queued: map[*convPair]bool{},
+		c: &code{},
 	}
 	if err := fork.DecideConversions(f.cur); err != nil {
 		return nil, err
 	}
-	for _, p := range fork.Conversions {
-		f.pair(p.From, p.To, p.Up)
-	}
 	shared, topics := fork.Shared(f.cur)
-	for i := 0; i < len(f.queue); i++ {
-		f.emitPair(f.queue[i])
+	for _, p := range fork.Conversions {
+		f.emitPair(p)
 	}
 	conversions := f.c.b.String()
 	f.c = &code{}
@@ -380,7 +378,7 @@ func fieldNamed(fields []*gomodel.Field, name string) *gomodel.Field {
 // note when a state of the source has no place in the target.
 func (f *forkGen) member(fi, fo *gomodel.Field, in, out string, up bool) string {
 	c := f.c
-	if !f.current.Compatible && !f.sameShape(fi.Type, fo.Type) {
+	if !f.current.Compatible && !gomodel.SameShape(fi.Type, fo.Type) {
 		// Converting through JSON would fail on every value.
 		return fmt.Sprintf("in.%s and out.%s (%q) differ in shape and are left to the hand-written conversion.", fi.GoName, fo.GoName, fi.JSONName)
 	}
@@ -507,33 +505,33 @@ func (f *forkGen) value(from, to *gomodel.TypeRef, in, out string, up bool) {
 		f.value(rf.Elem, rt.Elem, "(*"+in+")", "(*"+p+")", up)
 		c.line("%s = %s", out, p)
 		c.line("}")
-	case isSlice(rf) && isSlice(rt):
+	case gomodel.IsSlice(rf) && gomodel.IsSlice(rt):
 		c.line("if %s == nil {", in)
 		c.line("%s = nil", out)
 		c.line("} else {")
 		s, i := c.fresh("s"), c.fresh("i")
 		c.line("%s := make(%s, len(%s))", s, f.refString(to, !up), in)
 		c.line("for %s := range %s {", i, in)
-		f.value(sliceElem(rf), sliceElem(rt), in+"["+i+"]", s+"["+i+"]", up)
+		f.value(gomodel.SliceElem(rf), gomodel.SliceElem(rt), in+"["+i+"]", s+"["+i+"]", up)
 		c.line("}")
 		c.line("%s = %s", out, s)
 		c.line("}")
-	case isMap(rf) && isMap(rt):
+	case gomodel.IsMap(rf) && gomodel.IsMap(rt):
 		c.line("if %s == nil {", in)
 		c.line("%s = nil", out)
 		c.line("} else {")
 		m, k, e := c.fresh("m"), c.fresh("k"), c.fresh("e")
 		c.line("%s := make(%s, len(%s))", m, f.refString(to, !up), in)
 		c.line("for %s := range %s {", k, in)
-		c.line("var %s %s", e, f.refString(mapElem(rt), !up))
+		c.line("var %s %s", e, f.refString(gomodel.MapElem(rt), !up))
 		x := c.fresh("x")
 		c.line("%s := %s[%s]", x, in, k)
-		f.value(mapElem(rf), mapElem(rt), x, e, up)
+		f.value(gomodel.MapElem(rf), gomodel.MapElem(rt), x, e, up)
 		c.line("%s[%s] = %s", m, k, e)
 		c.line("}")
 		c.line("%s = %s", out, m)
 		c.line("}")
-	case rf.Kind == gomodel.RefNamed && rt.Kind == gomodel.RefNamed && convertible(rf.Named.Kind, rt.Named.Kind):
+	case rf.Kind == gomodel.RefNamed && rt.Kind == gomodel.RefNamed && gomodel.Convertible(rf.Named.Kind, rt.Named.Kind):
 		p := f.pair(rf.Named, rt.Named, up)
 		c.line("if err := %s(%s, %s); err != nil {", p.Name, addr(in), addr(out))
 		c.line("%s", fail)
@@ -543,11 +541,11 @@ func (f *forkGen) value(from, to *gomodel.TypeRef, in, out string, up bool) {
 			c.line("%s = %s", out, expr)
 			return
 		}
-		if rf.Kind == gomodel.RefBuiltin && rf.Name == "time.Time" && f.scalarKind(rt) == "string" {
+		if rf.Kind == gomodel.RefBuiltin && rf.Name == "time.Time" && gomodel.ScalarKind(rt) == "string" {
 			c.line("%s = %s(%s.Format(time.RFC3339Nano))", out, f.refString(to, !up), in)
 			return
 		}
-		if f.scalarKind(rf) == "string" && rt.Kind == gomodel.RefBuiltin && rt.Name == "time.Time" {
+		if gomodel.ScalarKind(rf) == "string" && rt.Kind == gomodel.RefBuiltin && rt.Name == "time.Time" {
 			t := c.fresh("t")
 			c.line("%s, ok := jsonwire.ParseDateTime(string(%s))", t, in)
 			c.line("if !ok {")
@@ -558,81 +556,6 @@ func (f *forkGen) value(from, to *gomodel.TypeRef, in, out string, up bool) {
 		}
 		f.viaJSON(in, out)
 	}
-}
-
-// sameShape reports whether two types hold the same kind of JSON, so that
-// one converts into the other member by member (or, for unions, through
-// JSON).
-func (f *forkGen) sameShape(a, b *gomodel.TypeRef) bool {
-	ra, rb := a.Resolve(), b.Resolve()
-	switch {
-	case ra.Kind == gomodel.RefPointer || rb.Kind == gomodel.RefPointer:
-		if ra.Kind == gomodel.RefPointer {
-			ra = ra.Elem
-		}
-		if rb.Kind == gomodel.RefPointer {
-			rb = rb.Elem
-		}
-		return f.sameShape(ra, rb)
-	case isSlice(ra) && isSlice(rb):
-		return f.sameShape(sliceElem(ra), sliceElem(rb))
-	case isMap(ra) && isMap(rb):
-		return f.sameShape(mapElem(ra), mapElem(rb))
-	case ra.Kind == gomodel.RefNamed && rb.Kind == gomodel.RefNamed && ra.Named.Kind == rb.Named.Kind &&
-		ra.Named.Kind != gomodel.KindEnum && ra.Named.Kind != gomodel.KindScalar:
-		return true
-	case ra.IsRaw() && rb.IsRaw():
-		return true
-	case ra.Kind == gomodel.RefExternal || rb.Kind == gomodel.RefExternal:
-		return gomodel.GoString(ra) == gomodel.GoString(rb)
-	}
-	ka, kb := f.scalarKind(ra), f.scalarKind(rb)
-	isTime := func(r *gomodel.TypeRef) bool { return r.Kind == gomodel.RefBuiltin && r.Name == "time.Time" }
-	return ka != "" && ka == kb || isTime(ra) && (isTime(rb) || kb == "string") || isTime(rb) && ka == "string"
-}
-
-// convertible reports whether two named kinds convert with a generated
-// pair function.
-func convertible(a, b gomodel.Kind) bool {
-	structured := func(k gomodel.Kind) bool {
-		return k == gomodel.KindStruct || k == gomodel.KindTuple || k == gomodel.KindTaggedUnion
-	}
-	return a == b && structured(a)
-}
-
-func isSlice(r *gomodel.TypeRef) bool {
-	return r.Kind == gomodel.RefSlice || r.Kind == gomodel.RefNamed && r.Named.Kind == gomodel.KindSlice
-}
-
-func isMap(r *gomodel.TypeRef) bool {
-	return r.Kind == gomodel.RefMap || r.Kind == gomodel.RefNamed && r.Named.Kind == gomodel.KindMap
-}
-
-func mapElem(r *gomodel.TypeRef) *gomodel.TypeRef {
-	if r.Kind == gomodel.RefMap {
-		return r.Elem
-	}
-	return r.Named.Elem
-}
-
-// scalarKind names the Go kind family of a scalar type: "string", "int",
-// "float", "bool", or "".
-func (f *forkGen) scalarKind(r *gomodel.TypeRef) string {
-	if r.Kind == gomodel.RefNamed && (r.Named.Kind == gomodel.KindEnum || r.Named.Kind == gomodel.KindScalar) {
-		return f.scalarKind(r.Named.Elem.Resolve())
-	}
-	if r.Kind != gomodel.RefBuiltin {
-		return ""
-	}
-	switch r.Name {
-	case "string":
-		return "string"
-	case "int64", "int32", "uint32", "uint64", "float64", "float32":
-		return "number"
-	case "bool":
-		return "bool"
-	}
-	return ""
 }
 
 // scalar returns the Go conversion of a scalar into another of the same
@@ -647,8 +570,8 @@ func (f *forkGen) scalar(from, to *gomodel.TypeRef, in string, up bool) (string,
 	if from.Kind == gomodel.RefExternal && to.Kind == gomodel.RefExternal && gomodel.GoString(from) == gomodel.GoString(to) {
 		return in, true
 	}
-	k := f.scalarKind(from)
-	if k == "" || k != f.scalarKind(to) {
+	k := gomodel.ScalarKind(from)
+	if k == "" || k != gomodel.ScalarKind(to) {
 		return "", false
 	}
 	return f.refString(to, !up) + "(" + in + ")", true

@@ -89,15 +89,16 @@ func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 	return files, nil
 }
 
-// Decide completes the model's decisions that need the emitters' reports,
-// without rendering files: which types get generated checks (each type's
-// Validation) and, for a fork, which conversions the package has and
-// whether each is generated (pkg.Fork.Conversions).
+// Decide completes the model's decisions without rendering files: which
+// types get generated checks (each type's Validation, which needs the
+// validator emitter's report) and, for a fork, which conversions the
+// package has and whether each is generated (pkg.Fork.Conversions, the
+// model's alone).
 func Decide(pkg *gomodel.Package) error {
 	dropUnfitDefaults(pkg)
 	g := &generator{pkg: pkg, vs: buildValidators(pkg)}
 	if pkg.Fork != nil {
-		if _, err := g.generateFork(); err != nil {
+		if err := pkg.Fork.DecideConversions(pkg); err != nil {
 			return err
 		}
 	}

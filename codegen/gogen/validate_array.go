@@ -13,7 +13,7 @@ import (
 
 // slice emits the array keywords of s on a slice.
 func (vc *vctx) slice(s *node, x val, p pos) {
-	elem := sliceElem(x.ref)
+	elem := gomodel.SliceElem(x.ref)
 	prefix := s.Get("prefixItems")
 	items := s.Get("items")
 	start := 0
@@ -55,14 +55,6 @@ func (vc *vctx) slice(s *node, x val, p pos) {
 		vc.fail(p, "uniqueItems", `"items at index "+strconv.Itoa(i)+" and "+strconv.Itoa(j)+" are equal"`)
 		vc.c.line("}")
 	}
-}
-
-func sliceElem(r *gomodel.TypeRef) *gomodel.TypeRef {
-	r = r.Resolve()
-	if r.Kind == gomodel.RefSlice {
-		return r.Elem
-	}
-	return r.Named.Elem
 }
 
 // itemCounts emits minItems and maxItems on an array of n elements.
@@ -182,7 +174,7 @@ func (vc *vctx) contains(s *node, x val, sh shape, p pos) {
 		}
 		maxC = n
 	}
-	elem := sliceElem(x.ref)
+	elem := gomodel.SliceElem(x.ref)
 	n, i, q := vc.c.fresh("matched"), vc.c.fresh("i"), vc.c.fresh("q")
 	qp := p.keyword("contains")
 	qp.v, qp.quiet = "&"+q, true

@@ -68,11 +68,12 @@ func (f *Fork) Shared(cur *Package) ([]SharedMethod, []SharedTopic) {
 	return methods, topics
 }
 
-// DecideConversions decides the conversions the fork wiring calls: for
-// each shared method its request and response in both directions, for
-// each shared topic its object going down. The conversions of the types
-// those nest are decided as the renderer pairs their members
-// ([Fork.Conversion]).
+// DecideConversions decides every conversion the fork file has: the ones
+// the fork wiring calls (for each shared method its request and response
+// in both directions, for each shared topic its object going down), then,
+// breadth first, the conversions of the types those nest, paired member by
+// member ([Fork.nested]). [Fork.Conversions] lists them in that order,
+// which is the order the renderer writes them in.
 func (f *Fork) DecideConversions(cur *Package) error {
 	if f.Old.Name == cur.Name {
 		return fmt.Errorf("lockstep-gen: %s forks from a package also named %s; conversions are named after both packages, so name them apart (v1, v2)", cur.Name, f.Old.Name)
@@ -96,7 +97,88 @@ func (f *Fork) DecideConversions(cur *Package) error {
 		}
 		f.Conversion(cur, from, to, false)
 	}
+	for i := 0; i < len(f.Conversions); i++ {
+		f.nested(cur, f.Conversions[i])
+	}
 	return nil
+}
+
+// Decided returns the conversion [Fork.DecideConversions] decided from a
+// type of one version to a type of the other, or nil.
+func (f *Fork) Decided(cur *Package, from, to *Type, up bool) *Conversion {
+	return f.byName[f.conversionName(cur, from, to, up)]
+}
+
+// nested asks for the conversions that c's member-by-member copy calls:
+// its members paired by name (a tuple's by position, and its rest), its
+// undeclared members, a tagged union's variants paired by tag, or, for
+// any other kind, the value itself. A member whose two types differ in
+// shape is left to the hand-written conversion when c is not compatible,
+// so it needs none.
+func (f *Fork) nested(cur *Package, c *Conversion) {
+	from, to := c.From, c.To
+	member := func(fi, fo *Field) {
+		if c.Compatible || SameShape(fi.Type, fo.Type) {
+			f.valuePairs(cur, fi.Type, fo.Type, c.Up)
+		}
+	}
+	switch {
+	case from.Kind == KindStruct && to.Kind == KindStruct:
+		for _, fo := range to.Fields {
+			for _, fi := range from.Fields {
+				if fi.JSONName == fo.JSONName {
+					member(fi, fo)
+					break
+				}
+			}
+		}
+		if from.Extra != nil && to.Extra != nil {
+			f.valuePairs(cur, &TypeRef{Kind: RefMap, Elem: from.Extra.Value}, &TypeRef{Kind: RefMap, Elem: to.Extra.Value}, c.Up)
+		}
+	case from.Kind == KindTuple && to.Kind == KindTuple:
+		for i, fo := range to.Fields {
+			if i < len(from.Fields) {
+				member(from.Fields[i], fo)
+			}
+		}
+		if from.Rest != nil && to.Rest != nil {
+			f.valuePairs(cur, &TypeRef{Kind: RefSlice, Elem: from.Rest}, &TypeRef{Kind: RefSlice, Elem: to.Rest}, c.Up)
+		}
+	case from.Kind == KindTaggedUnion && to.Kind == KindTaggedUnion:
+		for _, vo := range to.Variants {
+			var vi *Variant
+			for _, v := range from.Variants {
+				if v.Tag == vo.Tag {
+					vi = v
+				}
+			}
+			if vi != nil {
+				f.valuePairs(cur, vi.Type, vo.Type, c.Up)
+			}
+		}
+	default:
+		f.valuePairs(cur, &TypeRef{Kind: RefNamed, Named: from, Name: from.Name}, &TypeRef{Kind: RefNamed, Named: to, Name: to.Name}, c.Up)
+	}
+}
+
+// valuePairs asks for the conversion a value of type from converting into
+// type to calls: through pointers, slices and maps to their elements, down
+// to two named types of a [Convertible] kind. Any other pair converts
+// without a function of its own (a Go conversion or through JSON).
+func (f *Fork) valuePairs(cur *Package, from, to *TypeRef, up bool) {
+	rf, rt := from.Resolve(), to.Resolve()
+	switch {
+	case rf.Kind == RefPointer || rt.Kind == RefPointer:
+		if rf.Kind == rt.Kind {
+			f.valuePairs(cur, rf.Elem, rt.Elem, up)
+		}
+	case IsSlice(rf) && IsSlice(rt):
+		f.valuePairs(cur, SliceElem(rf), SliceElem(rt), up)
+	case IsMap(rf) && IsMap(rt):
+		f.valuePairs(cur, MapElem(rf), MapElem(rt), up)
+	case rf.Kind == RefNamed && rt.Kind == RefNamed && Convertible(rf.Named.Kind, rt.Named.Kind):
+		f.Conversion(cur, rf.Named, rt.Named, up)
+	}
 }
 
 // located is a type's schema in a message bundle.
@@ -114,7 +196,7 @@ func (f *Fork) Conversion(cur *Package, from, to *Type, up bool) *Conversion {
 	if up {
 		fromPkg, toPkg = toPkg, fromPkg
 	}
-	name := "Convert_" + fromPkg + "_" + from.Name + "_To_" + toPkg + "_" + to.Name
+	name := f.conversionName(cur, from, to, up)
 	if c := f.byName[name]; c != nil {
 		return c
 	}
@@ -129,6 +211,16 @@ func (f *Fork) Conversion(cur *Package, from, to *Type, up bool) *Conversion {
 	f.byName[name] = c
 	f.Conversions = append(f.Conversions, c)
 	return c
+}
+
+// conversionName is the name of the conversion from a type of one version
+// to a type of the other, as Kubernetes' conversion-gen names it.
+func (f *Fork) conversionName(cur *Package, from, to *Type, up bool) string {
+	fromPkg, toPkg := cur.Name, f.Old.Name
+	if up {
+		fromPkg, toPkg = toPkg, fromPkg
+	}
+	return "Convert_" + fromPkg + "_" + from.Name + "_To_" + toPkg + "_" + to.Name
 }
 
 // compatible asks codegen/diff whether every value of from is valid for
