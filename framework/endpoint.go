@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -162,6 +163,8 @@ func (e *endpoint) run() {
 		}
 	}()
 	hold := false
+	// wasDraining says the last handshake was refused by a draining server.
+	wasDraining := false
 	for e.ctx.Err() == nil {
 		// After a refusal the server can hold open (an incompatibility that
 		// its replacement may not have), ask it to hold the next one until it
@@ -176,7 +179,7 @@ func (e *endpoint) run() {
 			obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
 		}
 		if err == nil {
-			failures = 0
+			failures, wasDraining = 0, false
 			last = sess
 			e.setState(stateReady, sess, nil)
 			e.endFirstRound()
@@ -208,9 +211,22 @@ func (e *endpoint) run() {
 			continue
 		}
 		if state == stateDraining {
-			// The server is about to go: start the backoff afresh, so its
-			// replacement is found within a few milliseconds.
+			// The server is about to go: start the backoff afresh, once, so
+			// its replacement is found within a few milliseconds. Not on
+			// every refusal of the drain: attempts at 5ms would keep its
+			// connections busy, and a drain ends only once they have been
+			// quiet (conns.go).
+			if !wasDraining {
+				failures = 0
+			}
+		}
+		wasDraining = state == stateDraining
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// Nothing listens there: the address's prober, shared by the
+			// process, dials it and says when something does (prober.go).
 			failures = 0
+			processProbers.at(dialAddr(e.url)).waitListening(e.ctx, e.kick)
+			continue
 		}
 		delay := cfg.Backoff.Delay(failures)
 		failures++

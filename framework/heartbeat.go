@@ -68,6 +68,9 @@ type beatGroup struct {
 	ttl      time.Duration
 	stop     chan struct{}
 	done     chan struct{}
+	// now asks for a beat at once: the address's prober saw a connection
+	// closed and something listening there (prober.go).
+	now chan struct{}
 }
 
 // add starts heartbeating sess for e.
@@ -78,11 +81,13 @@ func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
 	g := h.groups[key]
 	if g == nil {
 		g = &beatGroup{h: h, key: key, hc: e.c.hc, members: map[*clientSession]*endpoint{},
-			interval: sess.heartbeat, ttl: sess.ttl, stop: make(chan struct{}), done: make(chan struct{})}
+			interval: sess.heartbeat, ttl: sess.ttl, stop: make(chan struct{}), done: make(chan struct{}),
+			now: make(chan struct{}, 1)}
 		if g.interval <= 0 {
 			g.interval = time.Second
 		}
 		h.groups[key] = g
+		processProbers.register(g)
 		go g.run()
 	}
 	// The group beats at its first session's interval: a server gives every
@@ -109,6 +114,7 @@ func (h *Heartbeats) remove(e *endpoint, sess *clientSession) {
 	}
 	h.mu.Unlock()
 	if last {
+		processProbers.unregister(g)
 		<-g.done
 	}
 }
@@ -122,12 +128,17 @@ func (g *beatGroup) run() {
 	defer t.Stop()
 	lastOK := g.h.clock.Now()
 	for {
+		due := interval
 		select {
 		case <-g.stop:
 			return
 		case <-t.Chan():
+		case <-g.now:
+			// Every session is due: the point is to learn whether the
+			// server there still holds them.
+			due = 0
 		}
-		tokens, members, ttl := g.due(interval)
+		tokens, members, ttl := g.due(due)
 		if len(tokens) == 0 {
 			lastOK = g.h.clock.Now()
 			continue
@@ -138,8 +149,9 @@ func (g *beatGroup) run() {
 	}
 }
 
-// due returns the sessions no call renewed within half an interval, and the
-// shortest TTL among the group's sessions.
+// due returns the sessions no call renewed within half an interval (all
+// of them for a zero interval), and the shortest TTL among the group's
+// sessions.
 func (g *beatGroup) due(interval time.Duration) ([]string, map[string]*clientSession, time.Duration) {
 	now := g.h.clock.Now().UnixNano()
 	g.h.mu.Lock()
@@ -147,7 +159,7 @@ func (g *beatGroup) due(interval time.Duration) ([]string, map[string]*clientSes
 	tokens := make([]string, 0, len(g.members))
 	members := make(map[string]*clientSession, len(g.members))
 	for sess, e := range g.members {
-		if time.Duration(now-e.lastCall.Load()) < interval/2 && e.c.writerWatchers.Load() == 0 {
+		if interval > 0 && time.Duration(now-e.lastCall.Load()) < interval/2 && e.c.writerWatchers.Load() == 0 {
 			continue
 		}
 		tokens = append(tokens, sess.token)
@@ -254,6 +266,25 @@ func (g *beatGroup) closeAll(members map[string]*clientSession) {
 	}
 	if len(tokens) > 0 {
 		deleteSessions(g.hc, g.key.url, tokens)
+	}
+}
+
+// allMembers returns every session of the group, keyed by token.
+func (g *beatGroup) allMembers() map[string]*clientSession {
+	g.h.mu.Lock()
+	defer g.h.mu.Unlock()
+	m := make(map[string]*clientSession, len(g.members))
+	for sess := range g.members {
+		m[sess.token] = sess
+	}
+	return m
+}
+
+// beatNow asks the group to beat at once, for all its sessions.
+func (g *beatGroup) beatNow() {
+	select {
+	case g.now <- struct{}{}:
+	default:
 	}
 }
 

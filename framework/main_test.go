@@ -44,16 +44,25 @@ const childEnv = "LOCKSTEP_TEST_CHILD_SERVER"
 // the server's own CPU.
 const serverChildEnv = "LOCKSTEP_TEST_CHILD_LISTEN"
 
-// runServerChild serves the bench contract (TTL 5s, heartbeat 1s) until
-// killed; it prints "ready" once it listens.
+// serverChildHeartbeatEnv, when set, is the heartbeat interval of the
+// server child (its TTL three of them).
+const serverChildHeartbeatEnv = "LOCKSTEP_TEST_CHILD_HEARTBEAT"
+
+// runServerChild serves the bench contract (TTL 5s, heartbeat 1s, unless
+// serverChildHeartbeatEnv says otherwise) until killed; it prints "ready"
+// once it listens.
 func runServerChild() int {
 	c, err := framework.NewContract(benchmsg.Contract("1.0.0"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	ttl, beat := 5*time.Second, time.Second
+	if d, err := time.ParseDuration(os.Getenv(serverChildHeartbeatEnv)); err == nil {
+		ttl, beat = 3*d, d
+	}
 	srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
-		SessionTTL: 5 * time.Second, Heartbeat: time.Second, Logger: frameworktest.Quiet()})
+		SessionTTL: ttl, Heartbeat: beat, Logger: frameworktest.Quiet()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

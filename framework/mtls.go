@@ -212,7 +212,7 @@ func (c *Credentials) ClientTLS() *tls.Config {
 // ClientConfig.Transport.
 func (c *Credentials) Transport(serverName string) *http.Transport {
 	t := NewTransport(nil)
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	dial := t.DialContext // the default's, which watches for a peer's close
 	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg := c.ClientTLS()
 		if serverName != "" {
@@ -225,8 +225,16 @@ func (c *Credentials) Transport(serverName string) *http.Transport {
 			}
 			cfg.ServerName = host
 		}
-		d := &tls.Dialer{NetDialer: dialer, Config: cfg}
-		return d.DialContext(ctx, network, addr)
+		raw, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(raw, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return tc, nil
 	}
 	return t
 }

@@ -18,8 +18,10 @@ import (
 // passing it as ClientConfig.Transport.
 func NewTransport(tlsConfig *tls.Config) *http.Transport {
 	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil,
+		// Connections report a peer that closes them, so a killed server
+		// is noticed at once (prober.go).
+		DialContext:         watchedDial((&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 		TLSClientConfig:     tlsConfig,

@@ -1,0 +1,377 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Endpoint health from the connections, one prober per address per
+// process.
+//
+// Noticing a crash. A killed server process's sockets are closed by its
+// kernel, so the client's connections to it see EOF or RST; an idle pooled
+// connection always has a read pending, so this is seen within
+// milliseconds. A close alone proves nothing: servers close idle
+// connections, a draining server closes every connection, a new process
+// may already listen at the address. So a close from an address where the
+// process holds sessions starts a check of the address: one TCP dial.
+// Refused is the heartbeat's rule for "the server is gone"
+// ([beatGroup.beat]): every session held there by any client of the
+// process is taken out of routing at once. A dial that connects asks every
+// heartbeat group there to beat now, so the server that listens says what
+// it still holds: the same process keeps the sessions, a new one at the
+// same address (an in-place restart) holds none and its answer sends the
+// clients to handshake again, a draining one answers draining and its
+// sessions are handed over as in any drain. A drain the client heard of
+// starts no check at all: hearing it (a draining answer, a heartbeat's
+// draining header, a draining refusal) takes the sessions out of routing
+// and closes them first, so the closes that end the drain find none held
+// there. A network partition closes nothing, so it is bounded, as before,
+// by the session TTL through the heartbeats.
+//
+// Reconnecting. An endpoint whose handshake was refused (nothing listens
+// at its address) does not redial on its own backoff: it waits for the
+// address's prober, which dials once per probeInterval while anyone waits
+// and wakes every waiter when a dial connects. However many clients and
+// endpoints of the process wait for one address (a node simulator's
+// sessions, one client per node), the address sees one dial per interval,
+// and a waiter handshakes within one interval of a listener appearing,
+// however long the address was dark.
+
+// probeInterval is how often a waited-for address is dialled: the bound on
+// how late a listener is noticed, and one dial per interval per address
+// per process is the cost of an absent server.
+const probeInterval = 30 * time.Millisecond
+
+// probeDialTimeout bounds one dial: a port without a listener refuses at
+// once, an unreachable host stays within the interval's count.
+const probeDialTimeout = time.Second
+
+// probeListen is how long a check's connection listens for a reset: a
+// process being killed may still hold its listener when its connections'
+// close arrives, and resets what is queued on it.
+const probeListen = 50 * time.Millisecond
+
+// processProbers is the process's probers. It is process-wide on purpose,
+// as a connection pool is: the point is one prober per address whatever
+// the number of clients, transports and heartbeat senders.
+var processProbers = newProbers(clockwork.NewRealClock(), dialProbe)
+
+// dialProbe dials addr over TCP.
+func dialProbe(ctx context.Context, addr string) (net.Conn, error) {
+	return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+}
+
+// probers holds one addrProber per address ("host:port").
+type probers struct {
+	clock clockwork.Clock
+	dial  func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu    sync.Mutex
+	addrs map[string]*addrProber
+	stats map[string]*probeStats // kept after their prober is released
+}
+
+// probeStats counts what an address's probers did, for the status of
+// crash detection and for tests.
+type probeStats struct {
+	dials   atomic.Int64 // every dial, checks' and waiters'
+	checks  atomic.Int64 // checks a peer's close started
+	crashes atomic.Int64 // checks that found nothing listening
+}
+
+func newProbers(clock clockwork.Clock, dial func(context.Context, string) (net.Conn, error)) *probers {
+	return &probers{clock: clock, dial: dial, addrs: map[string]*addrProber{}, stats: map[string]*probeStats{}}
+}
+
+// addrProber is the prober of one address. Lock order: Heartbeats.mu
+// (held while a group registers), probers.mu, addrProber.mu; the beatGroup
+// methods a check calls take Heartbeats.mu, never under the other two.
+type addrProber struct {
+	p     *probers
+	addr  string
+	stats *probeStats
+
+	mu       sync.Mutex
+	groups   map[*beatGroup]struct{} // heartbeat groups holding sessions here
+	waiters  int                     // endpoints waiting for a listener
+	woken    chan struct{}           // closed when a dial connects; then replaced
+	looping  bool                    // the waiters' dial loop runs
+	idle     chan struct{}           // tells the loop its last waiter left
+	checking bool                    // a check of a peer close is under way
+	lastChk  time.Time               // when the last check began
+}
+
+// at returns the prober of addr, creating it.
+func (p *probers) at(addr string) *addrProber {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.addrs[addr]
+	if a == nil {
+		st := p.stats[addr]
+		if st == nil {
+			st = &probeStats{}
+			p.stats[addr] = st
+		}
+		a = &addrProber{p: p, addr: addr, stats: st, groups: map[*beatGroup]struct{}{}, woken: make(chan struct{}),
+			idle: make(chan struct{}, 1)}
+		p.addrs[addr] = a
+	}
+	return a
+}
+
+// statsOf returns what the probers of addr did so far.
+func (p *probers) statsOf(addr string) *probeStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st := p.stats[addr]; st != nil {
+		return st
+	}
+	return &probeStats{}
+}
+
+// lookup returns the prober of addr, or nil.
+func (p *probers) lookup(addr string) *addrProber {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addrs[addr]
+}
+
+// release forgets a's prober once nothing uses it.
+func (p *probers) release(a *addrProber) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.groups) == 0 && a.waiters == 0 && !a.looping && !a.checking && p.addrs[a.addr] == a {
+		delete(p.addrs, a.addr)
+	}
+}
+
+// dialAddr is the dial address of an endpoint URL ("host:port").
+func dialAddr(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// register makes g's sessions subject to the checks of its address.
+func (p *probers) register(g *beatGroup) {
+	a := p.at(dialAddr(g.key.url))
+	a.mu.Lock()
+	a.groups[g] = struct{}{}
+	a.mu.Unlock()
+}
+
+// unregister undoes register.
+func (p *probers) unregister(g *beatGroup) {
+	a := p.lookup(dialAddr(g.key.url))
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	delete(a.groups, g)
+	a.mu.Unlock()
+	p.release(a)
+}
+
+// peerClosed is told that the peer at addr closed a connection. It starts
+// a check unless no session is held there, or a check is under way or
+// began within probeInterval.
+func (p *probers) peerClosed(addr string) {
+	a := p.lookup(addr)
+	if a == nil {
+		return
+	}
+	now := p.clock.Now()
+	a.mu.Lock()
+	if len(a.groups) == 0 || a.checking || now.Sub(a.lastChk) < probeInterval {
+		a.mu.Unlock()
+		return
+	}
+	a.checking, a.lastChk = true, now
+	a.mu.Unlock()
+	a.stats.checks.Add(1)
+	go a.check()
+}
+
+// check dials the address once (twice if a dying listener reset it):
+// refused takes every session there out of routing; a connection asks the
+// groups there to beat now.
+func (a *addrProber) check() {
+	defer func() {
+		a.mu.Lock()
+		a.checking = false
+		a.mu.Unlock()
+		a.p.release(a)
+	}()
+	err := a.listening(true)
+	a.mu.Lock()
+	groups := make([]*beatGroup, 0, len(a.groups))
+	for g := range a.groups {
+		groups = append(groups, g)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		a.stats.crashes.Add(1)
+		for _, g := range groups {
+			g.loseAll(g.allMembers(), stateUnreachable, err)
+		}
+		return
+	}
+	for _, g := range groups {
+		g.beatNow()
+	}
+}
+
+// listening dials the address and returns the refusal, or nil when
+// something listens there (or the dial failed otherwise: only a refusal
+// is proof that nothing listens). A process being killed may still hold
+// its listener: a dial then is reset, at once or, with listen, within
+// probeListen without a byte, and is made again.
+func (a *addrProber) listening(listen bool) error {
+	for range 3 {
+		a.stats.dials.Add(1)
+		ctx, cancel := context.WithTimeout(context.Background(), probeDialTimeout)
+		c, err := a.p.dial(ctx, a.addr)
+		cancel()
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return err
+		case errors.Is(err, syscall.ECONNRESET):
+			continue
+		case err != nil:
+			return nil
+		}
+		if !listen {
+			c.Close()
+			return nil
+		}
+		// A live server says nothing until asked; a dying listener resets.
+		_ = c.SetReadDeadline(time.Now().Add(probeListen))
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+		if err == nil || !peerClosedErr(err) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// waitListening waits until a dial of the address connects, ctx ends or
+// kick fires. It reports whether a listener was found.
+func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}) bool {
+	a.mu.Lock()
+	a.waiters++
+	woken := a.woken
+	if !a.looping {
+		a.looping = true
+		go a.loop()
+	}
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.waiters--
+		if a.waiters == 0 {
+			select {
+			case a.idle <- struct{}{}:
+			default:
+			}
+		}
+		a.mu.Unlock()
+	}()
+	select {
+	case <-woken:
+		return true
+	case <-ctx.Done():
+	case <-kick:
+	}
+	return false
+}
+
+// loop dials once per probeInterval while anyone waits, and wakes every
+// waiter when a dial connects.
+func (a *addrProber) loop() {
+	defer a.p.release(a)
+	for {
+		// The waiter's own refused handshake was the last dial: wait an
+		// interval first. Jitter keeps processes apart.
+		t := a.p.clock.NewTimer(time.Duration(float64(probeInterval) * (0.9 + 0.2*rand.Float64())))
+		select {
+		case <-t.Chan():
+		case <-a.idle:
+			t.Stop()
+		}
+		a.mu.Lock()
+		if a.waiters == 0 {
+			a.looping = false
+			select {
+			case <-a.idle:
+			default:
+			}
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		if a.listening(false) != nil {
+			continue
+		}
+		a.mu.Lock()
+		close(a.woken)
+		a.woken = make(chan struct{})
+		a.mu.Unlock()
+	}
+}
+
+// watchedConn is a client connection that tells the process's probers
+// when its peer closes it.
+type watchedConn struct {
+	net.Conn
+	addr     string
+	reported atomic.Bool
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && peerClosedErr(err) && !c.reported.Swap(true) {
+		processProbers.peerClosed(c.addr)
+	}
+	return n, err
+}
+
+// peerClosedErr reports whether a read error means the peer closed the
+// connection (not that this side closed it or a deadline passed).
+func peerClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// watchedDial wraps a dial function so that its connections report their
+// peer's close. The default transport dials through it, plain and under
+// TLS ([Credentials.Transport] puts TLS over it).
+func watchedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: c, addr: addr}, nil
+	}
+}
