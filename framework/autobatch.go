@@ -1,11 +1,9 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -261,8 +259,8 @@ func (b *batcher) send(calls []*pendingCall) {
 		}
 		return
 	}
-	var br batchResponse
-	if err := json.Unmarshal(whole.body, &br); err != nil || len(br.Results) != len(live) {
+	br, err := decodeMultiResponse(whole.body)
+	if err != nil || len(br.Results) != len(live) {
 		bad := attempt{status: http.StatusInternalServerError,
 			body: mustJSON(Errorf(CodeInternal, "multi-call answer does not decode").toWire())}
 		for _, p := range live {
@@ -289,33 +287,29 @@ func (b *batcher) send(calls []*pendingCall) {
 
 // encode writes the multi-call body around the already encoded requests.
 func (b *batcher) encode(calls []*pendingCall) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(`{"calls":[`)
+	size := len(`{"calls":[]}`)
+	for _, p := range calls {
+		size += len(`{"method":"","timeout":"","request":},`) + len(p.method) + 16 + len(p.body)
+	}
+	buf := append(make([]byte, 0, size), `{"calls":[`...)
 	for i, p := range calls {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		buf.WriteString(`{"method":`)
-		buf.WriteString(strconv.Quote(p.method))
+		var timeout string
 		if dl, ok := p.ctx.Deadline(); ok {
-			buf.WriteString(`,"timeout":"`)
-			buf.WriteString(encodeTimeout(time.Until(dl)))
-			buf.WriteByte('"')
+			timeout = encodeTimeout(time.Until(dl))
 		}
+		var h map[string]string
 		if len(p.header) > 0 {
-			h := make(map[string]string, len(p.header))
+			h = make(map[string]string, len(p.header))
 			for k := range p.header {
 				h[k] = p.header.Get(k)
 			}
-			buf.WriteString(`,"header":`)
-			buf.Write(mustJSON(h))
 		}
-		buf.WriteString(`,"request":`)
-		buf.Write(p.body)
-		buf.WriteByte('}')
+		buf = appendMultiCall(buf, p.method, timeout, h, p.body)
 	}
-	buf.WriteString(`]}`)
-	return buf.Bytes()
+	return append(buf, `]}`...)
 }
 
 func mustJSON(v any) []byte {

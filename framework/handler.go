@@ -391,8 +391,8 @@ type multiCall struct {
 // method's handler and the interceptors as if it had come alone, and answers
 // {"results":[…]} in order.
 func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *session, header http.Header, body []byte) ([]byte, error) {
-	var in multiRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	in, err := decodeMultiRequest(body)
+	if err != nil {
 		return nil, Errorf(CodeInvalidArgument, "multi-call body must be {\"calls\":[…]}: %v", err)
 	}
 	if len(in.Calls) > MaxMultiCalls {
@@ -452,5 +452,9 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		out.Results[i].Replayed = replayed
 	}
 	runBounded(len(in.Calls), multiCallWorkers, run)
-	return json.Marshal(out)
+	size := len(`{"results":[]}`)
+	for _, r := range out.Results {
+		size += len(`{"ok":},`) + len(r.OK)
+	}
+	return appendMultiResponse(make([]byte, 0, size), out)
 }
