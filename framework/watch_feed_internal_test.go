@@ -1,0 +1,51 @@
+package framework
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// recordingSub is a feed subscriber that records what it is handed and
+// whose queue holds at most room changes.
+type recordingSub struct {
+	room      int
+	snapshots []map[string][]byte
+	changes   []string
+}
+
+func (r *recordingSub) snapshot(raw map[string][]byte, _ string) {
+	r.snapshots = append(r.snapshots, raw)
+	r.changes = nil
+}
+
+func (r *recordingSub) change(key string, _ []byte) bool {
+	if len(r.changes) >= r.room {
+		return false
+	}
+	r.changes = append(r.changes, key)
+	return true
+}
+
+// TestFeedHandsAFullSubscriberItsState: a subscriber whose queue is full
+// is handed the feed's whole state as a snapshot, while the others go on
+// receiving changes; each snapshot is the subscriber's own map.
+func TestFeedHandsAFullSubscriberItsState(t *testing.T) {
+	f := &watchFeed{subs: map[feedSubscriber]struct{}{}}
+	roomy, full := &recordingSub{room: 100}, &recordingSub{room: 1}
+	f.subs[roomy], f.subs[full] = struct{}{}, struct{}{}
+	f.publishSnapshot(map[string][]byte{"a": []byte("a1")}, "i")
+	f.publishChange(protocol.FrameSet, "b", []byte("b1"))
+	f.publishChange(protocol.FrameSet, "c", []byte("c1"))
+	f.publishChange(protocol.FrameDelete, "a", []byte("a-deleted"))
+
+	assert.Equal(t, []string{"b", "c", "a"}, roomy.changes)
+	require.Len(t, roomy.snapshots, 1)
+	require.Len(t, full.snapshots, 2, "the first snapshot, then the state when its queue of one was full")
+	assert.Equal(t, map[string][]byte{"a": []byte("a1"), "b": []byte("b1"), "c": []byte("c1")}, full.snapshots[1])
+	assert.Equal(t, []string{"a"}, full.changes, "after its snapshot it is handed changes again")
+	assert.Equal(t, map[string][]byte{"a": []byte("a1")}, roomy.snapshots[0], "a subscriber's snapshot is not changed under it")
+}
