@@ -20,12 +20,14 @@ RACE_MODULES   := $(filter-out $(NORACE_MODULES),$(MODULES))
 modpkgs         = $(foreach m,$(1),$(if $(filter .,$(m)),./...,./$(m)/...))
 RACE_PKGS      := $(call modpkgs,$(RACE_MODULES))
 NORACE_PKGS    := $(call modpkgs,$(NORACE_MODULES))
-# Tests of race-tested packages that run without the race detector instead,
-# as a -run pattern and their packages: their checks are real-time bounds
-# of a whole control plane in one process (the sample's rolling upgrade:
-# sessions of 1 s, a node grace period of 3 s), which the race detector's
-# several-fold slowdown breaks on a loaded 2-core machine. The race set
-# skips them by the same pattern.
+# Tests of race-tested packages that run without the race detector
+# instead, and alone once every other test is done, as a -run pattern and
+# their packages: their checks are real-time bounds of a whole control
+# plane in one process (the sample's rolling upgrade: sessions of 1 s, a
+# node grace period of 3 s), which the race detector's several-fold
+# slowdown breaks on a loaded 2-core machine, and so does our own race
+# build and tests beside them. The race set skips them by the same pattern;
+# test-norace builds them, so that only their run waits for the end.
 NORACE_TESTS     := ^TestRollingUpgrade$$
 NORACE_TEST_PKGS := ./sample/internal/demo
 # build, vet and test of a package share one set of flags: the build cache
@@ -38,28 +40,33 @@ TESTFLAGS ?=
 FUZZTIME  ?= 30s
 
 .PHONY: test vet check-generated check-workspace sync-workspace generate demo fuzz soak bench bench-quick bench-framework
-.PHONY: test-phases test-race test-norace vet-race vet-norace
+.PHONY: test-phases test-race test-norace test-alone vet-race vet-norace
 
 ## test: vet, check generated code is fresh and the workspace resolves each
 ## module as on its own, then every test, with the race detector outside
-## NORACE_MODULES and NORACE_TESTS (fuzz seed corpora included). The two sets of modules
-## build and test side by side (on two cores one set's links and tests fill
-## the time the other waits), each vetted before it is tested; the two
-## checks start first, so that a failing one stops make test before any
-## test starts. `go test -vet=off`: vet already ran every analyzer on the same
-## packages and their tests.
+## NORACE_MODULES and NORACE_TESTS (fuzz seed corpora included). The two
+## sets of modules build and test side by side (on two cores one set's
+## links and tests fill the time the other waits), each vetted before it is
+## tested; NORACE_TESTS run last, alone. The two checks start first, so
+## that a failing one stops make test before any test starts.
+## `go test -vet=off`: vet already ran every analyzer on the same packages
+## and their tests.
 test:
 	@$(MAKE) --no-print-directory -j3 test-phases
 
-test-phases: check-workspace check-generated test-race test-norace
+test-phases: check-workspace check-generated test-race test-norace test-alone
 
 test-race: vet-race tools
 	@echo "== go test $(RACE_FLAGS) $(RACE_MODULES)"
 	@$(GO) test $(RACE_FLAGS) -vet=off -count=1 -timeout 12m -skip '$(NORACE_TESTS)' $(TESTFLAGS) $(RACE_PKGS)
 
 test-norace: vet-norace
-	@echo "== go test $(NORACE_MODULES), and $(NORACE_TESTS) in $(NORACE_TEST_PKGS)"
+	@echo "== go test $(NORACE_MODULES)"
 	@$(GO) test -vet=off -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
+	@$(GO) test -vet=off -count=1 -run '^$$' $(NORACE_TEST_PKGS) >/dev/null
+
+test-alone: test-race test-norace
+	@echo "== go test $(NORACE_TESTS) in $(NORACE_TEST_PKGS), alone"
 	@$(GO) test -vet=off -count=1 -timeout 5m -run '$(NORACE_TESTS)' $(TESTFLAGS) $(NORACE_TEST_PKGS)
 
 ## tools: install what tests need beyond Go when it is missing: python3 for

@@ -29,9 +29,10 @@ import (
 // process (sessions of 1 s, a node grace period of 3 s, pods Running
 // within 5 s). The race detector makes every component several times
 // slower, and on a loaded 2-core machine that alone breaks them before the
-// first upgrade, so make test runs this test without it (the Makefile's
-// NORACE_TESTS); the components' own tests and the process test run with
-// it.
+// first upgrade, so make test runs this test without it, and alone once
+// the other tests are done (the Makefile's NORACE_TESTS): beside make
+// test's own race build it broke nodes-stay-known at load 20. The
+// components' own tests and the process test run race-detected.
 func TestRollingUpgrade(t *testing.T) {
 	var out bytes.Buffer
 	dir := t.TempDir()
