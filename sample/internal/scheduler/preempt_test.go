@@ -146,22 +146,13 @@ func TestSchedulerPreemptsAsAKubernetesExtenderAgrees(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			pod := func(uid string, priority, cpu int64) extv2.PodRef {
-				return extv2.PodRef{Namespace: "default", Name: uid, UID: uid, Priority: &priority,
-					Requests: extv2.Requests{CPUMillis: cpu, MemoryBytes: 64 << 20}}
-			}
 			// Each node has 3800m allocatable: node-000 and node-001 are
 			// filled with low-priority pods, node-002 with one of medium.
-			for _, b := range []struct {
-				pod  extv2.PodRef
-				node string
-			}{
-				{pod("low-a", 100, 1800), "node-000"}, {pod("low-b", 100, 1800), "node-000"},
-				{pod("low-c", 100, 1800), "node-001"}, {pod("low-d", 100, 1900), "node-001"},
-				{pod("mid-e", 1000, 3700), "node-002"},
-			} {
-				require.NoError(t, s.PostBinding(ctx, b.pod, b.node))
-			}
+			bindAll(ctx, t, s, []placed{
+				{prioritized("low-a", 100, 1800), "node-000"}, {prioritized("low-b", 100, 1800), "node-000"},
+				{prioritized("low-c", 100, 1800), "node-001"}, {prioritized("low-d", 100, 1900), "node-001"},
+				{prioritized("mid-e", 1000, 3700), "node-002"},
+			})
 			runningOn := func(i int) []string {
 				r := kl.Running(i)
 				sort.Strings(r)
@@ -174,7 +165,7 @@ func TestSchedulerPreemptsAsAKubernetesExtenderAgrees(t *testing.T) {
 
 			// A medium pod of 2000m: node-000 and node-001 are candidates,
 			// node-002's pod has its priority. The extender vetoes node-000.
-			node, err := s.ScheduleOne(ctx, pod("mid-f", 1000, 2000))
+			node, err := s.ScheduleOne(ctx, prioritized("mid-f", 1000, 2000))
 			require.NoError(t, err)
 			assert.Equal(t, "node-001", node)
 			nodes, victims, prio := x.lastAsked(t)
@@ -199,7 +190,7 @@ func TestSchedulerPreemptsAsAKubernetesExtenderAgrees(t *testing.T) {
 			// A medium pod of 3700m: only node-000 would do (both of its
 			// pods evicted), and it is vetoed; node-002's pod has the same
 			// priority and is not evicted.
-			_, err = s.ScheduleOne(ctx, pod("mid-g", 1000, 3700))
+			_, err = s.ScheduleOne(ctx, prioritized("mid-g", 1000, 3700))
 			assert.ErrorIs(t, err, scheduler.ErrNoNode)
 			nodes, _, _ = x.lastAsked(t)
 			assert.Equal(t, []string{"node-000"}, nodes)
@@ -207,7 +198,7 @@ func TestSchedulerPreemptsAsAKubernetesExtenderAgrees(t *testing.T) {
 
 			// A high pod of 3700m: on node-002 one victim does (mid-e), on
 			// node-001 it takes two; fewest victims wins.
-			node, err = s.ScheduleOne(ctx, pod("high-h", 10000, 3700))
+			node, err = s.ScheduleOne(ctx, prioritized("high-h", 10000, 3700))
 			require.NoError(t, err)
 			assert.Equal(t, "node-002", node)
 			nodes, victims, _ = x.lastAsked(t)
@@ -244,20 +235,11 @@ func TestSchedulerPreemptsAsALockstepExtenderAgrees(t *testing.T) {
 			s := newPreemptingScheduler(t, sys, api)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			pod := func(uid string, priority, cpu int64) extv2.PodRef {
-				return extv2.PodRef{Namespace: "default", Name: uid, UID: uid, Priority: &priority,
-					Requests: extv2.Requests{CPUMillis: cpu, MemoryBytes: 64 << 20}}
-			}
-			for _, b := range []struct {
-				pod  extv2.PodRef
-				node string
-			}{
-				{pod("a1", 100, 1900), "node-000"}, {pod("a2", 100, 1900), "node-000"},
-				{pod("b1", 100, 3800), "node-001"},
-				{pod("c1", 100, 1900), "node-002"}, {pod("c2", 100, 1900), "node-002"},
-			} {
-				require.NoError(t, s.PostBinding(ctx, b.pod, b.node))
-			}
+			bindAll(ctx, t, s, []placed{
+				{prioritized("a1", 100, 1900), "node-000"}, {prioritized("a2", 100, 1900), "node-000"},
+				{prioritized("b1", 100, 3800), "node-001"},
+				{prioritized("c1", 100, 1900), "node-002"}, {prioritized("c2", 100, 1900), "node-002"},
+			})
 			require.Eventually(t, func() bool {
 				for _, h := range s.Nodes() {
 					if h.Allocatable.CPUMillis != 0 {
@@ -266,7 +248,7 @@ func TestSchedulerPreemptsAsALockstepExtenderAgrees(t *testing.T) {
 				}
 				return len(s.Nodes()) == 3
 			}, 10*time.Second, 10*time.Millisecond)
-			node, err := s.ScheduleOne(ctx, pod("high", 1000, 3000))
+			node, err := s.ScheduleOne(ctx, prioritized("high", 1000, 3000))
 			require.NoError(t, err)
 			assert.Equal(t, "node-000", node, "node-001 needs one victim, but is in maintenance; node-000 comes first of the others")
 			var left []string
@@ -302,6 +284,27 @@ func runKubelet(t *testing.T, cfg kubelet.Config) *kubelet.Kubelet {
 	go func() { defer close(done); k.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; k.Close() })
 	return k
+}
+
+// prioritized is a pod of the priority, requesting cpu millicores.
+func prioritized(uid string, priority, cpu int64) extv2.PodRef {
+	return extv2.PodRef{Namespace: "default", Name: uid, UID: uid, Priority: &priority,
+		Requests: extv2.Requests{CPUMillis: cpu, MemoryBytes: 64 << 20}}
+}
+
+// placed is a pod and the node it is bound to.
+type placed struct {
+	pod  extv2.PodRef
+	node string
+}
+
+// bindAll binds each pod at the node controller, as the scheduler posts
+// a binding.
+func bindAll(ctx context.Context, t *testing.T, s *scheduler.Scheduler, pods []placed) {
+	t.Helper()
+	for _, p := range pods {
+		require.NoError(t, s.PostBinding(ctx, p.pod, p.node))
+	}
 }
 
 // cachedPods are the UIDs of the pods the scheduler's cache holds bound
