@@ -305,35 +305,6 @@ func (vc *vctx) null(s *node, p pos) {
 	}
 }
 
-// Keywords generated checks ignore: annotations, and content keywords,
-// which the runtime does not assert.
-var annotations = map[string]bool{
-	"title": true, "description": true, "default": true, "examples": true, "deprecated": true,
-	"readOnly": true, "writeOnly": true, "$comment": true, "$defs": true, "definitions": true,
-	"$schema": true, "$id": true, "$anchor": true, "$dynamicAnchor": true, "$vocabulary": true,
-	"contentEncoding": true, "contentMediaType": true, "contentSchema": true,
-}
-
-// handled are the keywords generated checks evaluate; keywords neither
-// handled nor known to jsonschema/v5 are ignored, as it ignores them.
-var handled = map[string]bool{
-	"$ref": true, "type": true, "enum": true, "const": true, "format": true,
-	"minLength": true, "maxLength": true, "pattern": true,
-	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
-	"properties": true, "patternProperties": true, "additionalProperties": true, "required": true,
-	"propertyNames": true, "minProperties": true, "maxProperties": true, "dependentRequired": true, "dependentSchemas": true,
-	"prefixItems": true, "items": true, "minItems": true, "maxItems": true, "uniqueItems": true,
-	"contains": true, "minContains": true, "maxContains": true,
-	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true,
-}
-
-// unsupported are validation keywords of 2020-12 that generated checks do
-// not evaluate: a schema using them leaves its message to jsonschema/v5.
-var unsupported = map[string]bool{
-	"unevaluatedProperties": true, "unevaluatedItems": true, "$dynamicRef": true, "$recursiveRef": true,
-	"dependencies": true, "additionalItems": true,
-}
-
 // value emits the checks of s on a non-null value.
 func (vc *vctx) value(s *node, x val, p pos) {
 	r := x.ref.Resolve()
@@ -341,13 +312,11 @@ func (vc *vctx) value(s *node, x val, p pos) {
 	objectDone, arrayDone, containsDone := false, false, false
 	for i, k := range s.Keys {
 		kv := s.Values[i]
-		switch {
-		case annotations[k] || strings.HasPrefix(k, "x-"):
+		switch gomodel.RoleOf(k) {
+		case gomodel.KeywordIgnored:
 			continue
-		case unsupported[k]:
-			vc.uncovered(s, "%s is not checked by generated code", k)
-			continue
-		case !handled[k]:
+		case gomodel.KeywordUnchecked:
+			vc.uncovered(s, "%s", gomodel.UncheckedReason(k))
 			continue
 		}
 		switch k {

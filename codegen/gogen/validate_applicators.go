@@ -132,7 +132,7 @@ func onlyRef(s *node) bool {
 		return false
 	}
 	for _, k := range s.Keys {
-		if k != "$ref" && (handled[k] || unsupported[k]) {
+		if k != "$ref" && gomodel.RoleOf(k) != gomodel.KeywordIgnored {
 			return false
 		}
 	}

@@ -385,7 +385,7 @@ func isTrue(s *node) bool {
 		return false
 	}
 	for _, k := range s.Keys {
-		if !annotations[k] && !strings.HasPrefix(k, "x-") && (handled[k] || unsupported[k]) {
+		if gomodel.RoleOf(k) != gomodel.KeywordIgnored {
 			return false
 		}
 	}
