@@ -61,7 +61,7 @@ const (
 // Workload and variant names of the reconnect gap (P6).
 const (
 	WReconnect   = "reconnect gap"
-	VReconnectLS = "lockstep (default backoff)"
+	VReconnectLS = "lockstep (default: shared prober)"
 	VReconnectGR = "gRPC default backoff"
 )
 

@@ -352,10 +352,11 @@ func (w *writeup) reconnect() {
 Pairs of one server and one client run in parallel (` + w.run.pick("20 pairs, 2 trials each", "3 pairs, 1 trial each") + ` per
 round). A trial kills the server, makes a call once the client knows the
 server is gone (so it blocks), keeps the address dark for a random time
-(uniform in ` + w.run.pick("0.2–3 s", "0.2–0.5 s") + `), then starts a compatible server there; the gap runs
+(uniform in ` + w.run.pick("0.2–10 s", "0.2–0.5 s") + `), then starts a compatible server there; the gap runs
 from its listener accepting to the blocked call's success. gRPC's call uses
-` + "`WaitForReady`" + ` and the default connection backoff; lockstep's client its default
-reconnect backoff. The table's figures are medians over rounds of each
+` + "`WaitForReady`" + ` and the default connection backoff; lockstep's client waits on
+the process's prober of the address, which dials it every 30 ms while
+anyone waits. The table's figures are medians over rounds of each
 round's percentiles; the target is judged on the pooled samples.`,
 			Tables: []report.Table{w.msTable(WReconnect, "variant", VReconnectGR)}}
 		var cdf []report.Series
