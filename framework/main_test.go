@@ -143,6 +143,17 @@ type benchServer struct {
 	entered atomic.Int64
 	// hold, if set, is waited on by every call before it answers.
 	hold chan struct{}
+	// applied counts ReportStatus calls processed by node name.
+	applied sync.Map // string -> *atomic.Int64
+}
+
+// appliedTimes is how many times the server processed ReportStatus for
+// the node named.
+func (b *benchServer) appliedTimes(node string) int64 {
+	if n, ok := b.applied.Load(node); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 // startDrain begins the server's drain and returns once it has begun
@@ -183,6 +194,8 @@ func startBench(t *testing.T, addr, version string, opts ...serverOpt) *benchSer
 					return nil, ctx.Err()
 				}
 			}
+			times, _ := b.applied.LoadOrStore(n.NodeName, new(atomic.Int64))
+			times.(*atomic.Int64).Add(1)
 			return &benchmsg.Ack{Accepted: true, Generation: b.handled.Add(1)}, nil
 		})
 		framework.HandleBatch(s, c, "ReportStatuses", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {

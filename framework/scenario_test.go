@@ -46,6 +46,7 @@ import (
 //	load NAME callers=N                      start N callers calling in a loop; load-wait n=N waits for N more answers; load-stop ends it
 //	burst NAME calls=N name=B [callers=C]    start N calls, all at once or C at a time; burst-wait B waits for their answers
 //	handled NAME[+NAME..][>0]..              calls handled by each server or sum of servers (>0: that there were some)
+//	handled-once B NAME[+NAME..]             every call of burst B was processed exactly once by the servers together
 func TestRuntimeScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		t.Parallel()
@@ -159,7 +160,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	case "load":
 		var callers int
 		d.ScanArgs(t, "callers", &callers)
-		s.load = startScenarioLoad(t, s.clientArg(t, d).Client, callers, 0)
+		s.load = startScenarioLoad(t, s.clientArg(t, d).Client, callers, 0, 999_000_000)
 		return fmt.Sprintf("%d callers", callers)
 	case "load-wait":
 		var n int64
@@ -178,13 +179,16 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		callers := calls
 		d.MaybeScanArgs(t, "callers", &callers)
 		require.Zero(t, calls%callers, "calls=%d in rounds of callers=%d", calls, callers)
-		s.bursts[name] = startScenarioLoad(t, s.clientArg(t, d).Client, callers, calls/callers)
+		b := startScenarioLoad(t, s.clientArg(t, d).Client, callers, calls/callers, len(s.bursts)*1_000_000)
+		s.bursts[name] = b
 		if callers == calls {
 			return fmt.Sprintf("%d calls", calls)
 		}
 		return fmt.Sprintf("%d calls by %d callers", calls, callers)
 	case "burst-wait":
 		return s.bursts[d.CmdArgs[0].Key].wait()
+	case "handled-once":
+		return s.handledOnce(t, d)
 	case "handled":
 		var out []string
 		for _, arg := range d.CmdArgs {
@@ -365,6 +369,28 @@ func (s *scenario) addrName(url string) string {
 	return strings.Join(names, "/")
 }
 
+// handledOnce checks that every call of a burst was processed exactly
+// once by the servers named together: none lost, none applied twice (a
+// resend of a call that had been processed).
+func (s *scenario) handledOnce(t *testing.T, d *datadriven.TestData) string {
+	b := s.bursts[d.CmdArgs[0].Key]
+	servers := strings.Split(d.CmdArgs[1].Key, "+")
+	var wrong []string
+	for _, node := range b.nodes {
+		var n int64
+		for _, name := range servers {
+			n += s.servers[name].appliedTimes(node)
+		}
+		if n != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s %d times", node, n))
+		}
+	}
+	if len(wrong) > 0 {
+		return fmt.Sprintf("%d of %d calls not processed once: %s", len(wrong), len(b.nodes), strings.Join(wrong, ", "))
+	}
+	return fmt.Sprintf("each of the %d calls processed once by %s", len(b.nodes), d.CmdArgs[1].Key)
+}
+
 func (s *scenario) serverArg(t *testing.T, d *datadriven.TestData) *benchServer {
 	srv, ok := s.servers[d.CmdArgs[0].Key]
 	require.True(t, ok, "no server %q", d.CmdArgs[0].Key)
@@ -381,7 +407,8 @@ func (s *scenario) clientArg(t *testing.T, d *datadriven.TestData) *scenarioClie
 // or each once (rounds=1).
 type scenarioLoad struct {
 	t          *testing.T
-	calls      int // of a burst
+	calls      int      // of a burst
+	nodes      []string // the node each call of a burst reports
 	ok, failed atomic.Int64
 	stopCh     chan struct{}
 	wg         sync.WaitGroup
@@ -389,8 +416,15 @@ type scenarioLoad struct {
 	failures   []error
 }
 
-func startScenarioLoad(t *testing.T, c *framework.Client, callers, rounds int) *scenarioLoad {
+// startScenarioLoad starts the callers; call i of caller w reports node
+// base+w*1000+i, so that each call of a burst names its own node.
+func startScenarioLoad(t *testing.T, c *framework.Client, callers, rounds, base int) *scenarioLoad {
 	l := &scenarioLoad{t: t, calls: callers * rounds, stopCh: make(chan struct{})}
+	for w := range callers {
+		for i := range rounds {
+			l.nodes = append(l.nodes, benchmsg.Node(base+w*1000+i).NodeName)
+		}
+	}
 	ctx := timeout(t, 30*time.Second)
 	for w := range callers {
 		l.wg.Add(1)
@@ -402,7 +436,7 @@ func startScenarioLoad(t *testing.T, c *framework.Client, callers, rounds int) *
 					return
 				default:
 				}
-				if _, err := report(ctx, c, w*1000+i); err != nil {
+				if _, err := report(ctx, c, base+w*1000+i); err != nil {
 					l.failed.Add(1)
 					l.mu.Lock()
 					l.failures = append(l.failures, err)
