@@ -59,6 +59,9 @@ type trackedConn struct {
 	since time.Time
 	next  atomic.Int32 // connFree, connServing or connRefused
 	h2    atomic.Bool  // it speaks HTTP/2: never written to here
+	// refusalWritten is closed once the drain's refusal has been written
+	// (or failed to be), for a request that arrives meanwhile to wait on.
+	refusalWritten chan struct{}
 }
 
 const (
@@ -76,7 +79,7 @@ func newConnTracker(clock clockwork.Clock) *connTracker {
 // connContext is the http.Server's ConnContext hook: it registers the
 // connection, so that its requests can find it ([trackedConnOf]).
 func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
-	tc := &trackedConn{conn: c, state: http.StateNew, since: t.clock.Now()}
+	tc := &trackedConn{conn: c, state: http.StateNew, since: t.clock.Now(), refusalWritten: make(chan struct{})}
 	t.mu.Lock()
 	t.conns[c] = tc
 	t.mu.Unlock()
@@ -198,7 +201,10 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte, within tim
 	t.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, tc := range refused {
-		wg.Go(func() { writeDrainRefusal(tc.conn, refusal, within) })
+		wg.Go(func() {
+			defer close(tc.refusalWritten)
+			writeDrainRefusal(tc.conn, refusal)
+		})
 	}
 	wg.Wait()
 	ctx, cancel := context.WithTimeout(ctx, within)
@@ -220,8 +226,11 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte, within tim
 // the server goes on reading c until the client closes it. A TLS
 // connection whose handshake is under way gets it once the handshake is
 // done.
-func writeDrainRefusal(c net.Conn, refusal []byte, within time.Duration) {
-	_ = c.SetWriteDeadline(time.Now().Add(within)) // a socket deadline: real time
+func writeDrainRefusal(c net.Conn, refusal []byte) {
+	// A socket deadline, on real time, and generous: the refusal fits in
+	// any send buffer, and a write that times out closes the connection
+	// unanswered, which is what the refusal is there to prevent.
+	_ = c.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
 	if _, err := c.Write(refusal); err != nil {
 		_ = c.Close()
 		return
@@ -236,6 +245,10 @@ func writeDrainRefusal(c net.Conn, refusal []byte, within time.Duration) {
 	}
 }
 
+// refusalWriteTimeout bounds the write of the drain's refusal, a TLS
+// handshake under way included.
+const refusalWriteTimeout = 10 * time.Second
+
 // speaksH2 reports whether c negotiated HTTP/2 over TLS.
 func speaksH2(c net.Conn) bool {
 	tc, ok := c.(*tls.Conn)
@@ -243,10 +256,16 @@ func speaksH2(c net.Conn) bool {
 }
 
 // abandonRefused ends a request that arrived on a connection the drain
-// has answered already (see above): the refusal it got is its answer, so
-// it is not served. Its body is read (bounded) so closing the connection
-// does not reset it under the refusal not yet read by the client.
-func abandonRefused(w http.ResponseWriter, r *http.Request) {
+// has answered (see above): the refusal is its answer, so it is not
+// served. It waits until the refusal is on its way (the drain claims the
+// connection before it writes), and reads the request's body (bounded),
+// so that closing the connection neither ends it unanswered nor resets it
+// under the refusal the client has not read yet.
+func abandonRefused(w http.ResponseWriter, r *http.Request, tc *trackedConn) {
+	select {
+	case <-tc.refusalWritten:
+	case <-r.Context().Done():
+	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(time.Second))
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 	panic(http.ErrAbortHandler) // close without writing a second answer

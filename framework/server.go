@@ -271,7 +271,7 @@ func (s *Server) begin() error {
 // keep a connection busy that the drain's second phase waits on.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tc := trackedConnOf(r.Context()); tc != nil && !tc.serve(r) {
-		abandonRefused(w, r) // the drain has answered it (see conns.go)
+		abandonRefused(w, r, tc) // the drain has answered it (see conns.go)
 		return
 	}
 	if s.draining.Load() {
