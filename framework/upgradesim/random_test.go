@@ -88,30 +88,22 @@ func runRandomPlans(t *testing.T, worldOf func(seed int64, external bool) world,
 }
 
 // testMutations are the mutations make test's random plans draw from: the
-// defaults, dropped answers included.
-//
-// make test's plans leave the external extender out (make soak keeps it):
-// on a CPU-starved machine (load average 8 or more on 2 cores, the race
-// detector on), a plain call from the extender to a nodecontroller that
-// is being upgraded now and then fails with EOF or a reset on a
-// connection the draining server closed without reading the request, so
-// neither the client nor the kit can tell it was not processed. The
-// drain now keeps connections serving until they are quiet and checks
-// for unread bytes (conns.go), which made it rare, not impossible; keyed
-// calls are immune (they are resent to the same instance, or unknown).
+// defaults, dropped answers included. The plans include the external
+// extender, as make soak's do.
 func testMutations() upgradesim.Mutations {
 	return upgradesim.DefaultMutations()
 }
 
-// TestRandomPlans runs 50 seeded random plans, four at a time; each is a
-// few steps with short waits. LOCKSTEP_SEED=n runs seed n alone.
+// TestRandomPlans runs 50 seeded random plans, four at a time, the
+// external extender in the fork-mode worlds; each is a few steps with
+// short waits. LOCKSTEP_SEED=n runs seed n alone.
 func TestRandomPlans(t *testing.T) {
-	runRandomPlans(t, randomWorld, upgradesim.Seeds(1, 50), testMutations(), false, 4)
+	runRandomPlans(t, randomWorld, upgradesim.Seeds(1, 50), testMutations(), true, 4)
 }
 
 // TestRandomPlansIdempotent runs 50 seeded random plans against the same
 // worlds with Report declared idempotent: resends after ambiguous failures
 // apply it again, which its effects allow.
 func TestRandomPlansIdempotent(t *testing.T) {
-	runRandomPlans(t, idempotentWorld, upgradesim.Seeds(1001, 50), testMutations(), false, 4)
+	runRandomPlans(t, idempotentWorld, upgradesim.Seeds(1001, 50), testMutations(), true, 4)
 }
