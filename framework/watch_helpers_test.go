@@ -58,6 +58,9 @@ type topicServer struct {
 type topicServerOpts struct {
 	cfg    func(*framework.ServerConfig)
 	topics []framework.TopicOption
+	// state writes the topics before the server accepts its first
+	// connection, so no watcher can see them half written.
+	state func(*topicServer)
 }
 
 func startTopicServer(t testing.TB, addr, version string, o topicServerOpts) *topicServer {
@@ -73,6 +76,9 @@ func startTopicServer(t testing.TB, addr, version string, o topicServerOpts) *to
 		ts.health = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth, o.topics...)
 		ts.leases = framework.ServeClientTopic[topicmsg.Lease](s, c, topicmsg.TopicLease, o.topics...)
 		ts.capacity = framework.ServeClientTopic[topicmsg.Capacity](s, c, topicmsg.TopicCapacity, o.topics...)
+		if o.state != nil {
+			o.state(ts)
+		}
 	})
 	return ts
 }

@@ -179,12 +179,15 @@ func TestWatchConvergesAcrossWriterRestart(t *testing.T) {
 	require.NoError(t, inf.WaitForSync(timeout(t, 5*time.Second)))
 
 	// The writer restarts: the server process is gone, and its replacement
-	// writes a different state (keys 5..14) in a new epoch.
+	// holds a different state (keys 5..14) in a new epoch from its start,
+	// so the informer's resync sees that state whole however soon it
+	// reconnects.
 	require.NoError(t, srv.Kill())
-	next := startTopicServer(t, srv.Addr, "1.0.0", topicServerOpts{})
-	for n := 5; n < 15; n++ {
-		require.NoError(t, next.health.Set(health(n, 2, 0)))
-	}
+	next := startTopicServer(t, srv.Addr, "1.0.0", topicServerOpts{state: func(ts *topicServer) {
+		for n := 5; n < 15; n++ {
+			require.NoError(t, ts.health.Set(health(n, 2, 0)))
+		}
+	}})
 	requireCacheMatches(t, "informer", inf, next.health.TopicView, 10*time.Second)
 	assert.Equal(t, int64(5), deleted.Load(), "keys the new writer lacks are reported deleted")
 	v, _ := inf.Version("node-007")
