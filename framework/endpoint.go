@@ -49,6 +49,7 @@ type clientSession struct {
 type endpoint struct {
 	c      *Client
 	url    string
+	addr   string // url's dial address (host:port), the key of its prober
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the loop when a call saw the session die
@@ -74,7 +75,7 @@ type endpoint struct {
 
 func newEndpoint(c *Client, url string) *endpoint {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &endpoint{c: c, url: url, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+	return &endpoint{c: c, url: url, addr: dialAddr(url), ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
 		firstRound: make(chan struct{}), state: stateConnecting}
 }
 
@@ -225,7 +226,7 @@ func (e *endpoint) run() {
 			// Nothing listens there: the address's prober, shared by the
 			// process, dials it and says when something does (prober.go).
 			failures = 0
-			processProbers.at(dialAddr(e.url)).waitListening(e.ctx, e.kick)
+			processProbers.at(e.addr).waitListening(e.ctx, e.kick)
 			continue
 		}
 		delay := cfg.Backoff.Delay(failures)

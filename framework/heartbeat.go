@@ -62,6 +62,7 @@ func transportKey(c *Client) any {
 type beatGroup struct {
 	h        *Heartbeats
 	key      beatKey
+	addr     string // key.url's dial address, the key of its prober
 	hc       *http.Client
 	members  map[*clientSession]*endpoint
 	interval time.Duration
@@ -80,7 +81,7 @@ func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
 	defer h.mu.Unlock()
 	g := h.groups[key]
 	if g == nil {
-		g = &beatGroup{h: h, key: key, hc: e.c.hc, members: map[*clientSession]*endpoint{},
+		g = &beatGroup{h: h, key: key, addr: e.addr, hc: e.c.hc, members: map[*clientSession]*endpoint{},
 			interval: sess.heartbeat, ttl: sess.ttl, stop: make(chan struct{}), done: make(chan struct{}),
 			now: make(chan struct{}, 1)}
 		if g.interval <= 0 {

@@ -175,7 +175,7 @@ func dialAddr(raw string) string {
 
 // register makes g's sessions subject to the checks of its address.
 func (p *probers) register(g *beatGroup) {
-	a := p.at(dialAddr(g.key.url))
+	a := p.at(g.addr)
 	a.mu.Lock()
 	a.groups[g] = struct{}{}
 	a.mu.Unlock()
@@ -183,7 +183,7 @@ func (p *probers) register(g *beatGroup) {
 
 // unregister undoes register.
 func (p *probers) unregister(g *beatGroup) {
-	a := p.lookup(dialAddr(g.key.url))
+	a := p.lookup(g.addr)
 	if a == nil {
 		return
 	}

@@ -97,7 +97,7 @@ func TestAPeerCloseStartsOneCheckWhereSessionsAreHeld(t *testing.T) {
 	p.peerClosed(addr)
 	assert.Zero(t, p.statsOf(addr).checks.Load(), "a close where nothing is held started a check")
 
-	g := &beatGroup{key: beatKey{url: url}, now: make(chan struct{}, 1), h: NewHeartbeats(nil, clock)}
+	g := &beatGroup{key: beatKey{url: url}, addr: dialAddr(url), now: make(chan struct{}, 1), h: NewHeartbeats(nil, clock)}
 	p.register(g)
 	p.peerClosed(addr)
 	p.peerClosed(addr)
