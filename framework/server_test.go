@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,13 +32,42 @@ func TestReadyzRequiresPeersAndFailFastAndReadyTimeout(t *testing.T) {
 	require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
 	assert.Equal(t, http.StatusOK, do(t, http.MethodGet, srv.URL+"/readyz", nil, nil).status)
 
-	// A client of an incompatible server: FailFast returns at once, and
-	// ReadyTimeout bounds the wait separately from the context.
-	other := benchClient(t, "2.0.0", []string{srv.URL}, func(c *framework.ClientConfig) { c.ReadyTimeout = 200 * time.Millisecond })
-	start := time.Now()
-	_, err := report(context.Background(), other, 1)
-	assert.Less(t, time.Since(start), 3*time.Second)
-	assert.Contains(t, []framework.Code{framework.CodeUnavailable, framework.CodeIncompatiblePeer}, framework.CodeOf(err))
+	// A client of an incompatible server: ReadyTimeout bounds the wait
+	// separately from the context, which has no deadline. On the client's
+	// fake clock the call is still waiting just before ReadyTimeout has
+	// passed since it blocked and ends once it has.
+	const readyTimeout = 1234 * time.Millisecond // no other timer of the client's lasts this long
+	clock := &timerSpy{FakeClock: clockwork.NewFakeClock(), of: readyTimeout, made: make(chan struct{}, 1)}
+	other := benchClient(t, "2.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
+		c.ReadyTimeout = readyTimeout
+		c.Clock = clock
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := report(context.Background(), other, 1)
+		done <- err
+	}()
+	select {
+	case <-clock.made:
+	case err := <-done:
+		t.Fatalf("the call ended before it waited: %v", err)
+	case <-timeout(t, 30*time.Second).Done():
+		t.Fatal("the call never started its ready timeout")
+	}
+	clock.Advance(readyTimeout - time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended before its ready timeout: %v", err)
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	var err error
+	select {
+	case err = <-done:
+	case <-timeout(t, 30*time.Second).Done():
+		t.Fatal("the call outlived its ready timeout")
+	}
+	assert.Contains(t, []framework.Code{framework.CodeUnavailable, framework.CodeIncompatiblePeer}, framework.CodeOf(err), "%v", err)
 	assert.Zero(t, srv.handled.Load())
 
 	st := srv.Server.Status()
@@ -45,6 +75,24 @@ func TestReadyzRequiresPeersAndFailFastAndReadyTimeout(t *testing.T) {
 	assert.True(t, st.Ready)
 	require.Len(t, st.Sessions, 1)
 	assert.Equal(t, "1.0.0", st.Sessions[0].Version)
+}
+
+// timerSpy is a fake clock that tells when a timer of one duration is made.
+type timerSpy struct {
+	*clockwork.FakeClock
+	of   time.Duration
+	made chan struct{}
+}
+
+func (c *timerSpy) NewTimer(d time.Duration) clockwork.Timer {
+	tm := c.FakeClock.NewTimer(d)
+	if d == c.of {
+		select {
+		case c.made <- struct{}{}:
+		default:
+		}
+	}
+	return tm
 }
 
 func TestServerRefusesToStartWithAMissingHandler(t *testing.T) {
