@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/bench/internal/report"
+	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"github.com/lockstep-dev/lockstep/bench/internal/suite"
 )
 
@@ -62,7 +63,12 @@ func main() {
 		if !ok {
 			fail(fmt.Errorf("no workload %q (have %s)", name, strings.Join(workloads, ", ")))
 		}
-		if err := fn(); err != nil {
+		began := time.Now()
+		err := fn()
+		wall := time.Since(began)
+		s.Results.Walls = append(s.Results.Walls, results.Wall{Workload: name, Time: wall})
+		fmt.Fprintf(os.Stderr, "lockstep-bench: %s took %s\n", name, wall.Round(100*time.Millisecond))
+		if err != nil {
 			// The report is still written: the other workloads' figures
 			// stand, and the failure is in it.
 			fmt.Fprintf(os.Stderr, "lockstep-bench: %s: %v\n", name, err)

@@ -20,7 +20,18 @@ const (
 	VNetHTTP      = "net/http+encoding/json"
 	VConnectJSON  = "connect-go JSON"
 	VConnectProto = "connect-go proto"
+	// The second rows: both sides mutual TLS (a throwaway CA made at
+	// start, ECDSA P-256), each beside its plaintext row.
+	VLockstepMTLS  = "lockstep, mutual TLS"
+	VGRPCProtoMTLS = "gRPC+protobuf, mutual TLS"
+	VNetHTTPMTLS   = "net/http+encoding/json, mutual TLS"
 )
+
+// PlaintextOf maps each mutual-TLS variant to the same variant in
+// plaintext; a variant that is not in it runs in plaintext.
+var PlaintextOf = map[string]string{
+	VLockstepMTLS: VLockstep, VGRPCProtoMTLS: VGRPCProto, VNetHTTPMTLS: VNetHTTP,
+}
 
 // UnaryCallers are the caller counts of the unary workload.
 var UnaryCallers = []int{1, 64}
@@ -125,3 +136,31 @@ const (
 	// a watcher before it drops changes for it.
 	WatchBuffer = 1024
 )
+
+// Lengths are how long and how often the workloads measure, in a full run
+// and in a quick one; the suite runs them and the report states them, so
+// both read them here.
+type Lengths struct {
+	// UnaryRound is one unary variant's time per round: at 1 caller it
+	// gathers over 10,000 calls, at 64 callers over 50,000, so the medians
+	// and p99 are as steady over 2 s as over 3 s.
+	UnaryRound time.Duration
+	// ReconnectPairs server and client pairs run in parallel per round,
+	// ReconnectTrials trials each, one after the other.
+	ReconnectPairs, ReconnectTrials int
+	// ReconnectDark is the longest dark time (the shortest is 0.2 s).
+	ReconnectDark time.Duration
+	// SelectChanges is how many changes a selected-watch run makes, at
+	// 100/s (its idle window is as long).
+	SelectChanges int
+}
+
+// LengthsOf returns the lengths of a full run, or of a quick one.
+func LengthsOf(quick bool) Lengths {
+	if quick {
+		return Lengths{UnaryRound: 300 * time.Millisecond, ReconnectPairs: 3, ReconnectTrials: 1,
+			ReconnectDark: 500 * time.Millisecond, SelectChanges: 200}
+	}
+	return Lengths{UnaryRound: 2 * time.Second, ReconnectPairs: 40, ReconnectTrials: 1,
+		ReconnectDark: 10 * time.Second, SelectChanges: 600}
+}

@@ -36,10 +36,19 @@ type Round struct {
 // order they were first run.
 type Results struct {
 	// Failures names each workload that stopped with an error.
-	Failures  map[string]string
+	Failures map[string]string
+	// Walls are the workloads' wall times, in the order they ran.
+	Walls     []Wall
 	workloads []string
 	variants  map[string][]string
 	rounds    map[string]map[string][]Round
+}
+
+// Wall is one workload's wall time, setup and every round included; the
+// workload is named as lockstep-bench's -only flag names it.
+type Wall struct {
+	Workload string
+	Time     time.Duration
 }
 
 // NewResults returns empty results.

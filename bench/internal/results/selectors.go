@@ -46,12 +46,13 @@ func (w *writeup) selectors() {
 		return
 	}
 	sec := report.Section{Title: "Selected watch (topic selectors)", Intro: `
-A pod assignment topic written by the server at 100 changes/s, every tenth
+A pod assignment topic written by the server at 100 changes/s (` + fmt.Sprint(LengthsOf(w.run.Quick).SelectChanges) + `
+changes per run), every tenth
 change rebinding its pod to the next node (a delete for the old node's
 watcher, an add for the new one's); each watcher is an informer that
 selects its own node (` + "`framework.Select(\"node\", name)`" + `), 100 to a client. The
-anchor is a topic with one watcher that selects nothing, measured beside
-the rows in the same run; the last row, every watcher watching the whole
+anchor is a topic with one watcher that selects nothing, measured once in
+each round beside the rows; the last row, every watcher watching the whole
 topic, is what the same change costs without selectors. "CPU µs/change" is the whole process's (server,
 clients and writer) CPU during the changes, less its CPU over an idle
 window of the same length just before them (pings and heartbeats of the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ func Write(run Run, r *Results, facts [][2]string, plotDir string) Writeup {
 		[2]string{"rounds", fmt.Sprintf("%d per variant, variants alternating within each round", run.Rounds)},
 		[2]string{"host idle before rounds", w.idleSummary()},
 	)
+	if walls := wallSummary(r.Walls); walls != "" {
+		facts = append(facts, [2]string{"wall time per workload", walls})
+	}
 	w.out.Doc = report.Doc{
 		Title:    "Benchmarks",
 		Preamble: preamble,
@@ -91,7 +95,8 @@ Written by ` + "`make bench`" + ` (the comparison suite in the nested module ` +
 ` + "`make bench-quick`" + ` checks it in a few seconds); do not edit by hand. The method
 and the targets are the project's benchmark rules: client and server in one
 process over 127.0.0.1 on the shared NodeStatus→Ack message, plaintext on
-both sides, each variant alternating with the others over several rounds;
+both sides for the targets and mutual TLS on both sides as their second
+rows, each variant alternating with the others over several rounds;
 every figure is the median over the rounds, and every ratio is taken
 between two medians of this very run. CPU is the whole process's (client and
 server) user plus system time per operation. The framework's own
@@ -111,6 +116,21 @@ type writeup struct {
 	plotDir string
 	out     Writeup
 	targets []report.Target
+}
+
+// wallSummary lists each workload's wall time and their sum, the figure
+// that keeps make bench inside its budget.
+func wallSummary(walls []Wall) string {
+	if len(walls) == 0 {
+		return ""
+	}
+	var parts []string
+	var sum time.Duration
+	for _, wl := range walls {
+		parts = append(parts, fmt.Sprintf("%s %s", wl.Workload, wl.Time.Round(time.Second)))
+		sum += wl.Time
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(" (sum %s)", sum.Round(time.Second))
 }
 
 func (w *writeup) idleSummary() string {
@@ -196,34 +216,39 @@ var targetWorkload = map[string]string{
 	"P1b": "the same with auto-batching (the default)",
 	"P1c": "the same against connect-go JSON",
 	"P2":  "unary, 1 caller",
-	"P3":  "heartbeats, 10,000 sessions at 1 Hz",
-	"P4":  "fan-out, 1000 watchers, 100 writes/s, each decoding",
-	"P4s": "the same, watchers sharing informers per client process",
-	"P5":  "overload, 1000 watchers, 1000 writes/s",
-	"P6":  "reconnect: compatible peer listening → first successful call",
-	"F":   "noticing a killed server",
-	"P7":  "memory per idle session / idle watcher at 10,000",
-	"P8":  "generated decode+validate vs decode-to-any + jsonschema/v5",
+	// The second rows: both sides mutual TLS, against gRPC with it.
+	"P1 mTLS": "P1 with mutual TLS on both sides",
+	"P2 mTLS": "P2 with mutual TLS on both sides",
+	"P3":      "heartbeats, 10,000 sessions at 1 Hz",
+	"P4":      "fan-out, 1000 watchers, 100 writes/s, each decoding",
+	"P4s":     "the same, watchers sharing informers per client process",
+	"P5":      "overload, 1000 watchers, 1000 writes/s",
+	"P6":      "reconnect: compatible peer listening → first successful call",
+	"F":       "noticing a killed server",
+	"P7":      "memory per idle session / idle watcher at 10,000",
+	"P8":      "generated decode+validate vs decode-to-any + jsonschema/v5",
 }
 
 var targetWant = map[string]string{
-	"P1":  "≥ 1.0× gRPC+protobuf calls/s, p99 ≤ gRPC's (default config)",
-	"P1b": "≥ 1.5× gRPC+protobuf calls/s, p99 ≤ gRPC's",
-	"P1c": "≥ 3× connect-go JSON calls/s",
-	"P2":  "p50 ≤ gRPC+protobuf's",
-	"P3":  "≥ 10× less CPU per beat than a durable etcd Put; ≤ 0.25 server core",
-	"P4":  "p99 ≤ 50 ms (≥ 4× better than etcd)",
-	"P4s": "p99 ≤ 10 ms",
-	"P5":  "writer never throttled; p99 ≤ 1 s; every watcher converged ≤ 1 s after the last write",
-	"P6":  "p99 ≤ 50 ms",
-	"F":   "≤ 50 ms (connection EOF, not the next heartbeat)",
-	"P7":  "≤ 10 KiB per session, ≤ 16 KiB per watcher (server)",
-	"P8":  "≥ 5× faster, identical verdicts",
+	"P1":      "≥ 1.0× gRPC+protobuf calls/s, p99 ≤ gRPC's (default config)",
+	"P1b":     "≥ 1.5× gRPC+protobuf calls/s, p99 ≤ gRPC's",
+	"P1c":     "≥ 3× connect-go JSON calls/s",
+	"P2":      "p50 ≤ gRPC+protobuf's",
+	"P1 mTLS": "≥ 1.0× gRPC+protobuf calls/s (both with mutual TLS), p99 ≤ gRPC's",
+	"P2 mTLS": "p50 ≤ gRPC+protobuf's (both with mutual TLS)",
+	"P3":      "≥ 10× less CPU per beat than a durable etcd Put; ≤ 0.25 server core",
+	"P4":      "p99 ≤ 50 ms (≥ 4× better than etcd)",
+	"P4s":     "p99 ≤ 10 ms",
+	"P5":      "writer never throttled; p99 ≤ 1 s; every watcher converged ≤ 1 s after the last write",
+	"P6":      "p99 ≤ 50 ms",
+	"F":       "≤ 50 ms (connection EOF, not the next heartbeat)",
+	"P7":      "≤ 10 KiB per session, ≤ 16 KiB per watcher (server)",
+	"P8":      "≥ 5× faster, identical verdicts",
 }
 
 func (w *writeup) finishTargets() {
-	w.targetsMissing("P1", "P1b", "P1c", "P2", "P3", "P4", "P4s", "P5", "P6", "F", "P7", "P8")
-	order := []string{"P1", "P1b", "P1c", "P2", "P3", "P4", "P4s", "P5", "P6", "F", "P7", "P8"}
+	w.targetsMissing("P1", "P1 mTLS", "P1b", "P1c", "P2", "P2 mTLS", "P3", "P4", "P4s", "P5", "P6", "F", "P7", "P8")
+	order := []string{"P1", "P1 mTLS", "P1b", "P1c", "P2", "P2 mTLS", "P3", "P4", "P4s", "P5", "P6", "F", "P7", "P8"}
 	slices.SortStableFunc(w.targets, func(a, b report.Target) int {
 		return slices.Index(order, a.ID) - slices.Index(order, b.ID)
 	})
@@ -237,7 +262,7 @@ func (w *writeup) unary() {
 	}
 	sec := report.Section{Title: "Unary NodeStatus→Ack (P1, P2)", Intro: `
 Closed loop: each caller starts its next call when its last returns, for
-` + w.run.pick("3 s", "0.3 s") + ` per variant per round. lockstep runs its zero
+` + seconds(LengthsOf(w.run.Quick).UnaryRound) + ` per variant per round. lockstep runs its zero
 configuration apart from names (HTTP/1.1 keep-alive, generated decoding and
 validation on the server), which batches automatically: a call goes out
 alone while one of a few request slots per endpoint is free, and calls that
@@ -251,40 +276,46 @@ and connect-go use an http.Client that keeps 256 idle connections.`}
 	var bars []report.Bar
 	for _, callers := range UnaryCallers {
 		wl := UnaryWorkload(callers)
-		t := report.Table{Header: []string{fmt.Sprintf("%d caller(s)", callers), "calls/s", "p50 µs", "p99 µs",
-			"CPU µs/call", "calls/s vs gRPC+protobuf", "p99 vs gRPC", "failed calls"}}
-		grpcRate := w.r.Median(wl, VGRPCProto, MCallsPerSec)
-		grpcP99 := w.r.Median(wl, VGRPCProto, MP99)
+		t := w.unaryTable(wl, fmt.Sprintf("%d caller(s)", callers), VGRPCProto, false)
 		var cdf []report.Series
 		for _, v := range w.r.Variants(wl) {
-			t.Rows = append(t.Rows, []string{v,
-				w.fig(wl, v, MCallsPerSec, "%.0f"), w.fig(wl, v, MP50, "%.0f"), w.fig(wl, v, MP99, "%.0f"),
-				w.fig(wl, v, MCPUPerCall, "%.1f"),
-				ratioText(stats.Ratio(w.r.Median(wl, v, MCallsPerSec), grpcRate)),
-				ratioText(stats.Ratio(w.r.Median(wl, v, MP99), grpcP99)),
-				fmt.Sprintf("%.0f", sumMetric(w.r, wl, v, MFailed))})
-			cdf = append(cdf, cdfSeries(v, w.r.Latencies(wl, v)))
+			if PlaintextOf[v] == "" {
+				cdf = append(cdf, cdfSeries(v, w.r.Latencies(wl, v)))
+			}
 			if callers == 64 {
 				bars = append(bars, report.Bar{Name: v, Value: w.r.Median(wl, v, MCallsPerSec)})
 			}
 		}
 		sec.Tables = append(sec.Tables, t)
+		if tt := w.unaryTable(wl, fmt.Sprintf("%d caller(s), mutual TLS", callers), VGRPCProtoMTLS, true); len(tt.Rows) > 0 {
+			sec.Tables = append(sec.Tables, tt)
+		}
 		name := fmt.Sprintf("unary-cdf-%d.svg", callers)
 		plots = append(plots, w.plot(name, report.LinePlot(
 			fmt.Sprintf("unary latency CDF, %d caller(s)", callers), "latency (µs, log)", "fraction of calls", true, cdf),
-			fmt.Sprintf("latency CDF per variant, %d caller(s)", callers)))
+			fmt.Sprintf("latency CDF per variant, %d caller(s) (plaintext)", callers)))
 	}
 	plots = append(plots, w.plot("unary-calls.svg", report.BarPlot("unary calls/s, 64 callers (median)", "calls/s", bars),
 		"calls/s per variant at 64 callers"))
 	sec.Plots = plots
+	sec.Notes = `The mutual-TLS rows: both sides present a certificate of a throwaway CA
+made when the workload starts (ECDSA P-256) and check the other's; lockstep
+with its credentials (` + "`ServerConfig.MTLS`, `Credentials.Transport`" + `), gRPC with
+its TLS transport credentials, net/http over TLS (HTTP/1.1 keep-alive, as
+in plaintext). Their ratios are against gRPC+protobuf with mutual TLS;
+"CPU vs plaintext" is each row's CPU per call over its plaintext row's.`
 	w.out.Doc.Sections = append(w.out.Doc.Sections, sec)
 
 	wl := UnaryWorkload(64)
-	grpcRate, grpcP99 := w.r.Median(wl, VGRPCProto, MCallsPerSec), w.r.Median(wl, VGRPCProto, MP99)
+	wl1 := UnaryWorkload(1)
 	for _, c := range []struct {
-		id, variant string
-		want        float64
-	}{{"P1", VLockstep, 1.0}, {"P1b", VLockstep, 1.5}} {
+		id, variant, grpc string
+		want              float64
+	}{{"P1", VLockstep, VGRPCProto, 1.0}, {"P1b", VLockstep, VGRPCProto, 1.5}, {"P1 mTLS", VLockstepMTLS, VGRPCProtoMTLS, 1.0}} {
+		if c.id == "P1 mTLS" && len(w.r.Rounds(wl, c.variant)) == 0 {
+			continue
+		}
+		grpcRate, grpcP99 := w.r.Median(wl, c.grpc, MCallsPerSec), w.r.Median(wl, c.grpc, MP99)
 		rate, p99 := w.r.Median(wl, c.variant, MCallsPerSec), w.r.Median(wl, c.variant, MP99)
 		ratio, p99Ratio := stats.Ratio(rate, grpcRate), stats.Ratio(p99, grpcP99)
 		w.target(report.Target{ID: c.id, Workload: targetWorkload[c.id], Want: targetWant[c.id],
@@ -298,12 +329,58 @@ and connect-go use an http.Client that keeps 256 idle connections.`}
 	w.target(report.Target{ID: "P1c", Workload: targetWorkload["P1c"], Want: targetWant["P1c"],
 		Measured: fmt.Sprintf("lockstep default %.0f vs %.0f calls/s = **%s**", best, connectRate, ratioText(ratio)),
 		Verdict:  verdict(!math.IsNaN(ratio), ratio >= 3)})
-	wl1 := UnaryWorkload(1)
-	p50, grpcP50 := w.r.Median(wl1, VLockstep, MP50), w.r.Median(wl1, VGRPCProto, MP50)
-	r50 := stats.Ratio(p50, grpcP50)
-	w.target(report.Target{ID: "P2", Workload: targetWorkload["P2"], Want: targetWant["P2"],
-		Measured: fmt.Sprintf("p50 %.0f vs %.0f µs = **%s**", p50, grpcP50, ratioText(r50)),
-		Verdict:  verdict(!math.IsNaN(r50), r50 <= 1)})
+	for _, c := range []struct{ id, variant, grpc string }{{"P2", VLockstep, VGRPCProto}, {"P2 mTLS", VLockstepMTLS, VGRPCProtoMTLS}} {
+		if c.id == "P2 mTLS" && len(w.r.Rounds(wl1, c.variant)) == 0 {
+			continue
+		}
+		p50, grpcP50 := w.r.Median(wl1, c.variant, MP50), w.r.Median(wl1, c.grpc, MP50)
+		r50 := stats.Ratio(p50, grpcP50)
+		w.target(report.Target{ID: c.id, Workload: targetWorkload[c.id], Want: targetWant[c.id],
+			Measured: fmt.Sprintf("p50 %.0f vs %.0f µs = **%s**", p50, grpcP50, ratioText(r50)),
+			Verdict:  verdict(!math.IsNaN(r50), r50 <= 1)})
+	}
+}
+
+// unaryTable is one caller count's table: its plaintext rows, or its
+// mutual-TLS rows with each one's CPU beside its plaintext row's; ratios
+// are against base.
+func (w *writeup) unaryTable(wl, first, base string, mtls bool) report.Table {
+	t := report.Table{Header: []string{first, "calls/s", "p50 µs", "p99 µs", "CPU µs/call", "calls/s vs " + base, "p99 vs " + base}}
+	if mtls {
+		t.Header = append(t.Header, "CPU vs plaintext")
+	}
+	t.Header = append(t.Header, "failed calls")
+	baseRate, baseP99 := w.r.Median(wl, base, MCallsPerSec), w.r.Median(wl, base, MP99)
+	for _, v := range w.r.Variants(wl) {
+		plain := PlaintextOf[v]
+		if (plain != "") != mtls {
+			continue
+		}
+		row := []string{v,
+			w.fig(wl, v, MCallsPerSec, "%.0f"), w.fig(wl, v, MP50, "%.0f"), w.fig(wl, v, MP99, "%.0f"),
+			w.fig(wl, v, MCPUPerCall, "%.1f"),
+			ratioText(stats.Ratio(w.r.Median(wl, v, MCallsPerSec), baseRate)),
+			ratioText(stats.Ratio(w.r.Median(wl, v, MP99), baseP99))}
+		if mtls {
+			row = append(row, ratioText(stats.Ratio(w.r.Median(wl, v, MCPUPerCall), w.r.Median(wl, plain, MCPUPerCall))))
+		}
+		t.Rows = append(t.Rows, append(row, fmt.Sprintf("%.0f", sumMetric(w.r, wl, v, MFailed))))
+	}
+	return t
+}
+
+// seconds formats d as the report's prose does: "2 s", "0.3 s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+// reconnectPairs says how the reconnect trials of a round are spread.
+func reconnectPairs(l Lengths) string {
+	trials := "trials"
+	if l.ReconnectTrials == 1 {
+		trials = "trial"
+	}
+	return fmt.Sprintf("%d pairs, %d %s each", l.ReconnectPairs, l.ReconnectTrials, trials)
 }
 
 func sumMetric(r *Results, workload, variant, metric string) float64 {
@@ -349,10 +426,10 @@ func (w *writeup) pooled(wl, v string, q float64) float64 {
 func (w *writeup) reconnect() {
 	if len(w.r.Variants(WReconnect)) > 0 {
 		sec := report.Section{Title: "Reconnect gap (P6)", Intro: `
-Pairs of one server and one client run in parallel (` + w.run.pick("20 pairs, 2 trials each", "3 pairs, 1 trial each") + ` per
+Pairs of one server and one client run in parallel (` + reconnectPairs(LengthsOf(w.run.Quick)) + ` per
 round). A trial kills the server, makes a call once the client knows the
 server is gone (so it blocks), keeps the address dark for a random time
-(uniform in ` + w.run.pick("0.2–10 s", "0.2–0.5 s") + `), then starts a compatible server there; the gap runs
+(uniform in 0.2–` + seconds(LengthsOf(w.run.Quick).ReconnectDark) + `), then starts a compatible server there; the gap runs
 from its listener accepting to the blocked call's success. gRPC's call uses
 ` + "`WaitForReady`" + ` and the default connection backoff; lockstep's client waits on
 the process's prober of the address, which dials it every 30 ms while

@@ -77,3 +77,65 @@ func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteGivesEachWorkloadsWallTimeAndTheirSum(t *testing.T) {
+	r := NewResults()
+	unaryRound(r, 64, VLockstep, 35000, 1500, 5000)
+	r.Walls = []Wall{{"unary", 3*time.Minute + 2*time.Second}, {"selectors", 4*time.Minute + 100*time.Millisecond}}
+	w := Write(Run{Rounds: 3}, r, nil, "bench")
+	got := ""
+	for _, f := range w.Doc.Facts {
+		if f[0] == "wall time per workload" {
+			got = f[1]
+		}
+	}
+	if want := "unary 3m2s, selectors 4m0s (sum 7m2s)"; got != want {
+		t.Fatalf("wall time fact = %q, want %q", got, want)
+	}
+}
+
+func TestWriteGivesMutualTLSRowsTheirOwnTableAgainstGRPCWithMutualTLS(t *testing.T) {
+	r := NewResults()
+	unaryRound(r, 64, VLockstep, 40000, 1000, 4000)
+	unaryRound(r, 64, VGRPCProto, 25000, 2500, 6000)
+	unaryRound(r, 64, VLockstepMTLS, 30000, 1500, 5000)
+	unaryRound(r, 64, VGRPCProtoMTLS, 20000, 3000, 4500) // lockstep's p99 is higher: P1 mTLS missed
+	unaryRound(r, 1, VLockstep, 100, 40, 90)
+	unaryRound(r, 1, VGRPCProto, 100, 60, 120)
+	unaryRound(r, 1, VLockstepMTLS, 100, 50, 90)
+	unaryRound(r, 1, VGRPCProtoMTLS, 100, 70, 120)
+	w := Write(Run{Rounds: 1}, r, nil, "bench")
+	verdicts := map[string]report.Target{}
+	for _, tg := range w.Doc.Targets {
+		verdicts[tg.ID] = tg
+	}
+	if v := verdicts["P1 mTLS"]; v.Verdict != report.Missed || !strings.Contains(v.Measured, "30000 vs 20000 calls/s = **1.50×**") {
+		t.Errorf("P1 mTLS = %+v, want missed at 1.50× (p99 1.11× gRPC's)", v)
+	}
+	if v := verdicts["P2 mTLS"]; v.Verdict != report.Met || !strings.Contains(v.Measured, "50 vs 70") {
+		t.Errorf("P2 mTLS = %+v, want met, p50 50 vs 70 µs", v)
+	}
+	if v := verdicts["P1"]; v.Verdict != report.Met || !strings.Contains(v.Measured, "40000 vs 25000") {
+		t.Errorf("P1 = %+v, want met against plaintext gRPC", v)
+	}
+	var plain, mtls *report.Table
+	for i, tb := range w.Doc.Sections[0].Tables {
+		switch tb.Header[0] {
+		case "64 caller(s)":
+			plain = &w.Doc.Sections[0].Tables[i]
+		case "64 caller(s), mutual TLS":
+			mtls = &w.Doc.Sections[0].Tables[i]
+		}
+	}
+	if plain == nil || mtls == nil {
+		t.Fatalf("want a plaintext and a mutual-TLS table at 64 callers, have %+v", w.Doc.Sections[0].Tables)
+	}
+	if len(plain.Rows) != 2 || len(mtls.Rows) != 2 {
+		t.Fatalf("rows: %d plaintext, %d mutual TLS; want 2 and 2", len(plain.Rows), len(mtls.Rows))
+	}
+	// lockstep with mutual TLS: 1.50× gRPC's calls/s with it, CPU 1.00×
+	// its plaintext row's (both 50 µs).
+	if got := strings.Join(mtls.Rows[0], "|"); got != "lockstep, mutual TLS|30000|1500|5000|50.0|1.50×|1.11×|1.00×|0" {
+		t.Errorf("lockstep's mutual-TLS row = %s", got)
+	}
+}

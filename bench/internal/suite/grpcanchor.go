@@ -67,12 +67,14 @@ type grpcServer struct {
 	dropped  atomic.Int64
 }
 
-func startGRPC(addr string) (*grpcServer, error) {
+// startGRPC serves the anchor on addr; opts are the server's (mutual TLS:
+// trust.grpcServerOption).
+func startGRPC(addr string, opts ...grpc.ServerOption) (*grpcServer, error) {
 	l, err := listenRetrying(addr)
 	if err != nil {
 		return nil, err
 	}
-	g := &grpcServer{srv: grpc.NewServer(), addr: l.Addr().String(), done: make(chan error, 1),
+	g := &grpcServer{srv: grpc.NewServer(opts...), addr: l.Addr().String(), done: make(chan error, 1),
 		watchers: map[chan *benchpb.Change]struct{}{}}
 	benchpb.RegisterNodeControllerServer(g.srv, g)
 	g.srv.RegisterService(jsonService(&g.generation), nil)
@@ -148,7 +150,11 @@ func (g *grpcServer) stop() error {
 }
 
 // grpcConn dials the anchor the default way: one ClientConn, default
-// backoff and keepalive.
-func grpcConn(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// backoff and keepalive, plaintext unless creds (trust.grpcDialOption)
+// says otherwise.
+func grpcConn(addr string, creds ...grpc.DialOption) (*grpc.ClientConn, error) {
+	if len(creds) == 0 {
+		creds = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	return grpc.NewClient(addr, creds...)
 }

@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,13 +27,18 @@ type httpServer struct {
 	done chan error
 }
 
-func startHTTP(h http.Handler) (*httpServer, error) {
+// startHTTP serves h on 127.0.0.1, plaintext, or TLS with tlsConfig.
+func startHTTP(h http.Handler, tlsConfig *tls.Config) (*httpServer, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
+	scheme := "http://"
+	if tlsConfig != nil {
+		l, scheme = tls.NewListener(l, tlsConfig), "https://"
+	}
 	s := &httpServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second},
-		base: "http://" + l.Addr().String(), done: make(chan error, 1)}
+		base: scheme + l.Addr().String(), done: make(chan error, 1)}
 	go func() { s.done <- s.srv.Serve(l) }()
 	return s, nil
 }

@@ -38,11 +38,17 @@ func identity[T any](v *T) (*T, error) { return v, nil }
 type lockstepServer struct {
 	srv  *framework.Server
 	addr string
+	tls  bool
 	done chan error
 }
 
-// URL is the server's base URL.
-func (l *lockstepServer) URL() string { return "http://" + l.addr }
+// URL is the server's base URL: https under TLS.
+func (l *lockstepServer) URL() string {
+	if l.tls {
+		return "https://" + l.addr
+	}
+	return "http://" + l.addr
+}
 
 // serverConfig is the nodecontroller of the suite: the zero config apart
 // from required names, as the targets say.
@@ -69,7 +75,7 @@ func startLockstep(addr string, cfg framework.ServerConfig, register func(*frame
 	if err != nil {
 		return nil, err
 	}
-	s := &lockstepServer{srv: srv, addr: l.Addr().String(), done: make(chan error, 1)}
+	s := &lockstepServer{srv: srv, addr: l.Addr().String(), tls: cfg.MTLS != nil || cfg.TLSConfig != nil, done: make(chan error, 1)}
 	go func() { s.done <- srv.Serve(l) }()
 	return s, nil
 }

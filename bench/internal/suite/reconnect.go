@@ -22,11 +22,14 @@ import (
 // the gap is from that listener accepting to the blocked call's success.
 // Pairs of server and client run in parallel to gather enough samples.
 func (s *Suite) Reconnect() error {
-	pairs := pick(s, 20, 3)
-	trials := pick(s, 2, 1)
+	// One trial per pair and twice the pairs of two trials each: the
+	// same samples in half the wall time, a round lasting about the
+	// longest dark time.
+	l := results.LengthsOf(s.cfg.Quick)
+	pairs, trials := l.ReconnectPairs, l.ReconnectTrials
 	dark := func(r *rand.Rand) time.Duration {
 		// P6 holds for any dark time from 0.2 to 10 s.
-		lo, hi := 200*time.Millisecond, pick(s, 10*time.Second, 500*time.Millisecond)
+		lo, hi := 200*time.Millisecond, l.ReconnectDark
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
 	for round := range s.cfg.Rounds {

@@ -11,12 +11,14 @@ import (
 // Selectors measures the selected watch: 5,000 watchers, each selecting
 // its own node of a pod assignment topic of 500, 50,000 and 150,000 pods
 // (30 per node at the largest), then 500 watchers over 15,000 (30 per
-// node again), 100 changes/s with every tenth a rebind, and beside each
-// row the anchor, a topic with one watcher that selects nothing; last,
-// 500 watchers that all watch a whole topic of 500 pods, the cost without
+// node again), 100 changes/s with every tenth a rebind, and in each round
+// the anchor, a topic with one watcher that selects nothing; last, 500
+// watchers that all watch a whole topic of 500 pods, the cost without
 // selectors. Cost should follow the watchers a change matches (one, or two
 // for a rebind), not the watchers or the pods there are. Each size sets
-// up its own server, pods and watchers, so the sizes run once per round.
+// up its own server, pods and watchers, so the sizes run once per round;
+// the anchor runs once per round too, first, its rounds alternating with
+// the sizes' as every variant's do.
 func (s *Suite) Selectors() error {
 	type size struct {
 		watchers, objects int
@@ -24,14 +26,14 @@ func (s *Suite) Selectors() error {
 	}
 	sizes := pick(s, []size{{5000, 500, false}, {5000, 50000, false}, {5000, 150000, false}, {500, 15000, false}, {500, 500, true}},
 		[]size{{500, 5000, false}})
-	changes := pick(s, 1000, 200)
+	changes := results.LengthsOf(s.cfg.Quick).SelectChanges
 	anchor := selectrun.Config{Watchers: 1, Objects: 30, Unselected: true, Rate: 100, Changes: changes,
 		RebindEvery: 10, MeasureIdle: true}
 	for range s.cfg.Rounds {
+		if err := s.selectRound(results.VSelectAnchor, anchor); err != nil {
+			return err
+		}
 		for _, sz := range sizes {
-			if err := s.selectRound(results.VSelectAnchor, anchor); err != nil {
-				return err
-			}
 			cfg := selectrun.Config{Watchers: sz.watchers, Objects: sz.objects, Unselected: sz.unselected, Rate: 100, Changes: changes,
 				RebindEvery: 10, MeasureIdle: true}
 			if err := s.selectRound(results.SelectVariant(sz.watchers, sz.objects, sz.unselected), cfg); err != nil {

@@ -24,8 +24,10 @@ type unaryVariant struct {
 // Unary measures NodeStatus→Ack calls at 1 and 64 callers: lockstep's
 // default client (which batches automatically), the same with
 // auto-batching off, and an N-1 client of a fork-mode server, beside gRPC with protobuf and with JSON, net/http with
-// encoding/json, and connect-go with JSON and protobuf. Each round runs
-// every variant for the same time, one after the other.
+// encoding/json, and connect-go with JSON and protobuf; and, as second
+// rows, lockstep, gRPC+protobuf and net/http with mutual TLS on both
+// sides. Each round runs every variant for the same time, one after the
+// other; every server starts once and serves every round.
 func (s *Suite) Unary() (err error) {
 	msgs := newMessages(64)
 	var closers []func() error
@@ -84,7 +86,7 @@ func (s *Suite) Unary() (err error) {
 	closers = append(closers, conn.Close)
 	gc := benchpb.NewNodeControllerClient(conn)
 
-	nh, err := startHTTP(netHTTPHandler())
+	nh, err := startHTTP(netHTTPHandler(), nil)
 	if err != nil {
 		return err
 	}
@@ -92,7 +94,7 @@ func (s *Suite) Unary() (err error) {
 	hc := httpClient()
 	closers = append(closers, func() error { hc.CloseIdleConnections(); return nil })
 
-	ch, err := startHTTP(connectHandler())
+	ch, err := startHTTP(connectHandler(), nil)
 	if err != nil {
 		return err
 	}
@@ -102,7 +104,43 @@ func (s *Suite) Unary() (err error) {
 	connectProto := connect.NewClient[benchpb.NodeStatus, benchpb.Ack](chc, ch.base+connectProcedure)
 	connectJSON := connect.NewClient[benchpb.NodeStatus, benchpb.Ack](chc, ch.base+connectProcedure, connect.WithProtoJSON())
 
+	// The second rows: the same three systems with mutual TLS.
+	tr, err := newTrust()
+	if err != nil {
+		return err
+	}
+	closers = append(closers, tr.close)
+	lsTLS, err := startLockstep("127.0.0.1:0", tr.serverConfig(), nil)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, func() error { return lsTLS.stop(true) })
+	plainTLS, err := lockstepClient(benchgen.Contract, lsTLS.URL(), tr.lockstepClient)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, plainTLS.Close)
+	gTLS, err := startGRPC("127.0.0.1:0", tr.grpcServerOption())
+	if err != nil {
+		return err
+	}
+	closers = append(closers, gTLS.stop)
+	connTLS, err := grpcConn(gTLS.addr, tr.grpcDialOption())
+	if err != nil {
+		return err
+	}
+	closers = append(closers, connTLS.Close)
+	gcTLS := benchpb.NewNodeControllerClient(connTLS)
+	nhTLS, err := startHTTP(netHTTPHandler(), tr.serverTLS)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, nhTLS.stop)
+	hcTLS := tr.httpClient()
+	closers = append(closers, func() error { hcTLS.CloseIdleConnections(); return nil })
+
 	generated := benchgen.NewClient(plain)
+	generatedTLS := benchgen.NewClient(plainTLS)
 	generatedUnbatched := benchgen.NewClient(unbatched)
 	generatedH2C1, generatedH2C4 := benchgen.NewClient(overH2C1), benchgen.NewClient(overH2C4)
 	variants := []unaryVariant{
@@ -147,9 +185,20 @@ func (s *Suite) Unary() (err error) {
 			resp, err := connectProto.CallUnary(ctx, connect.NewRequest(msgs.proto[i%len(msgs.proto)]))
 			return checkAck(err == nil && resp.Msg.Accepted, err)
 		}},
+		{results.VLockstepMTLS, func(ctx context.Context, i int) error {
+			ack, err := generatedTLS.ReportStatus(ctx, msgs.generated[i%len(msgs.generated)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{results.VGRPCProtoMTLS, func(ctx context.Context, i int) error {
+			ack, err := gcTLS.ReportStatus(ctx, msgs.proto[i%len(msgs.proto)])
+			return checkAck(err == nil && ack.Accepted, err)
+		}},
+		{results.VNetHTTPMTLS, func(ctx context.Context, i int) error {
+			return netHTTPCall(ctx, hcTLS, nhTLS.base+"/nodestatus", msgs.plain[i%len(msgs.plain)])
+		}},
 	}
 
-	limit := pick(s, 3*time.Second, 300*time.Millisecond)
+	limit := results.LengthsOf(s.cfg.Quick).UnaryRound
 	const maxCalls = 2_000_000
 	for _, callers := range results.UnaryCallers {
 		workload := results.UnaryWorkload(callers)

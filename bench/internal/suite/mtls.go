@@ -1,0 +1,112 @@
+package suite
+
+import (
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
+)
+
+// trust is the mutual TLS of the suite's second rows: a throwaway CA
+// (ECDSA P-256, made in memory when a workload starts), a server
+// certificate for 127.0.0.1 naming the nodecontroller, and a client
+// certificate naming a kubelet, both sides presenting theirs and checking
+// the other's. lockstep's credentials are read from files, as a cluster
+// mounts them, so the material is also written to a temporary folder,
+// removed by close; the anchors take the same certificates as tls.Configs.
+type trust struct {
+	dir string
+	// server and client are lockstep's credentials (ServerConfig.MTLS, and
+	// Credentials.Transport for a client).
+	server, client *framework.Credentials
+	// serverTLS requires and verifies a client certificate from the CA;
+	// clientTLS presents the client certificate and trusts only the CA.
+	serverTLS, clientTLS *tls.Config
+}
+
+func newTrust() (t *trust, err error) {
+	ca, err := certs.NewCA("lockstep bench CA")
+	if err != nil {
+		return nil, err
+	}
+	srvCert, err := ca.Issue(certs.Spec{Component: "nodecontroller", Name: "bench", Server: true, Lifetime: 24 * time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	cliCert, err := ca.Issue(certs.Spec{Component: "kubelet", Name: "bench", Lifetime: 24 * time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lockstep-bench-tls-")
+	if err != nil {
+		return nil, err
+	}
+	t = &trust{dir: dir}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, t.close())
+			t = nil
+		}
+	}()
+	if t.server, err = loadCredentials(ca, dir, "server", srvCert); err != nil {
+		return nil, err
+	}
+	if t.client, err = loadCredentials(ca, dir, "client", cliCert); err != nil {
+		return nil, err
+	}
+	pool := ca.Pool()
+	t.serverTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{srvCert},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	// A session cache, as lockstep's client keeps one: a reconnect resumes
+	// instead of signing and verifying again.
+	t.clientTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cliCert}, RootCAs: pool,
+		ClientSessionCache: tls.NewLRUClientSessionCache(256)}
+	return t, nil
+}
+
+func loadCredentials(ca *certs.CA, dir, base string, cert tls.Certificate) (*framework.Credentials, error) {
+	certFile, keyFile, caFile, err := ca.WriteFiles(dir, base, cert)
+	if err != nil {
+		return nil, err
+	}
+	return framework.LoadCredentials(framework.MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
+}
+
+// close removes the material's folder.
+func (t *trust) close() error { return os.RemoveAll(t.dir) }
+
+// serverConfig is the suite's nodecontroller (serverConfig) under mutual TLS.
+func (t *trust) serverConfig() framework.ServerConfig {
+	cfg := serverConfig()
+	cfg.MTLS = t.server
+	return cfg
+}
+
+// lockstepClient configures a client for mutual TLS: the credentials'
+// transport, which presents the kubelet's certificate.
+func (t *trust) lockstepClient(c *framework.ClientConfig) { c.Transport = t.client.Transport("") }
+
+// grpcServerOption makes a gRPC server require mutual TLS.
+func (t *trust) grpcServerOption() grpc.ServerOption {
+	return grpc.Creds(credentials.NewTLS(t.serverTLS))
+}
+
+// grpcDialOption makes a ClientConn dial with mutual TLS.
+func (t *trust) grpcDialOption() grpc.DialOption {
+	return grpc.WithTransportCredentials(credentials.NewTLS(t.clientTLS))
+}
+
+// httpClient is httpClient (the net/http and connect-go anchors' tuned
+// client) dialling with mutual TLS: HTTP/1.1 keep-alive, as in plaintext.
+func (t *trust) httpClient() *http.Client {
+	hc := httpClient()
+	hc.Transport.(*http.Transport).TLSClientConfig = t.clientTLS
+	return hc
+}
