@@ -55,7 +55,12 @@ type File struct {
 // the header (usually its base name).
 func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 	dropUnfitDefaults(pkg)
-	g := &generator{pkg: pkg, source: source, vs: buildValidators(pkg)}
+	pkg.DecideValidation()
+	vs, err := buildValidators(pkg)
+	if err != nil {
+		return nil, err
+	}
+	g := &generator{pkg: pkg, source: source, vs: vs}
 	tmpl, err := template.New("").Funcs(g.funcs()).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {
 		return nil, fmt.Errorf("lockstep-gen: templates: %w", err)
@@ -90,19 +95,19 @@ func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 }
 
 // Decide completes the model's decisions without rendering files: which
-// types get generated checks (each type's Validation, which needs the
-// validator emitter's report) and, for a fork, which conversions the
-// package has and whether each is generated (pkg.Fork.Conversions, the
-// model's alone).
+// types get generated checks and which keywords they check (each type's
+// Validation) and, for a fork, which conversions the package has and
+// whether each is generated (pkg.Fork.Conversions). Both are the
+// model's alone.
 func Decide(pkg *gomodel.Package) error {
 	dropUnfitDefaults(pkg)
-	g := &generator{pkg: pkg, vs: buildValidators(pkg)}
+	pkg.DecideValidation()
 	if pkg.Fork != nil {
 		if err := pkg.Fork.DecideConversions(pkg); err != nil {
 			return err
 		}
 	}
-	return g.err
+	return nil
 }
 
 type generator struct {

@@ -11,12 +11,13 @@ import (
 
 // Generated validators check a decoded message against everything its
 // schema says, keyword by keyword, on the Go value the generated decoder
-// built. Which types get checks is the model's decision
-// ([gomodel.Package.DecideValidation]): this file's walk reports, per
-// type, the keywords it has no check for and the types whose checks it
-// calls, and renders validateJSON for the types the model marks Emit and
-// Validate for covered messages. A message not covered is validated by the
-// runtime with jsonschema/v5: one way or the other, never half.
+// built. Which types get checks, and which keyword is checked on which Go
+// value, is the model's decision ([gomodel.Package.DecideValidation],
+// [gomodel.Validation.Keyword]): this file's walk renders the checks the
+// model decided, fails on a keyword it did not decide, and writes
+// validateJSON for the types the model marks Emit and Validate for covered
+// messages. A message not covered is validated by the runtime with
+// jsonschema/v5: one way or the other, never half.
 
 type node = contract.Node
 
@@ -32,26 +33,23 @@ type validators struct {
 	ratIx     map[string]int
 }
 
-// buildValidators renders every type's checks and has the model decide,
-// from what the walk reported, which types get them.
-func buildValidators(pkg *gomodel.Package) *validators {
+// buildValidators renders every type's checks as the model decided them
+// (pkg.DecideValidation must have run). The error is a keyword the model
+// did not decide, or decided checked where the renderer has no check.
+func buildValidators(pkg *gomodel.Package) (*validators, error) {
 	vs := &validators{pkg: pkg, bodies: map[*gomodel.Type]string{}, patternIx: map[string]int{}, ratIx: map[string]int{}}
-	checks := map[*gomodel.Type]gomodel.Checks{}
 	for _, t := range pkg.Types {
 		if t.Kind == gomodel.KindAlias {
 			continue
 		}
-		vc := &vctx{vs: vs, t: t, c: &code{}, calls: map[*gomodel.Type]bool{}, inlining: map[string]bool{}}
+		vc := &vctx{vs: vs, t: t, c: &code{}, inlining: map[string]bool{}}
 		vc.body()
-		vs.bodies[t] = vc.c.b.String()
-		c := gomodel.Checks{Reasons: vc.reasons}
-		for called := range vc.calls {
-			c.Calls = append(c.Calls, called)
+		if vc.err != nil {
+			return nil, vc.err
 		}
-		checks[t] = c
+		vs.bodies[t] = vc.c.b.String()
 	}
-	pkg.DecideValidation(func(t *gomodel.Type) gomodel.Checks { return checks[t] })
-	return vs
+	return vs, nil
 }
 
 // vctx generates the validateJSON body of one type.
@@ -59,18 +57,47 @@ type vctx struct {
 	vs       *validators
 	t        *gomodel.Type
 	c        *code
-	reasons  []string
-	calls    map[*gomodel.Type]bool
 	inlining map[string]bool
+	err      error // the first disagreement with the model
 }
 
-func (vc *vctx) uncovered(s *node, format string, args ...any) {
-	vc.reasons = append(vc.reasons, gomodel.Where(s)+": "+fmt.Sprintf(format, args...))
+// decided returns the model's decision about keyword k of s on x: whether
+// generated code checks it. The renderer renders only what the model
+// decided: a keyword it did not decide is an error.
+func (vc *vctx) decided(s *node, k string, x val) bool {
+	d, ok := vc.t.Validation.Keyword(s, k, x.path)
+	if !ok {
+		vc.fault(s, "the model did not decide %s on %s (%s)", k, x.path, gomodel.GoString(x.ref))
+		return false
+	}
+	return d.Checked
 }
 
-// val is a Go value being checked: an addressable expression and its type.
+// refused asserts that the model decided generated code does not check
+// keyword k of s on x, where the renderer has no check for it.
+func (vc *vctx) refused(s *node, k string, x val) {
+	if vc.decided(s, k, x) {
+		vc.cannot(s, k, x)
+	}
+}
+
+// cannot reports a keyword the model decided is checked but the renderer
+// has no check for.
+func (vc *vctx) cannot(s *node, k string, x val) {
+	vc.fault(s, "the model decided generated code checks %s on %s (%s), which it cannot", k, x.path, gomodel.GoString(x.ref))
+}
+
+func (vc *vctx) fault(s *node, format string, args ...any) {
+	if vc.err == nil {
+		vc.err = fmt.Errorf("lockstep-gen: validator of %s: %s: %s", vc.t.Name, gomodel.Where(s), fmt.Sprintf(format, args...))
+	}
+}
+
+// val is a Go value being checked: an addressable expression, its path in
+// the model's notation ([gomodel.KeywordCheck.Value]) and its type.
 type val struct {
 	expr string
+	path string
 	ref  *gomodel.TypeRef
 	// self marks the receiver of the method being generated, whose own
 	// schema is checked inline rather than by calling the method.
@@ -222,7 +249,7 @@ func (vc *vctx) rangeOver(key, elem, over string, emit func()) {
 // the receiver.
 func (vc *vctx) body() {
 	t := vc.t
-	self := val{expr: "m", ref: &gomodel.TypeRef{Kind: gomodel.RefNamed, Named: t, Name: t.Name}, self: true}
+	self := val{expr: "m", path: "m", ref: &gomodel.TypeRef{Kind: gomodel.RefNamed, Named: t, Name: t.Name}, self: true}
 	switch t.Kind {
 	case gomodel.KindStruct, gomodel.KindTuple, gomodel.KindTaggedUnion:
 		self.expr = "m"
@@ -246,9 +273,9 @@ func (vc *vctx) check(s *node, x val, p pos) {
 		vc.call(r.Named, x, p)
 		return
 	}
-	key := fmt.Sprintf("%p|%s", s, x.expr)
+	key := fmt.Sprintf("%p|%s", s, x.path)
 	if vc.inlining[key] {
-		vc.uncovered(s, "the schema applies itself to the same value (an infinite loop)")
+		vc.refused(s, "(loop)", x)
 		return
 	}
 	vc.inlining[key] = true
@@ -256,7 +283,7 @@ func (vc *vctx) check(s *node, x val, p pos) {
 	switch {
 	case r.Kind == gomodel.RefPointer:
 		vc.nonNil(x.expr, func() { vc.null(s, p) }, func() {
-			vc.check(s, val{expr: "(*" + x.expr + ")", ref: r.Elem}, p)
+			vc.check(s, val{expr: "(*" + x.expr + ")", path: gomodel.ValueDeref(x.path), ref: r.Elem}, p)
 		})
 		return
 	case r.Kind == gomodel.RefSlice || r.Kind == gomodel.RefMap ||
@@ -264,19 +291,21 @@ func (vc *vctx) check(s *node, x val, p pos) {
 		vc.nonNil(x.expr, func() { vc.null(s, p) }, func() { vc.value(s, x, p) })
 		return
 	case r.Kind == gomodel.RefExternal:
-		vc.uncovered(s, "x-go-type %s decodes with its own rules, which need not match the schema", gomodel.GoString(r))
+		vc.refused(s, "x-go-type", x)
 		return
 	case r.Kind == gomodel.RefNamed && (r.Named.Kind == gomodel.KindTaggedUnion || r.Named.Kind == gomodel.KindUnion) &&
-		!x.self && onlyRef(s):
+		!x.self && gomodel.OnlyRef(s):
 		// a reference to the union's schema, with annotations beside it
-		vc.check(s.Ref, x, p.keyword("$ref"))
+		if vc.decided(s, "$ref", x) {
+			vc.check(s.Ref, x, p.keyword("$ref"))
+		}
 		return
 	case r.Kind == gomodel.RefNamed && r.Named.Kind == gomodel.KindTaggedUnion:
 		vc.tagged(s, x, p)
 		return
 	case r.Kind == gomodel.RefNamed && r.Named.Kind == gomodel.KindUnion:
 		if !x.self {
-			vc.uncovered(s, "a schema other than its own applies to the union %s", r.Named.Name)
+			vc.refused(s, "(union)", x)
 			return
 		}
 		vc.union(s, x, p)
@@ -287,7 +316,9 @@ func (vc *vctx) check(s *node, x val, p pos) {
 
 // call emits a call of another type's validateJSON.
 func (vc *vctx) call(t *gomodel.Type, x val, p pos) {
-	vc.calls[t] = true
+	if !vc.t.Validation.CallsType(t) {
+		vc.fault(t.Schema, "the model did not decide that the checks of %s call those of %s", vc.t.Name, t.Name)
+	}
 	if p.quiet {
 		vc.c.line("%s.validateJSON(%s, %s, %s)", x.expr, p.v, p.at, p.kw)
 		// Paths of a quiet validation are never read.
@@ -312,19 +343,14 @@ func (vc *vctx) value(s *node, x val, p pos) {
 	objectDone, arrayDone, containsDone := false, false, false
 	for i, k := range s.Keys {
 		kv := s.Values[i]
-		switch gomodel.RoleOf(k) {
-		case gomodel.KeywordIgnored:
+		if gomodel.RoleOf(k) == gomodel.KeywordIgnored {
 			continue
-		case gomodel.KeywordUnchecked:
-			vc.uncovered(s, "%s", gomodel.UncheckedReason(k))
+		}
+		if gomodel.Family(k) == "" && !vc.decided(s, k, x) {
 			continue
 		}
 		switch k {
 		case "$ref":
-			if s.Ref == nil {
-				vc.uncovered(s, "$ref is not resolved")
-				continue
-			}
 			vc.check(s.Ref, x, p.keyword("$ref"))
 		case "type":
 			vc.typeCheck(kv, sh, sv, p)
@@ -333,11 +359,11 @@ func (vc *vctx) value(s *node, x val, p pos) {
 			if k == "enum" {
 				vals = kv.Items
 			}
-			vc.enum(s, k, vals, sh, sv, base, p)
+			vc.enum(s, k, vals, sh, sv, x, p)
 		case "format", "minLength", "maxLength", "pattern":
-			vc.stringCheck(s, k, kv, sh, sv, p)
+			vc.stringCheck(s, k, kv, sh, sv, x, p)
 		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
-			vc.numberCheck(s, k, kv, sh, sv, base, p)
+			vc.numberCheck(s, k, kv, sh, sv, base, x, p)
 		case "properties", "patternProperties", "additionalProperties", "required", "propertyNames",
 			"minProperties", "maxProperties", "dependentRequired", "dependentSchemas":
 			if objectDone {
@@ -348,7 +374,9 @@ func (vc *vctx) value(s *node, x val, p pos) {
 			case shapeStruct, shapeMap:
 				vc.object(s, x, p)
 			case shapeRaw:
-				vc.uncovered(s, "object keywords on raw JSON are not checked by generated code")
+				vc.refused(s, k, x)
+			default:
+				vc.decided(s, k, x) // the keywords do not apply to the value
 			}
 		case "prefixItems", "items", "minItems", "maxItems", "uniqueItems":
 			if arrayDone {
@@ -361,13 +389,16 @@ func (vc *vctx) value(s *node, x val, p pos) {
 			case shapeTuple:
 				vc.tuple(s, x, p)
 			case shapeRaw:
-				vc.uncovered(s, "array keywords on raw JSON are not checked by generated code")
+				vc.refused(s, k, x)
+			default:
+				vc.decided(s, k, x) // the keywords do not apply to the value
 			}
 		case "contains", "minContains", "maxContains":
 			if containsDone {
 				continue
 			}
 			containsDone = true
+			vc.decided(s, k, x)
 			vc.contains(s, x, sh, p)
 		case "allOf":
 			for j, part := range kv.Items {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 )
 
@@ -18,7 +17,7 @@ func (vc *vctx) alternatives(k string, branches []*node, x val, p pos) {
 	vc.c.line("%s := 0", n)
 	for i, br := range branches {
 		if x.tagProp != "" {
-			if tag, ok := branchTag(br, x.tagProp); ok && tag != x.tagValue {
+			if tag, ok := gomodel.BranchTag(br, x.tagProp); ok && tag != x.tagValue {
 				continue
 			}
 		}
@@ -61,7 +60,8 @@ func (vc *vctx) tagged(s *node, x val, p pos) {
 	vc.c.line("switch {")
 	for _, v := range t.Variants {
 		vc.c.line("case %s.%s != nil:", x.expr, v.Name)
-		y := val{expr: "(*" + x.expr + "." + v.Name + ")", ref: v.Type, tagProp: t.Discriminator, tagValue: v.Tag}
+		y := val{expr: "(*" + x.expr + "." + v.Name + ")", path: gomodel.ValueDeref(gomodel.ValueField(x.path, v.Name)),
+			ref: v.Type, tagProp: t.Discriminator, tagValue: v.Tag}
 		// A variant must carry its own tag, or it would encode as another.
 		vt := v.Type.Resolve().Named
 		for _, f := range vt.Fields {
@@ -72,9 +72,12 @@ func (vc *vctx) tagged(s *node, x val, p pos) {
 			if f.Presence == gomodel.PresencePointer {
 				expr = "*" + expr
 			}
+			if !vc.decided(s, "(discriminator)", y) {
+				break
+			}
 			sh, sv, _ := shapeOf(f.Type.Resolve(), expr)
 			if sh != shapeString || f.Presence != gomodel.PresenceValue && f.Presence != gomodel.PresencePointer {
-				vc.uncovered(s, "the discriminator %s of %s is not a string member", t.Discriminator, vt.Name)
+				vc.cannot(s, "(discriminator)", y)
 				break
 			}
 			cond := sv + " != " + strconv.Quote(v.Tag)
@@ -107,7 +110,7 @@ func (vc *vctx) union(s *node, x val, p pos) {
 	for _, v := range t.Variants {
 		y, e := vc.c.fresh("y"), vc.c.fresh("err")
 		errs = append(errs, e)
-		stmts := vc.c.capture(func() { vc.check(s, val{expr: y, ref: v.Type}, p) })
+		stmts := vc.c.capture(func() { vc.check(s, val{expr: y, path: gomodel.ValueAs(x.path, v.Name), ref: v.Type}, p) })
 		name := y
 		if !uses(stmts, y) {
 			name = "_"
@@ -123,47 +126,4 @@ func (vc *vctx) union(s *node, x val, p pos) {
 		vc.c.line("%s.Unrepresentable(%s)", recv(p.v), strings.Join(errs, ", "))
 	}
 	vc.c.line("}")
-}
-
-// onlyRef reports whether s is a "$ref" with nothing but annotations
-// beside it.
-func onlyRef(s *node) bool {
-	if s.Kind != contract.KindObject || s.Ref == nil {
-		return false
-	}
-	for _, k := range s.Keys {
-		if k != "$ref" && gomodel.RoleOf(k) != gomodel.KeywordIgnored {
-			return false
-		}
-	}
-	return true
-}
-
-// branchTag returns the one string a branch of alternatives requires
-// member prop to hold, if it says so plainly: prop required, and its
-// schema a const or a one-value enum.
-func branchTag(br *node, prop string) (string, bool) {
-	required, tag, found := false, "", false
-	for _, part := range gomodel.InPlace(br) {
-		if req := part.Get("required"); req != nil {
-			for _, it := range req.Items {
-				required = required || it.Text == prop
-			}
-		}
-		ps := part.Get("properties").Get(prop)
-		for _, sub := range gomodel.InPlace(ps) {
-			vals := sub.Get("enum")
-			var v *node
-			switch {
-			case sub.Get("const") != nil:
-				v = sub.Get("const")
-			case vals != nil && len(vals.Items) == 1:
-				v = vals.Items[0]
-			}
-			if v != nil && v.Kind == contract.KindString {
-				tag, found = v.Text, true
-			}
-		}
-	}
-	return tag, required && found
 }

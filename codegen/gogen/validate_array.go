@@ -19,32 +19,34 @@ func (vc *vctx) slice(s *node, x val, p pos) {
 	start := 0
 	if prefix != nil {
 		start = len(prefix.Items)
+	}
+	if prefix != nil && vc.decided(s, "prefixItems", x) {
 		for i, ps := range prefix.Items {
 			vc.block(fmt.Sprintf("if len(%s) > %d", x.expr, i), func() {
-				vc.check(ps, val{expr: fmt.Sprintf("%s[%d]", x.expr, i), ref: elem}, p.keyword("prefixItems/"+strconv.Itoa(i)).member(strconv.Itoa(i)))
+				vc.check(ps, val{expr: fmt.Sprintf("%s[%d]", x.expr, i), path: gomodel.ValueIndex(x.path, i), ref: elem}, p.keyword("prefixItems/"+strconv.Itoa(i)).member(strconv.Itoa(i)))
 			})
 		}
 	}
-	if items != nil && !isTrue(items) {
+	if items != nil && vc.decided(s, "items", x) && !gomodel.IsTrue(items) {
 		i := vc.c.fresh("i")
 		vc.block(fmt.Sprintf("for %s := %d; %s < len(%s); %s++", i, start, i, x.expr, i), func() {
 			vc.c.raw(vc.below(p.keyword("items"), i, true, func(q pos) {
-				vc.check(items, val{expr: x.expr + "[" + i + "]", ref: elem}, q)
+				vc.check(items, val{expr: x.expr + "[" + i + "]", path: gomodel.ValueElems(x.path), ref: elem}, q)
 			}))
 		})
 	}
-	vc.itemCounts(s, "len("+x.expr+")", p)
+	vc.itemCounts(s, "len("+x.expr+")", x, p)
 	if u := s.Get("uniqueItems"); u != nil && u.Kind == contract.KindBool && u.Bool {
+		if !vc.decided(s, "uniqueItems", x) {
+			return
+		}
 		re := elem.Resolve()
 		helper := "Duplicate"
 		if re.Kind == gomodel.RefPointer {
 			helper, re = "DuplicatePointer", re.Elem.Resolve()
 		}
-		sh, _, _ := shapeOf(re, "")
-		switch sh {
-		case shapeString, shapeInt, shapeUint64, shapeFloat, shapeBool:
-		default:
-			vc.uncovered(s, "uniqueItems on items of type %s is not checked by generated code", gomodel.GoString(elem))
+		if sh, _ := gomodel.ShapeOf(re); !sh.Scalar() {
+			vc.cannot(s, "uniqueItems", x)
 			return
 		}
 		if p.quiet {
@@ -58,15 +60,15 @@ func (vc *vctx) slice(s *node, x val, p pos) {
 }
 
 // itemCounts emits minItems and maxItems on an array of n elements.
-func (vc *vctx) itemCounts(s *node, n string, p pos) {
+func (vc *vctx) itemCounts(s *node, n string, x val, p pos) {
 	for _, k := range []string{"minItems", "maxItems"} {
 		kv := s.Get(k)
-		if kv == nil {
+		if kv == nil || !vc.decided(s, k, x) {
 			continue
 		}
-		lim, ok := nonNegative(kv)
+		lim, ok := gomodel.Count(kv)
 		if !ok {
-			vc.uncovered(s, "%s %s is not a count", k, kv.Text)
+			vc.cannot(s, k, x)
 			continue
 		}
 		op, word := "<", "minimum"
@@ -85,29 +87,34 @@ func (vc *vctx) tuple(s *node, x val, p pos) {
 	prefix := s.Get("prefixItems")
 	items := s.Get("items")
 	var prefixes []*node
-	if prefix != nil {
+	if prefix != nil && vc.decided(s, "prefixItems", x) {
 		prefixes = prefix.Items
+	}
+	if items != nil && !vc.decided(s, "items", x) {
+		items = nil
 	}
 	// element i is field i, or Rest[i-len(fields)]
 	for i, f := range t.Fields {
 		expr := x.expr + "." + f.GoName
+		path := gomodel.ValueField(x.path, f.GoName)
 		ep := p.member(strconv.Itoa(i))
 		switch {
 		case i < len(prefixes):
-			vc.fieldValue(prefixes[i], expr, f, ep.keyword("prefixItems/"+strconv.Itoa(i)))
-		case items != nil && !isTrue(items):
-			vc.fieldValue(items, expr, f, ep.keyword("items"))
+			vc.fieldValue(prefixes[i], expr, path, f, ep.keyword("prefixItems/"+strconv.Itoa(i)))
+		case items != nil && !gomodel.IsTrue(items):
+			vc.fieldValue(items, expr, path, f, ep.keyword("items"))
 		}
 	}
+	rest := gomodel.ValueField(x.path, "Rest")
 	if len(prefixes) > len(t.Fields) && t.Rest != nil {
 		for i := len(t.Fields); i < len(prefixes); i++ {
 			j := i - len(t.Fields)
 			vc.block(fmt.Sprintf("if len(%s.Rest) > %d", x.expr, j), func() {
-				vc.check(prefixes[i], val{expr: fmt.Sprintf("%s.Rest[%d]", x.expr, j), ref: t.Rest}, p.keyword("prefixItems/"+strconv.Itoa(i)).member(strconv.Itoa(i)))
+				vc.check(prefixes[i], val{expr: fmt.Sprintf("%s.Rest[%d]", x.expr, j), path: gomodel.ValueIndex(rest, j), ref: t.Rest}, p.keyword("prefixItems/"+strconv.Itoa(i)).member(strconv.Itoa(i)))
 			})
 		}
 	}
-	if items != nil && !isTrue(items) && t.Rest != nil {
+	if items != nil && !gomodel.IsTrue(items) && t.Rest != nil {
 		start := len(prefixes) - len(t.Fields)
 		if start < 0 {
 			start = 0
@@ -115,7 +122,7 @@ func (vc *vctx) tuple(s *node, x val, p pos) {
 		i := vc.c.fresh("i")
 		vc.block(fmt.Sprintf("for %s := %d; %s < len(%s.Rest); %s++", i, start, i, x.expr, i), func() {
 			vc.c.raw(vc.below(p.keyword("items"), fmt.Sprintf("%d+%s", len(t.Fields), i), true, func(q pos) {
-				vc.check(items, val{expr: x.expr + ".Rest[" + i + "]", ref: t.Rest}, q)
+				vc.check(items, val{expr: x.expr + ".Rest[" + i + "]", path: gomodel.ValueElems(rest), ref: t.Rest}, q)
 			}))
 		})
 	}
@@ -136,10 +143,10 @@ func (vc *vctx) tuple(s *node, x val, p pos) {
 			vc.c.line("%s++", n)
 			vc.c.line("}")
 		}
-		vc.itemCounts(s, n, p)
+		vc.itemCounts(s, n, x, p)
 	}
 	if u := s.Get("uniqueItems"); u != nil && u.Kind == contract.KindBool && u.Bool {
-		vc.uncovered(s, "uniqueItems on a tuple is not checked by generated code")
+		vc.refused(s, "uniqueItems", x)
 	}
 }
 
@@ -152,33 +159,35 @@ func (vc *vctx) contains(s *node, x val, sh shape, p pos) {
 	switch sh {
 	case shapeSlice:
 	case shapeRaw, shapeTuple:
-		vc.uncovered(s, "contains on %s is not checked by generated code", gomodel.GoString(x.ref))
+		vc.refused(s, "contains", x)
 		return
 	default:
 		return
 	}
-	minC, maxC := int64(1), int64(-1)
-	if m := s.Get("minContains"); m != nil {
-		n, ok := nonNegative(m)
-		if !ok {
-			vc.uncovered(s, "minContains %s is not a count", m.Text)
-			return
-		}
-		minC = n
+	if !vc.decided(s, "contains", x) {
+		return
 	}
-	if m := s.Get("maxContains"); m != nil {
-		n, ok := nonNegative(m)
-		if !ok {
-			vc.uncovered(s, "maxContains %s is not a count", m.Text)
-			return
+	minC, maxC := int64(1), int64(-1)
+	for _, c := range []struct {
+		k     string
+		count *int64
+	}{{"minContains", &minC}, {"maxContains", &maxC}} {
+		if m := s.Get(c.k); m != nil {
+			n, ok := gomodel.Count(m)
+			if !ok {
+				vc.cannot(s, c.k, x)
+				return
+			}
+			*c.count = n
 		}
-		maxC = n
 	}
 	elem := gomodel.SliceElem(x.ref)
 	n, i, q := vc.c.fresh("matched"), vc.c.fresh("i"), vc.c.fresh("q")
 	qp := p.keyword("contains")
 	qp.v, qp.quiet = "&"+q, true
-	inner := vc.c.capture(func() { vc.check(cs, val{expr: x.expr + "[" + i + "]", ref: elem}, qp) })
+	inner := vc.c.capture(func() {
+		vc.check(cs, val{expr: x.expr + "[" + i + "]", path: gomodel.ValueElems(x.path), ref: elem}, qp)
+	})
 	if inner == "" {
 		vc.c.line("%s := len(%s)", n, x.expr)
 	} else {

@@ -104,84 +104,32 @@ func admitsType(t *node, name string) bool {
 	return false
 }
 
-// shape is what a non-null Go value is as JSON.
-type shape int
+// shape is what a non-null Go value is as JSON: the model's
+// [gomodel.Shape], under the short names the checks use.
+type shape = gomodel.Shape
 
 const (
-	shapeString shape = iota
-	shapeTime
-	shapeInt    // int64, int32, uint32
-	shapeUint64 // uint64
-	shapeFloat  // float64
-	shapeFloat32
-	shapeBool
-	shapeRaw
-	shapeStruct
-	shapeMap
-	shapeSlice
-	shapeTuple
+	shapeString  = gomodel.ShapeString
+	shapeTime    = gomodel.ShapeTime
+	shapeInt     = gomodel.ShapeInt
+	shapeUint64  = gomodel.ShapeUint64
+	shapeFloat   = gomodel.ShapeFloat
+	shapeFloat32 = gomodel.ShapeFloat32
+	shapeBool    = gomodel.ShapeBool
+	shapeRaw     = gomodel.ShapeRaw
+	shapeStruct  = gomodel.ShapeStruct
+	shapeMap     = gomodel.ShapeMap
+	shapeSlice   = gomodel.ShapeSlice
+	shapeTuple   = gomodel.ShapeTuple
 )
 
-// shapeOf returns the shape of a resolved type reference, and for named
-// scalars and enums the Go expression of the underlying value.
+// shapeOf returns the shape of a resolved type reference, the Go
+// expression of its value as the checks compare it (for named scalars and
+// enums, converted to the underlying type) and the type it is checked as.
 func shapeOf(r *gomodel.TypeRef, expr string) (shape, string, *gomodel.TypeRef) {
-	if r.Kind == gomodel.RefNamed {
-		t := r.Named
-		switch t.Kind {
-		case gomodel.KindStruct:
-			return shapeStruct, expr, r
-		case gomodel.KindMap:
-			return shapeMap, expr, r
-		case gomodel.KindSlice:
-			return shapeSlice, expr, r
-		case gomodel.KindTuple:
-			return shapeTuple, expr, r
-		case gomodel.KindEnum, gomodel.KindScalar:
-			base := t.Elem.Resolve()
-			sh, _, _ := shapeOf(base, expr)
-			return sh, gomodel.GoString(base) + "(" + expr + ")", base
-		}
-		return shapeRaw, expr, r
+	sh, base := gomodel.ShapeOf(r)
+	if base != r {
+		return sh, gomodel.GoString(base) + "(" + expr + ")", base
 	}
-	switch r.Kind {
-	case gomodel.RefSlice:
-		return shapeSlice, expr, r
-	case gomodel.RefMap:
-		return shapeMap, expr, r
-	}
-	switch r.Name {
-	case "string":
-		return shapeString, expr, r
-	case "time.Time":
-		return shapeTime, expr, r
-	case "int64", "int32", "uint32":
-		return shapeInt, expr, r
-	case "uint64":
-		return shapeUint64, expr, r
-	case "float64":
-		return shapeFloat, expr, r
-	case "float32":
-		return shapeFloat32, expr, r
-	case "bool":
-		return shapeBool, expr, r
-	}
-	return shapeRaw, expr, r
-}
-
-func (sh shape) kind() kinds {
-	switch sh {
-	case shapeString, shapeTime:
-		return kString
-	case shapeInt, shapeUint64:
-		return kInteger
-	case shapeFloat, shapeFloat32:
-		return kInteger | kNumber
-	case shapeBool:
-		return kBoolean
-	case shapeStruct, shapeMap:
-		return kObject
-	case shapeSlice, shapeTuple:
-		return kArray
-	}
-	return kAll
+	return sh, expr, base
 }

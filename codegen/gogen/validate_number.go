@@ -50,36 +50,30 @@ func (vs *validators) rat(text string) string {
 }
 
 // numberCheck emits a numeric keyword.
-func (vc *vctx) numberCheck(s *node, k string, kv *node, sh shape, sv string, base *gomodel.TypeRef, p pos) {
+// The model decided it is checked: a positive multipleOf, a number Go
+// reads, a value of an integer or float64.
+func (vc *vctx) numberCheck(s *node, k string, kv *node, sh shape, sv string, base *gomodel.TypeRef, x val, p pos) {
 	switch sh {
 	case shapeInt, shapeUint64, shapeFloat:
 	case shapeFloat32, shapeRaw:
-		vc.uncovered(s, "%s on %s is not checked by generated code", k, gomodel.GoString(base))
+		vc.cannot(s, k, x)
 		return
 	default:
 		return
 	}
-	if kv.Kind != contract.KindNumber {
-		vc.uncovered(s, "%s is not a number", k)
-		return
-	}
 	bound, ok := new(big.Rat).SetString(kv.Text)
-	if !ok {
-		vc.uncovered(s, "%s %s is not a number", k, kv.Text)
+	if kv.Kind != contract.KindNumber || !ok || k == "multipleOf" && bound.Sign() <= 0 {
+		vc.cannot(s, k, x)
 		return
 	}
 	shown := kv.Text
 	if sh == shapeFloat {
-		vc.floatCheck(s, k, kv.Text, bound, sv, shown, p)
+		vc.floatCheck(k, kv.Text, sv, shown, p)
 		return
 	}
 	iv := intExpr(sv, sh)
 	show := fmt.Sprintf(`"must be %%s %s but found "+%s`, shown, formatInt(iv, sh))
 	if k == "multipleOf" {
-		if bound.Sign() <= 0 {
-			vc.uncovered(s, "multipleOf %s is not positive", kv.Text)
-			return
-		}
 		a := new(big.Int).Set(bound.Num())
 		msg := fmt.Sprintf(`%s+" not multipleOf %s"`, formatInt(iv, sh), shown)
 		if !fits(a, sh) {
@@ -140,13 +134,9 @@ func formatInt(iv string, sh shape) string {
 
 // floatCheck emits a numeric keyword on a float64. Comparisons are of
 // float64 values, exact for numbers of up to 15 significant digits.
-func (vc *vctx) floatCheck(s *node, k, text string, bound *big.Rat, sv, shown string, p pos) {
+func (vc *vctx) floatCheck(k, text, sv, shown string, p pos) {
 	found := `strconv.FormatFloat(` + sv + `, 'g', -1, 64)`
 	if k == "multipleOf" {
-		if bound.Sign() <= 0 {
-			vc.uncovered(s, "multipleOf %s is not positive", text)
-			return
-		}
 		vc.c.line("if !jsonwire.MultipleOfFloat(%s, %s) {", sv, vc.vs.rat(text))
 		vc.fail(p, k, fmt.Sprintf(`%s+" not multipleOf %s"`, found, shown))
 		vc.c.line("}")

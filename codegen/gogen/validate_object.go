@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 )
 
@@ -20,26 +19,30 @@ type objectOf struct {
 	x      val
 	fields []*gomodel.Field
 	// extra is the Go expression of the map of other members, "" when the
-	// struct is closed; extraType is its value type.
-	extra     string
-	extraType *gomodel.TypeRef
+	// struct is closed; extraPath is its path, extraType its value type.
+	extra, extraPath string
+	extraType        *gomodel.TypeRef
 }
 
 func describeObject(x val) objectOf {
 	r := x.ref.Resolve()
 	if r.Kind == gomodel.RefMap {
-		return objectOf{x: x, extra: x.expr, extraType: r.Elem}
+		return objectOf{x: x, extra: x.expr, extraPath: x.path, extraType: r.Elem}
 	}
 	t := r.Named
 	if t.Kind == gomodel.KindMap {
-		return objectOf{x: x, extra: x.expr, extraType: t.Elem}
+		return objectOf{x: x, extra: x.expr, extraPath: x.path, extraType: t.Elem}
 	}
 	o := objectOf{x: x, fields: t.Fields}
 	if t.Extra != nil {
 		o.extra, o.extraType = x.expr+"."+t.Extra.GoName, t.Extra.Value
+		o.extraPath = gomodel.ValueField(x.path, t.Extra.GoName)
 	}
 	return o
 }
+
+// fieldPath is the model's path of declared member f.
+func (o objectOf) fieldPath(f *gomodel.Field) string { return gomodel.ValueField(o.x.path, f.GoName) }
 
 func (o objectOf) field(name string) *gomodel.Field {
 	for _, f := range o.fields {
@@ -79,22 +82,24 @@ func fieldPresent(expr string, f *gomodel.Field) string {
 
 // fieldValue emits the checks of s on a present struct member or tuple
 // element: absent members are skipped, null ones checked as null.
-func (vc *vctx) fieldValue(s *node, expr string, f *gomodel.Field, p pos) {
+func (vc *vctx) fieldValue(s *node, expr, path string, f *gomodel.Field, p pos) {
 	switch f.Presence {
 	case gomodel.PresenceValue:
-		vc.check(s, val{expr: expr, ref: f.Type}, p)
+		vc.check(s, val{expr: expr, path: path, ref: f.Type}, p)
 	case gomodel.PresencePointer:
 		if f.Required {
-			vc.check(s, val{expr: expr, ref: &gomodel.TypeRef{Kind: gomodel.RefPointer, Elem: f.Type}}, p)
+			vc.check(s, val{expr: expr, path: path, ref: &gomodel.TypeRef{Kind: gomodel.RefPointer, Elem: f.Type}}, p)
 			return
 		}
-		vc.block("if "+expr+" != nil", func() { vc.check(s, val{expr: "(*" + expr + ")", ref: f.Type}, p) })
+		vc.block("if "+expr+" != nil", func() {
+			vc.check(s, val{expr: "(*" + expr + ")", path: gomodel.ValueDeref(path), ref: f.Type}, p)
+		})
 	case gomodel.PresenceOmitZero:
-		vc.block("if "+expr+" != nil", func() { vc.value(s, val{expr: expr, ref: f.Type}, p) })
+		vc.block("if "+expr+" != nil", func() { vc.value(s, val{expr: expr, path: path, ref: f.Type}, p) })
 	case gomodel.PresenceNullable:
 		x := vc.c.fresh("x")
 		n := vc.c.capture(func() { vc.null(s, p) })
-		v := vc.c.capture(func() { vc.check(s, val{expr: x, ref: f.Type}, p) })
+		v := vc.c.capture(func() { vc.check(s, val{expr: x, path: path, ref: f.Type}, p) })
 		get := fmt.Sprintf("if %s, ok := %s.Get(); ok {", x, expr)
 		if !uses(v, x) {
 			get = "if " + expr + ".IsValue() {"
@@ -122,14 +127,16 @@ func (vc *vctx) fieldValue(s *node, expr string, f *gomodel.Field, p pos) {
 // present.
 func (vc *vctx) memberValue(o objectOf, name string, s *node, p pos) {
 	if f := o.field(name); f != nil {
-		vc.fieldValue(s, o.x.expr+"."+f.GoName, f, p)
+		vc.fieldValue(s, o.x.expr+"."+f.GoName, o.fieldPath(f), f, p)
 		return
 	}
 	if o.extra == "" {
 		return
 	}
 	x := vc.c.fresh("x")
-	stmts := vc.c.capture(func() { vc.check(s, val{expr: x, ref: o.extraType}, p) })
+	stmts := vc.c.capture(func() {
+		vc.check(s, val{expr: x, path: gomodel.ValueEntry(o.extraPath, name), ref: o.extraType}, p)
+	})
 	if stmts == "" {
 		return
 	}
@@ -151,16 +158,19 @@ func (vc *vctx) object(s *node, x val, p pos) {
 	inProps := func(name string) bool { return props != nil && props.Get(name) != nil }
 	var patterns []*regexp.Regexp
 	if pats != nil {
+		if !vc.decided(s, "patternProperties", x) {
+			return // the patterns do not compile: no object keyword of s is checked
+		}
 		for _, pat := range pats.Keys {
 			re, err := regexp.Compile(pat)
 			if err != nil {
-				vc.uncovered(s, "patternProperties %q does not compile: %v", pat, err)
+				vc.cannot(s, "patternProperties", x)
 				return
 			}
 			patterns = append(patterns, re)
 		}
 	}
-	if props != nil {
+	if props != nil && vc.decided(s, "properties", x) {
 		for i, name := range props.Keys {
 			vc.memberValue(o, name, props.Values[i], p.keyword("properties/"+esc(name)).member(name))
 		}
@@ -171,27 +181,29 @@ func (vc *vctx) object(s *node, x val, p pos) {
 			pp := p.keyword("patternProperties/" + esc(pat))
 			for _, f := range o.fields {
 				if patterns[i].MatchString(f.JSONName) {
-					vc.fieldValue(ps, o.x.expr+"."+f.GoName, f, pp.member(f.JSONName))
+					vc.fieldValue(ps, o.x.expr+"."+f.GoName, o.fieldPath(f), f, pp.member(f.JSONName))
 				}
 			}
-			if o.extra != "" && !isTrue(ps) {
+			if o.extra != "" && !gomodel.IsTrue(ps) {
 				k, e := vc.c.fresh("k"), vc.c.fresh("e")
 				vc.rangeOver(k, e, o.extra, func() {
 					vc.block("if "+vc.vs.pattern(pat)+".MatchString("+k+")", func() {
-						vc.c.raw(vc.below(pp, k, false, func(q pos) { vc.check(ps, val{expr: e, ref: o.extraType}, q) }))
+						vc.c.raw(vc.below(pp, k, false, func(q pos) {
+							vc.check(ps, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, q)
+						}))
 					})
 				})
 			}
 		}
 	}
-	if addl != nil && !isTrue(addl) {
+	if addl != nil && vc.decided(s, "additionalProperties", x) && !gomodel.IsTrue(addl) {
 		ap := p.keyword("additionalProperties")
 		for _, f := range o.fields {
 			if inProps(f.JSONName) || matchesAny(patterns, f.JSONName) {
 				continue
 			}
 			fp := ap.member(f.JSONName)
-			if isFalse(addl) {
+			if gomodel.IsFalse(addl) {
 				cond := fieldPresent(o.x.expr+"."+f.GoName, f)
 				if cond != "true" {
 					vc.c.line("if %s {", cond)
@@ -202,17 +214,17 @@ func (vc *vctx) object(s *node, x val, p pos) {
 				}
 				continue
 			}
-			vc.fieldValue(addl, o.x.expr+"."+f.GoName, f, fp)
+			vc.fieldValue(addl, o.x.expr+"."+f.GoName, o.fieldPath(f), f, fp)
 		}
 		if o.extra != "" {
 			k, e := vc.c.fresh("k"), vc.c.fresh("e")
 			checks := vc.c.capture(func() {
 				vc.c.raw(vc.below(ap, k, false, func(mp pos) {
-					if isFalse(addl) {
+					if gomodel.IsFalse(addl) {
 						vc.fail(mp, "", `"additionalProperties "+jsonwire.Quote(`+k+`)+" not allowed"`)
 						return
 					}
-					vc.check(addl, val{expr: e, ref: o.extraType}, mp)
+					vc.check(addl, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, mp)
 				}))
 			})
 			if checks != "" {
@@ -237,23 +249,25 @@ func (vc *vctx) object(s *node, x val, p pos) {
 			}
 		}
 	}
-	if names := s.Get("propertyNames"); names != nil && !isTrue(names) {
+	if names := s.Get("propertyNames"); names != nil && vc.decided(s, "propertyNames", x) && !gomodel.IsTrue(names) {
 		np := p.keyword("propertyNames")
 		str := &gomodel.TypeRef{Kind: gomodel.RefBuiltin, Name: "string"}
 		for _, f := range o.fields {
 			cond := fieldPresent(o.x.expr+"."+f.GoName, f)
 			vc.block("if "+cond, func() {
-				vc.check(names, val{expr: strconv.Quote(f.JSONName), ref: str}, np.member(f.JSONName))
+				vc.check(names, val{expr: strconv.Quote(f.JSONName), path: gomodel.ValueName(o.x.path, f.JSONName), ref: str}, np.member(f.JSONName))
 			})
 		}
 		if o.extra != "" {
 			k := vc.c.fresh("k")
 			vc.rangeOver(k, "_", o.extra, func() {
-				vc.c.raw(vc.below(np, k, false, func(q pos) { vc.check(names, val{expr: k, ref: str}, q) }))
+				vc.c.raw(vc.below(np, k, false, func(q pos) {
+					vc.check(names, val{expr: k, path: gomodel.ValueNames(o.extraPath), ref: str}, q)
+				}))
 			})
 		}
 	}
-	if req := s.Get("required"); req != nil && len(req.Items) > 0 {
+	if req := s.Get("required"); req != nil && vc.decided(s, "required", x) && len(req.Items) > 0 {
 		var checks []string
 		for _, it := range req.Items {
 			cond := o.present(it.Text)
@@ -298,26 +312,26 @@ func (vc *vctx) object(s *node, x val, p pos) {
 		if o.extra != "" {
 			vc.c.line("%s += len(%s)", n, o.extra)
 		}
-		if hasMin {
-			if lim, ok := nonNegative(minP); ok {
+		if hasMin && vc.decided(s, "minProperties", x) {
+			if lim, ok := gomodel.Count(minP); ok {
 				vc.c.line("if %s < %d {", n, lim)
 				vc.fail(p, "minProperties", fmt.Sprintf(`"minimum %d properties allowed, but found "+strconv.Itoa(%s)+" properties"`, lim, n))
 				vc.c.line("}")
 			} else {
-				vc.uncovered(s, "minProperties %s is not a count", minP.Text)
+				vc.cannot(s, "minProperties", x)
 			}
 		}
-		if hasMax {
-			if lim, ok := nonNegative(maxP); ok {
+		if hasMax && vc.decided(s, "maxProperties", x) {
+			if lim, ok := gomodel.Count(maxP); ok {
 				vc.c.line("if %s > %d {", n, lim)
 				vc.fail(p, "maxProperties", fmt.Sprintf(`"maximum %d properties allowed, but found "+strconv.Itoa(%s)+" properties"`, lim, n))
 				vc.c.line("}")
 			} else {
-				vc.uncovered(s, "maxProperties %s is not a count", maxP.Text)
+				vc.cannot(s, "maxProperties", x)
 			}
 		}
 	}
-	if dr := s.Get("dependentRequired"); dr != nil {
+	if dr := s.Get("dependentRequired"); dr != nil && vc.decided(s, "dependentRequired", x) {
 		for i, name := range dr.Keys {
 			cond := o.present(name)
 			if cond == "false" {
@@ -337,7 +351,7 @@ func (vc *vctx) object(s *node, x val, p pos) {
 			vc.c.line("}")
 		}
 	}
-	if ds := s.Get("dependentSchemas"); ds != nil {
+	if ds := s.Get("dependentSchemas"); ds != nil && vc.decided(s, "dependentSchemas", x) {
 		for i, name := range ds.Keys {
 			cond := o.present(name)
 			if cond == "false" {
@@ -376,20 +390,3 @@ func matchesAny(res []*regexp.Regexp, name string) bool {
 	}
 	return false
 }
-
-func isTrue(s *node) bool {
-	if s.Kind == contract.KindBool {
-		return s.Bool
-	}
-	if s.Kind != contract.KindObject {
-		return false
-	}
-	for _, k := range s.Keys {
-		if gomodel.RoleOf(k) != gomodel.KeywordIgnored {
-			return false
-		}
-	}
-	return true
-}
-
-func isFalse(s *node) bool { return s.Kind == contract.KindBool && !s.Bool }

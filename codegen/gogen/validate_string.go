@@ -2,56 +2,45 @@ package gogen
 
 import (
 	"fmt"
-	"math/big"
 	"regexp"
 	"strconv"
 
-	"github.com/lockstep-dev/lockstep/codegen/contract"
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/lockstep-dev/lockstep/codegen/gomodel"
 )
 
 // Checks of the string keywords: format, minLength, maxLength, pattern.
 
-// knownFormats are the formats jsonschema/v5 asserts.
-func knownFormat(name string) bool {
-	_, ok := jsonschema.Formats[name]
-	return ok
-}
-
-// stringCheck emits a string keyword.
-func (vc *vctx) stringCheck(s *node, k string, kv *node, sh shape, sv string, p pos) {
+// stringCheck emits a string keyword the model decided is checked.
+func (vc *vctx) stringCheck(s *node, k string, kv *node, sh shape, sv string, x val, p pos) {
 	switch sh {
 	case shapeString:
 	case shapeTime:
-		if k == "format" && kv.Text == "date-time" {
-			return // the decoder accepts nothing else
+		if k == "format" && (kv.Text == "date-time" || !gomodel.KnownFormat(kv.Text)) {
+			return // the decoder accepts nothing else, or the format asserts nothing
 		}
-		if k == "format" && !knownFormat(kv.Text) {
-			return
-		}
-		vc.uncovered(s, "%s on a date-time held as time.Time is not checked by generated code", k)
+		vc.cannot(s, k, x)
 		return
 	case shapeRaw:
-		if k == "format" && !knownFormat(kv.Text) {
+		if k == "format" && !gomodel.KnownFormat(kv.Text) {
 			return
 		}
-		vc.uncovered(s, "%s on raw JSON is not checked by generated code", k)
+		vc.cannot(s, k, x)
 		return
 	default:
 		return // the keyword does not apply to this type
 	}
 	switch k {
 	case "format":
-		if !knownFormat(kv.Text) {
+		if !gomodel.KnownFormat(kv.Text) {
 			return
 		}
 		vc.c.line("if !jsonwire.IsFormat(%q, %s) {", kv.Text, sv)
 		vc.fail(p, "format", "jsonwire.Quote("+sv+")+"+strconv.Quote(" is not valid "+strconv.Quote(kv.Text)))
 		vc.c.line("}")
 	case "minLength", "maxLength":
-		n, ok := nonNegative(kv)
+		n, ok := gomodel.Count(kv)
 		if !ok {
-			vc.uncovered(s, "%s %s is not a length", k, kv.Text)
+			vc.cannot(s, k, x)
 			return
 		}
 		op, word := "<", ">="
@@ -63,7 +52,7 @@ func (vc *vctx) stringCheck(s *node, k string, kv *node, sh shape, sv string, p 
 		vc.c.line("}")
 	case "pattern":
 		if _, err := regexp.Compile(kv.Text); err != nil {
-			vc.uncovered(s, "pattern %q does not compile: %v", kv.Text, err)
+			vc.cannot(s, k, x)
 			return
 		}
 		re := vc.vs.pattern(kv.Text)
@@ -71,17 +60,6 @@ func (vc *vctx) stringCheck(s *node, k string, kv *node, sh shape, sv string, p 
 		vc.fail(p, "pattern", strconv.Quote("does not match pattern "+strconv.Quote(kv.Text)))
 		vc.c.line("}")
 	}
-}
-
-func nonNegative(n *node) (int64, bool) {
-	if n.Kind != contract.KindNumber {
-		return 0, false
-	}
-	r, ok := new(big.Rat).SetString(n.Text)
-	if !ok || !r.IsInt() || r.Sign() < 0 || !r.Num().IsInt64() {
-		return 0, false
-	}
-	return r.Num().Int64(), true
 }
 
 // pattern returns the package-level variable holding a compiled pattern.

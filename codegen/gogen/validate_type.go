@@ -47,7 +47,7 @@ func (vc *vctx) typeCheck(t *node, sh shape, sv string, p pos) {
 		vc.c.line("}")
 		return
 	}
-	have := sh.kind()
+	have := sh.JSON()
 	switch {
 	case have&^allowed == 0:
 	case sh == shapeFloat || sh == shapeFloat32:
@@ -64,7 +64,7 @@ func (vc *vctx) typeCheck(t *node, sh shape, sv string, p pos) {
 }
 
 // enum emits the check of "enum" or "const" on a scalar.
-func (vc *vctx) enum(s *node, keyword string, vals []*node, sh shape, sv string, base *gomodel.TypeRef, p pos) {
+func (vc *vctx) enum(s *node, keyword string, vals []*node, sh shape, sv string, x val, p pos) {
 	var conds []string
 	var shown []string
 	for _, v := range vals {
@@ -108,12 +108,12 @@ func (vc *vctx) enum(s *node, keyword string, vals []*node, sh shape, sv string,
 	case shapeStruct, shapeMap, shapeSlice, shapeTuple:
 		for _, v := range vals {
 			if v.Kind == contract.KindObject || v.Kind == contract.KindArray {
-				vc.uncovered(s, "%s with object or array values is not checked by generated code", keyword)
+				vc.cannot(s, keyword, x)
 				return
 			}
 		}
 	default:
-		vc.uncovered(s, "%s on %s is not checked by generated code", keyword, gomodel.GoString(base))
+		vc.cannot(s, keyword, x)
 		return
 	}
 	if len(conds) == 0 {

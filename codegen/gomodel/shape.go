@@ -91,3 +91,98 @@ func Convertible(a, b Kind) bool {
 	}
 	return a == b && structured(a)
 }
+
+// Shape is what a non-null Go value is as JSON, as the generated checks
+// see it: which keywords apply to it and how they are checked.
+type Shape int
+
+// The shapes of Go values.
+const (
+	ShapeString  Shape = iota
+	ShapeTime          // time.Time, a date-time string
+	ShapeInt           // int64, int32, uint32
+	ShapeUint64        // uint64
+	ShapeFloat         // float64
+	ShapeFloat32       // float32
+	ShapeBool
+	ShapeRaw // raw JSON, unions, x-go-types and anything else
+	ShapeStruct
+	ShapeMap
+	ShapeSlice
+	ShapeTuple
+)
+
+// ShapeOf returns the shape of a resolved type reference and the type it
+// is checked as: for named scalars and enums their underlying type, else r.
+func ShapeOf(r *TypeRef) (Shape, *TypeRef) {
+	if r.Kind == RefNamed {
+		t := r.Named
+		switch t.Kind {
+		case KindStruct:
+			return ShapeStruct, r
+		case KindMap:
+			return ShapeMap, r
+		case KindSlice:
+			return ShapeSlice, r
+		case KindTuple:
+			return ShapeTuple, r
+		case KindEnum, KindScalar:
+			base := t.Elem.Resolve()
+			sh, _ := ShapeOf(base)
+			return sh, base
+		}
+		return ShapeRaw, r
+	}
+	switch r.Kind {
+	case RefSlice:
+		return ShapeSlice, r
+	case RefMap:
+		return ShapeMap, r
+	}
+	switch r.Name {
+	case "string":
+		return ShapeString, r
+	case "time.Time":
+		return ShapeTime, r
+	case "int64", "int32", "uint32":
+		return ShapeInt, r
+	case "uint64":
+		return ShapeUint64, r
+	case "float64":
+		return ShapeFloat, r
+	case "float32":
+		return ShapeFloat32, r
+	case "bool":
+		return ShapeBool, r
+	}
+	return ShapeRaw, r
+}
+
+// JSON returns the JSON types a value of the shape can be.
+func (sh Shape) JSON() JSONTypes {
+	switch sh {
+	case ShapeString, ShapeTime:
+		return JSONString
+	case ShapeInt, ShapeUint64:
+		return JSONInteger
+	case ShapeFloat, ShapeFloat32:
+		return JSONInteger | JSONNumber
+	case ShapeBool:
+		return JSONBoolean
+	case ShapeStruct, ShapeMap:
+		return JSONObject
+	case ShapeSlice, ShapeTuple:
+		return JSONArray
+	}
+	return JSONAll
+}
+
+// Scalar reports whether values of the shape compare with Go's ==, as
+// uniqueItems needs.
+func (sh Shape) Scalar() bool {
+	switch sh {
+	case ShapeString, ShapeInt, ShapeUint64, ShapeFloat, ShapeBool:
+		return true
+	}
+	return false
+}

@@ -15,14 +15,15 @@ import (
 //
 // A type is covered when every keyword its schema applies can be checked
 // on its Go value and every type its checks call is covered in turn. Two
-// facts decide it. The model's own: every position of the type (member,
+// walks decide it. One checks that every position of the type (member,
 // element, variant) and every message root decodes every JSON type its
-// schema admits there, or the decoder would refuse valid messages. And the
-// emitter's: the keywords it has no check for on the Go value they apply
-// to, and the types whose checks it calls, which [Package.DecideValidation]
-// is given per type. A covered message gets an exported Validate, which the
-// runtime calls instead of validating the JSON with jsonschema/v5;
-// anything not covered leaves the message to jsonschema/v5, whole.
+// schema admits there, or the decoder would refuse valid messages. The
+// other ([decideKeywords]) walks the schema over the Go value keyword by
+// keyword, as the renderer will, and decides each keyword: checked, on
+// which value, or not and why, and which types' checks are called. A
+// covered message gets an exported Validate, which the runtime calls
+// instead of validating the JSON with jsonschema/v5; anything not covered
+// leaves the message to jsonschema/v5, whole.
 
 // Validation is the model's decision about a type's generated checks.
 type Validation struct {
@@ -40,35 +41,28 @@ type Validation struct {
 	Reasons []string `json:"reasons,omitempty"`
 	// Calls are the types whose checks this type's checks call, by name.
 	Calls []string `json:"calls,omitempty"`
+	// Keywords are the decisions about each keyword of the type's schema
+	// on the Go value it applies to, in the order the checks evaluate them.
+	Keywords []KeywordCheck `json:"keywords,omitempty"`
 
 	calls []*Type
-}
-
-// Checks are what the emitter reports of one type: the keywords it has no
-// check for, with where they are, and the types whose checks it calls.
-type Checks struct {
-	Reasons []string
-	Calls   []*Type
+	index map[checkKey]int
 }
 
 // DecideValidation decides, for every type but aliases, whether it gets
-// generated checks (t.Validation), from the emitter's report of each type
-// and the model's own analysis of what each position decodes.
-func (p *Package) DecideValidation(report func(t *Type) Checks) {
+// generated checks (t.Validation) and which keywords they check.
+func (p *Package) DecideValidation() {
 	for _, t := range p.Types {
 		if t.Kind == KindAlias {
 			continue
 		}
 		a := &analysis{t: t}
 		a.positions()
-		c := report(t)
-		t.Validation = &Validation{Reasons: append(c.Reasons, a.reasons...), calls: c.Calls}
-		seen := map[*Type]bool{}
-		for _, called := range c.Calls {
-			if !seen[called] {
-				seen[called] = true
-				t.Validation.Calls = append(t.Validation.Calls, called.Name)
-			}
+		w := decideKeywords(t)
+		t.Validation = &Validation{Reasons: append(w.reasons, a.reasons...), calls: w.calls,
+			Keywords: w.keywords, index: w.index}
+		for _, called := range w.calls {
+			t.Validation.Calls = append(t.Validation.Calls, called.Name)
 		}
 		sort.Strings(t.Validation.Calls)
 		t.Validation.Covered = len(t.Validation.Reasons) == 0
