@@ -31,9 +31,10 @@ func main() {
 	serve := flag.String("serve", "", "internal: serve this kind of server (lockstep, grpc) as a workload's server process")
 	addr := flag.String("addr", "", "internal: the address -serve listens on (or, for the client kinds, calls)")
 	n := flag.Int("n", 0, "internal: how many sessions or watchers the client kinds of -serve hold")
+	tlsDir := flag.String("tls", "", "internal: the folder of the mutual-TLS material -serve speaks with")
 	flag.Parse()
 	if *serve != "" {
-		if err := suite.ServeChild(*serve, *addr, *n, os.Stdin, os.Stdout); err != nil {
+		if err := suite.ServeChild(*serve, *addr, *n, *tlsDir, os.Stdin, os.Stdout); err != nil {
 			fail(err)
 		}
 		return

@@ -31,6 +31,7 @@ const (
 // plaintext; a variant that is not in it runs in plaintext.
 var PlaintextOf = map[string]string{
 	VLockstepMTLS: VLockstep, VGRPCProtoMTLS: VGRPCProto, VNetHTTPMTLS: VNetHTTP,
+	VBeatLockstepMTLS: VBeatLockstep, VBeatGRPCMTLS: VBeatGRPC,
 }
 
 // UnaryCallers are the caller counts of the unary workload.
@@ -83,17 +84,20 @@ const (
 	VBeatLockstep = "lockstep heartbeats"
 	VBeatEtcd     = "etcd durable Put"
 	VBeatGRPC     = "gRPC unary ping"
-	MServerCPUPer = "server CPU µs/beat"
-	MTotalCPUPer  = "CPU µs/beat"
-	MServerCores  = "server cores"
-	MBeatsPerSec  = "beats/s"
-	MSessions     = "sessions"
-	WMemory       = "memory"
-	VMemSession   = "idle session"
-	VMemWatcher   = "idle watcher"
-	MServerBytes  = "server B/item"
-	MClientBytes  = "client B/item"
-	MItems        = "items"
+	// The second rows, both sides with mutual TLS.
+	VBeatLockstepMTLS = "lockstep heartbeats, mutual TLS"
+	VBeatGRPCMTLS     = "gRPC unary ping, mutual TLS"
+	MServerCPUPer     = "server CPU µs/beat"
+	MTotalCPUPer      = "CPU µs/beat"
+	MServerCores      = "server cores"
+	MBeatsPerSec      = "beats/s"
+	MSessions         = "sessions"
+	WMemory           = "memory"
+	VMemSession       = "idle session"
+	VMemWatcher       = "idle watcher"
+	MServerBytes      = "server B/item"
+	MClientBytes      = "client B/item"
+	MItems            = "items"
 )
 
 // Variant and metric names of the fan-out workloads (P4, P4s, P5).

@@ -139,3 +139,25 @@ func TestWriteGivesMutualTLSRowsTheirOwnTableAgainstGRPCWithMutualTLS(t *testing
 		t.Errorf("lockstep's mutual-TLS row = %s", got)
 	}
 }
+
+func TestWriteJudgesHeartbeatsWithMutualTLSAgainstEtcd(t *testing.T) {
+	r := NewResults()
+	beat := func(v string, total, cores float64) {
+		r.Add(WHeartbeat, v, Round{Metrics: map[string]float64{MTotalCPUPer: total, MServerCPUPer: total / 2,
+			MServerCores: cores, MBeatsPerSec: 10000, MSessions: MaxSessions}})
+	}
+	beat(VBeatLockstep, 3, 0.02)
+	beat(VBeatLockstepMTLS, 15, 0.3) // 8× less than etcd, over 0.25 core: missed
+	r.Add(WHeartbeat, VBeatEtcd, Round{Metrics: map[string]float64{MTotalCPUPer: 120}})
+	w := Write(Run{Rounds: 1}, r, nil, "bench")
+	got := map[string]report.Target{}
+	for _, tg := range w.Doc.Targets {
+		got[tg.ID] = tg
+	}
+	if got["P3"].Verdict != report.Met {
+		t.Errorf("P3 = %+v, want met (40× less)", got["P3"])
+	}
+	if tg := got["P3 mTLS"]; tg.Verdict != report.Missed || !strings.Contains(tg.Measured, "15.00 µs per beat") || !strings.Contains(tg.Measured, "**8× less**") {
+		t.Errorf("P3 mTLS = %+v, want missed at 8× less", tg)
+	}
+}

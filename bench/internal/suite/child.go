@@ -42,19 +42,39 @@ func perItem(a, b childMemory, n int) float64 {
 // ServeChild is the child's side: it serves kind ("lockstep" or "grpc")
 // on addr until in closes; or, for the client kinds, holds n idle lockstep
 // sessions ("sessions") or n idle watchers ("watchers") of the lockstep
-// server at addr.
-func ServeChild(kind, addr string, n int, in io.Reader, out io.Writer) error {
+// server at addr. With tlsDir (the folder of a trust, lockstep server and
+// sessions only) it speaks mutual TLS.
+func ServeChild(kind, addr string, n int, tlsDir string, in io.Reader, out io.Writer) error {
 	var sessions func() int
 	var stop func() error
+	var mtls *framework.Credentials
+	if tlsDir != "" {
+		if kind != "lockstep" && kind != "sessions" {
+			return fmt.Errorf("-serve %s does not speak mutual TLS", kind)
+		}
+		base := trustClient
+		if kind == "lockstep" {
+			base = trustServer
+		}
+		var err error
+		if mtls, err = childCredentials(tlsDir, base); err != nil {
+			return err
+		}
+	}
 	base := benchrun.LiveMemory()
 	switch kind {
 	case "sessions", "watchers":
 		base = benchrun.LiveMemory()
-		open := openSessions
-		if kind == "watchers" {
-			open = openWatchers
+		var h *holder
+		var err error
+		switch {
+		case kind == "watchers":
+			h, err = openWatchers("http://"+addr, n)
+		case mtls != nil:
+			h, err = openSessions("https://"+addr, n, mtls.Transport(""))
+		default:
+			h, err = openSessions("http://"+addr, n, nil)
 		}
-		h, err := open("http://"+addr, n)
 		if err != nil {
 			return err
 		}
@@ -62,6 +82,7 @@ func ServeChild(kind, addr string, n int, in io.Reader, out io.Writer) error {
 		stop = h.close
 	case "lockstep":
 		cfg := serverConfig()
+		cfg.MTLS = mtls
 		// One process holds the idle workload's 10,000 watchers, above the
 		// default per-peer bound of 4,096 watch streams.
 		cfg.Limits.WatchersPerPeer = 2 * results.MaxWatchers
@@ -134,7 +155,17 @@ type child struct {
 // startChild runs self -serve kind -addr addr -n n and waits for it to be
 // ready.
 func startChild(self, kind, addr string, n int) (*child, error) {
-	cmd := exec.Command(self, "-serve", kind, "-addr", addr, "-n", fmt.Sprint(n))
+	return startChildTLS(self, kind, addr, n, "")
+}
+
+// startChildTLS is startChild speaking mutual TLS with the trust in
+// tlsDir (none when empty).
+func startChildTLS(self, kind, addr string, n int, tlsDir string) (*child, error) {
+	args := []string{"-serve", kind, "-addr", addr, "-n", fmt.Sprint(n)}
+	if tlsDir != "" {
+		args = append(args, "-tls", tlsDir)
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -73,6 +73,36 @@ func (s *Suite) Heartbeats() (err error) {
 		return err
 	}
 
+	// The second rows: the same sessions and server with mutual TLS, in
+	// processes of their own, open beside the plaintext ones (their CPU
+	// is each process's own; at 1 Hz they cost the host a few hundredths
+	// of a core).
+	tr, err := newTrust()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tr.close()) }()
+	addrTLS, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	srvTLS, err := startChildTLS(s.cfg.Self, "lockstep", addrTLS, 0, tr.dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, srvTLS.close()) }()
+	s.logf("opening %d sessions with mutual TLS", sessions)
+	clientsTLS, err := startChildTLS(s.cfg.Self, "sessions", addrTLS, sessions, tr.dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if clientsTLS != nil {
+			err = errors.Join(err, clientsTLS.close())
+		}
+	}()
+	time.Sleep(2 * heartbeatPeriod)
+
 	etcd, err := startEtcd()
 	if err != nil {
 		return err
@@ -94,6 +124,17 @@ func (s *Suite) Heartbeats() (err error) {
 	}
 	defer conn.Close()
 	gc := benchpb.NewNodeControllerClient(conn)
+	gTLS, err := startGRPC("127.0.0.1:0", tr.grpcServerOption())
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, gTLS.stop()) }()
+	connTLS, err := grpcConn(gTLS.addr, tr.grpcDialOption())
+	if err != nil {
+		return err
+	}
+	defer connTLS.Close()
+	gcTLS := benchpb.NewNodeControllerClient(connTLS)
 	lease := []byte(`{"holderIdentity":"node-0000","leaseDurationSeconds":40,"renewTime":"2026-12-01T10:00:00.000000Z"}`)
 	var beat atomic.Int64
 	anchors := map[string]func(ctx context.Context, i int) error{
@@ -105,6 +146,10 @@ func (s *Suite) Heartbeats() (err error) {
 			_, err := gc.Heartbeat(ctx, &benchpb.Ping{Session: strconv.Itoa(i % sessions)})
 			return err
 		},
+		results.VBeatGRPCMTLS: func(ctx context.Context, i int) error {
+			_, err := gcTLS.Heartbeat(ctx, &benchpb.Ping{Session: strconv.Itoa(i % sessions)})
+			return err
+		},
 	}
 	for name, call := range anchors { // connections open, etcd's first writes done
 		r := benchrun.Run(256, 64, func(i int) error { return call(context.Background(), i) })
@@ -113,45 +158,17 @@ func (s *Suite) Heartbeats() (err error) {
 		}
 	}
 	for range s.cfg.Rounds {
-		if err := s.round(results.WHeartbeat, results.VBeatLockstep, func() (results.Round, error) {
-			sc0, err := srv.cpu()
-			if err != nil {
-				return results.Round{}, err
+		for _, p := range []struct {
+			variant     string
+			srv, client *child
+		}{{results.VBeatLockstep, srv, clients}, {results.VBeatLockstepMTLS, srvTLS, clientsTLS}} {
+			if err := s.round(results.WHeartbeat, p.variant, func() (results.Round, error) {
+				return beatRound(p.srv, p.client, sessions, window)
+			}); err != nil {
+				return err
 			}
-			cc0, err := clients.cpu()
-			if err != nil {
-				return results.Round{}, err
-			}
-			start := time.Now()
-			time.Sleep(window)
-			sc1, err := srv.cpu()
-			if err != nil {
-				return results.Round{}, err
-			}
-			cc1, err := clients.cpu()
-			if err != nil {
-				return results.Round{}, err
-			}
-			wall := time.Since(start)
-			held, err := srv.ask("sessions")
-			if err != nil {
-				return results.Round{}, err
-			}
-			if held != strconv.Itoa(sessions) {
-				return results.Round{}, fmt.Errorf("the server holds %s sessions, want %d: heartbeats did not keep them", held, sessions)
-			}
-			beats := float64(sessions) * wall.Seconds() / heartbeatPeriod.Seconds()
-			return results.Round{Metrics: map[string]float64{
-				results.MServerCPUPer: float64((sc1 - sc0).Nanoseconds()) / 1e3 / beats,
-				results.MTotalCPUPer:  float64((sc1 - sc0 + cc1 - cc0).Nanoseconds()) / 1e3 / beats,
-				results.MServerCores:  (sc1 - sc0).Seconds() / wall.Seconds(),
-				results.MBeatsPerSec:  beats / wall.Seconds(),
-				results.MSessions:     float64(sessions),
-			}}, nil
-		}); err != nil {
-			return err
 		}
-		for _, name := range []string{results.VBeatEtcd, results.VBeatGRPC} {
+		for _, name := range []string{results.VBeatEtcd, results.VBeatGRPC, results.VBeatGRPCMTLS} {
 			call := anchors[name]
 			if err := s.round(results.WHeartbeat, name, func() (results.Round, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), window+30*time.Second)
@@ -176,6 +193,10 @@ func (s *Suite) Heartbeats() (err error) {
 		return err
 	}
 	clients = nil
+	if err := clientsTLS.close(); err != nil {
+		return err
+	}
+	clientsTLS = nil
 	time.Sleep(2 * heartbeatPeriod)
 	before, err := srv.memory("mem")
 	if err != nil {
@@ -207,4 +228,44 @@ func (s *Suite) Heartbeats() (err error) {
 			results.MItems:       float64(watchers),
 		}}, nil
 	})
+}
+
+// beatRound measures one heartbeat round: the CPU the server process and
+// the process holding the sessions used over window, while the sessions
+// idle, and that the server still holds every session.
+func beatRound(srv, clients *child, sessions int, window time.Duration) (results.Round, error) {
+	sc0, err := srv.cpu()
+	if err != nil {
+		return results.Round{}, err
+	}
+	cc0, err := clients.cpu()
+	if err != nil {
+		return results.Round{}, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	sc1, err := srv.cpu()
+	if err != nil {
+		return results.Round{}, err
+	}
+	cc1, err := clients.cpu()
+	if err != nil {
+		return results.Round{}, err
+	}
+	wall := time.Since(start)
+	held, err := srv.ask("sessions")
+	if err != nil {
+		return results.Round{}, err
+	}
+	if held != strconv.Itoa(sessions) {
+		return results.Round{}, fmt.Errorf("the server holds %s sessions, want %d: heartbeats did not keep them", held, sessions)
+	}
+	beats := float64(sessions) * wall.Seconds() / heartbeatPeriod.Seconds()
+	return results.Round{Metrics: map[string]float64{
+		results.MServerCPUPer: float64((sc1 - sc0).Nanoseconds()) / 1e3 / beats,
+		results.MTotalCPUPer:  float64((sc1 - sc0 + cc1 - cc0).Nanoseconds()) / 1e3 / beats,
+		results.MServerCores:  (sc1 - sc0).Seconds() / wall.Seconds(),
+		results.MBeatsPerSec:  beats / wall.Seconds(),
+		results.MSessions:     float64(sessions),
+	}}, nil
 }

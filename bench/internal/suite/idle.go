@@ -24,9 +24,12 @@ type holder struct {
 // openSessions opens n sessions of the benchmark contract at url, one
 // client (one instance, as one simulated node) each, sharing one transport
 // and one Heartbeats, as a node simulator runs them. They open in waves of
-// 100, as nodes joining.
-func openSessions(url string, n int) (*holder, error) {
-	h := &holder{tr: framework.NewTransport(nil), cancel: func() {}}
+// 100, as nodes joining. tr is the transport (nil: the default one).
+func openSessions(url string, n int, tr *http.Transport) (*holder, error) {
+	if tr == nil {
+		tr = framework.NewTransport(nil)
+	}
+	h := &holder{tr: tr, cancel: func() {}}
 	beats := framework.NewHeartbeats(quiet, nil)
 	const wave = 100
 	for len(h.clients) < n {

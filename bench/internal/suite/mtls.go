@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"google.golang.org/grpc"
@@ -55,10 +56,10 @@ func newTrust() (t *trust, err error) {
 			t = nil
 		}
 	}()
-	if t.server, err = loadCredentials(ca, dir, "server", srvCert); err != nil {
+	if t.server, err = writeCredentials(ca, dir, trustServer, srvCert); err != nil {
 		return nil, err
 	}
-	if t.client, err = loadCredentials(ca, dir, "client", cliCert); err != nil {
+	if t.client, err = writeCredentials(ca, dir, trustClient, cliCert); err != nil {
 		return nil, err
 	}
 	pool := ca.Pool()
@@ -71,12 +72,26 @@ func newTrust() (t *trust, err error) {
 	return t, nil
 }
 
-func loadCredentials(ca *certs.CA, dir, base string, cert tls.Certificate) (*framework.Credentials, error) {
-	certFile, keyFile, caFile, err := ca.WriteFiles(dir, base, cert)
-	if err != nil {
+// The bases of a trust's files in its folder: <base>.crt, <base>.key and
+// the CA's ca.crt.
+const (
+	trustServer = "server"
+	trustClient = "client"
+)
+
+func writeCredentials(ca *certs.CA, dir, base string, cert tls.Certificate) (*framework.Credentials, error) {
+	if _, _, _, err := ca.WriteFiles(dir, base, cert); err != nil {
 		return nil, err
 	}
-	return framework.LoadCredentials(framework.MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
+	return childCredentials(dir, base)
+}
+
+// childCredentials loads the credentials of one side of the trust in dir:
+// a server process started with -tls loads the server's, a process of
+// sessions the client's.
+func childCredentials(dir, base string) (*framework.Credentials, error) {
+	return framework.LoadCredentials(framework.MTLSFiles{CertFile: filepath.Join(dir, base+".crt"),
+		KeyFile: filepath.Join(dir, base+".key"), CAFile: filepath.Join(dir, "ca.crt")})
 }
 
 // close removes the material's folder.
