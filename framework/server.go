@@ -370,6 +370,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // Draining reports whether the server is shutting down.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
+// DrainStarted returns a channel closed when the server begins to drain
+// ([Server.Shutdown]), for work that must hand over before the drain ends,
+// e.g. a replica giving up a lease so another takes over at once.
+func (s *Server) DrainStarted() <-chan struct{} { return s.drainCh }
+
 // Shutdown drains and stops the server. First it takes no new sessions and
 // answers every call with the draining header (calls already running
 // finish; calls arriving now are refused unprocessed so clients resend them
