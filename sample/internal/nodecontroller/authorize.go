@@ -61,12 +61,18 @@ func (n *NodeController) Authorize(ctx context.Context, e *framework.Entry) erro
 		return framework.Errorf(framework.CodePermissionDenied, "this kubelet session already reports %d node(s), at most %d allowed", len(n.bound[instance]), n.cfg.NodesPerSession)
 	}
 	nd := n.nodeLocked(name)
+	n.bindLocked(nd, instance)
+	return podBoundLocked(nd, e.Request)
+}
+
+// bindLocked binds a node to the kubelet session instance that may report
+// it.
+func (n *NodeController) bindLocked(nd *node, instance string) {
 	nd.boundTo = instance
 	if n.bound[instance] == nil {
 		n.bound[instance] = map[string]bool{}
 	}
-	n.bound[instance][name] = true
-	return podBoundLocked(nd, e.Request)
+	n.bound[instance][nd.name] = true
 }
 
 // podBoundLocked refuses the status of a pod not bound to nd.

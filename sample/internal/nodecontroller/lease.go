@@ -18,27 +18,48 @@ import (
 // framework's writer-aware routing then sends watchers to either, which
 // is harmless for a topic whose every replica computes the same health.
 type Lease interface {
-	// Acquire takes the lease for holder, or renews it, until ttl from
-	// now, unless another holder's lease is still running; it reports
-	// whether holder holds it now.
-	Acquire(holder string, ttl time.Duration) (bool, error)
+	// Acquire takes the lease for c.Holder, or renews it, until c.TTL
+	// from now, unless another holder's lease is still running and that
+	// holder hears kubelets or c does not (see [Claim]); it reports
+	// whether c.Holder holds it now.
+	Acquire(c Claim) (bool, error)
 	// Release gives the lease up, if holder holds it, so that another
 	// replica takes over at once instead of after the TTL.
 	Release(holder string) error
 }
 
-// leaseRecord is the state of a lease: who holds it, until when.
+// Claim is one replica's Acquire: who, for how long, and whether it hears
+// kubelets.
+//
+// HearsKubelets is what lets a replica that can take over from a leader
+// that cannot: a leader that holds no kubelet session (a v1 replica once
+// every kubelet runs v2, which a v1 replica cannot serve) would mark every
+// node Unknown when the nodes' grace period ends, while a replica that
+// hears them is kept out by the lease. A claim that hears kubelets takes
+// the lease from a holder whose last claim did not; between two claims
+// that both hear kubelets, or neither, the holder keeps it, so a total
+// outage of the kubelets still leaves one writer to publish the nodes
+// Unknown.
+type Claim struct {
+	Holder        string
+	TTL           time.Duration
+	HearsKubelets bool
+}
+
+// leaseRecord is the state of a lease: who holds it, until when, and
+// whether its holder heard kubelets when it last claimed it.
 type leaseRecord struct {
-	Holder string    `json:"holder"`
-	Until  time.Time `json:"until"`
+	Holder        string    `json:"holder"`
+	Until         time.Time `json:"until"`
+	HearsKubelets bool      `json:"hearsKubelets,omitempty"`
 }
 
 // acquire applies an Acquire to a record, at now.
-func (r *leaseRecord) acquire(holder string, ttl time.Duration, now time.Time) bool {
-	if r.Holder != "" && r.Holder != holder && now.Before(r.Until) {
+func (r *leaseRecord) acquire(c Claim, now time.Time) bool {
+	if r.Holder != "" && r.Holder != c.Holder && now.Before(r.Until) && (r.HearsKubelets || !c.HearsKubelets) {
 		return false
 	}
-	r.Holder, r.Until = holder, now.Add(ttl)
+	*r = leaseRecord{Holder: c.Holder, Until: now.Add(c.TTL), HearsKubelets: c.HearsKubelets}
 	return true
 }
 
@@ -54,10 +75,10 @@ type MemoryLease struct {
 func NewMemoryLease() *MemoryLease { return &MemoryLease{now: time.Now} }
 
 // Acquire implements [Lease].
-func (l *MemoryLease) Acquire(holder string, ttl time.Duration) (bool, error) {
+func (l *MemoryLease) Acquire(c Claim) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.rec.acquire(holder, ttl, l.now()), nil
+	return l.rec.acquire(c, l.now()), nil
 }
 
 // Release implements [Lease].
@@ -86,10 +107,10 @@ func (l *MemoryLease) Holder() string {
 type FileLease struct{ Path string }
 
 // Acquire implements [Lease].
-func (l FileLease) Acquire(holder string, ttl time.Duration) (bool, error) {
+func (l FileLease) Acquire(c Claim) (bool, error) {
 	held := false
 	err := l.update(func(r *leaseRecord) bool {
-		held = r.acquire(holder, ttl, time.Now())
+		held = r.acquire(c, time.Now())
 		return held
 	})
 	return held, err

@@ -245,7 +245,8 @@ func New(cfg Config) (*NodeController, error) {
 
 // elect takes part in the election among replicas until Close: it takes or
 // renews the lease every third of its TTL, attaching the NodeHealth writers
-// while it holds it and detaching them when it does not.
+// while it holds it and detaching them when it does not. Once its server
+// begins to drain it gives the lease up and competes no more.
 func (n *NodeController) elect() {
 	defer close(n.elected)
 	id := n.srv.Instance()
@@ -255,9 +256,12 @@ func (n *NodeController) elect() {
 	for {
 		// A replica competes once it has caught up: a leader that knew
 		// less than the one it replaces would make every watcher see
-		// nodes vanish. A leader renews whatever it knows.
-		if n.Leader() || (time.Since(started) >= n.cfg.LeaseTTL && n.caughtUp()) {
-			held, err := n.cfg.Lease.Acquire(id, n.cfg.LeaseTTL)
+		// nodes vanish. A leader renews whatever it knows, and says
+		// whether it hears any kubelet, so that a caught-up replica takes
+		// over from a leader that hears none (Claim).
+		sessions, caughtUp := n.standing()
+		if n.Leader() || (time.Since(started) >= n.cfg.LeaseTTL && caughtUp) {
+			held, err := n.cfg.Lease.Acquire(Claim{Holder: id, TTL: n.cfg.LeaseTTL, HearsKubelets: sessions > 0})
 			if err != nil {
 				n.logger.Warn("lease", "err", err)
 			}
@@ -265,33 +269,48 @@ func (n *NodeController) elect() {
 		}
 		select {
 		case <-tick.C:
+		case <-n.srv.DrainStarted():
+			// The lease goes before the drain does: a drain can take
+			// seconds on a loaded machine, longer than the nodes' grace
+			// period, and a leader that drains hears no kubelet, so
+			// holding on would make it, not the replica that takes over,
+			// the writer that marks the nodes Unknown.
+			n.resign(id)
+			<-n.stop
+			return
 		case <-n.stop:
-			n.setLeader(false)
-			if err := n.cfg.Lease.Release(id); err != nil {
-				n.logger.Warn("releasing the lease", "err", err)
-			}
+			n.resign(id)
 			return
 		}
 	}
 }
 
-// caughtUp reports whether the replica knows the node of every kubelet
-// session it holds, and holds one: the state a new leader must have.
-func (n *NodeController) caughtUp() bool {
+// resign detaches the writers and gives the lease up.
+func (n *NodeController) resign(id string) {
+	n.setLeader(false)
+	if err := n.cfg.Lease.Release(id); err != nil {
+		n.logger.Warn("releasing the lease", "err", err)
+	}
+}
+
+// standing counts the kubelet sessions the replica holds and reports
+// whether it has caught up: it knows the node of every one of them, and
+// holds one, the state a new leader must have.
+func (n *NodeController) standing() (sessions int, caughtUp bool) {
 	all := n.srv.Sessions() // before n.mu: the server calls peer hooks, which take n.mu
-	sessions := 0
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	caughtUp = true
 	for _, s := range all {
 		if s.Contract != nsv1.Contract.Name() {
 			continue
 		}
 		sessions++
 		if _, known := n.instances[s.Peer.Instance]; !known {
-			return false
+			caughtUp = false
 		}
 	}
-	return sessions > 0
+	return sessions, caughtUp && sessions > 0
 }
 
 // setLeader attaches or detaches the NodeHealth and PodAssignment
@@ -569,12 +588,33 @@ func (n *NodeController) nodeLocked(name string) *node {
 }
 
 // peerJoined gives a new kubelet session ResyncAfter to report its node,
-// then asks it for a full resync.
+// then asks it for a full resync. A session of the kubelet instance that
+// reported a node whose grace period runs ends the grace period: the
+// node's kubelet holds a session again (its last one lapsed, say, while
+// the machine was too loaded for its heartbeats), though its next report
+// may go to another replica.
 func (n *NodeController) peerJoined(info framework.SessionInfo) {
 	if info.Contract != nsv1.Contract.Name() {
 		return
 	}
+	n.rejoined(info.Peer.Instance)
 	n.resyncUnlessKnown(info.Peer.Instance)
+}
+
+// rejoined undoes what peerLost did for a node whose grace period runs,
+// when the kubelet instance that reported it opens a session again: the
+// node is bound to it again and its grace period ends.
+func (n *NodeController) rejoined(instance string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, nd := range n.nodes {
+		if nd.instance != instance || nd.lost.IsZero() || nd.unknown || nd.boundTo != "" {
+			continue
+		}
+		nd.lost = time.Time{}
+		n.instances[instance] = nd.name
+		n.bindLocked(nd, instance)
+	}
 }
 
 // resyncUnlessKnown asks a kubelet session for a full resync after

@@ -85,23 +85,131 @@ func TestReplicasElectOneWriterAndInformersFollowIt(t *testing.T) {
 // once released or expired.
 func TestFileLease(t *testing.T) {
 	l := nodecontroller.FileLease{Path: filepath.Join(t.TempDir(), "lease")}
-	held, err := l.Acquire("a", time.Minute)
-	require.NoError(t, err)
-	assert.True(t, held)
-	held, _ = l.Acquire("b", time.Minute)
-	assert.False(t, held, "a holds it")
-	held, _ = l.Acquire("a", time.Minute)
-	assert.True(t, held, "a renews")
+	claim := func(holder string, ttl time.Duration) bool {
+		t.Helper()
+		held, err := l.Acquire(nodecontroller.Claim{Holder: holder, TTL: ttl, HearsKubelets: true})
+		require.NoError(t, err)
+		return held
+	}
+	assert.True(t, claim("a", time.Minute))
+	assert.False(t, claim("b", time.Minute), "a holds it")
+	assert.True(t, claim("a", time.Minute), "a renews")
 	require.NoError(t, l.Release("b"), "b holds nothing: nothing happens")
-	held, _ = l.Acquire("b", time.Minute)
-	assert.False(t, held)
+	assert.False(t, claim("b", time.Minute))
 	require.NoError(t, l.Release("a"))
-	held, _ = l.Acquire("b", time.Nanosecond)
-	assert.True(t, held, "released: b takes it")
-	held, _ = l.Acquire("a", time.Minute)
-	assert.True(t, held, "b's lease expired")
+	assert.True(t, claim("b", time.Nanosecond), "released: b takes it")
+	assert.True(t, claim("a", time.Minute), "b's lease expired")
 	require.NoError(t, os.WriteFile(l.Path, []byte("torn"), 0o644))
-	held, err = l.Acquire("c", time.Minute)
+	assert.True(t, claim("c", time.Minute), "a torn file starts over")
+}
+
+// Both leases apply the same rule to a running lease: a claim that hears
+// kubelets takes it from a holder whose last claim did not, and no other
+// claim takes it from its holder.
+func TestLeaseGoesToAReplicaThatHearsKubelets(t *testing.T) {
+	leases := map[string]func() nodecontroller.Lease{
+		"memory": func() nodecontroller.Lease { return nodecontroller.NewMemoryLease() },
+		"file": func() nodecontroller.Lease {
+			return nodecontroller.FileLease{Path: filepath.Join(t.TempDir(), "lease")}
+		},
+	}
+	for _, tc := range []struct {
+		holderHears, claimHears bool // the holder's last claim, the other replica's claim
+		taken                   bool // the other replica takes the lease
+	}{
+		{holderHears: true, claimHears: true, taken: false},
+		{holderHears: true, claimHears: false, taken: false},
+		{holderHears: false, claimHears: false, taken: false}, // a total outage of the kubelets keeps its writer
+		{holderHears: false, claimHears: true, taken: true},
+	} {
+		for name, newLease := range leases {
+			l := newLease()
+			held, err := l.Acquire(nodecontroller.Claim{Holder: "a", TTL: time.Minute, HearsKubelets: tc.holderHears})
+			require.NoError(t, err)
+			require.True(t, held)
+			held, err = l.Acquire(nodecontroller.Claim{Holder: "b", TTL: time.Minute, HearsKubelets: tc.claimHears})
+			require.NoError(t, err)
+			assert.Equal(t, tc.taken, held, "%s lease, holder hears kubelets %v, claim %v", name, tc.holderHears, tc.claimHears)
+			held, err = l.Acquire(nodecontroller.Claim{Holder: "a", TTL: time.Minute, HearsKubelets: tc.holderHears})
+			require.NoError(t, err)
+			assert.Equal(t, !tc.taken, held, "%s lease: the first holder renews unless the lease was taken", name)
+		}
+	}
+}
+
+// The leader gives the lease up as soon as its server begins to drain, not
+// once the drain is over: the lease is free, for a replica that stays to
+// take at once, while the drain still waits for a call in flight. A drain
+// can outlast the nodes' grace period on a loaded machine.
+func TestLeaderResignsWhenItsServerBeginsToDrain(t *testing.T) {
+	var hold atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	lease := nodecontroller.NewMemoryLease()
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Lease: lease, LeaseTTL: 300 * time.Millisecond,
+		ResyncAfter: 100 * time.Millisecond, Applied: func(ctx context.Context) {
+			if call := framework.CallFromContext(ctx); call != nil && call.Method == "CheckNode" && hold.CompareAndSwap(true, false) {
+				close(held)
+				<-release
+			}
+		}})
+	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
+	require.Eventually(t, func() bool { return n.Leader() && len(n.Health()) == 2 }, 10*time.Second, 10*time.Millisecond,
+		"the replica knows both nodes and leads")
+	assert.Equal(t, n.Server().Instance(), lease.Holder())
+
+	// A CheckNode call in its handler keeps the drain from ending.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hold.Store(true)
+	c := frameworktest.NewClient(t, nhv2.Contract, framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Endpoints: []string{url}})
+	go func() { _, _ = nhv2.NewClient(c).CheckNode(ctx, &nhv2.NodeRef{NodeName: "node-000"}) }()
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the CheckNode call never reached its handler")
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- n.Server().Shutdown(ctx) }()
+	require.Eventually(t, func() bool { return !n.Leader() && lease.Holder() == "" }, 10*time.Second, 10*time.Millisecond,
+		"the draining replica gave the lease up")
+	select {
+	case err := <-drained:
+		t.Fatalf("the drain ended (%v) before the call it waits for", err)
+	default:
+	}
+	close(release)
+	require.NoError(t, <-drained)
+	assert.False(t, n.Leader(), "a replica that drained competes no more")
+}
+
+// A leader that hears no kubelet gives the lease to a replica that does:
+// when the kubelet moves to another replica (as a kubelet of a newer
+// version moves to a replica that speaks it), the old leader, which would
+// mark every node Unknown once the grace period ends, stops writing
+// NodeHealth while it still runs.
+func TestLeaderThatHearsNoKubeletGivesWay(t *testing.T) {
+	cfg := nodecontroller.Config{API: "v2", Lease: nodecontroller.NewMemoryLease(), LeaseTTL: 300 * time.Millisecond,
+		ResyncAfter: 100 * time.Millisecond, NodeGrace: time.Minute}
+	a, urlA, _ := start(t, "127.0.0.1:0", cfg)
+	b, urlB, _ := start(t, "127.0.0.1:0", cfg)
+	ready := map[string]nhv2.NodeHealthState{"node-000": "Ready", "node-001": "Ready"}
+
+	old, err := kubelet.New(kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Logger: frameworktest.Quiet(),
+		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{urlA}, Logger: frameworktest.Quiet()}})
 	require.NoError(t, err)
-	assert.True(t, held, "a torn file starts over")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); old.Run(ctx) }()
+	require.Eventually(t, func() bool { return a.Leader() && assert.ObjectsAreEqual(ready, states(a)) }, 10*time.Second, 10*time.Millisecond,
+		"the replica that hears the kubelet leads")
+	assert.False(t, b.Leader())
+	cancel()
+	<-done
+	old.Close()
+
+	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{urlB}}})
+	require.Eventually(t, func() bool { return b.Leader() && !a.Leader() }, 10*time.Second, 10*time.Millisecond,
+		"the replica that hears the new kubelet takes over from the one that hears none")
+	assert.Equal(t, ready, states(b))
+	assert.Equal(t, ready, states(a), "within the grace period the old leader still holds the nodes Ready")
 }
