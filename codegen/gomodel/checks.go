@@ -318,11 +318,8 @@ func (w *checkWalk) value(s *contract.Node, x walkVal) {
 			switch sh {
 			case ShapeStruct, ShapeMap:
 				w.object(s, x)
-			case ShapeRaw:
-				w.group(s, objectChecks, x, func(k string) { w.decide(s, k, x, false, ReasonRawJSON, "") })
-				w.reasons = append(w.reasons, Where(s)+": object keywords on raw JSON are not checked by generated code")
 			default:
-				w.group(s, objectChecks, x, func(k string) { w.trivial(s, k, x) })
+				w.inapplicable(s, "object", objectChecks, sh, x)
 			}
 		case inGroup(arrayChecks, k):
 			if arrayDone {
@@ -334,11 +331,8 @@ func (w *checkWalk) value(s *contract.Node, x walkVal) {
 				w.slice(s, x)
 			case ShapeTuple:
 				w.tuple(s, x)
-			case ShapeRaw:
-				w.group(s, arrayChecks, x, func(k string) { w.decide(s, k, x, false, ReasonRawJSON, "") })
-				w.reasons = append(w.reasons, Where(s)+": array keywords on raw JSON are not checked by generated code")
 			default:
-				w.group(s, arrayChecks, x, func(k string) { w.trivial(s, k, x) })
+				w.inapplicable(s, "array", arrayChecks, sh, x)
 			}
 		case inGroup(containsChecks, k):
 			if containsDone {
@@ -384,18 +378,29 @@ func (w *checkWalk) value(s *contract.Node, x walkVal) {
 	}
 }
 
+// inapplicable decides a family of keywords on a value of another JSON
+// type, which they do not constrain, or on raw JSON, where generated code
+// does not check them.
+func (w *checkWalk) inapplicable(s *contract.Node, family string, group []string, sh Shape, x walkVal) {
+	if sh != ShapeRaw {
+		w.group(s, group, x, func(k string) { w.trivial(s, k, x) })
+		return
+	}
+	w.group(s, group, x, func(k string) { w.decide(s, k, x, false, ReasonRawJSON, "") })
+	w.reasons = append(w.reasons, Where(s)+": "+family+" keywords on raw JSON are not checked by generated code")
+}
+
 // unhandled is the reason a keyword cannot be checked on a value of shape
-// sh: raw JSON, float32 or time.Time.
+// sh: float32, time.Time, or raw JSON (every shape without checks of its
+// own: unions, x-go-types and raw values).
 func unhandled(sh Shape) string {
 	switch sh {
 	case ShapeFloat32:
 		return ReasonFloat32
 	case ShapeTime:
 		return ReasonTime
-	case ShapeRaw:
-		return ReasonRawJSON
 	}
-	return ReasonExternal
+	return ReasonRawJSON
 }
 
 // enum decides "enum" or "const" on a value.
