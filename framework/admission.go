@@ -227,14 +227,22 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 			// A replay of a key this server recorded is answered even while
 			// it drains: refusing it as not processed would let the client
 			// resend it elsewhere, though it may have been applied here.
-			replay := err == nil && s.replays.recorded(e.contract, sess.peer, r.Header.Get(protocol.HeaderIdempotencyKey))
+			key := r.Header.Get(protocol.HeaderIdempotencyKey)
+			replay := err == nil && s.replays.recorded(e.contract, sess.peer, key)
 			if !replay {
 				a.done()
 				s.lastArrival.Store(s.now())
-				if err == nil {
-					sess.drainNotified.Store(true)
+				refusal := Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
+				if err != nil {
+					return nil, refusal
 				}
-				return nil, Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
+				sess.drainNotified.Store(true)
+				if key != "" {
+					// Said only here, where the record was looked up: the
+					// client may then send the keyed call elsewhere.
+					return nil, unrecordedRefusal{refusal}
+				}
+				return nil, refusal
 			}
 		}
 	}

@@ -316,11 +316,21 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		// A pinned call goes alone, never in a multi-call: only its own
 		// request carries its key where the drain's replay rule sees it.
 		a := c.attempt(ctx, e, sess, call, body, pin != nil)
-		d, werr := e.settle(ctx, sess, a, safety, what)
+		attemptSafety := safety
+		if safety == keyed && sess.version.pinned {
+			// A pinned peer keeps no idempotency records: a resend there
+			// could apply the call again.
+			attemptSafety = unsafeToResend
+		}
+		d, werr := e.settle(ctx, sess, a, attemptSafety, what)
 		switch d.action {
 		case actDone:
 			return a.body, sess.version, nil
 		case actFail:
+			if attemptSafety != safety && a.transport == transportAmbiguous {
+				return nil, nil, Errorf(CodeUnknown, "%s: outcome unknown: it may have been applied by the pinned peer %s, which keeps no idempotency records (%v)",
+					what, e.url, werr)
+			}
 			return nil, nil, werr
 		case actResendHere:
 			if safety == keyed && pin == nil {
@@ -334,10 +344,13 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 			// to its pinned instance).
 			e.lose(sess, stateUnreachable, a.err)
 		case actResendElsewhere:
-			if pin != nil && d.lose == stateDraining && a.notProcessed {
+			if pin != nil && d.lose == stateDraining && a.notProcessed && a.unrecorded {
 				// A draining server answers replays of the keys it recorded
-				// (see dispatch), so "not processed" from it means the key
-				// never ran there: the call is free to go elsewhere.
+				// (see admitSession), and says when it holds no record of
+				// the key: the key never ran there, and the call is free to
+				// go elsewhere. Any other not-processed answer (the refusal
+				// a drain writes on an idle connection, which reads no
+				// request) speaks of this request only.
 				pin = nil
 			}
 		}

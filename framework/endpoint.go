@@ -459,7 +459,10 @@ type attempt struct {
 	status       int
 	draining     bool
 	notProcessed bool
-	body         []byte
+	// unrecorded is Lockstep-Unrecorded: the draining server holds no
+	// record of the call's idempotency key.
+	unrecorded bool
+	body       []byte
 	// stream is a successful streaming answer's open body; the caller
 	// closes it.
 	stream io.ReadCloser
@@ -528,6 +531,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 		status:       resp.StatusCode,
 		draining:     resp.Header.Get(protocol.HeaderDraining) != "",
 		notProcessed: resp.Header.Get(protocol.HeaderNotProcessed) != "",
+		unrecorded:   resp.Header.Get(protocol.HeaderUnrecorded) != "",
 	}
 	if resp.StatusCode == http.StatusOK {
 		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())

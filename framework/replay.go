@@ -237,6 +237,16 @@ func (s *Server) dispatch(ctx context.Context, call *Call, body []byte, serve fu
 	return rec.answer.out, true, rec.answer.err
 }
 
+// unrecordedRefusal is a draining server's refusal of a keyed call whose
+// key it holds no record of; it is answered with Lockstep-Unrecorded (see
+// [Server.refuse]).
+type unrecordedRefusal struct{ err *Error }
+
+func (u unrecordedRefusal) Error() string { return u.err.Error() }
+
+// Unwrap gives the refusal's coded error.
+func (u unrecordedRefusal) Unwrap() error { return u.err }
+
 // detached returns a context with ctx's values and deadline, but not its
 // cancellation.
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {

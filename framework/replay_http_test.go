@@ -1,12 +1,16 @@
 package framework_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -325,4 +329,125 @@ func TestKeyedCallWhoseInstanceIsGoneFailsWithUnknown(t *testing.T) {
 	_, err = report(timeout(t, 20*time.Second), cl, 2, framework.WithIdempotencyKey("k2"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), replacement.handled.Load())
+}
+
+// A pinned peer keeps no idempotency records, so a keyed call whose answer
+// it lost is not resent to it (it would run again): the call fails with
+// unknown, and the peer ran it once.
+func TestKeyedCallToAPinnedPeerIsNotResentAfterALostAnswer(t *testing.T) {
+	var applied atomic.Int64
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		n := applied.Add(1)
+		if n == 1 {
+			// Applied, and the answer lost: the connection is cut.
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"accepted":true,"generation":%d}`, n)
+	}))
+	t.Cleanup(ext.Close)
+	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
+		c.Pinned = []framework.PinnedPeer{{URL: ext.URL, Version: "1.0.0"}}
+	})
+
+	_, err := report(timeout(t, 10*time.Second), cl, 1, framework.WithIdempotencyKey("k"))
+	require.Error(t, err)
+	assert.Equal(t, framework.CodeUnknown, framework.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "keeps no idempotency records")
+	assert.Equal(t, int64(1), applied.Load(), "the keyed call was resent to a peer that keeps no record of it")
+
+	// A call without a key fails as before, and is not resent either.
+	_, err = report(timeout(t, 10*time.Second), cl, 2)
+	require.NoError(t, err, "the peer answers the next call")
+}
+
+// The refusal a draining server writes on an idle connection says nothing
+// of a key: a keyed call whose answer was lost, and whose resend is
+// written into a connection the drain has claimed, stays pinned to the
+// instance that may have applied it. It fails with unknown once that
+// instance is gone; it is not sent to another server, which would apply it
+// a second time.
+func TestKeyedResendRefusedOnADrainedConnectionStaysPinned(t *testing.T) {
+	// A slow heartbeat, so the client hears of the drain from the refusal.
+	old := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.Heartbeat, c.SessionTTL, c.DrainTimeout = 5*time.Second, 20*time.Second, 300*time.Millisecond
+	})
+	other := startBench(t, "127.0.0.1:0", "1.0.0")
+	// A connection to old, open before its drain and unused: the drain
+	// writes its refusal there.
+	raw, err := net.Dial("tcp", old.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	src := movingSource{urls: make(chan []string, 2)}
+	src.urls <- []string{old.URL}
+	drained := make(chan error, 1)
+	tr := &losingTransport{inner: &claimedConnTransport{inner: framework.NewTransport(nil), conn: raw, nth: 2}}
+	tr.lose.Store(1)
+	tr.onLose = func() {
+		// old applied the call; its answer is lost, and old begins to
+		// drain, while another server comes up.
+		go func() { drained <- old.Server.Shutdown(context.Background()) }()
+		src.urls <- []string{old.URL, other.URL}
+	}
+	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
+		c.Transport, c.Source = tr, src
+		c.AutoBatch = &framework.AutoBatch{Disabled: true}
+	})
+
+	_, err = report(timeout(t, 20*time.Second), cl, 1, framework.WithIdempotencyKey("k"))
+	applied := old.handled.Load() + other.handled.Load()
+	require.Equal(t, int64(1), applied, "the keyed call was applied %d times (old %d, other %d); err %v",
+		applied, old.handled.Load(), other.handled.Load(), err)
+	require.Error(t, err)
+	assert.Equal(t, framework.CodeUnknown, framework.CodeOf(err), "%v", err)
+	require.NoError(t, <-drained)
+}
+
+// movingSource reports the endpoint sets sent on urls, in turn.
+type movingSource struct{ urls chan []string }
+
+func (s movingSource) Run(ctx context.Context, update func([]string)) {
+	for {
+		select {
+		case u := <-s.urls:
+			update(u)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// claimedConnTransport carries every request, except the nth call to
+// ReportStatus: that one it writes into conn once the server has written
+// something there unasked (a draining server's refusal), and returns what
+// the server answered on conn.
+type claimedConnTransport struct {
+	inner http.RoundTripper
+	conn  net.Conn
+	nth   int64
+	n     atomic.Int64
+}
+
+func (t *claimedConnTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(r.URL.Path, "/ReportStatus") || t.n.Add(1) != t.nth {
+		return t.inner.RoundTrip(r)
+	}
+	br := bufio.NewReader(t.conn)
+	if _, err := br.Peek(1); err != nil {
+		return nil, err
+	}
+	if err := r.Write(t.conn); err != nil {
+		return nil, err
+	}
+	return http.ReadResponse(br, r)
+}
+
+func (t *claimedConnTransport) CloseIdleConnections() {
+	if ci, ok := t.inner.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -23,6 +24,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // draining, limits, admission) answers through refuse.
 func (s *Server) refuse(w http.ResponseWriter, err error) {
 	w.Header().Set(protocol.HeaderNotProcessed, "1")
+	if errors.As(err, new(unrecordedRefusal)) {
+		w.Header().Set(protocol.HeaderUnrecorded, "1")
+	}
 	s.writeError(w, err)
 }
 

@@ -26,6 +26,14 @@ const (
 	// HeaderNotProcessed is "1" on an error answer whose call never reached a
 	// handler, so the client may resend it anywhere.
 	HeaderNotProcessed = "Lockstep-Not-Processed"
+	// HeaderUnrecorded is "1" on a draining server's not-processed refusal
+	// of a call that carries an idempotency key the server holds no record
+	// of: no call with that key ran there, so the client may send it to
+	// another server even after an earlier attempt's answer was lost.
+	// Without it, a not-processed refusal speaks of that request only (a
+	// draining server's refusal written on an idle connection reads no
+	// request at all), and the key may still have run there.
+	HeaderUnrecorded = "Lockstep-Unrecorded"
 	// HeaderResync is "1" on a call's answer when the server asks the
 	// session to send its full state again (as heartbeat answers do), so a
 	// client whose calls keep its session alive without heartbeats hears it.

@@ -42,6 +42,8 @@ type Cluster struct {
 	keyApplies   map[appliedKey]int
 	keysApplied  map[appliedKey]bool
 	reapplied    int
+	doubles      []doubleApply
+	started      int // incarnations started, to number them
 	tearingDown  bool
 	violations   []Violation
 	perInvariant map[string]int
@@ -84,6 +86,7 @@ type incarnation struct {
 	r         *replica
 	vi        int
 	version   *Version
+	seq       int // its number among the run's incarnations, for histories
 	env       *Env
 	inst      *Instance
 	transport *faultTransport
@@ -240,7 +243,10 @@ func (c *Cluster) startStep(r *replica, vi int) (fatal bool) {
 // startReplica starts r at version vi and serves what it returns.
 func (c *Cluster) startReplica(r *replica, vi int) error {
 	v := &r.comp.Versions[vi]
-	inc := &incarnation{r: r, vi: vi, version: v}
+	c.mu.Lock()
+	c.started++
+	inc := &incarnation{r: r, vi: vi, version: v, seq: c.started}
+	c.mu.Unlock()
 	inc.ctx, inc.cancel = context.WithCancel(c.ctx)
 	inc.transport = newFaultTransport(c, inc)
 	inc.env = &Env{Component: r.comp.Name, Replica: r.index, Name: r.name, Version: v.Name,

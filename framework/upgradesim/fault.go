@@ -3,6 +3,7 @@ package upgradesim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -242,7 +243,9 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 		sentTo = to.inc
 		t.c.mu.Unlock()
 	}
+	noted := t.c.noteAttempt(req, t.inc, to, sentTo)
 	if e.partitioned {
+		noted(nil, errPartitioned)
 		return nil, dialError(errPartitioned)
 	}
 	if e.latency > 0 {
@@ -251,9 +254,11 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 		case <-timer.C:
 		case <-req.Context().Done():
 			timer.Stop()
+			noted(nil, req.Context().Err())
 			return nil, req.Context().Err()
 		case <-t.killCtx.Done():
 			timer.Stop()
+			noted(nil, errKilled)
 			return nil, dialError(errKilled)
 		}
 	}
@@ -266,14 +271,17 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 	resp, err := base.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		release()
+		noted(nil, err)
 		return nil, err
 	}
 	if e.drop {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 		release()
+		noted(nil, fmt.Errorf("%w (the answer was %s)", ErrDropped, answerText(resp, nil)))
 		return nil, ErrDropped
 	}
+	noted(resp, nil)
 	if contract, version, topic, ok := watchPath(req.URL.Path); ok && to != nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
 		t.c.watchServed(t.inc, to, sentTo, contract, version, topic)
 	}

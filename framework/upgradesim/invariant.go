@@ -86,9 +86,14 @@ func (c *Cluster) violate(invariant, format string, args ...any) {
 
 // violateAt records a violation attributed to step.
 func (c *Cluster) violateAt(step int, invariant, format string, args ...any) {
+	c.violateAtTime(step, c.now(), invariant, format, args...)
+}
+
+// violateAtTime records a violation attributed to step and seen at time at.
+func (c *Cluster) violateAtTime(step int, at time.Duration, invariant, format string, args ...any) {
 	v := Violation{
 		Invariant: invariant, Plan: c.plan.Name, Seed: c.plan.Seed,
-		Step: step, StepText: c.stepText(step), At: c.now(),
+		Step: step, StepText: c.stepText(step), At: at,
 		Message: fmt.Sprintf(format, args...),
 	}
 	subject := invariant

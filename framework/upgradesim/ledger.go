@@ -2,6 +2,7 @@ package upgradesim
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
@@ -45,6 +46,8 @@ type callRecord struct {
 	// key is the call's idempotency key, if it carries one: a server
 	// applies a key once, whichever calls carry it.
 	key string
+	// history is what the kit saw happen to the call (see history.go).
+	history []*callEvent
 }
 
 type callKey struct{}
@@ -154,10 +157,11 @@ func (c *Cluster) runCall(rec *callRecord, cl *framework.Client) {
 		destName = rec.dest.name
 	}
 	c.tl.call(now, from.Name+"→"+dest, err == nil, rec.abandoned)
+	history := historyText(rec)
 	c.mu.Unlock()
 	if err != nil && external && !excused {
-		c.violate(InvariantExternalUninterrupted, "call %s from %s (%s) to %s failed after %s: %v",
-			rec.id, rec.from.r.name, rec.from.version.Name, destName, (now - rec.start).Round(time.Millisecond), err)
+		c.violate(InvariantExternalUninterrupted, "call %s from %s (%s) to %s failed after %s: %v; its history:%s",
+			rec.id, rec.from.r.name, rec.from.version.Name, destName, (now - rec.start).Round(time.Millisecond), err, history)
 	}
 }
 
@@ -234,6 +238,7 @@ func (c *Cluster) processed(id string, inc *incarnation, contract, cv string) {
 		if contract == "" {
 			contract = rec.contract
 		}
+		c.noteLocked(rec, fmt.Sprintf("processed by %s at %s %s", inc, contract, cv))
 	}
 	c.mu.Unlock()
 	if rec == nil {
@@ -257,41 +262,63 @@ func (c *Cluster) processed(id string, inc *incarnation, contract, cv string) {
 // applied records that inc applied call id (item of a batch, or "").
 // Applying a call again breaks applied-once unless its method is declared
 // idempotent; a keyed call counts once per key, whichever calls carry it.
+// A second apply is reported once every call ended, with the histories of
+// the calls involved.
 func (c *Cluster) applied(id, item string, inc *incarnation) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	rec := c.calls[id]
-	n := 0
-	var what string
-	if rec != nil {
-		rec.applies[item]++
-		n = rec.applies[item]
-		what = "call " + id
-		if rec.key != "" {
-			k := appliedKey{rec.contract, rec.key, item}
-			c.keyApplies[k]++
-			n = c.keyApplies[k]
-			c.keysApplied[appliedKey{contract: rec.contract, key: rec.key}] = true
-			what = "key " + rec.key + " (call " + id + ")"
-		}
-		if rec.idempotent && rec.key == "" {
-			c.reapplied += min(1, n-1)
-			n = 1
+	if rec == nil {
+		return
+	}
+	ev := "applied by " + inc.String()
+	if item != "" {
+		ev += " (item " + item + ")"
+	}
+	c.noteLocked(rec, ev)
+	rec.applies[item]++
+	n := rec.applies[item]
+	what := "call " + id
+	involved := []*callRecord{rec}
+	if rec.key != "" {
+		k := appliedKey{rec.contract, rec.key, item}
+		c.keyApplies[k]++
+		n = c.keyApplies[k]
+		c.keysApplied[appliedKey{contract: rec.contract, key: rec.key}] = true
+		what = "key " + rec.key + " (call " + id + ")"
+		if n > 1 {
+			involved = c.keyCallsLocked(rec)
 		}
 	}
-	c.mu.Unlock()
+	if rec.idempotent && rec.key == "" {
+		c.reapplied += min(1, n-1)
+		n = 1
+	}
 	if n > 1 {
 		if item != "" {
 			what += " item " + item
 		}
-		c.violate(InvariantAppliedOnce, "%s from %s was applied %d times; the last time by %s (%s)",
-			what, rec.from.r.name, n, inc.r.name, inc.version.Name)
+		c.doubles = append(c.doubles, doubleApply{rec: rec, item: item, n: n, by: inc, at: c.now(),
+			step: int(c.step.Load()), what: what, calls: involved})
 	}
+}
+
+// keyCallsLocked returns every call that carried rec's idempotency key.
+func (c *Cluster) keyCallsLocked(rec *callRecord) []*callRecord {
+	var out []*callRecord
+	for _, r := range c.callOrder {
+		if r.key == rec.key && r.contract == rec.contract {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // checkLedger checks, once every call ended, that every acknowledged call
 // was applied, and that every component that acknowledged calls was seen
 // processing them.
 func (c *Cluster) checkLedger() {
+	c.reportDoubles()
 	type lost struct {
 		rec  *callRecord
 		dest string

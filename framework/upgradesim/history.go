@@ -1,0 +1,189 @@
+package upgradesim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// A call's history is what the kit saw happen to it, in order: every
+// attempt its client sent (to which replica and incarnation, at which
+// path, and what came back) and every time a server processed or applied
+// it. An applied-once violation prints the history of the call, or of
+// every call that carried its idempotency key, so that a double apply
+// can be traced without replaying it.
+
+// maxHistory bounds the events a call's history keeps.
+const maxHistory = 64
+
+// callEvent is one entry of a call's history.
+type callEvent struct {
+	at   time.Duration
+	text string
+	// outcome is what an attempt got, filled in when it ends.
+	outcome string
+}
+
+// String prints the event on a line of its own.
+func (e *callEvent) String() string {
+	s := fmt.Sprintf("    %8s %s", e.at.Round(time.Millisecond), e.text)
+	if e.outcome != "" {
+		s += ": " + e.outcome
+	}
+	return s
+}
+
+// String names an incarnation in histories: "nodecontroller#1 v2 (incarnation 7)".
+func (inc *incarnation) String() string {
+	if inc == nil {
+		return "(none running)"
+	}
+	return fmt.Sprintf("%s %s (incarnation %d)", inc.r.name, inc.version.Name, inc.seq)
+}
+
+// noteLocked adds an event to rec's history.
+func (c *Cluster) noteLocked(rec *callRecord, text string) *callEvent {
+	ev := &callEvent{at: c.now(), text: text}
+	if len(rec.history) < maxHistory {
+		rec.history = append(rec.history, ev)
+	}
+	return ev
+}
+
+// noteAttempt records, in the history of each traffic call req carries,
+// that from sent it to the incarnation to of replica dest; the returned
+// func records what the attempt got.
+func (c *Cluster) noteAttempt(req *http.Request, from *incarnation, dest *replica, to *incarnation) func(resp *http.Response, err error) {
+	ids := attemptIDs(req)
+	if len(ids) == 0 {
+		return func(*http.Response, error) {}
+	}
+	where := "an unknown address " + req.URL.Host
+	if dest != nil {
+		where = to.String()
+	}
+	text := fmt.Sprintf("attempt from %s to %s at %s", from, where, req.URL.Path)
+	if len(ids) > 1 || strings.HasSuffix(req.URL.Path, "/"+protocol.MultiCallMethod) {
+		text += fmt.Sprintf(" (a multi-call of %d: %s)", len(ids), strings.Join(ids, " "))
+	}
+	c.mu.Lock()
+	var evs []*callEvent
+	for _, id := range ids {
+		if rec := c.calls[id]; rec != nil {
+			evs = append(evs, c.noteLocked(rec, text))
+		}
+	}
+	c.mu.Unlock()
+	return func(resp *http.Response, err error) {
+		out := answerText(resp, err)
+		c.mu.Lock()
+		for _, ev := range evs {
+			ev.outcome = out
+		}
+		c.mu.Unlock()
+	}
+}
+
+// answerText says what an attempt got: a status and the protocol's
+// headers that say what the server did, or the transport's error.
+func answerText(resp *http.Response, err error) string {
+	if err != nil {
+		return "failed: " + err.Error()
+	}
+	s := resp.Status
+	for _, h := range []string{protocol.HeaderNotProcessed, protocol.HeaderDraining, protocol.HeaderReplayed} {
+		if resp.Header.Get(h) != "" {
+			s += ", " + h
+		}
+	}
+	return s
+}
+
+// attemptIDs returns the traffic calls a request carries: its own, or the
+// items' of a multi-call.
+func attemptIDs(req *http.Request) []string {
+	if id := req.Header.Get(HeaderCall); id != "" {
+		return []string{id}
+	}
+	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/"+protocol.MultiCallMethod) || req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	var mc struct {
+		Calls []struct {
+			Header map[string]string `json:"header"`
+		} `json:"calls"`
+	}
+	if json.NewDecoder(io.LimitReader(body, 8<<20)).Decode(&mc) != nil {
+		return nil
+	}
+	var ids []string
+	for _, call := range mc.Calls {
+		if id := call.Header[HeaderCall]; id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// historyText prints rec's history, a line per event; c.mu must be held.
+func historyText(rec *callRecord) string {
+	var b strings.Builder
+	for _, ev := range rec.history {
+		b.WriteString("\n" + ev.String())
+	}
+	return b.String()
+}
+
+// doubleApply is an apply of a call (or of its idempotency key) beyond the
+// first, reported once every call ended, with the history.
+type doubleApply struct {
+	rec   *callRecord
+	item  string
+	n     int
+	by    *incarnation
+	at    time.Duration
+	step  int
+	what  string
+	calls []*callRecord // the calls whose histories it prints
+}
+
+// reportDoubles reports each double apply as an applied-once violation,
+// with the history of every call involved.
+func (c *Cluster) reportDoubles() {
+	c.mu.Lock()
+	doubles := c.doubles
+	c.doubles = nil
+	texts := make([]string, len(doubles))
+	for i, d := range doubles {
+		var b strings.Builder
+		for _, rec := range d.calls {
+			fmt.Fprintf(&b, "\n  history of call %s from %s", rec.id, rec.from)
+			if rec.key != "" {
+				fmt.Fprintf(&b, ", key %s", rec.key)
+			}
+			switch {
+			case rec.acked:
+				b.WriteString(", acknowledged")
+			case rec.done:
+				fmt.Fprintf(&b, ", failed: %v", rec.err)
+			}
+			b.WriteString(":" + historyText(rec))
+		}
+		texts[i] = b.String()
+	}
+	c.mu.Unlock()
+	for i, d := range doubles {
+		c.violateAtTime(d.step, d.at, InvariantAppliedOnce, "%s from %s was applied %d times; the last time by %s (%s), incarnation %d, at %s%s",
+			d.what, d.rec.from.r.name, d.n, d.by.r.name, d.by.version.Name, d.by.seq, d.at.Round(time.Millisecond), texts[i])
+	}
+}
