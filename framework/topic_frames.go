@@ -10,6 +10,7 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -188,15 +189,40 @@ var setFramePrefix = []byte(`{"type":"` + protocol.FrameSet + `","key":"`)
 // strings without escapes) are taken apart by hand, so that only the object goes
 // through a JSON decoder; any other frame, or one the fast path cannot
 // take, is decoded in full with encoding/json, with the same result.
+//
+// line must never be modified again: on the fast path the frame's key,
+// epoch and the object's strings are slices of it, not copies (see
+// jsonwire.NewSharedDecoder). The informers' frames are: their feed
+// reads each into a buffer of its own (readFrames) and only ever shares
+// it, so the frame one write sends costs no copy per informer.
 func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
 	if key, epoch, seq, rev, object, ok := splitSetFrame(line); ok {
 		obj := new(T)
-		if unmarshalObject(object, obj) == nil {
-			*f = watchFrame[T]{Type: protocol.FrameSet, Key: string(key), Epoch: string(epoch), Seq: seq, Rev: rev, Object: obj}
+		if unmarshalShared(object, obj) == nil {
+			*f = watchFrame[T]{Type: protocol.FrameSet, Key: aliasString(key), Epoch: aliasString(epoch), Seq: seq, Rev: rev, Object: obj}
 			return nil
 		}
 	}
 	return json.Unmarshal(line, f)
+}
+
+// aliasString is b as a string without a copy, for bytes nothing writes
+// again.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// unmarshalShared is [unmarshalObject] for raw that is never modified
+// again: a generated message type (jsonwire.SharedUnmarshaler, which
+// imports this package) decodes it without copying it.
+func unmarshalShared(raw []byte, obj any) error {
+	if u, ok := obj.(interface{ UnmarshalSharedJSON([]byte) error }); ok {
+		return u.UnmarshalSharedJSON(raw)
+	}
+	return unmarshalObject(raw, obj)
 }
 
 // splitSetFrame takes a set frame in the layout this runtime writes apart.

@@ -147,7 +147,16 @@ func (c *code) decodeInto(r *gomodel.TypeRef, target string, fail func(err strin
 	}
 }
 
-// decodeSlice decodes an array, or with null, null as a nil slice.
+// sliceBuffer is how many elements an array decodes into a buffer on the
+// stack before its slice is made: arrays up to that length get one
+// allocation of exactly their length, not a series of growing ones.
+const sliceBuffer = 8
+
+// decodeSlice decodes an array, or with null, null as a nil slice. The
+// elements are decoded into a stack buffer, and the slice is made once
+// at the array's end with exactly their number (longer arrays grow on
+// the heap meanwhile); the buffer never leaves the function, since only
+// a copy of it is stored.
 func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, null bool, fail func(string) string) {
 	if null {
 		c.line("if d.Null() {")
@@ -157,24 +166,21 @@ func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, 
 	c.line("if err := d.ArrayStart(); err != nil {")
 	c.line("%s", fail("err"))
 	c.line("}")
-	s, i, zero := c.fresh("s"), c.fresh("i"), c.fresh("zero")
-	c.line("var %s %s", s, goType)
+	buf, tmp, s, i, zero := c.fresh("buf"), c.fresh("tmp"), c.fresh("s"), c.fresh("i"), c.fresh("zero")
+	c.line("var %s [%d]%s", buf, sliceBuffer, gomodel.GoString(elem))
+	c.line("%s := %s[:0]", tmp, buf)
 	c.line("var %s %s", zero, gomodel.GoString(elem))
 	c.line("for %s := 0; d.NextItem(); %s++ {", i, i)
-	c.line("if %s == nil {", s)
-	c.line("%s = make(%s, 0, 4)", s, goType)
-	c.line("}")
-	c.line("%s = append(%s, %s)", s, s, zero)
-	c.decodeInto(elem, s+"["+i+"]", func(err string) string {
+	c.line("%s = append(%s, %s)", tmp, tmp, zero)
+	c.decodeInto(elem, tmp+"["+i+"]", func(err string) string {
 		return fail("jsonwire.WithinIndex(" + err + ", " + i + ")")
 	})
 	c.line("}")
 	c.line("if err := d.Err(); err != nil {")
 	c.line("%s", fail("err"))
 	c.line("}")
-	c.line("if %s == nil {", s)
-	c.line("%s = %s{}", s, goType)
-	c.line("}")
+	c.line("%s := make(%s, len(%s))", s, goType, tmp)
+	c.line("copy(%s, %s)", s, tmp)
 	c.line("%s = %s", target, s)
 	if null {
 		c.line("}")
@@ -215,53 +221,37 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 }
 
 // pointerBlocks lets the pointer members of one struct whose targets are
-// builtin scalars share one allocation per type: a struct with eight
-// optional strings allocates one [8]string for their values, not eight.
+// builtin scalars share one allocation: a struct with two optional
+// strings and an optional time allocates one block holding all three
+// values, not three. The values keep each other alive, as members of one
+// message do anyway.
 type pointerBlocks struct {
-	// slot maps a field to its block variable and index.
-	slot map[*gomodel.Field]blockSlot
-	// sizes are the blocks' lengths, by Go type, in order of first use.
-	types []string
-	sizes map[string]int
-}
-
-type blockSlot struct {
-	block string
-	index int
+	// slot maps a field to its member of the block.
+	slot map[*gomodel.Field]string
+	// members are the block's fields, "name type", in order.
+	members []string
 }
 
 func newPointerBlocks(fields []*gomodel.Field) *pointerBlocks {
-	pb := &pointerBlocks{slot: map[*gomodel.Field]blockSlot{}, sizes: map[string]int{}}
+	pb := &pointerBlocks{slot: map[*gomodel.Field]string{}}
 	for _, f := range fields {
 		r := f.Type.Resolve()
 		if f.Presence != gomodel.PresencePointer || r.Kind != gomodel.RefBuiltin || builtinReaders[r.Name] == "" || r.Name == "json.RawMessage" {
 			continue
 		}
-		goType := gomodel.GoString(f.Type)
-		if _, ok := pb.sizes[goType]; !ok {
-			pb.types = append(pb.types, goType)
-		}
-		pb.slot[f] = blockSlot{block: "block" + strconv.Itoa(indexOf(pb.types, goType)), index: pb.sizes[goType]}
-		pb.sizes[goType]++
+		name := "v" + strconv.Itoa(len(pb.members))
+		pb.slot[f] = name
+		pb.members = append(pb.members, name+" "+gomodel.GoString(f.Type))
 	}
 	return pb
 }
 
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
-}
-
-// declare emits the block variables; each is allocated when first used.
+// declare emits the block's type and variable; the block is allocated
+// when first used.
 func (pb *pointerBlocks) declare(c *code) {
-	for i, t := range pb.types {
-		if pb.sizes[t] > 1 {
-			c.line("var block%d *[%d]%s", i, pb.sizes[t], t)
-		}
+	if len(pb.members) > 1 {
+		c.line("type pointerBlock struct{ %s }", strings.Join(pb.members, "; "))
+		c.line("var block *pointerBlock")
 	}
 }
 
@@ -279,11 +269,11 @@ func (c *code) decodeMember(f *gomodel.Field, target string, blocks *pointerBloc
 		}
 		c.line("} else {")
 		p := c.fresh("p")
-		if slot, ok := blocks.lookup(f); ok {
-			c.line("if %s == nil {", slot.block)
-			c.line("%s = new([%d]%s)", slot.block, blocks.sizes[gomodel.GoString(f.Type)], gomodel.GoString(f.Type))
+		if member, ok := blocks.lookup(f); ok {
+			c.line("if block == nil {")
+			c.line("block = new(pointerBlock)")
 			c.line("}")
-			c.line("%s := &%s[%d]", p, slot.block, slot.index)
+			c.line("%s := &block.%s", p, member)
 		} else {
 			c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
 		}
@@ -320,13 +310,13 @@ func (c *code) decodeMember(f *gomodel.Field, target string, blocks *pointerBloc
 	}
 }
 
-// lookup returns the block slot of a field, when it shares a block.
-func (pb *pointerBlocks) lookup(f *gomodel.Field) (blockSlot, bool) {
+// lookup returns the block member of a field, when it shares a block.
+func (pb *pointerBlocks) lookup(f *gomodel.Field) (string, bool) {
 	if pb == nil {
-		return blockSlot{}, false
+		return "", false
 	}
-	slot, ok := pb.slot[f]
-	return slot, ok && pb.sizes[gomodel.GoString(f.Type)] > 1
+	member, ok := pb.slot[f]
+	return member, ok && len(pb.members) > 1
 }
 
 // decoder renders a named type's UnmarshalJSON and decodeJSON methods.
@@ -345,6 +335,21 @@ func (g *generator) decoder(t *gomodel.Type) string {
 	c.line("}")
 	c.line("return d.End()")
 	c.line("}")
+	if t.Message != "" {
+		// Messages are what watch streams carry: the runtime decodes
+		// the frames it shares between informers without a copy.
+		c.line("")
+		c.line("// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified")
+		c.line("// again: the strings decoded are slices of data, not of a copy of it")
+		c.line("// (see jsonwire.NewSharedDecoder).")
+		c.line("func (%s *%s) UnmarshalSharedJSON(data []byte) error {", recv, t.Name)
+		c.line("d := jsonwire.NewSharedDecoder(data)")
+		c.line("if err := %s.decodeJSON(&d); err != nil {", recv)
+		c.line("return err")
+		c.line("}")
+		c.line("return d.End()")
+		c.line("}")
+	}
 	c.line("")
 	c.line("func (%s *%s) decodeJSON(d *jsonwire.Decoder) error {", recv, t.Name)
 	ret := func(err string) string { return "return " + err }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxDepth bounds how deeply a [Decoder] lets objects and arrays nest, as
@@ -128,7 +129,9 @@ type Decoder struct {
 	// message's strings cost one allocation, not one each. They keep the
 	// whole input alive while any of them is; inputs above maxShared bytes
 	// are not shared, so a small string kept never holds a large message.
-	text string
+	// A shared decoder's text is the input itself ([NewSharedDecoder]).
+	text   string
+	shared bool
 }
 
 // maxShared bounds the inputs whose strings share one copy.
@@ -136,6 +139,29 @@ const maxShared = 64 << 10
 
 // NewDecoder returns a decoder of data.
 func NewDecoder(data []byte) Decoder { return Decoder{data: data} }
+
+// NewSharedDecoder returns a decoder of data whose strings are slices of
+// data itself, not of a copy: decoding costs no copy of the input, and
+// the values decoded keep data alive while any of their strings is. It is
+// for inputs that nothing ever writes again, such as the watch frames an
+// informer's feed reads into buffers of their own and shares, immutable,
+// between informers: if data changed, strings would change under their
+// holders. Strings with escapes are copied as with [NewDecoder].
+func NewSharedDecoder(data []byte) Decoder {
+	d := Decoder{data: data, shared: true}
+	if len(data) > 0 {
+		d.text = unsafe.String(&data[0], len(data))
+	}
+	return d
+}
+
+// SharedUnmarshaler is implemented by the generated message types:
+// UnmarshalSharedJSON decodes as UnmarshalJSON does, with a decoder from
+// [NewSharedDecoder], so the caller promises never to modify data while
+// the value lives.
+type SharedUnmarshaler interface {
+	UnmarshalSharedJSON(data []byte) error
+}
 
 // Err returns the error that ended an object or array loop, if any.
 func (d *Decoder) Err() error { return d.err }
@@ -435,8 +461,8 @@ func (d *Decoder) readString() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(d.data) > maxShared || len(b) == 0 || &b[0] != &d.data[start+1] {
-		return string(b), nil // large input, empty, or unescaped into scratch
+	if len(b) == 0 || &b[0] != &d.data[start+1] || !d.shared && len(d.data) > maxShared {
+		return string(b), nil // empty, unescaped into scratch, or large input
 	}
 	if d.text == "" {
 		d.text = string(d.data)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -291,5 +292,52 @@ func TestPatternRemembersAnswers(t *testing.T) {
 		if !p.MatchString(s) || p.MatchString(s+"x") {
 			t.Fatalf("wrong answer for %s", s)
 		}
+	}
+}
+
+// TestSharedDecoderStringsAliasTheInput: a shared decoder's strings are
+// slices of its input, not of a copy (nothing is copied), while
+// NewDecoder's are slices of one copy; a string with escapes is decoded
+// into memory of its own either way.
+func TestSharedDecoderStringsAliasTheInput(t *testing.T) {
+	data := []byte(`["plain","esc\u0061ped"]`)
+	within := func(s string, b []byte) bool {
+		p, lo, hi := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&b[len(b)-1]))
+		return p >= lo && p <= hi
+	}
+	read := func(d jsonwire.Decoder) (plain, escaped string) {
+		if err := d.ArrayStart(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for d.NextItem() {
+			s, err := d.String()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s)
+		}
+		if err := d.End(); err != nil || len(got) != 2 {
+			t.Fatalf("got %q, %v", got, err)
+		}
+		return got[0], got[1]
+	}
+	plain, escaped := read(jsonwire.NewSharedDecoder(data))
+	if plain != "plain" || escaped != "escaped" {
+		t.Fatalf("decoded %q, %q", plain, escaped)
+	}
+	if !within(plain, data) {
+		t.Error("a shared decoder copied a plain string")
+	}
+	if within(escaped, data) {
+		t.Error("an escaped string aliases the input")
+	}
+	plain, _ = read(jsonwire.NewDecoder(data))
+	if within(plain, data) {
+		t.Error("NewDecoder's string aliases the caller's input")
+	}
+	data[2] = 'P'
+	if plain != "plain" {
+		t.Error("NewDecoder's string changed with the input")
 	}
 }

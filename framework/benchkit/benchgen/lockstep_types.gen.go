@@ -25,6 +25,17 @@ func (m *Ack) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Ack) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -271,7 +282,12 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -292,10 +308,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -307,10 +323,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -322,7 +338,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
-				p5 := new(time.Time)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastHeartbeatTime")
@@ -522,6 +541,17 @@ func (m *NodeStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -549,24 +579,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				var s2 []NodeCondition
-				var zero4 NodeCondition
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]NodeCondition, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					if err := s2[i3].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "conditions")
+				var buf2 [8]NodeCondition
+				tmp3 := buf2[:0]
+				var zero6 NodeCondition
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					if err := tmp3[i5].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				if s2 == nil {
-					s2 = []NodeCondition{}
-				}
-				m.Conditions = s2
+				s4 := make([]NodeCondition, len(tmp3))
+				copy(s4, tmp3)
+				m.Conditions = s4
 			}
 		case "capacity":
 			seen[2] = true
@@ -586,24 +613,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				var s5 []NodeAddress
-				var zero7 NodeAddress
-				for i6 := 0; d.NextItem(); i6++ {
-					if s5 == nil {
-						s5 = make([]NodeAddress, 0, 4)
-					}
-					s5 = append(s5, zero7)
-					if err := s5[i6].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "addresses")
+				var buf7 [8]NodeAddress
+				tmp8 := buf7[:0]
+				var zero11 NodeAddress
+				for i10 := 0; d.NextItem(); i10++ {
+					tmp8 = append(tmp8, zero11)
+					if err := tmp8[i10].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i10), "addresses")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				if s5 == nil {
-					s5 = []NodeAddress{}
-				}
-				m.Addresses = s5
+				s9 := make([]NodeAddress, len(tmp8))
+				copy(s9, tmp8)
+				m.Addresses = s9
 			}
 		case "nodeInfo":
 			seen[5] = true
@@ -618,26 +642,23 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				var s8 []string
-				var zero10 string
-				for i9 := 0; d.NextItem(); i9++ {
-					if s8 == nil {
-						s8 = make([]string, 0, 4)
-					}
-					s8 = append(s8, zero10)
-					v11, err := d.String()
+				var buf12 [8]string
+				tmp13 := buf12[:0]
+				var zero16 string
+				for i15 := 0; d.NextItem(); i15++ {
+					tmp13 = append(tmp13, zero16)
+					v17, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i9), "images")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "images")
 					}
-					s8[i9] = v11
+					tmp13[i15] = v17
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				if s8 == nil {
-					s8 = []string{}
-				}
-				m.Images = s8
+				s14 := make([]string, len(tmp13))
+				copy(s14, tmp13)
+				m.Images = s14
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -852,7 +873,17 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = NodeSystemInfo{}
-	var block0 *[8]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 string
+		v4 string
+		v5 string
+		v6 string
+		v7 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -863,10 +894,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "machineID")
@@ -878,10 +909,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
@@ -893,10 +924,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p5 := &block0[2]
+				p5 := &block.v2
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
@@ -908,10 +939,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p7 := &block0[3]
+				p7 := &block.v3
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kernelVersion")
@@ -923,10 +954,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p9 := &block0[4]
+				p9 := &block.v4
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
@@ -938,10 +969,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p11 := &block0[5]
+				p11 := &block.v5
 				v12, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
@@ -953,10 +984,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p13 := &block0[6]
+				p13 := &block.v6
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
@@ -968,10 +999,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p15 := &block0[7]
+				p15 := &block.v7
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeProxyVersion")

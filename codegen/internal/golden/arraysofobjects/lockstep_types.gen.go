@@ -29,6 +29,17 @@ func (m *Arrays) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Arrays) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -47,24 +58,21 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "inline")
 			}
-			var s1 []ArraysInlineItem
-			var zero3 ArraysInlineItem
-			for i2 := 0; d.NextItem(); i2++ {
-				if s1 == nil {
-					s1 = make([]ArraysInlineItem, 0, 4)
-				}
-				s1 = append(s1, zero3)
-				if err := s1[i2].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i2), "inline")
+			var buf1 [8]ArraysInlineItem
+			tmp2 := buf1[:0]
+			var zero5 ArraysInlineItem
+			for i4 := 0; d.NextItem(); i4++ {
+				tmp2 = append(tmp2, zero5)
+				if err := tmp2[i4].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "inline")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "inline")
 			}
-			if s1 == nil {
-				s1 = []ArraysInlineItem{}
-			}
-			m.Inline = s1
+			s3 := make([]ArraysInlineItem, len(tmp2))
+			copy(s3, tmp2)
+			m.Inline = s3
 		case "referenced":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "referenced")
@@ -72,24 +80,21 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			var s4 []Item
-			var zero6 Item
-			for i5 := 0; d.NextItem(); i5++ {
-				if s4 == nil {
-					s4 = make([]Item, 0, 4)
-				}
-				s4 = append(s4, zero6)
-				if err := s4[i5].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "referenced")
+			var buf6 [8]Item
+			tmp7 := buf6[:0]
+			var zero10 Item
+			for i9 := 0; d.NextItem(); i9++ {
+				tmp7 = append(tmp7, zero10)
+				if err := tmp7[i9].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "referenced")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			if s4 == nil {
-				s4 = []Item{}
-			}
-			m.Referenced = s4
+			s8 := make([]Item, len(tmp7))
+			copy(s8, tmp7)
+			m.Referenced = s8
 		case "matrix":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "matrix")
@@ -97,48 +102,42 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			var s7 [][]int64
-			var zero9 []int64
-			for i8 := 0; d.NextItem(); i8++ {
-				if s7 == nil {
-					s7 = make([][]int64, 0, 4)
-				}
-				s7 = append(s7, zero9)
+			var buf11 [8][]int64
+			tmp12 := buf11[:0]
+			var zero15 []int64
+			for i14 := 0; d.NextItem(); i14++ {
+				tmp12 = append(tmp12, zero15)
 				if d.Null() {
-					s7[i8] = nil
+					tmp12[i14] = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i8), "matrix")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i14), "matrix")
 					}
-					var s10 []int64
-					var zero12 int64
-					for i11 := 0; d.NextItem(); i11++ {
-						if s10 == nil {
-							s10 = make([]int64, 0, 4)
-						}
-						s10 = append(s10, zero12)
-						v13, err := d.Int64()
+					var buf16 [8]int64
+					tmp17 := buf16[:0]
+					var zero20 int64
+					for i19 := 0; d.NextItem(); i19++ {
+						tmp17 = append(tmp17, zero20)
+						v21, err := d.Int64()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i11), i8), "matrix")
+							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i19), i14), "matrix")
 						}
-						s10[i11] = v13
+						tmp17[i19] = v21
 					}
 					if err := d.Err(); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i8), "matrix")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i14), "matrix")
 					}
-					if s10 == nil {
-						s10 = []int64{}
-					}
-					s7[i8] = s10
+					s18 := make([]int64, len(tmp17))
+					copy(s18, tmp17)
+					tmp12[i14] = s18
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			if s7 == nil {
-				s7 = [][]int64{}
-			}
-			m.Matrix = s7
+			s13 := make([][]int64, len(tmp12))
+			copy(s13, tmp12)
+			m.Matrix = s13
 		case "nullableItems":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "nullableItems")
@@ -146,32 +145,29 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			var s14 []*int64
-			var zero16 *int64
-			for i15 := 0; d.NextItem(); i15++ {
-				if s14 == nil {
-					s14 = make([]*int64, 0, 4)
-				}
-				s14 = append(s14, zero16)
+			var buf22 [8]*int64
+			tmp23 := buf22[:0]
+			var zero26 *int64
+			for i25 := 0; d.NextItem(); i25++ {
+				tmp23 = append(tmp23, zero26)
 				if d.Null() {
-					s14[i15] = nil
+					tmp23[i25] = nil
 				} else {
-					p17 := new(int64)
-					v18, err := d.Int64()
+					p27 := new(int64)
+					v28, err := d.Int64()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "nullableItems")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i25), "nullableItems")
 					}
-					(*p17) = v18
-					s14[i15] = p17
+					(*p27) = v28
+					tmp23[i25] = p27
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			if s14 == nil {
-				s14 = []*int64{}
-			}
-			m.NullableItems = s14
+			s24 := make([]*int64, len(tmp23))
+			copy(s24, tmp23)
+			m.NullableItems = s24
 		case "anyItems":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "anyItems")
@@ -179,26 +175,23 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			var s19 []json.RawMessage
-			var zero21 json.RawMessage
-			for i20 := 0; d.NextItem(); i20++ {
-				if s19 == nil {
-					s19 = make([]json.RawMessage, 0, 4)
-				}
-				s19 = append(s19, zero21)
-				v22, err := d.Raw()
+			var buf29 [8]json.RawMessage
+			tmp30 := buf29[:0]
+			var zero33 json.RawMessage
+			for i32 := 0; d.NextItem(); i32++ {
+				tmp30 = append(tmp30, zero33)
+				v34, err := d.Raw()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "anyItems")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i32), "anyItems")
 				}
-				s19[i20] = v22
+				tmp30[i32] = v34
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			if s19 == nil {
-				s19 = []json.RawMessage{}
-			}
-			m.AnyItems = s19
+			s31 := make([]json.RawMessage, len(tmp30))
+			copy(s31, tmp30)
+			m.AnyItems = s31
 		case "named":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "named")
@@ -477,6 +470,17 @@ func (m *Item) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Item) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -503,26 +507,23 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var s2 []string
-			var zero4 string
-			for i3 := 0; d.NextItem(); i3++ {
-				if s2 == nil {
-					s2 = make([]string, 0, 4)
-				}
-				s2 = append(s2, zero4)
-				v5, err := d.String()
+			var buf2 [8]string
+			tmp3 := buf2[:0]
+			var zero6 string
+			for i5 := 0; d.NextItem(); i5++ {
+				tmp3 = append(tmp3, zero6)
+				v7, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "tags")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "tags")
 				}
-				s2[i3] = v5
+				tmp3[i5] = v7
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			if s2 == nil {
-				s2 = []string{}
-			}
-			m.Tags = s2
+			s4 := make([]string, len(tmp3))
+			copy(s4, tmp3)
+			m.Tags = s4
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -604,26 +605,23 @@ func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
 		if err := d.ArrayStart(); err != nil {
 			return err
 		}
-		var s1 Names
-		var zero3 string
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make(Names, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.String()
+		var buf1 [8]string
+		tmp2 := buf1[:0]
+		var zero5 string
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.String()
 			if err != nil {
-				return jsonwire.WithinIndex(err, i2)
+				return jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return err
 		}
-		if s1 == nil {
-			s1 = Names{}
-		}
-		*m = s1
+		s3 := make(Names, len(tmp2))
+		copy(s3, tmp2)
+		*m = s3
 	}
 	return nil
 }

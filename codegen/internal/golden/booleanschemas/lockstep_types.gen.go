@@ -28,6 +28,17 @@ func (m *Booleans) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Booleans) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -52,26 +63,23 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "list")
 			}
-			var s2 []json.RawMessage
-			var zero4 json.RawMessage
-			for i3 := 0; d.NextItem(); i3++ {
-				if s2 == nil {
-					s2 = make([]json.RawMessage, 0, 4)
-				}
-				s2 = append(s2, zero4)
-				v5, err := d.Raw()
+			var buf2 [8]json.RawMessage
+			tmp3 := buf2[:0]
+			var zero6 json.RawMessage
+			for i5 := 0; d.NextItem(); i5++ {
+				tmp3 = append(tmp3, zero6)
+				v7, err := d.Raw()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "list")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "list")
 				}
-				s2[i3] = v5
+				tmp3[i5] = v7
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "list")
 			}
-			if s2 == nil {
-				s2 = []json.RawMessage{}
-			}
-			m.List = s2
+			s4 := make([]json.RawMessage, len(tmp3))
+			copy(s4, tmp3)
+			m.List = s4
 		case "open":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "open")
@@ -79,24 +87,24 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "open")
 			}
-			m6 := map[string]json.RawMessage{}
+			m8 := map[string]json.RawMessage{}
 			for d.NextMember() {
-				k7 := d.KeyString()
+				k9 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e8 json.RawMessage
-				v9, err := d.Raw()
+				var e10 json.RawMessage
+				v11, err := d.Raw()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k7), "open")
+					return jsonwire.Within(jsonwire.Within(err, k9), "open")
 				}
-				e8 = v9
-				m6[k7] = e8
+				e10 = v11
+				m8[k9] = e10
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "open")
 			}
-			m.Open = m6
+			m.Open = m8
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

@@ -37,6 +37,17 @@ func (m *ExtenderArgs) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderArgs) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -65,41 +76,38 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					var s3 []string
-					var zero5 string
-					for i4 := 0; d.NextItem(); i4++ {
-						if s3 == nil {
-							s3 = make([]string, 0, 4)
-						}
-						s3 = append(s3, zero5)
-						v6, err := d.String()
+					var buf3 [8]string
+					tmp4 := buf3[:0]
+					var zero7 string
+					for i6 := 0; d.NextItem(); i6++ {
+						tmp4 = append(tmp4, zero7)
+						v8, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i4), "nodenames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i6), "nodenames")
 						}
-						s3[i4] = v6
+						tmp4[i6] = v8
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					if s3 == nil {
-						s3 = []string{}
-					}
-					v2 = s3
+					s5 := make([]string, len(tmp4))
+					copy(s5, tmp4)
+					v2 = s5
 				}
 				m.Nodenames = jsonwire.Value(v2)
 			}
 		default:
 			k := string(key)
-			var e7 json.RawMessage
-			v8, err := d.Raw()
+			var e9 json.RawMessage
+			v10, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e7 = v8
+			e9 = v10
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e7
+			m.AdditionalProperties[k] = e9
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -205,6 +213,17 @@ func (m *ExtenderFilterResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderFilterResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -227,26 +246,23 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					var s2 []string
-					var zero4 string
-					for i3 := 0; d.NextItem(); i3++ {
-						if s2 == nil {
-							s2 = make([]string, 0, 4)
-						}
-						s2 = append(s2, zero4)
-						v5, err := d.String()
+					var buf2 [8]string
+					tmp3 := buf2[:0]
+					var zero6 string
+					for i5 := 0; d.NextItem(); i5++ {
+						tmp3 = append(tmp3, zero6)
+						v7, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "nodenames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "nodenames")
 						}
-						s2[i3] = v5
+						tmp3[i5] = v7
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					if s2 == nil {
-						s2 = []string{}
-					}
-					v1 = s2
+					s4 := make([]string, len(tmp3))
+					copy(s4, tmp3)
+					v1 = s4
 				}
 				m.Nodenames = jsonwire.Value(v1)
 			}
@@ -254,58 +270,58 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				m.FailedNodes = jsonwire.Null[map[string]string]()
 			} else {
-				var v6 map[string]string
+				var v8 map[string]string
 				if d.Null() {
-					v6 = nil
+					v8 = nil
 				} else {
 					if err := d.ObjectStart(); err != nil {
 						return jsonwire.Within(err, "failedNodes")
 					}
-					m7 := map[string]string{}
+					m9 := map[string]string{}
 					for d.NextMember() {
-						k8 := d.KeyString()
+						k10 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}
-						var e9 string
-						v10, err := d.String()
+						var e11 string
+						v12, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.Within(err, k8), "failedNodes")
+							return jsonwire.Within(jsonwire.Within(err, k10), "failedNodes")
 						}
-						e9 = v10
-						m7[k8] = e9
+						e11 = v12
+						m9[k10] = e11
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "failedNodes")
 					}
-					v6 = m7
+					v8 = m9
 				}
-				m.FailedNodes = jsonwire.Value(v6)
+				m.FailedNodes = jsonwire.Value(v8)
 			}
 		case "error":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
-				p11 := new(string)
-				v12, err := d.String()
+				p13 := new(string)
+				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "error")
 				}
-				(*p11) = v12
-				m.Error = p11
+				(*p13) = v14
+				m.Error = p13
 			}
 		default:
 			k := string(key)
-			var e13 json.RawMessage
-			v14, err := d.Raw()
+			var e15 json.RawMessage
+			v16, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e13 = v14
+			e15 = v16
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e13
+			m.AdditionalProperties[k] = e15
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -424,6 +440,17 @@ func (m Strict) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes Strict, rejecting JSON its Go type cannot represent.
 func (m *Strict) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Strict) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}

@@ -65,26 +65,23 @@ func (u Command) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var s1 []string
-		var zero3 string
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make([]string, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.String()
+		var buf1 [8]string
+		tmp2 := buf1[:0]
+		var zero5 string
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.String()
 			if err != nil {
-				return v, jsonwire.WithinIndex(err, i2)
+				return v, jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return v, err
 		}
-		if s1 == nil {
-			s1 = []string{}
-		}
-		v = s1
+		s3 := make([]string, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
 	}
 	return v, d.End()
 }
@@ -222,6 +219,17 @@ func (m Config) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes Config, rejecting JSON its Go type cannot represent.
 func (m *Config) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Config) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -753,26 +761,23 @@ func (u ListOrDict) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var s1 []string
-		var zero3 string
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make([]string, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.String()
+		var buf1 [8]string
+		tmp2 := buf1[:0]
+		var zero5 string
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.String()
 			if err != nil {
-				return v, jsonwire.WithinIndex(err, i2)
+				return v, jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return v, err
 		}
-		if s1 == nil {
-			s1 = []string{}
-		}
-		v = s1
+		s3 := make([]string, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
 	}
 	return v, d.End()
 }
@@ -1334,86 +1339,83 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "ports")
 			}
-			var s5 []ServicePortsItem
-			var zero7 ServicePortsItem
-			for i6 := 0; d.NextItem(); i6++ {
-				if s5 == nil {
-					s5 = make([]ServicePortsItem, 0, 4)
-				}
-				s5 = append(s5, zero7)
-				if err := s5[i6].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "ports")
+			var buf5 [8]ServicePortsItem
+			tmp6 := buf5[:0]
+			var zero9 ServicePortsItem
+			for i8 := 0; d.NextItem(); i8++ {
+				tmp6 = append(tmp6, zero9)
+				if err := tmp6[i8].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i8), "ports")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "ports")
 			}
-			if s5 == nil {
-				s5 = []ServicePortsItem{}
-			}
-			m.Ports = s5
+			s7 := make([]ServicePortsItem, len(tmp6))
+			copy(s7, tmp6)
+			m.Ports = s7
 		case "depends_on":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "depends_on")
 			} else {
-				p8 := new(ServiceDependsOn)
-				if err := (*p8).decodeJSON(d); err != nil {
+				p10 := new(ServiceDependsOn)
+				if err := (*p10).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "depends_on")
 				}
-				m.DependsOn = p8
+				m.DependsOn = p10
 			}
 		case "restart":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "restart")
 			} else {
-				p9 := new(ServiceRestart)
-				if err := (*p9).decodeJSON(d); err != nil {
+				p11 := new(ServiceRestart)
+				if err := (*p11).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "restart")
 				}
-				m.Restart = p9
+				m.Restart = p11
 			}
 		case "healthcheck":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "healthcheck")
 			} else {
-				p10 := new(ServiceHealthcheck)
-				if err := (*p10).decodeJSON(d); err != nil {
+				p12 := new(ServiceHealthcheck)
+				if err := (*p12).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "healthcheck")
 				}
-				m.Healthcheck = p10
+				m.Healthcheck = p12
 			}
 		case "deploy":
 			if d.Null() {
 				m.Deploy = jsonwire.Null[Deploy]()
 			} else {
-				var v11 Deploy
-				if err := v11.decodeJSON(d); err != nil {
+				var v13 Deploy
+				if err := v13.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "deploy")
 				}
-				m.Deploy = jsonwire.Value(v11)
+				m.Deploy = jsonwire.Value(v13)
 			}
 		case "build":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "build")
 			} else {
-				p12 := new(ServiceBuild)
-				if err := (*p12).decodeJSON(d); err != nil {
+				p14 := new(ServiceBuild)
+				if err := (*p14).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "build")
 				}
-				m.Build = p12
+				m.Build = p14
 			}
 		default:
 			k := string(key)
-			var e13 json.RawMessage
-			v14, err := d.Raw()
+			var e15 json.RawMessage
+			v16, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e13 = v14
+			e15 = v16
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e13
+			m.AdditionalProperties[k] = e15
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -1819,7 +1821,11 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ServiceBuildObject{}
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1830,10 +1836,10 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "context")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "context")
@@ -1845,10 +1851,10 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "dockerfile")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "dockerfile")
@@ -1976,26 +1982,23 @@ func (u ServiceDependsOn) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var s1 []string
-		var zero3 string
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make([]string, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.String()
+		var buf1 [8]string
+		tmp2 := buf1[:0]
+		var zero5 string
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.String()
 			if err != nil {
-				return v, jsonwire.WithinIndex(err, i2)
+				return v, jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return v, err
 		}
-		if s1 == nil {
-			s1 = []string{}
-		}
-		v = s1
+		s3 := make([]string, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
 	}
 	return v, d.End()
 }
@@ -2316,6 +2319,12 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ServiceHealthcheck{}
+	type pointerBlock struct {
+		v0 string
+		v1 int64
+		v2 bool
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -2336,7 +2345,10 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "interval")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "interval")
@@ -2348,7 +2360,10 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "retries")
 			} else {
-				p4 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p4 := &block.v1
 				v5, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "retries")
@@ -2360,7 +2375,10 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "disable")
 			} else {
-				p6 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p6 := &block.v2
 				v7, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "disable")
@@ -2993,6 +3011,11 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Volume{}
+	type pointerBlock struct {
+		v0 string
+		v1 bool
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -3003,7 +3026,10 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "driver")
 			} else {
-				p1 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "driver")
@@ -3015,7 +3041,10 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "external")
 			} else {
-				p3 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p3 := &block.v1
 				v4, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "external")

@@ -113,12 +113,31 @@ func (m *Settings) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Settings) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Settings{}
 	var seen [1]bool
+	type pointerBlock struct {
+		v0 int64
+		v1 float64
+		v2 string
+		v3 bool
+		v4 time.Time
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -129,7 +148,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "replicas")
@@ -141,7 +163,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
-				p3 := new(float64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "ratio")
@@ -153,7 +178,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p5 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v2
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
@@ -165,7 +193,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "enabled")
 			} else {
-				p7 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p7 := &block.v3
 				v8, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "enabled")
@@ -190,26 +221,23 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var s10 []string
-			var zero12 string
-			for i11 := 0; d.NextItem(); i11++ {
-				if s10 == nil {
-					s10 = make([]string, 0, 4)
-				}
-				s10 = append(s10, zero12)
-				v13, err := d.String()
+			var buf10 [8]string
+			tmp11 := buf10[:0]
+			var zero14 string
+			for i13 := 0; d.NextItem(); i13++ {
+				tmp11 = append(tmp11, zero14)
+				v15, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "tags")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "tags")
 				}
-				s10[i11] = v13
+				tmp11[i13] = v15
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			if s10 == nil {
-				s10 = []string{}
-			}
-			m.Tags = s10
+			s12 := make([]string, len(tmp11))
+			copy(s12, tmp11)
+			m.Tags = s12
 		case "labels":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
@@ -217,65 +245,68 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m14 := map[string]string{}
+			m16 := map[string]string{}
 			for d.NextMember() {
-				k15 := d.KeyString()
+				k17 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e16 string
-				v17, err := d.String()
+				var e18 string
+				v19, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k15), "labels")
+					return jsonwire.Within(jsonwire.Within(err, k17), "labels")
 				}
-				e16 = v17
-				m14[k15] = e16
+				e18 = v19
+				m16[k17] = e18
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m.Labels = m14
+			m.Labels = m16
 		case "limits":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
 			} else {
-				p18 := new(SettingsLimits)
-				if err := (*p18).decodeJSON(d); err != nil {
+				p20 := new(SettingsLimits)
+				if err := (*p20).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "limits")
 				}
-				m.Limits = p18
+				m.Limits = p20
 			}
 		case "fallback":
 			if d.Null() {
 				m.Fallback = jsonwire.Null[string]()
 			} else {
-				var v19 string
-				v20, err := d.String()
+				var v21 string
+				v22, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "fallback")
 				}
-				v19 = v20
-				m.Fallback = jsonwire.Value(v19)
+				v21 = v22
+				m.Fallback = jsonwire.Value(v21)
 			}
 		case "since":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
-				p21 := new(time.Time)
-				v22, err := d.DateTime()
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p23 := &block.v4
+				v24, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "since")
 				}
-				(*p21) = v22
-				m.Since = p21
+				(*p23) = v24
+				m.Since = p23
 			}
 		case "required":
 			seen[0] = true
-			v23, err := d.Int64()
+			v25, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "required")
 			}
-			m.Required = v23
+			m.Required = v25
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -430,7 +461,11 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = SettingsLimits{}
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -441,10 +476,10 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "cpu")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "cpu")
@@ -456,10 +491,10 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "memory")

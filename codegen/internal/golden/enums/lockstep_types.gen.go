@@ -28,6 +28,17 @@ func (m *Color) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Color) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Color) decodeJSON(d *jsonwire.Decoder) error {
 	b, err := d.StringBytes()
 	if err != nil {
@@ -90,6 +101,17 @@ type Enums struct {
 // UnmarshalJSON decodes Enums, rejecting JSON its Go type cannot represent.
 func (m *Enums) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Enums) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -160,24 +182,21 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "more")
 			}
-			var s5 []Color
-			var zero7 Color
-			for i6 := 0; d.NextItem(); i6++ {
-				if s5 == nil {
-					s5 = make([]Color, 0, 4)
-				}
-				s5 = append(s5, zero7)
-				if err := s5[i6].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "more")
+			var buf5 [8]Color
+			tmp6 := buf5[:0]
+			var zero9 Color
+			for i8 := 0; d.NextItem(); i8++ {
+				tmp6 = append(tmp6, zero9)
+				if err := tmp6[i8].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i8), "more")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "more")
 			}
-			if s5 == nil {
-				s5 = []Color{}
-			}
-			m.More = s5
+			s7 := make([]Color, len(tmp6))
+			copy(s7, tmp6)
+			m.More = s7
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

@@ -30,6 +30,17 @@ func (m *Escapes) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Escapes) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -62,52 +73,49 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "prefixes")
 			}
-			var s3 []netip.Prefix
-			var zero5 netip.Prefix
-			for i4 := 0; d.NextItem(); i4++ {
-				if s3 == nil {
-					s3 = make([]netip.Prefix, 0, 4)
-				}
-				s3 = append(s3, zero5)
-				raw6, err := d.RawBytes()
+			var buf3 [8]netip.Prefix
+			tmp4 := buf3[:0]
+			var zero7 netip.Prefix
+			for i6 := 0; d.NextItem(); i6++ {
+				tmp4 = append(tmp4, zero7)
+				raw8, err := d.RawBytes()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "prefixes")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "prefixes")
 				}
-				if err := json.Unmarshal(raw6, &s3[i4]); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(jsonwire.External(err), i4), "prefixes")
+				if err := json.Unmarshal(raw8, &tmp4[i6]); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(jsonwire.External(err), i6), "prefixes")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "prefixes")
 			}
-			if s3 == nil {
-				s3 = []netip.Prefix{}
-			}
-			m.Prefixes = s3
+			s5 := make([]netip.Prefix, len(tmp4))
+			copy(s5, tmp4)
+			m.Prefixes = s5
 		case "pod":
-			v7, err := d.Raw()
+			v9, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-			m.Pod = v7
+			m.Pod = v9
 		case "count":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				p8 := new(int64)
-				v9, err := d.Int64()
+				p10 := new(int64)
+				v11, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")
 				}
-				(*p8) = v9
-				m.Total = p8
+				(*p10) = v11
+				m.Total = p10
 			}
 		case "raw":
-			v10, err := d.Raw()
+			v12, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "raw")
 			}
-			m.Raw = v10
+			m.Raw = v12
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

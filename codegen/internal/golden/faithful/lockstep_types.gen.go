@@ -59,6 +59,17 @@ func (m *Settings) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Settings) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -546,26 +557,23 @@ func (u SettingsLabels) AsArray() ([]json.RawMessage, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var s1 []json.RawMessage
-		var zero3 json.RawMessage
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make([]json.RawMessage, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.Raw()
+		var buf1 [8]json.RawMessage
+		tmp2 := buf1[:0]
+		var zero5 json.RawMessage
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.Raw()
 			if err != nil {
-				return v, jsonwire.WithinIndex(err, i2)
+				return v, jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return v, err
 		}
-		if s1 == nil {
-			s1 = []json.RawMessage{}
-		}
-		v = s1
+		s3 := make([]json.RawMessage, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
 	}
 	return v, d.End()
 }
@@ -834,26 +842,23 @@ func (u SettingsLimit) AsArray() ([]json.RawMessage, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var s1 []json.RawMessage
-		var zero3 json.RawMessage
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make([]json.RawMessage, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.Raw()
+		var buf1 [8]json.RawMessage
+		tmp2 := buf1[:0]
+		var zero5 json.RawMessage
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.Raw()
 			if err != nil {
-				return v, jsonwire.WithinIndex(err, i2)
+				return v, jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return v, err
 		}
-		if s1 == nil {
-			s1 = []json.RawMessage{}
-		}
-		v = s1
+		s3 := make([]json.RawMessage, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
 	}
 	return v, d.End()
 }

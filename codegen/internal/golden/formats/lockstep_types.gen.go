@@ -33,13 +33,34 @@ func (m *Formats) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Formats) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Formats{}
 	var seen [1]bool
-	var block0 *[3]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 int32
+		v4 uint64
+		v5 float32
+		v6 float64
+		v7 int64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -69,10 +90,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "day")
 			} else {
-				if block0 == nil {
-					block0 = new([3]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p4 := &block0[0]
+				p4 := &block.v0
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "day")
@@ -84,10 +105,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				if block0 == nil {
-					block0 = new([3]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p6 := &block0[1]
+				p6 := &block.v1
 				v7, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
@@ -99,10 +120,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mail")
 			} else {
-				if block0 == nil {
-					block0 = new([3]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p8 := &block0[2]
+				p8 := &block.v2
 				v9, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "mail")
@@ -114,7 +135,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "small")
 			} else {
-				p10 := new(int32)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p10 := &block.v3
 				v11, err := d.Int32()
 				if err != nil {
 					return jsonwire.Within(err, "small")
@@ -126,7 +150,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "big")
 			} else {
-				p12 := new(uint64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p12 := &block.v4
 				v13, err := d.Uint64()
 				if err != nil {
 					return jsonwire.Within(err, "big")
@@ -138,7 +165,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
-				p14 := new(float32)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p14 := &block.v5
 				v15, err := d.Float32()
 				if err != nil {
 					return jsonwire.Within(err, "ratio")
@@ -150,7 +180,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "plain")
 			} else {
-				p16 := new(float64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p16 := &block.v6
 				v17, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "plain")
@@ -162,7 +195,10 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				p18 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p18 := &block.v7
 				v19, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")
@@ -177,26 +213,23 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "history")
 			}
-			var s20 []time.Time
-			var zero22 time.Time
-			for i21 := 0; d.NextItem(); i21++ {
-				if s20 == nil {
-					s20 = make([]time.Time, 0, 4)
-				}
-				s20 = append(s20, zero22)
-				v23, err := d.DateTime()
+			var buf20 [8]time.Time
+			tmp21 := buf20[:0]
+			var zero24 time.Time
+			for i23 := 0; d.NextItem(); i23++ {
+				tmp21 = append(tmp21, zero24)
+				v25, err := d.DateTime()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "history")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i23), "history")
 				}
-				s20[i21] = v23
+				tmp21[i23] = v25
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "history")
 			}
-			if s20 == nil {
-				s20 = []time.Time{}
-			}
-			m.History = s20
+			s22 := make([]time.Time, len(tmp21))
+			copy(s22, tmp21)
+			m.History = s22
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

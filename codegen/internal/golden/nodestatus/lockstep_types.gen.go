@@ -25,6 +25,17 @@ func (m *Ack) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Ack) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -130,6 +141,17 @@ func (m *BenchNodeStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BenchNodeStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -157,24 +179,21 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				var s2 []NodeCondition
-				var zero4 NodeCondition
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]NodeCondition, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					if err := s2[i3].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "conditions")
+				var buf2 [8]NodeCondition
+				tmp3 := buf2[:0]
+				var zero6 NodeCondition
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					if err := tmp3[i5].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				if s2 == nil {
-					s2 = []NodeCondition{}
-				}
-				m.Conditions = s2
+				s4 := make([]NodeCondition, len(tmp3))
+				copy(s4, tmp3)
+				m.Conditions = s4
 			}
 		case "capacity":
 			seen[2] = true
@@ -194,24 +213,21 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				var s5 []NodeAddress
-				var zero7 NodeAddress
-				for i6 := 0; d.NextItem(); i6++ {
-					if s5 == nil {
-						s5 = make([]NodeAddress, 0, 4)
-					}
-					s5 = append(s5, zero7)
-					if err := s5[i6].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "addresses")
+				var buf7 [8]NodeAddress
+				tmp8 := buf7[:0]
+				var zero11 NodeAddress
+				for i10 := 0; d.NextItem(); i10++ {
+					tmp8 = append(tmp8, zero11)
+					if err := tmp8[i10].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i10), "addresses")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				if s5 == nil {
-					s5 = []NodeAddress{}
-				}
-				m.Addresses = s5
+				s9 := make([]NodeAddress, len(tmp8))
+				copy(s9, tmp8)
+				m.Addresses = s9
 			}
 		case "nodeInfo":
 			seen[5] = true
@@ -226,26 +242,23 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				var s8 []string
-				var zero10 string
-				for i9 := 0; d.NextItem(); i9++ {
-					if s8 == nil {
-						s8 = make([]string, 0, 4)
-					}
-					s8 = append(s8, zero10)
-					v11, err := d.String()
+				var buf12 [8]string
+				tmp13 := buf12[:0]
+				var zero16 string
+				for i15 := 0; d.NextItem(); i15++ {
+					tmp13 = append(tmp13, zero16)
+					v17, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i9), "images")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "images")
 					}
-					s8[i9] = v11
+					tmp13[i15] = v17
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				if s8 == nil {
-					s8 = []string{}
-				}
-				m.Images = s8
+				s14 := make([]string, len(tmp13))
+				copy(s14, tmp13)
+				m.Images = s14
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -471,26 +484,23 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "names")
 					}
-					var s2 []string
-					var zero4 string
-					for i3 := 0; d.NextItem(); i3++ {
-						if s2 == nil {
-							s2 = make([]string, 0, 4)
-						}
-						s2 = append(s2, zero4)
-						v5, err := d.String()
+					var buf2 [8]string
+					tmp3 := buf2[:0]
+					var zero6 string
+					for i5 := 0; d.NextItem(); i5++ {
+						tmp3 = append(tmp3, zero6)
+						v7, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "names")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "names")
 						}
-						s2[i3] = v5
+						tmp3[i5] = v7
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "names")
 					}
-					if s2 == nil {
-						s2 = []string{}
-					}
-					v1 = s2
+					s4 := make([]string, len(tmp3))
+					copy(s4, tmp3)
+					v1 = s4
 				}
 				m.Names = jsonwire.Value(v1)
 			}
@@ -498,13 +508,13 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "sizeBytes")
 			} else {
-				p6 := new(int64)
-				v7, err := d.Int64()
+				p8 := new(int64)
+				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "sizeBytes")
 				}
-				(*p6) = v7
-				m.SizeBytes = p6
+				(*p8) = v9
+				m.SizeBytes = p8
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -722,7 +732,12 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -743,10 +758,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -758,10 +773,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -773,7 +788,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
-				p5 := new(time.Time)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastHeartbeatTime")
@@ -1049,7 +1067,11 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeConfigSourceConfigMap{}
 	var seen [3]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1074,10 +1096,10 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "uid")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[0]
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "uid")
@@ -1089,10 +1111,10 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "resourceVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p5 := &block0[1]
+				p5 := &block.v1
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "resourceVersion")
@@ -1293,6 +1315,17 @@ func (m *NodeStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1340,24 +1373,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				var s3 []NodeStatusNodeCondition
-				var zero5 NodeStatusNodeCondition
-				for i4 := 0; d.NextItem(); i4++ {
-					if s3 == nil {
-						s3 = make([]NodeStatusNodeCondition, 0, 4)
-					}
-					s3 = append(s3, zero5)
-					if err := s3[i4].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "conditions")
+				var buf3 [8]NodeStatusNodeCondition
+				tmp4 := buf3[:0]
+				var zero7 NodeStatusNodeCondition
+				for i6 := 0; d.NextItem(); i6++ {
+					tmp4 = append(tmp4, zero7)
+					if err := tmp4[i6].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "conditions")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				if s3 == nil {
-					s3 = []NodeStatusNodeCondition{}
-				}
-				m.Conditions = s3
+				s5 := make([]NodeStatusNodeCondition, len(tmp4))
+				copy(s5, tmp4)
+				m.Conditions = s5
 			}
 		case "addresses":
 			if d.Null() {
@@ -1366,109 +1396,100 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var s6 []NodeStatusNodeAddress
-			var zero8 NodeStatusNodeAddress
-			for i7 := 0; d.NextItem(); i7++ {
-				if s6 == nil {
-					s6 = make([]NodeStatusNodeAddress, 0, 4)
-				}
-				s6 = append(s6, zero8)
-				if err := s6[i7].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "addresses")
+			var buf8 [8]NodeStatusNodeAddress
+			tmp9 := buf8[:0]
+			var zero12 NodeStatusNodeAddress
+			for i11 := 0; d.NextItem(); i11++ {
+				tmp9 = append(tmp9, zero12)
+				if err := tmp9[i11].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			if s6 == nil {
-				s6 = []NodeStatusNodeAddress{}
-			}
-			m.Addresses = s6
+			s10 := make([]NodeStatusNodeAddress, len(tmp9))
+			copy(s10, tmp9)
+			m.Addresses = s10
 		case "daemonEndpoints":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "daemonEndpoints")
 			} else {
-				p9 := new(NodeStatusDaemonEndpoints)
-				if err := (*p9).decodeJSON(d); err != nil {
+				p13 := new(NodeStatusDaemonEndpoints)
+				if err := (*p13).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "daemonEndpoints")
 				}
-				m.DaemonEndpoints = p9
+				m.DaemonEndpoints = p13
 			}
 		case "nodeInfo":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nodeInfo")
 			} else {
-				p10 := new(NodeStatusNodeSystemInfo)
-				if err := (*p10).decodeJSON(d); err != nil {
+				p14 := new(NodeStatusNodeSystemInfo)
+				if err := (*p14).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "nodeInfo")
 				}
-				m.NodeInfo = p10
+				m.NodeInfo = p14
 			}
 		case "images":
 			if d.Null() {
 				m.Images = jsonwire.Null[[]ContainerImage]()
 			} else {
-				var v11 []ContainerImage
+				var v15 []ContainerImage
 				if d.Null() {
-					v11 = nil
+					v15 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					var s12 []ContainerImage
-					var zero14 ContainerImage
-					for i13 := 0; d.NextItem(); i13++ {
-						if s12 == nil {
-							s12 = make([]ContainerImage, 0, 4)
-						}
-						s12 = append(s12, zero14)
-						if err := s12[i13].decodeJSON(d); err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i13), "images")
+					var buf16 [8]ContainerImage
+					tmp17 := buf16[:0]
+					var zero20 ContainerImage
+					for i19 := 0; d.NextItem(); i19++ {
+						tmp17 = append(tmp17, zero20)
+						if err := tmp17[i19].decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i19), "images")
 						}
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					if s12 == nil {
-						s12 = []ContainerImage{}
-					}
-					v11 = s12
+					s18 := make([]ContainerImage, len(tmp17))
+					copy(s18, tmp17)
+					v15 = s18
 				}
-				m.Images = jsonwire.Value(v11)
+				m.Images = jsonwire.Value(v15)
 			}
 		case "volumesInUse":
 			if d.Null() {
 				m.VolumesInUse = jsonwire.Null[[]string]()
 			} else {
-				var v15 []string
+				var v21 []string
 				if d.Null() {
-					v15 = nil
+					v21 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					var s16 []string
-					var zero18 string
-					for i17 := 0; d.NextItem(); i17++ {
-						if s16 == nil {
-							s16 = make([]string, 0, 4)
-						}
-						s16 = append(s16, zero18)
-						v19, err := d.String()
+					var buf22 [8]string
+					tmp23 := buf22[:0]
+					var zero26 string
+					for i25 := 0; d.NextItem(); i25++ {
+						tmp23 = append(tmp23, zero26)
+						v27, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i17), "volumesInUse")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i25), "volumesInUse")
 						}
-						s16[i17] = v19
+						tmp23[i25] = v27
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					if s16 == nil {
-						s16 = []string{}
-					}
-					v15 = s16
+					s24 := make([]string, len(tmp23))
+					copy(s24, tmp23)
+					v21 = s24
 				}
-				m.VolumesInUse = jsonwire.Value(v15)
+				m.VolumesInUse = jsonwire.Value(v21)
 			}
 		case "volumesAttached":
 			if d.Null() {
@@ -1477,33 +1498,30 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			var s20 []NodeStatusVolumesAttachedItem
-			var zero22 NodeStatusVolumesAttachedItem
-			for i21 := 0; d.NextItem(); i21++ {
-				if s20 == nil {
-					s20 = make([]NodeStatusVolumesAttachedItem, 0, 4)
-				}
-				s20 = append(s20, zero22)
-				if err := s20[i21].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "volumesAttached")
+			var buf28 [8]NodeStatusVolumesAttachedItem
+			tmp29 := buf28[:0]
+			var zero32 NodeStatusVolumesAttachedItem
+			for i31 := 0; d.NextItem(); i31++ {
+				tmp29 = append(tmp29, zero32)
+				if err := tmp29[i31].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i31), "volumesAttached")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			if s20 == nil {
-				s20 = []NodeStatusVolumesAttachedItem{}
-			}
-			m.VolumesAttached = s20
+			s30 := make([]NodeStatusVolumesAttachedItem, len(tmp29))
+			copy(s30, tmp29)
+			m.VolumesAttached = s30
 		case "config":
 			if d.Null() {
 				m.Config = jsonwire.Null[NodeConfigStatus]()
 			} else {
-				var v23 NodeConfigStatus
-				if err := v23.decodeJSON(d); err != nil {
+				var v33 NodeConfigStatus
+				if err := v33.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "config")
 				}
-				m.Config = jsonwire.Value(v23)
+				m.Config = jsonwire.Value(v33)
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -2071,7 +2089,12 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusNodeCondition{}
 	var seen [2]bool
-	var block1 *[2]string
+	type pointerBlock struct {
+		v0 time.Time
+		v1 string
+		v2 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -2106,7 +2129,10 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
-				p4 := new(time.Time)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p4 := &block.v0
 				v5, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastTransitionTime")
@@ -2118,10 +2144,10 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block1 == nil {
-					block1 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p6 := &block1[0]
+				p6 := &block.v1
 				v7, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -2133,10 +2159,10 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block1 == nil {
-					block1 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p8 := &block1[1]
+				p8 := &block.v2
 				v9, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -2290,7 +2316,13 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusNodeSystemInfo{}
 	var seen [5]bool
-	var block0 *[4]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -2308,10 +2340,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				if block0 == nil {
-					block0 = new([4]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p2 := &block0[0]
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
@@ -2323,10 +2355,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				if block0 == nil {
-					block0 = new([4]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p4 := &block0[1]
+				p4 := &block.v1
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
@@ -2345,10 +2377,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				if block0 == nil {
-					block0 = new([4]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p7 := &block0[2]
+				p7 := &block.v2
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
@@ -2360,10 +2392,10 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([4]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p9 := &block0[3]
+				p9 := &block.v3
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
@@ -2693,7 +2725,17 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = NodeSystemInfo{}
-	var block0 *[8]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 string
+		v4 string
+		v5 string
+		v6 string
+		v7 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -2704,10 +2746,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "machineID")
@@ -2719,10 +2761,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
@@ -2734,10 +2776,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p5 := &block0[2]
+				p5 := &block.v2
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
@@ -2749,10 +2791,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p7 := &block0[3]
+				p7 := &block.v3
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kernelVersion")
@@ -2764,10 +2806,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p9 := &block0[4]
+				p9 := &block.v4
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
@@ -2779,10 +2821,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p11 := &block0[5]
+				p11 := &block.v5
 				v12, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
@@ -2794,10 +2836,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p13 := &block0[6]
+				p13 := &block.v6
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
@@ -2809,10 +2851,10 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
-				if block0 == nil {
-					block0 = new([8]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p15 := &block0[7]
+				p15 := &block.v7
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeProxyVersion")
@@ -2886,6 +2928,17 @@ type PodStatus struct {
 // UnmarshalJSON decodes PodStatus, rejecting JSON its Go type cannot represent.
 func (m *PodStatus) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}

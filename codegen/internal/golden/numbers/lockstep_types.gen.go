@@ -36,6 +36,17 @@ func (m *Labels) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Labels) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -178,12 +189,29 @@ func (m *Numbers) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Numbers) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Numbers{}
-	var block0 *[4]float64
+	type pointerBlock struct {
+		v0 float64
+		v1 float64
+		v2 float64
+		v3 float64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -194,10 +222,10 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "price")
 			} else {
-				if block0 == nil {
-					block0 = new([4]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "price")
@@ -209,10 +237,10 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "step")
 			} else {
-				if block0 == nil {
-					block0 = new([4]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "step")
@@ -224,10 +252,10 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "fraction")
 			} else {
-				if block0 == nil {
-					block0 = new([4]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p5 := &block0[2]
+				p5 := &block.v2
 				v6, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "fraction")
@@ -239,10 +267,10 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "signed")
 			} else {
-				if block0 == nil {
-					block0 = new([4]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p7 := &block0[3]
+				p7 := &block.v3
 				v8, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "signed")

@@ -131,6 +131,17 @@ func (m *Event) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Event) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Event) decodeJSON(d *jsonwire.Decoder) error {
 	tag, err := d.Discriminator("type", false)
 	if err != nil {
@@ -463,39 +474,36 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "pods")
 				}
-				var s2 []string
-				var zero4 string
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]string, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					v5, err := d.String()
+				var buf2 [8]string
+				tmp3 := buf2[:0]
+				var zero6 string
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					v7, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "pods")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "pods")
 					}
-					s2[i3] = v5
+					tmp3[i5] = v7
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "pods")
 				}
-				if s2 == nil {
-					s2 = []string{}
-				}
-				m.Pods = s2
+				s4 := make([]string, len(tmp3))
+				copy(s4, tmp3)
+				m.Pods = s4
 			}
 		default:
 			k := string(key)
-			var e6 json.RawMessage
-			v7, err := d.Raw()
+			var e8 json.RawMessage
+			v9, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e6 = v7
+			e8 = v9
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e6
+			m.AdditionalProperties[k] = e8
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -632,6 +640,17 @@ func (u Shape) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes Shape, rejecting JSON its Go type cannot represent.
 func (m *Shape) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Shape) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}

@@ -199,6 +199,17 @@ func (m *Holder) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Holder) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -423,26 +434,23 @@ func (u HolderChoice) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var s1 []string
-		var zero3 string
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make([]string, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			v4, err := d.String()
+		var buf1 [8]string
+		tmp2 := buf1[:0]
+		var zero5 string
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.String()
 			if err != nil {
-				return v, jsonwire.WithinIndex(err, i2)
+				return v, jsonwire.WithinIndex(err, i4)
 			}
-			s1[i2] = v4
+			tmp2[i4] = v6
 		}
 		if err := d.Err(); err != nil {
 			return v, err
 		}
-		if s1 == nil {
-			s1 = []string{}
-		}
-		v = s1
+		s3 := make([]string, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
 	}
 	return v, d.End()
 }
@@ -632,7 +640,11 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = HolderExclusive{}
-	var block0 *[2]int64
+	type pointerBlock struct {
+		v0 int64
+		v1 int64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -643,10 +655,10 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "x")
 			} else {
-				if block0 == nil {
-					block0 = new([2]int64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "x")
@@ -658,10 +670,10 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "y")
 			} else {
-				if block0 == nil {
-					block0 = new([2]int64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "y")

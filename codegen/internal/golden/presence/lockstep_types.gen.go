@@ -25,6 +25,17 @@ func (m *Point) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Point) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -139,13 +150,30 @@ func (m *Presence) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Presence) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Presence{}
 	var seen [6]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 int64
+		v3 bool
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -163,10 +191,10 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "optString")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p2 := &block0[0]
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "optString")
@@ -179,10 +207,10 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				m.ReqNullString = nil
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p4 := &block0[1]
+				p4 := &block.v1
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reqNullString")
@@ -246,26 +274,23 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "reqList")
 				}
-				var s11 []string
-				var zero13 string
-				for i12 := 0; d.NextItem(); i12++ {
-					if s11 == nil {
-						s11 = make([]string, 0, 4)
-					}
-					s11 = append(s11, zero13)
-					v14, err := d.String()
+				var buf11 [8]string
+				tmp12 := buf11[:0]
+				var zero15 string
+				for i14 := 0; d.NextItem(); i14++ {
+					tmp12 = append(tmp12, zero15)
+					v16, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i12), "reqList")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i14), "reqList")
 					}
-					s11[i12] = v14
+					tmp12[i14] = v16
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "reqList")
 				}
-				if s11 == nil {
-					s11 = []string{}
-				}
-				m.ReqList = s11
+				s13 := make([]string, len(tmp12))
+				copy(s13, tmp12)
+				m.ReqList = s13
 			}
 		case "optList":
 			if d.Null() {
@@ -274,26 +299,23 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "optList")
 			}
-			var s15 []string
-			var zero17 string
-			for i16 := 0; d.NextItem(); i16++ {
-				if s15 == nil {
-					s15 = make([]string, 0, 4)
-				}
-				s15 = append(s15, zero17)
-				v18, err := d.String()
+			var buf17 [8]string
+			tmp18 := buf17[:0]
+			var zero21 string
+			for i20 := 0; d.NextItem(); i20++ {
+				tmp18 = append(tmp18, zero21)
+				v22, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i16), "optList")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "optList")
 				}
-				s15[i16] = v18
+				tmp18[i20] = v22
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "optList")
 			}
-			if s15 == nil {
-				s15 = []string{}
-			}
-			m.OptList = s15
+			s19 := make([]string, len(tmp18))
+			copy(s19, tmp18)
+			m.OptList = s19
 		case "reqNullList":
 			seen[5] = true
 			if d.Null() {
@@ -302,60 +324,54 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "reqNullList")
 				}
-				var s19 []string
-				var zero21 string
-				for i20 := 0; d.NextItem(); i20++ {
-					if s19 == nil {
-						s19 = make([]string, 0, 4)
-					}
-					s19 = append(s19, zero21)
-					v22, err := d.String()
+				var buf23 [8]string
+				tmp24 := buf23[:0]
+				var zero27 string
+				for i26 := 0; d.NextItem(); i26++ {
+					tmp24 = append(tmp24, zero27)
+					v28, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i20), "reqNullList")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i26), "reqNullList")
 					}
-					s19[i20] = v22
+					tmp24[i26] = v28
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "reqNullList")
 				}
-				if s19 == nil {
-					s19 = []string{}
-				}
-				m.ReqNullList = s19
+				s25 := make([]string, len(tmp24))
+				copy(s25, tmp24)
+				m.ReqNullList = s25
 			}
 		case "optNullList":
 			if d.Null() {
 				m.OptNullList = jsonwire.Null[[]string]()
 			} else {
-				var v23 []string
+				var v29 []string
 				if d.Null() {
-					v23 = nil
+					v29 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "optNullList")
 					}
-					var s24 []string
-					var zero26 string
-					for i25 := 0; d.NextItem(); i25++ {
-						if s24 == nil {
-							s24 = make([]string, 0, 4)
-						}
-						s24 = append(s24, zero26)
-						v27, err := d.String()
+					var buf30 [8]string
+					tmp31 := buf30[:0]
+					var zero34 string
+					for i33 := 0; d.NextItem(); i33++ {
+						tmp31 = append(tmp31, zero34)
+						v35, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i25), "optNullList")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i33), "optNullList")
 						}
-						s24[i25] = v27
+						tmp31[i33] = v35
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "optNullList")
 					}
-					if s24 == nil {
-						s24 = []string{}
-					}
-					v23 = s24
+					s32 := make([]string, len(tmp31))
+					copy(s32, tmp31)
+					v29 = s32
 				}
-				m.OptNullList = jsonwire.Value(v23)
+				m.OptNullList = jsonwire.Value(v29)
 			}
 		case "optMap":
 			if d.Null() {
@@ -364,98 +380,104 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "optMap")
 			}
-			m28 := map[string]int64{}
+			m36 := map[string]int64{}
 			for d.NextMember() {
-				k29 := d.KeyString()
+				k37 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e30 int64
-				v31, err := d.Int64()
+				var e38 int64
+				v39, err := d.Int64()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k29), "optMap")
+					return jsonwire.Within(jsonwire.Within(err, k37), "optMap")
 				}
-				e30 = v31
-				m28[k29] = e30
+				e38 = v39
+				m36[k37] = e38
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "optMap")
 			}
-			m.OptMap = m28
+			m.OptMap = m36
 		case "optNullMap":
 			if d.Null() {
 				m.OptNullMap = jsonwire.Null[map[string]int64]()
 			} else {
-				var v32 map[string]int64
+				var v40 map[string]int64
 				if d.Null() {
-					v32 = nil
+					v40 = nil
 				} else {
 					if err := d.ObjectStart(); err != nil {
 						return jsonwire.Within(err, "optNullMap")
 					}
-					m33 := map[string]int64{}
+					m41 := map[string]int64{}
 					for d.NextMember() {
-						k34 := d.KeyString()
+						k42 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}
-						var e35 int64
-						v36, err := d.Int64()
+						var e43 int64
+						v44, err := d.Int64()
 						if err != nil {
-							return jsonwire.Within(jsonwire.Within(err, k34), "optNullMap")
+							return jsonwire.Within(jsonwire.Within(err, k42), "optNullMap")
 						}
-						e35 = v36
-						m33[k34] = e35
+						e43 = v44
+						m41[k42] = e43
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "optNullMap")
 					}
-					v32 = m33
+					v40 = m41
 				}
-				m.OptNullMap = jsonwire.Value(v32)
+				m.OptNullMap = jsonwire.Value(v40)
 			}
 		case "optInt":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "optInt")
 			} else {
-				p37 := new(int64)
-				v38, err := d.Int64()
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p45 := &block.v2
+				v46, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "optInt")
 				}
-				(*p37) = v38
-				m.OptInt = p37
+				(*p45) = v46
+				m.OptInt = p45
 			}
 		case "optNullInt":
 			if d.Null() {
 				m.OptNullInt = jsonwire.Null[int64]()
 			} else {
-				var v39 int64
-				v40, err := d.Int64()
+				var v47 int64
+				v48, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "optNullInt")
 				}
-				v39 = v40
-				m.OptNullInt = jsonwire.Value(v39)
+				v47 = v48
+				m.OptNullInt = jsonwire.Value(v47)
 			}
 		case "optBool":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "optBool")
 			} else {
-				p41 := new(bool)
-				v42, err := d.Bool()
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p49 := &block.v3
+				v50, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "optBool")
 				}
-				(*p41) = v42
-				m.OptBool = p41
+				(*p49) = v50
+				m.OptBool = p49
 			}
 		case "optRaw":
-			v43, err := d.Raw()
+			v51, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "optRaw")
 			}
-			m.OptRaw = v43
+			m.OptRaw = v51
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

@@ -25,6 +25,17 @@ func (m *Expr) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Expr) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -166,6 +177,17 @@ func (m *List) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *List) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -282,6 +304,17 @@ type Term struct {
 // UnmarshalJSON decodes Term, rejecting JSON its Go type cannot represent.
 func (m *Term) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Term) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -421,6 +454,17 @@ func (m *Tree) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Tree) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -447,24 +491,21 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "children")
 			}
-			var s2 []Tree
-			var zero4 Tree
-			for i3 := 0; d.NextItem(); i3++ {
-				if s2 == nil {
-					s2 = make([]Tree, 0, 4)
-				}
-				s2 = append(s2, zero4)
-				if err := s2[i3].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i3), "children")
+			var buf2 [8]Tree
+			tmp3 := buf2[:0]
+			var zero6 Tree
+			for i5 := 0; d.NextItem(); i5++ {
+				tmp3 = append(tmp3, zero6)
+				if err := tmp3[i5].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "children")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "children")
 			}
-			if s2 == nil {
-				s2 = []Tree{}
-			}
-			m.Children = s2
+			s4 := make([]Tree, len(tmp3))
+			copy(s4, tmp3)
+			m.Children = s4
 		default:
 			return jsonwire.Undeclared(d, key)
 		}

@@ -27,11 +27,27 @@ func (m *Floats) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Floats) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Floats{}
+	type pointerBlock struct {
+		v0 float32
+		v1 int64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -42,7 +58,10 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
-				p1 := new(float32)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p1 := &block.v0
 				v2, err := d.Float32()
 				if err != nil {
 					return jsonwire.Within(err, "ratio")
@@ -54,7 +73,10 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				p3 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p3 := &block.v1
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")
@@ -105,6 +127,17 @@ type ObjectEnum struct {
 // UnmarshalJSON decodes ObjectEnum, rejecting JSON its Go type cannot represent.
 func (m *ObjectEnum) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ObjectEnum) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -190,6 +223,17 @@ func (m *Pair) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Pair) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Pair) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ArrayStart(); err != nil {
 		return err
@@ -255,11 +299,27 @@ func (m *Times) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Times) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Times{}
+	type pointerBlock struct {
+		v0 time.Time
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -270,7 +330,10 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
-				p1 := new(time.Time)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p1 := &block.v0
 				v2, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "at")
@@ -282,7 +345,10 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
@@ -340,11 +406,27 @@ func (m *Unevaluated) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Unevaluated) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Unevaluated{}
+	type pointerBlock struct {
+		v0 int64
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -355,7 +437,10 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")
@@ -367,7 +452,10 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "b")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "b")
@@ -422,6 +510,17 @@ func (m *UniqueObjects) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *UniqueObjects) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -440,24 +539,21 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			var s1 []UniqueObjectsLabelsItem
-			var zero3 UniqueObjectsLabelsItem
-			for i2 := 0; d.NextItem(); i2++ {
-				if s1 == nil {
-					s1 = make([]UniqueObjectsLabelsItem, 0, 4)
-				}
-				s1 = append(s1, zero3)
-				if err := s1[i2].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i2), "labels")
+			var buf1 [8]UniqueObjectsLabelsItem
+			tmp2 := buf1[:0]
+			var zero5 UniqueObjectsLabelsItem
+			for i4 := 0; d.NextItem(); i4++ {
+				tmp2 = append(tmp2, zero5)
+				if err := tmp2[i4].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "labels")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			if s1 == nil {
-				s1 = []UniqueObjectsLabelsItem{}
-			}
-			m.Labels = s1
+			s3 := make([]UniqueObjectsLabelsItem, len(tmp2))
+			copy(s3, tmp2)
+			m.Labels = s3
 		case "names":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "names")
@@ -465,26 +561,23 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "names")
 			}
-			var s4 []string
-			var zero6 string
-			for i5 := 0; d.NextItem(); i5++ {
-				if s4 == nil {
-					s4 = make([]string, 0, 4)
-				}
-				s4 = append(s4, zero6)
-				v7, err := d.String()
+			var buf6 [8]string
+			tmp7 := buf6[:0]
+			var zero10 string
+			for i9 := 0; d.NextItem(); i9++ {
+				tmp7 = append(tmp7, zero10)
+				v11, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "names")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "names")
 				}
-				s4[i5] = v7
+				tmp7[i9] = v11
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "names")
 			}
-			if s4 == nil {
-				s4 = []string{}
-			}
-			m.Names = s4
+			s8 := make([]string, len(tmp7))
+			copy(s8, tmp7)
+			m.Names = s8
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -558,7 +651,11 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = UniqueObjectsLabelsItem{}
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -569,10 +666,10 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "key")
@@ -584,10 +681,10 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")

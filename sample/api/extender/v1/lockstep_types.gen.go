@@ -43,6 +43,17 @@ func (m *ExtenderArgs) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderArgs) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -79,41 +90,38 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					var s4 []string
-					var zero6 string
-					for i5 := 0; d.NextItem(); i5++ {
-						if s4 == nil {
-							s4 = make([]string, 0, 4)
-						}
-						s4 = append(s4, zero6)
-						v7, err := d.String()
+					var buf4 [8]string
+					tmp5 := buf4[:0]
+					var zero8 string
+					for i7 := 0; d.NextItem(); i7++ {
+						tmp5 = append(tmp5, zero8)
+						v9, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "NodeNames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i7), "NodeNames")
 						}
-						s4[i5] = v7
+						tmp5[i7] = v9
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					if s4 == nil {
-						s4 = []string{}
-					}
-					v3 = s4
+					s6 := make([]string, len(tmp5))
+					copy(s6, tmp5)
+					v3 = s6
 				}
 				m.NodeNames = jsonwire.Value(v3)
 			}
 		default:
 			k := string(key)
-			var e8 json.RawMessage
-			v9, err := d.Raw()
+			var e10 json.RawMessage
+			v11, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e8 = v9
+			e10 = v11
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e8
+			m.AdditionalProperties[k] = e10
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -209,6 +217,17 @@ func (m ExtenderBindingArgs) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes ExtenderBindingArgs, rejecting JSON its Go type cannot represent.
 func (m *ExtenderBindingArgs) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderBindingArgs) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -378,6 +397,17 @@ func (m *ExtenderBindingResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderBindingResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -504,6 +534,17 @@ func (m *ExtenderFilterResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderFilterResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -532,26 +573,23 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					var s3 []string
-					var zero5 string
-					for i4 := 0; d.NextItem(); i4++ {
-						if s3 == nil {
-							s3 = make([]string, 0, 4)
-						}
-						s3 = append(s3, zero5)
-						v6, err := d.String()
+					var buf3 [8]string
+					tmp4 := buf3[:0]
+					var zero7 string
+					for i6 := 0; d.NextItem(); i6++ {
+						tmp4 = append(tmp4, zero7)
+						v8, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i4), "NodeNames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i6), "NodeNames")
 						}
-						s3[i4] = v6
+						tmp4[i6] = v8
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					if s3 == nil {
-						s3 = []string{}
-					}
-					v2 = s3
+					s5 := make([]string, len(tmp4))
+					copy(s5, tmp4)
+					v2 = s5
 				}
 				m.NodeNames = jsonwire.Value(v2)
 			}
@@ -559,46 +597,46 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				m.FailedNodes = jsonwire.Null[FailedNodesMap]()
 			} else {
-				var v7 FailedNodesMap
-				if err := v7.decodeJSON(d); err != nil {
+				var v9 FailedNodesMap
+				if err := v9.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "FailedNodes")
 				}
-				m.FailedNodes = jsonwire.Value(v7)
+				m.FailedNodes = jsonwire.Value(v9)
 			}
 		case "FailedAndUnresolvableNodes":
 			if d.Null() {
 				m.FailedAndUnresolvableNodes = jsonwire.Null[FailedNodesMap]()
 			} else {
-				var v8 FailedNodesMap
-				if err := v8.decodeJSON(d); err != nil {
+				var v10 FailedNodesMap
+				if err := v10.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "FailedAndUnresolvableNodes")
 				}
-				m.FailedAndUnresolvableNodes = jsonwire.Value(v8)
+				m.FailedAndUnresolvableNodes = jsonwire.Value(v10)
 			}
 		case "Error":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				p9 := new(string)
-				v10, err := d.String()
+				p11 := new(string)
+				v12, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
 				}
-				(*p9) = v10
-				m.Error = p9
+				(*p11) = v12
+				m.Error = p11
 			}
 		default:
 			k := string(key)
-			var e11 json.RawMessage
-			v12, err := d.Raw()
+			var e13 json.RawMessage
+			v14, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e11 = v12
+			e13 = v14
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e11
+			m.AdditionalProperties[k] = e13
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -708,6 +746,17 @@ func (m ExtenderPreemptionArgs) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes ExtenderPreemptionArgs, rejecting JSON its Go type cannot represent.
 func (m *ExtenderPreemptionArgs) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderPreemptionArgs) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -887,6 +936,17 @@ func (m ExtenderPreemptionResult) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes ExtenderPreemptionResult, rejecting JSON its Go type cannot represent.
 func (m *ExtenderPreemptionResult) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ExtenderPreemptionResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -1205,6 +1265,17 @@ func (m *HostPriorityList) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *HostPriorityList) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *HostPriorityList) decodeJSON(d *jsonwire.Decoder) error {
 	if d.Null() {
 		*m = nil
@@ -1212,24 +1283,21 @@ func (m *HostPriorityList) decodeJSON(d *jsonwire.Decoder) error {
 		if err := d.ArrayStart(); err != nil {
 			return err
 		}
-		var s1 HostPriorityList
-		var zero3 HostPriority
-		for i2 := 0; d.NextItem(); i2++ {
-			if s1 == nil {
-				s1 = make(HostPriorityList, 0, 4)
-			}
-			s1 = append(s1, zero3)
-			if err := s1[i2].decodeJSON(d); err != nil {
-				return jsonwire.WithinIndex(err, i2)
+		var buf1 [8]HostPriority
+		tmp2 := buf1[:0]
+		var zero5 HostPriority
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			if err := tmp2[i4].decodeJSON(d); err != nil {
+				return jsonwire.WithinIndex(err, i4)
 			}
 		}
 		if err := d.Err(); err != nil {
 			return err
 		}
-		if s1 == nil {
-			s1 = HostPriorityList{}
-		}
-		*m = s1
+		s3 := make(HostPriorityList, len(tmp2))
+		copy(s3, tmp2)
+		*m = s3
 	}
 	return nil
 }
@@ -1437,24 +1505,21 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					var s2 []MetaPod
-					var zero4 MetaPod
-					for i3 := 0; d.NextItem(); i3++ {
-						if s2 == nil {
-							s2 = make([]MetaPod, 0, 4)
-						}
-						s2 = append(s2, zero4)
-						if err := s2[i3].decodeJSON(d); err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "Pods")
+					var buf2 [8]MetaPod
+					tmp3 := buf2[:0]
+					var zero6 MetaPod
+					for i5 := 0; d.NextItem(); i5++ {
+						tmp3 = append(tmp3, zero6)
+						if err := tmp3[i5].decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "Pods")
 						}
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					if s2 == nil {
-						s2 = []MetaPod{}
-					}
-					v1 = s2
+					s4 := make([]MetaPod, len(tmp3))
+					copy(s4, tmp3)
+					v1 = s4
 				}
 				m.Pods = jsonwire.Value(v1)
 			}
@@ -1462,26 +1527,26 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				p5 := new(int64)
-				v6, err := d.Int64()
+				p7 := new(int64)
+				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
 				}
-				(*p5) = v6
-				m.NumPDBViolations = p5
+				(*p7) = v8
+				m.NumPDBViolations = p7
 			}
 		default:
 			k := string(key)
-			var e7 json.RawMessage
-			v8, err := d.Raw()
+			var e9 json.RawMessage
+			v10, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e7 = v8
+			e9 = v10
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e7
+			m.AdditionalProperties[k] = e9
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -1695,26 +1760,23 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					var s2 []Pod
-					var zero4 Pod
-					for i3 := 0; d.NextItem(); i3++ {
-						if s2 == nil {
-							s2 = make([]Pod, 0, 4)
-						}
-						s2 = append(s2, zero4)
-						v5, err := d.Raw()
+					var buf2 [8]Pod
+					tmp3 := buf2[:0]
+					var zero6 Pod
+					for i5 := 0; d.NextItem(); i5++ {
+						tmp3 = append(tmp3, zero6)
+						v7, err := d.Raw()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i3), "Pods")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "Pods")
 						}
-						s2[i3] = v5
+						tmp3[i5] = v7
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					if s2 == nil {
-						s2 = []Pod{}
-					}
-					v1 = s2
+					s4 := make([]Pod, len(tmp3))
+					copy(s4, tmp3)
+					v1 = s4
 				}
 				m.Pods = jsonwire.Value(v1)
 			}
@@ -1722,26 +1784,26 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				p6 := new(int64)
-				v7, err := d.Int64()
+				p8 := new(int64)
+				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
 				}
-				(*p6) = v7
-				m.NumPDBViolations = p6
+				(*p8) = v9
+				m.NumPDBViolations = p8
 			}
 		default:
 			k := string(key)
-			var e8 json.RawMessage
-			v9, err := d.Raw()
+			var e10 json.RawMessage
+			v11, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, k)
 			}
-			e8 = v9
+			e10 = v11
 			if m.AdditionalProperties == nil {
 				m.AdditionalProperties = map[string]json.RawMessage{}
 			}
-			m.AdditionalProperties[k] = e8
+			m.AdditionalProperties[k] = e10
 		}
 	}
 	if err := d.Err(); err != nil {

@@ -24,6 +24,17 @@ func (m *BindRequest) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BindRequest) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -124,6 +135,17 @@ func (m *BindResponse) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BindResponse) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -188,6 +210,17 @@ func (m *FilterRequest) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *FilterRequest) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -213,26 +246,23 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				var s1 []string
-				var zero3 string
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]string, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					v4, err := d.String()
+				var buf1 [8]string
+				tmp2 := buf1[:0]
+				var zero5 string
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					v6, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "nodes")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "nodes")
 					}
-					s1[i2] = v4
+					tmp2[i4] = v6
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				if s1 == nil {
-					s1 = []string{}
-				}
-				m.Nodes = s1
+				s3 := make([]string, len(tmp2))
+				copy(s3, tmp2)
+				m.Nodes = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -329,6 +359,17 @@ func (m *FilterResponse) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *FilterResponse) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -349,26 +390,23 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "feasible")
 				}
-				var s1 []string
-				var zero3 string
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]string, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					v4, err := d.String()
+				var buf1 [8]string
+				tmp2 := buf1[:0]
+				var zero5 string
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					v6, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "feasible")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "feasible")
 					}
-					s1[i2] = v4
+					tmp2[i4] = v6
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "feasible")
 				}
-				if s1 == nil {
-					s1 = []string{}
-				}
-				m.Feasible = s1
+				s3 := make([]string, len(tmp2))
+				copy(s3, tmp2)
+				m.Feasible = s3
 			}
 		case "failed":
 			if d.Null() {
@@ -377,24 +415,21 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "failed")
 			}
-			var s5 []NodeFailure
-			var zero7 NodeFailure
-			for i6 := 0; d.NextItem(); i6++ {
-				if s5 == nil {
-					s5 = make([]NodeFailure, 0, 4)
-				}
-				s5 = append(s5, zero7)
-				if err := s5[i6].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i6), "failed")
+			var buf7 [8]NodeFailure
+			tmp8 := buf7[:0]
+			var zero11 NodeFailure
+			for i10 := 0; d.NextItem(); i10++ {
+				tmp8 = append(tmp8, zero11)
+				if err := tmp8[i10].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "failed")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "failed")
 			}
-			if s5 == nil {
-				s5 = []NodeFailure{}
-			}
-			m.Failed = s5
+			s9 := make([]NodeFailure, len(tmp8))
+			copy(s9, tmp8)
+			m.Failed = s9
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -506,6 +541,11 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeFailure{}
 	var seen [2]bool
+	type pointerBlock struct {
+		v0 string
+		v1 bool
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -528,7 +568,10 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -540,7 +583,10 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unresolvable")
 			} else {
-				p4 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p4 := &block.v1
 				v5, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "unresolvable")
@@ -762,12 +808,28 @@ func (m *PodRef) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodRef) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodRef{}
 	var seen [4]bool
+	type pointerBlock struct {
+		v0 int64
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -829,7 +891,10 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				p8 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p8 := &block.v0
 				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
@@ -841,7 +906,10 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "priorityClassName")
 			} else {
-				p10 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p10 := &block.v1
 				v11, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "priorityClassName")
@@ -856,24 +924,21 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tolerations")
 			}
-			var s12 []Toleration
-			var zero14 Toleration
-			for i13 := 0; d.NextItem(); i13++ {
-				if s12 == nil {
-					s12 = make([]Toleration, 0, 4)
-				}
-				s12 = append(s12, zero14)
-				if err := s12[i13].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "tolerations")
+			var buf12 [8]Toleration
+			tmp13 := buf12[:0]
+			var zero16 Toleration
+			for i15 := 0; d.NextItem(); i15++ {
+				tmp13 = append(tmp13, zero16)
+				if err := tmp13[i15].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i15), "tolerations")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tolerations")
 			}
-			if s12 == nil {
-				s12 = []Toleration{}
-			}
-			m.Tolerations = s12
+			s14 := make([]Toleration, len(tmp13))
+			copy(s14, tmp13)
+			m.Tolerations = s14
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -1013,6 +1078,17 @@ func (m *PreemptRequest) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PreemptRequest) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1038,24 +1114,21 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "candidates")
 				}
-				var s1 []PreemptRequestCandidatesItem
-				var zero3 PreemptRequestCandidatesItem
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]PreemptRequestCandidatesItem, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					if err := s1[i2].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "candidates")
+				var buf1 [8]PreemptRequestCandidatesItem
+				tmp2 := buf1[:0]
+				var zero5 PreemptRequestCandidatesItem
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					if err := tmp2[i4].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "candidates")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "candidates")
 				}
-				if s1 == nil {
-					s1 = []PreemptRequestCandidatesItem{}
-				}
-				m.Candidates = s1
+				s3 := make([]PreemptRequestCandidatesItem, len(tmp2))
+				copy(s3, tmp2)
+				m.Candidates = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -1181,36 +1254,33 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				var s2 []PodRef
-				var zero4 PodRef
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]PodRef, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					if err := s2[i3].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+				var buf2 [8]PodRef
+				tmp3 := buf2[:0]
+				var zero6 PodRef
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					if err := tmp3[i5].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "victims")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				if s2 == nil {
-					s2 = []PodRef{}
-				}
-				m.Victims = s2
+				s4 := make([]PodRef, len(tmp3))
+				copy(s4, tmp3)
+				m.Victims = s4
 			}
 		case "pdbViolations":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
-				p5 := new(int64)
-				v6, err := d.Int64()
+				p7 := new(int64)
+				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "pdbViolations")
 				}
-				(*p5) = v6
-				m.PdbViolations = p5
+				(*p7) = v8
+				m.PdbViolations = p7
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -1300,6 +1370,17 @@ func (m *PreemptResponse) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PreemptResponse) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1320,24 +1401,21 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "candidates")
 				}
-				var s1 []PreemptResponseCandidatesItem
-				var zero3 PreemptResponseCandidatesItem
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]PreemptResponseCandidatesItem, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					if err := s1[i2].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "candidates")
+				var buf1 [8]PreemptResponseCandidatesItem
+				tmp2 := buf1[:0]
+				var zero5 PreemptResponseCandidatesItem
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					if err := tmp2[i4].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "candidates")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "candidates")
 				}
-				if s1 == nil {
-					s1 = []PreemptResponseCandidatesItem{}
-				}
-				m.Candidates = s1
+				s3 := make([]PreemptResponseCandidatesItem, len(tmp2))
+				copy(s3, tmp2)
+				m.Candidates = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -1453,38 +1531,35 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				var s2 []string
-				var zero4 string
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]string, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					v5, err := d.String()
+				var buf2 [8]string
+				tmp3 := buf2[:0]
+				var zero6 string
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					v7, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "victims")
 					}
-					s2[i3] = v5
+					tmp3[i5] = v7
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				if s2 == nil {
-					s2 = []string{}
-				}
-				m.Victims = s2
+				s4 := make([]string, len(tmp3))
+				copy(s4, tmp3)
+				m.Victims = s4
 			}
 		case "pdbViolations":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
-				p6 := new(int64)
-				v7, err := d.Int64()
+				p8 := new(int64)
+				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "pdbViolations")
 				}
-				(*p6) = v7
-				m.PdbViolations = p6
+				(*p8) = v9
+				m.PdbViolations = p8
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -1564,6 +1639,17 @@ func (m *PrioritizeRequest) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PrioritizeRequest) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1589,26 +1675,23 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				var s1 []string
-				var zero3 string
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]string, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					v4, err := d.String()
+				var buf1 [8]string
+				tmp2 := buf1[:0]
+				var zero5 string
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					v6, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "nodes")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "nodes")
 					}
-					s1[i2] = v4
+					tmp2[i4] = v6
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				if s1 == nil {
-					s1 = []string{}
-				}
-				m.Nodes = s1
+				s3 := make([]string, len(tmp2))
+				copy(s3, tmp2)
+				m.Nodes = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -1704,6 +1787,17 @@ func (m *PrioritizeResponse) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PrioritizeResponse) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1724,24 +1818,21 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "scores")
 				}
-				var s1 []NodeScore
-				var zero3 NodeScore
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]NodeScore, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					if err := s1[i2].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "scores")
+				var buf1 [8]NodeScore
+				tmp2 := buf1[:0]
+				var zero5 NodeScore
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					if err := tmp2[i4].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "scores")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "scores")
 				}
-				if s1 == nil {
-					s1 = []NodeScore{}
-				}
-				m.Scores = s1
+				s3 := make([]NodeScore, len(tmp2))
+				copy(s3, tmp2)
+				m.Scores = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -1925,7 +2016,12 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Toleration{}
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 int64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1936,10 +2032,10 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "key")
@@ -1961,10 +2057,10 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p4 := &block0[1]
+				p4 := &block.v1
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -1986,7 +2082,10 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "tolerationSeconds")
 			} else {
-				p7 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p7 := &block.v2
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "tolerationSeconds")

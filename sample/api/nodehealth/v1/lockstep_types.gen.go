@@ -24,6 +24,17 @@ func (m *BindResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BindResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -113,6 +124,17 @@ type Binding struct {
 // UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
 func (m *Binding) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Binding) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -307,6 +329,17 @@ func (m *BoundPod) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BoundPod) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -462,6 +495,17 @@ func (m *EvictResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *EvictResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -482,26 +526,23 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "evicted")
 				}
-				var s1 []string
-				var zero3 string
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]string, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					v4, err := d.String()
+				var buf1 [8]string
+				tmp2 := buf1[:0]
+				var zero5 string
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					v6, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "evicted")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "evicted")
 					}
-					s1[i2] = v4
+					tmp2[i4] = v6
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "evicted")
 				}
-				if s1 == nil {
-					s1 = []string{}
-				}
-				m.Evicted = s1
+				s3 := make([]string, len(tmp2))
+				copy(s3, tmp2)
+				m.Evicted = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -582,6 +623,17 @@ func (m *Eviction) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Eviction) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -609,24 +661,21 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				var s2 []PodName
-				var zero4 PodName
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]PodName, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					if err := s2[i3].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+				var buf2 [8]PodName
+				tmp3 := buf2[:0]
+				var zero6 PodName
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					if err := tmp3[i5].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "victims")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				if s2 == nil {
-					s2 = []PodName{}
-				}
-				m.Victims = s2
+				s4 := make([]PodName, len(tmp3))
+				copy(s4, tmp3)
+				m.Victims = s4
 			}
 		case "preemptor":
 			seen[2] = true
@@ -742,6 +791,17 @@ type NodeAddress struct {
 // UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
 func (m *NodeAddress) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeAddress) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -908,13 +968,28 @@ func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeCondition) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -935,10 +1010,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -950,10 +1025,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -1172,6 +1247,17 @@ func (m *NodeHealth) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeHealth) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1264,24 +1350,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			var s11 []Taint
-			var zero13 Taint
-			for i12 := 0; d.NextItem(); i12++ {
-				if s11 == nil {
-					s11 = make([]Taint, 0, 4)
-				}
-				s11 = append(s11, zero13)
-				if err := s11[i12].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i12), "taints")
+			var buf11 [8]Taint
+			tmp12 := buf11[:0]
+			var zero15 Taint
+			for i14 := 0; d.NextItem(); i14++ {
+				tmp12 = append(tmp12, zero15)
+				if err := tmp12[i14].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "taints")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			if s11 == nil {
-				s11 = []Taint{}
-			}
-			m.Taints = s11
+			s13 := make([]Taint, len(tmp12))
+			copy(s13, tmp12)
+			m.Taints = s13
 		case "addresses":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
@@ -1289,24 +1372,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var s14 []NodeAddress
-			var zero16 NodeAddress
-			for i15 := 0; d.NextItem(); i15++ {
-				if s14 == nil {
-					s14 = make([]NodeAddress, 0, 4)
-				}
-				s14 = append(s14, zero16)
-				if err := s14[i15].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i15), "addresses")
+			var buf16 [8]NodeAddress
+			tmp17 := buf16[:0]
+			var zero20 NodeAddress
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				if err := tmp17[i19].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			if s14 == nil {
-				s14 = []NodeAddress{}
-			}
-			m.Addresses = s14
+			s18 := make([]NodeAddress, len(tmp17))
+			copy(s18, tmp17)
+			m.Addresses = s18
 		case "conditions":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
@@ -1314,24 +1394,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			var s17 []NodeCondition
-			var zero19 NodeCondition
-			for i18 := 0; d.NextItem(); i18++ {
-				if s17 == nil {
-					s17 = make([]NodeCondition, 0, 4)
-				}
-				s17 = append(s17, zero19)
-				if err := s17[i18].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "conditions")
+			var buf21 [8]NodeCondition
+			tmp22 := buf21[:0]
+			var zero25 NodeCondition
+			for i24 := 0; d.NextItem(); i24++ {
+				tmp22 = append(tmp22, zero25)
+				if err := tmp22[i24].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i24), "conditions")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			if s17 == nil {
-				s17 = []NodeCondition{}
-			}
-			m.Conditions = s17
+			s23 := make([]NodeCondition, len(tmp22))
+			copy(s23, tmp22)
+			m.Conditions = s23
 		case "pods":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
@@ -1339,24 +1416,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			var s20 []BoundPod
-			var zero22 BoundPod
-			for i21 := 0; d.NextItem(); i21++ {
-				if s20 == nil {
-					s20 = make([]BoundPod, 0, 4)
-				}
-				s20 = append(s20, zero22)
-				if err := s20[i21].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i21), "pods")
+			var buf26 [8]BoundPod
+			tmp27 := buf26[:0]
+			var zero30 BoundPod
+			for i29 := 0; d.NextItem(); i29++ {
+				tmp27 = append(tmp27, zero30)
+				if err := tmp27[i29].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i29), "pods")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			if s20 == nil {
-				s20 = []BoundPod{}
-			}
-			m.Pods = s20
+			s28 := make([]BoundPod, len(tmp27))
+			copy(s28, tmp27)
+			m.Pods = s28
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -1587,6 +1661,17 @@ func (m *NodeRef) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeRef) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1671,6 +1756,17 @@ type PodName struct {
 // UnmarshalJSON decodes PodName, rejecting JSON its Go type cannot represent.
 func (m *PodName) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodName) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -1799,6 +1895,17 @@ func (m *ResourceList) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *ResourceList) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 	if d.Null() {
 		*m = nil
@@ -1893,6 +2000,17 @@ type Taint struct {
 // UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
 func (m *Taint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Taint) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}

@@ -24,6 +24,17 @@ func (m *BindResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BindResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -110,6 +121,17 @@ type Binding struct {
 // UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
 func (m *Binding) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Binding) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -253,6 +275,17 @@ func (m *BoundPod) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *BoundPod) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -365,6 +398,17 @@ func (m *EvictResult) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *EvictResult) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -385,26 +429,23 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "evicted")
 				}
-				var s1 []string
-				var zero3 string
-				for i2 := 0; d.NextItem(); i2++ {
-					if s1 == nil {
-						s1 = make([]string, 0, 4)
-					}
-					s1 = append(s1, zero3)
-					v4, err := d.String()
+				var buf1 [8]string
+				tmp2 := buf1[:0]
+				var zero5 string
+				for i4 := 0; d.NextItem(); i4++ {
+					tmp2 = append(tmp2, zero5)
+					v6, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i2), "evicted")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "evicted")
 					}
-					s1[i2] = v4
+					tmp2[i4] = v6
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "evicted")
 				}
-				if s1 == nil {
-					s1 = []string{}
-				}
-				m.Evicted = s1
+				s3 := make([]string, len(tmp2))
+				copy(s3, tmp2)
+				m.Evicted = s3
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -485,6 +526,17 @@ func (m *Eviction) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Eviction) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -512,24 +564,21 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				var s2 []PodRef
-				var zero4 PodRef
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]PodRef, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					if err := s2[i3].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "victims")
+				var buf2 [8]PodRef
+				tmp3 := buf2[:0]
+				var zero6 PodRef
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					if err := tmp3[i5].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "victims")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				if s2 == nil {
-					s2 = []PodRef{}
-				}
-				m.Victims = s2
+				s4 := make([]PodRef, len(tmp3))
+				copy(s4, tmp3)
+				m.Victims = s4
 			}
 		case "preemptor":
 			seen[2] = true
@@ -645,6 +694,17 @@ type NodeAddress struct {
 // UnmarshalJSON decodes NodeAddress, rejecting JSON its Go type cannot represent.
 func (m *NodeAddress) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeAddress) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -811,13 +871,28 @@ func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeCondition) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -838,10 +913,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -853,10 +928,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -1075,6 +1150,17 @@ func (m *NodeHealth) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeHealth) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1165,24 +1251,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			var s10 []Taint
-			var zero12 Taint
-			for i11 := 0; d.NextItem(); i11++ {
-				if s10 == nil {
-					s10 = make([]Taint, 0, 4)
-				}
-				s10 = append(s10, zero12)
-				if err := s10[i11].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "taints")
+			var buf10 [8]Taint
+			tmp11 := buf10[:0]
+			var zero14 Taint
+			for i13 := 0; d.NextItem(); i13++ {
+				tmp11 = append(tmp11, zero14)
+				if err := tmp11[i13].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "taints")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			if s10 == nil {
-				s10 = []Taint{}
-			}
-			m.Taints = s10
+			s12 := make([]Taint, len(tmp11))
+			copy(s12, tmp11)
+			m.Taints = s12
 		case "addresses":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
@@ -1190,24 +1273,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var s13 []NodeAddress
-			var zero15 NodeAddress
-			for i14 := 0; d.NextItem(); i14++ {
-				if s13 == nil {
-					s13 = make([]NodeAddress, 0, 4)
-				}
-				s13 = append(s13, zero15)
-				if err := s13[i14].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "addresses")
+			var buf15 [8]NodeAddress
+			tmp16 := buf15[:0]
+			var zero19 NodeAddress
+			for i18 := 0; d.NextItem(); i18++ {
+				tmp16 = append(tmp16, zero19)
+				if err := tmp16[i18].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			if s13 == nil {
-				s13 = []NodeAddress{}
-			}
-			m.Addresses = s13
+			s17 := make([]NodeAddress, len(tmp16))
+			copy(s17, tmp16)
+			m.Addresses = s17
 		case "conditions":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
@@ -1215,24 +1295,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			var s16 []NodeCondition
-			var zero18 NodeCondition
-			for i17 := 0; d.NextItem(); i17++ {
-				if s16 == nil {
-					s16 = make([]NodeCondition, 0, 4)
-				}
-				s16 = append(s16, zero18)
-				if err := s16[i17].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i17), "conditions")
+			var buf20 [8]NodeCondition
+			tmp21 := buf20[:0]
+			var zero24 NodeCondition
+			for i23 := 0; d.NextItem(); i23++ {
+				tmp21 = append(tmp21, zero24)
+				if err := tmp21[i23].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i23), "conditions")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			if s16 == nil {
-				s16 = []NodeCondition{}
-			}
-			m.Conditions = s16
+			s22 := make([]NodeCondition, len(tmp21))
+			copy(s22, tmp21)
+			m.Conditions = s22
 		case "pods":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
@@ -1240,24 +1317,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			var s19 []BoundPod
-			var zero21 BoundPod
-			for i20 := 0; d.NextItem(); i20++ {
-				if s19 == nil {
-					s19 = make([]BoundPod, 0, 4)
-				}
-				s19 = append(s19, zero21)
-				if err := s19[i20].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "pods")
+			var buf25 [8]BoundPod
+			tmp26 := buf25[:0]
+			var zero29 BoundPod
+			for i28 := 0; d.NextItem(); i28++ {
+				tmp26 = append(tmp26, zero29)
+				if err := tmp26[i28].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i28), "pods")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			if s19 == nil {
-				s19 = []BoundPod{}
-			}
-			m.Pods = s19
+			s27 := make([]BoundPod, len(tmp26))
+			copy(s27, tmp26)
+			m.Pods = s27
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -1538,6 +1612,17 @@ func (m *NodeRef) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeRef) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1620,6 +1705,17 @@ type PodRef struct {
 // UnmarshalJSON decodes PodRef, rejecting JSON its Go type cannot represent.
 func (m *PodRef) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodRef) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -1751,6 +1847,17 @@ func (m *PodRequests) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodRequests) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -1847,6 +1954,17 @@ type Preemptor struct {
 // UnmarshalJSON decodes Preemptor, rejecting JSON its Go type cannot represent.
 func (m *Preemptor) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Preemptor) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -1966,6 +2084,17 @@ func (m *Resources) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Resources) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -2077,6 +2206,17 @@ type Taint struct {
 // UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
 func (m *Taint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Taint) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}

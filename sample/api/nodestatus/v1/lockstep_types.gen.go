@@ -25,6 +25,17 @@ func (m *Ack) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Ack) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -258,7 +269,12 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -279,10 +295,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -294,10 +310,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -309,7 +325,10 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
-				p5 := new(time.Time)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastTransitionTime")
@@ -514,12 +533,28 @@ func (m *NodeStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
+	type pointerBlock struct {
+		v0 string
+		v1 bool
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -537,7 +572,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
@@ -549,7 +587,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
-				p4 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p4 := &block.v1
 				v5, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "unschedulable")
@@ -565,24 +606,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				var s6 []NodeCondition
-				var zero8 NodeCondition
-				for i7 := 0; d.NextItem(); i7++ {
-					if s6 == nil {
-						s6 = make([]NodeCondition, 0, 4)
-					}
-					s6 = append(s6, zero8)
-					if err := s6[i7].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i7), "conditions")
+				var buf6 [8]NodeCondition
+				tmp7 := buf6[:0]
+				var zero10 NodeCondition
+				for i9 := 0; d.NextItem(); i9++ {
+					tmp7 = append(tmp7, zero10)
+					if err := tmp7[i9].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i9), "conditions")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				if s6 == nil {
-					s6 = []NodeCondition{}
-				}
-				m.Conditions = s6
+				s8 := make([]NodeCondition, len(tmp7))
+				copy(s8, tmp7)
+				m.Conditions = s8
 			}
 		case "capacity":
 			seen[2] = true
@@ -601,24 +639,24 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m9 := map[string]string{}
+			m11 := map[string]string{}
 			for d.NextMember() {
-				k10 := d.KeyString()
+				k12 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e11 string
-				v12, err := d.String()
+				var e13 string
+				v14, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k10), "labels")
+					return jsonwire.Within(jsonwire.Within(err, k12), "labels")
 				}
-				e11 = v12
-				m9[k10] = e11
+				e13 = v14
+				m11[k12] = e13
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m.Labels = m9
+			m.Labels = m11
 		case "taints":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
@@ -626,24 +664,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			var s13 []Taint
-			var zero15 Taint
-			for i14 := 0; d.NextItem(); i14++ {
-				if s13 == nil {
-					s13 = make([]Taint, 0, 4)
-				}
-				s13 = append(s13, zero15)
-				if err := s13[i14].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "taints")
+			var buf15 [8]Taint
+			tmp16 := buf15[:0]
+			var zero19 Taint
+			for i18 := 0; d.NextItem(); i18++ {
+				tmp16 = append(tmp16, zero19)
+				if err := tmp16[i18].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "taints")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			if s13 == nil {
-				s13 = []Taint{}
-			}
-			m.Taints = s13
+			s17 := make([]Taint, len(tmp16))
+			copy(s17, tmp16)
+			m.Taints = s17
 		case "addresses":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
@@ -651,24 +686,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var s16 []NodeAddress
-			var zero18 NodeAddress
-			for i17 := 0; d.NextItem(); i17++ {
-				if s16 == nil {
-					s16 = make([]NodeAddress, 0, 4)
-				}
-				s16 = append(s16, zero18)
-				if err := s16[i17].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i17), "addresses")
+			var buf20 [8]NodeAddress
+			tmp21 := buf20[:0]
+			var zero24 NodeAddress
+			for i23 := 0; d.NextItem(); i23++ {
+				tmp21 = append(tmp21, zero24)
+				if err := tmp21[i23].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i23), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			if s16 == nil {
-				s16 = []NodeAddress{}
-			}
-			m.Addresses = s16
+			s22 := make([]NodeAddress, len(tmp21))
+			copy(s22, tmp21)
+			m.Addresses = s22
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -873,6 +905,17 @@ type PodAssignment struct {
 // UnmarshalJSON decodes PodAssignment, rejecting JSON its Go type cannot represent.
 func (m *PodAssignment) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodAssignment) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -1109,12 +1152,28 @@ func (m *PodStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodStatus{}
 	var seen [5]bool
+	type pointerBlock struct {
+		v0 bool
+		v1 int64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1158,7 +1217,10 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
-				p5 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v0
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "ready")
@@ -1170,7 +1232,10 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
-				p7 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p7 := &block.v1
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "restartCount")

@@ -25,6 +25,17 @@ func (m *Ack) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Ack) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -114,7 +125,12 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Condition{}
 	var seen [1]bool
-	var block0 *[2]string
+	type pointerBlock struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -130,10 +146,10 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -145,10 +161,10 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block0 == nil {
-					block0 = new([2]string)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
@@ -160,7 +176,10 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
-				p5 := new(time.Time)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "since")
@@ -600,12 +619,28 @@ func (m *NodeStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *NodeStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
+	type pointerBlock struct {
+		v0 string
+		v1 bool
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -623,7 +658,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
@@ -635,7 +673,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
-				p4 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p4 := &block.v1
 				v5, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "unschedulable")
@@ -690,24 +731,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			var s10 []Taint
-			var zero12 Taint
-			for i11 := 0; d.NextItem(); i11++ {
-				if s10 == nil {
-					s10 = make([]Taint, 0, 4)
-				}
-				s10 = append(s10, zero12)
-				if err := s10[i11].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "taints")
+			var buf10 [8]Taint
+			tmp11 := buf10[:0]
+			var zero14 Taint
+			for i13 := 0; d.NextItem(); i13++ {
+				tmp11 = append(tmp11, zero14)
+				if err := tmp11[i13].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "taints")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			if s10 == nil {
-				s10 = []Taint{}
-			}
-			m.Taints = s10
+			s12 := make([]Taint, len(tmp11))
+			copy(s12, tmp11)
+			m.Taints = s12
 		case "addresses":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
@@ -715,24 +753,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var s13 []NodeAddress
-			var zero15 NodeAddress
-			for i14 := 0; d.NextItem(); i14++ {
-				if s13 == nil {
-					s13 = make([]NodeAddress, 0, 4)
-				}
-				s13 = append(s13, zero15)
-				if err := s13[i14].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "addresses")
+			var buf15 [8]NodeAddress
+			tmp16 := buf15[:0]
+			var zero19 NodeAddress
+			for i18 := 0; d.NextItem(); i18++ {
+				tmp16 = append(tmp16, zero19)
+				if err := tmp16[i18].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			if s13 == nil {
-				s13 = []NodeAddress{}
-			}
-			m.Addresses = s13
+			s17 := make([]NodeAddress, len(tmp16))
+			copy(s17, tmp16)
+			m.Addresses = s17
 		default:
 			return jsonwire.Undeclared(d, key)
 		}
@@ -910,6 +945,17 @@ type PodAssignment struct {
 // UnmarshalJSON decodes PodAssignment, rejecting JSON its Go type cannot represent.
 func (m *PodAssignment) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodAssignment) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -1229,12 +1275,28 @@ func (m *PodStatus) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *PodStatus) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodStatus{}
 	var seen [5]bool
+	type pointerBlock struct {
+		v0 bool
+		v1 int64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -1278,7 +1340,10 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
-				p5 := new(bool)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p5 := &block.v0
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "ready")
@@ -1290,7 +1355,10 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
-				p7 := new(int64)
+				if block == nil {
+					block = new(pointerBlock)
+				}
+				p7 := &block.v1
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "restartCount")

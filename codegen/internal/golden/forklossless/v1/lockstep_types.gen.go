@@ -32,7 +32,11 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Dimensions{}
-	var block0 *[2]float64
+	type pointerBlock struct {
+		v0 float64
+		v1 float64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -43,10 +47,10 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
-				if block0 == nil {
-					block0 = new([2]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "width")
@@ -58,10 +62,10 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
-				if block0 == nil {
-					block0 = new([2]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "height")
@@ -127,6 +131,17 @@ func (m *Item) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Item) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -170,26 +185,23 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var s4 []string
-			var zero6 string
-			for i5 := 0; d.NextItem(); i5++ {
-				if s4 == nil {
-					s4 = make([]string, 0, 4)
-				}
-				s4 = append(s4, zero6)
-				v7, err := d.String()
+			var buf4 [8]string
+			tmp5 := buf4[:0]
+			var zero8 string
+			for i7 := 0; d.NextItem(); i7++ {
+				tmp5 = append(tmp5, zero8)
+				v9, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "tags")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "tags")
 				}
-				s4[i5] = v7
+				tmp5[i7] = v9
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			if s4 == nil {
-				s4 = []string{}
-			}
-			m.Tags = s4
+			s6 := make([]string, len(tmp5))
+			copy(s6, tmp5)
+			m.Tags = s6
 		case "attributes":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "attributes")
@@ -197,65 +209,65 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "attributes")
 			}
-			m8 := map[string]string{}
+			m10 := map[string]string{}
 			for d.NextMember() {
-				k9 := d.KeyString()
+				k11 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e10 string
-				v11, err := d.String()
+				var e12 string
+				v13, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k9), "attributes")
+					return jsonwire.Within(jsonwire.Within(err, k11), "attributes")
 				}
-				e10 = v11
-				m8[k9] = e10
+				e12 = v13
+				m10[k11] = e12
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "attributes")
 			}
-			m.Attributes = m8
+			m.Attributes = m10
 		case "note":
 			if d.Null() {
 				m.Note = jsonwire.Null[string]()
 			} else {
-				var v12 string
-				v13, err := d.String()
+				var v14 string
+				v15, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "note")
 				}
-				v12 = v13
-				m.Note = jsonwire.Value(v12)
+				v14 = v15
+				m.Note = jsonwire.Value(v14)
 			}
 		case "dimensions":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "dimensions")
 			} else {
-				p14 := new(Dimensions)
-				if err := (*p14).decodeJSON(d); err != nil {
+				p16 := new(Dimensions)
+				if err := (*p16).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "dimensions")
 				}
-				m.Dimensions = p14
+				m.Dimensions = p16
 			}
 		case "kind":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
-				p15 := new(ItemKind)
-				if err := (*p15).decodeJSON(d); err != nil {
+				p17 := new(ItemKind)
+				if err := (*p17).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kind")
 				}
-				m.Kind = p15
+				m.Kind = p17
 			}
 		case "code":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "code")
 			} else {
-				p16 := new(ItemCode)
-				if err := (*p16).decodeJSON(d); err != nil {
+				p18 := new(ItemCode)
+				if err := (*p18).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "code")
 				}
-				m.Code = p16
+				m.Code = p18
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -656,6 +668,17 @@ type Receipt struct {
 // UnmarshalJSON decodes Receipt, rejecting JSON its Go type cannot represent.
 func (m *Receipt) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Receipt) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}

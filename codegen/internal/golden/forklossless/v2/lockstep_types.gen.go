@@ -37,6 +37,17 @@ func (m *Item) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Item) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -100,26 +111,23 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var s6 []string
-			var zero8 string
-			for i7 := 0; d.NextItem(); i7++ {
-				if s6 == nil {
-					s6 = make([]string, 0, 4)
-				}
-				s6 = append(s6, zero8)
-				v9, err := d.String()
+			var buf6 [8]string
+			tmp7 := buf6[:0]
+			var zero10 string
+			for i9 := 0; d.NextItem(); i9++ {
+				tmp7 = append(tmp7, zero10)
+				v11, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "tags")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "tags")
 				}
-				s6[i7] = v9
+				tmp7[i9] = v11
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			if s6 == nil {
-				s6 = []string{}
-			}
-			m.Tags = s6
+			s8 := make([]string, len(tmp7))
+			copy(s8, tmp7)
+			m.Tags = s8
 		case "attributes":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "attributes")
@@ -127,45 +135,45 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "attributes")
 			}
-			m10 := map[string]string{}
+			m12 := map[string]string{}
 			for d.NextMember() {
-				k11 := d.KeyString()
+				k13 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e12 string
-				v13, err := d.String()
+				var e14 string
+				v15, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k11), "attributes")
+					return jsonwire.Within(jsonwire.Within(err, k13), "attributes")
 				}
-				e12 = v13
-				m10[k11] = e12
+				e14 = v15
+				m12[k13] = e14
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "attributes")
 			}
-			m.Attributes = m10
+			m.Attributes = m12
 		case "note":
 			if d.Null() {
 				m.Note = jsonwire.Null[string]()
 			} else {
-				var v14 string
-				v15, err := d.String()
+				var v16 string
+				v17, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "note")
 				}
-				v14 = v15
-				m.Note = jsonwire.Value(v14)
+				v16 = v17
+				m.Note = jsonwire.Value(v16)
 			}
 		case "code":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "code")
 			} else {
-				p16 := new(ItemCode)
-				if err := (*p16).decodeJSON(d); err != nil {
+				p18 := new(ItemCode)
+				if err := (*p18).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "code")
 				}
-				m.Code = p16
+				m.Code = p18
 			}
 		default:
 			return jsonwire.Undeclared(d, key)
@@ -572,6 +580,17 @@ func (m *Receipt) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Receipt) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -677,7 +696,11 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Size{}
-	var block0 *[2]float64
+	type pointerBlock struct {
+		v0 float64
+		v1 float64
+	}
+	var block *pointerBlock
 	for d.NextMember() {
 		key := d.Key()
 		if d.Err() != nil {
@@ -688,10 +711,10 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
-				if block0 == nil {
-					block0 = new([2]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p1 := &block0[0]
+				p1 := &block.v0
 				v2, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "width")
@@ -703,10 +726,10 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
-				if block0 == nil {
-					block0 = new([2]float64)
+				if block == nil {
+					block = new(pointerBlock)
 				}
-				p3 := &block0[1]
+				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "height")

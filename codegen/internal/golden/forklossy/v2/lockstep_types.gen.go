@@ -26,6 +26,17 @@ func (m *Ack) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Ack) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -135,6 +146,17 @@ type Address struct {
 // UnmarshalJSON decodes Address, rejecting JSON its Go type cannot represent.
 func (m *Address) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Address) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
 	if err := m.decodeJSON(&d); err != nil {
 		return err
 	}
@@ -251,6 +273,17 @@ func (m *Status) UnmarshalJSON(data []byte) error {
 	return d.End()
 }
 
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Status) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
 func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
@@ -278,24 +311,21 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				var s2 []StatusConditionsItem
-				var zero4 StatusConditionsItem
-				for i3 := 0; d.NextItem(); i3++ {
-					if s2 == nil {
-						s2 = make([]StatusConditionsItem, 0, 4)
-					}
-					s2 = append(s2, zero4)
-					if err := s2[i3].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i3), "conditions")
+				var buf2 [8]StatusConditionsItem
+				tmp3 := buf2[:0]
+				var zero6 StatusConditionsItem
+				for i5 := 0; d.NextItem(); i5++ {
+					tmp3 = append(tmp3, zero6)
+					if err := tmp3[i5].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "conditions")
 				}
-				if s2 == nil {
-					s2 = []StatusConditionsItem{}
-				}
-				m.Conditions = s2
+				s4 := make([]StatusConditionsItem, len(tmp3))
+				copy(s4, tmp3)
+				m.Conditions = s4
 			}
 		case "labels":
 			if d.Null() {
@@ -304,33 +334,33 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m5 := map[string]string{}
+			m7 := map[string]string{}
 			for d.NextMember() {
-				k6 := d.KeyString()
+				k8 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e7 string
-				v8, err := d.String()
+				var e9 string
+				v10, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k6), "labels")
+					return jsonwire.Within(jsonwire.Within(err, k8), "labels")
 				}
-				e7 = v8
-				m5[k6] = e7
+				e9 = v10
+				m7[k8] = e9
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m.Labels = m5
+			m.Labels = m7
 		case "address":
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
 			} else {
-				p9 := new(Address)
-				if err := (*p9).decodeJSON(d); err != nil {
+				p11 := new(Address)
+				if err := (*p11).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "address")
 				}
-				m.Address = p9
+				m.Address = p11
 			}
 		default:
 			return jsonwire.Undeclared(d, key)

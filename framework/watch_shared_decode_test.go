@@ -1,0 +1,102 @@
+package framework_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// TestInformerObjectsKeepTheirStringsAcrossFrames guards the shared
+// decode: the informers of a feed decode generated messages without
+// copying the frame, so the objects' strings are slices of the frames
+// the feed read. That is only sound while no frame's bytes are ever
+// written again (the feed reads each into a buffer of its own). Two
+// informers sharing one feed see many changes, each with strings of its
+// own, as large frames that the stream's read buffer must be reused for;
+// every object either was handed keeps, at the end, exactly the strings
+// it had when it was handed over.
+func TestInformerObjectsKeepTheirStringsAcrossFrames(t *testing.T) {
+	m := benchgen.Contract.Model()
+	m.Name = "sharedecode"
+	m.Methods = map[string]handshake.Method{}
+	m.Topics = map[string]handshake.Topic{
+		"NodeStatus": {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
+	}
+	contract := framework.MustContract(m)
+	var writer *framework.TopicWriter[benchgen.NodeStatus]
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
+		writer = framework.ServeTopic[benchgen.NodeStatus](s, contract, "NodeStatus")
+	})
+	node := func(n, gen int) *benchgen.NodeStatus {
+		name := fmt.Sprintf("node-%03d", n)
+		return &benchgen.NodeStatus{
+			NodeName:   name,
+			Conditions: []benchgen.NodeCondition{{Type: benchgen.NodeConditionTypeReady, Status: benchgen.NodeConditionStatusTrue}},
+			Capacity:   benchgen.ResourceList{"cpu": fmt.Sprint(gen)}, Allocatable: benchgen.ResourceList{},
+			Addresses: []benchgen.NodeAddress{{Type: benchgen.NodeAddressTypeHostname, Address: name}},
+			Images:    []string{fmt.Sprintf("image-%d-%d-%s", n, gen, strings.Repeat("x", 4000))},
+		}
+	}
+	const keys, gens = 4, 30
+	for n := range keys {
+		require.NoError(t, writer.Set(node(n, 0)))
+	}
+	cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+	ctx := timeout(t, 20*time.Second)
+
+	type handed struct {
+		obj            *benchgen.NodeStatus
+		image, cpu, at string
+	}
+	var mu sync.Mutex
+	var seen []handed
+	record := func(key string, obj *benchgen.NodeStatus) {
+		mu.Lock()
+		defer mu.Unlock()
+		// Copies of what the object holds now, to compare with later.
+		seen = append(seen, handed{obj, strings.Clone(obj.Images[0]), strings.Clone(obj.Capacity["cpu"]), strings.Clone(key)})
+	}
+	h := framework.InformerHandlers[benchgen.NodeStatus]{OnAdd: record, OnUpdate: func(key string, _, obj *benchgen.NodeStatus) { record(key, obj) }}
+	a, err := framework.Watch(ctx, cl, "NodeStatus", h)
+	require.NoError(t, err)
+	defer a.Stop()
+	b, err := framework.Watch(ctx, cl, "NodeStatus", h)
+	require.NoError(t, err)
+	defer b.Stop()
+	require.NoError(t, framework.WaitForCacheSync(ctx, a, b))
+	for gen := 1; gen <= gens; gen++ {
+		for n := range keys {
+			require.NoError(t, writer.Set(node(n, gen)))
+		}
+	}
+	last := func(inf *framework.Informer[benchgen.NodeStatus]) bool {
+		for n := range keys {
+			o, ok := inf.Get(fmt.Sprintf("node-%03d", n))
+			if !ok || o.Capacity["cpu"] != fmt.Sprint(gens) {
+				return false
+			}
+		}
+		return true
+	}
+	require.Eventually(t, func() bool { return last(a) && last(b) }, 15*time.Second, 5*time.Millisecond)
+	assert.Equal(t, int64(1), a.Stats().Streams, "the two informers share one stream")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(seen), 2*keys, "every informer was handed every key")
+	for _, s := range seen {
+		assert.Equal(t, s.image, s.obj.Images[0], "an object's string changed after it was handed over")
+		assert.Equal(t, s.cpu, s.obj.Capacity["cpu"])
+		assert.Equal(t, s.at, s.obj.NodeName)
+	}
+}
