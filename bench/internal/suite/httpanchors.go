@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -39,6 +40,11 @@ func startHTTP(h http.Handler, tlsConfig *tls.Config) (*httpServer, error) {
 	}
 	s := &httpServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second},
 		base: scheme + l.Addr().String(), done: make(chan error, 1)}
+	if tlsConfig != nil {
+		// The run's own check that a peer without a certificate is
+		// refused (trust.refusesAnonymous) is expected, not news.
+		s.srv.ErrorLog = log.New(io.Discard, "", 0)
+	}
 	go func() { s.done <- s.srv.Serve(l) }()
 	return s, nil
 }

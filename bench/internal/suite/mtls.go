@@ -3,9 +3,12 @@ package suite
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -124,4 +127,37 @@ func (t *trust) httpClient() *http.Client {
 	hc := httpClient()
 	hc.Transport.(*http.Transport).TLSClientConfig = t.clientTLS
 	return hc
+}
+
+// refusesAnonymous checks the premise of the mutual-TLS rows on every run:
+// a peer that trusts the CA but presents no certificate gets nothing. The
+// gRPC and net/http anchors fail its TLS handshake (tlsAddrs); lockstep
+// completes it, so that probes reach /healthz, and refuses every other
+// entry unauthenticated (lockstepURL's status page here).
+func (t *trust) refusesAnonymous(lockstepURL string, tlsAddrs ...string) error {
+	anon := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.clientTLS.RootCAs}
+	for _, addr := range tlsAddrs {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, anon)
+		if err == nil {
+			// Under TLS 1.3 the server's refusal arrives after the
+			// client's side of the handshake: on the first read.
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = c.Read(make([]byte, 1))
+			_ = c.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "certificate required") {
+			return fmt.Errorf("%s served a peer without a client certificate (%v)", addr, err)
+		}
+	}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: anon}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(lockstepURL + "/lockstep/status")
+	if err != nil {
+		return fmt.Errorf("lockstep with mutual TLS: %w", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return fmt.Errorf("lockstep with mutual TLS answered a peer without a certificate %s, want 401", resp.Status)
+	}
+	return nil
 }

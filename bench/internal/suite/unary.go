@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockstep-dev/lockstep/bench/internal/results"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -138,6 +139,9 @@ func (s *Suite) Unary() (err error) {
 	closers = append(closers, nhTLS.stop)
 	hcTLS := tr.httpClient()
 	closers = append(closers, func() error { hcTLS.CloseIdleConnections(); return nil })
+	if err := tr.refusesAnonymous(lsTLS.URL(), gTLS.addr, strings.TrimPrefix(nhTLS.base, "https://")); err != nil {
+		return err
+	}
 
 	generated := benchgen.NewClient(plain)
 	generatedTLS := benchgen.NewClient(plainTLS)
