@@ -48,6 +48,9 @@ type connTracker struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]*trackedConn
 	changed chan struct{} // closed and replaced on every change
+	// accepted is when the last connection was accepted, closed since or
+	// not: a drain closes the listener once clients have stopped dialling.
+	accepted time.Time
 }
 
 // trackedConn is one open connection. Who answers next on it, the server
@@ -82,6 +85,7 @@ func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Conte
 	tc := &trackedConn{conn: c, state: http.StateNew, since: t.clock.Now(), refusalWritten: make(chan struct{})}
 	t.mu.Lock()
 	t.conns[c] = tc
+	t.accepted = tc.since
 	t.mu.Unlock()
 	return context.WithValue(ctx, trackedConnKey{}, tc)
 }
@@ -181,6 +185,44 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 		case <-timer.Chan():
 		}
 		timer.Stop()
+	}
+}
+
+// drain is the drain's second phase on the connections: it waits until
+// every open connection has been idle for quiet, answers those between
+// requests with refusal (see refuseIdle), and then keeps the listener
+// open, accepting, until no connection has been accepted for dialQuiet
+// (or bound has passed), answering what the late dialers open. Closing a
+// listener resets the connections still in its queue, which clients that
+// had not heard of the drain dialled moments before: a call written into
+// one fails as if cut after it was sent, and its client cannot know that
+// it never ran. A connection accepted during the drain is answered
+// instead: its calls by the draining refusal (not processed, Connection:
+// close), or, left unused, by refusal. Clients that have heard stop
+// dialling, so the wait is short.
+func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuiet, bound time.Duration) {
+	t.waitQuiet(ctx, quiet)
+	t.refuseIdle(ctx, refusal, quiet)
+	end := t.clock.Now().Add(bound)
+	for ctx.Err() == nil {
+		mark := t.clock.Now()
+		t.waitUntil(ctx, func() time.Duration {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			now := t.clock.Now()
+			last := mark
+			if t.accepted.After(last) {
+				last = t.accepted
+			}
+			return min(dialQuiet-now.Sub(last), end.Sub(now))
+		})
+		t.mu.Lock()
+		dialled := t.accepted.After(mark)
+		t.mu.Unlock()
+		if !dialled || !t.clock.Now().Before(end) {
+			return
+		}
+		t.refuseIdle(ctx, refusal, dialQuiet)
 	}
 }
 

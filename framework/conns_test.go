@@ -205,3 +205,44 @@ func requireDrainRefusal(t *testing.T, br *bufio.Reader) {
 	assert.Equal(t, "1", resp.Header.Get(protocol.HeaderDraining))
 	assert.Equal(t, string(framework.CodeUnavailable), wire.Code)
 }
+
+// A draining server keeps its listener open, accepting, while clients go
+// on dialling it: a connection dialled after the drain answered its idle
+// connections is answered too (a call on it refused as not processed),
+// not reset in the listener's queue as the listener closes, which leaves
+// its client unable to tell whether the call was read. The listener
+// closes once the dials stop.
+func TestDrainKeepsAcceptingWhileClientsDialIt(t *testing.T) {
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 300*time.Millisecond
+	})
+	p := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0"))
+	unused, err := net.Dial("tcp", srv.Addr)
+	require.NoError(t, err)
+	defer unused.Close()
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Server.Shutdown(context.Background()) }()
+
+	// The drain's refusal on the unused connection: it has answered every
+	// connection between requests, which is when it used to close the
+	// listener.
+	resp, err := http.ReadResponse(bufio.NewReader(unused), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	unused.Close()
+
+	// A client that has not heard dials again and again, a new connection
+	// for each call.
+	p.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 20 {
+		status, _, notProcessed := p.report(i+2, "")
+		require.Equal(t, http.StatusServiceUnavailable, status)
+		require.Equal(t, "1", notProcessed)
+	}
+	assert.Zero(t, srv.handled.Load())
+	http.DefaultClient.CloseIdleConnections() // the handshake's
+	require.NoError(t, <-drained)
+	_, err = net.Dial("tcp", srv.Addr)
+	require.Error(t, err, "the listener is closed once the dials stopped")
+}

@@ -409,18 +409,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // open connection has been idle for DrainQuiet, so that no connection is
 // answered under a call being written into it, then answers every HTTP/1
 // connection between requests with the drain's refusal and waits (for
-// DrainQuiet at most) until their clients have closed them (see
-// conns.go). http.Server.Shutdown then closes the listener and what is
-// left.
+// DrainQuiet at most) until their clients have closed them; then it keeps
+// the listener open until no connection has been accepted for
+// dialQuiet, so that closing it resets no connection a call was written
+// into (see conns.go). http.Server.Shutdown then closes the listener and
+// what is left.
 func (s *Server) quietConnections(ctx context.Context) {
 	s.mu.RLock()
 	conns := s.conns
 	s.mu.RUnlock()
 	if conns != nil {
-		conns.waitQuiet(ctx, s.cfg.DrainQuiet)
-		conns.refuseIdle(ctx, s.drainRefusal(), s.cfg.DrainQuiet)
+		dq := min(s.cfg.DrainQuiet, maxDialQuiet)
+		conns.drain(ctx, s.drainRefusal(), s.cfg.DrainQuiet, dq, maxDialQuiets*dq)
 	}
 }
+
+// maxDialQuiet caps how long no client may dial a draining server before
+// it closes its listener: long enough for the handshake retries of
+// clients that heard of the drain (their backoff begins at 5ms) to thin
+// out, short enough not to keep a replacement waiting for the address.
+// maxDialQuiets bounds, in those periods, how long it keeps the listener
+// open for clients that go on dialling it.
+const (
+	maxDialQuiet  = 100 * time.Millisecond
+	maxDialQuiets = 10
+)
 
 // drainRefusal is the answer a draining server writes unasked on a
 // connection between requests before it closes it: the one a call

@@ -1,6 +1,7 @@
 package upgradesim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -79,8 +80,9 @@ func (c *Cluster) noteAttempt(req *http.Request, from *incarnation, dest *replic
 		}
 	}
 	c.mu.Unlock()
+	began := time.Now()
 	return func(resp *http.Response, err error) {
-		out := answerText(resp, err)
+		out := answerText(resp, err) + " after " + time.Since(began).Round(time.Millisecond).String()
 		c.mu.Lock()
 		for _, ev := range evs {
 			ev.outcome = out
@@ -96,12 +98,34 @@ func answerText(resp *http.Response, err error) string {
 		return "failed: " + err.Error()
 	}
 	s := resp.Status
+	if code := errorCode(resp); code != "" {
+		s += " " + code
+	}
 	for _, h := range []string{protocol.HeaderNotProcessed, protocol.HeaderDraining, protocol.HeaderReplayed} {
 		if resp.Header.Get(h) != "" {
 			s += ", " + h
 		}
 	}
 	return s
+}
+
+// errorCode returns the code of a short error answer, leaving its body
+// to be read again.
+func errorCode(resp *http.Response) string {
+	if resp.StatusCode == http.StatusOK || resp.ContentLength <= 0 || resp.ContentLength > 4096 {
+		return ""
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	var e struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Code
 }
 
 // attemptIDs returns the traffic calls a request carries: its own, or the
