@@ -34,6 +34,12 @@ NORACE_TEST_PKGS := ./sample/internal/demo
 # keys on them, and a plain `go vet` before `go test -race` compiles every
 # package and its dependencies twice.
 RACE_FLAGS     := -race
+# make test vets inside `go test` (-vet=all: every analyzer, as `go vet`
+# runs them, on each package and its tests): one build graph, in which a
+# package's tests start once it and its tests are compiled and vetted,
+# instead of after every package is vetted. The framework's tests, the
+# longest, run while the rest still compiles.
+TEST_VET       := -vet=all
 # Extra `go test` flags, e.g. TESTFLAGS=-json to time each test.
 TESTFLAGS ?=
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
@@ -49,20 +55,26 @@ FUZZTIME  ?= 30s
 ## links and tests fill the time the other waits), each vetted before it is
 ## tested; NORACE_TESTS run last, alone. The two checks start first, so
 ## that a failing one stops make test before any test starts.
-## `go test -vet=off`: vet already ran every analyzer on the same packages
-## and their tests.
+## Vetting is part of each `go test` (TEST_VET); a package's tests wait for
+## its vet, not for everyone's. The commands (main packages, which `go test`
+## compiles but does not link) are linked once the tests are done, when
+## everything they need is compiled and cached.
 test:
 	@$(MAKE) --no-print-directory -j3 test-phases
 
 test-phases: check-workspace check-generated test-race test-norace test-alone
 
-test-race: vet-race tools
-	@echo "== go test $(RACE_FLAGS) $(RACE_MODULES)"
-	@$(GO) test $(RACE_FLAGS) -vet=off -count=1 -timeout 12m -skip '$(NORACE_TESTS)' $(TESTFLAGS) $(RACE_PKGS)
+test-race: tools
+	@echo "== go vet and test $(RACE_FLAGS) $(RACE_MODULES)"
+	@$(GO) test $(RACE_FLAGS) $(TEST_VET) -count=1 -timeout 12m -skip '$(NORACE_TESTS)' $(TESTFLAGS) $(RACE_PKGS)
+	@echo "== go build $(RACE_FLAGS) $(RACE_MODULES)"
+	@$(GO) build $(RACE_FLAGS) $(RACE_PKGS)
 
-test-norace: vet-norace
-	@echo "== go test $(NORACE_MODULES)"
-	@$(GO) test -vet=off -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
+test-norace:
+	@echo "== go vet and test $(NORACE_MODULES)"
+	@$(GO) test $(TEST_VET) -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
+	@echo "== go build $(NORACE_MODULES)"
+	@$(GO) build $(NORACE_PKGS)
 	@$(GO) test -vet=off -count=1 -run '^$$' $(NORACE_TEST_PKGS) >/dev/null
 
 test-alone: test-race test-norace
