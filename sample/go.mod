@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/lockstep-dev/lockstep => ../
 
 require (
+	github.com/jonboulle/clockwork v0.5.0
 	github.com/lockstep-dev/lockstep v0.0.0-00010101000000-000000000000
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.25.0
@@ -26,7 +27,6 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/hashicorp/go-version v1.9.0 // indirect
-	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -43,6 +44,8 @@ type Config struct {
 	// node's state becomes Unknown; default 5s. An upgrade of the kubelet
 	// that takes less does not disturb the node's health.
 	NodeGrace time.Duration
+	// Clock measures the nodes' grace periods; default the real clock.
+	Clock clockwork.Clock
 	// ResyncAfter is how long a new kubelet session may go without
 	// reporting its node before the node controller asks it for a full
 	// resync; default 500ms.
@@ -137,8 +140,10 @@ type node struct {
 	assigned map[string]nhv2.BoundPod
 	status   *nsv2.NodeStatus
 	// lost is when the node's kubelet lost its session (zero while it
-	// holds one); unknown is set once the grace period passed since.
+	// holds one), and grace the timer of its grace period; unknown is set
+	// once the grace period passed since.
 	lost    time.Time
+	grace   clockwork.Timer
 	unknown bool
 	health  *nhv2.NodeHealth // as last published
 }
@@ -156,6 +161,9 @@ func New(cfg Config) (*NodeController, error) {
 	}
 	if cfg.ResyncAfter <= 0 {
 		cfg.ResyncAfter = 500 * time.Millisecond
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -437,7 +445,8 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 	if nd.instance != "" && nd.instance != instance {
 		delete(n.instances, nd.instance)
 	}
-	nd.instance, nd.status, nd.lost, nd.unknown = instance, st, time.Time{}, false
+	endGraceLocked(nd)
+	nd.instance, nd.status, nd.unknown = instance, st, false
 	n.instances[instance] = st.NodeName
 	n.publishLocked(nd)
 	n.applied(ctx)
@@ -611,7 +620,7 @@ func (n *NodeController) rejoined(instance string) {
 		if nd.instance != instance || nd.lost.IsZero() || nd.unknown || nd.boundTo != "" {
 			continue
 		}
-		nd.lost = time.Time{}
+		endGraceLocked(nd)
 		n.instances[instance] = nd.name
 		n.bindLocked(nd, instance)
 	}
@@ -662,9 +671,10 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 	if nd == nil || nd.instance != info.Peer.Instance {
 		return
 	}
-	lost := time.Now()
+	lost := n.cfg.Clock.Now()
+	endGraceLocked(nd)
 	nd.lost = lost
-	time.AfterFunc(n.cfg.NodeGrace, func() {
+	nd.grace = n.cfg.Clock.AfterFunc(n.cfg.NodeGrace, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if nd.lost.Equal(lost) && !n.closed {
@@ -673,6 +683,16 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 			n.publishLocked(nd)
 		}
 	})
+}
+
+// endGraceLocked ends a node's grace period, if one runs: its kubelet
+// holds a session again.
+func endGraceLocked(nd *node) {
+	if nd.grace != nil {
+		nd.grace.Stop()
+		nd.grace = nil
+	}
+	nd.lost = time.Time{}
 }
 
 // publishLocked recomputes a node's health and writes it to the topic(s)

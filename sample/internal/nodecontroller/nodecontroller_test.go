@@ -2,16 +2,21 @@ package nodecontroller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
 	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
@@ -202,4 +207,79 @@ func TestForkedNodeControllerServesBothVersions(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// pausable is a kubelet's transport that can stop carrying its requests,
+// as a machine too loaded to run the kubelet's heartbeats does, and counts
+// the handshakes it carried once resumed.
+type pausable struct {
+	base      http.RoundTripper
+	paused    atomic.Bool
+	welcomed  atomic.Int64 // handshakes answered 200 while not paused
+	handshake string
+}
+
+func (p *pausable) RoundTrip(r *http.Request) (*http.Response, error) {
+	if p.paused.Load() {
+		return nil, errors.New("paused")
+	}
+	resp, err := p.base.RoundTrip(r)
+	if err == nil && r.URL.Path == p.handshake && resp.StatusCode == http.StatusOK {
+		p.welcomed.Add(1)
+	}
+	return resp, err
+}
+
+// A kubelet whose session lapsed (its heartbeats stalled) and that opens a
+// session again within the grace period keeps its node known: the new
+// session ends the grace period, even before the kubelet reports to this
+// node controller again (its reports may go to another replica). A node
+// whose kubelet does not come back is Unknown once the grace period
+// passes. The grace period runs on a fake clock.
+func TestKubeletBackWithinTheGracePeriodKeepsItsNode(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	const grace = time.Minute
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", NodeGrace: grace, Clock: clock})
+	stalls := &pausable{base: framework.NewTransport(nil), handshake: protocol.PathHandshake}
+	stalling := runKubelet(t, kubelet.Config{API: "v2", Nodes: 1, ChangeEvery: -1,
+		Client: framework.ClientConfig{Endpoints: []string{url}, Transport: stalls}})
+	gone, err := kubelet.New(kubelet.Config{API: "v2", Nodes: 1, FirstNode: 1, ChangeEvery: -1, Logger: frameworktest.Quiet(),
+		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{url}, Logger: frameworktest.Quiet()}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	goneCtx, stopGone := context.WithCancel(ctx)
+	goneDone := make(chan struct{})
+	go func() { defer close(goneDone); gone.Run(goneCtx) }()
+	ready := map[string]nhv2.NodeHealthState{"node-000": "Ready", "node-001": "Ready"}
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(ready, states(n)) }, 10*time.Second, 10*time.Millisecond)
+
+	// node-000's kubelet stalls until its session lapses, then resumes and
+	// opens a session again.
+	instance := stalling.Client(0).Instance()
+	held := func() bool {
+		for _, s := range n.Server().Sessions() {
+			if s.Peer.Instance == instance {
+				return true
+			}
+		}
+		return false
+	}
+	stalls.paused.Store(true)
+	require.Eventually(t, func() bool { return !held() }, 10*time.Second, 10*time.Millisecond, "the stalled kubelet's session lapsed")
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "node-000's grace period started")
+	welcomed := stalls.welcomed.Load()
+	stalls.paused.Store(false)
+	require.Eventually(t, func() bool { return stalls.welcomed.Load() > welcomed }, 10*time.Second, 10*time.Millisecond,
+		"the kubelet opened a session again")
+	clock.Advance(grace + time.Second) // past node-000's grace period, had it not ended
+
+	// node-001's kubelet goes away for good: its grace period ends later.
+	stopGone()
+	<-goneDone
+	gone.Close()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "node-001's grace period started")
+	clock.Advance(grace + time.Second)
+	require.Eventually(t, func() bool { return states(n)["node-001"] == "Unknown" }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, nhv2.NodeHealthStateReady, states(n)["node-000"], "node-000's kubelet came back within the grace period")
 }
