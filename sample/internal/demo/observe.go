@@ -132,6 +132,9 @@ func (r *processRun) sample() {
 			}
 		}
 		r.observations = append(r.observations, obs)
+		if nc := procs[NodeController]; c == Kubelet && pr != nil && !draining && len(obs.Agreed[NodeController]) > 0 && nc != nil && !nc.draining {
+			r.outages.heard(at)
+		}
 		r.mu.Unlock()
 		if pr != nil && !draining {
 			r.checkVersions(at, c, pr.p, obs.Agreed, procs)
@@ -316,7 +319,11 @@ func (r *processRun) checkRunning() map[string][]string {
 			r.violate("every-node-reported", "the node controller knows %d of %d nodes, %d Ready (%v)", len(st.Nodes), r.opts.Nodes, ready, err)
 		}
 		if err == nil {
-			if msg := podsRunWherePlaced(st.Pods, time.Now(), runBound); msg != "" {
+			r.mu.Lock()
+			outages := slices.Clone(r.outages)
+			r.mu.Unlock()
+			outage := func(from, to time.Time) time.Duration { return outages.within(from.Sub(r.start), to.Sub(r.start)) }
+			if msg := podsRunWherePlaced(st.Pods, time.Now(), runBound, outage); msg != "" {
 				r.violate("pods-run-where-placed", "%s", msg)
 			}
 		}
@@ -431,34 +438,37 @@ func (r *processRun) outcomes() []string {
 
 // podsRunWherePlaced checks, from the final node controller's bound pods,
 // that every pod bound more than bound ago was reported Running (the node
-// controller takes a pod's status only from the kubelet of its node), and
-// that it holds some: the process mode's view of the to-node loop. Pods
-// that ended are gone from it, so it checks those still bound.
-func podsRunWherePlaced(pods []nodecontroller.Pod, now time.Time, bound time.Duration) string {
+// controller takes a pod's status only from the kubelet of its node)
+// within bound, not counting the time outage says its kubelet could hear
+// of no pod (see loopOutages), and that it holds some: the process mode's
+// view of the to-node loop. Pods that ended are gone from it, so it checks
+// those still bound.
+func podsRunWherePlaced(pods []nodecontroller.Pod, now time.Time, bound time.Duration, outage func(from, to time.Time) time.Duration) string {
 	if len(pods) == 0 {
 		return "the node controller holds no bound pod"
 	}
 	late := 0
 	var first string
 	for _, p := range pods {
-		if len(p.Phases) == 0 || now.Sub(p.Phases[0].At) <= bound {
+		if len(p.Phases) == 0 {
 			continue
 		}
-		ran := false
+		placed, end := p.Phases[0].At, now
 		for _, ph := range p.Phases {
-			if ph.Phase == nsv2.PodStatusPhaseRunning && ph.At.Sub(p.Phases[0].At) <= bound {
-				ran = true
+			if ph.Phase == nsv2.PodStatusPhaseRunning {
+				end = ph.At
+				break
 			}
 		}
-		if !ran {
+		if waited := end.Sub(placed) - outage(placed, end); waited > bound {
 			late++
 			if first == "" {
-				first = fmt.Sprintf("%s, bound %s ago, phases %v", p, dur(now.Sub(p.Phases[0].At)), p.Phases)
+				first = fmt.Sprintf("%s, bound %s ago, waited %s besides outages, phases %v", p, dur(now.Sub(placed)), dur(waited), p.Phases)
 			}
 		}
 	}
 	if late > 0 {
-		return fmt.Sprintf("%d of %d bound pods were not reported Running within %s of their binding: %s", late, len(pods), bound, first)
+		return fmt.Sprintf("%d of %d bound pods were not reported Running within %s of their binding, besides outages: %s", late, len(pods), bound, first)
 	}
 	return ""
 }

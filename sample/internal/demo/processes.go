@@ -66,7 +66,7 @@ var processInvariants = []invariantSaid{
 	{"reports-never-failed", "no kubelet report failed: blocked reports waited and went through"},
 	{"sessions-resumed", "every client ended holding a session: every blocked pair resumed"},
 	{"every-node-reported", "the final node controller knows every node, all Ready"},
-	{"pods-run-where-placed", "every pod the final node controller holds bound (its bindings outlive its upgrade) that was bound more than " + runBound.String() + " ago was reported Running by the kubelet of its node within " + runBound.String()},
+	{"pods-run-where-placed", "every pod the final node controller holds bound (its bindings outlive its upgrade) was reported Running by the kubelet of its node within " + runBound.String() + " of its binding, not counting the kubelet's and the node controller's upgrades (from SIGTERM until the kubelet held a session again)"},
 	{"pods-scheduled-after-upgrade", "the upgraded scheduler placed pods"},
 }
 
@@ -148,6 +148,8 @@ type processRun struct {
 	// podStore is the node controller's --pod-store: its bindings
 	// outlive its upgrade.
 	podStore string
+	// outages are those of the kubelet↔nodecontroller loop.
+	outages loopOutages
 }
 
 // RunProcesses builds the sample's binaries (into opts.BinDir, or a
@@ -385,6 +387,9 @@ func (r *processRun) stopProc(component string) error {
 	}
 	r.mu.Lock()
 	p.draining = true
+	if component == Kubelet || component == NodeController {
+		r.outages.begin(r.now())
+	}
 	r.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	var err error
