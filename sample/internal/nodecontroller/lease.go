@@ -40,10 +40,16 @@ type Lease interface {
 // that both hear kubelets, or neither, the holder keeps it, so a total
 // outage of the kubelets still leaves one writer to publish the nodes
 // Unknown.
+//
+// TakeOver makes a claim that only takes the lease from a holder that
+// hears no kubelet, not a free or lapsed one: a replica that has just
+// started claims so until it has run a TTL (time for kubelets to reach
+// it before it competes for a free lease).
 type Claim struct {
 	Holder        string
 	TTL           time.Duration
 	HearsKubelets bool
+	TakeOver      bool
 }
 
 // leaseRecord is the state of a lease: who holds it, until when, and
@@ -56,7 +62,11 @@ type leaseRecord struct {
 
 // acquire applies an Acquire to a record, at now.
 func (r *leaseRecord) acquire(c Claim, now time.Time) bool {
-	if r.Holder != "" && r.Holder != c.Holder && now.Before(r.Until) && (r.HearsKubelets || !c.HearsKubelets) {
+	running := r.Holder != "" && now.Before(r.Until)
+	if running && r.Holder != c.Holder && (r.HearsKubelets || !c.HearsKubelets) {
+		return false
+	}
+	if c.TakeOver && (!running || r.Holder == c.Holder) {
 		return false
 	}
 	*r = leaseRecord{Holder: c.Holder, Until: now.Add(c.TTL), HearsKubelets: c.HearsKubelets}

@@ -123,6 +123,7 @@ type NodeController struct {
 	elections int           // how many times it took the lease
 	stop      chan struct{} // ends the election loop
 	elected   chan struct{} // closed when the election loop ended
+	learnt    chan struct{} // a kubelet session's node became known: the election looks again
 
 	reports *prometheus.CounterVec
 	resyncs prometheus.Counter
@@ -245,7 +246,7 @@ func New(cfg Config) (*NodeController, error) {
 	}
 	n.unwatch = cfg.Pods.Subscribe(n.podChanged)
 	if cfg.Lease != nil {
-		n.stop, n.elected = make(chan struct{}), make(chan struct{})
+		n.stop, n.elected, n.learnt = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		go n.elect()
 	}
 	return n, nil
@@ -266,10 +267,15 @@ func (n *NodeController) elect() {
 		// less than the one it replaces would make every watcher see
 		// nodes vanish. A leader renews whatever it knows, and says
 		// whether it hears any kubelet, so that a caught-up replica takes
-		// over from a leader that hears none (Claim).
+		// over from a leader that hears none (Claim); it does so as soon
+		// as it has caught up, without waiting a TTL for kubelets to
+		// arrive as it does for a free lease, since that leader's nodes
+		// become Unknown when their grace period ends.
 		sessions, caughtUp := n.standing()
-		if n.Leader() || (time.Since(started) >= n.cfg.LeaseTTL && caughtUp) {
-			held, err := n.cfg.Lease.Acquire(Claim{Holder: id, TTL: n.cfg.LeaseTTL, HearsKubelets: sessions > 0})
+		claim := Claim{Holder: id, TTL: n.cfg.LeaseTTL, HearsKubelets: sessions > 0}
+		if n.Leader() || caughtUp {
+			claim.TakeOver = !n.Leader() && time.Since(started) < n.cfg.LeaseTTL
+			held, err := n.cfg.Lease.Acquire(claim)
 			if err != nil {
 				n.logger.Warn("lease", "err", err)
 			}
@@ -277,6 +283,7 @@ func (n *NodeController) elect() {
 		}
 		select {
 		case <-tick.C:
+		case <-n.learnt:
 		case <-n.srv.DrainStarted():
 			// The lease goes before the drain does: a drain can take
 			// seconds on a loaded machine, longer than the nodes' grace
@@ -447,6 +454,12 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 	}
 	endGraceLocked(nd)
 	nd.instance, nd.status, nd.unknown = instance, st, false
+	if _, known := n.instances[instance]; !known && n.learnt != nil {
+		select {
+		case n.learnt <- struct{}{}:
+		default:
+		}
+	}
 	n.instances[instance] = st.NodeName
 	n.publishLocked(nd)
 	n.applied(ctx)

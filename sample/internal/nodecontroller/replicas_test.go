@@ -103,9 +103,10 @@ func TestFileLease(t *testing.T) {
 	assert.True(t, claim("c", time.Minute), "a torn file starts over")
 }
 
-// Both leases apply the same rule to a running lease: a claim that hears
-// kubelets takes it from a holder whose last claim did not, and no other
-// claim takes it from its holder.
+// Both leases apply the same rules: a claim that hears kubelets takes a
+// running lease from a holder whose last claim did not, and no other
+// claim takes it from its holder; a take-over claim takes only that, not
+// a free lease.
 func TestLeaseGoesToAReplicaThatHearsKubelets(t *testing.T) {
 	leases := map[string]func() nodecontroller.Lease{
 		"memory": func() nodecontroller.Lease { return nodecontroller.NewMemoryLease() },
@@ -114,22 +115,34 @@ func TestLeaseGoesToAReplicaThatHearsKubelets(t *testing.T) {
 		},
 	}
 	for _, tc := range []struct {
+		free                    bool // nobody holds the lease (the first holder released it)
 		holderHears, claimHears bool // the holder's last claim, the other replica's claim
+		takeOver                bool // the other replica's claim is a take-over (Claim.TakeOver)
 		taken                   bool // the other replica takes the lease
 	}{
 		{holderHears: true, claimHears: true, taken: false},
 		{holderHears: true, claimHears: false, taken: false},
 		{holderHears: false, claimHears: false, taken: false}, // a total outage of the kubelets keeps its writer
 		{holderHears: false, claimHears: true, taken: true},
+		{holderHears: false, claimHears: true, takeOver: true, taken: true},
+		{holderHears: true, claimHears: true, takeOver: true, taken: false},
+		{free: true, claimHears: true, taken: true},
+		{free: true, claimHears: true, takeOver: true, taken: false}, // a take-over claim takes no free lease
 	} {
 		for name, newLease := range leases {
 			l := newLease()
 			held, err := l.Acquire(nodecontroller.Claim{Holder: "a", TTL: time.Minute, HearsKubelets: tc.holderHears})
 			require.NoError(t, err)
 			require.True(t, held)
-			held, err = l.Acquire(nodecontroller.Claim{Holder: "b", TTL: time.Minute, HearsKubelets: tc.claimHears})
+			if tc.free {
+				require.NoError(t, l.Release("a"))
+			}
+			held, err = l.Acquire(nodecontroller.Claim{Holder: "b", TTL: time.Minute, HearsKubelets: tc.claimHears, TakeOver: tc.takeOver})
 			require.NoError(t, err)
-			assert.Equal(t, tc.taken, held, "%s lease, holder hears kubelets %v, claim %v", name, tc.holderHears, tc.claimHears)
+			assert.Equal(t, tc.taken, held, "%s lease, %+v", name, tc)
+			if tc.free {
+				continue
+			}
 			held, err = l.Acquire(nodecontroller.Claim{Holder: "a", TTL: time.Minute, HearsKubelets: tc.holderHears})
 			require.NoError(t, err)
 			assert.Equal(t, !tc.taken, held, "%s lease: the first holder renews unless the lease was taken", name)
@@ -212,4 +225,21 @@ func TestLeaderThatHearsNoKubeletGivesWay(t *testing.T) {
 		"the replica that hears the new kubelet takes over from the one that hears none")
 	assert.Equal(t, ready, states(b))
 	assert.Equal(t, ready, states(a), "within the grace period the old leader still holds the nodes Ready")
+}
+
+// A replica that has just started takes the lease from a holder that
+// hears no kubelet as soon as it has caught up, without first waiting the
+// TTL it waits before competing for a free lease: the kubelet's new
+// replica must lead before the nodes' grace period ends on the old one.
+// The TTL here is a minute, longer than the test may take.
+func TestNewReplicaTakesOverFromALeaderThatHearsNoKubeletAtOnce(t *testing.T) {
+	lease := nodecontroller.NewMemoryLease()
+	held, err := lease.Acquire(nodecontroller.Claim{Holder: "deaf", TTL: time.Hour})
+	require.NoError(t, err)
+	require.True(t, held)
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Lease: lease, LeaseTTL: time.Minute, ResyncAfter: 100 * time.Millisecond})
+	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
+	require.Eventually(t, n.Leader, 10*time.Second, 10*time.Millisecond, "the new replica took over")
+	assert.Equal(t, n.Server().Instance(), lease.Holder())
+	assert.Len(t, n.Health(), 2, "it took over once it knew both nodes")
 }
