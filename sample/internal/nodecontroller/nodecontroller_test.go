@@ -237,6 +237,7 @@ func (p *pausable) RoundTrip(r *http.Request) (*http.Response, error) {
 // whose kubelet does not come back is Unknown once the grace period
 // passes. The grace period runs on a fake clock.
 func TestKubeletBackWithinTheGracePeriodKeepsItsNode(t *testing.T) {
+	t.Parallel()
 	clock := clockwork.NewFakeClock()
 	const grace = time.Minute
 	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", NodeGrace: grace, Clock: clock})

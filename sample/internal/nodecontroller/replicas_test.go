@@ -108,6 +108,7 @@ func TestFileLease(t *testing.T) {
 // claim takes it from its holder; a take-over claim takes only that, not
 // a free lease.
 func TestLeaseGoesToAReplicaThatHearsKubelets(t *testing.T) {
+	t.Parallel()
 	leases := map[string]func() nodecontroller.Lease{
 		"memory": func() nodecontroller.Lease { return nodecontroller.NewMemoryLease() },
 		"file": func() nodecontroller.Lease {
@@ -155,6 +156,7 @@ func TestLeaseGoesToAReplicaThatHearsKubelets(t *testing.T) {
 // take at once, while the drain still waits for a call in flight. A drain
 // can outlast the nodes' grace period on a loaded machine.
 func TestLeaderResignsWhenItsServerBeginsToDrain(t *testing.T) {
+	t.Parallel()
 	var hold atomic.Bool
 	held, release := make(chan struct{}), make(chan struct{})
 	lease := nodecontroller.NewMemoryLease()
@@ -201,6 +203,7 @@ func TestLeaderResignsWhenItsServerBeginsToDrain(t *testing.T) {
 // mark every node Unknown once the grace period ends, stops writing
 // NodeHealth while it still runs.
 func TestLeaderThatHearsNoKubeletGivesWay(t *testing.T) {
+	t.Parallel()
 	cfg := nodecontroller.Config{API: "v2", Lease: nodecontroller.NewMemoryLease(), LeaseTTL: 300 * time.Millisecond,
 		ResyncAfter: 100 * time.Millisecond, NodeGrace: time.Minute}
 	a, urlA, _ := start(t, "127.0.0.1:0", cfg)
@@ -233,6 +236,7 @@ func TestLeaderThatHearsNoKubeletGivesWay(t *testing.T) {
 // replica must lead before the nodes' grace period ends on the old one.
 // The TTL here is a minute, longer than the test may take.
 func TestNewReplicaTakesOverFromALeaderThatHearsNoKubeletAtOnce(t *testing.T) {
+	t.Parallel()
 	lease := nodecontroller.NewMemoryLease()
 	held, err := lease.Acquire(nodecontroller.Claim{Holder: "deaf", TTL: time.Hour})
 	require.NoError(t, err)
@@ -241,5 +245,5 @@ func TestNewReplicaTakesOverFromALeaderThatHearsNoKubeletAtOnce(t *testing.T) {
 	runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
 	require.Eventually(t, n.Leader, 10*time.Second, 10*time.Millisecond, "the new replica took over")
 	assert.Equal(t, n.Server().Instance(), lease.Holder())
-	assert.Len(t, n.Health(), 2, "it took over once it knew both nodes")
+	require.Eventually(t, func() bool { return len(n.Health()) == 2 }, 10*time.Second, 10*time.Millisecond, "and leads with both nodes")
 }
