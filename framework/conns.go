@@ -202,7 +202,7 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 // dialling, so the wait is short.
 func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuiet, bound time.Duration) {
 	t.waitQuiet(ctx, quiet)
-	t.refuseIdle(ctx, refusal, quiet)
+	t.refuseIdle(ctx, refusal)
 	end := t.clock.Now().Add(bound)
 	for ctx.Err() == nil {
 		mark := t.clock.Now()
@@ -222,16 +222,27 @@ func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuie
 		if !dialled || !t.clock.Now().Before(end) {
 			return
 		}
-		t.refuseIdle(ctx, refusal, dialQuiet)
+		t.refuseIdle(ctx, refusal)
 	}
 }
+
+// refusalLinger bounds how long a drain waits for the clients of the
+// connections it refused to close them, which a client does once it has
+// read the refusal. Until then the server goes on reading: closing a
+// socket with unread bytes (a request the client wrote before it read the
+// refusal) resets it, and a reset can discard the refusal from the
+// client's receive buffer before the client reads it, leaving it a call
+// it cannot know was not processed. Clients close within milliseconds; a
+// starved one took 0.7-0.9 s. The wait ends as soon as every refused
+// connection is closed, so only slow clients make a drain longer.
+const refusalLinger = 2 * time.Second
 
 // refuseIdle writes refusal, a complete HTTP/1.1 answer that closes its
 // connection, on every HTTP/1 connection that is between requests, and
 // then closes the connection's writing side; it waits (bounded by
-// within, and by ctx) until each refused connection has been closed by
-// its client, which a client does on reading the answer.
-func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte, within time.Duration) {
+// refusalLinger, and by ctx) until each refused connection has been
+// closed by its client, which a client does on reading the answer.
+func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) {
 	var refused []*trackedConn
 	t.mu.Lock()
 	for _, tc := range t.conns {
@@ -249,14 +260,13 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte, within tim
 		})
 	}
 	wg.Wait()
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
+	end := t.clock.Now().Add(refusalLinger)
 	t.waitUntil(ctx, func() time.Duration {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, tc := range refused {
 			if t.conns[tc.conn] == tc {
-				return within // changed or ctx wakes the wait
+				return end.Sub(t.clock.Now()) // or a close wakes the wait
 			}
 		}
 		return 0

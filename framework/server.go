@@ -409,7 +409,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // open connection has been idle for DrainQuiet, so that no connection is
 // answered under a call being written into it, then answers every HTTP/1
 // connection between requests with the drain's refusal and waits (for
-// DrainQuiet at most) until their clients have closed them; then it keeps
+// refusalLinger at most) until their clients have closed them; then it keeps
 // the listener open until no connection has been accepted for
 // dialQuiet, so that closing it resets no connection a call was written
 // into (see conns.go). http.Server.Shutdown then closes the listener and

@@ -1,0 +1,109 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+)
+
+// A drain that has refused a connection keeps it open, reading, until its
+// client closes it (for refusalLinger at most), not just for DrainQuiet: a
+// starved client may write a call before it reads the refusal, and closing
+// the connection with that call unread resets it, which can discard the
+// refusal before the client reads it. Waiting is on the server's clock, so
+// that the drain did not stop waiting is seen on a fake one.
+func TestDrainWaitsForARefusedClientToClose(t *testing.T) {
+	r := startLingerRig(t)
+	clock, conn, ctx := r.clock, r.conn, r.ctx
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+
+	// The client holds the connection open past DrainQuiet's default, as
+	// long as the drain used to wait.
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(100 * time.Millisecond)
+	waiting := make(chan error, 1)
+	go func() { waiting <- clock.BlockUntilContext(ctx, 1) }()
+	select {
+	case <-r.refused:
+		t.Fatal("the drain stopped waiting for the refused client after 100ms")
+	case err := <-waiting:
+		require.NoError(t, err, "the drain waits on")
+	}
+
+	// The client closes: the wait ends at once, long before refusalLinger.
+	require.NoError(t, conn.Close())
+	select {
+	case <-r.refused:
+	case <-ctx.Done():
+		t.Fatal("the drain went on waiting after its refused client closed")
+	}
+}
+
+// A client that never closes holds the drain for refusalLinger, no longer.
+func TestDrainStopsWaitingForARefusedClientAfterTheLinger(t *testing.T) {
+	r := startLingerRig(t)
+	clock, ctx := r.clock, r.ctx
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(refusalLinger)
+	select {
+	case <-r.refused:
+	case <-ctx.Done():
+		t.Fatal("the drain waited past refusalLinger for a client that never closes")
+	}
+}
+
+// lingerRig is an HTTP server on 127.0.0.1 whose connections a tracker on
+// a fake clock follows, with one connection dialled and accepted, and the
+// drain's refuseIdle running on it; refused is closed once it returns.
+type lingerRig struct {
+	clock   *clockwork.FakeClock
+	conn    net.Conn
+	ctx     context.Context
+	refused chan struct{}
+}
+
+func startLingerRig(t *testing.T) *lingerRig {
+	t.Helper()
+	r := &lingerRig{clock: clockwork.NewFakeClock(), refused: make(chan struct{})}
+	tracker := newConnTracker(r.clock)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	hs := &http.Server{
+		Handler:     http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		ConnState:   tracker.track,
+		ConnContext: tracker.connContext,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		<-served
+	})
+	r.conn, err = net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.conn.Close() })
+	require.Eventually(t, func() bool {
+		tracker.mu.Lock()
+		defer tracker.mu.Unlock()
+		return len(tracker.conns) == 1
+	}, 10*time.Second, time.Millisecond, "the server accepted the connection")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	go func() {
+		defer close(r.refused)
+		tracker.refuseIdle(ctx, []byte("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"))
+	}()
+	return r
+}
