@@ -226,7 +226,7 @@ func (e *endpoint) run() {
 			// Nothing listens there: the address's prober, shared by the
 			// process, dials it and says when something does (prober.go).
 			failures = 0
-			processProbers.at(e.addr).waitListening(e.ctx, e.kick)
+			processProbers.at(e.addr).waitListening(e.ctx, e.kick, cfg.Backoff)
 			continue
 		}
 		delay := cfg.Backoff.Delay(failures)

@@ -41,17 +41,27 @@ import (
 //
 // Reconnecting. An endpoint whose handshake was refused (nothing listens
 // at its address) does not redial on its own backoff: it waits for the
-// address's prober, which dials once per probeInterval while anyone waits
-// and wakes every waiter when a dial connects. However many clients and
-// endpoints of the process wait for one address (a node simulator's
-// sessions, one client per node), the address sees one dial per interval,
-// and a waiter handshakes within one interval of a listener appearing,
-// however long the address was dark.
+// address's prober, which dials for every waiter and wakes them all when a
+// dial connects. The prober spends the waiters' backoffs, not more
+// (prober_budget.go): by any moment it has dialled no more often than its
+// waiters would have on their own, one dial per step of each one's
+// backoff, and never twice within probeInterval. One waiter is dialled for
+// as it would have dialled itself (5 ms growing to 100 ms by default), so
+// a listener that appears after a long dark time is found within its
+// Backoff.Max; two waiters halve that; from four on (a node simulator's
+// sessions, one client per node) the address sees one dial per
+// probeInterval, however many wait, and a listener is found within it.
 
-// probeInterval is how often a waited-for address is dialled: the bound on
-// how late a listener is noticed, and one dial per interval per address
-// per process is the cost of an absent server.
+// probeInterval is the shortest time between two dials of a waited-for
+// address: with enough waiters, the bound on how late a listener is
+// noticed, and one dial per interval per address per process the most an
+// absent server costs.
 const probeInterval = 30 * time.Millisecond
+
+// probeJitter is at most how much later than planned a waiters' dial is
+// made, at random, so that processes waiting for one server stay apart
+// (only later: the budget is never overspent).
+const probeJitter = probeInterval / 10
 
 // probeDialTimeout bounds one dial: a port without a listener refuses at
 // once, an unreachable host stays within the interval's count.
@@ -105,9 +115,10 @@ type addrProber struct {
 	mu       sync.Mutex
 	groups   map[*beatGroup]struct{} // heartbeat groups holding sessions here
 	waiters  int                     // endpoints waiting for a listener
+	budget   dialBudget              // the dials the waiters would have made
 	woken    chan struct{}           // closed when a dial connects; then replaced
 	looping  bool                    // the waiters' dial loop runs
-	idle     chan struct{}           // tells the loop its last waiter left
+	changed  chan struct{}           // tells the loop a waiter came or the last left
 	checking bool                    // a check of a peer close is under way
 	lastChk  time.Time               // when the last check began
 }
@@ -124,7 +135,7 @@ func (p *probers) at(addr string) *addrProber {
 			p.stats[addr] = st
 		}
 		a = &addrProber{p: p, addr: addr, stats: st, groups: map[*beatGroup]struct{}{}, woken: make(chan struct{}),
-			idle: make(chan struct{}, 1)}
+			changed: make(chan struct{}, 1)}
 		p.addrs[addr] = a
 	}
 	return a
@@ -277,24 +288,26 @@ func (a *addrProber) listening(listen bool) error {
 }
 
 // waitListening waits until a dial of the address connects, ctx ends or
-// kick fires. It reports whether a listener was found.
-func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}) bool {
+// kick fires. It reports whether a listener was found. backoff is the
+// waiter's own (with its defaults): the prober dials no more often than
+// it would have.
+func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, backoff Backoff) bool {
 	a.mu.Lock()
 	a.waiters++
+	w := a.budget.join(a.p.clock.Now(), backoff)
 	woken := a.woken
 	if !a.looping {
 		a.looping = true
 		go a.loop()
 	}
+	a.signal()
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
 		a.waiters--
+		a.budget.leave(w, a.p.clock.Now())
 		if a.waiters == 0 {
-			select {
-			case a.idle <- struct{}{}:
-			default:
-			}
+			a.signal()
 		}
 		a.mu.Unlock()
 	}()
@@ -307,36 +320,64 @@ func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}) bo
 	return false
 }
 
-// loop dials once per probeInterval while anyone waits, and wakes every
+// signal tells the loop to plan its next dial again. a.mu is held.
+func (a *addrProber) signal() {
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+// loop dials while anyone waits, when the budget allows, and wakes every
 // waiter when a dial connects.
 func (a *addrProber) loop() {
 	defer a.p.release(a)
+	// The waiters' own refused handshakes were the last dials: the first
+	// is planned from the budget too.
+	var last time.Time
 	for {
-		// The waiter's own refused handshake was the last dial: wait an
-		// interval first. Jitter keeps processes apart.
-		t := a.p.clock.NewTimer(time.Duration(float64(probeInterval) * (0.9 + 0.2*rand.Float64())))
-		select {
-		case <-t.Chan():
-		case <-a.idle:
-			t.Stop()
-		}
 		a.mu.Lock()
 		if a.waiters == 0 {
 			a.looping = false
+			a.budget = dialBudget{}
 			select {
-			case <-a.idle:
+			case <-a.changed:
 			default:
 			}
 			a.mu.Unlock()
 			return
 		}
+		now := a.p.clock.Now()
+		from := now
+		if l := last.Add(probeInterval); l.After(from) {
+			from = l
+		}
+		at := a.budget.next(from)
 		a.mu.Unlock()
+		at = at.Add(time.Duration(rand.Int64N(int64(probeJitter))))
+		t := a.p.clock.NewTimer(at.Sub(now))
+		select {
+		case <-t.Chan():
+		case <-a.changed:
+			// A waiter came (more budget) or the last one left.
+			t.Stop()
+			continue
+		}
+		a.mu.Lock()
+		if a.waiters == 0 {
+			a.mu.Unlock()
+			continue
+		}
+		a.budget.spend()
+		a.mu.Unlock()
+		last = a.p.clock.Now()
 		if a.listening(false) != nil {
 			continue
 		}
 		a.mu.Lock()
 		close(a.woken)
 		a.woken = make(chan struct{})
+		a.budget.restart()
 		a.mu.Unlock()
 	}
 }

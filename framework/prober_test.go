@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -16,14 +17,31 @@ import (
 )
 
 // refusingDialer refuses every dial until open is set, then connects to
-// one end of a pipe; it counts the dials.
+// one end of a pipe; it counts the dials and, with a clock, notes when
+// each was made.
 type refusingDialer struct {
 	open  atomic.Bool
 	dials atomic.Int64
+	clock clockwork.Clock
+
+	mu sync.Mutex
+	at []time.Time
+}
+
+// times returns when the dials were made.
+func (d *refusingDialer) times() []time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]time.Time(nil), d.at...)
 }
 
 func (d *refusingDialer) dial(context.Context, string) (net.Conn, error) {
 	d.dials.Add(1)
+	if d.clock != nil {
+		d.mu.Lock()
+		d.at = append(d.at, d.clock.Now())
+		d.mu.Unlock()
+	}
 	if !d.open.Load() {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
@@ -32,56 +50,111 @@ func (d *refusingDialer) dial(context.Context, string) (net.Conn, error) {
 	return a, nil
 }
 
-// However many endpoints of a process wait for one dark address, it is
-// dialled once per probe interval; when a dial connects, every waiter is
-// woken at once. On a fake clock: 50 waiters, 100 intervals, 100 dials
-// (each of them would have made one per backoff step on its own).
-func TestOneProberDialsADarkAddressOncePerIntervalHoweverManyWait(t *testing.T) {
-	clock := clockwork.NewFakeClock()
-	d := &refusingDialer{}
-	p := newProbers(clock, d.dial)
-	a := p.at("127.0.0.1:9")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// The prober of a dark address dials no more often than its waiters
+// would have on their own, and wakes every waiter with the dial that
+// connects. On a fake clock, 10 s dark, 1 ms at a time, for 1, 2 and 50
+// waiters: at every dial, the prober's count is within what that many
+// clients redialling on the default backoff (each on its own, as before
+// the prober) would have made by then; two dials are never closer than
+// probeInterval; and the longest gap between dials, which bounds how late
+// a listener is found, is one waiter's Backoff.Max for one waiter, half
+// of it for two, probeInterval for fifty.
+func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
+	cases := []struct {
+		waiters int
+		maxGap  time.Duration // the longest gap between two dials once the backoff is at its Max
+	}{
+		{waiters: 1, maxGap: defaultBackoff.Max},
+		{waiters: 2, maxGap: defaultBackoff.Max / 2},
+		{waiters: 50, maxGap: probeInterval},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%d waiters", tc.waiters), func(t *testing.T) {
+			clock := clockwork.NewFakeClock()
+			start := clock.Now()
+			d := &refusingDialer{clock: clock}
+			p := newProbers(clock, d.dial)
+			a := p.at("127.0.0.1:9")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
 
-	const waiters = 50
-	var wg sync.WaitGroup
-	var found atomic.Int64
-	for range waiters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if a.waitListening(ctx, nil) {
-				found.Add(1)
+			var wg sync.WaitGroup
+			var found atomic.Int64
+			for range tc.waiters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if a.waitListening(ctx, nil, defaultBackoff) {
+						found.Add(1)
+					}
+				}()
 			}
-		}()
+			require.Eventually(t, func() bool {
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				return a.waiters == tc.waiters
+			}, 10*time.Second, time.Millisecond)
+
+			const dark, tick = 10 * time.Second, time.Millisecond
+			for range dark / tick {
+				require.NoError(t, clock.BlockUntilContext(ctx, 1), "the prober waits for its next dial")
+				clock.Advance(tick)
+			}
+			require.NoError(t, clock.BlockUntilContext(ctx, 1))
+			times := d.times()
+			require.NotEmpty(t, times)
+			assert.Zero(t, found.Load(), "no waiter was woken while the address refused")
+
+			// Before the prober, each client redialled on its own backoff.
+			noJitter := defaultBackoff
+			noJitter.Jitter = -1
+			noJitter = noJitter.withDefaults()
+			before := func(elapsed time.Duration) int {
+				n, at := 0, time.Duration(0)
+				for k := 0; ; k++ {
+					at += noJitter.Delay(k)
+					if at > elapsed {
+						return n * tc.waiters
+					}
+					n++
+				}
+			}
+			settled := start.Add(time.Second) // the backoff is at its Max well before
+			var longest time.Duration
+			for i, at := range times {
+				assert.LessOrEqual(t, i+1, before(at.Sub(start)), "dial %d at %v: more than %d clients would have made",
+					i+1, at.Sub(start), tc.waiters)
+				if i == 0 {
+					continue
+				}
+				gap := at.Sub(times[i-1])
+				assert.GreaterOrEqual(t, gap, probeInterval, "dial %d", i+1)
+				if times[i-1].After(settled) {
+					longest = max(longest, gap)
+				}
+			}
+			assert.LessOrEqual(t, longest, tc.maxGap+probeJitter+tick, "a listener would be found this late")
+			assert.GreaterOrEqual(t, longest, tc.maxGap, "the prober dials more often than the budget allows")
+			t.Logf("%d waiters, %v dark: %d dials (%d before the prober), longest gap %v",
+				tc.waiters, dark, len(times), before(dark), longest)
+
+			// The prober waits for its next dial (BlockUntil above); the
+			// clock moves on until that dial connects.
+			d.open.Store(true)
+			require.Eventually(t, func() bool {
+				if len(d.times()) == len(times) {
+					clock.Advance(tick)
+				}
+				return found.Load() == int64(tc.waiters)
+			}, 10*time.Second, time.Millisecond)
+			wg.Wait()
+			assert.Equal(t, int64(tc.waiters), found.Load(), "every waiter was woken by the one dial that connected")
+			assert.Equal(t, int64(len(times)+1), p.statsOf("127.0.0.1:9").dials.Load())
+
+			// With nobody waiting, the loop ends and the prober is forgotten.
+			require.Eventually(t, func() bool { return p.lookup("127.0.0.1:9") == nil }, 10*time.Second, time.Millisecond)
+		})
 	}
-	require.Eventually(t, func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.waiters == waiters
-	}, 10*time.Second, time.Millisecond)
-
-	const intervals = 100
-	for i := range intervals {
-		require.NoError(t, clock.BlockUntilContext(ctx, 1), "the prober waits for its next dial")
-		clock.Advance(2 * probeInterval)
-		require.Eventually(t, func() bool { return d.dials.Load() == int64(i+1) }, 10*time.Second, time.Millisecond,
-			"one dial per interval")
-	}
-	assert.Equal(t, int64(intervals), d.dials.Load())
-	assert.Zero(t, found.Load(), "no waiter was woken while the address refused")
-
-	d.open.Store(true)
-	require.NoError(t, clock.BlockUntilContext(ctx, 1))
-	clock.Advance(2 * probeInterval)
-	wg.Wait()
-	assert.Equal(t, int64(waiters), found.Load(), "every waiter was woken by the one dial that connected")
-	assert.Equal(t, int64(intervals+1), d.dials.Load())
-	assert.Equal(t, int64(intervals+1), p.statsOf("127.0.0.1:9").dials.Load())
-
-	// With nobody waiting, the loop ends and the prober is forgotten.
-	require.Eventually(t, func() bool { return p.lookup("127.0.0.1:9") == nil }, 10*time.Second, time.Millisecond)
 }
 
 // A close from an address where no session is held starts no check; one
