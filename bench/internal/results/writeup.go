@@ -434,8 +434,10 @@ server is gone (so it blocks), keeps the address dark for a random time
 (uniform in 0.2–` + seconds(LengthsOf(w.run.Quick).ReconnectDark) + `), then starts a compatible server there; the gap runs
 from its listener accepting to the blocked call's success. gRPC's call uses
 ` + "`WaitForReady`" + ` and the default connection backoff; lockstep's client waits on
-the process's prober of the address, which dials it every 30 ms while
-anyone waits. The table's figures are medians over rounds of each
+the process's prober of the address, which dials it no more often than its
+waiters would have on their own backoff: with one client per address, as
+here, every 100 ms once the address has been dark for a quarter of a
+second, so a listener is found within about 100 ms. The table's figures are medians over rounds of each
 round's percentiles; the target is judged on the pooled samples.`,
 			Tables: []report.Table{w.msTable(WReconnect, "variant", VReconnectGR)}}
 		var cdf []report.Series
