@@ -70,7 +70,7 @@ var inProcessInvariants = []invariantSaid{
 	{upgradesim.InvariantObserved, "every server's handlers were seen processing their calls"},
 	{upgradesim.InvariantSteps, "every step of the plan was carried out"},
 	{upgradesim.InvariantWatchersConverge, "the scheduler's NodeHealth cache ended equal to the node controller's topic"},
-	{"nodes-stay-known", "no node became Unknown: no kubelet was without a session for the grace period"},
+	{"nodes-stay-known", "no node became Unknown before its kubelet went unheard by every node controller replica for the grace period"},
 	{"every-node-reported", "the final node controller knows every node"},
 	{"evictions-made-room", "every eviction made room for a pod of higher priority that was then bound on that node (within " + runBound.String() + ")"},
 	{"pods-preempted", "the nodes filled and pods of higher priority were placed by preempting pods of lower priority"},

@@ -56,8 +56,11 @@ type world struct {
 	lease *nodecontroller.MemoryLease
 	// pods is the record of bound pods the replicas share; loop follows
 	// every pod from its binding to its kubelet's report that it runs.
-	pods  *nodecontroller.PodStore
-	loop  *podLoop
+	pods *nodecontroller.PodStore
+	loop *podLoop
+	// heard follows when each node's kubelet was last heard, for
+	// nodes-stay-known.
+	heard *heardWatch
 	sched *scheduler.Scheduler
 	// every incarnation, in start order, for the outcomes
 	allKubelets   []versioned[*kubelet.Kubelet]
@@ -74,7 +77,7 @@ func newWorld(nodes int, grace time.Duration, ids *identities) *world {
 	w := &world{nodes: nodes, grace: grace, ids: ids, kubelets: map[*framework.Client]*kubelet.Kubelet{},
 		schedulers: map[*framework.Client]*scheduler.Scheduler{},
 		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease(),
-		pods: nodecontroller.NewPodStore(), loop: newPodLoop(runBound)}
+		pods: nodecontroller.NewPodStore(), loop: newPodLoop(runBound), heard: newHeardWatch(grace)}
 	w.pods.Subscribe(w.loop.observe)
 	return w
 }
@@ -300,6 +303,17 @@ func (w *world) current() (*nodecontroller.NodeController, *scheduler.Scheduler)
 	return nil, w.sched
 }
 
+// replicas returns the running node controller replicas.
+func (w *world) replicas() []*nodecontroller.NodeController {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*nodecontroller.NodeController, 0, len(w.ncs))
+	for n := range w.ncs {
+		out = append(out, n)
+	}
+	return out
+}
+
 // nodeNames are the nodes the kubelet simulates.
 func (w *world) nodeNames() []string {
 	out := make([]string, w.nodes)
@@ -389,16 +403,17 @@ func (w *world) config() upgradesim.Config {
 		},
 		Invariants: []upgradesim.Invariant{
 			{Name: "nodes-stay-known", During: func(*upgradesim.Cluster) error {
+				now := time.Now()
+				var sessions [][]framework.SessionInfo
+				for _, n := range w.replicas() {
+					sessions = append(sessions, n.Server().Sessions())
+				}
+				w.heard.sample(now, sessions)
 				nc, _ := w.current()
 				if nc == nil {
 					return nil
 				}
-				for _, h := range nc.Health() {
-					if h.State == nhv2.NodeHealthStateUnknown {
-						return fmt.Errorf("%s became Unknown: its kubelet held no session for the grace period (%s)", h.NodeName, w.grace)
-					}
-				}
-				return nil
+				return w.heard.check(nc.Lost())
 			}},
 			{Name: "every-node-reported", After: func(context.Context, *upgradesim.Cluster) error {
 				nc, _ := w.current()
@@ -454,7 +469,7 @@ func (w *world) outcomes() []string {
 		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended; elected to write NodeHealth %d time(s)",
 			n.version, len(n.c.Health()), ready, n.c.Elections()))
 	}
-	out = append(out, w.loop.outcome(), w.loop.preemptionOutcome())
+	out = append(out, w.heard.outcome(), w.loop.outcome(), w.loop.preemptionOutcome())
 	for _, s := range w.allSchedulers {
 		st := s.c.Stats()
 		out = append(out, fmt.Sprintf("scheduler %s: %d pods scheduled (%d by preempting %d pods), %d unschedulable, %d failed (its own loop, 10 pods/s)",

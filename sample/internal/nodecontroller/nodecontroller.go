@@ -142,11 +142,12 @@ type node struct {
 	status   *nsv2.NodeStatus
 	// lost is when the node's kubelet lost its session (zero while it
 	// holds one), and grace the timer of its grace period; unknown is set
-	// once the grace period passed since.
-	lost    time.Time
-	grace   clockwork.Timer
-	unknown bool
-	health  *nhv2.NodeHealth // as last published
+	// once the grace period passed since, at unknownAt (on Config.Clock).
+	lost      time.Time
+	grace     clockwork.Timer
+	unknown   bool
+	unknownAt time.Time
+	health    *nhv2.NodeHealth // as last published
 }
 
 // New builds a node controller and its lockstep server, not yet serving.
@@ -421,6 +422,21 @@ func (n *NodeController) Health() []nhv2.NodeHealth {
 	return out
 }
 
+// Lost returns the nodes it holds Unknown, each with when its grace period
+// ended (on Config.Clock): what a check of its verdicts compares with when
+// the node's kubelet was last heard.
+func (n *NodeController) Lost() map[string]time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]time.Time{}
+	for _, nd := range n.nodes {
+		if nd.unknown {
+			out[nd.name] = nd.unknownAt
+		}
+	}
+	return out
+}
+
 func (n *NodeController) applied(ctx context.Context) {
 	if n.cfg.Applied != nil {
 		n.cfg.Applied(ctx)
@@ -453,7 +469,7 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 		delete(n.instances, nd.instance)
 	}
 	endGraceLocked(nd)
-	nd.instance, nd.status, nd.unknown = instance, st, false
+	nd.instance, nd.status, nd.unknown, nd.unknownAt = instance, st, false, time.Time{}
 	if _, known := n.instances[instance]; !known && n.learnt != nil {
 		select {
 		case n.learnt <- struct{}{}:
@@ -691,7 +707,7 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if nd.lost.Equal(lost) && !n.closed {
-			nd.unknown = true
+			nd.unknown, nd.unknownAt = true, n.cfg.Clock.Now()
 			n.logger.Info("node lost: its kubelet held no session for the grace period", "node", nd.name, "grace", n.cfg.NodeGrace)
 			n.publishLocked(nd)
 		}
