@@ -32,6 +32,7 @@ const (
 var PlaintextOf = map[string]string{
 	VLockstepMTLS: VLockstep, VGRPCProtoMTLS: VGRPCProto, VNetHTTPMTLS: VNetHTTP,
 	VBeatLockstepMTLS: VBeatLockstep, VBeatGRPCMTLS: VBeatGRPC,
+	VReconnectLSMTLS: VReconnectLS, VReconnectGRMTLS: VReconnectGR,
 }
 
 // UnaryCallers are the caller counts of the unary workload.
@@ -75,6 +76,9 @@ const (
 	WReconnect   = "reconnect gap"
 	VReconnectLS = "lockstep (default: shared prober)"
 	VReconnectGR = "gRPC default backoff"
+	// The second rows, both sides with mutual TLS.
+	VReconnectLSMTLS = "lockstep (shared prober), mutual TLS"
+	VReconnectGRMTLS = "gRPC default backoff, mutual TLS"
 )
 
 // Workload, variant and metric names of the heartbeat and memory

@@ -161,3 +161,56 @@ func TestWriteJudgesHeartbeatsWithMutualTLSAgainstEtcd(t *testing.T) {
 		t.Errorf("P3 mTLS = %+v, want missed at 8× less", tg)
 	}
 }
+
+// gapRound records one reconnect round of variant: n trials, the first
+// n-3 at p50 ms, the last 3 at p99 ms.
+func gapRound(r *Results, variant string, n int, p50, p99 float64) {
+	var lat []time.Duration
+	for i := range n {
+		ms := p50
+		if i >= n-3 {
+			ms = p99
+		}
+		lat = append(lat, time.Duration(ms*float64(time.Millisecond)))
+	}
+	r.Add(WReconnect, variant, Round{Latencies: lat, Before: hostload.Load{Idle: 0.95},
+		Metrics: map[string]float64{MP50ms: p50, MP99ms: p99, MMaxms: p99, MSamples: float64(n)}})
+}
+
+// The reconnect gap's mutual-TLS rows have their own table, against gRPC
+// with mutual TLS, and their own target row, judged like P6 on the
+// pooled samples.
+func TestWriteJudgesTheReconnectGapWithMutualTLSOnItsOwnRow(t *testing.T) {
+	r := NewResults()
+	gapRound(r, VReconnectLS, 120, 20, 40)
+	gapRound(r, VReconnectGR, 120, 700, 2500)
+	gapRound(r, VReconnectLSMTLS, 120, 30, 90) // p99 over 50 ms: P6 mTLS missed
+	gapRound(r, VReconnectGRMTLS, 120, 750, 3000)
+	w := Write(Run{Rounds: 1}, r, nil, "bench")
+	got := map[string]report.Target{}
+	for _, tg := range w.Doc.Targets {
+		got[tg.ID] = tg
+	}
+	if v := got["P6"]; v.Verdict != report.Met || !strings.Contains(v.Measured, "p99 **40.0 ms** over 120 trials (gRPC: 2500 ms)") {
+		t.Errorf("P6 = %+v, want met at 40 ms", v)
+	}
+	if v := got["P6 mTLS"]; v.Verdict != report.Missed ||
+		!strings.Contains(v.Measured, "p99 **90.0 ms** over 120 trials (gRPC with mutual TLS: 3000 ms)") {
+		t.Errorf("P6 mTLS = %+v, want missed at 90 ms against gRPC's 3000", v)
+	}
+	var sec *report.Section
+	for i := range w.Doc.Sections {
+		if w.Doc.Sections[i].Title == "Reconnect gap (P6)" {
+			sec = &w.Doc.Sections[i]
+		}
+	}
+	if sec == nil || len(sec.Tables) != 2 {
+		t.Fatalf("want the reconnect section with a plaintext and a mutual-TLS table, have %+v", sec)
+	}
+	if got := strings.Join(sec.Tables[1].Rows[0], "|"); got != VReconnectLSMTLS+"|30.0|90.0|90.0|120|0.03×" {
+		t.Errorf("lockstep's mutual-TLS row = %s", got)
+	}
+	if len(sec.Tables[0].Rows) != 2 || len(sec.Tables[1].Rows) != 2 {
+		t.Errorf("rows: %d plaintext, %d mutual TLS; want 2 and 2", len(sec.Tables[0].Rows), len(sec.Tables[1].Rows))
+	}
+}

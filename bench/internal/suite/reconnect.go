@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/lockstep-dev/lockstep/bench/benchpb"
+	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
 )
 
@@ -21,7 +22,14 @@ import (
 // dark for a random time, then a compatible server starts listening there;
 // the gap is from that listener accepting to the blocked call's success.
 // Pairs of server and client run in parallel to gather enough samples.
-func (s *Suite) Reconnect() error {
+// The mutual-TLS variants run the same trials with both sides
+// authenticated, configured as a user would (trust).
+func (s *Suite) Reconnect() (err error) {
+	tr, err := newTrust()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tr.close()) }()
 	// One trial per pair and twice the pairs of two trials each: the
 	// same samples in half the wall time, a round lasting about the
 	// longest dark time.
@@ -33,7 +41,11 @@ func (s *Suite) Reconnect() error {
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
 	for round := range s.cfg.Rounds {
-		for _, v := range []string{results.VReconnectLS, results.VReconnectGR} {
+		for _, v := range []string{results.VReconnectLS, results.VReconnectGR, results.VReconnectLSMTLS, results.VReconnectGRMTLS} {
+			var vtr *trust
+			if results.PlaintextOf[v] != "" {
+				vtr = tr
+			}
 			if err := s.round(results.WReconnect, v, func() (results.Round, error) {
 				var mu sync.Mutex
 				var gaps []time.Duration
@@ -44,7 +56,7 @@ func (s *Suite) Reconnect() error {
 					go func() {
 						defer wg.Done()
 						r := rand.New(rand.NewPCG(uint64(round), uint64(p)))
-						got, err := reconnectPair(v, trials, func() time.Duration { return dark(r) })
+						got, err := reconnectPair(v, vtr, trials, func() time.Duration { return dark(r) })
 						mu.Lock()
 						defer mu.Unlock()
 						gaps = append(gaps, got...)
@@ -66,21 +78,31 @@ func (s *Suite) Reconnect() error {
 	return nil
 }
 
-func reconnectPair(variant string, trials int, dark func() time.Duration) ([]time.Duration, error) {
+// reconnectPair runs trials of one pair of variant's server and client,
+// with mutual TLS when tr is not nil.
+func reconnectPair(variant string, tr *trust, trials int, dark func() time.Duration) ([]time.Duration, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	// The variant's configuration: plaintext, or mutual TLS on both sides.
+	lsConfig, lsURL, lsClient := serverConfig, "http://"+addr, (func(*framework.ClientConfig))(nil)
+	var grpcServer []grpc.ServerOption
+	var grpcDial []grpc.DialOption
+	if tr != nil {
+		lsConfig, lsURL, lsClient = tr.serverConfig, "https://"+addr, tr.lockstepClient
+		grpcServer, grpcDial = []grpc.ServerOption{tr.grpcServerOption()}, []grpc.DialOption{tr.grpcDialOption()}
+	}
 	var gaps []time.Duration
 	const limit = 15 * time.Second
 	switch variant {
-	case results.VReconnectLS:
-		srv, err := startLockstep(addr, serverConfig(), nil)
+	case results.VReconnectLS, results.VReconnectLSMTLS:
+		srv, err := startLockstep(addr, lsConfig(), nil)
 		if err != nil {
 			return nil, err
 		}
 		defer func() { _ = srv.stop(true) }()
-		cl, err := lockstepClient(benchgen.Contract, "http://"+addr, nil)
+		cl, err := lockstepClient(benchgen.Contract, lsURL, lsClient)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +133,7 @@ func reconnectPair(variant string, trials int, dark func() time.Duration) ([]tim
 				done <- err
 			}()
 			time.Sleep(d - time.Since(stopped))
-			if srv, err = startLockstep(addr, serverConfig(), nil); err != nil {
+			if srv, err = startLockstep(addr, lsConfig(), nil); err != nil {
 				return nil, err
 			}
 			listening := time.Now()
@@ -121,12 +143,12 @@ func reconnectPair(variant string, trials int, dark func() time.Duration) ([]tim
 			gaps = append(gaps, max(end.Sub(listening), 0))
 		}
 	default:
-		g, err := startGRPC(addr)
+		g, err := startGRPC(addr, grpcServer...)
 		if err != nil {
 			return nil, err
 		}
 		defer func() { _ = g.stop() }()
-		conn, err := grpcConn(addr)
+		conn, err := grpcConn(addr, grpcDial...)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +182,7 @@ func reconnectPair(variant string, trials int, dark func() time.Duration) ([]tim
 				done <- err
 			}()
 			time.Sleep(d - time.Since(stopped))
-			if g, err = startGRPC(addr); err != nil {
+			if g, err = startGRPC(addr, grpcServer...); err != nil {
 				return nil, err
 			}
 			listening := time.Now()
