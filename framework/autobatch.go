@@ -252,7 +252,7 @@ func (b *batcher) send(calls []*pendingCall) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
-	whole := b.e.send(ctx, b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, protocol.MultiCallMethod), body: b.encode(live)})
+	whole := b.e.send(withMultiCallItems(ctx, live), b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, protocol.MultiCallMethod), body: b.encode(live)})
 	if whole.transport != transportOK || whole.status != http.StatusOK {
 		for _, p := range live {
 			p.done <- whole

@@ -100,6 +100,8 @@ type incarnation struct {
 	// before it began serving returns without closing it, and the address
 	// would stay held.
 	listener net.Listener
+	// sessions is what its clients did to keep their sessions (history.go).
+	sessions sessionLog
 }
 
 // Execute runs plan and returns its report; it does not need a test, and
@@ -418,6 +420,7 @@ func waitGroupFor(wg *sync.WaitGroup, d time.Duration) {
 }
 
 func (c *Cluster) waitUntil(st Step) {
+	began := c.now()
 	deadline := time.Now().Add(st.Duration)
 	t := time.NewTicker(c.sim.cfg.SampleEvery)
 	defer t.Stop()
@@ -427,7 +430,7 @@ func (c *Cluster) waitUntil(st Step) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.violate(InvariantSteps, "%s did not hold within %s: %v", st.Until.Name, st.Duration, err)
+			c.violate(InvariantSteps, "%s did not hold within %s: %v%s", st.Until.Name, st.Duration, err, c.sessionLogs(began))
 			return
 		}
 		select {

@@ -244,6 +244,9 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 		t.c.mu.Unlock()
 	}
 	noted := t.c.noteAttempt(req, t.inc, to, sentTo)
+	if session := t.c.noteSession(req, t.inc, to, sentTo); session != nil {
+		noted = session
+	}
 	if e.partitioned {
 		noted(nil, errPartitioned)
 		return nil, dialError(errPartitioned)

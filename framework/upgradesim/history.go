@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -129,34 +131,152 @@ func errorCode(resp *http.Response) string {
 }
 
 // attemptIDs returns the traffic calls a request carries: its own, or the
-// items' of a multi-call.
+// items' of a multi-call, which the framework keeps beside the request.
 func attemptIDs(req *http.Request) []string {
 	if id := req.Header.Get(HeaderCall); id != "" {
 		return []string{id}
 	}
-	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/"+protocol.MultiCallMethod) || req.GetBody == nil {
-		return nil
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return nil
-	}
-	defer body.Close()
-	var mc struct {
-		Calls []struct {
-			Header map[string]string `json:"header"`
-		} `json:"calls"`
-	}
-	if json.NewDecoder(io.LimitReader(body, 8<<20)).Decode(&mc) != nil {
-		return nil
-	}
-	var ids []string
-	for _, call := range mc.Calls {
-		if id := call.Header[HeaderCall]; id != "" {
-			ids = append(ids, id)
+	ids := framework.MultiCallItemHeaders(req, HeaderCall)
+	tagged := ids[:0]
+	for _, id := range ids {
+		if id != "" {
+			tagged = append(tagged, id)
 		}
 	}
-	return ids
+	return tagged
+}
+
+// maxSessionLog bounds the session requests an incarnation's log keeps,
+// the newest: at the test worlds' heartbeat rate (20 a second) 1,024 of
+// them reach back 50 s, further than a call's timeout.
+const maxSessionLog = 1024
+
+// sessionLog is what one incarnation's clients did to keep their sessions:
+// every handshake, heartbeat and session close they sent, to which
+// replica, and what came back. An external-uninterrupted violation prints
+// the part of it that the failed call overlapped, so that a session that
+// lapsed, and how long it took to come back, can be read from one run.
+type sessionLog struct {
+	mu     sync.Mutex
+	events []sessionEvent
+	next   int // where the next event goes once events is full
+}
+
+type sessionEvent struct {
+	at, took time.Duration
+	text     string
+}
+
+// noteSession records, when req is a handshake, heartbeat or session
+// close, that from sent it to dest; the returned func records what came
+// back. Calls are left to their own histories (noteAttempt).
+func (c *Cluster) noteSession(req *http.Request, from *incarnation, dest *replica, to *incarnation) func(resp *http.Response, err error) {
+	var what string
+	switch req.URL.Path {
+	case protocol.PathHandshake:
+		what = "handshake"
+		if req.URL.RawQuery != "" {
+			what += " ?" + req.URL.RawQuery
+		}
+	case protocol.PathHeartbeat:
+		what = "heartbeat"
+	case protocol.PathSession:
+		what = "session close"
+	default:
+		return nil
+	}
+	where := "an unknown address " + req.URL.Host
+	if dest != nil {
+		where = to.String()
+	}
+	began := c.now()
+	return func(resp *http.Response, err error) {
+		out := answerText(resp, err)
+		if err == nil && resp.StatusCode == http.StatusOK && what == "heartbeat" {
+			out += lostText(resp)
+		}
+		from.sessions.add(sessionEvent{at: began, took: c.now() - began, text: what + " to " + where + ": " + out})
+	}
+}
+
+// lostText says which sessions a heartbeat's answer reports lost, leaving
+// its body to be read again.
+func lostText(resp *http.Response) string {
+	if resp.ContentLength <= 0 || resp.ContentLength > 4096 {
+		return ""
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var ans struct {
+		Lost []string `json:"lost"`
+	}
+	if err != nil || json.Unmarshal(body, &ans) != nil || len(ans.Lost) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d of its sessions lost", len(ans.Lost))
+}
+
+func (l *sessionLog) add(ev sessionEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) < maxSessionLog {
+		l.events = append(l.events, ev)
+		return
+	}
+	l.events[l.next] = ev
+	l.next = (l.next + 1) % maxSessionLog
+}
+
+// text prints the events that began from from on, in order, a line each;
+// heartbeats that renewed every session are summed up between the
+// events around them, so a lapse stands out.
+func (l *sessionLog) text(from time.Duration) string {
+	l.mu.Lock()
+	evs := append(append([]sessionEvent(nil), l.events[l.next:]...), l.events[:l.next]...)
+	l.mu.Unlock()
+	var b strings.Builder
+	quiet, slowest := 0, time.Duration(0)
+	flush := func() {
+		if quiet > 0 {
+			fmt.Fprintf(&b, "\n             (%d heartbeats answered 200, the slowest in %s)", quiet, slowest.Round(time.Millisecond))
+			quiet, slowest = 0, 0
+		}
+	}
+	for _, ev := range evs {
+		if ev.at < from {
+			continue
+		}
+		if strings.HasPrefix(ev.text, "heartbeat ") && strings.HasSuffix(ev.text, ": 200 OK") {
+			quiet++
+			slowest = max(slowest, ev.took)
+			continue
+		}
+		flush()
+		fmt.Fprintf(&b, "\n    %8s %s after %s", ev.at.Round(time.Millisecond), ev.text, ev.took.Round(time.Millisecond))
+	}
+	flush()
+	return b.String()
+}
+
+// sessionLogs prints the session requests of every running replica's
+// clients from from on, for a wait that did not hold.
+func (c *Cluster) sessionLogs(from time.Duration) string {
+	c.mu.Lock()
+	var incs []*incarnation
+	for _, r := range c.replicas {
+		if r.inc != nil {
+			incs = append(incs, r.inc)
+		}
+	}
+	c.mu.Unlock()
+	var b strings.Builder
+	for _, inc := range incs {
+		if text := inc.sessions.text(from); text != "" {
+			fmt.Fprintf(&b, "\n  the session requests of %s from %s on:%s", inc, from.Round(time.Millisecond), text)
+		}
+	}
+	return b.String()
 }
 
 // historyText prints rec's history, a line per event; c.mu must be held.

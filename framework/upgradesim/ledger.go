@@ -160,8 +160,9 @@ func (c *Cluster) runCall(rec *callRecord, cl *framework.Client) {
 	history := historyText(rec)
 	c.mu.Unlock()
 	if err != nil && external && !excused {
-		c.violate(InvariantExternalUninterrupted, "call %s from %s (%s) to %s failed after %s: %v; its history:%s",
-			rec.id, rec.from.r.name, rec.from.version.Name, destName, (now - rec.start).Round(time.Millisecond), err, history)
+		c.violate(InvariantExternalUninterrupted, "call %s from %s (%s) to %s failed after %s: %v; its history:%s\n  the session requests of %s from %s on:%s",
+			rec.id, rec.from.r.name, rec.from.version.Name, destName, (now - rec.start).Round(time.Millisecond), err, history,
+			rec.from.r.name, (rec.start - time.Second).Round(time.Millisecond), rec.from.sessions.text(rec.start-time.Second))
 	}
 }
 
