@@ -34,6 +34,9 @@ type watchConfig struct {
 	dup       []string
 	// ownStream gives the informer a stream of its own ([OwnStream]).
 	ownStream bool
+	// decodeEach makes the informer decode every frame itself
+	// ([DecodeEach]).
+	decodeEach bool
 }
 
 type watchOptionFunc func(*watchConfig)

@@ -25,11 +25,51 @@ type feedSubscriber interface {
 	// snapshot replaces everything queued with a fresh state: the latest
 	// set frame of each key (the map is the subscriber's), from the server
 	// instance named.
-	snapshot(raw map[string][]byte, instance string)
-	// change queues line as the latest change of key. It reports false
+	snapshot(raw map[string]*feedFrame, instance string)
+	// change queues fr as the latest change of key. It reports false
 	// when the subscriber's queue is full; the feed then hands it a
 	// snapshot instead.
-	change(key string, line []byte) bool
+	change(key string, fr *feedFrame) bool
+}
+
+// feedFrame is one set or delete frame a feed read, shared by its
+// subscribers: the bytes, which nothing modifies again, and the frame
+// decoded by the first informer that needed it, which the others copy
+// rather than decode again (see [DecodeEach]). A frame superseded before
+// any informer got to it is never decoded.
+type feedFrame struct {
+	line []byte
+
+	mu sync.Mutex
+	// decoded is a *decodedFrame[T] for the object type T of the informer
+	// that decoded it first: nil until then.
+	decoded any
+}
+
+// decodedFrame is a frame decoded once, and its decoding's error.
+type decodedFrame[T any] struct {
+	f   watchFrame[T]
+	err error
+}
+
+// newFeedFrame wraps a frame's bytes.
+func newFeedFrame(line []byte) *feedFrame { return &feedFrame{line: line} }
+
+// decodeOnce returns the frame decoded into T, decoding it if no informer
+// did yet; ok is false when an informer of another object type decoded
+// it first (the caller then decodes it itself). The object returned is
+// shared: informers copy it, never hand it out.
+func decodeOnce[T any](fr *feedFrame) (d *decodedFrame[T], ok bool) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.decoded == nil {
+		d = new(decodedFrame[T])
+		d.err = decodeFrame(fr.line, &d.f)
+		fr.decoded = d
+		return d, true
+	}
+	d, ok = fr.decoded.(*decodedFrame[T])
+	return d, ok
 }
 
 // watchFeed is one watch stream of a topic and selection, read once for
@@ -38,8 +78,10 @@ type feedSubscriber interface {
 // subscribers; each subscriber decodes them into objects of its own, so
 // informers stay independent (their caches, handlers and pace) while the
 // server sends, and the client reads, each change once per client rather
-// than once per informer. A subscriber that comes while the feed is synced
-// starts from the frames it holds, without a stream of its own.
+// than once per informer; informers whose object type has a generated
+// DeepCopy decode each frame once per feed and take copies ([DecodeEach]).
+// A subscriber that comes while the feed is synced starts from the frames
+// it holds, without a stream of its own.
 //
 // It opens its stream through the client's version-aware routing and
 // opens a new one whenever a stream ends, resuming from the revision it
@@ -66,7 +108,7 @@ type watchFeed struct {
 	// raw is the latest set frame of each key, once synced is set: the
 	// state a new subscriber starts from. instance is the server instance
 	// whose topic it is.
-	raw      map[string][]byte
+	raw      map[string]*feedFrame
 	instance string
 	synced   bool
 
@@ -83,6 +125,18 @@ type watchFeed struct {
 type watchFeeds struct {
 	mu sync.Mutex
 	m  map[string]*watchFeed
+}
+
+// DecodeEach makes an [Informer] decode every frame of its feed itself,
+// as every informer did before feeds decoded once: by default, when the
+// object type has a generated DeepCopy method (DeepCopy() *T, which
+// codegen generates for messages whose types it can copy), the first
+// informer of a feed to take a frame decodes it and each informer,
+// that one included, holds a deep copy of its own (strings shared, being
+// immutable): the same objects, caches and handlers, for a copy's cost
+// rather than a decode's. It is for comparing the two.
+func DecodeEach() WatchOption {
+	return watchOptionFunc(func(c *watchConfig) { c.decodeEach = true })
 }
 
 // OwnStream makes an [Informer] open a watch stream of its own rather than
@@ -142,7 +196,7 @@ func (f *watchFeed) unsubscribe(sub feedSubscriber) {
 
 // publishSnapshot makes raw, read from instance, the feed's state and
 // every subscriber's.
-func (f *watchFeed) publishSnapshot(raw map[string][]byte, instance string) {
+func (f *watchFeed) publishSnapshot(raw map[string]*feedFrame, instance string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.raw, f.instance, f.synced = raw, instance, true
@@ -154,19 +208,19 @@ func (f *watchFeed) publishSnapshot(raw map[string][]byte, instance string) {
 // publishChange applies a set or delete frame of key to the feed's state
 // and queues it for every subscriber; a subscriber whose queue is full is
 // handed the whole state instead.
-func (f *watchFeed) publishChange(typ, key string, line []byte) {
+func (f *watchFeed) publishChange(typ, key string, fr *feedFrame) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.raw == nil {
-		f.raw = map[string][]byte{} // a resumed stream's first change
+		f.raw = map[string]*feedFrame{} // a resumed stream's first change
 	}
 	if typ == protocol.FrameSet {
-		f.raw[key] = line
+		f.raw[key] = fr
 	} else {
 		delete(f.raw, key)
 	}
 	for s := range f.subs {
-		if !s.change(key, line) {
+		if !s.change(key, fr) {
 			s.snapshot(maps.Clone(f.raw), f.instance)
 		}
 	}
@@ -309,9 +363,9 @@ func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSes
 	var scratch []byte
 	// A resumed stream continues the last one: its frames before synced
 	// are changes like those after it. Any other starts with a snapshot.
-	var snapshot map[string][]byte
+	var snapshot map[string]*feedFrame
 	if !resumed {
-		snapshot = map[string][]byte{}
+		snapshot = map[string]*feedFrame{}
 	}
 	synced := false
 	for {
@@ -333,15 +387,15 @@ func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSes
 		switch typ {
 		case protocol.FrameSet, protocol.FrameDelete:
 			// Subscribers decode the objects; the bytes are shared.
-			line = bytes.Clone(line)
+			fr := newFeedFrame(bytes.Clone(line))
 			switch {
 			case synced || resumed:
-				f.publishChange(typ, key, line)
+				f.publishChange(typ, key, fr)
 				if synced && rev > f.resume.rev {
 					f.resume.rev = rev
 				}
 			case typ == protocol.FrameSet:
-				snapshot[key] = line
+				snapshot[key] = fr
 			default:
 				delete(snapshot, key)
 			}

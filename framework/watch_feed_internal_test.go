@@ -13,16 +13,20 @@ import (
 // whose queue holds at most room changes.
 type recordingSub struct {
 	room      int
-	snapshots []map[string][]byte
+	snapshots []map[string]string
 	changes   []string
 }
 
-func (r *recordingSub) snapshot(raw map[string][]byte, _ string) {
-	r.snapshots = append(r.snapshots, raw)
+func (r *recordingSub) snapshot(raw map[string]*feedFrame, _ string) {
+	lines := map[string]string{}
+	for k, fr := range raw {
+		lines[k] = string(fr.line)
+	}
+	r.snapshots = append(r.snapshots, lines)
 	r.changes = nil
 }
 
-func (r *recordingSub) change(key string, _ []byte) bool {
+func (r *recordingSub) change(key string, _ *feedFrame) bool {
 	if len(r.changes) >= r.room {
 		return false
 	}
@@ -37,15 +41,15 @@ func TestFeedHandsAFullSubscriberItsState(t *testing.T) {
 	f := &watchFeed{subs: map[feedSubscriber]struct{}{}}
 	roomy, full := &recordingSub{room: 100}, &recordingSub{room: 1}
 	f.subs[roomy], f.subs[full] = struct{}{}, struct{}{}
-	f.publishSnapshot(map[string][]byte{"a": []byte("a1")}, "i")
-	f.publishChange(protocol.FrameSet, "b", []byte("b1"))
-	f.publishChange(protocol.FrameSet, "c", []byte("c1"))
-	f.publishChange(protocol.FrameDelete, "a", []byte("a-deleted"))
+	f.publishSnapshot(map[string]*feedFrame{"a": newFeedFrame([]byte("a1"))}, "i")
+	f.publishChange(protocol.FrameSet, "b", newFeedFrame([]byte("b1")))
+	f.publishChange(protocol.FrameSet, "c", newFeedFrame([]byte("c1")))
+	f.publishChange(protocol.FrameDelete, "a", newFeedFrame([]byte("a-deleted")))
 
 	assert.Equal(t, []string{"b", "c", "a"}, roomy.changes)
 	require.Len(t, roomy.snapshots, 1)
 	require.Len(t, full.snapshots, 2, "the first snapshot, then the state when its queue of one was full")
-	assert.Equal(t, map[string][]byte{"a": []byte("a1"), "b": []byte("b1"), "c": []byte("c1")}, full.snapshots[1])
+	assert.Equal(t, map[string]string{"a": "a1", "b": "b1", "c": "c1"}, full.snapshots[1])
 	assert.Equal(t, []string{"a"}, full.changes, "after its snapshot it is handed changes again")
-	assert.Equal(t, map[string][]byte{"a": []byte("a1")}, roomy.snapshots[0], "a subscriber's snapshot is not changed under it")
+	assert.Equal(t, map[string]string{"a": "a1"}, roomy.snapshots[0], "a subscriber's snapshot is not changed under it")
 }

@@ -43,6 +43,9 @@ type InformerStats struct {
 	// skipped.
 	Syncs        int64
 	DecodeErrors int64
+	// Copied is how many objects it took as deep copies of its feed's
+	// one decode of a frame, rather than decoding them (see [DecodeEach]).
+	Copied int64
 	// Queued is how many changed keys wait for the handlers now, MaxQueued
 	// the most that ever waited (at most one per key), Coalesced how many
 	// changes were replaced by a later change of their key before the
@@ -99,21 +102,29 @@ type Informer[T any] struct {
 	// replaces its frame, so a slow handler makes the informer skip
 	// intermediate states, never queue them.
 	qmu       sync.Mutex
-	replacing map[string][]byte
+	replacing map[string]*feedFrame
 	replaceBy string
 	order     []string
-	latest    map[string][]byte
+	latest    map[string]*feedFrame
 	maxQueued int
 	coalesced int64
 	wake      chan struct{}
 
-	syncs, decodeErrors atomic.Int64
+	// copyObject copies a frame's object decoded once for the feed (T's
+	// generated DeepCopy), or is nil: then the informer decodes each
+	// frame itself ([DecodeEach]).
+	copyObject func(*T) *T
+
+	syncs, decodeErrors, copied atomic.Int64
 }
 
 // maxInformerQueue bounds the changed keys an informer holds unprocessed;
 // beyond it (a writer churning through more distinct keys than a topic
 // may hold while a handler is stuck) it resyncs from its feed's state.
 const maxInformerQueue = 2 * DefaultTopicMaxKeys
+
+// deepCopier is a type with a generated deep copy (see [DecodeEach]).
+type deepCopier[T any] interface{ DeepCopy() *T }
 
 type informerEntry[T any] struct {
 	obj *T
@@ -139,8 +150,11 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	i := &Informer[T]{
 		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
 		writerAware: decl.Writer == handshake.RoleServer,
-		cache:       map[string]*informerEntry[T]{}, latest: map[string][]byte{},
+		cache:       map[string]*informerEntry[T]{}, latest: map[string]*feedFrame{},
 		wake: make(chan struct{}, 1),
+	}
+	if _, ok := any(new(T)).(deepCopier[T]); ok && !cfg.decodeEach {
+		i.copyObject = func(obj *T) *T { return any(obj).(deepCopier[T]).DeepCopy() }
 	}
 	i.ctx, i.cancel = context.WithCancel(ctx)
 	i.unhook = context.AfterFunc(c.ctx, i.cancel)
@@ -246,7 +260,7 @@ func (i *Informer[T]) Stats() InformerStats {
 	i.qmu.Unlock()
 	return InformerStats{
 		Streams: i.feed.streams.Load(), Resumes: i.feed.resumes.Load(), Frames: i.feed.frames.Load(),
-		Syncs: i.syncs.Load(), DecodeErrors: i.decodeErrors.Load() + i.feed.badFrames.Load(),
+		Syncs: i.syncs.Load(), DecodeErrors: i.decodeErrors.Load() + i.feed.badFrames.Load(), Copied: i.copied.Load(),
 		Queued: queued, MaxQueued: maxQueued, Coalesced: coalesced,
 	}
 }
@@ -254,7 +268,7 @@ func (i *Informer[T]) Stats() InformerStats {
 // snapshot queues a fresh state to replace the cache: the latest set
 // frame of each key, read from instance. Changes still queued are dropped:
 // the snapshot supersedes them. See [feedSubscriber].
-func (i *Informer[T]) snapshot(raw map[string][]byte, instance string) {
+func (i *Informer[T]) snapshot(raw map[string]*feedFrame, instance string) {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
 	i.replacing, i.replaceBy = raw, instance
@@ -264,9 +278,9 @@ func (i *Informer[T]) snapshot(raw map[string][]byte, instance string) {
 	i.signal()
 }
 
-// change queues line (shared and immutable) as the latest change of key.
-// It reports false when the queue is full; see [feedSubscriber].
-func (i *Informer[T]) change(key string, line []byte) bool {
+// change queues fr (shared) as the latest change of key. It reports
+// false when the queue is full; see [feedSubscriber].
+func (i *Informer[T]) change(key string, fr *feedFrame) bool {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
 	if _, ok := i.latest[key]; ok {
@@ -278,7 +292,7 @@ func (i *Informer[T]) change(key string, line []byte) bool {
 		i.order = append(i.order, key)
 		i.maxQueued = max(i.maxQueued, len(i.order))
 	}
-	i.latest[key] = line
+	i.latest[key] = fr
 	i.signal()
 	return true
 }
@@ -302,7 +316,7 @@ func (i *Informer[T]) process() {
 		close(i.done)
 	}()
 	var order []string
-	var latest map[string][]byte
+	var latest map[string]*feedFrame
 	for {
 		i.qmu.Lock()
 		if raw := i.replacing; raw != nil {
@@ -310,8 +324,8 @@ func (i *Informer[T]) process() {
 			i.replacing = nil
 			i.qmu.Unlock()
 			snapshot := make(map[string]*informerEntry[T], len(raw))
-			for key, line := range raw {
-				if f, ok := i.decode(key, line); ok && f.Type == protocol.FrameSet {
+			for key, fr := range raw {
+				if f, ok := i.decode(key, fr); ok && f.Type == protocol.FrameSet {
 					snapshot[key] = &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
 				}
 			}
@@ -329,7 +343,7 @@ func (i *Informer[T]) process() {
 		}
 		order, i.order = i.order, order[:0]
 		if latest == nil {
-			latest = map[string][]byte{}
+			latest = map[string]*feedFrame{}
 		}
 		latest, i.latest = i.latest, latest
 		i.qmu.Unlock()
@@ -354,15 +368,34 @@ func (i *Informer[T]) process() {
 }
 
 // decode decodes a set or delete frame of key into the informer's own
-// objects; a frame that does not decode is counted, logged and skipped.
-func (i *Informer[T]) decode(key string, line []byte) (watchFrame[T], bool) {
-	var f watchFrame[T]
-	if err := decodeFrame(line, &f); err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
+// objects: a copy of the frame decoded once for the feed, or, without
+// copyObject, a decode of its own. A frame that does not decode is
+// counted, logged and skipped.
+func (i *Informer[T]) decode(key string, fr *feedFrame) (watchFrame[T], bool) {
+	f, err := i.frameOf(fr)
+	if err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
 		i.decodeErrors.Add(1)
 		i.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", key, "err", err)
 		return f, false
 	}
 	return f, true
+}
+
+// frameOf is fr decoded into objects of the informer's own.
+func (i *Informer[T]) frameOf(fr *feedFrame) (watchFrame[T], error) {
+	if i.copyObject != nil {
+		if d, ok := decodeOnce[T](fr); ok {
+			f := d.f
+			if f.Object != nil {
+				f.Object = i.copyObject(f.Object)
+				i.copied.Add(1)
+			}
+			return f, d.err
+		}
+	}
+	var f watchFrame[T]
+	err := decodeFrame(fr.line, &f)
+	return f, err
 }
 
 // apply stores a changed object and reports it.

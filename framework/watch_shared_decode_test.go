@@ -100,3 +100,92 @@ func TestInformerObjectsKeepTheirStringsAcrossFrames(t *testing.T) {
 		assert.Equal(t, s.at, s.obj.NodeName)
 	}
 }
+
+// TestFeedDecodesOnceAndEachInformerHoldsACopy: two informers of one feed
+// watching a generated message (which has DeepCopy) take every object as
+// a copy of the feed's one decode, and with DecodeEach decode it
+// themselves; either way each holds objects of its own, equal to the
+// other's and sharing no slice, map or pointer with them, so modifying
+// one informer's object leaves the other's as it was.
+func TestFeedDecodesOnceAndEachInformerHoldsACopy(t *testing.T) {
+	for _, each := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DecodeEach=%v", each), func(t *testing.T) {
+			m := benchgen.Contract.Model()
+			m.Name = "decodeonce"
+			m.Methods = map[string]handshake.Method{}
+			m.Topics = map[string]handshake.Topic{
+				"NodeStatus": {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
+			}
+			contract := framework.MustContract(m)
+			var writer *framework.TopicWriter[benchgen.NodeStatus]
+			srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
+				writer = framework.ServeTopic[benchgen.NodeStatus](s, contract, "NodeStatus")
+			})
+			reason, at := "KubeletReady", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+			node := func(n, gen int) *benchgen.NodeStatus {
+				name := fmt.Sprintf("node-%03d", n)
+				return &benchgen.NodeStatus{
+					NodeName: name,
+					Conditions: []benchgen.NodeCondition{{Type: benchgen.NodeConditionTypeReady, Status: benchgen.NodeConditionStatusTrue,
+						Reason: &reason, LastHeartbeatTime: &at}},
+					Capacity: benchgen.ResourceList{"cpu": fmt.Sprint(gen)}, Allocatable: benchgen.ResourceList{"cpu": "1"},
+					Addresses: []benchgen.NodeAddress{{Type: benchgen.NodeAddressTypeHostname, Address: name}},
+					Images:    []string{"image"},
+				}
+			}
+			const keys = 3
+			for n := range keys {
+				require.NoError(t, writer.Set(node(n, 0)))
+			}
+			cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+			ctx := timeout(t, 20*time.Second)
+			var opts []framework.WatchOption
+			if each {
+				opts = append(opts, framework.DecodeEach())
+			}
+			a, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{}, opts...)
+			require.NoError(t, err)
+			defer a.Stop()
+			b, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{}, opts...)
+			require.NoError(t, err)
+			defer b.Stop()
+			require.NoError(t, framework.WaitForCacheSync(ctx, a, b))
+			for n := range keys {
+				require.NoError(t, writer.Set(node(n, 1)))
+			}
+			updated := func(inf *framework.Informer[benchgen.NodeStatus]) bool {
+				for n := range keys {
+					if o, ok := inf.Get(fmt.Sprintf("node-%03d", n)); !ok || o.Capacity["cpu"] != "1" {
+						return false
+					}
+				}
+				return true
+			}
+			require.Eventually(t, func() bool { return updated(a) && updated(b) }, 15*time.Second, 5*time.Millisecond)
+
+			for n := range keys {
+				key := fmt.Sprintf("node-%03d", n)
+				oa, _ := a.Get(key)
+				ob, _ := b.Get(key)
+				require.Equal(t, node(n, 1), oa)
+				require.Equal(t, oa, ob)
+				assert.NotSame(t, oa, ob)
+				assert.NotSame(t, oa.Conditions[0].Reason, ob.Conditions[0].Reason)
+				assert.NotSame(t, oa.Conditions[0].LastHeartbeatTime, ob.Conditions[0].LastHeartbeatTime)
+				assert.NotSame(t, &oa.Conditions[0], &ob.Conditions[0])
+				assert.NotSame(t, &oa.Images[0], &ob.Images[0])
+				assert.NotSame(t, &oa.Addresses[0], &ob.Addresses[0])
+				oa.Capacity["cpu"] = "changed by a"
+				assert.Equal(t, "1", ob.Capacity["cpu"], "the informers share a map")
+			}
+			// Each informer took the initial and the updated objects.
+			for _, inf := range []*framework.Informer[benchgen.NodeStatus]{a, b} {
+				if each {
+					assert.Zero(t, inf.Stats().Copied, "with DecodeEach every informer decodes")
+				} else {
+					assert.Equal(t, int64(2*keys), inf.Stats().Copied, "every object is a copy of the feed's decode")
+				}
+			}
+		})
+	}
+}

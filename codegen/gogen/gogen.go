@@ -114,8 +114,9 @@ type generator struct {
 	pkg    *gomodel.Package
 	source string
 	vs     *validators
-	enc    *encoders // which types get an AppendJSON (encode.go)
-	err    error     // first error met while rendering
+	enc    *encoders  // which types get an AppendJSON (encode.go)
+	copies copyShapes // which types get a deep copy (deepcopy.go)
+	err    error      // first error met while rendering
 }
 
 // assemble adds the header, package clause and exactly the imports the body
@@ -129,7 +130,7 @@ func (g *generator) assemble(body []byte) ([]byte, error) {
 	}
 	known := map[string]string{
 		"context": "context", "fmt": "fmt", "json": "encoding/json", "time": "time",
-		"strconv": "strconv", "math": "math", "regexp": "regexp",
+		"strconv": "strconv", "math": "math", "regexp": "regexp", "maps": "maps",
 		"framework": frameworkImport, "handshake": handshakeImport, "jsonwire": jsonwireImport,
 	}
 	for _, t := range g.pkg.Types {
@@ -240,6 +241,7 @@ func (g *generator) funcs() template.FuncMap {
 		"add":            func(a, b int) int { return a + b },
 		"len":            func(fs []*gomodel.Field) int { return len(fs) },
 		"decoder":        g.decoder,
+		"deepCopier":     g.deepCopier,
 		"encoder":        g.encoder,
 		"validator":      g.validator,
 		"validationVars": g.validationVars,

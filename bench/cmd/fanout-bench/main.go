@@ -6,7 +6,7 @@
 // figures of one lever measured side by side without the rest of
 // `make bench`.
 //
-//	go run ./cmd/fanout-bench -watchers 1000 -variants ls,shared,grpc
+//	go run ./cmd/fanout-bench -watchers 1000 -variants ls,ls-copy,shared,grpc
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 var variants = map[string]string{
 	"ls":       results.VFanLockstep,
 	"ls-own":   results.VFanOwnStreams,
+	"ls-copy":  results.VFanCopies,
 	"shared":   results.VFanShared,
 	"etcd":     results.VFanEtcd,
 	"etcd-raw": results.VFanEtcdRaw,
@@ -38,7 +39,7 @@ func main() {
 	rate := flag.Int("rate", 100, "writes per second")
 	duration := flag.Duration("duration", 4*time.Second, "writing time of a round")
 	rounds := flag.Int("rounds", 3, "rounds per variant")
-	names := flag.String("variants", "ls,shared,grpc", "comma-separated variants: ls, ls-own (a stream per informer), shared, etcd, etcd-raw, grpc, grpc-raw")
+	names := flag.String("variants", "ls,shared,grpc", "comma-separated variants: ls (each informer decoding), ls-copy (a copy each of one decode per client), ls-own (a stream per informer), shared, etcd, etcd-raw, grpc, grpc-raw")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	flag.Parse()
 

@@ -106,7 +106,8 @@ const (
 
 // Variant and metric names of the fan-out workloads (P4, P4s, P5).
 const (
-	VFanLockstep   = "lockstep topic, informer per watcher"
+	VFanLockstep   = "lockstep topic, informer per watcher, each decoding"
+	VFanCopies     = "lockstep topic, informer per watcher, a copy each of one decode per client"
 	VFanShared     = "lockstep topic, shared informers"
 	VFanOwnStreams = "lockstep topic, informer per watcher, a stream each" // fanout-bench only: before feeds
 	VFanEtcd       = "etcd watch + encoding/json"

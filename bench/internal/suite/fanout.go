@@ -43,7 +43,8 @@ var recording atomic.Bool
 // Fanout measures P4, P4s and P5: a writer changing 100 NodeStatus objects
 // at a fixed rate and watchers spread over 50 clients, each watcher
 // decoding every change into Go types, in lockstep (an informer per
-// watcher, and shared informers), etcd and a gRPC stream per watcher (the
+// watcher, each decoding; an informer per watcher taking a deep copy of
+// its client's one decode; and shared informers), etcd and a gRPC stream per watcher (the
 // latter two also without decoding, as anchors). At 1000 watchers it also
 // runs the overload rate. Every variant's watchers stay open through the
 // rounds; only one writes at a time.
@@ -72,13 +73,13 @@ func (s *Suite) fanoutAt(watchers int, rates []int, duration time.Duration) erro
 
 // fanoutVariants are the fan-out workloads' variants in the order they run
 // in a round.
-var fanoutVariants = []string{results.VFanLockstep, results.VFanShared, results.VFanEtcd, results.VFanEtcdRaw,
+var fanoutVariants = []string{results.VFanLockstep, results.VFanCopies, results.VFanShared, results.VFanEtcd, results.VFanEtcdRaw,
 	results.VFanGRPC, results.VFanGRPCRaw}
 
 // fanoutOpeners open each fan-out variant's watchers and writer.
 var fanoutOpeners = map[string]func(int) (*fanSystem, error){
 	results.VFanLockstep: openLockstepFanout(fanFeeds), results.VFanShared: openLockstepFanout(fanShared),
-	results.VFanOwnStreams: openLockstepFanout(fanOwnStreams),
+	results.VFanOwnStreams: openLockstepFanout(fanOwnStreams), results.VFanCopies: openLockstepFanout(fanCopies),
 	results.VFanEtcd:       openEtcdFanout(true), results.VFanEtcdRaw: openEtcdFanout(false),
 	results.VFanGRPC: openGRPCFanout(true), results.VFanGRPCRaw: openGRPCFanout(false),
 }
@@ -239,9 +240,14 @@ func stampedCopy(base *watchObject, t time.Time) *watchObject {
 type fanInformers int
 
 const (
-	// fanFeeds: an informer per watcher (framework.Watch); those of one
-	// client share its feed, each decoding every change.
+	// fanFeeds: an informer per watcher (framework.Watch with
+	// framework.DecodeEach); those of one client share its feed, each
+	// decoding every change.
 	fanFeeds fanInformers = iota
+	// fanCopies: the same, the feed decoding each change once and every
+	// informer taking a deep copy of its own (framework.Watch's default
+	// for a generated message).
+	fanCopies
 	// fanOwnStreams: the same, each informer with a stream of its own
 	// (framework.OwnStream), as before feeds.
 	fanOwnStreams
@@ -268,10 +274,14 @@ func openLockstepFanout(mode fanInformers) func(int) (*fanSystem, error) {
 				return nil, err
 			}
 		}
-		name := map[fanInformers]string{fanFeeds: results.VFanLockstep, fanOwnStreams: results.VFanOwnStreams, fanShared: results.VFanShared}[mode]
+		name := map[fanInformers]string{fanFeeds: results.VFanLockstep, fanCopies: results.VFanCopies,
+			fanOwnStreams: results.VFanOwnStreams, fanShared: results.VFanShared}[mode]
 		var opts []framework.WatchOption
-		if mode == fanOwnStreams {
-			opts = append(opts, framework.OwnStream())
+		switch mode {
+		case fanFeeds:
+			opts = append(opts, framework.DecodeEach())
+		case fanOwnStreams:
+			opts = append(opts, framework.OwnStream(), framework.DecodeEach())
 		}
 		sys := &fanSystem{name: name}
 		tr := framework.NewTransport(nil)

@@ -3,6 +3,7 @@
 package benchgen
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -80,6 +81,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Ack) DeepCopy() *Ack {
+	if m == nil {
+		return nil
+	}
+	out := new(Ack)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of Ack to b, byte for byte what
@@ -367,6 +380,37 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Message
+		out.Message = &block1.v1
+	}
+	if m.LastHeartbeatTime != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.LastHeartbeatTime
+		out.LastHeartbeatTime = &block1.v2
+	}
 }
 
 // AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
@@ -695,6 +739,48 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeStatus) DeepCopy() *NodeStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeStatus)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
+	*out = *m
+	if m.Conditions != nil {
+		s1 := make([]NodeCondition, len(m.Conditions))
+		for i2 := range m.Conditions {
+			m.Conditions[i2].deepCopyInto(&s1[i2])
+		}
+		out.Conditions = s1
+	} else {
+		out.Conditions = nil
+	}
+	m.Capacity.deepCopyInto(&out.Capacity)
+	m.Allocatable.deepCopyInto(&out.Allocatable)
+	if m.Addresses != nil {
+		s3 := make([]NodeAddress, len(m.Addresses))
+		copy(s3, m.Addresses)
+		out.Addresses = s3
+	} else {
+		out.Addresses = nil
+	}
+	m.NodeInfo.deepCopyInto(&out.NodeInfo)
+	if m.Images != nil {
+		s5 := make([]string, len(m.Images))
+		copy(s5, m.Images)
+		out.Images = s5
+	} else {
+		out.Images = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
@@ -1020,6 +1106,77 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeSystemInfo) deepCopyInto(out *NodeSystemInfo) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 string
+		v4 string
+		v5 string
+		v6 string
+		v7 string
+	}
+	var block1 *block1Type
+	if m.MachineID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.MachineID
+		out.MachineID = &block1.v0
+	}
+	if m.SystemUUID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.SystemUUID
+		out.SystemUUID = &block1.v1
+	}
+	if m.BootID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.BootID
+		out.BootID = &block1.v2
+	}
+	if m.KernelVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.KernelVersion
+		out.KernelVersion = &block1.v3
+	}
+	if m.OSImage != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v4 = *m.OSImage
+		out.OSImage = &block1.v4
+	}
+	if m.ContainerRuntimeVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v5 = *m.ContainerRuntimeVersion
+		out.ContainerRuntimeVersion = &block1.v5
+	}
+	if m.KubeletVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v6 = *m.KubeletVersion
+		out.KubeletVersion = &block1.v6
+	}
+	if m.KubeProxyVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v7 = *m.KubeProxyVersion
+		out.KubeProxyVersion = &block1.v7
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeSystemInfo to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeSystemInfo) AppendJSON(b []byte) ([]byte, error) {
@@ -1104,6 +1261,10 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+func (m *ResourceList) deepCopyInto(out *ResourceList) {
+	(*out) = maps.Clone((*m))
 }
 
 // AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what

@@ -433,6 +433,15 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *ArraysInlineItem) deepCopyInto(out *ArraysInlineItem) {
+	*out = *m
+	if m.Weight != nil {
+		p1 := new(float64)
+		(*p1) = (*m.Weight)
+		out.Weight = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of ArraysInlineItem to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *ArraysInlineItem) AppendJSON(b []byte) ([]byte, error) {
@@ -541,6 +550,29 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Item) DeepCopy() *Item {
+	if m == nil {
+		return nil
+	}
+	out := new(Item)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Item) deepCopyInto(out *Item) {
+	*out = *m
+	if m.Tags != nil {
+		s1 := make([]string, len(m.Tags))
+		copy(s1, m.Tags)
+		out.Tags = s1
+	} else {
+		out.Tags = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of Item to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Item) AppendJSON(b []byte) ([]byte, error) {
@@ -624,6 +656,16 @@ func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
 		*m = s3
 	}
 	return nil
+}
+
+func (m *Names) deepCopyInto(out *Names) {
+	if (*m) != nil {
+		s1 := make(Names, len((*m)))
+		copy(s1, (*m))
+		(*out) = s1
+	} else {
+		(*out) = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of Names to b, byte for byte what

@@ -3,6 +3,7 @@
 package defaults
 
 import (
+	"maps"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -324,6 +325,86 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Settings) DeepCopy() *Settings {
+	if m == nil {
+		return nil
+	}
+	out := new(Settings)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Settings) deepCopyInto(out *Settings) {
+	*out = *m
+	type block1Type struct {
+		v0 int64
+		v1 float64
+		v2 string
+		v3 bool
+		v4 SettingsMode
+		v5 time.Time
+	}
+	var block1 *block1Type
+	if m.Replicas != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Replicas
+		out.Replicas = &block1.v0
+	}
+	if m.Ratio != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Ratio
+		out.Ratio = &block1.v1
+	}
+	if m.Name != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Name
+		out.Name = &block1.v2
+	}
+	if m.Enabled != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.Enabled
+		out.Enabled = &block1.v3
+	}
+	if m.Mode != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v4 = *m.Mode
+		out.Mode = &block1.v4
+	}
+	if m.Tags != nil {
+		s2 := make([]string, len(m.Tags))
+		copy(s2, m.Tags)
+		out.Tags = s2
+	} else {
+		out.Tags = nil
+	}
+	out.Labels = maps.Clone(m.Labels)
+	if m.Limits != nil {
+		p4 := new(SettingsLimits)
+		(*m.Limits).deepCopyInto(&(*p4))
+		out.Limits = p4
+	}
+	if m.Since != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v5 = *m.Since
+		out.Since = &block1.v5
+	}
+}
+
 // AppendJSON appends the JSON encoding of Settings to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Settings) AppendJSON(b []byte) ([]byte, error) {
@@ -510,6 +591,29 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+func (m *SettingsLimits) deepCopyInto(out *SettingsLimits) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+	}
+	var block1 *block1Type
+	if m.CPU != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.CPU
+		out.CPU = &block1.v0
+	}
+	if m.Memory != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Memory
+		out.Memory = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of SettingsLimits to b, byte for byte what

@@ -57,6 +57,18 @@ func (m *Color) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Color) DeepCopy() *Color {
+	if m == nil {
+		return nil
+	}
+	out := new(Color)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of Color to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Color) AppendJSON(b []byte) ([]byte, error) {
@@ -212,6 +224,56 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Enums) DeepCopy() *Enums {
+	if m == nil {
+		return nil
+	}
+	out := new(Enums)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Enums) deepCopyInto(out *Enums) {
+	*out = *m
+	type block1Type struct {
+		v0 EnumsPriority
+		v1 EnumsOdd
+		v2 Color
+	}
+	var block1 *block1Type
+	if m.Priority != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Priority
+		out.Priority = &block1.v0
+	}
+	if m.Odd != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Odd
+		out.Odd = &block1.v1
+	}
+	if m.Shared != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Shared
+		out.Shared = &block1.v2
+	}
+	if m.More != nil {
+		s2 := make([]Color, len(m.More))
+		copy(s2, m.More)
+		out.More = s2
+	} else {
+		out.More = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of Enums to b, byte for byte what

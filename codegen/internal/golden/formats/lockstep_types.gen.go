@@ -247,6 +247,96 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Formats) DeepCopy() *Formats {
+	if m == nil {
+		return nil
+	}
+	out := new(Formats)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Formats) deepCopyInto(out *Formats) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 int32
+		v4 uint64
+		v5 float32
+		v6 float64
+		v7 int64
+	}
+	var block1 *block1Type
+	if m.Day != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Day
+		out.Day = &block1.v0
+	}
+	if m.ID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.ID
+		out.ID = &block1.v1
+	}
+	if m.Mail != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Mail
+		out.Mail = &block1.v2
+	}
+	if m.Small != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.Small
+		out.Small = &block1.v3
+	}
+	if m.Big != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v4 = *m.Big
+		out.Big = &block1.v4
+	}
+	if m.Ratio != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v5 = *m.Ratio
+		out.Ratio = &block1.v5
+	}
+	if m.Plain != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v6 = *m.Plain
+		out.Plain = &block1.v6
+	}
+	if m.Count != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v7 = *m.Count
+		out.Count = &block1.v7
+	}
+	if m.History != nil {
+		s2 := make([]time.Time, len(m.History))
+		copy(s2, m.History)
+		out.History = s2
+	} else {
+		out.History = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of Formats to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Formats) AppendJSON(b []byte) ([]byte, error) {

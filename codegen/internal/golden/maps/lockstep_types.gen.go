@@ -4,6 +4,7 @@ package maps
 
 import (
 	"encoding/json"
+	"maps"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
@@ -48,6 +49,10 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+func (m *Labels) deepCopyInto(out *Labels) {
+	(*out) = maps.Clone((*m))
 }
 
 // AppendJSON appends the JSON encoding of Labels to b, byte for byte what

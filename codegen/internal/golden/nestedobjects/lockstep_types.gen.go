@@ -201,6 +201,16 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *OuterInner) deepCopyInto(out *OuterInner) {
+	*out = *m
+	m.Deep.deepCopyInto(&out.Deep)
+	if m.Label != nil {
+		p1 := new(string)
+		(*p1) = (*m.Label)
+		out.Label = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of OuterInner to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *OuterInner) AppendJSON(b []byte) ([]byte, error) {
@@ -271,6 +281,15 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+func (m *OuterInnerDeep) deepCopyInto(out *OuterInnerDeep) {
+	*out = *m
+	if m.Value != nil {
+		p1 := new(int64)
+		(*p1) = (*m.Value)
+		out.Value = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of OuterInnerDeep to b, byte for byte what

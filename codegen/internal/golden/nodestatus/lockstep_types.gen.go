@@ -3,6 +3,7 @@
 package nodestatus
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -80,6 +81,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Ack) DeepCopy() *Ack {
+	if m == nil {
+		return nil
+	}
+	out := new(Ack)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of Ack to b, byte for byte what
@@ -293,6 +306,48 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BenchNodeStatus) DeepCopy() *BenchNodeStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(BenchNodeStatus)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *BenchNodeStatus) deepCopyInto(out *BenchNodeStatus) {
+	*out = *m
+	if m.Conditions != nil {
+		s1 := make([]NodeCondition, len(m.Conditions))
+		for i2 := range m.Conditions {
+			m.Conditions[i2].deepCopyInto(&s1[i2])
+		}
+		out.Conditions = s1
+	} else {
+		out.Conditions = nil
+	}
+	m.Capacity.deepCopyInto(&out.Capacity)
+	m.Allocatable.deepCopyInto(&out.Allocatable)
+	if m.Addresses != nil {
+		s3 := make([]NodeAddress, len(m.Addresses))
+		copy(s3, m.Addresses)
+		out.Addresses = s3
+	} else {
+		out.Addresses = nil
+	}
+	m.NodeInfo.deepCopyInto(&out.NodeInfo)
+	if m.Images != nil {
+		s5 := make([]string, len(m.Images))
+		copy(s5, m.Images)
+		out.Images = s5
+	} else {
+		out.Images = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of BenchNodeStatus to b, byte for byte what
@@ -819,6 +874,37 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Message
+		out.Message = &block1.v1
+	}
+	if m.LastHeartbeatTime != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.LastHeartbeatTime
+		out.LastHeartbeatTime = &block1.v2
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeCondition) AppendJSON(b []byte) ([]byte, error) {
@@ -1150,6 +1236,29 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *NodeConfigSourceConfigMap) deepCopyInto(out *NodeConfigSourceConfigMap) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+	}
+	var block1 *block1Type
+	if m.UID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.UID
+		out.UID = &block1.v0
+	}
+	if m.ResourceVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.ResourceVersion
+		out.ResourceVersion = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of NodeConfigSourceConfigMap to b, byte for byte what
@@ -1836,6 +1945,15 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeStatusDaemonEndpoints) deepCopyInto(out *NodeStatusDaemonEndpoints) {
+	*out = *m
+	if m.KubeletEndpoint != nil {
+		p1 := new(NodeStatusDaemonEndpointsKubeletEndpoint)
+		(*p1) = (*m.KubeletEndpoint)
+		out.KubeletEndpoint = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeStatusDaemonEndpoints to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeStatusDaemonEndpoints) AppendJSON(b []byte) ([]byte, error) {
@@ -2190,6 +2308,37 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeStatusNodeCondition) deepCopyInto(out *NodeStatusNodeCondition) {
+	*out = *m
+	type block1Type struct {
+		v0 time.Time
+		v1 string
+		v2 string
+	}
+	var block1 *block1Type
+	if m.LastTransitionTime != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.LastTransitionTime
+		out.LastTransitionTime = &block1.v0
+	}
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Reason
+		out.Reason = &block1.v1
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Message
+		out.Message = &block1.v2
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeStatusNodeCondition to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeStatusNodeCondition) AppendJSON(b []byte) ([]byte, error) {
@@ -2453,6 +2602,45 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeStatusNodeSystemInfo) deepCopyInto(out *NodeStatusNodeSystemInfo) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 string
+	}
+	var block1 *block1Type
+	if m.SystemUUID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.SystemUUID
+		out.SystemUUID = &block1.v0
+	}
+	if m.BootID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.BootID
+		out.BootID = &block1.v1
+	}
+	if m.OSImage != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.OSImage
+		out.OSImage = &block1.v2
+	}
+	if m.ContainerRuntimeVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.ContainerRuntimeVersion
+		out.ContainerRuntimeVersion = &block1.v3
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeStatusNodeSystemInfo to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeStatusNodeSystemInfo) AppendJSON(b []byte) ([]byte, error) {
@@ -2582,6 +2770,10 @@ func (m *NodeStatusResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+func (m *NodeStatusResourceList) deepCopyInto(out *NodeStatusResourceList) {
+	(*out) = maps.Clone((*m))
 }
 
 // AppendJSON appends the JSON encoding of NodeStatusResourceList to b, byte for byte what
@@ -2872,6 +3064,77 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *NodeSystemInfo) deepCopyInto(out *NodeSystemInfo) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 string
+		v3 string
+		v4 string
+		v5 string
+		v6 string
+		v7 string
+	}
+	var block1 *block1Type
+	if m.MachineID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.MachineID
+		out.MachineID = &block1.v0
+	}
+	if m.SystemUUID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.SystemUUID
+		out.SystemUUID = &block1.v1
+	}
+	if m.BootID != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.BootID
+		out.BootID = &block1.v2
+	}
+	if m.KernelVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.KernelVersion
+		out.KernelVersion = &block1.v3
+	}
+	if m.OSImage != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v4 = *m.OSImage
+		out.OSImage = &block1.v4
+	}
+	if m.ContainerRuntimeVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v5 = *m.ContainerRuntimeVersion
+		out.ContainerRuntimeVersion = &block1.v5
+	}
+	if m.KubeletVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v6 = *m.KubeletVersion
+		out.KubeletVersion = &block1.v6
+	}
+	if m.KubeProxyVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v7 = *m.KubeProxyVersion
+		out.KubeProxyVersion = &block1.v7
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeSystemInfo to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeSystemInfo) AppendJSON(b []byte) ([]byte, error) {
@@ -3011,6 +3274,18 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodStatus) DeepCopy() *PodStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(PodStatus)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of PodStatus to b, byte for byte what
@@ -3206,6 +3481,10 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+func (m *ResourceList) deepCopyInto(out *ResourceList) {
+	(*out) = maps.Clone((*m))
 }
 
 // AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what

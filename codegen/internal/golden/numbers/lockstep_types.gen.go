@@ -288,6 +288,57 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Numbers) DeepCopy() *Numbers {
+	if m == nil {
+		return nil
+	}
+	out := new(Numbers)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Numbers) deepCopyInto(out *Numbers) {
+	*out = *m
+	type block1Type struct {
+		v0 float64
+		v1 float64
+		v2 float64
+		v3 float64
+	}
+	var block1 *block1Type
+	if m.Price != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Price
+		out.Price = &block1.v0
+	}
+	if m.Step != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Step
+		out.Step = &block1.v1
+	}
+	if m.Fraction != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Fraction
+		out.Fraction = &block1.v2
+	}
+	if m.Signed != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.Signed
+		out.Signed = &block1.v3
+	}
+}
+
 // AppendJSON appends the JSON encoding of Numbers to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Numbers) AppendJSON(b []byte) ([]byte, error) {

@@ -5,6 +5,7 @@ package oneofuntagged
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -144,6 +145,11 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *BySelector) deepCopyInto(out *BySelector) {
+	*out = *m
+	out.Selector = maps.Clone(m.Selector)
 }
 
 // AppendJSON appends the JSON encoding of BySelector to b, byte for byte what
@@ -689,6 +695,29 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+func (m *HolderExclusive) deepCopyInto(out *HolderExclusive) {
+	*out = *m
+	type block1Type struct {
+		v0 int64
+		v1 int64
+	}
+	var block1 *block1Type
+	if m.X != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.X
+		out.X = &block1.v0
+	}
+	if m.Y != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Y
+		out.Y = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of HolderExclusive to b, byte for byte what

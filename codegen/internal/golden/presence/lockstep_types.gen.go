@@ -82,6 +82,18 @@ func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Point) DeepCopy() *Point {
+	if m == nil {
+		return nil
+	}
+	out := new(Point)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of Point to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Point) AppendJSON(b []byte) ([]byte, error) {

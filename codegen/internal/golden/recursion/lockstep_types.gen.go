@@ -238,6 +238,27 @@ func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *List) DeepCopy() *List {
+	if m == nil {
+		return nil
+	}
+	out := new(List)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *List) deepCopyInto(out *List) {
+	*out = *m
+	if m.Next != nil {
+		p1 := new(List)
+		(*m.Next).deepCopyInto(&(*p1))
+		out.Next = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of List to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *List) AppendJSON(b []byte) ([]byte, error) {
@@ -521,6 +542,31 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Tree) DeepCopy() *Tree {
+	if m == nil {
+		return nil
+	}
+	out := new(Tree)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Tree) deepCopyInto(out *Tree) {
+	*out = *m
+	if m.Children != nil {
+		s1 := make([]Tree, len(m.Children))
+		for i2 := range m.Children {
+			m.Children[i2].deepCopyInto(&s1[i2])
+		}
+		out.Children = s1
+	} else {
+		out.Children = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of Tree to b, byte for byte what

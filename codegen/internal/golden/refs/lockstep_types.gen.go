@@ -148,6 +148,15 @@ func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Customer) deepCopyInto(out *Customer) {
+	*out = *m
+	if m.Address != nil {
+		p1 := new(CustomerAddress)
+		(*m.Address).deepCopyInto(&(*p1))
+		out.Address = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of Customer to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Customer) AppendJSON(b []byte) ([]byte, error) {
@@ -244,6 +253,29 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+func (m *CustomerAddress) deepCopyInto(out *CustomerAddress) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+	}
+	var block1 *block1Type
+	if m.Street != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Street
+		out.Street = &block1.v0
+	}
+	if m.City != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.City
+		out.City = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of CustomerAddress to b, byte for byte what
@@ -487,6 +519,20 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Note) deepCopyInto(out *Note) {
+	*out = *m
+	if m.Text != nil {
+		p1 := new(string)
+		(*p1) = (*m.Text)
+		out.Text = p1
+	}
+	if m.By != nil {
+		p2 := new(Customer)
+		(*m.By).deepCopyInto(&(*p2))
+		out.By = p2
+	}
+}
+
 // AppendJSON appends the JSON encoding of Note to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Note) AppendJSON(b []byte) ([]byte, error) {
@@ -612,6 +658,30 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Order) DeepCopy() *Order {
+	if m == nil {
+		return nil
+	}
+	out := new(Order)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Order) deepCopyInto(out *Order) {
+	*out = *m
+	m.Customer.deepCopyInto(&out.Customer)
+	if m.Lines != nil {
+		s1 := make([]Line, len(m.Lines))
+		copy(s1, m.Lines)
+		out.Lines = s1
+	} else {
+		out.Lines = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of Order to b, byte for byte what
@@ -788,6 +858,52 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Receipt) DeepCopy() *Receipt {
+	if m == nil {
+		return nil
+	}
+	out := new(Receipt)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Receipt) deepCopyInto(out *Receipt) {
+	*out = *m
+	type block1Type struct {
+		v0 Code
+		v1 Currency
+	}
+	var block1 *block1Type
+	m.Order.deepCopyInto(&out.Order)
+	if m.Address != nil {
+		p2 := new(CustomerAddress)
+		(*m.Address).deepCopyInto(&(*p2))
+		out.Address = p2
+	}
+	if m.Legacy != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Legacy
+		out.Legacy = &block1.v0
+	}
+	if m.Note != nil {
+		p3 := new(Note)
+		(*m.Note).deepCopyInto(&(*p3))
+		out.Note = p3
+	}
+	if m.Anchored != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Anchored
+		out.Anchored = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Receipt to b, byte for byte what

@@ -4,6 +4,7 @@ package selectors
 
 import (
 	"encoding/json"
+	"maps"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -143,6 +144,42 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Assignment) DeepCopy() *Assignment {
+	if m == nil {
+		return nil
+	}
+	out := new(Assignment)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Assignment) deepCopyInto(out *Assignment) {
+	*out = *m
+	type block1Type struct {
+		v0 bool
+		v1 AssignmentPhase
+	}
+	var block1 *block1Type
+	if m.Pinned != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Pinned
+		out.Pinned = &block1.v0
+	}
+	if m.Phase != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Phase
+		out.Phase = &block1.v1
+	}
+	out.Labels = maps.Clone(m.Labels)
 }
 
 // AppendJSON appends the JSON encoding of Assignment to b, byte for byte what

@@ -170,6 +170,15 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *LegacyItem1) deepCopyInto(out *LegacyItem1) {
+	*out = *m
+	if m.N != nil {
+		p1 := new(int64)
+		(*p1) = (*m.N)
+		out.N = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of LegacyItem1 to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *LegacyItem1) AppendJSON(b []byte) ([]byte, error) {

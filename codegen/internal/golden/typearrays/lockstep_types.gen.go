@@ -360,6 +360,15 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *TypesObjectOrNull) deepCopyInto(out *TypesObjectOrNull) {
+	*out = *m
+	if m.A != nil {
+		p1 := new(int64)
+		(*p1) = (*m.A)
+		out.A = p1
+	}
+}
+
 // AppendJSON appends the JSON encoding of TypesObjectOrNull to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *TypesObjectOrNull) AppendJSON(b []byte) ([]byte, error) {

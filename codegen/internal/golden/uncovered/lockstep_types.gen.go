@@ -94,6 +94,41 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Floats) DeepCopy() *Floats {
+	if m == nil {
+		return nil
+	}
+	out := new(Floats)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Floats) deepCopyInto(out *Floats) {
+	*out = *m
+	type block1Type struct {
+		v0 float32
+		v1 int64
+	}
+	var block1 *block1Type
+	if m.Ratio != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Ratio
+		out.Ratio = &block1.v0
+	}
+	if m.Count != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Count
+		out.Count = &block1.v1
+	}
+}
+
 // AppendJSON appends the JSON encoding of Floats to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Floats) AppendJSON(b []byte) ([]byte, error) {
@@ -178,6 +213,18 @@ func (m *ObjectEnum) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *ObjectEnum) DeepCopy() *ObjectEnum {
+	if m == nil {
+		return nil
+	}
+	out := new(ObjectEnum)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of ObjectEnum to b, byte for byte what
@@ -366,6 +413,41 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Times) DeepCopy() *Times {
+	if m == nil {
+		return nil
+	}
+	out := new(Times)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Times) deepCopyInto(out *Times) {
+	*out = *m
+	type block1Type struct {
+		v0 time.Time
+		v1 string
+	}
+	var block1 *block1Type
+	if m.At != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.At
+		out.At = &block1.v0
+	}
+	if m.Name != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Name
+		out.Name = &block1.v1
+	}
+}
+
 // AppendJSON appends the JSON encoding of Times to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Times) AppendJSON(b []byte) ([]byte, error) {
@@ -471,6 +553,41 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Unevaluated) DeepCopy() *Unevaluated {
+	if m == nil {
+		return nil
+	}
+	out := new(Unevaluated)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Unevaluated) deepCopyInto(out *Unevaluated) {
+	*out = *m
+	type block1Type struct {
+		v0 int64
+		v1 string
+	}
+	var block1 *block1Type
+	if m.A != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.A
+		out.A = &block1.v0
+	}
+	if m.B != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.B
+		out.B = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Unevaluated to b, byte for byte what
@@ -588,6 +705,38 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *UniqueObjects) DeepCopy() *UniqueObjects {
+	if m == nil {
+		return nil
+	}
+	out := new(UniqueObjects)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *UniqueObjects) deepCopyInto(out *UniqueObjects) {
+	*out = *m
+	if m.Labels != nil {
+		s1 := make([]UniqueObjectsLabelsItem, len(m.Labels))
+		for i2 := range m.Labels {
+			m.Labels[i2].deepCopyInto(&s1[i2])
+		}
+		out.Labels = s1
+	} else {
+		out.Labels = nil
+	}
+	if m.Names != nil {
+		s3 := make([]string, len(m.Names))
+		copy(s3, m.Names)
+		out.Names = s3
+	} else {
+		out.Names = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of UniqueObjects to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *UniqueObjects) AppendJSON(b []byte) ([]byte, error) {
@@ -700,6 +849,29 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+func (m *UniqueObjectsLabelsItem) deepCopyInto(out *UniqueObjectsLabelsItem) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+	}
+	var block1 *block1Type
+	if m.Key != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Key
+		out.Key = &block1.v0
+	}
+	if m.Value != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Value
+		out.Value = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of UniqueObjectsLabelsItem to b, byte for byte what

@@ -4,6 +4,7 @@ package v1
 
 import (
 	"encoding/json"
+	"maps"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -1096,6 +1097,10 @@ func (m *FailedNodesMap) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+func (m *FailedNodesMap) deepCopyInto(out *FailedNodesMap) {
+	(*out) = maps.Clone((*m))
 }
 
 // AppendJSON appends the JSON encoding of FailedNodesMap to b, byte for byte what

@@ -3,6 +3,7 @@
 package v2
 
 import (
+	"maps"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -77,6 +78,23 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BindRequest) DeepCopy() *BindRequest {
+	if m == nil {
+		return nil
+	}
+	out := new(BindRequest)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *BindRequest) deepCopyInto(out *BindRequest) {
+	*out = *m
+	m.Pod.deepCopyInto(&out.Pod)
 }
 
 // AppendJSON appends the JSON encoding of BindRequest to b, byte for byte what
@@ -165,6 +183,18 @@ func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BindResponse) DeepCopy() *BindResponse {
+	if m == nil {
+		return nil
+	}
+	out := new(BindResponse)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of BindResponse to b, byte for byte what
@@ -282,6 +312,30 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *FilterRequest) DeepCopy() *FilterRequest {
+	if m == nil {
+		return nil
+	}
+	out := new(FilterRequest)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *FilterRequest) deepCopyInto(out *FilterRequest) {
+	*out = *m
+	m.Pod.deepCopyInto(&out.Pod)
+	if m.Nodes != nil {
+		s1 := make([]string, len(m.Nodes))
+		copy(s1, m.Nodes)
+		out.Nodes = s1
+	} else {
+		out.Nodes = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of FilterRequest to b, byte for byte what
@@ -445,6 +499,38 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *FilterResponse) DeepCopy() *FilterResponse {
+	if m == nil {
+		return nil
+	}
+	out := new(FilterResponse)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *FilterResponse) deepCopyInto(out *FilterResponse) {
+	*out = *m
+	if m.Feasible != nil {
+		s1 := make([]string, len(m.Feasible))
+		copy(s1, m.Feasible)
+		out.Feasible = s1
+	} else {
+		out.Feasible = nil
+	}
+	if m.Failed != nil {
+		s3 := make([]NodeFailure, len(m.Failed))
+		for i4 := range m.Failed {
+			m.Failed[i4].deepCopyInto(&s3[i4])
+		}
+		out.Failed = s3
+	} else {
+		out.Failed = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of FilterResponse to b, byte for byte what
@@ -612,6 +698,29 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *NodeFailure) deepCopyInto(out *NodeFailure) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 bool
+	}
+	var block1 *block1Type
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Message
+		out.Message = &block1.v0
+	}
+	if m.Unresolvable != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Unresolvable
+		out.Unresolvable = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of NodeFailure to b, byte for byte what
@@ -965,6 +1074,51 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodRef) DeepCopy() *PodRef {
+	if m == nil {
+		return nil
+	}
+	out := new(PodRef)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PodRef) deepCopyInto(out *PodRef) {
+	*out = *m
+	type block1Type struct {
+		v0 int64
+		v1 string
+	}
+	var block1 *block1Type
+	out.Labels = maps.Clone(m.Labels)
+	if m.Priority != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Priority
+		out.Priority = &block1.v0
+	}
+	if m.PriorityClassName != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.PriorityClassName
+		out.PriorityClassName = &block1.v1
+	}
+	if m.Tolerations != nil {
+		s2 := make([]Toleration, len(m.Tolerations))
+		for i3 := range m.Tolerations {
+			m.Tolerations[i3].deepCopyInto(&s2[i3])
+		}
+		out.Tolerations = s2
+	} else {
+		out.Tolerations = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of PodRef to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PodRef) AppendJSON(b []byte) ([]byte, error) {
@@ -1150,6 +1304,32 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PreemptRequest) DeepCopy() *PreemptRequest {
+	if m == nil {
+		return nil
+	}
+	out := new(PreemptRequest)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PreemptRequest) deepCopyInto(out *PreemptRequest) {
+	*out = *m
+	m.Pod.deepCopyInto(&out.Pod)
+	if m.Candidates != nil {
+		s1 := make([]PreemptRequestCandidatesItem, len(m.Candidates))
+		for i2 := range m.Candidates {
+			m.Candidates[i2].deepCopyInto(&s1[i2])
+		}
+		out.Candidates = s1
+	} else {
+		out.Candidates = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of PreemptRequest to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PreemptRequest) AppendJSON(b []byte) ([]byte, error) {
@@ -1302,6 +1482,24 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *PreemptRequestCandidatesItem) deepCopyInto(out *PreemptRequestCandidatesItem) {
+	*out = *m
+	if m.Victims != nil {
+		s1 := make([]PodRef, len(m.Victims))
+		for i2 := range m.Victims {
+			m.Victims[i2].deepCopyInto(&s1[i2])
+		}
+		out.Victims = s1
+	} else {
+		out.Victims = nil
+	}
+	if m.PdbViolations != nil {
+		p3 := new(int64)
+		(*p3) = (*m.PdbViolations)
+		out.PdbViolations = p3
+	}
+}
+
 // AppendJSON appends the JSON encoding of PreemptRequestCandidatesItem to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PreemptRequestCandidatesItem) AppendJSON(b []byte) ([]byte, error) {
@@ -1432,6 +1630,31 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PreemptResponse) DeepCopy() *PreemptResponse {
+	if m == nil {
+		return nil
+	}
+	out := new(PreemptResponse)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PreemptResponse) deepCopyInto(out *PreemptResponse) {
+	*out = *m
+	if m.Candidates != nil {
+		s1 := make([]PreemptResponseCandidatesItem, len(m.Candidates))
+		for i2 := range m.Candidates {
+			m.Candidates[i2].deepCopyInto(&s1[i2])
+		}
+		out.Candidates = s1
+	} else {
+		out.Candidates = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of PreemptResponse to b, byte for byte what
@@ -1581,6 +1804,22 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *PreemptResponseCandidatesItem) deepCopyInto(out *PreemptResponseCandidatesItem) {
+	*out = *m
+	if m.Victims != nil {
+		s1 := make([]string, len(m.Victims))
+		copy(s1, m.Victims)
+		out.Victims = s1
+	} else {
+		out.Victims = nil
+	}
+	if m.PdbViolations != nil {
+		p3 := new(int64)
+		(*p3) = (*m.PdbViolations)
+		out.PdbViolations = p3
+	}
+}
+
 // AppendJSON appends the JSON encoding of PreemptResponseCandidatesItem to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PreemptResponseCandidatesItem) AppendJSON(b []byte) ([]byte, error) {
@@ -1711,6 +1950,30 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PrioritizeRequest) DeepCopy() *PrioritizeRequest {
+	if m == nil {
+		return nil
+	}
+	out := new(PrioritizeRequest)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PrioritizeRequest) deepCopyInto(out *PrioritizeRequest) {
+	*out = *m
+	m.Pod.deepCopyInto(&out.Pod)
+	if m.Nodes != nil {
+		s1 := make([]string, len(m.Nodes))
+		copy(s1, m.Nodes)
+		out.Nodes = s1
+	} else {
+		out.Nodes = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of PrioritizeRequest to b, byte for byte what
@@ -1849,6 +2112,29 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PrioritizeResponse) DeepCopy() *PrioritizeResponse {
+	if m == nil {
+		return nil
+	}
+	out := new(PrioritizeResponse)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PrioritizeResponse) deepCopyInto(out *PrioritizeResponse) {
+	*out = *m
+	if m.Scores != nil {
+		s1 := make([]NodeScore, len(m.Scores))
+		copy(s1, m.Scores)
+		out.Scores = s1
+	} else {
+		out.Scores = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of PrioritizeResponse to b, byte for byte what
@@ -2101,6 +2387,53 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	return nil
+}
+
+func (m *Toleration) deepCopyInto(out *Toleration) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 TolerationOperator
+		v2 string
+		v3 TolerationEffect
+		v4 int64
+	}
+	var block1 *block1Type
+	if m.Key != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Key
+		out.Key = &block1.v0
+	}
+	if m.Operator != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Operator
+		out.Operator = &block1.v1
+	}
+	if m.Value != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Value
+		out.Value = &block1.v2
+	}
+	if m.Effect != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v3 = *m.Effect
+		out.Effect = &block1.v3
+	}
+	if m.TolerationSeconds != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v4 = *m.TolerationSeconds
+		out.TolerationSeconds = &block1.v4
+	}
 }
 
 // AppendJSON appends the JSON encoding of Toleration to b, byte for byte what

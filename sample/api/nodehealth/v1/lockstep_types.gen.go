@@ -3,6 +3,7 @@
 package v1
 
 import (
+	"maps"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -69,6 +70,18 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BindResult) DeepCopy() *BindResult {
+	if m == nil {
+		return nil
+	}
+	out := new(BindResult)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of BindResult to b, byte for byte what
@@ -227,6 +240,32 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Binding) DeepCopy() *Binding {
+	if m == nil {
+		return nil
+	}
+	out := new(Binding)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Binding) deepCopyInto(out *Binding) {
+	*out = *m
+	if m.Requests != nil {
+		p1 := new(ResourceList)
+		(*m.Requests).deepCopyInto(&(*p1))
+		out.Requests = p1
+	}
+	if m.Priority != nil {
+		p2 := new(int64)
+		(*p2) = (*m.Priority)
+		out.Priority = p2
+	}
 }
 
 // AppendJSON appends the JSON encoding of Binding to b, byte for byte what
@@ -414,6 +453,23 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BoundPod) DeepCopy() *BoundPod {
+	if m == nil {
+		return nil
+	}
+	out := new(BoundPod)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *BoundPod) deepCopyInto(out *BoundPod) {
+	*out = *m
+	m.Requests.deepCopyInto(&out.Requests)
+}
+
 // AppendJSON appends the JSON encoding of BoundPod to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *BoundPod) AppendJSON(b []byte) ([]byte, error) {
@@ -561,6 +617,29 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *EvictResult) DeepCopy() *EvictResult {
+	if m == nil {
+		return nil
+	}
+	out := new(EvictResult)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *EvictResult) deepCopyInto(out *EvictResult) {
+	*out = *m
+	if m.Evicted != nil {
+		s1 := make([]string, len(m.Evicted))
+		copy(s1, m.Evicted)
+		out.Evicted = s1
+	} else {
+		out.Evicted = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of EvictResult to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *EvictResult) AppendJSON(b []byte) ([]byte, error) {
@@ -703,6 +782,30 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Eviction) DeepCopy() *Eviction {
+	if m == nil {
+		return nil
+	}
+	out := new(Eviction)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Eviction) deepCopyInto(out *Eviction) {
+	*out = *m
+	if m.Victims != nil {
+		s1 := make([]PodName, len(m.Victims))
+		copy(s1, m.Victims)
+		out.Victims = s1
+	} else {
+		out.Victims = nil
+	}
+	m.Preemptor.deepCopyInto(&out.Preemptor)
 }
 
 // AppendJSON appends the JSON encoding of Eviction to b, byte for byte what
@@ -850,6 +953,18 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeAddress) DeepCopy() *NodeAddress {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeAddress)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
@@ -1054,6 +1169,41 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeCondition) DeepCopy() *NodeCondition {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeCondition)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Message
+		out.Message = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
@@ -1457,6 +1607,68 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeHealth) DeepCopy() *NodeHealth {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeHealth)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
+	*out = *m
+	if m.Reason != nil {
+		p1 := new(string)
+		(*p1) = (*m.Reason)
+		out.Reason = p1
+	}
+	m.Allocatable.deepCopyInto(&out.Allocatable)
+	if m.Capacity != nil {
+		p2 := new(ResourceList)
+		(*m.Capacity).deepCopyInto(&(*p2))
+		out.Capacity = p2
+	}
+	out.Labels = maps.Clone(m.Labels)
+	if m.Taints != nil {
+		s3 := make([]Taint, len(m.Taints))
+		for i4 := range m.Taints {
+			m.Taints[i4].deepCopyInto(&s3[i4])
+		}
+		out.Taints = s3
+	} else {
+		out.Taints = nil
+	}
+	if m.Addresses != nil {
+		s5 := make([]NodeAddress, len(m.Addresses))
+		copy(s5, m.Addresses)
+		out.Addresses = s5
+	} else {
+		out.Addresses = nil
+	}
+	if m.Conditions != nil {
+		s7 := make([]NodeCondition, len(m.Conditions))
+		for i8 := range m.Conditions {
+			m.Conditions[i8].deepCopyInto(&s7[i8])
+		}
+		out.Conditions = s7
+	} else {
+		out.Conditions = nil
+	}
+	if m.Pods != nil {
+		s9 := make([]BoundPod, len(m.Pods))
+		for i10 := range m.Pods {
+			m.Pods[i10].deepCopyInto(&s9[i10])
+		}
+		out.Pods = s9
+	} else {
+		out.Pods = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeHealth to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeHealth) AppendJSON(b []byte) ([]byte, error) {
@@ -1708,6 +1920,18 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeRef) DeepCopy() *NodeRef {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeRef)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of NodeRef to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeRef) AppendJSON(b []byte) ([]byte, error) {
@@ -1829,6 +2053,18 @@ func (m *PodName) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodName) DeepCopy() *PodName {
+	if m == nil {
+		return nil
+	}
+	out := new(PodName)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of PodName to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PodName) AppendJSON(b []byte) ([]byte, error) {
@@ -1933,6 +2169,22 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 		*m = m1
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *ResourceList) DeepCopy() *ResourceList {
+	if m == nil {
+		return nil
+	}
+	out := new(ResourceList)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *ResourceList) deepCopyInto(out *ResourceList) {
+	(*out) = maps.Clone((*m))
 }
 
 // AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what
@@ -2071,6 +2323,27 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Taint) DeepCopy() *Taint {
+	if m == nil {
+		return nil
+	}
+	out := new(Taint)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Taint) deepCopyInto(out *Taint) {
+	*out = *m
+	if m.Value != nil {
+		p1 := new(string)
+		(*p1) = (*m.Value)
+		out.Value = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Taint to b, byte for byte what

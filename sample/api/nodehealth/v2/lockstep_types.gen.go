@@ -3,6 +3,7 @@
 package v2
 
 import (
+	"maps"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -69,6 +70,18 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BindResult) DeepCopy() *BindResult {
+	if m == nil {
+		return nil
+	}
+	out := new(BindResult)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of BindResult to b, byte for byte what
@@ -200,6 +213,27 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Binding) DeepCopy() *Binding {
+	if m == nil {
+		return nil
+	}
+	out := new(Binding)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Binding) deepCopyInto(out *Binding) {
+	*out = *m
+	if m.Priority != nil {
+		p1 := new(int64)
+		(*p1) = (*m.Priority)
+		out.Priority = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Binding to b, byte for byte what
@@ -338,6 +372,18 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *BoundPod) DeepCopy() *BoundPod {
+	if m == nil {
+		return nil
+	}
+	out := new(BoundPod)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of BoundPod to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *BoundPod) AppendJSON(b []byte) ([]byte, error) {
@@ -462,6 +508,29 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *EvictResult) DeepCopy() *EvictResult {
+	if m == nil {
+		return nil
+	}
+	out := new(EvictResult)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *EvictResult) deepCopyInto(out *EvictResult) {
+	*out = *m
+	if m.Evicted != nil {
+		s1 := make([]string, len(m.Evicted))
+		copy(s1, m.Evicted)
+		out.Evicted = s1
+	} else {
+		out.Evicted = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of EvictResult to b, byte for byte what
@@ -606,6 +675,29 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Eviction) DeepCopy() *Eviction {
+	if m == nil {
+		return nil
+	}
+	out := new(Eviction)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Eviction) deepCopyInto(out *Eviction) {
+	*out = *m
+	if m.Victims != nil {
+		s1 := make([]PodRef, len(m.Victims))
+		copy(s1, m.Victims)
+		out.Victims = s1
+	} else {
+		out.Victims = nil
+	}
 }
 
 // AppendJSON appends the JSON encoding of Eviction to b, byte for byte what
@@ -753,6 +845,18 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeAddress) DeepCopy() *NodeAddress {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeAddress)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of NodeAddress to b, byte for byte what
@@ -957,6 +1061,41 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeCondition) DeepCopy() *NodeCondition {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeCondition)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Message
+		out.Message = &block1.v1
+	}
 }
 
 // AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
@@ -1358,6 +1497,74 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeHealth) DeepCopy() *NodeHealth {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeHealth)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 Resources
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Capacity != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Capacity
+		out.Capacity = &block1.v1
+	}
+	out.Labels = maps.Clone(m.Labels)
+	if m.Taints != nil {
+		s2 := make([]Taint, len(m.Taints))
+		for i3 := range m.Taints {
+			m.Taints[i3].deepCopyInto(&s2[i3])
+		}
+		out.Taints = s2
+	} else {
+		out.Taints = nil
+	}
+	if m.Addresses != nil {
+		s4 := make([]NodeAddress, len(m.Addresses))
+		copy(s4, m.Addresses)
+		out.Addresses = s4
+	} else {
+		out.Addresses = nil
+	}
+	if m.Conditions != nil {
+		s6 := make([]NodeCondition, len(m.Conditions))
+		for i7 := range m.Conditions {
+			m.Conditions[i7].deepCopyInto(&s6[i7])
+		}
+		out.Conditions = s6
+	} else {
+		out.Conditions = nil
+	}
+	if m.Pods != nil {
+		s8 := make([]BoundPod, len(m.Pods))
+		copy(s8, m.Pods)
+		out.Pods = s8
+	} else {
+		out.Pods = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeHealth to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeHealth) AppendJSON(b []byte) ([]byte, error) {
@@ -1659,6 +1866,18 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeRef) DeepCopy() *NodeRef {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeRef)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of NodeRef to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeRef) AppendJSON(b []byte) ([]byte, error) {
@@ -1776,6 +1995,18 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodRef) DeepCopy() *PodRef {
+	if m == nil {
+		return nil
+	}
+	out := new(PodRef)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of PodRef to b, byte for byte what
@@ -1904,6 +2135,18 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodRequests) DeepCopy() *PodRequests {
+	if m == nil {
+		return nil
+	}
+	out := new(PodRequests)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of PodRequests to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PodRequests) AppendJSON(b []byte) ([]byte, error) {
@@ -2021,6 +2264,18 @@ func (m *Preemptor) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Preemptor) DeepCopy() *Preemptor {
+	if m == nil {
+		return nil
+	}
+	out := new(Preemptor)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of Preemptor to b, byte for byte what
@@ -2151,6 +2406,18 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Resources) DeepCopy() *Resources {
+	if m == nil {
+		return nil
+	}
+	out := new(Resources)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of Resources to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Resources) AppendJSON(b []byte) ([]byte, error) {
@@ -2277,6 +2544,27 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Taint) DeepCopy() *Taint {
+	if m == nil {
+		return nil
+	}
+	out := new(Taint)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Taint) deepCopyInto(out *Taint) {
+	*out = *m
+	if m.Value != nil {
+		p1 := new(string)
+		(*p1) = (*m.Value)
+		out.Value = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Taint to b, byte for byte what

@@ -3,6 +3,7 @@
 package v1
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -70,6 +71,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Ack) DeepCopy() *Ack {
+	if m == nil {
+		return nil
+	}
+	out := new(Ack)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of Ack to b, byte for byte what
@@ -354,6 +367,37 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Message
+		out.Message = &block1.v1
+	}
+	if m.LastTransitionTime != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.LastTransitionTime
+		out.LastTransitionTime = &block1.v2
+	}
 }
 
 // AppendJSON appends the JSON encoding of NodeCondition to b, byte for byte what
@@ -727,6 +771,69 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeStatus) DeepCopy() *NodeStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeStatus)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 bool
+	}
+	var block1 *block1Type
+	if m.KubeletVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.KubeletVersion
+		out.KubeletVersion = &block1.v0
+	}
+	if m.Unschedulable != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Unschedulable
+		out.Unschedulable = &block1.v1
+	}
+	if m.Conditions != nil {
+		s2 := make([]NodeCondition, len(m.Conditions))
+		for i3 := range m.Conditions {
+			m.Conditions[i3].deepCopyInto(&s2[i3])
+		}
+		out.Conditions = s2
+	} else {
+		out.Conditions = nil
+	}
+	m.Capacity.deepCopyInto(&out.Capacity)
+	m.Allocatable.deepCopyInto(&out.Allocatable)
+	out.Labels = maps.Clone(m.Labels)
+	if m.Taints != nil {
+		s4 := make([]Taint, len(m.Taints))
+		for i5 := range m.Taints {
+			m.Taints[i5].deepCopyInto(&s4[i5])
+		}
+		out.Taints = s4
+	} else {
+		out.Taints = nil
+	}
+	if m.Addresses != nil {
+		s6 := make([]NodeAddress, len(m.Addresses))
+		copy(s6, m.Addresses)
+		out.Addresses = s6
+	} else {
+		out.Addresses = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
@@ -1003,6 +1110,23 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodAssignment) DeepCopy() *PodAssignment {
+	if m == nil {
+		return nil
+	}
+	out := new(PodAssignment)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PodAssignment) deepCopyInto(out *PodAssignment) {
+	*out = *m
+	m.Requests.deepCopyInto(&out.Requests)
+}
+
 // AppendJSON appends the JSON encoding of PodAssignment to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PodAssignment) AppendJSON(b []byte) ([]byte, error) {
@@ -1272,6 +1396,41 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodStatus) DeepCopy() *PodStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(PodStatus)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PodStatus) deepCopyInto(out *PodStatus) {
+	*out = *m
+	type block1Type struct {
+		v0 bool
+		v1 int64
+	}
+	var block1 *block1Type
+	if m.Ready != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Ready
+		out.Ready = &block1.v0
+	}
+	if m.RestartCount != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.RestartCount
+		out.RestartCount = &block1.v1
+	}
+}
+
 // AppendJSON appends the JSON encoding of PodStatus to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PodStatus) AppendJSON(b []byte) ([]byte, error) {
@@ -1479,6 +1638,10 @@ func (m *ResourceList) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *ResourceList) deepCopyInto(out *ResourceList) {
+	(*out) = maps.Clone((*m))
+}
+
 // AppendJSON appends the JSON encoding of ResourceList to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *ResourceList) AppendJSON(b []byte) ([]byte, error) {
@@ -1588,6 +1751,15 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Taint) deepCopyInto(out *Taint) {
+	*out = *m
+	if m.Value != nil {
+		p1 := new(string)
+		(*p1) = (*m.Value)
+		out.Value = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Taint to b, byte for byte what

@@ -3,6 +3,7 @@
 package v2
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -70,6 +71,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Ack) DeepCopy() *Ack {
+	if m == nil {
+		return nil
+	}
+	out := new(Ack)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of Ack to b, byte for byte what
@@ -202,6 +215,37 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Condition) deepCopyInto(out *Condition) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 string
+		v2 time.Time
+	}
+	var block1 *block1Type
+	if m.Reason != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Reason
+		out.Reason = &block1.v0
+	}
+	if m.Message != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Message
+		out.Message = &block1.v1
+	}
+	if m.Since != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v2 = *m.Since
+		out.Since = &block1.v2
+	}
 }
 
 // AppendJSON appends the JSON encoding of Condition to b, byte for byte what
@@ -382,6 +426,31 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Conditions) deepCopyInto(out *Conditions) {
+	*out = *m
+	m.Ready.deepCopyInto(&out.Ready)
+	if m.MemoryPressure != nil {
+		p1 := new(Condition)
+		(*m.MemoryPressure).deepCopyInto(&(*p1))
+		out.MemoryPressure = p1
+	}
+	if m.DiskPressure != nil {
+		p2 := new(Condition)
+		(*m.DiskPressure).deepCopyInto(&(*p2))
+		out.DiskPressure = p2
+	}
+	if m.PidPressure != nil {
+		p3 := new(Condition)
+		(*m.PidPressure).deepCopyInto(&(*p3))
+		out.PidPressure = p3
+	}
+	if m.NetworkUnavailable != nil {
+		p4 := new(Condition)
+		(*m.NetworkUnavailable).deepCopyInto(&(*p4))
+		out.NetworkUnavailable = p4
+	}
 }
 
 // AppendJSON appends the JSON encoding of Conditions to b, byte for byte what
@@ -794,6 +863,59 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *NodeStatus) DeepCopy() *NodeStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(NodeStatus)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
+	*out = *m
+	type block1Type struct {
+		v0 string
+		v1 bool
+	}
+	var block1 *block1Type
+	if m.KubeletVersion != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.KubeletVersion
+		out.KubeletVersion = &block1.v0
+	}
+	if m.Unschedulable != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Unschedulable
+		out.Unschedulable = &block1.v1
+	}
+	m.Conditions.deepCopyInto(&out.Conditions)
+	out.Labels = maps.Clone(m.Labels)
+	if m.Taints != nil {
+		s2 := make([]Taint, len(m.Taints))
+		for i3 := range m.Taints {
+			m.Taints[i3].deepCopyInto(&s2[i3])
+		}
+		out.Taints = s2
+	} else {
+		out.Taints = nil
+	}
+	if m.Addresses != nil {
+		s4 := make([]NodeAddress, len(m.Addresses))
+		copy(s4, m.Addresses)
+		out.Addresses = s4
+	} else {
+		out.Addresses = nil
+	}
+}
+
 // AppendJSON appends the JSON encoding of NodeStatus to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *NodeStatus) AppendJSON(b []byte) ([]byte, error) {
@@ -1042,6 +1164,18 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodAssignment) DeepCopy() *PodAssignment {
+	if m == nil {
+		return nil
+	}
+	out := new(PodAssignment)
+	*out = *m
+	return out
 }
 
 // AppendJSON appends the JSON encoding of PodAssignment to b, byte for byte what
@@ -1395,6 +1529,41 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *PodStatus) DeepCopy() *PodStatus {
+	if m == nil {
+		return nil
+	}
+	out := new(PodStatus)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *PodStatus) deepCopyInto(out *PodStatus) {
+	*out = *m
+	type block1Type struct {
+		v0 bool
+		v1 int64
+	}
+	var block1 *block1Type
+	if m.Ready != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Ready
+		out.Ready = &block1.v0
+	}
+	if m.RestartCount != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.RestartCount
+		out.RestartCount = &block1.v1
+	}
+}
+
 // AppendJSON appends the JSON encoding of PodStatus to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *PodStatus) AppendJSON(b []byte) ([]byte, error) {
@@ -1694,6 +1863,15 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+func (m *Taint) deepCopyInto(out *Taint) {
+	*out = *m
+	if m.Value != nil {
+		p1 := new(string)
+		(*p1) = (*m.Value)
+		out.Value = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Taint to b, byte for byte what

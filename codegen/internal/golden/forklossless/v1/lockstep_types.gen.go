@@ -83,6 +83,29 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Dimensions) deepCopyInto(out *Dimensions) {
+	*out = *m
+	type block1Type struct {
+		v0 float64
+		v1 float64
+	}
+	var block1 *block1Type
+	if m.Width != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v0 = *m.Width
+		out.Width = &block1.v0
+	}
+	if m.Height != nil {
+		if block1 == nil {
+			block1 = new(block1Type)
+		}
+		block1.v1 = *m.Height
+		out.Height = &block1.v1
+	}
+}
+
 // AppendJSON appends the JSON encoding of Dimensions to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Dimensions) AppendJSON(b []byte) ([]byte, error) {
@@ -731,6 +754,27 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Receipt) DeepCopy() *Receipt {
+	if m == nil {
+		return nil
+	}
+	out := new(Receipt)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Receipt) deepCopyInto(out *Receipt) {
+	*out = *m
+	if m.At != nil {
+		p1 := new(time.Time)
+		(*p1) = (*m.At)
+		out.At = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Receipt to b, byte for byte what

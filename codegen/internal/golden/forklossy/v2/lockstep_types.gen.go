@@ -3,6 +3,7 @@
 package v2
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -93,6 +94,27 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Ack) DeepCopy() *Ack {
+	if m == nil {
+		return nil
+	}
+	out := new(Ack)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Ack) deepCopyInto(out *Ack) {
+	*out = *m
+	if m.Since != nil {
+		p1 := new(time.Time)
+		(*p1) = (*m.Since)
+		out.Since = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Ack to b, byte for byte what
@@ -209,6 +231,27 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Address) DeepCopy() *Address {
+	if m == nil {
+		return nil
+	}
+	out := new(Address)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Address) deepCopyInto(out *Address) {
+	*out = *m
+	if m.Port != nil {
+		p1 := new(int64)
+		(*p1) = (*m.Port)
+		out.Port = p1
+	}
 }
 
 // AppendJSON appends the JSON encoding of Address to b, byte for byte what
@@ -380,6 +423,35 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 		return jsonwire.Missing(d, missing...)
 	}
 	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Status) DeepCopy() *Status {
+	if m == nil {
+		return nil
+	}
+	out := new(Status)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Status) deepCopyInto(out *Status) {
+	*out = *m
+	if m.Conditions != nil {
+		s1 := make([]StatusConditionsItem, len(m.Conditions))
+		copy(s1, m.Conditions)
+		out.Conditions = s1
+	} else {
+		out.Conditions = nil
+	}
+	out.Labels = maps.Clone(m.Labels)
+	if m.Address != nil {
+		p3 := new(Address)
+		(*m.Address).deepCopyInto(&(*p3))
+		out.Address = p3
+	}
 }
 
 // AppendJSON appends the JSON encoding of Status to b, byte for byte what

@@ -1,0 +1,278 @@
+package gogen
+
+import (
+	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+)
+
+// Generated deep copies let a watch feed decode each change once and hand
+// every informer a copy of its own: far cheaper than a decode, since a
+// copy parses nothing and shares the strings (Go strings are immutable),
+// while everything a holder could modify (slices, maps, pointers) is
+// new. A message gets DeepCopy when every type it reaches has a shape
+// whose copy is plain code: structs without undeclared members, slices,
+// maps, pointers, scalars and enums, and jsonwire.Nullable of a value
+// without references. Any other message (raw JSON, unions, tuples,
+// x-go-types) has none, and the runtime decodes it once per informer.
+
+// copyShape says how a type is copied.
+type copyShape int
+
+const (
+	copyNone  copyShape = iota // no generated copy
+	copyValue                  // assignment copies it: it holds no references
+	copyDeep                   // it holds references: a deepCopyInto method
+)
+
+// copyShapes is the shape of each named type, computed once per file.
+type copyShapes map[*gomodel.Type]copyShape
+
+// named is the shape of a named type. A type being worked out (a
+// recursive type) counts as copyDeep meanwhile, which holds: a cycle
+// only passes through slices, maps or pointers.
+func (s copyShapes) named(t *gomodel.Type) copyShape {
+	if sh, ok := s[t]; ok {
+		return sh
+	}
+	s[t] = copyDeep
+	sh := s.compute(t)
+	s[t] = sh
+	return sh
+}
+
+func (s copyShapes) compute(t *gomodel.Type) copyShape {
+	switch t.Kind {
+	case gomodel.KindScalar, gomodel.KindEnum:
+		return s.ref(t.Elem)
+	case gomodel.KindSlice, gomodel.KindMap:
+		if s.ref(t.Elem) == copyNone {
+			return copyNone
+		}
+		return copyDeep
+	case gomodel.KindStruct:
+		if t.Extra != nil {
+			return copyNone
+		}
+		sh := copyValue
+		for _, f := range t.Fields {
+			switch fs := s.field(f); fs {
+			case copyNone:
+				return copyNone
+			case copyDeep:
+				sh = copyDeep
+			}
+		}
+		return sh
+	}
+	return copyNone // aliases (copied as their target), tuples, unions
+}
+
+// field is the shape of a struct field as it holds its member.
+func (s copyShapes) field(f *gomodel.Field) copyShape {
+	elem := s.ref(f.Type)
+	switch {
+	case elem == copyNone:
+		return copyNone
+	case f.Presence == gomodel.PresencePointer:
+		return copyDeep
+	case f.Presence == gomodel.PresenceNullable && elem != copyValue:
+		return copyNone
+	}
+	return elem
+}
+
+// ref is the shape of a use of a type.
+func (s copyShapes) ref(r *gomodel.TypeRef) copyShape {
+	r = r.Resolve()
+	switch r.Kind {
+	case gomodel.RefNamed:
+		return s.named(r.Named)
+	case gomodel.RefBuiltin:
+		if r.Name == "json.RawMessage" {
+			return copyNone
+		}
+		return copyValue
+	case gomodel.RefPointer, gomodel.RefSlice, gomodel.RefMap:
+		if s.ref(r.Elem) == copyNone {
+			return copyNone
+		}
+		return copyDeep
+	}
+	return copyNone
+}
+
+// deepCopier returns a named type's deepCopyInto method, when it holds
+// references and can be copied, and a message's DeepCopy.
+func (g *generator) deepCopier(t *gomodel.Type) string {
+	if g.copies == nil {
+		g.copies = copyShapes{}
+	}
+	sh := g.copies.named(t)
+	c := &code{}
+	if t.Message != "" && sh != copyNone {
+		c.line("")
+		c.line("// DeepCopy returns a copy of m that shares nothing with it but strings,")
+		c.line("// which are immutable: watch feeds decode a change once and give each")
+		c.line("// informer a copy.")
+		c.line("func (m *%s) DeepCopy() *%s {", t.Name, t.Name)
+		c.line("if m == nil {")
+		c.line("return nil")
+		c.line("}")
+		c.line("out := new(%s)", t.Name)
+		if sh == copyDeep {
+			c.line("m.deepCopyInto(out)")
+		} else {
+			c.line("*out = *m")
+		}
+		c.line("return out")
+		c.line("}")
+	}
+	if sh != copyDeep {
+		return c.b.String()
+	}
+	c.line("")
+	c.line("func (m *%s) deepCopyInto(out *%s) {", t.Name, t.Name)
+	switch t.Kind {
+	case gomodel.KindStruct:
+		c.line("*out = *m")
+		g.copyStructFields(c, t)
+	case gomodel.KindSlice, gomodel.KindMap:
+		g.copyRef(c, &gomodel.TypeRef{Kind: gomodel.RefNamed, Named: t, Name: t.Name}, "(*m)", "(*out)", true)
+	}
+	c.line("}")
+	return c.b.String()
+}
+
+// copyStructFields deep-copies the fields of a struct already assigned
+// *out = *m: those holding references. Pointers to values without
+// references share one allocation per struct, as the decoder's do.
+func (g *generator) copyStructFields(c *code, t *gomodel.Type) {
+	var blockFields []*gomodel.Field
+	for _, f := range t.Fields {
+		if f.Presence == gomodel.PresencePointer && g.copies.ref(f.Type) == copyValue {
+			blockFields = append(blockFields, f)
+		}
+	}
+	block := ""
+	if len(blockFields) > 1 {
+		block = c.fresh("block")
+		c.line("type %sType struct {", block)
+		for k, f := range blockFields {
+			c.line("v%d %s", k, gomodel.GoString(f.Type))
+		}
+		c.line("}")
+		c.line("var %s *%sType", block, block)
+	}
+	for _, f := range t.Fields {
+		if g.copies.field(f) != copyDeep {
+			continue
+		}
+		src, dst := "m."+f.GoName, "out."+f.GoName
+		if f.Presence != gomodel.PresencePointer {
+			g.copyRef(c, f.Type, src, dst, false)
+			continue
+		}
+		c.line("if %s != nil {", src)
+		k := indexOf(blockFields, f)
+		switch {
+		case block != "" && k >= 0:
+			c.line("if %s == nil {", block)
+			c.line("%s = new(%sType)", block, block)
+			c.line("}")
+			c.line("%s.v%d = *%s", block, k, src)
+			c.line("%s = &%s.v%d", dst, block, k)
+		default:
+			p := c.fresh("p")
+			c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
+			g.copyRef(c, f.Type, "(*"+src+")", "(*"+p+")", false)
+			c.line("%s = %s", dst, p)
+		}
+		c.line("}")
+	}
+}
+
+func indexOf(fs []*gomodel.Field, f *gomodel.Field) int {
+	for k, x := range fs {
+		if x == f {
+			return k
+		}
+	}
+	return -1
+}
+
+// copyRef emits statements that make dst, of type r, a deep copy of src
+// (both addressable expressions). Named types are copied by their
+// deepCopyInto; in a named slice or map type's own method (self), its
+// shape is spelled out instead.
+func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self bool) {
+	goType := gomodel.GoString(r)
+	r = r.Resolve()
+	sh := g.copies.ref(r)
+	if sh == copyValue {
+		c.line("%s = %s", dst, src)
+		return
+	}
+	elem := r.Elem
+	kind := r.Kind
+	if r.Kind == gomodel.RefNamed {
+		t := r.Named
+		if !self {
+			c.line("%s.deepCopyInto(&%s)", src, dst)
+			return
+		}
+		elem = t.Elem
+		switch t.Kind {
+		case gomodel.KindSlice:
+			kind = gomodel.RefSlice
+		case gomodel.KindMap:
+			kind = gomodel.RefMap
+		default: // structs always go through their method
+			c.line("%s.deepCopyInto(&%s)", src, dst)
+			return
+		}
+	}
+	switch kind {
+	case gomodel.RefPointer:
+		c.line("if %s != nil {", src)
+		p := c.fresh("p")
+		c.line("%s := new(%s)", p, gomodel.GoString(elem))
+		g.copyRef(c, elem, "(*"+src+")", "(*"+p+")", false)
+		c.line("%s = %s", dst, p)
+		c.line("} else {")
+		c.line("%s = nil", dst)
+		c.line("}")
+	case gomodel.RefSlice:
+		s, i := c.fresh("s"), c.fresh("i")
+		c.line("if %s != nil {", src)
+		c.line("%s := make(%s, len(%s))", s, goType, src)
+		if g.copies.ref(elem) == copyValue {
+			c.line("copy(%s, %s)", s, src)
+		} else {
+			c.line("for %s := range %s {", i, src)
+			g.copyRef(c, elem, src+"["+i+"]", s+"["+i+"]", false)
+			c.line("}")
+		}
+		c.line("%s = %s", dst, s)
+		c.line("} else {")
+		c.line("%s = nil", dst)
+		c.line("}")
+	case gomodel.RefMap:
+		if g.copies.ref(elem) == copyValue {
+			// maps.Clone copies the table as it is, without hashing again.
+			c.line("%s = maps.Clone(%s)", dst, src)
+			return
+		}
+		mm, k, v := c.fresh("m"), c.fresh("k"), c.fresh("v")
+		c.line("if %s != nil {", src)
+		c.line("%s := make(%s, len(%s))", mm, goType, src)
+		c.line("for %s, %s := range %s {", k, v, src)
+		e := c.fresh("e")
+		c.line("var %s %s", e, gomodel.GoString(elem))
+		g.copyRef(c, elem, v, e, false)
+		c.line("%s[%s] = %s", mm, k, e)
+		c.line("}")
+		c.line("%s = %s", dst, mm)
+		c.line("} else {")
+		c.line("%s = nil", dst)
+		c.line("}")
+	}
+}
