@@ -117,14 +117,27 @@ func TestAutoBatchSurvivesServerReplacement(t *testing.T) {
 		c.AutoBatch = &framework.AutoBatch{}
 	})
 	require.Eventually(t, func() bool { return readyCount(cl) == 2 }, 5*time.Second, 5*time.Millisecond)
-	ctx := timeout(t, 20*time.Second)
-	var failed atomic.Int64
+	// Each caller calls before, during and after the replacement: it goes
+	// on until it has started afterCalls calls once the replacement
+	// serves (at most maxCalls), so the calls span the replacement however
+	// slowly a loaded machine answers them. The deadline only bounds a
+	// stuck call.
+	const callers, afterCalls, maxCalls = 16, 3, 200
+	ctx := timeout(t, time.Minute)
+	replaced := make(chan struct{})
+	var calls, failed atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
+	for range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 40; i++ {
+			for i, after := 0, 0; i < maxCalls && after < afterCalls; i++ {
+				select {
+				case <-replaced:
+					after++
+				default:
+				}
+				calls.Add(1)
 				if _, err := report(ctx, cl, i); err != nil {
 					failed.Add(1)
 					t.Errorf("call: %v", err)
@@ -136,9 +149,12 @@ func TestAutoBatchSurvivesServerReplacement(t *testing.T) {
 	require.Eventually(t, func() bool { return a.handled.Load() > 0 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, a.Stop())
 	again := startBench(t, a.Addr, "1.0.0")
+	close(replaced)
 	wg.Wait()
 	assert.Zero(t, failed.Load())
-	assert.Equal(t, int64(16*40), a.handled.Load()+b.handled.Load()+again.handled.Load(), "every call processed exactly once")
+	assert.Equal(t, calls.Load(), a.handled.Load()+b.handled.Load()+again.handled.Load(), "every call processed exactly once")
+	t.Logf("%d calls, %d of them answered by the replaced server, %d by its replacement",
+		calls.Load(), a.handled.Load(), again.handled.Load())
 }
 
 // countedClient is a client at srv whose requests are counted by path.
