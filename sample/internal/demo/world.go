@@ -54,6 +54,9 @@ type world struct {
 	// one that writes NodeHealth.
 	ncs   map[*nodecontroller.NodeController]bool
 	lease *nodecontroller.MemoryLease
+	// liveness records which replicas hear each node's kubelet, so that a
+	// node is lost only once none has heard it for the grace period.
+	liveness *nodecontroller.Liveness
 	// pods is the record of bound pods the replicas share; loop follows
 	// every pod from its binding to its kubelet's report that it runs.
 	pods *nodecontroller.PodStore
@@ -76,7 +79,7 @@ type versioned[T any] struct {
 func newWorld(nodes int, grace time.Duration, ids *identities) *world {
 	w := &world{nodes: nodes, grace: grace, ids: ids, kubelets: map[*framework.Client]*kubelet.Kubelet{},
 		schedulers: map[*framework.Client]*scheduler.Scheduler{},
-		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease(),
+		ncs:        map[*nodecontroller.NodeController]bool{}, lease: nodecontroller.NewMemoryLease(), liveness: nodecontroller.NewLiveness(),
 		pods: nodecontroller.NewPodStore(), loop: newPodLoop(runBound), heard: newHeardWatch(grace)}
 	w.pods.Subscribe(w.loop.observe)
 	return w
@@ -129,7 +132,7 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 		return nil, err
 	}
 	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
-		Server: server, Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods,
+		Server: server, Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods, Liveness: w.liveness,
 		Evicted: w.loop.evicted})
 	if err != nil {
 		return nil, err

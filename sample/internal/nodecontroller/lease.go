@@ -45,11 +45,21 @@ type Lease interface {
 // hears no kubelet, not a free or lapsed one: a replica that has just
 // started claims so until it has run a TTL (time for kubelets to reach
 // it before it competes for a free lease).
+//
+// Nodes is how many nodes the claimant knows. A claim takes the lease from
+// a running holder that hears no kubelet only if it knows as many nodes as
+// the holder did when it last claimed, so that a replica that has heard
+// from only some of the kubelets' nodes does not take over and publish
+// the others as gone; unless Overdue: it has waited long enough for the
+// rest (the node controller waits half the nodes' grace period, after
+// which the holder would mark them Unknown anyway).
 type Claim struct {
 	Holder        string
 	TTL           time.Duration
 	HearsKubelets bool
 	TakeOver      bool
+	Nodes         int
+	Overdue       bool
 }
 
 // leaseRecord is the state of a lease: who holds it, until when, and
@@ -58,18 +68,19 @@ type leaseRecord struct {
 	Holder        string    `json:"holder"`
 	Until         time.Time `json:"until"`
 	HearsKubelets bool      `json:"hearsKubelets,omitempty"`
+	Nodes         int       `json:"nodes,omitempty"`
 }
 
 // acquire applies an Acquire to a record, at now.
 func (r *leaseRecord) acquire(c Claim, now time.Time) bool {
 	running := r.Holder != "" && now.Before(r.Until)
-	if running && r.Holder != c.Holder && (r.HearsKubelets || !c.HearsKubelets) {
+	if running && r.Holder != c.Holder && (r.HearsKubelets || !c.HearsKubelets || (c.Nodes < r.Nodes && !c.Overdue)) {
 		return false
 	}
 	if c.TakeOver && (!running || r.Holder == c.Holder) {
 		return false
 	}
-	*r = leaseRecord{Holder: c.Holder, Until: now.Add(c.TTL), HearsKubelets: c.HearsKubelets}
+	*r = leaseRecord{Holder: c.Holder, Until: now.Add(c.TTL), HearsKubelets: c.HearsKubelets, Nodes: c.Nodes}
 	return true
 }
 

@@ -84,6 +84,11 @@ type Config struct {
 	// Pods is the record of bound pods, shared by replicas; nil for one of
 	// the node controller's own (right for a single node controller).
 	Pods *PodStore
+	// Liveness, if set, is the record of which replicas hear each node's
+	// kubelet, shared by replicas: a node's grace period then ends in
+	// Unknown only once no replica has held a session of its kubelet for
+	// NodeGrace. Nil: the replica judges by its own sessions.
+	Liveness *Liveness
 	// Evicted, if set, is called with every eviction that unbound pods
 	// (Evict, for preemption), once they are unbound.
 	Evicted func(Eviction)
@@ -261,6 +266,7 @@ func (n *NodeController) elect() {
 	defer close(n.elected)
 	id := n.srv.Instance()
 	started := time.Now()
+	var caughtUpAt time.Time // since when it has caught up without leading
 	tick := time.NewTicker(n.cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	for {
@@ -272,10 +278,19 @@ func (n *NodeController) elect() {
 		// as it has caught up, without waiting a TTL for kubelets to
 		// arrive as it does for a free lease, since that leader's nodes
 		// become Unknown when their grace period ends.
+		// It takes over from a leader that hears no kubelet only once it
+		// knows as many nodes as that leader does, or half the nodes' grace
+		// period after it first could (Claim.Nodes).
 		sessions, caughtUp := n.standing()
-		claim := Claim{Holder: id, TTL: n.cfg.LeaseTTL, HearsKubelets: sessions > 0}
+		claim := Claim{Holder: id, TTL: n.cfg.LeaseTTL, HearsKubelets: sessions > 0, Nodes: len(n.Health())}
+		if !caughtUp || n.Leader() {
+			caughtUpAt = time.Time{}
+		} else if caughtUpAt.IsZero() {
+			caughtUpAt = time.Now()
+		}
 		if n.Leader() || caughtUp {
 			claim.TakeOver = !n.Leader() && time.Since(started) < n.cfg.LeaseTTL
+			claim.Overdue = !caughtUpAt.IsZero() && time.Since(caughtUpAt) >= n.cfg.NodeGrace/2
 			held, err := n.cfg.Lease.Acquire(claim)
 			if err != nil {
 				n.logger.Warn("lease", "err", err)
@@ -401,6 +416,9 @@ func (n *NodeController) Close() {
 	n.mu.Unlock()
 	if !already {
 		n.unwatch()
+		if n.cfg.Liveness != nil {
+			n.cfg.Liveness.leave(n.srv.Instance(), n.cfg.Clock.Now())
+		}
 	}
 	if n.stop != nil && !already {
 		close(n.stop)
@@ -477,6 +495,9 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 		}
 	}
 	n.instances[instance] = st.NodeName
+	if n.cfg.Liveness != nil {
+		n.cfg.Liveness.learn(instance, st.NodeName)
+	}
 	n.publishLocked(nd)
 	n.applied(ctx)
 	return &nsv2.Ack{Accepted: true}, nil
@@ -635,6 +656,9 @@ func (n *NodeController) peerJoined(info framework.SessionInfo) {
 	if info.Contract != nsv1.Contract.Name() {
 		return
 	}
+	if n.cfg.Liveness != nil {
+		n.cfg.Liveness.hold(info.Peer.Instance, n.srv.Instance())
+	}
 	n.rejoined(info.Peer.Instance)
 	n.resyncUnlessKnown(info.Peer.Instance)
 }
@@ -688,6 +712,9 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 	if info.Contract != nsv1.Contract.Name() {
 		return
 	}
+	if n.cfg.Liveness != nil {
+		n.cfg.Liveness.release(info.Peer.Instance, n.srv.Instance(), n.cfg.Clock.Now())
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.unbindLocked(info.Peer.Instance)
@@ -703,14 +730,30 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 	lost := n.cfg.Clock.Now()
 	endGraceLocked(nd)
 	nd.lost = lost
-	nd.grace = n.cfg.Clock.AfterFunc(n.cfg.NodeGrace, func() {
+	n.graceLocked(nd, lost, n.cfg.NodeGrace)
+}
+
+// graceLocked runs the rest of a node's grace period, which began when
+// its kubelet's session was lost at lost: after wait, unless the kubelet
+// held a session again by then, the node becomes Unknown, or, with a
+// Liveness, its grace period goes on for as long as another replica hears
+// the kubelet, and for NodeGrace after the last one stopped.
+func (n *NodeController) graceLocked(nd *node, lost time.Time, wait time.Duration) {
+	nd.grace = n.cfg.Clock.AfterFunc(wait, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if nd.lost.Equal(lost) && !n.closed {
-			nd.unknown, nd.unknownAt = true, n.cfg.Clock.Now()
-			n.logger.Info("node lost: its kubelet held no session for the grace period", "node", nd.name, "grace", n.cfg.NodeGrace)
-			n.publishLocked(nd)
+		if !nd.lost.Equal(lost) || n.closed {
+			return
 		}
+		if n.cfg.Liveness != nil {
+			if left := n.cfg.Liveness.graceLeft(nd.name, n.cfg.NodeGrace, n.cfg.Clock.Now()); left > 0 {
+				n.graceLocked(nd, lost, left)
+				return
+			}
+		}
+		nd.unknown, nd.unknownAt = true, n.cfg.Clock.Now()
+		n.logger.Info("node lost: its kubelet held no session for the grace period", "node", nd.name, "grace", n.cfg.NodeGrace)
+		n.publishLocked(nd)
 	})
 }
 
