@@ -32,7 +32,8 @@ import (
 // already; under -race, generating the corpus in this process takes seven
 // times as long); one `go test -c` builds every generated package and the
 // check, without vet (the check is a list of calls, and vet's facts for the
-// generated packages would cost a second pass over them), in a folder
+// generated packages would cost a second pass over them) and without
+// optimising them ([corpusBuildFlags]), in a folder
 // that stays the same from run to run so that the build cache serves a
 // rerun ([corpusModuleDir]); the binary runs the cases in parallel. Each
 // step's time is logged.
@@ -73,7 +74,7 @@ func TestRealWorld(t *testing.T) {
 	// In the module's folder, so that go test -c does not link it again
 	// when nothing changed.
 	bin := filepath.Join(tmp, "check.test")
-	build := exec.Command("go", "test", "-c", "-vet=off", "-o", bin, "./check")
+	build := exec.Command("go", append([]string{"test", "-c", "-vet=off", "-o", bin}, append(corpusBuildFlags, "./check")...)...)
 	build.Dir = tmp
 	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -96,6 +97,22 @@ func TestRealWorld(t *testing.T) {
 	if len(summary) == 0 {
 		t.Fatalf("the corpus check printed no summary:\n%s", lastLines(out, 50))
 	}
+}
+
+// corpusBuildFlags are the flags of the corpus module's build beyond -c
+// and -vet=off. The generated packages (214,000 lines, a third of them
+// the Pod package) are compiled without optimisation, inlining and DWARF,
+// and the test binary is linked without DWARF: the check runs each
+// generated function a few dozen times, so the optimiser's work is never
+// paid back, and nobody debugs the binary. This cuts the compile's CPU by
+// about a third (docs/codegen.md). The dependencies (framework,
+// jsonschema/v5, the standard library) keep the default flags, so the
+// build shares them with make test's other builds without -race. What is
+// checked does not change: optimisation does not change what Go code
+// means.
+var corpusBuildFlags = []string{
+	"-gcflags=github.com/lockstep-dev/lockstep/codegen/realworldcheck/...=-N -l -dwarf=false",
+	"-ldflags=-w",
 }
 
 // corpusModuleDir returns the folder of the temporary module, locked for
