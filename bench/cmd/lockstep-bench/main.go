@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bench/internal/report"
 	"github.com/lockstep-dev/lockstep/bench/internal/results"
+	"github.com/lockstep-dev/lockstep/bench/internal/scratch"
 	"github.com/lockstep-dev/lockstep/bench/internal/suite"
 )
 
@@ -41,6 +42,16 @@ func main() {
 	}
 
 	started := time.Now()
+	// No temporary folder outlives a run: an interrupted one removes its
+	// own, and the folders of runs that were killed outright go now.
+	scratch.RemoveOnSignal(os.Stderr)
+	stale, err := scratch.SweepStale("")
+	for _, dir := range stale {
+		fmt.Fprintf(os.Stderr, "lockstep-bench: removed %s, left by a run that is gone\n", dir)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockstep-bench: removing the folders of runs that are gone: %v\n", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fail(err)

@@ -4,16 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/lockstep-dev/lockstep/bench/internal/scratch"
 )
 
 // etcdServer is an embedded, single-member etcd with its data in a
-// temporary folder removed when it stops. Its writes are durable: the WAL
+// temporary folder removed when it stops (or when the run is interrupted:
+// package scratch). Its writes are durable: the WAL
 // is fsynced, as etcd runs by default.
 type etcdServer struct {
 	e   *embed.Etcd
@@ -22,7 +24,7 @@ type etcdServer struct {
 }
 
 func startEtcd() (*etcdServer, error) {
-	dir, err := os.MkdirTemp("", "lockstep-bench-etcd-")
+	dir, err := scratch.Dir("etcd")
 	if err != nil {
 		return nil, err
 	}
@@ -46,14 +48,14 @@ func startEtcd() (*etcdServer, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = scratch.Remove(dir)
 		return nil, err
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		e.Close()
-		_ = os.RemoveAll(dir)
+		_ = scratch.Remove(dir)
 		return nil, errors.New("embedded etcd did not become ready within 30s")
 	}
 	return &etcdServer{e: e, dir: dir, url: curl.String()}, nil
@@ -71,5 +73,5 @@ func (s *etcdServer) stop() error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("embedded etcd did not stop within 10s")
 	}
-	return os.RemoveAll(s.dir)
+	return scratch.Remove(s.dir)
 }

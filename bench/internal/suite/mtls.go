@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/lockstep-dev/lockstep/bench/internal/scratch"
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/certs"
 )
@@ -24,7 +24,7 @@ import (
 // certificate naming a kubelet, both sides presenting theirs and checking
 // the other's. lockstep's credentials are read from files, as a cluster
 // mounts them, so the material is also written to a temporary folder,
-// removed by close; the anchors take the same certificates as tls.Configs.
+// removed by close (or when the run is interrupted: package scratch); the anchors take the same certificates as tls.Configs.
 type trust struct {
 	dir string
 	// server and client are lockstep's credentials (ServerConfig.MTLS, and
@@ -48,7 +48,7 @@ func newTrust() (t *trust, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "lockstep-bench-tls-")
+	dir, err := scratch.Dir("tls")
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func childCredentials(dir, base string) (*framework.Credentials, error) {
 }
 
 // close removes the material's folder.
-func (t *trust) close() error { return os.RemoveAll(t.dir) }
+func (t *trust) close() error { return scratch.Remove(t.dir) }
 
 // serverConfig is the suite's nodecontroller (serverConfig) under mutual TLS.
 func (t *trust) serverConfig() framework.ServerConfig {
