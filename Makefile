@@ -52,7 +52,7 @@ TESTFLAGS ?=
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
 FUZZTIME  ?= 30s
 
-.PHONY: test vet check-generated check-workspace sync-workspace generate demo fuzz soak bench bench-quick bench-framework
+.PHONY: test vet check-generated check-workspace sync-workspace generate demo fuzz soak bench bench-quick bench-reconnect bench-framework
 .PHONY: test-phases test-race test-norace test-alone vet-race vet-norace
 
 ## test: vet, check generated code is fresh and the workspace resolves each
@@ -164,6 +164,13 @@ bench:
 bench-quick:
 	@mkdir -p bench/out
 	cd bench && $(GO) run ./cmd/lockstep-bench -quick -rounds 1 -out out/benchmarks.md
+
+## bench-reconnect: the reconnect gap (P6) and crash detection alone, at
+## their full length, into docs/bench/crash-reconnect.md with its plot
+## (about 3 minutes): the report design.md cites for the prober.
+bench-reconnect:
+	cd bench && $(GO) run ./cmd/lockstep-bench -only reconnect,crash -written-by 'make bench-reconnect' \
+	  -out ../docs/bench/crash-reconnect.md -plots crash-reconnect
 
 ## bench-framework: the framework's own Go benchmarks, with the machine's
 ## facts, into docs/bench/latest.txt (their analysis is in

@@ -28,6 +28,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds per variant")
 	out := flag.String("out", "../docs/benchmarks.md", "the report to write")
 	plots := flag.String("plots", "bench", "the plots' folder, relative to the report's")
+	writtenBy := flag.String("written-by", "make bench", "the command the report says writes it")
 	only := flag.String("only", "", "comma-separated workloads to run (default: all): "+strings.Join(workloads, ","))
 	serve := flag.String("serve", "", "internal: serve this kind of server (lockstep, grpc) as a workload's server process")
 	addr := flag.String("addr", "", "internal: the address -serve listens on (or, for the client kinds, calls)")
@@ -87,7 +88,12 @@ func main() {
 			s.Results.Failures[name] = err.Error()
 		}
 	}
-	w := s.Write(facts(started), *plots)
+	// The report links to the other docs from wherever it is written.
+	docs, err := filepath.Rel(filepath.Dir(*out), "../docs")
+	if err != nil {
+		docs = "."
+	}
+	w := s.Write(facts(started), *plots, results.Run{WrittenBy: *writtenBy, Docs: filepath.ToSlash(docs)})
 	dir := filepath.Join(filepath.Dir(*out), *plots)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fail(err)

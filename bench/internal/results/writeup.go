@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,10 @@ type Run struct {
 	// ValidationMismatches names the corpus documents the validators of
 	// the validation workload disagreed on.
 	ValidationMismatches []string
+	// WrittenBy is the command that writes the report ("make bench" when
+	// empty), and Docs the path from the report's folder to docs/ ("."
+	// when empty), for the preamble's links.
+	WrittenBy, Docs string
 }
 
 // pick returns quick for a quick run, full otherwise.
@@ -57,7 +62,7 @@ func Write(run Run, r *Results, facts [][2]string, plotDir string) Writeup {
 	}
 	w.out.Doc = report.Doc{
 		Title:    "Benchmarks",
-		Preamble: preamble,
+		Preamble: preamble(run.WrittenBy, run.Docs),
 		Facts:    facts,
 	}
 	w.unary()
@@ -90,8 +95,24 @@ func (w *writeup) failures() {
 		Intro: "These stopped with an error; what they measured before it is above.", Tables: []report.Table{t}})
 }
 
-const preamble = `
-Written by ` + "`make bench`" + ` (the comparison suite in the nested module ` + "`bench/`" + `;
+// preamble is the report's opening: who writes it, the method, the
+// flagging of rounds on a busy host.
+func preamble(writtenBy, docs string) string {
+	if writtenBy == "" {
+		writtenBy = "make bench"
+	}
+	if docs == "" {
+		docs = "."
+	}
+	prefix := path.Clean(docs) + "/"
+	if prefix == "./" {
+		prefix = ""
+	}
+	return strings.NewReplacer("WRITTEN_BY", writtenBy, "DOCS/", prefix).Replace(preambleText)
+}
+
+const preambleText = `
+Written by ` + "`WRITTEN_BY`" + ` (the comparison suite in the nested module ` + "`bench/`" + `;
 ` + "`make bench-quick`" + ` checks it in a few seconds); do not edit by hand. The method
 and the targets are the project's benchmark rules: client and server in one
 process over 127.0.0.1 on the shared NodeStatus→Ack message, plaintext on
@@ -101,7 +122,7 @@ every figure is the median over the rounds, and every ratio is taken
 between two medians of this very run. CPU is the whole process's (client and
 server) user plus system time per operation. The framework's own
 micro-benchmarks (` + "`go test -bench`" + `) and their analysis are in
-[framework-benchmarks.md](framework-benchmarks.md).
+[framework-benchmarks.md](DOCS/framework-benchmarks.md).
 
 Before each round the suite samples the host's idle share over 250 ms
 (` + "`/proc/stat`" + `); a round that would start under 90 % idle is put off and

@@ -138,8 +138,9 @@ func summary(m map[string]float64) string {
 }
 
 // Write builds the report of what s measured; facts are the machine and
-// run facts, plotDir the plots' folder relative to the report.
-func (s *Suite) Write(facts [][2]string, plotDir string) results.Writeup {
-	return results.Write(results.Run{Quick: s.cfg.Quick, Rounds: s.cfg.Rounds, ValidationMismatches: s.validationMismatches},
-		s.Results, facts, plotDir)
+// run facts, plotDir the plots' folder relative to the report, page the
+// report's WrittenBy and Docs (the rest of the run is s's).
+func (s *Suite) Write(facts [][2]string, plotDir string, page results.Run) results.Writeup {
+	page.Quick, page.Rounds, page.ValidationMismatches = s.cfg.Quick, s.cfg.Rounds, s.validationMismatches
+	return results.Write(page, s.Results, facts, plotDir)
 }
