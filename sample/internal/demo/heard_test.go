@@ -27,9 +27,9 @@ func TestNodesStayKnownCatchesNodesLostWhileTheirKubeletWasHeard(t *testing.T) {
 	// second, node-001's at t0+2.5s; a scheduler's session is no node's.
 	h.sample(t0.Add(200*time.Millisecond), [][]framework.SessionInfo{
 		{session("node-000.k1", time.Second), {Contract: nhv1.Contract.Name(), Peer: handshake.Peer{Instance: "node-009.s"}}},
-		{session("node-000.k1", 200 * time.Millisecond)},
+		{session("node-000.k1", 200*time.Millisecond)},
 	})
-	h.sample(t0.Add(2600*time.Millisecond), [][]framework.SessionInfo{{session("node-001.k1", 100 * time.Millisecond)}})
+	h.sample(t0.Add(2600*time.Millisecond), [][]framework.SessionInfo{{session("node-001.k1", 100*time.Millisecond)}})
 	// Heard again after the verdicts below.
 	h.sample(t0.Add(5*time.Second), [][]framework.SessionInfo{{session("node-000.k2", 0), session("node-001.k2", 0)}})
 

@@ -44,4 +44,23 @@ func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 	assert.ErrorContains(t, late.check(false), "1 not yet")
 	late.observe("c", running("node-000"))
 	assert.ErrorContains(t, late.check(false), "1 pod(s) ran later than")
+
+	// While the kubelet has a node without a compatible node controller
+	// (an outage), a pod's wait does not count; before and after it does.
+	out := newPodLoop(time.Second)
+	clock = out.origin
+	out.now = func() time.Time { return clock }
+	out.bound(extv2.PodRef{UID: "d"}, "node-000")
+	clock = clock.Add(500 * time.Millisecond)
+	out.kubelet(false)
+	clock = clock.Add(10 * time.Second)
+	assert.NoError(t, out.check(false), "an outage of 10s, 500ms waited besides it")
+	out.kubelet(true)
+	clock = clock.Add(400 * time.Millisecond)
+	out.kubelet(true)
+	assert.NoError(t, out.check(false), "900ms waited besides the outage")
+	clock = clock.Add(200 * time.Millisecond)
+	assert.ErrorContains(t, out.check(false), "placed on node-000 11.1s ago (1.1s besides outages), is not reported Running")
+	out.observe("d", running("node-000"))
+	assert.ErrorContains(t, out.check(false), "1 pod(s) ran later than 1s after they were placed, besides the kubelet's outages")
 }

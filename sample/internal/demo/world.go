@@ -306,6 +306,17 @@ func (w *world) current() (*nodecontroller.NodeController, *scheduler.Scheduler)
 	return nil, w.sched
 }
 
+// kubeletConnected reports whether every node of the latest kubelet holds
+// a session with a compatible node controller.
+func (w *world) kubeletConnected() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.allKubelets) == 0 {
+		return false
+	}
+	return w.allKubelets[len(w.allKubelets)-1].c.Ready() == nil
+}
+
 // replicas returns the running node controller replicas.
 func (w *world) replicas() []*nodecontroller.NodeController {
 	w.mu.Lock()
@@ -433,7 +444,10 @@ func (w *world) config() upgradesim.Config {
 			{Name: "evictions-made-room", During: func(*upgradesim.Cluster) error { return w.loop.checkEvictions(false) },
 				After: func(context.Context, *upgradesim.Cluster) error { return w.loop.checkEvictions(true) }},
 			{Name: "pods-preempted", After: func(context.Context, *upgradesim.Cluster) error { return w.loop.preempted() }},
-			{Name: "pods-run-where-placed", During: func(*upgradesim.Cluster) error { return w.loop.check(false) },
+			{Name: "pods-run-where-placed", During: func(*upgradesim.Cluster) error {
+				w.loop.kubelet(w.kubeletConnected())
+				return w.loop.check(false)
+			},
 				After: func(context.Context, *upgradesim.Cluster) error { return w.loop.check(true) }},
 			{Name: "pods-scheduled-after-upgrade", After: func(context.Context, *upgradesim.Cluster) error {
 				_, s := w.current()
