@@ -25,6 +25,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/lockstep-dev/lockstep/codegen"
 	"github.com/lockstep-dev/lockstep/codegen/contract"
@@ -54,33 +56,62 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(dirs) == 0 {
 		dirs = []string{"."}
 	}
+	// The folders are independent, so they are generated side by side,
+	// each writing into its own buffer; the buffers are written out in the
+	// folders' order, so the output is the same as one after the other.
+	outs := make([]bytes.Buffer, len(dirs))
+	failed := make([]bool, len(dirs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(dirs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				failed[i] = !runDir(dirs[i], len(dirs) > 1, *check, &outs[i])
+			}
+		}()
+	}
+	for i := range dirs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	status := 0
-	for _, dir := range dirs {
-		// An error names the schema's file relative to its contract's
-		// folder; with several folders, it names the folder too.
-		prefix := ""
-		if len(dirs) > 1 {
-			prefix = dir + ": "
-		}
-		if *check {
-			stale, err := codegen.Stale(dir)
-			if err != nil {
-				fmt.Fprintln(stderr, prefix+err.Error())
-				status = 1
-				continue
-			}
-			for _, f := range stale {
-				fmt.Fprintf(stderr, "%s is stale: run lockstep-gen in %s\n", f, dir)
-				status = 1
-			}
-			continue
-		}
-		if _, err := codegen.Write(dir, stderr); err != nil {
-			fmt.Fprintln(stderr, prefix+err.Error())
+	for i := range dirs {
+		_, _ = stderr.Write(outs[i].Bytes())
+		if failed[i] {
 			status = 1
 		}
 	}
 	return status
+}
+
+// runDir generates (or, with check, verifies) the package in dir, writing
+// warnings and errors to stderr, and reports whether it succeeded. An error
+// names the schema's file relative to its contract's folder; with several
+// folders (named), it names the folder too.
+func runDir(dir string, named, check bool, stderr io.Writer) bool {
+	prefix := ""
+	if named {
+		prefix = dir + ": "
+	}
+	if check {
+		stale, err := codegen.Stale(dir)
+		if err != nil {
+			fmt.Fprintln(stderr, prefix+err.Error())
+			return false
+		}
+		for _, f := range stale {
+			fmt.Fprintf(stderr, "%s is stale: run lockstep-gen in %s\n", f, dir)
+		}
+		return len(stale) == 0
+	}
+	if _, err := codegen.Write(dir, stderr); err != nil {
+		fmt.Fprintln(stderr, prefix+err.Error())
+		return false
+	}
+	return true
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
