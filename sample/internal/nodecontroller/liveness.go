@@ -25,11 +25,14 @@ type Liveness struct {
 	node     map[string]string
 	held     map[string]map[string]bool
 	released map[string]time.Time
+	// since is when a replica first held a session of each instance.
+	since map[string]time.Time
 }
 
 // NewLiveness returns an empty record.
 func NewLiveness() *Liveness {
-	return &Liveness{node: map[string]string{}, held: map[string]map[string]bool{}, released: map[string]time.Time{}}
+	return &Liveness{node: map[string]string{}, held: map[string]map[string]bool{}, released: map[string]time.Time{},
+		since: map[string]time.Time{}}
 }
 
 // learn records that a kubelet session instance reports a node.
@@ -47,12 +50,13 @@ func (l *Liveness) nodeOf(instance string) string {
 	return l.node[instance]
 }
 
-// hold records that replica holds a session of instance.
-func (l *Liveness) hold(instance, replica string) {
+// hold records that replica holds a session of instance, since at.
+func (l *Liveness) hold(instance, replica string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held[instance] == nil {
 		l.held[instance] = map[string]bool{}
+		l.since[instance] = at
 	}
 	l.held[instance][replica] = true
 }
@@ -71,6 +75,7 @@ func (l *Liveness) releaseLocked(instance, replica string, at time.Time) {
 	delete(l.held[instance], replica)
 	if len(l.held[instance]) == 0 {
 		delete(l.held, instance)
+		delete(l.since, instance)
 	}
 	if node := l.node[instance]; node != "" && !l.heardLocked(node) && at.After(l.released[node]) {
 		l.released[node] = at
@@ -100,15 +105,23 @@ func (l *Liveness) heardLocked(node string) bool {
 // graceLeft returns how long node's grace period still runs at now: all
 // of grace while some replica holds a session of its kubelet, else what is
 // left of grace since the last such session was lost (zero or less: the
-// node is lost).
+// node is lost). A session no replica knows the node of yet (a new
+// kubelet's, before its first report) may be this node's: until it has
+// been held for grace, the grace period runs on for it.
 func (l *Liveness) graceLeft(node string, grace time.Duration, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.heardLocked(node) {
 		return grace
 	}
+	left := time.Duration(0)
 	if at, ok := l.released[node]; ok {
-		return at.Add(grace).Sub(now)
+		left = at.Add(grace).Sub(now)
 	}
-	return 0
+	for instance, at := range l.since {
+		if l.node[instance] == "" {
+			left = max(left, at.Add(grace).Sub(now))
+		}
+	}
+	return left
 }

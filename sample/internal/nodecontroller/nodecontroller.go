@@ -657,7 +657,7 @@ func (n *NodeController) peerJoined(info framework.SessionInfo) {
 		return
 	}
 	if n.cfg.Liveness != nil {
-		n.cfg.Liveness.hold(info.Peer.Instance, n.srv.Instance())
+		n.cfg.Liveness.hold(info.Peer.Instance, n.srv.Instance(), n.cfg.Clock.Now())
 	}
 	n.rejoined(info.Peer.Instance)
 	n.resyncUnlessKnown(info.Peer.Instance)

@@ -101,6 +101,11 @@ func TestEndedPodsGo(t *testing.T) {
 	assert.Zero(t, k.Stats().Failed.Load())
 }
 
+// eventWait bounds a wait for an event (a node reported, pods running): it
+// ends as soon as the event happens, and on a loaded machine the
+// kubelet's informer and reports take seconds.
+const eventWait = 20 * time.Second
+
 // Evict unbinds pods of lower priority than the preemptor, at once, and
 // binds the preemptor in their place: the victims' assignments go, their
 // kubelet stops them and runs the preemptor. A victim of equal or higher
@@ -112,11 +117,11 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 	evicted := make(chan nodecontroller.Eviction, 4)
 	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Fork: true, Evicted: func(e nodecontroller.Eviction) { evicted <- e }})
 	k := runKubelet(t, kubelet.Config{API: "v2", Nodes: 2, ChangeEvery: -1, Client: framework.ClientConfig{Endpoints: []string{url}}})
-	require.Eventually(t, func() bool { return len(n.Health()) == 2 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(n.Health()) == 2 }, eventWait, 10*time.Millisecond)
 	cc := framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Endpoints: []string{url}}
 	c := nhv2.NewClient(frameworktest.NewClient(t, nhv2.Contract, cc))
 	c1 := nhv1.NewClient(frameworktest.NewClient(t, nhv1.Contract, cc))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*eventWait)
 	defer cancel()
 	ref := func(uid string) nhv2.PodRef { return nhv2.PodRef{Namespace: "default", Name: "pod-" + uid, UID: uid} }
 	for _, b := range []struct {
@@ -127,7 +132,7 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 		_, err := c.Bind(ctx, &nhv2.Binding{Pod: ref(b.uid), NodeName: b.node, Priority: &prio, Requests: nhv2.PodRequests{CPUMillis: 800, MemoryBytes: 1 << 30}})
 		require.NoError(t, err)
 	}
-	require.Eventually(t, func() bool { return len(k.Running(0)) == 4 && len(k.Running(1)) == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(k.Running(0)) == 4 && len(k.Running(1)) == 1 }, eventWait, 10*time.Millisecond)
 	health := func(node string) nhv2.NodeHealth {
 		for _, h := range n.Health() {
 			if h.NodeName == node {
@@ -163,7 +168,7 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 	assert.Equal(t, before.CPUMillis+1600, evictions[0].After.CPUMillis, "the room made")
 	require.Len(t, evictions[0].Victims, 2)
 	assert.Equal(t, int64(100), evictions[0].Victims[0].Priority)
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "low3", "high"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "low3", "high"}, k.Running(0)) }, eventWait, 10*time.Millisecond,
 		"the victims' kubelet stopped them, and runs the preemptor, bound in the same step")
 	assert.Len(t, health("node-000").Pods, 3)
 	_, err = c.Bind(ctx, &nhv2.Binding{Pod: ref("high"), NodeName: "node-000"})
@@ -182,7 +187,7 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 		Preemptor: nhv1.BoundPod{Namespace: "default", Name: "pod-high", UID: "high", Priority: 1000, Requests: nhv1.ResourceList{"cpu": "1", "memory": "1Gi"}}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"low3"}, res1.Evicted)
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "high"}, k.Running(0)) }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"mid", "high"}, k.Running(0)) }, eventWait, 10*time.Millisecond)
 	<-evicted
 	assert.Zero(t, k.Stats().Failed.Load())
 }
