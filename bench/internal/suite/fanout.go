@@ -80,7 +80,7 @@ var fanoutVariants = []string{results.VFanLockstep, results.VFanCopies, results.
 var fanoutOpeners = map[string]func(int) (*fanSystem, error){
 	results.VFanLockstep: openLockstepFanout(fanFeeds), results.VFanShared: openLockstepFanout(fanShared),
 	results.VFanOwnStreams: openLockstepFanout(fanOwnStreams), results.VFanCopies: openLockstepFanout(fanCopies),
-	results.VFanEtcd:       openEtcdFanout(true), results.VFanEtcdRaw: openEtcdFanout(false),
+	results.VFanEtcd: openEtcdFanout(true), results.VFanEtcdRaw: openEtcdFanout(false),
 	results.VFanGRPC: openGRPCFanout(true), results.VFanGRPCRaw: openGRPCFanout(false),
 }
 
