@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -73,16 +72,6 @@ type beatGroup struct {
 	// now asks for a beat at once: the address's prober saw a connection
 	// closed and something listening there (prober.go).
 	now chan struct{}
-	// lastOK is when the server last answered a heartbeat of the group
-	// (or the group last had nothing due), in unix nanoseconds.
-	lastOK atomic.Int64
-}
-
-// sinceOK is how long ago the server last answered one of the group's
-// heartbeats: a failure is forgiven until the sessions would have lapsed
-// anyway.
-func (g *beatGroup) sinceOK() time.Duration {
-	return g.h.clock.Since(time.Unix(0, g.lastOK.Load()))
 }
 
 // add starts heartbeating sess for e.
@@ -131,31 +120,14 @@ func (h *Heartbeats) remove(e *endpoint, sess *clientSession) {
 	}
 }
 
-// maxBeatsInFlight bounds the heartbeats a group has under way at once.
-// A heartbeat renews its sessions when it reaches the server, not when
-// its answer comes back: on a starved machine a round trip can take
-// longer than the sessions' TTL, and a group that waited for each answer
-// before sending the next would renew them once per round trip and let
-// them lapse, though every heartbeat arrived. So the next heartbeat goes
-// at its tick while the one before is still under way, and the server
-// hears from the group every interval for as long as the requests go
-// through; the bound keeps a server that answers nothing from being sent
-// more than a few.
-const maxBeatsInFlight = 4
-
 func (g *beatGroup) run() {
-	var beats sync.WaitGroup
-	defer func() {
-		beats.Wait()
-		close(g.done)
-	}()
+	defer close(g.done)
 	g.h.mu.Lock()
 	interval := g.interval
 	g.h.mu.Unlock()
 	t := g.h.clock.NewTicker(interval)
 	defer t.Stop()
-	g.lastOK.Store(g.h.clock.Now().UnixNano())
-	inFlight := make(chan struct{}, maxBeatsInFlight)
+	lastOK := g.h.clock.Now()
 	for {
 		due := interval
 		select {
@@ -169,22 +141,12 @@ func (g *beatGroup) run() {
 		}
 		tokens, members, ttl := g.due(due)
 		if len(tokens) == 0 {
-			g.lastOK.Store(g.h.clock.Now().UnixNano())
+			lastOK = g.h.clock.Now()
 			continue
 		}
-		select {
-		case inFlight <- struct{}{}:
-		default:
-			continue // as many as the bound are under way
+		if g.beat(tokens, members, ttl, g.h.clock.Since(lastOK)) {
+			lastOK = g.h.clock.Now()
 		}
-		beats.Add(1)
-		go func() {
-			defer beats.Done()
-			defer func() { <-inFlight }()
-			if g.beat(tokens, members, ttl) {
-				g.lastOK.Store(g.h.clock.Now().UnixNano())
-			}
-		}()
 	}
 }
 
@@ -215,7 +177,7 @@ func (g *beatGroup) endpointOf(sess *clientSession) *endpoint {
 
 // beat sends one heartbeat for tokens and applies the answer. It reports
 // whether the server answered.
-func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl time.Duration) bool {
+func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl, sinceOK time.Duration) bool {
 	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
@@ -240,7 +202,7 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		}
 		// A refused connection means the server is gone; other failures
 		// are forgiven until the sessions would have lapsed anyway.
-		if isDialError(err) || g.sinceOK() > ttl {
+		if isDialError(err) || sinceOK > ttl {
 			g.loseAll(members, stateUnreachable, err)
 		}
 		return false
@@ -253,7 +215,7 @@ func (g *beatGroup) beat(tokens []string, members map[string]*clientSession, ttl
 		g.h.logger.Warn("lockstep: heartbeat failed", "url", g.key.url, "err", err)
 		// A proxy answering for a dead server looks like this: give the
 		// sessions up once they would have lapsed anyway.
-		if g.sinceOK() > ttl {
+		if sinceOK > ttl {
 			g.loseAll(members, stateUnreachable, err)
 		}
 		return false

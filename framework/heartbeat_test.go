@@ -57,12 +57,12 @@ func TestIdleSessionLivesOnHeartbeatsAndALostClientIsReported(t *testing.T) {
 		}
 	}
 
-	// Idle for three TTLs of the server's clock. Each step waits for a
-	// heartbeat attempt, then moves the clock on by a heartbeat interval
-	// and scans. The client sends one an interval, a few under way at
-	// most (the next does not wait for the answer to the one before), so
-	// each scan sees the session renewed a step or a few before; without
-	// renewals it would lapse at the seventh step.
+	// Idle for three TTLs of the server's clock. A client sends its
+	// heartbeats one after another, so once it sends another the one
+	// before was answered: the session was renewed at this step's instant
+	// or the one before. Each step then moves the clock on by a heartbeat
+	// interval and scans, so each scan sees it idle for two intervals at
+	// most; without renewals it would lapse at the seventh step.
 	for step := range 3 * int(ttl/beat) {
 		n := beats.n.Load()
 		require.Eventually(t, func() bool { return beats.n.Load() > n }, 10*time.Second, 5*time.Millisecond,
