@@ -16,6 +16,24 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
+// startNodeStatusTopic starts a server that writes a NodeStatus topic of
+// a contract called name (benchgen's messages, no methods), and returns
+// the contract, the topic's writer and the server.
+func startNodeStatusTopic(t *testing.T, name string) (*framework.Contract, *framework.TopicWriter[benchgen.NodeStatus], *frameworktest.Running) {
+	m := benchgen.Contract.Model()
+	m.Name = name
+	m.Methods = map[string]handshake.Method{}
+	m.Topics = map[string]handshake.Topic{
+		"NodeStatus": {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
+	}
+	contract := framework.MustContract(m)
+	var writer *framework.TopicWriter[benchgen.NodeStatus]
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
+		writer = framework.ServeTopic[benchgen.NodeStatus](s, contract, "NodeStatus")
+	})
+	return contract, writer, srv
+}
+
 // TestInformerObjectsKeepTheirStringsAcrossFrames guards the shared
 // decode: the informers of a feed decode generated messages without
 // copying the frame, so the objects' strings are slices of the frames
@@ -26,17 +44,7 @@ import (
 // every object either was handed keeps, at the end, exactly the strings
 // it had when it was handed over.
 func TestInformerObjectsKeepTheirStringsAcrossFrames(t *testing.T) {
-	m := benchgen.Contract.Model()
-	m.Name = "sharedecode"
-	m.Methods = map[string]handshake.Method{}
-	m.Topics = map[string]handshake.Topic{
-		"NodeStatus": {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
-	}
-	contract := framework.MustContract(m)
-	var writer *framework.TopicWriter[benchgen.NodeStatus]
-	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
-		writer = framework.ServeTopic[benchgen.NodeStatus](s, contract, "NodeStatus")
-	})
+	contract, writer, srv := startNodeStatusTopic(t, "sharedecode")
 	node := func(n, gen int) *benchgen.NodeStatus {
 		name := fmt.Sprintf("node-%03d", n)
 		return &benchgen.NodeStatus{
@@ -110,17 +118,7 @@ func TestInformerObjectsKeepTheirStringsAcrossFrames(t *testing.T) {
 func TestFeedDecodesOnceAndEachInformerHoldsACopy(t *testing.T) {
 	for _, each := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DecodeEach=%v", each), func(t *testing.T) {
-			m := benchgen.Contract.Model()
-			m.Name = "decodeonce"
-			m.Methods = map[string]handshake.Method{}
-			m.Topics = map[string]handshake.Topic{
-				"NodeStatus": {Object: "NodeStatus", Key: "nodeName", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete},
-			}
-			contract := framework.MustContract(m)
-			var writer *framework.TopicWriter[benchgen.NodeStatus]
-			srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
-				writer = framework.ServeTopic[benchgen.NodeStatus](s, contract, "NodeStatus")
-			})
+			contract, writer, srv := startNodeStatusTopic(t, "decodeonce")
 			reason, at := "KubeletReady", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 			node := func(n, gen int) *benchgen.NodeStatus {
 				name := fmt.Sprintf("node-%03d", n)
