@@ -202,7 +202,9 @@ func indexOf(fs []*gomodel.Field, f *gomodel.Field) int {
 // copyRef emits statements that make dst, of type r, a deep copy of src
 // (both addressable expressions). Named types are copied by their
 // deepCopyInto; in a named slice or map type's own method (self), its
-// shape is spelled out instead.
+// shape is spelled out instead. A nil src leaves dst as it is: every
+// dst is a zero value (a new element, variable or pointee) or a field
+// that *out = *m already set to the same nil.
 func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self bool) {
 	goType := gomodel.GoString(r)
 	r = r.Resolve()
@@ -237,8 +239,6 @@ func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self b
 		c.line("%s := new(%s)", p, gomodel.GoString(elem))
 		g.copyRef(c, elem, "(*"+src+")", "(*"+p+")", false)
 		c.line("%s = %s", dst, p)
-		c.line("} else {")
-		c.line("%s = nil", dst)
 		c.line("}")
 	case gomodel.RefSlice:
 		s, i := c.fresh("s"), c.fresh("i")
@@ -252,8 +252,6 @@ func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self b
 			c.line("}")
 		}
 		c.line("%s = %s", dst, s)
-		c.line("} else {")
-		c.line("%s = nil", dst)
 		c.line("}")
 	case gomodel.RefMap:
 		if g.copies.ref(elem) == copyValue {
@@ -271,8 +269,6 @@ func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self b
 		c.line("%s[%s] = %s", mm, k, e)
 		c.line("}")
 		c.line("%s = %s", dst, mm)
-		c.line("} else {")
-		c.line("%s = nil", dst)
 		c.line("}")
 	}
 }

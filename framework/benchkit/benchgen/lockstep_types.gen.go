@@ -759,8 +759,6 @@ func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
 			m.Conditions[i2].deepCopyInto(&s1[i2])
 		}
 		out.Conditions = s1
-	} else {
-		out.Conditions = nil
 	}
 	m.Capacity.deepCopyInto(&out.Capacity)
 	m.Allocatable.deepCopyInto(&out.Allocatable)
@@ -768,16 +766,12 @@ func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
 		s3 := make([]NodeAddress, len(m.Addresses))
 		copy(s3, m.Addresses)
 		out.Addresses = s3
-	} else {
-		out.Addresses = nil
 	}
 	m.NodeInfo.deepCopyInto(&out.NodeInfo)
 	if m.Images != nil {
 		s5 := make([]string, len(m.Images))
 		copy(s5, m.Images)
 		out.Images = s5
-	} else {
-		out.Images = nil
 	}
 }
 

@@ -568,8 +568,6 @@ func (m *Item) deepCopyInto(out *Item) {
 		s1 := make([]string, len(m.Tags))
 		copy(s1, m.Tags)
 		out.Tags = s1
-	} else {
-		out.Tags = nil
 	}
 }
 
@@ -663,8 +661,6 @@ func (m *Names) deepCopyInto(out *Names) {
 		s1 := make(Names, len((*m)))
 		copy(s1, (*m))
 		(*out) = s1
-	} else {
-		(*out) = nil
 	}
 }
 

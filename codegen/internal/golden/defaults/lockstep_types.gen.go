@@ -387,8 +387,6 @@ func (m *Settings) deepCopyInto(out *Settings) {
 		s2 := make([]string, len(m.Tags))
 		copy(s2, m.Tags)
 		out.Tags = s2
-	} else {
-		out.Tags = nil
 	}
 	out.Labels = maps.Clone(m.Labels)
 	if m.Limits != nil {

@@ -271,8 +271,6 @@ func (m *Enums) deepCopyInto(out *Enums) {
 		s2 := make([]Color, len(m.More))
 		copy(s2, m.More)
 		out.More = s2
-	} else {
-		out.More = nil
 	}
 }
 

@@ -332,8 +332,6 @@ func (m *Formats) deepCopyInto(out *Formats) {
 		s2 := make([]time.Time, len(m.History))
 		copy(s2, m.History)
 		out.History = s2
-	} else {
-		out.History = nil
 	}
 }
 

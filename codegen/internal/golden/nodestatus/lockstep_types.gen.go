@@ -328,8 +328,6 @@ func (m *BenchNodeStatus) deepCopyInto(out *BenchNodeStatus) {
 			m.Conditions[i2].deepCopyInto(&s1[i2])
 		}
 		out.Conditions = s1
-	} else {
-		out.Conditions = nil
 	}
 	m.Capacity.deepCopyInto(&out.Capacity)
 	m.Allocatable.deepCopyInto(&out.Allocatable)
@@ -337,16 +335,12 @@ func (m *BenchNodeStatus) deepCopyInto(out *BenchNodeStatus) {
 		s3 := make([]NodeAddress, len(m.Addresses))
 		copy(s3, m.Addresses)
 		out.Addresses = s3
-	} else {
-		out.Addresses = nil
 	}
 	m.NodeInfo.deepCopyInto(&out.NodeInfo)
 	if m.Images != nil {
 		s5 := make([]string, len(m.Images))
 		copy(s5, m.Images)
 		out.Images = s5
-	} else {
-		out.Images = nil
 	}
 }
 

@@ -564,8 +564,6 @@ func (m *Tree) deepCopyInto(out *Tree) {
 			m.Children[i2].deepCopyInto(&s1[i2])
 		}
 		out.Children = s1
-	} else {
-		out.Children = nil
 	}
 }
 

@@ -679,8 +679,6 @@ func (m *Order) deepCopyInto(out *Order) {
 		s1 := make([]Line, len(m.Lines))
 		copy(s1, m.Lines)
 		out.Lines = s1
-	} else {
-		out.Lines = nil
 	}
 }
 

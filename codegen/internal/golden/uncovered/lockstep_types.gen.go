@@ -725,15 +725,11 @@ func (m *UniqueObjects) deepCopyInto(out *UniqueObjects) {
 			m.Labels[i2].deepCopyInto(&s1[i2])
 		}
 		out.Labels = s1
-	} else {
-		out.Labels = nil
 	}
 	if m.Names != nil {
 		s3 := make([]string, len(m.Names))
 		copy(s3, m.Names)
 		out.Names = s3
-	} else {
-		out.Names = nil
 	}
 }
 

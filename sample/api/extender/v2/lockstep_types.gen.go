@@ -333,8 +333,6 @@ func (m *FilterRequest) deepCopyInto(out *FilterRequest) {
 		s1 := make([]string, len(m.Nodes))
 		copy(s1, m.Nodes)
 		out.Nodes = s1
-	} else {
-		out.Nodes = nil
 	}
 }
 
@@ -519,8 +517,6 @@ func (m *FilterResponse) deepCopyInto(out *FilterResponse) {
 		s1 := make([]string, len(m.Feasible))
 		copy(s1, m.Feasible)
 		out.Feasible = s1
-	} else {
-		out.Feasible = nil
 	}
 	if m.Failed != nil {
 		s3 := make([]NodeFailure, len(m.Failed))
@@ -528,8 +524,6 @@ func (m *FilterResponse) deepCopyInto(out *FilterResponse) {
 			m.Failed[i4].deepCopyInto(&s3[i4])
 		}
 		out.Failed = s3
-	} else {
-		out.Failed = nil
 	}
 }
 
@@ -1114,8 +1108,6 @@ func (m *PodRef) deepCopyInto(out *PodRef) {
 			m.Tolerations[i3].deepCopyInto(&s2[i3])
 		}
 		out.Tolerations = s2
-	} else {
-		out.Tolerations = nil
 	}
 }
 
@@ -1325,8 +1317,6 @@ func (m *PreemptRequest) deepCopyInto(out *PreemptRequest) {
 			m.Candidates[i2].deepCopyInto(&s1[i2])
 		}
 		out.Candidates = s1
-	} else {
-		out.Candidates = nil
 	}
 }
 
@@ -1490,8 +1480,6 @@ func (m *PreemptRequestCandidatesItem) deepCopyInto(out *PreemptRequestCandidate
 			m.Victims[i2].deepCopyInto(&s1[i2])
 		}
 		out.Victims = s1
-	} else {
-		out.Victims = nil
 	}
 	if m.PdbViolations != nil {
 		p3 := new(int64)
@@ -1652,8 +1640,6 @@ func (m *PreemptResponse) deepCopyInto(out *PreemptResponse) {
 			m.Candidates[i2].deepCopyInto(&s1[i2])
 		}
 		out.Candidates = s1
-	} else {
-		out.Candidates = nil
 	}
 }
 
@@ -1810,8 +1796,6 @@ func (m *PreemptResponseCandidatesItem) deepCopyInto(out *PreemptResponseCandida
 		s1 := make([]string, len(m.Victims))
 		copy(s1, m.Victims)
 		out.Victims = s1
-	} else {
-		out.Victims = nil
 	}
 	if m.PdbViolations != nil {
 		p3 := new(int64)
@@ -1971,8 +1955,6 @@ func (m *PrioritizeRequest) deepCopyInto(out *PrioritizeRequest) {
 		s1 := make([]string, len(m.Nodes))
 		copy(s1, m.Nodes)
 		out.Nodes = s1
-	} else {
-		out.Nodes = nil
 	}
 }
 
@@ -2132,8 +2114,6 @@ func (m *PrioritizeResponse) deepCopyInto(out *PrioritizeResponse) {
 		s1 := make([]NodeScore, len(m.Scores))
 		copy(s1, m.Scores)
 		out.Scores = s1
-	} else {
-		out.Scores = nil
 	}
 }
 

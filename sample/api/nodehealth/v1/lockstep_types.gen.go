@@ -635,8 +635,6 @@ func (m *EvictResult) deepCopyInto(out *EvictResult) {
 		s1 := make([]string, len(m.Evicted))
 		copy(s1, m.Evicted)
 		out.Evicted = s1
-	} else {
-		out.Evicted = nil
 	}
 }
 
@@ -802,8 +800,6 @@ func (m *Eviction) deepCopyInto(out *Eviction) {
 		s1 := make([]PodName, len(m.Victims))
 		copy(s1, m.Victims)
 		out.Victims = s1
-	} else {
-		out.Victims = nil
 	}
 	m.Preemptor.deepCopyInto(&out.Preemptor)
 }
@@ -1639,15 +1635,11 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 			m.Taints[i4].deepCopyInto(&s3[i4])
 		}
 		out.Taints = s3
-	} else {
-		out.Taints = nil
 	}
 	if m.Addresses != nil {
 		s5 := make([]NodeAddress, len(m.Addresses))
 		copy(s5, m.Addresses)
 		out.Addresses = s5
-	} else {
-		out.Addresses = nil
 	}
 	if m.Conditions != nil {
 		s7 := make([]NodeCondition, len(m.Conditions))
@@ -1655,8 +1647,6 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 			m.Conditions[i8].deepCopyInto(&s7[i8])
 		}
 		out.Conditions = s7
-	} else {
-		out.Conditions = nil
 	}
 	if m.Pods != nil {
 		s9 := make([]BoundPod, len(m.Pods))
@@ -1664,8 +1654,6 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 			m.Pods[i10].deepCopyInto(&s9[i10])
 		}
 		out.Pods = s9
-	} else {
-		out.Pods = nil
 	}
 }
 

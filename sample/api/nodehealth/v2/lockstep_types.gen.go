@@ -528,8 +528,6 @@ func (m *EvictResult) deepCopyInto(out *EvictResult) {
 		s1 := make([]string, len(m.Evicted))
 		copy(s1, m.Evicted)
 		out.Evicted = s1
-	} else {
-		out.Evicted = nil
 	}
 }
 
@@ -695,8 +693,6 @@ func (m *Eviction) deepCopyInto(out *Eviction) {
 		s1 := make([]PodRef, len(m.Victims))
 		copy(s1, m.Victims)
 		out.Victims = s1
-	} else {
-		out.Victims = nil
 	}
 }
 
@@ -1537,15 +1533,11 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 			m.Taints[i3].deepCopyInto(&s2[i3])
 		}
 		out.Taints = s2
-	} else {
-		out.Taints = nil
 	}
 	if m.Addresses != nil {
 		s4 := make([]NodeAddress, len(m.Addresses))
 		copy(s4, m.Addresses)
 		out.Addresses = s4
-	} else {
-		out.Addresses = nil
 	}
 	if m.Conditions != nil {
 		s6 := make([]NodeCondition, len(m.Conditions))
@@ -1553,15 +1545,11 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 			m.Conditions[i7].deepCopyInto(&s6[i7])
 		}
 		out.Conditions = s6
-	} else {
-		out.Conditions = nil
 	}
 	if m.Pods != nil {
 		s8 := make([]BoundPod, len(m.Pods))
 		copy(s8, m.Pods)
 		out.Pods = s8
-	} else {
-		out.Pods = nil
 	}
 }
 

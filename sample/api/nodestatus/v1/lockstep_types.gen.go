@@ -810,8 +810,6 @@ func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
 			m.Conditions[i3].deepCopyInto(&s2[i3])
 		}
 		out.Conditions = s2
-	} else {
-		out.Conditions = nil
 	}
 	m.Capacity.deepCopyInto(&out.Capacity)
 	m.Allocatable.deepCopyInto(&out.Allocatable)
@@ -822,15 +820,11 @@ func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
 			m.Taints[i5].deepCopyInto(&s4[i5])
 		}
 		out.Taints = s4
-	} else {
-		out.Taints = nil
 	}
 	if m.Addresses != nil {
 		s6 := make([]NodeAddress, len(m.Addresses))
 		copy(s6, m.Addresses)
 		out.Addresses = s6
-	} else {
-		out.Addresses = nil
 	}
 }
 

@@ -904,15 +904,11 @@ func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
 			m.Taints[i3].deepCopyInto(&s2[i3])
 		}
 		out.Taints = s2
-	} else {
-		out.Taints = nil
 	}
 	if m.Addresses != nil {
 		s4 := make([]NodeAddress, len(m.Addresses))
 		copy(s4, m.Addresses)
 		out.Addresses = s4
-	} else {
-		out.Addresses = nil
 	}
 }
 

@@ -443,8 +443,6 @@ func (m *Status) deepCopyInto(out *Status) {
 		s1 := make([]StatusConditionsItem, len(m.Conditions))
 		copy(s1, m.Conditions)
 		out.Conditions = s1
-	} else {
-		out.Conditions = nil
 	}
 	out.Labels = maps.Clone(m.Labels)
 	if m.Address != nil {
