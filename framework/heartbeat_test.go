@@ -156,10 +156,22 @@ func (s scanTicker) Chan() <-chan time.Time { return s }
 func (scanTicker) Reset(time.Duration)      {}
 func (scanTicker) Stop()                    {}
 
+// TestSessionsOfManyClientsShareOneHeartbeatRequest: one heartbeat
+// request per interval keeps all fifty sessions of a process alive, and a
+// restarted server's answer makes every client handshake again. The
+// servers run on fake clocks whose expiry scans the test runs one at a
+// time, so a session lapses only when the server's clock has passed its
+// TTL with no renewal, however long the loaded machine takes to send the
+// heartbeats; the clients heartbeat on real time.
 func TestSessionsOfManyClientsShareOneHeartbeatRequest(t *testing.T) {
+	const ttl, beat = time.Second, 100 * time.Millisecond
+	clock := newScanClock(beat / 2)
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped) })
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
-		c.SessionTTL, c.Heartbeat = time.Second, 100*time.Millisecond
+		c.SessionTTL, c.Heartbeat, c.Clock = ttl, beat, clock
 	})
+	t.Cleanup(func() { go runClock(clock.FakeClock, stopped) }) // the server's drain waits on its clock
 	tr := &cuttable{next: framework.NewTransport(nil)}
 	t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
 	beats := framework.NewHeartbeats(frameworktest.Quiet(), nil)
@@ -176,18 +188,30 @@ func TestSessionsOfManyClientsShareOneHeartbeatRequest(t *testing.T) {
 	require.Len(t, srv.Server.Sessions(), nodes)
 	// Fifteen heartbeat requests, all idle: one request per interval for
 	// all fifty sessions, not one per session (which would send them in a
-	// fraction of one interval); they span more than a TTL.
-	before := tr.count(protocol.PathHeartbeat)
+	// fraction of one interval). The group sends its requests one after
+	// another, so once it sends another the one before was answered: as in
+	// TestIdleSessionLivesOnHeartbeatsAndALostClientIsReported, each step
+	// moves the server's clock on by an interval and scans, and the
+	// fifteen steps span more than a TTL of it.
+	before, from := tr.count(protocol.PathHeartbeat), clock.Now()
 	start := time.Now()
-	require.Eventually(t, func() bool { return tr.count(protocol.PathHeartbeat)-before >= 15 }, 20*time.Second, 5*time.Millisecond)
-	assert.GreaterOrEqual(t, time.Since(start), 1100*time.Millisecond, "one request per 100ms interval, so more than a TTL passed")
+	for step := range 15 {
+		n := tr.count(protocol.PathHeartbeat)
+		require.Eventually(t, func() bool { return tr.count(protocol.PathHeartbeat) > n }, 10*time.Second, 5*time.Millisecond,
+			"no heartbeat after step %d", step)
+		clock.Advance(beat)
+		clock.scan(t)
+	}
+	assert.GreaterOrEqual(t, tr.count(protocol.PathHeartbeat)-before, int64(15))
+	assert.GreaterOrEqual(t, time.Since(start), 1100*time.Millisecond, "one request per 100ms interval")
+	assert.Greater(t, clock.Since(from), ttl, "more than a TTL passed on the server's clock")
 	assert.Len(t, srv.Server.Sessions(), nodes, "every session stayed alive")
 
 	// A server that restarted has none of the sessions: the heartbeat
 	// answer says so and every client handshakes again.
 	require.NoError(t, srv.Kill())
 	again := startBench(t, srv.Addr, "1.0.0", func(c *framework.ServerConfig) {
-		c.SessionTTL, c.Heartbeat = time.Second, 100*time.Millisecond
+		c.SessionTTL, c.Heartbeat = ttl, beat
 	})
 	require.Eventually(t, func() bool { return len(again.Server.Sessions()) == nodes }, 10*time.Second, 10*time.Millisecond)
 	for _, cl := range clients {
