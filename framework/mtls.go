@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,45 @@ type Credentials struct {
 	// expires.
 	cacheMu  sync.Mutex
 	verified map[[32]byte]*verification
+
+	// handshakes counts the TLS handshakes completed with this material,
+	// by side and by whether a session was resumed; see [Credentials.Handshakes].
+	handshakes [4]atomic.Uint64
+}
+
+// HandshakeCounts is how many TLS handshakes credentials completed, as a
+// server and as a client, full (certificates signed and verified, a fresh
+// key exchange) and resumed from a session ticket (neither). Every new
+// connection costs one: a count growing with the calls rather than with
+// the peers means connections are not being reused.
+type HandshakeCounts struct {
+	ServerFull, ServerResumed, ClientFull, ClientResumed uint64
+}
+
+const (
+	serverFull = iota
+	serverResumed
+	clientFull
+	clientResumed
+)
+
+// Handshakes returns the handshakes completed so far.
+func (c *Credentials) Handshakes() HandshakeCounts {
+	return HandshakeCounts{ServerFull: c.handshakes[serverFull].Load(), ServerResumed: c.handshakes[serverResumed].Load(),
+		ClientFull: c.handshakes[clientFull].Load(), ClientResumed: c.handshakes[clientResumed].Load()}
+}
+
+// countHandshake returns a VerifyConnection callback counting handshakes of
+// one side; it rejects nothing (verification is done elsewhere).
+func (c *Credentials) countHandshake(full int) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		i := full
+		if cs.DidResume {
+			i++
+		}
+		c.handshakes[i].Add(1)
+		return nil
+	}
 }
 
 // verification is one cached result of verifyPeer.
@@ -174,8 +214,9 @@ func (c *Credentials) current() (*tls.Certificate, *x509.CertPool, uint64) {
 // [Credentials.verifyPeer].
 func (c *Credentials) ServerTLS() *tls.Config {
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		ClientAuth: tls.RequestClientCert,
+		MinVersion:       tls.VersionTLS12,
+		ClientAuth:       tls.RequestClientCert,
+		VerifyConnection: c.countHandshake(serverFull),
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			cert, _, _ := c.current()
 			return cert, nil
@@ -198,6 +239,7 @@ func (c *Credentials) ClientTLS() *tls.Config {
 		RootCAs:            pool,
 		ServerName:         c.files.ServerName,
 		ClientSessionCache: sessions,
+		VerifyConnection:   c.countHandshake(clientFull),
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			cert, _, _ := c.current()
 			return cert, nil
@@ -225,6 +267,15 @@ func (c *Credentials) Transport(serverName string) *http.Transport {
 			}
 			cfg.ServerName = host
 		}
+		// Tickets are kept per address dialled, not per server name
+		// alone: replicas behind one name (a headless Service, or every
+		// server on 127.0.0.1) each have ticket keys of their own, and
+		// one entry per name would hold the last replica's ticket only,
+		// so a client of several would present each the ticket of
+		// another and never resume.
+		if cfg.ClientSessionCache != nil {
+			cfg.ClientSessionCache = addrSessions{cache: cfg.ClientSessionCache, addr: addr}
+		}
 		raw, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -237,6 +288,23 @@ func (c *Credentials) Transport(serverName string) *http.Transport {
 		return tc, nil
 	}
 	return t
+}
+
+// addrSessions is a client session cache seen through one dialled
+// address: its entries are the shared cache's under keys prefixed with the
+// address. crypto/tls keys sessions by server name only, and checks a
+// resumed session's certificate against the name as it does a new one.
+type addrSessions struct {
+	cache tls.ClientSessionCache
+	addr  string
+}
+
+func (s addrSessions) Get(key string) (*tls.ClientSessionState, bool) {
+	return s.cache.Get(s.addr + " " + key)
+}
+
+func (s addrSessions) Put(key string, cs *tls.ClientSessionState) {
+	s.cache.Put(s.addr+" "+key, cs)
 }
 
 // OperatorOnly serves next only to operator identities (MTLSFiles.Operators)

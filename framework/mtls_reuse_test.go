@@ -1,0 +1,117 @@
+package framework_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
+	"github.com/lockstep-dev/lockstep/framework/certs"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+)
+
+// startReplica starts a nodecontroller replica serving the bench contract
+// under mutual TLS with a certificate of its own from ca: its own TLS
+// configuration, so its own session ticket keys.
+func startReplica(t *testing.T, ca *certs.CA, name string) *frameworktest.Running {
+	t.Helper()
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: name})
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: creds,
+		SessionTTL: 5 * time.Second, Heartbeat: time.Second}
+	ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+		return &benchmsg.Ack{Accepted: true}, nil
+	}
+	return frameworktest.StartServer(t, cfg, func(s *framework.Server) {
+		c := benchContract(t, "1.0.0")
+		framework.HandleUnary(s, c, "ReportStatus", ack)
+		framework.HandleBatch(s, c, "ReportStatuses", ack)
+	})
+}
+
+// TestMTLSResumesEachReplica dials two replicas on 127.0.0.1 (one server
+// name, as replicas behind a headless Service share theirs) in turn, each
+// time on a new connection: after the first handshake with each, every
+// handshake resumes its session, because tickets are kept per address. With
+// one ticket per server name each replica was shown the other's ticket and
+// every handshake was a full one.
+func TestMTLSResumesEachReplica(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	a, b := startReplica(t, ca, "nc-0"), startReplica(t, ca, "nc-1")
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: "node-1"})
+	tr := creds.Transport("")
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	const rounds = 6
+	for i := 0; i < rounds; i++ {
+		for _, url := range []string{a.URL, b.URL} {
+			resp, err := hc.Get(url + "/healthz")
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, resp.Body.Close())
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			tr.CloseIdleConnections() // the next request dials anew
+		}
+	}
+	h := creds.Handshakes()
+	assert.Equal(t, uint64(2), h.ClientFull, "one full handshake per replica: %+v", h)
+	assert.Equal(t, uint64(2*rounds-2), h.ClientResumed, "every later connection resumed: %+v", h)
+}
+
+// TestMTLSClientReusesConnections makes N sequential and then N concurrent
+// calls (from 8 callers) through one client's mutual TLS transport: the
+// sequential calls share a connection, the concurrent ones open about one
+// per caller, and every connection after the first resumes its session.
+func TestMTLSClientReusesConnections(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	srv := startReplica(t, ca, "nc-0")
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: "node-1"})
+	tr := creds.Transport("")
+	t.Cleanup(tr.CloseIdleConnections)
+	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) { c.Transport = tr })
+	ctx := timeout(t, 20*time.Second)
+	_, err := report(ctx, cl, 0) // the session's hello and first call
+	require.NoError(t, err)
+	conns := func() uint64 { h := creds.Handshakes(); return h.ClientFull + h.ClientResumed }
+	before := conns()
+
+	const n, callers = 80, 8
+	for i := 0; i < n; i++ {
+		_, err := report(ctx, cl, i)
+		require.NoError(t, err)
+	}
+	// The heartbeat may have taken the idle connection for a moment.
+	assert.LessOrEqual(t, conns()-before, uint64(1), "sequential calls reuse one connection")
+
+	before = conns()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := c; i < n; i += callers {
+				if _, err := report(ctx, cl, i); err != nil {
+					errs <- err
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	// A dial started for a caller that then took a connection freed
+	// meanwhile still joins the pool, so the bound is twice the callers:
+	// what matters is that it does not grow with the calls.
+	assert.LessOrEqual(t, conns()-before, uint64(2*callers), "connections follow the concurrency, not the calls")
+	h := creds.Handshakes()
+	assert.Equal(t, uint64(1), h.ClientFull, "every connection after the first resumed: %+v", h)
+}
