@@ -1,10 +1,12 @@
 package jsonwire
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -178,15 +180,28 @@ func (d *Decoder) End() error {
 	return nil
 }
 
+// skipSpace moves past white space. Its first test is small enough to be
+// inlined into every caller: compact JSON, which the runtime writes, has
+// no white space between tokens, so most calls end there.
 func (d *Decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
+	if d.pos < len(d.data) && d.data[d.pos] > ' ' {
+		return
+	}
+	d.skipSpaceLoop()
+}
+
+func (d *Decoder) skipSpaceLoop() {
+	data, pos := d.data, d.pos
+	for pos < len(data) {
+		switch data[pos] {
 		case ' ', '\t', '\n', '\r':
-			d.pos++
+			pos++
 		default:
+			d.pos = pos
 			return
 		}
 	}
+	d.pos = pos
 }
 
 func quoteChar(c byte) string {
@@ -504,20 +519,30 @@ func (d *Decoder) KeyString() string {
 func (d *Decoder) stringBytes() ([]byte, error) {
 	start := d.pos
 	escaped, ascii := false, true
+	data := d.data // a local, so that the loops keep it in registers
 	i := start + 1
-	for i < len(d.data) {
-		// Most bytes of most strings need no attention.
-		for i < len(d.data) && plainByte[d.data[i]] {
+	for i < len(data) {
+		// Most bytes of most strings need no attention: skip them eight
+		// at a time while eight remain, then one at a time.
+		for i+8 <= len(data) {
+			m := specialBytes(binary.LittleEndian.Uint64(data[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(data) && plainByte[data[i]] {
 			i++
 		}
-		if i >= len(d.data) {
+		if i >= len(data) {
 			break
 		}
-		switch c := d.data[i]; {
+		switch c := data[i]; {
 		case c == '"':
 			d.pos = i + 1
 			d.opened = false
-			body := d.data[start+1 : i]
+			body := data[start+1 : i]
 			if !escaped && (ascii || utf8.Valid(body)) {
 				return body, nil
 			}
@@ -535,6 +560,23 @@ func (d *Decoder) stringBytes() ([]byte, error) {
 	}
 	d.pos = len(d.data)
 	return nil, d.eof()
+}
+
+// Constants of the eight-bytes-at-a-time scan of strings.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// specialBytes marks, in the high bit of each byte of w, the bytes of
+// eight string bytes (read little-endian) that are not [plainByte]s: '"',
+// '\\', control characters and non-ASCII bytes. Only its lowest mark is
+// exact (a subtraction's borrow may mark bytes above the first true mark),
+// which is all the scan needs: the position of the first such byte.
+func specialBytes(w uint64) uint64 {
+	quote := w ^ ('"' * ones)
+	backslash := w ^ ('\\' * ones)
+	return ((w-0x20*ones)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash | w) & highs
 }
 
 // plainByte marks the bytes a string may hold as they are: printable

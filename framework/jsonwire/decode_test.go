@@ -341,3 +341,31 @@ func TestSharedDecoderStringsAliasTheInput(t *testing.T) {
 		t.Error("NewDecoder's string changed with the input")
 	}
 }
+
+// TestStringsAgreeWithEncodingJSON puts each byte that ends a string's
+// plain run (backslash escapes, control characters, UTF-8 and invalid
+// bytes; a bare quote ends it, which the closing quote covers) at every
+// offset of strings shorter and longer than the eight bytes the decoder
+// scans at a time, with and without data after the string, and checks
+// that the decoder accepts, refuses and reads them as encoding/json does.
+func TestStringsAgreeWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	specials := []string{`\"`, `\\`, `\n`, `\u00e9`, "\t", "\x00", "\x1f", "é", "\xff", "\xe2\x82", "\x7f", " "}
+	for n := 0; n <= 20; n++ {
+		for at := 0; at <= n; at++ {
+			for _, sp := range specials {
+				body := strings.Repeat("a", at) + sp + strings.Repeat("b", n-at)
+				for _, tail := range []string{``, `,"x":1}`, `          `} {
+					in := `"` + body + `"` + tail
+					var want string
+					wantErr := json.Unmarshal([]byte(`"`+body+`"`), &want)
+					d := jsonwire.NewDecoder([]byte(in))
+					got, err := d.String()
+					if (err == nil) != (wantErr == nil) || got != want {
+						t.Fatalf("%q: decoder read %q (%v), encoding/json %q (%v)", in, got, err, want, wantErr)
+					}
+				}
+			}
+		}
+	}
+}
