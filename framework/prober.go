@@ -45,7 +45,8 @@ import (
 // dial connects. The prober spends the waiters' backoffs, not more
 // (prober_budget.go): by any moment it has dialled no more often than its
 // waiters would have on their own, one dial per step of each one's
-// backoff, and never twice within probeInterval. One waiter is dialled for
+// backoff, in every stretch of time no faster than they would have then,
+// and never twice within probeInterval. One waiter is dialled for
 // as it would have dialled itself (5 ms growing to 100 ms by default), so
 // a listener that appears after a long dark time is found within its
 // Backoff.Max; two waiters halve that; from four on (a node simulator's

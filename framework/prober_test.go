@@ -55,7 +55,9 @@ func (d *refusingDialer) dial(context.Context, string) (net.Conn, error) {
 // connects. On a fake clock, 10 s dark, 1 ms at a time, for 1, 2 and 50
 // waiters: at every dial, the prober's count is within what that many
 // clients redialling on the default backoff (each on its own, as before
-// the prober) would have made by then; two dials are never closer than
+// the prober) would have made by then, and in every 250 ms at most one
+// more than they would have made in it (the rate, not only the count);
+// two dials are never closer than
 // probeInterval; and the longest gap between dials, which bounds how late
 // a listener is found, is one waiter's Backoff.Max for one waiter, half
 // of it for two, probeInterval for fifty.
@@ -118,6 +120,48 @@ func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 					}
 					n++
 				}
+			}
+			// The rate too, not only the count: in every window of
+			// rateWindow ending at a dial, the prober dialled at most one
+			// more than those clients would have in it, each of their
+			// redials spread evenly over the delay before it.
+			var redials []time.Duration
+			for k, at := 0, time.Duration(0); at <= dark; k++ {
+				at += noJitter.Delay(k)
+				redials = append(redials, at)
+			}
+			beforeIn := func(lo, hi time.Duration) float64 {
+				var n float64
+				prev := time.Duration(0)
+				for _, r := range redials {
+					if overlap := min(hi, r) - max(lo, prev); overlap > 0 {
+						n += float64(overlap) / float64(r-prev)
+					}
+					prev = r
+				}
+				return n * float64(tc.waiters)
+			}
+			const rateWindow = 250 * time.Millisecond
+			for i, at := range times {
+				hi := at.Sub(start)
+				in := 0
+				for _, o := range times[:i+1] {
+					if o.Sub(start) > hi-rateWindow {
+						in++
+					}
+				}
+				assert.LessOrEqual(t, float64(in), beforeIn(hi-rateWindow, hi)+1,
+					"%d dials in the %v up to %v: faster than %d clients would have dialled then", in, rateWindow, hi, tc.waiters)
+			}
+			for _, p := range []time.Duration{500 * time.Millisecond, 2 * time.Second, dark} {
+				in := 0
+				for _, o := range times {
+					if d := o.Sub(start); d > p-rateWindow && d <= p {
+						in++
+					}
+				}
+				t.Logf("%d waiters, %v dark: %.0f dials/s in the %v before (%.0f/s before the prober)", tc.waiters, p,
+					float64(in)/rateWindow.Seconds(), rateWindow, beforeIn(p-rateWindow, p)/rateWindow.Seconds())
 			}
 			settled := start.Add(time.Second) // the backoff is at its Max well before
 			var longest time.Duration
