@@ -232,6 +232,7 @@ func (g *generator) funcs() template.FuncMap {
 		"typeDoc":        typeDoc,
 		"quote":          strconv.Quote,
 		"schemaSource":   schemaSource,
+		"sharedDoc":      sharedDoc,
 		"present":        present,
 		"declared":       declared,
 		"defaultLit":     g.defaultLit,
@@ -370,12 +371,31 @@ func typeDoc(t *gomodel.Type) string {
 }
 
 // schemaSource names where a type's schema was written: file and pointer.
-func schemaSource(t *gomodel.Type) string {
-	s := t.Schema.Source()
+func schemaSource(t *gomodel.Type) string { return nodeSource(t.Schema) }
+
+func nodeSource(n *contract.Node) string {
+	s := n.Source()
 	if s == nil || s.Doc == nil {
 		return "its schema"
 	}
 	return s.Doc.Path + "#" + s.Pointer
+}
+
+// sharedDoc names the identical schemas a type is shared by
+// ([gomodel.Type.Shared]): the first three, then how many more.
+func sharedDoc(t *gomodel.Type) string {
+	if len(t.Shared) == 0 {
+		return ""
+	}
+	var at []string
+	for i, n := range t.Shared {
+		if i == 3 {
+			at = append(at, fmt.Sprintf("and %d more", len(t.Shared)-i))
+			break
+		}
+		at = append(at, nodeSource(n))
+	}
+	return comment("It is also the type of the identical schemas at " + strings.Join(at, ", ") + ".")
 }
 
 func hasDefaults(t *gomodel.Type) bool {

@@ -269,7 +269,7 @@ func (vc *vctx) check(s *node, x val, p pos) {
 		return
 	}
 	r := x.ref.Resolve()
-	if r.Kind == gomodel.RefNamed && r.Named.Kind != gomodel.KindAlias && r.Named.Schema == s && !x.self {
+	if r.Kind == gomodel.RefNamed && r.Named.Kind != gomodel.KindAlias && r.Named.StandsFor(s) && !x.self {
 		vc.call(r.Named, x, p)
 		return
 	}

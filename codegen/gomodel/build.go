@@ -25,6 +25,13 @@ type builder struct {
 	// messages are the messages' own schemas: what they refuse is about
 	// the contract (a message must admit a value of some Go type).
 	messages map[*Node]bool
+	// mapping are the named types whose schemas are being mapped.
+	mapping map[*Type]bool
+	// shared, defs and digests share one type between identical schemas
+	// (shared.go).
+	shared  map[sharedKey]sharedType
+	defs    map[[32]byte]*Node
+	digests map[*Node][32]byte
 }
 
 // Build maps every message of a loaded contract to Go types. pkgName is the
@@ -35,6 +42,10 @@ func Build(c *contract.Contract, pkgName string) (*Package, error) {
 		messages: map[*Node]bool{},
 		named:    map[*Node]*Type{},
 		names:    nameSet{},
+		mapping:  map[*Type]bool{},
+		shared:   map[sharedKey]sharedType{},
+		defs:     map[[32]byte]*Node{},
+		digests:  map[*Node][32]byte{},
 	}
 	for _, r := range ReservedNames {
 		b.names[r] = true
@@ -68,13 +79,18 @@ func Build(c *contract.Contract, pkgName string) (*Package, error) {
 		b.pkg.Messages[m.Name] = t
 		claimed = append(claimed, m)
 	}
+	var roots []*Node
 	for _, m := range c.Messages {
 		b.messages[m.Schema] = true
+		roots = append(roots, m.Schema)
 	}
+	b.definitions(roots)
 	for _, m := range claimed {
 		b.ci = m.CaseInsensitive
 		t := b.pkg.Messages[m.Name]
+		b.mapping[t] = true
 		b.mapSchema(m.Schema, m.Name, t)
+		delete(b.mapping, t)
 	}
 	for _, m := range c.Messages {
 		if _, ok := b.pkg.Messages[m.Name]; ok || !b.names[m.Name] {
@@ -277,7 +293,9 @@ func (b *builder) namedFor(target *Node) *Type {
 	t := &Type{Name: b.names.unique(name), Schema: target, Source: target.Where(), Doc: docOf(target)}
 	b.named[target] = t
 	b.pkg.Types = append(b.pkg.Types, t)
+	b.mapping[t] = true
 	b.mapSchema(target, t.Name, t)
+	delete(b.mapping, t)
 	return t
 }
 
@@ -350,7 +368,15 @@ func (b *builder) mapSchema(n *Node, name string, t *Type) (*TypeRef, bool) {
 		if nt := b.named[n]; nt != nil {
 			return namedRef(nt), nt.Nullable
 		}
+		if n.Kind == contract.KindObject {
+			return b.mapShared(n, name)
+		}
 	}
+	return b.mapNode(n, name, t)
+}
+
+// mapNode is [builder.mapSchema] without sharing.
+func (b *builder) mapNode(n *Node, name string, t *Type) (*TypeRef, bool) {
 	if n.Kind == contract.KindBool {
 		if !n.Bool {
 			b.fail(n, "the schema false admits no value, so it has no Go type; leave the member out instead")

@@ -187,7 +187,7 @@ func (w *checkWalk) check(s *contract.Node, x walkVal) {
 		return
 	}
 	r := x.ref.Resolve()
-	if r.Kind == RefNamed && r.Named.Kind != KindAlias && r.Named.Schema == s && !x.self {
+	if r.Kind == RefNamed && r.Named.Kind != KindAlias && r.Named.StandsFor(s) && !x.self {
 		w.call(r.Named)
 		return
 	}

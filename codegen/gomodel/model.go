@@ -102,6 +102,12 @@ type Type struct {
 	// Nullable reports whether the schema also admits null, which uses of
 	// the type account for.
 	Nullable bool `json:"nullable,omitempty"`
+	// Shared are the other schemas the type stands for: inline schemas
+	// identical to Schema ([Type.StandsFor]), met after it in the
+	// builder's walk, and SharedAt is where each was written. See
+	// docs/codegen.md, Naming.
+	Shared   []*contract.Node `json:"-"`
+	SharedAt []string         `json:"sharedAt,omitempty"`
 
 	// Fields are a struct's declared properties or a tuple's elements, in
 	// schema order.
@@ -232,4 +238,19 @@ type EnumValue struct {
 	Value *contract.Node `json:"-"`
 	// Literal is the Go literal of the value.
 	Literal string `json:"literal"`
+}
+
+// StandsFor reports whether t is the type of schema s: its own schema or
+// one of the identical schemas it is shared by. Validators call t's checks
+// for such an s instead of writing them out again.
+func (t *Type) StandsFor(s *contract.Node) bool {
+	if t.Schema == s {
+		return true
+	}
+	for _, o := range t.Shared {
+		if o == s {
+			return true
+		}
+	}
+	return false
 }

@@ -938,6 +938,7 @@ func (m *NodeCondition) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Pa
 }
 
 // NodeConditionStatus is generated from schemas/bench-nodestatus.schema.json#/$defs/NodeCondition/properties/status.
+// It is also the type of the identical schemas at schemas/nodestatus.schema.json#/$defs/NodeCondition/properties/status.
 type NodeConditionStatus string
 
 // The values of NodeConditionStatus.
@@ -2178,12 +2179,12 @@ func (m *NodeStatusNodeAddressType) validateJSON(v *jsonwire.Validation, at, kw 
 
 // NodeStatusNodeCondition is generated from schemas/nodestatus.schema.json#/$defs/NodeCondition.
 type NodeStatusNodeCondition struct {
-	Type               string                        `json:"type"`
-	Status             NodeStatusNodeConditionStatus `json:"status"`
-	LastHeartbeatTime  jsonwire.Nullable[time.Time]  `json:"lastHeartbeatTime,omitzero"`
-	LastTransitionTime *time.Time                    `json:"lastTransitionTime,omitzero"`
-	Reason             *string                       `json:"reason,omitzero"`
-	Message            *string                       `json:"message,omitzero"`
+	Type               string                       `json:"type"`
+	Status             NodeConditionStatus          `json:"status"`
+	LastHeartbeatTime  jsonwire.Nullable[time.Time] `json:"lastHeartbeatTime,omitzero"`
+	LastTransitionTime *time.Time                   `json:"lastTransitionTime,omitzero"`
+	Reason             *string                      `json:"reason,omitzero"`
+	Message            *string                      `json:"message,omitzero"`
 }
 
 // UnmarshalJSON decodes NodeStatusNodeCondition, rejecting JSON its Go type cannot represent.
@@ -2376,59 +2377,6 @@ func (m *NodeStatusNodeCondition) validateJSON(v *jsonwire.Validation, at, kw *j
 	path1 := at.Keyword("status")
 	path2 := kw.Keyword("properties/status")
 	m.Status.validateJSON(v, &path1, &path2)
-}
-
-// NodeStatusNodeConditionStatus is generated from schemas/nodestatus.schema.json#/$defs/NodeCondition/properties/status.
-type NodeStatusNodeConditionStatus string
-
-// The values of NodeStatusNodeConditionStatus.
-const (
-	NodeStatusNodeConditionStatusTrue    NodeStatusNodeConditionStatus = "True"
-	NodeStatusNodeConditionStatusFalse   NodeStatusNodeConditionStatus = "False"
-	NodeStatusNodeConditionStatusUnknown NodeStatusNodeConditionStatus = "Unknown"
-)
-
-// UnmarshalJSON decodes NodeStatusNodeConditionStatus, rejecting JSON its Go type cannot represent.
-func (m *NodeStatusNodeConditionStatus) UnmarshalJSON(data []byte) error {
-	d := jsonwire.NewDecoder(data)
-	if err := m.decodeJSON(&d); err != nil {
-		return err
-	}
-	return d.End()
-}
-
-func (m *NodeStatusNodeConditionStatus) decodeJSON(d *jsonwire.Decoder) error {
-	b, err := d.StringBytes()
-	if err != nil {
-		return err
-	}
-	switch string(b) {
-	case "True":
-		*m = NodeStatusNodeConditionStatusTrue
-	case "False":
-		*m = NodeStatusNodeConditionStatusFalse
-	case "Unknown":
-		*m = NodeStatusNodeConditionStatusUnknown
-	default:
-		*m = NodeStatusNodeConditionStatus(b)
-	}
-	return nil
-}
-
-// AppendJSON appends the JSON encoding of NodeStatusNodeConditionStatus to b, byte for byte what
-// json.Marshal writes, without reflection.
-func (m *NodeStatusNodeConditionStatus) AppendJSON(b []byte) ([]byte, error) {
-	if m == nil {
-		return append(b, "null"...), nil
-	}
-	b = jsonwire.AppendString(b, string(*m))
-	return b, nil
-}
-
-func (m *NodeStatusNodeConditionStatus) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
-	if string((*m)) != "True" && string((*m)) != "False" && string((*m)) != "Unknown" {
-		v.Fail(at, "", kw, "enum", "value must be one of \"True\", \"False\", \"Unknown\"")
-	}
 }
 
 // NodeStatusNodeSystemInfo is generated from schemas/nodestatus.schema.json#/$defs/NodeSystemInfo.
