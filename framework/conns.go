@@ -39,6 +39,16 @@ import (
 // server never runs a request that arrives on a connection so answered.
 // HTTP/2 connections are left to http.Server.Shutdown, whose GOAWAY tells
 // the client which streams were not processed.
+//
+// http.Server.Shutdown itself must find no HTTP/1 connection a request
+// may still arrive on unanswered: once it has begun, the server reads a
+// request and closes its connection without an answer (the client sees
+// EOF after its call was sent, the very failure it cannot resend), and it
+// closes unanswered a connection that has waited five seconds for its
+// first request. So before Shutdown the drain stops accepting (the
+// listener is closed beneath the http.Server, see gatedListener) and
+// answers, with the same refusal, every connection accepted since it
+// last did.
 
 // connTracker knows each open connection's state and since when, for the
 // drain's second phase.
@@ -51,6 +61,9 @@ type connTracker struct {
 	// accepted is when the last connection was accepted, closed since or
 	// not: a drain closes the listener once clients have stopped dialling.
 	accepted time.Time
+	// acceptedN counts the connections accepted, so a drain knows whether
+	// any came since it last refused (a fake clock's times can be equal).
+	acceptedN uint64
 }
 
 // trackedConn is one open connection. Who answers next on it, the server
@@ -86,6 +99,7 @@ func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Conte
 	t.mu.Lock()
 	t.conns[c] = tc
 	t.accepted = tc.since
+	t.acceptedN++
 	t.mu.Unlock()
 	return context.WithValue(ctx, trackedConnKey{}, tc)
 }
@@ -199,10 +213,13 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 // it never ran. A connection accepted during the drain is answered
 // instead: its calls by the draining refusal (not processed, Connection:
 // close), or, left unused, by refusal. Clients that have heard stop
-// dialling, so the wait is short.
-func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuiet, bound time.Duration) {
+// dialling, so the wait is short. Then it calls stopAccepting, which
+// returns once no connection can be accepted any more, and answers the
+// connections accepted since the last refusal (during its linger, say),
+// so that none is left for http.Server.Shutdown to close unanswered.
+func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuiet, bound time.Duration, stopAccepting func(context.Context)) {
 	t.waitQuiet(ctx, quiet)
-	t.refuseIdle(ctx, refusal)
+	seen := t.refuseIdle(ctx, refusal)
 	end := t.clock.Now().Add(bound)
 	for ctx.Err() == nil {
 		mark := t.clock.Now()
@@ -217,13 +234,18 @@ func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuie
 			return min(dialQuiet-now.Sub(last), end.Sub(now))
 		})
 		t.mu.Lock()
-		dialled := t.accepted.After(mark)
+		dialled := t.acceptedN != seen
 		t.mu.Unlock()
 		if !dialled || !t.clock.Now().Before(end) {
-			return
+			break
 		}
-		t.refuseIdle(ctx, refusal)
+		seen = t.refuseIdle(ctx, refusal)
 	}
+	if ctx.Err() != nil {
+		return
+	}
+	stopAccepting(ctx)
+	t.refuseIdle(ctx, refusal)
 }
 
 // refusalLinger bounds how long a drain waits for the clients of the
@@ -241,10 +263,12 @@ const refusalLinger = 2 * time.Second
 // connection, on every HTTP/1 connection that is between requests, and
 // then closes the connection's writing side; it waits (bounded by
 // refusalLinger, and by ctx) until each refused connection has been
-// closed by its client, which a client does on reading the answer.
-func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) {
+// closed by its client, which a client does on reading the answer. It
+// returns how many connections had been accepted when it chose them.
+func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN uint64) {
 	var refused []*trackedConn
 	t.mu.Lock()
+	acceptedN = t.acceptedN
 	for _, tc := range t.conns {
 		if (tc.state == http.StateNew || tc.state == http.StateIdle) && !tc.h2.Load() && !speaksH2(tc.conn) &&
 			tc.next.CompareAndSwap(connFree, connRefused) {
@@ -271,6 +295,7 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) {
 		}
 		return 0
 	})
+	return acceptedN
 }
 
 // writeDrainRefusal writes the drain's refusal on c and closes c's writing
@@ -340,4 +365,81 @@ func unreadBytes(c net.Conn) int {
 	n := 0
 	_ = raw.Control(func(fd uintptr) { n = pendingInput(fd) })
 	return n
+}
+
+// gatedListener is the listener an http.Server serves on, so that a drain
+// can stop accepting before it calls http.Server.Shutdown (see above):
+// stop closes the listener beneath, and Accept then waits, without
+// returning, until the http.Server closes it. Its Accept is called by
+// one goroutine, which hands each connection to ConnContext before it
+// accepts again: once Accept has seen the stop, every connection it
+// returned is known to the tracker.
+type gatedListener struct {
+	net.Listener
+	stopped chan struct{} // closed by stop
+	acked   chan struct{} // closed once Accept has seen the stop
+	closed  chan struct{} // closed by Close
+
+	stopOnce, ackOnce, closeOnce sync.Once
+}
+
+func newGatedListener(l net.Listener) *gatedListener {
+	return &gatedListener{Listener: l, stopped: make(chan struct{}), acked: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// Accept accepts the next connection; once the listener is stopped it
+// waits until it is closed.
+func (l *gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		return c, nil
+	}
+	select {
+	case <-l.stopped:
+	default:
+		return nil, err
+	}
+	l.ackOnce.Do(func() { close(l.acked) })
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+// stop closes the listener beneath, so no connection is accepted any
+// more, and returns once Accept has seen it (or ctx ends, or the serving
+// goroutine has not come back to Accept within acceptStopTimeout).
+func (l *gatedListener) stop(ctx context.Context) {
+	l.stopOnce.Do(func() {
+		close(l.stopped)
+		_ = l.Listener.Close()
+	})
+	// Real time: this waits for a goroutine to be scheduled, not for a
+	// peer.
+	timer := time.NewTimer(acceptStopTimeout)
+	defer timer.Stop()
+	select {
+	case <-l.acked:
+	case <-l.closed:
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+}
+
+// acceptStopTimeout bounds how long stop waits for the serving goroutine
+// to come back to Accept: it does so within microseconds unless Serve has
+// returned.
+const acceptStopTimeout = 5 * time.Second
+
+// Close closes the listener. After stop it has been closed beneath
+// already, which is no error.
+func (l *gatedListener) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		select {
+		case <-l.stopped:
+		default:
+			err = l.Listener.Close()
+		}
+	})
+	return err
 }

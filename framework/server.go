@@ -35,6 +35,7 @@ type Server struct {
 	started   bool
 	closing   bool // Shutdown's second phase or Close has begun
 	conns     *connTracker
+	listener  *gatedListener // what Serve serves on, for the drain to stop
 	checks    map[string]func() error
 	clients   []*Client // shown on the status page (AddClient)
 	// metricsRoute, if set by Handle, serves /metrics instead of Metrics.
@@ -328,13 +329,14 @@ func (s *Server) Serve(l net.Listener) error {
 		_ = l.Close()
 		return nil
 	}
-	s.http, s.conns = hs, conns
+	gl := newGatedListener(l)
+	s.http, s.conns, s.listener = hs, conns, gl
 	s.mu.Unlock()
 	var err error
 	if s.cfg.TLSConfig != nil {
-		err = hs.ServeTLS(l, "", "")
+		err = hs.ServeTLS(gl, "", "")
 	} else {
-		err = hs.Serve(l)
+		err = hs.Serve(gl)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -412,15 +414,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // refusalLinger at most) until their clients have closed them; then it keeps
 // the listener open until no connection has been accepted for
 // dialQuiet, so that closing it resets no connection a call was written
-// into (see conns.go). http.Server.Shutdown then closes the listener and
-// what is left.
+// into (see conns.go). Then it closes the listener and answers the
+// connections accepted since the last refusal the same way: once
+// http.Server.Shutdown has begun, a request read on a connection that was
+// not answered is dropped with its connection. Shutdown then closes what
+// is left.
 func (s *Server) quietConnections(ctx context.Context) {
 	s.mu.RLock()
-	conns := s.conns
+	conns, gl := s.conns, s.listener
 	s.mu.RUnlock()
 	if conns != nil {
 		dq := min(s.cfg.DrainQuiet, maxDialQuiet)
-		conns.drain(ctx, s.drainRefusal(), s.cfg.DrainQuiet, dq, maxDialQuiets*dq)
+		conns.drain(ctx, s.drainRefusal(), s.cfg.DrainQuiet, dq, maxDialQuiets*dq, gl.stop)
 	}
 }
 

@@ -1,0 +1,105 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// A connection accepted while the drain waits for the clients it refused
+// to close theirs (a client that had not heard of the drain dialled it) is
+// answered too, before http.Server.Shutdown begins. Once Shutdown has
+// begun, the http.Server reads a request and closes its connection without
+// an answer: a plain call written into such a connection failed with EOF,
+// and its client could not know that it never ran.
+func TestDrainAnswersAConnectionAcceptedDuringItsLinger(t *testing.T) {
+	s, err := NewServer(ServerConfig{Component: "nodecontroller", Release: "1.31.0", Logger: slog.New(slog.DiscardHandler),
+		DrainTimeout: time.Millisecond, DrainQuiet: 20 * time.Millisecond})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = s.Close()
+		<-served
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	get := func(c net.Conn) {
+		_, err := io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: lockstep\r\n\r\n")
+		require.NoError(t, err)
+	}
+
+	// The first client's keep-alive connection, idle when the drain begins.
+	first, firstR := dial()
+	get(first)
+	resp, err := http.ReadResponse(firstR, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	drained := make(chan error, 1)
+	go func() { drained <- s.Shutdown(ctx) }()
+	// The drain answers it with its refusal, and then waits for the
+	// client to close it, which this one does not yet.
+	resp, err = http.ReadResponse(firstR, nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+
+	// Meanwhile a second client dials, and the server accepts.
+	late, lateR := dial()
+	s.mu.RLock()
+	conns := s.conns
+	s.mu.RUnlock()
+	require.Eventually(t, func() bool {
+		conns.mu.Lock()
+		defer conns.mu.Unlock()
+		return len(conns.conns) == 2
+	}, 10*time.Second, time.Millisecond, "the server accepted the late connection")
+	require.NoError(t, first.Close())
+
+	// The drain goes on to close the listener (it refuses connections),
+	// which it does just before http.Server.Shutdown.
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			return false
+		}
+		return errors.Is(err, syscall.ECONNREFUSED)
+	}, 10*time.Second, time.Millisecond, "the listener closed")
+
+	// A call written into the late connection now is answered: the
+	// drain's refusal, not processed, so its client resends it elsewhere.
+	get(late)
+	resp, err = http.ReadResponse(lateR, nil)
+	require.NoError(t, err, "the late connection was closed unanswered")
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get(protocol.HeaderNotProcessed))
+	require.Equal(t, "1", resp.Header.Get(protocol.HeaderDraining))
+	require.NoError(t, late.Close())
+	require.NoError(t, <-drained)
+}
