@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -33,6 +34,11 @@ type Runtime struct {
 
 	mu  sync.Mutex
 	dns map[string]*discovery.DNS
+	// transports are the process's client transports, one per server name
+	// certificates are checked against ("" for each URL's own host): every
+	// client of the process shares its connections and TLS sessions, where
+	// a transport per client would dial and handshake for each.
+	transports map[string]*http.Transport
 }
 
 // NewRuntime checks the flags and sets up logs (to stderr), metrics and
@@ -52,6 +58,8 @@ func NewRuntime(f *Flags, stderr io.Writer) (*Runtime, error) {
 		Logger:   slog.New(h).With("component", f.Component),
 		Registry: prometheus.NewRegistry(),
 		dns:      map[string]*discovery.DNS{},
+
+		transports: map[string]*http.Transport{},
 	}
 	rt.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rt.Metrics = framework.NewMetrics(rt.Registry)
@@ -108,29 +116,45 @@ func (rt *Runtime) ServerConfig(cfg framework.ServerConfig) framework.ServerConf
 func (rt *Runtime) ClientConfig(spec string, cfg framework.ClientConfig) (framework.ClientConfig, error) {
 	cfg.Component, cfg.Release = rt.Flags.Component, rt.Flags.Release
 	cfg.Insecure = rt.Flags.Insecure
-	cfg.TLSConfig = rt.clientTLS
-	if rt.creds != nil {
-		cfg.TLSConfig = rt.creds.ClientTLS()
-	}
 	cfg.Logger, cfg.Observer = rt.Logger, rt.Metrics.Client()
-	if spec == "" {
-		return cfg, nil
-	}
-	src, err := rt.source(spec)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Source = src
-	if rt.creds != nil {
+	name := ""
+	if spec != "" {
+		src, err := rt.source(spec)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Source = src
 		// Each peer's transport checks its own server name.
-		cfg.TLSConfig, cfg.Transport = nil, rt.creds.Transport(rt.serverName(spec))
-		return cfg, nil
+		name = rt.serverName(spec)
 	}
-	if name := rt.serverName(spec); name != "" && cfg.TLSConfig != nil {
-		cfg.TLSConfig = cfg.TLSConfig.Clone()
-		cfg.TLSConfig.ServerName = name
-	}
+	cfg.TLSConfig, cfg.Transport = nil, rt.transport(name)
 	return cfg, nil
+}
+
+// transport returns the process's transport checking servers' certificates
+// against name (the host dialled when empty), making it the first time:
+// with mutual TLS, the credentials' (which follow a rotated certificate
+// and CA bundle, and resume sessions per address); else the default over
+// the TLS configuration, or plain.
+func (rt *Runtime) transport(name string) *http.Transport {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if t := rt.transports[name]; t != nil {
+		return t
+	}
+	var t *http.Transport
+	switch {
+	case rt.creds != nil:
+		t = rt.creds.Transport(name)
+	case rt.clientTLS != nil && name != "":
+		tc := rt.clientTLS.Clone()
+		tc.ServerName = name
+		t = framework.NewTransport(tc)
+	default:
+		t = framework.NewTransport(rt.clientTLS)
+	}
+	rt.transports[name] = t
+	return t
 }
 
 // serverName is the name a peer's certificates are checked against when
