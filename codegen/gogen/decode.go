@@ -403,6 +403,13 @@ func (g *generator) decoder(t *gomodel.Type) string {
 	return c.b.String()
 }
 
+// decodeStruct decodes an object into a struct. Encoders (the generated
+// ones, encoding/json) write a struct's members in declaration order, so
+// the decoder first tries the member declared after the last one read,
+// comparing the input with its name as they write it (jsonwire's KeyIs),
+// and only reads and matches the name when that fails: data in any other
+// order, with white space or escapes in names, or unknown members, decode
+// exactly as before, by name.
 func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	c.line("if err := d.ObjectStart(); err != nil {")
 	c.line("return err")
@@ -419,7 +426,20 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	}
 	blocks := newPointerBlocks(t.Fields)
 	blocks.declare(c)
+	c.line("next := 0")
 	c.line("for d.NextMember() {")
+	c.line("field := -1")
+	c.line("switch next {")
+	for i, f := range t.Fields {
+		if lit, ok := memberLiteral(f.JSONName); ok {
+			c.line("case %d:", i)
+			c.line("if d.KeyIs(`%s`) {", lit)
+			c.line("field = %d", i)
+			c.line("}")
+		}
+	}
+	c.line("}")
+	c.line("if field < 0 {")
 	c.line("key := d.Key()")
 	c.line("if d.Err() != nil {")
 	c.line("break")
@@ -429,17 +449,9 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	} else {
 		c.line("switch string(key) {")
 	}
-	req := 0
-	for _, f := range t.Fields {
+	for i, f := range t.Fields {
 		c.line("case %q:", f.JSONName)
-		if f.Required {
-			c.line("seen[%d] = true", req)
-			req++
-		}
-		name := f.JSONName
-		c.decodeMember(f, "m."+f.GoName, blocks, func(err string) string {
-			return fmt.Sprintf("return jsonwire.Within(%s, %q)", err, name)
-		})
+		c.line("field = %d", i)
 	}
 	c.line("default:")
 	if t.Extra == nil {
@@ -455,8 +467,25 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 		c.line("m.%s = map[string]%s{}", t.Extra.GoName, gomodel.GoString(t.Extra.Value))
 		c.line("}")
 		c.line("m.%s[k] = %s", t.Extra.GoName, e)
+		c.line("continue")
 	}
 	c.line("}")
+	c.line("}")
+	c.line("switch field {")
+	req := 0
+	for i, f := range t.Fields {
+		c.line("case %d:", i)
+		if f.Required {
+			c.line("seen[%d] = true", req)
+			req++
+		}
+		name := f.JSONName
+		c.decodeMember(f, "m."+f.GoName, blocks, func(err string) string {
+			return fmt.Sprintf("return jsonwire.Within(%s, %q)", err, name)
+		})
+	}
+	c.line("}")
+	c.line("next = field + 1")
 	c.line("}")
 	c.line("if err := d.Err(); err != nil {")
 	c.line("return err")
@@ -477,6 +506,20 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 		c.line("}")
 	}
 	c.line("return nil")
+}
+
+// memberLiteral is a member name as encoders write it, quoted and followed
+// by its ':' (a raw Go string literal's text), for names of printable
+// ASCII that no encoder escapes (encoding/json escapes '<', '>' and '&'
+// too) and that hold no '`'; ok is false for others, which are always read
+// by name.
+func memberLiteral(name string) (string, bool) {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c >= 0x7f || strings.IndexByte("\"\\<>&`", c) >= 0 {
+			return "", false
+		}
+	}
+	return `"` + name + `":`, true
 }
 
 func (g *generator) decodeTuple(c *code, t *gomodel.Type) {

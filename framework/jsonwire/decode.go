@@ -403,6 +403,21 @@ func (d *Decoder) Key() []byte {
 	return key
 }
 
+// KeyIs reads the next member's name and the ':' after it when they are
+// exactly lit, the name quoted and then ':' (as compact JSON writes them),
+// and reports whether it did; otherwise it reads nothing. Generated
+// decoders try the member they expect next with it before reading the
+// name with [Decoder.Key]: for data written in declaration order, no name
+// is scanned or matched. A name written with escapes or white space does
+// not match; Key then reads it.
+func (d *Decoder) KeyIs(lit string) bool {
+	if d.err == nil && lit != "" && len(d.data)-d.pos >= len(lit) && string(d.data[d.pos:d.pos+len(lit)]) == lit {
+		d.pos += len(lit)
+		return true
+	}
+	return false
+}
+
 // ArrayStart reads the '[' of an array; anything else is an error naming
 // what came instead.
 func (d *Decoder) ArrayStart() error {

@@ -43,29 +43,50 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Ack{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"generation":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			case "generation":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		case "generation":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "generation")
 			}
 			m.Generation = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -151,27 +172,48 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -301,23 +343,63 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		v2 time.Time
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"reason":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"message":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"lastHeartbeatTime":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			case "reason":
+				field = 2
+			case "message":
+				field = 3
+			case "lastHeartbeatTime":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "reason":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -332,7 +414,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Reason = p1
 			}
-		case "message":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -347,7 +429,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Message = p3
 			}
-		case "lastHeartbeatTime":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
@@ -362,9 +444,8 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.LastHeartbeatTime = p5
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -602,20 +683,72 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatus{}
 	var seen [7]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"conditions":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"capacity":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"allocatable":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"addresses":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"nodeInfo":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"images":`) {
+				field = 6
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "conditions":
+				field = 1
+			case "capacity":
+				field = 2
+			case "allocatable":
+				field = 3
+			case "addresses":
+				field = 4
+			case "nodeInfo":
+				field = 5
+			case "images":
+				field = 6
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "conditions":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Conditions = nil
@@ -639,17 +772,17 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Conditions = s4
 			}
-		case "capacity":
+		case 2:
 			seen[2] = true
 			if err := m.Capacity.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "capacity")
 			}
-		case "allocatable":
+		case 3:
 			seen[3] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "addresses":
+		case 4:
 			seen[4] = true
 			if d.Null() {
 				m.Addresses = nil
@@ -673,12 +806,12 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s9, tmp8)
 				m.Addresses = s9
 			}
-		case "nodeInfo":
+		case 5:
 			seen[5] = true
 			if err := m.NodeInfo.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "nodeInfo")
 			}
-		case "images":
+		case 6:
 			seen[6] = true
 			if d.Null() {
 				m.Images = nil
@@ -704,9 +837,8 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s14, tmp13)
 				m.Images = s14
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -964,13 +1096,71 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 		v7 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"machineID":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"systemUUID":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"bootID":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"kernelVersion":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"osImage":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"containerRuntimeVersion":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"kubeletVersion":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"kubeProxyVersion":`) {
+				field = 7
+			}
 		}
-		switch string(key) {
-		case "machineID":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "machineID":
+				field = 0
+			case "systemUUID":
+				field = 1
+			case "bootID":
+				field = 2
+			case "kernelVersion":
+				field = 3
+			case "osImage":
+				field = 4
+			case "containerRuntimeVersion":
+				field = 5
+			case "kubeletVersion":
+				field = 6
+			case "kubeProxyVersion":
+				field = 7
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
@@ -985,7 +1175,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.MachineID = p1
 			}
-		case "systemUUID":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
@@ -1000,7 +1190,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.SystemUUID = p3
 			}
-		case "bootID":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
@@ -1015,7 +1205,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.BootID = p5
 			}
-		case "kernelVersion":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
@@ -1030,7 +1220,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.KernelVersion = p7
 			}
-		case "osImage":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
@@ -1045,7 +1235,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p9) = v10
 				m.OSImage = p9
 			}
-		case "containerRuntimeVersion":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
@@ -1060,7 +1250,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p11) = v12
 				m.ContainerRuntimeVersion = p11
 			}
-		case "kubeletVersion":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
@@ -1075,7 +1265,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p13) = v14
 				m.KubeletVersion = p13
 			}
-		case "kubeProxyVersion":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
@@ -1090,9 +1280,8 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p15) = v16
 				m.KubeProxyVersion = p15
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

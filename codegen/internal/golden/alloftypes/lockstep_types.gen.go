@@ -53,49 +53,77 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Msg{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"never":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"nothing":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			case "never":
+				field = 1
+			case "nothing":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
-				(*p1) = v2
-				m.Name = p1
+				(*p3) = v4
+				m.Name = p3
 			}
-		case "never":
-			v3, err := d.Raw()
+		case 1:
+			v5, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "never")
 			}
-			m.Never = v3
-		case "nothing":
-			v4, err := d.Raw()
+			m.Never = v5
+		case 2:
+			v6, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "nothing")
 			}
-			m.Nothing = v4
-		default:
-			k := string(key)
-			var e5 json.RawMessage
-			v6, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e5 = v6
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e5
+			m.Nothing = v6
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

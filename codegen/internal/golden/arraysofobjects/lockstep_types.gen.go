@@ -45,13 +45,59 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Arrays{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"inline":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"referenced":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"matrix":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"nullableItems":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"anyItems":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"named":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "inline":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "inline":
+				field = 0
+			case "referenced":
+				field = 1
+			case "matrix":
+				field = 2
+			case "nullableItems":
+				field = 3
+			case "anyItems":
+				field = 4
+			case "named":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "inline")
 			}
@@ -73,7 +119,7 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			s3 := make([]ArraysInlineItem, len(tmp2))
 			copy(s3, tmp2)
 			m.Inline = s3
-		case "referenced":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "referenced")
 			}
@@ -95,7 +141,7 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			s8 := make([]Item, len(tmp7))
 			copy(s8, tmp7)
 			m.Referenced = s8
-		case "matrix":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "matrix")
 			}
@@ -138,7 +184,7 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			s13 := make([][]int64, len(tmp12))
 			copy(s13, tmp12)
 			m.Matrix = s13
-		case "nullableItems":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "nullableItems")
 			}
@@ -168,7 +214,7 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			s24 := make([]*int64, len(tmp23))
 			copy(s24, tmp23)
 			m.NullableItems = s24
-		case "anyItems":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "anyItems")
 			}
@@ -192,16 +238,15 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			s31 := make([]json.RawMessage, len(tmp30))
 			copy(s31, tmp30)
 			m.AnyItems = s31
-		case "named":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "named")
 			}
 			if err := m.Named.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "named")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -391,20 +436,42 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ArraysInlineItem{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"weight":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			case "weight":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v1
-		case "weight":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "weight")
 			} else {
@@ -416,9 +483,8 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Weight = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -496,20 +562,42 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Item{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"id":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"tags":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "id":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "id":
+				field = 0
+			case "tags":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "id")
 			}
 			m.ID = v1
-		case "tags":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
 			}
@@ -533,9 +621,8 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			s4 := make([]string, len(tmp3))
 			copy(s4, tmp3)
 			m.Tags = s4
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

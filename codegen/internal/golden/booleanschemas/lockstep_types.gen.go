@@ -44,19 +44,47 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Booleans{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"anything":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"list":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"open":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "anything":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "anything":
+				field = 0
+			case "list":
+				field = 1
+			case "open":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			v1, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "anything")
 			}
 			m.Anything = v1
-		case "list":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "list")
 			}
@@ -80,7 +108,7 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			s4 := make([]json.RawMessage, len(tmp3))
 			copy(s4, tmp3)
 			m.List = s4
-		case "open":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "open")
 			}
@@ -105,9 +133,8 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "open")
 			}
 			m.Open = m8
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

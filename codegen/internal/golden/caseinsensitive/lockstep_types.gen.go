@@ -53,62 +53,84 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ExtenderArgs{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"nodenames":`) {
+				field = 1
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "pod", "nodenames") {
-		case "pod":
-			v1, err := d.Raw()
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "pod", "nodenames") {
+			case "pod":
+				field = 0
+			case "nodenames":
+				field = 1
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
+			v3, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-			m.Pod = v1
-		case "nodenames":
+			m.Pod = v3
+		case 1:
 			if d.Null() {
 				m.Nodenames = jsonwire.Null[[]string]()
 			} else {
-				var v2 []string
+				var v4 []string
 				if d.Null() {
-					v2 = nil
+					v4 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					var buf3 [8]string
-					tmp4 := buf3[:0]
-					var zero7 string
-					for i6 := 0; d.NextItem(); i6++ {
-						tmp4 = append(tmp4, zero7)
-						v8, err := d.String()
+					var buf5 [8]string
+					tmp6 := buf5[:0]
+					var zero9 string
+					for i8 := 0; d.NextItem(); i8++ {
+						tmp6 = append(tmp6, zero9)
+						v10, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i6), "nodenames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i8), "nodenames")
 						}
-						tmp4[i6] = v8
+						tmp6[i8] = v10
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					s5 := make([]string, len(tmp4))
-					copy(s5, tmp4)
-					v2 = s5
+					s7 := make([]string, len(tmp6))
+					copy(s7, tmp6)
+					v4 = s7
 				}
-				m.Nodenames = jsonwire.Value(v2)
+				m.Nodenames = jsonwire.Value(v4)
 			}
-		default:
-			k := string(key)
-			var e9 json.RawMessage
-			v10, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e9 = v10
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e9
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -229,100 +251,128 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ExtenderFilterResult{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodenames":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"failedNodes":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"error":`) {
+				field = 2
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "nodenames", "failedNodes", "error") {
-		case "nodenames":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "nodenames", "failedNodes", "error") {
+			case "nodenames":
+				field = 0
+			case "failedNodes":
+				field = 1
+			case "error":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.Nodenames = jsonwire.Null[[]string]()
 			} else {
-				var v1 []string
+				var v3 []string
 				if d.Null() {
-					v1 = nil
+					v3 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					var buf2 [8]string
-					tmp3 := buf2[:0]
-					var zero6 string
-					for i5 := 0; d.NextItem(); i5++ {
-						tmp3 = append(tmp3, zero6)
-						v7, err := d.String()
+					var buf4 [8]string
+					tmp5 := buf4[:0]
+					var zero8 string
+					for i7 := 0; d.NextItem(); i7++ {
+						tmp5 = append(tmp5, zero8)
+						v9, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "nodenames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i7), "nodenames")
 						}
-						tmp3[i5] = v7
+						tmp5[i7] = v9
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					s4 := make([]string, len(tmp3))
-					copy(s4, tmp3)
-					v1 = s4
+					s6 := make([]string, len(tmp5))
+					copy(s6, tmp5)
+					v3 = s6
 				}
-				m.Nodenames = jsonwire.Value(v1)
+				m.Nodenames = jsonwire.Value(v3)
 			}
-		case "failedNodes":
+		case 1:
 			if d.Null() {
 				m.FailedNodes = jsonwire.Null[map[string]string]()
 			} else {
-				var v8 map[string]string
+				var v10 map[string]string
 				if d.Null() {
-					v8 = nil
+					v10 = nil
 				} else {
 					if err := d.ObjectStart(); err != nil {
 						return jsonwire.Within(err, "failedNodes")
 					}
-					m9 := map[string]string{}
+					m11 := map[string]string{}
 					for d.NextMember() {
-						k10 := d.KeyString()
+						k12 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}
-						var e11 string
-						v12, err := d.String()
+						var e13 string
+						v14, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.Within(err, k10), "failedNodes")
+							return jsonwire.Within(jsonwire.Within(err, k12), "failedNodes")
 						}
-						e11 = v12
-						m9[k10] = e11
+						e13 = v14
+						m11[k12] = e13
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "failedNodes")
 					}
-					v8 = m9
+					v10 = m11
 				}
-				m.FailedNodes = jsonwire.Value(v8)
+				m.FailedNodes = jsonwire.Value(v10)
 			}
-		case "error":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
-				p13 := new(string)
-				v14, err := d.String()
+				p15 := new(string)
+				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "error")
 				}
-				(*p13) = v14
-				m.Error = p13
+				(*p15) = v16
+				m.Error = p15
 			}
-		default:
-			k := string(key)
-			var e15 json.RawMessage
-			v16, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e15 = v16
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e15
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -462,37 +512,53 @@ func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Strict{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
-				(*p1) = v2
-				m.Name = p1
+				(*p3) = v4
+				m.Name = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -242,25 +242,64 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Config{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"version":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"services":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"volumes":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "version":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "version":
+				field = 0
+			case "services":
+				field = 1
+			case "volumes":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "version")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "version")
 				}
-				(*p1) = v2
-				m.Version = p1
+				(*p3) = v4
+				m.Version = p3
 			}
-		case "services":
+		case 1:
 			seen[0] = true
 			if d.Null() {
 				m.Services = nil
@@ -268,65 +307,54 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ObjectStart(); err != nil {
 					return jsonwire.Within(err, "services")
 				}
-				m3 := map[string]Service{}
+				m5 := map[string]Service{}
 				for d.NextMember() {
-					k4 := d.KeyString()
+					k6 := d.KeyString()
 					if d.Err() != nil {
 						break
 					}
-					var e5 Service
-					if err := e5.decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.Within(err, k4), "services")
+					var e7 Service
+					if err := e7.decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k6), "services")
 					}
-					m3[k4] = e5
+					m5[k6] = e7
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "services")
 				}
-				m.Services = m3
+				m.Services = m5
 			}
-		case "volumes":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "volumes")
 			}
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "volumes")
 			}
-			m6 := map[string]*Volume{}
+			m8 := map[string]*Volume{}
 			for d.NextMember() {
-				k7 := d.KeyString()
+				k9 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e8 *Volume
+				var e10 *Volume
 				if d.Null() {
-					e8 = nil
+					e10 = nil
 				} else {
-					p9 := new(Volume)
-					if err := (*p9).decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.Within(err, k7), "volumes")
+					p11 := new(Volume)
+					if err := (*p11).decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k9), "volumes")
 					}
-					e8 = p9
+					e10 = p11
 				}
-				m6[k7] = e8
+				m8[k9] = e10
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "volumes")
 			}
-			m.Volumes = m6
-		default:
-			k := string(key)
-			var e10 json.RawMessage
-			v11, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e10 = v11
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e10
+			m.Volumes = m8
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -524,13 +552,35 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Deploy{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"replicas":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"resources":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "replicas":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "replicas":
+				field = 0
+			case "resources":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
@@ -542,7 +592,7 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Replicas = p1
 			}
-		case "resources":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "resources")
 			} else {
@@ -552,9 +602,8 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Resources = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -611,13 +660,35 @@ func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = DeployResources{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"limits":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"reservations":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "limits":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "limits":
+				field = 0
+			case "reservations":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
 			} else {
@@ -627,7 +698,7 @@ func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Limits = p1
 			}
-		case "reservations":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "reservations")
 			} else {
@@ -637,9 +708,8 @@ func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Reservations = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1072,13 +1142,35 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Resource{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpus":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memory":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "cpus":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpus":
+				field = 0
+			case "memory":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "cpus")
 			} else {
@@ -1088,7 +1180,7 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Cpus = p1
 			}
-		case "memory":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
@@ -1100,9 +1192,8 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Memory = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1294,129 +1385,193 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Service{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"image":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"command":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"environment":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"ports":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"depends_on":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"restart":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"healthcheck":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"deploy":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"build":`) {
+				field = 8
+			}
 		}
-		switch string(key) {
-		case "image":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "image":
+				field = 0
+			case "command":
+				field = 1
+			case "environment":
+				field = 2
+			case "ports":
+				field = 3
+			case "depends_on":
+				field = 4
+			case "restart":
+				field = 5
+			case "healthcheck":
+				field = 6
+			case "deploy":
+				field = 7
+			case "build":
+				field = 8
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "image")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "image")
 				}
-				(*p1) = v2
-				m.Image = p1
+				(*p3) = v4
+				m.Image = p3
 			}
-		case "command":
+		case 1:
 			if d.Null() {
 				m.Command = jsonwire.Null[Command]()
 			} else {
-				var v3 Command
-				if err := v3.decodeJSON(d); err != nil {
+				var v5 Command
+				if err := v5.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "command")
 				}
-				m.Command = jsonwire.Value(v3)
+				m.Command = jsonwire.Value(v5)
 			}
-		case "environment":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "environment")
 			} else {
-				p4 := new(ListOrDict)
-				if err := (*p4).decodeJSON(d); err != nil {
+				p6 := new(ListOrDict)
+				if err := (*p6).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "environment")
 				}
-				m.Environment = p4
+				m.Environment = p6
 			}
-		case "ports":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "ports")
 			}
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "ports")
 			}
-			var buf5 [8]ServicePortsItem
-			tmp6 := buf5[:0]
-			var zero9 ServicePortsItem
-			for i8 := 0; d.NextItem(); i8++ {
-				tmp6 = append(tmp6, zero9)
-				if err := tmp6[i8].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i8), "ports")
+			var buf7 [8]ServicePortsItem
+			tmp8 := buf7[:0]
+			var zero11 ServicePortsItem
+			for i10 := 0; d.NextItem(); i10++ {
+				tmp8 = append(tmp8, zero11)
+				if err := tmp8[i10].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "ports")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "ports")
 			}
-			s7 := make([]ServicePortsItem, len(tmp6))
-			copy(s7, tmp6)
-			m.Ports = s7
-		case "depends_on":
+			s9 := make([]ServicePortsItem, len(tmp8))
+			copy(s9, tmp8)
+			m.Ports = s9
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "depends_on")
 			} else {
-				p10 := new(ServiceDependsOn)
-				if err := (*p10).decodeJSON(d); err != nil {
+				p12 := new(ServiceDependsOn)
+				if err := (*p12).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "depends_on")
 				}
-				m.DependsOn = p10
+				m.DependsOn = p12
 			}
-		case "restart":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "restart")
 			} else {
-				p11 := new(ServiceRestart)
-				if err := (*p11).decodeJSON(d); err != nil {
+				p13 := new(ServiceRestart)
+				if err := (*p13).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "restart")
 				}
-				m.Restart = p11
+				m.Restart = p13
 			}
-		case "healthcheck":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "healthcheck")
 			} else {
-				p12 := new(ServiceHealthcheck)
-				if err := (*p12).decodeJSON(d); err != nil {
+				p14 := new(ServiceHealthcheck)
+				if err := (*p14).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "healthcheck")
 				}
-				m.Healthcheck = p12
+				m.Healthcheck = p14
 			}
-		case "deploy":
+		case 7:
 			if d.Null() {
 				m.Deploy = jsonwire.Null[Deploy]()
 			} else {
-				var v13 Deploy
-				if err := v13.decodeJSON(d); err != nil {
+				var v15 Deploy
+				if err := v15.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "deploy")
 				}
-				m.Deploy = jsonwire.Value(v13)
+				m.Deploy = jsonwire.Value(v15)
 			}
-		case "build":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "build")
 			} else {
-				p14 := new(ServiceBuild)
-				if err := (*p14).decodeJSON(d); err != nil {
+				p16 := new(ServiceBuild)
+				if err := (*p16).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "build")
 				}
-				m.Build = p14
+				m.Build = p16
 			}
-		default:
-			k := string(key)
-			var e15 json.RawMessage
-			v16, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e15 = v16
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e15
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1826,65 +1981,93 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"context":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"dockerfile":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"args":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "context":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "context":
+				field = 0
+			case "dockerfile":
+				field = 1
+			case "args":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "context")
 			} else {
 				if block == nil {
 					block = new(pointerBlock)
 				}
-				p1 := &block.v0
-				v2, err := d.String()
+				p3 := &block.v0
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "context")
 				}
-				(*p1) = v2
-				m.Context = p1
+				(*p3) = v4
+				m.Context = p3
 			}
-		case "dockerfile":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "dockerfile")
 			} else {
 				if block == nil {
 					block = new(pointerBlock)
 				}
-				p3 := &block.v1
-				v4, err := d.String()
+				p5 := &block.v1
+				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "dockerfile")
 				}
-				(*p3) = v4
-				m.Dockerfile = p3
+				(*p5) = v6
+				m.Dockerfile = p5
 			}
-		case "args":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "args")
 			} else {
-				p5 := new(ListOrDict)
-				if err := (*p5).decodeJSON(d); err != nil {
+				p7 := new(ListOrDict)
+				if err := (*p7).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "args")
 				}
-				m.Args = p5
+				m.Args = p7
 			}
-		default:
-			k := string(key)
-			var e6 json.RawMessage
-			v7, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e6 = v7
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e6
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2190,20 +2373,35 @@ func (m *ServiceDependsOnObjectValue) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ServiceDependsOnObjectValue{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"condition":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "condition":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "condition":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Condition.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "condition")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2325,13 +2523,47 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 		v2 bool
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"test":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"interval":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"retries":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"disable":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "test":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "test":
+				field = 0
+			case "interval":
+				field = 1
+			case "retries":
+				field = 2
+			case "disable":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.Test = jsonwire.Null[Command]()
 			} else {
@@ -2341,7 +2573,7 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Test = jsonwire.Value(v1)
 			}
-		case "interval":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "interval")
 			} else {
@@ -2356,7 +2588,7 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Interval = p2
 			}
-		case "retries":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "retries")
 			} else {
@@ -2371,7 +2603,7 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Retries = p4
 			}
-		case "disable":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "disable")
 			} else {
@@ -2386,9 +2618,8 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				(*p6) = v7
 				m.Disable = p6
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2670,13 +2901,41 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ServicePortsItemObject{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"target":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"published":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"protocol":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "target":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "target":
+				field = 0
+			case "published":
+				field = 1
+			case "protocol":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "target")
 			} else {
@@ -2688,7 +2947,7 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Target = p1
 			}
-		case "published":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "published")
 			} else {
@@ -2698,7 +2957,7 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Published = p3
 			}
-		case "protocol":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "protocol")
 			} else {
@@ -2708,9 +2967,8 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Protocol = p4
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -3016,65 +3274,93 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 		v1 bool
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"driver":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"external":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"labels":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "driver":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "driver":
+				field = 0
+			case "external":
+				field = 1
+			case "labels":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "driver")
 			} else {
 				if block == nil {
 					block = new(pointerBlock)
 				}
-				p1 := &block.v0
-				v2, err := d.String()
+				p3 := &block.v0
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "driver")
 				}
-				(*p1) = v2
-				m.Driver = p1
+				(*p3) = v4
+				m.Driver = p3
 			}
-		case "external":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "external")
 			} else {
 				if block == nil {
 					block = new(pointerBlock)
 				}
-				p3 := &block.v1
-				v4, err := d.Bool()
+				p5 := &block.v1
+				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "external")
 				}
-				(*p3) = v4
-				m.External = p3
+				(*p5) = v6
+				m.External = p5
 			}
-		case "labels":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "labels")
 			} else {
-				p5 := new(ListOrDict)
-				if err := (*p5).decodeJSON(d); err != nil {
+				p7 := new(ListOrDict)
+				if err := (*p7).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "labels")
 				}
-				m.Labels = p5
+				m.Labels = p7
 			}
-		default:
-			k := string(key)
-			var e6 json.RawMessage
-			v7, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e6 = v7
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e6
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

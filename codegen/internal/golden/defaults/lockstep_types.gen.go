@@ -139,13 +139,89 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 		v4 time.Time
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"replicas":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"ratio":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"name":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"enabled":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"mode":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"tags":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"labels":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"limits":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"fallback":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"since":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"required":`) {
+				field = 10
+			}
 		}
-		switch string(key) {
-		case "replicas":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "replicas":
+				field = 0
+			case "ratio":
+				field = 1
+			case "name":
+				field = 2
+			case "enabled":
+				field = 3
+			case "mode":
+				field = 4
+			case "tags":
+				field = 5
+			case "labels":
+				field = 6
+			case "limits":
+				field = 7
+			case "fallback":
+				field = 8
+			case "since":
+				field = 9
+			case "required":
+				field = 10
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
@@ -160,7 +236,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Replicas = p1
 			}
-		case "ratio":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
@@ -175,7 +251,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Ratio = p3
 			}
-		case "name":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
@@ -190,7 +266,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.Name = p5
 			}
-		case "enabled":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "enabled")
 			} else {
@@ -205,7 +281,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.Enabled = p7
 			}
-		case "mode":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
 			} else {
@@ -215,7 +291,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Mode = p9
 			}
-		case "tags":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
 			}
@@ -239,7 +315,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			s12 := make([]string, len(tmp11))
 			copy(s12, tmp11)
 			m.Tags = s12
-		case "labels":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -264,7 +340,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m16
-		case "limits":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
 			} else {
@@ -274,7 +350,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Limits = p20
 			}
-		case "fallback":
+		case 8:
 			if d.Null() {
 				m.Fallback = jsonwire.Null[string]()
 			} else {
@@ -286,7 +362,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				v21 = v22
 				m.Fallback = jsonwire.Value(v21)
 			}
-		case "since":
+		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
@@ -301,16 +377,15 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				(*p23) = v24
 				m.Since = p23
 			}
-		case "required":
+		case 10:
 			seen[0] = true
 			v25, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "required")
 			}
 			m.Required = v25
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -545,13 +620,35 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpu":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memory":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "cpu":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpu":
+				field = 0
+			case "memory":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "cpu")
 			} else {
@@ -566,7 +663,7 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.CPU = p1
 			}
-		case "memory":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
@@ -581,9 +678,8 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Memory = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

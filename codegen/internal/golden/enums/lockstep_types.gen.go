@@ -136,18 +136,64 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Enums{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"phase":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"priority":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"maybe":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"odd":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"shared":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"more":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "phase":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "phase":
+				field = 0
+			case "priority":
+				field = 1
+			case "maybe":
+				field = 2
+			case "odd":
+				field = 3
+			case "shared":
+				field = 4
+			case "more":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Phase.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "phase")
 			}
-		case "priority":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
@@ -157,7 +203,7 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Priority = p1
 			}
-		case "maybe":
+		case 2:
 			if d.Null() {
 				m.Maybe = jsonwire.Null[EnumsMaybe]()
 			} else {
@@ -167,7 +213,7 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Maybe = jsonwire.Value(v2)
 			}
-		case "odd":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "odd")
 			} else {
@@ -177,7 +223,7 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Odd = p3
 			}
-		case "shared":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "shared")
 			} else {
@@ -187,7 +233,7 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Shared = p4
 			}
-		case "more":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "more")
 			}
@@ -209,9 +255,8 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			s7 := make([]Color, len(tmp6))
 			copy(s7, tmp6)
 			m.More = s7
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

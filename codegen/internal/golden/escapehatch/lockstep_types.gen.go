@@ -46,13 +46,53 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Escapes{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"addr":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"prefixes":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"pod":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"count":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"raw":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "addr":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "addr":
+				field = 0
+			case "prefixes":
+				field = 1
+			case "pod":
+				field = 2
+			case "count":
+				field = 3
+			case "raw":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "addr")
 			} else {
@@ -66,7 +106,7 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Addr = p1
 			}
-		case "prefixes":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "prefixes")
 			}
@@ -92,13 +132,13 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 			s5 := make([]netip.Prefix, len(tmp4))
 			copy(s5, tmp4)
 			m.Prefixes = s5
-		case "pod":
+		case 2:
 			v9, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "pod")
 			}
 			m.Pod = v9
-		case "count":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
@@ -110,15 +150,14 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 				(*p10) = v11
 				m.Total = p10
 			}
-		case "raw":
+		case 4:
 			v12, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "raw")
 			}
 			m.Raw = v12
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

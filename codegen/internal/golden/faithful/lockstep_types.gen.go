@@ -75,91 +75,143 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Settings{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"compact":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"retries":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"mode":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"level":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"limit":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"labels":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"none":`) {
+				field = 6
+			}
 		}
-		switch string(key) {
-		case "compact":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "compact":
+				field = 0
+			case "retries":
+				field = 1
+			case "mode":
+				field = 2
+			case "level":
+				field = 3
+			case "limit":
+				field = 4
+			case "labels":
+				field = 5
+			case "none":
+				field = 6
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "compact")
 			} else {
-				p1 := new(SettingsCompact)
-				if err := (*p1).decodeJSON(d); err != nil {
+				p3 := new(SettingsCompact)
+				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "compact")
 				}
-				m.Compact = p1
+				m.Compact = p3
 			}
-		case "retries":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "retries")
 			} else {
-				p2 := new(SettingsRetries)
-				if err := (*p2).decodeJSON(d); err != nil {
+				p4 := new(SettingsRetries)
+				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "retries")
 				}
-				m.Retries = p2
+				m.Retries = p4
 			}
-		case "mode":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
 			} else {
-				p3 := new(SettingsMode)
-				if err := (*p3).decodeJSON(d); err != nil {
+				p5 := new(SettingsMode)
+				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "mode")
 				}
-				m.Mode = p3
+				m.Mode = p5
 			}
-		case "level":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "level")
 			} else {
-				p4 := new(SettingsLevel)
-				if err := (*p4).decodeJSON(d); err != nil {
+				p6 := new(SettingsLevel)
+				if err := (*p6).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "level")
 				}
-				m.Level = p4
+				m.Level = p6
 			}
-		case "limit":
+		case 4:
 			if d.Null() {
 				m.Limit = jsonwire.Null[SettingsLimit]()
 			} else {
-				var v5 SettingsLimit
-				if err := v5.decodeJSON(d); err != nil {
+				var v7 SettingsLimit
+				if err := v7.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "limit")
 				}
-				m.Limit = jsonwire.Value(v5)
+				m.Limit = jsonwire.Value(v7)
 			}
-		case "labels":
+		case 5:
 			if d.Null() {
 				m.Labels = jsonwire.Null[SettingsLabels]()
 			} else {
-				var v6 SettingsLabels
-				if err := v6.decodeJSON(d); err != nil {
+				var v8 SettingsLabels
+				if err := v8.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "labels")
 				}
-				m.Labels = jsonwire.Value(v6)
+				m.Labels = jsonwire.Value(v8)
 			}
-		case "none":
-			v7, err := d.Raw()
+		case 6:
+			v9, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "none")
 			}
-			m.None = v7
-		default:
-			k := string(key)
-			var e8 json.RawMessage
-			v9, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e8 = v9
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e8
+			m.None = v9
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

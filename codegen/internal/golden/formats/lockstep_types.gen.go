@@ -61,20 +61,96 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 		v7 int64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"at":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"maybeAt":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"day":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"id":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"mail":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"small":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"big":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"ratio":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"plain":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"count":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"history":`) {
+				field = 10
+			}
 		}
-		switch string(key) {
-		case "at":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "at":
+				field = 0
+			case "maybeAt":
+				field = 1
+			case "day":
+				field = 2
+			case "id":
+				field = 3
+			case "mail":
+				field = 4
+			case "small":
+				field = 5
+			case "big":
+				field = 6
+			case "ratio":
+				field = 7
+			case "plain":
+				field = 8
+			case "count":
+				field = 9
+			case "history":
+				field = 10
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.DateTime()
 			if err != nil {
 				return jsonwire.Within(err, "at")
 			}
 			m.At = v1
-		case "maybeAt":
+		case 1:
 			if d.Null() {
 				m.MaybeAt = jsonwire.Null[time.Time]()
 			} else {
@@ -86,7 +162,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				v2 = v3
 				m.MaybeAt = jsonwire.Value(v2)
 			}
-		case "day":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "day")
 			} else {
@@ -101,7 +177,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Day = p4
 			}
-		case "id":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
@@ -116,7 +192,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p6) = v7
 				m.ID = p6
 			}
-		case "mail":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mail")
 			} else {
@@ -131,7 +207,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p8) = v9
 				m.Mail = p8
 			}
-		case "small":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "small")
 			} else {
@@ -146,7 +222,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p10) = v11
 				m.Small = p10
 			}
-		case "big":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "big")
 			} else {
@@ -161,7 +237,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p12) = v13
 				m.Big = p12
 			}
-		case "ratio":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
@@ -176,7 +252,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p14) = v15
 				m.Ratio = p14
 			}
-		case "plain":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "plain")
 			} else {
@@ -191,7 +267,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p16) = v17
 				m.Plain = p16
 			}
-		case "count":
+		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
@@ -206,7 +282,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p18) = v19
 				m.Count = p18
 			}
-		case "history":
+		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "history")
 			}
@@ -230,9 +306,8 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			s22 := make([]time.Time, len(tmp21))
 			copy(s22, tmp21)
 			m.History = s22
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

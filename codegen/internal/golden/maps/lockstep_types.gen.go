@@ -123,13 +123,71 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Maps{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"labels":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"counts":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"nested":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"objects":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"nullableValues":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"anything":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"empty":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"named":`) {
+				field = 7
+			}
 		}
-		switch string(key) {
-		case "labels":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "labels":
+				field = 0
+			case "counts":
+				field = 1
+			case "nested":
+				field = 2
+			case "objects":
+				field = 3
+			case "nullableValues":
+				field = 4
+			case "anything":
+				field = 5
+			case "empty":
+				field = 6
+			case "named":
+				field = 7
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -154,7 +212,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m1
-		case "counts":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "counts")
 			}
@@ -179,7 +237,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "counts")
 			}
 			m.Counts = m5
-		case "nested":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nested")
 			}
@@ -224,7 +282,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "nested")
 			}
 			m.Nested = m9
-		case "objects":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "objects")
 			}
@@ -247,7 +305,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "objects")
 			}
 			m.Objects = m16
-		case "nullableValues":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nullableValues")
 			}
@@ -278,7 +336,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "nullableValues")
 			}
 			m.NullableValues = m19
-		case "anything":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "anything")
 			}
@@ -303,7 +361,7 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "anything")
 			}
 			m.Anything = m24
-		case "empty":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "empty")
 			} else {
@@ -313,16 +371,15 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Empty = p28
 			}
-		case "named":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "named")
 			}
 			if err := m.Named.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "named")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -555,15 +612,24 @@ func (m *MapsEmpty) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = MapsEmpty{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
 		}
-		switch string(key) {
-		default:
-			return jsonwire.Undeclared(d, key)
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
 		}
+		switch field {
+		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -604,22 +670,37 @@ func (m *MapsObjectsValue) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = MapsObjectsValue{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"id":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "id":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "id":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "id")
 			}
 			m.ID = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -51,37 +51,53 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Msg{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"id":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "id":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "id":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
 				}
-				(*p1) = v2
-				m.ID = p1
+				(*p3) = v4
+				m.ID = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -219,37 +235,53 @@ func (m *Open) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Open{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"id":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "id":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "id":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
 				}
-				(*p1) = v2
-				m.ID = p1
+				(*p3) = v4
+				m.ID = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -318,37 +350,53 @@ func (m *OpenValue) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = OpenValue{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"a":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "a":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "a":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				p1 := new(int64)
-				v2, err := d.Int64()
+				p3 := new(int64)
+				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")
 				}
-				(*p1) = v2
-				m.A = p1
+				(*p3) = v4
+				m.A = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

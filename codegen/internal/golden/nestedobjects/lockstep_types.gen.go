@@ -43,25 +43,53 @@ func (m *Outer) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Outer{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"inner":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"open":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			case "inner":
+				field = 1
+			case "open":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v1
-		case "inner":
+		case 1:
 			seen[1] = true
 			if err := m.Inner.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "inner")
 			}
-		case "open":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "open")
 			} else {
@@ -71,9 +99,8 @@ func (m *Outer) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Open = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -161,18 +188,40 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OuterInner{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"deep":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"label":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "deep":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "deep":
+				field = 0
+			case "label":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Deep.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "deep")
 			}
-		case "label":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "label")
 			} else {
@@ -184,9 +233,8 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Label = p1
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -255,13 +303,29 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = OuterInnerDeep{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"value":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "value":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "value":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "value")
 			} else {
@@ -273,9 +337,8 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Value = p1
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -342,37 +405,53 @@ func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = OuterOpen{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"known":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "known":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "known":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "known")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "known")
 				}
-				(*p1) = v2
-				m.Known = p1
+				(*p3) = v4
+				m.Known = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -43,29 +43,50 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Ack{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"generation":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			case "generation":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		case "generation":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "generation")
 			}
 			m.Generation = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -171,20 +192,72 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BenchNodeStatus{}
 	var seen [7]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"conditions":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"capacity":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"allocatable":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"addresses":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"nodeInfo":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"images":`) {
+				field = 6
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "conditions":
+				field = 1
+			case "capacity":
+				field = 2
+			case "allocatable":
+				field = 3
+			case "addresses":
+				field = 4
+			case "nodeInfo":
+				field = 5
+			case "images":
+				field = 6
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "conditions":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Conditions = nil
@@ -208,17 +281,17 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Conditions = s4
 			}
-		case "capacity":
+		case 2:
 			seen[2] = true
 			if err := m.Capacity.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "capacity")
 			}
-		case "allocatable":
+		case 3:
 			seen[3] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "addresses":
+		case 4:
 			seen[4] = true
 			if d.Null() {
 				m.Addresses = nil
@@ -242,12 +315,12 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s9, tmp8)
 				m.Addresses = s9
 			}
-		case "nodeInfo":
+		case 5:
 			seen[5] = true
 			if err := m.NodeInfo.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "nodeInfo")
 			}
-		case "images":
+		case 6:
 			seen[6] = true
 			if d.Null() {
 				m.Images = nil
@@ -273,9 +346,8 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s14, tmp13)
 				m.Images = s14
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -516,13 +588,35 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ContainerImage{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"names":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"sizeBytes":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "names":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "names":
+				field = 0
+			case "sizeBytes":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.Names = jsonwire.Null[[]string]()
 			} else {
@@ -553,7 +647,7 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Names = jsonwire.Value(v1)
 			}
-		case "sizeBytes":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "sizeBytes")
 			} else {
@@ -565,9 +659,8 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 				(*p8) = v9
 				m.SizeBytes = p8
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -637,27 +730,48 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -787,23 +901,63 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		v2 time.Time
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"reason":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"message":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"lastHeartbeatTime":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			case "reason":
+				field = 2
+			case "message":
+				field = 3
+			case "lastHeartbeatTime":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "reason":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -818,7 +972,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Reason = p1
 			}
-		case "message":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -833,7 +987,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Message = p3
 			}
-		case "lastHeartbeatTime":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
@@ -848,9 +1002,8 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.LastHeartbeatTime = p5
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1069,13 +1222,29 @@ func (m *NodeConfigSource) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = NodeConfigSource{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"configMap":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "configMap":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "configMap":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.ConfigMap = jsonwire.Null[NodeConfigSourceConfigMap]()
 			} else {
@@ -1085,9 +1254,8 @@ func (m *NodeConfigSource) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.ConfigMap = jsonwire.Value(v1)
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1153,27 +1321,67 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"namespace":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"uid":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"resourceVersion":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"kubeletConfigKey":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "namespace":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "namespace":
+				field = 0
+			case "name":
+				field = 1
+			case "uid":
+				field = 2
+			case "resourceVersion":
+				field = 3
+			case "kubeletConfigKey":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v1
-		case "name":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v2
-		case "uid":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "uid")
 			} else {
@@ -1188,7 +1396,7 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.UID = p3
 			}
-		case "resourceVersion":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "resourceVersion")
 			} else {
@@ -1203,16 +1411,15 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.ResourceVersion = p5
 			}
-		case "kubeletConfigKey":
+		case 4:
 			seen[2] = true
 			v7, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "kubeletConfigKey")
 			}
 			m.KubeletConfigKey = v7
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1304,13 +1511,41 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = NodeConfigStatus{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"assigned":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"active":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"error":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "assigned":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "assigned":
+				field = 0
+			case "active":
+				field = 1
+			case "error":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "assigned")
 			} else {
@@ -1320,7 +1555,7 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Assigned = p1
 			}
-		case "active":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "active")
 			} else {
@@ -1330,7 +1565,7 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Active = p2
 			}
-		case "error":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
@@ -1342,9 +1577,8 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Error = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1436,30 +1670,112 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"capacity":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"allocatable":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"phase":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"conditions":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"addresses":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"daemonEndpoints":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"nodeInfo":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"images":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"volumesInUse":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"volumesAttached":`) {
+				field = 10
+			}
+		case 11:
+			if d.KeyIs(`"config":`) {
+				field = 11
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "capacity":
+				field = 1
+			case "allocatable":
+				field = 2
+			case "phase":
+				field = 3
+			case "conditions":
+				field = 4
+			case "addresses":
+				field = 5
+			case "daemonEndpoints":
+				field = 6
+			case "nodeInfo":
+				field = 7
+			case "images":
+				field = 8
+			case "volumesInUse":
+				field = 9
+			case "volumesAttached":
+				field = 10
+			case "config":
+				field = 11
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "capacity":
+		case 1:
 			seen[1] = true
 			if err := m.Capacity.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "capacity")
 			}
-		case "allocatable":
+		case 2:
 			seen[2] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "phase":
+		case 3:
 			if d.Null() {
 				m.Phase = jsonwire.Null[NodeStatusPhase]()
 			} else {
@@ -1469,7 +1785,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Phase = jsonwire.Value(v2)
 			}
-		case "conditions":
+		case 4:
 			seen[3] = true
 			if d.Null() {
 				m.Conditions = nil
@@ -1493,7 +1809,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s5, tmp4)
 				m.Conditions = s5
 			}
-		case "addresses":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
 			}
@@ -1515,7 +1831,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			s10 := make([]NodeStatusNodeAddress, len(tmp9))
 			copy(s10, tmp9)
 			m.Addresses = s10
-		case "daemonEndpoints":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "daemonEndpoints")
 			} else {
@@ -1525,7 +1841,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.DaemonEndpoints = p13
 			}
-		case "nodeInfo":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nodeInfo")
 			} else {
@@ -1535,7 +1851,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.NodeInfo = p14
 			}
-		case "images":
+		case 8:
 			if d.Null() {
 				m.Images = jsonwire.Null[[]ContainerImage]()
 			} else {
@@ -1564,7 +1880,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Images = jsonwire.Value(v15)
 			}
-		case "volumesInUse":
+		case 9:
 			if d.Null() {
 				m.VolumesInUse = jsonwire.Null[[]string]()
 			} else {
@@ -1595,7 +1911,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.VolumesInUse = jsonwire.Value(v21)
 			}
-		case "volumesAttached":
+		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "volumesAttached")
 			}
@@ -1617,7 +1933,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			s30 := make([]NodeStatusVolumesAttachedItem, len(tmp29))
 			copy(s30, tmp29)
 			m.VolumesAttached = s30
-		case "config":
+		case 11:
 			if d.Null() {
 				m.Config = jsonwire.Null[NodeConfigStatus]()
 			} else {
@@ -1627,9 +1943,8 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Config = jsonwire.Value(v33)
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1914,13 +2229,29 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = NodeStatusDaemonEndpoints{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"kubeletEndpoint":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "kubeletEndpoint":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "kubeletEndpoint":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "kubeletEndpoint")
 			} else {
@@ -1930,9 +2261,8 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.KubeletEndpoint = p1
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1994,22 +2324,37 @@ func (m *NodeStatusDaemonEndpointsKubeletEndpoint) decodeJSON(d *jsonwire.Decode
 	}
 	*m = NodeStatusDaemonEndpointsKubeletEndpoint{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Port":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "Port":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "Port":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int32()
 			if err != nil {
 				return jsonwire.Within(err, "Port")
 			}
 			m.Port = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2060,27 +2405,48 @@ func (m *NodeStatusNodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusNodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2208,25 +2574,71 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		v2 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"lastHeartbeatTime":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"lastTransitionTime":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"reason":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"message":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			case "lastHeartbeatTime":
+				field = 2
+			case "lastTransitionTime":
+				field = 3
+			case "reason":
+				field = 4
+			case "message":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "type")
 			}
 			m.Type = v1
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "lastHeartbeatTime":
+		case 2:
 			if d.Null() {
 				m.LastHeartbeatTime = jsonwire.Null[time.Time]()
 			} else {
@@ -2238,7 +2650,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				v2 = v3
 				m.LastHeartbeatTime = jsonwire.Value(v2)
 			}
-		case "lastTransitionTime":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
@@ -2253,7 +2665,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.LastTransitionTime = p4
 			}
-		case "reason":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -2268,7 +2680,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p6) = v7
 				m.Reason = p6
 			}
-		case "message":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -2283,9 +2695,8 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p8) = v9
 				m.Message = p8
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2414,20 +2825,84 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 		v3 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"machineID":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"systemUUID":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"bootID":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"kernelVersion":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"osImage":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"containerRuntimeVersion":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"kubeletVersion":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"operatingSystem":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"architecture":`) {
+				field = 8
+			}
 		}
-		switch string(key) {
-		case "machineID":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "machineID":
+				field = 0
+			case "systemUUID":
+				field = 1
+			case "bootID":
+				field = 2
+			case "kernelVersion":
+				field = 3
+			case "osImage":
+				field = 4
+			case "containerRuntimeVersion":
+				field = 5
+			case "kubeletVersion":
+				field = 6
+			case "operatingSystem":
+				field = 7
+			case "architecture":
+				field = 8
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "machineID")
 			}
 			m.MachineID = v1
-		case "systemUUID":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
@@ -2442,7 +2917,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.SystemUUID = p2
 			}
-		case "bootID":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
@@ -2457,14 +2932,14 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.BootID = p4
 			}
-		case "kernelVersion":
+		case 3:
 			seen[1] = true
 			v6, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "kernelVersion")
 			}
 			m.KernelVersion = v6
-		case "osImage":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
@@ -2479,7 +2954,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.OSImage = p7
 			}
-		case "containerRuntimeVersion":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
@@ -2494,30 +2969,29 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p9) = v10
 				m.ContainerRuntimeVersion = p9
 			}
-		case "kubeletVersion":
+		case 6:
 			seen[2] = true
 			v11, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "kubeletVersion")
 			}
 			m.KubeletVersion = v11
-		case "operatingSystem":
+		case 7:
 			seen[3] = true
 			v12, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "operatingSystem")
 			}
 			m.OperatingSystem = v12
-		case "architecture":
+		case 8:
 			seen[4] = true
 			v13, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "architecture")
 			}
 			m.Architecture = v13
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2776,29 +3250,50 @@ func (m *NodeStatusVolumesAttachedItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusVolumesAttachedItem{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"devicePath":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			case "devicePath":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v1
-		case "devicePath":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "devicePath")
 			}
 			m.DevicePath = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2870,13 +3365,71 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 		v7 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"machineID":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"systemUUID":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"bootID":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"kernelVersion":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"osImage":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"containerRuntimeVersion":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"kubeletVersion":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"kubeProxyVersion":`) {
+				field = 7
+			}
 		}
-		switch string(key) {
-		case "machineID":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "machineID":
+				field = 0
+			case "systemUUID":
+				field = 1
+			case "bootID":
+				field = 2
+			case "kernelVersion":
+				field = 3
+			case "osImage":
+				field = 4
+			case "containerRuntimeVersion":
+				field = 5
+			case "kubeletVersion":
+				field = 6
+			case "kubeProxyVersion":
+				field = 7
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
@@ -2891,7 +3444,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.MachineID = p1
 			}
-		case "systemUUID":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
@@ -2906,7 +3459,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.SystemUUID = p3
 			}
-		case "bootID":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
@@ -2921,7 +3474,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.BootID = p5
 			}
-		case "kernelVersion":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
@@ -2936,7 +3489,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.KernelVersion = p7
 			}
-		case "osImage":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
@@ -2951,7 +3504,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p9) = v10
 				m.OSImage = p9
 			}
-		case "containerRuntimeVersion":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
@@ -2966,7 +3519,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p11) = v12
 				m.ContainerRuntimeVersion = p11
 			}
-		case "kubeletVersion":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
@@ -2981,7 +3534,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p13) = v14
 				m.KubeletVersion = p13
 			}
-		case "kubeProxyVersion":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
@@ -2996,9 +3549,8 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				(*p15) = v16
 				m.KubeProxyVersion = p15
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -3156,25 +3708,59 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodStatus{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"uid":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"phase":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"podIP":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"startTime":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "uid":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "uid":
+				field = 0
+			case "phase":
+				field = 1
+			case "podIP":
+				field = 2
+			case "startTime":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v1
-		case "phase":
+		case 1:
 			seen[1] = true
 			if err := m.Phase.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "phase")
 			}
-		case "podIP":
+		case 2:
 			if d.Null() {
 				m.PodIP = jsonwire.Null[string]()
 			} else {
@@ -3186,7 +3772,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				v2 = v3
 				m.PodIP = jsonwire.Value(v2)
 			}
-		case "startTime":
+		case 3:
 			if d.Null() {
 				m.StartTime = jsonwire.Null[time.Time]()
 			} else {
@@ -3198,9 +3784,8 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				v4 = v5
 				m.StartTime = jsonwire.Value(v4)
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -53,32 +53,48 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Labels{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			default:
+				k := string(key)
+				var e1 string
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]string{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.String()
+			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
-			m.Name = v1
-		default:
-			k := string(key)
-			var e2 string
-			v3, err := d.String()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e2 = v3
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]string{}
-			}
-			m.AdditionalProperties[k] = e2
+			m.Name = v3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -212,13 +228,47 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 		v3 float64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"price":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"step":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"fraction":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"signed":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "price":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "price":
+				field = 0
+			case "step":
+				field = 1
+			case "fraction":
+				field = 2
+			case "signed":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "price")
 			} else {
@@ -233,7 +283,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Price = p1
 			}
-		case "step":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "step")
 			} else {
@@ -248,7 +298,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Step = p3
 			}
-		case "fraction":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "fraction")
 			} else {
@@ -263,7 +313,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.Fraction = p5
 			}
-		case "signed":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "signed")
 			} else {
@@ -278,9 +328,8 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.Signed = p7
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -53,37 +53,59 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Msg{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"v":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"both":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "v":
-			v1, err := d.Raw()
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "v":
+				field = 0
+			case "both":
+				field = 1
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
+			v3, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "v")
 			}
-			m.V = v1
-		case "both":
-			v2, err := d.Raw()
+			m.V = v3
+		case 1:
+			v4, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "both")
 			}
-			m.Both = v2
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
+			m.Both = v4
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

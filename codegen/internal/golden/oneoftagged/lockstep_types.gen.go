@@ -33,29 +33,50 @@ func (m *Circle) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Circle{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"kind":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"radius":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "kind":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "kind":
+				field = 0
+			case "radius":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "kind")
 			}
 			m.Kind = v1
-		case "radius":
+		case 1:
 			seen[1] = true
 			v2, err := d.Float64()
 			if err != nil {
 				return jsonwire.Within(err, "radius")
 			}
 			m.Radius = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -281,44 +302,72 @@ func (m *EventNodeAdded) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = EventNodeAdded{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"at":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"node":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "at":
+				field = 1
+			case "node":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "at":
+		case 1:
 			seen[1] = true
-			v1, err := d.DateTime()
+			v3, err := d.DateTime()
 			if err != nil {
 				return jsonwire.Within(err, "at")
 			}
-			m.At = v1
-		case "node":
+			m.At = v3
+		case 2:
 			seen[2] = true
-			v2, err := d.String()
+			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
-			m.Node = v2
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
+			m.Node = v4
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -448,25 +497,64 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = EventPodsMoved{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"at":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"pods":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "at":
+				field = 1
+			case "pods":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "at":
+		case 1:
 			seen[1] = true
-			v1, err := d.DateTime()
+			v3, err := d.DateTime()
 			if err != nil {
 				return jsonwire.Within(err, "at")
 			}
-			m.At = v1
-		case "pods":
+			m.At = v3
+		case 2:
 			seen[2] = true
 			if d.Null() {
 				m.Pods = nil
@@ -474,37 +562,26 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "pods")
 				}
-				var buf2 [8]string
-				tmp3 := buf2[:0]
-				var zero6 string
-				for i5 := 0; d.NextItem(); i5++ {
-					tmp3 = append(tmp3, zero6)
-					v7, err := d.String()
+				var buf4 [8]string
+				tmp5 := buf4[:0]
+				var zero8 string
+				for i7 := 0; d.NextItem(); i7++ {
+					tmp5 = append(tmp5, zero8)
+					v9, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "pods")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i7), "pods")
 					}
-					tmp3[i5] = v7
+					tmp5[i7] = v9
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "pods")
 				}
-				s4 := make([]string, len(tmp3))
-				copy(s4, tmp3)
-				m.Pods = s4
+				s6 := make([]string, len(tmp5))
+				copy(s6, tmp5)
+				m.Pods = s6
 			}
-		default:
-			k := string(key)
-			var e8 json.RawMessage
-			v9, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e8 = v9
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e8
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -776,29 +853,50 @@ func (m *Square) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Square{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"kind":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"side":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "kind":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "kind":
+				field = 0
+			case "side":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "kind")
 			}
 			m.Kind = v1
-		case "side":
+		case 1:
 			seen[1] = true
 			v2, err := d.Float64()
 			if err != nil {
 				return jsonwire.Within(err, "side")
 			}
 			m.Side = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -32,22 +32,37 @@ func (m *ByName) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ByName{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -97,13 +112,29 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BySelector{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"selector":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "selector":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "selector":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if d.Null() {
 				m.Selector = nil
@@ -130,9 +161,8 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Selector = m1
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -221,13 +251,53 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Holder{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"port":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"target":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"choice":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"maybe":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"exclusive":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "port":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "port":
+				field = 0
+			case "target":
+				field = 1
+			case "choice":
+				field = 2
+			case "maybe":
+				field = 3
+			case "exclusive":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "port")
 			} else {
@@ -237,7 +307,7 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Port = p1
 			}
-		case "target":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "target")
 			} else {
@@ -247,7 +317,7 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Target = p2
 			}
-		case "choice":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "choice")
 			} else {
@@ -257,7 +327,7 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Choice = p3
 			}
-		case "maybe":
+		case 3:
 			if d.Null() {
 				m.Maybe = jsonwire.Null[ByName]()
 			} else {
@@ -267,7 +337,7 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Maybe = jsonwire.Value(v4)
 			}
-		case "exclusive":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "exclusive")
 			} else {
@@ -277,9 +347,8 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Exclusive = p5
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -579,22 +648,37 @@ func (m *HolderChoiceObject) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = HolderChoiceObject{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"a":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "a":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "a":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "a")
 			}
 			m.A = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -651,13 +735,35 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 		v1 int64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"x":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"y":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "x":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "x":
+				field = 0
+			case "y":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "x")
 			} else {
@@ -672,7 +778,7 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.X = p1
 			}
-		case "y":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "y")
 			} else {
@@ -687,9 +793,8 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Y = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -42,13 +42,41 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Patterns{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"env":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"limits":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"extensible":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "env":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "env":
+				field = 0
+			case "limits":
+				field = 1
+			case "extensible":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "env")
 			}
@@ -73,7 +101,7 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "env")
 			}
 			m.Env = m1
-		case "limits":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "limits")
 			} else {
@@ -83,7 +111,7 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Limits = p5
 			}
-		case "extensible":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "extensible")
 			} else {
@@ -93,9 +121,8 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Extensible = p6
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -214,37 +241,53 @@ func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = PatternsExtensible{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
-				(*p1) = v2
-				m.Name = p1
+				(*p3) = v4
+				m.Name = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -317,32 +360,48 @@ func (m *PatternsLimits) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PatternsLimits{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"default":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "default":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "default":
+				field = 0
+			default:
+				k := string(key)
+				var e1 int64
+				v2, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]int64{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.Int64()
+			v3, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "default")
 			}
-			m.Default = v1
-		default:
-			k := string(key)
-			var e2 int64
-			v3, err := d.Int64()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e2 = v3
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]int64{}
-			}
-			m.AdditionalProperties[k] = e2
+			m.Default = v3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

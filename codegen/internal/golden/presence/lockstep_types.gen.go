@@ -42,29 +42,50 @@ func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Point{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"x":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"y":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "x":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "x":
+				field = 0
+			case "y":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Float64()
 			if err != nil {
 				return jsonwire.Within(err, "x")
 			}
 			m.X = v1
-		case "y":
+		case 1:
 			seen[1] = true
 			v2, err := d.Float64()
 			if err != nil {
 				return jsonwire.Within(err, "y")
 			}
 			m.Y = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -186,20 +207,138 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 		v3 bool
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"reqString":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"optString":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"reqNullString":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"optNullString":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"reqObject":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"optObject":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"reqNullObject":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"optNullObject":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"reqList":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"optList":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"reqNullList":`) {
+				field = 10
+			}
+		case 11:
+			if d.KeyIs(`"optNullList":`) {
+				field = 11
+			}
+		case 12:
+			if d.KeyIs(`"optMap":`) {
+				field = 12
+			}
+		case 13:
+			if d.KeyIs(`"optNullMap":`) {
+				field = 13
+			}
+		case 14:
+			if d.KeyIs(`"optInt":`) {
+				field = 14
+			}
+		case 15:
+			if d.KeyIs(`"optNullInt":`) {
+				field = 15
+			}
+		case 16:
+			if d.KeyIs(`"optBool":`) {
+				field = 16
+			}
+		case 17:
+			if d.KeyIs(`"optRaw":`) {
+				field = 17
+			}
 		}
-		switch string(key) {
-		case "reqString":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "reqString":
+				field = 0
+			case "optString":
+				field = 1
+			case "reqNullString":
+				field = 2
+			case "optNullString":
+				field = 3
+			case "reqObject":
+				field = 4
+			case "optObject":
+				field = 5
+			case "reqNullObject":
+				field = 6
+			case "optNullObject":
+				field = 7
+			case "reqList":
+				field = 8
+			case "optList":
+				field = 9
+			case "reqNullList":
+				field = 10
+			case "optNullList":
+				field = 11
+			case "optMap":
+				field = 12
+			case "optNullMap":
+				field = 13
+			case "optInt":
+				field = 14
+			case "optNullInt":
+				field = 15
+			case "optBool":
+				field = 16
+			case "optRaw":
+				field = 17
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "reqString")
 			}
 			m.ReqString = v1
-		case "optString":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "optString")
 			} else {
@@ -214,7 +353,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.OptString = p2
 			}
-		case "reqNullString":
+		case 2:
 			seen[1] = true
 			if d.Null() {
 				m.ReqNullString = nil
@@ -230,7 +369,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.ReqNullString = p4
 			}
-		case "optNullString":
+		case 3:
 			if d.Null() {
 				m.OptNullString = jsonwire.Null[string]()
 			} else {
@@ -242,12 +381,12 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				v6 = v7
 				m.OptNullString = jsonwire.Value(v6)
 			}
-		case "reqObject":
+		case 4:
 			seen[2] = true
 			if err := m.ReqObject.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "reqObject")
 			}
-		case "optObject":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "optObject")
 			} else {
@@ -257,7 +396,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.OptObject = p8
 			}
-		case "reqNullObject":
+		case 6:
 			seen[3] = true
 			if d.Null() {
 				m.ReqNullObject = nil
@@ -268,7 +407,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.ReqNullObject = p9
 			}
-		case "optNullObject":
+		case 7:
 			if d.Null() {
 				m.OptNullObject = jsonwire.Null[Point]()
 			} else {
@@ -278,7 +417,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.OptNullObject = jsonwire.Value(v10)
 			}
-		case "reqList":
+		case 8:
 			seen[4] = true
 			if d.Null() {
 				m.ReqList = nil
@@ -304,7 +443,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s13, tmp12)
 				m.ReqList = s13
 			}
-		case "optList":
+		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "optList")
 			}
@@ -328,7 +467,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			s19 := make([]string, len(tmp18))
 			copy(s19, tmp18)
 			m.OptList = s19
-		case "reqNullList":
+		case 10:
 			seen[5] = true
 			if d.Null() {
 				m.ReqNullList = nil
@@ -354,7 +493,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s25, tmp24)
 				m.ReqNullList = s25
 			}
-		case "optNullList":
+		case 11:
 			if d.Null() {
 				m.OptNullList = jsonwire.Null[[]string]()
 			} else {
@@ -385,7 +524,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.OptNullList = jsonwire.Value(v29)
 			}
-		case "optMap":
+		case 12:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "optMap")
 			}
@@ -410,7 +549,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "optMap")
 			}
 			m.OptMap = m36
-		case "optNullMap":
+		case 13:
 			if d.Null() {
 				m.OptNullMap = jsonwire.Null[map[string]int64]()
 			} else {
@@ -442,7 +581,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.OptNullMap = jsonwire.Value(v40)
 			}
-		case "optInt":
+		case 14:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "optInt")
 			} else {
@@ -457,7 +596,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				(*p45) = v46
 				m.OptInt = p45
 			}
-		case "optNullInt":
+		case 15:
 			if d.Null() {
 				m.OptNullInt = jsonwire.Null[int64]()
 			} else {
@@ -469,7 +608,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				v47 = v48
 				m.OptNullInt = jsonwire.Value(v47)
 			}
-		case "optBool":
+		case 16:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "optBool")
 			} else {
@@ -484,15 +623,14 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				(*p49) = v50
 				m.OptBool = p49
 			}
-		case "optRaw":
+		case 17:
 			v51, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "optRaw")
 			}
 			m.OptRaw = v51
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -42,20 +42,48 @@ func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Expr{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"op":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"left":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"right":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "op":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "op":
+				field = 0
+			case "left":
+				field = 1
+			case "right":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "op")
 			}
 			m.Op = v1
-		case "left":
+		case 1:
 			if d.Null() {
 				m.Left = jsonwire.Null[Term]()
 			} else {
@@ -65,7 +93,7 @@ func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Left = jsonwire.Value(v2)
 			}
-		case "right":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "right")
 			} else {
@@ -75,9 +103,8 @@ func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Right = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -194,20 +221,42 @@ func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = List{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"head":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"next":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "head":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "head":
+				field = 0
+			case "next":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "head")
 			}
 			m.Head = v1
-		case "next":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Next = nil
@@ -218,9 +267,8 @@ func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Next = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -347,13 +395,35 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Term{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"expr":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"literal":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "expr":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "expr":
+				field = 0
+			case "literal":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.Expr = jsonwire.Null[*Expr]()
 			} else {
@@ -369,7 +439,7 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Expr = jsonwire.Value(v1)
 			}
-		case "literal":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "literal")
 			} else {
@@ -381,9 +451,8 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Literal = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -492,20 +561,42 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Tree{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"value":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"children":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "value":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "value":
+				field = 0
+			case "children":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "value")
 			}
 			m.Value = v1
-		case "children":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "children")
 			}
@@ -527,9 +618,8 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 			s4 := make([]Tree, len(tmp3))
 			copy(s4, tmp3)
 			m.Children = s4
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

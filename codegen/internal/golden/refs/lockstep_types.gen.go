@@ -108,20 +108,42 @@ func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Customer{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"name":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "name":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "name":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v1
-		case "address":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
 			} else {
@@ -131,9 +153,8 @@ func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Address = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -209,13 +230,35 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"street":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"city":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "street":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "street":
+				field = 0
+			case "city":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "street")
 			} else {
@@ -230,7 +273,7 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Street = p1
 			}
-		case "city":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "city")
 			} else {
@@ -245,9 +288,8 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.City = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -320,27 +362,48 @@ func (m *Line) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Line{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"sku":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"price":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "sku":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "sku":
+				field = 0
+			case "price":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "sku")
 			}
 			m.Sku = v1
-		case "price":
+		case 1:
 			seen[1] = true
 			if err := m.Price.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "price")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -403,27 +466,48 @@ func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Money{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"amount":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"currency":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "amount":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "amount":
+				field = 0
+			case "currency":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
 			m.Amount = v1
-		case "currency":
+		case 1:
 			seen[1] = true
 			if err := m.Currency.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "currency")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -481,13 +565,35 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Note{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"text":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"by":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "text":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "text":
+				field = 0
+			case "by":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "text")
 			} else {
@@ -499,7 +605,7 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Text = p1
 			}
-		case "by":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "by")
 			} else {
@@ -509,9 +615,8 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.By = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -595,25 +700,53 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Order{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"id":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"customer":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"lines":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "id":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "id":
+				field = 0
+			case "customer":
+				field = 1
+			case "lines":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "id")
 			}
 			m.ID = v1
-		case "customer":
+		case 1:
 			seen[1] = true
 			if err := m.Customer.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "customer")
 			}
-		case "lines":
+		case 2:
 			seen[2] = true
 			if d.Null() {
 				m.Lines = nil
@@ -637,9 +770,8 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Lines = s4
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -782,23 +914,69 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Receipt{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"order":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"total":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"address":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"legacy":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"note":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"anchored":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "order":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "order":
+				field = 0
+			case "total":
+				field = 1
+			case "address":
+				field = 2
+			case "legacy":
+				field = 3
+			case "note":
+				field = 4
+			case "anchored":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Order.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "order")
 			}
-		case "total":
+		case 1:
 			seen[1] = true
 			if err := m.Total.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "total")
 			}
-		case "address":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
 			} else {
@@ -808,7 +986,7 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Address = p1
 			}
-		case "legacy":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "legacy")
 			} else {
@@ -818,7 +996,7 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Legacy = p2
 			}
-		case "note":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "note")
 			} else {
@@ -828,7 +1006,7 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Note = p3
 			}
-		case "anchored":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "anchored")
 			} else {
@@ -838,9 +1016,8 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Anchored = p4
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -47,27 +47,73 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Assignment{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"uid":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"nodeName":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"priority":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"pinned":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"phase":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"labels":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "uid":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "uid":
+				field = 0
+			case "nodeName":
+				field = 1
+			case "priority":
+				field = 2
+			case "pinned":
+				field = 3
+			case "phase":
+				field = 4
+			case "labels":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v1
-		case "nodeName":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v2
-		case "priority":
+		case 2:
 			if d.Null() {
 				m.Priority = jsonwire.Null[int64]()
 			} else {
@@ -79,7 +125,7 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 				v3 = v4
 				m.Priority = jsonwire.Value(v3)
 			}
-		case "pinned":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "pinned")
 			} else {
@@ -91,7 +137,7 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.Pinned = p5
 			}
-		case "phase":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "phase")
 			} else {
@@ -101,7 +147,7 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Phase = p7
 			}
-		case "labels":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -126,9 +172,8 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m8
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -348,42 +393,64 @@ func (m *Claim) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Claim{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"uid":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"nodeName":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "uid":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "uid":
+				field = 0
+			case "nodeName":
+				field = 1
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.String()
+			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
-			m.UID = v1
-		case "nodeName":
+			m.UID = v3
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "nodeName")
 			} else {
-				p2 := new(NodeName)
-				if err := (*p2).decodeJSON(d); err != nil {
+				p4 := new(NodeName)
+				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "nodeName")
 				}
-				m.NodeName = p2
+				m.NodeName = p4
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

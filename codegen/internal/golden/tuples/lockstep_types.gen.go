@@ -142,13 +142,29 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = LegacyItem1{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"n":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "n":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "n":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "n")
 			} else {
@@ -160,9 +176,8 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.N = p1
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -230,13 +245,47 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Tuples{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pair":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"point":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"headed":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"legacy":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "pair":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pair":
+				field = 0
+			case "point":
+				field = 1
+			case "headed":
+				field = 2
+			case "legacy":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pair")
 			} else {
@@ -246,7 +295,7 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Pair = p1
 			}
-		case "point":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "point")
 			} else {
@@ -256,7 +305,7 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Point = p2
 			}
-		case "headed":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "headed")
 			} else {
@@ -266,7 +315,7 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Headed = p3
 			}
-		case "legacy":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "legacy")
 			} else {
@@ -276,9 +325,8 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Legacy = p4
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -44,13 +44,53 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Types{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nullableString":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"stringOrNumber":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"intStringOrNull":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"objectOrNull":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"numberOrInteger":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "nullableString":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nullableString":
+				field = 0
+			case "stringOrNumber":
+				field = 1
+			case "intStringOrNull":
+				field = 2
+			case "objectOrNull":
+				field = 3
+			case "numberOrInteger":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.NullableString = jsonwire.Null[string]()
 			} else {
@@ -62,7 +102,7 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 				v1 = v2
 				m.NullableString = jsonwire.Value(v1)
 			}
-		case "stringOrNumber":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "stringOrNumber")
 			} else {
@@ -72,7 +112,7 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.StringOrNumber = p3
 			}
-		case "intStringOrNull":
+		case 2:
 			if d.Null() {
 				m.IntStringOrNull = jsonwire.Null[TypesIntStringOrNull]()
 			} else {
@@ -82,7 +122,7 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.IntStringOrNull = jsonwire.Value(v4)
 			}
-		case "objectOrNull":
+		case 3:
 			if d.Null() {
 				m.ObjectOrNull = jsonwire.Null[TypesObjectOrNull]()
 			} else {
@@ -92,7 +132,7 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.ObjectOrNull = jsonwire.Value(v5)
 			}
-		case "numberOrInteger":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "numberOrInteger")
 			} else {
@@ -104,9 +144,8 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 				(*p6) = v7
 				m.NumberOrInteger = p6
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -332,13 +371,29 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = TypesObjectOrNull{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"a":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "a":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "a":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
@@ -350,9 +405,8 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.A = p1
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -48,13 +48,35 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 		v1 int64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"ratio":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"count":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "ratio":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "ratio":
+				field = 0
+			case "count":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
@@ -69,7 +91,7 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Ratio = p1
 			}
-		case "count":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
@@ -84,9 +106,8 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Count = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -185,22 +206,37 @@ func (m *ObjectEnum) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ObjectEnum{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"a":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "a":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "a":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "a")
 			}
 			m.A = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -367,13 +403,35 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"at":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "at":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "at":
+				field = 0
+			case "name":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
@@ -388,7 +446,7 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.At = p1
 			}
-		case "name":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
@@ -403,9 +461,8 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Name = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -509,13 +566,35 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"a":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"b":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "a":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "a":
+				field = 0
+			case "b":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
@@ -530,7 +609,7 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.A = p1
 			}
-		case "b":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "b")
 			} else {
@@ -545,9 +624,8 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.B = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -643,13 +721,35 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = UniqueObjects{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"labels":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"names":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "labels":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "labels":
+				field = 0
+			case "names":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "labels")
 			}
@@ -671,7 +771,7 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			s3 := make([]UniqueObjectsLabelsItem, len(tmp2))
 			copy(s3, tmp2)
 			m.Labels = s3
-		case "names":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "names")
 			}
@@ -695,9 +795,8 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			s8 := make([]string, len(tmp7))
 			copy(s8, tmp7)
 			m.Names = s8
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -801,13 +900,35 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"key":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"value":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "key":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			case "value":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
@@ -822,7 +943,7 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Key = p1
 			}
-		case "value":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
@@ -837,9 +958,8 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Value = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -61,69 +61,97 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderArgs{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"Nodes":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"NodeNames":`) {
+				field = 2
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Pod", "Nodes", "NodeNames") {
-		case "Pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Pod", "Nodes", "NodeNames") {
+			case "Pod":
+				field = 0
+			case "Nodes":
+				field = 1
+			case "NodeNames":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.Raw()
+			v3, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "Pod")
 			}
-			m.Pod = v1
-		case "Nodes":
-			v2, err := d.Raw()
+			m.Pod = v3
+		case 1:
+			v4, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "Nodes")
 			}
-			m.Nodes = v2
-		case "NodeNames":
+			m.Nodes = v4
+		case 2:
 			if d.Null() {
 				m.NodeNames = jsonwire.Null[[]string]()
 			} else {
-				var v3 []string
+				var v5 []string
 				if d.Null() {
-					v3 = nil
+					v5 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					var buf4 [8]string
-					tmp5 := buf4[:0]
-					var zero8 string
-					for i7 := 0; d.NextItem(); i7++ {
-						tmp5 = append(tmp5, zero8)
-						v9, err := d.String()
+					var buf6 [8]string
+					tmp7 := buf6[:0]
+					var zero10 string
+					for i9 := 0; d.NextItem(); i9++ {
+						tmp7 = append(tmp7, zero10)
+						v11, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i7), "NodeNames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i9), "NodeNames")
 						}
-						tmp5[i7] = v9
+						tmp7[i9] = v11
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					s6 := make([]string, len(tmp5))
-					copy(s6, tmp5)
-					v3 = s6
+					s8 := make([]string, len(tmp7))
+					copy(s8, tmp7)
+					v5 = s8
 				}
-				m.NodeNames = jsonwire.Value(v3)
+				m.NodeNames = jsonwire.Value(v5)
 			}
-		default:
-			k := string(key)
-			var e10 json.RawMessage
-			v11, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e10 = v11
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e10
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -241,53 +269,87 @@ func (m *ExtenderBindingArgs) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderBindingArgs{}
 	var seen [4]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"PodName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"PodNamespace":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"PodUID":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"Node":`) {
+				field = 3
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "PodName", "PodNamespace", "PodUID", "Node") {
-		case "PodName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "PodName", "PodNamespace", "PodUID", "Node") {
+			case "PodName":
+				field = 0
+			case "PodNamespace":
+				field = 1
+			case "PodUID":
+				field = 2
+			case "Node":
+				field = 3
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.String()
+			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "PodName")
 			}
-			m.PodName = v1
-		case "PodNamespace":
+			m.PodName = v3
+		case 1:
 			seen[1] = true
-			v2, err := d.String()
+			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "PodNamespace")
 			}
-			m.PodNamespace = v2
-		case "PodUID":
+			m.PodNamespace = v4
+		case 2:
 			seen[2] = true
-			v3, err := d.String()
+			v5, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "PodUID")
 			}
-			m.PodUID = v3
-		case "Node":
+			m.PodUID = v5
+		case 3:
 			seen[3] = true
-			v4, err := d.String()
+			v6, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "Node")
 			}
-			m.Node = v4
-		default:
-			k := string(key)
-			var e5 json.RawMessage
-			v6, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e5 = v6
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e5
+			m.Node = v6
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -414,37 +476,53 @@ func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ExtenderBindingResult{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Error":`) {
+				field = 0
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Error") {
-		case "Error":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Error") {
+			case "Error":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				p1 := new(string)
-				v2, err := d.String()
+				p3 := new(string)
+				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
 				}
-				(*p1) = v2
-				m.Error = p1
+				(*p3) = v4
+				m.Error = p3
 			}
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -551,94 +629,134 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ExtenderFilterResult{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Nodes":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"NodeNames":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"FailedNodes":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"FailedAndUnresolvableNodes":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"Error":`) {
+				field = 4
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error") {
-		case "Nodes":
-			v1, err := d.Raw()
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error") {
+			case "Nodes":
+				field = 0
+			case "NodeNames":
+				field = 1
+			case "FailedNodes":
+				field = 2
+			case "FailedAndUnresolvableNodes":
+				field = 3
+			case "Error":
+				field = 4
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
+			v3, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "Nodes")
 			}
-			m.Nodes = v1
-		case "NodeNames":
+			m.Nodes = v3
+		case 1:
 			if d.Null() {
 				m.NodeNames = jsonwire.Null[[]string]()
 			} else {
-				var v2 []string
+				var v4 []string
 				if d.Null() {
-					v2 = nil
+					v4 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					var buf3 [8]string
-					tmp4 := buf3[:0]
-					var zero7 string
-					for i6 := 0; d.NextItem(); i6++ {
-						tmp4 = append(tmp4, zero7)
-						v8, err := d.String()
+					var buf5 [8]string
+					tmp6 := buf5[:0]
+					var zero9 string
+					for i8 := 0; d.NextItem(); i8++ {
+						tmp6 = append(tmp6, zero9)
+						v10, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i6), "NodeNames")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i8), "NodeNames")
 						}
-						tmp4[i6] = v8
+						tmp6[i8] = v10
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					s5 := make([]string, len(tmp4))
-					copy(s5, tmp4)
-					v2 = s5
+					s7 := make([]string, len(tmp6))
+					copy(s7, tmp6)
+					v4 = s7
 				}
-				m.NodeNames = jsonwire.Value(v2)
+				m.NodeNames = jsonwire.Value(v4)
 			}
-		case "FailedNodes":
+		case 2:
 			if d.Null() {
 				m.FailedNodes = jsonwire.Null[FailedNodesMap]()
 			} else {
-				var v9 FailedNodesMap
-				if err := v9.decodeJSON(d); err != nil {
+				var v11 FailedNodesMap
+				if err := v11.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "FailedNodes")
 				}
-				m.FailedNodes = jsonwire.Value(v9)
+				m.FailedNodes = jsonwire.Value(v11)
 			}
-		case "FailedAndUnresolvableNodes":
+		case 3:
 			if d.Null() {
 				m.FailedAndUnresolvableNodes = jsonwire.Null[FailedNodesMap]()
 			} else {
-				var v10 FailedNodesMap
-				if err := v10.decodeJSON(d); err != nil {
+				var v12 FailedNodesMap
+				if err := v12.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "FailedAndUnresolvableNodes")
 				}
-				m.FailedAndUnresolvableNodes = jsonwire.Value(v10)
+				m.FailedAndUnresolvableNodes = jsonwire.Value(v12)
 			}
-		case "Error":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				p11 := new(string)
-				v12, err := d.String()
+				p13 := new(string)
+				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
 				}
-				(*p11) = v12
-				m.Error = p11
+				(*p13) = v14
+				m.Error = p13
 			}
-		default:
-			k := string(key)
-			var e13 json.RawMessage
-			v14, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e13 = v14
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e13
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -770,72 +888,100 @@ func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderPreemptionArgs{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"NodeNameToVictims":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"NodeNameToMetaVictims":`) {
+				field = 2
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Pod", "NodeNameToVictims", "NodeNameToMetaVictims") {
-		case "Pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Pod", "NodeNameToVictims", "NodeNameToMetaVictims") {
+			case "Pod":
+				field = 0
+			case "NodeNameToVictims":
+				field = 1
+			case "NodeNameToMetaVictims":
+				field = 2
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.Raw()
+			v3, err := d.Raw()
 			if err != nil {
 				return jsonwire.Within(err, "Pod")
 			}
-			m.Pod = v1
-		case "NodeNameToVictims":
+			m.Pod = v3
+		case 1:
 			if d.Null() {
 				m.NodeNameToVictims = jsonwire.Null[map[string]Victims]()
 			} else {
-				var v2 map[string]Victims
+				var v4 map[string]Victims
 				if d.Null() {
-					v2 = nil
+					v4 = nil
 				} else {
 					if err := d.ObjectStart(); err != nil {
 						return jsonwire.Within(err, "NodeNameToVictims")
 					}
-					m3 := map[string]Victims{}
+					m5 := map[string]Victims{}
 					for d.NextMember() {
-						k4 := d.KeyString()
+						k6 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}
-						var e5 Victims
-						if err := e5.decodeJSON(d); err != nil {
-							return jsonwire.Within(jsonwire.Within(err, k4), "NodeNameToVictims")
+						var e7 Victims
+						if err := e7.decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.Within(err, k6), "NodeNameToVictims")
 						}
-						m3[k4] = e5
+						m5[k6] = e7
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "NodeNameToVictims")
 					}
-					v2 = m3
+					v4 = m5
 				}
-				m.NodeNameToVictims = jsonwire.Value(v2)
+				m.NodeNameToVictims = jsonwire.Value(v4)
 			}
-		case "NodeNameToMetaVictims":
+		case 2:
 			if d.Null() {
 				m.NodeNameToMetaVictims = jsonwire.Null[MetaVictimsMap]()
 			} else {
-				var v6 MetaVictimsMap
-				if err := v6.decodeJSON(d); err != nil {
+				var v8 MetaVictimsMap
+				if err := v8.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "NodeNameToMetaVictims")
 				}
-				m.NodeNameToMetaVictims = jsonwire.Value(v6)
+				m.NodeNameToMetaVictims = jsonwire.Value(v8)
 			}
-		default:
-			k := string(key)
-			var e7 json.RawMessage
-			v8, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e7 = v8
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e7
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -959,35 +1105,51 @@ func (m *ExtenderPreemptionResult) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = ExtenderPreemptionResult{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"NodeNameToMetaVictims":`) {
+				field = 0
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "NodeNameToMetaVictims") {
-		case "NodeNameToMetaVictims":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "NodeNameToMetaVictims") {
+			case "NodeNameToMetaVictims":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.NodeNameToMetaVictims = jsonwire.Null[MetaVictimsMap]()
 			} else {
-				var v1 MetaVictimsMap
-				if err := v1.decodeJSON(d); err != nil {
+				var v3 MetaVictimsMap
+				if err := v3.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "NodeNameToMetaVictims")
 				}
-				m.NodeNameToMetaVictims = jsonwire.Value(v1)
+				m.NodeNameToMetaVictims = jsonwire.Value(v3)
 			}
-		default:
-			k := string(key)
-			var e2 json.RawMessage
-			v3, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e2 = v3
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e2
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1164,39 +1326,61 @@ func (m *HostPriority) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = HostPriority{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Host":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"Score":`) {
+				field = 1
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Host", "Score") {
-		case "Host":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Host", "Score") {
+			case "Host":
+				field = 0
+			case "Score":
+				field = 1
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.String()
+			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "Host")
 			}
-			m.Host = v1
-		case "Score":
+			m.Host = v3
+		case 1:
 			seen[1] = true
-			v2, err := d.Int64()
+			v4, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "Score")
 			}
-			m.Score = v2
-		default:
-			k := string(key)
-			var e3 json.RawMessage
-			v4, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e3 = v4
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e3
+			m.Score = v4
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1390,32 +1574,48 @@ func (m *MetaPod) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = MetaPod{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"UID":`) {
+				field = 0
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "UID") {
-		case "UID":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "UID") {
+			case "UID":
+				field = 0
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
-			v1, err := d.String()
+			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "UID")
 			}
-			m.UID = v1
-		default:
-			k := string(key)
-			var e2 json.RawMessage
-			v3, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e2 = v3
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e2
+			m.UID = v3
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1493,66 +1693,88 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = MetaVictims{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Pods":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"NumPDBViolations":`) {
+				field = 1
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Pods", "NumPDBViolations") {
-		case "Pods":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Pods", "NumPDBViolations") {
+			case "Pods":
+				field = 0
+			case "NumPDBViolations":
+				field = 1
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.Pods = jsonwire.Null[[]MetaPod]()
 			} else {
-				var v1 []MetaPod
+				var v3 []MetaPod
 				if d.Null() {
-					v1 = nil
+					v3 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					var buf2 [8]MetaPod
-					tmp3 := buf2[:0]
-					var zero6 MetaPod
-					for i5 := 0; d.NextItem(); i5++ {
-						tmp3 = append(tmp3, zero6)
-						if err := tmp3[i5].decodeJSON(d); err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "Pods")
+					var buf4 [8]MetaPod
+					tmp5 := buf4[:0]
+					var zero8 MetaPod
+					for i7 := 0; d.NextItem(); i7++ {
+						tmp5 = append(tmp5, zero8)
+						if err := tmp5[i7].decodeJSON(d); err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i7), "Pods")
 						}
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					s4 := make([]MetaPod, len(tmp3))
-					copy(s4, tmp3)
-					v1 = s4
+					s6 := make([]MetaPod, len(tmp5))
+					copy(s6, tmp5)
+					v3 = s6
 				}
-				m.Pods = jsonwire.Value(v1)
+				m.Pods = jsonwire.Value(v3)
 			}
-		case "NumPDBViolations":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				p7 := new(int64)
-				v8, err := d.Int64()
+				p9 := new(int64)
+				v10, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
 				}
-				(*p7) = v8
-				m.NumPDBViolations = p7
+				(*p9) = v10
+				m.NumPDBViolations = p9
 			}
-		default:
-			k := string(key)
-			var e9 json.RawMessage
-			v10, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e9 = v10
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e9
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1748,68 +1970,90 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = Victims{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"Pods":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"NumPDBViolations":`) {
+				field = 1
+			}
 		}
-		switch jsonwire.FoldKey(string(key), "Pods", "NumPDBViolations") {
-		case "Pods":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch jsonwire.FoldKey(string(key), "Pods", "NumPDBViolations") {
+			case "Pods":
+				field = 0
+			case "NumPDBViolations":
+				field = 1
+			default:
+				k := string(key)
+				var e1 json.RawMessage
+				v2, err := d.Raw()
+				if err != nil {
+					return jsonwire.Within(err, k)
+				}
+				e1 = v2
+				if m.AdditionalProperties == nil {
+					m.AdditionalProperties = map[string]json.RawMessage{}
+				}
+				m.AdditionalProperties[k] = e1
+				continue
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				m.Pods = jsonwire.Null[[]Pod]()
 			} else {
-				var v1 []Pod
+				var v3 []Pod
 				if d.Null() {
-					v1 = nil
+					v3 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					var buf2 [8]Pod
-					tmp3 := buf2[:0]
-					var zero6 Pod
-					for i5 := 0; d.NextItem(); i5++ {
-						tmp3 = append(tmp3, zero6)
-						v7, err := d.Raw()
+					var buf4 [8]Pod
+					tmp5 := buf4[:0]
+					var zero8 Pod
+					for i7 := 0; d.NextItem(); i7++ {
+						tmp5 = append(tmp5, zero8)
+						v9, err := d.Raw()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i5), "Pods")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i7), "Pods")
 						}
-						tmp3[i5] = v7
+						tmp5[i7] = v9
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					s4 := make([]Pod, len(tmp3))
-					copy(s4, tmp3)
-					v1 = s4
+					s6 := make([]Pod, len(tmp5))
+					copy(s6, tmp5)
+					v3 = s6
 				}
-				m.Pods = jsonwire.Value(v1)
+				m.Pods = jsonwire.Value(v3)
 			}
-		case "NumPDBViolations":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				p8 := new(int64)
-				v9, err := d.Int64()
+				p10 := new(int64)
+				v11, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
 				}
-				(*p8) = v9
-				m.NumPDBViolations = p8
+				(*p10) = v11
+				m.NumPDBViolations = p10
 			}
-		default:
-			k := string(key)
-			var e10 json.RawMessage
-			v11, err := d.Raw()
-			if err != nil {
-				return jsonwire.Within(err, k)
-			}
-			e10 = v11
-			if m.AdditionalProperties == nil {
-				m.AdditionalProperties = map[string]json.RawMessage{}
-			}
-			m.AdditionalProperties[k] = e10
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

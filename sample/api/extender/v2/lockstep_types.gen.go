@@ -42,27 +42,48 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BindRequest{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"node":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "node":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "node":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -169,15 +190,24 @@ func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 		return err
 	}
 	*m = BindResponse{}
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
 		}
-		switch string(key) {
-		default:
-			return jsonwire.Undeclared(d, key)
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
 		}
+		switch field {
+		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -257,18 +287,40 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = FilterRequest{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"nodes":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "nodes":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "nodes":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Nodes = nil
@@ -294,9 +346,8 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Nodes = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -428,13 +479,35 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = FilterResponse{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"feasible":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"failed":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "feasible":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "feasible":
+				field = 0
+			case "failed":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if d.Null() {
 				m.Feasible = nil
@@ -460,7 +533,7 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Feasible = s3
 			}
-		case "failed":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "failed")
 			}
@@ -482,9 +555,8 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 			s9 := make([]NodeFailure, len(tmp8))
 			copy(s9, tmp8)
 			m.Failed = s9
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -626,25 +698,59 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 		v1 bool
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"node":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"reason":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"message":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"unresolvable":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "node":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "reason":
+				field = 1
+			case "message":
+				field = 2
+			case "unresolvable":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		case "reason":
+		case 1:
 			seen[1] = true
 			if err := m.Reason.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "reason")
 			}
-		case "message":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -659,7 +765,7 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Message = p2
 			}
-		case "unresolvable":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unresolvable")
 			} else {
@@ -674,9 +780,8 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Unresolvable = p4
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -819,29 +924,50 @@ func (m *NodeScore) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeScore{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"node":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"score":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "node":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "score":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		case "score":
+		case 1:
 			seen[1] = true
 			v2, err := d.Float64()
 			if err != nil {
 				return jsonwire.Within(err, "score")
 			}
 			m.Score = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -933,34 +1059,92 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"namespace":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"uid":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"labels":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"requests":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"priority":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"priorityClassName":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"tolerations":`) {
+				field = 7
+			}
 		}
-		switch string(key) {
-		case "namespace":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "namespace":
+				field = 0
+			case "name":
+				field = 1
+			case "uid":
+				field = 2
+			case "labels":
+				field = 3
+			case "requests":
+				field = 4
+			case "priority":
+				field = 5
+			case "priorityClassName":
+				field = 6
+			case "tolerations":
+				field = 7
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v1
-		case "name":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v2
-		case "uid":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v3
-		case "labels":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -985,12 +1169,12 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m4
-		case "requests":
+		case 4:
 			seen[3] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		case "priority":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
@@ -1005,7 +1189,7 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 				(*p8) = v9
 				m.Priority = p8
 			}
-		case "priorityClassName":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "priorityClassName")
 			} else {
@@ -1020,7 +1204,7 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 				(*p10) = v11
 				m.PriorityClassName = p10
 			}
-		case "tolerations":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tolerations")
 			}
@@ -1042,9 +1226,8 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			s14 := make([]Toleration, len(tmp13))
 			copy(s14, tmp13)
 			m.Tolerations = s14
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1241,18 +1424,40 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PreemptRequest{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"candidates":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "candidates":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "candidates":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Candidates = nil
@@ -1276,9 +1481,8 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Candidates = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1403,20 +1607,48 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PreemptRequestCandidatesItem{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"node":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"victims":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"pdbViolations":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "node":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "victims":
+				field = 1
+			case "pdbViolations":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		case "victims":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Victims = nil
@@ -1440,7 +1672,7 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Victims = s4
 			}
-		case "pdbViolations":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
@@ -1452,9 +1684,8 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.PdbViolations = p7
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1573,13 +1804,29 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PreemptResponse{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"candidates":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "candidates":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "candidates":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if d.Null() {
 				m.Candidates = nil
@@ -1603,9 +1850,8 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Candidates = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1719,20 +1965,48 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PreemptResponseCandidatesItem{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"node":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"victims":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"pdbViolations":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "node":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "victims":
+				field = 1
+			case "pdbViolations":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		case "victims":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Victims = nil
@@ -1758,7 +2032,7 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Victims = s4
 			}
-		case "pdbViolations":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
@@ -1770,9 +2044,8 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				(*p8) = v9
 				m.PdbViolations = p8
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1879,18 +2152,40 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PrioritizeRequest{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"nodes":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "nodes":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "nodes":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Nodes = nil
@@ -1916,9 +2211,8 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Nodes = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2049,13 +2343,29 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PrioritizeResponse{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"scores":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "scores":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "scores":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if d.Null() {
 				m.Scores = nil
@@ -2079,9 +2389,8 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Scores = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2194,29 +2503,50 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Requests{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpuMillis":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memoryBytes":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "cpuMillis":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpuMillis":
+				field = 0
+			case "memoryBytes":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "cpuMillis")
 			}
 			m.CPUMillis = v1
-		case "memoryBytes":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "memoryBytes")
 			}
 			m.MemoryBytes = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2288,13 +2618,53 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 		v2 int64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"key":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"operator":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"value":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"effect":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"tolerationSeconds":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "key":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			case "operator":
+				field = 1
+			case "value":
+				field = 2
+			case "effect":
+				field = 3
+			case "tolerationSeconds":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
@@ -2309,7 +2679,7 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Key = p1
 			}
-		case "operator":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "operator")
 			} else {
@@ -2319,7 +2689,7 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Operator = p3
 			}
-		case "value":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
@@ -2334,7 +2704,7 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Value = p4
 			}
-		case "effect":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "effect")
 			} else {
@@ -2344,7 +2714,7 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Effect = p6
 			}
-		case "tolerationSeconds":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "tolerationSeconds")
 			} else {
@@ -2359,9 +2729,8 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.TolerationSeconds = p7
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

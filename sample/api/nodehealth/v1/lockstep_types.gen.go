@@ -42,22 +42,37 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BindResult{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -160,41 +175,87 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Binding{}
 	var seen [4]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"namespace":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"uid":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"nodeName":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"requests":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"priority":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "namespace":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "namespace":
+				field = 0
+			case "name":
+				field = 1
+			case "uid":
+				field = 2
+			case "nodeName":
+				field = 3
+			case "requests":
+				field = 4
+			case "priority":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v1
-		case "name":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v2
-		case "uid":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v3
-		case "nodeName":
+		case 3:
 			seen[3] = true
 			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v4
-		case "requests":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "requests")
 			} else {
@@ -204,7 +265,7 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Requests = p5
 			}
-		case "priority":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
@@ -216,9 +277,8 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 				(*p6) = v7
 				m.Priority = p6
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -385,48 +445,87 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BoundPod{}
 	var seen [5]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"namespace":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"uid":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"priority":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"requests":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "namespace":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "namespace":
+				field = 0
+			case "name":
+				field = 1
+			case "uid":
+				field = 2
+			case "priority":
+				field = 3
+			case "requests":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v1
-		case "name":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v2
-		case "uid":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v3
-		case "priority":
+		case 3:
 			seen[3] = true
 			v4, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "priority")
 			}
 			m.Priority = v4
-		case "requests":
+		case 4:
 			seen[4] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -568,13 +667,29 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = EvictResult{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"evicted":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "evicted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "evicted":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if d.Null() {
 				m.Evicted = nil
@@ -600,9 +715,8 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Evicted = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -717,20 +831,48 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Eviction{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"victims":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"preemptor":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "victims":
+				field = 1
+			case "preemptor":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "victims":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Victims = nil
@@ -754,14 +896,13 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Victims = s4
 			}
-		case "preemptor":
+		case 2:
 			seen[2] = true
 			if err := m.Preemptor.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "preemptor")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -913,27 +1054,48 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1101,23 +1263,57 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"reason":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"message":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			case "reason":
+				field = 2
+			case "message":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "reason":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -1132,7 +1328,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Reason = p1
 			}
-		case "message":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -1147,9 +1343,8 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Message = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1410,34 +1605,110 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeHealth{}
 	var seen [4]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"ready":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"schedulable":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"reason":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"allocatable":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"capacity":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"labels":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"taints":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"addresses":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"conditions":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"pods":`) {
+				field = 10
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "ready":
+				field = 1
+			case "schedulable":
+				field = 2
+			case "reason":
+				field = 3
+			case "allocatable":
+				field = 4
+			case "capacity":
+				field = 5
+			case "labels":
+				field = 6
+			case "taints":
+				field = 7
+			case "addresses":
+				field = 8
+			case "conditions":
+				field = 9
+			case "pods":
+				field = 10
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "ready":
+		case 1:
 			seen[1] = true
 			v2, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "ready")
 			}
 			m.Ready = v2
-		case "schedulable":
+		case 2:
 			seen[2] = true
 			v3, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "schedulable")
 			}
 			m.Schedulable = v3
-		case "reason":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -1449,12 +1720,12 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Reason = p4
 			}
-		case "allocatable":
+		case 4:
 			seen[3] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "capacity":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "capacity")
 			} else {
@@ -1464,7 +1735,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Capacity = p6
 			}
-		case "labels":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -1489,7 +1760,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m7
-		case "taints":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
 			}
@@ -1511,7 +1782,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s13 := make([]Taint, len(tmp12))
 			copy(s13, tmp12)
 			m.Taints = s13
-		case "addresses":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
 			}
@@ -1533,7 +1804,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s18 := make([]NodeAddress, len(tmp17))
 			copy(s18, tmp17)
 			m.Addresses = s18
-		case "conditions":
+		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
 			}
@@ -1555,7 +1826,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s23 := make([]NodeCondition, len(tmp22))
 			copy(s23, tmp22)
 			m.Conditions = s23
-		case "pods":
+		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
 			}
@@ -1577,9 +1848,8 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s28 := make([]BoundPod, len(tmp27))
 			copy(s28, tmp27)
 			m.Pods = s28
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1878,22 +2148,37 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeRef{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1991,36 +2276,63 @@ func (m *PodName) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodName{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"namespace":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"uid":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "namespace":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "namespace":
+				field = 0
+			case "name":
+				field = 1
+			case "uid":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v1
-		case "name":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v2
-		case "uid":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v3
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2263,20 +2575,48 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Taint{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"key":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"value":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"effect":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "key":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			case "value":
+				field = 1
+			case "effect":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "key")
 			}
 			m.Key = v1
-		case "value":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
@@ -2288,14 +2628,13 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Value = p2
 			}
-		case "effect":
+		case 2:
 			seen[1] = true
 			if err := m.Effect.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "effect")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -42,22 +42,37 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BindResult{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -157,30 +172,64 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Binding{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"nodeName":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"requests":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"priority":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "nodeName":
+				field = 1
+			case "requests":
+				field = 2
+			case "priority":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "nodeName":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "requests":
+		case 2:
 			seen[2] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		case "priority":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
@@ -192,9 +241,8 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Priority = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -326,32 +374,59 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BoundPod{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"priority":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"requests":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "priority":
+				field = 1
+			case "requests":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "priority":
+		case 1:
 			seen[1] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "priority")
 			}
 			m.Priority = v1
-		case "requests":
+		case 2:
 			seen[2] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -461,13 +536,29 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = EvictResult{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"evicted":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "evicted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "evicted":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if d.Null() {
 				m.Evicted = nil
@@ -493,9 +584,8 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s3, tmp2)
 				m.Evicted = s3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -610,20 +700,48 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Eviction{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"victims":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"preemptor":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "victims":
+				field = 1
+			case "preemptor":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "victims":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Victims = nil
@@ -647,14 +765,13 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Victims = s4
 			}
-		case "preemptor":
+		case 2:
 			seen[2] = true
 			if err := m.Preemptor.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "preemptor")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -805,27 +922,48 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -993,23 +1131,57 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		v1 string
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"reason":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"message":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			case "reason":
+				field = 2
+			case "message":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "reason":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -1024,7 +1196,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Reason = p1
 			}
-		case "message":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -1039,9 +1211,8 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Message = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1302,32 +1473,108 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeHealth{}
 	var seen [4]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"state":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"schedulable":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"reason":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"allocatable":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"capacity":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"labels":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"taints":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"addresses":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"conditions":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"pods":`) {
+				field = 10
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "state":
+				field = 1
+			case "schedulable":
+				field = 2
+			case "reason":
+				field = 3
+			case "allocatable":
+				field = 4
+			case "capacity":
+				field = 5
+			case "labels":
+				field = 6
+			case "taints":
+				field = 7
+			case "addresses":
+				field = 8
+			case "conditions":
+				field = 9
+			case "pods":
+				field = 10
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "state":
+		case 1:
 			seen[1] = true
 			if err := m.State.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "state")
 			}
-		case "schedulable":
+		case 2:
 			seen[2] = true
 			v2, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "schedulable")
 			}
 			m.Schedulable = v2
-		case "reason":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -1339,12 +1586,12 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Reason = p3
 			}
-		case "allocatable":
+		case 4:
 			seen[3] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "capacity":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "capacity")
 			} else {
@@ -1354,7 +1601,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Capacity = p5
 			}
-		case "labels":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -1379,7 +1626,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m6
-		case "taints":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
 			}
@@ -1401,7 +1648,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s12 := make([]Taint, len(tmp11))
 			copy(s12, tmp11)
 			m.Taints = s12
-		case "addresses":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
 			}
@@ -1423,7 +1670,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s17 := make([]NodeAddress, len(tmp16))
 			copy(s17, tmp16)
 			m.Addresses = s17
-		case "conditions":
+		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
 			}
@@ -1445,7 +1692,7 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s22 := make([]NodeCondition, len(tmp21))
 			copy(s22, tmp21)
 			m.Conditions = s22
-		case "pods":
+		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
 			}
@@ -1467,9 +1714,8 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			s27 := make([]BoundPod, len(tmp26))
 			copy(s27, tmp26)
 			m.Pods = s27
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1824,22 +2070,37 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeRef{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1935,36 +2196,63 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodRef{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"namespace":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"name":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"uid":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "namespace":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "namespace":
+				field = 0
+			case "name":
+				field = 1
+			case "uid":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v1
-		case "name":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v2
-		case "uid":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v3
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2083,29 +2371,50 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodRequests{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpuMillis":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memoryBytes":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "cpuMillis":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpuMillis":
+				field = 0
+			case "memoryBytes":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "cpuMillis")
 			}
 			m.CPUMillis = v1
-		case "memoryBytes":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "memoryBytes")
 			}
 			m.MemoryBytes = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2208,32 +2517,59 @@ func (m *Preemptor) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Preemptor{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"pod":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"priority":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"requests":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "pod":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "pod":
+				field = 0
+			case "priority":
+				field = 1
+			case "requests":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Pod.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "pod")
 			}
-		case "priority":
+		case 1:
 			seen[1] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "priority")
 			}
 			m.Priority = v1
-		case "requests":
+		case 2:
 			seen[2] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2344,36 +2680,63 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Resources{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpuMillis":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memoryBytes":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"pods":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "cpuMillis":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpuMillis":
+				field = 0
+			case "memoryBytes":
+				field = 1
+			case "pods":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "cpuMillis")
 			}
 			m.CPUMillis = v1
-		case "memoryBytes":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "memoryBytes")
 			}
 			m.MemoryBytes = v2
-		case "pods":
+		case 2:
 			seen[2] = true
 			v3, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "pods")
 			}
 			m.Pods = v3
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -2484,20 +2847,48 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Taint{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"key":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"value":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"effect":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "key":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			case "value":
+				field = 1
+			case "effect":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "key")
 			}
 			m.Key = v1
-		case "value":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
@@ -2509,14 +2900,13 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Value = p2
 			}
-		case "effect":
+		case 2:
 			seen[1] = true
 			if err := m.Effect.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "effect")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

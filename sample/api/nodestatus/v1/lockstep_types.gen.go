@@ -43,22 +43,37 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Ack{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -138,27 +153,48 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -288,23 +324,63 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 		v2 time.Time
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"reason":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"message":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"lastTransitionTime":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			case "reason":
+				field = 2
+			case "message":
+				field = 3
+			case "lastTransitionTime":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "reason":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -319,7 +395,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Reason = p1
 			}
-		case "message":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -334,7 +410,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Message = p3
 			}
-		case "lastTransitionTime":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
@@ -349,9 +425,8 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.LastTransitionTime = p5
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -599,20 +674,84 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		v1 bool
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"kubeletVersion":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"unschedulable":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"conditions":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"capacity":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"allocatable":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"labels":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"taints":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"addresses":`) {
+				field = 8
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "kubeletVersion":
+				field = 1
+			case "unschedulable":
+				field = 2
+			case "conditions":
+				field = 3
+			case "capacity":
+				field = 4
+			case "allocatable":
+				field = 5
+			case "labels":
+				field = 6
+			case "taints":
+				field = 7
+			case "addresses":
+				field = 8
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "kubeletVersion":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
@@ -627,7 +766,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.KubeletVersion = p2
 			}
-		case "unschedulable":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
@@ -642,7 +781,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Unschedulable = p4
 			}
-		case "conditions":
+		case 3:
 			seen[1] = true
 			if d.Null() {
 				m.Conditions = nil
@@ -666,17 +805,17 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s8, tmp7)
 				m.Conditions = s8
 			}
-		case "capacity":
+		case 4:
 			seen[2] = true
 			if err := m.Capacity.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "capacity")
 			}
-		case "allocatable":
+		case 5:
 			seen[3] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "labels":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -701,7 +840,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m11
-		case "taints":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
 			}
@@ -723,7 +862,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			s17 := make([]Taint, len(tmp16))
 			copy(s17, tmp16)
 			m.Taints = s17
-		case "addresses":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
 			}
@@ -745,9 +884,8 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			s22 := make([]NodeAddress, len(tmp21))
 			copy(s22, tmp21)
 			m.Addresses = s22
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1029,55 +1167,100 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodAssignment{}
 	var seen [5]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"uid":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"namespace":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"name":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"nodeName":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"desiredState":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"requests":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "uid":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "uid":
+				field = 0
+			case "namespace":
+				field = 1
+			case "name":
+				field = 2
+			case "nodeName":
+				field = 3
+			case "desiredState":
+				field = 4
+			case "requests":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v1
-		case "namespace":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v2
-		case "name":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v3
-		case "nodeName":
+		case 3:
 			seen[3] = true
 			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v4
-		case "desiredState":
+		case 4:
 			seen[4] = true
 			if err := m.DesiredState.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "desiredState")
 			}
-		case "requests":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "requests")
 			}
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1292,46 +1475,98 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 		v1 int64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"namespace":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"name":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"uid":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"phase":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"ready":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"restartCount":`) {
+				field = 6
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "namespace":
+				field = 1
+			case "name":
+				field = 2
+			case "uid":
+				field = 3
+			case "phase":
+				field = 4
+			case "ready":
+				field = 5
+			case "restartCount":
+				field = 6
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "namespace":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v2
-		case "name":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v3
-		case "uid":
+		case 3:
 			seen[3] = true
 			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v4
-		case "phase":
+		case 4:
 			seen[4] = true
 			if err := m.Phase.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "phase")
 			}
-		case "ready":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
@@ -1346,7 +1581,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.Ready = p5
 			}
-		case "restartCount":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
@@ -1361,9 +1596,8 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.RestartCount = p7
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1697,20 +1931,48 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Taint{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"key":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"value":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"effect":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "key":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			case "value":
+				field = 1
+			case "effect":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "key")
 			}
 			m.Key = v1
-		case "value":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
@@ -1722,14 +1984,13 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Value = p2
 			}
-		case "effect":
+		case 2:
 			seen[1] = true
 			if err := m.Effect.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "effect")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

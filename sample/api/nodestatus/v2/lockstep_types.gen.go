@@ -43,22 +43,37 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Ack{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -144,18 +159,52 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 		v2 time.Time
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"status":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"reason":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"message":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"since":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "status":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "status":
+				field = 0
+			case "reason":
+				field = 1
+			case "message":
+				field = 2
+			case "since":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		case "reason":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
@@ -170,7 +219,7 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Reason = p1
 			}
-		case "message":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
@@ -185,7 +234,7 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Message = p3
 			}
-		case "since":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
@@ -200,9 +249,8 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.Since = p5
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -360,18 +408,58 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Conditions{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"ready":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memoryPressure":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"diskPressure":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"pidPressure":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"networkUnavailable":`) {
+				field = 4
+			}
 		}
-		switch string(key) {
-		case "ready":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "ready":
+				field = 0
+			case "memoryPressure":
+				field = 1
+			case "diskPressure":
+				field = 2
+			case "pidPressure":
+				field = 3
+			case "networkUnavailable":
+				field = 4
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Ready.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "ready")
 			}
-		case "memoryPressure":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "memoryPressure")
 			} else {
@@ -381,7 +469,7 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.MemoryPressure = p1
 			}
-		case "diskPressure":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "diskPressure")
 			} else {
@@ -391,7 +479,7 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.DiskPressure = p2
 			}
-		case "pidPressure":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "pidPressure")
 			} else {
@@ -401,7 +489,7 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.PidPressure = p3
 			}
-		case "networkUnavailable":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "networkUnavailable")
 			} else {
@@ -411,9 +499,8 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.NetworkUnavailable = p4
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -541,27 +628,48 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeAddress{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"address":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "address":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			if err := m.Type.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "type")
 			}
-		case "address":
+		case 1:
 			seen[1] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "address")
 			}
 			m.Address = v1
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -710,20 +818,84 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		v1 bool
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"kubeletVersion":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"unschedulable":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"conditions":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"capacity":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"allocatable":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"labels":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"taints":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"addresses":`) {
+				field = 8
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "kubeletVersion":
+				field = 1
+			case "unschedulable":
+				field = 2
+			case "conditions":
+				field = 3
+			case "capacity":
+				field = 4
+			case "allocatable":
+				field = 5
+			case "labels":
+				field = 6
+			case "taints":
+				field = 7
+			case "addresses":
+				field = 8
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "kubeletVersion":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
@@ -738,7 +910,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.KubeletVersion = p2
 			}
-		case "unschedulable":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
@@ -753,22 +925,22 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p4) = v5
 				m.Unschedulable = p4
 			}
-		case "conditions":
+		case 3:
 			seen[1] = true
 			if err := m.Conditions.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-		case "capacity":
+		case 4:
 			seen[2] = true
 			if err := m.Capacity.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "capacity")
 			}
-		case "allocatable":
+		case 5:
 			seen[3] = true
 			if err := m.Allocatable.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "allocatable")
 			}
-		case "labels":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -793,7 +965,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m6
-		case "taints":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
 			}
@@ -815,7 +987,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			s12 := make([]Taint, len(tmp11))
 			copy(s12, tmp11)
 			m.Taints = s12
-		case "addresses":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
 			}
@@ -837,9 +1009,8 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			s17 := make([]NodeAddress, len(tmp16))
 			copy(s17, tmp16)
 			m.Addresses = s17
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1086,53 +1257,98 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodAssignment{}
 	var seen [6]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"uid":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"namespace":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"name":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"nodeName":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"desiredState":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"requests":`) {
+				field = 5
+			}
 		}
-		switch string(key) {
-		case "uid":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "uid":
+				field = 0
+			case "namespace":
+				field = 1
+			case "name":
+				field = 2
+			case "nodeName":
+				field = 3
+			case "desiredState":
+				field = 4
+			case "requests":
+				field = 5
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v1
-		case "namespace":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v2
-		case "name":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v3
-		case "nodeName":
+		case 3:
 			seen[3] = true
 			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v4
-		case "desiredState":
+		case 4:
 			seen[4] = true
 			if err := m.DesiredState.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "desiredState")
 			}
-		case "requests":
+		case 5:
 			seen[5] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1322,29 +1538,50 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PodRequests{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpuMillis":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memoryBytes":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "cpuMillis":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpuMillis":
+				field = 0
+			case "memoryBytes":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "cpuMillis")
 			}
 			m.CPUMillis = v1
-		case "memoryBytes":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "memoryBytes")
 			}
 			m.MemoryBytes = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1427,46 +1664,98 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 		v1 int64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"nodeName":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"namespace":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"name":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"uid":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"phase":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"ready":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"restartCount":`) {
+				field = 6
+			}
 		}
-		switch string(key) {
-		case "nodeName":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "nodeName":
+				field = 0
+			case "namespace":
+				field = 1
+			case "name":
+				field = 2
+			case "uid":
+				field = 3
+			case "phase":
+				field = 4
+			case "ready":
+				field = 5
+			case "restartCount":
+				field = 6
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "nodeName")
 			}
 			m.NodeName = v1
-		case "namespace":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "namespace")
 			}
 			m.Namespace = v2
-		case "name":
+		case 2:
 			seen[2] = true
 			v3, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "name")
 			}
 			m.Name = v3
-		case "uid":
+		case 3:
 			seen[3] = true
 			v4, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "uid")
 			}
 			m.UID = v4
-		case "phase":
+		case 4:
 			seen[4] = true
 			if err := m.Phase.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "phase")
 			}
-		case "ready":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
@@ -1481,7 +1770,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p5) = v6
 				m.Ready = p5
 			}
-		case "restartCount":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
@@ -1496,9 +1785,8 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				(*p7) = v8
 				m.RestartCount = p7
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1709,36 +1997,63 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Resources{}
 	var seen [3]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"cpuMillis":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"memoryBytes":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"pods":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "cpuMillis":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "cpuMillis":
+				field = 0
+			case "memoryBytes":
+				field = 1
+			case "pods":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "cpuMillis")
 			}
 			m.CPUMillis = v1
-		case "memoryBytes":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "memoryBytes")
 			}
 			m.MemoryBytes = v2
-		case "pods":
+		case 2:
 			seen[2] = true
 			v3, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "pods")
 			}
 			m.Pods = v3
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1811,20 +2126,48 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Taint{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"key":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"value":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"effect":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "key":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			case "value":
+				field = 1
+			case "effect":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "key")
 			}
 			m.Key = v1
-		case "value":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
@@ -1836,14 +2179,13 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Value = p2
 			}
-		case "effect":
+		case 2:
 			seen[1] = true
 			if err := m.Effect.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "effect")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -37,13 +37,35 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 		v1 float64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"width":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"height":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "width":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "width":
+				field = 0
+			case "height":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
@@ -58,7 +80,7 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Width = p1
 			}
-		case "height":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
@@ -73,9 +95,8 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Height = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -171,27 +192,91 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Item{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"sku":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"quantity":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"price":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"tags":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"attributes":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"note":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"dimensions":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"kind":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"code":`) {
+				field = 8
+			}
 		}
-		switch string(key) {
-		case "sku":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "sku":
+				field = 0
+			case "quantity":
+				field = 1
+			case "price":
+				field = 2
+			case "tags":
+				field = 3
+			case "attributes":
+				field = 4
+			case "note":
+				field = 5
+			case "dimensions":
+				field = 6
+			case "kind":
+				field = 7
+			case "code":
+				field = 8
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "sku")
 			}
 			m.Sku = v1
-		case "quantity":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "quantity")
 			}
 			m.Quantity = v2
-		case "price":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "price")
 			} else {
@@ -201,7 +286,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Price = p3
 			}
-		case "tags":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
 			}
@@ -225,7 +310,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			s6 := make([]string, len(tmp5))
 			copy(s6, tmp5)
 			m.Tags = s6
-		case "attributes":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "attributes")
 			}
@@ -250,7 +335,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "attributes")
 			}
 			m.Attributes = m10
-		case "note":
+		case 5:
 			if d.Null() {
 				m.Note = jsonwire.Null[string]()
 			} else {
@@ -262,7 +347,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				v14 = v15
 				m.Note = jsonwire.Value(v14)
 			}
-		case "dimensions":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "dimensions")
 			} else {
@@ -272,7 +357,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Dimensions = p16
 			}
-		case "kind":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
@@ -282,7 +367,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Kind = p17
 			}
-		case "code":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "code")
 			} else {
@@ -292,9 +377,8 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Code = p18
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -622,29 +706,50 @@ func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Money{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"amount":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"currency":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "amount":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "amount":
+				field = 0
+			case "currency":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
 			m.Amount = v1
-		case "currency":
+		case 1:
 			seen[1] = true
 			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "currency")
 			}
 			m.Currency = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -714,20 +819,42 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Receipt{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"at":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			case "at":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		case "at":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
@@ -739,9 +866,8 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.At = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -54,27 +54,91 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Item{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"sku":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"quantity":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"kind":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"dimensions":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"price":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"tags":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"attributes":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"note":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"code":`) {
+				field = 8
+			}
 		}
-		switch string(key) {
-		case "sku":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "sku":
+				field = 0
+			case "quantity":
+				field = 1
+			case "kind":
+				field = 2
+			case "dimensions":
+				field = 3
+			case "price":
+				field = 4
+			case "tags":
+				field = 5
+			case "attributes":
+				field = 6
+			case "note":
+				field = 7
+			case "code":
+				field = 8
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "sku")
 			}
 			m.Sku = v1
-		case "quantity":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "quantity")
 			}
 			m.Count = v2
-		case "kind":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
@@ -84,7 +148,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Kind = p3
 			}
-		case "dimensions":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "dimensions")
 			} else {
@@ -94,7 +158,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Dimensions = p4
 			}
-		case "price":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "price")
 			} else {
@@ -104,7 +168,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Price = p5
 			}
-		case "tags":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
 			}
@@ -128,7 +192,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			s8 := make([]string, len(tmp7))
 			copy(s8, tmp7)
 			m.Tags = s8
-		case "attributes":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "attributes")
 			}
@@ -153,7 +217,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "attributes")
 			}
 			m.Attributes = m12
-		case "note":
+		case 7:
 			if d.Null() {
 				m.Note = jsonwire.Null[string]()
 			} else {
@@ -165,7 +229,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				v16 = v17
 				m.Note = jsonwire.Value(v16)
 			}
-		case "code":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "value"), "code")
 			} else {
@@ -175,9 +239,8 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Code = p18
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -505,29 +568,50 @@ func (m *Price) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Price{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"currency":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"amount":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "currency":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "currency":
+				field = 0
+			case "amount":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "currency")
 			}
 			m.Currency = v1
-		case "amount":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
 			m.Amount = v2
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -597,20 +681,42 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Receipt{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"at":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			case "at":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		case "at":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
@@ -622,9 +728,8 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.At = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -722,13 +827,35 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 		v1 float64
 	}
 	var block *pointerBlock
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"width":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"height":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "width":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "width":
+				field = 0
+			case "height":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
@@ -743,7 +870,7 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 				(*p1) = v2
 				m.Width = p1
 			}
-		case "height":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
@@ -758,9 +885,8 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Height = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

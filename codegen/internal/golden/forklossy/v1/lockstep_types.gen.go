@@ -42,20 +42,42 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Ack{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"ok":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"since":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "ok":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "ok":
+				field = 0
+			case "since":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "ok")
 			}
 			m.Ok = v1
-		case "since":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
@@ -67,9 +89,8 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Since = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -171,20 +192,42 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Address{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"ip":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"port":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "ip":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "ip":
+				field = 0
+			case "port":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "ip")
 			}
 			m.IP = v1
-		case "port":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
@@ -196,9 +239,8 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Port = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -313,27 +355,61 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Status{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"node":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"ready":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"labels":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"address":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "node":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "ready":
+				field = 1
+			case "labels":
+				field = 2
+			case "address":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		case "ready":
+		case 1:
 			seen[1] = true
 			v2, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "ready")
 			}
 			m.Ready = v2
-		case "labels":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -358,7 +434,7 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m3
-		case "address":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
 			} else {
@@ -368,9 +444,8 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Address = p7
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err

@@ -44,27 +44,55 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Ack{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"accepted":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"generation":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"since":`) {
+				field = 2
+			}
 		}
-		switch string(key) {
-		case "accepted":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "accepted":
+				field = 0
+			case "generation":
+				field = 1
+			case "since":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.Bool()
 			if err != nil {
 				return jsonwire.Within(err, "accepted")
 			}
 			m.Accepted = v1
-		case "generation":
+		case 1:
 			seen[1] = true
 			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "generation")
 			}
 			m.Generation = v2
-		case "since":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
@@ -76,9 +104,8 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 				(*p3) = v4
 				m.Since = p3
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -191,20 +218,42 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Address{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"ip":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"port":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "ip":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "ip":
+				field = 0
+			case "port":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "ip")
 			}
 			m.IP = v1
-		case "port":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
@@ -216,9 +265,8 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Port = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -333,20 +381,54 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Status{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"node":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"conditions":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"labels":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"address":`) {
+				field = 3
+			}
 		}
-		switch string(key) {
-		case "node":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "conditions":
+				field = 1
+			case "labels":
+				field = 2
+			case "address":
+				field = 3
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "node")
 			}
 			m.Node = v1
-		case "conditions":
+		case 1:
 			seen[1] = true
 			if d.Null() {
 				m.Conditions = nil
@@ -370,7 +452,7 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 				copy(s4, tmp3)
 				m.Conditions = s4
 			}
-		case "labels":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "labels")
 			}
@@ -395,7 +477,7 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "labels")
 			}
 			m.Labels = m7
-		case "address":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "address")
 			} else {
@@ -405,9 +487,8 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Address = p11
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -562,27 +643,48 @@ func (m *StatusConditionsItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = StatusConditionsItem{}
 	var seen [2]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"type":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"status":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "type":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "status":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "type")
 			}
 			m.Type = v1
-		case "status":
+		case 1:
 			seen[1] = true
 			if err := m.Status.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "status")
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
