@@ -152,6 +152,17 @@ func (p *probers) statsOf(addr string) *probeStats {
 	return &probeStats{}
 }
 
+// ProbeStats is what the process's probers did at the endpoint URL so
+// far: dials (checks' and reconnect waiters'), checks that a peer's close
+// started, and checks that found nothing listening. With the handshakes an
+// observer sees refused ([ClientObserver]), the dials counts every dial
+// the process made to an address while nothing listened there, as a
+// benchmark of the reconnect gap reports beside it.
+func ProbeStats(rawURL string) (dials, checks, crashes int64) {
+	st := processProbers.statsOf(dialAddr(rawURL))
+	return st.dials.Load(), st.checks.Load(), st.crashes.Load()
+}
+
 // lookup returns the prober of addr, or nil.
 func (p *probers) lookup(addr string) *addrProber {
 	p.mu.Lock()

@@ -430,13 +430,24 @@ func cdfSeries(name string, sorted []time.Duration) report.Series {
 func (w *writeup) msTable(wl, first, base string, mtls bool) report.Table {
 	t := report.Table{Header: []string{first, "p50 ms", "p99 ms", "max ms", "samples", "p99 vs " + base}}
 	baseP99 := w.r.Median(wl, base, MP99ms)
+	dials := false // a column of dials while dark where the workload counts them
+	for _, v := range w.r.Variants(wl) {
+		dials = dials || !math.IsNaN(w.r.Median(wl, v, MDialsPerS))
+	}
+	if dials {
+		t.Header = append(t.Header, MDialsPerS)
+	}
 	for _, v := range w.r.Variants(wl) {
 		if (PlaintextOf[v] != "") != mtls {
 			continue
 		}
-		t.Rows = append(t.Rows, []string{v, w.fig(wl, v, MP50ms, "%.1f"), w.fig(wl, v, MP99ms, "%.1f"),
+		row := []string{v, w.fig(wl, v, MP50ms, "%.1f"), w.fig(wl, v, MP99ms, "%.1f"),
 			w.fig(wl, v, MMaxms, "%.1f"), fmt.Sprintf("%.0f", sumMetric(w.r, wl, v, MSamples)),
-			ratioText(stats.Ratio(w.r.Median(wl, v, MP99ms), baseP99))})
+			ratioText(stats.Ratio(w.r.Median(wl, v, MP99ms), baseP99))}
+		if dials {
+			row = append(row, w.fig(wl, v, MDialsPerS, "%.1f"))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
@@ -448,6 +459,16 @@ func (w *writeup) pooled(wl, v string, q float64) float64 {
 		return math.NaN()
 	}
 	return float64(benchrun.Percentile(lat, q)) / 1e6
+}
+
+// dialsText says how often a reconnect variant dialled while dark, for
+// its target row, or nothing where the rounds did not count it.
+func (w *writeup) dialsText(v string) string {
+	d := w.r.Median(WReconnect, v, MDialsPerS)
+	if math.IsNaN(d) {
+		return ""
+	}
+	return fmt.Sprintf(" at %.1f dials/s while dark", d)
 }
 
 // reconnect writes the reconnect and crash-detection sections, P6 and F.
@@ -463,7 +484,14 @@ from its listener accepting to the blocked call's success. gRPC's call uses
 the process's prober of the address, which dials it no more often than its
 waiters would have on their own backoff: with one client per address, as
 here, every 100 ms once the address has been dark for a quarter of a
-second, so a listener is found within about 100 ms. The table's figures are medians over rounds of each
+second, so a listener is found within about 100 ms. That is the rate one
+client dialled at before the prober (10 a second; two clients 20, fifty
+500, where the prober dials 30), and a p99 of 50 ms needs about 21 dials a
+second, so P6 and "no more dials than before" cannot both hold for one
+client per address. The last column is every dial the client's process
+made to the address while nothing listened there, per second of dark
+time: lockstep's refused handshakes and its prober's dials, gRPC's
+dialer. The table's figures are medians over rounds of each
 round's percentiles; the target is judged on the pooled samples. The second
 table is the same with mutual TLS on both sides: lockstep's server with
 ` + "`ServerConfig.MTLS`" + ` and its client with ` + "`Credentials.Transport`" + `, as a
@@ -484,13 +512,14 @@ session.`,
 		p99 := w.pooled(WReconnect, VReconnectLS, 0.99)
 		n := len(w.r.Latencies(WReconnect, VReconnectLS))
 		w.target(report.Target{ID: "P6", Workload: targetWorkload["P6"], Want: targetWant["P6"],
-			Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials (gRPC: %.0f ms)", p99, n, w.pooled(WReconnect, VReconnectGR, 0.99)),
-			Verdict:  verdict(!math.IsNaN(p99) && n >= 100, p99 <= 50)})
+			Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials%s (gRPC: %.0f ms)", p99, n,
+				w.dialsText(VReconnectLS), w.pooled(WReconnect, VReconnectGR, 0.99)),
+			Verdict: verdict(!math.IsNaN(p99) && n >= 100, p99 <= 50)})
 		if n := len(w.r.Latencies(WReconnect, VReconnectLSMTLS)); n > 0 {
 			p99 := w.pooled(WReconnect, VReconnectLSMTLS, 0.99)
 			w.target(report.Target{ID: "P6 mTLS", Workload: targetWorkload["P6 mTLS"], Want: targetWant["P6 mTLS"],
-				Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials (gRPC with mutual TLS: %.0f ms)", p99, n,
-					w.pooled(WReconnect, VReconnectGRMTLS, 0.99)),
+				Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials%s (gRPC with mutual TLS: %.0f ms)",
+					p99, n, w.dialsText(VReconnectLSMTLS), w.pooled(WReconnect, VReconnectGRMTLS, 0.99)),
 				Verdict: verdict(!math.IsNaN(p99) && n >= 100, p99 <= 50)})
 		}
 	}

@@ -214,3 +214,37 @@ func TestWriteJudgesTheReconnectGapWithMutualTLSOnItsOwnRow(t *testing.T) {
 		t.Errorf("rows: %d plaintext, %d mutual TLS; want 2 and 2", len(sec.Tables[0].Rows), len(sec.Tables[1].Rows))
 	}
 }
+
+// Where the reconnect rounds count the dials made while the address was
+// dark, the tables have a column of them and the P6 row says lockstep's.
+func TestWriteReportsTheDialsWhileDarkBesideP6(t *testing.T) {
+	r := NewResults()
+	gapRound(r, VReconnectLS, 120, 20, 90)
+	gapRound(r, VReconnectGR, 120, 700, 2500)
+	r.rounds[WReconnect][VReconnectLS][0].Metrics[MDialsPerS] = 10.2
+	r.rounds[WReconnect][VReconnectGR][0].Metrics[MDialsPerS] = 0.7
+	w := Write(Run{Rounds: 1}, r, nil, "bench")
+	var p6 report.Target
+	for _, tg := range w.Doc.Targets {
+		if tg.ID == "P6" {
+			p6 = tg
+		}
+	}
+	if !strings.Contains(p6.Measured, "p99 **90.0 ms** over 120 trials at 10.2 dials/s while dark (gRPC: 2500 ms)") {
+		t.Errorf("P6 = %+v, want the dials beside the p99", p6)
+	}
+	for _, sec := range w.Doc.Sections {
+		if sec.Title != "Reconnect gap (P6)" {
+			continue
+		}
+		tb := sec.Tables[0]
+		if tb.Header[len(tb.Header)-1] != MDialsPerS {
+			t.Fatalf("header %v has no %q column", tb.Header, MDialsPerS)
+		}
+		if got := strings.Join(tb.Rows[0], "|"); got != VReconnectLS+"|20.0|90.0|90.0|120|0.04×|10.2" {
+			t.Errorf("lockstep's row = %s", got)
+		}
+		return
+	}
+	t.Fatal("no reconnect section")
+}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"math/rand/v2"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lockstep-dev/lockstep/bench/benchpb"
 	"github.com/lockstep-dev/lockstep/framework"
@@ -50,16 +53,18 @@ func (s *Suite) Reconnect() (err error) {
 				var mu sync.Mutex
 				var gaps []time.Duration
 				var errs []error
+				var dials dialCount
 				var wg sync.WaitGroup
 				for p := range pairs {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						r := rand.New(rand.NewPCG(uint64(round), uint64(p)))
-						got, err := reconnectPair(v, vtr, trials, func() time.Duration { return dark(r) })
+						got, n, err := reconnectPair(v, vtr, trials, func() time.Duration { return dark(r) })
 						mu.Lock()
 						defer mu.Unlock()
 						gaps = append(gaps, got...)
+						dials.dials, dials.dark = dials.dials+n.dials, dials.dark+n.dark
 						if err != nil {
 							errs = append(errs, err)
 						}
@@ -69,7 +74,11 @@ func (s *Suite) Reconnect() (err error) {
 				if err := errors.Join(errs...); err != nil {
 					return results.Round{}, err
 				}
-				return durationRound(gaps), nil
+				round := durationRound(gaps)
+				if dials.dark > 0 {
+					round.Metrics[results.MDialsPerS] = float64(dials.dials) / dials.dark.Seconds()
+				}
+				return round, nil
 			}); err != nil {
 				return err
 			}
@@ -78,12 +87,34 @@ func (s *Suite) Reconnect() (err error) {
 	return nil
 }
 
+// dialCount is how many dials a client made to its server's address
+// while nothing listened there, over how long that was.
+type dialCount struct {
+	dials int64
+	dark  time.Duration
+}
+
+// refusedHandshakes counts a lockstep client's handshakes that found
+// nothing listening: each is a dial of its own, beside the prober's.
+type refusedHandshakes struct{ n atomic.Int64 }
+
+func (r *refusedHandshakes) Handshake(_, _, outcome, _ string) {
+	if outcome == "unreachable" {
+		r.n.Add(1)
+	}
+}
+func (*refusedHandshakes) Blocked(string, time.Duration)                              {}
+func (*refusedHandshakes) Call(string, string, string, framework.Code, time.Duration) {}
+
 // reconnectPair runs trials of one pair of variant's server and client,
-// with mutual TLS when tr is not nil.
-func reconnectPair(variant string, tr *trust, trials int, dark func() time.Duration) ([]time.Duration, error) {
+// with mutual TLS when tr is not nil. It counts the client's dials of the
+// address while it is dark: lockstep's through its refused handshakes and
+// the process's prober of the address (framework.ProbeStats), gRPC's
+// through its dialer.
+func reconnectPair(variant string, tr *trust, trials int, dark func() time.Duration) (gaps []time.Duration, n dialCount, err error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return nil, n, err
 	}
 	// The variant's configuration: plaintext, or mutual TLS on both sides.
 	lsConfig, lsURL, lsClient := serverConfig, "http://"+addr, (func(*framework.ClientConfig))(nil)
@@ -93,18 +124,27 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 		lsConfig, lsURL, lsClient = tr.serverConfig, "https://"+addr, tr.lockstepClient
 		grpcServer, grpcDial = []grpc.ServerOption{tr.grpcServerOption()}, []grpc.DialOption{tr.grpcDialOption()}
 	}
-	var gaps []time.Duration
 	const limit = 15 * time.Second
 	switch variant {
 	case results.VReconnectLS, results.VReconnectLSMTLS:
 		srv, err := startLockstep(addr, lsConfig(), nil)
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		defer func() { _ = srv.stop(true) }()
-		cl, err := lockstepClient(benchgen.Contract, lsURL, lsClient)
+		refused := &refusedHandshakes{}
+		cl, err := lockstepClient(benchgen.Contract, lsURL, func(c *framework.ClientConfig) {
+			if lsClient != nil {
+				lsClient(c)
+			}
+			c.Observer = refused
+		})
 		if err != nil {
-			return nil, err
+			return nil, n, err
+		}
+		dialled := func() int64 {
+			probed, _, _ := framework.ProbeStats(lsURL)
+			return probed + refused.n.Load()
 		}
 		defer cl.Close()
 		client := benchgen.NewClient(cl)
@@ -112,14 +152,14 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 		for range trials {
 			d := dark()
 			if err := srv.stop(true); err != nil {
-				return nil, err
+				return nil, n, err
 			}
-			stopped := time.Now()
+			stopped, before := time.Now(), dialled()
 			// The call is made once the client knows, so it blocks instead
 			// of racing the stop on a pooled connection.
 			for cl.Ready() == nil {
 				if time.Since(stopped) > limit {
-					return nil, fmt.Errorf("the lockstep client still routes to a stopped server after %v", limit)
+					return nil, n, fmt.Errorf("the lockstep client still routes to a stopped server after %v", limit)
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -133,42 +173,50 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 				done <- err
 			}()
 			time.Sleep(d - time.Since(stopped))
+			n.dials, n.dark = n.dials+dialled()-before, n.dark+time.Since(stopped)
 			if srv, err = startLockstep(addr, lsConfig(), nil); err != nil {
-				return nil, err
+				return nil, n, err
 			}
 			listening := time.Now()
 			if err := <-done; err != nil {
-				return nil, fmt.Errorf("the blocked lockstep call failed: %w", err)
+				return nil, n, fmt.Errorf("the blocked lockstep call failed: %w", err)
 			}
 			gaps = append(gaps, max(end.Sub(listening), 0))
 		}
 	default:
 		g, err := startGRPC(addr, grpcServer...)
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		defer func() { _ = g.stop() }()
-		conn, err := grpcConn(addr, grpcDial...)
+		var dials atomic.Int64
+		if len(grpcDial) == 0 {
+			grpcDial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		}
+		conn, err := grpcConn(addr, append(grpcDial, grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			dials.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, "tcp", a)
+		}))...)
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		defer conn.Close()
 		gc := benchpb.NewNodeControllerClient(conn)
 		ping := &benchpb.Ping{Session: "reconnect"}
 		if _, err := gc.Heartbeat(context.Background(), ping, grpc.WaitForReady(true)); err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		for range trials {
 			d := dark()
 			if err := g.stop(); err != nil {
-				return nil, err
+				return nil, n, err
 			}
-			stopped := time.Now()
+			stopped, before := time.Now(), dials.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			for conn.GetState() == connectivity.Ready {
 				if !conn.WaitForStateChange(ctx, connectivity.Ready) {
 					cancel()
-					return nil, errors.New("the gRPC connection stayed READY after its server stopped")
+					return nil, n, errors.New("the gRPC connection stayed READY after its server stopped")
 				}
 			}
 			cancel()
@@ -182,15 +230,16 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 				done <- err
 			}()
 			time.Sleep(d - time.Since(stopped))
+			n.dials, n.dark = n.dials+dials.Load()-before, n.dark+time.Since(stopped)
 			if g, err = startGRPC(addr, grpcServer...); err != nil {
-				return nil, err
+				return nil, n, err
 			}
 			listening := time.Now()
 			if err := <-done; err != nil {
-				return nil, fmt.Errorf("the blocked gRPC call failed: %w", err)
+				return nil, n, fmt.Errorf("the blocked gRPC call failed: %w", err)
 			}
 			gaps = append(gaps, max(end.Sub(listening), 0))
 		}
 	}
-	return gaps, nil
+	return gaps, n, nil
 }
