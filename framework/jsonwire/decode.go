@@ -344,6 +344,12 @@ func (d *Decoder) ObjectStart() error {
 // [Decoder.ObjectStart], reading its name with [Decoder.Key]. It returns
 // false after the closing '}', or on malformed JSON ([Decoder.Err]).
 func (d *Decoder) NextMember() bool {
+	// A comma straight after a value, and no white space after it, as
+	// in compact JSON, takes one test.
+	if rest := d.data[d.pos:]; len(rest) > 1 && rest[0] == ',' && rest[1] > ' ' && !d.opened && d.err == nil {
+		d.pos++
+		return true
+	}
 	if d.err != nil {
 		return false
 	}
@@ -437,6 +443,11 @@ func (d *Decoder) ArrayStart() error {
 // [Decoder.ArrayStart]. It returns false after the closing ']', or on
 // malformed JSON ([Decoder.Err]).
 func (d *Decoder) NextItem() bool {
+	// As in NextMember, compact JSON's comma takes one test.
+	if rest := d.data[d.pos:]; len(rest) > 1 && rest[0] == ',' && rest[1] > ' ' && !d.opened && d.err == nil {
+		d.pos++
+		return true
+	}
 	if d.err != nil {
 		return false
 	}
