@@ -131,7 +131,11 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 		if err != nil {
 			return nil, n, err
 		}
-		defer func() { _ = srv.stop(true) }()
+		defer func() {
+			if srv != nil { // nil when a replacement failed to start
+				_ = srv.stop(true)
+			}
+		}()
 		refused := &refusedHandshakes{}
 		cl, err := lockstepClient(benchgen.Contract, lsURL, func(c *framework.ClientConfig) {
 			if lsClient != nil {
@@ -188,7 +192,11 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 		if err != nil {
 			return nil, n, err
 		}
-		defer func() { _ = g.stop() }()
+		defer func() {
+			if g != nil { // nil when a replacement failed to start
+				_ = g.stop()
+			}
+		}()
 		var dials atomic.Int64
 		if len(grpcDial) == 0 {
 			grpcDial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
