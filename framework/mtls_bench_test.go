@@ -84,4 +84,3 @@ func BenchmarkMTLSHandshake(b *testing.B) {
 		}
 	}
 }
-
