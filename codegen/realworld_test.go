@@ -100,7 +100,7 @@ func TestRealWorld(t *testing.T) {
 }
 
 // corpusBuildFlags are the flags of the corpus module's build beyond -c
-// and -vet=off. The generated packages (214,000 lines, a third of them
+// and -vet=off. The generated packages (156,000 lines, a fifth of them
 // the Pod package) are compiled without optimisation, inlining and DWARF,
 // and the test binary is linked without DWARF: the check runs each
 // generated function a few dozen times, so the optimiser's work is never
