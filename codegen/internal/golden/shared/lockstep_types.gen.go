@@ -31,20 +31,42 @@ func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Endpoint{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"host":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"port":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "host":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "host":
+				field = 0
+			case "port":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "host")
 			}
 			m.Host = v1
-		case "port":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
@@ -56,9 +78,8 @@ func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
 				(*p2) = v3
 				m.Port = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -154,20 +175,96 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Order{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"id":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"billing":`) {
+				field = 1
+			}
+		case 2:
+			if d.KeyIs(`"shipping":`) {
+				field = 2
+			}
+		case 3:
+			if d.KeyIs(`"returns":`) {
+				field = 3
+			}
+		case 4:
+			if d.KeyIs(`"pickup":`) {
+				field = 4
+			}
+		case 5:
+			if d.KeyIs(`"office":`) {
+				field = 5
+			}
+		case 6:
+			if d.KeyIs(`"depot":`) {
+				field = 6
+			}
+		case 7:
+			if d.KeyIs(`"warehouse":`) {
+				field = 7
+			}
+		case 8:
+			if d.KeyIs(`"origin":`) {
+				field = 8
+			}
+		case 9:
+			if d.KeyIs(`"destination":`) {
+				field = 9
+			}
+		case 10:
+			if d.KeyIs(`"hops":`) {
+				field = 10
+			}
 		}
-		switch string(key) {
-		case "id":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "id":
+				field = 0
+			case "billing":
+				field = 1
+			case "shipping":
+				field = 2
+			case "returns":
+				field = 3
+			case "pickup":
+				field = 4
+			case "office":
+				field = 5
+			case "depot":
+				field = 6
+			case "warehouse":
+				field = 7
+			case "origin":
+				field = 8
+			case "destination":
+				field = 9
+			case "hops":
+				field = 10
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "id")
 			}
 			m.ID = v1
-		case "billing":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "billing")
 			} else {
@@ -177,7 +274,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Billing = p2
 			}
-		case "shipping":
+		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "shipping")
 			} else {
@@ -187,7 +284,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Shipping = p3
 			}
-		case "returns":
+		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "returns")
 			}
@@ -209,7 +306,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			s6 := make([]OrderBilling, len(tmp5))
 			copy(s6, tmp5)
 			m.Returns = s6
-		case "pickup":
+		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "pickup")
 			} else {
@@ -219,7 +316,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Pickup = p9
 			}
-		case "office":
+		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "office")
 			} else {
@@ -229,7 +326,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Office = p10
 			}
-		case "depot":
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "depot")
 			} else {
@@ -239,7 +336,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Depot = p11
 			}
-		case "warehouse":
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "warehouse")
 			} else {
@@ -249,7 +346,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Warehouse = p12
 			}
-		case "origin":
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "origin")
 			} else {
@@ -259,7 +356,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Origin = p13
 			}
-		case "destination":
+		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "destination")
 			} else {
@@ -269,7 +366,7 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Destination = p14
 			}
-		case "hops":
+		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "hops")
 			}
@@ -291,9 +388,8 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			s17 := make([]Endpoint, len(tmp16))
 			copy(s17, tmp16)
 			m.Hops = s17
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -569,20 +665,42 @@ func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OrderBilling{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"street":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"zone":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "street":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "street":
+				field = 0
+			case "zone":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "street")
 			}
 			m.Street = v1
-		case "zone":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
@@ -592,9 +710,8 @@ func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Zone = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -725,20 +842,42 @@ func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OrderDepot{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"street":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"zone":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "street":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "street":
+				field = 0
+			case "zone":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "street")
 			}
 			m.Street = v1
-		case "zone":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
@@ -748,9 +887,8 @@ func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Zone = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -874,20 +1012,42 @@ func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OrderOffice{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"street":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"zone":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "street":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "street":
+				field = 0
+			case "zone":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "street")
 			}
 			m.Street = v1
-		case "zone":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
@@ -897,9 +1057,8 @@ func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Zone = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -971,20 +1130,42 @@ func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OrderPickup{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"street":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"zone":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "street":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "street":
+				field = 0
+			case "zone":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "street")
 			}
 			m.Street = v1
-		case "zone":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
@@ -994,9 +1175,8 @@ func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Zone = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -1068,20 +1248,42 @@ func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Warehouse{}
 	var seen [1]bool
+	next := 0
 	for d.NextMember() {
-		key := d.Key()
-		if d.Err() != nil {
-			break
+		field := -1
+		switch next {
+		case 0:
+			if d.KeyIs(`"street":`) {
+				field = 0
+			}
+		case 1:
+			if d.KeyIs(`"zone":`) {
+				field = 1
+			}
 		}
-		switch string(key) {
-		case "street":
+		if field < 0 {
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "street":
+				field = 0
+			case "zone":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
 			seen[0] = true
 			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "street")
 			}
 			m.Street = v1
-		case "zone":
+		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
@@ -1091,9 +1293,8 @@ func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Zone = p2
 			}
-		default:
-			return jsonwire.Undeclared(d, key)
 		}
+		next = field + 1
 	}
 	if err := d.Err(); err != nil {
 		return err
