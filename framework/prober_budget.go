@@ -57,9 +57,10 @@ func (b *dialBudget) spend() { b.made++ }
 func (b *dialBudget) restart() { *b = dialBudget{} }
 
 // due reports whether one more dial is within the budget at t.
-func (b *dialBudget) due(t time.Time) bool {
-	return b.earned(t) >= b.made+1-1e-9
-}
+func (b *dialBudget) due(t time.Time) bool { return b.covers(b.earned(t)) }
+
+// covers reports whether n dials earned pay for one more than were made.
+func (b *dialBudget) covers(n float64) bool { return n >= b.made+1-1e-9 }
 
 // budgetResolution is how finely next finds the moment a dial is due.
 const budgetResolution = 50 * time.Microsecond
@@ -85,10 +86,11 @@ func (b *dialBudget) earned(t time.Time) float64 {
 // up, at 0.5 s 28 a second where they had dialled 20). So the rate, not
 // only the count, stays within the waiters' own at every moment.
 func (b *dialBudget) next(from time.Time) time.Time {
-	if n := b.earned(from); n-b.made > 1 {
+	n := b.earned(from)
+	if n-b.made > 1 {
 		b.made = n - 1
 	}
-	if b.due(from) {
+	if b.covers(n) {
 		return from
 	}
 	var step time.Duration

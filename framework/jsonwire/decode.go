@@ -344,10 +344,7 @@ func (d *Decoder) ObjectStart() error {
 // [Decoder.ObjectStart], reading its name with [Decoder.Key]. It returns
 // false after the closing '}', or on malformed JSON ([Decoder.Err]).
 func (d *Decoder) NextMember() bool {
-	// A comma straight after a value, and no white space after it, as
-	// in compact JSON, takes one test.
-	if rest := d.data[d.pos:]; len(rest) > 1 && rest[0] == ',' && rest[1] > ' ' && !d.opened && d.err == nil {
-		d.pos++
+	if d.compactComma() {
 		return true
 	}
 	if d.err != nil {
@@ -424,6 +421,18 @@ func (d *Decoder) KeyIs(lit string) bool {
 	return false
 }
 
+// compactComma reads a comma straight after a value with no white space
+// after it, as compact JSON writes them, in one test, and reports whether
+// it did; NextMember and NextItem take the general path otherwise. It is
+// small enough to be inlined into both.
+func (d *Decoder) compactComma() bool {
+	if rest := d.data[d.pos:]; len(rest) > 1 && rest[0] == ',' && rest[1] > ' ' && !d.opened && d.err == nil {
+		d.pos++
+		return true
+	}
+	return false
+}
+
 // ArrayStart reads the '[' of an array; anything else is an error naming
 // what came instead.
 func (d *Decoder) ArrayStart() error {
@@ -443,9 +452,7 @@ func (d *Decoder) ArrayStart() error {
 // [Decoder.ArrayStart]. It returns false after the closing ']', or on
 // malformed JSON ([Decoder.Err]).
 func (d *Decoder) NextItem() bool {
-	// As in NextMember, compact JSON's comma takes one test.
-	if rest := d.data[d.pos:]; len(rest) > 1 && rest[0] == ',' && rest[1] > ' ' && !d.opened && d.err == nil {
-		d.pos++
+	if d.compactComma() {
 		return true
 	}
 	if d.err != nil {
