@@ -189,7 +189,11 @@ func TestWatchConvergesAcrossWriterRestart(t *testing.T) {
 		}
 	}})
 	requireCacheMatches(t, "informer", inf, next.health.TopicView, 10*time.Second)
-	assert.Equal(t, int64(5), deleted.Load(), "keys the new writer lacks are reported deleted")
+	// Handlers are called after the cache changes (as client-go's are), so
+	// the deletes are waited for.
+	require.Eventually(t, func() bool { return deleted.Load() >= 5 }, 5*time.Second, time.Millisecond,
+		"keys the new writer lacks are reported deleted")
+	assert.Equal(t, int64(5), deleted.Load(), "keys the new writer lacks are reported deleted once")
 	v, _ := inf.Version("node-007")
 	assert.NotEqual(t, oldEpoch, v.Epoch)
 	assert.Equal(t, next.health.Epoch(), v.Epoch)
