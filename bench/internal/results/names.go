@@ -124,9 +124,21 @@ const (
 	MCores         = "cores"
 	// MCPUPerDelivery is the process's CPU (writer, servers, watchers) per
 	// object a watcher was handed: steadier than latency on a busy host.
-	MCPUPerDelivery  = "CPU µs/delivery"
-	FanoutClients    = 50 // client processes the watchers are spread over
-	FanoutConvergeBy = 10 * time.Second
+	MCPUPerDelivery = "CPU µs/delivery"
+	// MDeliveries counts the objects handed to watchers; the per-delivery
+	// figures of the Go runtime (package procstat) divide by it: goroutine
+	// runs and thread switches (wakeups), heap allocations, and the
+	// collector's share of the process's CPU.
+	MDeliveries            = "deliveries"
+	MRunsPerDelivery       = "goroutine runs/delivery"
+	MSwitchesPerDelivery   = "thread switches/delivery"
+	MAllocsPerDelivery     = "allocs/delivery"
+	MAllocBytesPerDelivery = "alloc B/delivery"
+	MGCShare               = "GC CPU share"
+	MGCCycles              = "GC cycles"
+	MLiveHeapMB            = "live heap MB"
+	FanoutClients          = 50 // client processes the watchers are spread over
+	FanoutConvergeBy       = 10 * time.Second
 )
 
 // FanoutWorkload names a fan-out workload by watchers and write rate.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockstep-dev/lockstep/bench/internal/delivery"
+	"github.com/lockstep-dev/lockstep/bench/internal/procstat"
 	"github.com/lockstep-dev/lockstep/bench/internal/results"
 	"slices"
 	"strings"
@@ -146,6 +147,7 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round,
 	total := int(duration.Seconds() * float64(rate))
 	writeTimes := make(map[int64]int64, total)
 	recording.Store(true)
+	rt := procstat.Take()
 	cpu := benchrun.StartCPU()
 	start := time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -191,6 +193,7 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round,
 	converged := time.Since(lastWrite)
 	wall := time.Since(start)
 	used := cpu.Used()
+	proc := rt.Since()
 	recording.Store(false)
 
 	var lat []time.Duration
@@ -215,15 +218,23 @@ func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round,
 		convergedMs = float64(results.FanoutConvergeBy) / 1e6
 	}
 	return results.Round{Latencies: lat, Metrics: map[string]float64{
-		results.MP50ms:          float64(benchrun.Percentile(lat, 0.5)) / 1e6,
-		results.MP99ms:          float64(benchrun.Percentile(lat, 0.99)) / 1e6,
-		results.MMaxms:          float64(benchrun.Percentile(lat, 1)) / 1e6,
-		results.MWritesPerSec:   writeRate,
-		results.MDelivered:      float64(delivered) / float64(written*len(sys.watchers)),
-		results.MConvergeMs:     convergedMs,
-		results.MUnconverged:    float64(unconverged),
-		results.MCores:          used.Seconds() / wall.Seconds(),
-		results.MCPUPerDelivery: float64(used.Microseconds()) / float64(max(delivered, 1)),
+		results.MP50ms:                 float64(benchrun.Percentile(lat, 0.5)) / 1e6,
+		results.MP99ms:                 float64(benchrun.Percentile(lat, 0.99)) / 1e6,
+		results.MMaxms:                 float64(benchrun.Percentile(lat, 1)) / 1e6,
+		results.MWritesPerSec:          writeRate,
+		results.MDelivered:             float64(delivered) / float64(written*len(sys.watchers)),
+		results.MConvergeMs:            convergedMs,
+		results.MUnconverged:           float64(unconverged),
+		results.MCores:                 used.Seconds() / wall.Seconds(),
+		results.MCPUPerDelivery:        float64(used.Microseconds()) / float64(max(delivered, 1)),
+		results.MDeliveries:            float64(delivered),
+		results.MRunsPerDelivery:       float64(proc.Runs) / float64(max(delivered, 1)),
+		results.MSwitchesPerDelivery:   float64(proc.Switches) / float64(max(delivered, 1)),
+		results.MAllocsPerDelivery:     float64(proc.Objects) / float64(max(delivered, 1)),
+		results.MAllocBytesPerDelivery: float64(proc.Bytes) / float64(max(delivered, 1)),
+		results.MGCShare:               proc.GCShare,
+		results.MGCCycles:              float64(proc.Cycles),
+		results.MLiveHeapMB:            float64(proc.LiveHeap) / (1 << 20),
 	}}, nil
 }
 

@@ -36,6 +36,10 @@ type Config struct {
 	Self string
 	// Log receives progress lines.
 	Log io.Writer
+	// Observe, when set, is called as each round's measurement starts,
+	// and what it returns when it ends: fanout-bench profiles rounds with
+	// it.
+	Observe func(workload, variant string) (end func())
 }
 
 // Suite runs the workloads and holds what they measured.
@@ -103,7 +107,14 @@ func (s *Suite) round(workload, variant string, fn func() (results.Round, error)
 		time.Sleep(250 * time.Millisecond)
 	}
 	a, aerr := hostload.Read()
+	var end func()
+	if s.cfg.Observe != nil {
+		end = s.cfg.Observe(workload, variant)
+	}
 	r, err := fn()
+	if end != nil {
+		end()
+	}
 	if err != nil {
 		return fmt.Errorf("%s, %s: %w", workload, variant, err)
 	}
