@@ -301,6 +301,17 @@ func health(n int, gen int64, padding int) *topicmsg.NodeHealth {
 		Padding: strings.Repeat("x", padding)}
 }
 
+// requireCount waits for a count that changes after an informer's cache
+// does, then requires it to be want: an informer calls its handlers after
+// its cache changes (as client-go's does) and counts a sync after both, so
+// a test that saw the cache converge can still read the count before it.
+// Exactly want once reached: a count past want shows as soon as it is.
+func requireCount(t testing.TB, want int64, count func() int64, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return count() >= want }, 5*time.Second, time.Millisecond, msg)
+	assert.Equal(t, want, count(), msg)
+}
+
 // requireCacheMatches waits until an informer's cache holds exactly what
 // the server's topic holds: the same keys at the same versions.
 func requireCacheMatches[T any](t testing.TB, name string, inf *framework.Informer[T], view *framework.TopicView[T], within time.Duration) {
