@@ -3,9 +3,11 @@ package framework
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -368,49 +370,116 @@ func unreadBytes(c net.Conn) int {
 }
 
 // gatedListener is the listener an http.Server serves on, so that a drain
-// can stop accepting before it calls http.Server.Shutdown (see above):
-// stop closes the listener beneath, and Accept then waits, without
-// returning, until the http.Server closes it. Its Accept is called by
-// one goroutine, which hands each connection to ConnContext before it
-// accepts again: once Accept has seen the stop, every connection it
-// returned is known to the tracker.
+// can stop accepting before it calls http.Server.Shutdown (see above).
+// Closing a listener resets every connection still in its accept queue:
+// the kernel completes a client's handshake before anyone accepts, so
+// such a client may have written a call, and the reset leaves it unable to
+// tell that the call was never read (Go's transport reports "read:
+// connection reset by peer" after the request went out). A serving
+// goroutine that has been handed a connection and not yet come back to
+// Accept (a loaded machine, the race detector) leaves every dial of that
+// moment in the queue. So stop does not close the listener itself: it
+// wakes Accept, and Accept, on the serving goroutine, accepts what the
+// kernel has queued (the drain then answers those connections like any
+// other) until the queue is empty, and only then closes the listener
+// beneath, with no goroutine switch between the last look at the queue
+// and the close. Accept then waits, without returning, until the
+// http.Server closes it. Its Accept is called by one goroutine, which
+// hands each connection to ConnContext before it accepts again: once
+// Accept has acknowledged the stop, every connection it returned is known
+// to the tracker.
 type gatedListener struct {
 	net.Listener
 	stopped chan struct{} // closed by stop
-	acked   chan struct{} // closed once Accept has seen the stop
-	closed  chan struct{} // closed by Close
+	acked   chan struct{} // closed once Accept has emptied the queue and closed the listener
+	closed  chan struct{} // closed by Close, which http.Server.Serve calls as it returns
 
-	stopOnce, ackOnce, closeOnce sync.Once
+	stopOnce, ackOnce, closeOnce, beneathOnce sync.Once
+	// stopAt is when stop began; only the serving goroutine reads it,
+	// after stopped is closed.
+	stopAt time.Time
 }
 
 func newGatedListener(l net.Listener) *gatedListener {
 	return &gatedListener{Listener: l, stopped: make(chan struct{}), acked: make(chan struct{}), closed: make(chan struct{})}
 }
 
-// Accept accepts the next connection; once the listener is stopped it
-// waits until it is closed.
+// deadliner is a listener whose Accept can be woken and bounded.
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// Accept accepts the next connection; once the listener is stopped, it
+// accepts those left in the kernel's queue, closes the listener beneath,
+// and waits until it is closed.
 func (l *gatedListener) Accept() (net.Conn, error) {
+	select {
+	case <-l.stopped:
+		return l.acceptQueued()
+	default:
+	}
 	c, err := l.Listener.Accept()
 	if err == nil {
 		return c, nil
 	}
 	select {
 	case <-l.stopped:
+		// Woken by stop (or failed since): empty the queue first.
+		return l.acceptQueued()
 	default:
 		return nil, err
 	}
+}
+
+// acceptQueued returns the next connection the kernel has queued, for as
+// long as there is one (within queueDrainBound of the stop, against
+// clients that never stop dialling); then it closes the listener beneath,
+// acknowledges the stop, and waits until Close.
+func (l *gatedListener) acceptQueued() (net.Conn, error) {
+	if d, ok := l.Listener.(deadliner); ok {
+		for time.Since(l.stopAt) < queueDrainBound {
+			// The deadline only bounds the wait of an Accept that finds
+			// the queue empty: one with a connection queued takes it at
+			// once.
+			_ = d.SetDeadline(time.Now().Add(queuedAcceptWait))
+			c, err := l.Listener.Accept()
+			if err == nil {
+				return c, nil
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) || acceptQueueLen(l.Listener) == 0 {
+				break
+			}
+			// Timed out with a connection queued (the goroutine was
+			// descheduled past its deadline): look again.
+		}
+	}
+	_ = l.closeBeneath()
 	l.ackOnce.Do(func() { close(l.acked) })
 	<-l.closed
 	return nil, net.ErrClosed
 }
 
-// stop closes the listener beneath, so no connection is accepted any
-// more, and returns once Accept has seen it (or ctx ends, or the serving
-// goroutine has not come back to Accept within acceptStopTimeout).
+// queuedAcceptWait bounds one Accept of the queue's drain: an empty queue
+// times out after it; queueDrainBound bounds the whole drain, in real
+// time, like every socket deadline.
+const (
+	queuedAcceptWait = 10 * time.Millisecond
+	queueDrainBound  = 200 * time.Millisecond
+)
+
+// stop stops accepting: it wakes Accept, which empties the kernel's queue
+// and closes the listener beneath (see gatedListener), and returns once it
+// has (or ctx ends, or the listener is closed, which http.Server.Serve
+// does as it returns, or the serving goroutine has not come back to Accept
+// within acceptStopTimeout, when it is closed here). A listener that
+// cannot be woken (no deadlines) is closed here at once.
 func (l *gatedListener) stop(ctx context.Context) {
 	l.stopOnce.Do(func() {
+		l.stopAt = time.Now()
 		close(l.stopped)
-		_ = l.Listener.Close()
+		if d, ok := l.Listener.(deadliner); ok {
+			_ = d.SetDeadline(time.Now()) // wakes a waiting Accept
+		} else {
+			_ = l.closeBeneath()
+		}
 	})
 	// Real time: this waits for a goroutine to be scheduled, not for a
 	// peer.
@@ -421,25 +490,30 @@ func (l *gatedListener) stop(ctx context.Context) {
 	case <-l.closed:
 	case <-ctx.Done():
 	case <-timer.C:
+		_ = l.closeBeneath()
 	}
 }
 
 // acceptStopTimeout bounds how long stop waits for the serving goroutine
-// to come back to Accept: it does so within microseconds unless Serve has
-// returned.
+// to come back to Accept: it does so within microseconds (a loaded
+// machine: milliseconds) while Serve runs; once Serve has returned, the
+// listener is closed and stop does not wait.
 const acceptStopTimeout = 5 * time.Second
 
-// Close closes the listener. After stop it has been closed beneath
+// closeBeneath closes the listener beneath once; later calls return nil.
+func (l *gatedListener) closeBeneath() error {
+	var err error
+	l.beneathOnce.Do(func() { err = l.Listener.Close() })
+	return err
+}
+
+// Close closes the listener. After a stop it has been closed beneath
 // already, which is no error.
 func (l *gatedListener) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.closed)
-		select {
-		case <-l.stopped:
-		default:
-			err = l.Listener.Close()
-		}
+		err = l.closeBeneath()
 	})
 	return err
 }
