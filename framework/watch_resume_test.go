@@ -256,8 +256,16 @@ func TestInformerResumesAfterACut(t *testing.T) {
 	require.NoError(t, err)
 	defer inf.Stop()
 	require.NoError(t, inf.WaitForSync(ctx))
+	count := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return int64(len(events))
+	}
 	require.NoError(t, srv.health.Set(health(0, 2, 64)))
 	requireCacheMatches(t, "informer", inf, srv.health.TopicView, 5*time.Second)
+	// The handler is called after the cache changes: its event is waited
+	// for, so that it is not counted among the changes after the cut.
+	requireCount(t, keys+1, count, "the snapshot's adds and node-000's update")
 	mu.Lock()
 	events = nil
 	mu.Unlock()
@@ -273,9 +281,13 @@ func TestInformerResumesAfterACut(t *testing.T) {
 
 	require.Eventually(t, func() bool { return inf.Stats().Resumes > before.Resumes }, 10*time.Second, 5*time.Millisecond)
 	requireCacheMatches(t, "informer", inf, srv.health.TopicView, 5*time.Second)
+	// The resumed stream's synced frame comes after its changes, and each
+	// change's handler is called after the cache changes: both are waited
+	// for once the cache matches.
+	requireCount(t, 4, func() int64 { return inf.Stats().Frames - before.Frames }, "three changes and synced")
+	requireCount(t, 3, count, "one event per change")
 	after := inf.Stats()
 	assert.Equal(t, before.Syncs, after.Syncs, "no snapshot")
-	assert.Equal(t, int64(4), after.Frames-before.Frames, "three changes and synced")
 	mu.Lock()
 	sort.Strings(events)
 	assert.Equal(t, []string{"add node-200", "delete node-002", "update node-001"}, events)
