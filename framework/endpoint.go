@@ -139,9 +139,14 @@ func (e *endpoint) lose(sess *clientSession, state string, err error) {
 	e.mu.Lock()
 	e.state, e.lastErr = state, err
 	e.mu.Unlock()
-	if state == stateDraining || state == stateUnreachable {
-		// The server is going or gone: drop pooled connections now, so no
-		// later call meets one it closed.
+	if state == stateUnreachable {
+		// The server is gone: drop pooled connections now, so no later
+		// call meets one it closed. Go's transport can only drop them all,
+		// those to other endpoints too. Not for a draining server: it
+		// answers every request on a pooled connection (a refusal, not
+		// processed, or its 408, on which the transport drops the
+		// connection), so its connections need no dropping, and other
+		// endpoints' idle connections stay pooled.
 		e.c.hc.CloseIdleConnections()
 	}
 	e.c.stateChanged()

@@ -77,3 +77,31 @@ func TestRestartAtTheSameAddressDropsPooledConnectionsBeforeTheFirstCall(t *test
 	require.Greater(t, call, handshake, "events: %v", after)
 	assert.Contains(t, after[handshake:call], "close-idle", "the call went out on the old pool: %v", after)
 }
+
+// A replica that drains does not cost the client its pooled connections
+// to the other replicas: the draining one answers every request on its
+// pooled connections (not processed), so the client does not drop the
+// transport's idle connections, which Go's transport can only drop for
+// every endpoint at once.
+func TestADrainingReplicaLeavesThePoolToTheOthers(t *testing.T) {
+	a := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) { c.DrainQuiet = 20 * time.Millisecond })
+	b := startBench(t, "127.0.0.1:0", "1.0.0")
+	tr := &eventTransport{inner: framework.NewTransport(nil)}
+	cl := benchClient(t, "1.0.0", []string{a.URL, b.URL}, func(c *framework.ClientConfig) { c.Transport = tr })
+	require.Eventually(t, func() bool {
+		ready := 0
+		for _, ep := range cl.Endpoints() {
+			if ep.State == "ready" {
+				ready++
+			}
+		}
+		return ready == 2
+	}, 10*time.Second, time.Millisecond, "sessions with both replicas")
+	mark := len(tr.events())
+
+	require.NoError(t, a.Server.Shutdown(timeout(t, 20*time.Second)), "a drains once the client has closed its session")
+	_, err := report(timeout(t, 5*time.Second), cl, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), b.handled.Load(), "the call went to the other replica")
+	assert.NotContains(t, tr.events()[mark:], "close-idle", "the client dropped its pool for a draining replica")
+}
