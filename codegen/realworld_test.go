@@ -190,7 +190,7 @@ schemas:
 	files := map[string]string{
 		"contract.yaml": contract,
 		"schema.json":   string(data),
-		"doc.go":        "// Package " + c.Pkg + " is generated from " + c.Name + ".\npackage " + c.Pkg + "\n",
+		"doc.go":        "// Package " + c.Pkg + " is generated from " + c.Name + ".\npackage " + c.Pkg + "\n\n" + newDocFunc,
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -199,6 +199,14 @@ schemas:
 	}
 	return nil
 }
+
+// newDocFunc is the one function the corpus check calls in each generated
+// package besides its Contract, so that the check never names a generated
+// type: the compiler instantiates, in every package that refers to a type,
+// the methods of each generic type the type's members use (the corpus's
+// jsonwire.Nullable members, some 14,000 functions), so a check naming the
+// 65 Doc types compiled them all a second time.
+const newDocFunc = "// NewDoc returns a new Doc, for the corpus check.\nfunc NewDoc() any { return new(Doc) }\n"
 
 // generateCorpus runs lockstep-gen, as go generate does, once on every
 // case's folder, and returns the cases it generated. Each case that does
@@ -261,7 +269,7 @@ func writeCorpusCheck(t *testing.T, tmp string, cases []corpusCase) {
 	}
 	b.WriteString(")\n\nfunc TestCorpus(t *testing.T) {\n\tvar cases []corpus.Case\n")
 	for _, c := range cases {
-		fmt.Fprintf(&b, "\t{\n\t\tdoc, rt := corpus.For[%s.Doc]()\n\t\tcases = append(cases, corpus.Case{Name: %q, Dir: %q, Contract: %s.Contract, Doc: doc, RoundTrip: rt})\n\t}\n",
+		fmt.Fprintf(&b, "\t{\n\t\tdoc, rt := corpus.ForNew(%s.NewDoc)\n\t\tcases = append(cases, corpus.Case{Name: %q, Dir: %q, Contract: %s.Contract, Doc: doc, RoundTrip: rt})\n\t}\n",
 			c.Pkg, c.Name, c.Source, c.Pkg)
 	}
 	b.WriteString("\tcorpus.Run(t, cases)\n}\n")
