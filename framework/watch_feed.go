@@ -36,14 +36,23 @@ type feedSubscriber interface {
 // subscribers: the bytes, which nothing modifies again, and the frame
 // decoded by the first informer that needed it, which the others copy
 // rather than decode again (see [DecodeEach]). A frame superseded before
-// any informer got to it is never decoded.
+// any informer got to it is never decoded. A frame the feed handed to one
+// subscriber alone (sole: an informer by itself on its feed, as a shared
+// informer is) is decoded for that informer to keep, without a copy.
 type feedFrame struct {
 	line []byte
 
 	mu sync.Mutex
+	// sole is set, before the frame is handed on, when the feed has one
+	// subscriber.
+	sole bool
 	// decoded is a *decodedFrame[T] for the object type T of the informer
-	// that decoded it first: nil until then.
+	// that decoded it first: nil until then. taken is set when a sole
+	// subscriber took the decode as its own: then nothing may copy it
+	// (the informer that holds it owns it), and a subscriber that comes
+	// later decodes the frame itself.
 	decoded any
+	taken   bool
 }
 
 // decodedFrame is a frame decoded once, and its decoding's error.
@@ -57,19 +66,36 @@ func newFeedFrame(line []byte) *feedFrame { return &feedFrame{line: line} }
 
 // decodeOnce returns the frame decoded into T, decoding it if no informer
 // did yet; ok is false when an informer of another object type decoded
-// it first (the caller then decodes it itself). The object returned is
-// shared: informers copy it, never hand it out.
-func decodeOnce[T any](fr *feedFrame) (d *decodedFrame[T], ok bool) {
+// it first, or a sole subscriber took it (the caller then decodes it
+// itself). The object returned is shared, and informers copy it, unless
+// own is set: the frame was the caller's alone, decoded for it to keep.
+func decodeOnce[T any](fr *feedFrame) (d *decodedFrame[T], own, ok bool) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
+	if fr.taken {
+		return nil, false, false
+	}
 	if fr.decoded == nil {
 		d = new(decodedFrame[T])
 		d.err = decodeFrame(fr.line, &d.f)
+		if fr.sole {
+			fr.taken = true
+			return d, true, true
+		}
 		fr.decoded = d
-		return d, true
+		return d, false, true
 	}
 	d, ok = fr.decoded.(*decodedFrame[T])
-	return d, ok
+	return d, false, ok
+}
+
+// markSole sets fr.sole for a frame about to be handed to n subscribers.
+func markSole(fr *feedFrame, n int) {
+	if n == 1 {
+		fr.mu.Lock()
+		fr.sole = true
+		fr.mu.Unlock()
+	}
 }
 
 // watchFeed is one watch stream of a topic and selection, read once for
@@ -200,6 +226,9 @@ func (f *watchFeed) publishSnapshot(raw map[string]*feedFrame, instance string) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.raw, f.instance, f.synced = raw, instance, true
+	for _, fr := range raw {
+		markSole(fr, len(f.subs))
+	}
 	for s := range f.subs {
 		s.snapshot(maps.Clone(raw), instance)
 	}
@@ -219,6 +248,7 @@ func (f *watchFeed) publishChange(typ, key string, fr *feedFrame) {
 	} else {
 		delete(f.raw, key)
 	}
+	markSole(fr, len(f.subs))
 	for s := range f.subs {
 		if !s.change(key, fr) {
 			s.snapshot(maps.Clone(f.raw), f.instance)

@@ -97,14 +97,19 @@ type Informer[T any] struct {
 
 	// The feed hands what it read to the processor, which decodes it and
 	// runs the handlers: a snapshot to replace the cache with, then the
-	// latest frame of each changed key (latest; order is the order keys
-	// first changed). A key that changes again before it was processed
-	// replaces its frame, so a slow handler makes the informer skip
-	// intermediate states, never queue them.
+	// latest frame of each changed key (latest; order[head:] is the order
+	// keys first changed). A key that changes again before it was
+	// processed replaces its frame, so a slow handler makes the informer
+	// skip intermediate states, never queue them. The processor takes one
+	// key at a time, with the frame that is latest when it gets to it, so
+	// a frame superseded while the informer worked through the keys before
+	// it is never decoded, and what the handlers see is as fresh as the
+	// informer's pace allows.
 	qmu       sync.Mutex
 	replacing map[string]*feedFrame
 	replaceBy string
 	order     []string
+	head      int
 	latest    map[string]*feedFrame
 	maxQueued int
 	coalesced int64
@@ -256,7 +261,7 @@ func (i *Informer[T]) Server() string {
 // Stats returns the informer's counters.
 func (i *Informer[T]) Stats() InformerStats {
 	i.qmu.Lock()
-	queued, maxQueued, coalesced := len(i.order), i.maxQueued, i.coalesced
+	queued, maxQueued, coalesced := len(i.order)-i.head, i.maxQueued, i.coalesced
 	i.qmu.Unlock()
 	return InformerStats{
 		Streams: i.feed.streams.Load(), Resumes: i.feed.resumes.Load(), Frames: i.feed.frames.Load(),
@@ -273,7 +278,7 @@ func (i *Informer[T]) snapshot(raw map[string]*feedFrame, instance string) {
 	defer i.qmu.Unlock()
 	i.replacing, i.replaceBy = raw, instance
 	clear(i.order)
-	i.order = i.order[:0]
+	i.order, i.head = i.order[:0], 0
 	clear(i.latest)
 	i.signal()
 }
@@ -286,11 +291,19 @@ func (i *Informer[T]) change(key string, fr *feedFrame) bool {
 	if _, ok := i.latest[key]; ok {
 		i.coalesced++
 	} else {
-		if len(i.order) >= maxInformerQueue {
+		queued := len(i.order) - i.head
+		if queued >= maxInformerQueue {
 			return false
 		}
+		if i.head > 0 && i.head >= queued {
+			// Taken keys are most of the slice: move the rest down rather
+			// than grow it.
+			n := copy(i.order, i.order[i.head:])
+			clear(i.order[n:])
+			i.order, i.head = i.order[:n], 0
+		}
 		i.order = append(i.order, key)
-		i.maxQueued = max(i.maxQueued, len(i.order))
+		i.maxQueued = max(i.maxQueued, queued+1)
 	}
 	i.latest[key] = fr
 	i.signal()
@@ -305,8 +318,8 @@ func (i *Informer[T]) signal() {
 }
 
 // process runs the handlers: it applies what the feed queued, a snapshot
-// first, then the latest change of each key, until the informer stops;
-// then it leaves the feed.
+// first, then the latest change of each key, one key at a time, until the
+// informer stops; then it leaves the feed.
 func (i *Informer[T]) process() {
 	defer func() {
 		i.feed.unsubscribe(i)
@@ -315,9 +328,10 @@ func (i *Informer[T]) process() {
 		}
 		close(i.done)
 	}()
-	var order []string
-	var latest map[string]*feedFrame
 	for {
+		if i.ctx.Err() != nil {
+			return
+		}
 		i.qmu.Lock()
 		if raw := i.replacing; raw != nil {
 			by := i.replaceBy
@@ -332,7 +346,8 @@ func (i *Informer[T]) process() {
 			i.replace(snapshot, by)
 			continue
 		}
-		if len(i.order) == 0 {
+		if i.head == len(i.order) {
+			i.order, i.head = i.order[:0], 0
 			i.qmu.Unlock()
 			select {
 			case <-i.wake:
@@ -341,29 +356,22 @@ func (i *Informer[T]) process() {
 				return
 			}
 		}
-		order, i.order = i.order, order[:0]
-		if latest == nil {
-			latest = map[string]*feedFrame{}
-		}
-		latest, i.latest = i.latest, latest
+		key := i.order[i.head]
+		i.order[i.head] = ""
+		i.head++
+		fr := i.latest[key]
+		delete(i.latest, key)
 		i.qmu.Unlock()
-		for _, key := range order {
-			if i.ctx.Err() != nil {
-				return
-			}
-			f, ok := i.decode(key, latest[key])
-			if !ok {
-				continue
-			}
-			switch f.Type {
-			case protocol.FrameSet:
-				i.apply(f.Key, &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}})
-			case protocol.FrameDelete:
-				i.remove(f.Key)
-			}
+		f, ok := i.decode(key, fr)
+		if !ok {
+			continue
 		}
-		clear(order)
-		clear(latest)
+		switch f.Type {
+		case protocol.FrameSet:
+			i.apply(f.Key, &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}})
+		case protocol.FrameDelete:
+			i.remove(f.Key)
+		}
 	}
 }
 
@@ -384,9 +392,9 @@ func (i *Informer[T]) decode(key string, fr *feedFrame) (watchFrame[T], bool) {
 // frameOf is fr decoded into objects of the informer's own.
 func (i *Informer[T]) frameOf(fr *feedFrame) (watchFrame[T], error) {
 	if i.copyObject != nil {
-		if d, ok := decodeOnce[T](fr); ok {
+		if d, own, ok := decodeOnce[T](fr); ok {
 			f := d.f
-			if f.Object != nil {
+			if f.Object != nil && !own {
 				f.Object = i.copyObject(f.Object)
 				i.copied.Add(1)
 			}

@@ -109,6 +109,20 @@ func TestInformerObjectsKeepTheirStringsAcrossFrames(t *testing.T) {
 	}
 }
 
+// nodeOfGeneration is node n's status, its capacity naming gen.
+func nodeOfGeneration(n, gen int) *benchgen.NodeStatus {
+	reason, at := "KubeletReady", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	name := fmt.Sprintf("node-%03d", n)
+	return &benchgen.NodeStatus{
+		NodeName: name,
+		Conditions: []benchgen.NodeCondition{{Type: benchgen.NodeConditionTypeReady, Status: benchgen.NodeConditionStatusTrue,
+			Reason: &reason, LastHeartbeatTime: &at}},
+		Capacity: benchgen.ResourceList{"cpu": fmt.Sprint(gen)}, Allocatable: benchgen.ResourceList{"cpu": "1"},
+		Addresses: []benchgen.NodeAddress{{Type: benchgen.NodeAddressTypeHostname, Address: name}},
+		Images:    []string{"image"},
+	}
+}
+
 // TestFeedDecodesOnceAndEachInformerHoldsACopy: two informers of one feed
 // watching a generated message (which has DeepCopy) take every object as
 // a copy of the feed's one decode, and with DecodeEach decode it
@@ -119,18 +133,7 @@ func TestFeedDecodesOnceAndEachInformerHoldsACopy(t *testing.T) {
 	for _, each := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DecodeEach=%v", each), func(t *testing.T) {
 			contract, writer, srv := startNodeStatusTopic(t, "decodeonce")
-			reason, at := "KubeletReady", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-			node := func(n, gen int) *benchgen.NodeStatus {
-				name := fmt.Sprintf("node-%03d", n)
-				return &benchgen.NodeStatus{
-					NodeName: name,
-					Conditions: []benchgen.NodeCondition{{Type: benchgen.NodeConditionTypeReady, Status: benchgen.NodeConditionStatusTrue,
-						Reason: &reason, LastHeartbeatTime: &at}},
-					Capacity: benchgen.ResourceList{"cpu": fmt.Sprint(gen)}, Allocatable: benchgen.ResourceList{"cpu": "1"},
-					Addresses: []benchgen.NodeAddress{{Type: benchgen.NodeAddressTypeHostname, Address: name}},
-					Images:    []string{"image"},
-				}
-			}
+			node := nodeOfGeneration
 			const keys = 3
 			for n := range keys {
 				require.NoError(t, writer.Set(node(n, 0)))
@@ -176,14 +179,79 @@ func TestFeedDecodesOnceAndEachInformerHoldsACopy(t *testing.T) {
 				oa.Capacity["cpu"] = "changed by a"
 				assert.Equal(t, "1", ob.Capacity["cpu"], "the informers share a map")
 			}
-			// Each informer took the initial and the updated objects.
+			// Each informer took the updated objects (and the initial ones,
+			// unless the feed synced before b subscribed: then a, alone on
+			// it, kept the feed's decode, and b decoded the snapshot itself).
 			for _, inf := range []*framework.Informer[benchgen.NodeStatus]{a, b} {
 				if each {
 					assert.Zero(t, inf.Stats().Copied, "with DecodeEach every informer decodes")
 				} else {
-					assert.Equal(t, int64(2*keys), inf.Stats().Copied, "every object is a copy of the feed's decode")
+					assert.GreaterOrEqual(t, inf.Stats().Copied, int64(keys), "every update is a copy of the feed's decode")
+					assert.LessOrEqual(t, inf.Stats().Copied, int64(2*keys))
 				}
 			}
 		})
 	}
+}
+
+// TestSoleInformerKeepsItsFeedsDecode: an informer alone on its feed
+// takes the feed's one decode of each frame as its own, without a deep
+// copy; a second informer that joins the feed later decodes the frames
+// the first one took itself, so the two still share no object, and both
+// copy from then on.
+func TestSoleInformerKeepsItsFeedsDecode(t *testing.T) {
+	contract, writer, srv := startNodeStatusTopic(t, "sole")
+	node := nodeOfGeneration
+	const keys = 3
+	for n := range keys {
+		require.NoError(t, writer.Set(node(n, 0)))
+	}
+	cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+	ctx := timeout(t, 20*time.Second)
+	a, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{})
+	require.NoError(t, err)
+	defer a.Stop()
+	require.NoError(t, a.WaitForSync(ctx))
+	holds := func(inf *framework.Informer[benchgen.NodeStatus], gen int) func() bool {
+		return func() bool {
+			for n := range keys {
+				if o, ok := inf.Get(fmt.Sprintf("node-%03d", n)); !ok || o.Capacity["cpu"] != fmt.Sprint(gen) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for n := range keys {
+		require.NoError(t, writer.Set(node(n, 1)))
+	}
+	require.Eventually(t, holds(a, 1), 15*time.Second, 5*time.Millisecond)
+	assert.Zero(t, a.Stats().Copied, "an informer alone on its feed keeps the feed's decode")
+
+	b, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{})
+	require.NoError(t, err)
+	defer b.Stop()
+	require.NoError(t, b.WaitForSync(ctx))
+	assert.Zero(t, b.Stats().Copied, "the frames a took are decoded by b itself")
+	for n := range keys {
+		key := fmt.Sprintf("node-%03d", n)
+		oa, _ := a.Get(key)
+		ob, _ := b.Get(key)
+		require.Equal(t, oa, ob)
+		assert.NotSame(t, oa, ob)
+	}
+	for n := range keys {
+		require.NoError(t, writer.Set(node(n, 2)))
+	}
+	require.Eventually(t, func() bool { return holds(a, 2)() && holds(b, 2)() }, 15*time.Second, 5*time.Millisecond)
+	for n := range keys {
+		key := fmt.Sprintf("node-%03d", n)
+		oa, _ := a.Get(key)
+		ob, _ := b.Get(key)
+		assert.NotSame(t, oa, ob)
+		oa.Capacity["cpu"] = "changed by a"
+		assert.Equal(t, "2", ob.Capacity["cpu"], "the informers share a map")
+	}
+	assert.Equal(t, int64(keys), a.Stats().Copied, "with two informers on the feed, each copies")
+	assert.Equal(t, int64(keys), b.Stats().Copied)
 }

@@ -1,0 +1,75 @@
+package framework_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+)
+
+// TestInformerTakesEachKeysLatestFrameWhenItGetsToIt: an informer works
+// through its changed keys one at a time, each with the frame that is
+// latest when it gets to it. While a handler holds key a, key b, queued
+// behind it, changes again: b's first change is never decoded nor
+// handed to the handlers, only its latest, as fresh as the informer's
+// pace allows.
+func TestInformerTakesEachKeysLatestFrameWhenItGetsToIt(t *testing.T) {
+	contract, writer, srv := startNodeStatusTopic(t, "latest")
+	x, a, b := "node-000", "node-001", "node-002"
+	for n := range 3 {
+		require.NoError(t, writer.Set(nodeOfGeneration(n, 0)))
+	}
+	cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+	ctx := timeout(t, 20*time.Second)
+	holdX, holdA := make(chan struct{}), make(chan struct{})
+	inX, inA := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	inf, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{
+		OnUpdate: func(key string, _, obj *benchgen.NodeStatus) {
+			mu.Lock()
+			seen = append(seen, key+"@"+obj.Capacity["cpu"])
+			mu.Unlock()
+			switch key + "@" + obj.Capacity["cpu"] {
+			case x + "@1":
+				close(inX)
+				<-holdX
+			case a + "@1":
+				close(inA)
+				<-holdA
+			}
+		},
+	}, framework.DecodeEach())
+	require.NoError(t, err)
+	defer inf.Stop()
+	require.NoError(t, inf.WaitForSync(ctx))
+
+	require.NoError(t, writer.Set(nodeOfGeneration(0, 1)))
+	<-inX
+	// a and b wait behind x, in that order.
+	require.NoError(t, writer.Set(nodeOfGeneration(1, 1)))
+	require.NoError(t, writer.Set(nodeOfGeneration(2, 1)))
+	require.Eventually(t, func() bool { return inf.Stats().Queued == 2 }, 15*time.Second, time.Millisecond)
+	close(holdX)
+	<-inA
+	// b changes again while a's handler runs: its queued frame is replaced.
+	coalesced := inf.Stats().Coalesced
+	require.NoError(t, writer.Set(nodeOfGeneration(2, 2)))
+	require.Eventually(t, func() bool { return inf.Stats().Coalesced > coalesced }, 15*time.Second, time.Millisecond,
+		"b's second change replaces its first, still queued")
+	close(holdA)
+	require.Eventually(t, func() bool {
+		o, ok := inf.Get(b)
+		return ok && o.Capacity["cpu"] == "2"
+	}, 15*time.Second, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{x + "@1", a + "@1", b + "@2"}, seen, fmt.Sprintf("handlers saw %q", seen))
+}
