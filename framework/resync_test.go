@@ -13,7 +13,9 @@ import (
 
 func TestResyncRequestReachesTheClient(t *testing.T) {
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
-		c.SessionTTL, c.Heartbeat = time.Second, 50*time.Millisecond
+		// Heartbeats carry the request; the session must not lapse on real
+		// time (and take the request with it) while a loaded machine stalls.
+		c.SessionTTL, c.Heartbeat = 10*time.Second, 50*time.Millisecond
 	})
 	resynced := make(chan struct{}, 1)
 	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
@@ -32,7 +34,7 @@ func TestResyncRequestReachesTheClient(t *testing.T) {
 
 func TestResyncReachesAClientWhoseCallsKeepItsSessionAlive(t *testing.T) {
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
-		c.SessionTTL, c.Heartbeat = 10*time.Second, 2*time.Second // no heartbeat in this test's time
+		c.SessionTTL, c.Heartbeat = time.Hour, 20*time.Minute // no heartbeat in this test's time
 	})
 	resynced := make(chan struct{}, 1)
 	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
@@ -46,7 +48,7 @@ func TestResyncReachesAClientWhoseCallsKeepItsSessionAlive(t *testing.T) {
 	require.NoError(t, err)
 	select {
 	case <-resynced:
-	case <-time.After(time.Second):
+	case <-time.After(10 * time.Second): // OnResync runs on a goroutine of its own; no heartbeat comes
 		t.Fatal("the resync request did not ride the call's answer")
 	}
 }
