@@ -137,7 +137,7 @@ vet-norace:
 
 ## generate: regenerate every generated file in every module.
 generate:
-	@set -e; for m in $(MODULES); do (cd $$m && $(GO) generate $(PKGS)); done
+	@./.ci/generate
 
 ## check-generated: fail when committed generated code differs from what the
 ## generator writes now. It runs beside the builds: the generator leaves a
