@@ -92,7 +92,7 @@ type Informer[T any] struct {
 	synced   atomic.Bool
 
 	mu     sync.RWMutex
-	cache  map[string]*informerEntry[T]
+	cache  map[string]informerEntry[T]
 	server string
 
 	// The feed hands what it read to the processor, which decodes it and
@@ -131,6 +131,8 @@ const maxInformerQueue = 2 * DefaultTopicMaxKeys
 // deepCopier is a type with a generated deep copy (see [DecodeEach]).
 type deepCopier[T any] interface{ DeepCopy() *T }
 
+// informerEntry is a cached object and its version, held by value in the
+// cache, so a change costs no allocation beyond its object.
 type informerEntry[T any] struct {
 	obj *T
 	ver ObjectVersion
@@ -155,7 +157,7 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	i := &Informer[T]{
 		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
 		writerAware: decl.Writer == handshake.RoleServer,
-		cache:       map[string]*informerEntry[T]{}, latest: map[string]*feedFrame{},
+		cache:       map[string]informerEntry[T]{}, latest: map[string]*feedFrame{},
 		wake: make(chan struct{}, 1),
 	}
 	if _, ok := any(new(T)).(deepCopier[T]); ok && !cfg.decodeEach {
@@ -208,7 +210,7 @@ func (i *Informer[T]) WaitForSync(ctx context.Context) error {
 func (i *Informer[T]) Get(key string) (*T, bool) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	if e := i.cache[key]; e != nil {
+	if e, ok := i.cache[key]; ok {
 		return e.obj, true
 	}
 	return nil, false
@@ -218,7 +220,7 @@ func (i *Informer[T]) Get(key string) (*T, bool) {
 func (i *Informer[T]) Version(key string) (ObjectVersion, bool) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	if e := i.cache[key]; e != nil {
+	if e, ok := i.cache[key]; ok {
 		return e.ver, true
 	}
 	return ObjectVersion{}, false
@@ -337,10 +339,10 @@ func (i *Informer[T]) process() {
 			by := i.replaceBy
 			i.replacing = nil
 			i.qmu.Unlock()
-			snapshot := make(map[string]*informerEntry[T], len(raw))
+			snapshot := make(map[string]informerEntry[T], len(raw))
 			for key, fr := range raw {
 				if f, ok := i.decode(key, fr); ok && f.Type == protocol.FrameSet {
-					snapshot[key] = &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
+					snapshot[key] = informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
 				}
 			}
 			i.replace(snapshot, by)
@@ -368,7 +370,7 @@ func (i *Informer[T]) process() {
 		}
 		switch f.Type {
 		case protocol.FrameSet:
-			i.apply(f.Key, &informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}})
+			i.apply(f.Key, informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}})
 		case protocol.FrameDelete:
 			i.remove(f.Key)
 		}
@@ -407,13 +409,13 @@ func (i *Informer[T]) frameOf(fr *feedFrame) (watchFrame[T], error) {
 }
 
 // apply stores a changed object and reports it.
-func (i *Informer[T]) apply(key string, n *informerEntry[T]) {
+func (i *Informer[T]) apply(key string, n informerEntry[T]) {
 	i.mu.Lock()
-	old := i.cache[key]
+	old, had := i.cache[key]
 	i.cache[key] = n
 	i.mu.Unlock()
 	switch {
-	case old == nil:
+	case !had:
 		if i.h.OnAdd != nil {
 			i.h.OnAdd(key, n.obj)
 		}
@@ -427,10 +429,10 @@ func (i *Informer[T]) apply(key string, n *informerEntry[T]) {
 // remove deletes a key and reports it.
 func (i *Informer[T]) remove(key string) {
 	i.mu.Lock()
-	old := i.cache[key]
+	old, had := i.cache[key]
 	delete(i.cache, key)
 	i.mu.Unlock()
-	if old != nil && i.h.OnDelete != nil {
+	if had && i.h.OnDelete != nil {
 		i.h.OnDelete(key, old.obj)
 	}
 }
@@ -438,25 +440,29 @@ func (i *Informer[T]) remove(key string) {
 // replace makes a fresh snapshot the cache, reporting the difference:
 // keys it adds, keys whose version changed, keys it no longer holds. An
 // object whose version did not change keeps its cached value.
-func (i *Informer[T]) replace(snapshot map[string]*informerEntry[T], instance string) {
+func (i *Informer[T]) replace(snapshot map[string]informerEntry[T], instance string) {
+	// A change's old is nil for a key the cache did not hold, its new nil
+	// for a key the snapshot lacks: cached objects are never nil.
 	type change struct {
 		key      string
-		old, new *informerEntry[T]
+		old, new *T
 	}
 	var changes []change
 	i.mu.Lock()
 	for k, n := range snapshot {
-		o := i.cache[k]
+		o, had := i.cache[k]
 		switch {
-		case o == nil || o.ver != n.ver:
-			changes = append(changes, change{k, o, n})
+		case !had:
+			changes = append(changes, change{k, nil, n.obj})
+		case o.ver != n.ver:
+			changes = append(changes, change{k, o.obj, n.obj})
 		default:
 			snapshot[k] = o
 		}
 	}
 	for k, o := range i.cache {
 		if _, ok := snapshot[k]; !ok {
-			changes = append(changes, change{k, o, nil})
+			changes = append(changes, change{k, o.obj, nil})
 		}
 	}
 	i.cache, i.server = snapshot, instance
@@ -466,15 +472,15 @@ func (i *Informer[T]) replace(snapshot map[string]*informerEntry[T], instance st
 		switch {
 		case ch.old == nil:
 			if i.h.OnAdd != nil {
-				i.h.OnAdd(ch.key, ch.new.obj)
+				i.h.OnAdd(ch.key, ch.new)
 			}
 		case ch.new == nil:
 			if i.h.OnDelete != nil {
-				i.h.OnDelete(ch.key, ch.old.obj)
+				i.h.OnDelete(ch.key, ch.old)
 			}
 		default:
 			if i.h.OnUpdate != nil {
-				i.h.OnUpdate(ch.key, ch.old.obj, ch.new.obj)
+				i.h.OnUpdate(ch.key, ch.old, ch.new)
 			}
 		}
 	}
