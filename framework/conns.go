@@ -432,10 +432,19 @@ func (l *gatedListener) Accept() (net.Conn, error) {
 // acceptQueued returns the next connection the kernel has queued, for as
 // long as there is one (within queueDrainBound of the stop, against
 // clients that never stop dialling); then it closes the listener beneath,
-// acknowledges the stop, and waits until Close.
+// acknowledges the stop, and waits until Close. It does not wait for
+// dials that have not arrived: the listener closes as soon as its queue
+// is empty, as it did before, so clients dialling now are refused (which
+// they know was never sent) rather than accepted and answered late.
+// Where the queue cannot be counted (not Linux), one Accept bounded by
+// queuedAcceptWait stands for the look.
 func (l *gatedListener) acceptQueued() (net.Conn, error) {
 	if d, ok := l.Listener.(deadliner); ok {
 		for time.Since(l.stopAt) < queueDrainBound {
+			n := acceptQueueLen(l.Listener)
+			if n == 0 && queueCountable {
+				break
+			}
 			// The deadline only bounds the wait of an Accept that finds
 			// the queue empty: one with a connection queued takes it at
 			// once.
@@ -444,10 +453,10 @@ func (l *gatedListener) acceptQueued() (net.Conn, error) {
 			if err == nil {
 				return c, nil
 			}
-			if !errors.Is(err, os.ErrDeadlineExceeded) || acceptQueueLen(l.Listener) == 0 {
+			if !errors.Is(err, os.ErrDeadlineExceeded) || !queueCountable {
 				break
 			}
-			// Timed out with a connection queued (the goroutine was
+			// Timed out with a connection counted (the goroutine was
 			// descheduled past its deadline): look again.
 		}
 	}
@@ -457,9 +466,8 @@ func (l *gatedListener) acceptQueued() (net.Conn, error) {
 	return nil, net.ErrClosed
 }
 
-// queuedAcceptWait bounds one Accept of the queue's drain: an empty queue
-// times out after it; queueDrainBound bounds the whole drain, in real
-// time, like every socket deadline.
+// queuedAcceptWait bounds one Accept of the queue's drain; queueDrainBound
+// bounds the whole drain, in real time, like every socket deadline.
 const (
 	queuedAcceptWait = 10 * time.Millisecond
 	queueDrainBound  = 200 * time.Millisecond

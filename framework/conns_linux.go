@@ -17,6 +17,9 @@ func pendingInput(fd uintptr) int {
 	return n
 }
 
+// queueCountable says acceptQueueLen counts here.
+const queueCountable = true
+
 // acceptQueueLen returns how many connections wait in listener l's accept
 // queue (TCP_INFO's tcpi_unacked, for a listening socket), 0 where that
 // cannot be told.

@@ -5,6 +5,8 @@ package framework
 // pendingInput cannot tell here; the drain relies on idle time alone.
 func pendingInput(uintptr) int { return 0 }
 
-// acceptQueueLen cannot tell here: a stopping listener takes one timed-out
-// Accept for an empty queue.
+// queueCountable says acceptQueueLen cannot count here: a stopping
+// listener takes one timed-out Accept for an empty queue.
+const queueCountable = false
+
 func acceptQueueLen(any) int { return 0 }
