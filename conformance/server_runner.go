@@ -251,7 +251,8 @@ func (p *player) step(s map[string]any) error {
 		name, _ := req["name"].(string)
 		ch := make(chan answer, 1)
 		p.pending[name] = ch
-		go func() { ch <- p.do(req) }()
+		hr, err := p.request(req)
+		go func() { ch <- p.send(hr, err) }()
 		return nil
 	case "await":
 		req := asMap(s["await"])
@@ -334,6 +335,13 @@ func (p *player) handshake(h map[string]any) error {
 // do sends one request of a step: method (default POST), path, headers,
 // and a JSON body (or raw text).
 func (p *player) do(req map[string]any) answer {
+	return p.send(p.request(req))
+}
+
+// request builds the HTTP request of a request step, its variables
+// expanded now: an async step's request is sent by another goroutine
+// while later steps capture variables.
+func (p *player) request(req map[string]any) (*http.Request, error) {
 	plain := make(map[string]any, len(req))
 	for k, v := range req {
 		if k != "expect" {
@@ -342,7 +350,7 @@ func (p *player) do(req map[string]any) answer {
 	}
 	x, err := p.vars.expand(plain)
 	if err != nil {
-		return answer{err: err}
+		return nil, err
 	}
 	req = x.(map[string]any)
 	method, _ := req["method"].(string)
@@ -356,19 +364,28 @@ func (p *player) do(req map[string]any) answer {
 	} else if b, ok := req["body"]; ok {
 		data, err := json.Marshal(b)
 		if err != nil {
-			return answer{err: err}
+			return nil, err
 		}
 		body = bytes.NewReader(data)
 	}
 	hr, err := http.NewRequestWithContext(p.ctx, method, p.url+path, body)
 	if err != nil {
-		return answer{err: err}
+		return nil, err
 	}
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range asMap(req["headers"]) {
 		hr.Header.Set(k, fmt.Sprint(v))
+	}
+	return hr, nil
+}
+
+// send sends a request built by request (or returns the error building it
+// met) and reads its answer.
+func (p *player) send(hr *http.Request, err error) answer {
+	if err != nil {
+		return answer{err: err}
 	}
 	resp, err := p.client.Do(hr)
 	if err != nil {
