@@ -356,17 +356,23 @@ func unreadBytes(c net.Conn) int {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
+	n := 0
+	withFD(c, func(fd uintptr) { n = pendingInput(fd) })
+	return n
+}
+
+// withFD calls f with the file descriptor beneath c (a connection or a
+// listener), if it has one.
+func withFD(c any, f func(fd uintptr)) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return 0
+		return
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return 0
+		return
 	}
-	n := 0
-	_ = raw.Control(func(fd uintptr) { n = pendingInput(fd) })
-	return n
+	_ = raw.Control(f)
 }
 
 // gatedListener is the listener an http.Server serves on, so that a drain

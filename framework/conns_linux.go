@@ -2,11 +2,7 @@
 
 package framework
 
-import (
-	"syscall"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // pendingInput returns the bytes waiting in socket fd's receive buffer.
 func pendingInput(fd uintptr) int {
@@ -24,16 +20,8 @@ const queueCountable = true
 // queue (TCP_INFO's tcpi_unacked, for a listening socket), 0 where that
 // cannot be told.
 func acceptQueueLen(l any) int {
-	sc, ok := l.(syscall.Conn)
-	if !ok {
-		return 0
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return 0
-	}
 	n := 0
-	_ = raw.Control(func(fd uintptr) {
+	withFD(l, func(fd uintptr) {
 		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
 			n = int(info.Unacked)
 		}

@@ -123,6 +123,17 @@ func nodeOfGeneration(n, gen int) *benchgen.NodeStatus {
 	}
 }
 
+// startNodeStatusKeys starts a NodeStatus topic holding keys objects at
+// generation 0, and a client of its server.
+func startNodeStatusKeys(t *testing.T, name string, keys int) (*framework.TopicWriter[benchgen.NodeStatus], *framework.Client) {
+	t.Helper()
+	contract, writer, srv := startNodeStatusTopic(t, name)
+	for n := range keys {
+		require.NoError(t, writer.Set(nodeOfGeneration(n, 0)))
+	}
+	return writer, frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+}
+
 // TestFeedDecodesOnceAndEachInformerHoldsACopy: two informers of one feed
 // watching a generated message (which has DeepCopy) take every object as
 // a copy of the feed's one decode, and with DecodeEach decode it
@@ -132,13 +143,9 @@ func nodeOfGeneration(n, gen int) *benchgen.NodeStatus {
 func TestFeedDecodesOnceAndEachInformerHoldsACopy(t *testing.T) {
 	for _, each := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DecodeEach=%v", each), func(t *testing.T) {
-			contract, writer, srv := startNodeStatusTopic(t, "decodeonce")
-			node := nodeOfGeneration
 			const keys = 3
-			for n := range keys {
-				require.NoError(t, writer.Set(node(n, 0)))
-			}
-			cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+			node := nodeOfGeneration
+			writer, cl := startNodeStatusKeys(t, "decodeonce", keys)
 			ctx := timeout(t, 20*time.Second)
 			var opts []framework.WatchOption
 			if each {
@@ -200,13 +207,9 @@ func TestFeedDecodesOnceAndEachInformerHoldsACopy(t *testing.T) {
 // the first one took itself, so the two still share no object, and both
 // copy from then on.
 func TestSoleInformerKeepsItsFeedsDecode(t *testing.T) {
-	contract, writer, srv := startNodeStatusTopic(t, "sole")
-	node := nodeOfGeneration
 	const keys = 3
-	for n := range keys {
-		require.NoError(t, writer.Set(node(n, 0)))
-	}
-	cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
+	node := nodeOfGeneration
+	writer, cl := startNodeStatusKeys(t, "sole", keys)
 	ctx := timeout(t, 20*time.Second)
 	a, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{})
 	require.NoError(t, err)
