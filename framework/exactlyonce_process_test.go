@@ -157,6 +157,10 @@ func TestKilledServerProcessWithExactlyOnce(t *testing.T) {
 	second := startApplyChild(t, addr)
 	wg.Wait()
 	close(outcomes)
+	// Every call has its answer, but the successor's "applied" lines may
+	// still be on their way through its pipe: stop it and read them all
+	// before counting.
+	second.kill9(t)
 
 	applied := map[string]int{}
 	for _, ch := range []*applyChild{first, second} {
