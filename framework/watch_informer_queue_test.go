@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
-	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 )
 
 // TestInformerTakesEachKeysLatestFrameWhenItGetsToIt: an informer works
@@ -21,12 +20,8 @@ import (
 // handed to the handlers, only its latest, as fresh as the informer's
 // pace allows.
 func TestInformerTakesEachKeysLatestFrameWhenItGetsToIt(t *testing.T) {
-	contract, writer, srv := startNodeStatusTopic(t, "latest")
+	writer, cl := startNodeStatusKeys(t, "latest", 3)
 	x, a, b := "node-000", "node-001", "node-002"
-	for n := range 3 {
-		require.NoError(t, writer.Set(nodeOfGeneration(n, 0)))
-	}
-	cl := frameworktest.NewClient(t, contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
 	ctx := timeout(t, 20*time.Second)
 	holdX, holdA := make(chan struct{}), make(chan struct{})
 	inX, inA := make(chan struct{}), make(chan struct{})
