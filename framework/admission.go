@@ -100,10 +100,47 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // UTF-8. A body that could not be read as valid is the client's fault
 // (invalid_argument, payload_too_large or deadline_exceeded), never
 // "unprocessed": a client must not resend garbage. Refusals that leave
-// the body unread close the connection. The release function returns the
+// the body unread close the connection, after the peer had time to read
+// the refusal (lingerAfterRefusal). The release function returns the
 // buffer; the bytes are invalid after it.
 func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
 	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes, limitBodyBytes)
+}
+
+// lingerAfterRefusal makes net/http close the connection gently after a
+// refusal of a body it has not read, for a peer that asked to close
+// (Connection: close). net/http closes such a connection at once; the
+// kernel then resets it, since the body is unread, and the peer, still
+// writing its body, may see "connection reset" instead of the coded
+// refusal. A body that overruns http.MaxBytesReader makes net/http
+// half-close the connection after the answer and wait before closing it,
+// so one byte is read through a zero-byte MaxBytesReader. The read waits
+// at most Limits.BodyReadTimeout; nothing is read from a peer that asked
+// to be told to continue (Expect), since it sends no body until told.
+func (s *Server) lingerAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	if !r.Close || r.Header.Get("Expect") != "" {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
+		return
+	}
+	var b [1]byte
+	_, _ = http.MaxBytesReader(connWriter(w), r.Body, 0).Read(b[:])
+	_ = rc.SetReadDeadline(time.Time{})
+}
+
+// connWriter returns net/http's own writer under w's wrappers. A body
+// limit hit is reported to it (http.MaxBytesReader looks for an unexported
+// method), which makes net/http linger before closing; a wrapper hides it.
+func connWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 // readEntryBodyLimit is readEntryBody with a lower limit of the entry's
@@ -114,6 +151,7 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxB
 	}
 	if r.ContentLength > maxBytes {
 		w.Header().Set("Connection", "close")
+		s.lingerAfterRefusal(w, r)
 		return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, maxBytes)
 	}
 	rc := http.NewResponseController(w)
@@ -125,7 +163,7 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxB
 			bodyBufs.Put(buf)
 		}
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
+	_, err := buf.ReadFrom(http.MaxBytesReader(connWriter(w), r.Body, maxBytes))
 	if deadlineSet {
 		_ = rc.SetReadDeadline(time.Time{})
 	}

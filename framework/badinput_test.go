@@ -1,12 +1,16 @@
 package framework_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,4 +169,47 @@ func TestBadInputGetsCodedErrorsAndServerKeepsServing(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, string(a.body))
 	assert.JSONEq(t, `{"accepted":true,"generation":0}`, string(a.body))
 	assert.Equal(t, 1, handled)
+}
+
+// TestRefusalOfAnUnreadBodyEndsWithoutAReset sends a body over the limit
+// with Connection: close, as a client that keeps no connections does. The
+// server refuses it on its Content-Length without reading it; closing a
+// socket with bytes unread resets it, and a reset can reach the peer
+// before it has read the refusal. So the peer must read the coded refusal
+// and then the server's FIN.
+func TestRefusalOfAnUnreadBodyEndsWithoutAReset(t *testing.T) {
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MaxBodyBytes: 64 << 10}
+	srv := frameworktest.StartServer(t, cfg, func(s *framework.Server) {
+		c := benchContract(t, "1.0.0")
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{Accepted: true}, nil }
+		framework.HandleUnary(s, c, "ReportStatus", ack)
+		framework.HandleBatch(s, c, "ReportStatuses", ack)
+	})
+	token := openSession(t, srv.URL, "1.0.0")
+	for _, tc := range []struct{ name, path, header string }{
+		{"hello", protocol.PathHandshake, ""},
+		{"call", protocol.CallPath("bench", "1.0.0", "ReportStatus"), protocol.HeaderSession + ": " + token + "\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+			require.NoError(t, err)
+			defer conn.Close()
+			// More than the server's read buffer takes with the head, so
+			// bytes stay unread in its socket.
+			head := "POST " + tc.path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+				tc.header + "Content-Length: 100000\r\n\r\n"
+			_, err = io.WriteString(conn, head+strings.Repeat("x", 32<<10))
+			require.NoError(t, err)
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+			all, err := io.ReadAll(conn)
+			require.NoError(t, err, "the connection must end with the server's FIN, not a reset")
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(all)), nil)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, string(body))
+			assert.Contains(t, string(body), `"code":"`+string(framework.CodePayloadTooLarge)+`"`)
+		})
+	}
 }
