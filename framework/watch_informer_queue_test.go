@@ -64,6 +64,13 @@ func TestInformerTakesEachKeysLatestFrameWhenItGetsToIt(t *testing.T) {
 		o, ok := inf.Get(b)
 		return ok && o.Capacity["cpu"] == "2"
 	}, 15*time.Second, time.Millisecond)
+	// The handler is called after the cache changes: its call for b's
+	// latest frame is waited for, not read as soon as the cache holds it.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= 3
+	}, 15*time.Second, time.Millisecond, "the handler was called for b's latest frame")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{x + "@1", a + "@1", b + "@2"}, seen, fmt.Sprintf("handlers saw %q", seen))

@@ -160,8 +160,14 @@ func TestInformersFollowTheWriterAcrossReplicas(t *testing.T) {
 		requireCacheMatches(t, fmt.Sprintf("informer %d", i), inf, next.health.TopicView, 10*time.Second)
 		assert.Equal(t, next.Server.Instance(), inf.Server())
 	}
+	// An informer calls its handlers after its cache changes (a snapshot
+	// replaces the cache at once, then reports each key): each probe's
+	// first handler call is waited for, not read as soon as the cache
+	// matches.
 	var beats []int64
-	for _, p := range probes {
+	for i, p := range probes {
+		require.Eventually(t, func() bool { return p.beatsAtFollow.Load() >= 0 }, 10*time.Second, time.Millisecond,
+			"informer %d's handlers were never called with the successor's state", i)
 		beats = append(beats, p.beatsAtFollow.Load())
 	}
 	t.Logf("every informer followed the writer %v after it attached (heartbeat %v), after %v heartbeat answers saying so",
