@@ -105,10 +105,8 @@ func parseDate[S string | []byte](s S) (year, month, day int, ok bool) {
 	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
 		return 0, 0, 0, false
 	}
-	for _, i := range []int{0, 1, 2, 3, 5, 6, 8, 9} {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, 0, 0, false
-		}
+	if !isDigit(s[0]) || !isDigit(s[1]) || !isDigit(s[2]) || !isDigit(s[3]) || !isDigit(s[5]) || !isDigit(s[6]) || !isDigit(s[8]) || !isDigit(s[9]) {
+		return 0, 0, 0, false
 	}
 	year = int(s[0]-'0')*1000 + int(s[1]-'0')*100 + int(s[2]-'0')*10 + int(s[3]-'0')
 	month = int(s[5]-'0')*10 + int(s[6]-'0')
@@ -118,6 +116,8 @@ func parseDate[S string | []byte](s S) (year, month, day int, ok bool) {
 	}
 	return year, month, day, true
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func daysIn(month, year int) int {
 	switch month {

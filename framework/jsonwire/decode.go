@@ -315,7 +315,20 @@ func (d *Decoder) typeError(want string) error {
 }
 
 // Null reads a JSON null if one comes next and reports whether it did.
+// Its first test, inlined into the generated decoders, answers for
+// compact JSON whose next value is not null, the common case.
 func (d *Decoder) Null() bool {
+	if d.pos < len(d.data) && !nullOrSpace[d.data[d.pos]] {
+		return false
+	}
+	return d.null()
+}
+
+// nullOrSpace marks the bytes that may come before a null: its 'n' and
+// white space.
+var nullOrSpace = [256]bool{'n': true, ' ': true, '\t': true, '\n': true, '\r': true}
+
+func (d *Decoder) null() bool {
 	d.skipSpace()
 	if d.pos+4 <= len(d.data) && string(d.data[d.pos:d.pos+4]) == "null" {
 		d.pos += 4
@@ -493,8 +506,22 @@ func (d *Decoder) StringBytes() ([]byte, error) {
 	return d.stringBytes()
 }
 
-// String reads a JSON string.
+// String reads a JSON string. Strings in one message are mostly short,
+// so what it does around the scan counts as much as the scan: the common
+// case (compact JSON, a string without escapes, ASCII, not empty, sliced
+// from the message's text) is one call and one test.
 func (d *Decoder) String() (string, error) {
+	if start := d.pos; start < len(d.data) && d.data[start] == '"' && d.text != "" {
+		if end, flags := scanString(d.data, start+1); flags == 0 && end > start+1 {
+			d.pos = end + 1
+			d.opened = false
+			return d.text[start+1 : end], nil
+		}
+	}
+	return d.stringAfterSpace()
+}
+
+func (d *Decoder) stringAfterSpace() (string, error) {
 	d.skipSpace()
 	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 		return "", d.typeError("string")
@@ -505,17 +532,20 @@ func (d *Decoder) String() (string, error) {
 // readString reads the string at '"'.
 func (d *Decoder) readString() (string, error) {
 	start := d.pos
-	b, err := d.stringBytes()
-	if err != nil {
-		return "", err
+	end, flags := scanString(d.data, start+1)
+	if flags&^stringNonASCII != 0 || flags != 0 && !utf8.Valid(d.data[start+1:end]) {
+		b, err := d.slowString(start, end, flags)
+		return string(b), err // escaped or invalid: unescaped into scratch
 	}
-	if len(b) == 0 || &b[0] != &d.data[start+1] || !d.shared && len(d.data) > maxShared {
-		return string(b), nil // empty, unescaped into scratch, or large input
+	d.pos = end + 1
+	d.opened = false
+	if end == start+1 || !d.shared && len(d.data) > maxShared {
+		return string(d.data[start+1 : end]), nil // empty, or large input
 	}
 	if d.text == "" {
-		d.text = string(d.data)
+		d.text = string(d.data) // the first string of the message
 	}
-	return d.text[start+1 : start+1+len(b)], nil
+	return d.text[start+1 : end], nil
 }
 
 // KeyString is [Decoder.Key] returning a string, for maps: a slice of the
@@ -551,17 +581,38 @@ func (d *Decoder) KeyString() string {
 // sees.
 func (d *Decoder) stringBytes() ([]byte, error) {
 	start := d.pos
-	escaped, ascii := false, true
-	data := d.data // a local, so that the loops keep it in registers
-	i := start + 1
-	for i < len(data) {
-		// Most bytes of most strings need no attention: skip them eight
-		// at a time while eight remain, then one at a time.
+	end, flags := scanString(d.data, start+1)
+	if flags == 0 || flags == stringNonASCII && utf8.Valid(d.data[start+1:end]) {
+		d.pos = end + 1
+		d.opened = false
+		return d.data[start+1 : end], nil
+	}
+	return d.slowString(start, end, flags)
+}
+
+// What scanString met in a string besides plain bytes.
+const (
+	stringEscaped  = 1 << iota // a backslash: the body needs unescaping
+	stringNonASCII             // bytes >= 0x80: the body needs a UTF-8 check
+	stringControl              // a control character, which ends the scan: a syntax error
+	stringEOF                  // the input ended before the closing quote
+)
+
+// scanString finds the closing quote of the string whose body starts at
+// data[i]: end is its index, and flags says what else the body holds.
+// With stringControl, end is the control character's index; with
+// stringEOF, the input's length. Most bytes of most strings need no
+// attention: it skips them eight at a time while eight remain, then one
+// at a time, and returns from the one test of the byte found when it is
+// the closing quote, the common case. It is the one string scan that
+// Key, String, StringBytes and Skip share.
+func scanString(data []byte, i int) (end int, flags uint8) {
+	for {
 		for i+8 <= len(data) {
 			m := specialBytes(binary.LittleEndian.Uint64(data[i:]))
 			if m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
-				break
+				goto special
 			}
 			i += 8
 		}
@@ -569,30 +620,22 @@ func (d *Decoder) stringBytes() ([]byte, error) {
 			i++
 		}
 		if i >= len(data) {
-			break
+			return len(data), flags | stringEOF
 		}
+	special:
 		switch c := data[i]; {
 		case c == '"':
-			d.pos = i + 1
-			d.opened = false
-			body := data[start+1 : i]
-			if !escaped && (ascii || utf8.Valid(body)) {
-				return body, nil
-			}
-			return d.slowString(start, i+1)
+			return i, flags
 		case c == '\\':
 			i += 2 // the escaped character cannot end the string
-			escaped = true
+			flags |= stringEscaped
 		case c < 0x20:
-			d.pos = i
-			return nil, d.syntax("invalid character %s in string literal", quoteChar(c))
+			return i, flags | stringControl
 		default: // c >= 0x80
-			ascii = false
+			flags |= stringNonASCII
 			i++
 		}
 	}
-	d.pos = len(d.data)
-	return nil, d.eof()
 }
 
 // Constants of the eight-bytes-at-a-time scan of strings.
@@ -609,7 +652,9 @@ const (
 func specialBytes(w uint64) uint64 {
 	quote := w ^ ('"' * ones)
 	backslash := w ^ ('\\' * ones)
-	return ((w-0x20*ones)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash | w) & highs
+	// A byte >= 0x80 is marked by w itself, so the subtractions need no
+	// mask against the false marks such bytes would give them.
+	return ((w - 0x20*ones) | (quote - ones) | (backslash - ones) | w) & highs
 }
 
 // plainByte marks the bytes a string may hold as they are: printable
@@ -621,9 +666,23 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-func (d *Decoder) slowString(start, end int) ([]byte, error) {
+// slowString reads the string at data[start] that scanString found to
+// end at end with flags: it reports a control character or the end of
+// the input, and otherwise decodes the escapes and invalid UTF-8 with
+// encoding/json into the scratch buffer.
+func (d *Decoder) slowString(start, end int, flags uint8) ([]byte, error) {
+	switch {
+	case flags&stringEOF != 0:
+		d.pos = len(d.data)
+		return nil, d.eof()
+	case flags&stringControl != 0:
+		d.pos = end
+		return nil, d.syntax("invalid character %s in string literal", quoteChar(d.data[end]))
+	}
+	d.pos = end + 1
+	d.opened = false
 	var s string
-	if err := json.Unmarshal(d.data[start:end], &s); err != nil {
+	if err := json.Unmarshal(d.data[start:end+1], &s); err != nil {
 		d.pos = start
 		return nil, d.syntax("invalid string literal: %v", err)
 	}
