@@ -97,6 +97,10 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// Clock is the client's clock; default the real one.
 	Clock clockwork.Clock
+
+	// probers are what the client's endpoints wait on for a listener;
+	// nil is the process's. Tests set their own, on a fake clock.
+	probers *probers
 }
 
 func (c *ClientConfig) validate() error {
@@ -261,6 +265,12 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 	case StaticEndpoints:
 		// Known now: a call right after NewClient sees them.
 		cl.setEndpoints(append([]string(nil), src...))
+	case ReadinessSource:
+		cl.wg.Add(1)
+		go func() {
+			defer cl.wg.Done()
+			src.RunReadiness(cl.ctx, cl.setReports)
+		}()
 	default:
 		cl.wg.Add(1)
 		go func() {
@@ -277,34 +287,56 @@ func (c *Client) Contract() *Contract { return c.contract }
 // Instance returns the client's instance id.
 func (c *Client) Instance() string { return c.cfg.Instance }
 
-// setEndpoints reconciles the endpoint set with the source's latest list.
+// setEndpoints reconciles the endpoint set with the source's latest list,
+// every endpoint of it ready.
 func (c *Client) setEndpoints(urls []string) {
+	reports := make([]EndpointReport, len(urls))
+	for i, u := range urls {
+		reports[i].URL = u
+	}
+	c.setReports(reports)
+}
+
+// setReports reconciles the endpoint set with the source's latest report:
+// new endpoints start handshaking, missing ones stop, and known ones that
+// turn ready again are announced ([endpoint.announce]).
+func (c *Client) setReports(reports []EndpointReport) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
+	// want says of every reported base URL whether it is not ready; a URL
+	// reported twice is ready if either report says so.
 	want := map[string]bool{}
-	for _, raw := range urls {
-		u, err := checkEndpointURL(raw, c.cfg.Insecure)
+	for _, r := range reports {
+		u, err := checkEndpointURL(r.URL, c.cfg.Insecure)
 		if err != nil {
-			c.cfg.Logger.Error("lockstep: ignoring endpoint", "url", raw, "err", err)
+			c.cfg.Logger.Error("lockstep: ignoring endpoint", "url", r.URL, "err", err)
 			continue
 		}
 		base := strings.TrimRight(u.String(), "/")
-		want[base] = true
-		if _, ok := c.endpoints[base]; !ok {
-			e := newEndpoint(c, base)
+		notReady, seen := want[base]
+		want[base] = r.NotReady && (!seen || notReady)
+	}
+	for _, base := range sortedKeys(want) {
+		notReady := want[base]
+		e, ok := c.endpoints[base]
+		if !ok {
+			e = newEndpoint(c, base)
 			c.endpoints[base] = e
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
 				e.run()
 			}()
+		} else if readyAgain(e.notReady, notReady) {
+			e.announce()
 		}
+		e.notReady = notReady
 	}
 	for base, e := range c.endpoints {
-		if !want[base] && e.pinned == nil {
+		if _, ok := want[base]; !ok && e.pinned == nil {
 			delete(c.endpoints, base)
 			e.stop()
 		}

@@ -53,6 +53,12 @@ type endpoint struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the loop when a call saw the session die
+	// announced holds a token while the source has announced the endpoint
+	// (ready again) since the loop last tried it: see announce.
+	announced chan struct{}
+	// notReady is what the source last said of the endpoint's readiness;
+	// guarded by Client.mu.
+	notReady bool
 	// firstRound is closed once the first handshake has an outcome (or
 	// the endpoint stopped before it had one); see [Client.firstRounds].
 	firstRound     chan struct{}
@@ -76,13 +82,43 @@ type endpoint struct {
 func newEndpoint(c *Client, url string) *endpoint {
 	ctx, cancel := context.WithCancel(c.ctx)
 	return &endpoint{c: c, url: url, addr: dialAddr(url), ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
-		firstRound: make(chan struct{}), state: stateConnecting}
+		announced: make(chan struct{}, 1), firstRound: make(chan struct{}), state: stateConnecting}
 }
 
 // endFirstRound marks the first handshake round over.
 func (e *endpoint) endFirstRound() { e.firstRoundOnce.Do(func() { close(e.firstRound) }) }
 
 func (e *endpoint) stop() { e.cancel() }
+
+// probers returns the probers the client's endpoints wait on.
+func (c *Client) probers() *probers {
+	if c.cfg.probers != nil {
+		return c.cfg.probers
+	}
+	return processProbers
+}
+
+// readyAgain reports whether a source's report announces an endpoint: it
+// was not ready and now is. A report that changes nothing (the same set
+// again, another endpoint's change) announces nothing, so a source that
+// reports often costs no dials.
+func readyAgain(wasNotReady, notReady bool) bool { return wasNotReady && !notReady }
+
+// announce tells the endpoint that its source says its server is back. An
+// endpoint waiting for a listener is waiting on its address's prober: the
+// prober dials once, at once, for every waiter of the process
+// ([addrProber.announce]), rather than each endpoint dialling on its own.
+// An endpoint waiting out a backoff tries again at once. One between the
+// two (handshaking) keeps the token and spends it on joining the prober.
+func (e *endpoint) announce() {
+	select {
+	case e.announced <- struct{}{}:
+	default:
+	}
+	if a := e.c.probers().lookup(e.addr); a != nil {
+		a.announce()
+	}
+}
 
 func (e *endpoint) routable() bool { return e.sess.Load() != nil }
 
@@ -176,6 +212,11 @@ func (e *endpoint) run() {
 		// its replacement may not have), ask it to hold the next one until it
 		// drains: the client then learns of its replacement at once.
 		askedToHold := hold
+		// This attempt is the dial an earlier announcement asked for.
+		select {
+		case <-e.announced:
+		default:
+		}
 		began := cfg.Clock.Now()
 		sess, state, err := e.handshake(askedToHold)
 		held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
@@ -231,7 +272,7 @@ func (e *endpoint) run() {
 			// Nothing listens there: the address's prober, shared by the
 			// process, dials it and says when something does (prober.go).
 			failures = 0
-			processProbers.at(e.addr).waitListening(e.ctx, e.kick, cfg.Backoff)
+			e.c.probers().at(e.addr).waitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
 			continue
 		}
 		delay := cfg.Backoff.Delay(failures)
@@ -243,6 +284,8 @@ func (e *endpoint) run() {
 			return
 		case <-t.Chan():
 		case <-e.kick:
+			t.Stop()
+		case <-e.announced:
 			t.Stop()
 		}
 	}

@@ -122,6 +122,13 @@ type addrProber struct {
 	changed  chan struct{}           // tells the loop a waiter came or the last left
 	checking bool                    // a check of a peer close is under way
 	lastChk  time.Time               // when the last check began
+	// announced says a source announced a listener since the last dial:
+	// the loop dials at once (announce).
+	announced     bool
+	lastAnnounced time.Time // when the last announced dial was made
+	// planned, if set (by tests), is told when the loop plans each dial,
+	// before it waits for it.
+	planned func(at time.Time)
 }
 
 // at returns the prober of addr, creating it.
@@ -303,7 +310,11 @@ func (a *addrProber) listening(listen bool) error {
 // kick fires. It reports whether a listener was found. backoff is the
 // waiter's own (with its defaults): the prober dials no more often than
 // it would have.
-func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, backoff Backoff) bool {
+//
+// announced holds a token when the waiter's source announced the address
+// before the waiter joined (while it was handshaking): the prober takes it
+// as an announcement, so it is not lost between the two.
+func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, announced chan struct{}, backoff Backoff) bool {
 	a.mu.Lock()
 	a.waiters++
 	w := a.budget.join(a.p.clock.Now(), backoff)
@@ -311,6 +322,11 @@ func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, ba
 	if !a.looping {
 		a.looping = true
 		go a.loop()
+	}
+	select {
+	case <-announced:
+		a.announced = true
+	default:
 	}
 	a.signal()
 	a.mu.Unlock()
@@ -332,6 +348,20 @@ func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, ba
 	return false
 }
 
+// announce tells the prober that a source announced a listener at its
+// address: while anyone waits, its next dial is made at once (see
+// Announced above). Nobody waiting, there is nothing to wake: an endpoint
+// that joins later brings its own announcement (waitListening).
+func (a *addrProber) announce() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.waiters == 0 {
+		return
+	}
+	a.announced = true
+	a.signal()
+}
+
 // signal tells the loop to plan its next dial again. a.mu is held.
 func (a *addrProber) signal() {
 	select {
@@ -350,7 +380,7 @@ func (a *addrProber) loop() {
 	for {
 		a.mu.Lock()
 		if a.waiters == 0 {
-			a.looping = false
+			a.looping, a.announced = false, false
 			a.budget = dialBudget{}
 			select {
 			case <-a.changed:
@@ -360,14 +390,21 @@ func (a *addrProber) loop() {
 			return
 		}
 		now := a.p.clock.Now()
-		from := now
-		if l := last.Add(probeInterval); l.After(from) {
-			from = l
+		var at time.Time
+		if a.announced {
+			// At once, unless an announced dial was made within the
+			// interval: announcements never come closer than it.
+			at = maxTime(now, a.lastAnnounced.Add(probeInterval))
+		} else {
+			from := maxTime(now, last.Add(probeInterval))
+			at = a.budget.next(from).Add(time.Duration(rand.Int64N(int64(probeJitter))))
 		}
-		at := a.budget.next(from)
+		planned := a.planned
 		a.mu.Unlock()
-		at = at.Add(time.Duration(rand.Int64N(int64(probeJitter))))
 		t := a.p.clock.NewTimer(at.Sub(now))
+		if planned != nil {
+			planned(at)
+		}
 		select {
 		case <-t.Chan():
 		case <-a.changed:
@@ -381,8 +418,12 @@ func (a *addrProber) loop() {
 			continue
 		}
 		a.budget.spend()
-		a.mu.Unlock()
 		last = a.p.clock.Now()
+		if a.announced {
+			// This dial, planned or announced, is after the announcement.
+			a.announced, a.lastAnnounced = false, last
+		}
+		a.mu.Unlock()
 		if a.listening(false) != nil {
 			continue
 		}
@@ -392,6 +433,14 @@ func (a *addrProber) loop() {
 		a.budget.restart()
 		a.mu.Unlock()
 	}
+}
+
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // watchedConn is a client connection that tells the process's probers

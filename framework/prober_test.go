@@ -50,6 +50,28 @@ func (d *refusingDialer) dial(context.Context, string) (net.Conn, error) {
 	return a, nil
 }
 
+// noJitterBackoff is the default backoff without its jitter.
+func noJitterBackoff() Backoff {
+	b := defaultBackoff
+	b.Jitter = -1
+	return b.withDefaults()
+}
+
+// ownRedials is how many dials waiters clients would have made elapsed
+// after a first refusal, each redialling on its own default backoff, as
+// before the prober.
+func ownRedials(waiters int, elapsed time.Duration) int {
+	b := noJitterBackoff()
+	n, at := 0, time.Duration(0)
+	for k := 0; ; k++ {
+		at += b.Delay(k)
+		if at > elapsed {
+			return n * waiters
+		}
+		n++
+	}
+}
+
 // The prober of a dark address dials no more often than its waiters
 // would have on their own, and wakes every waiter with the dial that
 // connects. On a fake clock, 10 s dark, 1 ms at a time, for 1, 2 and 50
@@ -86,7 +108,7 @@ func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if a.waitListening(ctx, nil, defaultBackoff) {
+					if a.waitListening(ctx, nil, nil, defaultBackoff) {
 						found.Add(1)
 					}
 				}()
@@ -107,20 +129,8 @@ func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 			require.NotEmpty(t, times)
 			assert.Zero(t, found.Load(), "no waiter was woken while the address refused")
 
-			// Before the prober, each client redialled on its own backoff.
-			noJitter := defaultBackoff
-			noJitter.Jitter = -1
-			noJitter = noJitter.withDefaults()
-			before := func(elapsed time.Duration) int {
-				n, at := 0, time.Duration(0)
-				for k := 0; ; k++ {
-					at += noJitter.Delay(k)
-					if at > elapsed {
-						return n * tc.waiters
-					}
-					n++
-				}
-			}
+			noJitter := noJitterBackoff()
+			before := func(elapsed time.Duration) int { return ownRedials(tc.waiters, elapsed) }
 			// The rate too, not only the count: in every window of
 			// rateWindow ending at a dial, the prober dialled at most one
 			// more than those clients would have in it, each of their
@@ -242,4 +252,91 @@ func TestAPeerCloseStartsOneCheckWhereSessionsAreHeld(t *testing.T) {
 		"a refused check counts a crash")
 	assert.Equal(t, int64(2), p.statsOf(addr).checks.Load())
 	p.unregister(g)
+}
+
+// An announced address is dialled at once, whatever the budget plans;
+// announcements together are one dial, two announced dials are at least
+// probeInterval apart, and the dials stay within the waiter's own count.
+// One waiter, on a fake clock moved 1 ms at a time: 2 s dark (the budget
+// dials every 100 ms by then), three announcements at once, one more
+// right after, 1 s more dark, then a listener and its announcement.
+func TestAnAnnouncedAddressIsDialledAtOnceAndWithinTheBudget(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	start := clock.Now()
+	d := &refusingDialer{clock: clock}
+	p := newProbers(clock, d.dial)
+	a := p.at("127.0.0.1:9")
+	plans := make(chan time.Time, 16)
+	a.planned = func(at time.Time) {
+		select {
+		case plans <- at:
+		default: // only the plans after the fourth announcement are read
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	found := make(chan bool, 1)
+	go func() { found <- a.waitListening(ctx, nil, nil, defaultBackoff) }()
+	const tick = time.Millisecond
+	// advance moves the clock until elapsed from start, or until the
+	// prober has made want dials when want > 0.
+	advance := func(elapsed time.Duration, want int) {
+		t.Helper()
+		for clock.Since(start) < elapsed && (want == 0 || len(d.times()) < want) {
+			require.NoError(t, clock.BlockUntilContext(ctx, 1), "the prober waits for its next dial")
+			clock.Advance(tick)
+		}
+	}
+	advance(2*time.Second, 0)
+	// Past the tick's own dial, if it made one.
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	n := len(d.times())
+
+	a.announce()
+	a.announce()
+	a.announce()
+	require.Eventually(t, func() bool { return len(d.times()) > n }, 10*time.Second, time.Millisecond,
+		"the announcement was not dialled while the clock stood still")
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	announced := clock.Now()
+	times := d.times()
+	assert.Len(t, times, n+1, "three announcements together made more than one dial")
+	assert.Equal(t, announced, times[n])
+
+	for len(plans) > 0 {
+		<-plans
+	}
+	a.announce()
+	// The loop plans the announced dial before the clock moves.
+	for planned := false; !planned; {
+		select {
+		case at := <-plans:
+			planned = at.Equal(announced.Add(probeInterval))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the prober did not plan the announced dial probeInterval after the last")
+		}
+	}
+	advance(3*time.Second, n+2)
+	times = d.times()
+	require.Len(t, times, n+2)
+	assert.Equal(t, announced.Add(probeInterval), times[n+1],
+		"an announcement right after an announced dial is dialled probeInterval after it")
+
+	advance(3*time.Second, 0)
+	assert.LessOrEqual(t, len(d.times()), ownRedials(1, 3*time.Second),
+		"with its announcements the prober dialled more than the waiter would have")
+	select {
+	case <-found:
+		t.Fatal("the waiter was woken while the address refused")
+	default:
+	}
+
+	d.open.Store(true)
+	a.announce()
+	select {
+	case ok := <-found:
+		assert.True(t, ok, "the waiter was not woken by the announced dial that connected")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the announced dial that connects did not wake the waiter while the clock stood still")
+	}
 }
