@@ -9,6 +9,13 @@
 //     come and go are handshaken and dropped by the client. It reads A and
 //     AAAA records (a host name and a fixed port: one endpoint per address)
 //     or SRV records (one endpoint per target and port).
+//   - [Manual] is a set its owner updates, each endpoint with its
+//     readiness (a [framework.ReadinessSource]): fed from what knows when
+//     a replica is back (an informer of EndpointSlices or of the peer's
+//     pods), it is the way to a reconnect at once. A report that an
+//     endpoint is ready again makes every client of the process waiting
+//     for it dial it at once, with one dial, where otherwise they find it
+//     at the next dial of its prober (within 100 ms by default).
 //
 // # Kubernetes
 //
