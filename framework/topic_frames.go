@@ -203,7 +203,12 @@ func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
 			return nil
 		}
 	}
-	return json.Unmarshal(line, f)
+	// Decoded into a frame of its own, so that only this path moves a
+	// frame to the heap: f is the caller's, most often on its stack.
+	var full watchFrame[T]
+	err := json.Unmarshal(line, &full)
+	*f = full
+	return err
 }
 
 // aliasString is b as a string without a copy, for bytes nothing writes

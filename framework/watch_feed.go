@@ -19,17 +19,21 @@ import (
 )
 
 // feedSubscriber is what a feed hands its frames to: an [Informer], which
-// decodes them itself. The feed calls both methods with its lock held, in
+// decodes them itself. The feed calls its methods with its lock held, in
 // the order the frames were read, so they must not block.
 type feedSubscriber interface {
 	// snapshot replaces everything queued with a fresh state: the latest
 	// set frame of each key (the map is the subscriber's), from the server
-	// instance named.
+	// instance named, and wakes the subscriber.
 	snapshot(raw map[string]*feedFrame, instance string)
-	// change queues fr as the latest change of key. It reports false
-	// when the subscriber's queue is full; the feed then hands it a
-	// snapshot instead.
+	// change queues fr as the latest change of key, without waking the
+	// subscriber: the feed calls wake once it has handed on every frame
+	// it holds read (a burst), so that a subscriber wakes once per burst
+	// rather than once per frame. It reports false when the subscriber's
+	// queue is full; the feed then hands it a snapshot instead.
 	change(key string, fr *feedFrame) bool
+	// wake makes the subscriber take what was queued.
+	wake()
 }
 
 // feedFrame is one set or delete frame a feed read, shared by its
@@ -256,6 +260,16 @@ func (f *watchFeed) publishChange(typ, key string, fr *feedFrame) {
 	}
 }
 
+// wakeSubscribers wakes every subscriber: the changes of a burst of
+// frames are queued.
+func (f *watchFeed) wakeSubscribers() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		s.wake()
+	}
+}
+
 // run opens stream after stream until the feed stops. A stream that
 // failed before its snapshot is retried after the client's backoff.
 func (f *watchFeed) run() {
@@ -398,7 +412,20 @@ func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSes
 		snapshot = map[string]*feedFrame{}
 	}
 	synced := false
+	// queued is set while changes handed on wait for the subscribers'
+	// wake, which comes at the end of the burst: before a read that may
+	// wait for the connection, and when the stream ends.
+	queued := false
+	defer func() {
+		if queued {
+			f.wakeSubscribers()
+		}
+	}()
 	for {
+		if queued && !lineBuffered(br) {
+			f.wakeSubscribers()
+			queued = false
+		}
 		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
 		if err != nil {
 			if ctx.Err() != nil && f.ctx.Err() == nil {
@@ -424,6 +451,7 @@ func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSes
 				if synced && rev > f.resume.rev {
 					f.resume.rev = rev
 				}
+				queued = true
 			case typ == protocol.FrameSet:
 				snapshot[key] = fr
 			default:
@@ -461,6 +489,13 @@ func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSes
 		f.resume = resumePoint{history: fr.History, rev: fr.Rev}
 		synced = true
 	}
+}
+
+// lineBuffered reports whether br holds a whole line already read, which
+// the next read returns without waiting for the connection.
+func lineBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // closedBy takes sess out of routing as a closing frame's reason says: the

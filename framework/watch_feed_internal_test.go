@@ -1,6 +1,9 @@
 package framework
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +18,8 @@ type recordingSub struct {
 	room      int
 	snapshots []map[string]string
 	changes   []string
+	// woken is len(changes) at each wake.
+	woken []int
 }
 
 func (r *recordingSub) snapshot(raw map[string]*feedFrame, _ string) {
@@ -25,6 +30,8 @@ func (r *recordingSub) snapshot(raw map[string]*feedFrame, _ string) {
 	r.snapshots = append(r.snapshots, lines)
 	r.changes = nil
 }
+
+func (r *recordingSub) wake() { r.woken = append(r.woken, len(r.changes)) }
 
 func (r *recordingSub) change(key string, _ *feedFrame) bool {
 	if len(r.changes) >= r.room {
@@ -52,4 +59,25 @@ func TestFeedHandsAFullSubscriberItsState(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "a1", "b": "b1", "c": "c1"}, full.snapshots[1])
 	assert.Equal(t, []string{"a"}, full.changes, "after its snapshot it is handed changes again")
 	assert.Equal(t, map[string]string{"a": "a1"}, roomy.snapshots[0], "a subscriber's snapshot is not changed under it")
+}
+
+// TestFeedWakesItsSubscribersOncePerBurst: the changes of every frame the
+// feed's reader holds read are queued before the subscribers are woken,
+// once, and the last burst's before the stream's end is reported.
+func TestFeedWakesItsSubscribersOncePerBurst(t *testing.T) {
+	f := &watchFeed{c: &Client{cfg: ClientConfig{MaxResponseBytes: 1 << 20}}, subs: map[feedSubscriber]struct{}{}}
+	sub := &recordingSub{room: 100}
+	f.subs[sub] = struct{}{}
+	frame := func(key string, rev uint64) string {
+		return string(SetFrameLine(key, rev, rev, []byte(`{"n":1}`)))
+	}
+	// Each reader is one read of the connection: a burst.
+	body := io.MultiReader(
+		strings.NewReader(frame("a", 1)+frame("b", 2)+frame("c", 3)),
+		strings.NewReader(frame("a", 4)+`{"type":"ping"}`+"\n"+frame("d", 5)),
+	)
+	_, err := f.readFrames(context.Background(), &endpoint{}, nil, body, true, func() {})
+	require.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, []string{"a", "b", "c", "a", "d"}, sub.changes)
+	assert.Equal(t, []int{3, 5}, sub.woken, "one wake a burst, after its changes")
 }

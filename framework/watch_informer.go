@@ -113,7 +113,7 @@ type Informer[T any] struct {
 	latest    map[string]*feedFrame
 	maxQueued int
 	coalesced int64
-	wake      chan struct{}
+	wakeCh    chan struct{}
 
 	// copyObject copies a frame's object decoded once for the feed (T's
 	// generated DeepCopy), or is nil: then the informer decodes each
@@ -154,23 +154,32 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	if err != nil {
 		return nil, err
 	}
-	i := &Informer[T]{
-		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
-		writerAware: decl.Writer == handshake.RoleServer,
-		cache:       map[string]informerEntry[T]{}, latest: map[string]*feedFrame{},
-		wake: make(chan struct{}, 1),
-	}
-	if _, ok := any(new(T)).(deepCopier[T]); ok && !cfg.decodeEach {
-		i.copyObject = func(obj *T) *T { return any(obj).(deepCopier[T]).DeepCopy() }
-	}
-	i.ctx, i.cancel = context.WithCancel(ctx)
-	i.unhook = context.AfterFunc(c.ctx, i.cancel)
+	i := newInformer(ctx, c, topic, h, decl.Writer == handshake.RoleServer, cfg.decodeEach)
 	if i.writerAware {
 		c.writerWatchers.Add(1)
 	}
 	i.feed = c.subscribe(topic, sel.key(decl.Selectors), i.writerAware, cfg.ownStream, i)
 	go i.process()
 	return i, nil
+}
+
+// newInformer is an informer of topic for c, not yet on a feed.
+func newInformer[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T], writerAware, decodeEach bool) *Informer[T] {
+	i := &Informer[T]{
+		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
+		writerAware: writerAware,
+		cache:       map[string]informerEntry[T]{}, latest: map[string]*feedFrame{},
+		wakeCh: make(chan struct{}, 1),
+	}
+	if _, ok := any(new(T)).(deepCopier[T]); ok && !decodeEach {
+		i.copyObject = func(obj *T) *T { return any(obj).(deepCopier[T]).DeepCopy() }
+	}
+	i.ctx, i.cancel = context.WithCancel(ctx)
+	i.unhook = context.AfterFunc(c.ctx, i.cancel)
+	// The processor waits on wakeCh alone (a receive, not a select over
+	// two channels, on every burst): the end of ctx wakes it too.
+	context.AfterFunc(i.ctx, i.signal)
+	return i
 }
 
 // Stop stops the informer and waits until its goroutines are gone. The
@@ -285,8 +294,9 @@ func (i *Informer[T]) snapshot(raw map[string]*feedFrame, instance string) {
 	i.signal()
 }
 
-// change queues fr (shared) as the latest change of key. It reports
-// false when the queue is full; see [feedSubscriber].
+// change queues fr (shared) as the latest change of key, for the feed's
+// next wake. It reports false when the queue is full; see
+// [feedSubscriber].
 func (i *Informer[T]) change(key string, fr *feedFrame) bool {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
@@ -308,13 +318,15 @@ func (i *Informer[T]) change(key string, fr *feedFrame) bool {
 		i.maxQueued = max(i.maxQueued, queued+1)
 	}
 	i.latest[key] = fr
-	i.signal()
 	return true
 }
 
+// wake makes the processor take what the feed queued.
+func (i *Informer[T]) wake() { i.signal() }
+
 func (i *Informer[T]) signal() {
 	select {
-	case i.wake <- struct{}{}:
+	case i.wakeCh <- struct{}{}:
 	default:
 	}
 }
@@ -351,12 +363,8 @@ func (i *Informer[T]) process() {
 		if i.head == len(i.order) {
 			i.order, i.head = i.order[:0], 0
 			i.qmu.Unlock()
-			select {
-			case <-i.wake:
-				continue
-			case <-i.ctx.Done():
-				return
-			}
+			<-i.wakeCh
+			continue
 		}
 		key := i.order[i.head]
 		i.order[i.head] = ""
