@@ -406,10 +406,11 @@ func (g *generator) decoder(t *gomodel.Type) string {
 // decodeStruct decodes an object into a struct. Encoders (the generated
 // ones, encoding/json) write a struct's members in declaration order, so
 // the decoder first tries the member declared after the last one read,
-// comparing the input with its name as they write it (jsonwire's KeyIs),
-// and only reads and matches the name when that fails: data in any other
-// order, with white space or escapes in names, or unknown members, decode
-// exactly as before, by name.
+// comparing the input with the comma and name as they write them
+// (jsonwire's MemberIs), and only moves to the next member and reads and
+// matches its name when that fails: data in any other order, with white
+// space or escapes in names, or unknown members, decode exactly as
+// before, by name.
 func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	c.line("if err := d.ObjectStart(); err != nil {")
 	c.line("return err")
@@ -427,19 +428,22 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	blocks := newPointerBlocks(t.Fields)
 	blocks.declare(c)
 	c.line("next := 0")
-	c.line("for d.NextMember() {")
+	c.line("for {")
 	c.line("field := -1")
 	c.line("switch next {")
 	for i, f := range t.Fields {
 		if lit, ok := memberLiteral(f.JSONName); ok {
 			c.line("case %d:", i)
-			c.line("if d.KeyIs(`%s`) {", lit)
+			c.line("if d.MemberIs(`%s`) {", lit)
 			c.line("field = %d", i)
 			c.line("}")
 		}
 	}
 	c.line("}")
 	c.line("if field < 0 {")
+	c.line("if !d.NextMember() {")
+	c.line("break")
+	c.line("}")
 	c.line("key := d.Key()")
 	c.line("if d.Err() != nil {")
 	c.line("break")
@@ -508,8 +512,9 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	c.line("return nil")
 }
 
-// memberLiteral is a member name as encoders write it, quoted and followed
-// by its ':' (a raw Go string literal's text), for names of printable
+// memberLiteral is a member name as encoders write it after the member
+// before it: a comma, the name quoted and its ':' (a raw Go string
+// literal's text), for names of printable
 // ASCII that no encoder escapes (encoding/json escapes '<', '>' and '&'
 // too) and that hold no '`'; ok is false for others, which are always read
 // by name.
@@ -519,7 +524,7 @@ func memberLiteral(name string) (string, bool) {
 			return "", false
 		}
 	}
-	return `"` + name + `":`, true
+	return `,"` + name + `":`, true
 }
 
 func (g *generator) decodeTuple(c *code, t *gomodel.Type) {

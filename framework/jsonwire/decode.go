@@ -419,16 +419,22 @@ func (d *Decoder) Key() []byte {
 	return key
 }
 
-// KeyIs reads the next member's name and the ':' after it when they are
-// exactly lit, the name quoted and then ':' (as compact JSON writes them),
+// MemberIs moves to the next member of an object and reads its name and
+// the ':' after it when they are exactly lit, `,"name":` (the comma
+// dropped for an object's first member), as compact JSON writes them,
 // and reports whether it did; otherwise it reads nothing. Generated
-// decoders try the member they expect next with it before reading the
-// name with [Decoder.Key]: for data written in declaration order, no name
-// is scanned or matched. A name written with escapes or white space does
-// not match; Key then reads it.
-func (d *Decoder) KeyIs(lit string) bool {
-	if d.err == nil && lit != "" && len(d.data)-d.pos >= len(lit) && string(d.data[d.pos:d.pos+len(lit)]) == lit {
+// decoders try the member they expect next with it before moving on with
+// [Decoder.NextMember] and [Decoder.Key]: for data written in declaration
+// order, a member costs one comparison, and no name is scanned or
+// matched. A name written with escapes or white space does not match;
+// Key then reads it.
+func (d *Decoder) MemberIs(lit string) bool {
+	if d.opened {
+		lit = lit[1:]
+	}
+	if d.err == nil && len(d.data)-d.pos >= len(lit) && string(d.data[d.pos:d.pos+len(lit)]) == lit {
 		d.pos += len(lit)
+		d.opened = false
 		return true
 	}
 	return false

@@ -44,19 +44,22 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Ack{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"accepted":`) {
+			if d.MemberIs(`,"accepted":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"generation":`) {
+			if d.MemberIs(`,"generation":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -173,19 +176,22 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -344,31 +350,34 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"lastHeartbeatTime":`) {
+			if d.MemberIs(`,"lastHeartbeatTime":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -684,39 +693,42 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeStatus{}
 	var seen [7]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"nodeInfo":`) {
+			if d.MemberIs(`,"nodeInfo":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"images":`) {
+			if d.MemberIs(`,"images":`) {
 				field = 6
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1097,43 +1109,46 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"machineID":`) {
+			if d.MemberIs(`,"machineID":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"systemUUID":`) {
+			if d.MemberIs(`,"systemUUID":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"bootID":`) {
+			if d.MemberIs(`,"bootID":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"kernelVersion":`) {
+			if d.MemberIs(`,"kernelVersion":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"osImage":`) {
+			if d.MemberIs(`,"osImage":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"containerRuntimeVersion":`) {
+			if d.MemberIs(`,"containerRuntimeVersion":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"kubeletVersion":`) {
+			if d.MemberIs(`,"kubeletVersion":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"kubeProxyVersion":`) {
+			if d.MemberIs(`,"kubeProxyVersion":`) {
 				field = 7
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -54,23 +54,26 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Msg{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"never":`) {
+			if d.MemberIs(`,"never":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"nothing":`) {
+			if d.MemberIs(`,"nothing":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

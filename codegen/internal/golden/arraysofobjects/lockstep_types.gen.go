@@ -46,35 +46,38 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Arrays{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"inline":`) {
+			if d.MemberIs(`,"inline":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"referenced":`) {
+			if d.MemberIs(`,"referenced":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"matrix":`) {
+			if d.MemberIs(`,"matrix":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"nullableItems":`) {
+			if d.MemberIs(`,"nullableItems":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"anyItems":`) {
+			if d.MemberIs(`,"anyItems":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"named":`) {
+			if d.MemberIs(`,"named":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -437,19 +440,22 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ArraysInlineItem{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"weight":`) {
+			if d.MemberIs(`,"weight":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -563,19 +569,22 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Item{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"tags":`) {
+			if d.MemberIs(`,"tags":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

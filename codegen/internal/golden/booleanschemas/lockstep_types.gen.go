@@ -45,23 +45,26 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Booleans{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"anything":`) {
+			if d.MemberIs(`,"anything":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"list":`) {
+			if d.MemberIs(`,"list":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"open":`) {
+			if d.MemberIs(`,"open":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -54,19 +54,22 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderArgs{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"nodenames":`) {
+			if d.MemberIs(`,"nodenames":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -252,23 +255,26 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderFilterResult{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodenames":`) {
+			if d.MemberIs(`,"nodenames":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"failedNodes":`) {
+			if d.MemberIs(`,"failedNodes":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"error":`) {
+			if d.MemberIs(`,"error":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -513,15 +519,18 @@ func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Strict{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -243,23 +243,26 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Config{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"version":`) {
+			if d.MemberIs(`,"version":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"services":`) {
+			if d.MemberIs(`,"services":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"volumes":`) {
+			if d.MemberIs(`,"volumes":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -553,19 +556,22 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Deploy{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"replicas":`) {
+			if d.MemberIs(`,"replicas":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"resources":`) {
+			if d.MemberIs(`,"resources":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -661,19 +667,22 @@ func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = DeployResources{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"limits":`) {
+			if d.MemberIs(`,"limits":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"reservations":`) {
+			if d.MemberIs(`,"reservations":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1143,19 +1152,22 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Resource{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpus":`) {
+			if d.MemberIs(`,"cpus":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memory":`) {
+			if d.MemberIs(`,"memory":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1386,47 +1398,50 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Service{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"image":`) {
+			if d.MemberIs(`,"image":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"command":`) {
+			if d.MemberIs(`,"command":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"environment":`) {
+			if d.MemberIs(`,"environment":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"ports":`) {
+			if d.MemberIs(`,"ports":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"depends_on":`) {
+			if d.MemberIs(`,"depends_on":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"restart":`) {
+			if d.MemberIs(`,"restart":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"healthcheck":`) {
+			if d.MemberIs(`,"healthcheck":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"deploy":`) {
+			if d.MemberIs(`,"deploy":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"build":`) {
+			if d.MemberIs(`,"build":`) {
 				field = 8
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1982,23 +1997,26 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"context":`) {
+			if d.MemberIs(`,"context":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"dockerfile":`) {
+			if d.MemberIs(`,"dockerfile":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"args":`) {
+			if d.MemberIs(`,"args":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2374,15 +2392,18 @@ func (m *ServiceDependsOnObjectValue) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ServiceDependsOnObjectValue{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"condition":`) {
+			if d.MemberIs(`,"condition":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2524,27 +2545,30 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"test":`) {
+			if d.MemberIs(`,"test":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"interval":`) {
+			if d.MemberIs(`,"interval":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"retries":`) {
+			if d.MemberIs(`,"retries":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"disable":`) {
+			if d.MemberIs(`,"disable":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2902,23 +2926,26 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ServicePortsItemObject{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"target":`) {
+			if d.MemberIs(`,"target":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"published":`) {
+			if d.MemberIs(`,"published":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"protocol":`) {
+			if d.MemberIs(`,"protocol":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -3275,23 +3302,26 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"driver":`) {
+			if d.MemberIs(`,"driver":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"external":`) {
+			if d.MemberIs(`,"external":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -140,55 +140,58 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"replicas":`) {
+			if d.MemberIs(`,"replicas":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"ratio":`) {
+			if d.MemberIs(`,"ratio":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"enabled":`) {
+			if d.MemberIs(`,"enabled":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"mode":`) {
+			if d.MemberIs(`,"mode":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"tags":`) {
+			if d.MemberIs(`,"tags":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"limits":`) {
+			if d.MemberIs(`,"limits":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"fallback":`) {
+			if d.MemberIs(`,"fallback":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"since":`) {
+			if d.MemberIs(`,"since":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"required":`) {
+			if d.MemberIs(`,"required":`) {
 				field = 10
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -621,19 +624,22 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpu":`) {
+			if d.MemberIs(`,"cpu":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memory":`) {
+			if d.MemberIs(`,"memory":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

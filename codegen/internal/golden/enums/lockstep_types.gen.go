@@ -137,35 +137,38 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Enums{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"phase":`) {
+			if d.MemberIs(`,"phase":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"maybe":`) {
+			if d.MemberIs(`,"maybe":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"odd":`) {
+			if d.MemberIs(`,"odd":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"shared":`) {
+			if d.MemberIs(`,"shared":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"more":`) {
+			if d.MemberIs(`,"more":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

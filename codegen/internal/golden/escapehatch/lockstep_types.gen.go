@@ -47,31 +47,34 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Escapes{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"addr":`) {
+			if d.MemberIs(`,"addr":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"prefixes":`) {
+			if d.MemberIs(`,"prefixes":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"count":`) {
+			if d.MemberIs(`,"count":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"raw":`) {
+			if d.MemberIs(`,"raw":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -76,39 +76,42 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Settings{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"compact":`) {
+			if d.MemberIs(`,"compact":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"retries":`) {
+			if d.MemberIs(`,"retries":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"mode":`) {
+			if d.MemberIs(`,"mode":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"level":`) {
+			if d.MemberIs(`,"level":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"limit":`) {
+			if d.MemberIs(`,"limit":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"none":`) {
+			if d.MemberIs(`,"none":`) {
 				field = 6
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -62,55 +62,58 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"at":`) {
+			if d.MemberIs(`,"at":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"maybeAt":`) {
+			if d.MemberIs(`,"maybeAt":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"day":`) {
+			if d.MemberIs(`,"day":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"mail":`) {
+			if d.MemberIs(`,"mail":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"small":`) {
+			if d.MemberIs(`,"small":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"big":`) {
+			if d.MemberIs(`,"big":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"ratio":`) {
+			if d.MemberIs(`,"ratio":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"plain":`) {
+			if d.MemberIs(`,"plain":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"count":`) {
+			if d.MemberIs(`,"count":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"history":`) {
+			if d.MemberIs(`,"history":`) {
 				field = 10
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -124,43 +124,46 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Maps{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"counts":`) {
+			if d.MemberIs(`,"counts":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"nested":`) {
+			if d.MemberIs(`,"nested":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"objects":`) {
+			if d.MemberIs(`,"objects":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"nullableValues":`) {
+			if d.MemberIs(`,"nullableValues":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"anything":`) {
+			if d.MemberIs(`,"anything":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"empty":`) {
+			if d.MemberIs(`,"empty":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"named":`) {
+			if d.MemberIs(`,"named":`) {
 				field = 7
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -613,11 +616,14 @@ func (m *MapsEmpty) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = MapsEmpty{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -671,15 +677,18 @@ func (m *MapsObjectsValue) decodeJSON(d *jsonwire.Decoder) error {
 	*m = MapsObjectsValue{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -52,15 +52,18 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Msg{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -236,15 +239,18 @@ func (m *Open) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Open{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -351,15 +357,18 @@ func (m *OpenValue) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OpenValue{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"a":`) {
+			if d.MemberIs(`,"a":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -44,23 +44,26 @@ func (m *Outer) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Outer{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"inner":`) {
+			if d.MemberIs(`,"inner":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"open":`) {
+			if d.MemberIs(`,"open":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -189,19 +192,22 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 	*m = OuterInner{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"deep":`) {
+			if d.MemberIs(`,"deep":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"label":`) {
+			if d.MemberIs(`,"label":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -304,15 +310,18 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OuterInnerDeep{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -406,15 +415,18 @@ func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = OuterOpen{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"known":`) {
+			if d.MemberIs(`,"known":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

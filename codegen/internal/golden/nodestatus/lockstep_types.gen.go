@@ -44,19 +44,22 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Ack{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"accepted":`) {
+			if d.MemberIs(`,"accepted":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"generation":`) {
+			if d.MemberIs(`,"generation":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -193,39 +196,42 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BenchNodeStatus{}
 	var seen [7]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"nodeInfo":`) {
+			if d.MemberIs(`,"nodeInfo":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"images":`) {
+			if d.MemberIs(`,"images":`) {
 				field = 6
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -589,19 +595,22 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ContainerImage{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"names":`) {
+			if d.MemberIs(`,"names":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"sizeBytes":`) {
+			if d.MemberIs(`,"sizeBytes":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -731,19 +740,22 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -902,31 +914,34 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"lastHeartbeatTime":`) {
+			if d.MemberIs(`,"lastHeartbeatTime":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1223,15 +1238,18 @@ func (m *NodeConfigSource) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeConfigSource{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"configMap":`) {
+			if d.MemberIs(`,"configMap":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1322,31 +1340,34 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"resourceVersion":`) {
+			if d.MemberIs(`,"resourceVersion":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"kubeletConfigKey":`) {
+			if d.MemberIs(`,"kubeletConfigKey":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1512,23 +1533,26 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeConfigStatus{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"assigned":`) {
+			if d.MemberIs(`,"assigned":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"active":`) {
+			if d.MemberIs(`,"active":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"error":`) {
+			if d.MemberIs(`,"error":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1671,59 +1695,62 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeStatus{}
 	var seen [4]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"phase":`) {
+			if d.MemberIs(`,"phase":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"daemonEndpoints":`) {
+			if d.MemberIs(`,"daemonEndpoints":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"nodeInfo":`) {
+			if d.MemberIs(`,"nodeInfo":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"images":`) {
+			if d.MemberIs(`,"images":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"volumesInUse":`) {
+			if d.MemberIs(`,"volumesInUse":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"volumesAttached":`) {
+			if d.MemberIs(`,"volumesAttached":`) {
 				field = 10
 			}
 		case 11:
-			if d.KeyIs(`"config":`) {
+			if d.MemberIs(`,"config":`) {
 				field = 11
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2230,15 +2257,18 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = NodeStatusDaemonEndpoints{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"kubeletEndpoint":`) {
+			if d.MemberIs(`,"kubeletEndpoint":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2325,15 +2355,18 @@ func (m *NodeStatusDaemonEndpointsKubeletEndpoint) decodeJSON(d *jsonwire.Decode
 	*m = NodeStatusDaemonEndpointsKubeletEndpoint{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Port":`) {
+			if d.MemberIs(`,"Port":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2406,19 +2439,22 @@ func (m *NodeStatusNodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeStatusNodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2575,35 +2611,38 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"lastHeartbeatTime":`) {
+			if d.MemberIs(`,"lastHeartbeatTime":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"lastTransitionTime":`) {
+			if d.MemberIs(`,"lastTransitionTime":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2826,47 +2865,50 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"machineID":`) {
+			if d.MemberIs(`,"machineID":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"systemUUID":`) {
+			if d.MemberIs(`,"systemUUID":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"bootID":`) {
+			if d.MemberIs(`,"bootID":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"kernelVersion":`) {
+			if d.MemberIs(`,"kernelVersion":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"osImage":`) {
+			if d.MemberIs(`,"osImage":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"containerRuntimeVersion":`) {
+			if d.MemberIs(`,"containerRuntimeVersion":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"kubeletVersion":`) {
+			if d.MemberIs(`,"kubeletVersion":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"operatingSystem":`) {
+			if d.MemberIs(`,"operatingSystem":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"architecture":`) {
+			if d.MemberIs(`,"architecture":`) {
 				field = 8
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -3251,19 +3293,22 @@ func (m *NodeStatusVolumesAttachedItem) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeStatusVolumesAttachedItem{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"devicePath":`) {
+			if d.MemberIs(`,"devicePath":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -3366,43 +3411,46 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"machineID":`) {
+			if d.MemberIs(`,"machineID":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"systemUUID":`) {
+			if d.MemberIs(`,"systemUUID":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"bootID":`) {
+			if d.MemberIs(`,"bootID":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"kernelVersion":`) {
+			if d.MemberIs(`,"kernelVersion":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"osImage":`) {
+			if d.MemberIs(`,"osImage":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"containerRuntimeVersion":`) {
+			if d.MemberIs(`,"containerRuntimeVersion":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"kubeletVersion":`) {
+			if d.MemberIs(`,"kubeletVersion":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"kubeProxyVersion":`) {
+			if d.MemberIs(`,"kubeProxyVersion":`) {
 				field = 7
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -3709,27 +3757,30 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodStatus{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"phase":`) {
+			if d.MemberIs(`,"phase":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"podIP":`) {
+			if d.MemberIs(`,"podIP":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"startTime":`) {
+			if d.MemberIs(`,"startTime":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

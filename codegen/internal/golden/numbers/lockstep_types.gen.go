@@ -54,15 +54,18 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Labels{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -229,27 +232,30 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"price":`) {
+			if d.MemberIs(`,"price":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"step":`) {
+			if d.MemberIs(`,"step":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"fraction":`) {
+			if d.MemberIs(`,"fraction":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"signed":`) {
+			if d.MemberIs(`,"signed":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

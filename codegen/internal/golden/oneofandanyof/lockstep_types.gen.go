@@ -54,19 +54,22 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Msg{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"v":`) {
+			if d.MemberIs(`,"v":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"both":`) {
+			if d.MemberIs(`,"both":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -34,19 +34,22 @@ func (m *Circle) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Circle{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"kind":`) {
+			if d.MemberIs(`,"kind":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"radius":`) {
+			if d.MemberIs(`,"radius":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -303,23 +306,26 @@ func (m *EventNodeAdded) decodeJSON(d *jsonwire.Decoder) error {
 	*m = EventNodeAdded{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"at":`) {
+			if d.MemberIs(`,"at":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -498,23 +504,26 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 	*m = EventPodsMoved{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"at":`) {
+			if d.MemberIs(`,"at":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"pods":`) {
+			if d.MemberIs(`,"pods":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -854,19 +863,22 @@ func (m *Square) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Square{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"kind":`) {
+			if d.MemberIs(`,"kind":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"side":`) {
+			if d.MemberIs(`,"side":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

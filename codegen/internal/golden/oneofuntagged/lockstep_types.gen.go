@@ -33,15 +33,18 @@ func (m *ByName) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ByName{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -113,15 +116,18 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BySelector{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"selector":`) {
+			if d.MemberIs(`,"selector":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -252,31 +258,34 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Holder{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"port":`) {
+			if d.MemberIs(`,"port":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"target":`) {
+			if d.MemberIs(`,"target":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"choice":`) {
+			if d.MemberIs(`,"choice":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"maybe":`) {
+			if d.MemberIs(`,"maybe":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"exclusive":`) {
+			if d.MemberIs(`,"exclusive":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -649,15 +658,18 @@ func (m *HolderChoiceObject) decodeJSON(d *jsonwire.Decoder) error {
 	*m = HolderChoiceObject{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"a":`) {
+			if d.MemberIs(`,"a":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -736,19 +748,22 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"x":`) {
+			if d.MemberIs(`,"x":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"y":`) {
+			if d.MemberIs(`,"y":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -43,23 +43,26 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Patterns{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"env":`) {
+			if d.MemberIs(`,"env":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"limits":`) {
+			if d.MemberIs(`,"limits":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"extensible":`) {
+			if d.MemberIs(`,"extensible":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -242,15 +245,18 @@ func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = PatternsExtensible{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -361,15 +367,18 @@ func (m *PatternsLimits) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PatternsLimits{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"default":`) {
+			if d.MemberIs(`,"default":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

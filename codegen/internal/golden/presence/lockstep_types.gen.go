@@ -43,19 +43,22 @@ func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Point{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"x":`) {
+			if d.MemberIs(`,"x":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"y":`) {
+			if d.MemberIs(`,"y":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -208,83 +211,86 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"reqString":`) {
+			if d.MemberIs(`,"reqString":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"optString":`) {
+			if d.MemberIs(`,"optString":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"reqNullString":`) {
+			if d.MemberIs(`,"reqNullString":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"optNullString":`) {
+			if d.MemberIs(`,"optNullString":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"reqObject":`) {
+			if d.MemberIs(`,"reqObject":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"optObject":`) {
+			if d.MemberIs(`,"optObject":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"reqNullObject":`) {
+			if d.MemberIs(`,"reqNullObject":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"optNullObject":`) {
+			if d.MemberIs(`,"optNullObject":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"reqList":`) {
+			if d.MemberIs(`,"reqList":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"optList":`) {
+			if d.MemberIs(`,"optList":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"reqNullList":`) {
+			if d.MemberIs(`,"reqNullList":`) {
 				field = 10
 			}
 		case 11:
-			if d.KeyIs(`"optNullList":`) {
+			if d.MemberIs(`,"optNullList":`) {
 				field = 11
 			}
 		case 12:
-			if d.KeyIs(`"optMap":`) {
+			if d.MemberIs(`,"optMap":`) {
 				field = 12
 			}
 		case 13:
-			if d.KeyIs(`"optNullMap":`) {
+			if d.MemberIs(`,"optNullMap":`) {
 				field = 13
 			}
 		case 14:
-			if d.KeyIs(`"optInt":`) {
+			if d.MemberIs(`,"optInt":`) {
 				field = 14
 			}
 		case 15:
-			if d.KeyIs(`"optNullInt":`) {
+			if d.MemberIs(`,"optNullInt":`) {
 				field = 15
 			}
 		case 16:
-			if d.KeyIs(`"optBool":`) {
+			if d.MemberIs(`,"optBool":`) {
 				field = 16
 			}
 		case 17:
-			if d.KeyIs(`"optRaw":`) {
+			if d.MemberIs(`,"optRaw":`) {
 				field = 17
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

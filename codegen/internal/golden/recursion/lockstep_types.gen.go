@@ -43,23 +43,26 @@ func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Expr{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"op":`) {
+			if d.MemberIs(`,"op":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"left":`) {
+			if d.MemberIs(`,"left":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"right":`) {
+			if d.MemberIs(`,"right":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -222,19 +225,22 @@ func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 	*m = List{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"head":`) {
+			if d.MemberIs(`,"head":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"next":`) {
+			if d.MemberIs(`,"next":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -396,19 +402,22 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Term{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"expr":`) {
+			if d.MemberIs(`,"expr":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"literal":`) {
+			if d.MemberIs(`,"literal":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -562,19 +571,22 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Tree{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"children":`) {
+			if d.MemberIs(`,"children":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

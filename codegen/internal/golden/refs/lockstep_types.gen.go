@@ -109,19 +109,22 @@ func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Customer{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -231,19 +234,22 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"street":`) {
+			if d.MemberIs(`,"street":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"city":`) {
+			if d.MemberIs(`,"city":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -363,19 +369,22 @@ func (m *Line) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Line{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"sku":`) {
+			if d.MemberIs(`,"sku":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"price":`) {
+			if d.MemberIs(`,"price":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -467,19 +476,22 @@ func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Money{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"amount":`) {
+			if d.MemberIs(`,"amount":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"currency":`) {
+			if d.MemberIs(`,"currency":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -566,19 +578,22 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Note{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"text":`) {
+			if d.MemberIs(`,"text":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"by":`) {
+			if d.MemberIs(`,"by":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -701,23 +716,26 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Order{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"customer":`) {
+			if d.MemberIs(`,"customer":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"lines":`) {
+			if d.MemberIs(`,"lines":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -915,35 +933,38 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Receipt{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"order":`) {
+			if d.MemberIs(`,"order":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"total":`) {
+			if d.MemberIs(`,"total":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"legacy":`) {
+			if d.MemberIs(`,"legacy":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"note":`) {
+			if d.MemberIs(`,"note":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"anchored":`) {
+			if d.MemberIs(`,"anchored":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -48,35 +48,38 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Assignment{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"pinned":`) {
+			if d.MemberIs(`,"pinned":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"phase":`) {
+			if d.MemberIs(`,"phase":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -394,19 +397,22 @@ func (m *Claim) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Claim{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -32,19 +32,22 @@ func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Endpoint{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"host":`) {
+			if d.MemberIs(`,"host":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"port":`) {
+			if d.MemberIs(`,"port":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -176,55 +179,58 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Order{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"id":`) {
+			if d.MemberIs(`,"id":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"billing":`) {
+			if d.MemberIs(`,"billing":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"shipping":`) {
+			if d.MemberIs(`,"shipping":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"returns":`) {
+			if d.MemberIs(`,"returns":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"pickup":`) {
+			if d.MemberIs(`,"pickup":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"office":`) {
+			if d.MemberIs(`,"office":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"depot":`) {
+			if d.MemberIs(`,"depot":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"warehouse":`) {
+			if d.MemberIs(`,"warehouse":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"origin":`) {
+			if d.MemberIs(`,"origin":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"destination":`) {
+			if d.MemberIs(`,"destination":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"hops":`) {
+			if d.MemberIs(`,"hops":`) {
 				field = 10
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -666,19 +672,22 @@ func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
 	*m = OrderBilling{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"street":`) {
+			if d.MemberIs(`,"street":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"zone":`) {
+			if d.MemberIs(`,"zone":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -843,19 +852,22 @@ func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
 	*m = OrderDepot{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"street":`) {
+			if d.MemberIs(`,"street":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"zone":`) {
+			if d.MemberIs(`,"zone":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1013,19 +1025,22 @@ func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
 	*m = OrderOffice{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"street":`) {
+			if d.MemberIs(`,"street":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"zone":`) {
+			if d.MemberIs(`,"zone":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1131,19 +1146,22 @@ func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
 	*m = OrderPickup{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"street":`) {
+			if d.MemberIs(`,"street":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"zone":`) {
+			if d.MemberIs(`,"zone":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1249,19 +1267,22 @@ func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Warehouse{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"street":`) {
+			if d.MemberIs(`,"street":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"zone":`) {
+			if d.MemberIs(`,"zone":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -143,15 +143,18 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = LegacyItem1{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"n":`) {
+			if d.MemberIs(`,"n":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -246,27 +249,30 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Tuples{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pair":`) {
+			if d.MemberIs(`,"pair":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"point":`) {
+			if d.MemberIs(`,"point":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"headed":`) {
+			if d.MemberIs(`,"headed":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"legacy":`) {
+			if d.MemberIs(`,"legacy":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -45,31 +45,34 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Types{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nullableString":`) {
+			if d.MemberIs(`,"nullableString":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"stringOrNumber":`) {
+			if d.MemberIs(`,"stringOrNumber":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"intStringOrNull":`) {
+			if d.MemberIs(`,"intStringOrNull":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"objectOrNull":`) {
+			if d.MemberIs(`,"objectOrNull":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"numberOrInteger":`) {
+			if d.MemberIs(`,"numberOrInteger":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -372,15 +375,18 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = TypesObjectOrNull{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"a":`) {
+			if d.MemberIs(`,"a":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

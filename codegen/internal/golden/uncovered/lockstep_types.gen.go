@@ -49,19 +49,22 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"ratio":`) {
+			if d.MemberIs(`,"ratio":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"count":`) {
+			if d.MemberIs(`,"count":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -207,15 +210,18 @@ func (m *ObjectEnum) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ObjectEnum{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"a":`) {
+			if d.MemberIs(`,"a":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -404,19 +410,22 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"at":`) {
+			if d.MemberIs(`,"at":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -567,19 +576,22 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"a":`) {
+			if d.MemberIs(`,"a":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"b":`) {
+			if d.MemberIs(`,"b":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -722,19 +734,22 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = UniqueObjects{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"names":`) {
+			if d.MemberIs(`,"names":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -901,19 +916,22 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"key":`) {
+			if d.MemberIs(`,"key":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

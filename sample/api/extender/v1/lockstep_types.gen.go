@@ -62,23 +62,26 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ExtenderArgs{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Pod":`) {
+			if d.MemberIs(`,"Pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"Nodes":`) {
+			if d.MemberIs(`,"Nodes":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"NodeNames":`) {
+			if d.MemberIs(`,"NodeNames":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -270,27 +273,30 @@ func (m *ExtenderBindingArgs) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ExtenderBindingArgs{}
 	var seen [4]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"PodName":`) {
+			if d.MemberIs(`,"PodName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"PodNamespace":`) {
+			if d.MemberIs(`,"PodNamespace":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"PodUID":`) {
+			if d.MemberIs(`,"PodUID":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"Node":`) {
+			if d.MemberIs(`,"Node":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -477,15 +483,18 @@ func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderBindingResult{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Error":`) {
+			if d.MemberIs(`,"Error":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -630,31 +639,34 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderFilterResult{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Nodes":`) {
+			if d.MemberIs(`,"Nodes":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"NodeNames":`) {
+			if d.MemberIs(`,"NodeNames":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"FailedNodes":`) {
+			if d.MemberIs(`,"FailedNodes":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"FailedAndUnresolvableNodes":`) {
+			if d.MemberIs(`,"FailedAndUnresolvableNodes":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"Error":`) {
+			if d.MemberIs(`,"Error":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -889,23 +901,26 @@ func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
 	*m = ExtenderPreemptionArgs{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Pod":`) {
+			if d.MemberIs(`,"Pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"NodeNameToVictims":`) {
+			if d.MemberIs(`,"NodeNameToVictims":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"NodeNameToMetaVictims":`) {
+			if d.MemberIs(`,"NodeNameToMetaVictims":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1106,15 +1121,18 @@ func (m *ExtenderPreemptionResult) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = ExtenderPreemptionResult{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"NodeNameToMetaVictims":`) {
+			if d.MemberIs(`,"NodeNameToMetaVictims":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1327,19 +1345,22 @@ func (m *HostPriority) decodeJSON(d *jsonwire.Decoder) error {
 	*m = HostPriority{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Host":`) {
+			if d.MemberIs(`,"Host":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"Score":`) {
+			if d.MemberIs(`,"Score":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1575,15 +1596,18 @@ func (m *MetaPod) decodeJSON(d *jsonwire.Decoder) error {
 	*m = MetaPod{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"UID":`) {
+			if d.MemberIs(`,"UID":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1694,19 +1718,22 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = MetaVictims{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Pods":`) {
+			if d.MemberIs(`,"Pods":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"NumPDBViolations":`) {
+			if d.MemberIs(`,"NumPDBViolations":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1971,19 +1998,22 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = Victims{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"Pods":`) {
+			if d.MemberIs(`,"Pods":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"NumPDBViolations":`) {
+			if d.MemberIs(`,"NumPDBViolations":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

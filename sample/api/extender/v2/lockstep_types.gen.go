@@ -43,19 +43,22 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BindRequest{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -191,11 +194,14 @@ func (m *BindResponse) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	*m = BindResponse{}
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -288,19 +294,22 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 	*m = FilterRequest{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"nodes":`) {
+			if d.MemberIs(`,"nodes":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -480,19 +489,22 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 	*m = FilterResponse{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"feasible":`) {
+			if d.MemberIs(`,"feasible":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"failed":`) {
+			if d.MemberIs(`,"failed":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -699,27 +711,30 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"unresolvable":`) {
+			if d.MemberIs(`,"unresolvable":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -925,19 +940,22 @@ func (m *NodeScore) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeScore{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"score":`) {
+			if d.MemberIs(`,"score":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1060,43 +1078,46 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"priorityClassName":`) {
+			if d.MemberIs(`,"priorityClassName":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"tolerations":`) {
+			if d.MemberIs(`,"tolerations":`) {
 				field = 7
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1425,19 +1446,22 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PreemptRequest{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"candidates":`) {
+			if d.MemberIs(`,"candidates":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1608,23 +1632,26 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PreemptRequestCandidatesItem{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"victims":`) {
+			if d.MemberIs(`,"victims":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"pdbViolations":`) {
+			if d.MemberIs(`,"pdbViolations":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1805,15 +1832,18 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PreemptResponse{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"candidates":`) {
+			if d.MemberIs(`,"candidates":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1966,23 +1996,26 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PreemptResponseCandidatesItem{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"victims":`) {
+			if d.MemberIs(`,"victims":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"pdbViolations":`) {
+			if d.MemberIs(`,"pdbViolations":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2153,19 +2186,22 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PrioritizeRequest{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"nodes":`) {
+			if d.MemberIs(`,"nodes":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2344,15 +2380,18 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PrioritizeResponse{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"scores":`) {
+			if d.MemberIs(`,"scores":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2504,19 +2543,22 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Requests{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpuMillis":`) {
+			if d.MemberIs(`,"cpuMillis":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memoryBytes":`) {
+			if d.MemberIs(`,"memoryBytes":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2619,31 +2661,34 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"key":`) {
+			if d.MemberIs(`,"key":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"operator":`) {
+			if d.MemberIs(`,"operator":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"effect":`) {
+			if d.MemberIs(`,"effect":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"tolerationSeconds":`) {
+			if d.MemberIs(`,"tolerationSeconds":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

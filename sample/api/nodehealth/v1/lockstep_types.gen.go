@@ -43,15 +43,18 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BindResult{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -176,35 +179,38 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Binding{}
 	var seen [4]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -446,31 +452,34 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BoundPod{}
 	var seen [5]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -668,15 +677,18 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	*m = EvictResult{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"evicted":`) {
+			if d.MemberIs(`,"evicted":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -832,23 +844,26 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Eviction{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"victims":`) {
+			if d.MemberIs(`,"victims":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"preemptor":`) {
+			if d.MemberIs(`,"preemptor":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1055,19 +1070,22 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1264,27 +1282,30 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1606,55 +1627,58 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeHealth{}
 	var seen [4]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"ready":`) {
+			if d.MemberIs(`,"ready":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"schedulable":`) {
+			if d.MemberIs(`,"schedulable":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"taints":`) {
+			if d.MemberIs(`,"taints":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"pods":`) {
+			if d.MemberIs(`,"pods":`) {
 				field = 10
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2149,15 +2173,18 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeRef{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2277,23 +2304,26 @@ func (m *PodName) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodName{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2576,23 +2606,26 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Taint{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"key":`) {
+			if d.MemberIs(`,"key":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"effect":`) {
+			if d.MemberIs(`,"effect":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -43,15 +43,18 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BindResult{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -173,27 +176,30 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Binding{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -375,23 +381,26 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 	*m = BoundPod{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -537,15 +546,18 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 	*m = EvictResult{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"evicted":`) {
+			if d.MemberIs(`,"evicted":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -701,23 +713,26 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Eviction{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"victims":`) {
+			if d.MemberIs(`,"victims":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"preemptor":`) {
+			if d.MemberIs(`,"preemptor":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -923,19 +938,22 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1132,27 +1150,30 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1474,55 +1495,58 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeHealth{}
 	var seen [4]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"state":`) {
+			if d.MemberIs(`,"state":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"schedulable":`) {
+			if d.MemberIs(`,"schedulable":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"taints":`) {
+			if d.MemberIs(`,"taints":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 8
 			}
 		case 9:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 9
 			}
 		case 10:
-			if d.KeyIs(`"pods":`) {
+			if d.MemberIs(`,"pods":`) {
 				field = 10
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2071,15 +2095,18 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeRef{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2197,23 +2224,26 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodRef{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2372,19 +2402,22 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodRequests{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpuMillis":`) {
+			if d.MemberIs(`,"cpuMillis":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memoryBytes":`) {
+			if d.MemberIs(`,"memoryBytes":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2518,23 +2551,26 @@ func (m *Preemptor) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Preemptor{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"pod":`) {
+			if d.MemberIs(`,"pod":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"priority":`) {
+			if d.MemberIs(`,"priority":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2681,23 +2717,26 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Resources{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpuMillis":`) {
+			if d.MemberIs(`,"cpuMillis":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memoryBytes":`) {
+			if d.MemberIs(`,"memoryBytes":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"pods":`) {
+			if d.MemberIs(`,"pods":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2848,23 +2887,26 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Taint{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"key":`) {
+			if d.MemberIs(`,"key":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"effect":`) {
+			if d.MemberIs(`,"effect":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

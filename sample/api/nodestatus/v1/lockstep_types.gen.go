@@ -44,15 +44,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Ack{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"accepted":`) {
+			if d.MemberIs(`,"accepted":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -154,19 +157,22 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -325,31 +331,34 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"lastTransitionTime":`) {
+			if d.MemberIs(`,"lastTransitionTime":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -675,47 +684,50 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"kubeletVersion":`) {
+			if d.MemberIs(`,"kubeletVersion":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"unschedulable":`) {
+			if d.MemberIs(`,"unschedulable":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"taints":`) {
+			if d.MemberIs(`,"taints":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 8
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1168,35 +1180,38 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodAssignment{}
 	var seen [5]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"desiredState":`) {
+			if d.MemberIs(`,"desiredState":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1476,39 +1491,42 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"phase":`) {
+			if d.MemberIs(`,"phase":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"ready":`) {
+			if d.MemberIs(`,"ready":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"restartCount":`) {
+			if d.MemberIs(`,"restartCount":`) {
 				field = 6
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1932,23 +1950,26 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Taint{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"key":`) {
+			if d.MemberIs(`,"key":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"effect":`) {
+			if d.MemberIs(`,"effect":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -44,15 +44,18 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Ack{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"accepted":`) {
+			if d.MemberIs(`,"accepted":`) {
 				field = 0
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -160,27 +163,30 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"reason":`) {
+			if d.MemberIs(`,"reason":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"message":`) {
+			if d.MemberIs(`,"message":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"since":`) {
+			if d.MemberIs(`,"since":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -409,31 +415,34 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Conditions{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"ready":`) {
+			if d.MemberIs(`,"ready":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memoryPressure":`) {
+			if d.MemberIs(`,"memoryPressure":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"diskPressure":`) {
+			if d.MemberIs(`,"diskPressure":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"pidPressure":`) {
+			if d.MemberIs(`,"pidPressure":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"networkUnavailable":`) {
+			if d.MemberIs(`,"networkUnavailable":`) {
 				field = 4
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -629,19 +638,22 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 	*m = NodeAddress{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -819,47 +831,50 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"kubeletVersion":`) {
+			if d.MemberIs(`,"kubeletVersion":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"unschedulable":`) {
+			if d.MemberIs(`,"unschedulable":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"capacity":`) {
+			if d.MemberIs(`,"capacity":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"allocatable":`) {
+			if d.MemberIs(`,"allocatable":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"taints":`) {
+			if d.MemberIs(`,"taints":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"addresses":`) {
+			if d.MemberIs(`,"addresses":`) {
 				field = 8
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1258,35 +1273,38 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodAssignment{}
 	var seen [6]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"desiredState":`) {
+			if d.MemberIs(`,"desiredState":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"requests":`) {
+			if d.MemberIs(`,"requests":`) {
 				field = 5
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1539,19 +1557,22 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 	*m = PodRequests{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpuMillis":`) {
+			if d.MemberIs(`,"cpuMillis":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memoryBytes":`) {
+			if d.MemberIs(`,"memoryBytes":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1665,39 +1686,42 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"nodeName":`) {
+			if d.MemberIs(`,"nodeName":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"namespace":`) {
+			if d.MemberIs(`,"namespace":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"name":`) {
+			if d.MemberIs(`,"name":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"uid":`) {
+			if d.MemberIs(`,"uid":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"phase":`) {
+			if d.MemberIs(`,"phase":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"ready":`) {
+			if d.MemberIs(`,"ready":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"restartCount":`) {
+			if d.MemberIs(`,"restartCount":`) {
 				field = 6
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -1998,23 +2022,26 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Resources{}
 	var seen [3]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"cpuMillis":`) {
+			if d.MemberIs(`,"cpuMillis":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"memoryBytes":`) {
+			if d.MemberIs(`,"memoryBytes":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"pods":`) {
+			if d.MemberIs(`,"pods":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -2127,23 +2154,26 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Taint{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"key":`) {
+			if d.MemberIs(`,"key":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"value":`) {
+			if d.MemberIs(`,"value":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"effect":`) {
+			if d.MemberIs(`,"effect":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -55,47 +55,50 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Item{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"sku":`) {
+			if d.MemberIs(`,"sku":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"quantity":`) {
+			if d.MemberIs(`,"quantity":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"kind":`) {
+			if d.MemberIs(`,"kind":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"dimensions":`) {
+			if d.MemberIs(`,"dimensions":`) {
 				field = 3
 			}
 		case 4:
-			if d.KeyIs(`"price":`) {
+			if d.MemberIs(`,"price":`) {
 				field = 4
 			}
 		case 5:
-			if d.KeyIs(`"tags":`) {
+			if d.MemberIs(`,"tags":`) {
 				field = 5
 			}
 		case 6:
-			if d.KeyIs(`"attributes":`) {
+			if d.MemberIs(`,"attributes":`) {
 				field = 6
 			}
 		case 7:
-			if d.KeyIs(`"note":`) {
+			if d.MemberIs(`,"note":`) {
 				field = 7
 			}
 		case 8:
-			if d.KeyIs(`"code":`) {
+			if d.MemberIs(`,"code":`) {
 				field = 8
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -569,19 +572,22 @@ func (m *Price) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Price{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"currency":`) {
+			if d.MemberIs(`,"currency":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"amount":`) {
+			if d.MemberIs(`,"amount":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -682,19 +688,22 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Receipt{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"accepted":`) {
+			if d.MemberIs(`,"accepted":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"at":`) {
+			if d.MemberIs(`,"at":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -828,19 +837,22 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 	}
 	var block *pointerBlock
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"width":`) {
+			if d.MemberIs(`,"width":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"height":`) {
+			if d.MemberIs(`,"height":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

@@ -43,19 +43,22 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Ack{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"ok":`) {
+			if d.MemberIs(`,"ok":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"since":`) {
+			if d.MemberIs(`,"since":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -193,19 +196,22 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Address{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"ip":`) {
+			if d.MemberIs(`,"ip":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"port":`) {
+			if d.MemberIs(`,"port":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -356,27 +362,30 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Status{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"ready":`) {
+			if d.MemberIs(`,"ready":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break

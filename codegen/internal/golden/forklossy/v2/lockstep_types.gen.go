@@ -45,23 +45,26 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Ack{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"accepted":`) {
+			if d.MemberIs(`,"accepted":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"generation":`) {
+			if d.MemberIs(`,"generation":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"since":`) {
+			if d.MemberIs(`,"since":`) {
 				field = 2
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -219,19 +222,22 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Address{}
 	var seen [1]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"ip":`) {
+			if d.MemberIs(`,"ip":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"port":`) {
+			if d.MemberIs(`,"port":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -382,27 +388,30 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 	*m = Status{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"node":`) {
+			if d.MemberIs(`,"node":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"conditions":`) {
+			if d.MemberIs(`,"conditions":`) {
 				field = 1
 			}
 		case 2:
-			if d.KeyIs(`"labels":`) {
+			if d.MemberIs(`,"labels":`) {
 				field = 2
 			}
 		case 3:
-			if d.KeyIs(`"address":`) {
+			if d.MemberIs(`,"address":`) {
 				field = 3
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
@@ -644,19 +653,22 @@ func (m *StatusConditionsItem) decodeJSON(d *jsonwire.Decoder) error {
 	*m = StatusConditionsItem{}
 	var seen [2]bool
 	next := 0
-	for d.NextMember() {
+	for {
 		field := -1
 		switch next {
 		case 0:
-			if d.KeyIs(`"type":`) {
+			if d.MemberIs(`,"type":`) {
 				field = 0
 			}
 		case 1:
-			if d.KeyIs(`"status":`) {
+			if d.MemberIs(`,"status":`) {
 				field = 1
 			}
 		}
 		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
 			key := d.Key()
 			if d.Err() != nil {
 				break
