@@ -108,10 +108,10 @@ func TestSchedulerPlacesPodsThroughBothExtenders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sys := startSystem(t, tc.extenderAPI, tc.extenderFork)
 			s := newScheduler(t, sys, tc.schedulerAPI, tc.schedulerFork)
-			require.Eventually(t, func() bool { return s.Ready() == nil && len(s.Candidates()) == 3 }, 5*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return s.Ready() == nil && len(s.Candidates()) == 3 }, eventWait, 10*time.Millisecond)
 			assert.Equal(t, tc.spreadVersion, s.ExtenderClient("spread").Endpoints()[0].Version)
 			assert.Equal(t, tc.legacy, s.ExtenderClient("legacy").Endpoints()[0].Version)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
 			defer cancel()
 			placed := map[string]int{}
 			chosen := map[string]string{}
@@ -132,7 +132,7 @@ func TestSchedulerPlacesPodsThroughBothExtenders(t *testing.T) {
 					}
 				}
 				return assert.ObjectsAreEqual(chosen, running)
-			}, 5*time.Second, 10*time.Millisecond, "every pod Running where it was placed")
+			}, eventWait, 10*time.Millisecond, "every pod Running where it was placed")
 			assert.Equal(t, 2, placed["node-001"], "onto the node in maintenance go only the pods that tolerate it (every tenth): %v", placed)
 
 			// Both extenders take part in preemption: preempting on the
@@ -148,6 +148,14 @@ func TestSchedulerPlacesPodsThroughBothExtenders(t *testing.T) {
 		})
 	}
 }
+
+// placeWait bounds a test's run of placements (ScheduleOne and Preempt
+// calls, each through the extenders and the node controller), eventWait a
+// wait for the system to reach a state: both only bound a stuck system,
+// and end as soon as it is done. Under the race detector on a loaded
+// 2-core machine twenty placements took more than 10 s, and the
+// scheduler's view of six nodes more than 10 s to fill.
+const placeWait, eventWait = time.Minute, 20 * time.Second
 
 func TestSchedulerV2WithoutForkCannotCallV1Extenders(t *testing.T) {
 	sys := startSystem(t, "v1", false)

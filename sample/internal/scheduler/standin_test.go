@@ -191,9 +191,9 @@ func TestSchedulerPlacesPodsAsAKubernetesExtenderDecides(t *testing.T) {
 			s, err := scheduler.New(scheduler.Config{API: tc.api, Fork: tc.fork, NodeHealth: nh, Extenders: extenders, Logger: frameworktest.Quiet()})
 			require.NoError(t, err)
 			t.Cleanup(s.Close)
-			require.Eventually(t, func() bool { return s.Ready() == nil && len(s.Candidates()) == 6 }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return s.Ready() == nil && len(s.Candidates()) == 6 }, eventWait, 10*time.Millisecond)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
 			defer cancel()
 			gpu := extv2.TolerationFromCore(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
 			placed := map[string]int{}
