@@ -79,6 +79,11 @@ const (
 	WReconnect   = "reconnect gap"
 	VReconnectLS = "lockstep (default: shared prober)"
 	VReconnectGR = "gRPC default backoff"
+	// VReconnectLSReady is lockstep's client fed by a readiness source
+	// (discovery.Manual) that says the server is not ready when it stops
+	// and ready again once its replacement listens, as an EndpointSlice
+	// informer would: the prober dials at once instead of polling.
+	VReconnectLSReady = "lockstep, readiness source announces the restart"
 	// The second rows, both sides with mutual TLS.
 	VReconnectLSMTLS = "lockstep (shared prober), mutual TLS"
 	VReconnectGRMTLS = "gRPC default backoff, mutual TLS"

@@ -1,7 +1,9 @@
 package results
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -247,4 +249,45 @@ func TestWriteReportsTheDialsWhileDarkBesideP6(t *testing.T) {
 		return
 	}
 	t.Fatal("no reconnect section")
+}
+
+// The readiness row has a target line of its own, judged on its pooled
+// p99 and on dialling no more while dark than the polling row; P6 stays
+// judged on the polling row.
+func TestWriteJudgesTheReadinessRowBesideP6(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dials float64 // the readiness row's dials/s dark; the polling row's is 10
+		want  report.Verdict
+	}{
+		{name: "as many dials", dials: 10.5, want: report.Met},
+		{name: "more dials", dials: 20, want: report.Missed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewResults()
+			gapRound(r, VReconnectLS, 120, 50, 100)
+			gapRound(r, VReconnectLSReady, 120, 2, 5)
+			gapRound(r, VReconnectGR, 120, 700, 2500)
+			r.rounds[WReconnect][VReconnectLS][0].Metrics[MDialsPerS] = 10
+			r.rounds[WReconnect][VReconnectLSReady][0].Metrics[MDialsPerS] = tc.dials
+			w := Write(Run{Rounds: 1}, r, nil, "bench")
+			got := map[string]report.Target{}
+			var ids []string
+			for _, tg := range w.Doc.Targets {
+				got[tg.ID] = tg
+				ids = append(ids, tg.ID)
+			}
+			if v := got["P6"]; v.Verdict != report.Missed || !strings.Contains(v.Measured, "p99 **100.0 ms**") {
+				t.Errorf("P6 = %+v, want missed on the polling row's 100 ms", v)
+			}
+			ready := got["P6 ready"]
+			if ready.Verdict != tc.want || !strings.Contains(ready.Measured,
+				fmt.Sprintf("p99 **5.0 ms** over 120 trials at %.1f dials/s while dark (polling: 100.0 ms at 10.0 dials/s while dark)", tc.dials)) {
+				t.Errorf("P6 ready = %+v, want %v at 5 ms", ready, tc.want)
+			}
+			if i := slices.Index(ids, "P6 ready"); i < 1 || ids[i-1] != "P6" {
+				t.Errorf("targets in order %v, want P6 ready right after P6", ids)
+			}
+		})
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/benchpb"
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchgen"
+	"github.com/lockstep-dev/lockstep/framework/discovery"
 )
 
 // Reconnect measures P6 as an upgrade sees it: a server is killed, a
@@ -26,7 +27,9 @@ import (
 // the gap is from that listener accepting to the blocked call's success.
 // Pairs of server and client run in parallel to gather enough samples.
 // The mutual-TLS variants run the same trials with both sides
-// authenticated, configured as a user would (trust).
+// authenticated, configured as a user would (trust). The readiness row
+// runs the plaintext trials with a source that announces the replacement
+// once it listens (results.VReconnectLSReady).
 func (s *Suite) Reconnect() (err error) {
 	tr, err := newTrust()
 	if err != nil {
@@ -44,7 +47,8 @@ func (s *Suite) Reconnect() (err error) {
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
 	for round := range s.cfg.Rounds {
-		for _, v := range []string{results.VReconnectLS, results.VReconnectGR, results.VReconnectLSMTLS, results.VReconnectGRMTLS} {
+		for _, v := range []string{results.VReconnectLS, results.VReconnectLSReady, results.VReconnectGR,
+			results.VReconnectLSMTLS, results.VReconnectGRMTLS} {
 			var vtr *trust
 			if results.PlaintextOf[v] != "" {
 				vtr = tr
@@ -110,7 +114,12 @@ func (*refusedHandshakes) Call(string, string, string, framework.Code, time.Dura
 // with mutual TLS when tr is not nil. It counts the client's dials of the
 // address while it is dark: lockstep's through its refused handshakes and
 // the process's prober of the address (framework.ProbeStats), gRPC's
-// through its dialer.
+// through its dialer. For the readiness variant the client's source is a
+// discovery.Manual that says the endpoint is not ready as soon as the
+// server is stopped and ready again as soon as its replacement listens:
+// the quickest a readiness-driven source can be, so the gap it shows is
+// the client's own; a real source adds its own delay (a readiness probe's
+// period, an EndpointSlice's way to the informer).
 func reconnectPair(variant string, tr *trust, trials int, dark func() time.Duration) (gaps []time.Duration, n dialCount, err error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -126,7 +135,7 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 	}
 	const limit = 15 * time.Second
 	switch variant {
-	case results.VReconnectLS, results.VReconnectLSMTLS:
+	case results.VReconnectLS, results.VReconnectLSReady, results.VReconnectLSMTLS:
 		srv, err := startLockstep(addr, lsConfig(), nil)
 		if err != nil {
 			return nil, n, err
@@ -137,11 +146,20 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 			}
 		}()
 		refused := &refusedHandshakes{}
+		// ready says the endpoint is ready or not, for the readiness
+		// variant; the others' sources know nothing of readiness.
+		ready := func(bool) {}
+		var source framework.EndpointSource
+		if variant == results.VReconnectLSReady {
+			m := discovery.NewManual(framework.EndpointReport{URL: lsURL})
+			source, ready = m, func(r bool) { m.SetReady(lsURL, r) }
+		}
 		cl, err := lockstepClient(benchgen.Contract, lsURL, func(c *framework.ClientConfig) {
 			if lsClient != nil {
 				lsClient(c)
 			}
 			c.Observer = refused
+			c.Source = source
 		})
 		if err != nil {
 			return nil, n, err
@@ -158,6 +176,7 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 			if err := srv.stop(true); err != nil {
 				return nil, n, err
 			}
+			ready(false)
 			stopped, before := time.Now(), dialled()
 			// The call is made once the client knows, so it blocks instead
 			// of racing the stop on a pooled connection.
@@ -182,6 +201,7 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 				return nil, n, err
 			}
 			listening := time.Now()
+			ready(true)
 			if err := <-done; err != nil {
 				return nil, n, fmt.Errorf("the blocked lockstep call failed: %w", err)
 			}
