@@ -21,6 +21,38 @@ import (
 type code struct {
 	b strings.Builder
 	n int
+	// blockOf, when set, names the pointer block type of the struct a
+	// reference holds (generator.blockOf), so that the elements of slices
+	// and maps share chunks of blocks.
+	blockOf func(*gomodel.TypeRef) string
+}
+
+// decodeElem decodes an element of a slice or map into target: a struct
+// with a pointer block draws its block from bl, the slice's or map's
+// jsonwire.Blocks, when there is one.
+func (c *code) decodeElem(elem *gomodel.TypeRef, target, bl string, fail func(string) string) {
+	if bl == "" {
+		c.decodeInto(elem, target, fail)
+		return
+	}
+	c.line("if err := %s.decodeJSONWith(d, &%s); err != nil {", target, bl)
+	c.line("%s", fail("err"))
+	c.line("}")
+}
+
+// elemBlocks declares the jsonwire.Blocks of a slice's or map's elements
+// when they are structs with a pointer block, and returns its name.
+func (c *code) elemBlocks(elem *gomodel.TypeRef) string {
+	if c.blockOf == nil {
+		return ""
+	}
+	bt := c.blockOf(elem)
+	if bt == "" {
+		return ""
+	}
+	bl := c.fresh("blocks")
+	c.line("var %s jsonwire.Blocks[%s]", bl, bt)
+	return bl
 }
 
 func (c *code) line(format string, args ...any) {
@@ -150,7 +182,15 @@ func (c *code) decodeInto(r *gomodel.TypeRef, target string, fail func(err strin
 // sliceBuffer is how many elements an array decodes into a buffer on the
 // stack before its slice is made: arrays up to that length get one
 // allocation of exactly their length, not a series of growing ones.
-const sliceBuffer = 8
+// Elements of builtin types (16 bytes for a string, 24 for a time) get a
+// longer buffer, since lists of names, numbers or times are often longer
+// than 8 and their buffer still stays within a few hundred bytes.
+func sliceBuffer(elem *gomodel.TypeRef) int {
+	if elem.Resolve().Kind == gomodel.RefBuiltin {
+		return 32
+	}
+	return 8
+}
 
 // decodeSlice decodes an array, or with null, null as a nil slice. The
 // elements are decoded into a stack buffer, and the slice is made once
@@ -167,12 +207,13 @@ func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, 
 	c.line("%s", fail("err"))
 	c.line("}")
 	buf, tmp, s, i, zero := c.fresh("buf"), c.fresh("tmp"), c.fresh("s"), c.fresh("i"), c.fresh("zero")
-	c.line("var %s [%d]%s", buf, sliceBuffer, gomodel.GoString(elem))
+	c.line("var %s [%d]%s", buf, sliceBuffer(elem), gomodel.GoString(elem))
 	c.line("%s := %s[:0]", tmp, buf)
 	c.line("var %s %s", zero, gomodel.GoString(elem))
+	bl := c.elemBlocks(elem)
 	c.line("for %s := 0; d.NextItem(); %s++ {", i, i)
 	c.line("%s = append(%s, %s)", tmp, tmp, zero)
-	c.decodeInto(elem, tmp+"["+i+"]", func(err string) string {
+	c.decodeElem(elem, tmp+"["+i+"]", bl, func(err string) string {
 		return fail("jsonwire.WithinIndex(" + err + ", " + i + ")")
 	})
 	c.line("}")
@@ -200,13 +241,14 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 	c.line("}")
 	m, k, e := c.fresh("m"), c.fresh("k"), c.fresh("e")
 	c.line("%s := %s{}", m, goType)
+	bl := c.elemBlocks(elem)
 	c.line("for d.NextMember() {")
 	c.line("%s := d.KeyString()", k)
 	c.line("if d.Err() != nil {")
 	c.line("break")
 	c.line("}")
 	c.line("var %s %s", e, gomodel.GoString(elem))
-	c.decodeInto(elem, e, func(err string) string {
+	c.decodeElem(elem, e, bl, func(err string) string {
 		return fail("jsonwire.Within(" + err + ", " + k + ")")
 	})
 	c.line("%s[%s] = %s", m, k, e)
@@ -220,45 +262,86 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 	}
 }
 
-// pointerBlocks lets the pointer members of one struct whose targets are
-// builtin scalars share one allocation: a struct with two optional
-// strings and an optional time allocates one block holding all three
-// values, not three. The values keep each other alive, as members of one
-// message do anyway.
-type pointerBlocks struct {
-	// slot maps a field to its member of the block.
-	slot map[*gomodel.Field]string
-	// members are the block's fields, "name type", in order.
-	members []string
-}
+// Pointer blocks let the pointer members of one struct whose targets hold
+// no references (*string, *time.Time, a pointer to an enum or to a struct
+// of scalars) share one allocation: a struct with two optional strings
+// and an optional time allocates one block holding all three values, not
+// three. The block is a type of its own, pointersOf<Type>, so that the
+// elements of a slice or map of such structs share chunks of blocks
+// (jsonwire.Blocks): the decoder of the slice hands its elements' decoders
+// (decodeJSONWith) one jsonwire.Blocks, and the deep copy of the slice
+// reserves one block per element (deepCopyIntoWith). The values keep each
+// other alive, as members of one message do anyway. Decoder and deep copy
+// share the rule and the type.
 
-func newPointerBlocks(fields []*gomodel.Field) *pointerBlocks {
-	pb := &pointerBlocks{slot: map[*gomodel.Field]string{}}
-	for _, f := range fields {
-		r := f.Type.Resolve()
-		if f.Presence != gomodel.PresencePointer || r.Kind != gomodel.RefBuiltin || builtinReaders[r.Name] == "" || r.Name == "json.RawMessage" {
-			continue
+// blockFields are the members of a struct that live in its pointer block:
+// optional members held by pointer whose target a plain assignment copies.
+func (g *generator) blockFields(t *gomodel.Type) []*gomodel.Field {
+	if t.Kind != gomodel.KindStruct {
+		return nil
+	}
+	if g.copies == nil {
+		g.copies = copyShapes{}
+	}
+	var fs []*gomodel.Field
+	for _, f := range t.Fields {
+		if f.Presence == gomodel.PresencePointer && g.copies.ref(f.Type) == copyValue {
+			fs = append(fs, f)
 		}
-		name := "v" + strconv.Itoa(len(pb.members))
-		pb.slot[f] = name
-		pb.members = append(pb.members, name+" "+gomodel.GoString(f.Type))
 	}
-	return pb
+	return fs
 }
 
-// declare emits the block's type and variable; the block is allocated
-// when first used.
-func (pb *pointerBlocks) declare(c *code) {
-	if len(pb.members) > 1 {
-		c.line("type pointerBlock struct{ %s }", strings.Join(pb.members, "; "))
-		c.line("var block *pointerBlock")
+// blockType names a struct's pointer block type, "" when it has none.
+func (g *generator) blockType(t *gomodel.Type) string {
+	if len(g.blockFields(t)) == 0 {
+		return ""
 	}
+	return "pointersOf" + t.Name
+}
+
+// blockOf is the pointer block type of the named struct a reference
+// holds, "" when it is none or has none.
+func (g *generator) blockOf(r *gomodel.TypeRef) string {
+	if r = r.Resolve(); r.Kind != gomodel.RefNamed {
+		return ""
+	}
+	return g.blockType(r.Named)
+}
+
+// blockDecl declares a struct's pointer block type.
+func (g *generator) blockDecl(t *gomodel.Type) string {
+	name := g.blockType(t)
+	if name == "" {
+		return ""
+	}
+	c := &code{}
+	c.line("")
+	c.line("// %s holds the values of the pointer members of %s:", name, t.Name)
+	c.line("// one allocation for all of them, shared between the elements of a")
+	c.line("// slice or map (see jsonwire.Blocks).")
+	c.line("type %s struct {", name)
+	for k, f := range g.blockFields(t) {
+		c.line("v%d %s", k, gomodel.GoString(f.Type))
+	}
+	c.line("}")
+	return c.b.String()
+}
+
+// blockSlot is a field's member of its struct's pointer block.
+func (g *generator) blockSlot(t *gomodel.Type, f *gomodel.Field) (string, bool) {
+	for k, x := range g.blockFields(t) {
+		if x == f {
+			return "v" + strconv.Itoa(k), true
+		}
+	}
+	return "", false
 }
 
 // decodeMember emits the decoding of a struct member or tuple element held
-// as its presence says; blocks, if not nil, holds the targets of its
-// pointer members.
-func (c *code) decodeMember(f *gomodel.Field, target string, blocks *pointerBlocks, fail func(string) string) {
+// as its presence says; slot, if not nil, names the member of the struct's
+// pointer block (the variable block) that holds a pointer member's value.
+func (c *code) decodeMember(f *gomodel.Field, target string, slot func(*gomodel.Field) (string, bool), fail func(string) string) {
 	switch f.Presence {
 	case gomodel.PresencePointer:
 		c.line("if d.Null() {")
@@ -269,9 +352,9 @@ func (c *code) decodeMember(f *gomodel.Field, target string, blocks *pointerBloc
 		}
 		c.line("} else {")
 		p := c.fresh("p")
-		if member, ok := blocks.lookup(f); ok {
+		if member, ok := lookupSlot(slot, f); ok {
 			c.line("if block == nil {")
-			c.line("block = new(pointerBlock)")
+			c.line("block = blocks.New()")
 			c.line("}")
 			c.line("%s := &block.%s", p, member)
 		} else {
@@ -310,13 +393,11 @@ func (c *code) decodeMember(f *gomodel.Field, target string, blocks *pointerBloc
 	}
 }
 
-// lookup returns the block member of a field, when it shares a block.
-func (pb *pointerBlocks) lookup(f *gomodel.Field) (string, bool) {
-	if pb == nil {
+func lookupSlot(slot func(*gomodel.Field) (string, bool), f *gomodel.Field) (string, bool) {
+	if slot == nil {
 		return "", false
 	}
-	member, ok := pb.slot[f]
-	return member, ok && len(pb.members) > 1
+	return slot(f)
 }
 
 // decoder renders a named type's UnmarshalJSON and decodeJSON methods.
@@ -324,8 +405,9 @@ func (g *generator) decoder(t *gomodel.Type) string {
 	if !hasDecoder(t) {
 		return ""
 	}
-	c := &code{}
+	c := &code{blockOf: g.blockOf}
 	recv := "m"
+	c.raw(g.blockDecl(t))
 	c.line("")
 	c.line("// UnmarshalJSON decodes %s, rejecting JSON its Go type cannot represent.", t.Name)
 	c.line("func (%s *%s) UnmarshalJSON(data []byte) error {", recv, t.Name)
@@ -351,7 +433,17 @@ func (g *generator) decoder(t *gomodel.Type) string {
 		c.line("}")
 	}
 	c.line("")
-	c.line("func (%s *%s) decodeJSON(d *jsonwire.Decoder) error {", recv, t.Name)
+	if bt := g.blockType(t); bt != "" {
+		c.line("func (%s *%s) decodeJSON(d *jsonwire.Decoder) error {", recv, t.Name)
+		c.line("return %s.decodeJSONWith(d, nil)", recv)
+		c.line("}")
+		c.line("")
+		c.line("// decodeJSONWith decodes %s with its pointer block from blocks", t.Name)
+		c.line("// (nil: a block of its own).")
+		c.line("func (%s *%s) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[%s]) error {", recv, t.Name, bt)
+	} else {
+		c.line("func (%s *%s) decodeJSON(d *jsonwire.Decoder) error {", recv, t.Name)
+	}
 	ret := func(err string) string { return "return " + err }
 	switch t.Kind {
 	case gomodel.KindStruct:
@@ -425,8 +517,9 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	if len(required) > 0 {
 		c.line("var seen [%d]bool", len(required))
 	}
-	blocks := newPointerBlocks(t.Fields)
-	blocks.declare(c)
+	if bt := g.blockType(t); bt != "" {
+		c.line("var block *%s", bt)
+	}
 	c.line("next := 0")
 	c.line("for {")
 	c.line("field := -1")
@@ -484,7 +577,7 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 			req++
 		}
 		name := f.JSONName
-		c.decodeMember(f, "m."+f.GoName, blocks, func(err string) string {
+		c.decodeMember(f, "m."+f.GoName, func(f *gomodel.Field) (string, bool) { return g.blockSlot(t, f) }, func(err string) string {
 			return fmt.Sprintf("return jsonwire.Within(%s, %q)", err, name)
 		})
 	}

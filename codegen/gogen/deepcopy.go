@@ -130,7 +130,17 @@ func (g *generator) deepCopier(t *gomodel.Type) string {
 		return c.b.String()
 	}
 	c.line("")
-	c.line("func (m *%s) deepCopyInto(out *%s) {", t.Name, t.Name)
+	if bt := g.blockType(t); bt != "" {
+		c.line("func (m *%s) deepCopyInto(out *%s) {", t.Name, t.Name)
+		c.line("m.deepCopyIntoWith(out, nil)")
+		c.line("}")
+		c.line("")
+		c.line("// deepCopyIntoWith copies m into out with the pointer block from blocks")
+		c.line("// (nil: a block of its own).")
+		c.line("func (m *%s) deepCopyIntoWith(out *%s, blocks *jsonwire.Blocks[%s]) {", t.Name, t.Name, bt)
+	} else {
+		c.line("func (m *%s) deepCopyInto(out *%s) {", t.Name, t.Name)
+	}
 	switch t.Kind {
 	case gomodel.KindStruct:
 		c.line("*out = *m")
@@ -144,23 +154,11 @@ func (g *generator) deepCopier(t *gomodel.Type) string {
 
 // copyStructFields deep-copies the fields of a struct already assigned
 // *out = *m: those holding references. Pointers to values without
-// references share one allocation per struct, as the decoder's do.
+// references share the struct's pointer block, as the decoder's do.
 func (g *generator) copyStructFields(c *code, t *gomodel.Type) {
-	var blockFields []*gomodel.Field
-	for _, f := range t.Fields {
-		if f.Presence == gomodel.PresencePointer && g.copies.ref(f.Type) == copyValue {
-			blockFields = append(blockFields, f)
-		}
-	}
-	block := ""
-	if len(blockFields) > 1 {
-		block = c.fresh("block")
-		c.line("type %sType struct {", block)
-		for k, f := range blockFields {
-			c.line("v%d %s", k, gomodel.GoString(f.Type))
-		}
-		c.line("}")
-		c.line("var %s *%sType", block, block)
+	bt := g.blockType(t)
+	if bt != "" {
+		c.line("var block *%s", bt)
 	}
 	for _, f := range t.Fields {
 		if g.copies.field(f) != copyDeep {
@@ -172,15 +170,13 @@ func (g *generator) copyStructFields(c *code, t *gomodel.Type) {
 			continue
 		}
 		c.line("if %s != nil {", src)
-		k := indexOf(blockFields, f)
-		switch {
-		case block != "" && k >= 0:
-			c.line("if %s == nil {", block)
-			c.line("%s = new(%sType)", block, block)
+		if slot, ok := g.blockSlot(t, f); ok {
+			c.line("if block == nil {")
+			c.line("block = blocks.New()")
 			c.line("}")
-			c.line("%s.v%d = *%s", block, k, src)
-			c.line("%s = &%s.v%d", dst, block, k)
-		default:
+			c.line("block.%s = *%s", slot, src)
+			c.line("%s = &block.%s", dst, slot)
+		} else {
 			p := c.fresh("p")
 			c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
 			g.copyRef(c, f.Type, "(*"+src+")", "(*"+p+")", false)
@@ -188,15 +184,6 @@ func (g *generator) copyStructFields(c *code, t *gomodel.Type) {
 		}
 		c.line("}")
 	}
-}
-
-func indexOf(fs []*gomodel.Field, f *gomodel.Field) int {
-	for k, x := range fs {
-		if x == f {
-			return k
-		}
-	}
-	return -1
 }
 
 // copyRef emits statements that make dst, of type r, a deep copy of src
@@ -244,9 +231,17 @@ func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self b
 		s, i := c.fresh("s"), c.fresh("i")
 		c.line("if %s != nil {", src)
 		c.line("%s := make(%s, len(%s))", s, goType, src)
-		if g.copies.ref(elem) == copyValue {
+		switch bt := g.blockOf(elem); {
+		case g.copies.ref(elem) == copyValue:
 			c.line("copy(%s, %s)", s, src)
-		} else {
+		case bt != "":
+			bl := c.fresh("blocks")
+			c.line("var %s jsonwire.Blocks[%s]", bl, bt)
+			c.line("%s.Reserve(len(%s))", bl, src)
+			c.line("for %s := range %s {", i, src)
+			c.line("%s[%s].deepCopyIntoWith(&%s[%s], &%s)", src, i, s, i, bl)
+			c.line("}")
+		default:
 			c.line("for %s := range %s {", i, src)
 			g.copyRef(c, elem, src+"["+i+"]", s+"["+i+"]", false)
 			c.line("}")
@@ -262,10 +257,20 @@ func (g *generator) copyRef(c *code, r *gomodel.TypeRef, src, dst string, self b
 		mm, k, v := c.fresh("m"), c.fresh("k"), c.fresh("v")
 		c.line("if %s != nil {", src)
 		c.line("%s := make(%s, len(%s))", mm, goType, src)
+		bl := ""
+		if bt := g.blockOf(elem); bt != "" {
+			bl = c.fresh("blocks")
+			c.line("var %s jsonwire.Blocks[%s]", bl, bt)
+			c.line("%s.Reserve(len(%s))", bl, src)
+		}
 		c.line("for %s, %s := range %s {", k, v, src)
 		e := c.fresh("e")
 		c.line("var %s %s", e, gomodel.GoString(elem))
-		g.copyRef(c, elem, v, e, false)
+		if bl != "" {
+			c.line("%s.deepCopyIntoWith(&%s, &%s)", v, e, bl)
+		} else {
+			g.copyRef(c, elem, v, e, false)
+		}
 		c.line("%s[%s] = %s", mm, k, e)
 		c.line("}")
 		c.line("%s = %s", dst, mm)

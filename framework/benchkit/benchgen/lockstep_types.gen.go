@@ -328,6 +328,15 @@ type NodeCondition struct {
 	LastHeartbeatTime *time.Time          `json:"lastHeartbeatTime,omitzero"`
 }
 
+// pointersOfNodeCondition holds the values of the pointer members of NodeCondition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeCondition struct {
+	v0 string
+	v1 string
+	v2 time.Time
+}
+
 // UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
 func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -338,17 +347,18 @@ func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeCondition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -413,7 +423,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -428,7 +438,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -443,7 +453,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
@@ -473,33 +483,34 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) deepCopyIntoWith(out *NodeCondition, blocks *jsonwire.Blocks[pointersOfNodeCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeCondition
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Message
-		out.Message = &block1.v1
+		block.v1 = *m.Message
+		out.Message = &block.v1
 	}
 	if m.LastHeartbeatTime != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.LastHeartbeatTime
-		out.LastHeartbeatTime = &block1.v2
+		block.v2 = *m.LastHeartbeatTime
+		out.LastHeartbeatTime = &block.v2
 	}
 }
 
@@ -771,9 +782,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf2 [8]NodeCondition
 				tmp3 := buf2[:0]
 				var zero6 NodeCondition
+				var blocks7 jsonwire.Blocks[pointersOfNodeCondition]
 				for i5 := 0; d.NextItem(); i5++ {
 					tmp3 = append(tmp3, zero6)
-					if err := tmp3[i5].decodeJSON(d); err != nil {
+					if err := tmp3[i5].decodeJSONWith(d, &blocks7); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
@@ -802,21 +814,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				var buf7 [8]NodeAddress
-				tmp8 := buf7[:0]
-				var zero11 NodeAddress
-				for i10 := 0; d.NextItem(); i10++ {
-					tmp8 = append(tmp8, zero11)
-					if err := tmp8[i10].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i10), "addresses")
+				var buf8 [8]NodeAddress
+				tmp9 := buf8[:0]
+				var zero12 NodeAddress
+				for i11 := 0; d.NextItem(); i11++ {
+					tmp9 = append(tmp9, zero12)
+					if err := tmp9[i11].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i11), "addresses")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				s9 := make([]NodeAddress, len(tmp8))
-				copy(s9, tmp8)
-				m.Addresses = s9
+				s10 := make([]NodeAddress, len(tmp9))
+				copy(s10, tmp9)
+				m.Addresses = s10
 			}
 		case 5:
 			seen[5] = true
@@ -831,23 +843,23 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				var buf12 [8]string
-				tmp13 := buf12[:0]
-				var zero16 string
-				for i15 := 0; d.NextItem(); i15++ {
-					tmp13 = append(tmp13, zero16)
-					v17, err := d.String()
+				var buf13 [32]string
+				tmp14 := buf13[:0]
+				var zero17 string
+				for i16 := 0; d.NextItem(); i16++ {
+					tmp14 = append(tmp14, zero17)
+					v18, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "images")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i16), "images")
 					}
-					tmp13[i15] = v17
+					tmp14[i16] = v18
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				s14 := make([]string, len(tmp13))
-				copy(s14, tmp13)
-				m.Images = s14
+				s15 := make([]string, len(tmp14))
+				copy(s15, tmp14)
+				m.Images = s15
 			}
 		}
 		next = field + 1
@@ -899,23 +911,25 @@ func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
 	*out = *m
 	if m.Conditions != nil {
 		s1 := make([]NodeCondition, len(m.Conditions))
+		var blocks3 jsonwire.Blocks[pointersOfNodeCondition]
+		blocks3.Reserve(len(m.Conditions))
 		for i2 := range m.Conditions {
-			m.Conditions[i2].deepCopyInto(&s1[i2])
+			m.Conditions[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
 		out.Conditions = s1
 	}
 	m.Capacity.deepCopyInto(&out.Capacity)
 	m.Allocatable.deepCopyInto(&out.Allocatable)
 	if m.Addresses != nil {
-		s3 := make([]NodeAddress, len(m.Addresses))
-		copy(s3, m.Addresses)
-		out.Addresses = s3
+		s4 := make([]NodeAddress, len(m.Addresses))
+		copy(s4, m.Addresses)
+		out.Addresses = s4
 	}
 	m.NodeInfo.deepCopyInto(&out.NodeInfo)
 	if m.Images != nil {
-		s5 := make([]string, len(m.Images))
-		copy(s5, m.Images)
-		out.Images = s5
+		s6 := make([]string, len(m.Images))
+		copy(s6, m.Images)
+		out.Images = s6
 	}
 }
 
@@ -1083,6 +1097,20 @@ type NodeSystemInfo struct {
 	KubeProxyVersion        *string `json:"kubeProxyVersion,omitzero"`
 }
 
+// pointersOfNodeSystemInfo holds the values of the pointer members of NodeSystemInfo:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeSystemInfo struct {
+	v0 string
+	v1 string
+	v2 string
+	v3 string
+	v4 string
+	v5 string
+	v6 string
+	v7 string
+}
+
 // UnmarshalJSON decodes NodeSystemInfo, rejecting JSON its Go type cannot represent.
 func (m *NodeSystemInfo) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1093,21 +1121,17 @@ func (m *NodeSystemInfo) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeSystemInfo with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeSystemInfo]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeSystemInfo{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 string
-		v4 string
-		v5 string
-		v6 string
-		v7 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeSystemInfo
 	next := 0
 	for {
 		field := -1
@@ -1180,7 +1204,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -1195,7 +1219,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -1210,7 +1234,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.String()
@@ -1225,7 +1249,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v3
 				v8, err := d.String()
@@ -1240,7 +1264,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p9 := &block.v4
 				v10, err := d.String()
@@ -1255,7 +1279,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p11 := &block.v5
 				v12, err := d.String()
@@ -1270,7 +1294,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p13 := &block.v6
 				v14, err := d.String()
@@ -1285,7 +1309,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p15 := &block.v7
 				v16, err := d.String()
@@ -1305,73 +1329,69 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeSystemInfo) deepCopyInto(out *NodeSystemInfo) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeSystemInfo) deepCopyIntoWith(out *NodeSystemInfo, blocks *jsonwire.Blocks[pointersOfNodeSystemInfo]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 string
-		v4 string
-		v5 string
-		v6 string
-		v7 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeSystemInfo
 	if m.MachineID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.MachineID
-		out.MachineID = &block1.v0
+		block.v0 = *m.MachineID
+		out.MachineID = &block.v0
 	}
 	if m.SystemUUID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.SystemUUID
-		out.SystemUUID = &block1.v1
+		block.v1 = *m.SystemUUID
+		out.SystemUUID = &block.v1
 	}
 	if m.BootID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.BootID
-		out.BootID = &block1.v2
+		block.v2 = *m.BootID
+		out.BootID = &block.v2
 	}
 	if m.KernelVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.KernelVersion
-		out.KernelVersion = &block1.v3
+		block.v3 = *m.KernelVersion
+		out.KernelVersion = &block.v3
 	}
 	if m.OSImage != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v4 = *m.OSImage
-		out.OSImage = &block1.v4
+		block.v4 = *m.OSImage
+		out.OSImage = &block.v4
 	}
 	if m.ContainerRuntimeVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v5 = *m.ContainerRuntimeVersion
-		out.ContainerRuntimeVersion = &block1.v5
+		block.v5 = *m.ContainerRuntimeVersion
+		out.ContainerRuntimeVersion = &block.v5
 	}
 	if m.KubeletVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v6 = *m.KubeletVersion
-		out.KubeletVersion = &block1.v6
+		block.v6 = *m.KubeletVersion
+		out.KubeletVersion = &block.v6
 	}
 	if m.KubeProxyVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v7 = *m.KubeProxyVersion
-		out.KubeProxyVersion = &block1.v7
+		block.v7 = *m.KubeProxyVersion
+		out.KubeProxyVersion = &block.v7
 	}
 }
 

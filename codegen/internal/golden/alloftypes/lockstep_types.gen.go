@@ -28,6 +28,13 @@ func (m Msg) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "name", "never", "nothing")
 }
 
+// pointersOfMsg holds the values of the pointer members of Msg:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfMsg struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Msg, rejecting JSON its Go type cannot represent.
 func (m *Msg) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -49,10 +56,17 @@ func (m *Msg) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Msg with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMsg]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Msg{}
+	var block *pointersOfMsg
 	next := 0
 	for {
 		field := -1
@@ -105,7 +119,10 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")

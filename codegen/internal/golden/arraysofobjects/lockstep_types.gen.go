@@ -110,9 +110,10 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			var buf1 [8]ArraysInlineItem
 			tmp2 := buf1[:0]
 			var zero5 ArraysInlineItem
+			var blocks6 jsonwire.Blocks[pointersOfArraysInlineItem]
 			for i4 := 0; d.NextItem(); i4++ {
 				tmp2 = append(tmp2, zero5)
-				if err := tmp2[i4].decodeJSON(d); err != nil {
+				if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "inline")
 				}
 			}
@@ -129,21 +130,21 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			var buf6 [8]Item
-			tmp7 := buf6[:0]
-			var zero10 Item
-			for i9 := 0; d.NextItem(); i9++ {
-				tmp7 = append(tmp7, zero10)
-				if err := tmp7[i9].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "referenced")
+			var buf7 [8]Item
+			tmp8 := buf7[:0]
+			var zero11 Item
+			for i10 := 0; d.NextItem(); i10++ {
+				tmp8 = append(tmp8, zero11)
+				if err := tmp8[i10].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "referenced")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			s8 := make([]Item, len(tmp7))
-			copy(s8, tmp7)
-			m.Referenced = s8
+			s9 := make([]Item, len(tmp8))
+			copy(s9, tmp8)
+			m.Referenced = s9
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "matrix")
@@ -151,42 +152,42 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			var buf11 [8][]int64
-			tmp12 := buf11[:0]
-			var zero15 []int64
-			for i14 := 0; d.NextItem(); i14++ {
-				tmp12 = append(tmp12, zero15)
+			var buf12 [8][]int64
+			tmp13 := buf12[:0]
+			var zero16 []int64
+			for i15 := 0; d.NextItem(); i15++ {
+				tmp13 = append(tmp13, zero16)
 				if d.Null() {
-					tmp12[i14] = nil
+					tmp13[i15] = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i14), "matrix")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "matrix")
 					}
-					var buf16 [8]int64
-					tmp17 := buf16[:0]
-					var zero20 int64
-					for i19 := 0; d.NextItem(); i19++ {
-						tmp17 = append(tmp17, zero20)
-						v21, err := d.Int64()
+					var buf17 [32]int64
+					tmp18 := buf17[:0]
+					var zero21 int64
+					for i20 := 0; d.NextItem(); i20++ {
+						tmp18 = append(tmp18, zero21)
+						v22, err := d.Int64()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i19), i14), "matrix")
+							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i20), i15), "matrix")
 						}
-						tmp17[i19] = v21
+						tmp18[i20] = v22
 					}
 					if err := d.Err(); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i14), "matrix")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "matrix")
 					}
-					s18 := make([]int64, len(tmp17))
-					copy(s18, tmp17)
-					tmp12[i14] = s18
+					s19 := make([]int64, len(tmp18))
+					copy(s19, tmp18)
+					tmp13[i15] = s19
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			s13 := make([][]int64, len(tmp12))
-			copy(s13, tmp12)
-			m.Matrix = s13
+			s14 := make([][]int64, len(tmp13))
+			copy(s14, tmp13)
+			m.Matrix = s14
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "nullableItems")
@@ -194,29 +195,29 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			var buf22 [8]*int64
-			tmp23 := buf22[:0]
-			var zero26 *int64
-			for i25 := 0; d.NextItem(); i25++ {
-				tmp23 = append(tmp23, zero26)
+			var buf23 [8]*int64
+			tmp24 := buf23[:0]
+			var zero27 *int64
+			for i26 := 0; d.NextItem(); i26++ {
+				tmp24 = append(tmp24, zero27)
 				if d.Null() {
-					tmp23[i25] = nil
+					tmp24[i26] = nil
 				} else {
-					p27 := new(int64)
-					v28, err := d.Int64()
+					p28 := new(int64)
+					v29, err := d.Int64()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i25), "nullableItems")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i26), "nullableItems")
 					}
-					(*p27) = v28
-					tmp23[i25] = p27
+					(*p28) = v29
+					tmp24[i26] = p28
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			s24 := make([]*int64, len(tmp23))
-			copy(s24, tmp23)
-			m.NullableItems = s24
+			s25 := make([]*int64, len(tmp24))
+			copy(s25, tmp24)
+			m.NullableItems = s25
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "anyItems")
@@ -224,23 +225,23 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			var buf29 [8]json.RawMessage
-			tmp30 := buf29[:0]
-			var zero33 json.RawMessage
-			for i32 := 0; d.NextItem(); i32++ {
-				tmp30 = append(tmp30, zero33)
-				v34, err := d.Raw()
+			var buf30 [32]json.RawMessage
+			tmp31 := buf30[:0]
+			var zero34 json.RawMessage
+			for i33 := 0; d.NextItem(); i33++ {
+				tmp31 = append(tmp31, zero34)
+				v35, err := d.Raw()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i32), "anyItems")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i33), "anyItems")
 				}
-				tmp30[i32] = v34
+				tmp31[i33] = v35
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			s31 := make([]json.RawMessage, len(tmp30))
-			copy(s31, tmp30)
-			m.AnyItems = s31
+			s32 := make([]json.RawMessage, len(tmp31))
+			copy(s32, tmp31)
+			m.AnyItems = s32
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "named")
@@ -424,6 +425,13 @@ type ArraysInlineItem struct {
 	Weight *float64 `json:"weight,omitzero"`
 }
 
+// pointersOfArraysInlineItem holds the values of the pointer members of ArraysInlineItem:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfArraysInlineItem struct {
+	v0 float64
+}
+
 // UnmarshalJSON decodes ArraysInlineItem, rejecting JSON its Go type cannot represent.
 func (m *ArraysInlineItem) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -434,11 +442,18 @@ func (m *ArraysInlineItem) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ArraysInlineItem with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ArraysInlineItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfArraysInlineItem]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ArraysInlineItem{}
 	var seen [1]bool
+	var block *pointersOfArraysInlineItem
 	next := 0
 	for {
 		field := -1
@@ -481,7 +496,10 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "weight")
 			} else {
-				p2 := new(float64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "weight")
@@ -506,11 +524,20 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *ArraysInlineItem) deepCopyInto(out *ArraysInlineItem) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *ArraysInlineItem) deepCopyIntoWith(out *ArraysInlineItem, blocks *jsonwire.Blocks[pointersOfArraysInlineItem]) {
 	*out = *m
+	var block *pointersOfArraysInlineItem
 	if m.Weight != nil {
-		p1 := new(float64)
-		(*p1) = (*m.Weight)
-		out.Weight = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Weight
+		out.Weight = &block.v0
 	}
 }
 
@@ -613,7 +640,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var buf2 [8]string
+			var buf2 [32]string
 			tmp3 := buf2[:0]
 			var zero6 string
 			for i5 := 0; d.NextItem(); i5++ {
@@ -731,7 +758,7 @@ func (m *Names) decodeJSON(d *jsonwire.Decoder) error {
 		if err := d.ArrayStart(); err != nil {
 			return err
 		}
-		var buf1 [8]string
+		var buf1 [32]string
 		tmp2 := buf1[:0]
 		var zero5 string
 		for i4 := 0; d.NextItem(); i4++ {

@@ -94,7 +94,7 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "list")
 			}
-			var buf2 [8]json.RawMessage
+			var buf2 [32]json.RawMessage
 			tmp3 := buf2[:0]
 			var zero6 json.RawMessage
 			for i5 := 0; d.NextItem(); i5++ {

@@ -112,7 +112,7 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					var buf5 [8]string
+					var buf5 [32]string
 					tmp6 := buf5[:0]
 					var zero9 string
 					for i8 := 0; d.NextItem(); i8++ {
@@ -229,6 +229,13 @@ func (m ExtenderFilterResult) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "nodenames", "failedNodes", "error")
 }
 
+// pointersOfExtenderFilterResult holds the values of the pointer members of ExtenderFilterResult:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfExtenderFilterResult struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes ExtenderFilterResult, rejecting JSON its Go type cannot represent.
 func (m *ExtenderFilterResult) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -250,10 +257,17 @@ func (m *ExtenderFilterResult) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ExtenderFilterResult with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfExtenderFilterResult]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderFilterResult{}
+	var block *pointersOfExtenderFilterResult
 	next := 0
 	for {
 		field := -1
@@ -313,7 +327,7 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "nodenames")
 					}
-					var buf4 [8]string
+					var buf4 [32]string
 					tmp5 := buf4[:0]
 					var zero8 string
 					for i7 := 0; d.NextItem(); i7++ {
@@ -369,7 +383,10 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
-				p15 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p15 := &block.v0
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "error")
@@ -493,6 +510,13 @@ func (m Strict) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "name")
 }
 
+// pointersOfStrict holds the values of the pointer members of Strict:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfStrict struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Strict, rejecting JSON its Go type cannot represent.
 func (m *Strict) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -514,10 +538,17 @@ func (m *Strict) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Strict with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Strict) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfStrict]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Strict{}
+	var block *pointersOfStrict
 	next := 0
 	for {
 		field := -1
@@ -558,7 +589,10 @@ func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")

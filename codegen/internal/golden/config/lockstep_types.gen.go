@@ -65,7 +65,7 @@ func (u Command) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var buf1 [8]string
+		var buf1 [32]string
 		tmp2 := buf1[:0]
 		var zero5 string
 		for i4 := 0; d.NextItem(); i4++ {
@@ -216,6 +216,13 @@ func (m Config) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "version", "services", "volumes")
 }
 
+// pointersOfConfig holds the values of the pointer members of Config:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfConfig struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Config, rejecting JSON its Go type cannot represent.
 func (m *Config) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -237,11 +244,18 @@ func (m *Config) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Config with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Config) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfConfig]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Config{}
 	var seen [1]bool
+	var block *pointersOfConfig
 	next := 0
 	for {
 		field := -1
@@ -294,7 +308,10 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "version")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "version")
@@ -311,13 +328,14 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 					return jsonwire.Within(err, "services")
 				}
 				m5 := map[string]Service{}
+				var blocks8 jsonwire.Blocks[pointersOfService]
 				for d.NextMember() {
 					k6 := d.KeyString()
 					if d.Err() != nil {
 						break
 					}
 					var e7 Service
-					if err := e7.decodeJSON(d); err != nil {
+					if err := e7.decodeJSONWith(d, &blocks8); err != nil {
 						return jsonwire.Within(jsonwire.Within(err, k6), "services")
 					}
 					m5[k6] = e7
@@ -334,28 +352,28 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "volumes")
 			}
-			m8 := map[string]*Volume{}
+			m9 := map[string]*Volume{}
 			for d.NextMember() {
-				k9 := d.KeyString()
+				k10 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e10 *Volume
+				var e11 *Volume
 				if d.Null() {
-					e10 = nil
+					e11 = nil
 				} else {
-					p11 := new(Volume)
-					if err := (*p11).decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.Within(err, k9), "volumes")
+					p12 := new(Volume)
+					if err := (*p12).decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.Within(err, k10), "volumes")
 					}
-					e10 = p11
+					e11 = p12
 				}
-				m8[k9] = e10
+				m9[k10] = e11
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "volumes")
 			}
-			m.Volumes = m8
+			m.Volumes = m9
 		}
 		next = field + 1
 	}
@@ -541,6 +559,13 @@ func (m *Deploy) GetReplicas() int64 {
 	return *m.Replicas
 }
 
+// pointersOfDeploy holds the values of the pointer members of Deploy:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfDeploy struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Deploy, rejecting JSON its Go type cannot represent.
 func (m *Deploy) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -551,10 +576,17 @@ func (m *Deploy) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Deploy with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Deploy) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfDeploy]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Deploy{}
+	var block *pointersOfDeploy
 	next := 0
 	for {
 		field := -1
@@ -590,7 +622,10 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "replicas")
@@ -840,7 +875,7 @@ func (u ListOrDict) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var buf1 [8]string
+		var buf1 [32]string
 		tmp2 := buf1[:0]
 		var zero5 string
 		for i4 := 0; d.NextItem(); i4++ {
@@ -1137,6 +1172,13 @@ type Resource struct {
 	Memory *string       `json:"memory,omitzero"`
 }
 
+// pointersOfResource holds the values of the pointer members of Resource:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfResource struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Resource, rejecting JSON its Go type cannot represent.
 func (m *Resource) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1147,10 +1189,17 @@ func (m *Resource) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Resource with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Resource) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfResource]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Resource{}
+	var block *pointersOfResource
 	next := 0
 	for {
 		field := -1
@@ -1196,7 +1245,10 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "memory")
@@ -1383,6 +1435,14 @@ func (m Service) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "image", "command", "environment", "ports", "depends_on", "restart", "healthcheck", "deploy", "build")
 }
 
+// pointersOfService holds the values of the pointer members of Service:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfService struct {
+	v0 string
+	v1 ServiceRestart
+}
+
 // UnmarshalJSON decodes Service, rejecting JSON its Go type cannot represent.
 func (m *Service) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1393,10 +1453,17 @@ func (m *Service) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Service with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Service) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfService]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Service{}
+	var block *pointersOfService
 	next := 0
 	for {
 		field := -1
@@ -1485,7 +1552,10 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "image")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "image")
@@ -1549,7 +1619,10 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "restart")
 			} else {
-				p13 := new(ServiceRestart)
+				if block == nil {
+					block = blocks.New()
+				}
+				p13 := &block.v1
 				if err := (*p13).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "restart")
 				}
@@ -1977,6 +2050,14 @@ func (m ServiceBuildObject) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "context", "dockerfile", "args")
 }
 
+// pointersOfServiceBuildObject holds the values of the pointer members of ServiceBuildObject:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfServiceBuildObject struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes ServiceBuildObject, rejecting JSON its Go type cannot represent.
 func (m *ServiceBuildObject) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1987,15 +2068,17 @@ func (m *ServiceBuildObject) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ServiceBuildObject with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ServiceBuildObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfServiceBuildObject]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServiceBuildObject{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfServiceBuildObject
 	next := 0
 	for {
 		field := -1
@@ -2049,7 +2132,7 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "context")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v0
 				v4, err := d.String()
@@ -2064,7 +2147,7 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "dockerfile")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v1
 				v6, err := d.String()
@@ -2183,7 +2266,7 @@ func (u ServiceDependsOn) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var buf1 [8]string
+		var buf1 [32]string
 		tmp2 := buf1[:0]
 		var zero5 string
 		for i4 := 0; d.NextItem(); i4++ {
@@ -2524,6 +2607,15 @@ func (m *ServiceHealthcheck) GetRetries() int64 {
 	return *m.Retries
 }
 
+// pointersOfServiceHealthcheck holds the values of the pointer members of ServiceHealthcheck:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfServiceHealthcheck struct {
+	v0 string
+	v1 int64
+	v2 bool
+}
+
 // UnmarshalJSON decodes ServiceHealthcheck, rejecting JSON its Go type cannot represent.
 func (m *ServiceHealthcheck) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2534,16 +2626,17 @@ func (m *ServiceHealthcheck) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ServiceHealthcheck with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ServiceHealthcheck) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfServiceHealthcheck]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServiceHealthcheck{}
-	type pointerBlock struct {
-		v0 string
-		v1 int64
-		v2 bool
-	}
-	var block *pointerBlock
+	var block *pointersOfServiceHealthcheck
 	next := 0
 	for {
 		field := -1
@@ -2602,7 +2695,7 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "interval")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p2 := &block.v0
 				v3, err := d.String()
@@ -2617,7 +2710,7 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "retries")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v1
 				v5, err := d.Int64()
@@ -2632,7 +2725,7 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "disable")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p6 := &block.v2
 				v7, err := d.Bool()
@@ -2911,6 +3004,14 @@ type ServicePortsItemObject struct {
 	Protocol  *ServicePortsItemObjectProtocol  `json:"protocol,omitzero"`
 }
 
+// pointersOfServicePortsItemObject holds the values of the pointer members of ServicePortsItemObject:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfServicePortsItemObject struct {
+	v0 int64
+	v1 ServicePortsItemObjectProtocol
+}
+
 // UnmarshalJSON decodes ServicePortsItemObject, rejecting JSON its Go type cannot represent.
 func (m *ServicePortsItemObject) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2921,10 +3022,17 @@ func (m *ServicePortsItemObject) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ServicePortsItemObject with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ServicePortsItemObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfServicePortsItemObject]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServicePortsItemObject{}
+	var block *pointersOfServicePortsItemObject
 	next := 0
 	for {
 		field := -1
@@ -2966,7 +3074,10 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "target")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "target")
@@ -2988,7 +3099,10 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "protocol")
 			} else {
-				p4 := new(ServicePortsItemObjectProtocol)
+				if block == nil {
+					block = blocks.New()
+				}
+				p4 := &block.v1
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "protocol")
 				}
@@ -3282,6 +3396,14 @@ func (m Volume) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "driver", "external", "labels")
 }
 
+// pointersOfVolume holds the values of the pointer members of Volume:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfVolume struct {
+	v0 string
+	v1 bool
+}
+
 // UnmarshalJSON decodes Volume, rejecting JSON its Go type cannot represent.
 func (m *Volume) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -3292,15 +3414,17 @@ func (m *Volume) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Volume with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Volume) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfVolume]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Volume{}
-	type pointerBlock struct {
-		v0 string
-		v1 bool
-	}
-	var block *pointerBlock
+	var block *pointersOfVolume
 	next := 0
 	for {
 		field := -1
@@ -3354,7 +3478,7 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "driver")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v0
 				v4, err := d.String()
@@ -3369,7 +3493,7 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "external")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v1
 				v6, err := d.Bool()

@@ -105,6 +105,18 @@ func (m *Settings) GetSince() time.Time {
 	return *m.Since
 }
 
+// pointersOfSettings holds the values of the pointer members of Settings:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfSettings struct {
+	v0 int64
+	v1 float64
+	v2 string
+	v3 bool
+	v4 SettingsMode
+	v5 time.Time
+}
+
 // UnmarshalJSON decodes Settings, rejecting JSON its Go type cannot represent.
 func (m *Settings) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -126,19 +138,18 @@ func (m *Settings) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Settings with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSettings]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Settings{}
 	var seen [1]bool
-	type pointerBlock struct {
-		v0 int64
-		v1 float64
-		v2 string
-		v3 bool
-		v4 time.Time
-	}
-	var block *pointerBlock
+	var block *pointersOfSettings
 	next := 0
 	for {
 		field := -1
@@ -229,7 +240,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Int64()
@@ -244,7 +255,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.Float64()
@@ -259,7 +270,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.String()
@@ -274,7 +285,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "enabled")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v3
 				v8, err := d.Bool()
@@ -288,7 +299,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
 			} else {
-				p9 := new(SettingsMode)
+				if block == nil {
+					block = blocks.New()
+				}
+				p9 := &block.v4
 				if err := (*p9).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "mode")
 				}
@@ -301,7 +315,7 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var buf10 [8]string
+			var buf10 [32]string
 			tmp11 := buf10[:0]
 			var zero14 string
 			for i13 := 0; d.NextItem(); i13++ {
@@ -370,9 +384,9 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
-				p23 := &block.v4
+				p23 := &block.v5
 				v24, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "since")
@@ -416,68 +430,66 @@ func (m *Settings) DeepCopy() *Settings {
 }
 
 func (m *Settings) deepCopyInto(out *Settings) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Settings) deepCopyIntoWith(out *Settings, blocks *jsonwire.Blocks[pointersOfSettings]) {
 	*out = *m
-	type block1Type struct {
-		v0 int64
-		v1 float64
-		v2 string
-		v3 bool
-		v4 SettingsMode
-		v5 time.Time
-	}
-	var block1 *block1Type
+	var block *pointersOfSettings
 	if m.Replicas != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Replicas
-		out.Replicas = &block1.v0
+		block.v0 = *m.Replicas
+		out.Replicas = &block.v0
 	}
 	if m.Ratio != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Ratio
-		out.Ratio = &block1.v1
+		block.v1 = *m.Ratio
+		out.Ratio = &block.v1
 	}
 	if m.Name != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Name
-		out.Name = &block1.v2
+		block.v2 = *m.Name
+		out.Name = &block.v2
 	}
 	if m.Enabled != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.Enabled
-		out.Enabled = &block1.v3
+		block.v3 = *m.Enabled
+		out.Enabled = &block.v3
 	}
 	if m.Mode != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v4 = *m.Mode
-		out.Mode = &block1.v4
+		block.v4 = *m.Mode
+		out.Mode = &block.v4
 	}
 	if m.Tags != nil {
-		s2 := make([]string, len(m.Tags))
-		copy(s2, m.Tags)
-		out.Tags = s2
+		s1 := make([]string, len(m.Tags))
+		copy(s1, m.Tags)
+		out.Tags = s1
 	}
 	out.Labels = maps.Clone(m.Labels)
 	if m.Limits != nil {
-		p4 := new(SettingsLimits)
-		(*m.Limits).deepCopyInto(&(*p4))
-		out.Limits = p4
+		p3 := new(SettingsLimits)
+		(*m.Limits).deepCopyInto(&(*p3))
+		out.Limits = p3
 	}
 	if m.Since != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v5 = *m.Since
-		out.Since = &block1.v5
+		block.v5 = *m.Since
+		out.Since = &block.v5
 	}
 }
 
@@ -604,6 +616,14 @@ type SettingsLimits struct {
 	Memory *string `json:"memory,omitzero"`
 }
 
+// pointersOfSettingsLimits holds the values of the pointer members of SettingsLimits:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfSettingsLimits struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes SettingsLimits, rejecting JSON its Go type cannot represent.
 func (m *SettingsLimits) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -614,15 +634,17 @@ func (m *SettingsLimits) UnmarshalJSON(data []byte) error {
 }
 
 func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes SettingsLimits with its pointer block from blocks
+// (nil: a block of its own).
+func (m *SettingsLimits) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSettingsLimits]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = SettingsLimits{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfSettingsLimits
 	next := 0
 	for {
 		field := -1
@@ -659,7 +681,7 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "cpu")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -674,7 +696,7 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -694,25 +716,27 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *SettingsLimits) deepCopyInto(out *SettingsLimits) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *SettingsLimits) deepCopyIntoWith(out *SettingsLimits, blocks *jsonwire.Blocks[pointersOfSettingsLimits]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfSettingsLimits
 	if m.CPU != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.CPU
-		out.CPU = &block1.v0
+		block.v0 = *m.CPU
+		out.CPU = &block.v0
 	}
 	if m.Memory != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Memory
-		out.Memory = &block1.v1
+		block.v1 = *m.Memory
+		out.Memory = &block.v1
 	}
 }
 

@@ -110,6 +110,15 @@ type Enums struct {
 	More     []Color                       `json:"more,omitzero"`
 }
 
+// pointersOfEnums holds the values of the pointer members of Enums:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfEnums struct {
+	v0 EnumsPriority
+	v1 EnumsOdd
+	v2 Color
+}
+
 // UnmarshalJSON decodes Enums, rejecting JSON its Go type cannot represent.
 func (m *Enums) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -131,11 +140,18 @@ func (m *Enums) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Enums with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Enums) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfEnums]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Enums{}
 	var seen [1]bool
+	var block *pointersOfEnums
 	next := 0
 	for {
 		field := -1
@@ -200,7 +216,10 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				p1 := new(EnumsPriority)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				if err := (*p1).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "priority")
 				}
@@ -220,7 +239,10 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "odd")
 			} else {
-				p3 := new(EnumsOdd)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v1
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "odd")
 				}
@@ -230,7 +252,10 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "shared")
 			} else {
-				p4 := new(Color)
+				if block == nil {
+					block = blocks.New()
+				}
+				p4 := &block.v2
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "shared")
 				}
@@ -287,38 +312,39 @@ func (m *Enums) DeepCopy() *Enums {
 }
 
 func (m *Enums) deepCopyInto(out *Enums) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Enums) deepCopyIntoWith(out *Enums, blocks *jsonwire.Blocks[pointersOfEnums]) {
 	*out = *m
-	type block1Type struct {
-		v0 EnumsPriority
-		v1 EnumsOdd
-		v2 Color
-	}
-	var block1 *block1Type
+	var block *pointersOfEnums
 	if m.Priority != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Priority
-		out.Priority = &block1.v0
+		block.v0 = *m.Priority
+		out.Priority = &block.v0
 	}
 	if m.Odd != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Odd
-		out.Odd = &block1.v1
+		block.v1 = *m.Odd
+		out.Odd = &block.v1
 	}
 	if m.Shared != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Shared
-		out.Shared = &block1.v2
+		block.v2 = *m.Shared
+		out.Shared = &block.v2
 	}
 	if m.More != nil {
-		s2 := make([]Color, len(m.More))
-		copy(s2, m.More)
-		out.More = s2
+		s1 := make([]Color, len(m.More))
+		copy(s1, m.More)
+		out.More = s1
 	}
 }
 

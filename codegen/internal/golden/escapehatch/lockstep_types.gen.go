@@ -21,6 +21,13 @@ type Escapes struct {
 	Raw   json.RawMessage `json:"raw,omitzero"`
 }
 
+// pointersOfEscapes holds the values of the pointer members of Escapes:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfEscapes struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Escapes, rejecting JSON its Go type cannot represent.
 func (m *Escapes) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -42,10 +49,17 @@ func (m *Escapes) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Escapes with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Escapes) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfEscapes]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Escapes{}
+	var block *pointersOfEscapes
 	next := 0
 	for {
 		field := -1
@@ -145,7 +159,10 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				p10 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p10 := &block.v0
 				v11, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")

@@ -50,6 +50,14 @@ func (m *Settings) GetRetries() SettingsRetries {
 	return *m.Retries
 }
 
+// pointersOfSettings holds the values of the pointer members of Settings:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfSettings struct {
+	v0 SettingsMode
+	v1 SettingsLevel
+}
+
 // UnmarshalJSON decodes Settings, rejecting JSON its Go type cannot represent.
 func (m *Settings) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -71,10 +79,17 @@ func (m *Settings) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Settings with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSettings]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Settings{}
+	var block *pointersOfSettings
 	next := 0
 	for {
 		field := -1
@@ -171,7 +186,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
 			} else {
-				p5 := new(SettingsMode)
+				if block == nil {
+					block = blocks.New()
+				}
+				p5 := &block.v0
 				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "mode")
 				}
@@ -181,7 +199,10 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "level")
 			} else {
-				p6 := new(SettingsLevel)
+				if block == nil {
+					block = blocks.New()
+				}
+				p6 := &block.v1
 				if err := (*p6).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "level")
 				}
@@ -612,7 +633,7 @@ func (u SettingsLabels) AsArray() ([]json.RawMessage, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var buf1 [8]json.RawMessage
+		var buf1 [32]json.RawMessage
 		tmp2 := buf1[:0]
 		var zero5 json.RawMessage
 		for i4 := 0; d.NextItem(); i4++ {
@@ -897,7 +918,7 @@ func (u SettingsLimit) AsArray() ([]json.RawMessage, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var buf1 [8]json.RawMessage
+		var buf1 [32]json.RawMessage
 		tmp2 := buf1[:0]
 		var zero5 json.RawMessage
 		for i4 := 0; d.NextItem(); i4++ {

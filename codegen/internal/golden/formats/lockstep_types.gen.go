@@ -24,6 +24,20 @@ type Formats struct {
 	History []time.Time                  `json:"history,omitzero"`
 }
 
+// pointersOfFormats holds the values of the pointer members of Formats:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfFormats struct {
+	v0 string
+	v1 string
+	v2 string
+	v3 int32
+	v4 uint64
+	v5 float32
+	v6 float64
+	v7 int64
+}
+
 // UnmarshalJSON decodes Formats, rejecting JSON its Go type cannot represent.
 func (m *Formats) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -45,22 +59,18 @@ func (m *Formats) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Formats with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Formats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfFormats]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Formats{}
 	var seen [1]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 int32
-		v4 uint64
-		v5 float32
-		v6 float64
-		v7 int64
-	}
-	var block *pointerBlock
+	var block *pointersOfFormats
 	next := 0
 	for {
 		field := -1
@@ -170,7 +180,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "day")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v0
 				v5, err := d.String()
@@ -185,7 +195,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p6 := &block.v1
 				v7, err := d.String()
@@ -200,7 +210,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mail")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p8 := &block.v2
 				v9, err := d.String()
@@ -215,7 +225,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "small")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p10 := &block.v3
 				v11, err := d.Int32()
@@ -230,7 +240,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "big")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p12 := &block.v4
 				v13, err := d.Uint64()
@@ -245,7 +255,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p14 := &block.v5
 				v15, err := d.Float32()
@@ -260,7 +270,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "plain")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p16 := &block.v6
 				v17, err := d.Float64()
@@ -275,7 +285,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p18 := &block.v7
 				v19, err := d.Int64()
@@ -292,7 +302,7 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "history")
 			}
-			var buf20 [8]time.Time
+			var buf20 [32]time.Time
 			tmp21 := buf20[:0]
 			var zero24 time.Time
 			for i23 := 0; d.NextItem(); i23++ {
@@ -338,78 +348,74 @@ func (m *Formats) DeepCopy() *Formats {
 }
 
 func (m *Formats) deepCopyInto(out *Formats) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Formats) deepCopyIntoWith(out *Formats, blocks *jsonwire.Blocks[pointersOfFormats]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 int32
-		v4 uint64
-		v5 float32
-		v6 float64
-		v7 int64
-	}
-	var block1 *block1Type
+	var block *pointersOfFormats
 	if m.Day != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Day
-		out.Day = &block1.v0
+		block.v0 = *m.Day
+		out.Day = &block.v0
 	}
 	if m.ID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.ID
-		out.ID = &block1.v1
+		block.v1 = *m.ID
+		out.ID = &block.v1
 	}
 	if m.Mail != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Mail
-		out.Mail = &block1.v2
+		block.v2 = *m.Mail
+		out.Mail = &block.v2
 	}
 	if m.Small != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.Small
-		out.Small = &block1.v3
+		block.v3 = *m.Small
+		out.Small = &block.v3
 	}
 	if m.Big != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v4 = *m.Big
-		out.Big = &block1.v4
+		block.v4 = *m.Big
+		out.Big = &block.v4
 	}
 	if m.Ratio != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v5 = *m.Ratio
-		out.Ratio = &block1.v5
+		block.v5 = *m.Ratio
+		out.Ratio = &block.v5
 	}
 	if m.Plain != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v6 = *m.Plain
-		out.Plain = &block1.v6
+		block.v6 = *m.Plain
+		out.Plain = &block.v6
 	}
 	if m.Count != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v7 = *m.Count
-		out.Count = &block1.v7
+		block.v7 = *m.Count
+		out.Count = &block.v7
 	}
 	if m.History != nil {
-		s2 := make([]time.Time, len(m.History))
-		copy(s2, m.History)
-		out.History = s2
+		s1 := make([]time.Time, len(m.History))
+		copy(s1, m.History)
+		out.History = s1
 	}
 }
 

@@ -98,6 +98,13 @@ type Maps struct {
 	Named          Labels                        `json:"named,omitzero"`
 }
 
+// pointersOfMaps holds the values of the pointer members of Maps:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfMaps struct {
+	v0 MapsEmpty
+}
+
 // UnmarshalJSON decodes Maps, rejecting JSON its Go type cannot represent.
 func (m *Maps) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -119,10 +126,17 @@ func (m *Maps) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Maps with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Maps) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMaps]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Maps{}
+	var block *pointersOfMaps
 	next := 0
 	for {
 		field := -1
@@ -368,7 +382,10 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "empty")
 			} else {
-				p28 := new(MapsEmpty)
+				if block == nil {
+					block = blocks.New()
+				}
+				p28 := &block.v0
 				if err := (*p28).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "empty")
 				}

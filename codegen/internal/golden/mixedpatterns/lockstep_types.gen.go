@@ -26,6 +26,13 @@ func (m Msg) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "id")
 }
 
+// pointersOfMsg holds the values of the pointer members of Msg:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfMsg struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Msg, rejecting JSON its Go type cannot represent.
 func (m *Msg) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -47,10 +54,17 @@ func (m *Msg) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Msg with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMsg]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Msg{}
+	var block *pointersOfMsg
 	next := 0
 	for {
 		field := -1
@@ -91,7 +105,10 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
@@ -213,6 +230,13 @@ func (m Open) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "id")
 }
 
+// pointersOfOpen holds the values of the pointer members of Open:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOpen struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Open, rejecting JSON its Go type cannot represent.
 func (m *Open) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -234,10 +258,17 @@ func (m *Open) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Open) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Open with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Open) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOpen]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Open{}
+	var block *pointersOfOpen
 	next := 0
 	for {
 		field := -1
@@ -278,7 +309,10 @@ func (m *Open) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
@@ -342,6 +376,13 @@ func (m OpenValue) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "a")
 }
 
+// pointersOfOpenValue holds the values of the pointer members of OpenValue:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOpenValue struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes OpenValue, rejecting JSON its Go type cannot represent.
 func (m *OpenValue) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -352,10 +393,17 @@ func (m *OpenValue) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OpenValue) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OpenValue with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OpenValue) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOpenValue]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OpenValue{}
+	var block *pointersOfOpenValue
 	next := 0
 	for {
 		field := -1
@@ -396,7 +444,10 @@ func (m *OpenValue) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				p3 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")

@@ -176,6 +176,13 @@ type OuterInner struct {
 	Label *string        `json:"label,omitzero"`
 }
 
+// pointersOfOuterInner holds the values of the pointer members of OuterInner:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOuterInner struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes OuterInner, rejecting JSON its Go type cannot represent.
 func (m *OuterInner) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -186,11 +193,18 @@ func (m *OuterInner) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OuterInner with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OuterInner) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOuterInner]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterInner{}
 	var seen [1]bool
+	var block *pointersOfOuterInner
 	next := 0
 	for {
 		field := -1
@@ -231,7 +245,10 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "label")
 			} else {
-				p1 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "label")
@@ -256,12 +273,21 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *OuterInner) deepCopyInto(out *OuterInner) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *OuterInner) deepCopyIntoWith(out *OuterInner, blocks *jsonwire.Blocks[pointersOfOuterInner]) {
 	*out = *m
+	var block *pointersOfOuterInner
 	m.Deep.deepCopyInto(&out.Deep)
 	if m.Label != nil {
-		p1 := new(string)
-		(*p1) = (*m.Label)
-		out.Label = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Label
+		out.Label = &block.v0
 	}
 }
 
@@ -295,6 +321,13 @@ type OuterInnerDeep struct {
 	Value *int64 `json:"value,omitzero"`
 }
 
+// pointersOfOuterInnerDeep holds the values of the pointer members of OuterInnerDeep:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOuterInnerDeep struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes OuterInnerDeep, rejecting JSON its Go type cannot represent.
 func (m *OuterInnerDeep) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -305,10 +338,17 @@ func (m *OuterInnerDeep) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OuterInnerDeep with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OuterInnerDeep) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOuterInnerDeep]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterInnerDeep{}
+	var block *pointersOfOuterInnerDeep
 	next := 0
 	for {
 		field := -1
@@ -338,7 +378,10 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "value")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -356,11 +399,20 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *OuterInnerDeep) deepCopyInto(out *OuterInnerDeep) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *OuterInnerDeep) deepCopyIntoWith(out *OuterInnerDeep, blocks *jsonwire.Blocks[pointersOfOuterInnerDeep]) {
 	*out = *m
+	var block *pointersOfOuterInnerDeep
 	if m.Value != nil {
-		p1 := new(int64)
-		(*p1) = (*m.Value)
-		out.Value = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Value
+		out.Value = &block.v0
 	}
 }
 
@@ -400,6 +452,13 @@ func (m OuterOpen) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "known")
 }
 
+// pointersOfOuterOpen holds the values of the pointer members of OuterOpen:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOuterOpen struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes OuterOpen, rejecting JSON its Go type cannot represent.
 func (m *OuterOpen) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -410,10 +469,17 @@ func (m *OuterOpen) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OuterOpen with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OuterOpen) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOuterOpen]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterOpen{}
+	var block *pointersOfOuterOpen
 	next := 0
 	for {
 		field := -1
@@ -454,7 +520,10 @@ func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "known")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "known")

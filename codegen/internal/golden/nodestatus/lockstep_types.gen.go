@@ -274,9 +274,10 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf2 [8]NodeCondition
 				tmp3 := buf2[:0]
 				var zero6 NodeCondition
+				var blocks7 jsonwire.Blocks[pointersOfNodeCondition]
 				for i5 := 0; d.NextItem(); i5++ {
 					tmp3 = append(tmp3, zero6)
-					if err := tmp3[i5].decodeJSON(d); err != nil {
+					if err := tmp3[i5].decodeJSONWith(d, &blocks7); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
@@ -305,21 +306,21 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				var buf7 [8]NodeAddress
-				tmp8 := buf7[:0]
-				var zero11 NodeAddress
-				for i10 := 0; d.NextItem(); i10++ {
-					tmp8 = append(tmp8, zero11)
-					if err := tmp8[i10].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i10), "addresses")
+				var buf8 [8]NodeAddress
+				tmp9 := buf8[:0]
+				var zero12 NodeAddress
+				for i11 := 0; d.NextItem(); i11++ {
+					tmp9 = append(tmp9, zero12)
+					if err := tmp9[i11].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i11), "addresses")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				s9 := make([]NodeAddress, len(tmp8))
-				copy(s9, tmp8)
-				m.Addresses = s9
+				s10 := make([]NodeAddress, len(tmp9))
+				copy(s10, tmp9)
+				m.Addresses = s10
 			}
 		case 5:
 			seen[5] = true
@@ -334,23 +335,23 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				var buf12 [8]string
-				tmp13 := buf12[:0]
-				var zero16 string
-				for i15 := 0; d.NextItem(); i15++ {
-					tmp13 = append(tmp13, zero16)
-					v17, err := d.String()
+				var buf13 [32]string
+				tmp14 := buf13[:0]
+				var zero17 string
+				for i16 := 0; d.NextItem(); i16++ {
+					tmp14 = append(tmp14, zero17)
+					v18, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "images")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i16), "images")
 					}
-					tmp13[i15] = v17
+					tmp14[i16] = v18
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				s14 := make([]string, len(tmp13))
-				copy(s14, tmp13)
-				m.Images = s14
+				s15 := make([]string, len(tmp14))
+				copy(s15, tmp14)
+				m.Images = s15
 			}
 		}
 		next = field + 1
@@ -402,23 +403,25 @@ func (m *BenchNodeStatus) deepCopyInto(out *BenchNodeStatus) {
 	*out = *m
 	if m.Conditions != nil {
 		s1 := make([]NodeCondition, len(m.Conditions))
+		var blocks3 jsonwire.Blocks[pointersOfNodeCondition]
+		blocks3.Reserve(len(m.Conditions))
 		for i2 := range m.Conditions {
-			m.Conditions[i2].deepCopyInto(&s1[i2])
+			m.Conditions[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
 		out.Conditions = s1
 	}
 	m.Capacity.deepCopyInto(&out.Capacity)
 	m.Allocatable.deepCopyInto(&out.Allocatable)
 	if m.Addresses != nil {
-		s3 := make([]NodeAddress, len(m.Addresses))
-		copy(s3, m.Addresses)
-		out.Addresses = s3
+		s4 := make([]NodeAddress, len(m.Addresses))
+		copy(s4, m.Addresses)
+		out.Addresses = s4
 	}
 	m.NodeInfo.deepCopyInto(&out.NodeInfo)
 	if m.Images != nil {
-		s5 := make([]string, len(m.Images))
-		copy(s5, m.Images)
-		out.Images = s5
+		s6 := make([]string, len(m.Images))
+		copy(s6, m.Images)
+		out.Images = s6
 	}
 }
 
@@ -580,6 +583,13 @@ type ContainerImage struct {
 	SizeBytes *int64                      `json:"sizeBytes,omitzero"`
 }
 
+// pointersOfContainerImage holds the values of the pointer members of ContainerImage:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfContainerImage struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes ContainerImage, rejecting JSON its Go type cannot represent.
 func (m *ContainerImage) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -590,10 +600,17 @@ func (m *ContainerImage) UnmarshalJSON(data []byte) error {
 }
 
 func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ContainerImage with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ContainerImage) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfContainerImage]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ContainerImage{}
+	var block *pointersOfContainerImage
 	next := 0
 	for {
 		field := -1
@@ -636,7 +653,7 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "names")
 					}
-					var buf2 [8]string
+					var buf2 [32]string
 					tmp3 := buf2[:0]
 					var zero6 string
 					for i5 := 0; d.NextItem(); i5++ {
@@ -660,7 +677,10 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "sizeBytes")
 			} else {
-				p8 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p8 := &block.v0
 				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "sizeBytes")
@@ -892,6 +912,15 @@ type NodeCondition struct {
 	LastHeartbeatTime *time.Time          `json:"lastHeartbeatTime,omitzero"`
 }
 
+// pointersOfNodeCondition holds the values of the pointer members of NodeCondition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeCondition struct {
+	v0 string
+	v1 string
+	v2 time.Time
+}
+
 // UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
 func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -902,17 +931,18 @@ func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeCondition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -977,7 +1007,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -992,7 +1022,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -1007,7 +1037,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
@@ -1037,33 +1067,34 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) deepCopyIntoWith(out *NodeCondition, blocks *jsonwire.Blocks[pointersOfNodeCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeCondition
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Message
-		out.Message = &block1.v1
+		block.v1 = *m.Message
+		out.Message = &block.v1
 	}
 	if m.LastHeartbeatTime != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.LastHeartbeatTime
-		out.LastHeartbeatTime = &block1.v2
+		block.v2 = *m.LastHeartbeatTime
+		out.LastHeartbeatTime = &block.v2
 	}
 }
 
@@ -1319,6 +1350,14 @@ type NodeConfigSourceConfigMap struct {
 	KubeletConfigKey string  `json:"kubeletConfigKey"`
 }
 
+// pointersOfNodeConfigSourceConfigMap holds the values of the pointer members of NodeConfigSourceConfigMap:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeConfigSourceConfigMap struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes NodeConfigSourceConfigMap, rejecting JSON its Go type cannot represent.
 func (m *NodeConfigSourceConfigMap) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1329,16 +1368,18 @@ func (m *NodeConfigSourceConfigMap) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeConfigSourceConfigMap with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeConfigSourceConfigMap) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeConfigSourceConfigMap]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeConfigSourceConfigMap{}
 	var seen [3]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeConfigSourceConfigMap
 	next := 0
 	for {
 		field := -1
@@ -1407,7 +1448,7 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "uid")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v0
 				v4, err := d.String()
@@ -1422,7 +1463,7 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "resourceVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v1
 				v6, err := d.String()
@@ -1462,25 +1503,27 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeConfigSourceConfigMap) deepCopyInto(out *NodeConfigSourceConfigMap) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeConfigSourceConfigMap) deepCopyIntoWith(out *NodeConfigSourceConfigMap, blocks *jsonwire.Blocks[pointersOfNodeConfigSourceConfigMap]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeConfigSourceConfigMap
 	if m.UID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.UID
-		out.UID = &block1.v0
+		block.v0 = *m.UID
+		out.UID = &block.v0
 	}
 	if m.ResourceVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.ResourceVersion
-		out.ResourceVersion = &block1.v1
+		block.v1 = *m.ResourceVersion
+		out.ResourceVersion = &block.v1
 	}
 }
 
@@ -1518,6 +1561,13 @@ type NodeConfigStatus struct {
 	Error    *string           `json:"error,omitzero"`
 }
 
+// pointersOfNodeConfigStatus holds the values of the pointer members of NodeConfigStatus:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeConfigStatus struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes NodeConfigStatus, rejecting JSON its Go type cannot represent.
 func (m *NodeConfigStatus) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1528,10 +1578,17 @@ func (m *NodeConfigStatus) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeConfigStatus with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeConfigStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeConfigStatus]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeConfigStatus{}
+	var block *pointersOfNodeConfigStatus
 	next := 0
 	for {
 		field := -1
@@ -1593,7 +1650,10 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "error")
@@ -1823,9 +1883,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf3 [8]NodeStatusNodeCondition
 				tmp4 := buf3[:0]
 				var zero7 NodeStatusNodeCondition
+				var blocks8 jsonwire.Blocks[pointersOfNodeStatusNodeCondition]
 				for i6 := 0; d.NextItem(); i6++ {
 					tmp4 = append(tmp4, zero7)
-					if err := tmp4[i6].decodeJSON(d); err != nil {
+					if err := tmp4[i6].decodeJSONWith(d, &blocks8); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "conditions")
 					}
 				}
@@ -1843,100 +1904,101 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf8 [8]NodeStatusNodeAddress
-			tmp9 := buf8[:0]
-			var zero12 NodeStatusNodeAddress
-			for i11 := 0; d.NextItem(); i11++ {
-				tmp9 = append(tmp9, zero12)
-				if err := tmp9[i11].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i11), "addresses")
+			var buf9 [8]NodeStatusNodeAddress
+			tmp10 := buf9[:0]
+			var zero13 NodeStatusNodeAddress
+			for i12 := 0; d.NextItem(); i12++ {
+				tmp10 = append(tmp10, zero13)
+				if err := tmp10[i12].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i12), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s10 := make([]NodeStatusNodeAddress, len(tmp9))
-			copy(s10, tmp9)
-			m.Addresses = s10
+			s11 := make([]NodeStatusNodeAddress, len(tmp10))
+			copy(s11, tmp10)
+			m.Addresses = s11
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "daemonEndpoints")
 			} else {
-				p13 := new(NodeStatusDaemonEndpoints)
-				if err := (*p13).decodeJSON(d); err != nil {
+				p14 := new(NodeStatusDaemonEndpoints)
+				if err := (*p14).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "daemonEndpoints")
 				}
-				m.DaemonEndpoints = p13
+				m.DaemonEndpoints = p14
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nodeInfo")
 			} else {
-				p14 := new(NodeStatusNodeSystemInfo)
-				if err := (*p14).decodeJSON(d); err != nil {
+				p15 := new(NodeStatusNodeSystemInfo)
+				if err := (*p15).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "nodeInfo")
 				}
-				m.NodeInfo = p14
+				m.NodeInfo = p15
 			}
 		case 8:
 			if d.Null() {
 				m.Images = jsonwire.Null[[]ContainerImage]()
 			} else {
-				var v15 []ContainerImage
+				var v16 []ContainerImage
 				if d.Null() {
-					v15 = nil
+					v16 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					var buf16 [8]ContainerImage
-					tmp17 := buf16[:0]
-					var zero20 ContainerImage
-					for i19 := 0; d.NextItem(); i19++ {
-						tmp17 = append(tmp17, zero20)
-						if err := tmp17[i19].decodeJSON(d); err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i19), "images")
+					var buf17 [8]ContainerImage
+					tmp18 := buf17[:0]
+					var zero21 ContainerImage
+					var blocks22 jsonwire.Blocks[pointersOfContainerImage]
+					for i20 := 0; d.NextItem(); i20++ {
+						tmp18 = append(tmp18, zero21)
+						if err := tmp18[i20].decodeJSONWith(d, &blocks22); err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i20), "images")
 						}
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					s18 := make([]ContainerImage, len(tmp17))
-					copy(s18, tmp17)
-					v15 = s18
+					s19 := make([]ContainerImage, len(tmp18))
+					copy(s19, tmp18)
+					v16 = s19
 				}
-				m.Images = jsonwire.Value(v15)
+				m.Images = jsonwire.Value(v16)
 			}
 		case 9:
 			if d.Null() {
 				m.VolumesInUse = jsonwire.Null[[]string]()
 			} else {
-				var v21 []string
+				var v23 []string
 				if d.Null() {
-					v21 = nil
+					v23 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					var buf22 [8]string
-					tmp23 := buf22[:0]
-					var zero26 string
-					for i25 := 0; d.NextItem(); i25++ {
-						tmp23 = append(tmp23, zero26)
-						v27, err := d.String()
+					var buf24 [32]string
+					tmp25 := buf24[:0]
+					var zero28 string
+					for i27 := 0; d.NextItem(); i27++ {
+						tmp25 = append(tmp25, zero28)
+						v29, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i25), "volumesInUse")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i27), "volumesInUse")
 						}
-						tmp23[i25] = v27
+						tmp25[i27] = v29
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					s24 := make([]string, len(tmp23))
-					copy(s24, tmp23)
-					v21 = s24
+					s26 := make([]string, len(tmp25))
+					copy(s26, tmp25)
+					v23 = s26
 				}
-				m.VolumesInUse = jsonwire.Value(v21)
+				m.VolumesInUse = jsonwire.Value(v23)
 			}
 		case 10:
 			if d.Null() {
@@ -1945,30 +2007,30 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			var buf28 [8]NodeStatusVolumesAttachedItem
-			tmp29 := buf28[:0]
-			var zero32 NodeStatusVolumesAttachedItem
-			for i31 := 0; d.NextItem(); i31++ {
-				tmp29 = append(tmp29, zero32)
-				if err := tmp29[i31].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i31), "volumesAttached")
+			var buf30 [8]NodeStatusVolumesAttachedItem
+			tmp31 := buf30[:0]
+			var zero34 NodeStatusVolumesAttachedItem
+			for i33 := 0; d.NextItem(); i33++ {
+				tmp31 = append(tmp31, zero34)
+				if err := tmp31[i33].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i33), "volumesAttached")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			s30 := make([]NodeStatusVolumesAttachedItem, len(tmp29))
-			copy(s30, tmp29)
-			m.VolumesAttached = s30
+			s32 := make([]NodeStatusVolumesAttachedItem, len(tmp31))
+			copy(s32, tmp31)
+			m.VolumesAttached = s32
 		case 11:
 			if d.Null() {
 				m.Config = jsonwire.Null[NodeConfigStatus]()
 			} else {
-				var v33 NodeConfigStatus
-				if err := v33.decodeJSON(d); err != nil {
+				var v35 NodeConfigStatus
+				if err := v35.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "config")
 				}
-				m.Config = jsonwire.Value(v33)
+				m.Config = jsonwire.Value(v35)
 			}
 		}
 		next = field + 1
@@ -2242,6 +2304,13 @@ type NodeStatusDaemonEndpoints struct {
 	KubeletEndpoint *NodeStatusDaemonEndpointsKubeletEndpoint `json:"kubeletEndpoint,omitzero"`
 }
 
+// pointersOfNodeStatusDaemonEndpoints holds the values of the pointer members of NodeStatusDaemonEndpoints:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeStatusDaemonEndpoints struct {
+	v0 NodeStatusDaemonEndpointsKubeletEndpoint
+}
+
 // UnmarshalJSON decodes NodeStatusDaemonEndpoints, rejecting JSON its Go type cannot represent.
 func (m *NodeStatusDaemonEndpoints) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2252,10 +2321,17 @@ func (m *NodeStatusDaemonEndpoints) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeStatusDaemonEndpoints with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatusDaemonEndpoints) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatusDaemonEndpoints]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatusDaemonEndpoints{}
+	var block *pointersOfNodeStatusDaemonEndpoints
 	next := 0
 	for {
 		field := -1
@@ -2285,7 +2361,10 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "kubeletEndpoint")
 			} else {
-				p1 := new(NodeStatusDaemonEndpointsKubeletEndpoint)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				if err := (*p1).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kubeletEndpoint")
 				}
@@ -2301,11 +2380,20 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeStatusDaemonEndpoints) deepCopyInto(out *NodeStatusDaemonEndpoints) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatusDaemonEndpoints) deepCopyIntoWith(out *NodeStatusDaemonEndpoints, blocks *jsonwire.Blocks[pointersOfNodeStatusDaemonEndpoints]) {
 	*out = *m
+	var block *pointersOfNodeStatusDaemonEndpoints
 	if m.KubeletEndpoint != nil {
-		p1 := new(NodeStatusDaemonEndpointsKubeletEndpoint)
-		(*p1) = (*m.KubeletEndpoint)
-		out.KubeletEndpoint = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.KubeletEndpoint
+		out.KubeletEndpoint = &block.v0
 	}
 }
 
@@ -2589,6 +2677,15 @@ type NodeStatusNodeCondition struct {
 	Message            *string                      `json:"message,omitzero"`
 }
 
+// pointersOfNodeStatusNodeCondition holds the values of the pointer members of NodeStatusNodeCondition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeStatusNodeCondition struct {
+	v0 time.Time
+	v1 string
+	v2 string
+}
+
 // UnmarshalJSON decodes NodeStatusNodeCondition, rejecting JSON its Go type cannot represent.
 func (m *NodeStatusNodeCondition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2599,17 +2696,18 @@ func (m *NodeStatusNodeCondition) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeStatusNodeCondition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatusNodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatusNodeCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatusNodeCondition{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 time.Time
-		v1 string
-		v2 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeStatusNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -2694,7 +2792,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v0
 				v5, err := d.DateTime()
@@ -2709,7 +2807,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p6 := &block.v1
 				v7, err := d.String()
@@ -2724,7 +2822,7 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p8 := &block.v2
 				v9, err := d.String()
@@ -2754,33 +2852,34 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeStatusNodeCondition) deepCopyInto(out *NodeStatusNodeCondition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatusNodeCondition) deepCopyIntoWith(out *NodeStatusNodeCondition, blocks *jsonwire.Blocks[pointersOfNodeStatusNodeCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 time.Time
-		v1 string
-		v2 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeStatusNodeCondition
 	if m.LastTransitionTime != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.LastTransitionTime
-		out.LastTransitionTime = &block1.v0
+		block.v0 = *m.LastTransitionTime
+		out.LastTransitionTime = &block.v0
 	}
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Reason
-		out.Reason = &block1.v1
+		block.v1 = *m.Reason
+		out.Reason = &block.v1
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Message
-		out.Message = &block1.v2
+		block.v2 = *m.Message
+		out.Message = &block.v2
 	}
 }
 
@@ -2842,6 +2941,16 @@ type NodeStatusNodeSystemInfo struct {
 	Architecture            string  `json:"architecture"`
 }
 
+// pointersOfNodeStatusNodeSystemInfo holds the values of the pointer members of NodeStatusNodeSystemInfo:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeStatusNodeSystemInfo struct {
+	v0 string
+	v1 string
+	v2 string
+	v3 string
+}
+
 // UnmarshalJSON decodes NodeStatusNodeSystemInfo, rejecting JSON its Go type cannot represent.
 func (m *NodeStatusNodeSystemInfo) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2852,18 +2961,18 @@ func (m *NodeStatusNodeSystemInfo) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeStatusNodeSystemInfo with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatusNodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatusNodeSystemInfo]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatusNodeSystemInfo{}
 	var seen [5]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeStatusNodeSystemInfo
 	next := 0
 	for {
 		field := -1
@@ -2949,7 +3058,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p2 := &block.v0
 				v3, err := d.String()
@@ -2964,7 +3073,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v1
 				v5, err := d.String()
@@ -2986,7 +3095,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v2
 				v8, err := d.String()
@@ -3001,7 +3110,7 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p9 := &block.v3
 				v10, err := d.String()
@@ -3061,41 +3170,41 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeStatusNodeSystemInfo) deepCopyInto(out *NodeStatusNodeSystemInfo) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatusNodeSystemInfo) deepCopyIntoWith(out *NodeStatusNodeSystemInfo, blocks *jsonwire.Blocks[pointersOfNodeStatusNodeSystemInfo]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeStatusNodeSystemInfo
 	if m.SystemUUID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.SystemUUID
-		out.SystemUUID = &block1.v0
+		block.v0 = *m.SystemUUID
+		out.SystemUUID = &block.v0
 	}
 	if m.BootID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.BootID
-		out.BootID = &block1.v1
+		block.v1 = *m.BootID
+		out.BootID = &block.v1
 	}
 	if m.OSImage != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.OSImage
-		out.OSImage = &block1.v2
+		block.v2 = *m.OSImage
+		out.OSImage = &block.v2
 	}
 	if m.ContainerRuntimeVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.ContainerRuntimeVersion
-		out.ContainerRuntimeVersion = &block1.v3
+		block.v3 = *m.ContainerRuntimeVersion
+		out.ContainerRuntimeVersion = &block.v3
 	}
 }
 
@@ -3385,6 +3494,20 @@ type NodeSystemInfo struct {
 	KubeProxyVersion        *string `json:"kubeProxyVersion,omitzero"`
 }
 
+// pointersOfNodeSystemInfo holds the values of the pointer members of NodeSystemInfo:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeSystemInfo struct {
+	v0 string
+	v1 string
+	v2 string
+	v3 string
+	v4 string
+	v5 string
+	v6 string
+	v7 string
+}
+
 // UnmarshalJSON decodes NodeSystemInfo, rejecting JSON its Go type cannot represent.
 func (m *NodeSystemInfo) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -3395,21 +3518,17 @@ func (m *NodeSystemInfo) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeSystemInfo with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeSystemInfo]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeSystemInfo{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 string
-		v4 string
-		v5 string
-		v6 string
-		v7 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeSystemInfo
 	next := 0
 	for {
 		field := -1
@@ -3482,7 +3601,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -3497,7 +3616,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -3512,7 +3631,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.String()
@@ -3527,7 +3646,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v3
 				v8, err := d.String()
@@ -3542,7 +3661,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p9 := &block.v4
 				v10, err := d.String()
@@ -3557,7 +3676,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p11 := &block.v5
 				v12, err := d.String()
@@ -3572,7 +3691,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p13 := &block.v6
 				v14, err := d.String()
@@ -3587,7 +3706,7 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p15 := &block.v7
 				v16, err := d.String()
@@ -3607,73 +3726,69 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeSystemInfo) deepCopyInto(out *NodeSystemInfo) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeSystemInfo) deepCopyIntoWith(out *NodeSystemInfo, blocks *jsonwire.Blocks[pointersOfNodeSystemInfo]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 string
-		v3 string
-		v4 string
-		v5 string
-		v6 string
-		v7 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeSystemInfo
 	if m.MachineID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.MachineID
-		out.MachineID = &block1.v0
+		block.v0 = *m.MachineID
+		out.MachineID = &block.v0
 	}
 	if m.SystemUUID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.SystemUUID
-		out.SystemUUID = &block1.v1
+		block.v1 = *m.SystemUUID
+		out.SystemUUID = &block.v1
 	}
 	if m.BootID != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.BootID
-		out.BootID = &block1.v2
+		block.v2 = *m.BootID
+		out.BootID = &block.v2
 	}
 	if m.KernelVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.KernelVersion
-		out.KernelVersion = &block1.v3
+		block.v3 = *m.KernelVersion
+		out.KernelVersion = &block.v3
 	}
 	if m.OSImage != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v4 = *m.OSImage
-		out.OSImage = &block1.v4
+		block.v4 = *m.OSImage
+		out.OSImage = &block.v4
 	}
 	if m.ContainerRuntimeVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v5 = *m.ContainerRuntimeVersion
-		out.ContainerRuntimeVersion = &block1.v5
+		block.v5 = *m.ContainerRuntimeVersion
+		out.ContainerRuntimeVersion = &block.v5
 	}
 	if m.KubeletVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v6 = *m.KubeletVersion
-		out.KubeletVersion = &block1.v6
+		block.v6 = *m.KubeletVersion
+		out.KubeletVersion = &block.v6
 	}
 	if m.KubeProxyVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v7 = *m.KubeProxyVersion
-		out.KubeProxyVersion = &block1.v7
+		block.v7 = *m.KubeProxyVersion
+		out.KubeProxyVersion = &block.v7
 	}
 }
 

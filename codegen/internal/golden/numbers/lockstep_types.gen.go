@@ -199,6 +199,16 @@ type Numbers struct {
 	Signed   *float64 `json:"signed,omitzero"`
 }
 
+// pointersOfNumbers holds the values of the pointer members of Numbers:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNumbers struct {
+	v0 float64
+	v1 float64
+	v2 float64
+	v3 float64
+}
+
 // UnmarshalJSON decodes Numbers, rejecting JSON its Go type cannot represent.
 func (m *Numbers) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -220,17 +230,17 @@ func (m *Numbers) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Numbers with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Numbers) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNumbers]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Numbers{}
-	type pointerBlock struct {
-		v0 float64
-		v1 float64
-		v2 float64
-		v3 float64
-	}
-	var block *pointerBlock
+	var block *pointersOfNumbers
 	next := 0
 	for {
 		field := -1
@@ -279,7 +289,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "price")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Float64()
@@ -294,7 +304,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "step")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.Float64()
@@ -309,7 +319,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "fraction")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.Float64()
@@ -324,7 +334,7 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "signed")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v3
 				v8, err := d.Float64()
@@ -356,41 +366,41 @@ func (m *Numbers) DeepCopy() *Numbers {
 }
 
 func (m *Numbers) deepCopyInto(out *Numbers) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Numbers) deepCopyIntoWith(out *Numbers, blocks *jsonwire.Blocks[pointersOfNumbers]) {
 	*out = *m
-	type block1Type struct {
-		v0 float64
-		v1 float64
-		v2 float64
-		v3 float64
-	}
-	var block1 *block1Type
+	var block *pointersOfNumbers
 	if m.Price != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Price
-		out.Price = &block1.v0
+		block.v0 = *m.Price
+		out.Price = &block.v0
 	}
 	if m.Step != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Step
-		out.Step = &block1.v1
+		block.v1 = *m.Step
+		out.Step = &block.v1
 	}
 	if m.Fraction != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Fraction
-		out.Fraction = &block1.v2
+		block.v2 = *m.Fraction
+		out.Fraction = &block.v2
 	}
 	if m.Signed != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.Signed
-		out.Signed = &block1.v3
+		block.v3 = *m.Signed
+		out.Signed = &block.v3
 	}
 }
 

@@ -571,7 +571,7 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "pods")
 				}
-				var buf4 [8]string
+				var buf4 [32]string
 				tmp5 := buf4[:0]
 				var zero8 string
 				for i7 := 0; d.NextItem(); i7++ {

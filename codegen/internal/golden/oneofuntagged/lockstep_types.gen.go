@@ -518,7 +518,7 @@ func (u HolderChoice) AsArray() ([]string, error) {
 		if err := d.ArrayStart(); err != nil {
 			return v, err
 		}
-		var buf1 [8]string
+		var buf1 [32]string
 		tmp2 := buf1[:0]
 		var zero5 string
 		for i4 := 0; d.NextItem(); i4++ {
@@ -728,6 +728,14 @@ type HolderExclusive struct {
 	Y *int64 `json:"y,omitzero"`
 }
 
+// pointersOfHolderExclusive holds the values of the pointer members of HolderExclusive:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfHolderExclusive struct {
+	v0 int64
+	v1 int64
+}
+
 // UnmarshalJSON decodes HolderExclusive, rejecting JSON its Go type cannot represent.
 func (m *HolderExclusive) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -738,15 +746,17 @@ func (m *HolderExclusive) UnmarshalJSON(data []byte) error {
 }
 
 func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes HolderExclusive with its pointer block from blocks
+// (nil: a block of its own).
+func (m *HolderExclusive) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfHolderExclusive]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = HolderExclusive{}
-	type pointerBlock struct {
-		v0 int64
-		v1 int64
-	}
-	var block *pointerBlock
+	var block *pointersOfHolderExclusive
 	next := 0
 	for {
 		field := -1
@@ -783,7 +793,7 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "x")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Int64()
@@ -798,7 +808,7 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "y")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.Int64()
@@ -818,25 +828,27 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *HolderExclusive) deepCopyInto(out *HolderExclusive) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *HolderExclusive) deepCopyIntoWith(out *HolderExclusive, blocks *jsonwire.Blocks[pointersOfHolderExclusive]) {
 	*out = *m
-	type block1Type struct {
-		v0 int64
-		v1 int64
-	}
-	var block1 *block1Type
+	var block *pointersOfHolderExclusive
 	if m.X != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.X
-		out.X = &block1.v0
+		block.v0 = *m.X
+		out.X = &block.v0
 	}
 	if m.Y != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Y
-		out.Y = &block1.v1
+		block.v1 = *m.Y
+		out.Y = &block.v1
 	}
 }
 

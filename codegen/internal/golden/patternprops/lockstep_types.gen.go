@@ -230,6 +230,13 @@ func (m PatternsExtensible) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "name")
 }
 
+// pointersOfPatternsExtensible holds the values of the pointer members of PatternsExtensible:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPatternsExtensible struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes PatternsExtensible, rejecting JSON its Go type cannot represent.
 func (m *PatternsExtensible) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -240,10 +247,17 @@ func (m *PatternsExtensible) UnmarshalJSON(data []byte) error {
 }
 
 func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes PatternsExtensible with its pointer block from blocks
+// (nil: a block of its own).
+func (m *PatternsExtensible) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPatternsExtensible]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PatternsExtensible{}
+	var block *pointersOfPatternsExtensible
 	next := 0
 	for {
 		field := -1
@@ -284,7 +298,10 @@ func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")

@@ -177,6 +177,18 @@ type Presence struct {
 	OptRaw        json.RawMessage                     `json:"optRaw,omitzero"`
 }
 
+// pointersOfPresence holds the values of the pointer members of Presence:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPresence struct {
+	v0 string
+	v1 string
+	v2 Point
+	v3 Point
+	v4 int64
+	v5 bool
+}
+
 // UnmarshalJSON decodes Presence, rejecting JSON its Go type cannot represent.
 func (m *Presence) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -198,18 +210,18 @@ func (m *Presence) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Presence with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPresence]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Presence{}
 	var seen [6]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 int64
-		v3 bool
-	}
-	var block *pointerBlock
+	var block *pointersOfPresence
 	next := 0
 	for {
 		field := -1
@@ -349,7 +361,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "optString")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p2 := &block.v0
 				v3, err := d.String()
@@ -365,7 +377,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				m.ReqNullString = nil
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v1
 				v5, err := d.String()
@@ -396,7 +408,10 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "optObject")
 			} else {
-				p8 := new(Point)
+				if block == nil {
+					block = blocks.New()
+				}
+				p8 := &block.v2
 				if err := (*p8).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "optObject")
 				}
@@ -407,7 +422,10 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				m.ReqNullObject = nil
 			} else {
-				p9 := new(Point)
+				if block == nil {
+					block = blocks.New()
+				}
+				p9 := &block.v3
 				if err := (*p9).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "reqNullObject")
 				}
@@ -431,7 +449,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "reqList")
 				}
-				var buf11 [8]string
+				var buf11 [32]string
 				tmp12 := buf11[:0]
 				var zero15 string
 				for i14 := 0; d.NextItem(); i14++ {
@@ -456,7 +474,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "optList")
 			}
-			var buf17 [8]string
+			var buf17 [32]string
 			tmp18 := buf17[:0]
 			var zero21 string
 			for i20 := 0; d.NextItem(); i20++ {
@@ -481,7 +499,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "reqNullList")
 				}
-				var buf23 [8]string
+				var buf23 [32]string
 				tmp24 := buf23[:0]
 				var zero27 string
 				for i26 := 0; d.NextItem(); i26++ {
@@ -510,7 +528,7 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "optNullList")
 					}
-					var buf30 [8]string
+					var buf30 [32]string
 					tmp31 := buf30[:0]
 					var zero34 string
 					for i33 := 0; d.NextItem(); i33++ {
@@ -592,9 +610,9 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "optInt")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
-				p45 := &block.v2
+				p45 := &block.v4
 				v46, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "optInt")
@@ -619,9 +637,9 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "optBool")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
-				p49 := &block.v3
+				p49 := &block.v5
 				v50, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "optBool")

@@ -376,6 +376,13 @@ type Term struct {
 	Literal *float64                 `json:"literal,omitzero"`
 }
 
+// pointersOfTerm holds the values of the pointer members of Term:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTerm struct {
+	v0 float64
+}
+
 // UnmarshalJSON decodes Term, rejecting JSON its Go type cannot represent.
 func (m *Term) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -397,10 +404,17 @@ func (m *Term) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Term with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Term) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTerm]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Term{}
+	var block *pointersOfTerm
 	next := 0
 	for {
 		field := -1
@@ -452,7 +466,10 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "literal")
 			} else {
-				p3 := new(float64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "literal")

@@ -214,6 +214,14 @@ type CustomerAddress struct {
 	City   *string `json:"city,omitzero"`
 }
 
+// pointersOfCustomerAddress holds the values of the pointer members of CustomerAddress:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfCustomerAddress struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes CustomerAddress, rejecting JSON its Go type cannot represent.
 func (m *CustomerAddress) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -224,15 +232,17 @@ func (m *CustomerAddress) UnmarshalJSON(data []byte) error {
 }
 
 func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes CustomerAddress with its pointer block from blocks
+// (nil: a block of its own).
+func (m *CustomerAddress) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfCustomerAddress]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = CustomerAddress{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfCustomerAddress
 	next := 0
 	for {
 		field := -1
@@ -269,7 +279,7 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "street")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -284,7 +294,7 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "city")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -304,25 +314,27 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *CustomerAddress) deepCopyInto(out *CustomerAddress) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *CustomerAddress) deepCopyIntoWith(out *CustomerAddress, blocks *jsonwire.Blocks[pointersOfCustomerAddress]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfCustomerAddress
 	if m.Street != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Street
-		out.Street = &block1.v0
+		block.v0 = *m.Street
+		out.Street = &block.v0
 	}
 	if m.City != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.City
-		out.City = &block1.v1
+		block.v1 = *m.City
+		out.City = &block.v1
 	}
 }
 
@@ -563,6 +575,13 @@ type Note struct {
 	By   *Customer `json:"by,omitzero"`
 }
 
+// pointersOfNote holds the values of the pointer members of Note:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNote struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Note, rejecting JSON its Go type cannot represent.
 func (m *Note) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -573,10 +592,17 @@ func (m *Note) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Note with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Note) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNote]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Note{}
+	var block *pointersOfNote
 	next := 0
 	for {
 		field := -1
@@ -612,7 +638,10 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "text")
 			} else {
-				p1 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "text")
@@ -640,16 +669,25 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Note) deepCopyInto(out *Note) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Note) deepCopyIntoWith(out *Note, blocks *jsonwire.Blocks[pointersOfNote]) {
 	*out = *m
+	var block *pointersOfNote
 	if m.Text != nil {
-		p1 := new(string)
-		(*p1) = (*m.Text)
-		out.Text = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Text
+		out.Text = &block.v0
 	}
 	if m.By != nil {
-		p2 := new(Customer)
-		(*m.By).deepCopyInto(&(*p2))
-		out.By = p2
+		p1 := new(Customer)
+		(*m.By).deepCopyInto(&(*p1))
+		out.By = p1
 	}
 }
 
@@ -906,6 +944,14 @@ type Receipt struct {
 	Anchored *Currency        `json:"anchored,omitzero"`
 }
 
+// pointersOfReceipt holds the values of the pointer members of Receipt:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfReceipt struct {
+	v0 Code
+	v1 Currency
+}
+
 // UnmarshalJSON decodes Receipt, rejecting JSON its Go type cannot represent.
 func (m *Receipt) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -927,11 +973,18 @@ func (m *Receipt) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Receipt with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfReceipt]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Receipt{}
 	var seen [2]bool
+	var block *pointersOfReceipt
 	next := 0
 	for {
 		field := -1
@@ -1011,7 +1064,10 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "legacy")
 			} else {
-				p2 := new(Code)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "legacy")
 				}
@@ -1031,7 +1087,10 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "anchored")
 			} else {
-				p4 := new(Currency)
+				if block == nil {
+					block = blocks.New()
+				}
+				p4 := &block.v1
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "anchored")
 				}
@@ -1069,36 +1128,38 @@ func (m *Receipt) DeepCopy() *Receipt {
 }
 
 func (m *Receipt) deepCopyInto(out *Receipt) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Receipt) deepCopyIntoWith(out *Receipt, blocks *jsonwire.Blocks[pointersOfReceipt]) {
 	*out = *m
-	type block1Type struct {
-		v0 Code
-		v1 Currency
-	}
-	var block1 *block1Type
+	var block *pointersOfReceipt
 	m.Order.deepCopyInto(&out.Order)
 	if m.Address != nil {
-		p2 := new(CustomerAddress)
-		(*m.Address).deepCopyInto(&(*p2))
-		out.Address = p2
+		p1 := new(CustomerAddress)
+		(*m.Address).deepCopyInto(&(*p1))
+		out.Address = p1
 	}
 	if m.Legacy != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Legacy
-		out.Legacy = &block1.v0
+		block.v0 = *m.Legacy
+		out.Legacy = &block.v0
 	}
 	if m.Note != nil {
-		p3 := new(Note)
-		(*m.Note).deepCopyInto(&(*p3))
-		out.Note = p3
+		p2 := new(Note)
+		(*m.Note).deepCopyInto(&(*p2))
+		out.Note = p2
 	}
 	if m.Anchored != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Anchored
-		out.Anchored = &block1.v1
+		block.v1 = *m.Anchored
+		out.Anchored = &block.v1
 	}
 }
 

@@ -21,6 +21,14 @@ type Assignment struct {
 	Labels   map[string]string        `json:"labels,omitzero"`
 }
 
+// pointersOfAssignment holds the values of the pointer members of Assignment:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfAssignment struct {
+	v0 bool
+	v1 AssignmentPhase
+}
+
 // UnmarshalJSON decodes Assignment, rejecting JSON its Go type cannot represent.
 func (m *Assignment) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -42,11 +50,18 @@ func (m *Assignment) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Assignment with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Assignment) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfAssignment]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Assignment{}
 	var seen [2]bool
+	var block *pointersOfAssignment
 	next := 0
 	for {
 		field := -1
@@ -132,7 +147,10 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "pinned")
 			} else {
-				p5 := new(bool)
+				if block == nil {
+					block = blocks.New()
+				}
+				p5 := &block.v0
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "pinned")
@@ -144,7 +162,10 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "phase")
 			} else {
-				p7 := new(AssignmentPhase)
+				if block == nil {
+					block = blocks.New()
+				}
+				p7 := &block.v1
 				if err := (*p7).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "phase")
 				}
@@ -207,25 +228,27 @@ func (m *Assignment) DeepCopy() *Assignment {
 }
 
 func (m *Assignment) deepCopyInto(out *Assignment) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Assignment) deepCopyIntoWith(out *Assignment, blocks *jsonwire.Blocks[pointersOfAssignment]) {
 	*out = *m
-	type block1Type struct {
-		v0 bool
-		v1 AssignmentPhase
-	}
-	var block1 *block1Type
+	var block *pointersOfAssignment
 	if m.Pinned != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Pinned
-		out.Pinned = &block1.v0
+		block.v0 = *m.Pinned
+		out.Pinned = &block.v0
 	}
 	if m.Phase != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Phase
-		out.Phase = &block1.v1
+		block.v1 = *m.Phase
+		out.Phase = &block.v1
 	}
 	out.Labels = maps.Clone(m.Labels)
 }
@@ -370,6 +393,13 @@ func (m Claim) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "uid", "nodeName")
 }
 
+// pointersOfClaim holds the values of the pointer members of Claim:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfClaim struct {
+	v0 NodeName
+}
+
 // UnmarshalJSON decodes Claim, rejecting JSON its Go type cannot represent.
 func (m *Claim) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -391,11 +421,18 @@ func (m *Claim) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Claim) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Claim with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Claim) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfClaim]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Claim{}
 	var seen [1]bool
+	var block *pointersOfClaim
 	next := 0
 	for {
 		field := -1
@@ -449,7 +486,10 @@ func (m *Claim) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "nodeName")
 			} else {
-				p4 := new(NodeName)
+				if block == nil {
+					block = blocks.New()
+				}
+				p4 := &block.v0
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "nodeName")
 				}

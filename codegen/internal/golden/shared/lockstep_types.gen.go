@@ -16,6 +16,13 @@ type Endpoint struct {
 	Port *int64 `json:"port,omitzero"`
 }
 
+// pointersOfEndpoint holds the values of the pointer members of Endpoint:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfEndpoint struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Endpoint, rejecting JSON its Go type cannot represent.
 func (m *Endpoint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -26,11 +33,18 @@ func (m *Endpoint) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Endpoint with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Endpoint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfEndpoint]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Endpoint{}
 	var seen [1]bool
+	var block *pointersOfEndpoint
 	next := 0
 	for {
 		field := -1
@@ -73,7 +87,10 @@ func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
-				p2 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "port")
@@ -98,11 +115,20 @@ func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Endpoint) deepCopyInto(out *Endpoint) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Endpoint) deepCopyIntoWith(out *Endpoint, blocks *jsonwire.Blocks[pointersOfEndpoint]) {
 	*out = *m
+	var block *pointersOfEndpoint
 	if m.Port != nil {
-		p1 := new(int64)
-		(*p1) = (*m.Port)
-		out.Port = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Port
+		out.Port = &block.v0
 	}
 }
 
@@ -300,9 +326,10 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			var buf4 [8]OrderBilling
 			tmp5 := buf4[:0]
 			var zero8 OrderBilling
+			var blocks9 jsonwire.Blocks[pointersOfOrderBilling]
 			for i7 := 0; d.NextItem(); i7++ {
 				tmp5 = append(tmp5, zero8)
-				if err := tmp5[i7].decodeJSON(d); err != nil {
+				if err := tmp5[i7].decodeJSONWith(d, &blocks9); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "returns")
 				}
 			}
@@ -316,61 +343,61 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "pickup")
 			} else {
-				p9 := new(OrderPickup)
-				if err := (*p9).decodeJSON(d); err != nil {
+				p10 := new(OrderPickup)
+				if err := (*p10).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "pickup")
 				}
-				m.Pickup = p9
+				m.Pickup = p10
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "office")
 			} else {
-				p10 := new(OrderOffice)
-				if err := (*p10).decodeJSON(d); err != nil {
+				p11 := new(OrderOffice)
+				if err := (*p11).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "office")
 				}
-				m.Office = p10
+				m.Office = p11
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "depot")
 			} else {
-				p11 := new(OrderDepot)
-				if err := (*p11).decodeJSON(d); err != nil {
+				p12 := new(OrderDepot)
+				if err := (*p12).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "depot")
 				}
-				m.Depot = p11
+				m.Depot = p12
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "warehouse")
 			} else {
-				p12 := new(Warehouse)
-				if err := (*p12).decodeJSON(d); err != nil {
+				p13 := new(Warehouse)
+				if err := (*p13).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "warehouse")
 				}
-				m.Warehouse = p12
+				m.Warehouse = p13
 			}
 		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "origin")
 			} else {
-				p13 := new(Endpoint)
-				if err := (*p13).decodeJSON(d); err != nil {
+				p14 := new(Endpoint)
+				if err := (*p14).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "origin")
 				}
-				m.Origin = p13
+				m.Origin = p14
 			}
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "destination")
 			} else {
-				p14 := new(Endpoint)
-				if err := (*p14).decodeJSON(d); err != nil {
+				p15 := new(Endpoint)
+				if err := (*p15).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "destination")
 				}
-				m.Destination = p14
+				m.Destination = p15
 			}
 		case 10:
 			if d.Null() {
@@ -379,21 +406,22 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "hops")
 			}
-			var buf15 [8]Endpoint
-			tmp16 := buf15[:0]
-			var zero19 Endpoint
-			for i18 := 0; d.NextItem(); i18++ {
-				tmp16 = append(tmp16, zero19)
-				if err := tmp16[i18].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "hops")
+			var buf16 [8]Endpoint
+			tmp17 := buf16[:0]
+			var zero20 Endpoint
+			var blocks21 jsonwire.Blocks[pointersOfEndpoint]
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				if err := tmp17[i19].decodeJSONWith(d, &blocks21); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "hops")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "hops")
 			}
-			s17 := make([]Endpoint, len(tmp16))
-			copy(s17, tmp16)
-			m.Hops = s17
+			s18 := make([]Endpoint, len(tmp17))
+			copy(s18, tmp17)
+			m.Hops = s18
 		}
 		next = field + 1
 	}
@@ -436,47 +464,51 @@ func (m *Order) deepCopyInto(out *Order) {
 	}
 	if m.Returns != nil {
 		s3 := make([]OrderBilling, len(m.Returns))
+		var blocks5 jsonwire.Blocks[pointersOfOrderBilling]
+		blocks5.Reserve(len(m.Returns))
 		for i4 := range m.Returns {
-			m.Returns[i4].deepCopyInto(&s3[i4])
+			m.Returns[i4].deepCopyIntoWith(&s3[i4], &blocks5)
 		}
 		out.Returns = s3
 	}
 	if m.Pickup != nil {
-		p5 := new(OrderPickup)
-		(*m.Pickup).deepCopyInto(&(*p5))
-		out.Pickup = p5
+		p6 := new(OrderPickup)
+		(*m.Pickup).deepCopyInto(&(*p6))
+		out.Pickup = p6
 	}
 	if m.Office != nil {
-		p6 := new(OrderOffice)
-		(*m.Office).deepCopyInto(&(*p6))
-		out.Office = p6
+		p7 := new(OrderOffice)
+		(*m.Office).deepCopyInto(&(*p7))
+		out.Office = p7
 	}
 	if m.Depot != nil {
-		p7 := new(OrderDepot)
-		(*m.Depot).deepCopyInto(&(*p7))
-		out.Depot = p7
+		p8 := new(OrderDepot)
+		(*m.Depot).deepCopyInto(&(*p8))
+		out.Depot = p8
 	}
 	if m.Warehouse != nil {
-		p8 := new(Warehouse)
-		(*m.Warehouse).deepCopyInto(&(*p8))
-		out.Warehouse = p8
+		p9 := new(Warehouse)
+		(*m.Warehouse).deepCopyInto(&(*p9))
+		out.Warehouse = p9
 	}
 	if m.Origin != nil {
-		p9 := new(Endpoint)
-		(*m.Origin).deepCopyInto(&(*p9))
-		out.Origin = p9
+		p10 := new(Endpoint)
+		(*m.Origin).deepCopyInto(&(*p10))
+		out.Origin = p10
 	}
 	if m.Destination != nil {
-		p10 := new(Endpoint)
-		(*m.Destination).deepCopyInto(&(*p10))
-		out.Destination = p10
+		p11 := new(Endpoint)
+		(*m.Destination).deepCopyInto(&(*p11))
+		out.Destination = p11
 	}
 	if m.Hops != nil {
-		s11 := make([]Endpoint, len(m.Hops))
-		for i12 := range m.Hops {
-			m.Hops[i12].deepCopyInto(&s11[i12])
+		s12 := make([]Endpoint, len(m.Hops))
+		var blocks14 jsonwire.Blocks[pointersOfEndpoint]
+		blocks14.Reserve(len(m.Hops))
+		for i13 := range m.Hops {
+			m.Hops[i13].deepCopyIntoWith(&s12[i13], &blocks14)
 		}
-		out.Hops = s11
+		out.Hops = s12
 	}
 }
 
@@ -656,6 +688,13 @@ type OrderBilling struct {
 	Zone   *OrderBillingZone `json:"zone,omitzero"`
 }
 
+// pointersOfOrderBilling holds the values of the pointer members of OrderBilling:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOrderBilling struct {
+	v0 OrderBillingZone
+}
+
 // UnmarshalJSON decodes OrderBilling, rejecting JSON its Go type cannot represent.
 func (m *OrderBilling) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -666,11 +705,18 @@ func (m *OrderBilling) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OrderBilling with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderBilling) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderBilling]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderBilling{}
 	var seen [1]bool
+	var block *pointersOfOrderBilling
 	next := 0
 	for {
 		field := -1
@@ -713,7 +759,10 @@ func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				p2 := new(OrderBillingZone)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
@@ -736,11 +785,20 @@ func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *OrderBilling) deepCopyInto(out *OrderBilling) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderBilling) deepCopyIntoWith(out *OrderBilling, blocks *jsonwire.Blocks[pointersOfOrderBilling]) {
 	*out = *m
+	var block *pointersOfOrderBilling
 	if m.Zone != nil {
-		p1 := new(OrderBillingZone)
-		(*p1) = (*m.Zone)
-		out.Zone = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Zone
+		out.Zone = &block.v0
 	}
 }
 
@@ -836,6 +894,13 @@ func (m *OrderDepot) GetZone() OrderDepotZone {
 	return *m.Zone
 }
 
+// pointersOfOrderDepot holds the values of the pointer members of OrderDepot:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOrderDepot struct {
+	v0 OrderDepotZone
+}
+
 // UnmarshalJSON decodes OrderDepot, rejecting JSON its Go type cannot represent.
 func (m *OrderDepot) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -846,11 +911,18 @@ func (m *OrderDepot) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OrderDepot with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderDepot) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderDepot]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderDepot{}
 	var seen [1]bool
+	var block *pointersOfOrderDepot
 	next := 0
 	for {
 		field := -1
@@ -893,7 +965,10 @@ func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				p2 := new(OrderDepotZone)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
@@ -916,11 +991,20 @@ func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *OrderDepot) deepCopyInto(out *OrderDepot) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderDepot) deepCopyIntoWith(out *OrderDepot, blocks *jsonwire.Blocks[pointersOfOrderDepot]) {
 	*out = *m
+	var block *pointersOfOrderDepot
 	if m.Zone != nil {
-		p1 := new(OrderDepotZone)
-		(*p1) = (*m.Zone)
-		out.Zone = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Zone
+		out.Zone = &block.v0
 	}
 }
 
@@ -1009,6 +1093,13 @@ type OrderOffice struct {
 	Zone   *OrderBillingZone `json:"zone,omitzero"`
 }
 
+// pointersOfOrderOffice holds the values of the pointer members of OrderOffice:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOrderOffice struct {
+	v0 OrderBillingZone
+}
+
 // UnmarshalJSON decodes OrderOffice, rejecting JSON its Go type cannot represent.
 func (m *OrderOffice) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1019,11 +1110,18 @@ func (m *OrderOffice) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OrderOffice with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderOffice) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderOffice]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderOffice{}
 	var seen [1]bool
+	var block *pointersOfOrderOffice
 	next := 0
 	for {
 		field := -1
@@ -1066,7 +1164,10 @@ func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				p2 := new(OrderBillingZone)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
@@ -1089,11 +1190,20 @@ func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *OrderOffice) deepCopyInto(out *OrderOffice) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderOffice) deepCopyIntoWith(out *OrderOffice, blocks *jsonwire.Blocks[pointersOfOrderOffice]) {
 	*out = *m
+	var block *pointersOfOrderOffice
 	if m.Zone != nil {
-		p1 := new(OrderBillingZone)
-		(*p1) = (*m.Zone)
-		out.Zone = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Zone
+		out.Zone = &block.v0
 	}
 }
 
@@ -1130,6 +1240,13 @@ type OrderPickup struct {
 	Zone   *OrderBillingZone `json:"zone,omitzero"`
 }
 
+// pointersOfOrderPickup holds the values of the pointer members of OrderPickup:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfOrderPickup struct {
+	v0 OrderBillingZone
+}
+
 // UnmarshalJSON decodes OrderPickup, rejecting JSON its Go type cannot represent.
 func (m *OrderPickup) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1140,11 +1257,18 @@ func (m *OrderPickup) UnmarshalJSON(data []byte) error {
 }
 
 func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes OrderPickup with its pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderPickup) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderPickup]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderPickup{}
 	var seen [1]bool
+	var block *pointersOfOrderPickup
 	next := 0
 	for {
 		field := -1
@@ -1187,7 +1311,10 @@ func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				p2 := new(OrderBillingZone)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
@@ -1210,11 +1337,20 @@ func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *OrderPickup) deepCopyInto(out *OrderPickup) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *OrderPickup) deepCopyIntoWith(out *OrderPickup, blocks *jsonwire.Blocks[pointersOfOrderPickup]) {
 	*out = *m
+	var block *pointersOfOrderPickup
 	if m.Zone != nil {
-		p1 := new(OrderBillingZone)
-		(*p1) = (*m.Zone)
-		out.Zone = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Zone
+		out.Zone = &block.v0
 	}
 }
 
@@ -1251,6 +1387,13 @@ type Warehouse struct {
 	Zone   *OrderBillingZone `json:"zone,omitzero"`
 }
 
+// pointersOfWarehouse holds the values of the pointer members of Warehouse:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfWarehouse struct {
+	v0 OrderBillingZone
+}
+
 // UnmarshalJSON decodes Warehouse, rejecting JSON its Go type cannot represent.
 func (m *Warehouse) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1261,11 +1404,18 @@ func (m *Warehouse) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Warehouse with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Warehouse) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfWarehouse]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Warehouse{}
 	var seen [1]bool
+	var block *pointersOfWarehouse
 	next := 0
 	for {
 		field := -1
@@ -1308,7 +1458,10 @@ func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				p2 := new(OrderBillingZone)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
@@ -1331,11 +1484,20 @@ func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Warehouse) deepCopyInto(out *Warehouse) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Warehouse) deepCopyIntoWith(out *Warehouse, blocks *jsonwire.Blocks[pointersOfWarehouse]) {
 	*out = *m
+	var block *pointersOfWarehouse
 	if m.Zone != nil {
-		p1 := new(OrderBillingZone)
-		(*p1) = (*m.Zone)
-		out.Zone = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Zone
+		out.Zone = &block.v0
 	}
 }
 

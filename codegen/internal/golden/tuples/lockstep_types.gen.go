@@ -128,6 +128,13 @@ type LegacyItem1 struct {
 	N *int64 `json:"n,omitzero"`
 }
 
+// pointersOfLegacyItem1 holds the values of the pointer members of LegacyItem1:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfLegacyItem1 struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes LegacyItem1, rejecting JSON its Go type cannot represent.
 func (m *LegacyItem1) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -138,10 +145,17 @@ func (m *LegacyItem1) UnmarshalJSON(data []byte) error {
 }
 
 func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes LegacyItem1 with its pointer block from blocks
+// (nil: a block of its own).
+func (m *LegacyItem1) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfLegacyItem1]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = LegacyItem1{}
+	var block *pointersOfLegacyItem1
 	next := 0
 	for {
 		field := -1
@@ -171,7 +185,10 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "n")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "n")
@@ -189,11 +206,20 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *LegacyItem1) deepCopyInto(out *LegacyItem1) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *LegacyItem1) deepCopyIntoWith(out *LegacyItem1, blocks *jsonwire.Blocks[pointersOfLegacyItem1]) {
 	*out = *m
+	var block *pointersOfLegacyItem1
 	if m.N != nil {
-		p1 := new(int64)
-		(*p1) = (*m.N)
-		out.N = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.N
+		out.N = &block.v0
 	}
 }
 

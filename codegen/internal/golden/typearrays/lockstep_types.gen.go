@@ -19,6 +19,13 @@ type Types struct {
 	NumberOrInteger *float64                                `json:"numberOrInteger,omitzero"`
 }
 
+// pointersOfTypes holds the values of the pointer members of Types:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTypes struct {
+	v0 float64
+}
+
 // UnmarshalJSON decodes Types, rejecting JSON its Go type cannot represent.
 func (m *Types) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -40,10 +47,17 @@ func (m *Types) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Types with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Types) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTypes]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Types{}
+	var block *pointersOfTypes
 	next := 0
 	for {
 		field := -1
@@ -139,7 +153,10 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "numberOrInteger")
 			} else {
-				p6 := new(float64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p6 := &block.v0
 				v7, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "numberOrInteger")
@@ -360,6 +377,13 @@ type TypesObjectOrNull struct {
 	A *int64 `json:"a,omitzero"`
 }
 
+// pointersOfTypesObjectOrNull holds the values of the pointer members of TypesObjectOrNull:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTypesObjectOrNull struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes TypesObjectOrNull, rejecting JSON its Go type cannot represent.
 func (m *TypesObjectOrNull) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -370,10 +394,17 @@ func (m *TypesObjectOrNull) UnmarshalJSON(data []byte) error {
 }
 
 func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes TypesObjectOrNull with its pointer block from blocks
+// (nil: a block of its own).
+func (m *TypesObjectOrNull) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTypesObjectOrNull]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = TypesObjectOrNull{}
+	var block *pointersOfTypesObjectOrNull
 	next := 0
 	for {
 		field := -1
@@ -403,7 +434,10 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				p1 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")
@@ -421,11 +455,20 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *TypesObjectOrNull) deepCopyInto(out *TypesObjectOrNull) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *TypesObjectOrNull) deepCopyIntoWith(out *TypesObjectOrNull, blocks *jsonwire.Blocks[pointersOfTypesObjectOrNull]) {
 	*out = *m
+	var block *pointersOfTypesObjectOrNull
 	if m.A != nil {
-		p1 := new(int64)
-		(*p1) = (*m.A)
-		out.A = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.A
+		out.A = &block.v0
 	}
 }
 

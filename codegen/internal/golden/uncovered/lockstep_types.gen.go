@@ -18,6 +18,14 @@ type Floats struct {
 	Count *int64   `json:"count,omitzero"`
 }
 
+// pointersOfFloats holds the values of the pointer members of Floats:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfFloats struct {
+	v0 float32
+	v1 int64
+}
+
 // UnmarshalJSON decodes Floats, rejecting JSON its Go type cannot represent.
 func (m *Floats) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -39,15 +47,17 @@ func (m *Floats) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Floats with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Floats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfFloats]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Floats{}
-	type pointerBlock struct {
-		v0 float32
-		v1 int64
-	}
-	var block *pointerBlock
+	var block *pointersOfFloats
 	next := 0
 	for {
 		field := -1
@@ -84,7 +94,7 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Float32()
@@ -99,7 +109,7 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.Int64()
@@ -131,25 +141,27 @@ func (m *Floats) DeepCopy() *Floats {
 }
 
 func (m *Floats) deepCopyInto(out *Floats) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Floats) deepCopyIntoWith(out *Floats, blocks *jsonwire.Blocks[pointersOfFloats]) {
 	*out = *m
-	type block1Type struct {
-		v0 float32
-		v1 int64
-	}
-	var block1 *block1Type
+	var block *pointersOfFloats
 	if m.Ratio != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Ratio
-		out.Ratio = &block1.v0
+		block.v0 = *m.Ratio
+		out.Ratio = &block.v0
 	}
 	if m.Count != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Count
-		out.Count = &block1.v1
+		block.v1 = *m.Count
+		out.Count = &block.v1
 	}
 }
 
@@ -379,6 +391,14 @@ type Times struct {
 	Name *string    `json:"name,omitzero"`
 }
 
+// pointersOfTimes holds the values of the pointer members of Times:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTimes struct {
+	v0 time.Time
+	v1 string
+}
+
 // UnmarshalJSON decodes Times, rejecting JSON its Go type cannot represent.
 func (m *Times) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -400,15 +420,17 @@ func (m *Times) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Times with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Times) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTimes]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Times{}
-	type pointerBlock struct {
-		v0 time.Time
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfTimes
 	next := 0
 	for {
 		field := -1
@@ -445,7 +467,7 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.DateTime()
@@ -460,7 +482,7 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -492,25 +514,27 @@ func (m *Times) DeepCopy() *Times {
 }
 
 func (m *Times) deepCopyInto(out *Times) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Times) deepCopyIntoWith(out *Times, blocks *jsonwire.Blocks[pointersOfTimes]) {
 	*out = *m
-	type block1Type struct {
-		v0 time.Time
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfTimes
 	if m.At != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.At
-		out.At = &block1.v0
+		block.v0 = *m.At
+		out.At = &block.v0
 	}
 	if m.Name != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Name
-		out.Name = &block1.v1
+		block.v1 = *m.Name
+		out.Name = &block.v1
 	}
 }
 
@@ -545,6 +569,14 @@ type Unevaluated struct {
 	B *string `json:"b,omitzero"`
 }
 
+// pointersOfUnevaluated holds the values of the pointer members of Unevaluated:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfUnevaluated struct {
+	v0 int64
+	v1 string
+}
+
 // UnmarshalJSON decodes Unevaluated, rejecting JSON its Go type cannot represent.
 func (m *Unevaluated) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -566,15 +598,17 @@ func (m *Unevaluated) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Unevaluated with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Unevaluated) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfUnevaluated]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Unevaluated{}
-	type pointerBlock struct {
-		v0 int64
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfUnevaluated
 	next := 0
 	for {
 		field := -1
@@ -611,7 +645,7 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Int64()
@@ -626,7 +660,7 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "b")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -658,25 +692,27 @@ func (m *Unevaluated) DeepCopy() *Unevaluated {
 }
 
 func (m *Unevaluated) deepCopyInto(out *Unevaluated) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Unevaluated) deepCopyIntoWith(out *Unevaluated, blocks *jsonwire.Blocks[pointersOfUnevaluated]) {
 	*out = *m
-	type block1Type struct {
-		v0 int64
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfUnevaluated
 	if m.A != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.A
-		out.A = &block1.v0
+		block.v0 = *m.A
+		out.A = &block.v0
 	}
 	if m.B != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.B
-		out.B = &block1.v1
+		block.v1 = *m.B
+		out.B = &block.v1
 	}
 }
 
@@ -774,9 +810,10 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			var buf1 [8]UniqueObjectsLabelsItem
 			tmp2 := buf1[:0]
 			var zero5 UniqueObjectsLabelsItem
+			var blocks6 jsonwire.Blocks[pointersOfUniqueObjectsLabelsItem]
 			for i4 := 0; d.NextItem(); i4++ {
 				tmp2 = append(tmp2, zero5)
-				if err := tmp2[i4].decodeJSON(d); err != nil {
+				if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "labels")
 				}
 			}
@@ -793,23 +830,23 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "names")
 			}
-			var buf6 [8]string
-			tmp7 := buf6[:0]
-			var zero10 string
-			for i9 := 0; d.NextItem(); i9++ {
-				tmp7 = append(tmp7, zero10)
-				v11, err := d.String()
+			var buf7 [32]string
+			tmp8 := buf7[:0]
+			var zero11 string
+			for i10 := 0; d.NextItem(); i10++ {
+				tmp8 = append(tmp8, zero11)
+				v12, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i9), "names")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "names")
 				}
-				tmp7[i9] = v11
+				tmp8[i10] = v12
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "names")
 			}
-			s8 := make([]string, len(tmp7))
-			copy(s8, tmp7)
-			m.Names = s8
+			s9 := make([]string, len(tmp8))
+			copy(s9, tmp8)
+			m.Names = s9
 		}
 		next = field + 1
 	}
@@ -835,15 +872,17 @@ func (m *UniqueObjects) deepCopyInto(out *UniqueObjects) {
 	*out = *m
 	if m.Labels != nil {
 		s1 := make([]UniqueObjectsLabelsItem, len(m.Labels))
+		var blocks3 jsonwire.Blocks[pointersOfUniqueObjectsLabelsItem]
+		blocks3.Reserve(len(m.Labels))
 		for i2 := range m.Labels {
-			m.Labels[i2].deepCopyInto(&s1[i2])
+			m.Labels[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
 		out.Labels = s1
 	}
 	if m.Names != nil {
-		s3 := make([]string, len(m.Names))
-		copy(s3, m.Names)
-		out.Names = s3
+		s4 := make([]string, len(m.Names))
+		copy(s4, m.Names)
+		out.Names = s4
 	}
 }
 
@@ -896,6 +935,14 @@ type UniqueObjectsLabelsItem struct {
 	Value *string `json:"value,omitzero"`
 }
 
+// pointersOfUniqueObjectsLabelsItem holds the values of the pointer members of UniqueObjectsLabelsItem:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfUniqueObjectsLabelsItem struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes UniqueObjectsLabelsItem, rejecting JSON its Go type cannot represent.
 func (m *UniqueObjectsLabelsItem) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -906,15 +953,17 @@ func (m *UniqueObjectsLabelsItem) UnmarshalJSON(data []byte) error {
 }
 
 func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes UniqueObjectsLabelsItem with its pointer block from blocks
+// (nil: a block of its own).
+func (m *UniqueObjectsLabelsItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfUniqueObjectsLabelsItem]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = UniqueObjectsLabelsItem{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfUniqueObjectsLabelsItem
 	next := 0
 	for {
 		field := -1
@@ -951,7 +1000,7 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -966,7 +1015,7 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -986,25 +1035,27 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *UniqueObjectsLabelsItem) deepCopyInto(out *UniqueObjectsLabelsItem) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *UniqueObjectsLabelsItem) deepCopyIntoWith(out *UniqueObjectsLabelsItem, blocks *jsonwire.Blocks[pointersOfUniqueObjectsLabelsItem]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfUniqueObjectsLabelsItem
 	if m.Key != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Key
-		out.Key = &block1.v0
+		block.v0 = *m.Key
+		out.Key = &block.v0
 	}
 	if m.Value != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Value
-		out.Value = &block1.v1
+		block.v1 = *m.Value
+		out.Value = &block.v1
 	}
 }
 

@@ -133,7 +133,7 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					var buf6 [8]string
+					var buf6 [32]string
 					tmp7 := buf6[:0]
 					var zero10 string
 					for i9 := 0; d.NextItem(); i9++ {
@@ -457,6 +457,13 @@ func (m ExtenderBindingResult) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Error")
 }
 
+// pointersOfExtenderBindingResult holds the values of the pointer members of ExtenderBindingResult:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfExtenderBindingResult struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes ExtenderBindingResult, rejecting JSON its Go type cannot represent.
 func (m *ExtenderBindingResult) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -478,10 +485,17 @@ func (m *ExtenderBindingResult) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ExtenderBindingResult with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ExtenderBindingResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfExtenderBindingResult]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderBindingResult{}
+	var block *pointersOfExtenderBindingResult
 	next := 0
 	for {
 		field := -1
@@ -522,7 +536,10 @@ func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
@@ -613,6 +630,13 @@ func (m ExtenderFilterResult) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error")
 }
 
+// pointersOfExtenderFilterResult holds the values of the pointer members of ExtenderFilterResult:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfExtenderFilterResult struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes ExtenderFilterResult, rejecting JSON its Go type cannot represent.
 func (m *ExtenderFilterResult) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -634,10 +658,17 @@ func (m *ExtenderFilterResult) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes ExtenderFilterResult with its pointer block from blocks
+// (nil: a block of its own).
+func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfExtenderFilterResult]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderFilterResult{}
+	var block *pointersOfExtenderFilterResult
 	next := 0
 	for {
 		field := -1
@@ -715,7 +746,7 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "NodeNames")
 					}
-					var buf5 [8]string
+					var buf5 [32]string
 					tmp6 := buf5[:0]
 					var zero9 string
 					for i8 := 0; d.NextItem(); i8++ {
@@ -759,7 +790,10 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				p13 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p13 := &block.v0
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
@@ -967,13 +1001,14 @@ func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
 						return jsonwire.Within(err, "NodeNameToVictims")
 					}
 					m5 := map[string]Victims{}
+					var blocks8 jsonwire.Blocks[pointersOfVictims]
 					for d.NextMember() {
 						k6 := d.KeyString()
 						if d.Err() != nil {
 							break
 						}
 						var e7 Victims
-						if err := e7.decodeJSON(d); err != nil {
+						if err := e7.decodeJSONWith(d, &blocks8); err != nil {
 							return jsonwire.Within(jsonwire.Within(err, k6), "NodeNameToVictims")
 						}
 						m5[k6] = e7
@@ -989,11 +1024,11 @@ func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				m.NodeNameToMetaVictims = jsonwire.Null[MetaVictimsMap]()
 			} else {
-				var v8 MetaVictimsMap
-				if err := v8.decodeJSON(d); err != nil {
+				var v9 MetaVictimsMap
+				if err := v9.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "NodeNameToMetaVictims")
 				}
-				m.NodeNameToMetaVictims = jsonwire.Value(v8)
+				m.NodeNameToMetaVictims = jsonwire.Value(v9)
 			}
 		}
 		next = field + 1
@@ -1703,6 +1738,13 @@ func (m MetaVictims) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Pods", "NumPDBViolations")
 }
 
+// pointersOfMetaVictims holds the values of the pointer members of MetaVictims:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfMetaVictims struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes MetaVictims, rejecting JSON its Go type cannot represent.
 func (m *MetaVictims) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1713,10 +1755,17 @@ func (m *MetaVictims) UnmarshalJSON(data []byte) error {
 }
 
 func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes MetaVictims with its pointer block from blocks
+// (nil: a block of its own).
+func (m *MetaVictims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMetaVictims]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = MetaVictims{}
+	var block *pointersOfMetaVictims
 	next := 0
 	for {
 		field := -1
@@ -1792,7 +1841,10 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				p9 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p9 := &block.v0
 				v10, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
@@ -1898,13 +1950,14 @@ func (m *MetaVictimsMap) decodeJSON(d *jsonwire.Decoder) error {
 			return err
 		}
 		m1 := MetaVictimsMap{}
+		var blocks4 jsonwire.Blocks[pointersOfMetaVictims]
 		for d.NextMember() {
 			k2 := d.KeyString()
 			if d.Err() != nil {
 				break
 			}
 			var e3 MetaVictims
-			if err := e3.decodeJSON(d); err != nil {
+			if err := e3.decodeJSONWith(d, &blocks4); err != nil {
 				return jsonwire.Within(err, k2)
 			}
 			m1[k2] = e3
@@ -1983,6 +2036,13 @@ func (m Victims) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "Pods", "NumPDBViolations")
 }
 
+// pointersOfVictims holds the values of the pointer members of Victims:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfVictims struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Victims, rejecting JSON its Go type cannot represent.
 func (m *Victims) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1993,10 +2053,17 @@ func (m *Victims) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Victims with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Victims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfVictims]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Victims{}
+	var block *pointersOfVictims
 	next := 0
 	for {
 		field := -1
@@ -2050,7 +2117,7 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "Pods")
 					}
-					var buf4 [8]Pod
+					var buf4 [32]Pod
 					tmp5 := buf4[:0]
 					var zero8 Pod
 					for i7 := 0; d.NextItem(); i7++ {
@@ -2074,7 +2141,10 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				p10 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p10 := &block.v0
 				v11, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")

@@ -337,7 +337,7 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				var buf1 [8]string
+				var buf1 [32]string
 				tmp2 := buf1[:0]
 				var zero5 string
 				for i4 := 0; d.NextItem(); i4++ {
@@ -527,7 +527,7 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "feasible")
 				}
-				var buf1 [8]string
+				var buf1 [32]string
 				tmp2 := buf1[:0]
 				var zero5 string
 				for i4 := 0; d.NextItem(); i4++ {
@@ -555,9 +555,10 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 			var buf7 [8]NodeFailure
 			tmp8 := buf7[:0]
 			var zero11 NodeFailure
+			var blocks12 jsonwire.Blocks[pointersOfNodeFailure]
 			for i10 := 0; d.NextItem(); i10++ {
 				tmp8 = append(tmp8, zero11)
-				if err := tmp8[i10].decodeJSON(d); err != nil {
+				if err := tmp8[i10].decodeJSONWith(d, &blocks12); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "failed")
 				}
 			}
@@ -604,8 +605,10 @@ func (m *FilterResponse) deepCopyInto(out *FilterResponse) {
 	}
 	if m.Failed != nil {
 		s3 := make([]NodeFailure, len(m.Failed))
+		var blocks5 jsonwire.Blocks[pointersOfNodeFailure]
+		blocks5.Reserve(len(m.Failed))
 		for i4 := range m.Failed {
-			m.Failed[i4].deepCopyInto(&s3[i4])
+			m.Failed[i4].deepCopyIntoWith(&s3[i4], &blocks5)
 		}
 		out.Failed = s3
 	}
@@ -690,6 +693,14 @@ type NodeFailure struct {
 	Unresolvable *bool `json:"unresolvable,omitzero"`
 }
 
+// pointersOfNodeFailure holds the values of the pointer members of NodeFailure:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeFailure struct {
+	v0 string
+	v1 bool
+}
+
 // UnmarshalJSON decodes NodeFailure, rejecting JSON its Go type cannot represent.
 func (m *NodeFailure) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -700,16 +711,18 @@ func (m *NodeFailure) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeFailure with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeFailure) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeFailure]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeFailure{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 string
-		v1 bool
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeFailure
 	next := 0
 	for {
 		field := -1
@@ -770,7 +783,7 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p2 := &block.v0
 				v3, err := d.String()
@@ -785,7 +798,7 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unresolvable")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v1
 				v5, err := d.Bool()
@@ -815,25 +828,27 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeFailure) deepCopyInto(out *NodeFailure) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeFailure) deepCopyIntoWith(out *NodeFailure, blocks *jsonwire.Blocks[pointersOfNodeFailure]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 bool
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeFailure
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Message
-		out.Message = &block1.v0
+		block.v0 = *m.Message
+		out.Message = &block.v0
 	}
 	if m.Unresolvable != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Unresolvable
-		out.Unresolvable = &block1.v1
+		block.v1 = *m.Unresolvable
+		out.Unresolvable = &block.v1
 	}
 }
 
@@ -1046,6 +1061,14 @@ type PodRef struct {
 	Tolerations []Toleration `json:"tolerations,omitzero"`
 }
 
+// pointersOfPodRef holds the values of the pointer members of PodRef:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPodRef struct {
+	v0 int64
+	v1 string
+}
+
 // UnmarshalJSON decodes PodRef, rejecting JSON its Go type cannot represent.
 func (m *PodRef) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1067,16 +1090,18 @@ func (m *PodRef) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes PodRef with its pointer block from blocks
+// (nil: a block of its own).
+func (m *PodRef) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPodRef]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodRef{}
 	var seen [4]bool
-	type pointerBlock struct {
-		v0 int64
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfPodRef
 	next := 0
 	for {
 		field := -1
@@ -1200,7 +1225,7 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p8 := &block.v0
 				v9, err := d.Int64()
@@ -1215,7 +1240,7 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "priorityClassName")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p10 := &block.v1
 				v11, err := d.String()
@@ -1235,9 +1260,10 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 			var buf12 [8]Toleration
 			tmp13 := buf12[:0]
 			var zero16 Toleration
+			var blocks17 jsonwire.Blocks[pointersOfToleration]
 			for i15 := 0; d.NextItem(); i15++ {
 				tmp13 = append(tmp13, zero16)
-				if err := tmp13[i15].decodeJSON(d); err != nil {
+				if err := tmp13[i15].decodeJSONWith(d, &blocks17); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i15), "tolerations")
 				}
 			}
@@ -1285,33 +1311,37 @@ func (m *PodRef) DeepCopy() *PodRef {
 }
 
 func (m *PodRef) deepCopyInto(out *PodRef) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *PodRef) deepCopyIntoWith(out *PodRef, blocks *jsonwire.Blocks[pointersOfPodRef]) {
 	*out = *m
-	type block1Type struct {
-		v0 int64
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfPodRef
 	out.Labels = maps.Clone(m.Labels)
 	if m.Priority != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Priority
-		out.Priority = &block1.v0
+		block.v0 = *m.Priority
+		out.Priority = &block.v0
 	}
 	if m.PriorityClassName != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.PriorityClassName
-		out.PriorityClassName = &block1.v1
+		block.v1 = *m.PriorityClassName
+		out.PriorityClassName = &block.v1
 	}
 	if m.Tolerations != nil {
-		s2 := make([]Toleration, len(m.Tolerations))
-		for i3 := range m.Tolerations {
-			m.Tolerations[i3].deepCopyInto(&s2[i3])
+		s1 := make([]Toleration, len(m.Tolerations))
+		var blocks3 jsonwire.Blocks[pointersOfToleration]
+		blocks3.Reserve(len(m.Tolerations))
+		for i2 := range m.Tolerations {
+			m.Tolerations[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
-		out.Tolerations = s2
+		out.Tolerations = s1
 	}
 }
 
@@ -1492,9 +1522,10 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 				var buf1 [8]PreemptRequestCandidatesItem
 				tmp2 := buf1[:0]
 				var zero5 PreemptRequestCandidatesItem
+				var blocks6 jsonwire.Blocks[pointersOfPreemptRequestCandidatesItem]
 				for i4 := 0; d.NextItem(); i4++ {
 					tmp2 = append(tmp2, zero5)
-					if err := tmp2[i4].decodeJSON(d); err != nil {
+					if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "candidates")
 					}
 				}
@@ -1541,8 +1572,10 @@ func (m *PreemptRequest) deepCopyInto(out *PreemptRequest) {
 	m.Pod.deepCopyInto(&out.Pod)
 	if m.Candidates != nil {
 		s1 := make([]PreemptRequestCandidatesItem, len(m.Candidates))
+		var blocks3 jsonwire.Blocks[pointersOfPreemptRequestCandidatesItem]
+		blocks3.Reserve(len(m.Candidates))
 		for i2 := range m.Candidates {
-			m.Candidates[i2].deepCopyInto(&s1[i2])
+			m.Candidates[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
 		out.Candidates = s1
 	}
@@ -1616,6 +1649,13 @@ type PreemptRequestCandidatesItem struct {
 	PdbViolations *int64   `json:"pdbViolations,omitzero"`
 }
 
+// pointersOfPreemptRequestCandidatesItem holds the values of the pointer members of PreemptRequestCandidatesItem:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPreemptRequestCandidatesItem struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes PreemptRequestCandidatesItem, rejecting JSON its Go type cannot represent.
 func (m *PreemptRequestCandidatesItem) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1626,11 +1666,18 @@ func (m *PreemptRequestCandidatesItem) UnmarshalJSON(data []byte) error {
 }
 
 func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes PreemptRequestCandidatesItem with its pointer block from blocks
+// (nil: a block of its own).
+func (m *PreemptRequestCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPreemptRequestCandidatesItem]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PreemptRequestCandidatesItem{}
 	var seen [2]bool
+	var block *pointersOfPreemptRequestCandidatesItem
 	next := 0
 	for {
 		field := -1
@@ -1686,9 +1733,10 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				var buf2 [8]PodRef
 				tmp3 := buf2[:0]
 				var zero6 PodRef
+				var blocks7 jsonwire.Blocks[pointersOfPodRef]
 				for i5 := 0; d.NextItem(); i5++ {
 					tmp3 = append(tmp3, zero6)
-					if err := tmp3[i5].decodeJSON(d); err != nil {
+					if err := tmp3[i5].decodeJSONWith(d, &blocks7); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "victims")
 					}
 				}
@@ -1703,13 +1751,16 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
-				p7 := new(int64)
-				v8, err := d.Int64()
+				if block == nil {
+					block = blocks.New()
+				}
+				p8 := &block.v0
+				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "pdbViolations")
 				}
-				(*p7) = v8
-				m.PdbViolations = p7
+				(*p8) = v9
+				m.PdbViolations = p8
 			}
 		}
 		next = field + 1
@@ -1731,18 +1782,29 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *PreemptRequestCandidatesItem) deepCopyInto(out *PreemptRequestCandidatesItem) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *PreemptRequestCandidatesItem) deepCopyIntoWith(out *PreemptRequestCandidatesItem, blocks *jsonwire.Blocks[pointersOfPreemptRequestCandidatesItem]) {
 	*out = *m
+	var block *pointersOfPreemptRequestCandidatesItem
 	if m.Victims != nil {
 		s1 := make([]PodRef, len(m.Victims))
+		var blocks3 jsonwire.Blocks[pointersOfPodRef]
+		blocks3.Reserve(len(m.Victims))
 		for i2 := range m.Victims {
-			m.Victims[i2].deepCopyInto(&s1[i2])
+			m.Victims[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
 		out.Victims = s1
 	}
 	if m.PdbViolations != nil {
-		p3 := new(int64)
-		(*p3) = (*m.PdbViolations)
-		out.PdbViolations = p3
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.PdbViolations
+		out.PdbViolations = &block.v0
 	}
 }
 
@@ -1867,9 +1929,10 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 				var buf1 [8]PreemptResponseCandidatesItem
 				tmp2 := buf1[:0]
 				var zero5 PreemptResponseCandidatesItem
+				var blocks6 jsonwire.Blocks[pointersOfPreemptResponseCandidatesItem]
 				for i4 := 0; d.NextItem(); i4++ {
 					tmp2 = append(tmp2, zero5)
-					if err := tmp2[i4].decodeJSON(d); err != nil {
+					if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "candidates")
 					}
 				}
@@ -1912,8 +1975,10 @@ func (m *PreemptResponse) deepCopyInto(out *PreemptResponse) {
 	*out = *m
 	if m.Candidates != nil {
 		s1 := make([]PreemptResponseCandidatesItem, len(m.Candidates))
+		var blocks3 jsonwire.Blocks[pointersOfPreemptResponseCandidatesItem]
+		blocks3.Reserve(len(m.Candidates))
 		for i2 := range m.Candidates {
-			m.Candidates[i2].deepCopyInto(&s1[i2])
+			m.Candidates[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
 		out.Candidates = s1
 	}
@@ -1980,6 +2045,13 @@ type PreemptResponseCandidatesItem struct {
 	PdbViolations *int64   `json:"pdbViolations,omitzero"`
 }
 
+// pointersOfPreemptResponseCandidatesItem holds the values of the pointer members of PreemptResponseCandidatesItem:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPreemptResponseCandidatesItem struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes PreemptResponseCandidatesItem, rejecting JSON its Go type cannot represent.
 func (m *PreemptResponseCandidatesItem) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1990,11 +2062,18 @@ func (m *PreemptResponseCandidatesItem) UnmarshalJSON(data []byte) error {
 }
 
 func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes PreemptResponseCandidatesItem with its pointer block from blocks
+// (nil: a block of its own).
+func (m *PreemptResponseCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPreemptResponseCandidatesItem]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PreemptResponseCandidatesItem{}
 	var seen [2]bool
+	var block *pointersOfPreemptResponseCandidatesItem
 	next := 0
 	for {
 		field := -1
@@ -2047,7 +2126,7 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "victims")
 				}
-				var buf2 [8]string
+				var buf2 [32]string
 				tmp3 := buf2[:0]
 				var zero6 string
 				for i5 := 0; d.NextItem(); i5++ {
@@ -2069,7 +2148,10 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
-				p8 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p8 := &block.v0
 				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "pdbViolations")
@@ -2097,16 +2179,25 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *PreemptResponseCandidatesItem) deepCopyInto(out *PreemptResponseCandidatesItem) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *PreemptResponseCandidatesItem) deepCopyIntoWith(out *PreemptResponseCandidatesItem, blocks *jsonwire.Blocks[pointersOfPreemptResponseCandidatesItem]) {
 	*out = *m
+	var block *pointersOfPreemptResponseCandidatesItem
 	if m.Victims != nil {
 		s1 := make([]string, len(m.Victims))
 		copy(s1, m.Victims)
 		out.Victims = s1
 	}
 	if m.PdbViolations != nil {
-		p3 := new(int64)
-		(*p3) = (*m.PdbViolations)
-		out.PdbViolations = p3
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.PdbViolations
+		out.PdbViolations = &block.v0
 	}
 }
 
@@ -2229,7 +2320,7 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "nodes")
 				}
-				var buf1 [8]string
+				var buf1 [32]string
 				tmp2 := buf1[:0]
 				var zero5 string
 				for i4 := 0; d.NextItem(); i4++ {
@@ -2640,6 +2731,17 @@ type Toleration struct {
 	TolerationSeconds *int64              `json:"tolerationSeconds,omitzero"`
 }
 
+// pointersOfToleration holds the values of the pointer members of Toleration:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfToleration struct {
+	v0 string
+	v1 TolerationOperator
+	v2 string
+	v3 TolerationEffect
+	v4 int64
+}
+
 // UnmarshalJSON decodes Toleration, rejecting JSON its Go type cannot represent.
 func (m *Toleration) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2650,16 +2752,17 @@ func (m *Toleration) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Toleration with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Toleration) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfToleration]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Toleration{}
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 int64
-	}
-	var block *pointerBlock
+	var block *pointersOfToleration
 	next := 0
 	for {
 		field := -1
@@ -2714,7 +2817,7 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -2728,7 +2831,10 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "operator")
 			} else {
-				p3 := new(TolerationOperator)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v1
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "operator")
 				}
@@ -2739,9 +2845,9 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
-				p4 := &block.v1
+				p4 := &block.v2
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -2753,7 +2859,10 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "effect")
 			} else {
-				p6 := new(TolerationEffect)
+				if block == nil {
+					block = blocks.New()
+				}
+				p6 := &block.v3
 				if err := (*p6).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "effect")
 				}
@@ -2764,9 +2873,9 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "tolerationSeconds")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
-				p7 := &block.v2
+				p7 := &block.v4
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "tolerationSeconds")
@@ -2784,49 +2893,48 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Toleration) deepCopyInto(out *Toleration) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Toleration) deepCopyIntoWith(out *Toleration, blocks *jsonwire.Blocks[pointersOfToleration]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 TolerationOperator
-		v2 string
-		v3 TolerationEffect
-		v4 int64
-	}
-	var block1 *block1Type
+	var block *pointersOfToleration
 	if m.Key != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Key
-		out.Key = &block1.v0
+		block.v0 = *m.Key
+		out.Key = &block.v0
 	}
 	if m.Operator != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Operator
-		out.Operator = &block1.v1
+		block.v1 = *m.Operator
+		out.Operator = &block.v1
 	}
 	if m.Value != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Value
-		out.Value = &block1.v2
+		block.v2 = *m.Value
+		out.Value = &block.v2
 	}
 	if m.Effect != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v3 = *m.Effect
-		out.Effect = &block1.v3
+		block.v3 = *m.Effect
+		out.Effect = &block.v3
 	}
 	if m.TolerationSeconds != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v4 = *m.TolerationSeconds
-		out.TolerationSeconds = &block1.v4
+		block.v4 = *m.TolerationSeconds
+		out.TolerationSeconds = &block.v4
 	}
 }
 

@@ -152,6 +152,13 @@ type Binding struct {
 	Priority *int64 `json:"priority,omitzero"`
 }
 
+// pointersOfBinding holds the values of the pointer members of Binding:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfBinding struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
 func (m *Binding) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -173,11 +180,18 @@ func (m *Binding) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Binding with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfBinding]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Binding{}
 	var seen [4]bool
+	var block *pointersOfBinding
 	next := 0
 	for {
 		field := -1
@@ -275,7 +289,10 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				p6 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p6 := &block.v0
 				v7, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
@@ -321,16 +338,25 @@ func (m *Binding) DeepCopy() *Binding {
 }
 
 func (m *Binding) deepCopyInto(out *Binding) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Binding) deepCopyIntoWith(out *Binding, blocks *jsonwire.Blocks[pointersOfBinding]) {
 	*out = *m
+	var block *pointersOfBinding
 	if m.Requests != nil {
 		p1 := new(ResourceList)
 		(*m.Requests).deepCopyInto(&(*p1))
 		out.Requests = p1
 	}
 	if m.Priority != nil {
-		p2 := new(int64)
-		(*p2) = (*m.Priority)
-		out.Priority = p2
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Priority
+		out.Priority = &block.v0
 	}
 }
 
@@ -709,7 +735,7 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "evicted")
 				}
-				var buf1 [8]string
+				var buf1 [32]string
 				tmp2 := buf1[:0]
 				var zero5 string
 				for i4 := 0; d.NextItem(); i4++ {
@@ -1250,6 +1276,14 @@ type NodeCondition struct {
 	Message *string             `json:"message,omitzero"`
 }
 
+// pointersOfNodeCondition holds the values of the pointer members of NodeCondition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeCondition struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
 func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1271,16 +1305,18 @@ func (m *NodeCondition) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeCondition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -1339,7 +1375,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -1354,7 +1390,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -1396,25 +1432,27 @@ func (m *NodeCondition) DeepCopy() *NodeCondition {
 }
 
 func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) deepCopyIntoWith(out *NodeCondition, blocks *jsonwire.Blocks[pointersOfNodeCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeCondition
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Message
-		out.Message = &block1.v1
+		block.v1 = *m.Message
+		out.Message = &block.v1
 	}
 }
 
@@ -1600,6 +1638,13 @@ type NodeHealth struct {
 	Pods []BoundPod `json:"pods,omitzero"`
 }
 
+// pointersOfNodeHealth holds the values of the pointer members of NodeHealth:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeHealth struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes NodeHealth, rejecting JSON its Go type cannot represent.
 func (m *NodeHealth) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1621,11 +1666,18 @@ func (m *NodeHealth) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeHealth with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeHealth]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeHealth{}
 	var seen [4]bool
+	var block *pointersOfNodeHealth
 	next := 0
 	for {
 		field := -1
@@ -1736,7 +1788,10 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				p4 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p4 := &block.v0
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -1794,9 +1849,10 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			var buf11 [8]Taint
 			tmp12 := buf11[:0]
 			var zero15 Taint
+			var blocks16 jsonwire.Blocks[pointersOfTaint]
 			for i14 := 0; d.NextItem(); i14++ {
 				tmp12 = append(tmp12, zero15)
-				if err := tmp12[i14].decodeJSON(d); err != nil {
+				if err := tmp12[i14].decodeJSONWith(d, &blocks16); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "taints")
 				}
 			}
@@ -1813,21 +1869,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf16 [8]NodeAddress
-			tmp17 := buf16[:0]
-			var zero20 NodeAddress
-			for i19 := 0; d.NextItem(); i19++ {
-				tmp17 = append(tmp17, zero20)
-				if err := tmp17[i19].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
+			var buf17 [8]NodeAddress
+			tmp18 := buf17[:0]
+			var zero21 NodeAddress
+			for i20 := 0; d.NextItem(); i20++ {
+				tmp18 = append(tmp18, zero21)
+				if err := tmp18[i20].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s18 := make([]NodeAddress, len(tmp17))
-			copy(s18, tmp17)
-			m.Addresses = s18
+			s19 := make([]NodeAddress, len(tmp18))
+			copy(s19, tmp18)
+			m.Addresses = s19
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
@@ -1835,21 +1891,22 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			var buf21 [8]NodeCondition
-			tmp22 := buf21[:0]
-			var zero25 NodeCondition
-			for i24 := 0; d.NextItem(); i24++ {
-				tmp22 = append(tmp22, zero25)
-				if err := tmp22[i24].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i24), "conditions")
+			var buf22 [8]NodeCondition
+			tmp23 := buf22[:0]
+			var zero26 NodeCondition
+			var blocks27 jsonwire.Blocks[pointersOfNodeCondition]
+			for i25 := 0; d.NextItem(); i25++ {
+				tmp23 = append(tmp23, zero26)
+				if err := tmp23[i25].decodeJSONWith(d, &blocks27); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i25), "conditions")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			s23 := make([]NodeCondition, len(tmp22))
-			copy(s23, tmp22)
-			m.Conditions = s23
+			s24 := make([]NodeCondition, len(tmp23))
+			copy(s24, tmp23)
+			m.Conditions = s24
 		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
@@ -1857,21 +1914,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			var buf26 [8]BoundPod
-			tmp27 := buf26[:0]
-			var zero30 BoundPod
-			for i29 := 0; d.NextItem(); i29++ {
-				tmp27 = append(tmp27, zero30)
-				if err := tmp27[i29].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i29), "pods")
+			var buf28 [8]BoundPod
+			tmp29 := buf28[:0]
+			var zero32 BoundPod
+			for i31 := 0; d.NextItem(); i31++ {
+				tmp29 = append(tmp29, zero32)
+				if err := tmp29[i31].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i31), "pods")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			s28 := make([]BoundPod, len(tmp27))
-			copy(s28, tmp27)
-			m.Pods = s28
+			s30 := make([]BoundPod, len(tmp29))
+			copy(s30, tmp29)
+			m.Pods = s30
 		}
 		next = field + 1
 	}
@@ -1910,25 +1967,36 @@ func (m *NodeHealth) DeepCopy() *NodeHealth {
 }
 
 func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeHealth) deepCopyIntoWith(out *NodeHealth, blocks *jsonwire.Blocks[pointersOfNodeHealth]) {
 	*out = *m
+	var block *pointersOfNodeHealth
 	if m.Reason != nil {
-		p1 := new(string)
-		(*p1) = (*m.Reason)
-		out.Reason = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	m.Allocatable.deepCopyInto(&out.Allocatable)
 	if m.Capacity != nil {
-		p2 := new(ResourceList)
-		(*m.Capacity).deepCopyInto(&(*p2))
-		out.Capacity = p2
+		p1 := new(ResourceList)
+		(*m.Capacity).deepCopyInto(&(*p1))
+		out.Capacity = p1
 	}
 	out.Labels = maps.Clone(m.Labels)
 	if m.Taints != nil {
-		s3 := make([]Taint, len(m.Taints))
-		for i4 := range m.Taints {
-			m.Taints[i4].deepCopyInto(&s3[i4])
+		s2 := make([]Taint, len(m.Taints))
+		var blocks4 jsonwire.Blocks[pointersOfTaint]
+		blocks4.Reserve(len(m.Taints))
+		for i3 := range m.Taints {
+			m.Taints[i3].deepCopyIntoWith(&s2[i3], &blocks4)
 		}
-		out.Taints = s3
+		out.Taints = s2
 	}
 	if m.Addresses != nil {
 		s5 := make([]NodeAddress, len(m.Addresses))
@@ -1937,17 +2005,19 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 	}
 	if m.Conditions != nil {
 		s7 := make([]NodeCondition, len(m.Conditions))
+		var blocks9 jsonwire.Blocks[pointersOfNodeCondition]
+		blocks9.Reserve(len(m.Conditions))
 		for i8 := range m.Conditions {
-			m.Conditions[i8].deepCopyInto(&s7[i8])
+			m.Conditions[i8].deepCopyIntoWith(&s7[i8], &blocks9)
 		}
 		out.Conditions = s7
 	}
 	if m.Pods != nil {
-		s9 := make([]BoundPod, len(m.Pods))
-		for i10 := range m.Pods {
-			m.Pods[i10].deepCopyInto(&s9[i10])
+		s10 := make([]BoundPod, len(m.Pods))
+		for i11 := range m.Pods {
+			m.Pods[i11].deepCopyInto(&s10[i11])
 		}
-		out.Pods = s9
+		out.Pods = s10
 	}
 }
 
@@ -2579,6 +2649,13 @@ type Taint struct {
 	Effect TaintEffect `json:"effect"`
 }
 
+// pointersOfTaint holds the values of the pointer members of Taint:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTaint struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
 func (m *Taint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2600,11 +2677,18 @@ func (m *Taint) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Taint with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
+	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -2653,7 +2737,10 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -2698,11 +2785,20 @@ func (m *Taint) DeepCopy() *Taint {
 }
 
 func (m *Taint) deepCopyInto(out *Taint) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) deepCopyIntoWith(out *Taint, blocks *jsonwire.Blocks[pointersOfTaint]) {
 	*out = *m
+	var block *pointersOfTaint
 	if m.Value != nil {
-		p1 := new(string)
-		(*p1) = (*m.Value)
-		out.Value = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Value
+		out.Value = &block.v0
 	}
 }
 

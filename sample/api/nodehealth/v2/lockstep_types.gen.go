@@ -149,6 +149,13 @@ type Binding struct {
 	Priority *int64 `json:"priority,omitzero"`
 }
 
+// pointersOfBinding holds the values of the pointer members of Binding:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfBinding struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Binding, rejecting JSON its Go type cannot represent.
 func (m *Binding) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -170,11 +177,18 @@ func (m *Binding) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Binding with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfBinding]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Binding{}
 	var seen [3]bool
+	var block *pointersOfBinding
 	next := 0
 	for {
 		field := -1
@@ -239,7 +253,10 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				p2 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
@@ -282,11 +299,20 @@ func (m *Binding) DeepCopy() *Binding {
 }
 
 func (m *Binding) deepCopyInto(out *Binding) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Binding) deepCopyIntoWith(out *Binding, blocks *jsonwire.Blocks[pointersOfBinding]) {
 	*out = *m
+	var block *pointersOfBinding
 	if m.Priority != nil {
-		p1 := new(int64)
-		(*p1) = (*m.Priority)
-		out.Priority = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Priority
+		out.Priority = &block.v0
 	}
 }
 
@@ -578,7 +604,7 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "evicted")
 				}
-				var buf1 [8]string
+				var buf1 [32]string
 				tmp2 := buf1[:0]
 				var zero5 string
 				for i4 := 0; d.NextItem(); i4++ {
@@ -1118,6 +1144,14 @@ type NodeCondition struct {
 	Message *string             `json:"message,omitzero"`
 }
 
+// pointersOfNodeCondition holds the values of the pointer members of NodeCondition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeCondition struct {
+	v0 string
+	v1 string
+}
+
 // UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
 func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1139,16 +1173,18 @@ func (m *NodeCondition) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeCondition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -1207,7 +1243,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -1222,7 +1258,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -1264,25 +1300,27 @@ func (m *NodeCondition) DeepCopy() *NodeCondition {
 }
 
 func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) deepCopyIntoWith(out *NodeCondition, blocks *jsonwire.Blocks[pointersOfNodeCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeCondition
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Message
-		out.Message = &block1.v1
+		block.v1 = *m.Message
+		out.Message = &block.v1
 	}
 }
 
@@ -1468,6 +1506,14 @@ type NodeHealth struct {
 	Pods []BoundPod `json:"pods,omitzero"`
 }
 
+// pointersOfNodeHealth holds the values of the pointer members of NodeHealth:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeHealth struct {
+	v0 string
+	v1 Resources
+}
+
 // UnmarshalJSON decodes NodeHealth, rejecting JSON its Go type cannot represent.
 func (m *NodeHealth) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1489,11 +1535,18 @@ func (m *NodeHealth) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeHealth with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeHealth]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeHealth{}
 	var seen [4]bool
+	var block *pointersOfNodeHealth
 	next := 0
 	for {
 		field := -1
@@ -1602,7 +1655,10 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				p3 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
@@ -1619,7 +1675,10 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "capacity")
 			} else {
-				p5 := new(Resources)
+				if block == nil {
+					block = blocks.New()
+				}
+				p5 := &block.v1
 				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "capacity")
 				}
@@ -1660,9 +1719,10 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			var buf10 [8]Taint
 			tmp11 := buf10[:0]
 			var zero14 Taint
+			var blocks15 jsonwire.Blocks[pointersOfTaint]
 			for i13 := 0; d.NextItem(); i13++ {
 				tmp11 = append(tmp11, zero14)
-				if err := tmp11[i13].decodeJSON(d); err != nil {
+				if err := tmp11[i13].decodeJSONWith(d, &blocks15); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "taints")
 				}
 			}
@@ -1679,21 +1739,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf15 [8]NodeAddress
-			tmp16 := buf15[:0]
-			var zero19 NodeAddress
-			for i18 := 0; d.NextItem(); i18++ {
-				tmp16 = append(tmp16, zero19)
-				if err := tmp16[i18].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "addresses")
+			var buf16 [8]NodeAddress
+			tmp17 := buf16[:0]
+			var zero20 NodeAddress
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				if err := tmp17[i19].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s17 := make([]NodeAddress, len(tmp16))
-			copy(s17, tmp16)
-			m.Addresses = s17
+			s18 := make([]NodeAddress, len(tmp17))
+			copy(s18, tmp17)
+			m.Addresses = s18
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
@@ -1701,21 +1761,22 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			var buf20 [8]NodeCondition
-			tmp21 := buf20[:0]
-			var zero24 NodeCondition
-			for i23 := 0; d.NextItem(); i23++ {
-				tmp21 = append(tmp21, zero24)
-				if err := tmp21[i23].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i23), "conditions")
+			var buf21 [8]NodeCondition
+			tmp22 := buf21[:0]
+			var zero25 NodeCondition
+			var blocks26 jsonwire.Blocks[pointersOfNodeCondition]
+			for i24 := 0; d.NextItem(); i24++ {
+				tmp22 = append(tmp22, zero25)
+				if err := tmp22[i24].decodeJSONWith(d, &blocks26); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i24), "conditions")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			s22 := make([]NodeCondition, len(tmp21))
-			copy(s22, tmp21)
-			m.Conditions = s22
+			s23 := make([]NodeCondition, len(tmp22))
+			copy(s23, tmp22)
+			m.Conditions = s23
 		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
@@ -1723,21 +1784,21 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			var buf25 [8]BoundPod
-			tmp26 := buf25[:0]
-			var zero29 BoundPod
-			for i28 := 0; d.NextItem(); i28++ {
-				tmp26 = append(tmp26, zero29)
-				if err := tmp26[i28].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i28), "pods")
+			var buf27 [8]BoundPod
+			tmp28 := buf27[:0]
+			var zero31 BoundPod
+			for i30 := 0; d.NextItem(); i30++ {
+				tmp28 = append(tmp28, zero31)
+				if err := tmp28[i30].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i30), "pods")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			s27 := make([]BoundPod, len(tmp26))
-			copy(s27, tmp26)
-			m.Pods = s27
+			s29 := make([]BoundPod, len(tmp28))
+			copy(s29, tmp28)
+			m.Pods = s29
 		}
 		next = field + 1
 	}
@@ -1776,33 +1837,37 @@ func (m *NodeHealth) DeepCopy() *NodeHealth {
 }
 
 func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeHealth) deepCopyIntoWith(out *NodeHealth, blocks *jsonwire.Blocks[pointersOfNodeHealth]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 Resources
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeHealth
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Capacity != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Capacity
-		out.Capacity = &block1.v1
+		block.v1 = *m.Capacity
+		out.Capacity = &block.v1
 	}
 	out.Labels = maps.Clone(m.Labels)
 	if m.Taints != nil {
-		s2 := make([]Taint, len(m.Taints))
-		for i3 := range m.Taints {
-			m.Taints[i3].deepCopyInto(&s2[i3])
+		s1 := make([]Taint, len(m.Taints))
+		var blocks3 jsonwire.Blocks[pointersOfTaint]
+		blocks3.Reserve(len(m.Taints))
+		for i2 := range m.Taints {
+			m.Taints[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
-		out.Taints = s2
+		out.Taints = s1
 	}
 	if m.Addresses != nil {
 		s4 := make([]NodeAddress, len(m.Addresses))
@@ -1811,15 +1876,17 @@ func (m *NodeHealth) deepCopyInto(out *NodeHealth) {
 	}
 	if m.Conditions != nil {
 		s6 := make([]NodeCondition, len(m.Conditions))
+		var blocks8 jsonwire.Blocks[pointersOfNodeCondition]
+		blocks8.Reserve(len(m.Conditions))
 		for i7 := range m.Conditions {
-			m.Conditions[i7].deepCopyInto(&s6[i7])
+			m.Conditions[i7].deepCopyIntoWith(&s6[i7], &blocks8)
 		}
 		out.Conditions = s6
 	}
 	if m.Pods != nil {
-		s8 := make([]BoundPod, len(m.Pods))
-		copy(s8, m.Pods)
-		out.Pods = s8
+		s9 := make([]BoundPod, len(m.Pods))
+		copy(s9, m.Pods)
+		out.Pods = s9
 	}
 }
 
@@ -2860,6 +2927,13 @@ type Taint struct {
 	Effect TaintEffect `json:"effect"`
 }
 
+// pointersOfTaint holds the values of the pointer members of Taint:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTaint struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
 func (m *Taint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2881,11 +2955,18 @@ func (m *Taint) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Taint with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
+	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -2934,7 +3015,10 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -2979,11 +3063,20 @@ func (m *Taint) DeepCopy() *Taint {
 }
 
 func (m *Taint) deepCopyInto(out *Taint) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) deepCopyIntoWith(out *Taint, blocks *jsonwire.Blocks[pointersOfTaint]) {
 	*out = *m
+	var block *pointersOfTaint
 	if m.Value != nil {
-		p1 := new(string)
-		(*p1) = (*m.Value)
-		out.Value = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Value
+		out.Value = &block.v0
 	}
 }
 

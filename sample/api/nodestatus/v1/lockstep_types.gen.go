@@ -309,6 +309,15 @@ type NodeCondition struct {
 	LastTransitionTime *time.Time          `json:"lastTransitionTime,omitzero"`
 }
 
+// pointersOfNodeCondition holds the values of the pointer members of NodeCondition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeCondition struct {
+	v0 string
+	v1 string
+	v2 time.Time
+}
+
 // UnmarshalJSON decodes NodeCondition, rejecting JSON its Go type cannot represent.
 func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -319,17 +328,18 @@ func (m *NodeCondition) UnmarshalJSON(data []byte) error {
 }
 
 func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeCondition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -394,7 +404,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -409,7 +419,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -424,7 +434,7 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
@@ -454,33 +464,34 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *NodeCondition) deepCopyInto(out *NodeCondition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeCondition) deepCopyIntoWith(out *NodeCondition, blocks *jsonwire.Blocks[pointersOfNodeCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeCondition
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Message
-		out.Message = &block1.v1
+		block.v1 = *m.Message
+		out.Message = &block.v1
 	}
 	if m.LastTransitionTime != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.LastTransitionTime
-		out.LastTransitionTime = &block1.v2
+		block.v2 = *m.LastTransitionTime
+		out.LastTransitionTime = &block.v2
 	}
 }
 
@@ -652,6 +663,14 @@ type NodeStatus struct {
 	Addresses []NodeAddress `json:"addresses,omitzero"`
 }
 
+// pointersOfNodeStatus holds the values of the pointer members of NodeStatus:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeStatus struct {
+	v0 string
+	v1 bool
+}
+
 // UnmarshalJSON decodes NodeStatus, rejecting JSON its Go type cannot represent.
 func (m *NodeStatus) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -673,16 +692,18 @@ func (m *NodeStatus) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeStatus with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatus]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
-	type pointerBlock struct {
-		v0 string
-		v1 bool
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeStatus
 	next := 0
 	for {
 		field := -1
@@ -768,7 +789,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p2 := &block.v0
 				v3, err := d.String()
@@ -783,7 +804,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v1
 				v5, err := d.Bool()
@@ -804,9 +825,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf6 [8]NodeCondition
 				tmp7 := buf6[:0]
 				var zero10 NodeCondition
+				var blocks11 jsonwire.Blocks[pointersOfNodeCondition]
 				for i9 := 0; d.NextItem(); i9++ {
 					tmp7 = append(tmp7, zero10)
-					if err := tmp7[i9].decodeJSON(d); err != nil {
+					if err := tmp7[i9].decodeJSONWith(d, &blocks11); err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i9), "conditions")
 					}
 				}
@@ -834,24 +856,24 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m11 := map[string]string{}
+			m12 := map[string]string{}
 			for d.NextMember() {
-				k12 := d.KeyString()
+				k13 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e13 string
-				v14, err := d.String()
+				var e14 string
+				v15, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k12), "labels")
+					return jsonwire.Within(jsonwire.Within(err, k13), "labels")
 				}
-				e13 = v14
-				m11[k12] = e13
+				e14 = v15
+				m12[k13] = e14
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m.Labels = m11
+			m.Labels = m12
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
@@ -859,21 +881,22 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			var buf15 [8]Taint
-			tmp16 := buf15[:0]
-			var zero19 Taint
-			for i18 := 0; d.NextItem(); i18++ {
-				tmp16 = append(tmp16, zero19)
-				if err := tmp16[i18].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "taints")
+			var buf16 [8]Taint
+			tmp17 := buf16[:0]
+			var zero20 Taint
+			var blocks21 jsonwire.Blocks[pointersOfTaint]
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				if err := tmp17[i19].decodeJSONWith(d, &blocks21); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "taints")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			s17 := make([]Taint, len(tmp16))
-			copy(s17, tmp16)
-			m.Taints = s17
+			s18 := make([]Taint, len(tmp17))
+			copy(s18, tmp17)
+			m.Taints = s18
 		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
@@ -881,21 +904,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf20 [8]NodeAddress
-			tmp21 := buf20[:0]
-			var zero24 NodeAddress
-			for i23 := 0; d.NextItem(); i23++ {
-				tmp21 = append(tmp21, zero24)
-				if err := tmp21[i23].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i23), "addresses")
+			var buf22 [8]NodeAddress
+			tmp23 := buf22[:0]
+			var zero26 NodeAddress
+			for i25 := 0; d.NextItem(); i25++ {
+				tmp23 = append(tmp23, zero26)
+				if err := tmp23[i25].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i25), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s22 := make([]NodeAddress, len(tmp21))
-			copy(s22, tmp21)
-			m.Addresses = s22
+			s24 := make([]NodeAddress, len(tmp23))
+			copy(s24, tmp23)
+			m.Addresses = s24
 		}
 		next = field + 1
 	}
@@ -934,47 +957,53 @@ func (m *NodeStatus) DeepCopy() *NodeStatus {
 }
 
 func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatus) deepCopyIntoWith(out *NodeStatus, blocks *jsonwire.Blocks[pointersOfNodeStatus]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 bool
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeStatus
 	if m.KubeletVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.KubeletVersion
-		out.KubeletVersion = &block1.v0
+		block.v0 = *m.KubeletVersion
+		out.KubeletVersion = &block.v0
 	}
 	if m.Unschedulable != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Unschedulable
-		out.Unschedulable = &block1.v1
+		block.v1 = *m.Unschedulable
+		out.Unschedulable = &block.v1
 	}
 	if m.Conditions != nil {
-		s2 := make([]NodeCondition, len(m.Conditions))
-		for i3 := range m.Conditions {
-			m.Conditions[i3].deepCopyInto(&s2[i3])
+		s1 := make([]NodeCondition, len(m.Conditions))
+		var blocks3 jsonwire.Blocks[pointersOfNodeCondition]
+		blocks3.Reserve(len(m.Conditions))
+		for i2 := range m.Conditions {
+			m.Conditions[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
-		out.Conditions = s2
+		out.Conditions = s1
 	}
 	m.Capacity.deepCopyInto(&out.Capacity)
 	m.Allocatable.deepCopyInto(&out.Allocatable)
 	out.Labels = maps.Clone(m.Labels)
 	if m.Taints != nil {
 		s4 := make([]Taint, len(m.Taints))
+		var blocks6 jsonwire.Blocks[pointersOfTaint]
+		blocks6.Reserve(len(m.Taints))
 		for i5 := range m.Taints {
-			m.Taints[i5].deepCopyInto(&s4[i5])
+			m.Taints[i5].deepCopyIntoWith(&s4[i5], &blocks6)
 		}
 		out.Taints = s4
 	}
 	if m.Addresses != nil {
-		s6 := make([]NodeAddress, len(m.Addresses))
-		copy(s6, m.Addresses)
-		out.Addresses = s6
+		s7 := make([]NodeAddress, len(m.Addresses))
+		copy(s7, m.Addresses)
+		out.Addresses = s7
 	}
 }
 
@@ -1459,6 +1488,14 @@ type PodStatus struct {
 	RestartCount *int64         `json:"restartCount,omitzero"`
 }
 
+// pointersOfPodStatus holds the values of the pointer members of PodStatus:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPodStatus struct {
+	v0 bool
+	v1 int64
+}
+
 // UnmarshalJSON decodes PodStatus, rejecting JSON its Go type cannot represent.
 func (m *PodStatus) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1480,16 +1517,18 @@ func (m *PodStatus) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes PodStatus with its pointer block from blocks
+// (nil: a block of its own).
+func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPodStatus]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodStatus{}
 	var seen [5]bool
-	type pointerBlock struct {
-		v0 bool
-		v1 int64
-	}
-	var block *pointerBlock
+	var block *pointersOfPodStatus
 	next := 0
 	for {
 		field := -1
@@ -1589,7 +1628,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v0
 				v6, err := d.Bool()
@@ -1604,7 +1643,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v1
 				v8, err := d.Int64()
@@ -1655,25 +1694,27 @@ func (m *PodStatus) DeepCopy() *PodStatus {
 }
 
 func (m *PodStatus) deepCopyInto(out *PodStatus) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *PodStatus) deepCopyIntoWith(out *PodStatus, blocks *jsonwire.Blocks[pointersOfPodStatus]) {
 	*out = *m
-	type block1Type struct {
-		v0 bool
-		v1 int64
-	}
-	var block1 *block1Type
+	var block *pointersOfPodStatus
 	if m.Ready != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Ready
-		out.Ready = &block1.v0
+		block.v0 = *m.Ready
+		out.Ready = &block.v0
 	}
 	if m.RestartCount != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.RestartCount
-		out.RestartCount = &block1.v1
+		block.v1 = *m.RestartCount
+		out.RestartCount = &block.v1
 	}
 }
 
@@ -1934,6 +1975,13 @@ type Taint struct {
 	Effect TaintEffect `json:"effect"`
 }
 
+// pointersOfTaint holds the values of the pointer members of Taint:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTaint struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
 func (m *Taint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1944,11 +1992,18 @@ func (m *Taint) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Taint with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
+	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -1997,7 +2052,10 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -2030,11 +2088,20 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Taint) deepCopyInto(out *Taint) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) deepCopyIntoWith(out *Taint, blocks *jsonwire.Blocks[pointersOfTaint]) {
 	*out = *m
+	var block *pointersOfTaint
 	if m.Value != nil {
-		p1 := new(string)
-		(*p1) = (*m.Value)
-		out.Value = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Value
+		out.Value = &block.v0
 	}
 }
 

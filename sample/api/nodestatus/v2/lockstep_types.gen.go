@@ -141,6 +141,15 @@ type Condition struct {
 	Since   *time.Time      `json:"since,omitzero"`
 }
 
+// pointersOfCondition holds the values of the pointer members of Condition:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfCondition struct {
+	v0 string
+	v1 string
+	v2 time.Time
+}
+
 // UnmarshalJSON decodes Condition, rejecting JSON its Go type cannot represent.
 func (m *Condition) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -151,17 +160,18 @@ func (m *Condition) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Condition with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Condition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfCondition]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Condition{}
 	var seen [1]bool
-	type pointerBlock struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block *pointerBlock
+	var block *pointersOfCondition
 	next := 0
 	for {
 		field := -1
@@ -215,7 +225,7 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.String()
@@ -230,7 +240,7 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.String()
@@ -245,7 +255,7 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
@@ -272,33 +282,34 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Condition) deepCopyInto(out *Condition) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Condition) deepCopyIntoWith(out *Condition, blocks *jsonwire.Blocks[pointersOfCondition]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 string
-		v2 time.Time
-	}
-	var block1 *block1Type
+	var block *pointersOfCondition
 	if m.Reason != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Reason
-		out.Reason = &block1.v0
+		block.v0 = *m.Reason
+		out.Reason = &block.v0
 	}
 	if m.Message != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Message
-		out.Message = &block1.v1
+		block.v1 = *m.Message
+		out.Message = &block.v1
 	}
 	if m.Since != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v2 = *m.Since
-		out.Since = &block1.v2
+		block.v2 = *m.Since
+		out.Since = &block.v2
 	}
 }
 
@@ -799,6 +810,14 @@ type NodeStatus struct {
 	Addresses []NodeAddress `json:"addresses,omitzero"`
 }
 
+// pointersOfNodeStatus holds the values of the pointer members of NodeStatus:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfNodeStatus struct {
+	v0 string
+	v1 bool
+}
+
 // UnmarshalJSON decodes NodeStatus, rejecting JSON its Go type cannot represent.
 func (m *NodeStatus) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -820,16 +839,18 @@ func (m *NodeStatus) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes NodeStatus with its pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatus]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
-	type pointerBlock struct {
-		v0 string
-		v1 bool
-	}
-	var block *pointerBlock
+	var block *pointersOfNodeStatus
 	next := 0
 	for {
 		field := -1
@@ -915,7 +936,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p2 := &block.v0
 				v3, err := d.String()
@@ -930,7 +951,7 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p4 := &block.v1
 				v5, err := d.Bool()
@@ -990,9 +1011,10 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			var buf10 [8]Taint
 			tmp11 := buf10[:0]
 			var zero14 Taint
+			var blocks15 jsonwire.Blocks[pointersOfTaint]
 			for i13 := 0; d.NextItem(); i13++ {
 				tmp11 = append(tmp11, zero14)
-				if err := tmp11[i13].decodeJSON(d); err != nil {
+				if err := tmp11[i13].decodeJSONWith(d, &blocks15); err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "taints")
 				}
 			}
@@ -1009,21 +1031,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf15 [8]NodeAddress
-			tmp16 := buf15[:0]
-			var zero19 NodeAddress
-			for i18 := 0; d.NextItem(); i18++ {
-				tmp16 = append(tmp16, zero19)
-				if err := tmp16[i18].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i18), "addresses")
+			var buf16 [8]NodeAddress
+			tmp17 := buf16[:0]
+			var zero20 NodeAddress
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				if err := tmp17[i19].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s17 := make([]NodeAddress, len(tmp16))
-			copy(s17, tmp16)
-			m.Addresses = s17
+			s18 := make([]NodeAddress, len(tmp17))
+			copy(s18, tmp17)
+			m.Addresses = s18
 		}
 		next = field + 1
 	}
@@ -1062,34 +1084,38 @@ func (m *NodeStatus) DeepCopy() *NodeStatus {
 }
 
 func (m *NodeStatus) deepCopyInto(out *NodeStatus) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *NodeStatus) deepCopyIntoWith(out *NodeStatus, blocks *jsonwire.Blocks[pointersOfNodeStatus]) {
 	*out = *m
-	type block1Type struct {
-		v0 string
-		v1 bool
-	}
-	var block1 *block1Type
+	var block *pointersOfNodeStatus
 	if m.KubeletVersion != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.KubeletVersion
-		out.KubeletVersion = &block1.v0
+		block.v0 = *m.KubeletVersion
+		out.KubeletVersion = &block.v0
 	}
 	if m.Unschedulable != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Unschedulable
-		out.Unschedulable = &block1.v1
+		block.v1 = *m.Unschedulable
+		out.Unschedulable = &block.v1
 	}
 	m.Conditions.deepCopyInto(&out.Conditions)
 	out.Labels = maps.Clone(m.Labels)
 	if m.Taints != nil {
-		s2 := make([]Taint, len(m.Taints))
-		for i3 := range m.Taints {
-			m.Taints[i3].deepCopyInto(&s2[i3])
+		s1 := make([]Taint, len(m.Taints))
+		var blocks3 jsonwire.Blocks[pointersOfTaint]
+		blocks3.Reserve(len(m.Taints))
+		for i2 := range m.Taints {
+			m.Taints[i2].deepCopyIntoWith(&s1[i2], &blocks3)
 		}
-		out.Taints = s2
+		out.Taints = s1
 	}
 	if m.Addresses != nil {
 		s4 := make([]NodeAddress, len(m.Addresses))
@@ -1654,6 +1680,14 @@ type PodStatus struct {
 	RestartCount *int64         `json:"restartCount,omitzero"`
 }
 
+// pointersOfPodStatus holds the values of the pointer members of PodStatus:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfPodStatus struct {
+	v0 bool
+	v1 int64
+}
+
 // UnmarshalJSON decodes PodStatus, rejecting JSON its Go type cannot represent.
 func (m *PodStatus) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -1675,16 +1709,18 @@ func (m *PodStatus) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes PodStatus with its pointer block from blocks
+// (nil: a block of its own).
+func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPodStatus]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodStatus{}
 	var seen [5]bool
-	type pointerBlock struct {
-		v0 bool
-		v1 int64
-	}
-	var block *pointerBlock
+	var block *pointersOfPodStatus
 	next := 0
 	for {
 		field := -1
@@ -1784,7 +1820,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p5 := &block.v0
 				v6, err := d.Bool()
@@ -1799,7 +1835,7 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p7 := &block.v1
 				v8, err := d.Int64()
@@ -1850,25 +1886,27 @@ func (m *PodStatus) DeepCopy() *PodStatus {
 }
 
 func (m *PodStatus) deepCopyInto(out *PodStatus) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *PodStatus) deepCopyIntoWith(out *PodStatus, blocks *jsonwire.Blocks[pointersOfPodStatus]) {
 	*out = *m
-	type block1Type struct {
-		v0 bool
-		v1 int64
-	}
-	var block1 *block1Type
+	var block *pointersOfPodStatus
 	if m.Ready != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Ready
-		out.Ready = &block1.v0
+		block.v0 = *m.Ready
+		out.Ready = &block.v0
 	}
 	if m.RestartCount != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.RestartCount
-		out.RestartCount = &block1.v1
+		block.v1 = *m.RestartCount
+		out.RestartCount = &block.v1
 	}
 }
 
@@ -2138,6 +2176,13 @@ type Taint struct {
 	Effect TaintEffect `json:"effect"`
 }
 
+// pointersOfTaint holds the values of the pointer members of Taint:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTaint struct {
+	v0 string
+}
+
 // UnmarshalJSON decodes Taint, rejecting JSON its Go type cannot represent.
 func (m *Taint) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -2148,11 +2193,18 @@ func (m *Taint) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Taint with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
+	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -2201,7 +2253,10 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				p2 := new(string)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
@@ -2234,11 +2289,20 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Taint) deepCopyInto(out *Taint) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Taint) deepCopyIntoWith(out *Taint, blocks *jsonwire.Blocks[pointersOfTaint]) {
 	*out = *m
+	var block *pointersOfTaint
 	if m.Value != nil {
-		p1 := new(string)
-		(*p1) = (*m.Value)
-		out.Value = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Value
+		out.Value = &block.v0
 	}
 }
 

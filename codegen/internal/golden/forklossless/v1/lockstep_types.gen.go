@@ -18,6 +18,14 @@ type Dimensions struct {
 	Height *float64 `json:"height,omitzero"`
 }
 
+// pointersOfDimensions holds the values of the pointer members of Dimensions:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfDimensions struct {
+	v0 float64
+	v1 float64
+}
+
 // UnmarshalJSON decodes Dimensions, rejecting JSON its Go type cannot represent.
 func (m *Dimensions) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -28,15 +36,17 @@ func (m *Dimensions) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Dimensions with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Dimensions) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfDimensions]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Dimensions{}
-	type pointerBlock struct {
-		v0 float64
-		v1 float64
-	}
-	var block *pointerBlock
+	var block *pointersOfDimensions
 	next := 0
 	for {
 		field := -1
@@ -73,7 +83,7 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Float64()
@@ -88,7 +98,7 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.Float64()
@@ -108,25 +118,27 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Dimensions) deepCopyInto(out *Dimensions) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Dimensions) deepCopyIntoWith(out *Dimensions, blocks *jsonwire.Blocks[pointersOfDimensions]) {
 	*out = *m
-	type block1Type struct {
-		v0 float64
-		v1 float64
-	}
-	var block1 *block1Type
+	var block *pointersOfDimensions
 	if m.Width != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Width
-		out.Width = &block1.v0
+		block.v0 = *m.Width
+		out.Width = &block.v0
 	}
 	if m.Height != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Height
-		out.Height = &block1.v1
+		block.v1 = *m.Height
+		out.Height = &block.v1
 	}
 }
 
@@ -169,6 +181,14 @@ type Item struct {
 	Code       *ItemCode                 `json:"code,omitzero"`
 }
 
+// pointersOfItem holds the values of the pointer members of Item:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfItem struct {
+	v0 Money
+	v1 ItemKind
+}
+
 // UnmarshalJSON decodes Item, rejecting JSON its Go type cannot represent.
 func (m *Item) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -190,11 +210,18 @@ func (m *Item) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Item with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfItem]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Item{}
 	var seen [2]bool
+	var block *pointersOfItem
 	next := 0
 	for {
 		field := -1
@@ -286,7 +313,10 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "price")
 			} else {
-				p3 := new(Money)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "price")
 				}
@@ -299,7 +329,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var buf4 [8]string
+			var buf4 [32]string
 			tmp5 := buf4[:0]
 			var zero8 string
 			for i7 := 0; d.NextItem(); i7++ {
@@ -367,7 +397,10 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
-				p17 := new(ItemKind)
+				if block == nil {
+					block = blocks.New()
+				}
+				p17 := &block.v1
 				if err := (*p17).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kind")
 				}
@@ -802,6 +835,13 @@ type Receipt struct {
 	At       *time.Time `json:"at,omitzero"`
 }
 
+// pointersOfReceipt holds the values of the pointer members of Receipt:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfReceipt struct {
+	v0 time.Time
+}
+
 // UnmarshalJSON decodes Receipt, rejecting JSON its Go type cannot represent.
 func (m *Receipt) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -823,11 +863,18 @@ func (m *Receipt) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Receipt with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfReceipt]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Receipt{}
 	var seen [1]bool
+	var block *pointersOfReceipt
 	next := 0
 	for {
 		field := -1
@@ -870,7 +917,10 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
-				p2 := new(time.Time)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "at")
@@ -907,11 +957,20 @@ func (m *Receipt) DeepCopy() *Receipt {
 }
 
 func (m *Receipt) deepCopyInto(out *Receipt) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Receipt) deepCopyIntoWith(out *Receipt, blocks *jsonwire.Blocks[pointersOfReceipt]) {
 	*out = *m
+	var block *pointersOfReceipt
 	if m.At != nil {
-		p1 := new(time.Time)
-		(*p1) = (*m.At)
-		out.At = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.At
+		out.At = &block.v0
 	}
 }
 

@@ -28,6 +28,14 @@ type Item struct {
 	Code       *ItemCode                 `json:"code,omitzero"`
 }
 
+// pointersOfItem holds the values of the pointer members of Item:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfItem struct {
+	v0 ItemKind
+	v1 Price
+}
+
 // UnmarshalJSON decodes Item, rejecting JSON its Go type cannot represent.
 func (m *Item) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -49,11 +57,18 @@ func (m *Item) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Item with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfItem]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Item{}
 	var seen [2]bool
+	var block *pointersOfItem
 	next := 0
 	for {
 		field := -1
@@ -145,7 +160,10 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
-				p3 := new(ItemKind)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kind")
 				}
@@ -165,7 +183,10 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "price")
 			} else {
-				p5 := new(Price)
+				if block == nil {
+					block = blocks.New()
+				}
+				p5 := &block.v1
 				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "price")
 				}
@@ -178,7 +199,7 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tags")
 			}
-			var buf6 [8]string
+			var buf6 [32]string
 			tmp7 := buf6[:0]
 			var zero10 string
 			for i9 := 0; d.NextItem(); i9++ {
@@ -661,6 +682,13 @@ type Receipt struct {
 	At       *time.Time `json:"at,omitzero"`
 }
 
+// pointersOfReceipt holds the values of the pointer members of Receipt:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfReceipt struct {
+	v0 time.Time
+}
+
 // UnmarshalJSON decodes Receipt, rejecting JSON its Go type cannot represent.
 func (m *Receipt) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -682,11 +710,18 @@ func (m *Receipt) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Receipt with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfReceipt]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Receipt{}
 	var seen [1]bool
+	var block *pointersOfReceipt
 	next := 0
 	for {
 		field := -1
@@ -729,7 +764,10 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
-				p2 := new(time.Time)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "at")
@@ -766,11 +804,20 @@ func (m *Receipt) DeepCopy() *Receipt {
 }
 
 func (m *Receipt) deepCopyInto(out *Receipt) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Receipt) deepCopyIntoWith(out *Receipt, blocks *jsonwire.Blocks[pointersOfReceipt]) {
 	*out = *m
+	var block *pointersOfReceipt
 	if m.At != nil {
-		p1 := new(time.Time)
-		(*p1) = (*m.At)
-		out.At = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.At
+		out.At = &block.v0
 	}
 }
 
@@ -817,6 +864,14 @@ type Size struct {
 	Height *float64 `json:"height,omitzero"`
 }
 
+// pointersOfSize holds the values of the pointer members of Size:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfSize struct {
+	v0 float64
+	v1 float64
+}
+
 // UnmarshalJSON decodes Size, rejecting JSON its Go type cannot represent.
 func (m *Size) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -827,15 +882,17 @@ func (m *Size) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Size with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Size) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSize]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Size{}
-	type pointerBlock struct {
-		v0 float64
-		v1 float64
-	}
-	var block *pointerBlock
+	var block *pointersOfSize
 	next := 0
 	for {
 		field := -1
@@ -872,7 +929,7 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p1 := &block.v0
 				v2, err := d.Float64()
@@ -887,7 +944,7 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
 				if block == nil {
-					block = new(pointerBlock)
+					block = blocks.New()
 				}
 				p3 := &block.v1
 				v4, err := d.Float64()
@@ -907,25 +964,27 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 func (m *Size) deepCopyInto(out *Size) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Size) deepCopyIntoWith(out *Size, blocks *jsonwire.Blocks[pointersOfSize]) {
 	*out = *m
-	type block1Type struct {
-		v0 float64
-		v1 float64
-	}
-	var block1 *block1Type
+	var block *pointersOfSize
 	if m.Width != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v0 = *m.Width
-		out.Width = &block1.v0
+		block.v0 = *m.Width
+		out.Width = &block.v0
 	}
 	if m.Height != nil {
-		if block1 == nil {
-			block1 = new(block1Type)
+		if block == nil {
+			block = blocks.New()
 		}
-		block1.v1 = *m.Height
-		out.Height = &block1.v1
+		block.v1 = *m.Height
+		out.Height = &block.v1
 	}
 }
 

@@ -18,6 +18,13 @@ type Ack struct {
 	Since      *time.Time `json:"since,omitzero"`
 }
 
+// pointersOfAck holds the values of the pointer members of Ack:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfAck struct {
+	v0 time.Time
+}
+
 // UnmarshalJSON decodes Ack, rejecting JSON its Go type cannot represent.
 func (m *Ack) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -39,11 +46,18 @@ func (m *Ack) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Ack with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Ack) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfAck]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Ack{}
 	var seen [2]bool
+	var block *pointersOfAck
 	next := 0
 	for {
 		field := -1
@@ -99,7 +113,10 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
-				p3 := new(time.Time)
+				if block == nil {
+					block = blocks.New()
+				}
+				p3 := &block.v0
 				v4, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "since")
@@ -139,11 +156,20 @@ func (m *Ack) DeepCopy() *Ack {
 }
 
 func (m *Ack) deepCopyInto(out *Ack) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Ack) deepCopyIntoWith(out *Ack, blocks *jsonwire.Blocks[pointersOfAck]) {
 	*out = *m
+	var block *pointersOfAck
 	if m.Since != nil {
-		p1 := new(time.Time)
-		(*p1) = (*m.Since)
-		out.Since = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Since
+		out.Since = &block.v0
 	}
 }
 
@@ -195,6 +221,13 @@ type Address struct {
 	Port *int64 `json:"port,omitzero"`
 }
 
+// pointersOfAddress holds the values of the pointer members of Address:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfAddress struct {
+	v0 int64
+}
+
 // UnmarshalJSON decodes Address, rejecting JSON its Go type cannot represent.
 func (m *Address) UnmarshalJSON(data []byte) error {
 	d := jsonwire.NewDecoder(data)
@@ -216,11 +249,18 @@ func (m *Address) UnmarshalSharedJSON(data []byte) error {
 }
 
 func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes Address with its pointer block from blocks
+// (nil: a block of its own).
+func (m *Address) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfAddress]) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Address{}
 	var seen [1]bool
+	var block *pointersOfAddress
 	next := 0
 	for {
 		field := -1
@@ -263,7 +303,10 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
-				p2 := new(int64)
+				if block == nil {
+					block = blocks.New()
+				}
+				p2 := &block.v0
 				v3, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "port")
@@ -300,11 +343,20 @@ func (m *Address) DeepCopy() *Address {
 }
 
 func (m *Address) deepCopyInto(out *Address) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Address) deepCopyIntoWith(out *Address, blocks *jsonwire.Blocks[pointersOfAddress]) {
 	*out = *m
+	var block *pointersOfAddress
 	if m.Port != nil {
-		p1 := new(int64)
-		(*p1) = (*m.Port)
-		out.Port = p1
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Port
+		out.Port = &block.v0
 	}
 }
 
