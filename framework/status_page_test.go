@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,9 +24,10 @@ import (
 )
 
 // The status JSON writes durations as "5s" and times as RFC 3339, and says
-// what every peer agreed on and in which state it is.
+// what every peer agreed on and in which state it is. The server runs on
+// a fake clock (see liveOnAFakeClock).
 func TestStatusJSONIsReadable(t *testing.T) {
-	srv := startBench(t, "127.0.0.1:0", "1.0.0")
+	srv := startBench(t, "127.0.0.1:0", "1.0.0", liveOnAFakeClock(t))
 	cl := benchClient(t, "1.0.0", []string{srv.URL})
 	require.NoError(t, cl.WaitReady(timeout(t, 10*time.Second)))
 
@@ -60,7 +62,7 @@ func TestStatusJSONIsReadable(t *testing.T) {
 // component's own client.
 func TestStatusPageRendersInABrowser(t *testing.T) {
 	browser := chromium(t)
-	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
+	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{cfg: liveOnAFakeClock(t)})
 	require.NoError(t, ts.health.Set(&topicmsg.NodeHealth{Node: "node-1", Ready: true}))
 	a := topicClient(t, "1.0.0", []string{ts.URL}, func(c *framework.ClientConfig) { c.Instance = "agent-a" })
 	b := topicClient(t, "1.0.0", []string{ts.URL}, func(c *framework.ClientConfig) { c.Instance = "agent-b" })
@@ -99,6 +101,28 @@ func TestStatusPageRendersInABrowser(t *testing.T) {
 	// JSON stays the default for programs.
 	raw := do(t, http.MethodGet, ts.URL+protocol.PathStatus, map[string]string{"Accept": "*/*"}, nil)
 	assert.Equal(t, "application/json", raw.header.Get("Content-Type"))
+}
+
+// liveOnAFakeClock gives a server a fake clock that stands still until the
+// test ends, so that the sessions its status shows are live: a session is
+// late once its server's clock passed two heartbeat intervals (400 ms for
+// the test servers) since its last renewal, and on a loaded machine the
+// clients' heartbeats on real time, and the page's render in a browser
+// started after them, take longer than that (a run rendered a peer
+// renewed 402 ms before as late). The clock moves once the test ends
+// (its context is done before any cleanup runs), for the server's drain
+// to finish.
+func liveOnAFakeClock(t *testing.T) func(*framework.ServerConfig) {
+	t.Helper()
+	fc := clockwork.NewFakeClock()
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped) }) // the last cleanup: after the server's stop
+	ended := t.Context()
+	go func() {
+		<-ended.Done()
+		runClock(fc, stopped)
+	}()
+	return func(c *framework.ServerConfig) { c.Clock = fc }
 }
 
 // chromium returns the path of a Chromium that can run headless, skipping
