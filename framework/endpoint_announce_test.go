@@ -2,7 +2,12 @@ package framework_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,4 +174,61 @@ func TestAnEndpointReportedAfterItsRemovalIsHandshakenAtOnce(t *testing.T) {
 	r.calls(t)
 	assert.Equal(t, start, r.clock.Now())
 	assert.Zero(t, r.dials(r.url), "the prober dialled")
+}
+
+// An endpoint waiting out a backoff (its address answered, but not with a
+// welcome: a proxy in front of the server said 503 while it started) tries
+// again at once when its source says it is ready again, not when the
+// backoff's timer fires. The clock never moves; proxy and server are real,
+// on 127.0.0.1.
+func TestAReadyAgainReportEndsAnEndpointsBackoff(t *testing.T) {
+	backend := startBench(t, "127.0.0.1:0", "1.0.0")
+	target, err := url.Parse(backend.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	toBackend := &http.Transport{}
+	proxy.Transport = toBackend
+	var up atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.Close(); toBackend.CloseIdleConnections() })
+
+	clock := clockwork.NewFakeClock()
+	start := clock.Now()
+	s := newTestSource()
+	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
+		c.Source, c.Clock = readinessSource{s}, clock
+		framework.UseOwnProbers(c, clock)
+	})
+	ctx := timeout(t, 20*time.Second)
+	select {
+	case <-s.joined:
+	case <-ctx.Done():
+		t.Fatal("the client did not run its source")
+	}
+	s.report(framework.EndpointReport{URL: front.URL, NotReady: true})
+	endpointStateEventually(t, cl, front.URL, "refused")
+	done := make(chan error, 1)
+	go func() {
+		_, err := report(ctx, cl, 1)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return cl.Status().Blocked == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "the endpoint waits out its backoff")
+
+	up.Store(true)
+	s.report(framework.EndpointReport{URL: front.URL})
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the blocked call did not go through while the clock stood still: %+v", cl.Endpoints())
+	}
+	assert.Equal(t, start, clock.Now())
+	assert.Equal(t, int64(1), backend.handled.Load())
 }
