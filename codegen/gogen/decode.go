@@ -499,7 +499,7 @@ func (g *generator) decoder(t *gomodel.Type) string {
 // ones, encoding/json) write a struct's members in declaration order, so
 // the decoder first tries the member declared after the last one read,
 // comparing the input with the comma and name as they write them
-// (jsonwire's MemberIs), and only moves to the next member and reads and
+// (jsonwire's Ahead and Member), and only moves to the next member and reads and
 // matches its name when that fails: data in any other order, with white
 // space or escapes in names, or unknown members, decode exactly as
 // before, by name.
@@ -527,7 +527,13 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	for i, f := range t.Fields {
 		if lit, ok := memberLiteral(f.JSONName); ok {
 			c.line("case %d:", i)
-			c.line("if d.MemberIs(`%s`) {", lit)
+			if i == 0 {
+				// Only the first member can follow the '{'
+				// directly, and only it has no comma before it.
+				c.line("if d.Ahead(%d) == `%s` && d.FirstMember(%d) {", len(lit)-1, lit[1:], len(lit)-1)
+			} else {
+				c.line("if d.Ahead(%d) == `%s` && d.Member(%d) {", len(lit), lit, len(lit))
+			}
 			c.line("field = %d", i)
 			c.line("}")
 		}

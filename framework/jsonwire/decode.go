@@ -419,25 +419,45 @@ func (d *Decoder) Key() []byte {
 	return key
 }
 
-// MemberIs moves to the next member of an object and reads its name and
-// the ':' after it when they are exactly lit, `,"name":` (the comma
-// dropped for an object's first member), as compact JSON writes them,
-// and reports whether it did; otherwise it reads nothing. Generated
-// decoders try the member they expect next with it before moving on with
-// [Decoder.NextMember] and [Decoder.Key]: for data written in declaration
-// order, a member costs one comparison, and no name is scanned or
-// matched. A name written with escapes or white space does not match;
-// Key then reads it.
-func (d *Decoder) MemberIs(lit string) bool {
-	if d.opened {
-		lit = lit[1:]
+// Ahead returns the next n bytes of the input without reading them, ""
+// when fewer remain. Generated decoders compare it with the member they
+// expect next as compact JSON writes it after the member before,
+// `,"name":` (`"name":` for an object's first member), and read it with
+// [Decoder.Member] (or [Decoder.FirstMember]) when it matches, before
+// moving on with [Decoder.NextMember] and [Decoder.Key] otherwise: for
+// data written in declaration order, a member costs one comparison, and
+// no name is scanned or matched. Compared in the generated code with a
+// constant, names of up to 13 bytes take at most two loads, not a call. A
+// name written with escapes or white space does not match; Key then reads
+// it.
+func (d *Decoder) Ahead(n int) string {
+	if len(d.data)-d.pos < n || n <= 0 {
+		return ""
 	}
-	if d.err == nil && len(d.data)-d.pos >= len(lit) && string(d.data[d.pos:d.pos+len(lit)]) == lit {
-		d.pos += len(lit)
-		d.opened = false
-		return true
+	return unsafe.String(&d.data[d.pos], n)
+}
+
+// Member reads the n bytes of a comma and member name that [Decoder.Ahead]
+// returned, and reports whether it did: not after the '{' of an object,
+// which no comma follows.
+func (d *Decoder) Member(n int) bool {
+	if d.opened || d.err != nil {
+		return false
 	}
-	return false
+	d.pos += n
+	return true
+}
+
+// FirstMember reads the n bytes of an object's first member name that
+// [Decoder.Ahead] returned, and reports whether it did: only right after
+// the object's '{'.
+func (d *Decoder) FirstMember(n int) bool {
+	if !d.opened || d.err != nil {
+		return false
+	}
+	d.pos += n
+	d.opened = false
+	return true
 }
 
 // compactComma reads a comma straight after a value with no white space

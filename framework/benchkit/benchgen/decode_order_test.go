@@ -17,7 +17,7 @@ import (
 // reorder rewrites every object of data with its members in reverse order,
 // a space around each name and value, and names escaped as \u sequences
 // where escape is set: the same value, in a form in which the generated
-// decoder's guess of the next member (jsonwire's MemberIs) never matches.
+// decoder's guess of the next member (jsonwire's Ahead) never matches.
 func reorder(t *testing.T, data []byte, escape bool) []byte {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(data))

@@ -48,11 +48,11 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"accepted":`) {
+			if d.Ahead(11) == `"accepted":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"generation":`) {
+			if d.Ahead(14) == `,"generation":` && d.Member(14) {
 				field = 1
 			}
 		}
@@ -180,11 +180,11 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -364,23 +364,23 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(10) == `,"status":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"lastHeartbeatTime":`) {
+			if d.Ahead(21) == `,"lastHeartbeatTime":` && d.Member(21) {
 				field = 4
 			}
 		}
@@ -708,31 +708,31 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"capacity":`) {
+			if d.Ahead(12) == `,"capacity":` && d.Member(12) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"allocatable":`) {
+			if d.Ahead(15) == `,"allocatable":` && d.Member(15) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"addresses":`) {
+			if d.Ahead(13) == `,"addresses":` && d.Member(13) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"nodeInfo":`) {
+			if d.Ahead(12) == `,"nodeInfo":` && d.Member(12) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"images":`) {
+			if d.Ahead(10) == `,"images":` && d.Member(10) {
 				field = 6
 			}
 		}
@@ -1137,35 +1137,35 @@ func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"machineID":`) {
+			if d.Ahead(12) == `"machineID":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"systemUUID":`) {
+			if d.Ahead(14) == `,"systemUUID":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"bootID":`) {
+			if d.Ahead(10) == `,"bootID":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"kernelVersion":`) {
+			if d.Ahead(17) == `,"kernelVersion":` && d.Member(17) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"osImage":`) {
+			if d.Ahead(11) == `,"osImage":` && d.Member(11) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"containerRuntimeVersion":`) {
+			if d.Ahead(27) == `,"containerRuntimeVersion":` && d.Member(27) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"kubeletVersion":`) {
+			if d.Ahead(18) == `,"kubeletVersion":` && d.Member(18) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"kubeProxyVersion":`) {
+			if d.Ahead(20) == `,"kubeProxyVersion":` && d.Member(20) {
 				field = 7
 			}
 		}

@@ -72,15 +72,15 @@ func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"never":`) {
+			if d.Ahead(9) == `,"never":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"nothing":`) {
+			if d.Ahead(11) == `,"nothing":` && d.Member(11) {
 				field = 2
 			}
 		}

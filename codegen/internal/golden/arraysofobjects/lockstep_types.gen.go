@@ -50,27 +50,27 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"inline":`) {
+			if d.Ahead(9) == `"inline":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"referenced":`) {
+			if d.Ahead(14) == `,"referenced":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"matrix":`) {
+			if d.Ahead(10) == `,"matrix":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"nullableItems":`) {
+			if d.Ahead(17) == `,"nullableItems":` && d.Member(17) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"anyItems":`) {
+			if d.Ahead(12) == `,"anyItems":` && d.Member(12) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"named":`) {
+			if d.Ahead(9) == `,"named":` && d.Member(9) {
 				field = 5
 			}
 		}
@@ -459,11 +459,11 @@ func (m *ArraysInlineItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"weight":`) {
+			if d.Ahead(10) == `,"weight":` && d.Member(10) {
 				field = 1
 			}
 		}
@@ -600,11 +600,11 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(5) == `"id":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"tags":`) {
+			if d.Ahead(8) == `,"tags":` && d.Member(8) {
 				field = 1
 			}
 		}

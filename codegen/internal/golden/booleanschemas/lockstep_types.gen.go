@@ -49,15 +49,15 @@ func (m *Booleans) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"anything":`) {
+			if d.Ahead(11) == `"anything":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"list":`) {
+			if d.Ahead(8) == `,"list":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"open":`) {
+			if d.Ahead(8) == `,"open":` && d.Member(8) {
 				field = 2
 			}
 		}

@@ -58,11 +58,11 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"pod":`) {
+			if d.Ahead(6) == `"pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"nodenames":`) {
+			if d.Ahead(13) == `,"nodenames":` && d.Member(13) {
 				field = 1
 			}
 		}
@@ -273,15 +273,15 @@ func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonw
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodenames":`) {
+			if d.Ahead(12) == `"nodenames":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"failedNodes":`) {
+			if d.Ahead(15) == `,"failedNodes":` && d.Member(15) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"error":`) {
+			if d.Ahead(9) == `,"error":` && d.Member(9) {
 				field = 2
 			}
 		}
@@ -554,7 +554,7 @@ func (m *Strict) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		}

@@ -261,15 +261,15 @@ func (m *Config) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"version":`) {
+			if d.Ahead(10) == `"version":` && d.FirstMember(10) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"services":`) {
+			if d.Ahead(12) == `,"services":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"volumes":`) {
+			if d.Ahead(11) == `,"volumes":` && d.Member(11) {
 				field = 2
 			}
 		}
@@ -592,11 +592,11 @@ func (m *Deploy) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"replicas":`) {
+			if d.Ahead(11) == `"replicas":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"resources":`) {
+			if d.Ahead(13) == `,"resources":` && d.Member(13) {
 				field = 1
 			}
 		}
@@ -706,11 +706,11 @@ func (m *DeployResources) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"limits":`) {
+			if d.Ahead(9) == `"limits":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"reservations":`) {
+			if d.Ahead(16) == `,"reservations":` && d.Member(16) {
 				field = 1
 			}
 		}
@@ -1205,11 +1205,11 @@ func (m *Resource) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"cpus":`) {
+			if d.Ahead(7) == `"cpus":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"memory":`) {
+			if d.Ahead(10) == `,"memory":` && d.Member(10) {
 				field = 1
 			}
 		}
@@ -1469,39 +1469,39 @@ func (m *Service) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"image":`) {
+			if d.Ahead(8) == `"image":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"command":`) {
+			if d.Ahead(11) == `,"command":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"environment":`) {
+			if d.Ahead(15) == `,"environment":` && d.Member(15) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"ports":`) {
+			if d.Ahead(9) == `,"ports":` && d.Member(9) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"depends_on":`) {
+			if d.Ahead(14) == `,"depends_on":` && d.Member(14) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"restart":`) {
+			if d.Ahead(11) == `,"restart":` && d.Member(11) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"healthcheck":`) {
+			if d.Ahead(15) == `,"healthcheck":` && d.Member(15) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"deploy":`) {
+			if d.Ahead(10) == `,"deploy":` && d.Member(10) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"build":`) {
+			if d.Ahead(9) == `,"build":` && d.Member(9) {
 				field = 8
 			}
 		}
@@ -2084,15 +2084,15 @@ func (m *ServiceBuildObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwir
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"context":`) {
+			if d.Ahead(10) == `"context":` && d.FirstMember(10) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"dockerfile":`) {
+			if d.Ahead(14) == `,"dockerfile":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"args":`) {
+			if d.Ahead(8) == `,"args":` && d.Member(8) {
 				field = 2
 			}
 		}
@@ -2479,7 +2479,7 @@ func (m *ServiceDependsOnObjectValue) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"condition":`) {
+			if d.Ahead(12) == `"condition":` && d.FirstMember(12) {
 				field = 0
 			}
 		}
@@ -2642,19 +2642,19 @@ func (m *ServiceHealthcheck) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwir
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"test":`) {
+			if d.Ahead(7) == `"test":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"interval":`) {
+			if d.Ahead(12) == `,"interval":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"retries":`) {
+			if d.Ahead(11) == `,"retries":` && d.Member(11) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"disable":`) {
+			if d.Ahead(11) == `,"disable":` && d.Member(11) {
 				field = 3
 			}
 		}
@@ -3038,15 +3038,15 @@ func (m *ServicePortsItemObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jso
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"target":`) {
+			if d.Ahead(9) == `"target":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"published":`) {
+			if d.Ahead(13) == `,"published":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"protocol":`) {
+			if d.Ahead(12) == `,"protocol":` && d.Member(12) {
 				field = 2
 			}
 		}
@@ -3430,15 +3430,15 @@ func (m *Volume) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"driver":`) {
+			if d.Ahead(9) == `"driver":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"external":`) {
+			if d.Ahead(12) == `,"external":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 2
 			}
 		}

@@ -155,47 +155,47 @@ func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"replicas":`) {
+			if d.Ahead(11) == `"replicas":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"ratio":`) {
+			if d.Ahead(9) == `,"ratio":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"enabled":`) {
+			if d.Ahead(11) == `,"enabled":` && d.Member(11) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"mode":`) {
+			if d.Ahead(8) == `,"mode":` && d.Member(8) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"tags":`) {
+			if d.Ahead(8) == `,"tags":` && d.Member(8) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"limits":`) {
+			if d.Ahead(10) == `,"limits":` && d.Member(10) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"fallback":`) {
+			if d.Ahead(12) == `,"fallback":` && d.Member(12) {
 				field = 8
 			}
 		case 9:
-			if d.MemberIs(`,"since":`) {
+			if d.Ahead(9) == `,"since":` && d.Member(9) {
 				field = 9
 			}
 		case 10:
-			if d.MemberIs(`,"required":`) {
+			if d.Ahead(12) == `,"required":` && d.Member(12) {
 				field = 10
 			}
 		}
@@ -650,11 +650,11 @@ func (m *SettingsLimits) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"cpu":`) {
+			if d.Ahead(6) == `"cpu":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"memory":`) {
+			if d.Ahead(10) == `,"memory":` && d.Member(10) {
 				field = 1
 			}
 		}

@@ -157,27 +157,27 @@ func (m *Enums) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"phase":`) {
+			if d.Ahead(8) == `"phase":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"priority":`) {
+			if d.Ahead(12) == `,"priority":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"maybe":`) {
+			if d.Ahead(9) == `,"maybe":` && d.Member(9) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"odd":`) {
+			if d.Ahead(7) == `,"odd":` && d.Member(7) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"shared":`) {
+			if d.Ahead(10) == `,"shared":` && d.Member(10) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"more":`) {
+			if d.Ahead(8) == `,"more":` && d.Member(8) {
 				field = 5
 			}
 		}

@@ -65,23 +65,23 @@ func (m *Escapes) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"addr":`) {
+			if d.Ahead(7) == `"addr":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"prefixes":`) {
+			if d.Ahead(12) == `,"prefixes":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"pod":`) {
+			if d.Ahead(7) == `,"pod":` && d.Member(7) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"count":`) {
+			if d.Ahead(9) == `,"count":` && d.Member(9) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"raw":`) {
+			if d.Ahead(7) == `,"raw":` && d.Member(7) {
 				field = 4
 			}
 		}

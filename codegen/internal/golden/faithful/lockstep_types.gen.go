@@ -95,31 +95,31 @@ func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"compact":`) {
+			if d.Ahead(10) == `"compact":` && d.FirstMember(10) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"retries":`) {
+			if d.Ahead(11) == `,"retries":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"mode":`) {
+			if d.Ahead(8) == `,"mode":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"level":`) {
+			if d.Ahead(9) == `,"level":` && d.Member(9) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"limit":`) {
+			if d.Ahead(9) == `,"limit":` && d.Member(9) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"none":`) {
+			if d.Ahead(8) == `,"none":` && d.Member(8) {
 				field = 6
 			}
 		}

@@ -76,47 +76,47 @@ func (m *Formats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"at":`) {
+			if d.Ahead(5) == `"at":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"maybeAt":`) {
+			if d.Ahead(11) == `,"maybeAt":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"day":`) {
+			if d.Ahead(7) == `,"day":` && d.Member(7) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(6) == `,"id":` && d.Member(6) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"mail":`) {
+			if d.Ahead(8) == `,"mail":` && d.Member(8) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"small":`) {
+			if d.Ahead(9) == `,"small":` && d.Member(9) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"big":`) {
+			if d.Ahead(7) == `,"big":` && d.Member(7) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"ratio":`) {
+			if d.Ahead(9) == `,"ratio":` && d.Member(9) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"plain":`) {
+			if d.Ahead(9) == `,"plain":` && d.Member(9) {
 				field = 8
 			}
 		case 9:
-			if d.MemberIs(`,"count":`) {
+			if d.Ahead(9) == `,"count":` && d.Member(9) {
 				field = 9
 			}
 		case 10:
-			if d.MemberIs(`,"history":`) {
+			if d.Ahead(11) == `,"history":` && d.Member(11) {
 				field = 10
 			}
 		}

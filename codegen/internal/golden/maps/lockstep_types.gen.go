@@ -142,35 +142,35 @@ func (m *Maps) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(9) == `"labels":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"counts":`) {
+			if d.Ahead(10) == `,"counts":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"nested":`) {
+			if d.Ahead(10) == `,"nested":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"objects":`) {
+			if d.Ahead(11) == `,"objects":` && d.Member(11) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"nullableValues":`) {
+			if d.Ahead(18) == `,"nullableValues":` && d.Member(18) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"anything":`) {
+			if d.Ahead(12) == `,"anything":` && d.Member(12) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"empty":`) {
+			if d.Ahead(9) == `,"empty":` && d.Member(9) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"named":`) {
+			if d.Ahead(9) == `,"named":` && d.Member(9) {
 				field = 7
 			}
 		}
@@ -698,7 +698,7 @@ func (m *MapsObjectsValue) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(5) == `"id":` && d.FirstMember(5) {
 				field = 0
 			}
 		}

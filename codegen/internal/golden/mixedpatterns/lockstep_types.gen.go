@@ -70,7 +70,7 @@ func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(5) == `"id":` && d.FirstMember(5) {
 				field = 0
 			}
 		}
@@ -274,7 +274,7 @@ func (m *Open) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(5) == `"id":` && d.FirstMember(5) {
 				field = 0
 			}
 		}
@@ -409,7 +409,7 @@ func (m *OpenValue) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"a":`) {
+			if d.Ahead(4) == `"a":` && d.FirstMember(4) {
 				field = 0
 			}
 		}

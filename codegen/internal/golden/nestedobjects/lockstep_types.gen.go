@@ -48,15 +48,15 @@ func (m *Outer) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"inner":`) {
+			if d.Ahead(9) == `,"inner":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"open":`) {
+			if d.Ahead(8) == `,"open":` && d.Member(8) {
 				field = 2
 			}
 		}
@@ -210,11 +210,11 @@ func (m *OuterInner) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"deep":`) {
+			if d.Ahead(7) == `"deep":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"label":`) {
+			if d.Ahead(9) == `,"label":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -354,7 +354,7 @@ func (m *OuterInnerDeep) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(8) == `"value":` && d.FirstMember(8) {
 				field = 0
 			}
 		}
@@ -485,7 +485,7 @@ func (m *OuterOpen) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"known":`) {
+			if d.Ahead(8) == `"known":` && d.FirstMember(8) {
 				field = 0
 			}
 		}

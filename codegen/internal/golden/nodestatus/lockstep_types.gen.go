@@ -48,11 +48,11 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"accepted":`) {
+			if d.Ahead(11) == `"accepted":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"generation":`) {
+			if d.Ahead(14) == `,"generation":` && d.Member(14) {
 				field = 1
 			}
 		}
@@ -200,31 +200,31 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"capacity":`) {
+			if d.Ahead(12) == `,"capacity":` && d.Member(12) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"allocatable":`) {
+			if d.Ahead(15) == `,"allocatable":` && d.Member(15) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"addresses":`) {
+			if d.Ahead(13) == `,"addresses":` && d.Member(13) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"nodeInfo":`) {
+			if d.Ahead(12) == `,"nodeInfo":` && d.Member(12) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"images":`) {
+			if d.Ahead(10) == `,"images":` && d.Member(10) {
 				field = 6
 			}
 		}
@@ -616,11 +616,11 @@ func (m *ContainerImage) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"names":`) {
+			if d.Ahead(8) == `"names":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"sizeBytes":`) {
+			if d.Ahead(13) == `,"sizeBytes":` && d.Member(13) {
 				field = 1
 			}
 		}
@@ -764,11 +764,11 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -948,23 +948,23 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(10) == `,"status":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"lastHeartbeatTime":`) {
+			if d.Ahead(21) == `,"lastHeartbeatTime":` && d.Member(21) {
 				field = 4
 			}
 		}
@@ -1273,7 +1273,7 @@ func (m *NodeConfigSource) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"configMap":`) {
+			if d.Ahead(12) == `"configMap":` && d.FirstMember(12) {
 				field = 0
 			}
 		}
@@ -1385,23 +1385,23 @@ func (m *NodeConfigSourceConfigMap) decodeJSONWith(d *jsonwire.Decoder, blocks *
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(12) == `"namespace":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"resourceVersion":`) {
+			if d.Ahead(19) == `,"resourceVersion":` && d.Member(19) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"kubeletConfigKey":`) {
+			if d.Ahead(20) == `,"kubeletConfigKey":` && d.Member(20) {
 				field = 4
 			}
 		}
@@ -1594,15 +1594,15 @@ func (m *NodeConfigStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"assigned":`) {
+			if d.Ahead(11) == `"assigned":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"active":`) {
+			if d.Ahead(10) == `,"active":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"error":`) {
+			if d.Ahead(9) == `,"error":` && d.Member(9) {
 				field = 2
 			}
 		}
@@ -1759,51 +1759,51 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"capacity":`) {
+			if d.Ahead(12) == `,"capacity":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"allocatable":`) {
+			if d.Ahead(15) == `,"allocatable":` && d.Member(15) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"phase":`) {
+			if d.Ahead(9) == `,"phase":` && d.Member(9) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"addresses":`) {
+			if d.Ahead(13) == `,"addresses":` && d.Member(13) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"daemonEndpoints":`) {
+			if d.Ahead(19) == `,"daemonEndpoints":` && d.Member(19) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"nodeInfo":`) {
+			if d.Ahead(12) == `,"nodeInfo":` && d.Member(12) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"images":`) {
+			if d.Ahead(10) == `,"images":` && d.Member(10) {
 				field = 8
 			}
 		case 9:
-			if d.MemberIs(`,"volumesInUse":`) {
+			if d.Ahead(16) == `,"volumesInUse":` && d.Member(16) {
 				field = 9
 			}
 		case 10:
-			if d.MemberIs(`,"volumesAttached":`) {
+			if d.Ahead(19) == `,"volumesAttached":` && d.Member(19) {
 				field = 10
 			}
 		case 11:
-			if d.MemberIs(`,"config":`) {
+			if d.Ahead(10) == `,"config":` && d.Member(10) {
 				field = 11
 			}
 		}
@@ -2337,7 +2337,7 @@ func (m *NodeStatusDaemonEndpoints) decodeJSONWith(d *jsonwire.Decoder, blocks *
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"kubeletEndpoint":`) {
+			if d.Ahead(18) == `"kubeletEndpoint":` && d.FirstMember(18) {
 				field = 0
 			}
 		}
@@ -2447,7 +2447,7 @@ func (m *NodeStatusDaemonEndpointsKubeletEndpoint) decodeJSON(d *jsonwire.Decode
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Port":`) {
+			if d.Ahead(7) == `"Port":` && d.FirstMember(7) {
 				field = 0
 			}
 		}
@@ -2531,11 +2531,11 @@ func (m *NodeStatusNodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -2713,27 +2713,27 @@ func (m *NodeStatusNodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *js
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(10) == `,"status":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"lastHeartbeatTime":`) {
+			if d.Ahead(21) == `,"lastHeartbeatTime":` && d.Member(21) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"lastTransitionTime":`) {
+			if d.Ahead(22) == `,"lastTransitionTime":` && d.Member(22) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 5
 			}
 		}
@@ -2978,39 +2978,39 @@ func (m *NodeStatusNodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *j
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"machineID":`) {
+			if d.Ahead(12) == `"machineID":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"systemUUID":`) {
+			if d.Ahead(14) == `,"systemUUID":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"bootID":`) {
+			if d.Ahead(10) == `,"bootID":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"kernelVersion":`) {
+			if d.Ahead(17) == `,"kernelVersion":` && d.Member(17) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"osImage":`) {
+			if d.Ahead(11) == `,"osImage":` && d.Member(11) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"containerRuntimeVersion":`) {
+			if d.Ahead(27) == `,"containerRuntimeVersion":` && d.Member(27) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"kubeletVersion":`) {
+			if d.Ahead(18) == `,"kubeletVersion":` && d.Member(18) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"operatingSystem":`) {
+			if d.Ahead(19) == `,"operatingSystem":` && d.Member(19) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"architecture":`) {
+			if d.Ahead(16) == `,"architecture":` && d.Member(16) {
 				field = 8
 			}
 		}
@@ -3406,11 +3406,11 @@ func (m *NodeStatusVolumesAttachedItem) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"devicePath":`) {
+			if d.Ahead(14) == `,"devicePath":` && d.Member(14) {
 				field = 1
 			}
 		}
@@ -3534,35 +3534,35 @@ func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"machineID":`) {
+			if d.Ahead(12) == `"machineID":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"systemUUID":`) {
+			if d.Ahead(14) == `,"systemUUID":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"bootID":`) {
+			if d.Ahead(10) == `,"bootID":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"kernelVersion":`) {
+			if d.Ahead(17) == `,"kernelVersion":` && d.Member(17) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"osImage":`) {
+			if d.Ahead(11) == `,"osImage":` && d.Member(11) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"containerRuntimeVersion":`) {
+			if d.Ahead(27) == `,"containerRuntimeVersion":` && d.Member(27) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"kubeletVersion":`) {
+			if d.Ahead(18) == `,"kubeletVersion":` && d.Member(18) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"kubeProxyVersion":`) {
+			if d.Ahead(20) == `,"kubeProxyVersion":` && d.Member(20) {
 				field = 7
 			}
 		}
@@ -3876,19 +3876,19 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(6) == `"uid":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"phase":`) {
+			if d.Ahead(9) == `,"phase":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"podIP":`) {
+			if d.Ahead(9) == `,"podIP":` && d.Member(9) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"startTime":`) {
+			if d.Ahead(13) == `,"startTime":` && d.Member(13) {
 				field = 3
 			}
 		}

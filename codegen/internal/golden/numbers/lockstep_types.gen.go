@@ -58,7 +58,7 @@ func (m *Labels) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		}
@@ -246,19 +246,19 @@ func (m *Numbers) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"price":`) {
+			if d.Ahead(8) == `"price":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"step":`) {
+			if d.Ahead(8) == `,"step":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"fraction":`) {
+			if d.Ahead(12) == `,"fraction":` && d.Member(12) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"signed":`) {
+			if d.Ahead(10) == `,"signed":` && d.Member(10) {
 				field = 3
 			}
 		}

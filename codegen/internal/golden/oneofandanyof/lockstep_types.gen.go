@@ -58,11 +58,11 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"v":`) {
+			if d.Ahead(4) == `"v":` && d.FirstMember(4) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"both":`) {
+			if d.Ahead(8) == `,"both":` && d.Member(8) {
 				field = 1
 			}
 		}

@@ -38,11 +38,11 @@ func (m *Circle) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"kind":`) {
+			if d.Ahead(7) == `"kind":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"radius":`) {
+			if d.Ahead(10) == `,"radius":` && d.Member(10) {
 				field = 1
 			}
 		}
@@ -310,15 +310,15 @@ func (m *EventNodeAdded) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"at":`) {
+			if d.Ahead(6) == `,"at":` && d.Member(6) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(8) == `,"node":` && d.Member(8) {
 				field = 2
 			}
 		}
@@ -508,15 +508,15 @@ func (m *EventPodsMoved) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"at":`) {
+			if d.Ahead(6) == `,"at":` && d.Member(6) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"pods":`) {
+			if d.Ahead(8) == `,"pods":` && d.Member(8) {
 				field = 2
 			}
 		}
@@ -867,11 +867,11 @@ func (m *Square) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"kind":`) {
+			if d.Ahead(7) == `"kind":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"side":`) {
+			if d.Ahead(8) == `,"side":` && d.Member(8) {
 				field = 1
 			}
 		}

@@ -37,7 +37,7 @@ func (m *ByName) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		}
@@ -120,7 +120,7 @@ func (m *BySelector) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"selector":`) {
+			if d.Ahead(11) == `"selector":` && d.FirstMember(11) {
 				field = 0
 			}
 		}
@@ -262,23 +262,23 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"port":`) {
+			if d.Ahead(7) == `"port":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"target":`) {
+			if d.Ahead(10) == `,"target":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"choice":`) {
+			if d.Ahead(10) == `,"choice":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"maybe":`) {
+			if d.Ahead(9) == `,"maybe":` && d.Member(9) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"exclusive":`) {
+			if d.Ahead(13) == `,"exclusive":` && d.Member(13) {
 				field = 4
 			}
 		}
@@ -662,7 +662,7 @@ func (m *HolderChoiceObject) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"a":`) {
+			if d.Ahead(4) == `"a":` && d.FirstMember(4) {
 				field = 0
 			}
 		}
@@ -762,11 +762,11 @@ func (m *HolderExclusive) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.B
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"x":`) {
+			if d.Ahead(4) == `"x":` && d.FirstMember(4) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"y":`) {
+			if d.Ahead(5) == `,"y":` && d.Member(5) {
 				field = 1
 			}
 		}

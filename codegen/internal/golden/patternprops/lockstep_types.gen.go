@@ -47,15 +47,15 @@ func (m *Patterns) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"env":`) {
+			if d.Ahead(6) == `"env":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"limits":`) {
+			if d.Ahead(10) == `,"limits":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"extensible":`) {
+			if d.Ahead(14) == `,"extensible":` && d.Member(14) {
 				field = 2
 			}
 		}
@@ -263,7 +263,7 @@ func (m *PatternsExtensible) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwir
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		}
@@ -388,7 +388,7 @@ func (m *PatternsLimits) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"default":`) {
+			if d.Ahead(10) == `"default":` && d.FirstMember(10) {
 				field = 0
 			}
 		}

@@ -47,11 +47,11 @@ func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"x":`) {
+			if d.Ahead(4) == `"x":` && d.FirstMember(4) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"y":`) {
+			if d.Ahead(5) == `,"y":` && d.Member(5) {
 				field = 1
 			}
 		}
@@ -227,75 +227,75 @@ func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"reqString":`) {
+			if d.Ahead(12) == `"reqString":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"optString":`) {
+			if d.Ahead(13) == `,"optString":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"reqNullString":`) {
+			if d.Ahead(17) == `,"reqNullString":` && d.Member(17) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"optNullString":`) {
+			if d.Ahead(17) == `,"optNullString":` && d.Member(17) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"reqObject":`) {
+			if d.Ahead(13) == `,"reqObject":` && d.Member(13) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"optObject":`) {
+			if d.Ahead(13) == `,"optObject":` && d.Member(13) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"reqNullObject":`) {
+			if d.Ahead(17) == `,"reqNullObject":` && d.Member(17) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"optNullObject":`) {
+			if d.Ahead(17) == `,"optNullObject":` && d.Member(17) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"reqList":`) {
+			if d.Ahead(11) == `,"reqList":` && d.Member(11) {
 				field = 8
 			}
 		case 9:
-			if d.MemberIs(`,"optList":`) {
+			if d.Ahead(11) == `,"optList":` && d.Member(11) {
 				field = 9
 			}
 		case 10:
-			if d.MemberIs(`,"reqNullList":`) {
+			if d.Ahead(15) == `,"reqNullList":` && d.Member(15) {
 				field = 10
 			}
 		case 11:
-			if d.MemberIs(`,"optNullList":`) {
+			if d.Ahead(15) == `,"optNullList":` && d.Member(15) {
 				field = 11
 			}
 		case 12:
-			if d.MemberIs(`,"optMap":`) {
+			if d.Ahead(10) == `,"optMap":` && d.Member(10) {
 				field = 12
 			}
 		case 13:
-			if d.MemberIs(`,"optNullMap":`) {
+			if d.Ahead(14) == `,"optNullMap":` && d.Member(14) {
 				field = 13
 			}
 		case 14:
-			if d.MemberIs(`,"optInt":`) {
+			if d.Ahead(10) == `,"optInt":` && d.Member(10) {
 				field = 14
 			}
 		case 15:
-			if d.MemberIs(`,"optNullInt":`) {
+			if d.Ahead(14) == `,"optNullInt":` && d.Member(14) {
 				field = 15
 			}
 		case 16:
-			if d.MemberIs(`,"optBool":`) {
+			if d.Ahead(11) == `,"optBool":` && d.Member(11) {
 				field = 16
 			}
 		case 17:
-			if d.MemberIs(`,"optRaw":`) {
+			if d.Ahead(10) == `,"optRaw":` && d.Member(10) {
 				field = 17
 			}
 		}

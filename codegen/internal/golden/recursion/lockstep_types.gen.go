@@ -47,15 +47,15 @@ func (m *Expr) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"op":`) {
+			if d.Ahead(5) == `"op":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"left":`) {
+			if d.Ahead(8) == `,"left":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"right":`) {
+			if d.Ahead(9) == `,"right":` && d.Member(9) {
 				field = 2
 			}
 		}
@@ -229,11 +229,11 @@ func (m *List) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"head":`) {
+			if d.Ahead(7) == `"head":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"next":`) {
+			if d.Ahead(8) == `,"next":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -420,11 +420,11 @@ func (m *Term) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"expr":`) {
+			if d.Ahead(7) == `"expr":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"literal":`) {
+			if d.Ahead(11) == `,"literal":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -592,11 +592,11 @@ func (m *Tree) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(8) == `"value":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"children":`) {
+			if d.Ahead(12) == `,"children":` && d.Member(12) {
 				field = 1
 			}
 		}

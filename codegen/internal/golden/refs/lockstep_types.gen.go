@@ -113,11 +113,11 @@ func (m *Customer) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(7) == `"name":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -248,11 +248,11 @@ func (m *CustomerAddress) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.B
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"street":`) {
+			if d.Ahead(9) == `"street":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"city":`) {
+			if d.Ahead(8) == `,"city":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -385,11 +385,11 @@ func (m *Line) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"sku":`) {
+			if d.Ahead(6) == `"sku":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"price":`) {
+			if d.Ahead(9) == `,"price":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -492,11 +492,11 @@ func (m *Money) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"amount":`) {
+			if d.Ahead(9) == `"amount":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"currency":`) {
+			if d.Ahead(12) == `,"currency":` && d.Member(12) {
 				field = 1
 			}
 		}
@@ -608,11 +608,11 @@ func (m *Note) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"text":`) {
+			if d.Ahead(7) == `"text":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"by":`) {
+			if d.Ahead(6) == `,"by":` && d.Member(6) {
 				field = 1
 			}
 		}
@@ -758,15 +758,15 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(5) == `"id":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"customer":`) {
+			if d.Ahead(12) == `,"customer":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"lines":`) {
+			if d.Ahead(9) == `,"lines":` && d.Member(9) {
 				field = 2
 			}
 		}
@@ -990,27 +990,27 @@ func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"order":`) {
+			if d.Ahead(8) == `"order":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"total":`) {
+			if d.Ahead(9) == `,"total":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"legacy":`) {
+			if d.Ahead(10) == `,"legacy":` && d.Member(10) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"note":`) {
+			if d.Ahead(8) == `,"note":` && d.Member(8) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"anchored":`) {
+			if d.Ahead(12) == `,"anchored":` && d.Member(12) {
 				field = 5
 			}
 		}

@@ -67,27 +67,27 @@ func (m *Assignment) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(6) == `"uid":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(12) == `,"nodeName":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"priority":`) {
+			if d.Ahead(12) == `,"priority":` && d.Member(12) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"pinned":`) {
+			if d.Ahead(10) == `,"pinned":` && d.Member(10) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"phase":`) {
+			if d.Ahead(9) == `,"phase":` && d.Member(9) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 5
 			}
 		}
@@ -438,11 +438,11 @@ func (m *Claim) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(6) == `"uid":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(12) == `,"nodeName":` && d.Member(12) {
 				field = 1
 			}
 		}

@@ -50,11 +50,11 @@ func (m *Endpoint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"host":`) {
+			if d.Ahead(7) == `"host":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"port":`) {
+			if d.Ahead(8) == `,"port":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -209,47 +209,47 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"id":`) {
+			if d.Ahead(5) == `"id":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"billing":`) {
+			if d.Ahead(11) == `,"billing":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"shipping":`) {
+			if d.Ahead(12) == `,"shipping":` && d.Member(12) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"returns":`) {
+			if d.Ahead(11) == `,"returns":` && d.Member(11) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"pickup":`) {
+			if d.Ahead(10) == `,"pickup":` && d.Member(10) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"office":`) {
+			if d.Ahead(10) == `,"office":` && d.Member(10) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"depot":`) {
+			if d.Ahead(9) == `,"depot":` && d.Member(9) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"warehouse":`) {
+			if d.Ahead(13) == `,"warehouse":` && d.Member(13) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"origin":`) {
+			if d.Ahead(10) == `,"origin":` && d.Member(10) {
 				field = 8
 			}
 		case 9:
-			if d.MemberIs(`,"destination":`) {
+			if d.Ahead(15) == `,"destination":` && d.Member(15) {
 				field = 9
 			}
 		case 10:
-			if d.MemberIs(`,"hops":`) {
+			if d.Ahead(8) == `,"hops":` && d.Member(8) {
 				field = 10
 			}
 		}
@@ -722,11 +722,11 @@ func (m *OrderBilling) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bloc
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"street":`) {
+			if d.Ahead(9) == `"street":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"zone":`) {
+			if d.Ahead(8) == `,"zone":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -928,11 +928,11 @@ func (m *OrderDepot) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"street":`) {
+			if d.Ahead(9) == `"street":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"zone":`) {
+			if d.Ahead(8) == `,"zone":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -1127,11 +1127,11 @@ func (m *OrderOffice) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"street":`) {
+			if d.Ahead(9) == `"street":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"zone":`) {
+			if d.Ahead(8) == `,"zone":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -1274,11 +1274,11 @@ func (m *OrderPickup) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"street":`) {
+			if d.Ahead(9) == `"street":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"zone":`) {
+			if d.Ahead(8) == `,"zone":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -1421,11 +1421,11 @@ func (m *Warehouse) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"street":`) {
+			if d.Ahead(9) == `"street":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"zone":`) {
+			if d.Ahead(8) == `,"zone":` && d.Member(8) {
 				field = 1
 			}
 		}

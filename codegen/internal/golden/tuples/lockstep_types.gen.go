@@ -161,7 +161,7 @@ func (m *LegacyItem1) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"n":`) {
+			if d.Ahead(4) == `"n":` && d.FirstMember(4) {
 				field = 0
 			}
 		}
@@ -279,19 +279,19 @@ func (m *Tuples) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"pair":`) {
+			if d.Ahead(7) == `"pair":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"point":`) {
+			if d.Ahead(9) == `,"point":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"headed":`) {
+			if d.Ahead(10) == `,"headed":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"legacy":`) {
+			if d.Ahead(10) == `,"legacy":` && d.Member(10) {
 				field = 3
 			}
 		}

@@ -63,23 +63,23 @@ func (m *Types) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nullableString":`) {
+			if d.Ahead(17) == `"nullableString":` && d.FirstMember(17) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"stringOrNumber":`) {
+			if d.Ahead(18) == `,"stringOrNumber":` && d.Member(18) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"intStringOrNull":`) {
+			if d.Ahead(19) == `,"intStringOrNull":` && d.Member(19) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"objectOrNull":`) {
+			if d.Ahead(16) == `,"objectOrNull":` && d.Member(16) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"numberOrInteger":`) {
+			if d.Ahead(19) == `,"numberOrInteger":` && d.Member(19) {
 				field = 4
 			}
 		}
@@ -410,7 +410,7 @@ func (m *TypesObjectOrNull) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"a":`) {
+			if d.Ahead(4) == `"a":` && d.FirstMember(4) {
 				field = 0
 			}
 		}

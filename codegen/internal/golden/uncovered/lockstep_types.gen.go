@@ -63,11 +63,11 @@ func (m *Floats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"ratio":`) {
+			if d.Ahead(8) == `"ratio":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"count":`) {
+			if d.Ahead(9) == `,"count":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -226,7 +226,7 @@ func (m *ObjectEnum) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"a":`) {
+			if d.Ahead(4) == `"a":` && d.FirstMember(4) {
 				field = 0
 			}
 		}
@@ -436,11 +436,11 @@ func (m *Times) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"at":`) {
+			if d.Ahead(5) == `"at":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -614,11 +614,11 @@ func (m *Unevaluated) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"a":`) {
+			if d.Ahead(4) == `"a":` && d.FirstMember(4) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"b":`) {
+			if d.Ahead(5) == `,"b":` && d.Member(5) {
 				field = 1
 			}
 		}
@@ -774,11 +774,11 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(9) == `"labels":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"names":`) {
+			if d.Ahead(9) == `,"names":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -969,11 +969,11 @@ func (m *UniqueObjectsLabelsItem) decodeJSONWith(d *jsonwire.Decoder, blocks *js
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"key":`) {
+			if d.Ahead(6) == `"key":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(9) == `,"value":` && d.Member(9) {
 				field = 1
 			}
 		}

@@ -66,15 +66,15 @@ func (m *ExtenderArgs) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Pod":`) {
+			if d.Ahead(6) == `"Pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"Nodes":`) {
+			if d.Ahead(9) == `,"Nodes":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"NodeNames":`) {
+			if d.Ahead(13) == `,"NodeNames":` && d.Member(13) {
 				field = 2
 			}
 		}
@@ -277,19 +277,19 @@ func (m *ExtenderBindingArgs) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"PodName":`) {
+			if d.Ahead(10) == `"PodName":` && d.FirstMember(10) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"PodNamespace":`) {
+			if d.Ahead(16) == `,"PodNamespace":` && d.Member(16) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"PodUID":`) {
+			if d.Ahead(10) == `,"PodUID":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"Node":`) {
+			if d.Ahead(8) == `,"Node":` && d.Member(8) {
 				field = 3
 			}
 		}
@@ -501,7 +501,7 @@ func (m *ExtenderBindingResult) decodeJSONWith(d *jsonwire.Decoder, blocks *json
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Error":`) {
+			if d.Ahead(8) == `"Error":` && d.FirstMember(8) {
 				field = 0
 			}
 		}
@@ -674,23 +674,23 @@ func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonw
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Nodes":`) {
+			if d.Ahead(8) == `"Nodes":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"NodeNames":`) {
+			if d.Ahead(13) == `,"NodeNames":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"FailedNodes":`) {
+			if d.Ahead(15) == `,"FailedNodes":` && d.Member(15) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"FailedAndUnresolvableNodes":`) {
+			if d.Ahead(30) == `,"FailedAndUnresolvableNodes":` && d.Member(30) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"Error":`) {
+			if d.Ahead(9) == `,"Error":` && d.Member(9) {
 				field = 4
 			}
 		}
@@ -939,15 +939,15 @@ func (m *ExtenderPreemptionArgs) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Pod":`) {
+			if d.Ahead(6) == `"Pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"NodeNameToVictims":`) {
+			if d.Ahead(21) == `,"NodeNameToVictims":` && d.Member(21) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"NodeNameToMetaVictims":`) {
+			if d.Ahead(25) == `,"NodeNameToMetaVictims":` && d.Member(25) {
 				field = 2
 			}
 		}
@@ -1160,7 +1160,7 @@ func (m *ExtenderPreemptionResult) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"NodeNameToMetaVictims":`) {
+			if d.Ahead(24) == `"NodeNameToMetaVictims":` && d.FirstMember(24) {
 				field = 0
 			}
 		}
@@ -1384,11 +1384,11 @@ func (m *HostPriority) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Host":`) {
+			if d.Ahead(7) == `"Host":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"Score":`) {
+			if d.Ahead(9) == `,"Score":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -1635,7 +1635,7 @@ func (m *MetaPod) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"UID":`) {
+			if d.Ahead(6) == `"UID":` && d.FirstMember(6) {
 				field = 0
 			}
 		}
@@ -1771,11 +1771,11 @@ func (m *MetaVictims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Pods":`) {
+			if d.Ahead(7) == `"Pods":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"NumPDBViolations":`) {
+			if d.Ahead(20) == `,"NumPDBViolations":` && d.Member(20) {
 				field = 1
 			}
 		}
@@ -2069,11 +2069,11 @@ func (m *Victims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"Pods":`) {
+			if d.Ahead(7) == `"Pods":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"NumPDBViolations":`) {
+			if d.Ahead(20) == `,"NumPDBViolations":` && d.Member(20) {
 				field = 1
 			}
 		}

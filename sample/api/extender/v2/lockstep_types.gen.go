@@ -47,11 +47,11 @@ func (m *BindRequest) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"pod":`) {
+			if d.Ahead(6) == `"pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(8) == `,"node":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -298,11 +298,11 @@ func (m *FilterRequest) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"pod":`) {
+			if d.Ahead(6) == `"pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"nodes":`) {
+			if d.Ahead(9) == `,"nodes":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -493,11 +493,11 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"feasible":`) {
+			if d.Ahead(11) == `"feasible":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"failed":`) {
+			if d.Ahead(10) == `,"failed":` && d.Member(10) {
 				field = 1
 			}
 		}
@@ -728,19 +728,19 @@ func (m *NodeFailure) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"unresolvable":`) {
+			if d.Ahead(16) == `,"unresolvable":` && d.Member(16) {
 				field = 3
 			}
 		}
@@ -959,11 +959,11 @@ func (m *NodeScore) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"score":`) {
+			if d.Ahead(9) == `,"score":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -1107,35 +1107,35 @@ func (m *PodRef) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(12) == `"namespace":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"requests":`) {
+			if d.Ahead(12) == `,"requests":` && d.Member(12) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"priority":`) {
+			if d.Ahead(12) == `,"priority":` && d.Member(12) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"priorityClassName":`) {
+			if d.Ahead(21) == `,"priorityClassName":` && d.Member(21) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"tolerations":`) {
+			if d.Ahead(15) == `,"tolerations":` && d.Member(15) {
 				field = 7
 			}
 		}
@@ -1480,11 +1480,11 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"pod":`) {
+			if d.Ahead(6) == `"pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"candidates":`) {
+			if d.Ahead(14) == `,"candidates":` && d.Member(14) {
 				field = 1
 			}
 		}
@@ -1683,15 +1683,15 @@ func (m *PreemptRequestCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, block
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"victims":`) {
+			if d.Ahead(11) == `,"victims":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"pdbViolations":`) {
+			if d.Ahead(17) == `,"pdbViolations":` && d.Member(17) {
 				field = 2
 			}
 		}
@@ -1898,7 +1898,7 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"candidates":`) {
+			if d.Ahead(13) == `"candidates":` && d.FirstMember(13) {
 				field = 0
 			}
 		}
@@ -2079,15 +2079,15 @@ func (m *PreemptResponseCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, bloc
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"victims":`) {
+			if d.Ahead(11) == `,"victims":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"pdbViolations":`) {
+			if d.Ahead(17) == `,"pdbViolations":` && d.Member(17) {
 				field = 2
 			}
 		}
@@ -2281,11 +2281,11 @@ func (m *PrioritizeRequest) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"pod":`) {
+			if d.Ahead(6) == `"pod":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"nodes":`) {
+			if d.Ahead(9) == `,"nodes":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -2475,7 +2475,7 @@ func (m *PrioritizeResponse) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"scores":`) {
+			if d.Ahead(9) == `"scores":` && d.FirstMember(9) {
 				field = 0
 			}
 		}
@@ -2638,11 +2638,11 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"cpuMillis":`) {
+			if d.Ahead(12) == `"cpuMillis":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"memoryBytes":`) {
+			if d.Ahead(15) == `,"memoryBytes":` && d.Member(15) {
 				field = 1
 			}
 		}
@@ -2768,23 +2768,23 @@ func (m *Toleration) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"key":`) {
+			if d.Ahead(6) == `"key":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"operator":`) {
+			if d.Ahead(12) == `,"operator":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(9) == `,"value":` && d.Member(9) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"effect":`) {
+			if d.Ahead(10) == `,"effect":` && d.Member(10) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"tolerationSeconds":`) {
+			if d.Ahead(21) == `,"tolerationSeconds":` && d.Member(21) {
 				field = 4
 			}
 		}

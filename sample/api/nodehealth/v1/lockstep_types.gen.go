@@ -47,7 +47,7 @@ func (m *BindResult) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		}
@@ -197,27 +197,27 @@ func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(12) == `"namespace":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(12) == `,"nodeName":` && d.Member(12) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"requests":`) {
+			if d.Ahead(12) == `,"requests":` && d.Member(12) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"priority":`) {
+			if d.Ahead(12) == `,"priority":` && d.Member(12) {
 				field = 5
 			}
 		}
@@ -482,23 +482,23 @@ func (m *BoundPod) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(12) == `"namespace":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"priority":`) {
+			if d.Ahead(12) == `,"priority":` && d.Member(12) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"requests":`) {
+			if d.Ahead(12) == `,"requests":` && d.Member(12) {
 				field = 4
 			}
 		}
@@ -707,7 +707,7 @@ func (m *EvictResult) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"evicted":`) {
+			if d.Ahead(10) == `"evicted":` && d.FirstMember(10) {
 				field = 0
 			}
 		}
@@ -874,15 +874,15 @@ func (m *Eviction) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"victims":`) {
+			if d.Ahead(11) == `,"victims":` && d.Member(11) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"preemptor":`) {
+			if d.Ahead(13) == `,"preemptor":` && d.Member(13) {
 				field = 2
 			}
 		}
@@ -1100,11 +1100,11 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -1322,19 +1322,19 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(10) == `,"status":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 3
 			}
 		}
@@ -1683,47 +1683,47 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"ready":`) {
+			if d.Ahead(9) == `,"ready":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"schedulable":`) {
+			if d.Ahead(15) == `,"schedulable":` && d.Member(15) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"allocatable":`) {
+			if d.Ahead(15) == `,"allocatable":` && d.Member(15) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"capacity":`) {
+			if d.Ahead(12) == `,"capacity":` && d.Member(12) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"taints":`) {
+			if d.Ahead(10) == `,"taints":` && d.Member(10) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"addresses":`) {
+			if d.Ahead(13) == `,"addresses":` && d.Member(13) {
 				field = 8
 			}
 		case 9:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 9
 			}
 		case 10:
-			if d.MemberIs(`,"pods":`) {
+			if d.Ahead(8) == `,"pods":` && d.Member(8) {
 				field = 10
 			}
 		}
@@ -2247,7 +2247,7 @@ func (m *NodeRef) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		}
@@ -2378,15 +2378,15 @@ func (m *PodName) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(12) == `"namespace":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 2
 			}
 		}
@@ -2694,15 +2694,15 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"key":`) {
+			if d.Ahead(6) == `"key":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(9) == `,"value":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"effect":`) {
+			if d.Ahead(10) == `,"effect":` && d.Member(10) {
 				field = 2
 			}
 		}

@@ -48,7 +48,7 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"accepted":`) {
+			if d.Ahead(11) == `"accepted":` && d.FirstMember(11) {
 				field = 0
 			}
 		}
@@ -161,11 +161,11 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -345,23 +345,23 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(10) == `,"status":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"lastTransitionTime":`) {
+			if d.Ahead(22) == `,"lastTransitionTime":` && d.Member(22) {
 				field = 4
 			}
 		}
@@ -709,39 +709,39 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"kubeletVersion":`) {
+			if d.Ahead(18) == `,"kubeletVersion":` && d.Member(18) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"unschedulable":`) {
+			if d.Ahead(17) == `,"unschedulable":` && d.Member(17) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"capacity":`) {
+			if d.Ahead(12) == `,"capacity":` && d.Member(12) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"allocatable":`) {
+			if d.Ahead(15) == `,"allocatable":` && d.Member(15) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"taints":`) {
+			if d.Ahead(10) == `,"taints":` && d.Member(10) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"addresses":`) {
+			if d.Ahead(13) == `,"addresses":` && d.Member(13) {
 				field = 8
 			}
 		}
@@ -1213,27 +1213,27 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(6) == `"uid":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(13) == `,"namespace":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(12) == `,"nodeName":` && d.Member(12) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"desiredState":`) {
+			if d.Ahead(16) == `,"desiredState":` && d.Member(16) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"requests":`) {
+			if d.Ahead(12) == `,"requests":` && d.Member(12) {
 				field = 5
 			}
 		}
@@ -1534,31 +1534,31 @@ func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(13) == `,"namespace":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"phase":`) {
+			if d.Ahead(9) == `,"phase":` && d.Member(9) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"ready":`) {
+			if d.Ahead(9) == `,"ready":` && d.Member(9) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"restartCount":`) {
+			if d.Ahead(16) == `,"restartCount":` && d.Member(16) {
 				field = 6
 			}
 		}
@@ -2009,15 +2009,15 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"key":`) {
+			if d.Ahead(6) == `"key":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(9) == `,"value":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"effect":`) {
+			if d.Ahead(10) == `,"effect":` && d.Member(10) {
 				field = 2
 			}
 		}

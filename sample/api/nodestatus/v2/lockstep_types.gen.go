@@ -48,7 +48,7 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"accepted":`) {
+			if d.Ahead(11) == `"accepted":` && d.FirstMember(11) {
 				field = 0
 			}
 		}
@@ -177,19 +177,19 @@ func (m *Condition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(9) == `"status":` && d.FirstMember(9) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"reason":`) {
+			if d.Ahead(10) == `,"reason":` && d.Member(10) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"message":`) {
+			if d.Ahead(11) == `,"message":` && d.Member(11) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"since":`) {
+			if d.Ahead(9) == `,"since":` && d.Member(9) {
 				field = 3
 			}
 		}
@@ -430,23 +430,23 @@ func (m *Conditions) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"ready":`) {
+			if d.Ahead(8) == `"ready":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"memoryPressure":`) {
+			if d.Ahead(18) == `,"memoryPressure":` && d.Member(18) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"diskPressure":`) {
+			if d.Ahead(16) == `,"diskPressure":` && d.Member(16) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"pidPressure":`) {
+			if d.Ahead(15) == `,"pidPressure":` && d.Member(15) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"networkUnavailable":`) {
+			if d.Ahead(22) == `,"networkUnavailable":` && d.Member(22) {
 				field = 4
 			}
 		}
@@ -653,11 +653,11 @@ func (m *NodeAddress) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 1
 			}
 		}
@@ -856,39 +856,39 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"kubeletVersion":`) {
+			if d.Ahead(18) == `,"kubeletVersion":` && d.Member(18) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"unschedulable":`) {
+			if d.Ahead(17) == `,"unschedulable":` && d.Member(17) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"capacity":`) {
+			if d.Ahead(12) == `,"capacity":` && d.Member(12) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"allocatable":`) {
+			if d.Ahead(15) == `,"allocatable":` && d.Member(15) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"taints":`) {
+			if d.Ahead(10) == `,"taints":` && d.Member(10) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"addresses":`) {
+			if d.Ahead(13) == `,"addresses":` && d.Member(13) {
 				field = 8
 			}
 		}
@@ -1303,27 +1303,27 @@ func (m *PodAssignment) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(6) == `"uid":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(13) == `,"namespace":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(12) == `,"nodeName":` && d.Member(12) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"desiredState":`) {
+			if d.Ahead(16) == `,"desiredState":` && d.Member(16) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"requests":`) {
+			if d.Ahead(12) == `,"requests":` && d.Member(12) {
 				field = 5
 			}
 		}
@@ -1587,11 +1587,11 @@ func (m *PodRequests) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"cpuMillis":`) {
+			if d.Ahead(12) == `"cpuMillis":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"memoryBytes":`) {
+			if d.Ahead(15) == `,"memoryBytes":` && d.Member(15) {
 				field = 1
 			}
 		}
@@ -1726,31 +1726,31 @@ func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"nodeName":`) {
+			if d.Ahead(11) == `"nodeName":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"namespace":`) {
+			if d.Ahead(13) == `,"namespace":` && d.Member(13) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"name":`) {
+			if d.Ahead(8) == `,"name":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"uid":`) {
+			if d.Ahead(7) == `,"uid":` && d.Member(7) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"phase":`) {
+			if d.Ahead(9) == `,"phase":` && d.Member(9) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"ready":`) {
+			if d.Ahead(9) == `,"ready":` && d.Member(9) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"restartCount":`) {
+			if d.Ahead(16) == `,"restartCount":` && d.Member(16) {
 				field = 6
 			}
 		}
@@ -2064,15 +2064,15 @@ func (m *Resources) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"cpuMillis":`) {
+			if d.Ahead(12) == `"cpuMillis":` && d.FirstMember(12) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"memoryBytes":`) {
+			if d.Ahead(15) == `,"memoryBytes":` && d.Member(15) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"pods":`) {
+			if d.Ahead(8) == `,"pods":` && d.Member(8) {
 				field = 2
 			}
 		}
@@ -2210,15 +2210,15 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"key":`) {
+			if d.Ahead(6) == `"key":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"value":`) {
+			if d.Ahead(9) == `,"value":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"effect":`) {
+			if d.Ahead(10) == `,"effect":` && d.Member(10) {
 				field = 2
 			}
 		}

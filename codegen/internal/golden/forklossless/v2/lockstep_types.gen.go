@@ -74,39 +74,39 @@ func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"sku":`) {
+			if d.Ahead(6) == `"sku":` && d.FirstMember(6) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"quantity":`) {
+			if d.Ahead(12) == `,"quantity":` && d.Member(12) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"kind":`) {
+			if d.Ahead(8) == `,"kind":` && d.Member(8) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"dimensions":`) {
+			if d.Ahead(14) == `,"dimensions":` && d.Member(14) {
 				field = 3
 			}
 		case 4:
-			if d.MemberIs(`,"price":`) {
+			if d.Ahead(9) == `,"price":` && d.Member(9) {
 				field = 4
 			}
 		case 5:
-			if d.MemberIs(`,"tags":`) {
+			if d.Ahead(8) == `,"tags":` && d.Member(8) {
 				field = 5
 			}
 		case 6:
-			if d.MemberIs(`,"attributes":`) {
+			if d.Ahead(14) == `,"attributes":` && d.Member(14) {
 				field = 6
 			}
 		case 7:
-			if d.MemberIs(`,"note":`) {
+			if d.Ahead(8) == `,"note":` && d.Member(8) {
 				field = 7
 			}
 		case 8:
-			if d.MemberIs(`,"code":`) {
+			if d.Ahead(8) == `,"code":` && d.Member(8) {
 				field = 8
 			}
 		}
@@ -597,11 +597,11 @@ func (m *Price) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"currency":`) {
+			if d.Ahead(11) == `"currency":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"amount":`) {
+			if d.Ahead(10) == `,"amount":` && d.Member(10) {
 				field = 1
 			}
 		}
@@ -727,11 +727,11 @@ func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"accepted":`) {
+			if d.Ahead(11) == `"accepted":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"at":`) {
+			if d.Ahead(6) == `,"at":` && d.Member(6) {
 				field = 1
 			}
 		}
@@ -898,11 +898,11 @@ func (m *Size) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"width":`) {
+			if d.Ahead(8) == `"width":` && d.FirstMember(8) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"height":`) {
+			if d.Ahead(10) == `,"height":` && d.Member(10) {
 				field = 1
 			}
 		}

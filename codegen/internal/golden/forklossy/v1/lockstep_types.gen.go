@@ -61,11 +61,11 @@ func (m *Ack) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"ok":`) {
+			if d.Ahead(5) == `"ok":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"since":`) {
+			if d.Ahead(9) == `,"since":` && d.Member(9) {
 				field = 1
 			}
 		}
@@ -240,11 +240,11 @@ func (m *Address) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"ip":`) {
+			if d.Ahead(5) == `"ip":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"port":`) {
+			if d.Ahead(8) == `,"port":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -418,19 +418,19 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"ready":`) {
+			if d.Ahead(9) == `,"ready":` && d.Member(9) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 3
 			}
 		}

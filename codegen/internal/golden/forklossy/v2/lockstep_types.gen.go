@@ -63,15 +63,15 @@ func (m *Ack) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"accepted":`) {
+			if d.Ahead(11) == `"accepted":` && d.FirstMember(11) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"generation":`) {
+			if d.Ahead(14) == `,"generation":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"since":`) {
+			if d.Ahead(9) == `,"since":` && d.Member(9) {
 				field = 2
 			}
 		}
@@ -266,11 +266,11 @@ func (m *Address) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"ip":`) {
+			if d.Ahead(5) == `"ip":` && d.FirstMember(5) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"port":`) {
+			if d.Ahead(8) == `,"port":` && d.Member(8) {
 				field = 1
 			}
 		}
@@ -444,19 +444,19 @@ func (m *Status) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"node":`) {
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"conditions":`) {
+			if d.Ahead(14) == `,"conditions":` && d.Member(14) {
 				field = 1
 			}
 		case 2:
-			if d.MemberIs(`,"labels":`) {
+			if d.Ahead(10) == `,"labels":` && d.Member(10) {
 				field = 2
 			}
 		case 3:
-			if d.MemberIs(`,"address":`) {
+			if d.Ahead(11) == `,"address":` && d.Member(11) {
 				field = 3
 			}
 		}
@@ -709,11 +709,11 @@ func (m *StatusConditionsItem) decodeJSON(d *jsonwire.Decoder) error {
 		field := -1
 		switch next {
 		case 0:
-			if d.MemberIs(`,"type":`) {
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
 				field = 0
 			}
 		case 1:
-			if d.MemberIs(`,"status":`) {
+			if d.Ahead(10) == `,"status":` && d.Member(10) {
 				field = 1
 			}
 		}
