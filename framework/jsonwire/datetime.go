@@ -11,6 +11,13 @@ import (
 // seconds (23:59:60 UTC), which time.Time cannot hold and which become the
 // next second. A string in another form is a format violation.
 func (d *Decoder) DateTime() (time.Time, error) {
+	if rest := d.data[d.pos:]; len(rest) >= 22 && rest[0] == '"' && rest[20] == 'Z' && rest[21] == '"' {
+		if t, ok := parseUTCSeconds(rest[1:21]); ok {
+			d.pos += 22
+			d.opened = false
+			return t, nil
+		}
+	}
 	start := d.Mark()
 	b, err := d.StringBytes()
 	if err != nil {
@@ -96,6 +103,46 @@ func parseDateTime[S string | []byte](s S) (time.Time, bool) {
 		}
 	}
 	return time.Date(year, time.Month(month), day, h, m, sec, nsec, loc), true
+}
+
+// parseUTCSeconds reads YYYY-MM-DDTHH:MM:SSZ, the form Go and Kubernetes
+// write UTC times in, a fifth of the work of parseDateTime and time.Date:
+// it computes the instant from the day number of the date, and gives
+// exactly the time.Time that parseDateTime gives (time.Date builds it from
+// the same Unix seconds). Anything else (other forms, a leap second) is
+// left to parseDateTime.
+func parseUTCSeconds(s []byte) (time.Time, bool) {
+	if len(s) != 20 || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z' ||
+		!isDigit(s[11]) || !isDigit(s[12]) || !isDigit(s[14]) || !isDigit(s[15]) || !isDigit(s[17]) || !isDigit(s[18]) {
+		return time.Time{}, false
+	}
+	year, month, day, ok := parseDate(s[:10])
+	h := int(s[11]-'0')*10 + int(s[12]-'0')
+	m := int(s[14]-'0')*10 + int(s[15]-'0')
+	sec := int(s[17]-'0')*10 + int(s[18]-'0')
+	if !ok || h > 23 || m > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	unix := int64(daysFromCivil(year, month, day))*86400 + int64(h*3600+m*60+sec)
+	return time.Unix(unix, 0).UTC(), true
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to a date of the
+// proleptic Gregorian calendar (H. Hinnant's days_from_civil).
+func daysFromCivil(y, m, d int) int {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // parseDate reads YYYY-MM-DD as time.Parse("2006-01-02", s) does (which is
