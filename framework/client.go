@@ -34,7 +34,9 @@ type ClientConfig struct {
 	PeerRelease string
 
 	// Endpoints are the peer's base URLs, e.g. "https://10.0.0.7:8443";
-	// Source, if set, is used instead.
+	// Source, if set, is used instead. A Source that is a
+	// [ReadinessSource] also says when an endpoint's server is back, and
+	// the client then reconnects at once rather than at its next probe.
 	Endpoints []string
 	Source    EndpointSource
 
