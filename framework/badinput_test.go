@@ -181,7 +181,9 @@ func TestRefusalOfAnUnreadBodyEndsWithoutAReset(t *testing.T) {
 	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MaxBodyBytes: 64 << 10}
 	srv := frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		c := benchContract(t, "1.0.0")
-		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{Accepted: true}, nil }
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			return &benchmsg.Ack{Accepted: true}, nil
+		}
 		framework.HandleUnary(s, c, "ReportStatus", ack)
 		framework.HandleBatch(s, c, "ReportStatuses", ack)
 	})
