@@ -525,6 +525,13 @@ func (d *Decoder) NextItem() bool {
 // until the next call on d. Generated decoders of enums use it to find the
 // constant a value names without allocating.
 func (d *Decoder) StringBytes() ([]byte, error) {
+	if start := d.pos; start < len(d.data) && d.data[start] == '"' {
+		if end, flags := scanString(d.data, start+1); flags == 0 {
+			d.pos = end + 1
+			d.opened = false
+			return d.data[start+1 : end], nil
+		}
+	}
 	d.skipSpace()
 	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 		return nil, d.typeError("string")
@@ -579,6 +586,15 @@ func (d *Decoder) readString() (string, error) {
 func (d *Decoder) KeyString() string {
 	if d.err != nil {
 		return ""
+	}
+	// Compact JSON: a name without escapes, sliced from the message's
+	// text, and its ':' straight after it.
+	if start := d.pos; start < len(d.data) && d.data[start] == '"' && d.text != "" {
+		if end, flags := scanString(d.data, start+1); flags == 0 && end > start+1 && end+1 < len(d.data) && d.data[end+1] == ':' {
+			d.pos = end + 2
+			d.opened = false
+			return d.text[start+1 : end]
+		}
 	}
 	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 		d.Key() // records the error
