@@ -71,12 +71,13 @@ TESTFLAGS ?=
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
 FUZZTIME  ?= 30s
 
-.PHONY: test vet check-generated check-workspace sync-workspace generate demo fuzz soak bench bench-quick bench-reconnect bench-framework
+.PHONY: test vet check-generated check-workspace check-gofmt sync-workspace generate demo fuzz soak bench bench-quick bench-reconnect bench-framework
 .PHONY: test-phases test-race test-norace test-alone vet-race vet-norace
 
-## test: vet, check generated code is fresh and the workspace resolves each
-## module as on its own, then every test, with the race detector outside
-## NORACE_MODULES and NORACE_TESTS (fuzz seed corpora included). The two
+## test: vet, check that Go files are gofmt-formatted, generated code is
+## fresh and the workspace resolves each module as on its own, then every
+## test, with the race detector outside NORACE_MODULES and NORACE_TESTS
+## (fuzz seed corpora included). The two
 ## sets of modules build and test side by side (on two cores one set's
 ## links and tests fill the time the other waits), each vetted before it is
 ## tested; NORACE_TESTS run last, alone. The two checks start first, so
@@ -94,7 +95,7 @@ FUZZTIME  ?= 30s
 test:
 	@$(MAKE) --no-print-directory -j3 test-phases
 
-test-phases: check-workspace check-generated test-race test-norace test-alone
+test-phases: check-workspace check-generated check-gofmt test-race test-norace test-alone
 
 test-race: tools
 	@echo "== go vet and test $(RACE_FLAGS) $(RACE_MODULES)"
@@ -102,7 +103,7 @@ test-race: tools
 	@echo "== go build $(RACE_FLAGS) $(RACE_MODULES)"
 	@$(GO) build $(RACE_FLAGS) $(LINK_FLAGS) $(RACE_PKGS)
 
-test-norace: check-generated
+test-norace: check-generated check-gofmt
 	@echo "== go vet and test $(NORACE_MODULES)"
 	@$(GO) test $(TEST_VET) $(LINK_FLAGS) -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
 	@echo "== go build $(NORACE_MODULES)"
@@ -149,6 +150,13 @@ generate:
 ## file whose content is unchanged untouched, so a fresh tree is only read.
 check-generated:
 	@./.ci/check-generated
+
+## check-gofmt: fail, listing them, when tracked Go files (outside testdata)
+## are not as gofmt formats them. About a second of CPU: it takes the slot
+## check-workspace or check-generated frees, before the set without the race
+## detector starts.
+check-gofmt:
+	@./.ci/check-gofmt
 
 ## check-workspace: fail when go.work would build a module with other
 ## versions than its own go.mod resolves, or a go.mod or go.sum is untidy.
