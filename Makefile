@@ -80,7 +80,7 @@ FUZZTIME  ?= 30s
 ## (fuzz seed corpora included). The two
 ## sets of modules build and test side by side (on two cores one set's
 ## links and tests fill the time the other waits), each vetted before it is
-## tested; NORACE_TESTS run last, alone. The two checks start first, so
+## tested; NORACE_TESTS run last, alone. The three checks start first, so
 ## that a failing one stops make test before any test starts. The set
 ## without the race detector starts once check-generated is done: both
 ## compile the standard library and the generator's dependencies without
@@ -152,9 +152,8 @@ check-generated:
 	@./.ci/check-generated
 
 ## check-gofmt: fail, listing them, when tracked Go files (outside testdata)
-## are not as gofmt formats them. About a second of CPU: it takes the slot
-## check-workspace or check-generated frees, before the set without the race
-## detector starts.
+## are not as gofmt formats them. About a second of CPU; the set without the
+## race detector waits for it, as for check-generated.
 check-gofmt:
 	@./.ci/check-gofmt
 
