@@ -51,6 +51,7 @@ func main() {
 	names := flag.String("variants", "ls,shared,grpc", "comma-separated variants: ls (each informer decoding), ls-copy (a copy each of one decode per client), ls-own (a stream per informer), shared, etcd, etcd-raw, grpc, grpc-raw")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	profileDir := flag.String("profile", "", "write CPU and allocation profiles of each variant's first round into this folder")
+	noSettle := flag.Bool("no-settle", false, "start rounds without the full collection that settles the heap first")
 	traceFor := flag.Duration("trace", 0, "with -profile, also write an execution trace of the first this long of each variant's first round")
 	flag.Parse()
 
@@ -72,7 +73,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cfg := suite.Config{Rounds: *rounds, Log: os.Stderr}
+	cfg := suite.Config{Rounds: *rounds, Log: os.Stderr, NoSettle: *noSettle}
 	if *profileDir != "" {
 		if *profile != "" {
 			fail(fmt.Errorf("-cpuprofile and -profile exclude each other"))

@@ -680,8 +680,14 @@ write per watcher (level-based lockstep may skip superseded versions);
 "converged" is the time from the last write until every watcher held every
 key's final version (%v at most; "unconverged" counts the watchers that
 did not). CPU is the process's (writer, servers and watchers), in cores
-and per object handed to a watcher. All
-variants' watchers stay open through the rounds; one writes at a time.`,
+and per object handed to a watcher. Each
+variant's watchers are opened just before its round and closed right after
+it, so only that variant's watchers and caches are in the process while it
+is measured, as in a user's process that holds its own watchers only; and
+each round starts with a full garbage collection, so that no variant pays
+for collecting the caches of the variant closed before it (or the garbage
+of its own opening), and each starts at the same point of the collector's
+cycle.`,
 		TopicKeys, FanoutClients, max(1, top/FanoutClients), top, WatchBuffer, FanoutConvergeBy)}
 	workloads := []string{}
 	for _, c := range counts {

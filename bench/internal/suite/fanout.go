@@ -8,6 +8,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/internal/delivery"
 	"github.com/lockstep-dev/lockstep/bench/internal/procstat"
 	"github.com/lockstep-dev/lockstep/bench/internal/results"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -47,8 +48,9 @@ var recording atomic.Bool
 // watcher, each decoding; an informer per watcher taking a deep copy of
 // its client's one decode; and shared informers), etcd and a gRPC stream per watcher (the
 // latter two also without decoding, as anchors). At 1000 watchers it also
-// runs the overload rate. Every variant's watchers stay open through the
-// rounds; only one writes at a time.
+// runs the overload rate. Each variant's watchers are open only during
+// its own rounds (see fanoutAt), each round starting from a settled heap
+// (see settleHeap).
 func (s *Suite) Fanout() error {
 	counts := pick(s, []int{100, 1000}, []int{100})
 	duration := pick(s, 4*time.Second, 500*time.Millisecond)
@@ -133,12 +135,26 @@ func (s *Suite) fanoutRounds(sys *fanSystem, watchers int, rates []int, duration
 			continue // the overload rows are the decoding ones
 		}
 		wl := results.FanoutWorkload(watchers, rate)
+		if !s.cfg.NoSettle {
+			t := time.Now()
+			settleHeap()
+			s.logf("fan-out: heap settled in %v", time.Since(t).Round(time.Millisecond))
+		}
 		if err := s.round(wl, sys.name, func() (results.Round, error) { return runFanout(sys, rate, duration) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// settleHeap runs a full collection before a round (before the host's
+// idle is measured and the round's clocks start): the heap then holds the
+// open variant's watchers and what earlier rounds kept, not the garbage
+// of the variant closed before it nor that of its own opening, and the
+// collector starts the round at the same point of its cycle, its next
+// goal set by this variant's live heap, so that each variant pays for
+// collecting its own heap alone.
+func settleHeap() { runtime.GC() }
 
 func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round, error) {
 	for _, w := range sys.watchers {

@@ -40,6 +40,9 @@ type Config struct {
 	// and what it returns when it ends: fanout-bench profiles rounds with
 	// it.
 	Observe func(workload, variant string) (end func())
+	// NoSettle skips the collection that each fan-out round starts with
+	// (see runFanout): for measuring what the settling changes.
+	NoSettle bool
 }
 
 // Suite runs the workloads and holds what they measured.
