@@ -154,7 +154,7 @@ func (s *Suite) fanoutRounds(sys *fanSystem, watchers int, rates []int, duration
 // collector starts the round at the same point of its cycle, its next
 // goal set by this variant's live heap, so that each variant pays for
 // collecting its own heap alone.
-var settleHeap = runtime.GC
+func settleHeap() { runtime.GC() }
 
 func runFanout(sys *fanSystem, rate int, duration time.Duration) (results.Round, error) {
 	for _, w := range sys.watchers {
