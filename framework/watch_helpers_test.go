@@ -183,7 +183,11 @@ func (ct *cutTransport) cut() int {
 }
 
 // rawHandshake opens a session with a hello of its own, returning the
-// token; the test then speaks the protocol by hand.
+// token; the test then speaks the protocol by hand. The session is closed
+// when the test ends, before the server's drain (cleanups run last first),
+// as a client that goes away closes its own: a session left open holds
+// the drain's first phase until DrainTimeout or the 10 s frameworktest
+// gives a server's Stop, which a test then waits out.
 func rawHandshake(t testing.TB, url string, c *framework.Contract, instance string) string {
 	t.Helper()
 	hello, err := json.Marshal(handshake.Hello{Contract: c.Name(), Component: c.Client(), Instance: instance,
@@ -196,7 +200,25 @@ func rawHandshake(t testing.TB, url string, c *framework.Contract, instance stri
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(body, &w))
+	t.Cleanup(func() { closeRawSession(url, w.Session) })
 	return w.Session
+}
+
+// closeRawSession closes a session opened by hand, best effort: the
+// server may already be gone or have dropped the session.
+func closeRawSession(url, token string) {
+	body, _ := json.Marshal(map[string][]string{"sessions": {token}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+protocol.PathSession, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
 }
 
 // wireAnswer is an answer read by hand: status, the error code if any,
