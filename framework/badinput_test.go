@@ -72,6 +72,8 @@ func hello(t *testing.T, contract, component string, versions ...string) []byte 
 	return b
 }
 
+// openSession opens a session of the bench contract by hand and returns
+// its token; it is closed when the test ends.
 func openSession(t *testing.T, url string, versions ...string) string {
 	t.Helper()
 	a := do(t, http.MethodPost, url+protocol.PathHandshake, nil, hello(t, "bench", "kubelet", versions...))
@@ -79,6 +81,7 @@ func openSession(t *testing.T, url string, versions ...string) string {
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(a.body, &w))
 	require.NotEmpty(t, w.Session)
+	t.Cleanup(func() { closeRawSession(url, w.Session) }) // see rawHandshake
 	return w.Session
 }
 

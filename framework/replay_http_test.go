@@ -212,6 +212,7 @@ type rawPeer struct {
 	client  *http.Client // default http.DefaultClient
 }
 
+// handshakeRaw opens a session by hand; it is closed when the test ends.
 func handshakeRaw(t *testing.T, base string, c *framework.Contract) *rawPeer {
 	t.Helper()
 	hello := fmt.Sprintf(`{"contract":%q,"component":"kubelet","instance":"raw-1","release":"1.31.0","offers":[{"version":%q,"fingerprint":%q}]}`,
@@ -224,6 +225,7 @@ func handshakeRaw(t *testing.T, base string, c *framework.Contract) *rawPeer {
 	}
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&welcome))
+	t.Cleanup(func() { closeRawSession(base, welcome.Session) }) // see rawHandshake
 	return &rawPeer{t: t, base: base, session: welcome.Session}
 }
 
