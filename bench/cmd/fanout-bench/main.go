@@ -52,6 +52,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	profileDir := flag.String("profile", "", "write CPU and allocation profiles of each variant's first round into this folder")
 	noSettle := flag.Bool("no-settle", false, "start rounds without the full collection that settles the heap first")
+	allOpen := flag.Bool("all-open", false, "open every variant's watchers first and keep them open through all the rounds")
 	traceFor := flag.Duration("trace", 0, "with -profile, also write an execution trace of the first this long of each variant's first round")
 	flag.Parse()
 
@@ -73,7 +74,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cfg := suite.Config{Rounds: *rounds, Log: os.Stderr, NoSettle: *noSettle}
+	cfg := suite.Config{Rounds: *rounds, Log: os.Stderr, NoSettle: *noSettle, FanoutAllOpen: *allOpen}
 	if *profileDir != "" {
 		if *profile != "" {
 			fail(fmt.Errorf("-cpuprofile and -profile exclude each other"))

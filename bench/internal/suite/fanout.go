@@ -109,6 +109,9 @@ func (s *Suite) runFanoutVariants(watchers int, rates []int, duration time.Durat
 	for k, n := range names {
 		opens[k] = fanoutOpeners[n]
 	}
+	if s.cfg.FanoutAllOpen {
+		return s.runFanoutAllOpen(watchers, rates, duration, opens)
+	}
 	for round := range s.cfg.Rounds {
 		for k := range opens {
 			s.logf("fan-out: opening %d watchers", watchers)
@@ -121,6 +124,35 @@ func (s *Suite) runFanoutVariants(watchers int, rates []int, duration time.Durat
 				err = cerr
 			}
 			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runFanoutAllOpen is runFanoutVariants with every variant's watchers
+// opened first and kept open through all the rounds (Config.FanoutAllOpen).
+func (s *Suite) runFanoutAllOpen(watchers int, rates []int, duration time.Duration, opens []func(int) (*fanSystem, error)) (err error) {
+	var open []*fanSystem
+	defer func() {
+		for _, sys := range open {
+			if cerr := sys.close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
+	for _, o := range opens {
+		s.logf("fan-out: opening %d watchers", watchers)
+		sys, err := o(watchers)
+		if err != nil {
+			return err
+		}
+		open = append(open, sys)
+	}
+	for round := range s.cfg.Rounds {
+		for k := range open {
+			if err := s.fanoutRounds(open[(k+round)%len(open)], watchers, rates, duration); err != nil {
 				return err
 			}
 		}

@@ -43,6 +43,11 @@ type Config struct {
 	// NoSettle skips the collection that each fan-out round starts with
 	// (see runFanout): for measuring what the settling changes.
 	NoSettle bool
+	// FanoutAllOpen opens every fan-out variant's watchers before the
+	// first round and keeps them open through all the rounds, instead of
+	// each variant's only during its own: for measuring what the other
+	// variants' caches cost the one measured.
+	FanoutAllOpen bool
 }
 
 // Suite runs the workloads and holds what they measured.
