@@ -10,7 +10,10 @@
 // CPU profile and an allocation profile of the round's measured part
 // (DIR/<variant>.cpu.pprof, DIR/<variant>.allocs.pprof, the latter to read
 // with -base DIR/<variant>.allocs-before.pprof), and with -trace D an
-// execution trace of its first D.
+// execution trace of its first D. Each round starts from a settled heap
+// (-no-settle leaves that out) with only its own variant's watchers open
+// (-all-open keeps every variant's open through all the rounds): the
+// conditions of `make bench` and the two to compare them with.
 //
 //	go run ./cmd/fanout-bench -watchers 1000 -variants ls,ls-copy,shared,grpc
 //	go run ./cmd/fanout-bench -variants ls-copy -rounds 1 -profile /tmp/p
