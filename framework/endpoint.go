@@ -205,8 +205,8 @@ func (e *endpoint) run() {
 		}
 	}()
 	hold := false
-	// wasDraining says the last handshake was refused by a draining server.
-	wasDraining := false
+	// drainRefusals counts the hellos a draining server refused in a row.
+	drainRefusals := 0
 	for e.ctx.Err() == nil {
 		// After a refusal the server can hold open (an incompatibility that
 		// its replacement may not have), ask it to hold the next one until it
@@ -226,7 +226,7 @@ func (e *endpoint) run() {
 			obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
 		}
 		if err == nil {
-			failures, wasDraining = 0, false
+			failures, drainRefusals = 0, 0
 			last = sess
 			e.setState(stateReady, sess, nil)
 			e.endFirstRound()
@@ -257,26 +257,27 @@ func (e *endpoint) run() {
 			// hold refusals) is paced by the backoff like any failure.
 			continue
 		}
-		if state == stateDraining {
-			// The server is about to go: start the backoff afresh, once, so
-			// its replacement is found within a few milliseconds. Not on
-			// every refusal of the drain: attempts at 5ms would keep its
-			// connections busy, and a drain ends only once they have been
-			// quiet (conns.go).
-			if !wasDraining {
-				failures = 0
-			}
-		}
-		wasDraining = state == stateDraining
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		var delay time.Duration
+		switch {
+		case state == stateDraining:
+			// "Not here, go elsewhere": calls go to the other endpoints
+			// while this one is paced apart (drainingPace). The backoff
+			// starts afresh for whatever answers next: the replacement,
+			// or nothing listening (the prober's pace).
+			delay = drainingPace(cfg.Backoff, drainRefusals)
+			drainRefusals++
+			failures = 0
+		case errors.Is(err, syscall.ECONNREFUSED):
 			// Nothing listens there: the address's prober, shared by the
 			// process, dials it and says when something does (prober.go).
-			failures = 0
+			failures, drainRefusals = 0, 0
 			e.c.probers().at(e.addr).waitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
 			continue
+		default:
+			drainRefusals = 0
+			delay = cfg.Backoff.Delay(failures)
+			failures++
 		}
-		delay := cfg.Backoff.Delay(failures)
-		failures++
 		t := cfg.Clock.NewTimer(delay)
 		select {
 		case <-e.ctx.Done():
@@ -289,6 +290,23 @@ func (e *endpoint) run() {
 			t.Stop()
 		}
 	}
+}
+
+// maxDrainingPace caps the delay between hellos to a draining server. It
+// bounds how late a client learns that the server has gone (its next hello
+// then finds nothing listening, or its replacement); a readiness source's
+// announcement ends the wait at once.
+const maxDrainingPace = 500 * time.Millisecond
+
+// drainingPace is the delay before the hello after the n-th (from 0)
+// refusal in a row by a draining server: from the backoff's ceiling,
+// doubling, up to maxDrainingPace, with the backoff's jitter. A drain lasts
+// a second or more (DrainTimeout, DrainQuiet); hellos at the backoff's
+// ceiling were about half of all connections in a rolling upgrade, and
+// every connection a draining server accepts keeps its listener open
+// longer (conns.go).
+func drainingPace(b Backoff, n int) time.Duration {
+	return Backoff{Base: b.Max, Max: max(b.Max, maxDrainingPace), Multiplier: 2, Jitter: b.Jitter}.Delay(n)
 }
 
 // heldLongEnough is how long a held handshake must have been held for the
