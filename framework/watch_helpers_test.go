@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -364,4 +365,36 @@ func cacheDiff[T any](inf *framework.Informer[T], view *framework.TopicView[T]) 
 		}
 	}
 	return ""
+}
+
+// advanceClockAtCleanup advances clock, a server's fake clock, from the
+// test's end until its cleanups are done: the server's drain waits out its
+// quiet period and deadline on that clock, and one that stands still
+// holds each Stop of the server for its 10 s bound of real time. Call it
+// before starting the server, so that the advancing ends after the
+// server's Stop.
+func advanceClockAtCleanup(t *testing.T, clock *clockwork.FakeClock) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-t.Context().Done(): // the test's end, before its cleanups
+		case <-stop:
+			return
+		}
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				clock.Advance(50 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
 }

@@ -190,6 +190,7 @@ func TestWatchResumeCarriesOnlyWhatChanged(t *testing.T) {
 // comes back.
 func TestWatchResumeBeyondTheTombstonesIsASnapshot(t *testing.T) {
 	clock := clockwork.NewFakeClock()
+	advanceClockAtCleanup(t, clock)
 	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{
 		cfg:    func(c *framework.ServerConfig) { c.Clock = clock },
 		topics: []framework.TopicOption{framework.WithTombstones(2, time.Minute)},
