@@ -210,10 +210,16 @@ func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, 
 	c.line("var %s [%d]%s", buf, sliceBuffer(elem), gomodel.GoString(elem))
 	c.line("%s := %s[:0]", tmp, buf)
 	c.line("var %s %s", zero, gomodel.GoString(elem))
-	bl := c.elemBlocks(elem)
+	if bt := c.elemBlockType(elem); bt != "" {
+		c.decodeStagedElems(goType, bt, sliceBuffer(elem), tmp, s, i, zero, target, fail)
+		if null {
+			c.line("}")
+		}
+		return
+	}
 	c.line("for %s := 0; d.NextItem(); %s++ {", i, i)
 	c.line("%s = append(%s, %s)", tmp, tmp, zero)
-	c.decodeElem(elem, tmp+"["+i+"]", bl, func(err string) string {
+	c.decodeInto(elem, tmp+"["+i+"]", func(err string) string {
 		return fail("jsonwire.WithinIndex(" + err + ", " + i + ")")
 	})
 	c.line("}")
@@ -226,6 +232,63 @@ func (c *code) decodeSlice(goType string, elem *gomodel.TypeRef, target string, 
 	if null {
 		c.line("}")
 	}
+}
+
+// decodeStagedElems is the loop of decodeSlice for elements that are
+// structs with a pointer block: each element is decoded staged
+// (decodeJSONStaged), its block and the bits saying which of its pointer
+// members are set kept beside it on the stack, and when the array's
+// length is known the blocks of all elements that have any are made in
+// one allocation of exactly their number and the elements pointed at
+// them (pointInto): an array of n such structs costs two allocations,
+// its slice and its blocks.
+func (c *code) decodeStagedElems(goType, bt string, size int, tmp, s, i, zero, target string, fail func(string) string) {
+	bbuf, btmp, hbuf, htmp, bzero := c.fresh("bbuf"), c.fresh("btmp"), c.fresh("hbuf"), c.fresh("htmp"), c.fresh("bzero")
+	n, bs, j := c.fresh("n"), c.fresh("bs"), c.fresh("j")
+	c.line("var %s [%d]%s", bbuf, size, bt)
+	c.line("%s := %s[:0]", btmp, bbuf)
+	c.line("var %s [%d]uint64", hbuf, size)
+	c.line("%s := %s[:0]", htmp, hbuf)
+	c.line("var %s %s", bzero, bt)
+	c.line("%s := 0", n)
+	c.line("for %s := 0; d.NextItem(); %s++ {", i, i)
+	c.line("%s = append(%s, %s)", tmp, tmp, zero)
+	c.line("%s = append(%s, %s)", btmp, btmp, bzero)
+	c.line("%s = append(%s, 0)", htmp, htmp)
+	c.line("err := %s[%s].decodeJSONStaged(d, &%s[%s], &%s[%s])", tmp, i, btmp, i, htmp, i)
+	c.line("if %s[%s] != 0 {", htmp, i)
+	c.line("%s++", n)
+	c.line("}")
+	c.line("if err != nil {")
+	c.line("%s", fail("jsonwire.WithinIndex(err, "+i+")"))
+	c.line("}")
+	c.line("}")
+	c.line("if err := d.Err(); err != nil {")
+	c.line("%s", fail("err"))
+	c.line("}")
+	c.line("%s := make(%s, len(%s))", s, goType, tmp)
+	c.line("copy(%s, %s)", s, tmp)
+	c.line("if %s > 0 {", n)
+	c.line("%s := make([]%s, %s)", bs, bt, n)
+	c.line("%s := 0", j)
+	c.line("for %s := range %s {", i, s)
+	c.line("if %s[%s] != 0 {", htmp, i)
+	c.line("%s[%s] = %s[%s]", bs, j, btmp, i)
+	c.line("%s[%s].pointInto(&%s[%s], %s[%s])", s, i, bs, j, htmp, i)
+	c.line("%s++", j)
+	c.line("}")
+	c.line("}")
+	c.line("}")
+	c.line("%s = %s", target, s)
+}
+
+// elemBlockType is the pointer block type of a slice's elements, "" when
+// they are not structs with one.
+func (c *code) elemBlockType(elem *gomodel.TypeRef) string {
+	if c.blockOf == nil {
+		return ""
+	}
+	return c.blockOf(elem)
 }
 
 // decodeMap decodes an object of uniform members, or with null, null as
@@ -285,12 +348,20 @@ func (g *generator) blockFields(t *gomodel.Type) []*gomodel.Field {
 	}
 	var fs []*gomodel.Field
 	for _, f := range t.Fields {
+		if len(fs) == maxBlockFields {
+			break
+		}
 		if f.Presence == gomodel.PresencePointer && g.copies.ref(f.Type) == copyValue {
 			fs = append(fs, f)
 		}
 	}
 	return fs
 }
+
+// maxBlockFields is how many members a pointer block holds at most: the
+// staged decoder marks the ones it set in the bits of one uint64. Further
+// pointer members get an allocation each.
+const maxBlockFields = 64
 
 // blockType names a struct's pointer block type, "" when it has none.
 func (g *generator) blockType(t *gomodel.Type) string {
@@ -330,36 +401,63 @@ func (g *generator) blockDecl(t *gomodel.Type) string {
 
 // blockSlot is a field's member of its struct's pointer block.
 func (g *generator) blockSlot(t *gomodel.Type, f *gomodel.Field) (string, bool) {
+	member, _, ok := g.blockSlotIndex(t, f)
+	return member, ok
+}
+
+// blockSlotIndex is blockSlot with the member's index in the block, its
+// bit in the staged decoder's has.
+func (g *generator) blockSlotIndex(t *gomodel.Type, f *gomodel.Field) (string, int, bool) {
 	for k, x := range g.blockFields(t) {
 		if x == f {
-			return "v" + strconv.Itoa(k), true
+			return "v" + strconv.Itoa(k), k, true
 		}
 	}
-	return "", false
+	return "", 0, false
+}
+
+// pointInto renders a struct's pointInto method: the pointer members a
+// staged decode marked in has pointed at their values in block.
+func (g *generator) pointInto(c *code, t *gomodel.Type, bt string) {
+	c.line("")
+	c.line("// pointInto points the pointer members of m that has marks at their")
+	c.line("// values in block (see decodeJSONStaged).")
+	c.line("func (m *%s) pointInto(block *%s, has uint64) {", t.Name, bt)
+	for k, f := range g.blockFields(t) {
+		c.line("if has&(1<<%d) != 0 {", k)
+		c.line("m.%s = &block.v%d", f.GoName, k)
+		c.line("}")
+	}
+	c.line("}")
 }
 
 // decodeMember emits the decoding of a struct member or tuple element held
 // as its presence says; slot, if not nil, names the member of the struct's
 // pointer block (the variable block) that holds a pointer member's value.
-func (c *code) decodeMember(f *gomodel.Field, target string, slot func(*gomodel.Field) (string, bool), fail func(string) string) {
+func (c *code) decodeMember(f *gomodel.Field, target string, slot func(*gomodel.Field) (string, int, bool), fail func(string) string) {
 	switch f.Presence {
 	case gomodel.PresencePointer:
 		c.line("if d.Null() {")
 		if f.Required && f.Nullable {
 			c.line("%s = nil", target)
+			if _, bit, ok := lookupSlot(slot, f); ok {
+				c.line("*has &^= 1 << %d", bit)
+			}
 		} else {
 			c.line("%s", fail(fmt.Sprintf("jsonwire.NotNull(d, %q)", jsonTypeName(f.Type))))
 		}
 		c.line("} else {")
 		p := c.fresh("p")
-		if member, ok := lookupSlot(slot, f); ok {
-			c.line("if block == nil {")
-			c.line("block = blocks.New()")
-			c.line("}")
+		if member, bit, ok := lookupSlot(slot, f); ok {
+			// Staged (decodeJSONStaged): the value goes to the
+			// block and its bit to has; pointInto sets target.
 			c.line("%s := &block.%s", p, member)
-		} else {
-			c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
+			c.decodeInto(f.Type, "(*"+p+")", fail)
+			c.line("*has |= 1 << %d", bit)
+			c.line("}")
+			return
 		}
+		c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
 		c.decodeInto(f.Type, "(*"+p+")", fail)
 		c.line("%s = %s", target, p)
 		c.line("}")
@@ -393,9 +491,9 @@ func (c *code) decodeMember(f *gomodel.Field, target string, slot func(*gomodel.
 	}
 }
 
-func lookupSlot(slot func(*gomodel.Field) (string, bool), f *gomodel.Field) (string, bool) {
+func lookupSlot(slot func(*gomodel.Field) (string, int, bool), f *gomodel.Field) (string, int, bool) {
 	if slot == nil {
-		return "", false
+		return "", 0, false
 	}
 	return slot(f)
 }
@@ -439,8 +537,24 @@ func (g *generator) decoder(t *gomodel.Type) string {
 		c.line("}")
 		c.line("")
 		c.line("// decodeJSONWith decodes %s with its pointer block from blocks", t.Name)
-		c.line("// (nil: a block of its own).")
+		c.line("// (nil: a block of its own), made only when a pointer member is set.")
 		c.line("func (%s *%s) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[%s]) error {", recv, t.Name, bt)
+		c.line("var block %s", bt)
+		c.line("var has uint64")
+		c.line("err := %s.decodeJSONStaged(d, &block, &has)", recv)
+		c.line("if has != 0 {")
+		c.line("p := blocks.New()")
+		c.line("*p = block")
+		c.line("%s.pointInto(p, has)", recv)
+		c.line("}")
+		c.line("return err")
+		c.line("}")
+		g.pointInto(c, t, bt)
+		c.line("")
+		c.line("// decodeJSONStaged decodes %s leaving its pointer members nil: their", t.Name)
+		c.line("// values go to block and their bits to has, for pointInto, so that a")
+		c.line("// slice's decoder can make the blocks of all its elements at once.")
+		c.line("func (%s *%s) decodeJSONStaged(d *jsonwire.Decoder, block *%s, has *uint64) error {", recv, t.Name, bt)
 	} else {
 		c.line("func (%s *%s) decodeJSON(d *jsonwire.Decoder) error {", recv, t.Name)
 	}
@@ -517,9 +631,6 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 	if len(required) > 0 {
 		c.line("var seen [%d]bool", len(required))
 	}
-	if bt := g.blockType(t); bt != "" {
-		c.line("var block *%s", bt)
-	}
 	c.line("next := 0")
 	c.line("for {")
 	c.line("field := -1")
@@ -583,7 +694,7 @@ func (g *generator) decodeStruct(c *code, t *gomodel.Type) {
 			req++
 		}
 		name := f.JSONName
-		c.decodeMember(f, "m."+f.GoName, func(f *gomodel.Field) (string, bool) { return g.blockSlot(t, f) }, func(err string) string {
+		c.decodeMember(f, "m."+f.GoName, func(f *gomodel.Field) (string, int, bool) { return g.blockSlotIndex(t, f) }, func(err string) string {
 			return fmt.Sprintf("return jsonwire.Within(%s, %q)", err, name)
 		})
 	}

@@ -351,14 +351,42 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeCondition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
+	var block pointersOfNodeCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeCondition) pointInto(block *pointersOfNodeCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Message = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.LastHeartbeatTime = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes NodeCondition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeCondition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -422,46 +450,37 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p1) = v2
-				m.Reason = p1
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p3) = v4
-				m.Message = p3
+				*has |= 1 << 1
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastHeartbeatTime")
 				}
 				(*p5) = v6
-				m.LastHeartbeatTime = p5
+				*has |= 1 << 2
 			}
 		}
 		next = field + 1
@@ -782,10 +801,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf2 [8]NodeCondition
 				tmp3 := buf2[:0]
 				var zero6 NodeCondition
-				var blocks7 jsonwire.Blocks[pointersOfNodeCondition]
+				var bbuf7 [8]pointersOfNodeCondition
+				btmp8 := bbuf7[:0]
+				var hbuf9 [8]uint64
+				htmp10 := hbuf9[:0]
+				var bzero11 pointersOfNodeCondition
+				n12 := 0
 				for i5 := 0; d.NextItem(); i5++ {
 					tmp3 = append(tmp3, zero6)
-					if err := tmp3[i5].decodeJSONWith(d, &blocks7); err != nil {
+					btmp8 = append(btmp8, bzero11)
+					htmp10 = append(htmp10, 0)
+					err := tmp3[i5].decodeJSONStaged(d, &btmp8[i5], &htmp10[i5])
+					if htmp10[i5] != 0 {
+						n12++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
@@ -794,6 +824,17 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				s4 := make([]NodeCondition, len(tmp3))
 				copy(s4, tmp3)
+				if n12 > 0 {
+					bs13 := make([]pointersOfNodeCondition, n12)
+					j14 := 0
+					for i5 := range s4 {
+						if htmp10[i5] != 0 {
+							bs13[j14] = btmp8[i5]
+							s4[i5].pointInto(&bs13[j14], htmp10[i5])
+							j14++
+						}
+					}
+				}
 				m.Conditions = s4
 			}
 		case 2:
@@ -814,21 +855,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				var buf8 [8]NodeAddress
-				tmp9 := buf8[:0]
-				var zero12 NodeAddress
-				for i11 := 0; d.NextItem(); i11++ {
-					tmp9 = append(tmp9, zero12)
-					if err := tmp9[i11].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i11), "addresses")
+				var buf15 [8]NodeAddress
+				tmp16 := buf15[:0]
+				var zero19 NodeAddress
+				for i18 := 0; d.NextItem(); i18++ {
+					tmp16 = append(tmp16, zero19)
+					if err := tmp16[i18].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i18), "addresses")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				s10 := make([]NodeAddress, len(tmp9))
-				copy(s10, tmp9)
-				m.Addresses = s10
+				s17 := make([]NodeAddress, len(tmp16))
+				copy(s17, tmp16)
+				m.Addresses = s17
 			}
 		case 5:
 			seen[5] = true
@@ -843,23 +884,23 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				var buf13 [32]string
-				tmp14 := buf13[:0]
-				var zero17 string
-				for i16 := 0; d.NextItem(); i16++ {
-					tmp14 = append(tmp14, zero17)
-					v18, err := d.String()
+				var buf20 [32]string
+				tmp21 := buf20[:0]
+				var zero24 string
+				for i23 := 0; d.NextItem(); i23++ {
+					tmp21 = append(tmp21, zero24)
+					v25, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i16), "images")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i23), "images")
 					}
-					tmp14[i16] = v18
+					tmp21[i23] = v25
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				s15 := make([]string, len(tmp14))
-				copy(s15, tmp14)
-				m.Images = s15
+				s22 := make([]string, len(tmp21))
+				copy(s22, tmp21)
+				m.Images = s22
 			}
 		}
 		next = field + 1
@@ -1125,13 +1166,56 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeSystemInfo with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeSystemInfo]) error {
+	var block pointersOfNodeSystemInfo
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeSystemInfo) pointInto(block *pointersOfNodeSystemInfo, has uint64) {
+	if has&(1<<0) != 0 {
+		m.MachineID = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.SystemUUID = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.BootID = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.KernelVersion = &block.v3
+	}
+	if has&(1<<4) != 0 {
+		m.OSImage = &block.v4
+	}
+	if has&(1<<5) != 0 {
+		m.ContainerRuntimeVersion = &block.v5
+	}
+	if has&(1<<6) != 0 {
+		m.KubeletVersion = &block.v6
+	}
+	if has&(1<<7) != 0 {
+		m.KubeProxyVersion = &block.v7
+	}
+}
+
+// decodeJSONStaged decodes NodeSystemInfo leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeSystemInfo) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeSystemInfo, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeSystemInfo{}
-	var block *pointersOfNodeSystemInfo
 	next := 0
 	for {
 		field := -1
@@ -1203,121 +1287,97 @@ func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "machineID")
 				}
 				(*p1) = v2
-				m.MachineID = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
 				}
 				(*p3) = v4
-				m.SystemUUID = p3
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
 				}
 				(*p5) = v6
-				m.BootID = p5
+				*has |= 1 << 2
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v3
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kernelVersion")
 				}
 				(*p7) = v8
-				m.KernelVersion = p7
+				*has |= 1 << 3
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p9 := &block.v4
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
 				}
 				(*p9) = v10
-				m.OSImage = p9
+				*has |= 1 << 4
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p11 := &block.v5
 				v12, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
 				}
 				(*p11) = v12
-				m.ContainerRuntimeVersion = p11
+				*has |= 1 << 5
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p13 := &block.v6
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
 				}
 				(*p13) = v14
-				m.KubeletVersion = p13
+				*has |= 1 << 6
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p15 := &block.v7
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeProxyVersion")
 				}
 				(*p15) = v16
-				m.KubeProxyVersion = p15
+				*has |= 1 << 7
 			}
 		}
 		next = field + 1

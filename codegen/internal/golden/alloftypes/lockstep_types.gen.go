@@ -60,13 +60,35 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Msg with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMsg]) error {
+	var block pointersOfMsg
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Msg) pointInto(block *pointersOfMsg, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Name = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Msg leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Msg) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfMsg, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Msg{}
-	var block *pointersOfMsg
 	next := 0
 	for {
 		field := -1
@@ -119,16 +141,13 @@ func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
 				(*p3) = v4
-				m.Name = p3
+				*has |= 1 << 0
 			}
 		case 1:
 			v5, err := d.Raw()

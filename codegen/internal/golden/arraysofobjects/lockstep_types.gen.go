@@ -110,10 +110,21 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			var buf1 [8]ArraysInlineItem
 			tmp2 := buf1[:0]
 			var zero5 ArraysInlineItem
-			var blocks6 jsonwire.Blocks[pointersOfArraysInlineItem]
+			var bbuf6 [8]pointersOfArraysInlineItem
+			btmp7 := bbuf6[:0]
+			var hbuf8 [8]uint64
+			htmp9 := hbuf8[:0]
+			var bzero10 pointersOfArraysInlineItem
+			n11 := 0
 			for i4 := 0; d.NextItem(); i4++ {
 				tmp2 = append(tmp2, zero5)
-				if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
+				btmp7 = append(btmp7, bzero10)
+				htmp9 = append(htmp9, 0)
+				err := tmp2[i4].decodeJSONStaged(d, &btmp7[i4], &htmp9[i4])
+				if htmp9[i4] != 0 {
+					n11++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "inline")
 				}
 			}
@@ -122,6 +133,17 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			s3 := make([]ArraysInlineItem, len(tmp2))
 			copy(s3, tmp2)
+			if n11 > 0 {
+				bs12 := make([]pointersOfArraysInlineItem, n11)
+				j13 := 0
+				for i4 := range s3 {
+					if htmp9[i4] != 0 {
+						bs12[j13] = btmp7[i4]
+						s3[i4].pointInto(&bs12[j13], htmp9[i4])
+						j13++
+					}
+				}
+			}
 			m.Inline = s3
 		case 1:
 			if d.Null() {
@@ -130,21 +152,21 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			var buf7 [8]Item
-			tmp8 := buf7[:0]
-			var zero11 Item
-			for i10 := 0; d.NextItem(); i10++ {
-				tmp8 = append(tmp8, zero11)
-				if err := tmp8[i10].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "referenced")
+			var buf14 [8]Item
+			tmp15 := buf14[:0]
+			var zero18 Item
+			for i17 := 0; d.NextItem(); i17++ {
+				tmp15 = append(tmp15, zero18)
+				if err := tmp15[i17].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i17), "referenced")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "referenced")
 			}
-			s9 := make([]Item, len(tmp8))
-			copy(s9, tmp8)
-			m.Referenced = s9
+			s16 := make([]Item, len(tmp15))
+			copy(s16, tmp15)
+			m.Referenced = s16
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "matrix")
@@ -152,42 +174,42 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			var buf12 [8][]int64
-			tmp13 := buf12[:0]
-			var zero16 []int64
-			for i15 := 0; d.NextItem(); i15++ {
-				tmp13 = append(tmp13, zero16)
+			var buf19 [8][]int64
+			tmp20 := buf19[:0]
+			var zero23 []int64
+			for i22 := 0; d.NextItem(); i22++ {
+				tmp20 = append(tmp20, zero23)
 				if d.Null() {
-					tmp13[i15] = nil
+					tmp20[i22] = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "matrix")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i22), "matrix")
 					}
-					var buf17 [32]int64
-					tmp18 := buf17[:0]
-					var zero21 int64
-					for i20 := 0; d.NextItem(); i20++ {
-						tmp18 = append(tmp18, zero21)
-						v22, err := d.Int64()
+					var buf24 [32]int64
+					tmp25 := buf24[:0]
+					var zero28 int64
+					for i27 := 0; d.NextItem(); i27++ {
+						tmp25 = append(tmp25, zero28)
+						v29, err := d.Int64()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i20), i15), "matrix")
+							return jsonwire.Within(jsonwire.WithinIndex(jsonwire.WithinIndex(err, i27), i22), "matrix")
 						}
-						tmp18[i20] = v22
+						tmp25[i27] = v29
 					}
 					if err := d.Err(); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i15), "matrix")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i22), "matrix")
 					}
-					s19 := make([]int64, len(tmp18))
-					copy(s19, tmp18)
-					tmp13[i15] = s19
+					s26 := make([]int64, len(tmp25))
+					copy(s26, tmp25)
+					tmp20[i22] = s26
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "matrix")
 			}
-			s14 := make([][]int64, len(tmp13))
-			copy(s14, tmp13)
-			m.Matrix = s14
+			s21 := make([][]int64, len(tmp20))
+			copy(s21, tmp20)
+			m.Matrix = s21
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "nullableItems")
@@ -195,29 +217,29 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			var buf23 [8]*int64
-			tmp24 := buf23[:0]
-			var zero27 *int64
-			for i26 := 0; d.NextItem(); i26++ {
-				tmp24 = append(tmp24, zero27)
+			var buf30 [8]*int64
+			tmp31 := buf30[:0]
+			var zero34 *int64
+			for i33 := 0; d.NextItem(); i33++ {
+				tmp31 = append(tmp31, zero34)
 				if d.Null() {
-					tmp24[i26] = nil
+					tmp31[i33] = nil
 				} else {
-					p28 := new(int64)
-					v29, err := d.Int64()
+					p35 := new(int64)
+					v36, err := d.Int64()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i26), "nullableItems")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i33), "nullableItems")
 					}
-					(*p28) = v29
-					tmp24[i26] = p28
+					(*p35) = v36
+					tmp31[i33] = p35
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "nullableItems")
 			}
-			s25 := make([]*int64, len(tmp24))
-			copy(s25, tmp24)
-			m.NullableItems = s25
+			s32 := make([]*int64, len(tmp31))
+			copy(s32, tmp31)
+			m.NullableItems = s32
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "anyItems")
@@ -225,23 +247,23 @@ func (m *Arrays) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			var buf30 [32]json.RawMessage
-			tmp31 := buf30[:0]
-			var zero34 json.RawMessage
-			for i33 := 0; d.NextItem(); i33++ {
-				tmp31 = append(tmp31, zero34)
-				v35, err := d.Raw()
+			var buf37 [32]json.RawMessage
+			tmp38 := buf37[:0]
+			var zero41 json.RawMessage
+			for i40 := 0; d.NextItem(); i40++ {
+				tmp38 = append(tmp38, zero41)
+				v42, err := d.Raw()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i33), "anyItems")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i40), "anyItems")
 				}
-				tmp31[i33] = v35
+				tmp38[i40] = v42
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "anyItems")
 			}
-			s32 := make([]json.RawMessage, len(tmp31))
-			copy(s32, tmp31)
-			m.AnyItems = s32
+			s39 := make([]json.RawMessage, len(tmp38))
+			copy(s39, tmp38)
+			m.AnyItems = s39
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "named")
@@ -446,14 +468,36 @@ func (m *ArraysInlineItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ArraysInlineItem with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ArraysInlineItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfArraysInlineItem]) error {
+	var block pointersOfArraysInlineItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ArraysInlineItem) pointInto(block *pointersOfArraysInlineItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Weight = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes ArraysInlineItem leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ArraysInlineItem) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfArraysInlineItem, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ArraysInlineItem{}
 	var seen [1]bool
-	var block *pointersOfArraysInlineItem
 	next := 0
 	for {
 		field := -1
@@ -496,16 +540,13 @@ func (m *ArraysInlineItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "weight")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "weight")
 				}
 				(*p2) = v3
-				m.Weight = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

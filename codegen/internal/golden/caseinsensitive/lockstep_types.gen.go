@@ -261,13 +261,35 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ExtenderFilterResult with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfExtenderFilterResult]) error {
+	var block pointersOfExtenderFilterResult
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ExtenderFilterResult) pointInto(block *pointersOfExtenderFilterResult, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Error = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes ExtenderFilterResult leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ExtenderFilterResult) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfExtenderFilterResult, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderFilterResult{}
-	var block *pointersOfExtenderFilterResult
 	next := 0
 	for {
 		field := -1
@@ -383,16 +405,13 @@ func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonw
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p15 := &block.v0
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "error")
 				}
 				(*p15) = v16
-				m.Error = p15
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -542,13 +561,35 @@ func (m *Strict) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Strict with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Strict) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfStrict]) error {
+	var block pointersOfStrict
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Strict) pointInto(block *pointersOfStrict, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Name = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Strict leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Strict) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfStrict, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Strict{}
-	var block *pointersOfStrict
 	next := 0
 	for {
 		field := -1
@@ -589,16 +630,13 @@ func (m *Strict) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
 				(*p3) = v4
-				m.Name = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -248,14 +248,36 @@ func (m *Config) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Config with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Config) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfConfig]) error {
+	var block pointersOfConfig
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Config) pointInto(block *pointersOfConfig, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Version = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Config leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Config) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfConfig, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Config{}
 	var seen [1]bool
-	var block *pointersOfConfig
 	next := 0
 	for {
 		field := -1
@@ -308,16 +330,13 @@ func (m *Config) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "version")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "version")
 				}
 				(*p3) = v4
-				m.Version = p3
+				*has |= 1 << 0
 			}
 		case 1:
 			seen[0] = true
@@ -580,13 +599,35 @@ func (m *Deploy) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Deploy with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Deploy) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfDeploy]) error {
+	var block pointersOfDeploy
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Deploy) pointInto(block *pointersOfDeploy, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Replicas = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Deploy leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Deploy) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfDeploy, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Deploy{}
-	var block *pointersOfDeploy
 	next := 0
 	for {
 		field := -1
@@ -622,16 +663,13 @@ func (m *Deploy) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "replicas")
 				}
 				(*p1) = v2
-				m.Replicas = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
@@ -1193,13 +1231,35 @@ func (m *Resource) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Resource with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Resource) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfResource]) error {
+	var block pointersOfResource
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Resource) pointInto(block *pointersOfResource, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Memory = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Resource leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Resource) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfResource, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Resource{}
-	var block *pointersOfResource
 	next := 0
 	for {
 		field := -1
@@ -1245,16 +1305,13 @@ func (m *Resource) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "memory")
 				}
 				(*p2) = v3
-				m.Memory = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1457,13 +1514,38 @@ func (m *Service) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Service with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Service) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfService]) error {
+	var block pointersOfService
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Service) pointInto(block *pointersOfService, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Image = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Restart = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Service leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Service) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfService, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Service{}
-	var block *pointersOfService
 	next := 0
 	for {
 		field := -1
@@ -1552,16 +1634,13 @@ func (m *Service) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "image")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "image")
 				}
 				(*p3) = v4
-				m.Image = p3
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
@@ -1619,14 +1698,11 @@ func (m *Service) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "restart")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p13 := &block.v1
 				if err := (*p13).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "restart")
 				}
-				m.Restart = p13
+				*has |= 1 << 1
 			}
 		case 6:
 			if d.Null() {
@@ -2072,13 +2148,38 @@ func (m *ServiceBuildObject) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ServiceBuildObject with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ServiceBuildObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfServiceBuildObject]) error {
+	var block pointersOfServiceBuildObject
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ServiceBuildObject) pointInto(block *pointersOfServiceBuildObject, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Context = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Dockerfile = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes ServiceBuildObject leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ServiceBuildObject) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfServiceBuildObject, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServiceBuildObject{}
-	var block *pointersOfServiceBuildObject
 	next := 0
 	for {
 		field := -1
@@ -2131,31 +2232,25 @@ func (m *ServiceBuildObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwir
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "context")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "context")
 				}
 				(*p3) = v4
-				m.Context = p3
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "dockerfile")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v1
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "dockerfile")
 				}
 				(*p5) = v6
-				m.Dockerfile = p5
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {
@@ -2630,13 +2725,41 @@ func (m *ServiceHealthcheck) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ServiceHealthcheck with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ServiceHealthcheck) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfServiceHealthcheck]) error {
+	var block pointersOfServiceHealthcheck
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ServiceHealthcheck) pointInto(block *pointersOfServiceHealthcheck, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Interval = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Retries = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Disable = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes ServiceHealthcheck leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ServiceHealthcheck) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfServiceHealthcheck, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServiceHealthcheck{}
-	var block *pointersOfServiceHealthcheck
 	next := 0
 	for {
 		field := -1
@@ -2694,46 +2817,37 @@ func (m *ServiceHealthcheck) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwir
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "interval")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "interval")
 				}
 				(*p2) = v3
-				m.Interval = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "retries")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				v5, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "retries")
 				}
 				(*p4) = v5
-				m.Retries = p4
+				*has |= 1 << 1
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "disable")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v2
 				v7, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "disable")
 				}
 				(*p6) = v7
-				m.Disable = p6
+				*has |= 1 << 2
 			}
 		}
 		next = field + 1
@@ -3026,13 +3140,38 @@ func (m *ServicePortsItemObject) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ServicePortsItemObject with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ServicePortsItemObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfServicePortsItemObject]) error {
+	var block pointersOfServicePortsItemObject
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ServicePortsItemObject) pointInto(block *pointersOfServicePortsItemObject, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Target = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Protocol = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes ServicePortsItemObject leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ServicePortsItemObject) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfServicePortsItemObject, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ServicePortsItemObject{}
-	var block *pointersOfServicePortsItemObject
 	next := 0
 	for {
 		field := -1
@@ -3074,16 +3213,13 @@ func (m *ServicePortsItemObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jso
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "target")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "target")
 				}
 				(*p1) = v2
-				m.Target = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
@@ -3099,14 +3235,11 @@ func (m *ServicePortsItemObject) decodeJSONWith(d *jsonwire.Decoder, blocks *jso
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "protocol")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "protocol")
 				}
-				m.Protocol = p4
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -3418,13 +3551,38 @@ func (m *Volume) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Volume with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Volume) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfVolume]) error {
+	var block pointersOfVolume
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Volume) pointInto(block *pointersOfVolume, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Driver = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.External = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Volume leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Volume) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfVolume, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Volume{}
-	var block *pointersOfVolume
 	next := 0
 	for {
 		field := -1
@@ -3477,31 +3635,25 @@ func (m *Volume) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "driver")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "driver")
 				}
 				(*p3) = v4
-				m.Driver = p3
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "external")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v1
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "external")
 				}
 				(*p5) = v6
-				m.External = p5
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {

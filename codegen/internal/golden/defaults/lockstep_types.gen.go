@@ -142,14 +142,51 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Settings with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSettings]) error {
+	var block pointersOfSettings
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Settings) pointInto(block *pointersOfSettings, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Replicas = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Ratio = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Name = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.Enabled = &block.v3
+	}
+	if has&(1<<4) != 0 {
+		m.Mode = &block.v4
+	}
+	if has&(1<<5) != 0 {
+		m.Since = &block.v5
+	}
+}
+
+// decodeJSONStaged decodes Settings leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Settings) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfSettings, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Settings{}
 	var seen [1]bool
-	var block *pointersOfSettings
 	next := 0
 	for {
 		field := -1
@@ -239,74 +276,59 @@ func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "replicas")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "replicas")
 				}
 				(*p1) = v2
-				m.Replicas = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "ratio")
 				}
 				(*p3) = v4
-				m.Ratio = p3
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
 				(*p5) = v6
-				m.Name = p5
+				*has |= 1 << 2
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "enabled")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v3
 				v8, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "enabled")
 				}
 				(*p7) = v8
-				m.Enabled = p7
+				*has |= 1 << 3
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p9 := &block.v4
 				if err := (*p9).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "mode")
 				}
-				m.Mode = p9
+				*has |= 1 << 4
 			}
 		case 5:
 			if d.Null() {
@@ -383,16 +405,13 @@ func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p23 := &block.v5
 				v24, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "since")
 				}
 				(*p23) = v24
-				m.Since = p23
+				*has |= 1 << 5
 			}
 		case 10:
 			seen[0] = true
@@ -638,13 +657,38 @@ func (m *SettingsLimits) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes SettingsLimits with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *SettingsLimits) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSettingsLimits]) error {
+	var block pointersOfSettingsLimits
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *SettingsLimits) pointInto(block *pointersOfSettingsLimits, has uint64) {
+	if has&(1<<0) != 0 {
+		m.CPU = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Memory = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes SettingsLimits leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *SettingsLimits) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfSettingsLimits, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = SettingsLimits{}
-	var block *pointersOfSettingsLimits
 	next := 0
 	for {
 		field := -1
@@ -680,31 +724,25 @@ func (m *SettingsLimits) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "cpu")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "cpu")
 				}
 				(*p1) = v2
-				m.CPU = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "memory")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "memory")
 				}
 				(*p3) = v4
-				m.Memory = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1

@@ -144,14 +144,42 @@ func (m *Enums) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Enums with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Enums) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfEnums]) error {
+	var block pointersOfEnums
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Enums) pointInto(block *pointersOfEnums, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Priority = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Odd = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Shared = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes Enums leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Enums) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfEnums, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Enums{}
 	var seen [1]bool
-	var block *pointersOfEnums
 	next := 0
 	for {
 		field := -1
@@ -216,14 +244,11 @@ func (m *Enums) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				if err := (*p1).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "priority")
 				}
-				m.Priority = p1
+				*has |= 1 << 0
 			}
 		case 2:
 			if d.Null() {
@@ -239,27 +264,21 @@ func (m *Enums) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "odd")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "odd")
 				}
-				m.Odd = p3
+				*has |= 1 << 1
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "shared")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v2
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "shared")
 				}
-				m.Shared = p4
+				*has |= 1 << 2
 			}
 		case 5:
 			if d.Null() {

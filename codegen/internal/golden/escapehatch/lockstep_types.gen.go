@@ -53,13 +53,35 @@ func (m *Escapes) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Escapes with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Escapes) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfEscapes]) error {
+	var block pointersOfEscapes
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Escapes) pointInto(block *pointersOfEscapes, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Total = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Escapes leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Escapes) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfEscapes, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Escapes{}
-	var block *pointersOfEscapes
 	next := 0
 	for {
 		field := -1
@@ -159,16 +181,13 @@ func (m *Escapes) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p10 := &block.v0
 				v11, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")
 				}
 				(*p10) = v11
-				m.Total = p10
+				*has |= 1 << 0
 			}
 		case 4:
 			v12, err := d.Raw()

@@ -83,13 +83,38 @@ func (m *Settings) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Settings with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSettings]) error {
+	var block pointersOfSettings
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Settings) pointInto(block *pointersOfSettings, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Mode = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Level = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Settings leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Settings) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfSettings, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Settings{}
-	var block *pointersOfSettings
 	next := 0
 	for {
 		field := -1
@@ -186,27 +211,21 @@ func (m *Settings) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mode")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v0
 				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "mode")
 				}
-				m.Mode = p5
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "level")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v1
 				if err := (*p6).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "level")
 				}
-				m.Level = p6
+				*has |= 1 << 1
 			}
 		case 4:
 			if d.Null() {

@@ -63,14 +63,57 @@ func (m *Formats) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Formats with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Formats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfFormats]) error {
+	var block pointersOfFormats
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Formats) pointInto(block *pointersOfFormats, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Day = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.ID = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Mail = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.Small = &block.v3
+	}
+	if has&(1<<4) != 0 {
+		m.Big = &block.v4
+	}
+	if has&(1<<5) != 0 {
+		m.Ratio = &block.v5
+	}
+	if has&(1<<6) != 0 {
+		m.Plain = &block.v6
+	}
+	if has&(1<<7) != 0 {
+		m.Count = &block.v7
+	}
+}
+
+// decodeJSONStaged decodes Formats leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Formats) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfFormats, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Formats{}
 	var seen [1]bool
-	var block *pointersOfFormats
 	next := 0
 	for {
 		field := -1
@@ -179,121 +222,97 @@ func (m *Formats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "day")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v0
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "day")
 				}
 				(*p4) = v5
-				m.Day = p4
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v1
 				v7, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
 				}
 				(*p6) = v7
-				m.ID = p6
+				*has |= 1 << 1
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "mail")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p8 := &block.v2
 				v9, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "mail")
 				}
 				(*p8) = v9
-				m.Mail = p8
+				*has |= 1 << 2
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "small")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p10 := &block.v3
 				v11, err := d.Int32()
 				if err != nil {
 					return jsonwire.Within(err, "small")
 				}
 				(*p10) = v11
-				m.Small = p10
+				*has |= 1 << 3
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "big")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p12 := &block.v4
 				v13, err := d.Uint64()
 				if err != nil {
 					return jsonwire.Within(err, "big")
 				}
 				(*p12) = v13
-				m.Big = p12
+				*has |= 1 << 4
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p14 := &block.v5
 				v15, err := d.Float32()
 				if err != nil {
 					return jsonwire.Within(err, "ratio")
 				}
 				(*p14) = v15
-				m.Ratio = p14
+				*has |= 1 << 5
 			}
 		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "plain")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p16 := &block.v6
 				v17, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "plain")
 				}
 				(*p16) = v17
-				m.Plain = p16
+				*has |= 1 << 6
 			}
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p18 := &block.v7
 				v19, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")
 				}
 				(*p18) = v19
-				m.Count = p18
+				*has |= 1 << 7
 			}
 		case 10:
 			if d.Null() {

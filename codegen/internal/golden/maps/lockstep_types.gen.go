@@ -130,13 +130,35 @@ func (m *Maps) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Maps with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Maps) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMaps]) error {
+	var block pointersOfMaps
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Maps) pointInto(block *pointersOfMaps, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Empty = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Maps leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Maps) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfMaps, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Maps{}
-	var block *pointersOfMaps
 	next := 0
 	for {
 		field := -1
@@ -382,14 +404,11 @@ func (m *Maps) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "empty")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p28 := &block.v0
 				if err := (*p28).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "empty")
 				}
-				m.Empty = p28
+				*has |= 1 << 0
 			}
 		case 7:
 			if d.Null() {

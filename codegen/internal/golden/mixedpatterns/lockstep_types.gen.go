@@ -58,13 +58,35 @@ func (m *Msg) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Msg with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMsg]) error {
+	var block pointersOfMsg
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Msg) pointInto(block *pointersOfMsg, has uint64) {
+	if has&(1<<0) != 0 {
+		m.ID = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Msg leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Msg) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfMsg, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Msg{}
-	var block *pointersOfMsg
 	next := 0
 	for {
 		field := -1
@@ -105,16 +127,13 @@ func (m *Msg) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
 				}
 				(*p3) = v4
-				m.ID = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -262,13 +281,35 @@ func (m *Open) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Open with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Open) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOpen]) error {
+	var block pointersOfOpen
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Open) pointInto(block *pointersOfOpen, has uint64) {
+	if has&(1<<0) != 0 {
+		m.ID = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Open leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Open) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOpen, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Open{}
-	var block *pointersOfOpen
 	next := 0
 	for {
 		field := -1
@@ -309,16 +350,13 @@ func (m *Open) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "id")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "id")
 				}
 				(*p3) = v4
-				m.ID = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -397,13 +435,35 @@ func (m *OpenValue) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OpenValue with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OpenValue) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOpenValue]) error {
+	var block pointersOfOpenValue
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OpenValue) pointInto(block *pointersOfOpenValue, has uint64) {
+	if has&(1<<0) != 0 {
+		m.A = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OpenValue leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OpenValue) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOpenValue, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OpenValue{}
-	var block *pointersOfOpenValue
 	next := 0
 	for {
 		field := -1
@@ -444,16 +504,13 @@ func (m *OpenValue) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")
 				}
 				(*p3) = v4
-				m.A = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -197,14 +197,36 @@ func (m *OuterInner) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OuterInner with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OuterInner) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOuterInner]) error {
+	var block pointersOfOuterInner
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OuterInner) pointInto(block *pointersOfOuterInner, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Label = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OuterInner leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OuterInner) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOuterInner, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterInner{}
 	var seen [1]bool
-	var block *pointersOfOuterInner
 	next := 0
 	for {
 		field := -1
@@ -245,16 +267,13 @@ func (m *OuterInner) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "label")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "label")
 				}
 				(*p1) = v2
-				m.Label = p1
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -342,13 +361,35 @@ func (m *OuterInnerDeep) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OuterInnerDeep with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OuterInnerDeep) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOuterInnerDeep]) error {
+	var block pointersOfOuterInnerDeep
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OuterInnerDeep) pointInto(block *pointersOfOuterInnerDeep, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Value = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OuterInnerDeep leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OuterInnerDeep) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOuterInnerDeep, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterInnerDeep{}
-	var block *pointersOfOuterInnerDeep
 	next := 0
 	for {
 		field := -1
@@ -378,16 +419,13 @@ func (m *OuterInnerDeep) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p1) = v2
-				m.Value = p1
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -473,13 +511,35 @@ func (m *OuterOpen) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OuterOpen with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OuterOpen) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOuterOpen]) error {
+	var block pointersOfOuterOpen
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OuterOpen) pointInto(block *pointersOfOuterOpen, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Known = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OuterOpen leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OuterOpen) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOuterOpen, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OuterOpen{}
-	var block *pointersOfOuterOpen
 	next := 0
 	for {
 		field := -1
@@ -520,16 +580,13 @@ func (m *OuterOpen) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "known")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "known")
 				}
 				(*p3) = v4
-				m.Known = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

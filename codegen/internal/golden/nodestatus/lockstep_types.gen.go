@@ -274,10 +274,21 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf2 [8]NodeCondition
 				tmp3 := buf2[:0]
 				var zero6 NodeCondition
-				var blocks7 jsonwire.Blocks[pointersOfNodeCondition]
+				var bbuf7 [8]pointersOfNodeCondition
+				btmp8 := bbuf7[:0]
+				var hbuf9 [8]uint64
+				htmp10 := hbuf9[:0]
+				var bzero11 pointersOfNodeCondition
+				n12 := 0
 				for i5 := 0; d.NextItem(); i5++ {
 					tmp3 = append(tmp3, zero6)
-					if err := tmp3[i5].decodeJSONWith(d, &blocks7); err != nil {
+					btmp8 = append(btmp8, bzero11)
+					htmp10 = append(htmp10, 0)
+					err := tmp3[i5].decodeJSONStaged(d, &btmp8[i5], &htmp10[i5])
+					if htmp10[i5] != 0 {
+						n12++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "conditions")
 					}
 				}
@@ -286,6 +297,17 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				s4 := make([]NodeCondition, len(tmp3))
 				copy(s4, tmp3)
+				if n12 > 0 {
+					bs13 := make([]pointersOfNodeCondition, n12)
+					j14 := 0
+					for i5 := range s4 {
+						if htmp10[i5] != 0 {
+							bs13[j14] = btmp8[i5]
+							s4[i5].pointInto(&bs13[j14], htmp10[i5])
+							j14++
+						}
+					}
+				}
 				m.Conditions = s4
 			}
 		case 2:
@@ -306,21 +328,21 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				var buf8 [8]NodeAddress
-				tmp9 := buf8[:0]
-				var zero12 NodeAddress
-				for i11 := 0; d.NextItem(); i11++ {
-					tmp9 = append(tmp9, zero12)
-					if err := tmp9[i11].decodeJSON(d); err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i11), "addresses")
+				var buf15 [8]NodeAddress
+				tmp16 := buf15[:0]
+				var zero19 NodeAddress
+				for i18 := 0; d.NextItem(); i18++ {
+					tmp16 = append(tmp16, zero19)
+					if err := tmp16[i18].decodeJSON(d); err != nil {
+						return jsonwire.Within(jsonwire.WithinIndex(err, i18), "addresses")
 					}
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "addresses")
 				}
-				s10 := make([]NodeAddress, len(tmp9))
-				copy(s10, tmp9)
-				m.Addresses = s10
+				s17 := make([]NodeAddress, len(tmp16))
+				copy(s17, tmp16)
+				m.Addresses = s17
 			}
 		case 5:
 			seen[5] = true
@@ -335,23 +357,23 @@ func (m *BenchNodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				if err := d.ArrayStart(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				var buf13 [32]string
-				tmp14 := buf13[:0]
-				var zero17 string
-				for i16 := 0; d.NextItem(); i16++ {
-					tmp14 = append(tmp14, zero17)
-					v18, err := d.String()
+				var buf20 [32]string
+				tmp21 := buf20[:0]
+				var zero24 string
+				for i23 := 0; d.NextItem(); i23++ {
+					tmp21 = append(tmp21, zero24)
+					v25, err := d.String()
 					if err != nil {
-						return jsonwire.Within(jsonwire.WithinIndex(err, i16), "images")
+						return jsonwire.Within(jsonwire.WithinIndex(err, i23), "images")
 					}
-					tmp14[i16] = v18
+					tmp21[i23] = v25
 				}
 				if err := d.Err(); err != nil {
 					return jsonwire.Within(err, "images")
 				}
-				s15 := make([]string, len(tmp14))
-				copy(s15, tmp14)
-				m.Images = s15
+				s22 := make([]string, len(tmp21))
+				copy(s22, tmp21)
+				m.Images = s22
 			}
 		}
 		next = field + 1
@@ -604,13 +626,35 @@ func (m *ContainerImage) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ContainerImage with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ContainerImage) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfContainerImage]) error {
+	var block pointersOfContainerImage
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ContainerImage) pointInto(block *pointersOfContainerImage, has uint64) {
+	if has&(1<<0) != 0 {
+		m.SizeBytes = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes ContainerImage leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ContainerImage) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfContainerImage, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ContainerImage{}
-	var block *pointersOfContainerImage
 	next := 0
 	for {
 		field := -1
@@ -677,16 +721,13 @@ func (m *ContainerImage) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "sizeBytes")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p8 := &block.v0
 				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "sizeBytes")
 				}
 				(*p8) = v9
-				m.SizeBytes = p8
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -935,14 +976,42 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeCondition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
+	var block pointersOfNodeCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeCondition) pointInto(block *pointersOfNodeCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Message = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.LastHeartbeatTime = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes NodeCondition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeCondition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -1006,46 +1075,37 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p1) = v2
-				m.Reason = p1
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p3) = v4
-				m.Message = p3
+				*has |= 1 << 1
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastHeartbeatTime")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastHeartbeatTime")
 				}
 				(*p5) = v6
-				m.LastHeartbeatTime = p5
+				*has |= 1 << 2
 			}
 		}
 		next = field + 1
@@ -1372,14 +1432,39 @@ func (m *NodeConfigSourceConfigMap) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeConfigSourceConfigMap with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeConfigSourceConfigMap) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeConfigSourceConfigMap]) error {
+	var block pointersOfNodeConfigSourceConfigMap
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeConfigSourceConfigMap) pointInto(block *pointersOfNodeConfigSourceConfigMap, has uint64) {
+	if has&(1<<0) != 0 {
+		m.UID = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.ResourceVersion = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeConfigSourceConfigMap leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeConfigSourceConfigMap) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeConfigSourceConfigMap, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeConfigSourceConfigMap{}
 	var seen [3]bool
-	var block *pointersOfNodeConfigSourceConfigMap
 	next := 0
 	for {
 		field := -1
@@ -1447,31 +1532,25 @@ func (m *NodeConfigSourceConfigMap) decodeJSONWith(d *jsonwire.Decoder, blocks *
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "uid")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "uid")
 				}
 				(*p3) = v4
-				m.UID = p3
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "resourceVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v1
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "resourceVersion")
 				}
 				(*p5) = v6
-				m.ResourceVersion = p5
+				*has |= 1 << 1
 			}
 		case 4:
 			seen[2] = true
@@ -1582,13 +1661,35 @@ func (m *NodeConfigStatus) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeConfigStatus with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeConfigStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeConfigStatus]) error {
+	var block pointersOfNodeConfigStatus
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeConfigStatus) pointInto(block *pointersOfNodeConfigStatus, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Error = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes NodeConfigStatus leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeConfigStatus) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeConfigStatus, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeConfigStatus{}
-	var block *pointersOfNodeConfigStatus
 	next := 0
 	for {
 		field := -1
@@ -1650,16 +1751,13 @@ func (m *NodeConfigStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "error")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "error")
 				}
 				(*p3) = v4
-				m.Error = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1883,10 +1981,21 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				var buf3 [8]NodeStatusNodeCondition
 				tmp4 := buf3[:0]
 				var zero7 NodeStatusNodeCondition
-				var blocks8 jsonwire.Blocks[pointersOfNodeStatusNodeCondition]
+				var bbuf8 [8]pointersOfNodeStatusNodeCondition
+				btmp9 := bbuf8[:0]
+				var hbuf10 [8]uint64
+				htmp11 := hbuf10[:0]
+				var bzero12 pointersOfNodeStatusNodeCondition
+				n13 := 0
 				for i6 := 0; d.NextItem(); i6++ {
 					tmp4 = append(tmp4, zero7)
-					if err := tmp4[i6].decodeJSONWith(d, &blocks8); err != nil {
+					btmp9 = append(btmp9, bzero12)
+					htmp11 = append(htmp11, 0)
+					err := tmp4[i6].decodeJSONStaged(d, &btmp9[i6], &htmp11[i6])
+					if htmp11[i6] != 0 {
+						n13++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i6), "conditions")
 					}
 				}
@@ -1895,6 +2004,17 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				s5 := make([]NodeStatusNodeCondition, len(tmp4))
 				copy(s5, tmp4)
+				if n13 > 0 {
+					bs14 := make([]pointersOfNodeStatusNodeCondition, n13)
+					j15 := 0
+					for i6 := range s5 {
+						if htmp11[i6] != 0 {
+							bs14[j15] = btmp9[i6]
+							s5[i6].pointInto(&bs14[j15], htmp11[i6])
+							j15++
+						}
+					}
+				}
 				m.Conditions = s5
 			}
 		case 5:
@@ -1904,101 +2024,123 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf9 [8]NodeStatusNodeAddress
-			tmp10 := buf9[:0]
-			var zero13 NodeStatusNodeAddress
-			for i12 := 0; d.NextItem(); i12++ {
-				tmp10 = append(tmp10, zero13)
-				if err := tmp10[i12].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i12), "addresses")
+			var buf16 [8]NodeStatusNodeAddress
+			tmp17 := buf16[:0]
+			var zero20 NodeStatusNodeAddress
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				if err := tmp17[i19].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s11 := make([]NodeStatusNodeAddress, len(tmp10))
-			copy(s11, tmp10)
-			m.Addresses = s11
+			s18 := make([]NodeStatusNodeAddress, len(tmp17))
+			copy(s18, tmp17)
+			m.Addresses = s18
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "daemonEndpoints")
 			} else {
-				p14 := new(NodeStatusDaemonEndpoints)
-				if err := (*p14).decodeJSON(d); err != nil {
+				p21 := new(NodeStatusDaemonEndpoints)
+				if err := (*p21).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "daemonEndpoints")
 				}
-				m.DaemonEndpoints = p14
+				m.DaemonEndpoints = p21
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "nodeInfo")
 			} else {
-				p15 := new(NodeStatusNodeSystemInfo)
-				if err := (*p15).decodeJSON(d); err != nil {
+				p22 := new(NodeStatusNodeSystemInfo)
+				if err := (*p22).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "nodeInfo")
 				}
-				m.NodeInfo = p15
+				m.NodeInfo = p22
 			}
 		case 8:
 			if d.Null() {
 				m.Images = jsonwire.Null[[]ContainerImage]()
 			} else {
-				var v16 []ContainerImage
+				var v23 []ContainerImage
 				if d.Null() {
-					v16 = nil
+					v23 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					var buf17 [8]ContainerImage
-					tmp18 := buf17[:0]
-					var zero21 ContainerImage
-					var blocks22 jsonwire.Blocks[pointersOfContainerImage]
-					for i20 := 0; d.NextItem(); i20++ {
-						tmp18 = append(tmp18, zero21)
-						if err := tmp18[i20].decodeJSONWith(d, &blocks22); err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i20), "images")
+					var buf24 [8]ContainerImage
+					tmp25 := buf24[:0]
+					var zero28 ContainerImage
+					var bbuf29 [8]pointersOfContainerImage
+					btmp30 := bbuf29[:0]
+					var hbuf31 [8]uint64
+					htmp32 := hbuf31[:0]
+					var bzero33 pointersOfContainerImage
+					n34 := 0
+					for i27 := 0; d.NextItem(); i27++ {
+						tmp25 = append(tmp25, zero28)
+						btmp30 = append(btmp30, bzero33)
+						htmp32 = append(htmp32, 0)
+						err := tmp25[i27].decodeJSONStaged(d, &btmp30[i27], &htmp32[i27])
+						if htmp32[i27] != 0 {
+							n34++
+						}
+						if err != nil {
+							return jsonwire.Within(jsonwire.WithinIndex(err, i27), "images")
 						}
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "images")
 					}
-					s19 := make([]ContainerImage, len(tmp18))
-					copy(s19, tmp18)
-					v16 = s19
+					s26 := make([]ContainerImage, len(tmp25))
+					copy(s26, tmp25)
+					if n34 > 0 {
+						bs35 := make([]pointersOfContainerImage, n34)
+						j36 := 0
+						for i27 := range s26 {
+							if htmp32[i27] != 0 {
+								bs35[j36] = btmp30[i27]
+								s26[i27].pointInto(&bs35[j36], htmp32[i27])
+								j36++
+							}
+						}
+					}
+					v23 = s26
 				}
-				m.Images = jsonwire.Value(v16)
+				m.Images = jsonwire.Value(v23)
 			}
 		case 9:
 			if d.Null() {
 				m.VolumesInUse = jsonwire.Null[[]string]()
 			} else {
-				var v23 []string
+				var v37 []string
 				if d.Null() {
-					v23 = nil
+					v37 = nil
 				} else {
 					if err := d.ArrayStart(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					var buf24 [32]string
-					tmp25 := buf24[:0]
-					var zero28 string
-					for i27 := 0; d.NextItem(); i27++ {
-						tmp25 = append(tmp25, zero28)
-						v29, err := d.String()
+					var buf38 [32]string
+					tmp39 := buf38[:0]
+					var zero42 string
+					for i41 := 0; d.NextItem(); i41++ {
+						tmp39 = append(tmp39, zero42)
+						v43, err := d.String()
 						if err != nil {
-							return jsonwire.Within(jsonwire.WithinIndex(err, i27), "volumesInUse")
+							return jsonwire.Within(jsonwire.WithinIndex(err, i41), "volumesInUse")
 						}
-						tmp25[i27] = v29
+						tmp39[i41] = v43
 					}
 					if err := d.Err(); err != nil {
 						return jsonwire.Within(err, "volumesInUse")
 					}
-					s26 := make([]string, len(tmp25))
-					copy(s26, tmp25)
-					v23 = s26
+					s40 := make([]string, len(tmp39))
+					copy(s40, tmp39)
+					v37 = s40
 				}
-				m.VolumesInUse = jsonwire.Value(v23)
+				m.VolumesInUse = jsonwire.Value(v37)
 			}
 		case 10:
 			if d.Null() {
@@ -2007,30 +2149,30 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			var buf30 [8]NodeStatusVolumesAttachedItem
-			tmp31 := buf30[:0]
-			var zero34 NodeStatusVolumesAttachedItem
-			for i33 := 0; d.NextItem(); i33++ {
-				tmp31 = append(tmp31, zero34)
-				if err := tmp31[i33].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i33), "volumesAttached")
+			var buf44 [8]NodeStatusVolumesAttachedItem
+			tmp45 := buf44[:0]
+			var zero48 NodeStatusVolumesAttachedItem
+			for i47 := 0; d.NextItem(); i47++ {
+				tmp45 = append(tmp45, zero48)
+				if err := tmp45[i47].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i47), "volumesAttached")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "volumesAttached")
 			}
-			s32 := make([]NodeStatusVolumesAttachedItem, len(tmp31))
-			copy(s32, tmp31)
-			m.VolumesAttached = s32
+			s46 := make([]NodeStatusVolumesAttachedItem, len(tmp45))
+			copy(s46, tmp45)
+			m.VolumesAttached = s46
 		case 11:
 			if d.Null() {
 				m.Config = jsonwire.Null[NodeConfigStatus]()
 			} else {
-				var v35 NodeConfigStatus
-				if err := v35.decodeJSON(d); err != nil {
+				var v49 NodeConfigStatus
+				if err := v49.decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "config")
 				}
-				m.Config = jsonwire.Value(v35)
+				m.Config = jsonwire.Value(v49)
 			}
 		}
 		next = field + 1
@@ -2325,13 +2467,35 @@ func (m *NodeStatusDaemonEndpoints) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeStatusDaemonEndpoints with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeStatusDaemonEndpoints) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatusDaemonEndpoints]) error {
+	var block pointersOfNodeStatusDaemonEndpoints
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeStatusDaemonEndpoints) pointInto(block *pointersOfNodeStatusDaemonEndpoints, has uint64) {
+	if has&(1<<0) != 0 {
+		m.KubeletEndpoint = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes NodeStatusDaemonEndpoints leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeStatusDaemonEndpoints) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeStatusDaemonEndpoints, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatusDaemonEndpoints{}
-	var block *pointersOfNodeStatusDaemonEndpoints
 	next := 0
 	for {
 		field := -1
@@ -2361,14 +2525,11 @@ func (m *NodeStatusDaemonEndpoints) decodeJSONWith(d *jsonwire.Decoder, blocks *
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "kubeletEndpoint")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				if err := (*p1).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kubeletEndpoint")
 				}
-				m.KubeletEndpoint = p1
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -2700,14 +2861,42 @@ func (m *NodeStatusNodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeStatusNodeCondition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeStatusNodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatusNodeCondition]) error {
+	var block pointersOfNodeStatusNodeCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeStatusNodeCondition) pointInto(block *pointersOfNodeStatusNodeCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.LastTransitionTime = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Reason = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Message = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes NodeStatusNodeCondition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeStatusNodeCondition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeStatusNodeCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatusNodeCondition{}
 	var seen [2]bool
-	var block *pointersOfNodeStatusNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -2791,46 +2980,37 @@ func (m *NodeStatusNodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *js
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v0
 				v5, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastTransitionTime")
 				}
 				(*p4) = v5
-				m.LastTransitionTime = p4
+				*has |= 1 << 0
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v1
 				v7, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p6) = v7
-				m.Reason = p6
+				*has |= 1 << 1
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p8 := &block.v2
 				v9, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p8) = v9
-				m.Message = p8
+				*has |= 1 << 2
 			}
 		}
 		next = field + 1
@@ -2965,14 +3145,45 @@ func (m *NodeStatusNodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeStatusNodeSystemInfo with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeStatusNodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatusNodeSystemInfo]) error {
+	var block pointersOfNodeStatusNodeSystemInfo
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeStatusNodeSystemInfo) pointInto(block *pointersOfNodeStatusNodeSystemInfo, has uint64) {
+	if has&(1<<0) != 0 {
+		m.SystemUUID = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.BootID = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.OSImage = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.ContainerRuntimeVersion = &block.v3
+	}
+}
+
+// decodeJSONStaged decodes NodeStatusNodeSystemInfo leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeStatusNodeSystemInfo) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeStatusNodeSystemInfo, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatusNodeSystemInfo{}
 	var seen [5]bool
-	var block *pointersOfNodeStatusNodeSystemInfo
 	next := 0
 	for {
 		field := -1
@@ -3057,31 +3268,25 @@ func (m *NodeStatusNodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *j
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
 				}
 				(*p2) = v3
-				m.SystemUUID = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
 				}
 				(*p4) = v5
-				m.BootID = p4
+				*has |= 1 << 1
 			}
 		case 3:
 			seen[1] = true
@@ -3094,31 +3299,25 @@ func (m *NodeStatusNodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *j
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v2
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
 				}
 				(*p7) = v8
-				m.OSImage = p7
+				*has |= 1 << 2
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p9 := &block.v3
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
 				}
 				(*p9) = v10
-				m.ContainerRuntimeVersion = p9
+				*has |= 1 << 3
 			}
 		case 6:
 			seen[2] = true
@@ -3522,13 +3721,56 @@ func (m *NodeSystemInfo) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeSystemInfo with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeSystemInfo]) error {
+	var block pointersOfNodeSystemInfo
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeSystemInfo) pointInto(block *pointersOfNodeSystemInfo, has uint64) {
+	if has&(1<<0) != 0 {
+		m.MachineID = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.SystemUUID = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.BootID = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.KernelVersion = &block.v3
+	}
+	if has&(1<<4) != 0 {
+		m.OSImage = &block.v4
+	}
+	if has&(1<<5) != 0 {
+		m.ContainerRuntimeVersion = &block.v5
+	}
+	if has&(1<<6) != 0 {
+		m.KubeletVersion = &block.v6
+	}
+	if has&(1<<7) != 0 {
+		m.KubeProxyVersion = &block.v7
+	}
+}
+
+// decodeJSONStaged decodes NodeSystemInfo leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeSystemInfo) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeSystemInfo, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeSystemInfo{}
-	var block *pointersOfNodeSystemInfo
 	next := 0
 	for {
 		field := -1
@@ -3600,121 +3842,97 @@ func (m *NodeSystemInfo) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bl
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "machineID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "machineID")
 				}
 				(*p1) = v2
-				m.MachineID = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "systemUUID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "systemUUID")
 				}
 				(*p3) = v4
-				m.SystemUUID = p3
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bootID")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "bootID")
 				}
 				(*p5) = v6
-				m.BootID = p5
+				*has |= 1 << 2
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kernelVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v3
 				v8, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kernelVersion")
 				}
 				(*p7) = v8
-				m.KernelVersion = p7
+				*has |= 1 << 3
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "osImage")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p9 := &block.v4
 				v10, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "osImage")
 				}
 				(*p9) = v10
-				m.OSImage = p9
+				*has |= 1 << 4
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "containerRuntimeVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p11 := &block.v5
 				v12, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "containerRuntimeVersion")
 				}
 				(*p11) = v12
-				m.ContainerRuntimeVersion = p11
+				*has |= 1 << 5
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p13 := &block.v6
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
 				}
 				(*p13) = v14
-				m.KubeletVersion = p13
+				*has |= 1 << 6
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeProxyVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p15 := &block.v7
 				v16, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeProxyVersion")
 				}
 				(*p15) = v16
-				m.KubeProxyVersion = p15
+				*has |= 1 << 7
 			}
 		}
 		next = field + 1

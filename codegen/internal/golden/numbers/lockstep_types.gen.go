@@ -234,13 +234,44 @@ func (m *Numbers) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Numbers with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Numbers) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNumbers]) error {
+	var block pointersOfNumbers
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Numbers) pointInto(block *pointersOfNumbers, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Price = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Step = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Fraction = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.Signed = &block.v3
+	}
+}
+
+// decodeJSONStaged decodes Numbers leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Numbers) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNumbers, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Numbers{}
-	var block *pointersOfNumbers
 	next := 0
 	for {
 		field := -1
@@ -288,61 +319,49 @@ func (m *Numbers) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "price")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "price")
 				}
 				(*p1) = v2
-				m.Price = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "step")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "step")
 				}
 				(*p3) = v4
-				m.Step = p3
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "fraction")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "fraction")
 				}
 				(*p5) = v6
-				m.Fraction = p5
+				*has |= 1 << 2
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "signed")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v3
 				v8, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "signed")
 				}
 				(*p7) = v8
-				m.Signed = p7
+				*has |= 1 << 3
 			}
 		}
 		next = field + 1

@@ -750,13 +750,38 @@ func (m *HolderExclusive) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes HolderExclusive with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *HolderExclusive) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfHolderExclusive]) error {
+	var block pointersOfHolderExclusive
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *HolderExclusive) pointInto(block *pointersOfHolderExclusive, has uint64) {
+	if has&(1<<0) != 0 {
+		m.X = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Y = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes HolderExclusive leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *HolderExclusive) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfHolderExclusive, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = HolderExclusive{}
-	var block *pointersOfHolderExclusive
 	next := 0
 	for {
 		field := -1
@@ -792,31 +817,25 @@ func (m *HolderExclusive) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.B
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "x")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "x")
 				}
 				(*p1) = v2
-				m.X = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "y")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "y")
 				}
 				(*p3) = v4
-				m.Y = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1

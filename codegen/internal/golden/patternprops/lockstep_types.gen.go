@@ -251,13 +251,35 @@ func (m *PatternsExtensible) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes PatternsExtensible with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *PatternsExtensible) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPatternsExtensible]) error {
+	var block pointersOfPatternsExtensible
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *PatternsExtensible) pointInto(block *pointersOfPatternsExtensible, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Name = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes PatternsExtensible leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *PatternsExtensible) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPatternsExtensible, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PatternsExtensible{}
-	var block *pointersOfPatternsExtensible
 	next := 0
 	for {
 		field := -1
@@ -298,16 +320,13 @@ func (m *PatternsExtensible) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwir
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
 				(*p3) = v4
-				m.Name = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

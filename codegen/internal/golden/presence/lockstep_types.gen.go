@@ -214,14 +214,51 @@ func (m *Presence) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Presence with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPresence]) error {
+	var block pointersOfPresence
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Presence) pointInto(block *pointersOfPresence, has uint64) {
+	if has&(1<<0) != 0 {
+		m.OptString = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.ReqNullString = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.OptObject = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.ReqNullObject = &block.v3
+	}
+	if has&(1<<4) != 0 {
+		m.OptInt = &block.v4
+	}
+	if has&(1<<5) != 0 {
+		m.OptBool = &block.v5
+	}
+}
+
+// decodeJSONStaged decodes Presence leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Presence) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPresence, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Presence{}
 	var seen [6]bool
-	var block *pointersOfPresence
 	next := 0
 	for {
 		field := -1
@@ -360,32 +397,27 @@ func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "optString")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "optString")
 				}
 				(*p2) = v3
-				m.OptString = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			seen[1] = true
 			if d.Null() {
 				m.ReqNullString = nil
+				*has &^= 1 << 1
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reqNullString")
 				}
 				(*p4) = v5
-				m.ReqNullString = p4
+				*has |= 1 << 1
 			}
 		case 3:
 			if d.Null() {
@@ -408,28 +440,23 @@ func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "optObject")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p8 := &block.v2
 				if err := (*p8).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "optObject")
 				}
-				m.OptObject = p8
+				*has |= 1 << 2
 			}
 		case 6:
 			seen[3] = true
 			if d.Null() {
 				m.ReqNullObject = nil
+				*has &^= 1 << 3
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p9 := &block.v3
 				if err := (*p9).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "reqNullObject")
 				}
-				m.ReqNullObject = p9
+				*has |= 1 << 3
 			}
 		case 7:
 			if d.Null() {
@@ -609,16 +636,13 @@ func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "optInt")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p45 := &block.v4
 				v46, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "optInt")
 				}
 				(*p45) = v46
-				m.OptInt = p45
+				*has |= 1 << 4
 			}
 		case 15:
 			if d.Null() {
@@ -636,16 +660,13 @@ func (m *Presence) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "optBool")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p49 := &block.v5
 				v50, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "optBool")
 				}
 				(*p49) = v50
-				m.OptBool = p49
+				*has |= 1 << 5
 			}
 		case 17:
 			v51, err := d.Raw()

@@ -408,13 +408,35 @@ func (m *Term) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Term with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Term) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTerm]) error {
+	var block pointersOfTerm
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Term) pointInto(block *pointersOfTerm, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Literal = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Term leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Term) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTerm, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Term{}
-	var block *pointersOfTerm
 	next := 0
 	for {
 		field := -1
@@ -466,16 +488,13 @@ func (m *Term) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "literal")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "literal")
 				}
 				(*p3) = v4
-				m.Literal = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -236,13 +236,38 @@ func (m *CustomerAddress) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes CustomerAddress with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *CustomerAddress) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfCustomerAddress]) error {
+	var block pointersOfCustomerAddress
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *CustomerAddress) pointInto(block *pointersOfCustomerAddress, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Street = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.City = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes CustomerAddress leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *CustomerAddress) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfCustomerAddress, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = CustomerAddress{}
-	var block *pointersOfCustomerAddress
 	next := 0
 	for {
 		field := -1
@@ -278,31 +303,25 @@ func (m *CustomerAddress) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.B
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "street")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "street")
 				}
 				(*p1) = v2
-				m.Street = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "city")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "city")
 				}
 				(*p3) = v4
-				m.City = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -596,13 +615,35 @@ func (m *Note) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Note with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Note) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNote]) error {
+	var block pointersOfNote
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Note) pointInto(block *pointersOfNote, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Text = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Note leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Note) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNote, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Note{}
-	var block *pointersOfNote
 	next := 0
 	for {
 		field := -1
@@ -638,16 +679,13 @@ func (m *Note) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "text")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "text")
 				}
 				(*p1) = v2
-				m.Text = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
@@ -977,14 +1015,39 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Receipt with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfReceipt]) error {
+	var block pointersOfReceipt
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Receipt) pointInto(block *pointersOfReceipt, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Legacy = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Anchored = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Receipt leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Receipt) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfReceipt, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Receipt{}
 	var seen [2]bool
-	var block *pointersOfReceipt
 	next := 0
 	for {
 		field := -1
@@ -1064,14 +1127,11 @@ func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "legacy")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "legacy")
 				}
-				m.Legacy = p2
+				*has |= 1 << 0
 			}
 		case 4:
 			if d.Null() {
@@ -1087,14 +1147,11 @@ func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "anchored")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "anchored")
 				}
-				m.Anchored = p4
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1

@@ -54,14 +54,39 @@ func (m *Assignment) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Assignment with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Assignment) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfAssignment]) error {
+	var block pointersOfAssignment
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Assignment) pointInto(block *pointersOfAssignment, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Pinned = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Phase = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Assignment leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Assignment) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfAssignment, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Assignment{}
 	var seen [2]bool
-	var block *pointersOfAssignment
 	next := 0
 	for {
 		field := -1
@@ -147,29 +172,23 @@ func (m *Assignment) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "pinned")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v0
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "pinned")
 				}
 				(*p5) = v6
-				m.Pinned = p5
+				*has |= 1 << 0
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "phase")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v1
 				if err := (*p7).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "phase")
 				}
-				m.Phase = p7
+				*has |= 1 << 1
 			}
 		case 5:
 			if d.Null() {
@@ -425,14 +444,36 @@ func (m *Claim) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Claim with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Claim) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfClaim]) error {
+	var block pointersOfClaim
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Claim) pointInto(block *pointersOfClaim, has uint64) {
+	if has&(1<<0) != 0 {
+		m.NodeName = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Claim leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Claim) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfClaim, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Claim{}
 	var seen [1]bool
-	var block *pointersOfClaim
 	next := 0
 	for {
 		field := -1
@@ -486,14 +527,11 @@ func (m *Claim) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "nodeName")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v0
 				if err := (*p4).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "nodeName")
 				}
-				m.NodeName = p4
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -37,14 +37,36 @@ func (m *Endpoint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Endpoint with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Endpoint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfEndpoint]) error {
+	var block pointersOfEndpoint
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Endpoint) pointInto(block *pointersOfEndpoint, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Port = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Endpoint leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Endpoint) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfEndpoint, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Endpoint{}
 	var seen [1]bool
-	var block *pointersOfEndpoint
 	next := 0
 	for {
 		field := -1
@@ -87,16 +109,13 @@ func (m *Endpoint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[p
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "port")
 				}
 				(*p2) = v3
-				m.Port = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -326,10 +345,21 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			var buf4 [8]OrderBilling
 			tmp5 := buf4[:0]
 			var zero8 OrderBilling
-			var blocks9 jsonwire.Blocks[pointersOfOrderBilling]
+			var bbuf9 [8]pointersOfOrderBilling
+			btmp10 := bbuf9[:0]
+			var hbuf11 [8]uint64
+			htmp12 := hbuf11[:0]
+			var bzero13 pointersOfOrderBilling
+			n14 := 0
 			for i7 := 0; d.NextItem(); i7++ {
 				tmp5 = append(tmp5, zero8)
-				if err := tmp5[i7].decodeJSONWith(d, &blocks9); err != nil {
+				btmp10 = append(btmp10, bzero13)
+				htmp12 = append(htmp12, 0)
+				err := tmp5[i7].decodeJSONStaged(d, &btmp10[i7], &htmp12[i7])
+				if htmp12[i7] != 0 {
+					n14++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i7), "returns")
 				}
 			}
@@ -338,66 +368,77 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			s6 := make([]OrderBilling, len(tmp5))
 			copy(s6, tmp5)
+			if n14 > 0 {
+				bs15 := make([]pointersOfOrderBilling, n14)
+				j16 := 0
+				for i7 := range s6 {
+					if htmp12[i7] != 0 {
+						bs15[j16] = btmp10[i7]
+						s6[i7].pointInto(&bs15[j16], htmp12[i7])
+						j16++
+					}
+				}
+			}
 			m.Returns = s6
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "pickup")
 			} else {
-				p10 := new(OrderPickup)
-				if err := (*p10).decodeJSON(d); err != nil {
+				p17 := new(OrderPickup)
+				if err := (*p17).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "pickup")
 				}
-				m.Pickup = p10
+				m.Pickup = p17
 			}
 		case 5:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "office")
 			} else {
-				p11 := new(OrderOffice)
-				if err := (*p11).decodeJSON(d); err != nil {
+				p18 := new(OrderOffice)
+				if err := (*p18).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "office")
 				}
-				m.Office = p11
+				m.Office = p18
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "depot")
 			} else {
-				p12 := new(OrderDepot)
-				if err := (*p12).decodeJSON(d); err != nil {
+				p19 := new(OrderDepot)
+				if err := (*p19).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "depot")
 				}
-				m.Depot = p12
+				m.Depot = p19
 			}
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "warehouse")
 			} else {
-				p13 := new(Warehouse)
-				if err := (*p13).decodeJSON(d); err != nil {
+				p20 := new(Warehouse)
+				if err := (*p20).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "warehouse")
 				}
-				m.Warehouse = p13
+				m.Warehouse = p20
 			}
 		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "origin")
 			} else {
-				p14 := new(Endpoint)
-				if err := (*p14).decodeJSON(d); err != nil {
+				p21 := new(Endpoint)
+				if err := (*p21).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "origin")
 				}
-				m.Origin = p14
+				m.Origin = p21
 			}
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "destination")
 			} else {
-				p15 := new(Endpoint)
-				if err := (*p15).decodeJSON(d); err != nil {
+				p22 := new(Endpoint)
+				if err := (*p22).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "destination")
 				}
-				m.Destination = p15
+				m.Destination = p22
 			}
 		case 10:
 			if d.Null() {
@@ -406,22 +447,44 @@ func (m *Order) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "hops")
 			}
-			var buf16 [8]Endpoint
-			tmp17 := buf16[:0]
-			var zero20 Endpoint
-			var blocks21 jsonwire.Blocks[pointersOfEndpoint]
-			for i19 := 0; d.NextItem(); i19++ {
-				tmp17 = append(tmp17, zero20)
-				if err := tmp17[i19].decodeJSONWith(d, &blocks21); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "hops")
+			var buf23 [8]Endpoint
+			tmp24 := buf23[:0]
+			var zero27 Endpoint
+			var bbuf28 [8]pointersOfEndpoint
+			btmp29 := bbuf28[:0]
+			var hbuf30 [8]uint64
+			htmp31 := hbuf30[:0]
+			var bzero32 pointersOfEndpoint
+			n33 := 0
+			for i26 := 0; d.NextItem(); i26++ {
+				tmp24 = append(tmp24, zero27)
+				btmp29 = append(btmp29, bzero32)
+				htmp31 = append(htmp31, 0)
+				err := tmp24[i26].decodeJSONStaged(d, &btmp29[i26], &htmp31[i26])
+				if htmp31[i26] != 0 {
+					n33++
+				}
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i26), "hops")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "hops")
 			}
-			s18 := make([]Endpoint, len(tmp17))
-			copy(s18, tmp17)
-			m.Hops = s18
+			s25 := make([]Endpoint, len(tmp24))
+			copy(s25, tmp24)
+			if n33 > 0 {
+				bs34 := make([]pointersOfEndpoint, n33)
+				j35 := 0
+				for i26 := range s25 {
+					if htmp31[i26] != 0 {
+						bs34[j35] = btmp29[i26]
+						s25[i26].pointInto(&bs34[j35], htmp31[i26])
+						j35++
+					}
+				}
+			}
+			m.Hops = s25
 		}
 		next = field + 1
 	}
@@ -709,14 +772,36 @@ func (m *OrderBilling) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OrderBilling with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OrderBilling) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderBilling]) error {
+	var block pointersOfOrderBilling
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OrderBilling) pointInto(block *pointersOfOrderBilling, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Zone = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OrderBilling leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OrderBilling) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOrderBilling, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderBilling{}
 	var seen [1]bool
-	var block *pointersOfOrderBilling
 	next := 0
 	for {
 		field := -1
@@ -759,14 +844,11 @@ func (m *OrderBilling) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Bloc
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
-				m.Zone = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -915,14 +997,36 @@ func (m *OrderDepot) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OrderDepot with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OrderDepot) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderDepot]) error {
+	var block pointersOfOrderDepot
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OrderDepot) pointInto(block *pointersOfOrderDepot, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Zone = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OrderDepot leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OrderDepot) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOrderDepot, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderDepot{}
 	var seen [1]bool
-	var block *pointersOfOrderDepot
 	next := 0
 	for {
 		field := -1
@@ -965,14 +1069,11 @@ func (m *OrderDepot) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
-				m.Zone = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1114,14 +1215,36 @@ func (m *OrderOffice) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OrderOffice with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OrderOffice) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderOffice]) error {
+	var block pointersOfOrderOffice
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OrderOffice) pointInto(block *pointersOfOrderOffice, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Zone = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OrderOffice leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OrderOffice) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOrderOffice, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderOffice{}
 	var seen [1]bool
-	var block *pointersOfOrderOffice
 	next := 0
 	for {
 		field := -1
@@ -1164,14 +1287,11 @@ func (m *OrderOffice) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
-				m.Zone = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1261,14 +1381,36 @@ func (m *OrderPickup) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes OrderPickup with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *OrderPickup) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfOrderPickup]) error {
+	var block pointersOfOrderPickup
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *OrderPickup) pointInto(block *pointersOfOrderPickup, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Zone = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes OrderPickup leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *OrderPickup) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfOrderPickup, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = OrderPickup{}
 	var seen [1]bool
-	var block *pointersOfOrderPickup
 	next := 0
 	for {
 		field := -1
@@ -1311,14 +1453,11 @@ func (m *OrderPickup) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
-				m.Zone = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1408,14 +1547,36 @@ func (m *Warehouse) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Warehouse with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Warehouse) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfWarehouse]) error {
+	var block pointersOfWarehouse
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Warehouse) pointInto(block *pointersOfWarehouse, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Zone = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Warehouse leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Warehouse) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfWarehouse, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Warehouse{}
 	var seen [1]bool
-	var block *pointersOfWarehouse
 	next := 0
 	for {
 		field := -1
@@ -1458,14 +1619,11 @@ func (m *Warehouse) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "zone")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				if err := (*p2).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "zone")
 				}
-				m.Zone = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -149,13 +149,35 @@ func (m *LegacyItem1) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes LegacyItem1 with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *LegacyItem1) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfLegacyItem1]) error {
+	var block pointersOfLegacyItem1
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *LegacyItem1) pointInto(block *pointersOfLegacyItem1, has uint64) {
+	if has&(1<<0) != 0 {
+		m.N = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes LegacyItem1 leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *LegacyItem1) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfLegacyItem1, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = LegacyItem1{}
-	var block *pointersOfLegacyItem1
 	next := 0
 	for {
 		field := -1
@@ -185,16 +207,13 @@ func (m *LegacyItem1) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "n")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "n")
 				}
 				(*p1) = v2
-				m.N = p1
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

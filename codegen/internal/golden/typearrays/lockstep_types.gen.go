@@ -51,13 +51,35 @@ func (m *Types) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Types with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Types) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTypes]) error {
+	var block pointersOfTypes
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Types) pointInto(block *pointersOfTypes, has uint64) {
+	if has&(1<<0) != 0 {
+		m.NumberOrInteger = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Types leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Types) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTypes, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Types{}
-	var block *pointersOfTypes
 	next := 0
 	for {
 		field := -1
@@ -153,16 +175,13 @@ func (m *Types) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "numberOrInteger")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v0
 				v7, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "numberOrInteger")
 				}
 				(*p6) = v7
-				m.NumberOrInteger = p6
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -398,13 +417,35 @@ func (m *TypesObjectOrNull) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes TypesObjectOrNull with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *TypesObjectOrNull) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTypesObjectOrNull]) error {
+	var block pointersOfTypesObjectOrNull
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *TypesObjectOrNull) pointInto(block *pointersOfTypesObjectOrNull, has uint64) {
+	if has&(1<<0) != 0 {
+		m.A = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes TypesObjectOrNull leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *TypesObjectOrNull) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTypesObjectOrNull, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = TypesObjectOrNull{}
-	var block *pointersOfTypesObjectOrNull
 	next := 0
 	for {
 		field := -1
@@ -434,16 +475,13 @@ func (m *TypesObjectOrNull) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")
 				}
 				(*p1) = v2
-				m.A = p1
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -51,13 +51,38 @@ func (m *Floats) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Floats with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Floats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfFloats]) error {
+	var block pointersOfFloats
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Floats) pointInto(block *pointersOfFloats, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Ratio = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Count = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Floats leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Floats) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfFloats, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Floats{}
-	var block *pointersOfFloats
 	next := 0
 	for {
 		field := -1
@@ -93,31 +118,25 @@ func (m *Floats) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "ratio")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Float32()
 				if err != nil {
 					return jsonwire.Within(err, "ratio")
 				}
 				(*p1) = v2
-				m.Ratio = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "count")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "count")
 				}
 				(*p3) = v4
-				m.Count = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -424,13 +443,38 @@ func (m *Times) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Times with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Times) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTimes]) error {
+	var block pointersOfTimes
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Times) pointInto(block *pointersOfTimes, has uint64) {
+	if has&(1<<0) != 0 {
+		m.At = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Name = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Times leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Times) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTimes, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Times{}
-	var block *pointersOfTimes
 	next := 0
 	for {
 		field := -1
@@ -466,31 +510,25 @@ func (m *Times) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "at")
 				}
 				(*p1) = v2
-				m.At = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "name")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "name")
 				}
 				(*p3) = v4
-				m.Name = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -602,13 +640,38 @@ func (m *Unevaluated) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Unevaluated with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Unevaluated) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfUnevaluated]) error {
+	var block pointersOfUnevaluated
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Unevaluated) pointInto(block *pointersOfUnevaluated, has uint64) {
+	if has&(1<<0) != 0 {
+		m.A = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.B = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Unevaluated leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Unevaluated) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfUnevaluated, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Unevaluated{}
-	var block *pointersOfUnevaluated
 	next := 0
 	for {
 		field := -1
@@ -644,31 +707,25 @@ func (m *Unevaluated) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "a")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "a")
 				}
 				(*p1) = v2
-				m.A = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "b")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "b")
 				}
 				(*p3) = v4
-				m.B = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -810,10 +867,21 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			var buf1 [8]UniqueObjectsLabelsItem
 			tmp2 := buf1[:0]
 			var zero5 UniqueObjectsLabelsItem
-			var blocks6 jsonwire.Blocks[pointersOfUniqueObjectsLabelsItem]
+			var bbuf6 [8]pointersOfUniqueObjectsLabelsItem
+			btmp7 := bbuf6[:0]
+			var hbuf8 [8]uint64
+			htmp9 := hbuf8[:0]
+			var bzero10 pointersOfUniqueObjectsLabelsItem
+			n11 := 0
 			for i4 := 0; d.NextItem(); i4++ {
 				tmp2 = append(tmp2, zero5)
-				if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
+				btmp7 = append(btmp7, bzero10)
+				htmp9 = append(htmp9, 0)
+				err := tmp2[i4].decodeJSONStaged(d, &btmp7[i4], &htmp9[i4])
+				if htmp9[i4] != 0 {
+					n11++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "labels")
 				}
 			}
@@ -822,6 +890,17 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			s3 := make([]UniqueObjectsLabelsItem, len(tmp2))
 			copy(s3, tmp2)
+			if n11 > 0 {
+				bs12 := make([]pointersOfUniqueObjectsLabelsItem, n11)
+				j13 := 0
+				for i4 := range s3 {
+					if htmp9[i4] != 0 {
+						bs12[j13] = btmp7[i4]
+						s3[i4].pointInto(&bs12[j13], htmp9[i4])
+						j13++
+					}
+				}
+			}
 			m.Labels = s3
 		case 1:
 			if d.Null() {
@@ -830,23 +909,23 @@ func (m *UniqueObjects) decodeJSON(d *jsonwire.Decoder) error {
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "names")
 			}
-			var buf7 [32]string
-			tmp8 := buf7[:0]
-			var zero11 string
-			for i10 := 0; d.NextItem(); i10++ {
-				tmp8 = append(tmp8, zero11)
-				v12, err := d.String()
+			var buf14 [32]string
+			tmp15 := buf14[:0]
+			var zero18 string
+			for i17 := 0; d.NextItem(); i17++ {
+				tmp15 = append(tmp15, zero18)
+				v19, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "names")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i17), "names")
 				}
-				tmp8[i10] = v12
+				tmp15[i17] = v19
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "names")
 			}
-			s9 := make([]string, len(tmp8))
-			copy(s9, tmp8)
-			m.Names = s9
+			s16 := make([]string, len(tmp15))
+			copy(s16, tmp15)
+			m.Names = s16
 		}
 		next = field + 1
 	}
@@ -957,13 +1036,38 @@ func (m *UniqueObjectsLabelsItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes UniqueObjectsLabelsItem with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *UniqueObjectsLabelsItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfUniqueObjectsLabelsItem]) error {
+	var block pointersOfUniqueObjectsLabelsItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *UniqueObjectsLabelsItem) pointInto(block *pointersOfUniqueObjectsLabelsItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Key = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Value = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes UniqueObjectsLabelsItem leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *UniqueObjectsLabelsItem) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfUniqueObjectsLabelsItem, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = UniqueObjectsLabelsItem{}
-	var block *pointersOfUniqueObjectsLabelsItem
 	next := 0
 	for {
 		field := -1
@@ -999,31 +1103,25 @@ func (m *UniqueObjectsLabelsItem) decodeJSONWith(d *jsonwire.Decoder, blocks *js
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "key")
 				}
 				(*p1) = v2
-				m.Key = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p3) = v4
-				m.Value = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1

@@ -489,13 +489,35 @@ func (m *ExtenderBindingResult) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ExtenderBindingResult with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ExtenderBindingResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfExtenderBindingResult]) error {
+	var block pointersOfExtenderBindingResult
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ExtenderBindingResult) pointInto(block *pointersOfExtenderBindingResult, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Error = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes ExtenderBindingResult leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ExtenderBindingResult) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfExtenderBindingResult, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderBindingResult{}
-	var block *pointersOfExtenderBindingResult
 	next := 0
 	for {
 		field := -1
@@ -536,16 +558,13 @@ func (m *ExtenderBindingResult) decodeJSONWith(d *jsonwire.Decoder, blocks *json
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
 				}
 				(*p3) = v4
-				m.Error = p3
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -662,13 +681,35 @@ func (m *ExtenderFilterResult) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes ExtenderFilterResult with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfExtenderFilterResult]) error {
+	var block pointersOfExtenderFilterResult
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *ExtenderFilterResult) pointInto(block *pointersOfExtenderFilterResult, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Error = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes ExtenderFilterResult leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *ExtenderFilterResult) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfExtenderFilterResult, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = ExtenderFilterResult{}
-	var block *pointersOfExtenderFilterResult
 	next := 0
 	for {
 		field := -1
@@ -790,16 +831,13 @@ func (m *ExtenderFilterResult) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonw
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "Error")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p13 := &block.v0
 				v14, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "Error")
 				}
 				(*p13) = v14
-				m.Error = p13
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1759,13 +1797,35 @@ func (m *MetaVictims) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes MetaVictims with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *MetaVictims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfMetaVictims]) error {
+	var block pointersOfMetaVictims
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *MetaVictims) pointInto(block *pointersOfMetaVictims, has uint64) {
+	if has&(1<<0) != 0 {
+		m.NumPDBViolations = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes MetaVictims leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *MetaVictims) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfMetaVictims, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = MetaVictims{}
-	var block *pointersOfMetaVictims
 	next := 0
 	for {
 		field := -1
@@ -1841,16 +1901,13 @@ func (m *MetaVictims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p9 := &block.v0
 				v10, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
 				}
 				(*p9) = v10
-				m.NumPDBViolations = p9
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -2057,13 +2114,35 @@ func (m *Victims) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Victims with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Victims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfVictims]) error {
+	var block pointersOfVictims
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Victims) pointInto(block *pointersOfVictims, has uint64) {
+	if has&(1<<0) != 0 {
+		m.NumPDBViolations = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Victims leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Victims) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfVictims, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Victims{}
-	var block *pointersOfVictims
 	next := 0
 	for {
 		field := -1
@@ -2141,16 +2220,13 @@ func (m *Victims) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "NumPDBViolations")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p10 := &block.v0
 				v11, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "NumPDBViolations")
 				}
 				(*p10) = v11
-				m.NumPDBViolations = p10
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -555,10 +555,21 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 			var buf7 [8]NodeFailure
 			tmp8 := buf7[:0]
 			var zero11 NodeFailure
-			var blocks12 jsonwire.Blocks[pointersOfNodeFailure]
+			var bbuf12 [8]pointersOfNodeFailure
+			btmp13 := bbuf12[:0]
+			var hbuf14 [8]uint64
+			htmp15 := hbuf14[:0]
+			var bzero16 pointersOfNodeFailure
+			n17 := 0
 			for i10 := 0; d.NextItem(); i10++ {
 				tmp8 = append(tmp8, zero11)
-				if err := tmp8[i10].decodeJSONWith(d, &blocks12); err != nil {
+				btmp13 = append(btmp13, bzero16)
+				htmp15 = append(htmp15, 0)
+				err := tmp8[i10].decodeJSONStaged(d, &btmp13[i10], &htmp15[i10])
+				if htmp15[i10] != 0 {
+					n17++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i10), "failed")
 				}
 			}
@@ -567,6 +578,17 @@ func (m *FilterResponse) decodeJSON(d *jsonwire.Decoder) error {
 			}
 			s9 := make([]NodeFailure, len(tmp8))
 			copy(s9, tmp8)
+			if n17 > 0 {
+				bs18 := make([]pointersOfNodeFailure, n17)
+				j19 := 0
+				for i10 := range s9 {
+					if htmp15[i10] != 0 {
+						bs18[j19] = btmp13[i10]
+						s9[i10].pointInto(&bs18[j19], htmp15[i10])
+						j19++
+					}
+				}
+			}
 			m.Failed = s9
 		}
 		next = field + 1
@@ -715,14 +737,39 @@ func (m *NodeFailure) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeFailure with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeFailure) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeFailure]) error {
+	var block pointersOfNodeFailure
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeFailure) pointInto(block *pointersOfNodeFailure, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Message = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Unresolvable = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeFailure leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeFailure) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeFailure, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeFailure{}
 	var seen [2]bool
-	var block *pointersOfNodeFailure
 	next := 0
 	for {
 		field := -1
@@ -782,31 +829,25 @@ func (m *NodeFailure) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Block
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p2) = v3
-				m.Message = p2
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unresolvable")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				v5, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "unresolvable")
 				}
 				(*p4) = v5
-				m.Unresolvable = p4
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -1094,14 +1135,39 @@ func (m *PodRef) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes PodRef with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *PodRef) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPodRef]) error {
+	var block pointersOfPodRef
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *PodRef) pointInto(block *pointersOfPodRef, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Priority = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.PriorityClassName = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes PodRef leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *PodRef) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPodRef, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodRef{}
 	var seen [4]bool
-	var block *pointersOfPodRef
 	next := 0
 	for {
 		field := -1
@@ -1224,31 +1290,25 @@ func (m *PodRef) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p8 := &block.v0
 				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
 				}
 				(*p8) = v9
-				m.Priority = p8
+				*has |= 1 << 0
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "priorityClassName")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p10 := &block.v1
 				v11, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "priorityClassName")
 				}
 				(*p10) = v11
-				m.PriorityClassName = p10
+				*has |= 1 << 1
 			}
 		case 7:
 			if d.Null() {
@@ -1260,10 +1320,21 @@ func (m *PodRef) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			var buf12 [8]Toleration
 			tmp13 := buf12[:0]
 			var zero16 Toleration
-			var blocks17 jsonwire.Blocks[pointersOfToleration]
+			var bbuf17 [8]pointersOfToleration
+			btmp18 := bbuf17[:0]
+			var hbuf19 [8]uint64
+			htmp20 := hbuf19[:0]
+			var bzero21 pointersOfToleration
+			n22 := 0
 			for i15 := 0; d.NextItem(); i15++ {
 				tmp13 = append(tmp13, zero16)
-				if err := tmp13[i15].decodeJSONWith(d, &blocks17); err != nil {
+				btmp18 = append(btmp18, bzero21)
+				htmp20 = append(htmp20, 0)
+				err := tmp13[i15].decodeJSONStaged(d, &btmp18[i15], &htmp20[i15])
+				if htmp20[i15] != 0 {
+					n22++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i15), "tolerations")
 				}
 			}
@@ -1272,6 +1343,17 @@ func (m *PodRef) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poi
 			}
 			s14 := make([]Toleration, len(tmp13))
 			copy(s14, tmp13)
+			if n22 > 0 {
+				bs23 := make([]pointersOfToleration, n22)
+				j24 := 0
+				for i15 := range s14 {
+					if htmp20[i15] != 0 {
+						bs23[j24] = btmp18[i15]
+						s14[i15].pointInto(&bs23[j24], htmp20[i15])
+						j24++
+					}
+				}
+			}
 			m.Tolerations = s14
 		}
 		next = field + 1
@@ -1522,10 +1604,21 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 				var buf1 [8]PreemptRequestCandidatesItem
 				tmp2 := buf1[:0]
 				var zero5 PreemptRequestCandidatesItem
-				var blocks6 jsonwire.Blocks[pointersOfPreemptRequestCandidatesItem]
+				var bbuf6 [8]pointersOfPreemptRequestCandidatesItem
+				btmp7 := bbuf6[:0]
+				var hbuf8 [8]uint64
+				htmp9 := hbuf8[:0]
+				var bzero10 pointersOfPreemptRequestCandidatesItem
+				n11 := 0
 				for i4 := 0; d.NextItem(); i4++ {
 					tmp2 = append(tmp2, zero5)
-					if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
+					btmp7 = append(btmp7, bzero10)
+					htmp9 = append(htmp9, 0)
+					err := tmp2[i4].decodeJSONStaged(d, &btmp7[i4], &htmp9[i4])
+					if htmp9[i4] != 0 {
+						n11++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "candidates")
 					}
 				}
@@ -1534,6 +1627,17 @@ func (m *PreemptRequest) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				s3 := make([]PreemptRequestCandidatesItem, len(tmp2))
 				copy(s3, tmp2)
+				if n11 > 0 {
+					bs12 := make([]pointersOfPreemptRequestCandidatesItem, n11)
+					j13 := 0
+					for i4 := range s3 {
+						if htmp9[i4] != 0 {
+							bs12[j13] = btmp7[i4]
+							s3[i4].pointInto(&bs12[j13], htmp9[i4])
+							j13++
+						}
+					}
+				}
 				m.Candidates = s3
 			}
 		}
@@ -1670,14 +1774,36 @@ func (m *PreemptRequestCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes PreemptRequestCandidatesItem with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *PreemptRequestCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPreemptRequestCandidatesItem]) error {
+	var block pointersOfPreemptRequestCandidatesItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *PreemptRequestCandidatesItem) pointInto(block *pointersOfPreemptRequestCandidatesItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.PdbViolations = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes PreemptRequestCandidatesItem leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *PreemptRequestCandidatesItem) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPreemptRequestCandidatesItem, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PreemptRequestCandidatesItem{}
 	var seen [2]bool
-	var block *pointersOfPreemptRequestCandidatesItem
 	next := 0
 	for {
 		field := -1
@@ -1733,10 +1859,21 @@ func (m *PreemptRequestCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, block
 				var buf2 [8]PodRef
 				tmp3 := buf2[:0]
 				var zero6 PodRef
-				var blocks7 jsonwire.Blocks[pointersOfPodRef]
+				var bbuf7 [8]pointersOfPodRef
+				btmp8 := bbuf7[:0]
+				var hbuf9 [8]uint64
+				htmp10 := hbuf9[:0]
+				var bzero11 pointersOfPodRef
+				n12 := 0
 				for i5 := 0; d.NextItem(); i5++ {
 					tmp3 = append(tmp3, zero6)
-					if err := tmp3[i5].decodeJSONWith(d, &blocks7); err != nil {
+					btmp8 = append(btmp8, bzero11)
+					htmp10 = append(htmp10, 0)
+					err := tmp3[i5].decodeJSONStaged(d, &btmp8[i5], &htmp10[i5])
+					if htmp10[i5] != 0 {
+						n12++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i5), "victims")
 					}
 				}
@@ -1745,22 +1882,30 @@ func (m *PreemptRequestCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, block
 				}
 				s4 := make([]PodRef, len(tmp3))
 				copy(s4, tmp3)
+				if n12 > 0 {
+					bs13 := make([]pointersOfPodRef, n12)
+					j14 := 0
+					for i5 := range s4 {
+						if htmp10[i5] != 0 {
+							bs13[j14] = btmp8[i5]
+							s4[i5].pointInto(&bs13[j14], htmp10[i5])
+							j14++
+						}
+					}
+				}
 				m.Victims = s4
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
-				p8 := &block.v0
-				v9, err := d.Int64()
+				p15 := &block.v0
+				v16, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "pdbViolations")
 				}
-				(*p8) = v9
-				m.PdbViolations = p8
+				(*p15) = v16
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1929,10 +2074,21 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 				var buf1 [8]PreemptResponseCandidatesItem
 				tmp2 := buf1[:0]
 				var zero5 PreemptResponseCandidatesItem
-				var blocks6 jsonwire.Blocks[pointersOfPreemptResponseCandidatesItem]
+				var bbuf6 [8]pointersOfPreemptResponseCandidatesItem
+				btmp7 := bbuf6[:0]
+				var hbuf8 [8]uint64
+				htmp9 := hbuf8[:0]
+				var bzero10 pointersOfPreemptResponseCandidatesItem
+				n11 := 0
 				for i4 := 0; d.NextItem(); i4++ {
 					tmp2 = append(tmp2, zero5)
-					if err := tmp2[i4].decodeJSONWith(d, &blocks6); err != nil {
+					btmp7 = append(btmp7, bzero10)
+					htmp9 = append(htmp9, 0)
+					err := tmp2[i4].decodeJSONStaged(d, &btmp7[i4], &htmp9[i4])
+					if htmp9[i4] != 0 {
+						n11++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i4), "candidates")
 					}
 				}
@@ -1941,6 +2097,17 @@ func (m *PreemptResponse) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				s3 := make([]PreemptResponseCandidatesItem, len(tmp2))
 				copy(s3, tmp2)
+				if n11 > 0 {
+					bs12 := make([]pointersOfPreemptResponseCandidatesItem, n11)
+					j13 := 0
+					for i4 := range s3 {
+						if htmp9[i4] != 0 {
+							bs12[j13] = btmp7[i4]
+							s3[i4].pointInto(&bs12[j13], htmp9[i4])
+							j13++
+						}
+					}
+				}
 				m.Candidates = s3
 			}
 		}
@@ -2066,14 +2233,36 @@ func (m *PreemptResponseCandidatesItem) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes PreemptResponseCandidatesItem with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *PreemptResponseCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPreemptResponseCandidatesItem]) error {
+	var block pointersOfPreemptResponseCandidatesItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *PreemptResponseCandidatesItem) pointInto(block *pointersOfPreemptResponseCandidatesItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.PdbViolations = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes PreemptResponseCandidatesItem leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *PreemptResponseCandidatesItem) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPreemptResponseCandidatesItem, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PreemptResponseCandidatesItem{}
 	var seen [2]bool
-	var block *pointersOfPreemptResponseCandidatesItem
 	next := 0
 	for {
 		field := -1
@@ -2148,16 +2337,13 @@ func (m *PreemptResponseCandidatesItem) decodeJSONWith(d *jsonwire.Decoder, bloc
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "pdbViolations")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p8 := &block.v0
 				v9, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "pdbViolations")
 				}
 				(*p8) = v9
-				m.PdbViolations = p8
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -2756,13 +2942,47 @@ func (m *Toleration) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Toleration with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Toleration) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfToleration]) error {
+	var block pointersOfToleration
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Toleration) pointInto(block *pointersOfToleration, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Key = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Operator = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Value = &block.v2
+	}
+	if has&(1<<3) != 0 {
+		m.Effect = &block.v3
+	}
+	if has&(1<<4) != 0 {
+		m.TolerationSeconds = &block.v4
+	}
+}
+
+// decodeJSONStaged decodes Toleration leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Toleration) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfToleration, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Toleration{}
-	var block *pointersOfToleration
 	next := 0
 	for {
 		field := -1
@@ -2816,72 +3036,57 @@ func (m *Toleration) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "key")
 				}
 				(*p1) = v2
-				m.Key = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "operator")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "operator")
 				}
-				m.Operator = p3
+				*has |= 1 << 1
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v2
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p4) = v5
-				m.Value = p4
+				*has |= 1 << 2
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "effect")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v3
 				if err := (*p6).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "effect")
 				}
-				m.Effect = p6
+				*has |= 1 << 3
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "tolerationSeconds")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v4
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "tolerationSeconds")
 				}
 				(*p7) = v8
-				m.TolerationSeconds = p7
+				*has |= 1 << 4
 			}
 		}
 		next = field + 1

@@ -184,14 +184,36 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Binding with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfBinding]) error {
+	var block pointersOfBinding
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Binding) pointInto(block *pointersOfBinding, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Priority = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Binding leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Binding) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfBinding, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Binding{}
 	var seen [4]bool
-	var block *pointersOfBinding
 	next := 0
 	for {
 		field := -1
@@ -289,16 +311,13 @@ func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p6 := &block.v0
 				v7, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
 				}
 				(*p6) = v7
-				m.Priority = p6
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1309,14 +1328,39 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeCondition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
+	var block pointersOfNodeCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeCondition) pointInto(block *pointersOfNodeCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Message = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeCondition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeCondition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -1374,31 +1418,25 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p1) = v2
-				m.Reason = p1
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p3) = v4
-				m.Message = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -1670,14 +1708,36 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeHealth with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeHealth]) error {
+	var block pointersOfNodeHealth
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeHealth) pointInto(block *pointersOfNodeHealth, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes NodeHealth leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeHealth) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeHealth, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeHealth{}
 	var seen [4]bool
-	var block *pointersOfNodeHealth
 	next := 0
 	for {
 		field := -1
@@ -1788,16 +1848,13 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v0
 				v5, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p4) = v5
-				m.Reason = p4
+				*has |= 1 << 0
 			}
 		case 4:
 			seen[3] = true
@@ -1849,10 +1906,21 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			var buf11 [8]Taint
 			tmp12 := buf11[:0]
 			var zero15 Taint
-			var blocks16 jsonwire.Blocks[pointersOfTaint]
+			var bbuf16 [8]pointersOfTaint
+			btmp17 := bbuf16[:0]
+			var hbuf18 [8]uint64
+			htmp19 := hbuf18[:0]
+			var bzero20 pointersOfTaint
+			n21 := 0
 			for i14 := 0; d.NextItem(); i14++ {
 				tmp12 = append(tmp12, zero15)
-				if err := tmp12[i14].decodeJSONWith(d, &blocks16); err != nil {
+				btmp17 = append(btmp17, bzero20)
+				htmp19 = append(htmp19, 0)
+				err := tmp12[i14].decodeJSONStaged(d, &btmp17[i14], &htmp19[i14])
+				if htmp19[i14] != 0 {
+					n21++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i14), "taints")
 				}
 			}
@@ -1861,6 +1929,17 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			}
 			s13 := make([]Taint, len(tmp12))
 			copy(s13, tmp12)
+			if n21 > 0 {
+				bs22 := make([]pointersOfTaint, n21)
+				j23 := 0
+				for i14 := range s13 {
+					if htmp19[i14] != 0 {
+						bs22[j23] = btmp17[i14]
+						s13[i14].pointInto(&bs22[j23], htmp19[i14])
+						j23++
+					}
+				}
+			}
 			m.Taints = s13
 		case 8:
 			if d.Null() {
@@ -1869,21 +1948,21 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf17 [8]NodeAddress
-			tmp18 := buf17[:0]
-			var zero21 NodeAddress
-			for i20 := 0; d.NextItem(); i20++ {
-				tmp18 = append(tmp18, zero21)
-				if err := tmp18[i20].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i20), "addresses")
+			var buf24 [8]NodeAddress
+			tmp25 := buf24[:0]
+			var zero28 NodeAddress
+			for i27 := 0; d.NextItem(); i27++ {
+				tmp25 = append(tmp25, zero28)
+				if err := tmp25[i27].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i27), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s19 := make([]NodeAddress, len(tmp18))
-			copy(s19, tmp18)
-			m.Addresses = s19
+			s26 := make([]NodeAddress, len(tmp25))
+			copy(s26, tmp25)
+			m.Addresses = s26
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
@@ -1891,22 +1970,44 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			var buf22 [8]NodeCondition
-			tmp23 := buf22[:0]
-			var zero26 NodeCondition
-			var blocks27 jsonwire.Blocks[pointersOfNodeCondition]
-			for i25 := 0; d.NextItem(); i25++ {
-				tmp23 = append(tmp23, zero26)
-				if err := tmp23[i25].decodeJSONWith(d, &blocks27); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i25), "conditions")
+			var buf29 [8]NodeCondition
+			tmp30 := buf29[:0]
+			var zero33 NodeCondition
+			var bbuf34 [8]pointersOfNodeCondition
+			btmp35 := bbuf34[:0]
+			var hbuf36 [8]uint64
+			htmp37 := hbuf36[:0]
+			var bzero38 pointersOfNodeCondition
+			n39 := 0
+			for i32 := 0; d.NextItem(); i32++ {
+				tmp30 = append(tmp30, zero33)
+				btmp35 = append(btmp35, bzero38)
+				htmp37 = append(htmp37, 0)
+				err := tmp30[i32].decodeJSONStaged(d, &btmp35[i32], &htmp37[i32])
+				if htmp37[i32] != 0 {
+					n39++
+				}
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i32), "conditions")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			s24 := make([]NodeCondition, len(tmp23))
-			copy(s24, tmp23)
-			m.Conditions = s24
+			s31 := make([]NodeCondition, len(tmp30))
+			copy(s31, tmp30)
+			if n39 > 0 {
+				bs40 := make([]pointersOfNodeCondition, n39)
+				j41 := 0
+				for i32 := range s31 {
+					if htmp37[i32] != 0 {
+						bs40[j41] = btmp35[i32]
+						s31[i32].pointInto(&bs40[j41], htmp37[i32])
+						j41++
+					}
+				}
+			}
+			m.Conditions = s31
 		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
@@ -1914,21 +2015,21 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			var buf28 [8]BoundPod
-			tmp29 := buf28[:0]
-			var zero32 BoundPod
-			for i31 := 0; d.NextItem(); i31++ {
-				tmp29 = append(tmp29, zero32)
-				if err := tmp29[i31].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i31), "pods")
+			var buf42 [8]BoundPod
+			tmp43 := buf42[:0]
+			var zero46 BoundPod
+			for i45 := 0; d.NextItem(); i45++ {
+				tmp43 = append(tmp43, zero46)
+				if err := tmp43[i45].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i45), "pods")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			s30 := make([]BoundPod, len(tmp29))
-			copy(s30, tmp29)
-			m.Pods = s30
+			s44 := make([]BoundPod, len(tmp43))
+			copy(s44, tmp43)
+			m.Pods = s44
 		}
 		next = field + 1
 	}
@@ -2681,14 +2782,36 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Taint with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
+	var block pointersOfTaint
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Taint) pointInto(block *pointersOfTaint, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Value = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Taint leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Taint) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTaint, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
-	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -2737,16 +2860,13 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p2) = v3
-				m.Value = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			seen[1] = true

@@ -181,14 +181,36 @@ func (m *Binding) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Binding with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfBinding]) error {
+	var block pointersOfBinding
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Binding) pointInto(block *pointersOfBinding, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Priority = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Binding leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Binding) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfBinding, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Binding{}
 	var seen [3]bool
-	var block *pointersOfBinding
 	next := 0
 	for {
 		field := -1
@@ -253,16 +275,13 @@ func (m *Binding) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
 				}
 				(*p2) = v3
-				m.Priority = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -1177,14 +1196,39 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeCondition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
+	var block pointersOfNodeCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeCondition) pointInto(block *pointersOfNodeCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Message = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeCondition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeCondition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -1242,31 +1286,25 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p1) = v2
-				m.Reason = p1
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p3) = v4
-				m.Message = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -1539,14 +1577,39 @@ func (m *NodeHealth) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeHealth with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeHealth]) error {
+	var block pointersOfNodeHealth
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeHealth) pointInto(block *pointersOfNodeHealth, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Capacity = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeHealth leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeHealth) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeHealth, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeHealth{}
 	var seen [4]bool
-	var block *pointersOfNodeHealth
 	next := 0
 	for {
 		field := -1
@@ -1655,16 +1718,13 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p3) = v4
-				m.Reason = p3
+				*has |= 1 << 0
 			}
 		case 4:
 			seen[3] = true
@@ -1675,14 +1735,11 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "capacity")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v1
 				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "capacity")
 				}
-				m.Capacity = p5
+				*has |= 1 << 1
 			}
 		case 6:
 			if d.Null() {
@@ -1719,10 +1776,21 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			var buf10 [8]Taint
 			tmp11 := buf10[:0]
 			var zero14 Taint
-			var blocks15 jsonwire.Blocks[pointersOfTaint]
+			var bbuf15 [8]pointersOfTaint
+			btmp16 := bbuf15[:0]
+			var hbuf17 [8]uint64
+			htmp18 := hbuf17[:0]
+			var bzero19 pointersOfTaint
+			n20 := 0
 			for i13 := 0; d.NextItem(); i13++ {
 				tmp11 = append(tmp11, zero14)
-				if err := tmp11[i13].decodeJSONWith(d, &blocks15); err != nil {
+				btmp16 = append(btmp16, bzero19)
+				htmp18 = append(htmp18, 0)
+				err := tmp11[i13].decodeJSONStaged(d, &btmp16[i13], &htmp18[i13])
+				if htmp18[i13] != 0 {
+					n20++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "taints")
 				}
 			}
@@ -1731,6 +1799,17 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			}
 			s12 := make([]Taint, len(tmp11))
 			copy(s12, tmp11)
+			if n20 > 0 {
+				bs21 := make([]pointersOfTaint, n20)
+				j22 := 0
+				for i13 := range s12 {
+					if htmp18[i13] != 0 {
+						bs21[j22] = btmp16[i13]
+						s12[i13].pointInto(&bs21[j22], htmp18[i13])
+						j22++
+					}
+				}
+			}
 			m.Taints = s12
 		case 8:
 			if d.Null() {
@@ -1739,21 +1818,21 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf16 [8]NodeAddress
-			tmp17 := buf16[:0]
-			var zero20 NodeAddress
-			for i19 := 0; d.NextItem(); i19++ {
-				tmp17 = append(tmp17, zero20)
-				if err := tmp17[i19].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
+			var buf23 [8]NodeAddress
+			tmp24 := buf23[:0]
+			var zero27 NodeAddress
+			for i26 := 0; d.NextItem(); i26++ {
+				tmp24 = append(tmp24, zero27)
+				if err := tmp24[i26].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i26), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s18 := make([]NodeAddress, len(tmp17))
-			copy(s18, tmp17)
-			m.Addresses = s18
+			s25 := make([]NodeAddress, len(tmp24))
+			copy(s25, tmp24)
+			m.Addresses = s25
 		case 9:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "conditions")
@@ -1761,22 +1840,44 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			var buf21 [8]NodeCondition
-			tmp22 := buf21[:0]
-			var zero25 NodeCondition
-			var blocks26 jsonwire.Blocks[pointersOfNodeCondition]
-			for i24 := 0; d.NextItem(); i24++ {
-				tmp22 = append(tmp22, zero25)
-				if err := tmp22[i24].decodeJSONWith(d, &blocks26); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i24), "conditions")
+			var buf28 [8]NodeCondition
+			tmp29 := buf28[:0]
+			var zero32 NodeCondition
+			var bbuf33 [8]pointersOfNodeCondition
+			btmp34 := bbuf33[:0]
+			var hbuf35 [8]uint64
+			htmp36 := hbuf35[:0]
+			var bzero37 pointersOfNodeCondition
+			n38 := 0
+			for i31 := 0; d.NextItem(); i31++ {
+				tmp29 = append(tmp29, zero32)
+				btmp34 = append(btmp34, bzero37)
+				htmp36 = append(htmp36, 0)
+				err := tmp29[i31].decodeJSONStaged(d, &btmp34[i31], &htmp36[i31])
+				if htmp36[i31] != 0 {
+					n38++
+				}
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i31), "conditions")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "conditions")
 			}
-			s23 := make([]NodeCondition, len(tmp22))
-			copy(s23, tmp22)
-			m.Conditions = s23
+			s30 := make([]NodeCondition, len(tmp29))
+			copy(s30, tmp29)
+			if n38 > 0 {
+				bs39 := make([]pointersOfNodeCondition, n38)
+				j40 := 0
+				for i31 := range s30 {
+					if htmp36[i31] != 0 {
+						bs39[j40] = btmp34[i31]
+						s30[i31].pointInto(&bs39[j40], htmp36[i31])
+						j40++
+					}
+				}
+			}
+			m.Conditions = s30
 		case 10:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "pods")
@@ -1784,21 +1885,21 @@ func (m *NodeHealth) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			var buf27 [8]BoundPod
-			tmp28 := buf27[:0]
-			var zero31 BoundPod
-			for i30 := 0; d.NextItem(); i30++ {
-				tmp28 = append(tmp28, zero31)
-				if err := tmp28[i30].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i30), "pods")
+			var buf41 [8]BoundPod
+			tmp42 := buf41[:0]
+			var zero45 BoundPod
+			for i44 := 0; d.NextItem(); i44++ {
+				tmp42 = append(tmp42, zero45)
+				if err := tmp42[i44].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i44), "pods")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "pods")
 			}
-			s29 := make([]BoundPod, len(tmp28))
-			copy(s29, tmp28)
-			m.Pods = s29
+			s43 := make([]BoundPod, len(tmp42))
+			copy(s43, tmp42)
+			m.Pods = s43
 		}
 		next = field + 1
 	}
@@ -2959,14 +3060,36 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Taint with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
+	var block pointersOfTaint
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Taint) pointInto(block *pointersOfTaint, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Value = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Taint leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Taint) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTaint, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
-	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -3015,16 +3138,13 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p2) = v3
-				m.Value = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			seen[1] = true

@@ -332,14 +332,42 @@ func (m *NodeCondition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeCondition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeCondition]) error {
+	var block pointersOfNodeCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeCondition) pointInto(block *pointersOfNodeCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Message = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.LastTransitionTime = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes NodeCondition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeCondition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeCondition{}
 	var seen [2]bool
-	var block *pointersOfNodeCondition
 	next := 0
 	for {
 		field := -1
@@ -403,46 +431,37 @@ func (m *NodeCondition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blo
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p1) = v2
-				m.Reason = p1
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p3) = v4
-				m.Message = p3
+				*has |= 1 << 1
 			}
 		case 4:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "lastTransitionTime")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "lastTransitionTime")
 				}
 				(*p5) = v6
-				m.LastTransitionTime = p5
+				*has |= 1 << 2
 			}
 		}
 		next = field + 1
@@ -696,14 +715,39 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeStatus with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatus]) error {
+	var block pointersOfNodeStatus
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeStatus) pointInto(block *pointersOfNodeStatus, has uint64) {
+	if has&(1<<0) != 0 {
+		m.KubeletVersion = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Unschedulable = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeStatus leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeStatus) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeStatus, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
-	var block *pointersOfNodeStatus
 	next := 0
 	for {
 		field := -1
@@ -788,31 +832,25 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
 				}
 				(*p2) = v3
-				m.KubeletVersion = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				v5, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "unschedulable")
 				}
 				(*p4) = v5
-				m.Unschedulable = p4
+				*has |= 1 << 1
 			}
 		case 3:
 			seen[1] = true
@@ -825,10 +863,21 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 				var buf6 [8]NodeCondition
 				tmp7 := buf6[:0]
 				var zero10 NodeCondition
-				var blocks11 jsonwire.Blocks[pointersOfNodeCondition]
+				var bbuf11 [8]pointersOfNodeCondition
+				btmp12 := bbuf11[:0]
+				var hbuf13 [8]uint64
+				htmp14 := hbuf13[:0]
+				var bzero15 pointersOfNodeCondition
+				n16 := 0
 				for i9 := 0; d.NextItem(); i9++ {
 					tmp7 = append(tmp7, zero10)
-					if err := tmp7[i9].decodeJSONWith(d, &blocks11); err != nil {
+					btmp12 = append(btmp12, bzero15)
+					htmp14 = append(htmp14, 0)
+					err := tmp7[i9].decodeJSONStaged(d, &btmp12[i9], &htmp14[i9])
+					if htmp14[i9] != 0 {
+						n16++
+					}
+					if err != nil {
 						return jsonwire.Within(jsonwire.WithinIndex(err, i9), "conditions")
 					}
 				}
@@ -837,6 +886,17 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 				}
 				s8 := make([]NodeCondition, len(tmp7))
 				copy(s8, tmp7)
+				if n16 > 0 {
+					bs17 := make([]pointersOfNodeCondition, n16)
+					j18 := 0
+					for i9 := range s8 {
+						if htmp14[i9] != 0 {
+							bs17[j18] = btmp12[i9]
+							s8[i9].pointInto(&bs17[j18], htmp14[i9])
+							j18++
+						}
+					}
+				}
 				m.Conditions = s8
 			}
 		case 4:
@@ -856,24 +916,24 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ObjectStart(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m12 := map[string]string{}
+			m19 := map[string]string{}
 			for d.NextMember() {
-				k13 := d.KeyString()
+				k20 := d.KeyString()
 				if d.Err() != nil {
 					break
 				}
-				var e14 string
-				v15, err := d.String()
+				var e21 string
+				v22, err := d.String()
 				if err != nil {
-					return jsonwire.Within(jsonwire.Within(err, k13), "labels")
+					return jsonwire.Within(jsonwire.Within(err, k20), "labels")
 				}
-				e14 = v15
-				m12[k13] = e14
+				e21 = v22
+				m19[k20] = e21
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "labels")
 			}
-			m.Labels = m12
+			m.Labels = m19
 		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "taints")
@@ -881,22 +941,44 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			var buf16 [8]Taint
-			tmp17 := buf16[:0]
-			var zero20 Taint
-			var blocks21 jsonwire.Blocks[pointersOfTaint]
-			for i19 := 0; d.NextItem(); i19++ {
-				tmp17 = append(tmp17, zero20)
-				if err := tmp17[i19].decodeJSONWith(d, &blocks21); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "taints")
+			var buf23 [8]Taint
+			tmp24 := buf23[:0]
+			var zero27 Taint
+			var bbuf28 [8]pointersOfTaint
+			btmp29 := bbuf28[:0]
+			var hbuf30 [8]uint64
+			htmp31 := hbuf30[:0]
+			var bzero32 pointersOfTaint
+			n33 := 0
+			for i26 := 0; d.NextItem(); i26++ {
+				tmp24 = append(tmp24, zero27)
+				btmp29 = append(btmp29, bzero32)
+				htmp31 = append(htmp31, 0)
+				err := tmp24[i26].decodeJSONStaged(d, &btmp29[i26], &htmp31[i26])
+				if htmp31[i26] != 0 {
+					n33++
+				}
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i26), "taints")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "taints")
 			}
-			s18 := make([]Taint, len(tmp17))
-			copy(s18, tmp17)
-			m.Taints = s18
+			s25 := make([]Taint, len(tmp24))
+			copy(s25, tmp24)
+			if n33 > 0 {
+				bs34 := make([]pointersOfTaint, n33)
+				j35 := 0
+				for i26 := range s25 {
+					if htmp31[i26] != 0 {
+						bs34[j35] = btmp29[i26]
+						s25[i26].pointInto(&bs34[j35], htmp31[i26])
+						j35++
+					}
+				}
+			}
+			m.Taints = s25
 		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "addresses")
@@ -904,21 +986,21 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf22 [8]NodeAddress
-			tmp23 := buf22[:0]
-			var zero26 NodeAddress
-			for i25 := 0; d.NextItem(); i25++ {
-				tmp23 = append(tmp23, zero26)
-				if err := tmp23[i25].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i25), "addresses")
+			var buf36 [8]NodeAddress
+			tmp37 := buf36[:0]
+			var zero40 NodeAddress
+			for i39 := 0; d.NextItem(); i39++ {
+				tmp37 = append(tmp37, zero40)
+				if err := tmp37[i39].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i39), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s24 := make([]NodeAddress, len(tmp23))
-			copy(s24, tmp23)
-			m.Addresses = s24
+			s38 := make([]NodeAddress, len(tmp37))
+			copy(s38, tmp37)
+			m.Addresses = s38
 		}
 		next = field + 1
 	}
@@ -1521,14 +1603,39 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes PodStatus with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPodStatus]) error {
+	var block pointersOfPodStatus
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *PodStatus) pointInto(block *pointersOfPodStatus, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Ready = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.RestartCount = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes PodStatus leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *PodStatus) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPodStatus, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodStatus{}
 	var seen [5]bool
-	var block *pointersOfPodStatus
 	next := 0
 	for {
 		field := -1
@@ -1627,31 +1734,25 @@ func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v0
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "ready")
 				}
 				(*p5) = v6
-				m.Ready = p5
+				*has |= 1 << 0
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v1
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "restartCount")
 				}
 				(*p7) = v8
-				m.RestartCount = p7
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -1996,14 +2097,36 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Taint with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
+	var block pointersOfTaint
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Taint) pointInto(block *pointersOfTaint, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Value = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Taint leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Taint) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTaint, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
-	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -2052,16 +2175,13 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p2) = v3
-				m.Value = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			seen[1] = true

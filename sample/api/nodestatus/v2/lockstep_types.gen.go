@@ -164,14 +164,42 @@ func (m *Condition) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Condition with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Condition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfCondition]) error {
+	var block pointersOfCondition
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Condition) pointInto(block *pointersOfCondition, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Reason = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Message = &block.v1
+	}
+	if has&(1<<2) != 0 {
+		m.Since = &block.v2
+	}
+}
+
+// decodeJSONStaged decodes Condition leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Condition) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfCondition, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Condition{}
 	var seen [1]bool
-	var block *pointersOfCondition
 	next := 0
 	for {
 		field := -1
@@ -224,46 +252,37 @@ func (m *Condition) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "reason")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "reason")
 				}
 				(*p1) = v2
-				m.Reason = p1
+				*has |= 1 << 0
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "message")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "message")
 				}
 				(*p3) = v4
-				m.Message = p3
+				*has |= 1 << 1
 			}
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v2
 				v6, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "since")
 				}
 				(*p5) = v6
-				m.Since = p5
+				*has |= 1 << 2
 			}
 		}
 		next = field + 1
@@ -843,14 +862,39 @@ func (m *NodeStatus) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes NodeStatus with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfNodeStatus]) error {
+	var block pointersOfNodeStatus
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *NodeStatus) pointInto(block *pointersOfNodeStatus, has uint64) {
+	if has&(1<<0) != 0 {
+		m.KubeletVersion = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Unschedulable = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes NodeStatus leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *NodeStatus) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfNodeStatus, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = NodeStatus{}
 	var seen [4]bool
-	var block *pointersOfNodeStatus
 	next := 0
 	for {
 		field := -1
@@ -935,31 +979,25 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kubeletVersion")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "kubeletVersion")
 				}
 				(*p2) = v3
-				m.KubeletVersion = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "unschedulable")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p4 := &block.v1
 				v5, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "unschedulable")
 				}
 				(*p4) = v5
-				m.Unschedulable = p4
+				*has |= 1 << 1
 			}
 		case 3:
 			seen[1] = true
@@ -1011,10 +1049,21 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			var buf10 [8]Taint
 			tmp11 := buf10[:0]
 			var zero14 Taint
-			var blocks15 jsonwire.Blocks[pointersOfTaint]
+			var bbuf15 [8]pointersOfTaint
+			btmp16 := bbuf15[:0]
+			var hbuf17 [8]uint64
+			htmp18 := hbuf17[:0]
+			var bzero19 pointersOfTaint
+			n20 := 0
 			for i13 := 0; d.NextItem(); i13++ {
 				tmp11 = append(tmp11, zero14)
-				if err := tmp11[i13].decodeJSONWith(d, &blocks15); err != nil {
+				btmp16 = append(btmp16, bzero19)
+				htmp18 = append(htmp18, 0)
+				err := tmp11[i13].decodeJSONStaged(d, &btmp16[i13], &htmp18[i13])
+				if htmp18[i13] != 0 {
+					n20++
+				}
+				if err != nil {
 					return jsonwire.Within(jsonwire.WithinIndex(err, i13), "taints")
 				}
 			}
@@ -1023,6 +1072,17 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			}
 			s12 := make([]Taint, len(tmp11))
 			copy(s12, tmp11)
+			if n20 > 0 {
+				bs21 := make([]pointersOfTaint, n20)
+				j22 := 0
+				for i13 := range s12 {
+					if htmp18[i13] != 0 {
+						bs21[j22] = btmp16[i13]
+						s12[i13].pointInto(&bs21[j22], htmp18[i13])
+						j22++
+					}
+				}
+			}
 			m.Taints = s12
 		case 8:
 			if d.Null() {
@@ -1031,21 +1091,21 @@ func (m *NodeStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			var buf16 [8]NodeAddress
-			tmp17 := buf16[:0]
-			var zero20 NodeAddress
-			for i19 := 0; d.NextItem(); i19++ {
-				tmp17 = append(tmp17, zero20)
-				if err := tmp17[i19].decodeJSON(d); err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "addresses")
+			var buf23 [8]NodeAddress
+			tmp24 := buf23[:0]
+			var zero27 NodeAddress
+			for i26 := 0; d.NextItem(); i26++ {
+				tmp24 = append(tmp24, zero27)
+				if err := tmp24[i26].decodeJSON(d); err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i26), "addresses")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "addresses")
 			}
-			s18 := make([]NodeAddress, len(tmp17))
-			copy(s18, tmp17)
-			m.Addresses = s18
+			s25 := make([]NodeAddress, len(tmp24))
+			copy(s25, tmp24)
+			m.Addresses = s25
 		}
 		next = field + 1
 	}
@@ -1713,14 +1773,39 @@ func (m *PodStatus) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes PodStatus with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfPodStatus]) error {
+	var block pointersOfPodStatus
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *PodStatus) pointInto(block *pointersOfPodStatus, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Ready = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.RestartCount = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes PodStatus leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *PodStatus) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPodStatus, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = PodStatus{}
 	var seen [5]bool
-	var block *pointersOfPodStatus
 	next := 0
 	for {
 		field := -1
@@ -1819,31 +1904,25 @@ func (m *PodStatus) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "boolean"), "ready")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v0
 				v6, err := d.Bool()
 				if err != nil {
 					return jsonwire.Within(err, "ready")
 				}
 				(*p5) = v6
-				m.Ready = p5
+				*has |= 1 << 0
 			}
 		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "restartCount")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p7 := &block.v1
 				v8, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "restartCount")
 				}
 				(*p7) = v8
-				m.RestartCount = p7
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -2197,14 +2276,36 @@ func (m *Taint) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Taint with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTaint]) error {
+	var block pointersOfTaint
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Taint) pointInto(block *pointersOfTaint, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Value = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Taint leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Taint) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTaint, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Taint{}
 	var seen [2]bool
-	var block *pointersOfTaint
 	next := 0
 	for {
 		field := -1
@@ -2253,16 +2354,13 @@ func (m *Taint) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[poin
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "value")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "value")
 				}
 				(*p2) = v3
-				m.Value = p2
+				*has |= 1 << 0
 			}
 		case 2:
 			seen[1] = true

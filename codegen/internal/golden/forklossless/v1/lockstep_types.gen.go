@@ -40,13 +40,38 @@ func (m *Dimensions) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Dimensions with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Dimensions) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfDimensions]) error {
+	var block pointersOfDimensions
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Dimensions) pointInto(block *pointersOfDimensions, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Width = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Height = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Dimensions leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Dimensions) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfDimensions, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Dimensions{}
-	var block *pointersOfDimensions
 	next := 0
 	for {
 		field := -1
@@ -82,31 +107,25 @@ func (m *Dimensions) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "width")
 				}
 				(*p1) = v2
-				m.Width = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "height")
 				}
 				(*p3) = v4
-				m.Height = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1
@@ -214,14 +233,39 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Item with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfItem]) error {
+	var block pointersOfItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Item) pointInto(block *pointersOfItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Price = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Kind = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Item leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Item) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfItem, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Item{}
 	var seen [2]bool
-	var block *pointersOfItem
 	next := 0
 	for {
 		field := -1
@@ -313,14 +357,11 @@ func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "price")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "price")
 				}
-				m.Price = p3
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
@@ -397,14 +438,11 @@ func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p17 := &block.v1
 				if err := (*p17).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kind")
 				}
-				m.Kind = p17
+				*has |= 1 << 1
 			}
 		case 8:
 			if d.Null() {
@@ -867,14 +905,36 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Receipt with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfReceipt]) error {
+	var block pointersOfReceipt
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Receipt) pointInto(block *pointersOfReceipt, has uint64) {
+	if has&(1<<0) != 0 {
+		m.At = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Receipt leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Receipt) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfReceipt, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Receipt{}
 	var seen [1]bool
-	var block *pointersOfReceipt
 	next := 0
 	for {
 		field := -1
@@ -917,16 +977,13 @@ func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "at")
 				}
 				(*p2) = v3
-				m.At = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1

@@ -61,14 +61,39 @@ func (m *Item) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Item with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfItem]) error {
+	var block pointersOfItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Item) pointInto(block *pointersOfItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Kind = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Price = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Item leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Item) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfItem, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Item{}
 	var seen [2]bool
-	var block *pointersOfItem
 	next := 0
 	for {
 		field := -1
@@ -160,14 +185,11 @@ func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "kind")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v0
 				if err := (*p3).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "kind")
 				}
-				m.Kind = p3
+				*has |= 1 << 0
 			}
 		case 3:
 			if d.Null() {
@@ -183,14 +205,11 @@ func (m *Item) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "object"), "price")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p5 := &block.v1
 				if err := (*p5).decodeJSON(d); err != nil {
 					return jsonwire.Within(err, "price")
 				}
-				m.Price = p5
+				*has |= 1 << 1
 			}
 		case 5:
 			if d.Null() {
@@ -714,14 +733,36 @@ func (m *Receipt) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Receipt with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfReceipt]) error {
+	var block pointersOfReceipt
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Receipt) pointInto(block *pointersOfReceipt, has uint64) {
+	if has&(1<<0) != 0 {
+		m.At = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Receipt leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Receipt) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfReceipt, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Receipt{}
 	var seen [1]bool
-	var block *pointersOfReceipt
 	next := 0
 	for {
 		field := -1
@@ -764,16 +805,13 @@ func (m *Receipt) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "at")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "at")
 				}
 				(*p2) = v3
-				m.At = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -886,13 +924,38 @@ func (m *Size) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Size with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Size) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfSize]) error {
+	var block pointersOfSize
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Size) pointInto(block *pointersOfSize, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Width = &block.v0
+	}
+	if has&(1<<1) != 0 {
+		m.Height = &block.v1
+	}
+}
+
+// decodeJSONStaged decodes Size leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Size) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfSize, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Size{}
-	var block *pointersOfSize
 	next := 0
 	for {
 		field := -1
@@ -928,31 +991,25 @@ func (m *Size) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[point
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "width")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p1 := &block.v0
 				v2, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "width")
 				}
 				(*p1) = v2
-				m.Width = p1
+				*has |= 1 << 0
 			}
 		case 1:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "number"), "height")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p3 := &block.v1
 				v4, err := d.Float64()
 				if err != nil {
 					return jsonwire.Within(err, "height")
 				}
 				(*p3) = v4
-				m.Height = p3
+				*has |= 1 << 1
 			}
 		}
 		next = field + 1

@@ -48,14 +48,36 @@ func (m *Ack) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Ack with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Ack) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfAck]) error {
+	var block pointersOfAck
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Ack) pointInto(block *pointersOfAck, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Since = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Ack leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Ack) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfAck, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Ack{}
 	var seen [1]bool
-	var block *pointersOfAck
 	next := 0
 	for {
 		field := -1
@@ -98,16 +120,13 @@ func (m *Ack) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointe
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "since")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "since")
 				}
 				(*p2) = v3
-				m.Since = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
@@ -227,14 +246,36 @@ func (m *Address) decodeJSON(d *jsonwire.Decoder) error {
 }
 
 // decodeJSONWith decodes Address with its pointer block from blocks
-// (nil: a block of its own).
+// (nil: a block of its own), made only when a pointer member is set.
 func (m *Address) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfAddress]) error {
+	var block pointersOfAddress
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *Address) pointInto(block *pointersOfAddress, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Port = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes Address leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *Address) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfAddress, has *uint64) error {
 	if err := d.ObjectStart(); err != nil {
 		return err
 	}
 	*m = Address{}
 	var seen [1]bool
-	var block *pointersOfAddress
 	next := 0
 	for {
 		field := -1
@@ -277,16 +318,13 @@ func (m *Address) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[po
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "port")
 			} else {
-				if block == nil {
-					block = blocks.New()
-				}
 				p2 := &block.v0
 				v3, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "port")
 				}
 				(*p2) = v3
-				m.Port = p2
+				*has |= 1 << 0
 			}
 		}
 		next = field + 1
