@@ -22,14 +22,14 @@ type code struct {
 	b strings.Builder
 	n int
 	// blockOf, when set, names the pointer block type of the struct a
-	// reference holds (generator.blockOf), so that the elements of slices
-	// and maps share chunks of blocks.
+	// reference holds (generator.blockOf), so that the elements of a
+	// slice share one array of blocks and those of a map chunks of them.
 	blockOf func(*gomodel.TypeRef) string
 }
 
-// decodeElem decodes an element of a slice or map into target: a struct
-// with a pointer block draws its block from bl, the slice's or map's
-// jsonwire.Blocks, when there is one.
+// decodeElem decodes an element of a map into target: a struct with a
+// pointer block draws its block from bl, the map's jsonwire.Blocks, when
+// there is one.
 func (c *code) decodeElem(elem *gomodel.TypeRef, target, bl string, fail func(string) string) {
 	if bl == "" {
 		c.decodeInto(elem, target, fail)
@@ -40,8 +40,8 @@ func (c *code) decodeElem(elem *gomodel.TypeRef, target, bl string, fail func(st
 	c.line("}")
 }
 
-// elemBlocks declares the jsonwire.Blocks of a slice's or map's elements
-// when they are structs with a pointer block, and returns its name.
+// elemBlocks declares the jsonwire.Blocks of a map's elements when they
+// are structs with a pointer block, and returns its name.
 func (c *code) elemBlocks(elem *gomodel.TypeRef) string {
 	if c.blockOf == nil {
 		return ""
@@ -330,12 +330,15 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 // of scalars) share one allocation: a struct with two optional strings
 // and an optional time allocates one block holding all three values, not
 // three. The block is a type of its own, pointersOf<Type>, so that the
-// elements of a slice or map of such structs share chunks of blocks
-// (jsonwire.Blocks): the decoder of the slice hands its elements' decoders
-// (decodeJSONWith) one jsonwire.Blocks, and the deep copy of the slice
-// reserves one block per element (deepCopyIntoWith). The values keep each
-// other alive, as members of one message do anyway. Decoder and deep copy
-// share the rule and the type.
+// elements of a slice or map of such structs share allocations: the
+// decoder of a slice decodes its elements staged (decodeJSONStaged, the
+// values in blocks on its stack) and, once it knows their number, makes
+// the blocks of all of them in one array and points each element at its
+// own (pointInto); the decoder of a map hands its elements' decoders
+// (decodeJSONWith) one jsonwire.Blocks, which grows in chunks; the deep
+// copy of a slice or map reserves one block per element
+// (deepCopyIntoWith). The values keep each other alive, as members of one
+// message do anyway. Decoder and deep copy share the rule and the type.
 
 // blockFields are the members of a struct that live in its pointer block:
 // optional members held by pointer whose target a plain assignment copies.
