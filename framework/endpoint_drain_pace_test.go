@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,4 +86,97 @@ func TestHellosToADrainingServerArePaced(t *testing.T) {
 	// reconnect backoff sent 34.
 	assert.LessOrEqual(t, n, int64(9))
 	assert.GreaterOrEqual(t, n, int64(6), "the endpoint keeps asking: the address may serve again")
+}
+
+// drainingFront refuses every hello as a draining server does until up is
+// set, then passes requests to backend: a server at one address drained
+// and replaced.
+func drainingFront(t *testing.T, backend string) (url string, up *atomic.Bool, hellos *atomic.Int64) {
+	t.Helper()
+	draining, hellos := drainingHellos(t)
+	target, err := neturl.Parse(backend)
+	require.NoError(t, err)
+	toBackend := &http.Transport{}
+	replacement := httputil.NewSingleHostReverseProxy(target)
+	replacement.Transport = toBackend
+	dTarget, err := neturl.Parse(draining)
+	require.NoError(t, err)
+	toDraining := &http.Transport{}
+	old := httputil.NewSingleHostReverseProxy(dTarget)
+	old.Transport = toDraining
+	up = new(atomic.Bool)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if up.Load() {
+			replacement.ServeHTTP(w, r)
+			return
+		}
+		old.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.Close(); toBackend.CloseIdleConnections(); toDraining.CloseIdleConnections() })
+	return front.URL, up, hellos
+}
+
+// A readiness source saying the endpoint is ready again ends the wait
+// between hellos to a draining server at once: the blocked call goes
+// through on a clock that never moves.
+func TestAReadyAgainReportEndsTheDrainingPace(t *testing.T) {
+	backend := startBench(t, "127.0.0.1:0", "1.0.0")
+	front, up, hellos := drainingFront(t, backend.URL)
+	clock := clockwork.NewFakeClock()
+	start := clock.Now()
+	s := newTestSource()
+	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
+		c.Source, c.Clock = readinessSource{s}, clock
+		framework.UseOwnProbers(c, clock)
+	})
+	ctx := timeout(t, 20*time.Second)
+	select {
+	case <-s.joined:
+	case <-ctx.Done():
+		t.Fatal("the client did not run its source")
+	}
+	s.report(framework.EndpointReport{URL: front, NotReady: true})
+	endpointStateEventually(t, cl, front, "draining")
+	done := make(chan error, 1)
+	go func() {
+		_, err := report(ctx, cl, 1)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return cl.Status().Blocked == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "the endpoint waits out its draining pace")
+	require.Equal(t, int64(1), hellos.Load())
+
+	up.Store(true)
+	s.report(framework.EndpointReport{URL: front})
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the blocked call did not go through while the clock stood still: %+v", cl.Endpoints())
+	}
+	assert.Equal(t, start, clock.Now())
+	assert.Equal(t, int64(1), backend.handled.Load())
+}
+
+// Without a readiness source, the replacement is found by the next paced
+// hello: within the pace's cap of the client's clock, however long the
+// drain went on.
+func TestAReplacementAfterADrainIsFoundWithinTheDrainingPace(t *testing.T) {
+	backend := startBench(t, "127.0.0.1:0", "1.0.0")
+	front, up, hellos := drainingFront(t, backend.URL)
+	clock := clockwork.NewFakeClock()
+	cl := benchClient(t, "1.0.0", []string{front}, func(c *framework.ClientConfig) { c.Clock = clock })
+	ctx := timeout(t, 20*time.Second)
+	// Six refusals in a row: the pace is at its cap.
+	for hellos.Load() < 6 {
+		require.NoError(t, clock.BlockUntilContext(ctx, 1))
+		clock.Advance(10 * time.Millisecond)
+	}
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	up.Store(true)
+	clock.Advance(600 * time.Millisecond) // 500 ms + 20 % jitter
+	endpointStateEventually(t, cl, front, "ready")
+	_, err := report(ctx, cl, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), backend.handled.Load())
 }
