@@ -54,6 +54,7 @@ func TestCaseInsensitiveMessagesAcceptGoFieldNames(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status)
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(a.body, &w))
+	t.Cleanup(func() { closeRawSession(srv.URL, w.Session) }) // see rawHandshake
 	a = do(t, http.MethodPost, srv.URL+protocol.CallPath("extender", "1.0.0", "Filter"),
 		map[string]string{protocol.HeaderSession: w.Session}, []byte(`{"NodeNames":["n1","n2"]}`))
 	require.Equal(t, http.StatusOK, a.status, string(a.body))
