@@ -62,18 +62,6 @@ func sendWhole(conn net.Conn, head string, n int) (wait func()) {
 	return func() { <-done }
 }
 
-// closeSessionAtEnd closes a session opened by hand when the test ends,
-// before its server drains, so the drain need not wait for it to lapse.
-func closeSessionAtEnd(t *testing.T, url, token string) {
-	t.Helper()
-	t.Cleanup(func() {
-		body, err := json.Marshal(map[string][]string{"sessions": {token}})
-		require.NoError(t, err)
-		a := do(t, http.MethodDelete, url+protocol.PathSession, nil, body)
-		require.Equal(t, http.StatusNoContent, a.status, string(a.body))
-	})
-}
-
 // requireCoded requires an answer with code's status and code.
 func requireCoded(t *testing.T, resp *http.Response, code framework.Code) {
 	t.Helper()
@@ -140,7 +128,6 @@ func TestRefusalsBeforeTheBodyEndWithoutAReset(t *testing.T) {
 	srv := startBench(t, "127.0.0.1:0", "1.0.0")
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	token := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0")).session
-	closeSessionAtEnd(t, srv.URL, token)
 	call := protocol.CallPath("bench", "1.0.0", "ReportStatus")
 	session := map[string]string{protocol.HeaderSession: token}
 	for _, rq := range []refusedRequest{
@@ -184,7 +171,6 @@ func TestAuthorizationRefusalsEndWithoutAReset(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, string(a.body))
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(a.body, &w))
-	closeSessionAtEnd(t, ts.URL, w.Session)
 	session := map[string]string{protocol.HeaderSession: w.Session}
 	topicPath := func(topic string) string {
 		return protocol.PathPrefix + c.Name() + "/" + c.Version() + "/topics/" + topic
