@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -102,110 +100,34 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // UTF-8. A body that could not be read as valid is the client's fault
 // (invalid_argument, payload_too_large or deadline_exceeded), never
 // "unprocessed": a client must not resend garbage. Refusals that leave
-// the body unread close the connection; writeError reads what is left of
-// the body first (settleUnreadBody). The release function returns the
+// the body unread close the connection, after the peer had time to read
+// the refusal (lingerAfterRefusal). The release function returns the
 // buffer; the bytes are invalid after it.
 func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
 	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes, limitBodyBytes)
 }
 
-// settleUnreadBody reads what a request's body still holds before an
-// answer that left it unread (a refusal before the body, an error after
-// part of it) is written, so the connection ends with the answer and a FIN
-// rather than a reset, for a peer that asked to close (Connection: close)
-// and for a keep-alive peer alike. A socket closed with bytes unread is
-// reset by the kernel, and a peer still writing its body may then see
-// "connection reset" before it has read the answer; net/http closes at
-// once after an answer to a peer that asked to close, and after any
-// answer that carries Connection: close (a draining server's).
-//
-// Up to MaxBodyBytes in all are read and discarded, within
-// Limits.BodyReadTimeout: a peer that declares a body and does not send it
-// holds the connection no longer than that, and its answer then closes the
-// connection. A body over the limit (declared so, or overrunning it) is
-// reported to net/http through http.MaxBytesReader, which makes it
-// half-close the connection after the answer and wait before closing it.
-// Nothing is read from a peer that asked to be told to continue (Expect):
-// it sends no body until told, so nothing waits unread. HTTP/2 streams end
-// on their own and are not watched (see [Server.ServeHTTP]).
-func (s *Server) settleUnreadBody(w http.ResponseWriter) {
-	rw := requestWriterOf(w)
-	if rw == nil || rw.body.ended.Load() || rw.req.Header.Get("Expect") != "" {
+// lingerAfterRefusal makes net/http close the connection gently after a
+// refusal of a body it has not read, for a peer that asked to close
+// (Connection: close). net/http closes such a connection at once; the
+// kernel then resets it, since the body is unread, and the peer, still
+// writing its body, may see "connection reset" instead of the coded
+// refusal. A body that overruns http.MaxBytesReader makes net/http
+// half-close the connection after the answer and wait before closing it,
+// so one byte is read through a zero-byte MaxBytesReader. The read waits
+// at most Limits.BodyReadTimeout; nothing is read from a peer that asked
+// to be told to continue (Expect), since it sends no body until told.
+func (s *Server) lingerAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	if !r.Close || r.Header.Get("Expect") != "" {
 		return
 	}
-	limit := s.cfg.MaxBodyBytes - rw.body.read.Load()
-	if rw.req.ContentLength > s.cfg.MaxBodyBytes || limit < 0 {
-		limit = 0
-	}
-	rc := http.NewResponseController(rw.ResponseWriter)
+	rc := http.NewResponseController(w)
 	if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
 		return
 	}
-	_, err := io.Copy(io.Discard, http.MaxBytesReader(connWriter(rw.ResponseWriter), rw.req.Body, limit))
-	if err != nil {
-		// What follows on the wire is no request: do not read it as one.
-		// The deadline stays passed, so net/http's own read of what is
-		// left (when the handler ends) fails at once too.
-		w.Header().Set("Connection", "close")
-		_ = rc.SetReadDeadline(time.Now())
-		return
-	}
+	var b [1]byte
+	_, _ = http.MaxBytesReader(connWriter(w), r.Body, 0).Read(b[:])
 	_ = rc.SetReadDeadline(time.Time{})
-}
-
-// watchedBody counts what a handler read of a request's body, and whether
-// a read ended it (io.EOF or an error), for settleUnreadBody.
-type watchedBody struct {
-	io.ReadCloser
-	read  atomic.Int64
-	ended atomic.Bool
-}
-
-func (b *watchedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.read.Add(int64(n))
-	if err != nil {
-		b.ended.Store(true)
-	}
-	return n, err
-}
-
-// requestWriter is the writer an HTTP/1 request with a body is served
-// through: it carries the request, so the one place answers are written
-// (writeError) can settle a body the handler left unread.
-type requestWriter struct {
-	http.ResponseWriter
-	req  *http.Request
-	body watchedBody
-}
-
-// Unwrap gives http.ResponseController and connWriter net/http's writer.
-func (w *requestWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// watchBody makes r's body watched and returns the writer to serve r
-// through; an HTTP/2 request or one without a body is returned as it is.
-func watchBody(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
-	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody {
-		return w
-	}
-	rw := &requestWriter{ResponseWriter: w, req: r}
-	rw.body.ReadCloser = r.Body
-	r.Body = &rw.body
-	return rw
-}
-
-// requestWriterOf finds the requestWriter under w's wrappers, if any.
-func requestWriterOf(w http.ResponseWriter) *requestWriter {
-	for {
-		if rw, ok := w.(*requestWriter); ok {
-			return rw
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
-	}
 }
 
 // connWriter returns net/http's own writer under w's wrappers. A body
@@ -229,6 +151,7 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxB
 	}
 	if r.ContentLength > maxBytes {
 		w.Header().Set("Connection", "close")
+		s.lingerAfterRefusal(w, r)
 		return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, maxBytes)
 	}
 	rc := http.NewResponseController(w)

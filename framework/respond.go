@@ -37,11 +37,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 }
 
 // writeError writes err in the one error shape, with its code's status,
-// marking the answer draining when the server drains. A request body the
-// answer leaves unread is read first (settleUnreadBody). Call it through
+// marking the answer draining when the server drains. Call it through
 // [Server.refuse] or [Server.fail], which say whether a handler ran.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	s.settleUnreadBody(w)
 	e := asError(err)
 	if ow, ok := w.(*observedWriter); ok {
 		ow.code = e.Code()

@@ -278,7 +278,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
-	s.router.ServeHTTP(watchBody(w, r), r)
+	s.router.ServeHTTP(w, r)
 }
 
 // Start checks the registered handlers and starts the session clock without
