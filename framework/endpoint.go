@@ -292,7 +292,8 @@ func (e *endpoint) run() {
 	}
 }
 
-// maxDrainingPace caps the delay between hellos to a draining server. It
+// maxDrainingPace caps the delay between hellos to a draining server
+// (unless the backoff's own ceiling is higher; then that is the cap). It
 // bounds how late a client learns that the server has gone (its next hello
 // then finds nothing listening, or its replacement); a readiness source's
 // announcement ends the wait at once.
@@ -300,7 +301,8 @@ const maxDrainingPace = 500 * time.Millisecond
 
 // drainingPace is the delay before the hello after the n-th (from 0)
 // refusal in a row by a draining server: from the backoff's ceiling,
-// doubling, up to maxDrainingPace, with the backoff's jitter. A drain lasts
+// doubling, up to the larger of the backoff's ceiling and maxDrainingPace,
+// then the backoff's jitter (so a delay may exceed the cap by the jitter). A drain lasts
 // a second or more (DrainTimeout, DrainQuiet); hellos at the backoff's
 // ceiling were about half of all connections in a rolling upgrade, and
 // every connection a draining server accepts keeps its listener open

@@ -200,17 +200,7 @@ func TestAReadyAgainReportEndsAnEndpointsBackoff(t *testing.T) {
 
 	clock := clockwork.NewFakeClock()
 	start := clock.Now()
-	s := newTestSource()
-	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
-		c.Source, c.Clock = readinessSource{s}, clock
-		framework.UseOwnProbers(c, clock)
-	})
-	ctx := timeout(t, 20*time.Second)
-	select {
-	case <-s.joined:
-	case <-ctx.Done():
-		t.Fatal("the client did not run its source")
-	}
+	cl, s, ctx := readinessClientOnClock(t, clock)
 	s.report(framework.EndpointReport{URL: front.URL, NotReady: true})
 	endpointStateEventually(t, cl, front.URL, "refused")
 	done := make(chan error, 1)
@@ -231,4 +221,23 @@ func TestAReadyAgainReportEndsAnEndpointsBackoff(t *testing.T) {
 	}
 	assert.Equal(t, start, clock.Now())
 	assert.Equal(t, int64(1), backend.handled.Load())
+}
+
+// readinessClientOnClock is a client whose only endpoints come from a
+// test source, with its clock and probers on clock, once it runs the
+// source; ctx bounds the test.
+func readinessClientOnClock(t *testing.T, clock *clockwork.FakeClock) (*framework.Client, *testSource, context.Context) {
+	t.Helper()
+	s := newTestSource()
+	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
+		c.Source, c.Clock = readinessSource{s}, clock
+		framework.UseOwnProbers(c, clock)
+	})
+	ctx := timeout(t, 20*time.Second)
+	select {
+	case <-s.joined:
+	case <-ctx.Done():
+		t.Fatal("the client did not run its source")
+	}
+	return cl, s, ctx
 }

@@ -124,17 +124,7 @@ func TestAReadyAgainReportEndsTheDrainingPace(t *testing.T) {
 	front, up, hellos := drainingFront(t, backend.URL)
 	clock := clockwork.NewFakeClock()
 	start := clock.Now()
-	s := newTestSource()
-	cl := benchClient(t, "1.0.0", nil, func(c *framework.ClientConfig) {
-		c.Source, c.Clock = readinessSource{s}, clock
-		framework.UseOwnProbers(c, clock)
-	})
-	ctx := timeout(t, 20*time.Second)
-	select {
-	case <-s.joined:
-	case <-ctx.Done():
-		t.Fatal("the client did not run its source")
-	}
+	cl, s, ctx := readinessClientOnClock(t, clock)
 	s.report(framework.EndpointReport{URL: front, NotReady: true})
 	endpointStateEventually(t, cl, front, "draining")
 	done := make(chan error, 1)

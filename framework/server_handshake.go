@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -159,8 +160,10 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 		if ow, ok := w.(*observedWriter); ok {
 			ow.reason = refusal.Reason
 		}
-		s.cfg.Logger.Debug("lockstep: hello refused", "contract", hello.Contract, "reason", refusal.Reason,
-			"peer", hello.Component, "instance", hello.Instance)
+		if s.cfg.Logger.Enabled(ctx, slog.LevelDebug) { // no arguments boxed when debug is off
+			s.cfg.Logger.Debug("lockstep: hello refused", "contract", hello.Contract, "reason", refusal.Reason,
+				"peer", hello.Component, "instance", hello.Instance)
+		}
 		return nil, NewError(Code(refusal.Code), refusal).WithDetails(refusal)
 	}
 	sv := sc.versions[agreement.Version]
