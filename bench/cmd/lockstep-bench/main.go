@@ -30,6 +30,8 @@ func main() {
 	plots := flag.String("plots", "bench", "the plots' folder, relative to the report's")
 	writtenBy := flag.String("written-by", "make bench", "the command the report says writes it")
 	only := flag.String("only", "", "comma-separated workloads to run (default: all): "+strings.Join(workloads, ","))
+	reconnectClients := flag.Int("reconnect-clients", 1, "lockstep clients of one address in each reconnect pair's process (the report's P6 rows are defined for 1)")
+	reconnectBackoffMax := flag.Duration("reconnect-backoff-max", 0, "the lockstep clients' Backoff.Max in the reconnect workload (default: the framework's)")
 	serve := flag.String("serve", "", "internal: serve this kind of server (lockstep, grpc) as a workload's server process")
 	addr := flag.String("addr", "", "internal: the address -serve listens on (or, for the client kinds, calls)")
 	n := flag.Int("n", 0, "internal: how many sessions or watchers the client kinds of -serve hold")
@@ -57,7 +59,8 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	s := suite.New(suite.Config{Quick: *quick, Rounds: *rounds, Self: self, Log: os.Stderr})
+	s := suite.New(suite.Config{Quick: *quick, Rounds: *rounds, Self: self, Log: os.Stderr, ReconnectClients: *reconnectClients,
+		ReconnectBackoffMax: *reconnectBackoffMax})
 	run := map[string]func() error{
 		"unary":      s.Unary,
 		"validation": s.Validation,

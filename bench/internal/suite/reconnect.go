@@ -64,7 +64,7 @@ func (s *Suite) Reconnect() (err error) {
 					go func() {
 						defer wg.Done()
 						r := rand.New(rand.NewPCG(uint64(round), uint64(p)))
-						got, n, err := reconnectPair(v, vtr, trials, func() time.Duration { return dark(r) })
+						got, n, err := reconnectPair(v, vtr, s.cfg.ReconnectClients, s.cfg.ReconnectBackoffMax, trials, func() time.Duration { return dark(r) })
 						mu.Lock()
 						defer mu.Unlock()
 						gaps = append(gaps, got...)
@@ -111,7 +111,9 @@ func (*refusedHandshakes) Blocked(string, time.Duration)                        
 func (*refusedHandshakes) Call(string, string, string, framework.Code, time.Duration) {}
 
 // reconnectPair runs trials of one pair of variant's server and client,
-// with mutual TLS when tr is not nil. It counts the client's dials of the
+// with mutual TLS when tr is not nil; a lockstep pair's process holds
+// clients clients of the address, one of them making the blocked call,
+// with Backoff.Max set to backoffMax when that is not zero. It counts the client's dials of the
 // address while it is dark: lockstep's through its refused handshakes and
 // the process's prober of the address (framework.ProbeStats), gRPC's
 // through its dialer. For the readiness variant the client's source is a
@@ -120,7 +122,7 @@ func (*refusedHandshakes) Call(string, string, string, framework.Code, time.Dura
 // the quickest a readiness-driven source can be, so the gap it shows is
 // the client's own; a real source adds its own delay (a readiness probe's
 // period, an EndpointSlice's way to the informer).
-func reconnectPair(variant string, tr *trust, trials int, dark func() time.Duration) (gaps []time.Duration, n dialCount, err error) {
+func reconnectPair(variant string, tr *trust, clients int, backoffMax time.Duration, trials int, dark func() time.Duration) (gaps []time.Duration, n dialCount, err error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, n, err
@@ -154,15 +156,26 @@ func reconnectPair(variant string, tr *trust, trials int, dark func() time.Durat
 			m := discovery.NewManual(framework.EndpointReport{URL: lsURL})
 			source, ready = m, func(r bool) { m.SetReady(lsURL, r) }
 		}
-		cl, err := lockstepClient(benchgen.Contract, lsURL, func(c *framework.ClientConfig) {
+		configure := func(c *framework.ClientConfig) {
 			if lsClient != nil {
 				lsClient(c)
 			}
 			c.Observer = refused
 			c.Source = source
-		})
+			c.Backoff.Max = backoffMax
+		}
+		cl, err := lockstepClient(benchgen.Contract, lsURL, configure)
 		if err != nil {
 			return nil, n, err
+		}
+		// The other clients of the address wait for it with the one
+		// that calls; their refused handshakes count as dials too.
+		for range clients - 1 {
+			other, err := lockstepClient(benchgen.Contract, lsURL, configure)
+			if err != nil {
+				return nil, n, err
+			}
+			defer other.Close()
 		}
 		dialled := func() int64 {
 			probed, _, _ := framework.ProbeStats(lsURL)

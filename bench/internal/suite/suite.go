@@ -48,6 +48,19 @@ type Config struct {
 	// each variant's only during its own: for measuring what the other
 	// variants' caches cost the one measured.
 	FanoutAllOpen bool
+	// ReconnectClients is how many lockstep clients of the server's
+	// address each reconnect pair's process holds (1 when zero): one makes
+	// the blocked call, the others wait with it, as the clients of a
+	// process with several contracts or nodes at one server do. The
+	// process's prober of the address serves them all; before it, each
+	// client redialled on its own. For measuring P6 in that condition,
+	// not part of make bench.
+	ReconnectClients int
+	// ReconnectBackoffMax, when set, is the lockstep clients'
+	// Backoff.Max in the reconnect workload (the default is 100 ms): the
+	// budget the prober dials a dark address on follows it. For
+	// measuring what P6 costs in dials, not part of make bench.
+	ReconnectBackoffMax time.Duration
 }
 
 // Suite runs the workloads and holds what they measured.
@@ -65,6 +78,9 @@ type Suite struct {
 func New(cfg Config) *Suite {
 	if cfg.Rounds < 1 {
 		cfg.Rounds = 3
+	}
+	if cfg.ReconnectClients < 1 {
+		cfg.ReconnectClients = 1
 	}
 	if cfg.MinIdle == 0 {
 		cfg.MinIdle = 0.90
