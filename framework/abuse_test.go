@@ -50,6 +50,13 @@ var abuseLimits = framework.Limits{
 const (
 	abuseMaxSessions = 400 // a peer may hold a quarter: 100
 	abuseTopicKeys   = 500 // about 750 KB of NodeStatus objects
+	// abuseWatchWriteTimeout is how long the server lets a watcher take
+	// to accept a write, instead of 2×SessionTTL (10s), which each round
+	// waited out in real time. The watchers that never read resume from
+	// the topic's latest revision, so nothing blocks before the round's
+	// writeTopic: the caps are checked before this deadline can run,
+	// however slow the machine.
+	abuseWatchWriteTimeout = 500 * time.Millisecond
 )
 
 // abuseServer serves the bench contract and the topics contract under
@@ -68,9 +75,11 @@ func startAbuseServer(t *testing.T) *abuseServer {
 	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
 	// Sessions live 5s: the attacker renews its own only between bursts,
 	// which on a loaded machine can be seconds apart.
-	a.Running = frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
 		MTLS: creds, SessionTTL: 5 * time.Second, Heartbeat: time.Second, MaxSessions: abuseMaxSessions,
-		MaxBodyBytes: 2 << 20, Limits: abuseLimits}, func(s *framework.Server) {
+		MaxBodyBytes: 2 << 20, Limits: abuseLimits}
+	framework.SetWatchWriteTimeout(&cfg, abuseWatchWriteTimeout)
+	a.Running = frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
 			return &benchmsg.Ack{Accepted: true}, nil
 		}
@@ -386,7 +395,10 @@ func TestAbuseMatrix(t *testing.T) {
 
 		// Watchers that never read: the session's and the peer's caps,
 		// then every stream is closed by the server, which keeps no more
-		// than bounded bytes for them meanwhile.
+		// than bounded bytes for them meanwhile. They resume from the
+		// topic's latest revision: their streams start with nothing to
+		// send, and the changes of writeTopic pile up.
+		since := a.resumePoint(t, round)
 		var watchTokens []string
 		for i := range 4 {
 			code, v := at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, fmt.Sprintf("evil-w-%d-%d", round, i)))
@@ -403,14 +415,15 @@ func TestAbuseMatrix(t *testing.T) {
 			// burst is over nothing renews them, and the server closes
 			// their watchers that never read.
 			at.renew(watchTokens)
-			head := "GET " + protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus) + " HTTP/1.1\r\nHost: x\r\n" +
-				protocol.HeaderSession + ": " + token + "\r\n\r\n"
+			head := "GET " + protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus) + "?" + protocol.QuerySince + "=" + since +
+				" HTTP/1.1\r\nHost: x\r\n" + protocol.HeaderSession + ": " + token + "\r\n\r\n"
 			_, err := io.WriteString(conn, head)
 			require.NoError(t, err)
 			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
 			require.NoError(t, err)
 			if resp.StatusCode == http.StatusOK {
+				require.Equal(t, "1", resp.Header.Get(protocol.HeaderResumed), "the watch resumed, so it has nothing to send yet")
 				watchConns = append(watchConns, conn) // and never read again
 				return resp.StatusCode, ""
 			}
@@ -545,6 +558,43 @@ func (a *abuseServer) attackerAs(t *testing.T, name string) *attacker {
 	tr := &http.Transport{TLSClientConfig: cfg}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &attacker{t: t, a: a, cfg: cfg, tr: tr, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// resumePoint reads a whole NodeStatus snapshot as another peer and
+// returns the resume point its synced frame names (history.rev), then
+// closes that peer's session and its watcher.
+func (a *abuseServer) resumePoint(t *testing.T, round int) string {
+	t.Helper()
+	reader := a.attackerAs(t, "reader")
+	code, token := reader.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topicContract(t, "1.0.0"), fmt.Sprintf("reader-%d", round)))
+	require.Equal(t, http.StatusOK, code, token)
+	conn := reader.dial()
+	defer conn.Close()
+	_, err := io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
+		protocol.HeaderSession+": "+token+"\r\n\r\n")
+	require.NoError(t, err)
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	dec := json.NewDecoder(resp.Body)
+	var point string
+	for i := 0; i <= abuseTopicKeys && point == ""; i++ {
+		var f struct {
+			Type    string `json:"type"`
+			History string `json:"history"`
+			Rev     uint64 `json:"rev"`
+		}
+		require.NoError(t, dec.Decode(&f))
+		if f.Type == protocol.FrameSynced {
+			point = f.History + "." + strconv.FormatUint(f.Rev, 10)
+		}
+	}
+	require.NotEmpty(t, point, "the snapshot ends with a synced frame")
+	body, _ := json.Marshal(map[string][]string{"sessions": {token}})
+	code, _ = reader.post(http.MethodDelete, protocol.PathSession, "", body)
+	require.Equal(t, http.StatusNoContent, code)
+	return point
 }
 
 func watchers(a *abuseServer, topic string) int {

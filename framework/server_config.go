@@ -113,6 +113,12 @@ type ServerConfig struct {
 	// Clock is the server's clock; default the real one. Tests inject a
 	// fake one.
 	Clock clockwork.Clock
+
+	// watchWriteTimeout is how long a watch stream may take to accept a
+	// write before its connection is closed: 2×SessionTTL. It is a
+	// field, not a constant, so that tests of watchers that never read
+	// need not wait for it (export_test: SetWatchWriteTimeout).
+	watchWriteTimeout time.Duration
 }
 
 func (c *ServerConfig) validate() error {
@@ -162,6 +168,9 @@ func (c *ServerConfig) fillDefaults() error {
 	}
 	if c.Heartbeat >= c.SessionTTL {
 		return errors.New("Heartbeat must be shorter than SessionTTL")
+	}
+	if c.watchWriteTimeout <= 0 {
+		c.watchWriteTimeout = 2 * c.SessionTTL
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 4 << 20

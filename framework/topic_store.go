@@ -301,7 +301,7 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 	ttl := t.s.cfg.SessionTTL
 	ws := &watchStream{
 		topic: t, sess: sess, sel: sel, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
-		pingEvery: ttl / 2, writeTimeout: 2 * ttl,
+		pingEvery: ttl / 2, writeTimeout: t.s.cfg.watchWriteTimeout,
 		needSynced: true, finished: make(chan struct{}),
 	}
 	t.mu.Lock()
