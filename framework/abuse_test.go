@@ -415,9 +415,7 @@ func TestAbuseMatrix(t *testing.T) {
 			// burst is over nothing renews them, and the server closes
 			// their watchers that never read.
 			at.renew(watchTokens)
-			head := "GET " + protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus) + "?" + protocol.QuerySince + "=" + since +
-				" HTTP/1.1\r\nHost: x\r\n" + protocol.HeaderSession + ": " + token + "\r\n\r\n"
-			_, err := io.WriteString(conn, head)
+			_, err := io.WriteString(conn, nodeStatusWatch(token, since))
 			require.NoError(t, err)
 			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
@@ -560,9 +558,19 @@ func (a *abuseServer) attackerAs(t *testing.T, name string) *attacker {
 	return &attacker{t: t, a: a, cfg: cfg, tr: tr, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
+// nodeStatusWatch is the request head of a NodeStatus watch of the
+// session token, resumed from since unless it is empty.
+func nodeStatusWatch(token, since string) string {
+	path := protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)
+	if since != "" {
+		path += "?" + protocol.QuerySince + "=" + since
+	}
+	return "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + protocol.HeaderSession + ": " + token + "\r\n\r\n"
+}
+
 // resumePoint reads a whole NodeStatus snapshot as another peer and
-// returns the resume point its synced frame names (history.rev), then
-// closes that peer's session and its watcher.
+// returns the resume point its synced frame names, then closes that
+// peer's session and its watcher.
 func (a *abuseServer) resumePoint(t *testing.T, round int) string {
 	t.Helper()
 	reader := a.attackerAs(t, "reader")
@@ -570,31 +578,24 @@ func (a *abuseServer) resumePoint(t *testing.T, round int) string {
 	require.Equal(t, http.StatusOK, code, token)
 	conn := reader.dial()
 	defer conn.Close()
-	_, err := io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
-		protocol.HeaderSession+": "+token+"\r\n\r\n")
+	_, err := io.WriteString(conn, nodeStatusWatch(token, ""))
 	require.NoError(t, err)
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	dec := json.NewDecoder(resp.Body)
-	var point string
-	for i := 0; i <= abuseTopicKeys && point == ""; i++ {
-		var f struct {
-			Type    string `json:"type"`
-			History string `json:"history"`
-			Rev     uint64 `json:"rev"`
-		}
-		require.NoError(t, dec.Decode(&f))
-		if f.Type == protocol.FrameSynced {
-			point = f.History + "." + strconv.FormatUint(f.Rev, 10)
-		}
+	// The body is the stream's frames, one a line, read past the
+	// response's own reader (the stream has no length).
+	f := readResumeFrame(t, br)
+	for i := 0; i < abuseTopicKeys && f.Type != protocol.FrameSynced; i++ {
+		f = readResumeFrame(t, br)
 	}
-	require.NotEmpty(t, point, "the snapshot ends with a synced frame")
+	require.Equal(t, protocol.FrameSynced, f.Type, "the snapshot ends with a synced frame")
 	body, _ := json.Marshal(map[string][]string{"sessions": {token}})
 	code, _ = reader.post(http.MethodDelete, protocol.PathSession, "", body)
 	require.Equal(t, http.StatusNoContent, code)
-	return point
+	return f.point()
 }
 
 func watchers(a *abuseServer, topic string) int {

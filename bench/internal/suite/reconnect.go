@@ -113,10 +113,10 @@ func (*refusedHandshakes) Call(string, string, string, framework.Code, time.Dura
 // reconnectPair runs trials of one pair of variant's server and client,
 // with mutual TLS when tr is not nil; a lockstep pair's process holds
 // clients clients of the address, one of them making the blocked call,
-// with Backoff.Max set to backoffMax when that is not zero. It counts the client's dials of the
-// address while it is dark: lockstep's through its refused handshakes and
-// the process's prober of the address (framework.ProbeStats), gRPC's
-// through its dialer. For the readiness variant the client's source is a
+// with Backoff.Max set to backoffMax when that is not zero. It counts the
+// clients' dials of the address while it is dark: lockstep's through
+// their refused handshakes and the process's prober of the address
+// (framework.ProbeStats), gRPC's through its dialer. For the readiness variant the client's source is a
 // discovery.Manual that says the endpoint is not ready as soon as the
 // server is stopped and ready again as soon as its replacement listens:
 // the quickest a readiness-driven source can be, so the gap it shows is
