@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"sync"
@@ -125,9 +126,56 @@ func (s *Server) lingerAfterRefusal(w http.ResponseWriter, r *http.Request) {
 	if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
 		return
 	}
+	overrunBody(w, r)
+	_ = rc.SetReadDeadline(time.Time{})
+}
+
+// overrunBody reads one byte of r's body through a zero-byte
+// http.MaxBytesReader: if there was one, net/http takes the body as over
+// its limit, and after the answer half-closes the connection and waits
+// before closing it, so a peer still sending reads the answer first.
+func overrunBody(w http.ResponseWriter, r *http.Request) {
 	var b [1]byte
 	_, _ = http.MaxBytesReader(connWriter(w), r.Body, 0).Read(b[:])
-	_ = rc.SetReadDeadline(time.Time{})
+}
+
+// maxRefusalDrain is how much of a body a refusal made before reading it
+// reads and discards: net/http's own bound for discarding what a handler
+// left unread.
+const maxRefusalDrain = 256 << 10
+
+// settleUnreadBody readies an HTTP/1 connection for a refusal made before
+// the request body was read. Left unread, the body breaks the connection
+// two ways: net/http closes at once after answering a peer that sent
+// Connection: close, and the kernel resets a socket closed with bytes
+// unread, so the peer, still writing, may meet the reset before the coded
+// refusal; and for a keep-alive peer net/http discards up to 256 KiB
+// after the answer with no deadline, so a body declared and never sent
+// held the connection for good. So the body is read and discarded here,
+// through r.Body (its own framing: nothing past its end is read), up to
+// maxRefusalDrain within Limits.BodyReadTimeout. When it ends, the
+// connection ends with a FIN or serves the next request; when it is
+// longer or does not arrive in time, the answer closes the connection,
+// after a half-close and a wait when bytes are still coming
+// (overrunBody), and the deadline stays, bounding net/http's own discard.
+// A peer that asked to be told to continue (Expect) has sent no body.
+func (s *Server) settleUnreadBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 || r.ProtoMajor != 1 || r.Header.Get("Expect") != "" {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
+		w.Header().Set("Connection", "close")
+		return
+	}
+	if r.ContentLength <= maxRefusalDrain {
+		if _, err := io.CopyN(io.Discard, r.Body, maxRefusalDrain+1); err == io.EOF {
+			_ = rc.SetReadDeadline(time.Time{})
+			return
+		}
+	}
+	w.Header().Set("Connection", "close")
+	overrunBody(w, r)
 }
 
 // connWriter returns net/http's own writer under w's wrappers. A body
@@ -207,7 +255,7 @@ func (s *Server) operatorOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.statusAllowed(r)
 		if err != nil {
-			s.refuse(w, err)
+			s.refuse(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withPeer(r.Context(), p)))

@@ -259,39 +259,41 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := s.lookup(contract)
 	if sc == nil {
-		s.refuse(w, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract))
+		s.refuse(w, r, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract))
 		return
 	}
 	sv := sc.versions[ver]
 	if sv == nil {
-		s.refuse(w, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver))
+		s.refuse(w, r, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver))
 		return
 	}
 	mh := sv.methods[method]
 	if mh == nil && method != protocol.MultiCallMethod {
-		s.refuse(w, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method))
+		s.refuse(w, r, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method))
 		return
 	}
 	adm, err := s.admitSession(r, sessionEntry{kind: EntryCall, contract: contract, version: ver, call: true})
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	defer adm.done()
 	sess := adm.sess
-	ctx, cancel, err := withTimeoutHeader(adm.ctx, r.Header.Get(protocol.HeaderTimeout))
-	if err != nil {
-		// A malformed timeout is the request's own error: a resend fails
-		// the same way, so it is not marked not processed.
-		s.fail(w, err)
-		return
-	}
-	defer cancel()
 	body, release, err := s.readEntryBody(w, r)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	ctx, cancel, err := withTimeoutHeader(adm.ctx, r.Header.Get(protocol.HeaderTimeout))
+	if err != nil {
+		// A malformed timeout is the request's own error: a resend fails
+		// the same way, so it is not marked not processed. It is read
+		// after the body, so the answer leaves nothing unread.
+		release()
+		s.fail(w, err)
+		return
+	}
+	defer cancel()
 	var out []byte
 	replayed := false
 	if method == protocol.MultiCallMethod {

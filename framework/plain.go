@@ -81,7 +81,7 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			s.refuse(w, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path))
+			s.refuse(w, r, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path))
 			return
 		}
 		s.inFlight.Add(1)
@@ -96,12 +96,12 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		// component): the Authorizer decides what it may call.
 		p, usage, err := s.admitPeer(r)
 		if err != nil {
-			s.refuse(w, err)
+			s.refuse(w, r, err)
 			return
 		}
 		end, err := s.limits.beginCall(usage, 1)
 		if err != nil {
-			s.refuse(w, err)
+			s.refuse(w, r, err)
 			return
 		}
 		defer end()

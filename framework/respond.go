@@ -21,8 +21,14 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // refuse answers a request that never reached a handler with err in the
 // one error shape: it carries Lockstep-Not-Processed, so the client may
 // resend it anywhere. Every check before a handler runs (routing, session,
-// draining, limits, admission) answers through refuse.
-func (s *Server) refuse(w http.ResponseWriter, err error) {
+// draining, limits, admission) answers through refuse. Those checks come
+// before the request body is read, so refuse settles the body first
+// (settleUnreadBody): the peer reads the coded refusal, not a reset, and
+// a keep-alive connection carries on or closes promptly. Refusals of the
+// body itself (its limits, readEntryBody) answer through fail, having
+// settled the connection their own way.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	s.settleUnreadBody(w, r)
 	w.Header().Set(protocol.HeaderNotProcessed, "1")
 	if errors.As(err, new(unrecordedRefusal)) {
 		w.Header().Set(protocol.HeaderUnrecorded, "1")
@@ -31,7 +37,8 @@ func (s *Server) refuse(w http.ResponseWriter, err error) {
 }
 
 // fail answers a request whose handler ran (or may have run) with err: no
-// Lockstep-Not-Processed, so only an idempotent call may be resent.
+// Lockstep-Not-Processed, so only an idempotent call may be resent. The
+// body has been read, or refused by its limits, by then.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	s.writeError(w, err)
 }

@@ -32,7 +32,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	// Authorizer, and at the session's creation its caps and ownership.
 	peer, usage, err := s.admitPeer(r)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	hello, wait, err := s.readHello(w, r)
@@ -45,7 +45,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, sc, err := s.admitHello(r, peer, &hello)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	call := &Call{Kind: EntryHandshake, Contract: hello.Contract, Header: r.Header, Request: &hello,
@@ -55,7 +55,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case err != nil:
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 	case out != nil:
 		writeJSON(w, http.StatusOK, out.([]byte))
 	}
@@ -141,7 +141,7 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 	peer *Peer, usage *peerUsage, wait time.Duration, dryRun bool) (any, error) {
 	agreement, refusal := s.negotiate(sc, hello)
 	if dryRun {
-		s.answerDryRun(w, hello, agreement, refusal)
+		s.answerDryRun(w, r, hello, agreement, refusal)
 		return nil, nil
 	}
 	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
@@ -203,13 +203,13 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 // get now, or a welcome without a session. It creates no session, fires no
 // peer hooks and is not counted as a handshake, so asking cannot disturb
 // the peers the server serves.
-func (s *Server) answerDryRun(w http.ResponseWriter, hello handshake.Hello, agreement handshake.Agreement, refusal *handshake.Refusal) {
+func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, hello handshake.Hello, agreement handshake.Agreement, refusal *handshake.Refusal) {
 	if refusal != nil {
-		s.refuse(w, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
+		s.refuse(w, r, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
 		return
 	}
 	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
-		s.refuse(w, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions))
+		s.refuse(w, r, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions))
 		return
 	}
 	welcome, _ := json.Marshal(handshake.Welcome{
@@ -272,7 +272,7 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 			return nil, nil
 		})
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	if s.draining.Load() {
@@ -291,7 +291,7 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind EntryKind, bodyRequired bool) (*Peer, []string, []*session, bool) {
 	p, _, err := s.admitPeer(r)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return nil, nil, nil, false
 	}
 	var tokens []string
@@ -309,7 +309,7 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 			release()
 			// Like a call without a session, a heartbeat that names none is
 			// told to handshake (docs/protocol.md, "Errors").
-			s.refuse(w, Errorf(CodeHandshakeRequired, "%s names no session (no %s header, no body): handshake first", kind, protocol.HeaderSession))
+			s.refuse(w, r, Errorf(CodeHandshakeRequired, "%s names no session (no %s header, no body): handshake first", kind, protocol.HeaderSession))
 			return nil, nil, nil, false
 		}
 		var req heartbeatRequest
@@ -323,7 +323,7 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 	}
 	sessions, err := s.ownSessions(p, tokens)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return nil, nil, nil, false
 	}
 	if !p.Authenticated {
@@ -335,7 +335,7 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 		}
 	}
 	if err := s.authorize(withPeer(r.Context(), p), &Entry{Kind: kind, Peer: p}); err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return nil, nil, nil, false
 	}
 	return p, tokens, sessions, true
@@ -394,7 +394,7 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 			return json.Marshal(ans)
 		})
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	if s.draining.Load() {

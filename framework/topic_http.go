@@ -75,13 +75,13 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 	t, adm, err := s.topicRequest(r, EntryTopicWrite)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	defer adm.done()
 	sess := adm.sess
 	if t.decl.Writer != handshake.RoleClient {
-		s.refuse(w, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
+		s.refuse(w, r, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
 		return
 	}
 	body, release, err := s.readEntryBody(w, r)
@@ -167,20 +167,20 @@ func (t *topicStore) write(w writerKey, body []byte) (topicWriteAnswer, error) {
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	t, adm, err := s.topicRequest(r, EntryWatch)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	defer adm.done()
 	sess := adm.sess
 	if s.draining.Load() {
 		sess.drainNotified.Store(true)
-		s.refuse(w, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
+		s.refuse(w, r, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return
 	}
 	query := r.URL.Query()
 	sel, err := parseSelection(t.name, t.decl.Selectors, query)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	var ws *watchStream
@@ -190,7 +190,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return nil, err
 	})
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	rc := http.NewResponseController(w)
