@@ -53,7 +53,9 @@ type Limits struct {
 	BatchItems int
 	// BodyReadTimeout bounds the time to receive a request's whole body,
 	// from its headers on; default 10s. A body that trickles in slower gets
-	// deadline_exceeded and its connection is closed.
+	// deadline_exceeded and its connection is closed. It also bounds the
+	// wait for the rest of a body refused before it was read (see
+	// docs/security.md), after which the refusal closes the connection.
 	BodyReadTimeout time.Duration
 	// WatchQueuedBytes bounds the bytes of changes a watcher that does not
 	// read may have waiting for it (beyond a small socket buffer); default

@@ -21,12 +21,13 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // refuse answers a request that never reached a handler with err in the
 // one error shape: it carries Lockstep-Not-Processed, so the client may
 // resend it anywhere. Every check before a handler runs (routing, session,
-// draining, limits, admission) answers through refuse. Those checks come
-// before the request body is read, so refuse settles the body first
-// (settleUnreadBody): the peer reads the coded refusal, not a reset, and
-// a keep-alive connection carries on or closes promptly. Refusals of the
-// body itself (its limits, readEntryBody) answer through fail, having
-// settled the connection their own way.
+// draining, limits, admission) answers through refuse. Most of those
+// checks come before the request body is read, so refuse settles the body
+// first (settleUnreadBody): the peer reads the coded refusal, not a
+// reset, and a keep-alive connection carries on or closes promptly; after
+// a body was read (a handshake's hello) there is nothing left to settle.
+// Refusals of the body itself (its limits, readEntryBody) answer through
+// fail, having settled the connection their own way.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	s.settleUnreadBody(w, r)
 	w.Header().Set(protocol.HeaderNotProcessed, "1")
