@@ -73,6 +73,25 @@ func requireCoded(t *testing.T, resp *http.Response, code framework.Code) {
 	assert.Equal(t, string(code), e.Code)
 }
 
+// readCoded reads the next answer on br and requires code's.
+func readCoded(t *testing.T, br *bufio.Reader, code framework.Code) *http.Response {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	requireCoded(t, resp, code)
+	resp.Body.Close()
+	return resp
+}
+
+// requireFIN requires that nothing more comes on br and that the
+// connection ends with the server's FIN, not a reset.
+func requireFIN(t *testing.T, br *bufio.Reader) {
+	t.Helper()
+	rest, err := io.ReadAll(br)
+	require.NoError(t, err, "the connection must end with the server's FIN, not a reset")
+	assert.Empty(t, rest)
+}
+
 // requireRefusalThenFIN sends rq with a body of unreadBodyBytes and
 // Connection: close, and requires the coded refusal followed by the
 // server's FIN, not a reset.
@@ -83,12 +102,9 @@ func requireRefusalThenFIN(t *testing.T, addr string, rq refusedRequest) {
 	wait := sendWhole(conn, rawHead(rq, unreadBodyBytes, true), unreadBodyBytes)
 	defer func() { conn.Close(); wait() }()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
-	all, err := io.ReadAll(conn)
-	require.NoError(t, err, "the connection must end with the server's FIN, not a reset")
-	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(all)), nil)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	requireCoded(t, resp, rq.code)
+	br := bufio.NewReader(conn)
+	readCoded(t, br, rq.code)
+	requireFIN(t, br)
 }
 
 // requireRefusalOnKeptConnection sends rq with a body of unreadBodyBytes on
@@ -100,12 +116,8 @@ func requireRefusalOnKeptConnection(t *testing.T, conn net.Conn, br *bufio.Reade
 	wait := sendWhole(conn, rawHead(rq, unreadBodyBytes, false), unreadBodyBytes)
 	defer wait()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	requireCoded(t, resp, rq.code)
-	resp.Body.Close()
-	if !resp.Close {
-		_, err = io.WriteString(conn, "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readCoded(t, br, rq.code); !resp.Close {
+		_, err := io.WriteString(conn, "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
 		require.NoError(t, err)
 		resp, err = http.ReadResponse(br, nil)
 		require.NoError(t, err, "the connection serves its next request")
@@ -114,9 +126,7 @@ func requireRefusalOnKeptConnection(t *testing.T, conn net.Conn, br *bufio.Reade
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		return
 	}
-	rest, err := io.ReadAll(br)
-	require.NoError(t, err, "the connection must end with the server's FIN, not a reset")
-	assert.Empty(t, rest)
+	requireFIN(t, br)
 }
 
 // Every refusal made before the body is read ends, for a peer whose body
@@ -227,13 +237,9 @@ func TestDrainingRefusalEndsWithoutAReset(t *testing.T) {
 	// Connection: close, on the first kept connection.
 	wait := sendWhole(kept[0], rawHead(rq, unreadBodyBytes, true), unreadBodyBytes)
 	require.NoError(t, kept[0].SetReadDeadline(time.Now().Add(20*time.Second)))
-	resp, err := http.ReadResponse(readers[0], nil)
-	require.NoError(t, err)
-	requireCoded(t, resp, rq.code)
+	resp := readCoded(t, readers[0], rq.code)
 	assert.Equal(t, "1", resp.Header.Get(protocol.HeaderDraining))
-	rest, err := io.ReadAll(readers[0])
-	require.NoError(t, err, "the connection must end with the server's FIN, not a reset")
-	assert.Empty(t, rest)
+	requireFIN(t, readers[0])
 	wait()
 
 	// Keep-alive, on the second.
@@ -268,14 +274,8 @@ func TestRefusalOfABodyNeverSentIsBoundedByTheReadTimeout(t *testing.T) {
 			// come once it has passed.
 			require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 			br := bufio.NewReader(conn)
-			resp, err := http.ReadResponse(br, nil)
-			require.NoError(t, err)
-			requireCoded(t, resp, rq.code)
-			resp.Body.Close()
-			assert.True(t, resp.Close, "what follows on the wire is no request")
-			rest, err := io.ReadAll(br)
-			require.NoError(t, err, "the connection ends with the server's FIN")
-			assert.Empty(t, rest)
+			assert.True(t, readCoded(t, br, rq.code).Close, "what follows on the wire is no request")
+			requireFIN(t, br)
 		})
 	}
 }
@@ -303,19 +303,14 @@ func TestRefusedBodyIsNeverTakenForARequest(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
 			br := bufio.NewReader(conn)
+			readCoded(t, br, rq.code)
 			resp, err := http.ReadResponse(br, nil)
-			require.NoError(t, err)
-			requireCoded(t, resp, rq.code)
-			resp.Body.Close()
-			resp, err = http.ReadResponse(br, nil)
 			require.NoError(t, err)
 			body, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Equal(t, http.StatusOK, resp.StatusCode, "the next answer is the next request's, not the body's: %s", body)
-			rest, err := io.ReadAll(br)
-			require.NoError(t, err)
-			assert.Empty(t, rest, "no answer for a request inside the body")
+			requireFIN(t, br) // and no answer for a request inside the body
 		})
 	}
 	assert.Zero(t, srv.entered.Load())
