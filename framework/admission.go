@@ -102,39 +102,33 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // (invalid_argument, payload_too_large or deadline_exceeded), never
 // "unprocessed": a client must not resend garbage. Refusals that leave
 // the body unread close the connection, after the peer had time to read
-// the refusal (lingerAfterRefusal). The release function returns the
+// the refusal (closeAfterRefusal). The release function returns the
 // buffer; the bytes are invalid after it.
 func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
 	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes, limitBodyBytes)
 }
 
-// lingerAfterRefusal makes net/http close the connection gently after a
-// refusal of a body it has not read, for a peer that asked to close
-// (Connection: close). net/http closes such a connection at once; the
-// kernel then resets it, since the body is unread, and the peer, still
+// closeAfterRefusal makes the answer to a refusal that leaves r's body
+// unread close the connection, gently. net/http closes at once after
+// answering a peer that asked to close (Connection: close); the kernel
+// then resets the socket, since bytes are unread, and the peer, still
 // writing its body, may see "connection reset" instead of the coded
 // refusal. A body that overruns http.MaxBytesReader makes net/http
 // half-close the connection after the answer and wait before closing it,
-// so one byte is read through a zero-byte MaxBytesReader. The read waits
-// at most Limits.BodyReadTimeout; nothing is read from a peer that asked
-// to be told to continue (Expect), since it sends no body until told.
-func (s *Server) lingerAfterRefusal(w http.ResponseWriter, r *http.Request) {
-	if !r.Close || r.Header.Get("Expect") != "" {
+// so one byte is read through a zero-byte MaxBytesReader. The read
+// deadline it sets (Limits.BodyReadTimeout) stays, so net/http's own
+// discard after the answer, which has none, is bounded too. Nothing is
+// read from a peer that asked to be told to continue (Expect), which
+// sends no body until told, nor from an HTTP/2 stream, which ends on its
+// own.
+func (s *Server) closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	if r.ContentLength == 0 || r.ProtoMajor != 1 || r.Header.Get("Expect") != "" {
 		return
 	}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
+	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
 		return
 	}
-	overrunBody(w, r)
-	_ = rc.SetReadDeadline(time.Time{})
-}
-
-// overrunBody reads one byte of r's body through a zero-byte
-// http.MaxBytesReader: if there was one, net/http takes the body as over
-// its limit, and after the answer half-closes the connection and waits
-// before closing it, so a peer still sending reads the answer first.
-func overrunBody(w http.ResponseWriter, r *http.Request) {
 	var b [1]byte
 	_, _ = http.MaxBytesReader(connWriter(w), r.Body, 0).Read(b[:])
 }
@@ -155,27 +149,23 @@ const maxRefusalDrain = 256 << 10
 // through r.Body (its own framing: nothing past its end is read), up to
 // maxRefusalDrain within Limits.BodyReadTimeout. When it ends, the
 // connection ends with a FIN or serves the next request; when it is
-// longer or does not arrive in time, the answer closes the connection,
-// after a half-close and a wait when bytes are still coming
-// (overrunBody), and the deadline stays, bounding net/http's own discard.
-// A peer that asked to be told to continue (Expect) has sent no body.
+// longer or does not arrive in time, the answer closes the connection
+// (closeAfterRefusal). A peer that asked to be told to continue (Expect)
+// has sent no body.
 func (s *Server) settleUnreadBody(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 || r.ProtoMajor != 1 || r.Header.Get("Expect") != "" {
 		return
 	}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
-		w.Header().Set("Connection", "close")
-		return
-	}
 	if r.ContentLength <= maxRefusalDrain {
-		if _, err := io.CopyN(io.Discard, r.Body, maxRefusalDrain+1); err == io.EOF {
-			_ = rc.SetReadDeadline(time.Time{})
-			return
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) == nil {
+			if _, err := io.CopyN(io.Discard, r.Body, maxRefusalDrain+1); err == io.EOF {
+				_ = rc.SetReadDeadline(time.Time{})
+				return
+			}
 		}
 	}
-	w.Header().Set("Connection", "close")
-	overrunBody(w, r)
+	s.closeAfterRefusal(w, r)
 }
 
 // connWriter returns net/http's own writer under w's wrappers. A body
@@ -198,8 +188,7 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxB
 		maxBytes, which = s.cfg.MaxBodyBytes, limitBodyBytes
 	}
 	if r.ContentLength > maxBytes {
-		w.Header().Set("Connection", "close")
-		s.lingerAfterRefusal(w, r)
+		s.closeAfterRefusal(w, r)
 		return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, maxBytes)
 	}
 	rc := http.NewResponseController(w)
