@@ -321,3 +321,71 @@ func TestWatcherThatNeverReadsGetsOverflow(t *testing.T) {
 	require.Eventually(t, func() bool { _, ok := slow(); return !ok }, 10*time.Second, 10*time.Millisecond,
 		"the stalled stream is gone once it was told")
 }
+
+// A watcher that stops reading is cut once a write to it has waited out
+// the watch write timeout, and its stream is gone at once: the server does
+// not wait to send TLS's close_notify into a connection nobody reads
+// (tls.Conn.Close would try for 5 s, holding the stream's goroutine and
+// connection).
+func TestStuckWatcherIsCutAtItsWriteTimeout(t *testing.T) {
+	const (
+		writeTimeout = 300 * time.Millisecond
+		keys         = 128
+		padding      = 16 << 10 // 2 MiB in all: far more than the kernel holds for the stuck watcher
+	)
+	ca := frameworktest.NewCA(t)
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: "nc-0"})
+	m := &mtlsServer{ca: ca}
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: creds,
+		SessionTTL: 30 * time.Second, Heartbeat: 5 * time.Second, DrainTimeout: 100 * time.Millisecond}
+	framework.SetWatchWriteTimeout(&cfg, writeTimeout)
+	var status *framework.TopicWriter[benchmsg.NodeStatus]
+	topics := topicContract(t, "1.0.0")
+	m.Running = frameworktest.StartServer(t, cfg, func(s *framework.Server) {
+		status = framework.ServeTopic[benchmsg.NodeStatus](s, topics, topicmsg.TopicNodeStatus)
+		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
+		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease)
+		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity)
+	})
+
+	stuckCert := m.issue(t, nil, certs.Spec{Component: "kubelet", Name: "stuck"})
+	token := m.peer(t, stuckCert).session(topics, "stuck")
+	tcp, err := net.Dial("tcp", m.Addr)
+	require.NoError(t, err)
+	require.NoError(t, tcp.(*net.TCPConn).SetReadBuffer(4<<10))
+	conn := tls.Client(tcp, &tls.Config{RootCAs: m.ca.Pool(), Certificates: []tls.Certificate{*stuckCert},
+		ServerName: "localhost", MinVersion: tls.VersionTLS12})
+	defer conn.Close()
+	_, err = io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
+		protocol.HeaderSession+": "+token+"\r\n\r\n")
+	require.NoError(t, err)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	stuck := func() bool {
+		for _, st := range m.Server.TopicStats() {
+			for _, w := range st.Watchers {
+				if st.Topic == topicmsg.TopicNodeStatus && w.Peer.Instance == "stuck" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	require.True(t, stuck())
+
+	for k := range keys {
+		n := benchmsg.Node(k)
+		n.Images = append(slices.Clone(n.Images), strings.Repeat("x", padding))
+		require.NoError(t, status.Set(n))
+	}
+	written := time.Now()
+	// The write that blocked began while the keys were being set, so the
+	// stream ends within the write timeout of the last Set, plus the time
+	// a loaded machine takes to notice; waiting for close_notify would
+	// add 5 s.
+	require.Eventually(t, func() bool { return !stuck() }, 3*time.Second, 10*time.Millisecond,
+		"the stuck watcher's stream is gone soon after its write timed out")
+	t.Logf("the stuck watcher was gone %s after the last write", time.Since(written).Round(time.Millisecond))
+}

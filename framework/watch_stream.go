@@ -4,6 +4,7 @@ package framework
 // goroutine that flushes them to the watcher's connection.
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -33,7 +34,10 @@ var watchBufs = sync.Pool{New: func() any {
 type watchSink interface {
 	setDeadline(deadline time.Time) error
 	write(p []byte) error
+	// close ends the stream after its last frame went out whole.
 	close()
+	// abort ends it at once, whatever it was doing.
+	abort()
 }
 
 type connSink struct{ conn net.Conn }
@@ -46,6 +50,18 @@ func (c connSink) write(p []byte) error {
 }
 
 func (c connSink) close() { _ = c.conn.Close() }
+
+// abort closes the connection without TLS's close_notify: to a watcher
+// that stopped reading the alert cannot be written, and tls.Conn.Close
+// would wait up to 5 s trying, holding the stream's goroutine and
+// connection.
+func (c connSink) abort() {
+	if tc, ok := c.conn.(*tls.Conn); ok {
+		_ = tc.NetConn().Close()
+		return
+	}
+	_ = c.conn.Close()
+}
 
 type responseSink struct {
 	w  http.ResponseWriter
@@ -68,6 +84,8 @@ func (r responseSink) write(p []byte) error {
 
 // close unblocks a write in progress; the handler ends the response.
 func (r responseSink) close() { _ = r.rc.SetWriteDeadline(time.Unix(1, 0)) }
+
+func (r responseSink) abort() { r.close() }
 
 // watchStream is one watcher of a topic. It holds no queue of changes:
 // only the set of keys changed since they were last sent, each pointing at
@@ -338,7 +356,12 @@ func (ws *watchStream) closeGracefully(reason string) {
 }
 
 // closeNow closes the stream's connection at once.
-func (ws *watchStream) closeNow() {
+func (ws *watchStream) closeNow() { ws.closeConn(false) }
+
+// closeConn closes the stream's connection; finished says the stream's
+// closing frame went out whole, so the connection may end the way a
+// finished one does rather than be cut.
+func (ws *watchStream) closeConn(finished bool) {
 	ws.mu.Lock()
 	if ws.closedLocked() {
 		ws.mu.Unlock()
@@ -351,8 +374,12 @@ func (ws *watchStream) closeNow() {
 	ws.pend, ws.index = nil, nil
 	ws.moveLocked(streamClosed)
 	ws.mu.Unlock()
-	if sink != nil {
+	switch {
+	case sink == nil:
+	case finished:
 		sink.close()
+	default:
+		sink.abort()
 	}
 	ws.topic.removeWatcher(ws)
 }
@@ -384,7 +411,7 @@ func (ws *watchStream) flush() {
 			ws.sess.drainNotified.Store(true)
 		}
 		if err != nil || r.closing != "" {
-			ws.closeNow()
+			ws.closeConn(err == nil)
 		}
 	}
 }
