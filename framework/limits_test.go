@@ -210,23 +210,7 @@ func TestWatcherThatNeverReadsGetsOverflow(t *testing.T) {
 	}
 	writeRound(0)
 
-	// The stalled watcher: a raw stream with a small receive buffer,
-	// whose answer's header is read and nothing after.
-	slowCert := m.issue(t, nil, certs.Spec{Component: "kubelet", Name: "slow"})
-	token := m.peer(t, slowCert).session(topics, "slow")
-	tcp, err := net.Dial("tcp", m.Addr)
-	require.NoError(t, err)
-	require.NoError(t, tcp.(*net.TCPConn).SetReadBuffer(4<<10))
-	conn := tls.Client(tcp, &tls.Config{RootCAs: m.ca.Pool(), Certificates: []tls.Certificate{*slowCert},
-		ServerName: "localhost", MinVersion: tls.VersionTLS12})
-	defer conn.Close()
-	_, err = io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
-		protocol.HeaderSession+": "+token+"\r\n\r\n")
-	require.NoError(t, err)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	tcp, resp := m.stalledWatch(t, topics, "slow")
 
 	// The watcher that reads: an informer of another kubelet.
 	creds, _ := frameworktest.NewCredentials(t, m.ca, certs.Spec{Component: "kubelet", Name: "fast"})
@@ -238,19 +222,7 @@ func TestWatcherThatNeverReadsGetsOverflow(t *testing.T) {
 	defer inf.Stop()
 	require.NoError(t, inf.WaitForSync(timeout(t, 10*time.Second)))
 
-	slow := func() (framework.WatcherStats, bool) {
-		for _, st := range m.Server.TopicStats() {
-			if st.Topic != topicmsg.TopicNodeStatus {
-				continue
-			}
-			for _, w := range st.Watchers {
-				if w.Peer.Instance == "slow" {
-					return w, true
-				}
-			}
-		}
-		return framework.WatcherStats{}, false
-	}
+	slow := func() (framework.WatcherStats, bool) { return m.nodeStatusWatcher("slow") }
 	// received waits until the reading watcher has a round: its changes
 	// arrive in order, so its last key means all of them.
 	received := func(round int) {
@@ -293,8 +265,8 @@ func TestWatcherThatNeverReadsGetsOverflow(t *testing.T) {
 	// the end of the stream.
 	// (A larger receive buffer now lets the kernel open its window at once,
 	// rather than the sender probing a zero window at growing intervals.)
-	require.NoError(t, tcp.(*net.TCPConn).SetReadBuffer(4<<20))
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	require.NoError(t, tcp.SetReadBuffer(4<<20))
+	require.NoError(t, tcp.SetReadDeadline(time.Now().Add(30*time.Second)))
 	br := bufio.NewReader(io.LimitReader(resp.Body, 64<<20))
 	var last struct {
 		Type   string `json:"type"`
@@ -348,31 +320,8 @@ func TestStuckWatcherIsCutAtItsWriteTimeout(t *testing.T) {
 		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity)
 	})
 
-	stuckCert := m.issue(t, nil, certs.Spec{Component: "kubelet", Name: "stuck"})
-	token := m.peer(t, stuckCert).session(topics, "stuck")
-	tcp, err := net.Dial("tcp", m.Addr)
-	require.NoError(t, err)
-	require.NoError(t, tcp.(*net.TCPConn).SetReadBuffer(4<<10))
-	conn := tls.Client(tcp, &tls.Config{RootCAs: m.ca.Pool(), Certificates: []tls.Certificate{*stuckCert},
-		ServerName: "localhost", MinVersion: tls.VersionTLS12})
-	defer conn.Close()
-	_, err = io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
-		protocol.HeaderSession+": "+token+"\r\n\r\n")
-	require.NoError(t, err)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	stuck := func() bool {
-		for _, st := range m.Server.TopicStats() {
-			for _, w := range st.Watchers {
-				if st.Topic == topicmsg.TopicNodeStatus && w.Peer.Instance == "stuck" {
-					return true
-				}
-			}
-		}
-		return false
-	}
+	m.stalledWatch(t, topics, "stuck")
+	stuck := func() bool { _, ok := m.nodeStatusWatcher("stuck"); return ok }
 	require.True(t, stuck())
 
 	for k := range keys {
@@ -388,4 +337,45 @@ func TestStuckWatcherIsCutAtItsWriteTimeout(t *testing.T) {
 	require.Eventually(t, func() bool { return !stuck() }, 3*time.Second, 10*time.Millisecond,
 		"the stuck watcher's stream is gone soon after its write timed out")
 	t.Logf("the stuck watcher was gone %s after the last write", time.Since(written).Round(time.Millisecond))
+}
+
+// stalledWatch opens a NodeStatus watch as kubelet instance name, over a
+// raw TLS connection with a 4 KiB receive buffer, and reads its answer's
+// header and nothing after: a watcher that stopped reading. It returns the
+// TCP connection under the TLS one, to read on later, and the answer.
+func (m *mtlsServer) stalledWatch(t *testing.T, topics *framework.Contract, name string) (*net.TCPConn, *http.Response) {
+	t.Helper()
+	cert := m.issue(t, nil, certs.Spec{Component: "kubelet", Name: name})
+	token := m.peer(t, cert).session(topics, name)
+	raw, err := net.Dial("tcp", m.Addr)
+	require.NoError(t, err)
+	tcp := raw.(*net.TCPConn)
+	require.NoError(t, tcp.SetReadBuffer(4<<10))
+	conn := tls.Client(tcp, &tls.Config{RootCAs: m.ca.Pool(), Certificates: []tls.Certificate{*cert},
+		ServerName: "localhost", MinVersion: tls.VersionTLS12})
+	t.Cleanup(func() { conn.Close() })
+	_, err = io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
+		protocol.HeaderSession+": "+token+"\r\n\r\n")
+	require.NoError(t, err)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return tcp, resp
+}
+
+// nodeStatusWatcher returns the server's stats of the NodeStatus watcher
+// of client instance, if it has one.
+func (m *mtlsServer) nodeStatusWatcher(instance string) (framework.WatcherStats, bool) {
+	for _, st := range m.Server.TopicStats() {
+		if st.Topic != topicmsg.TopicNodeStatus {
+			continue
+		}
+		for _, w := range st.Watchers {
+			if w.Peer.Instance == instance {
+				return w, true
+			}
+		}
+	}
+	return framework.WatcherStats{}, false
 }
