@@ -65,9 +65,9 @@ func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost boo
 // watcher to revision rev, by resuming or not:
 // {"type":"synced","instance":I,"history":H,"rev":R,"resumed":B,"writer":W}.
 // It names the server instance that holds the topic, the resume point
-// (the topic's history and the revision), and whether the topic has a
-// live writer.
-func (t *topicStore) appendSynced(b []byte, rev uint64, resumed bool) []byte {
+// (the topic's history and the revision), and whether the topic had a
+// live writer at that revision (writer).
+func (t *topicStore) appendSynced(b []byte, rev uint64, resumed, writer bool) []byte {
 	b = append(b, `{"type":"`+protocol.FrameSynced+`","instance":`...)
 	b = append(b, quoteJSON(t.s.cfg.Instance)...)
 	b = append(b, `,"history":"`...)
@@ -75,7 +75,7 @@ func (t *topicStore) appendSynced(b []byte, rev uint64, resumed bool) []byte {
 	b = append(b, `","rev":`...)
 	b = strconv.AppendUint(b, rev, 10)
 	b = strconv.AppendBool(append(b, `,"resumed":`...), resumed)
-	b = strconv.AppendBool(append(b, `,"writer":`...), t.writerLive())
+	b = strconv.AppendBool(append(b, `,"writer":`...), writer)
 	return append(b, "}\n"...)
 }
 

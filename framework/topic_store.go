@@ -328,7 +328,7 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 		ws.index[ch.key] = i
 	}
 	ws.maxQueued = len(ws.pend)
-	ws.since = t.gen
+	ws.since, ws.writerAtSince = t.gen, t.writerLiveLocked()
 	t.watchers[ws] = struct{}{}
 	if t.index != nil {
 		t.index.addWatcher(ws)

@@ -105,12 +105,18 @@ type watchStream struct {
 	// since is the topic's revision when the stream started: its first
 	// frames (a snapshot, or the changes since the resume point) bring the
 	// watcher to it, and its synced frame names it.
-	since        uint64
-	resumed      bool // the stream resumed from the watcher's resume point
-	peer         clientKey
-	info         handshake.Peer
-	pingEvery    time.Duration
-	writeTimeout time.Duration
+	since   uint64
+	resumed bool // the stream resumed from the watcher's resume point
+	// writerAtSince is whether the topic had a live writer at since: the
+	// synced frame says so of the state it brings the watcher to, not of
+	// the moment it is written, which can come after the writer attached
+	// (a snapshot of a writer-less replica labelled the writer's) or
+	// detached.
+	writerAtSince bool
+	peer          clientKey
+	info          handshake.Peer
+	pingEvery     time.Duration
+	writeTimeout  time.Duration
 	// deadline is the sink's write deadline; only the flush goroutine,
 	// one at a time, uses it.
 	deadline writeDeadline
@@ -478,7 +484,7 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 		}
 	}
 	if r.synced {
-		buf = ws.topic.appendSynced(buf, ws.since, ws.resumed)
+		buf = ws.topic.appendSynced(buf, ws.since, ws.resumed, ws.writerAtSince)
 		r.frames++
 	}
 	// A round that sends only a ping does not count as a write, so an idle

@@ -73,6 +73,46 @@ func TestServersSayWhetherATopicHasAWriter(t *testing.T) {
 	assert.False(t, heartbeatTopics(t, srv.URL, token)[topicmsg.TopicNodeHealth])
 }
 
+// A synced frame's writer flag is the topic's at the state the stream
+// brings its watcher to, not at the moment the frame is written. Here the
+// writer attaches while a snapshot taken without it is on its way (the
+// stream's first round blocks on a watcher that has not read yet, so its
+// synced frame is written after the attach): the frame says the snapshot
+// had no writer, so no informer takes a writer-less replica's state for
+// the writer's. A watch made after the attach has the writer.
+func TestSyncedFrameTellsTheWriterOfItsSnapshot(t *testing.T) {
+	const keys, padding = 64, 32 << 10 // 2 MiB: more than the connection's buffers hold
+	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{framework.WithWriterDetached()}})
+	for n := range keys {
+		require.NoError(t, srv.health.Set(health(n, 1, padding)))
+	}
+	_, token := rawWatchToken(t, srv)
+	// The answer's header comes with the stream's first round, so the
+	// stream has its snapshot once it is read.
+	_, br := rawWatch(t, srv.URL+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeHealth), token)
+	srv.health.Attach()
+	sets := 0
+	var synced resumeFrame
+	for synced.Type == "" {
+		line, err := br.ReadBytes('\n')
+		require.NoError(t, err)
+		switch {
+		case bytes.HasPrefix(line, []byte(`{"type":"`+protocol.FrameSet+`"`)):
+			sets++
+		case bytes.HasPrefix(line, []byte(`{"type":"`+protocol.FrameSynced+`"`)):
+			require.NoError(t, json.Unmarshal(line, &synced))
+		}
+	}
+	assert.Equal(t, keys, sets, "the snapshot came before the synced frame")
+	require.NotNil(t, synced.Writer)
+	assert.False(t, *synced.Writer, "the snapshot was taken while the topic had no writer")
+
+	// Resumed from that point after the attach, the stream is the writer's.
+	w, _ := watchUntilSynced(t, srv, token, fmt.Sprintf("%s.%d", synced.History, synced.Rev))
+	assert.True(t, *w.synced.Resumed)
+	assert.True(t, *w.synced.Writer, "a stream started after the attach has the writer")
+}
+
 // TestInformersFollowTheWriterAcrossReplicas is the replicated control
 // plane: three replicas of a server, the topic's writer attached on one
 // (the leader), another holding a stale topic of its own, the third none.
