@@ -206,8 +206,11 @@ func TestInformersFollowTheWriterAcrossReplicas(t *testing.T) {
 	// matches.
 	var beats []int64
 	for i, p := range probes {
-		require.Eventually(t, func() bool { return p.beatsAtFollow.Load() >= 0 }, 10*time.Second, time.Millisecond,
-			"informer %d's handlers were never called with the successor's state", i)
+		if !assert.Eventually(t, func() bool { return p.beatsAtFollow.Load() >= 0 }, 10*time.Second, time.Millisecond,
+			"informer %d's handlers were never called with the successor's state", i) {
+			mu.Lock()
+			t.Fatalf("events no handler may see: %q", bad)
+		}
 		beats = append(beats, p.beatsAtFollow.Load())
 	}
 	t.Logf("every informer followed the writer %v after it attached (heartbeat %v), after %v heartbeat answers saying so",
