@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,7 +210,9 @@ func TestInformersFollowTheWriterAcrossReplicas(t *testing.T) {
 		if !assert.Eventually(t, func() bool { return p.beatsAtFollow.Load() >= 0 }, 10*time.Second, time.Millisecond,
 			"informer %d's handlers were never called with the successor's state", i) {
 			mu.Lock()
-			t.Fatalf("events no handler may see: %q", bad)
+			seen := slices.Clone(bad)
+			mu.Unlock()
+			t.Fatalf("events no handler may see: %q", seen)
 		}
 		beats = append(beats, p.beatsAtFollow.Load())
 	}
