@@ -361,7 +361,8 @@ func (ws *watchStream) closeGracefully(reason string) {
 	ws.scheduleLocked() // without a sink yet, start sends it
 }
 
-// closeNow closes the stream's connection at once.
+// closeNow cuts the stream's connection at once (watchSink.abort): the
+// server stops, the watcher went away, or a write to it failed.
 func (ws *watchStream) closeNow() { ws.closeConn(false) }
 
 // closeConn closes the stream's connection; finished says the stream's
