@@ -118,12 +118,10 @@ func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 // so one byte is read through a zero-byte MaxBytesReader. The read
 // deadline it sets (Limits.BodyReadTimeout) stays, so net/http's own
 // discard after the answer, which has none, is bounded too. Nothing is
-// read from a peer that asked to be told to continue (Expect), which
-// sends no body until told, nor from an HTTP/2 stream, which ends on its
-// own.
+// read unless a body may be on its way (bodyOnTheWire).
 func (s *Server) closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
-	if r.ContentLength == 0 || r.ProtoMajor != 1 || r.Header.Get("Expect") != "" {
+	if !bodyOnTheWire(r) {
 		return
 	}
 	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
@@ -131,6 +129,15 @@ func (s *Server) closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 	}
 	var b [1]byte
 	_, _ = http.MaxBytesReader(connWriter(w), r.Body, 0).Read(b[:])
+}
+
+// bodyOnTheWire reports whether r's unread body may be on its way over
+// an HTTP/1 connection, where it stands between this request and the
+// next: it has one (a length, or chunks), the peer did not ask to be told
+// to continue first (Expect: it sends nothing until told), and it is not
+// an HTTP/2 stream, which ends on its own.
+func bodyOnTheWire(r *http.Request) bool {
+	return r.ContentLength != 0 && r.ProtoMajor == 1 && r.Header.Get("Expect") == ""
 }
 
 // maxRefusalDrain is how much of a body a refusal made before reading it
@@ -150,10 +157,9 @@ const maxRefusalDrain = 256 << 10
 // maxRefusalDrain within Limits.BodyReadTimeout. When it ends, the
 // connection ends with a FIN or serves the next request; when it is
 // longer or does not arrive in time, the answer closes the connection
-// (closeAfterRefusal). A peer that asked to be told to continue (Expect)
-// has sent no body.
+// (closeAfterRefusal).
 func (s *Server) settleUnreadBody(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength == 0 || r.ProtoMajor != 1 || r.Header.Get("Expect") != "" {
+	if !bodyOnTheWire(r) {
 		return
 	}
 	if r.ContentLength <= maxRefusalDrain {

@@ -354,8 +354,7 @@ func (m *mtlsServer) stalledWatch(t *testing.T, topics *framework.Contract, name
 	conn := tls.Client(tcp, &tls.Config{RootCAs: m.ca.Pool(), Certificates: []tls.Certificate{*cert},
 		ServerName: "localhost", MinVersion: tls.VersionTLS12})
 	t.Cleanup(func() { conn.Close() })
-	_, err = io.WriteString(conn, "GET "+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicNodeStatus)+" HTTP/1.1\r\nHost: x\r\n"+
-		protocol.HeaderSession+": "+token+"\r\n\r\n")
+	_, err = io.WriteString(conn, nodeStatusWatch(token, ""))
 	require.NoError(t, err)
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
