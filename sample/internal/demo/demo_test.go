@@ -36,6 +36,7 @@ import (
 func TestRollingUpgrade(t *testing.T) {
 	var out bytes.Buffer
 	dir := t.TempDir()
+	t.Cleanup(func() { keepOnFailure(t, dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Options{Out: &out, OutputDir: dir, Skew: time.Second, Nodes: 6})
@@ -108,4 +109,22 @@ func TestRollingUpgrade(t *testing.T) {
 			assert.False(t, inv.broken, inv.name)
 		}
 	}
+}
+
+// keepOnFailure copies a failed run's files (the timeline and the
+// components' log) out of the test's temporary directory, which the test
+// removes, so that a failure seen once can be read afterwards.
+func keepOnFailure(t *testing.T, dir string) {
+	if !t.Failed() {
+		return
+	}
+	kept, err := os.MkdirTemp("", "lockstep-demo-failed-")
+	if err == nil {
+		err = os.CopyFS(kept, os.DirFS(dir))
+	}
+	if err != nil {
+		t.Logf("the run's files were not kept: %v", err)
+		return
+	}
+	t.Logf("the run's files are kept in %s", kept)
 }
