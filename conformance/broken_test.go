@@ -79,6 +79,7 @@ func dropSynced(body io.ReadCloser) io.ReadCloser {
 // server: exactly the cases whose files expect a synced frame or a 409
 // handshake_required fail, and all others still pass.
 func TestServerCasesBroken(t *testing.T) {
+	t.Parallel() // mostly waiting out TTLs, beside the other suite
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	shared := startReference(t)

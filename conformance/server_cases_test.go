@@ -12,11 +12,13 @@ import (
 )
 
 // referenceConfig is the reference server's configuration in tests: short
-// session timing so that lapse and ping cases take a second, not ten.
+// session timing so that lapse and ping cases take seconds, not tens of
+// them, yet a TTL (2 s) that no stall of a loaded machine between a
+// case's steps outlasts, since a session lapsed early fails the case.
 func referenceConfig() framework.ServerConfig {
 	return framework.ServerConfig{
-		SessionTTL:   time.Second,
-		Heartbeat:    250 * time.Millisecond,
+		SessionTTL:   2 * time.Second,
+		Heartbeat:    500 * time.Millisecond,
 		DrainTimeout: 20 * time.Second,
 		Logger:       slog.New(slog.DiscardHandler),
 	}
@@ -74,6 +76,7 @@ func fingerprint(t *testing.T) string {
 // TestServerCasesReference plays every server-side case against the
 // framework's server: all of them pass.
 func TestServerCasesReference(t *testing.T) {
+	t.Parallel() // mostly waiting out TTLs, beside the other suite
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	results := conformance.RunServerCases(ctx, target(t), serverCases(t), conformance.DefaultVars(fingerprint(t)))

@@ -100,7 +100,9 @@ func TestStatus(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	comp := start(t, framework.ServerConfig{}, nil)
+	// The drain waits for the kubelet's session however slow the machine
+	// (DrainTimeout a minute): the draining check below must find it open.
+	comp := start(t, framework.ServerConfig{DrainTimeout: time.Minute}, nil)
 	v1 := contract(t, "1.0.0").Fingerprint()
 	v2 := contract(t, "2.0.0").Fingerprint()
 
