@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -206,14 +207,35 @@ func requireDrainRefusal(t *testing.T, br *bufio.Reader) {
 	assert.Equal(t, string(framework.CodeUnavailable), wire.Code)
 }
 
+// advanceUntil moves clock by step, again and again (a bounded number of
+// times), until ch delivers, and returns what it delivered: for code that
+// waits on the clock at moments the test cannot see.
+func advanceUntil[T any](t *testing.T, clock *clockwork.FakeClock, step time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	for range 10000 {
+		clock.Advance(step)
+		select {
+		case v := <-ch:
+			return v
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal(what)
+	panic("unreachable")
+}
+
 // A draining server keeps its listener open, accepting, while clients go
 // on dialling it: a connection dialled after the drain answered its idle
 // connections is answered too (a call on it refused as not processed),
 // not reset in the listener's queue as the listener closes, which leaves
 // its client unable to tell whether the call was read. The listener
-// closes once the dials stop.
+// closes once the dials stop. The drain runs on a fake clock, so that
+// however slowly a loaded machine dials, no quiet period passes between
+// the dials: only the test moves the clock, before the dials and after.
 func TestDrainKeepsAcceptingWhileClientsDialIt(t *testing.T) {
+	clock := clockwork.NewFakeClock()
 	srv := startBench(t, "127.0.0.1:0", "1.0.0", func(c *framework.ServerConfig) {
+		c.Clock = clock
 		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 300*time.Millisecond
 	})
 	p := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0"))
@@ -225,15 +247,27 @@ func TestDrainKeepsAcceptingWhileClientsDialIt(t *testing.T) {
 
 	// The drain's refusal on the unused connection: it has answered every
 	// connection between requests, which is when it used to close the
-	// listener.
-	resp, err := http.ReadResponse(bufio.NewReader(unused), nil)
-	require.NoError(t, err)
+	// listener. The clock moves, a little at a time, until the refusal is
+	// read. The drain then waits for this connection's close before it
+	// begins to time the quiet between dials, so what the clock moved
+	// past the refusal is not counted in that quiet.
+	refused := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(unused), nil)
+		if err != nil {
+			t.Errorf("no refusal on the unused connection: %v", err)
+		}
+		refused <- resp
+	}()
+	resp := advanceUntil(t, clock, 10*time.Millisecond, refused, "the drain never answered the unused connection")
+	require.NotNil(t, resp, "no refusal on the unused connection")
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 	unused.Close()
 
 	// A client that has not heard dials again and again, a new connection
-	// for each call.
+	// for each call. The clock stands still: however long the dials take,
+	// the listener stays open for them.
 	p.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for i := range 20 {
 		status, _, notProcessed := p.report(i+2, "")
@@ -242,7 +276,22 @@ func TestDrainKeepsAcceptingWhileClientsDialIt(t *testing.T) {
 	}
 	assert.Zero(t, srv.handled.Load())
 	http.DefaultClient.CloseIdleConnections() // the handshake's
-	require.NoError(t, <-drained)
+	select {
+	case err := <-drained:
+		t.Fatalf("the drain ended (%v) with no quiet after the dials", err)
+	default:
+	}
+
+	// The dials stopped: once the clock passes the quiet, the listener
+	// closes and the drain ends.
+	require.NoError(t, advanceUntil(t, clock, 50*time.Millisecond, drained, "the drain never ended after the dials stopped"))
+
+	// A second Shutdown has nothing to drain: it returns at once, with
+	// the clock standing still.
+	again, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Server.Shutdown(again))
+	require.NoError(t, again.Err(), "a second Shutdown waited out a drain")
 	_, err = net.Dial("tcp", srv.Addr)
 	require.Error(t, err, "the listener is closed once the dials stopped")
 }
