@@ -383,9 +383,9 @@ func (s *Server) DrainStarted() <-chan struct{} { return s.drainCh }
 // elsewhere) until every client has closed its session (its acknowledgement)
 // or it lapsed, and no call has arrived for DrainQuiet, or DrainTimeout
 // passes; then it closes the listener and waits for in-flight calls. ctx
-// bounds the whole. On a server that has already stopped (a Shutdown or
-// Close returned) it returns nil at once, rather than wait out a drain
-// with nothing left to drain.
+// bounds the whole. On a server that has already stopped (by Shutdown or
+// Close) it returns nil at once, rather than wait out a drain with
+// nothing left to drain.
 func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-s.stopCh:

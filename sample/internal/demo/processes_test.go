@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -103,19 +104,25 @@ func reached(t *testing.T, obs []Observation, component string, step int, what s
 	}
 }
 
-// readyAgreed says how o differs from a component whose readiness is
-// ready (when required) and that holds sessions at exactly the versions
-// agreed gives for each of those peers; "" when it does not.
-func readyAgreed(o Observation, ready *bool, agreed map[string][]string) string {
-	if ready != nil && o.Ready != *ready {
-		return fmt.Sprintf("ready is %v: %s", o.Ready, o.ReadyText)
-	}
-	for peer, want := range agreed {
-		if !slices.Equal(o.Agreed[peer], want) {
-			return fmt.Sprintf("agreed with %s %v, not %v", peer, o.Agreed[peer], want)
+// agreedAt says how o differs from a component holding sessions at
+// exactly the versions agreed gives for each of those peers (in the
+// peers' order, so that the first difference is always the same one); ""
+// when it does not.
+func agreedAt(o Observation, agreed map[string][]string) string {
+	for _, peer := range slices.Sorted(maps.Keys(agreed)) {
+		if !slices.Equal(o.Agreed[peer], agreed[peer]) {
+			return fmt.Sprintf("agreed with %s %v, not %v", peer, o.Agreed[peer], agreed[peer])
 		}
 	}
 	return ""
+}
+
+// readyAgreedAt is agreedAt for a component that must also be ready.
+func readyAgreedAt(o Observation, agreed map[string][]string) string {
+	if !o.Ready {
+		return "not ready: " + o.ReadyText
+	}
+	return agreedAt(o, agreed)
 }
 
 // TestProcessesUpgradeOneAtATime builds the binaries, runs them as
@@ -149,9 +156,8 @@ func TestProcessesUpgradeOneAtATime(t *testing.T) {
 
 	// The node controller followed: the kubelet resumed at 2.0.0, and the v1
 	// scheduler blocked on nodehealth.
-	ready := true
 	reached(t, res.Observations, Kubelet, stepNodeCtrlSkew, "ready at nodestatus 2.0.0", func(o Observation) string {
-		return readyAgreed(o, &ready, map[string][]string{NodeController: {"nodestatus 2.0.0"}})
+		return readyAgreedAt(o, map[string][]string{NodeController: {"nodestatus 2.0.0"}})
 	})
 	scheduler := during(res.Observations, Scheduler, stepNodeCtrlSkew)
 	require.NotEmpty(t, scheduler)
@@ -166,11 +172,11 @@ func TestProcessesUpgradeOneAtATime(t *testing.T) {
 	// The scheduler followed in fork mode: nodehealth resumed at 2.0.0, and
 	// both extenders are called at 1.0.0 until the extender is upgraded.
 	reached(t, res.Observations, Scheduler, stepSchedulerUp, "ready at nodehealth 2.0.0 and both extenders at 1.0.0", func(o Observation) string {
-		return readyAgreed(o, &ready, map[string][]string{
+		return readyAgreedAt(o, map[string][]string{
 			NodeController: {"nodehealth 2.0.0"}, Extender: {"extender 1.0.0"}, LegacyExtender: {"extender 1.0.0"}})
 	})
 	reached(t, res.Observations, Scheduler, stepExtenderUp, "at extender 2.0.0 and the legacy one at 1.0.0", func(o Observation) string {
-		return readyAgreed(o, nil, map[string][]string{Extender: {"extender 2.0.0"}, LegacyExtender: {"extender 1.0.0"}})
+		return agreedAt(o, map[string][]string{Extender: {"extender 2.0.0"}, LegacyExtender: {"extender 1.0.0"}})
 	})
 
 	// What the processes counted.
