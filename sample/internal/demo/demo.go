@@ -73,8 +73,10 @@ func (o *Options) defaults() {
 // Plan is the rolling upgrade, step by step. Before the first upgrade it
 // waits until podsRunning holds: the v1 kubelet runs pods the v1
 // scheduler placed, so the loop is seen across every upgrade; and until
-// preempted holds: the v1 scheduler placed a pod by preemption.
-func Plan(skew time.Duration, podsRunning, preempted upgradesim.Condition) upgradesim.Plan {
+// preempted holds: the v1 scheduler placed a pod by preemption. After
+// the last upgrade it waits until ranAfter holds: a pod placed then ran,
+// so the loop is seen whole at v2.
+func Plan(skew time.Duration, podsRunning, preempted, ranAfter upgradesim.Condition) upgradesim.Plan {
 	connected := upgradesim.WaitUntil(upgradesim.Connected, 10*time.Second)
 	return upgradesim.Plan{Name: "rolling upgrade v1 → v2", Steps: []upgradesim.Step{
 		upgradesim.Start(LegacyExtender, "v1"),
@@ -112,6 +114,9 @@ func Plan(skew time.Duration, podsRunning, preempted upgradesim.Condition) upgra
 		upgradesim.Upgrade(Extender, "v2"),
 		connected,
 		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(60), 10*time.Second),
+		// The to-node loop at v2 end to end: the v2 scheduler places a pod
+		// through a v2 node controller, and the v2 kubelet runs it.
+		upgradesim.WaitUntil(ranAfter, 10*time.Second),
 	}}
 }
 
@@ -159,7 +164,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// The run's clock starts within a few milliseconds of t0 (once its
 	// addresses are reserved): close enough for the loop's rows.
 	t0 := time.Now()
-	rep, err := sim.Execute(ctx, Plan(opts.Skew, w.loop.running(3), w.loop.preemptedCondition()))
+	rep, err := sim.Execute(ctx, Plan(opts.Skew, w.loop.running(3), w.loop.preemptedCondition(), w.loop.ranSince()))
 	if err != nil {
 		return nil, err
 	}

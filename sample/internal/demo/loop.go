@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -155,6 +156,28 @@ func (l *podLoop) running(n int) upgradesim.Condition {
 			return fmt.Errorf("%d of %d pods reported Running", len(l.ran), n)
 		}
 		return nil
+	}}
+}
+
+// ranSince holds once a pod placed after the condition was first asked
+// was reported Running on the node it was placed on: the loop, seen whole,
+// from the moment a plan step begins to wait for it. Whether the nodes
+// have room for a pod at a given moment depends on which pods ended; the
+// step waits for the room instead of assuming it.
+func (l *podLoop) ranSince() upgradesim.Condition {
+	var since time.Time
+	return upgradesim.Condition{Name: "a newly placed pod is Running", Holds: func(*upgradesim.Cluster) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if since.IsZero() {
+			since = l.now()
+		}
+		for uid, pl := range l.placed {
+			if r, ok := l.ran[uid]; ok && r.node == pl.node && pl.at.After(since) {
+				return nil
+			}
+		}
+		return errors.New("no pod placed since the step began was reported Running")
 	}}
 }
 

@@ -64,3 +64,29 @@ func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 	out.observe("d", running("node-000"))
 	assert.ErrorContains(t, out.check(false), "1 pod(s) ran later than 1s after they were placed, besides the kubelet's outages")
 }
+
+// ranSince holds only for a pod placed after the condition was first
+// asked and then reported Running on the node it was placed on.
+func TestRanSinceWantsAPodPlacedAfterItAndRunWherePlaced(t *testing.T) {
+	running := func(node string) *nodecontroller.Pod {
+		return &nodecontroller.Pod{NodeName: node, Phase: nsv2.PodStatusPhaseRunning}
+	}
+	l := newPodLoop(time.Hour)
+	clock := l.origin
+	l.now = func() time.Time { return clock }
+	l.bound(extv2.PodRef{UID: "before"}, "node-000")
+	clock = clock.Add(time.Millisecond)
+	cond := l.ranSince()
+	assert.Error(t, cond.Holds(nil), "nothing placed since")
+	l.observe("before", running("node-000"))
+	assert.Error(t, cond.Holds(nil), "a pod placed before the step began does not count")
+
+	clock = clock.Add(time.Millisecond)
+	l.bound(extv2.PodRef{UID: "elsewhere"}, "node-001")
+	l.observe("elsewhere", running("node-002"))
+	assert.Error(t, cond.Holds(nil), "a pod Running on another node than its own does not count")
+	l.bound(extv2.PodRef{UID: "after"}, "node-001")
+	assert.Error(t, cond.Holds(nil), "placed, not yet Running")
+	l.observe("after", running("node-001"))
+	assert.NoError(t, cond.Holds(nil))
+}
