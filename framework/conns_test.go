@@ -207,23 +207,6 @@ func requireDrainRefusal(t *testing.T, br *bufio.Reader) {
 	assert.Equal(t, string(framework.CodeUnavailable), wire.Code)
 }
 
-// advanceUntil moves clock by step, again and again (a bounded number of
-// times), until ch delivers, and returns what it delivered: for code that
-// waits on the clock at moments the test cannot see.
-func advanceUntil[T any](t *testing.T, clock *clockwork.FakeClock, step time.Duration, ch <-chan T, what string) T {
-	t.Helper()
-	for range 10000 {
-		clock.Advance(step)
-		select {
-		case v := <-ch:
-			return v
-		case <-time.After(time.Millisecond):
-		}
-	}
-	t.Fatal(what)
-	panic("unreachable")
-}
-
 // A draining server keeps its listener open, accepting, while clients go
 // on dialling it: a connection dialled after the drain answered its idle
 // connections is answered too (a call on it refused as not processed),

@@ -370,7 +370,8 @@ func cacheDiff[T any](inf *framework.Informer[T], view *framework.TopicView[T]) 
 // advanceClockAtCleanup advances clock, a server's fake clock, from the
 // test's end until its cleanups are done: the server's drain waits out its
 // quiet period and deadline on that clock, and one that stands still
-// holds each Stop of the server for its 10 s bound of real time. Call it
+// holds the server's Stop for its 10 s bound of real time (a Stop after
+// the server stopped returns at once). Call it
 // before starting the server, so that the advancing ends after the
 // server's Stop.
 func advanceClockAtCleanup(t *testing.T, clock *clockwork.FakeClock) {
@@ -397,4 +398,21 @@ func advanceClockAtCleanup(t *testing.T, clock *clockwork.FakeClock) {
 		close(stop)
 		<-done
 	})
+}
+
+// advanceUntil moves clock by step, again and again (a bounded number of
+// times), until ch delivers, and returns what it delivered: for code that
+// waits on the clock at moments the test cannot see.
+func advanceUntil[T any](t *testing.T, clock *clockwork.FakeClock, step time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	for range 10000 {
+		clock.Advance(step)
+		select {
+		case v := <-ch:
+			return v
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal(what)
+	panic("unreachable")
 }

@@ -56,10 +56,10 @@ func (c *counting) othersSince(n int) []string {
 // interval for all its nodes.
 func TestNodesShareTransportAndHeartbeats(t *testing.T) {
 	const nodes = 40
+	const heartbeat = 50 * time.Millisecond
 	// The sessions outlive any stall of a loaded machine (SessionTTL a
 	// minute): a session that lapsed would add handshakes and watches to
 	// the requests this test counts.
-	const heartbeat = 50 * time.Millisecond
 	n, err := nodecontroller.New(nodecontroller.Config{API: "v2", ResyncAfter: time.Minute, Logger: frameworktest.Quiet(),
 		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: time.Minute, Heartbeat: heartbeat, Logger: frameworktest.Quiet()}})
 	require.NoError(t, err)

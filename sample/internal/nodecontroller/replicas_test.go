@@ -35,10 +35,10 @@ func leaders(ncs []*nodecontroller.NodeController) []*nodecontroller.NodeControl
 // without ever seeing a node deleted.
 func TestReplicasElectOneWriterAndInformersFollowIt(t *testing.T) {
 	lease := nodecontroller.NewMemoryLease()
-	// The lease is renewed every third of its TTL: a TTL shorter than the
-	// default second can let a stall of a loaded machine hand the lease on
+	// The lease has its default TTL (a second, renewed every third of it):
+	// a shorter one can let a stall of a loaded machine hand the lease on
 	// between the election and the informer's sync the test compares.
-	cfg := nodecontroller.Config{API: "v2", Lease: lease, LeaseTTL: time.Second, ResyncAfter: 100 * time.Millisecond}
+	cfg := nodecontroller.Config{API: "v2", Lease: lease, ResyncAfter: 100 * time.Millisecond}
 	ncs := make([]*nodecontroller.NodeController, 3)
 	urls := make([]string, 3)
 	stops := make([]func(), 3)
@@ -163,7 +163,7 @@ func TestLeaderResignsWhenItsServerBeginsToDrain(t *testing.T) {
 	var hold atomic.Bool
 	held, release := make(chan struct{}), make(chan struct{})
 	lease := nodecontroller.NewMemoryLease()
-	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Lease: lease, LeaseTTL: time.Second,
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Lease: lease,
 		ResyncAfter: 100 * time.Millisecond, Applied: func(ctx context.Context) {
 			if call := framework.CallFromContext(ctx); call != nil && call.Method == "CheckNode" && hold.CompareAndSwap(true, false) {
 				close(held)
