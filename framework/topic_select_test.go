@@ -3,6 +3,7 @@ package framework_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -466,4 +467,83 @@ func TestStalledSelectingWatcherCoalescesItsShare(t *testing.T) {
 		t.Errorf("the node-a watcher was handed %v of %v", k, v)
 		return true
 	})
+}
+
+// TestSelectedWatchFramesComeInRevisionOrder: the protocol's promise that
+// after synced a stream's frames come in revision order, which is what
+// makes the last revision read a resume point, holds for selecting
+// watchers while a writer rewrites their keys faster than the fan-out
+// hands them on: the fan-out then holds many keys' latest changes at
+// once, each at the place its key first changed rather than in the order
+// the changes were made, and a stream's flush may send part of them
+// before the rest are handed to it.
+func TestSelectedWatchFramesComeInRevisionOrder(t *testing.T) {
+	as := startAssignServer(t, "1.0.0")
+	const keys, rounds, watchers = 256, 30, 4
+	c := topicContract(t, "1.0.0")
+	token := rawHandshake(t, as.URL, c, "raw-kubelet")
+	heartbeatUntilEnd(t, as.URL, token, 200*time.Millisecond)
+	base := as.URL + protocol.WatchPath(c.Name(), c.Version(), topicmsg.TopicAssignment)
+
+	// Each watcher reads until it has every key's last write (gen
+	// rounds), counting the frames that came after a later revision.
+	type verdict struct {
+		frames, inversions int
+		first              string
+	}
+	verdicts := make(chan verdict, watchers)
+	var started sync.WaitGroup
+	for range watchers {
+		resp, br := rawWatch(t, base+"?node=node-a", token)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		_, synced := readUntilSynced(t, br)
+		started.Add(1)
+		go func() {
+			started.Done()
+			var v verdict
+			last := synced.Rev
+			finished := map[string]bool{}
+			for len(finished) < keys {
+				line, err := br.ReadBytes('\n')
+				if err != nil {
+					v.first = fmt.Sprintf("the stream ended: %v", err)
+					break
+				}
+				var f struct {
+					Type   string
+					Key    string
+					Rev    uint64
+					Object topicmsg.Assignment
+				}
+				if json.Unmarshal(line, &f) != nil || f.Type != "set" {
+					continue // pings
+				}
+				v.frames++
+				if f.Rev <= last {
+					v.inversions++
+					if v.first == "" {
+						v.first = fmt.Sprintf("%s at revision %d after revision %d", f.Key, f.Rev, last)
+					}
+				}
+				last = max(last, f.Rev)
+				if f.Object.Gen == rounds {
+					finished[f.Key] = true
+				}
+			}
+			verdicts <- v
+		}()
+	}
+	started.Wait()
+	for i := range keys * rounds {
+		require.NoError(t, as.pods.Set(pod(fmt.Sprintf("a%d", i%keys), "node-a", int64(i/keys+1))))
+	}
+	for range watchers {
+		select {
+		case v := <-verdicts:
+			assert.Zero(t, v.inversions, "%d of %d frames came after a later revision; the first: %s", v.inversions, v.frames, v.first)
+			assert.NotContains(t, v.first, "ended")
+		case <-time.After(30 * time.Second):
+			t.Fatal("a watcher did not get every key's last write within 30s")
+		}
+	}
 }

@@ -273,8 +273,15 @@ func (t *topicStore) fanOut() {
 		everyone := t.watchers
 		if t.index != nil {
 			// Selecting watchers get what their selection concerns;
-			// the others, every change.
+			// the others, every change. A selecting watcher is handed
+			// its changes one at a time, and its flush may send some
+			// before the rest arrive, so they are handed on in the order
+			// they were made (the batch holds each key at the place it
+			// first changed): otherwise a stream could carry a revision
+			// before an earlier one, and a watcher resuming from the
+			// later would never get the earlier change.
 			everyone = t.index.everyone
+			sortByRevision(batch)
 			deliveries = t.index.route(batch, deliveries[:0])
 		}
 		for ws := range everyone {
