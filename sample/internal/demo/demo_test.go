@@ -20,7 +20,7 @@ import (
 // extender served every call, and the files were written. It is the
 // to-node loop's test across a rolling upgrade of the node controller:
 // every pod the scheduler placed, before, during and after the replicas'
-// upgrade, was reported Running by the kubelet of the node it chose
+// upgrade, was reported Running (or ended) by the kubelet of the node it chose
 // within runBound (the invariant pods-run-where-placed), unless it was
 // evicted first for a pod of higher priority: pods were preempted, and
 // every eviction made room for a pod then bound there.

@@ -27,7 +27,10 @@ type podLoop struct {
 
 	mu     sync.Mutex
 	placed map[string]placement // by UID: where the scheduler bound it
-	ran    map[string]placement // by UID: where it was first reported Running
+	// ran is, by UID, where a pod was first reported Running, or ended
+	// (a pod may end before its Running was reported: the kubelet
+	// reports a pod's latest phase, as a Kubernetes kubelet does).
+	ran map[string]placement
 	// evictions are those the node controller made (preemption.go);
 	// victims are the UIDs of the pods they evicted.
 	evictions []nodecontroller.Eviction
@@ -87,10 +90,10 @@ func (l *podLoop) bound(pod extv2.PodRef, node string) {
 	}
 }
 
-// observe records the first time the pod store holds a pod Running: a
-// report the node controller took only from the kubelet session of the
-// pod's node (its authorizer), about a pod bound to that node
-// (PodStore.Subscribe).
+// observe records the first time the pod store holds a pod Running, or
+// that it ended: a report the node controller took only from the kubelet
+// session of the pod's node (its authorizer), about a pod bound to that
+// node (PodStore.Subscribe).
 func (l *podLoop) observe(uid string, p *nodecontroller.Pod) {
 	if p == nil {
 		return
@@ -100,7 +103,7 @@ func (l *podLoop) observe(uid string, p *nodecontroller.Pod) {
 	if _, ok := l.stored[uid]; !ok {
 		l.stored[uid] = p.NodeName
 	}
-	if p.Phase != nsv2.PodStatusPhaseRunning {
+	if p.Phase != nsv2.PodStatusPhaseRunning && !p.Ended() {
 		return
 	}
 	if _, ok := l.ran[uid]; !ok {
@@ -124,7 +127,7 @@ func (l *podLoop) check(final bool) error {
 		switch {
 		case !ok && l.victims[uid]:
 		case ok && r.node != pl.node:
-			return fmt.Errorf("pod %s was placed on %s but reported Running on %s", uid, pl.node, r.node)
+			return fmt.Errorf("pod %s was placed on %s but reported Running or ended on %s", uid, pl.node, r.node)
 		case ok && l.waited(pl.at, r.at) > l.limit:
 			late++
 			if first == "" {
@@ -133,7 +136,7 @@ func (l *podLoop) check(final bool) error {
 		case !ok && (final || l.waited(pl.at, now) > l.limit):
 			waiting++
 			if first == "" {
-				first = fmt.Sprintf("pod %s, placed on %s %s ago (%s besides outages), is not reported Running", uid, pl.node, dur(now.Sub(pl.at)), dur(l.waited(pl.at, now)))
+				first = fmt.Sprintf("pod %s, placed on %s %s ago (%s besides outages), is not reported Running or ended", uid, pl.node, dur(now.Sub(pl.at)), dur(l.waited(pl.at, now)))
 			}
 		}
 	}
@@ -160,7 +163,7 @@ func (l *podLoop) running(n int) upgradesim.Condition {
 }
 
 // ranSince holds once a pod placed after the condition was first asked
-// was reported Running on the node it was placed on: the loop, seen whole,
+// was reported Running (or ended) on the node it was placed on: the loop, seen whole,
 // from the moment a plan step begins to wait for it. Whether the nodes
 // have room for a pod at a given moment depends on which pods ended; the
 // step waits for the room instead of assuming it.
@@ -177,7 +180,7 @@ func (l *podLoop) ranSince() upgradesim.Condition {
 				return nil
 			}
 		}
-		return errors.New("no pod placed since the step began was reported Running")
+		return errors.New("no pod placed since the step began was reported Running or ended")
 	}}
 }
 
@@ -200,7 +203,7 @@ func (l *podLoop) series(t0 time.Time) []upgradesim.CallSeries {
 	}
 	return []upgradesim.CallSeries{
 		{Label: "pods bound (scheduler→nodecontroller Bind)", OK: at(l.placed)},
-		{Label: "pods Running (kubelet of the chosen node)", OK: at(l.ran)},
+		{Label: "pods Running or ended (kubelet of the chosen node)", OK: at(l.ran)},
 		l.evictionSeries(t0),
 	}
 }
@@ -217,7 +220,7 @@ func (l *podLoop) outcome() string {
 		}
 	}
 	sort.Slice(waits, func(i, j int) bool { return waits[i] < waits[j] })
-	line := fmt.Sprintf("the to-node loop: %d pods bound by the scheduler, %d reported Running by the kubelet of the chosen node",
+	line := fmt.Sprintf("the to-node loop: %d pods bound by the scheduler, %d reported Running or ended by the kubelet of the chosen node",
 		len(l.placed), len(waits))
 	if n := len(waits); n > 0 {
 		line += fmt.Sprintf("; bound → Running median %s, max %s (bound %s)", dur(waits[n/2]), dur(waits[n-1]), l.limit)

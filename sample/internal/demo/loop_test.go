@@ -11,9 +11,10 @@ import (
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
 )
 
-// The loop's invariant breaks for a pod reported Running on another node
-// than the one it was placed on, one that ran later than the bound, and,
-// at the end, one that never ran.
+// The loop's invariant breaks for a pod reported Running (or ended) on
+// another node than the one it was placed on, one that ran later than the
+// bound, and, at the end, one that never ran; a pod reported ended where
+// it was placed ran.
 func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 	running := func(node string) *nodecontroller.Pod {
 		return &nodecontroller.Pod{NodeName: node, Phase: nsv2.PodStatusPhaseRunning}
@@ -30,9 +31,21 @@ func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 	assert.NoError(t, l.check(true), "a pod placed after the final check, while the run is torn down, is not followed")
 	l.closed = false
 
+	// A pod that ended before its Running was reported ran: its kubelet
+	// reported its latest phase, Succeeded, and the store let it go.
+	l.bound(extv2.PodRef{UID: "e"}, "node-000")
+	l.observe("e", &nodecontroller.Pod{NodeName: "node-000", Phase: nsv2.PodStatusPhasePending})
+	l.observe("e", &nodecontroller.Pod{NodeName: "node-000", Phase: nsv2.PodStatusPhaseSucceeded})
+	assert.NoError(t, l.check(true), "a pod reported ended where it was placed")
+	l.closed = false
+
 	l.bound(extv2.PodRef{UID: "b"}, "node-001")
 	l.observe("b", running("node-002"))
-	assert.ErrorContains(t, l.check(false), "placed on node-001 but reported Running on node-002")
+	assert.ErrorContains(t, l.check(false), "placed on node-001 but reported Running or ended on node-002")
+	l.bound(extv2.PodRef{UID: "f"}, "node-001")
+	l.observe("f", &nodecontroller.Pod{NodeName: "node-002", Phase: nsv2.PodStatusPhaseFailed})
+	delete(l.placed, "b")
+	assert.ErrorContains(t, l.check(false), "pod f was placed on node-001 but reported Running or ended on node-002")
 
 	late := newPodLoop(time.Second)
 	clock := time.Now()
@@ -60,7 +73,7 @@ func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 	out.kubelet(true)
 	assert.NoError(t, out.check(false), "900ms waited besides the outage")
 	clock = clock.Add(200 * time.Millisecond)
-	assert.ErrorContains(t, out.check(false), "placed on node-000 11.1s ago (1.1s besides outages), is not reported Running")
+	assert.ErrorContains(t, out.check(false), "placed on node-000 11.1s ago (1.1s besides outages), is not reported Running or ended")
 	out.observe("d", running("node-000"))
 	assert.ErrorContains(t, out.check(false), "1 pod(s) ran later than 1s after they were placed, besides the kubelet's outages")
 }

@@ -74,7 +74,7 @@ var inProcessInvariants = []invariantSaid{
 	{"every-node-reported", "the final node controller knows every node"},
 	{"evictions-made-room", "every eviction made room for a pod of higher priority that was then bound on that node (within " + runBound.String() + ")"},
 	{"pods-preempted", "the nodes filled and pods of higher priority were placed by preempting pods of lower priority"},
-	{"pods-run-where-placed", "every pod the scheduler placed was reported Running by the kubelet of the node it chose within " + runBound.String() + ", besides the time the kubelet had a node without a compatible node controller"},
+	{"pods-run-where-placed", "every pod the scheduler placed was reported Running (or ended) by the kubelet of the node it chose within " + runBound.String() + ", besides the time the kubelet had a node without a compatible node controller"},
 	{"pods-scheduled-after-upgrade", "the upgraded scheduler placed pods"},
 }
 

@@ -580,6 +580,9 @@ func (n *NodeController) evict(ctx context.Context, e *nhv2.Eviction) (*nhv2.Evi
 // its health (what is left of its allocatable resources), and the
 // PodAssignment topic. The store calls it in order, under its lock.
 func (n *NodeController) podChanged(uid string, p *Pod) {
+	if p != nil && p.Ended() {
+		p = nil // gone: its kubelet reported it ended
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {

@@ -114,8 +114,11 @@ func (s *PodStore) saveLocked() error {
 }
 
 // Subscribe calls f with every pod the store holds now, then with every
-// change (a nil pod for one that went), in order, under the store's lock,
-// until the returned function is called. f must not call the store.
+// change, in order, under the store's lock, until the returned function is
+// called. A pod that went comes as nil when it was unbound (evicted), and
+// in its last phase when its kubelet reported it ended ([Pod.Ended]): a
+// pod may end before its Running was reported, and that report is then
+// the one that shows it ran. f must not call the store.
 func (s *PodStore) Subscribe(f func(uid string, p *Pod)) (cancel func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,9 +140,15 @@ func (s *PodStore) Subscribe(f func(uid string, p *Pod)) (cancel func()) {
 // An error says the change could not be kept in the store's file; it is
 // applied all the same, and the caller may send its call again.
 func (s *PodStore) changedLocked(uid string) error {
+	return s.tellLocked(uid, s.pods[uid])
+}
+
+// tellLocked keeps the store and tells every subscriber that uid is now p
+// (nil, or ended, for a pod the store no longer holds).
+func (s *PodStore) tellLocked(uid string, p *Pod) error {
 	err := s.saveLocked()
 	var cp *Pod
-	if p := s.pods[uid]; p != nil {
+	if p != nil {
 		c := *p
 		c.Phases = append([]PhaseChange(nil), p.Phases...)
 		cp = &c
@@ -265,10 +274,6 @@ func (s *PodStore) report(st *nsv2.PodStatus) error {
 	if p == nil || p.NodeName != st.NodeName {
 		return framework.Errorf(framework.CodePermissionDenied, "pod %s is not bound to node %s", st.UID, st.NodeName)
 	}
-	if st.Phase == nsv2.PodStatusPhaseSucceeded || st.Phase == nsv2.PodStatusPhaseFailed {
-		delete(s.pods, st.UID)
-		return s.changedLocked(st.UID)
-	}
 	if st.Phase == p.Phase {
 		return nil
 	}
@@ -276,7 +281,17 @@ func (s *PodStore) report(st *nsv2.PodStatus) error {
 	if len(p.Phases) < maxPhases {
 		p.Phases = append(p.Phases, PhaseChange{Phase: st.Phase, At: s.now()})
 	}
+	if p.Ended() {
+		delete(s.pods, st.UID)
+		return s.tellLocked(st.UID, p)
+	}
 	return s.changedLocked(st.UID)
+}
+
+// Ended reports whether the pod's kubelet reported it ended (Succeeded or
+// Failed): the store no longer holds it.
+func (p *Pod) Ended() bool {
+	return p.Phase == nsv2.PodStatusPhaseSucceeded || p.Phase == nsv2.PodStatusPhaseFailed
 }
 
 // Delete deletes a pod gracefully, as a pod deletion with a grace period:

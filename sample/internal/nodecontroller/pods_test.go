@@ -2,6 +2,7 @@ package nodecontroller_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,9 +82,18 @@ func TestBoundPodsRunOnTheirNode(t *testing.T) {
 
 // Pods that end on their own (a batch job's) are reported Succeeded; the
 // node controller lets their assignment go and their node's resources
-// free.
+// free. The store's subscribers are told each went in its last phase, so
+// a pod that ended before its Running was reported still shows it ran.
 func TestEndedPodsGo(t *testing.T) {
 	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2"})
+	var mu sync.Mutex
+	last := map[string]*nodecontroller.Pod{}
+	unsubscribe := n.PodStore().Subscribe(func(uid string, p *nodecontroller.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		last[uid] = p
+	})
+	defer unsubscribe()
 	k := runKubelet(t, kubelet.Config{API: "v2", Nodes: 1, ChangeEvery: 20 * time.Millisecond, PodsEnd: true,
 		Client: framework.ClientConfig{Endpoints: []string{url}}})
 	require.Eventually(t, func() bool { return len(n.Health()) == 1 }, 5*time.Second, 10*time.Millisecond)
@@ -98,6 +108,14 @@ func TestEndedPodsGo(t *testing.T) {
 		"every pod ended and went")
 	assert.Equal(t, int64(110), n.Health()[0].Allocatable.Pods)
 	assert.Equal(t, int64(3), k.Stats().PodsStarted.Load())
+	mu.Lock()
+	for _, uid := range []string{"a", "b", "c"} {
+		if p := last[uid]; assert.NotNil(t, p, "%s went as a pod in its last phase, not nil", uid) {
+			assert.True(t, p.Ended(), "%s: %s", uid, p.Phase)
+			assert.Equal(t, nsv2.PodStatusPhaseSucceeded, p.Phases[len(p.Phases)-1].Phase, "%s: its phases end with the report", uid)
+		}
+	}
+	mu.Unlock()
 	assert.Zero(t, k.Stats().Failed.Load())
 }
 
