@@ -510,13 +510,9 @@ func TestSelectedWatchFramesComeInRevisionOrder(t *testing.T) {
 					v.ended = err
 					break
 				}
-				var f struct {
-					Type   string
-					Key    string
-					Rev    uint64
-					Object topicmsg.Assignment
-				}
-				if json.Unmarshal(line, &f) != nil || f.Type != "set" {
+				var f resumeFrame
+				var obj topicmsg.Assignment
+				if json.Unmarshal(line, &f) != nil || f.Type != "set" || json.Unmarshal(f.Object, &obj) != nil {
 					continue // pings
 				}
 				v.frames++
@@ -527,7 +523,7 @@ func TestSelectedWatchFramesComeInRevisionOrder(t *testing.T) {
 					}
 				}
 				last = max(last, f.Rev)
-				if f.Object.Gen == rounds {
+				if obj.Gen == rounds {
 					finished[f.Key] = true
 				}
 			}

@@ -163,10 +163,10 @@ func (l *podLoop) running(n int) upgradesim.Condition {
 }
 
 // ranSince holds once a pod placed after the condition was first asked
-// was reported Running (or ended) on the node it was placed on: the loop, seen whole,
-// from the moment a plan step begins to wait for it. Whether the nodes
-// have room for a pod at a given moment depends on which pods ended; the
-// step waits for the room instead of assuming it.
+// was reported Running (or ended) on the node it was placed on: the loop,
+// seen whole, from the moment a plan step begins to wait for it. Whether
+// the nodes have room for a pod at a given moment depends on which pods
+// ended; the step waits for the room instead of assuming it.
 func (l *podLoop) ranSince() upgradesim.Condition {
 	var since time.Time
 	return upgradesim.Condition{Name: "a newly placed pod is Running", Holds: func(*upgradesim.Cluster) error {

@@ -11,14 +11,17 @@ import (
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
 )
 
+// running is a pod as the store holds it once its kubelet reported it
+// Running on node.
+func running(node string) *nodecontroller.Pod {
+	return &nodecontroller.Pod{NodeName: node, Phase: nsv2.PodStatusPhaseRunning}
+}
+
 // The loop's invariant breaks for a pod reported Running (or ended) on
 // another node than the one it was placed on, one that ran later than the
 // bound, and, at the end, one that never ran; a pod reported ended where
 // it was placed ran.
 func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
-	running := func(node string) *nodecontroller.Pod {
-		return &nodecontroller.Pod{NodeName: node, Phase: nsv2.PodStatusPhaseRunning}
-	}
 	l := newPodLoop(time.Hour)
 	l.bound(extv2.PodRef{UID: "a"}, "node-000")
 	assert.NoError(t, l.check(false), "a may still start")
@@ -81,9 +84,6 @@ func TestPodLoopCatchesPodsThatDidNotRunWherePlaced(t *testing.T) {
 // ranSince holds only for a pod placed after the condition was first
 // asked and then reported Running on the node it was placed on.
 func TestRanSinceWantsAPodPlacedAfterItAndRunWherePlaced(t *testing.T) {
-	running := func(node string) *nodecontroller.Pod {
-		return &nodecontroller.Pod{NodeName: node, Phase: nsv2.PodStatusPhaseRunning}
-	}
 	l := newPodLoop(time.Hour)
 	clock := l.origin
 	l.now = func() time.Time { return clock }
