@@ -174,8 +174,7 @@ type Lengths struct {
 	// round the suite's method asks for (3-5 s). At 1 caller it gathers
 	// over 15,000 calls, at 64 callers over 75,000. The unary workload is
 	// 13 variants at 2 caller counts over 3 rounds: 78 rounds, 234 s
-	// measured (156 s at the 2 s it was), which puts a full make bench on
-	// a quiet host at about 19 min (17 min 45 s at 2 s).
+	// measured (156 s at the 2 s it was).
 	UnaryRound time.Duration
 	// ReconnectPairs server and client pairs run in parallel per round,
 	// ReconnectTrials trials each, one after the other.
@@ -183,7 +182,11 @@ type Lengths struct {
 	// ReconnectDark is the longest dark time (the shortest is 0.2 s).
 	ReconnectDark time.Duration
 	// SelectChanges is how many changes a selected-watch run makes, at
-	// 100/s (its idle window is as long).
+	// 100/s (its idle window is as long): 300, 3 s of changes, whose
+	// deliveries give each row about 1,000 latencies over 3 rounds. At 600
+	// the workload's 18 runs took 3 min 55 s of a full run's 18 min 28 s,
+	// and a cold make bench (2 min of compiling the suite first) went past
+	// 20 min.
 	SelectChanges int
 }
 
@@ -194,5 +197,5 @@ func LengthsOf(quick bool) Lengths {
 			ReconnectDark: 500 * time.Millisecond, SelectChanges: 200}
 	}
 	return Lengths{UnaryRound: 3 * time.Second, ReconnectPairs: 40, ReconnectTrials: 1,
-		ReconnectDark: 10 * time.Second, SelectChanges: 600}
+		ReconnectDark: 10 * time.Second, SelectChanges: 300}
 }
