@@ -20,15 +20,8 @@ import (
 // brokenProxy is a deliberately broken server: the reference server behind
 // a proxy that leaves out every watch stream's synced frame and answers
 // handshake_required with 400 instead of 409.
-func brokenProxy(t *testing.T, backend string) *httptest.Server {
-	t.Helper()
-	u, err := url.Parse(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	proxy.FlushInterval = -1
-	proxy.ModifyResponse = func(resp *http.Response) error {
+func brokenProxy(t *testing.T, backend string) string {
+	return proxy(t, backend, func(resp *http.Response) error {
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
 			resp.Body = dropSynced(resp.Body)
 			return nil
@@ -46,21 +39,60 @@ func brokenProxy(t *testing.T, backend string) *httptest.Server {
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		return nil
+	})
+}
+
+// proxy starts a proxy to backend that passes every answer through modify
+// (watch streams unbuffered) and returns its URL.
+func proxy(t *testing.T, backend string, modify func(*http.Response) error) string {
+	t.Helper()
+	u, err := url.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
 	}
-	srv := httptest.NewServer(proxy)
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1
+	p.ModifyResponse = modify
+	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv.URL
+}
+
+// brokenTarget is the runner's target of reference servers behind broken,
+// which wraps a reference server's URL into a broken server's.
+func brokenTarget(t *testing.T, broken func(t *testing.T, backend string) string) conformance.Target {
+	return conformance.Target{
+		URL: broken(t, startReference(t).URL),
+		Fresh: func() (string, func(), error) {
+			r, err := conformance.StartReference("127.0.0.1:0", referenceConfig())
+			if err != nil {
+				return "", nil, err
+			}
+			return broken(t, r.URL), func() { _ = r.Stop() }, nil
+		},
+	}
 }
 
 // dropSynced copies a watch stream line by line without its synced frames.
 func dropSynced(body io.ReadCloser) io.ReadCloser {
+	return rewriteLines(body, func(line []byte) []byte {
+		if bytes.Contains(line, []byte(`"type":"synced"`)) {
+			return nil
+		}
+		return line
+	})
+}
+
+// rewriteLines copies a stream line by line, each line replaced by what
+// rewrite returns for it (nothing for nil).
+func rewriteLines(body io.ReadCloser, rewrite func(line []byte) []byte) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		r := bufio.NewReader(body)
 		for {
 			line, err := r.ReadBytes('\n')
-			if len(line) > 0 && !bytes.Contains(line, []byte(`"type":"synced"`)) {
-				if _, werr := pw.Write(line); werr != nil {
+			if out := rewrite(line); len(out) > 0 {
+				if _, werr := pw.Write(out); werr != nil {
 					body.Close()
 					return
 				}
@@ -82,17 +114,7 @@ func TestServerCasesBroken(t *testing.T) {
 	t.Parallel() // mostly waiting out TTLs, beside the other suite
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	shared := startReference(t)
-	tgt := conformance.Target{
-		URL: brokenProxy(t, shared.URL).URL,
-		Fresh: func() (string, func(), error) {
-			r, err := conformance.StartReference("127.0.0.1:0", referenceConfig())
-			if err != nil {
-				return "", nil, err
-			}
-			return brokenProxy(t, r.URL).URL, func() { _ = r.Stop() }, nil
-		},
-	}
+	tgt := brokenTarget(t, brokenProxy)
 	cases := serverCases(t)
 	// A broken synced makes the frame reads of a case wait for their
 	// timeout; keep those short here.
@@ -137,4 +159,56 @@ func caseText(t *testing.T, c *conformance.Case) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestRevisionOrderCaseCatchesReorderedFrames plays the revision-order
+// case against the reference server behind a proxy that swaps every two
+// set frames after synced: the case must fail on the order, so that a
+// server whose frames come out of order cannot pass it.
+func TestRevisionOrderCaseCatchesReorderedFrames(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var order *conformance.Case
+	for _, c := range serverCases(t) {
+		if c.Name == "server/select/revision-order" {
+			order = c
+		}
+	}
+	if order == nil {
+		t.Fatal("no case server/select/revision-order")
+	}
+	reorder := func(t *testing.T, backend string) string {
+		return proxy(t, backend, func(resp *http.Response) error {
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+				resp.Body = swapSets(resp.Body)
+			}
+			return nil
+		})
+	}
+	tgt := brokenTarget(t, reorder)
+	res := conformance.RunServerCases(ctx, tgt, []*conformance.Case{order}, conformance.DefaultVars(fingerprint(t)))
+	if res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "comes after") {
+		t.Fatalf("the revision-order case against a server whose frames come out of order: %v, want a failure on the order", res[0].Err)
+	}
+	t.Logf("FAIL (as it must): %v", res[0].Err)
+}
+
+// swapSets copies a watch stream line by line, holding back every other
+// set frame after synced and sending it after the next line.
+func swapSets(body io.ReadCloser) io.ReadCloser {
+	synced := false
+	var held []byte
+	return rewriteLines(body, func(line []byte) []byte {
+		switch {
+		case bytes.Contains(line, []byte(`"type":"synced"`)):
+			synced = true
+		case synced && held == nil && bytes.Contains(line, []byte(`"type":"set"`)):
+			held = line
+			return nil
+		case held != nil && len(line) > 0:
+			line, held = append(line, held...), nil
+		}
+		return line
+	})
 }

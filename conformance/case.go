@@ -97,6 +97,15 @@ func normalise(v any) any {
 // from answers.
 type Vars map[string]any
 
+// clone returns a copy of vs, for a match that may fail after capturing.
+func (vs Vars) clone() Vars {
+	c := make(Vars, len(vs))
+	for k, v := range vs {
+		c[k] = v
+	}
+	return c
+}
+
 // expand replaces "$name" strings by their variable's value, and "${name}"
 // inside longer strings by its text.
 func (vs Vars) expand(v any) (any, error) {

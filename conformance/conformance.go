@@ -10,6 +10,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/framework"
@@ -66,6 +67,15 @@ type (
 	Item struct {
 		Name  string `json:"name"`
 		Value string `json:"value,omitempty"`
+		Rank  int64  `json:"rank,omitempty"`
+	}
+	// Burst is what PublishMany sets: count items named prefix0,
+	// prefix1…, rounds times over.
+	Burst struct {
+		Prefix string `json:"prefix"`
+		Count  int64  `json:"count"`
+		Value  string `json:"value,omitempty"`
+		Rounds int64  `json:"rounds"`
 	}
 	// Lease is an object of the client-written Leases topic.
 	Lease struct {
@@ -93,6 +103,19 @@ func Serve(srv *framework.Server, c *framework.Contract, drain func()) {
 	})
 	framework.HandleUnary(srv, c, "Publish", func(_ context.Context, it *Item) (*Message, error) {
 		return ok, items.Set(it)
+	})
+	// PublishMany writes faster than the topic hands changes on, so a
+	// round's sets reach the fan-out together with later rounds' sets of
+	// the same keys: what the revision-order case needs.
+	framework.HandleUnary(srv, c, "PublishMany", func(_ context.Context, b *Burst) (*Message, error) {
+		for r := int64(1); r <= b.Rounds; r++ {
+			for i := range b.Count {
+				if err := items.Set(&Item{Name: b.Prefix + strconv.FormatInt(i, 10), Value: b.Value, Rank: r}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return ok, nil
 	})
 	framework.HandleUnary(srv, c, "Unpublish", func(_ context.Context, m *Message) (*Message, error) {
 		return ok, items.Delete(m.Text)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 )
@@ -101,7 +102,7 @@ func randomHex(n int) string {
 }
 
 // stepKinds are the step types a server-side case may use.
-var stepKinds = []string{"fresh", "pause", "keepalive", "handshake", "request", "until", "async", "await", "watch", "frames", "end", "close"}
+var stepKinds = []string{"fresh", "pause", "keepalive", "handshake", "request", "until", "async", "await", "watch", "frames", "ascending", "end", "close"}
 
 func stepKind(s map[string]any) string {
 	for _, k := range stepKinds {
@@ -228,10 +229,7 @@ func (p *player) step(s map[string]any) error {
 		}
 		deadline := time.Now().Add(within)
 		for {
-			snapshot := Vars{}
-			for k, v := range p.vars {
-				snapshot[k] = v
-			}
+			snapshot := p.vars.clone()
 			err := p.check(asMap(req["expect"]), p.do(req))
 			if err == nil {
 				return nil
@@ -272,6 +270,8 @@ func (p *player) step(s map[string]any) error {
 		return p.watch(asMap(s["watch"]))
 	case "frames":
 		return p.frames(asMap(s["frames"]))
+	case "ascending":
+		return p.ascending(asMap(s["ascending"]))
 	case "end":
 		return p.end(asMap(s["end"]))
 	case "close":
@@ -518,53 +518,11 @@ func (p *player) frames(f map[string]any) error {
 	if !ok {
 		return fmt.Errorf("no stream %q", name)
 	}
-	timeout := 10 * time.Second
-	switch t := f["within"].(type) {
-	case string:
-		d, err := time.ParseDuration(t)
-		if err != nil {
-			return err
-		}
-		timeout = d
-	case []any:
-		// A sum of durations, usually the welcome's ($ttl), times scale.
-		x, err := p.vars.expand(t)
-		if err != nil {
-			return err
-		}
-		var total time.Duration
-		for _, e := range x.([]any) {
-			d, err := time.ParseDuration(fmt.Sprint(e))
-			if err != nil {
-				return fmt.Errorf("within: %v", err)
-			}
-			total += d
-		}
-		if scale, ok := f["scale"].(float64); ok {
-			total = time.Duration(float64(total) * scale)
-		}
-		timeout = total
+	timeout, err := p.within(f)
+	if err != nil {
+		return err
 	}
-	deadline := time.After(timeout)
-	next := func(wantPing bool) (any, error) {
-		for {
-			select {
-			case fr, ok := <-st.frames:
-				if !ok {
-					if st.err != nil {
-						return nil, fmt.Errorf("stream ended: %w", st.err)
-					}
-					return nil, errors.New("stream ended")
-				}
-				if m, _ := fr.(map[string]any); m["type"] == "ping" && !wantPing {
-					continue
-				}
-				return fr, nil
-			case <-deadline:
-				return nil, fmt.Errorf("no frame within %s", timeout)
-			}
-		}
-	}
+	next := st.reader(timeout)
 	expect, _ := f["expect"].([]any)
 	for i, e := range expect {
 		if group, ok := asMap(e)["anyOrder"].([]any); ok {
@@ -576,10 +534,7 @@ func (p *player) frames(f map[string]any) error {
 				}
 				found := -1
 				for j, w := range left {
-					trial := Vars{}
-					for k, v := range p.vars {
-						trial[k] = v
-					}
+					trial := p.vars.clone()
 					if trial.match(w, fr, "frame") == nil {
 						found = j
 						p.vars = trial
@@ -600,6 +555,123 @@ func (p *player) frames(f map[string]any) error {
 		}
 		if err := p.vars.match(e, fr, "frame"); err != nil {
 			return fmt.Errorf("frame %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// within is how long a step that reads frames waits for them: its
+// "within", a duration or a list of them (usually the welcome's, e.g.
+// [$ttl]) summed and multiplied by "scale"; 10 s when it has none.
+func (p *player) within(f map[string]any) (time.Duration, error) {
+	switch t := f["within"].(type) {
+	case string:
+		return time.ParseDuration(t)
+	case []any:
+		x, err := p.vars.expand(t)
+		if err != nil {
+			return 0, err
+		}
+		var total time.Duration
+		for _, e := range x.([]any) {
+			d, err := time.ParseDuration(fmt.Sprint(e))
+			if err != nil {
+				return 0, fmt.Errorf("within: %v", err)
+			}
+			total += d
+		}
+		if scale, ok := f["scale"].(float64); ok {
+			total = time.Duration(float64(total) * scale)
+		}
+		return total, nil
+	}
+	return 10 * time.Second, nil
+}
+
+// reader returns a function that reads the stream's next frame, skipping
+// pings unless wantPing, and fails once timeout has passed from now.
+func (st *stream) reader(timeout time.Duration) func(wantPing bool) (any, error) {
+	deadline := time.After(timeout)
+	return func(wantPing bool) (any, error) {
+		for {
+			select {
+			case fr, ok := <-st.frames:
+				if !ok {
+					if st.err != nil {
+						return nil, fmt.Errorf("stream ended: %w", st.err)
+					}
+					return nil, errors.New("stream ended")
+				}
+				if m, _ := fr.(map[string]any); m["type"] == "ping" && !wantPing {
+					continue
+				}
+				return fr, nil
+			case <-deadline:
+				return nil, fmt.Errorf("no frame within %s", timeout)
+			}
+		}
+	}
+}
+
+// ascending reads a stream's frames, pings aside, up to and including the
+// first that matches "until", and requires each one's number "field" to
+// be greater than the frame's before it: the revision order the protocol
+// promises after synced, whatever the frames are. "keys", if given, is
+// how many keys the frames before the until frame must name, and "each",
+// if given, must match every key's last frame among them: the state the
+// watcher was brought to.
+func (p *player) ascending(a map[string]any) error {
+	name, _ := a["stream"].(string)
+	st, ok := p.streams[name]
+	if !ok {
+		return fmt.Errorf("no stream %q", name)
+	}
+	field, _ := a["field"].(string)
+	if field == "" {
+		return errors.New("ascending: no field to compare")
+	}
+	timeout, err := p.within(a)
+	if err != nil {
+		return err
+	}
+	next := st.reader(timeout)
+	last := map[string]any{} // each key's last frame before the until frame
+	var prev float64
+	for n := 1; ; n++ {
+		fr, err := next(false)
+		if err != nil {
+			return fmt.Errorf("frame %d (%d keys so far): %w", n, len(last), err)
+		}
+		m, _ := fr.(map[string]any)
+		v, ok := m[field].(float64)
+		if !ok {
+			return fmt.Errorf("frame %d has no number %q: %s", n, field, show(fr))
+		}
+		if n > 1 && v <= prev {
+			return fmt.Errorf("frame %d: %s %v comes after %v: %s", n, field, v, prev, show(fr))
+		}
+		prev = v
+		if trial := p.vars.clone(); trial.match(a["until"], fr, "frame") == nil {
+			p.vars = trial
+			break
+		}
+		if k, ok := m["key"].(string); ok {
+			last[k] = fr
+		}
+	}
+	if want, ok := a["keys"].(float64); ok && len(last) != int(want) {
+		return fmt.Errorf("the frames before the last named %d keys, want %d", len(last), int(want))
+	}
+	if each, ok := a["each"]; ok {
+		keys := make([]string, 0, len(last))
+		for k := range last {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := p.vars.match(each, last[k], "last frame of "+k); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
