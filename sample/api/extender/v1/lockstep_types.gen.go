@@ -1536,7 +1536,7 @@ func (m *HostPriority) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Pat
 
 // HostPriorityList is the message HostPriorityList of the contract, generated from contract.yaml#/schemas/HostPriorityList.
 //
-// HostPriorityList of k8s.io/kube-scheduler/extender/v1.
+// HostPriorityList of k8s.io/kube-scheduler/extender/v1; null from an extender that scores no node (a nil list, as encoding/json writes it).
 type HostPriorityList []HostPriority
 
 // UnmarshalJSON decodes HostPriorityList, rejecting JSON its Go type cannot represent.
@@ -1610,9 +1610,7 @@ func (m *HostPriorityList) AppendJSON(b []byte) ([]byte, error) {
 }
 
 func (m *HostPriorityList) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
-	if (*m) == nil {
-		v.Fail(at, "", kw, "type", "null is not allowed here")
-	} else {
+	if (*m) != nil {
 		for i1 := 0; i1 < len((*m)); i1++ {
 			at2 := at.Index(i1)
 			path3 := kw.Keyword("items/$ref")

@@ -1,0 +1,108 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+	"github.com/lockstep-dev/lockstep/sample/internal/scheduler"
+)
+
+// Answers as public Kubernetes extenders give them, each reproduced by a
+// handler written against k8s.io/kube-scheduler/extender/v1 and
+// encoding/json, and named after the extender it was seen from. The
+// sample scheduler must read each as kube-scheduler reads it.
+
+// startNodes runs a node controller and a kubelet of three nodes.
+func startNodes(t *testing.T) string {
+	t.Helper()
+	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", Fork: true, Server: serverConfig("nodecontroller", "1.31.0"), Logger: frameworktest.Quiet()})
+	require.NoError(t, err)
+	url := serve(t, nc.Server())
+	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: 3, ChangeEvery: -1, Logger: frameworktest.Quiet(),
+		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{url}, Logger: frameworktest.Quiet()}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; k.Close() })
+	return url
+}
+
+// configured returns a scheduler at api (v2 in fork mode) whose extenders
+// are those of a KubeSchedulerConfiguration's extenders list, once it
+// sees the three nodes.
+func configured(t *testing.T, nodes, api string, logger *slog.Logger, extenders string) *scheduler.Scheduler {
+	t.Helper()
+	kc, _, err := scheduler.ParseConfig([]byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n" + extenders))
+	require.NoError(t, err)
+	base := framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Logger: frameworktest.Quiet()}
+	ecs, err := scheduler.ExtendersFromConfig(kc, base)
+	require.NoError(t, err)
+	nh := base
+	nh.Endpoints = []string{nodes}
+	s, err := scheduler.New(scheduler.Config{API: api, Fork: api == "v2", NodeHealth: nh, Extenders: ecs, Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	require.Eventually(t, func() bool { return len(s.Candidates()) == 3 }, eventWait, 10*time.Millisecond)
+	return s
+}
+
+// decodeArgs decodes a request as an extender does, or answers 400.
+func decodeArgs(w http.ResponseWriter, r *http.Request) (*extenderv1.ExtenderArgs, bool) {
+	var args extenderv1.ExtenderArgs
+	if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.Pod == nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return nil, false
+	}
+	return &args, true
+}
+
+// TestSchedulerTakesANullScoreList: topolvm's prioritize answers null for
+// a pod that asks for none of its storage (its scoreNodes returns a nil
+// HostPriorityList, which encoding/json writes as null); kube-scheduler
+// decodes it as no scores.
+func TestSchedulerTakesANullScoreList(t *testing.T) {
+	nodes := startNodes(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /predicate", func(w http.ResponseWriter, r *http.Request) {
+		if args, ok := decodeArgs(w, r); ok {
+			_ = json.NewEncoder(w).Encode(extenderv1.ExtenderFilterResult{Nodes: args.Nodes})
+		}
+	})
+	mux.HandleFunc("POST /prioritize", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := decodeArgs(w, r); ok {
+			var none extenderv1.HostPriorityList
+			_ = json.NewEncoder(w).Encode(none)
+		}
+	})
+	ext := httptest.NewServer(mux)
+	t.Cleanup(ext.Close)
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s
+    filterVerb: predicate
+    prioritizeVerb: prioritize
+    nodeCacheCapable: false
+    weight: 100
+`, ext.URL))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			_, err := s.ScheduleOne(ctx, s.NewPod())
+			require.NoError(t, err)
+		})
+	}
+}
