@@ -36,7 +36,10 @@ func (s *Scheduler) Filter(ctx context.Context, name string, pod extv2.PodRef, n
 	if err != nil {
 		return nil, err
 	}
-	return extv2.FilterResponseFromV1(res)
+	if e.cfg.NodeCacheCapable {
+		return extv2.FilterResponseFromV1(res)
+	}
+	return extv2.FilterResponseFromV1Nodes(res)
 }
 
 // Prioritize asks the named extender to score nodes for the pod.

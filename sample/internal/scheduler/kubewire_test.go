@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/lockstep-dev/lockstep/framework"
@@ -103,6 +106,70 @@ func TestSchedulerTakesANullScoreList(t *testing.T) {
 			defer cancel()
 			_, err := s.ScheduleOne(ctx, s.NewPod())
 			require.NoError(t, err)
+		})
+	}
+}
+
+// TestSchedulerReadsTheFilterAnswerInTheFormItAsked: kube-scheduler reads
+// the feasible nodes of an extender that does not cache nodes from Nodes,
+// and from NodeNames only for one that does (nodeCacheCapable), where a
+// name it did not send is an error. Telemetry Aware Scheduling answers
+// both, its NodeNames with a trailing empty name (it splits a string of
+// names each followed by a space), so only Nodes is right.
+func TestSchedulerReadsTheFilterAnswerInTheFormItAsked(t *testing.T) {
+	nodes := startNodes(t)
+	mux := http.NewServeMux()
+	// Keeps every node but node-000, as TAS's filterNodes answers.
+	mux.HandleFunc("POST /scheduler/filter", func(w http.ResponseWriter, r *http.Request) {
+		args, ok := decodeArgs(w, r)
+		if !ok || args.Nodes == nil {
+			http.Error(w, "no nodes", http.StatusNotFound)
+			return
+		}
+		var kept []corev1.Node
+		names := ""
+		failed := extenderv1.FailedNodesMap{}
+		for _, n := range args.Nodes.Items {
+			if n.Name == "node-000" {
+				failed[n.Name] = "Node violates"
+			} else {
+				kept = append(kept, n)
+				names += n.Name + " "
+			}
+		}
+		split := strings.Split(names, " ")
+		_ = json.NewEncoder(w).Encode(extenderv1.ExtenderFilterResult{Nodes: &corev1.NodeList{Items: kept}, NodeNames: &split, FailedNodes: failed})
+	})
+	// Names a node it was not sent, first.
+	mux.HandleFunc("POST /cached/filter", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := decodeArgs(w, r); ok {
+			_ = json.NewEncoder(w).Encode(extenderv1.ExtenderFilterResult{NodeNames: &[]string{"a-node-it-was-not-sent", "node-002"}})
+		}
+	})
+	ext := httptest.NewServer(mux)
+	t.Cleanup(ext.Close)
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s
+    filterVerb: scheduler/filter
+    nodeCacheCapable: false
+`, ext.URL))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			for i := 0; i < 4; i++ {
+				node, err := s.ScheduleOne(ctx, s.NewPod())
+				require.NoError(t, err)
+				assert.Contains(t, []string{"node-001", "node-002"}, node)
+			}
+
+			s = configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s/cached
+    filterVerb: filter
+    nodeCacheCapable: true
+`, ext.URL))
+			_, err := s.ScheduleOne(ctx, s.NewPod())
+			assert.ErrorContains(t, err, `"a-node-it-was-not-sent", which it was not sent`)
 		})
 	}
 }

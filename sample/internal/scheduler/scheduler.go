@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -471,6 +472,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 			continue
 		}
 		resp, err := s.Filter(ctx, e.cfg.Name, pod, nodes)
+		if err == nil {
+			err = onlySent(nodes, resp.Feasible)
+		}
 		if err != nil {
 			if e.cfg.Ignorable {
 				continue
@@ -509,6 +513,20 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		return "", err
 	}
 	return best, nil
+}
+
+// onlySent fails when an extender's feasible nodes name one it was not
+// sent, as kube-scheduler fails such an answer ("claims a filtered node
+// which is not found in the input node list"): taking it would place the
+// pod on a node that the taint and resource checks or an earlier
+// extender ruled out, or that does not exist.
+func onlySent(sent, feasible []string) error {
+	for _, n := range feasible {
+		if !slices.Contains(sent, n) {
+			return fmt.Errorf("it answered feasible node %q, which it was not sent", n)
+		}
+	}
+	return nil
 }
 
 // bind confirms with the node controller that the pod fits on node (a

@@ -46,10 +46,14 @@ type NodeObjects func(names []string) (*corev1.NodeList, error)
 // ForkV1With is [ForkV1] for an extender that is sent whole nodes, built
 // by nodes; nil sends names.
 func ForkV1With(nodes NodeObjects) framework.Fork {
+	filterUp := FilterResponseFromV1
+	if nodes != nil {
+		filterUp = FilterResponseFromV1Nodes
+	}
 	return framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 		MethodFilter: framework.ConvertMethod(func(in *FilterRequest) (*v1.ExtenderArgs, error) {
 			return ArgsToV1(in.Pod, in.Nodes, nodes)
-		}, FilterResponseFromV1),
+		}, filterUp),
 		MethodPrioritize: framework.ConvertMethod(func(in *PrioritizeRequest) (*v1.ExtenderArgs, error) {
 			return ArgsToV1(in.Pod, in.Nodes, nodes)
 		}, PrioritizeResponseFromV1),
@@ -248,14 +252,29 @@ func FilterResponseToV1(in *FilterResponse) (*v1.ExtenderFilterResult, error) {
 	}, nil
 }
 
-// FilterResponseFromV1 converts a Filter answer up, from NodeNames or else
-// Nodes. Failures are sorted by node.
+// FilterResponseFromV1 converts up the Filter answer to a request that
+// named its nodes (NodeNames): the feasible nodes are read from NodeNames,
+// or else Nodes, as kube-scheduler reads the answer of an extender that
+// caches nodes. Failures are sorted by node.
 func FilterResponseFromV1(in *v1.ExtenderFilterResult) (*FilterResponse, error) {
+	return filterResponseFromV1(in, false)
+}
+
+// FilterResponseFromV1Nodes converts up the Filter answer to a request
+// that carried whole nodes (Nodes): the feasible nodes are read from Nodes
+// alone, as kube-scheduler reads the answer of an extender that does not
+// cache nodes. Such an answer may hold NodeNames as well, and they need
+// not agree: Telemetry Aware Scheduling's list a trailing empty name.
+func FilterResponseFromV1Nodes(in *v1.ExtenderFilterResult) (*FilterResponse, error) {
+	return filterResponseFromV1(in, true)
+}
+
+func filterResponseFromV1(in *v1.ExtenderFilterResult, nodesSent bool) (*FilterResponse, error) {
 	if in.Error != nil && *in.Error != "" {
 		return nil, framework.Errorf(framework.CodeInternal, "extender failed to filter: %s", *in.Error)
 	}
 	out := &FilterResponse{Feasible: []string{}}
-	if names, ok := in.NodeNames.Get(); ok {
+	if names, ok := in.NodeNames.Get(); ok && !nodesSent {
 		out.Feasible = append(out.Feasible, names...)
 	} else if list, err := kube.DecodeNodeList(json.RawMessage(in.Nodes)); err != nil {
 		return nil, framework.NewError(framework.CodeInternal, err)

@@ -75,6 +75,20 @@ func TestFilterResponseFromV1(t *testing.T) {
 	}
 }
 
+// TestFilterResponseFromV1NodesReadsNodesOnly: the answer to a request
+// that carried whole nodes is read from Nodes, whatever NodeNames holds
+// (Telemetry Aware Scheduling's trailing empty name here).
+func TestFilterResponseFromV1NodesReadsNodesOnly(t *testing.T) {
+	var r v1.ExtenderFilterResult
+	require.NoError(t, json.Unmarshal([]byte(`{"Nodes":{"items":[{"metadata":{"name":"a"}}]},"NodeNames":["a",""]}`), &r))
+	up, err := v2.FilterResponseFromV1Nodes(&r)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, up.Feasible)
+	up, err = v2.FilterResponseFromV1(&r)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", ""}, up.Feasible, "an answer to names is read from NodeNames")
+}
+
 func TestNodeNamesFromV1PrefersNodeNames(t *testing.T) {
 	args := &v1.ExtenderArgs{NodeNames: jsonwire.Value([]string{"x"}), Nodes: v1.NodeList(`{"items":[{"metadata":{"name":"y"}}]}`)}
 	names, err := v2.NodeNamesFromV1(args)
