@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockstep-dev/lockstep/framework"
 	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
 	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
@@ -26,13 +27,13 @@ func (s *Scheduler) Filter(ctx context.Context, name string, pod extv2.PodRef, n
 	defer cancel()
 	req := &extv2.FilterRequest{Pod: pod, Nodes: nodes}
 	if s.cfg.API == "v2" {
-		return extv2.NewClient(e.client).Filter(ctx, req)
+		return extv2.NewClient(e.client).Filter(ctx, req, e.callOptions()...)
 	}
 	args, err := extv2.ArgsToV1(pod, nodes, s.objects(e))
 	if err != nil {
 		return nil, err
 	}
-	res, err := extv1.NewClient(e.client).Filter(ctx, args)
+	res, err := extv1.NewClient(e.client).Filter(ctx, args, e.callOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -52,13 +53,13 @@ func (s *Scheduler) Prioritize(ctx context.Context, name string, pod extv2.PodRe
 	defer cancel()
 	req := &extv2.PrioritizeRequest{Pod: pod, Nodes: nodes}
 	if s.cfg.API == "v2" {
-		return extv2.NewClient(e.client).Prioritize(ctx, req)
+		return extv2.NewClient(e.client).Prioritize(ctx, req, e.callOptions()...)
 	}
 	args, err := extv2.ArgsToV1(pod, nodes, s.objects(e))
 	if err != nil {
 		return nil, err
 	}
-	res, err := extv1.NewClient(e.client).Prioritize(ctx, args)
+	res, err := extv1.NewClient(e.client).Prioritize(ctx, args, e.callOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +76,11 @@ func (s *Scheduler) Bind(ctx context.Context, name string, pod extv2.PodRef, nod
 	defer cancel()
 	req := &extv2.BindRequest{Pod: pod, Node: node}
 	if s.cfg.API == "v2" {
-		_, err := extv2.NewClient(e.client).Bind(ctx, req)
+		_, err := extv2.NewClient(e.client).Bind(ctx, req, e.callOptions()...)
 		return err
 	}
 	args, _ := extv2.BindRequestToV1(req)
-	res, err := extv1.NewClient(e.client).Bind(ctx, args)
+	res, err := extv1.NewClient(e.client).Bind(ctx, args, e.callOptions()...)
 	if err != nil {
 		return err
 	}
@@ -130,13 +131,13 @@ func (s *Scheduler) Preempt(ctx context.Context, name string, pod extv2.PodRef, 
 	defer cancel()
 	req := &extv2.PreemptRequest{Pod: pod, Candidates: candidates}
 	if s.cfg.API == "v2" {
-		return extv2.NewClient(e.client).ProcessPreemption(ctx, req)
+		return extv2.NewClient(e.client).ProcessPreemption(ctx, req, e.callOptions()...)
 	}
 	args, err := extv2.PreemptRequestToV1(req, e.cfg.NodeCacheCapable)
 	if err != nil {
 		return nil, err
 	}
-	res, err := extv1.NewClient(e.client).ProcessPreemption(ctx, args)
+	res, err := extv1.NewClient(e.client).ProcessPreemption(ctx, args, e.callOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -164,4 +165,18 @@ func (s *Scheduler) Evict(ctx context.Context, pod extv2.PodRef, node string, vi
 	}
 	_, err = nhv1.NewClient(s.nodes).Evict(ctx, down)
 	return err
+}
+
+// callOptions are the options of every call to the extender. A Kubernetes
+// extender (pinned) is called as kube-scheduler calls it, once per verb: a
+// refused connection fails the call at once, since there is no session to
+// wait for, instead of holding the pod through the endpoint's backoff
+// until httpTimeout, and the pod's own bound, run out (the pod then failed
+// even with the extender ignorable, blamed on the next call). Nor is an
+// ignorable extender waited for: the pod can do without it.
+func (e *extender) callOptions() []framework.CallOption {
+	if e.cfg.PinnedURL != "" || e.cfg.Ignorable {
+		return []framework.CallOption{framework.FailFast()}
+	}
+	return nil
 }

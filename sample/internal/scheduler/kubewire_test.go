@@ -1,13 +1,16 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,5 +174,83 @@ func TestSchedulerReadsTheFilterAnswerInTheFormItAsked(t *testing.T) {
 			_, err := s.ScheduleOne(ctx, s.NewPod())
 			assert.ErrorContains(t, err, `"a-node-it-was-not-sent", which it was not sent`)
 		})
+	}
+}
+
+// records is a slog handler that keeps what is logged.
+type records struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (r *records) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.buf.Write(p)
+	}), nil))
+}
+
+func (r *records) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestSchedulerDoesNotWaitForAFailingKubernetesExtender: kube-scheduler
+// calls an extender once per verb, and goes on without it at once when it
+// is ignorable and fails (logging why), or fails the pod with why. The
+// extenders: one whose port is closed, and one that answers 404 and a
+// null body (TAS, for a pod without its policy label). Their httpTimeout
+// is longer than the pod's own bound, so that a scheduler that waits for
+// them fails the pod.
+func TestSchedulerDoesNotWaitForAFailingKubernetesExtender(t *testing.T) {
+	nodes := startNodes(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	notFound := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(nil)
+	}))
+	t.Cleanup(notFound.Close)
+	for _, tc := range []struct {
+		name, url string
+		want      string // in the pod's error when not ignorable, and in the log when ignorable
+	}{
+		{"unreachable", closed, "connection refused"},
+		{"404", notFound.URL, "HTTP 404"},
+	} {
+		for _, api := range []string{"v1", "v2"} {
+			t.Run(tc.name+"/"+api, func(t *testing.T) {
+				var logged records
+				config := `
+  - urlPrefix: %s
+    filterVerb: filter
+    prioritizeVerb: prioritize
+    weight: 1
+    httpTimeout: 1m
+    ignorable: %v
+`
+				s := configured(t, nodes, api, logged.logger(), fmt.Sprintf(config, tc.url, true))
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				_, err := s.ScheduleOne(ctx, s.NewPod())
+				require.NoError(t, err, "an ignorable extender that fails is skipped")
+				assert.Contains(t, logged.String(), "extender-0")
+				assert.Contains(t, logged.String(), tc.want, "the scheduler says why it skipped the extender")
+
+				s = configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(config, tc.url, false))
+				_, err = s.ScheduleOne(ctx, s.NewPod())
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "extender extender-0: filter")
+				assert.Contains(t, err.Error(), tc.want)
+			})
+		}
 	}
 }

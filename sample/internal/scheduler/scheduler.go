@@ -476,7 +476,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 			err = onlySent(nodes, resp.Feasible)
 		}
 		if err != nil {
-			if e.cfg.Ignorable {
+			if s.skip(e, "filter", pod, err) {
 				continue
 			}
 			return "", fmt.Errorf("extender %s: filter: %w", e.cfg.Name, err)
@@ -493,7 +493,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		}
 		resp, err := s.Prioritize(ctx, e.cfg.Name, pod, nodes)
 		if err != nil {
-			if e.cfg.Ignorable {
+			if s.skip(e, "prioritize", pod, err) {
 				continue
 			}
 			return "", fmt.Errorf("extender %s: prioritize: %w", e.cfg.Name, err)
@@ -513,6 +513,18 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		return "", err
 	}
 	return best, nil
+}
+
+// skip reports whether scheduling goes on without the extender, which
+// failed at verb for pod: when it is ignorable. It logs that it skipped it
+// and why, as kube-scheduler does: otherwise an ignorable extender that
+// is down or misconfigured fails unseen.
+func (s *Scheduler) skip(e *extender, verb string, pod extv2.PodRef, err error) bool {
+	if !e.cfg.Ignorable {
+		return false
+	}
+	s.logger.Info("skipping an ignorable extender that failed", "extender", e.cfg.Name, "verb", verb, "pod", pod.Name, "err", err)
+	return true
 }
 
 // onlySent fails when an extender's feasible nodes name one it was not
