@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
@@ -92,10 +93,13 @@ func ParseConfig(doc []byte) (*configv1.KubeSchedulerConfiguration, []string, er
 }
 
 // validateExtenders checks what kube-scheduler's validation checks of the
-// extenders list.
+// extenders list. A managed resource is an extended resource (a domain
+// outside kubernetes.io), named by one extender only: kube-scheduler
+// refuses the configuration otherwise, so the sample must not run it.
 func validateExtenders(extenders []configv1.Extender) error {
 	var errs []error
 	binders := 0
+	managed := map[string]bool{}
 	for i, e := range extenders {
 		at := fmt.Sprintf("extenders[%d]", i)
 		if u, err := url.Parse(e.URLPrefix); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -110,21 +114,33 @@ func validateExtenders(extenders []configv1.Extender) error {
 		if e.HTTPTimeout.Duration < 0 {
 			errs = append(errs, fmt.Errorf("%s.httpTimeout: must not be negative", at))
 		}
-		seen := map[string]bool{}
 		for j, r := range e.ManagedResources {
 			if msgs := validation.IsQualifiedName(r.Name); len(msgs) > 0 {
 				errs = append(errs, fmt.Errorf("%s.managedResources[%d].name %q: %s", at, j, r.Name, strings.Join(msgs, "; ")))
+			} else if !isExtendedResourceName(r.Name) {
+				errs = append(errs, fmt.Errorf("%s.managedResources[%d].name %q: is an invalid extended resource name", at, j, r.Name))
 			}
-			if seen[r.Name] {
-				errs = append(errs, fmt.Errorf("%s.managedResources[%d].name %q: duplicate", at, j, r.Name))
+			if managed[r.Name] {
+				errs = append(errs, fmt.Errorf("%s.managedResources[%d].name %q: duplicate extender managed resource name", at, j, r.Name))
 			}
-			seen[r.Name] = true
+			managed[r.Name] = true
 		}
 	}
 	if binders > 1 {
 		errs = append(errs, fmt.Errorf("extenders: found %d extenders implementing bind, only one is allowed", binders))
 	}
 	return errors.Join(errs...)
+}
+
+// isExtendedResourceName is Kubernetes' v1helper.IsExtendedResourceName:
+// a name with a domain other than kubernetes.io, not a requests. quota
+// name, that is a qualified name once prefixed by requests.
+func isExtendedResourceName(name string) bool {
+	if !strings.Contains(name, "/") || strings.Contains(name, corev1.ResourceDefaultNamespacePrefix) ||
+		strings.HasPrefix(name, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+name)) == 0
 }
 
 // ExtendersFromConfig returns the extenders a configuration declares, in
