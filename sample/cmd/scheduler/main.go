@@ -25,6 +25,14 @@
 // preempt to ask it about preemption (ProcessPreemption). A
 // scheduler with --api v2 reaches 1.0.0 extenders only with --fork.
 //
+// --pod-template FILE is a core/v1 Pod whose labels, annotations,
+// tolerations and resources other than CPU and memory every pod carries,
+// so that extenders that decide by them (and those configured with
+// managedResources, which are called only for pods that request one)
+// have something to decide on:
+//
+//	scheduler --api v1 --config scheduler-config.yaml --pod-template pod.yaml
+//
 // It serves /healthz, /readyz, /metrics and /status, and stops on SIGTERM.
 package main
 
@@ -47,6 +55,7 @@ func main() {
 	var extenders daemon.ListFlag
 	flag.Var(&extenders, "extender", "an extender, NAME=PEER[;pin=VERSION][;bind][;weight=W][;ignorable][;nodes][;preempt]; repeat for several")
 	config := flag.String("config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file whose extenders the scheduler calls")
+	podTemplate := flag.String("pod-template", "", "a core/v1 Pod file whose labels, annotations, tolerations and extended resources every pod carries")
 	rate := flag.Float64("pod-rate", 5, "pods placed per second")
 	timeout := flag.Duration("call-timeout", 10*time.Second, "bound of each call, blocking for a compatible peer included")
 	flag.Parse()
@@ -57,6 +66,11 @@ func main() {
 		}
 		cfg := scheduler.Config{API: f.API, Fork: f.Fork, NodeHealth: nodes, PodRate: *rate, CallTimeout: *timeout,
 			Registerer: rt.Registry, Logger: rt.Logger}
+		if *podTemplate != "" {
+			if cfg.PodTemplate, err = scheduler.LoadPodTemplate(*podTemplate); err != nil {
+				return nil, err
+			}
+		}
 		if *config != "" {
 			kc, warnings, err := scheduler.LoadConfig(*config)
 			if err != nil {

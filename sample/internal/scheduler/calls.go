@@ -133,7 +133,7 @@ func (s *Scheduler) Preempt(ctx context.Context, name string, pod extv2.PodRef, 
 	if s.cfg.API == "v2" {
 		return extv2.NewClient(e.client).ProcessPreemption(ctx, req, e.callOptions()...)
 	}
-	args, err := extv2.PreemptRequestToV1(req, e.cfg.NodeCacheCapable)
+	args, err := extv2.PreemptRequestToV1(req, s.objects(e))
 	if err != nil {
 		return nil, err
 	}

@@ -127,12 +127,13 @@ func tolerates(pod extv2.PodRef, taints []nhv2.Taint) bool {
 }
 
 // interested reports whether the extender is called for pod: always,
-// unless it manages resources and the pod requests none of them.
-func (e *extender) interested(pod extv2.PodRef) bool {
+// unless it manages resources and the pod (with its template's resources)
+// requests none of them.
+func (s *Scheduler) interested(e *extender, pod extv2.PodRef) bool {
 	if len(e.cfg.ManagedResources) == 0 {
 		return true
 	}
-	p := extv2.PodRefToCore(pod)
+	p := s.podObject(pod)
 	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 		for _, r := range e.cfg.ManagedResources {
 			if _, ok := c.Resources.Requests[corev1.ResourceName(r)]; ok {
@@ -146,13 +147,14 @@ func (e *extender) interested(pod extv2.PodRef) bool {
 	return false
 }
 
-// objects is how 1.0.0 requests to the extender carry nodes: nil for
-// names.
-func (s *Scheduler) objects(e *extender) extv2.NodeObjects {
-	if e.cfg.NodeCacheCapable {
-		return nil
+// objects is how 1.0.0 requests to the extender carry nodes (whole unless
+// it caches them) and pods (with their template's).
+func (s *Scheduler) objects(e *extender) extv2.V1Objects {
+	o := extv2.V1Objects{Pod: s.podObject}
+	if !e.cfg.NodeCacheCapable {
+		o.Nodes = s.nodeObjects
 	}
-	return s.nodeObjects
+	return o
 }
 
 // callContext bounds a call to the extender by its HTTPTimeout.

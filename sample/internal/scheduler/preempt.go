@@ -169,7 +169,7 @@ func (s *Scheduler) preempt(ctx context.Context, pod extv2.PodRef) (string, erro
 		if len(candidates) == 0 {
 			break
 		}
-		if !e.cfg.Preempt || !e.interested(pod) {
+		if !e.cfg.Preempt || !s.interested(e, pod) {
 			continue
 		}
 		agreed, err := s.askExtender(ctx, e, pod, candidates)

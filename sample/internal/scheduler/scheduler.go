@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	extv1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
@@ -104,6 +105,10 @@ type Config struct {
 	// OnPreempted, if set, is called with every preemption once the node
 	// controller evicted its victims, before the pod is bound.
 	OnPreempted func(Preemption)
+	// PodTemplate, if set, is what every pod carries besides what the
+	// scheduler gives it: labels, tolerations, annotations, extended
+	// resources (podtemplate.go).
+	PodTemplate *corev1.Pod
 }
 
 // Scheduler places pods.
@@ -424,7 +429,8 @@ func priorityClassOf(i int64) PriorityClass {
 
 // NewPod returns the next pod to place: named pod-000001 and on, with a
 // UID unique to this scheduler process, requests that vary, a priority
-// of [PriorityClasses], and every tenth tolerating maintenance windows.
+// of [PriorityClasses], every tenth tolerating maintenance windows, and
+// the labels and tolerations of the pod template.
 func (s *Scheduler) NewPod() extv2.PodRef {
 	i := s.nextPod.Add(1)
 	class := priorityClassOf(i)
@@ -435,6 +441,7 @@ func (s *Scheduler) NewPod() extv2.PodRef {
 	if i%10 == 0 {
 		pod.Labels["lockstep.dev/tolerate-maintenance"] = "true"
 	}
+	s.fromTemplate(&pod)
 	return pod
 }
 
@@ -468,7 +475,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		if len(nodes) == 0 {
 			break
 		}
-		if e.cfg.NoFilter || !e.interested(pod) {
+		if e.cfg.NoFilter || !s.interested(e, pod) {
 			continue
 		}
 		resp, err := s.Filter(ctx, e.cfg.Name, pod, nodes)
@@ -488,7 +495,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 	}
 	scores := map[string]float64{}
 	for _, e := range s.extenders {
-		if e.cfg.Weight == 0 || !e.interested(pod) {
+		if e.cfg.Weight == 0 || !s.interested(e, pod) {
 			continue
 		}
 		resp, err := s.Prioritize(ctx, e.cfg.Name, pod, nodes)
@@ -559,7 +566,7 @@ func (s *Scheduler) bind(ctx context.Context, pod extv2.PodRef, node string) err
 // binding.
 func (s *Scheduler) commit(ctx context.Context, pod extv2.PodRef, node string) error {
 	for _, e := range s.extenders {
-		if !e.cfg.Bind || !e.interested(pod) {
+		if !e.cfg.Bind || !s.interested(e, pod) {
 			continue
 		}
 		if err := s.Bind(ctx, e.cfg.Name, pod, node); err != nil {

@@ -35,31 +35,55 @@ import (
 // ForkV1 lets a 2.0.0 scheduler in fork mode call 1.0.0 extenders, with a
 // handshake or pinned ([framework.ClientConfig].Fork and .Pinned): requests
 // are converted down (node names only, the pod as a core/v1 Pod) and
-// answers up. [ForkV1With] sends whole nodes instead.
-var ForkV1 = ForkV1With(nil)
+// answers up. [ForkV1With] sends whole nodes, or pods of its own, instead.
+var ForkV1 = ForkV1With(V1Objects{})
 
 // NodeObjects returns the core/v1 NodeList of the named nodes, in order:
 // what a 1.0.0 request to an extender that does not cache nodes
 // (nodeCacheCapable false) carries instead of names.
 type NodeObjects func(names []string) (*corev1.NodeList, error)
 
-// ForkV1With is [ForkV1] for an extender that is sent whole nodes, built
-// by nodes; nil sends names.
-func ForkV1With(nodes NodeObjects) framework.Fork {
+// PodObject returns the core/v1 Pod a 1.0.0 request carries for pod: a
+// scheduler that knows more of its pods than 2.0.0 names (annotations,
+// extended resources) writes it whole, so that a Kubernetes extender that
+// reads them sees them.
+type PodObject func(pod PodRef) *corev1.Pod
+
+// V1Objects is how 1.0.0 requests carry nodes and pods: whole nodes built
+// by Nodes, or names where it is nil (an extender that caches nodes); pods
+// built by Pod, or by [PodRefToCore] where it is nil.
+type V1Objects struct {
+	Nodes NodeObjects
+	Pod   PodObject
+}
+
+// pod returns pod as a 1.0.0 request carries it.
+func (o V1Objects) pod(pod PodRef) (v1.Pod, error) {
+	p := PodRefToCore
+	if o.Pod != nil {
+		p = o.Pod
+	}
+	b, err := json.Marshal(p(pod))
+	return v1.Pod(b), err
+}
+
+// ForkV1With is [ForkV1] with requests that carry nodes and pods as objs
+// builds them.
+func ForkV1With(objs V1Objects) framework.Fork {
 	filterUp := FilterResponseFromV1
-	if nodes != nil {
+	if objs.Nodes != nil {
 		filterUp = FilterResponseFromV1Nodes
 	}
 	return framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 		MethodFilter: framework.ConvertMethod(func(in *FilterRequest) (*v1.ExtenderArgs, error) {
-			return ArgsToV1(in.Pod, in.Nodes, nodes)
+			return ArgsToV1(in.Pod, in.Nodes, objs)
 		}, filterUp),
 		MethodPrioritize: framework.ConvertMethod(func(in *PrioritizeRequest) (*v1.ExtenderArgs, error) {
-			return ArgsToV1(in.Pod, in.Nodes, nodes)
+			return ArgsToV1(in.Pod, in.Nodes, objs)
 		}, PrioritizeResponseFromV1),
 		MethodBind: framework.ConvertMethod(BindRequestToV1, BindResponseFromV1),
 		MethodProcessPreemption: framework.ConvertMethod(func(in *PreemptRequest) (*v1.ExtenderPreemptionArgs, error) {
-			return PreemptRequestToV1(in, nodes == nil)
+			return PreemptRequestToV1(in, objs)
 		}, PreemptResponseFromV1),
 	}}
 }
@@ -93,8 +117,7 @@ func PodRefFromV1(pod v1.Pod) (PodRef, error) {
 // PodRefToV1 writes a pod as the core/v1 Pod a 1.0.0 request carries: its
 // metadata, one container with its requests, and its tolerations.
 func PodRefToV1(pod PodRef) (v1.Pod, error) {
-	b, err := json.Marshal(PodRefToCore(pod))
-	return v1.Pod(b), err
+	return V1Objects{}.pod(pod)
 }
 
 // PodRefToCore returns the pod as a core/v1 Pod, with its priority
@@ -192,18 +215,18 @@ func argsFromV1(in *v1.ExtenderArgs) (PodRef, []string, error) {
 }
 
 // ArgsToV1 builds a 1.0.0 request's arguments: the pod as a core/v1 Pod,
-// and the candidate nodes by name, or with objects as whole nodes (Nodes,
-// NodeNames null), as kube-scheduler sends an extender that does not cache
-// nodes.
-func ArgsToV1(pod PodRef, nodes []string, objects NodeObjects) (*v1.ExtenderArgs, error) {
-	p, err := PodRefToV1(pod)
+// and the candidate nodes by name, or with objs.Nodes as whole nodes
+// (Nodes, NodeNames null), as kube-scheduler sends an extender that does
+// not cache nodes.
+func ArgsToV1(pod PodRef, nodes []string, objs V1Objects) (*v1.ExtenderArgs, error) {
+	p, err := objs.pod(pod)
 	if err != nil {
 		return nil, err
 	}
-	if objects == nil {
+	if objs.Nodes == nil {
 		return &v1.ExtenderArgs{Pod: p, NodeNames: jsonwire.Value(append([]string{}, nodes...))}, nil
 	}
-	list, err := objects(nodes)
+	list, err := objs.Nodes(nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +248,7 @@ func FilterRequestFromV1(in *v1.ExtenderArgs) (*FilterRequest, error) {
 
 // FilterRequestToV1 converts a Filter request down, nodes by name.
 func FilterRequestToV1(in *FilterRequest) (*v1.ExtenderArgs, error) {
-	return ArgsToV1(in.Pod, in.Nodes, nil)
+	return ArgsToV1(in.Pod, in.Nodes, V1Objects{})
 }
 
 // FilterResponseToV1 converts a Filter answer down in the NodeNames form.
@@ -328,7 +351,7 @@ func PrioritizeRequestFromV1(in *v1.ExtenderArgs) (*PrioritizeRequest, error) {
 
 // PrioritizeRequestToV1 converts a Prioritize request down, nodes by name.
 func PrioritizeRequestToV1(in *PrioritizeRequest) (*v1.ExtenderArgs, error) {
-	return ArgsToV1(in.Pod, in.Nodes, nil)
+	return ArgsToV1(in.Pod, in.Nodes, V1Objects{})
 }
 
 // PrioritizeResponseToV1 converts scores down to 0–10.
@@ -376,14 +399,15 @@ func BindResponseFromV1(in *v1.ExtenderBindingResult) (*BindResponse, error) {
 
 // PreemptRequestToV1 converts a preemption request down as kube-scheduler
 // sends it: the victims by UID (NodeNameToMetaVictims) to an extender that
-// caches nodes, else as whole core/v1 Pods (NodeNameToVictims).
-func PreemptRequestToV1(in *PreemptRequest, nodeCacheCapable bool) (*v1.ExtenderPreemptionArgs, error) {
-	pod, err := PodRefToV1(in.Pod)
+// caches nodes (objs.Nodes nil), else as whole core/v1 Pods
+// (NodeNameToVictims).
+func PreemptRequestToV1(in *PreemptRequest, objs V1Objects) (*v1.ExtenderPreemptionArgs, error) {
+	pod, err := objs.pod(in.Pod)
 	if err != nil {
 		return nil, err
 	}
 	out := &v1.ExtenderPreemptionArgs{Pod: pod}
-	if nodeCacheCapable {
+	if objs.Nodes == nil {
 		meta := v1.MetaVictimsMap{}
 		for _, c := range in.Candidates {
 			mv := v1.MetaVictims{NumPDBViolations: c.PdbViolations}
@@ -402,7 +426,7 @@ func PreemptRequestToV1(in *PreemptRequest, nodeCacheCapable bool) (*v1.Extender
 		v := v1.Victims{NumPDBViolations: c.PdbViolations}
 		pods := []v1.Pod{}
 		for _, p := range c.Victims {
-			raw, err := PodRefToV1(p)
+			raw, err := objs.pod(p)
 			if err != nil {
 				return nil, err
 			}
