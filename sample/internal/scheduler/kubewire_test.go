@@ -254,3 +254,39 @@ func TestSchedulerDoesNotWaitForAFailingKubernetesExtender(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerSaysWhyExtendersFilteredOutEveryNode: topolvm's filter
+// fails every node that has no capacity annotation for the pod's device
+// class; kube-scheduler's error then counts the nodes by reason ("0/3
+// nodes are available: 3 no capacity annotation"), and so must the
+// sample's.
+func TestSchedulerSaysWhyExtendersFilteredOutEveryNode(t *testing.T) {
+	nodes := startNodes(t)
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		args, ok := decodeArgs(w, r)
+		if !ok || args.Nodes == nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		res := extenderv1.ExtenderFilterResult{Nodes: &corev1.NodeList{}, FailedNodes: extenderv1.FailedNodesMap{}}
+		for _, n := range args.Nodes.Items {
+			res.FailedNodes[n.Name] = "no capacity annotation"
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	}))
+	t.Cleanup(ext.Close)
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s
+    filterVerb: predicate
+    nodeCacheCapable: false
+`, ext.URL))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			_, err := s.ScheduleOne(ctx, s.NewPod())
+			require.ErrorIs(t, err, scheduler.ErrNoNode)
+			assert.Contains(t, err.Error(), "filtered out by extenders: 3 no capacity annotation (extender-0)")
+		})
+	}
+}

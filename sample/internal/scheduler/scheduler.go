@@ -22,8 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -471,6 +473,7 @@ func (s *Scheduler) count(err error) {
 
 func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, error) {
 	nodes := s.candidatesFor(pod)
+	var filteredOut failures
 	for _, e := range s.extenders {
 		if len(nodes) == 0 {
 			break
@@ -489,9 +492,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 			return "", fmt.Errorf("extender %s: filter: %w", e.cfg.Name, err)
 		}
 		nodes = resp.Feasible
+		filteredOut.add(e.cfg.Name, resp.Failed)
 	}
 	if len(nodes) == 0 {
-		return s.preempt(ctx, pod)
+		node, err := s.preempt(ctx, pod)
+		if errors.Is(err, ErrNoNode) && len(filteredOut) > 0 {
+			err = fmt.Errorf("%w; filtered out by extenders: %s", err, filteredOut)
+		}
+		return node, err
 	}
 	scores := map[string]float64{}
 	for _, e := range s.extenders {
@@ -520,6 +528,45 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		return "", err
 	}
 	return best, nil
+}
+
+// failures counts the nodes extenders filtered out, by extender and
+// reason, to say why a pod found no node as kube-scheduler's FitError
+// does ("0/4 nodes are available: 4 no capacity annotation"): without
+// them, an extender that rules out every node leaves only "no node fits
+// the pod".
+type failures map[string]int
+
+func (f *failures) add(extender string, failed []extv2.NodeFailure) {
+	for _, n := range failed {
+		why := string(n.Reason)
+		if n.Message != nil && *n.Message != "" {
+			why = *n.Message
+			if n.Reason != extv2.NodeFailureReasonOther {
+				why = string(n.Reason) + ": " + why
+			}
+		}
+		if *f == nil {
+			*f = failures{}
+		}
+		(*f)[fmt.Sprintf("%s (%s)", why, extender)]++
+	}
+}
+
+// String lists each reason with its count of nodes, most first.
+func (f failures) String() string {
+	reasons := slices.Collect(maps.Keys(f))
+	sort.Slice(reasons, func(i, j int) bool {
+		if f[reasons[i]] != f[reasons[j]] {
+			return f[reasons[i]] > f[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", f[r], r)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // skip reports whether scheduling goes on without the extender, which
