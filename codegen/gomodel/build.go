@@ -243,7 +243,13 @@ func constraintOnly(n *Node) bool {
 	return true
 }
 
+// isNullSchema reports whether a oneOf/anyOf branch admits only null:
+// {type: "null"}, {const: null}, {enum: [null]}, or a "$ref" to one with
+// only inert members beside it ({$ref: "#/$defs/nullRule"}).
 func isNullSchema(n *Node) bool {
+	for i := 0; i < 64 && pureRef(n); i++ {
+		n = n.Ref
+	}
 	if n.Kind != contract.KindObject {
 		return false
 	}

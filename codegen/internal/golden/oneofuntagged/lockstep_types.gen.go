@@ -230,6 +230,8 @@ type Holder struct {
 	Maybe  jsonwire.Nullable[ByName] `json:"maybe,omitzero"`
 	// The branches only require members; the type is the base object.
 	Exclusive *HolderExclusive `json:"exclusive,omitzero"`
+	// Null through a reference to a schema of type null.
+	Removable jsonwire.Nullable[HolderRemovable] `json:"removable,omitzero"`
 }
 
 // UnmarshalJSON decodes Holder, rejecting JSON its Go type cannot represent.
@@ -281,6 +283,10 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Ahead(13) == `,"exclusive":` && d.Member(13) {
 				field = 4
 			}
+		case 5:
+			if d.Ahead(13) == `,"removable":` && d.Member(13) {
+				field = 5
+			}
 		}
 		if field < 0 {
 			if !d.NextMember() {
@@ -301,6 +307,8 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				field = 3
 			case "exclusive":
 				field = 4
+			case "removable":
+				field = 5
 			default:
 				return jsonwire.Undeclared(d, key)
 			}
@@ -356,6 +364,16 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Exclusive = p5
 			}
+		case 5:
+			if d.Null() {
+				m.Removable = jsonwire.Null[HolderRemovable]()
+			} else {
+				var v6 HolderRemovable
+				if err := v6.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "removable")
+				}
+				m.Removable = jsonwire.Value(v6)
+			}
 		}
 		next = field + 1
 	}
@@ -407,6 +425,16 @@ func (m *Holder) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if !m.Removable.IsZero() {
+		b = append(b, ",\"removable\":"...)
+		if v4, ok5 := m.Removable.Get(); ok5 {
+			if b, err = v4.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -448,6 +476,11 @@ func (m *Holder) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 		path11 := at.Keyword("exclusive")
 		path12 := kw.Keyword("properties/exclusive")
 		(*m.Exclusive).validateJSON(v, &path11, &path12)
+	}
+	if x13, ok := m.Removable.Get(); ok {
+		path14 := at.Keyword("removable")
+		path15 := kw.Keyword("properties/removable")
+		x13.validateJSON(v, &path14, &path15)
 	}
 }
 
@@ -1073,6 +1106,276 @@ func (m *HolderPort) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path)
 		v.Fail(at, "", kw, "", "the value is none of the alternatives")
 		v.Unrepresentable(err2, err7)
 	}
+}
+
+// HolderRemovable is generated from contract.yaml#/schemas/Holder/properties/removable.
+//
+// Null through a reference to a schema of type null.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type HolderRemovable struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u HolderRemovable) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("HolderRemovable: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u HolderRemovable) Raw() json.RawMessage { return u.raw }
+
+// AsBoolean decodes the value as bool.
+func (u HolderRemovable) AsBoolean() (bool, error) {
+	var v bool
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Bool()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromBoolean sets the value to v.
+func (u *HolderRemovable) FromBoolean(v bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsObject decodes the value as HolderRemovableObject.
+func (u HolderRemovable) AsObject() (HolderRemovableObject, error) {
+	var v HolderRemovableObject
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromObject sets the value to v.
+func (u *HolderRemovable) FromObject(v HolderRemovableObject) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes HolderRemovable, rejecting JSON its Go type cannot represent.
+func (m *HolderRemovable) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderRemovable) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderRemovable to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderRemovable) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("HolderRemovable")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+func (m *HolderRemovable) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		_, err2 := (*m).AsBoolean()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			q5.Fail(at, "", kw, "oneOf/1/$ref/type", "")
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 < 2 {
+				q6 := v.Quiet()
+				q6.Fail(at, "", kw, "oneOf/2/type", "")
+				if q6.OK() {
+					matched3++
+				}
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		y7, err8 := (*m).AsObject()
+		if err8 == nil {
+			matched9 := 0
+			q10 := v.Quiet()
+			q10.Fail(at, "", kw, "oneOf/0/type", "")
+			if q10.OK() {
+				matched9++
+			}
+			q11 := v.Quiet()
+			q11.Fail(at, "", kw, "oneOf/1/$ref/type", "")
+			if q11.OK() {
+				matched9++
+			}
+			if matched9 < 2 {
+				q12 := v.Quiet()
+				y7.validateJSON(&q12, at, kw)
+				if q12.OK() {
+					matched9++
+				}
+			}
+			if matched9 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched9)+" alternatives match")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err8)
+	}
+}
+
+// HolderRemovableObject is generated from contract.yaml#/schemas/Holder/properties/removable/oneOf/2.
+type HolderRemovableObject struct {
+	Except []string `json:"except,omitzero"`
+}
+
+// UnmarshalJSON decodes HolderRemovableObject, rejecting JSON its Go type cannot represent.
+func (m *HolderRemovableObject) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderRemovableObject) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HolderRemovableObject{}
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(9) == `"except":` && d.FirstMember(9) {
+				field = 0
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "except":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "except")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "except")
+			}
+			var buf1 [32]string
+			tmp2 := buf1[:0]
+			var zero5 string
+			for i4 := 0; d.NextItem(); i4++ {
+				tmp2 = append(tmp2, zero5)
+				v6, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i4), "except")
+				}
+				tmp2[i4] = v6
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "except")
+			}
+			s3 := make([]string, len(tmp2))
+			copy(s3, tmp2)
+			m.Except = s3
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *HolderRemovableObject) deepCopyInto(out *HolderRemovableObject) {
+	*out = *m
+	if m.Except != nil {
+		s1 := make([]string, len(m.Except))
+		copy(s1, m.Except)
+		out.Except = s1
+	}
+}
+
+// AppendJSON appends the JSON encoding of HolderRemovableObject to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderRemovableObject) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.Except != nil {
+		b = append(b, ",\"except\":"...)
+		if m.Except == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Except {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(m.Except[i2]))
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *HolderRemovableObject) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 }
 
 // HolderTarget is generated from contract.yaml#/schemas/Holder/properties/target.

@@ -9,8 +9,9 @@ import (
 func TestRoundTrip(t *testing.T) {
 	for _, in := range []string{
 		`{}`,
-		`{"port": 80, "target": {"name": "web"}, "choice": {"a": "x"}, "maybe": null, "exclusive": {"x": 1}}`,
-		`{"port": "http", "target": {"selector": {"app": "web"}}, "choice": ["a", "b"], "maybe": {"name": "n"}, "exclusive": {"y": 2}}`,
+		`{"port": 80, "target": {"name": "web"}, "choice": {"a": "x"}, "maybe": null, "exclusive": {"x": 1}, "removable": null}`,
+		`{"port": "http", "target": {"selector": {"app": "web"}}, "choice": ["a", "b"], "maybe": {"name": "n"}, "exclusive": {"y": 2}, "removable": {"except": ["a"]}}`,
+		`{"removable": true}`,
 	} {
 		roundtrip.Check[Holder](t, Contract, "Holder", in)
 	}
