@@ -911,6 +911,9 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 	}
 	t = b.ensureNamed(t, n, name)
 	t.Nullable = nullable
+	// A variant may admit null too ({type: [object, "null"]} beside the
+	// branches, in a branch that states no type of its own): then so does
+	// the union.
 	schemas := make([]*Node, len(branches))
 	for i, br := range branches {
 		schemas[i] = variant(br)
@@ -918,13 +921,15 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 	if prop, tags := b.discriminator(v, schemas); prop != "" {
 		t.Kind, t.Discriminator, t.CaseInsensitive = KindTaggedUnion, prop, b.ci
 		for i, s := range schemas {
-			r, _ := b.mapSchema(s, t.Name+GoName(tags[i]), nil)
+			r, vnull := b.mapSchema(s, t.Name+GoName(tags[i]), nil)
 			if rr := r.Resolve(); rr.Kind != RefNamed || rr.Named.Kind != KindStruct {
 				b.fail(branches[i], "variant %q of a tagged union must be an object with declared properties", tags[i])
 				continue
 			}
+			nullable = nullable || vnull
 			t.Variants = append(t.Variants, &Variant{Name: GoName(tags[i]), Type: r, Tag: tags[i], Schema: s})
 		}
+		t.Nullable = nullable
 		return namedRef(t), nullable, true
 	}
 	t.Kind = KindUnion
@@ -934,13 +939,15 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 		if ty, _, ok := b.types(s); ok && len(ty) == 1 && !pureRef(s) {
 			suffix = GoName(ty[0])
 		}
-		r, _ := b.mapSchema(s, t.Name+suffix, nil)
+		r, vnull := b.mapSchema(s, t.Name+suffix, nil)
 		vname := suffix
 		if pureRef(s) && r.Kind == RefNamed {
 			vname = r.Name
 		}
+		nullable = nullable || vnull
 		t.Variants = append(t.Variants, &Variant{Name: used.unique(vname), Type: r, Schema: s})
 	}
+	t.Nullable = nullable
 	return namedRef(t), nullable, true
 }
 

@@ -232,6 +232,8 @@ type Holder struct {
 	Exclusive *HolderExclusive `json:"exclusive,omitzero"`
 	// Null through a reference to a schema of type null.
 	Removable jsonwire.Nullable[HolderRemovable] `json:"removable,omitzero"`
+	// Null in the type beside the branches, and in the branch that states no type.
+	Mail jsonwire.Nullable[HolderMail] `json:"mail,omitzero"`
 }
 
 // UnmarshalJSON decodes Holder, rejecting JSON its Go type cannot represent.
@@ -287,6 +289,10 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Ahead(13) == `,"removable":` && d.Member(13) {
 				field = 5
 			}
+		case 6:
+			if d.Ahead(8) == `,"mail":` && d.Member(8) {
+				field = 6
+			}
 		}
 		if field < 0 {
 			if !d.NextMember() {
@@ -309,6 +315,8 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				field = 4
 			case "removable":
 				field = 5
+			case "mail":
+				field = 6
 			default:
 				return jsonwire.Undeclared(d, key)
 			}
@@ -374,6 +382,16 @@ func (m *Holder) decodeJSON(d *jsonwire.Decoder) error {
 				}
 				m.Removable = jsonwire.Value(v6)
 			}
+		case 6:
+			if d.Null() {
+				m.Mail = jsonwire.Null[HolderMail]()
+			} else {
+				var v7 HolderMail
+				if err := v7.decodeJSON(d); err != nil {
+					return jsonwire.Within(err, "mail")
+				}
+				m.Mail = jsonwire.Value(v7)
+			}
 		}
 		next = field + 1
 	}
@@ -435,6 +453,16 @@ func (m *Holder) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, "null"...)
 		}
 	}
+	if !m.Mail.IsZero() {
+		b = append(b, ",\"mail\":"...)
+		if v6, ok7 := m.Mail.Get(); ok7 {
+			if b, err = v6.AppendJSON(b); err != nil {
+				return nil, err
+			}
+		} else {
+			b = append(b, "null"...)
+		}
+	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -481,6 +509,11 @@ func (m *Holder) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 		path14 := at.Keyword("removable")
 		path15 := kw.Keyword("properties/removable")
 		x13.validateJSON(v, &path14, &path15)
+	}
+	if x16, ok := m.Mail.Get(); ok {
+		path17 := at.Keyword("mail")
+		path18 := kw.Keyword("properties/mail")
+		x16.validateJSON(v, &path17, &path18)
 	}
 }
 
@@ -953,6 +986,380 @@ func (m *HolderExclusive) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.
 	if matched1 != 1 {
 		v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched1)+" alternatives match")
 	}
+}
+
+// HolderMail is generated from contract.yaml#/schemas/Holder/properties/mail.
+//
+// Null in the type beside the branches, and in the branch that states no type.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type HolderMail struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u HolderMail) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("HolderMail: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u HolderMail) Raw() json.RawMessage { return u.raw }
+
+// AsVariant0 decodes the value as HolderMailVariant0.
+func (u HolderMail) AsVariant0() (HolderMailVariant0, error) {
+	var v HolderMailVariant0
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromVariant0 sets the value to v.
+func (u *HolderMail) FromVariant0(v HolderMailVariant0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsVariant1 decodes the value as HolderMailVariant1.
+func (u HolderMail) AsVariant1() (HolderMailVariant1, error) {
+	var v HolderMailVariant1
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromVariant1 sets the value to v.
+func (u *HolderMail) FromVariant1(v HolderMailVariant1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes HolderMail, rejecting JSON its Go type cannot represent.
+func (m *HolderMail) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderMail) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderMail to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderMail) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("HolderMail")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+func (m *HolderMail) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		y1, err2 := (*m).AsVariant0()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			if y1.Enabled != true {
+				q4.Fail(at, "enabled", kw, "oneOf/0/properties/enabled/const", "")
+			}
+			if n := jsonwire.Length(y1.Profile); n < 1 {
+				q4.Fail(at, "profile", kw, "oneOf/0/properties/profile/minLength", "")
+			}
+			if q4.OK() {
+				matched3++
+			}
+			q5 := v.Quiet()
+			if y1.Enabled != false {
+				q5.Fail(at, "enabled", kw, "oneOf/1/properties/enabled/const", "")
+			}
+			if q5.OK() {
+				matched3++
+			}
+			if matched3 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched3)+" alternatives match")
+			}
+			break
+		}
+		y6, err7 := (*m).AsVariant1()
+		if err7 == nil {
+			matched9 := 0
+			q10 := v.Quiet()
+			if y6.Enabled != true {
+				q10.Fail(at, "enabled", kw, "oneOf/0/properties/enabled/const", "")
+			}
+			if y6.Profile.IsNull() {
+				q10.Fail(at, "profile", kw, "oneOf/0/properties/profile/type", "")
+			} else if x11, ok := y6.Profile.Get(); ok {
+				if n := jsonwire.Length(x11); n < 1 {
+					q10.Fail(at, "profile", kw, "oneOf/0/properties/profile/minLength", "")
+				}
+			}
+			{
+				var missing []string
+				if y6.Profile.IsZero() {
+					missing = append(missing, "profile")
+				}
+				if len(missing) > 0 {
+					q10.Fail(at, "", kw, "oneOf/0/required", "")
+				}
+			}
+			if q10.OK() {
+				matched9++
+			}
+			q12 := v.Quiet()
+			if y6.Enabled != false {
+				q12.Fail(at, "enabled", kw, "oneOf/1/properties/enabled/const", "")
+			}
+			if q12.OK() {
+				matched9++
+			}
+			if matched9 != 1 {
+				v.Fail(at, "", kw, "oneOf", "oneOf failed: "+strconv.Itoa(matched9)+" alternatives match")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2, err7)
+	}
+}
+
+// HolderMailVariant0 is generated from contract.yaml#/schemas/Holder/properties/mail/oneOf/0.
+type HolderMailVariant0 struct {
+	Enabled bool   `json:"enabled"`
+	Profile string `json:"profile"`
+}
+
+// UnmarshalJSON decodes HolderMailVariant0, rejecting JSON its Go type cannot represent.
+func (m *HolderMailVariant0) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderMailVariant0) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HolderMailVariant0{}
+	var seen [2]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(10) == `"enabled":` && d.FirstMember(10) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(11) == `,"profile":` && d.Member(11) {
+				field = 1
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "enabled":
+				field = 0
+			case "profile":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.Bool()
+			if err != nil {
+				return jsonwire.Within(err, "enabled")
+			}
+			m.Enabled = v1
+		case 1:
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "profile")
+			}
+			m.Profile = v2
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "enabled")
+		}
+		if !seen[1] {
+			missing = append(missing, "profile")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderMailVariant0 to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderMailVariant0) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"enabled\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Enabled))
+	b = append(b, ",\"profile\":"...)
+	b = jsonwire.AppendString(b, string(m.Profile))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+// HolderMailVariant1 is generated from contract.yaml#/schemas/Holder/properties/mail/oneOf/1.
+type HolderMailVariant1 struct {
+	Enabled bool                      `json:"enabled"`
+	Profile jsonwire.Nullable[string] `json:"profile,omitzero"`
+}
+
+// UnmarshalJSON decodes HolderMailVariant1, rejecting JSON its Go type cannot represent.
+func (m *HolderMailVariant1) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HolderMailVariant1) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HolderMailVariant1{}
+	var seen [1]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(10) == `"enabled":` && d.FirstMember(10) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(11) == `,"profile":` && d.Member(11) {
+				field = 1
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "enabled":
+				field = 0
+			case "profile":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.Bool()
+			if err != nil {
+				return jsonwire.Within(err, "enabled")
+			}
+			m.Enabled = v1
+		case 1:
+			if d.Null() {
+				m.Profile = jsonwire.Null[string]()
+			} else {
+				var v2 string
+				v3, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "profile")
+				}
+				v2 = v3
+				m.Profile = jsonwire.Value(v2)
+			}
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "enabled")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of HolderMailVariant1 to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HolderMailVariant1) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"enabled\":"...)
+	b = jsonwire.AppendBool(b, bool(m.Enabled))
+	if !m.Profile.IsZero() {
+		b = append(b, ",\"profile\":"...)
+		if v2, ok3 := m.Profile.Get(); ok3 {
+			b = jsonwire.AppendString(b, string(v2))
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 // HolderPort is generated from contract.yaml#/schemas/Holder/properties/port.

@@ -9,9 +9,9 @@ import (
 func TestRoundTrip(t *testing.T) {
 	for _, in := range []string{
 		`{}`,
-		`{"port": 80, "target": {"name": "web"}, "choice": {"a": "x"}, "maybe": null, "exclusive": {"x": 1}, "removable": null}`,
-		`{"port": "http", "target": {"selector": {"app": "web"}}, "choice": ["a", "b"], "maybe": {"name": "n"}, "exclusive": {"y": 2}, "removable": {"except": ["a"]}}`,
-		`{"removable": true}`,
+		`{"port": 80, "target": {"name": "web"}, "choice": {"a": "x"}, "maybe": null, "exclusive": {"x": 1}, "removable": null, "mail": null}`,
+		`{"port": "http", "target": {"selector": {"app": "web"}}, "choice": ["a", "b"], "maybe": {"name": "n"}, "exclusive": {"y": 2}, "removable": {"except": ["a"]}, "mail": {"enabled": true, "profile": "p"}}`,
+		`{"removable": true, "mail": {"enabled": false, "profile": null}}`,
 	} {
 		roundtrip.Check[Holder](t, Contract, "Holder", in)
 	}
