@@ -918,22 +918,41 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 	for i, br := range branches {
 		schemas[i] = variant(br)
 	}
+	used := nameSet{}
 	if prop, tags := b.discriminator(v, schemas); prop != "" {
-		t.Kind, t.Discriminator, t.CaseInsensitive = KindTaggedUnion, prop, b.ci
+		refs := make([]*TypeRef, len(schemas))
+		tagged := true
 		for i, s := range schemas {
 			r, vnull := b.mapSchema(s, t.Name+GoName(tags[i]), nil)
+			refs[i], nullable = r, nullable || vnull
 			if rr := r.Resolve(); rr.Kind != RefNamed || rr.Named.Kind != KindStruct {
-				b.fail(branches[i], "variant %q of a tagged union must be an object with declared properties", tags[i])
-				continue
+				tagged = false
 			}
-			nullable = nullable || vnull
-			t.Variants = append(t.Variants, &Variant{Name: GoName(tags[i]), Type: r, Tag: tags[i], Schema: s})
 		}
 		t.Nullable = nullable
+		if tagged {
+			t.Kind, t.Discriminator, t.CaseInsensitive = KindTaggedUnion, prop, b.ci
+			for i, s := range schemas {
+				t.Variants = append(t.Variants, &Variant{Name: GoName(tags[i]), Type: refs[i], Tag: tags[i], Schema: s})
+			}
+			return namedRef(t), nullable, true
+		}
+		// A variant that is not a struct (a schema that states no type
+		// admits values other than objects; one with several structural
+		// branches of its own is a union) is not told apart by its tag
+		// alone: the union is untagged, its variants named after their
+		// referenced types or their tags.
+		t.Kind = KindUnion
+		for i, s := range schemas {
+			vname := GoName(tags[i])
+			if pureRef(s) && refs[i].Kind == RefNamed {
+				vname = refs[i].Name
+			}
+			t.Variants = append(t.Variants, &Variant{Name: used.unique(vname), Type: refs[i], Schema: s})
+		}
 		return namedRef(t), nullable, true
 	}
 	t.Kind = KindUnion
-	used := nameSet{}
 	for i, s := range schemas {
 		suffix := "Variant" + strconv.Itoa(i)
 		if ty, _, ok := b.types(s); ok && len(ty) == 1 && !pureRef(s) {

@@ -23,11 +23,13 @@ var Contract = framework.MustContract(handshake.Contract{
 	Server:  "srv",
 	Client:  "cli",
 	Methods: map[string]handshake.Method{
-		"Draw": {Request: "Shape", Response: "Event"},
+		"Draw":  {Request: "Shape", Response: "Event"},
+		"Merge": {Request: "Merge", Response: "Event"},
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
 		"Event": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["type","at"],"properties":{"type":{"type":"string"},"at":{"type":"string","format":"date-time"}},"oneOf":[{"required":["type","node"],"properties":{"type":{"enum":["NodeAdded"]},"node":{"type":"string"}}},{"required":["type","pods"],"properties":{"type":{"enum":["PodsMoved"]},"pods":{"type":"array","items":{"type":"string"}}}}]}`),
+		"Merge": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"Variants with a distinct constant member that are not all objects with declared properties: Jq and Env state no type, so they admit other values than objects; Http is a union of its own. No tag tells such variants apart, so the union is untagged.","oneOf":[{"$ref":"#/$defs/Jq"},{"$ref":"#/$defs/Env"},{"$ref":"#/$defs/Http"}],"$defs":{"Jq":{"required":["type","path"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["jq"]},"path":{"type":"string"}}},"Env":{"required":["type"],"additionalProperties":false,"properties":{"type":{"const":"env"},"vars":{"type":"object","additionalProperties":{"type":"string"}}}},"Http":{"type":"object","required":["type","scheme"],"additionalProperties":false,"properties":{"type":{"const":"http"},"scheme":{"type":"string"},"bearerFormat":{"type":"string"}},"oneOf":[{"properties":{"scheme":{"pattern":"^[Bb]earer$"}}},{"not":{"required":["bearerFormat"]},"properties":{"scheme":{"not":{"pattern":"^[Bb]earer$"}}}}]}}}`),
 		"Shape": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","oneOf":[{"$ref":"#/$defs/Circle"},{"$ref":"#/$defs/Square"}],"$defs":{"Circle":{"type":"object","additionalProperties":false,"required":["kind","radius"],"properties":{"kind":{"const":"circle"},"radius":{"type":"number"}}},"Square":{"type":"object","additionalProperties":false,"required":["kind","side"],"properties":{"kind":{"const":"square"},"side":{"type":"number"}}}}}`),
 	},
 })
@@ -35,7 +37,8 @@ var Contract = framework.MustContract(handshake.Contract{
 // The names of the contract's methods, as the runtime and interceptors see
 // them.
 const (
-	MethodDraw = "Draw"
+	MethodDraw  = "Draw"
+	MethodMerge = "Merge"
 )
 
 // Client calls the tagged 1.0.0 methods of a srv. [NewClient]
@@ -43,6 +46,8 @@ const (
 type Client interface {
 	// Draw calls the method Draw.
 	Draw(ctx context.Context, req *Shape, opts ...framework.CallOption) (*Event, error)
+	// Merge calls the method Merge.
+	Merge(ctx context.Context, req *Merge, opts ...framework.CallOption) (*Event, error)
 }
 
 // NewClient returns the [Client] that calls through c, a client of
@@ -55,15 +60,22 @@ func (c *client) Draw(ctx context.Context, req *Shape, opts ...framework.CallOpt
 	return framework.CallUnary[Shape, Event](ctx, c.c, MethodDraw, req, opts...)
 }
 
+func (c *client) Merge(ctx context.Context, req *Merge, opts ...framework.CallOption) (*Event, error) {
+	return framework.CallUnary[Merge, Event](ctx, c.c, MethodMerge, req, opts...)
+}
+
 // Server is what a srv implements to serve tagged 1.0.0; [Register]
 // installs it. Requests arrive decoded and validated; an error returned
 // reaches the caller with its code ([framework.NewError]), or as internal.
 type Server interface {
 	// Draw serves the method Draw.
 	Draw(ctx context.Context, req *Shape) (*Event, error)
+	// Merge serves the method Merge.
+	Merge(ctx context.Context, req *Merge) (*Event, error)
 }
 
 // Register installs impl's methods on s for [Contract].
 func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodDraw, impl.Draw)
+	framework.HandleUnary(s, Contract, MethodMerge, impl.Merge)
 }

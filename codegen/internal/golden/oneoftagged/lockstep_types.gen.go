@@ -5,6 +5,7 @@ package oneoftagged
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -118,6 +119,324 @@ func (m *Circle) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if m.Kind != "circle" {
 		v.Fail(at, "kind", kw, "properties/kind/const", "value must be \"circle\"")
 	}
+}
+
+// Env is generated from contract.yaml#/schemas/Merge/$defs/Env.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type Env struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u Env) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("Env: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u Env) Raw() json.RawMessage { return u.raw }
+
+// AsObject decodes the value as EnvObject.
+func (u Env) AsObject() (EnvObject, error) {
+	var v EnvObject
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromObject sets the value to v.
+func (u *Env) FromObject(v EnvObject) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsArray decodes the value as []json.RawMessage.
+func (u Env) AsArray() ([]json.RawMessage, error) {
+	var v []json.RawMessage
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		var buf1 [32]json.RawMessage
+		tmp2 := buf1[:0]
+		var zero5 json.RawMessage
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.Raw()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i4)
+			}
+			tmp2[i4] = v6
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		s3 := make([]json.RawMessage, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
+	}
+	return v, d.End()
+}
+
+// FromArray sets the value to v.
+func (u *Env) FromArray(v []json.RawMessage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsString decodes the value as string.
+func (u Env) AsString() (string, error) {
+	var v string
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromString sets the value to v.
+func (u *Env) FromString(v string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsNumber decodes the value as float64.
+func (u Env) AsNumber() (float64, error) {
+	var v float64
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromNumber sets the value to v.
+func (u *Env) FromNumber(v float64) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsBoolean decodes the value as bool.
+func (u Env) AsBoolean() (bool, error) {
+	var v bool
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Bool()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromBoolean sets the value to v.
+func (u *Env) FromBoolean(v bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes Env, rejecting JSON its Go type cannot represent.
+func (m *Env) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Env) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Env to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Env) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("Env")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+// EnvObject is generated from contract.yaml#/schemas/Merge/$defs/Env.
+type EnvObject struct {
+	Type string            `json:"type"`
+	Vars map[string]string `json:"vars,omitzero"`
+}
+
+// UnmarshalJSON decodes EnvObject, rejecting JSON its Go type cannot represent.
+func (m *EnvObject) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *EnvObject) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = EnvObject{}
+	var seen [1]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(8) == `,"vars":` && d.Member(8) {
+				field = 1
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "vars":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "type")
+			}
+			m.Type = v1
+		case 1:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "vars")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "vars")
+			}
+			m2 := map[string]string{}
+			for d.NextMember() {
+				k3 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e4 string
+				v5, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k3), "vars")
+				}
+				e4 = v5
+				m2[k3] = e4
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "vars")
+			}
+			m.Vars = m2
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *EnvObject) deepCopyInto(out *EnvObject) {
+	*out = *m
+	out.Vars = maps.Clone(m.Vars)
+}
+
+// AppendJSON appends the JSON encoding of EnvObject to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *EnvObject) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	if m.Vars != nil {
+		b = append(b, ",\"vars\":"...)
+		if m.Vars == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Vars, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Vars[k3]
+				b = jsonwire.AppendString(b, string(v4))
+			}
+			b = append(b, '}')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
 }
 
 // Event is the message Event of the contract, generated from contract.yaml#/schemas/Event.
@@ -695,6 +1014,898 @@ func (m *EventPodsMovedType) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = jsonwire.AppendString(b, string(*m))
 	return b, nil
+}
+
+// HTTP is generated from contract.yaml#/schemas/Merge/$defs/Http.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type HTTP struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u HTTP) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("HTTP: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u HTTP) Raw() json.RawMessage { return u.raw }
+
+// AsVariant0 decodes the value as HTTPVariant0.
+func (u HTTP) AsVariant0() (HTTPVariant0, error) {
+	var v HTTPVariant0
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromVariant0 sets the value to v.
+func (u *HTTP) FromVariant0(v HTTPVariant0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsVariant1 decodes the value as HTTPVariant1.
+func (u HTTP) AsVariant1() (HTTPVariant1, error) {
+	var v HTTPVariant1
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromVariant1 sets the value to v.
+func (u *HTTP) FromVariant1(v HTTPVariant1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes HTTP, rejecting JSON its Go type cannot represent.
+func (m *HTTP) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HTTP) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of HTTP to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HTTP) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("HTTP")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+// HTTPVariant0 is generated from contract.yaml#/schemas/Merge/$defs/Http/oneOf/0.
+type HTTPVariant0 struct {
+	Type         string  `json:"type"`
+	Scheme       string  `json:"scheme"`
+	BearerFormat *string `json:"bearerFormat,omitzero"`
+}
+
+// pointersOfHTTPVariant0 holds the values of the pointer members of HTTPVariant0:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfHTTPVariant0 struct {
+	v0 string
+}
+
+// UnmarshalJSON decodes HTTPVariant0, rejecting JSON its Go type cannot represent.
+func (m *HTTPVariant0) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HTTPVariant0) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes HTTPVariant0 with its pointer block from blocks
+// (nil: a block of its own), made only when a pointer member is set.
+func (m *HTTPVariant0) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfHTTPVariant0]) error {
+	var block pointersOfHTTPVariant0
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *HTTPVariant0) pointInto(block *pointersOfHTTPVariant0, has uint64) {
+	if has&(1<<0) != 0 {
+		m.BearerFormat = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes HTTPVariant0 leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *HTTPVariant0) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfHTTPVariant0, has *uint64) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HTTPVariant0{}
+	var seen [2]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(10) == `,"scheme":` && d.Member(10) {
+				field = 1
+			}
+		case 2:
+			if d.Ahead(16) == `,"bearerFormat":` && d.Member(16) {
+				field = 2
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "scheme":
+				field = 1
+			case "bearerFormat":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "type")
+			}
+			m.Type = v1
+		case 1:
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "scheme")
+			}
+			m.Scheme = v2
+		case 2:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bearerFormat")
+			} else {
+				p3 := &block.v0
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "bearerFormat")
+				}
+				(*p3) = v4
+				*has |= 1 << 0
+			}
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "scheme")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *HTTPVariant0) deepCopyInto(out *HTTPVariant0) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *HTTPVariant0) deepCopyIntoWith(out *HTTPVariant0, blocks *jsonwire.Blocks[pointersOfHTTPVariant0]) {
+	*out = *m
+	var block *pointersOfHTTPVariant0
+	if m.BearerFormat != nil {
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.BearerFormat
+		out.BearerFormat = &block.v0
+	}
+}
+
+// AppendJSON appends the JSON encoding of HTTPVariant0 to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HTTPVariant0) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"scheme\":"...)
+	b = jsonwire.AppendString(b, string(m.Scheme))
+	if m.BearerFormat != nil {
+		b = append(b, ",\"bearerFormat\":"...)
+		b = jsonwire.AppendString(b, string((*m.BearerFormat)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+// HTTPVariant1 is generated from contract.yaml#/schemas/Merge/$defs/Http/oneOf/1.
+type HTTPVariant1 struct {
+	Type         string  `json:"type"`
+	Scheme       string  `json:"scheme"`
+	BearerFormat *string `json:"bearerFormat,omitzero"`
+}
+
+// pointersOfHTTPVariant1 holds the values of the pointer members of HTTPVariant1:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfHTTPVariant1 struct {
+	v0 string
+}
+
+// UnmarshalJSON decodes HTTPVariant1, rejecting JSON its Go type cannot represent.
+func (m *HTTPVariant1) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *HTTPVariant1) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes HTTPVariant1 with its pointer block from blocks
+// (nil: a block of its own), made only when a pointer member is set.
+func (m *HTTPVariant1) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfHTTPVariant1]) error {
+	var block pointersOfHTTPVariant1
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *HTTPVariant1) pointInto(block *pointersOfHTTPVariant1, has uint64) {
+	if has&(1<<0) != 0 {
+		m.BearerFormat = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes HTTPVariant1 leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *HTTPVariant1) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfHTTPVariant1, has *uint64) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = HTTPVariant1{}
+	var seen [2]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(10) == `,"scheme":` && d.Member(10) {
+				field = 1
+			}
+		case 2:
+			if d.Ahead(16) == `,"bearerFormat":` && d.Member(16) {
+				field = 2
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "scheme":
+				field = 1
+			case "bearerFormat":
+				field = 2
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "type")
+			}
+			m.Type = v1
+		case 1:
+			seen[1] = true
+			v2, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "scheme")
+			}
+			m.Scheme = v2
+		case 2:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "bearerFormat")
+			} else {
+				p3 := &block.v0
+				v4, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "bearerFormat")
+				}
+				(*p3) = v4
+				*has |= 1 << 0
+			}
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "scheme")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+func (m *HTTPVariant1) deepCopyInto(out *HTTPVariant1) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *HTTPVariant1) deepCopyIntoWith(out *HTTPVariant1, blocks *jsonwire.Blocks[pointersOfHTTPVariant1]) {
+	*out = *m
+	var block *pointersOfHTTPVariant1
+	if m.BearerFormat != nil {
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.BearerFormat
+		out.BearerFormat = &block.v0
+	}
+}
+
+// AppendJSON appends the JSON encoding of HTTPVariant1 to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *HTTPVariant1) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"scheme\":"...)
+	b = jsonwire.AppendString(b, string(m.Scheme))
+	if m.BearerFormat != nil {
+		b = append(b, ",\"bearerFormat\":"...)
+		b = jsonwire.AppendString(b, string((*m.BearerFormat)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+// Jq is generated from contract.yaml#/schemas/Merge/$defs/Jq.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type Jq struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u Jq) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("Jq: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u Jq) Raw() json.RawMessage { return u.raw }
+
+// AsObject decodes the value as JqObject.
+func (u Jq) AsObject() (JqObject, error) {
+	var v JqObject
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromObject sets the value to v.
+func (u *Jq) FromObject(v JqObject) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsArray decodes the value as []json.RawMessage.
+func (u Jq) AsArray() ([]json.RawMessage, error) {
+	var v []json.RawMessage
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		var buf1 [32]json.RawMessage
+		tmp2 := buf1[:0]
+		var zero5 json.RawMessage
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.Raw()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i4)
+			}
+			tmp2[i4] = v6
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		s3 := make([]json.RawMessage, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
+	}
+	return v, d.End()
+}
+
+// FromArray sets the value to v.
+func (u *Jq) FromArray(v []json.RawMessage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsString decodes the value as string.
+func (u Jq) AsString() (string, error) {
+	var v string
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromString sets the value to v.
+func (u *Jq) FromString(v string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsNumber decodes the value as float64.
+func (u Jq) AsNumber() (float64, error) {
+	var v float64
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromNumber sets the value to v.
+func (u *Jq) FromNumber(v float64) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsBoolean decodes the value as bool.
+func (u Jq) AsBoolean() (bool, error) {
+	var v bool
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Bool()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromBoolean sets the value to v.
+func (u *Jq) FromBoolean(v bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes Jq, rejecting JSON its Go type cannot represent.
+func (m *Jq) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Jq) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Jq to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Jq) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("Jq")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+// JqObject is generated from contract.yaml#/schemas/Merge/$defs/Jq.
+type JqObject struct {
+	Type JqObjectType `json:"type"`
+	Path string       `json:"path"`
+}
+
+// UnmarshalJSON decodes JqObject, rejecting JSON its Go type cannot represent.
+func (m *JqObject) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *JqObject) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = JqObject{}
+	var seen [2]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(7) == `"type":` && d.FirstMember(7) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(8) == `,"path":` && d.Member(8) {
+				field = 1
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "type":
+				field = 0
+			case "path":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			if err := m.Type.decodeJSON(d); err != nil {
+				return jsonwire.Within(err, "type")
+			}
+		case 1:
+			seen[1] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "path")
+			}
+			m.Path = v1
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0] && seen[1]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "type")
+		}
+		if !seen[1] {
+			missing = append(missing, "path")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of JqObject to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *JqObject) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"type\":"...)
+	b = jsonwire.AppendString(b, string(m.Type))
+	b = append(b, ",\"path\":"...)
+	b = jsonwire.AppendString(b, string(m.Path))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+// JqObjectType is generated from contract.yaml#/schemas/Merge/$defs/Jq/properties/type.
+type JqObjectType string
+
+// The values of JqObjectType.
+const (
+	JqObjectTypeJq JqObjectType = "jq"
+)
+
+// UnmarshalJSON decodes JqObjectType, rejecting JSON its Go type cannot represent.
+func (m *JqObjectType) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *JqObjectType) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "jq":
+		*m = JqObjectTypeJq
+	default:
+		*m = JqObjectType(b)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of JqObjectType to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *JqObjectType) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
+}
+
+// Merge is the message Merge of the contract, generated from contract.yaml#/schemas/Merge.
+//
+// Variants with a distinct constant member that are not all objects with declared properties: Jq and Env state no type, so they admit other values than objects; Http is a union of its own. No tag tells such variants apart, so the union is untagged.
+//
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:44:5 (/schemas/Merge): a schema other than its own applies to the union Jq.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type Merge struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u Merge) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("Merge: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u Merge) Raw() json.RawMessage { return u.raw }
+
+// AsJq decodes the value as Jq.
+func (u Merge) AsJq() (Jq, error) {
+	var v Jq
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromJq sets the value to v.
+func (u *Merge) FromJq(v Jq) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsEnv decodes the value as Env.
+func (u Merge) AsEnv() (Env, error) {
+	var v Env
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromEnv sets the value to v.
+func (u *Merge) FromEnv(v Env) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsHTTP decodes the value as HTTP.
+func (u Merge) AsHTTP() (HTTP, error) {
+	var v HTTP
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromHTTP sets the value to v.
+func (u *Merge) FromHTTP(v HTTP) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes Merge, rejecting JSON its Go type cannot represent.
+func (m *Merge) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Merge) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Merge) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Merge to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Merge) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("Merge")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
 }
 
 // Shape is the message Shape of the contract, generated from contract.yaml#/schemas/Shape.

@@ -19,6 +19,17 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("decoded %+v", e)
 	}
 	roundtrip.Check[Event](t, Contract, "Event", `{"type": "NodeAdded", "at": "2026-01-02T03:04:05Z", "node": "n1"}`)
+	m := roundtrip.Check[Merge](t, Contract, "Merge", `{"type": "env", "vars": {"A": "b"}}`)
+	env, err := m.AsEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Env states no type: its Go type is a union of every JSON type.
+	if obj, err := env.AsObject(); err != nil || obj.Vars["A"] != "b" {
+		t.Errorf("env: %+v, %v", obj, err)
+	}
+	roundtrip.Check[Merge](t, Contract, "Merge", `{"type": "jq", "path": "a.json"}`)
+	roundtrip.Check[Merge](t, Contract, "Merge", `{"type": "http", "scheme": "Bearer", "bearerFormat": "JWT"}`)
 }
 
 func TestTaggedUnionErrors(t *testing.T) {
