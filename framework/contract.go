@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-version"
@@ -125,7 +126,8 @@ func (c *Contract) Topics() []string { return sortedKeys(c.model.Topics) }
 
 // ValidateJSON validates raw JSON against the named message schema with
 // jsonschema/v5. The error, if any, is invalid_argument with the violations
-// as details.
+// as details; a message holding a number the validator cannot read
+// safely is refused before it ([ErrNumberOutOfRange]).
 func (c *Contract) ValidateJSON(message string, raw []byte) error {
 	s, ok := c.schemas[message]
 	if !ok {
@@ -135,7 +137,76 @@ func (c *Contract) ValidateJSON(message string, raw []byte) error {
 	if err != nil {
 		return Errorf(CodeInvalidArgument, "%s is not valid JSON: %v", message, err)
 	}
+	if err := checkNumbers(message, v); err != nil {
+		return err
+	}
 	return validationError(message, s.Validate(v))
+}
+
+// maxNumberBytes and maxNumberExponent bound the numbers a message may
+// carry into schema validation. jsonschema/v5 reads each number it checks
+// against a type or a bound as a big.Rat, ignoring whether it parsed:
+// past an exponent of a million big.Rat gives up and the validator
+// panics (which, in a multi-call, ended the process), and below that the
+// parse takes time growing with the exponent and with the square of the
+// digits, so that one number of a peer's choosing cost a core from tens
+// of milliseconds to seconds. No value of a contract's Go types comes near
+// the bounds: float64 holds 17 significant digits up to 1.8e308, int64
+// 19 digits.
+const (
+	maxNumberBytes    = 256
+	maxNumberExponent = 1000
+)
+
+// ErrNumberOutOfRange is the cause (errors.Is finds it) of the
+// invalid_argument [Contract.ValidateJSON] returns for a message holding
+// a number over 256 bytes or with an exponent beyond ±1000, wherever it
+// stands. Generated decoders refuse such a number where the schema types
+// it (no Go type holds it) and keep it as it is where the schema says
+// nothing of it.
+var ErrNumberOutOfRange = errors.New("out of range")
+
+// checkNumbers refuses, as invalid_argument, a decoded message holding a
+// number over maxNumberBytes or with an exponent beyond
+// ±maxNumberExponent.
+func checkNumbers(message string, v any) error {
+	switch v := v.(type) {
+	case json.Number:
+		if !numberInRange(string(v)) {
+			if len(v) > 32 {
+				v = v[:32] + "…"
+			}
+			return NewError(CodeInvalidArgument, fmt.Errorf("%s: the number %s is %w (at most %d bytes, an exponent within ±%d)",
+				message, v, ErrNumberOutOfRange, maxNumberBytes, maxNumberExponent))
+		}
+	case []any:
+		for _, e := range v {
+			if err := checkNumbers(message, e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if err := checkNumbers(message, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// numberInRange reports whether a JSON number's text is within
+// maxNumberBytes and its exponent within ±maxNumberExponent.
+func numberInRange(text string) bool {
+	if len(text) > maxNumberBytes {
+		return false
+	}
+	i := strings.IndexAny(text, "eE")
+	if i < 0 {
+		return true
+	}
+	exp, err := strconv.Atoi(text[i+1:])
+	return err == nil && exp >= -maxNumberExponent && exp <= maxNumberExponent
 }
 
 // decodeValidated decodes raw into v and validates it against the named

@@ -8,14 +8,17 @@
 // then Validate, as the runtime runs it) and the reference (the JSON is
 // well-formed and jsonschema/v5 accepts it) must give the same verdict.
 //
-// Three differences are tolerated, counted and reported, never silently
+// Four differences are tolerated, counted and reported, never silently
 // passed: a value the schema accepts but the Go type cannot hold (an
 // integer beyond int64, a number beyond float64), which the generated
 // decoder refuses with jsonwire.ErrUnrepresentable; a value an x-go-type
 // refuses (jsonwire.ErrExternal), which the contract chose; and a message
 // that is null where its schema allows null (a message is a Go value
-// handed to a handler). The runtime refuses all three either way, since
-// they do not decode.
+// handed to a handler). The runtime refuses these three either way, since
+// they do not decode. The fourth goes the other way: a number too long or
+// with too large an exponent for the reference to read safely
+// (framework.ErrNumberOutOfRange), where the schema says nothing of it,
+// which the generated decoder keeps as it is.
 package difftest
 
 import (
@@ -135,9 +138,9 @@ type Verdict struct {
 	// Generated and Reference are the errors of the generated path and
 	// of the reference (nil when the instance is valid).
 	Generated, Reference error
-	// Unrepresentable, External and NullMessage mark the tolerated
-	// differences.
-	Unrepresentable, External, NullMessage bool
+	// Unrepresentable, External, NullMessage and OutOfRange mark the
+	// tolerated differences.
+	Unrepresentable, External, NullMessage, OutOfRange bool
 	// DirectDiffers reports that calling the generated UnmarshalJSON
 	// directly gave another verdict than json.Unmarshal.
 	DirectDiffers bool
@@ -149,7 +152,7 @@ type Verdict struct {
 
 // Agree reports whether the paths agree.
 func (v Verdict) Agree() bool {
-	return !v.DirectDiffers && v.EncodeDiffers == nil && ((v.Generated == nil) == (v.Reference == nil) || v.Unrepresentable || v.External || v.NullMessage)
+	return !v.DirectDiffers && v.EncodeDiffers == nil && ((v.Generated == nil) == (v.Reference == nil) || v.Unrepresentable || v.External || v.NullMessage || v.OutOfRange)
 }
 
 // Compare runs one instance of a message on both paths.
@@ -177,6 +180,7 @@ func Compare(c *framework.Contract, m Message, data []byte, caseInsensitive bool
 	v.Unrepresentable = v.Reference == nil && errors.Is(v.Generated, jsonwire.ErrUnrepresentable)
 	v.External = v.Reference == nil && errors.Is(v.Generated, jsonwire.ErrExternal)
 	v.NullMessage = v.Reference == nil && v.Generated != nil && string(bytes.TrimSpace(data)) == "null"
+	v.OutOfRange = v.Generated == nil && errors.Is(v.Reference, framework.ErrNumberOutOfRange)
 	if v.NullMessage {
 		// The generated decoder refuses a message that is null where
 		// the schema allows it: a message is a Go value handed to a
@@ -188,7 +192,7 @@ func Compare(c *framework.Contract, m Message, data []byte, caseInsensitive bool
 
 // Stats counts a corpus run.
 type Stats struct {
-	Instances, Valid, Invalid, Unrepresentable, External, NullMessage, Mismatches int
+	Instances, Valid, Invalid, Unrepresentable, External, NullMessage, OutOfRange, Mismatches int
 	// Encoded counts the instances whose generated encoder was compared
 	// with json.Marshal.
 	Encoded int
@@ -270,6 +274,8 @@ func Run(t *testing.T, c *framework.Contract, opts Options, messages ...Message)
 				s.External++
 			case v.NullMessage:
 				s.NullMessage++
+			case v.OutOfRange:
+				s.OutOfRange++
 			case v.Reference == nil:
 				s.Valid++
 			default:
@@ -285,8 +291,8 @@ func Run(t *testing.T, c *framework.Contract, opts Options, messages ...Message)
 		if !m.generated {
 			how = "jsonschema/v5 + decode (no generated Validate)"
 		}
-		t.Logf("%s [%s]: %d instances: %d valid, %d invalid, %d unrepresentable, %d refused by an x-go-type, %d null messages, %d mismatches; %d encoded by AppendJSON and json.Marshal alike",
-			m.Name, how, s.Instances, s.Valid, s.Invalid, s.Unrepresentable, s.External, s.NullMessage, s.Mismatches, s.Encoded)
+		t.Logf("%s [%s]: %d instances: %d valid, %d invalid, %d unrepresentable, %d refused by an x-go-type, %d null messages, %d numbers out of the reference's range, %d mismatches; %d encoded by AppendJSON and json.Marshal alike",
+			m.Name, how, s.Instances, s.Valid, s.Invalid, s.Unrepresentable, s.External, s.NullMessage, s.OutOfRange, s.Mismatches, s.Encoded)
 		if s.Valid == 0 || s.Invalid == 0 && !acceptsAll(schema) {
 			t.Errorf("%s: the corpus is one-sided (%d valid, %d invalid)", m.Name, s.Valid, s.Invalid)
 		}
@@ -296,6 +302,7 @@ func Run(t *testing.T, c *framework.Contract, opts Options, messages ...Message)
 		total.Unrepresentable += s.Unrepresentable
 		total.External += s.External
 		total.NullMessage += s.NullMessage
+		total.OutOfRange += s.OutOfRange
 		total.Mismatches += s.Mismatches
 		total.Encoded += s.Encoded
 	}
