@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -418,6 +419,17 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	out := batchResponse{Results: make([]batchResult, len(in.Calls))}
 	run := func(i int) {
 		mc := in.Calls[i]
+		defer func() {
+			// net/http recovers a handler's panic and ends only the
+			// request; the calls of a multi-call run on goroutines of
+			// their own, where it would end the process. The call that
+			// panicked is answered internal, the others as usual.
+			if p := recover(); p != nil {
+				s.cfg.Logger.Error("lockstep: a call of a multi-call panicked", "contract", sv.contract.Name(),
+					"version", sv.contract.Version(), "method", mc.Method, "panic", p, "stack", string(debug.Stack()))
+				out.Results[i] = errorResult(Errorf(CodeInternal, "%s failed", mc.Method))
+			}
+		}()
 		mh := sv.methods[mc.Method]
 		if mh == nil || mh.batch {
 			out.Results[i] = errorResult(Errorf(CodeNotFound, "%s %s has no unary method %q",

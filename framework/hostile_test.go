@@ -115,3 +115,25 @@ func TestOutOfRangeNumbersAreInvalidArguments(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 	assert.JSONEq(t, `{"total":42}`, string(a.body))
 }
+
+// The calls of a multi-call run on goroutines of the server's own, where
+// a panicking handler (a bug a peer's input reaches) ended the process;
+// net/http recovers the same panic in a call sent alone and ends only its
+// request. The call that panicked is answered internal, the others as
+// usual, and the server keeps serving.
+func TestPanicInAMultiCallEndsOnlyThatCall(t *testing.T) {
+	srv, token := startCounter(t, framework.ServerConfig{}, func(ctx context.Context, n *tally) (*tallied, error) {
+		if n.N == 13 {
+			panic("unlucky")
+		}
+		return addOne(ctx, n)
+	})
+	multi := srv.URL + protocol.CallPath("counter", "1.0.0", protocol.MultiCallMethod)
+	session := map[string]string{protocol.HeaderSession: token}
+	a := do(t, http.MethodPost, multi, session, []byte(`{"calls":[{"method":"Add","request":{"n":13}},{"method":"Add","request":{"n":1}}]}`))
+	assert.Equal(t, []string{string(framework.CodeInternal), "ok"}, multiResults(t, a))
+	a = do(t, http.MethodPost, multi, session, []byte(`{"calls":[{"method":"Add","request":{"n":13}}]}`))
+	assert.Equal(t, []string{string(framework.CodeInternal)}, multiResults(t, a), "a multi-call of one call")
+	a = do(t, http.MethodPost, srv.URL+protocol.CallPath("counter", "1.0.0", "Add"), session, []byte(`{"n":41}`))
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+}
