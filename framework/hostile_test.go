@@ -1,11 +1,16 @@
 package framework_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,12 +46,17 @@ var counterContract = framework.MustContract(handshake.Contract{
 })
 
 // startCounter serves the counter contract on plain HTTP, with add as
-// the handler of Add, and returns it with a session's token.
-func startCounter(t *testing.T, cfg framework.ServerConfig, add func(context.Context, *tally) (*tallied, error)) (*frameworktest.Running, string) {
+// the handler of Add and whatever more registers, and returns it with a
+// session's token.
+func startCounter(t *testing.T, cfg framework.ServerConfig, add func(context.Context, *tally) (*tallied, error),
+	more ...func(*framework.Server)) (*frameworktest.Running, string) {
 	t.Helper()
 	cfg.Component, cfg.Release = "nodecontroller", "1.31.0"
 	srv := frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		framework.HandleUnary(s, counterContract, "Add", add)
+		for _, register := range more {
+			register(s)
+		}
 	})
 	hello, err := json.Marshal(handshake.Hello{Contract: counterContract.Name(), Component: "kubelet", Instance: "counting",
 		Release: "1.31.0", Offers: []handshake.Offer{counterContract.Offer()}})
@@ -136,4 +146,58 @@ func TestPanicInAMultiCallEndsOnlyThatCall(t *testing.T) {
 	assert.Equal(t, []string{string(framework.CodeInternal)}, multiResults(t, a), "a multi-call of one call")
 	a = do(t, http.MethodPost, srv.URL+protocol.CallPath("counter", "1.0.0", "Add"), session, []byte(`{"n":41}`))
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+}
+
+// A body no handler reads is discarded by net/http before it answers,
+// with no deadline: a peer that declared a body and never sent it held
+// its connection, and a goroutine, for good, unanswered; /healthz, which
+// anyone may reach, was enough. Every body must now arrive within
+// Limits.BodyReadTimeout from its headers, and such a request is answered
+// once it passes. A handler that has read its body and answers later is
+// not cut short by the deadline (a binary's own route, here).
+func TestUnreadBodiesAreBoundedByTheBodyReadTimeout(t *testing.T) {
+	const readTimeout = 200 * time.Millisecond
+	srv, token := startCounter(t, framework.ServerConfig{Limits: framework.Limits{BodyReadTimeout: readTimeout}}, addOne,
+		func(s *framework.Server) {
+			s.Handle("/own", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				time.Sleep(2 * readTimeout)
+				if r.Context().Err() != nil {
+					http.Error(w, "canceled", http.StatusServiceUnavailable)
+					return
+				}
+				_, _ = io.WriteString(w, "ok")
+			}))
+		})
+	heads := []string{
+		"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"GET /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"GET /lockstep/status HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST /lockstep/heartbeat HTTP/1.1\r\nHost: x\r\nLockstep-Session: " + token + "\r\nContent-Length: 10\r\n\r\n",
+		"DELETE /lockstep/session HTTP/1.1\r\nHost: x\r\nLockstep-Session: unknown\r\nContent-Length: 10\r\n\r\n",
+	}
+	var wg sync.WaitGroup
+	for _, head := range heads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := net.Dial("tcp", srv.Addr)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer conn.Close()
+			_, err = io.WriteString(conn, head)
+			assert.NoError(t, err)
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if assert.NoError(t, err, "%q is answered", head) {
+				resp.Body.Close()
+				assert.Less(t, resp.StatusCode, 300, "%q", head)
+			}
+		}()
+	}
+	wg.Wait()
+	a := do(t, http.MethodPost, srv.URL+"/own", nil, []byte("a body"))
+	assert.Equal(t, http.StatusOK, a.status, "%s", a.body)
 }

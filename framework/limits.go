@@ -52,7 +52,8 @@ type Limits struct {
 	// the call gets invalid_argument.
 	BatchItems int
 	// BodyReadTimeout bounds the time to receive a request's whole body,
-	// from its headers on; default 10s. A body that trickles in slower gets
+	// from its headers on, on every path (those that read no body too);
+	// default 10s. A body that trickles in slower gets
 	// deadline_exceeded and its connection is closed. It also bounds the
 	// wait for the rest of a body refused before it was read (see
 	// docs/security.md), after which the refusal closes the connection.

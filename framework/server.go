@@ -278,6 +278,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
+	if bodyOnTheWire(r) {
+		// Every body must arrive within Limits.BodyReadTimeout from its
+		// headers. net/http sets no deadline on a body, and discards one
+		// a handler left unread before it answers: a peer that declared
+		// a body and never sent it held its connection and a goroutine
+		// for good, unanswered, on any path (/healthz reads nothing, and
+		// needs no certificate). readEntryBody and the refusals set the
+		// deadline again for what they read; net/http clears it once a
+		// body has been read to its end.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout))
+	}
 	s.router.ServeHTTP(w, r)
 }
 
