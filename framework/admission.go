@@ -309,7 +309,7 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 			// it drains: refusing it as not processed would let the client
 			// resend it elsewhere, though it may have been applied here.
 			key := r.Header.Get(protocol.HeaderIdempotencyKey)
-			replay := err == nil && s.replays.recorded(e.contract, sess.peer, key)
+			replay := err == nil && s.replays.recorded(replayKeyOf(sess, key))
 			if !replay {
 				a.done()
 				s.lastArrival.Store(s.now())

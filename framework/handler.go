@@ -300,7 +300,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if method == protocol.MultiCallMethod {
 		out, err = s.serveMulti(ctx, sv, sess, r.Header, body)
 	} else {
-		out, replayed, err = s.dispatch(ctx, &Call{Kind: EntryCall, Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body, mh.serve)
+		out, replayed, err = s.dispatch(ctx, sess, &Call{Kind: EntryCall, Contract: contract, Version: ver, Method: method, Peer: sess.peer, Header: r.Header}, body, mh.serve)
 	}
 	if replayed {
 		w.Header().Set(protocol.HeaderReplayed, "1")
@@ -453,7 +453,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		if s.cfg.Observer != nil {
 			start = s.cfg.Clock.Now()
 		}
-		b, replayed, err := s.dispatch(cctx, &Call{Kind: EntryCall, Contract: sv.contract.Name(), Version: sv.contract.Version(),
+		b, replayed, err := s.dispatch(cctx, sess, &Call{Kind: EntryCall, Contract: sv.contract.Name(), Version: sv.contract.Version(),
 			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request, mh.serve)
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.Call(sv.contract.Name(), sv.contract.Version(), mc.Method, CodeOf(err), s.cfg.Clock.Since(start))

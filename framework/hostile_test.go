@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -58,15 +59,22 @@ func startCounter(t *testing.T, cfg framework.ServerConfig, add func(context.Con
 			register(s)
 		}
 	})
-	hello, err := json.Marshal(handshake.Hello{Contract: counterContract.Name(), Component: "kubelet", Instance: "counting",
+	return srv, counterSession(t, srv.URL, "counting")
+}
+
+// counterSession handshakes with the counter server at url as a client
+// instance and returns the session's token.
+func counterSession(t *testing.T, url, instance string) string {
+	t.Helper()
+	hello, err := json.Marshal(handshake.Hello{Contract: counterContract.Name(), Component: "kubelet", Instance: instance,
 		Release: "1.31.0", Offers: []handshake.Offer{counterContract.Offer()}})
 	require.NoError(t, err)
-	a := do(t, http.MethodPost, srv.URL+protocol.PathHandshake, nil, hello)
+	a := do(t, http.MethodPost, url+protocol.PathHandshake, nil, hello)
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 	var w handshake.Welcome
 	require.NoError(t, json.Unmarshal(a.body, &w))
-	t.Cleanup(func() { closeRawSession(srv.URL, w.Session) })
-	return srv, w.Session
+	t.Cleanup(func() { closeRawSession(url, w.Session) })
+	return w.Session
 }
 
 func addOne(_ context.Context, n *tally) (*tallied, error) { return &tallied{Total: n.N + 1}, nil }
@@ -200,4 +208,34 @@ func TestUnreadBodiesAreBoundedByTheBodyReadTimeout(t *testing.T) {
 	wg.Wait()
 	a := do(t, http.MethodPost, srv.URL+"/own", nil, []byte("a body"))
 	assert.Equal(t, http.StatusOK, a.status, "%s", a.body)
+}
+
+// Idempotency records were bounded per client instance, not per peer: a
+// peer that handshook under ever new instances (a closed session leaves
+// its records behind) kept IdempotencyKeysPerPeer records for each, and a
+// key's own bytes (up to the 64 KiB header limit) counted for nothing,
+// so one peer's records grew without bound for the whole window. They are
+// bounded per peer and contract, keys included (the byte bound is
+// TestReplayStoreCountsKeysAndBoundsEachPeer's), each instance's keys
+// still its own.
+func TestIdempotencyRecordsAreBoundedPerPeerNotPerInstance(t *testing.T) {
+	const keys = 4
+	srv, _ := startCounter(t, framework.ServerConfig{IdempotencyKeysPerPeer: keys}, addOne)
+	call := srv.URL + protocol.CallPath("counter", "1.0.0", "Add")
+	keyed := func(token, key string) (replayed string) {
+		t.Helper()
+		a := do(t, http.MethodPost, call, map[string]string{protocol.HeaderSession: token, protocol.HeaderIdempotencyKey: key}, []byte(`{"n":1}`))
+		require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+		return a.header.Get(protocol.HeaderReplayed)
+	}
+	var tokens []string
+	for i := range 3 {
+		token := counterSession(t, srv.URL, fmt.Sprintf("instance-%d", i))
+		for k := range keys {
+			require.Empty(t, keyed(token, fmt.Sprint("key-", k)), "instance %d's key %d is its own", i, k)
+		}
+		tokens = append(tokens, token)
+	}
+	assert.Equal(t, "1", keyed(tokens[2], "key-0"), "the newest records are kept")
+	assert.Empty(t, keyed(tokens[0], "key-0"), "the oldest instance's records are forgotten")
 }

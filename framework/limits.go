@@ -174,8 +174,9 @@ type peerLimits struct {
 
 // peerUsage is what one peer holds now.
 type peerUsage struct {
-	sessions int // guarded by peerLimits.mu
-	watchers int // guarded by peerLimits.mu
+	key      string // the peer's limitsKey
+	sessions int    // guarded by peerLimits.mu
+	watchers int    // guarded by peerLimits.mu
 	inFlight atomic.Int64
 	limiter  *rate.Limiter
 }
@@ -193,7 +194,7 @@ func (pl *peerLimits) usage(key string) *peerUsage {
 		if len(pl.peers) >= peerLimitsCap {
 			pl.evictIdleLocked()
 		}
-		u = &peerUsage{limiter: rate.NewLimiter(rate.Limit(pl.cfg.RequestsPerSecond), pl.cfg.Burst)}
+		u = &peerUsage{key: key, limiter: rate.NewLimiter(rate.Limit(pl.cfg.RequestsPerSecond), pl.cfg.Burst)}
 		pl.peers[key] = u
 	}
 	return u

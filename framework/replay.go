@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
-	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Idempotency keys: a call that carries Lockstep-Idempotency-Key is
-// recorded, with its answer, per (contract, peer, key) in the server
-// instance that ran it, so that a resend of the call after its answer was
-// lost is answered from the record instead of running the handler again
-// (as Stripe's idempotency keys are). Records live in memory only, bounded
-// by age and by count per peer: a restart forgets them, like everything a
-// lockstep server holds.
+// recorded, with its answer, per (contract, peer, client instance, key) in
+// the server instance that ran it, so that a resend of the call after its
+// answer was lost is answered from the record instead of running the
+// handler again (as Stripe's idempotency keys are). Records live in memory
+// only, bounded by age, and by count and bytes per peer and contract: a
+// restart forgets them, like everything a lockstep server holds.
 
 // Defaults for ServerConfig.IdempotencyWindow and IdempotencyKeysPerPeer.
 const (
@@ -26,16 +25,31 @@ const (
 	// call whose answer was larger is refused with conflict: the call was
 	// applied, and its answer is gone.
 	maxRecordedAnswer = 1 << 20
-	// recordBytesPerPeer bounds the answers one peer's records hold; the
-	// oldest go first.
+	// recordBytesPerPeer bounds the bytes one peer's records of a
+	// contract hold, their keys and answers; the oldest go first.
 	recordBytesPerPeer = 16 << 20
+	// recordOverhead is what a record costs beside its key and answer.
+	recordOverhead = 128
 )
 
 // replayKey names one record: the contract, the peer that sent the call
-// (its identity, or its component and instance) and the key.
+// (as its limits know it: its identity under mutual TLS, see limitsKey),
+// the client instance whose session it came in, and the key. The bounds
+// are the peer's, over all its instances: a peer that handshakes under
+// ever new instances gets no more records for it, and another identity
+// that takes over a lost session's instance name does not reach its
+// records.
 type replayKey struct {
-	contract, peer, key string
+	contract, peer, instance, key string
 }
+
+// replayKeyOf names the record of a call with key in sess.
+func replayKeyOf(sess *session, key string) replayKey {
+	return replayKey{contract: sess.contract, peer: sess.usage.key, instance: sess.peer.Instance, key: key}
+}
+
+// recordKey is k's key among its peer's records.
+func (k replayKey) recordKey() string { return k.instance + "\x00" + k.key }
 
 // recordedAnswer is what a replay is answered with: the first call's
 // encoded answer, or its error.
@@ -44,17 +58,16 @@ type recordedAnswer struct {
 	err error
 }
 
-// size is what the answer costs the record.
-func (a recordedAnswer) size() int { return len(a.out) + 64 }
-
 // replayRecord is one key's record. done is closed once the first call's
 // answer is known (or the record is dropped because the handler never
-// ran); answer is valid after that.
+// ran); answer is valid after that. bytes is what it counts in its peer's
+// records: its key from the start, its answer once known.
 type replayRecord struct {
 	digest  [sha256.Size]byte
 	done    chan struct{}
 	answer  recordedAnswer
 	created time.Time
+	bytes   int
 }
 
 // replayStore holds the records of one server.
@@ -66,8 +79,8 @@ type replayStore struct {
 	peers map[string]*peerRecords // contract + "\x00" + peer → records
 }
 
-// peerRecords are one peer's records of one contract, oldest first in
-// order, so that age and count evict from the front.
+// peerRecords are one peer's records of one contract, by recordKey, oldest
+// first in order, so that age, count and bytes evict from the front.
 type peerRecords struct {
 	byKey map[string]*replayRecord
 	order []string
@@ -106,7 +119,8 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 		s.peers[pk] = pr
 	}
 	pr.expire(now.Add(-s.window))
-	if rec := pr.byKey[k.key]; rec != nil {
+	rk := k.recordKey()
+	if rec := pr.byKey[rk]; rec != nil {
 		if rec.digest != digest {
 			return nil, false, Errorf(CodeInvalidArgument,
 				"idempotency key %q was used for another request within %s: a key names one request", k.key, s.window)
@@ -116,26 +130,24 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 	for len(pr.order) >= s.perPeer {
 		pr.evictOldest()
 	}
-	rec = &replayRecord{digest: digest, done: make(chan struct{}), created: now}
-	pr.byKey[k.key] = rec
-	pr.order = append(pr.order, k.key)
+	rec = &replayRecord{digest: digest, done: make(chan struct{}), created: now, bytes: len(rk) + recordOverhead}
+	pr.byKey[rk] = rec
+	pr.order = append(pr.order, rk)
+	pr.bytes += rec.bytes
+	pr.evictOverBytes()
 	return rec, true, nil
 }
 
-// recorded reports whether peer's key of contract has a record, done or
-// under way.
-func (s *replayStore) recorded(contract string, peer handshake.Peer, key string) bool {
-	if key == "" {
+// recorded reports whether k has a record, done or under way.
+func (s *replayStore) recorded(k replayKey) bool {
+	if k.key == "" {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pr := s.peers[contract+"\x00"+peerName(peer)]
-	return pr != nil && pr.byKey[key] != nil
+	pr := s.peers[k.contract+"\x00"+k.peer]
+	return pr != nil && pr.byKey[k.recordKey()] != nil
 }
-
-// peerName is who a record belongs to: the peer's component and instance.
-func peerName(p handshake.Peer) string { return p.Component + "/" + p.Instance }
 
 // finish records the first call's answer and releases the replays that
 // wait for it. An answer too large to keep is recorded as a conflict
@@ -148,11 +160,10 @@ func (s *replayStore) finish(k replayKey, rec *replayRecord, a recordedAnswer) {
 	}
 	s.mu.Lock()
 	rec.answer = a
-	if pr := s.peers[k.contract+"\x00"+k.peer]; pr != nil && pr.byKey[k.key] == rec {
-		pr.bytes += a.size()
-		for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 {
-			pr.evictOldest()
-		}
+	if pr := s.peers[k.contract+"\x00"+k.peer]; pr != nil && pr.byKey[k.recordKey()] == rec {
+		rec.bytes += len(a.out)
+		pr.bytes += len(a.out)
+		pr.evictOverBytes()
 	}
 	s.mu.Unlock()
 	close(rec.done)
@@ -192,30 +203,39 @@ func (pr *peerRecords) expire(before time.Time) {
 	}
 }
 
+// evictOverBytes evicts the oldest records while they hold more than
+// recordBytesPerPeer, keeping the newest.
+func (pr *peerRecords) evictOverBytes() {
+	for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 {
+		pr.evictOldest()
+	}
+}
+
 func (pr *peerRecords) evictOldest() {
 	if rec := pr.byKey[pr.order[0]]; rec != nil {
-		pr.bytes -= rec.answer.size()
+		pr.bytes -= rec.bytes
 	}
 	delete(pr.byKey, pr.order[0])
 	pr.order[0] = ""
 	pr.order = pr.order[1:]
 }
 
-// dispatch serves one call through serve, once per idempotency key: a call
-// that carries Lockstep-Idempotency-Key is recorded under its peer, and a
+// dispatch serves one call of sess through serve, once per idempotency
+// key: a call that carries Lockstep-Idempotency-Key is recorded under its
+// peer and instance (replayKeyOf), and a
 // replay of it is answered from the record (replayed is true) without
 // running serve again; a replay that arrives while the first still runs
 // waits for its answer. The first call's handler runs on a context that
 // keeps its deadline but not the request's cancellation, so a connection
 // cut after the call arrived does not stop it halfway: its answer is
 // recorded for the resend. Calls without a key are served as they are.
-func (s *Server) dispatch(ctx context.Context, call *Call, body []byte, serve func(context.Context, *Call, []byte) ([]byte, error)) (out []byte, replayed bool, err error) {
+func (s *Server) dispatch(ctx context.Context, sess *session, call *Call, body []byte, serve func(context.Context, *Call, []byte) ([]byte, error)) (out []byte, replayed bool, err error) {
 	key := call.Header.Get(protocol.HeaderIdempotencyKey)
 	if key == "" {
 		out, err = serve(ctx, call, body)
 		return out, false, err
 	}
-	k := replayKey{contract: call.Contract, peer: peerName(call.Peer), key: key}
+	k := replayKeyOf(sess, key)
 	digest := requestDigest(call.Method, body)
 	rec, first, err := s.replays.begin(k, digest, s.cfg.Clock.Now())
 	if err != nil {

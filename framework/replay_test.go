@@ -88,3 +88,28 @@ func TestReplayStoreKeepsTooLargeAnswersAsAConflict(t *testing.T) {
 	assert.Nil(t, rec.answer.out)
 	assert.Equal(t, CodeConflict, CodeOf(rec.answer.err))
 }
+
+// A record's key costs its bytes as its answer does: a peer sending keys
+// of a MiB each (headers allow 64 KiB; the store bounds whatever comes)
+// keeps no more than recordBytesPerPeer of them, and another peer's
+// records are not forgotten for it.
+func TestReplayStoreCountsKeysAndBoundsEachPeer(t *testing.T) {
+	s := newReplayStore(time.Minute, 1000)
+	t0 := time.Unix(1000, 0)
+	d := requestDigest("M", nil)
+	other := replayKey{contract: "c", peer: "honest", instance: "i", key: "k"}
+	rec, _, err := s.begin(other, d, t0)
+	require.NoError(t, err)
+	s.finish(other, rec, recordedAnswer{out: []byte(`{}`)})
+	long := string(make([]byte, 1<<20))
+	for i := range 20 {
+		k := replayKey{contract: "c", peer: "greedy", instance: fmt.Sprint("i-", i), key: fmt.Sprint(i, long)}
+		rec, first, err := s.begin(k, d, t0)
+		require.NoError(t, err)
+		require.True(t, first)
+		s.finish(k, rec, recordedAnswer{out: []byte(`{}`)})
+	}
+	assert.LessOrEqual(t, s.size(), 1+recordBytesPerPeer>>20, "records of one peer, keys counted")
+	_, first, _ := s.begin(other, d, t0)
+	assert.False(t, first, "another peer's record is kept")
+}

@@ -46,9 +46,11 @@ type ServerConfig struct {
 	MaxInFlightPerSession int
 	// IdempotencyWindow is how long the answer of a call that carries an
 	// idempotency key is kept for replays of that key; default 5m.
-	// IdempotencyKeysPerPeer bounds the keys kept per peer and contract;
-	// default 4096, the oldest forgotten first. Records live in memory: a
-	// restarted server has none (see docs/protocol.md).
+	// IdempotencyKeysPerPeer bounds the keys kept per peer and contract,
+	// over all the peer's client instances (a peer as for [Limits]: its
+	// identity under mutual TLS); default 4096, the oldest forgotten
+	// first. Records live in memory: a restarted server has none (see
+	// docs/protocol.md).
 	IdempotencyWindow      time.Duration
 	IdempotencyKeysPerPeer int
 	// MaxHandshakeWait caps a refused handshake's ?wait=; default 60s.
