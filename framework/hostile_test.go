@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -238,4 +240,48 @@ func TestIdempotencyRecordsAreBoundedPerPeerNotPerInstance(t *testing.T) {
 	}
 	assert.Equal(t, "1", keyed(tokens[2], "key-0"), "the newest records are kept")
 	assert.Empty(t, keyed(tokens[0], "key-0"), "the oldest instance's records are forgotten")
+}
+
+// A refused hello sent with ?wait= is held until the wait ends (up to
+// MaxHandshakeWait, a minute) or the server drains, on a goroutine and a
+// connection of the server's: a peer could hold as many as its request
+// rate allowed, 20,000 at once by default and more every second. A held
+// refusal now counts as a call in flight of its peer; beyond
+// Limits.InFlightPerPeer it is answered at once, as without ?wait=.
+func TestHeldRefusalsCountAsCallsInFlight(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	srv, _ := startCounter(t, framework.ServerConfig{Clock: clock, Limits: framework.Limits{InFlightPerPeer: 2}}, addOne)
+	t.Cleanup(func() { _ = srv.Kill() }) // releases the held refusals; a drain would wait on the fake clock
+	newer := framework.MustContract(handshake.Contract{Name: "counter", Version: "2.0.0", Server: "nodecontroller", Client: "kubelet",
+		Methods: counterContract.Model().Methods, Schemas: counterContract.Model().Schemas})
+	hello, err := json.Marshal(handshake.Hello{Contract: "counter", Component: "kubelet", Instance: "ahead", Release: "1.31.0",
+		Offers: []handshake.Offer{newer.Offer()}})
+	require.NoError(t, err)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	t.Cleanup(client.CloseIdleConnections)
+	refuse := func() (int, error) {
+		resp, err := client.Post(srv.URL+protocol.PathHandshake+"?wait=1m", "application/json", bytes.NewReader(hello))
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	held := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := refuse()
+			held <- err
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilContext(ctx, 3), "the session expiry's ticker and two held refusals")
+	status, err := refuse()
+	require.NoError(t, err, "the third held refusal is answered at once")
+	assert.Equal(t, http.StatusConflict, status)
+	require.NoError(t, srv.Kill())
+	for range 2 {
+		<-held // answered draining, or cut: either way no longer held
+	}
 }

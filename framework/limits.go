@@ -36,9 +36,11 @@ type Limits struct {
 	WatchersPerSession int
 	WatchersPerPeer    int
 	// InFlightPerPeer bounds the calls and topic writes one peer has
-	// running at once, over all its sessions; default 8,192
+	// running at once, over all its sessions, and the refused hellos it
+	// has held with ?wait=; default 8,192
 	// (ServerConfig.MaxInFlightPerSession bounds each session). Beyond it a
-	// call gets resource_exhausted, unprocessed.
+	// call gets resource_exhausted, unprocessed, and a refused hello its
+	// refusal at once.
 	InFlightPerPeer int
 	// RequestsPerSecond and Burst bound one peer's request rate (every entry
 	// counts once: a handshake, a call or multi-call request, a topic write,

@@ -145,16 +145,24 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 		return nil, nil
 	}
 	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
-		t := s.cfg.Clock.NewTimer(wait)
-		select {
-		case <-s.drainCh:
-			agreement, refusal = s.negotiate(sc, hello)
-		case <-t.Chan():
-		case <-ctx.Done():
+		// Held, a refusal keeps a goroutine and a connection for up to
+		// MaxHandshakeWait: it counts as a call in flight of its peer, so
+		// that a peer cannot hold more than Limits.InFlightPerPeer of
+		// them; beyond that it is answered at once, as without ?wait=.
+		if end, err := s.limits.beginCall(usage, 1); err == nil {
+			t := s.cfg.Clock.NewTimer(wait)
+			select {
+			case <-s.drainCh:
+				agreement, refusal = s.negotiate(sc, hello)
+			case <-t.Chan():
+			case <-ctx.Done():
+			}
 			t.Stop()
-			return nil, nil
+			end()
+			if ctx.Err() != nil {
+				return nil, nil
+			}
 		}
-		t.Stop()
 	}
 	if refusal != nil {
 		if ow, ok := w.(*observedWriter); ok {
