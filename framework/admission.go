@@ -61,16 +61,11 @@ func checkClaim(p *Peer, claimed string) error {
 // must be the session's.
 func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *session, error) {
 	if token == "" {
-		return nil, nil, Errorf(CodeHandshakeRequired, "the request carries no %s header: handshake first", protocol.HeaderSession)
+		return nil, nil, s.routingRefusal(r, Errorf(CodeHandshakeRequired, "the request carries no %s header: handshake first", protocol.HeaderSession))
 	}
 	sess := s.sessions.get(token)
 	if sess == nil || (contract != "" && sess.contract != contract) {
-		if s.cfg.MTLS != nil {
-			if _, err := s.authenticate(r, ""); err != nil {
-				return nil, nil, err
-			}
-		}
-		return nil, nil, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract)
+		return nil, nil, s.routingRefusal(r, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract))
 	}
 	p, err := s.authenticate(r, sess.peer.Component)
 	if err != nil {
@@ -81,6 +76,21 @@ func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *s
 	}
 	p.Instance = sess.peer.Instance
 	return p, sess, nil
+}
+
+// routingRefusal is what a request refused before its identity was
+// checked is told: err (an unknown path, contract, version, method or
+// topic, or no session), or, under mutual TLS, unauthenticated if it
+// carries no verified certificate. Such refusals come before admission,
+// which needs what they look up; told to anyone, they would map what the
+// server serves for whoever reaches its port.
+func (s *Server) routingRefusal(r *http.Request, err error) error {
+	if s.cfg.MTLS != nil {
+		if _, aerr := s.authenticate(r, ""); aerr != nil {
+			return aerr
+		}
+	}
+	return err
 }
 
 // sameOwner reports whether p may use a session made by owner: under

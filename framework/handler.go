@@ -260,17 +260,17 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := s.lookup(contract)
 	if sc == nil {
-		s.refuse(w, r, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract))
+		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract)))
 		return
 	}
 	sv := sc.versions[ver]
 	if sv == nil {
-		s.refuse(w, r, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver))
+		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver)))
 		return
 	}
 	mh := sv.methods[method]
 	if mh == nil && method != protocol.MultiCallMethod {
-		s.refuse(w, r, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method))
+		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method)))
 		return
 	}
 	adm, err := s.admitSession(r, sessionEntry{kind: EntryCall, contract: contract, version: ver, call: true})

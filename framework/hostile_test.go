@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -284,4 +285,42 @@ func TestHeldRefusalsCountAsCallsInFlight(t *testing.T) {
 	for range 2 {
 		<-held // answered draining, or cut: either way no longer held
 	}
+}
+
+// Under mutual TLS a request without a verified certificate may reach the
+// health probes and nothing else (docs/security.md), but the routing
+// refusals came first: such a peer was told not_found for a contract,
+// version, method or topic the server does not serve and
+// incompatible_peer or handshake_required for one it does, which maps
+// what the server serves. It is now told unauthenticated; a peer with a
+// certificate still gets the routing refusal.
+func TestUnauthenticatedPeersLearnNothingOfWhatIsServed(t *testing.T) {
+	m := startMTLSServer(t)
+	anonymous := m.peer(t, nil)
+	stranger := m.peer(t, m.issue(t, frameworktest.NewCA(t), certs.Spec{Component: "kubelet", Name: "node-1"}))
+	kubelet := m.kubelet(t, "node-1")
+	requests := []struct {
+		method, path string
+		code         framework.Code // what a peer with a certificate is told
+	}{
+		{http.MethodPost, protocol.CallPath("nodeweather", "1.0.0", "Get"), framework.CodeNotFound},
+		{http.MethodPost, protocol.CallPath("bench", "9.0.0", "ReportStatus"), framework.CodeIncompatiblePeer},
+		{http.MethodPost, protocol.CallPath("bench", "1.0.0", "Reboot"), framework.CodeNotFound},
+		{http.MethodPost, protocol.CallPath("bench", "1.0.0", "ReportStatus"), framework.CodeHandshakeRequired},
+		{http.MethodPost, protocol.CallPath("bench", "1.0.0", protocol.MultiCallMethod), framework.CodeHandshakeRequired},
+		{http.MethodGet, "/lockstep/bench/1.0.0/watch/Nodes", framework.CodeNotFound},
+		{http.MethodPost, "/lockstep/bench/1.0.0/topics/Nodes", framework.CodeNotFound},
+		{http.MethodGet, "/lockstep/nothing", framework.CodeNotFound},
+		{http.MethodGet, protocol.PathHandshake, framework.CodeNotFound},
+		{http.MethodGet, "/nothing", framework.CodeNotFound},
+	}
+	for _, rq := range requests {
+		for _, p := range []*mtlsPeer{anonymous, stranger} {
+			a := p.do(rq.method, rq.path, "", []byte(`{}`))
+			assert.Equal(t, string(framework.CodeUnauthenticated), a.code, "%s %s: %s", rq.method, rq.path, a.body)
+		}
+		a := kubelet.do(rq.method, rq.path, "", []byte(`{}`))
+		assert.Equal(t, string(rq.code), a.code, "%s %s with a certificate: %s", rq.method, rq.path, a.body)
+	}
+	assert.Equal(t, http.StatusOK, anonymous.do(http.MethodGet, "/healthz", "", nil).status)
 }

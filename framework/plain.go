@@ -81,7 +81,7 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			s.refuse(w, r, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path))
+			s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path)))
 			return
 		}
 		s.inFlight.Add(1)

@@ -126,10 +126,10 @@ func (s *Server) routes() chi.Router {
 		r.Get(PathMetrics, s.operatorOnly(http.HandlerFunc(s.serveMetrics)).ServeHTTP)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.refuse(w, r, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path))
+		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path)))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.refuse(w, r, Errorf(CodeNotFound, "%s is not served at %s", r.Method, r.URL.Path))
+		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s is not served at %s", r.Method, r.URL.Path)))
 	})
 	return r
 }

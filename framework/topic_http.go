@@ -45,7 +45,7 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 	contract, ver, topic := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "topic")
 	sc := s.lookup(contract)
 	if sc == nil {
-		return nil, nil, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract)
+		return nil, nil, s.routingRefusal(r, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract))
 	}
 	s.mu.RLock()
 	sv := sc.versions[ver]
@@ -55,13 +55,13 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 	}
 	s.mu.RUnlock()
 	if sv == nil {
-		return nil, nil, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver)
+		return nil, nil, s.routingRefusal(r, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver))
 	}
 	if t == nil {
 		if _, declared := sv.contract.Topic(topic); declared {
-			return nil, nil, Errorf(CodeNotFound, "%s does not hold topic %s of %s %s", s.cfg.Component, topic, contract, ver)
+			return nil, nil, s.routingRefusal(r, Errorf(CodeNotFound, "%s does not hold topic %s of %s %s", s.cfg.Component, topic, contract, ver))
 		}
-		return nil, nil, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic)
+		return nil, nil, s.routingRefusal(r, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic))
 	}
 	adm, err := s.admitSession(r, sessionEntry{kind: kind, contract: contract, version: ver, topic: topic,
 		call: kind == EntryTopicWrite, authorize: true})
