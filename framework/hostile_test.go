@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/certs"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -323,4 +324,27 @@ func TestUnauthenticatedPeersLearnNothingOfWhatIsServed(t *testing.T) {
 		assert.Equal(t, string(rq.code), a.code, "%s %s with a certificate: %s", rq.method, rq.path, a.body)
 	}
 	assert.Equal(t, http.StatusOK, anonymous.do(http.MethodGet, "/healthz", "", nil).status)
+}
+
+// A client topic's object of a type without generated checks was
+// validated against its schema only, not decoded: a writer could set an
+// object its schema allows but its Go type cannot hold (an integer beyond
+// int64), which the server's own view then could not read (Get said the
+// key was absent) and every typed watcher skipped with a warning, while
+// the writer was told it applied. Such an object is now invalid_argument,
+// as a call's request is.
+func TestClientTopicObjectsMustDecodeIntoTheirType(t *testing.T) {
+	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{})
+	token := rawHandshake(t, ts.URL, topicContract(t, "1.0.0"), "kubelet-a")
+	write := ts.URL + "/lockstep/topics/1.0.0/topics/" + topicmsg.TopicLease
+	session := map[string]string{protocol.HeaderSession: token}
+	a := do(t, http.MethodPost, write, session, []byte(`{"set":{"node":"node-1","renewals":123456789012345678901234567890}}`))
+	assert.Equal(t, string(framework.CodeInvalidArgument), a.code, "%s", a.body)
+	_, held := ts.leases.Get("node-1")
+	assert.False(t, held)
+	a = do(t, http.MethodPost, write, session, []byte(`{"set":{"node":"node-1","renewals":7}}`))
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	lease, held := ts.leases.Get("node-1")
+	require.True(t, held)
+	assert.Equal(t, int64(7), lease.Renewals)
 }

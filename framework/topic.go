@@ -110,8 +110,11 @@ func ServeTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption
 // ServeClientTopic makes s hold a topic whose writers are client instances,
 // which write it with POST /lockstep/<contract>/<version>/topics/<topic>
 // (see [TopicPublisher]), and returns a read-only view of it. Each object is
-// validated against the topic's schema, or by its Validate method when T
-// implements [Validator]. It panics on setup mistakes, like [ServeTopic].
+// validated against the topic's schema and decoded into T, as a call's
+// request is, or decoded and checked by its Validate method when T
+// implements [Validator]: an object T cannot hold (an integer beyond its
+// range) is refused, not stored for the view and typed watchers to skip.
+// It panics on setup mistakes, like [ServeTopic].
 func ServeClientTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption) *TopicView[T] {
 	t := s.registerTopic(c, topic, handshake.RoleClient, opts)
 	t.validate = func(raw []byte) error {
@@ -128,7 +131,7 @@ func ServeClientTopic[T any](s *Server, c *Contract, topic string, opts ...Topic
 			}
 			return nil
 		}
-		return c.ValidateJSON(t.decl.Object, raw)
+		return c.decodeValidated(t.decl.Object, raw, v)
 	}
 	return &TopicView[T]{store: t}
 }
