@@ -348,3 +348,38 @@ func TestClientTopicObjectsMustDecodeIntoTheirType(t *testing.T) {
 	require.True(t, held)
 	assert.Equal(t, int64(7), lease.Renewals)
 }
+
+// A topic bounded its keys, not their bytes: one writer of a client
+// topic could set 100,000 keys (WithMaxKeys) of up to 4 MiB each
+// (MaxBodyBytes), which the server holds for as long as the writer's
+// session lives (or, for a topic that keeps a lost writer's keys, for
+// good). A write that would take a topic's objects over WithMaxBytes is
+// refused resource_exhausted, as one over its keys is; a write that makes
+// an object smaller, or deletes one, is not.
+func TestTopicObjectsAreBoundedInBytes(t *testing.T) {
+	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{framework.WithMaxBytes(64 << 10)}})
+	token := rawHandshake(t, ts.URL, topicContract(t, "1.0.0"), "kubelet-a")
+	write := ts.URL + "/lockstep/topics/1.0.0/topics/" + topicmsg.TopicLease
+	session := map[string]string{protocol.HeaderSession: token}
+	lease := func(node string, padding int) []byte {
+		b, err := json.Marshal(map[string]any{"set": topicmsg.Lease{Node: node, Renewals: 1, Padding: strings.Repeat("x", padding)}})
+		require.NoError(t, err)
+		return b
+	}
+	for i := range 3 {
+		a := do(t, http.MethodPost, write, session, lease(fmt.Sprint("node-", i), 20<<10))
+		require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	}
+	a := do(t, http.MethodPost, write, session, lease("node-3", 20<<10))
+	assert.Equal(t, string(framework.CodeResourceExhausted), a.code, "%s", a.body)
+	a = do(t, http.MethodPost, write, session, lease("node-0", 30<<10))
+	assert.Equal(t, string(framework.CodeResourceExhausted), a.code, "a larger object: %s", a.body)
+	a = do(t, http.MethodPost, write, session, lease("node-0", 1<<10))
+	require.Equal(t, http.StatusOK, a.status, "a smaller object: %s", a.body)
+	a = do(t, http.MethodPost, write, session, lease("node-3", 20<<10))
+	require.Equal(t, http.StatusOK, a.status, "room made: %s", a.body)
+	a = do(t, http.MethodPost, write, session, []byte(`{"delete":"node-1"}`))
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	a = do(t, http.MethodPost, write, session, lease("node-4", 20<<10))
+	require.Equal(t, http.StatusOK, a.status, "room made by a delete: %s", a.body)
+}

@@ -84,6 +84,7 @@ const (
 	limitWatchQueuedBytes   limit = "watch_queued_bytes"    // Limits.WatchQueuedBytes: a stream closed with an overflow frame
 	limitWatchQueuedKeys    limit = "watch_queued_keys"     // twice WithMaxKeys dirty keys: a stream closed with an overflow frame
 	limitTopicKeys          limit = "topic_keys"            // WithMaxKeys
+	limitTopicBytes         limit = "topic_bytes"           // WithMaxBytes
 	limitBatchItems         limit = "batch_items"           // Limits.BatchItems or a method's maxItems
 	limitMultiCalls         limit = "multi_calls"           // MaxMultiCalls
 	limitBodyBytes          limit = "body_bytes"            // ServerConfig.MaxBodyBytes
@@ -97,7 +98,7 @@ const (
 // the start (at 0): an alert on its rate then sees the first refusal.
 var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
 	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic,
-	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitBatchItems, limitMultiCalls,
+	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes, limitBatchItems, limitMultiCalls,
 	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}
 
 // overLimit is the error of an entry refused for going over l, counted in

@@ -24,12 +24,18 @@ import (
 // topic_frames.go, HTTP serving in topic_http.go, watch streams in
 // watch_stream.go, the client's informer in watch_informer.go.
 
-// Defaults of the limits a topic takes ([WithMaxKeys], [WithMaxWatchers]).
+// Defaults of the limits a topic takes ([WithMaxKeys], [WithMaxBytes],
+// [WithMaxWatchers]).
 const (
 	// DefaultTopicMaxKeys matches the default session limit
 	// (ServerConfig.MaxSessions), so every client instance of a full server
 	// can hold a key.
 	DefaultTopicMaxKeys = 100000
+	// DefaultTopicMaxBytes bounds the bytes of a topic's objects: room
+	// for DefaultTopicMaxKeys objects of 2.5 KB (a Kubernetes-like node
+	// status is 1.5 KB), where the key bound alone let one writer hold
+	// 100,000 objects of MaxBodyBytes (4 MiB) each.
+	DefaultTopicMaxBytes = 256 << 20
 	// DefaultTopicMaxWatchers bounds the watch streams of one topic.
 	DefaultTopicMaxWatchers = 10000
 	// MaxTopicKeyBytes bounds the length of a key.
@@ -44,6 +50,7 @@ type TopicOption interface {
 
 type topicConfig struct {
 	maxKeys      int
+	maxBytes     int
 	maxWatchers  int
 	tombstones   int           // deleted keys remembered for resuming watchers
 	tombstoneAge time.Duration // and for how long
@@ -61,6 +68,13 @@ func WithMaxKeys(n int) TopicOption {
 	return topicOptionFunc(func(c *topicConfig) { c.maxKeys = n })
 }
 
+// WithMaxBytes bounds the bytes of the objects the topic holds, as
+// encoded JSON (default [DefaultTopicMaxBytes]); a write that would take
+// them over it is answered with resource_exhausted.
+func WithMaxBytes(n int) TopicOption {
+	return topicOptionFunc(func(c *topicConfig) { c.maxBytes = n })
+}
+
 // WithMaxWatchers bounds the topic's concurrent watch streams (default
 // [DefaultTopicMaxWatchers]); a watch beyond it is answered with
 // resource_exhausted.
@@ -69,12 +83,15 @@ func WithMaxWatchers(n int) TopicOption {
 }
 
 func newTopicConfig(opts []TopicOption) topicConfig {
-	cfg := topicConfig{maxKeys: DefaultTopicMaxKeys, maxWatchers: DefaultTopicMaxWatchers}
+	cfg := topicConfig{maxKeys: DefaultTopicMaxKeys, maxBytes: DefaultTopicMaxBytes, maxWatchers: DefaultTopicMaxWatchers}
 	for _, o := range opts {
 		o.applyTopic(&cfg)
 	}
 	if cfg.maxKeys <= 0 {
 		cfg.maxKeys = DefaultTopicMaxKeys
+	}
+	if cfg.maxBytes <= 0 {
+		cfg.maxBytes = DefaultTopicMaxBytes
 	}
 	if cfg.maxWatchers <= 0 {
 		cfg.maxWatchers = DefaultTopicMaxWatchers

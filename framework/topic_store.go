@@ -54,6 +54,7 @@ type topicStore struct {
 	// takes mu to leave the watcher set.
 	mu       sync.Mutex
 	entries  map[string]*topicEntry
+	bytes    int // of the entries' objects, bounded by cfg.maxBytes
 	writers  map[writerKey]*writerState
 	watchers map[*watchStream]struct{}
 	closed   bool // the server is draining or stopped: no new watchers
@@ -149,6 +150,13 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 	if e == nil && len(t.entries) >= t.cfg.maxKeys {
 		return ObjectVersion{}, false, overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys", t.name, t.cfg.maxKeys)
 	}
+	held := 0
+	if e != nil {
+		held = len(e.object)
+	}
+	if n := t.bytes - held + len(raw); n > t.cfg.maxBytes && len(raw) > held {
+		return ObjectVersion{}, false, overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted, "topic %s would hold %d bytes of objects, over its limit of %d", t.name, n, t.cfg.maxBytes)
+	}
 	ws := t.writerFor(w, epoch, key)
 	if seq == 0 {
 		seq = ws.seq + 1
@@ -175,6 +183,7 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 		t.index.fileKey(key, ch.sel)
 	}
 	t.entries[key] = &topicEntry{writer: w, version: ver, change: ch, object: object}
+	t.bytes += len(object) - held
 	ws.keys[key] = struct{}{}
 	t.sets.Add(1)
 	t.publishLocked(ch, old)
@@ -210,6 +219,7 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 // delete frame, and keeping it as a tombstone.
 func (t *topicStore) removeEntryLocked(key string, e *topicEntry, ch *topicChange) {
 	delete(t.entries, key)
+	t.bytes -= len(e.object)
 	old := e.change.sel
 	if t.index != nil {
 		t.index.unfileKey(key, old)
