@@ -49,6 +49,17 @@ func TestIdentityFromCertificate(t *testing.T) {
 		{"a port", uris("lockstep://kubelet:80/a"), framework.Identity{}, "only lockstep://"},
 		{"a control character", &x509.Certificate{DNSNames: []string{"kube\x01let"}}, framework.Identity{}, "control character"},
 		{"a long name", uris("lockstep://kubelet/" + strings.Repeat("n", 300)), framework.Identity{}, "at most 253"},
+		// Spellings that would make one identity look like another.
+		{"a trailing slash", uris("lockstep://kubelet/node-1/"), framework.Identity{}, "may not contain '/'"},
+		{"an escaped slash", uris("lockstep://kubelet/node%2F1"), framework.Identity{}, "may not contain '/'"},
+		{"an empty first part", uris("lockstep://kubelet//node-1"), framework.Identity{}, "may not contain '/'"},
+		{"the scheme in capitals is the scheme", uris("lockstep://kubelet/a", "LOCKSTEP://operator/b"), framework.Identity{}, "must name one"},
+		{"user info", uris("lockstep://operator@kubelet/a"), framework.Identity{}, "only lockstep://"},
+		{"no component", uris("lockstep:///node-1"), framework.Identity{}, "component is required"},
+		{"an opaque URI", uris("lockstep:operator"), framework.Identity{}, "component is required"},
+		{"an escaped control character", uris("lockstep://kubelet/node-1%00"), framework.Identity{}, "control character"},
+		{"an escaped invisible character", uris("lockstep://kubelet/node-1%E2%80%8B"), framework.Identity{}, "U+200B"},
+		{"case is kept, not folded", uris("lockstep://Operator/x"), framework.Identity{Component: "Operator", Name: "x"}, ""},
 		{"no certificate", nil, framework.Identity{}, "no certificate"},
 	}
 	for _, tc := range cases {
