@@ -129,18 +129,25 @@ func (c *Contract) Topics() []string { return sortedKeys(c.model.Topics) }
 // as details; a message holding a number the validator cannot read
 // safely is refused before it ([ErrNumberOutOfRange]).
 func (c *Contract) ValidateJSON(message string, raw []byte) error {
+	_, err := c.validateJSON(message, raw)
+	return err
+}
+
+// validateJSON is ValidateJSON, returning the message as the validator
+// saw it.
+func (c *Contract) validateJSON(message string, raw []byte) (any, error) {
 	s, ok := c.schemas[message]
 	if !ok {
-		return Errorf(CodeInternal, "contract %s %s has no message %q", c.model.Name, c.model.Version, message)
+		return nil, Errorf(CodeInternal, "contract %s %s has no message %q", c.model.Name, c.model.Version, message)
 	}
 	v, err := decodeAny(raw)
 	if err != nil {
-		return Errorf(CodeInvalidArgument, "%s is not valid JSON: %v", message, err)
+		return nil, Errorf(CodeInvalidArgument, "%s is not valid JSON: %v", message, err)
 	}
 	if err := checkNumbers(message, v); err != nil {
-		return err
+		return nil, err
 	}
-	return validationError(message, s.Validate(v))
+	return v, validationError(message, s.Validate(v))
 }
 
 // maxNumberBytes and maxNumberExponent bound the numbers a message may
@@ -212,7 +219,8 @@ func numberInRange(text string) bool {
 // decodeValidated decodes raw into v and validates it against the named
 // message schema with jsonschema/v5. Case-insensitive messages are decoded
 // first and their re-encoded, canonically spelled form validated; others are
-// validated as sent, then decoded.
+// validated as sent, then decoded, each member into the field it spells
+// exactly (checkSpelling).
 func (c *Contract) decodeValidated(message string, raw []byte, v any) error {
 	if c.caseInsensitive[message] {
 		if err := json.Unmarshal(raw, v); err != nil {
@@ -224,13 +232,75 @@ func (c *Contract) decodeValidated(message string, raw []byte, v any) error {
 		}
 		return c.ValidateJSON(message, canonical)
 	}
-	if err := c.ValidateJSON(message, raw); err != nil {
+	validated, err := c.validateJSON(message, raw)
+	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return Errorf(CodeInvalidArgument, "%s does not decode: %v", message, err)
 	}
+	return checkSpelling(message, validated, v)
+}
+
+// checkSpelling refuses, as invalid_argument, a message that decoded into
+// v through a member spelled otherwise than its field. encoding/json
+// matches members to fields by case folding, the schema validator
+// exactly: {"n":1,"N":-5} was validated as n=1 (N an unknown member, which
+// the schema may allow) and decoded as n=-5, so a handler saw a value its
+// schema forbids. v encoded again names its fields as spelled; a member of
+// the validated message missing from it but equal under folding to one of
+// its members went into that field. Members of maps keep their spelling,
+// so a map's keys never differ so.
+func checkSpelling(message string, validated, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil // nothing to compare with: v's type does not encode
+	}
+	decoded, err := decodeAny(b)
+	if err != nil {
+		return nil
+	}
+	if at, ok := foldedMember(validated, decoded, ""); ok {
+		return Errorf(CodeInvalidArgument, "%s: member %s is not spelled as its field is: members are matched exactly", message, at)
+	}
 	return nil
+}
+
+// foldedMember finds a member of sent, at the path at, that is missing
+// from decoded but equal under case folding to a member of decoded's, and
+// returns its path.
+func foldedMember(sent, decoded any, at string) (string, bool) {
+	switch s := sent.(type) {
+	case map[string]any:
+		d, ok := decoded.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		for k, sv := range s {
+			if dv, exact := d[k]; exact {
+				if p, ok := foldedMember(sv, dv, at+"/"+k); ok {
+					return p, true
+				}
+				continue
+			}
+			for dk := range d {
+				if strings.EqualFold(k, dk) {
+					return at + "/" + k, true
+				}
+			}
+		}
+	case []any:
+		d, ok := decoded.([]any)
+		if !ok {
+			return "", false
+		}
+		for i := range min(len(s), len(d)) {
+			if p, ok := foldedMember(s[i], d[i], at+"/"+strconv.Itoa(i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // decodeAny decodes JSON the way jsonschema/v5 expects it: numbers as

@@ -34,7 +34,9 @@ import (
 // jsonschema/v5, as it does a pinned peer's answers and a client topic's
 // objects.
 type tally struct {
-	N int64 `json:"n"`
+	N      int64             `json:"n"`
+	Step   int64             `json:"step,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 type tallied struct {
@@ -45,7 +47,8 @@ var counterContract = framework.MustContract(handshake.Contract{
 	Name: "counter", Version: "1.0.0", Server: "nodecontroller", Client: "kubelet",
 	Methods: map[string]handshake.Method{"Add": {Request: "Tally", Response: "Tallied"}},
 	Schemas: map[string]json.RawMessage{
-		"Tally":   json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":0}}}`),
+		"Tally": json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":0},
+			"step":{"type":"integer","minimum":1},"labels":{"type":"object","additionalProperties":{"type":"string"}}}}`),
 		"Tallied": json.RawMessage(`{"type":"object","required":["total"],"properties":{"total":{"type":"integer"}}}`),
 	},
 })
@@ -81,7 +84,9 @@ func counterSession(t *testing.T, url, instance string) string {
 	return w.Session
 }
 
-func addOne(_ context.Context, n *tally) (*tallied, error) { return &tallied{Total: n.N + 1}, nil }
+func addOne(_ context.Context, n *tally) (*tallied, error) {
+	return &tallied{Total: n.N + 1 + n.Step}, nil
+}
 
 // multiResults decodes a multi-call's answer into its items' codes ("ok"
 // for a result).
@@ -382,4 +387,31 @@ func TestTopicObjectsAreBoundedInBytes(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 	a = do(t, http.MethodPost, write, session, lease("node-4", 20<<10))
 	require.Equal(t, http.StatusOK, a.status, "room made by a delete: %s", a.body)
+}
+
+// encoding/json matches a member to a Go field by case folding, while
+// the schema validator matches members exactly: a message of a Go type
+// without a generated decoder whose schema allows unknown members could
+// carry {"n":1,"N":-5}, validated as n=1 and handed to the handler as
+// n=-5, or {"STEP":-3} for an optional step that must be at least 1.
+// A member spelled otherwise than the field it decodes into is now
+// invalid_argument (a message declared case-insensitive is validated
+// as it decodes instead); members of a map stay as sent.
+func TestMembersSpelledByCaseFoldingAreInvalid(t *testing.T) {
+	srv, token := startCounter(t, framework.ServerConfig{}, addOne)
+	call := srv.URL + protocol.CallPath("counter", "1.0.0", "Add")
+	session := map[string]string{protocol.HeaderSession: token}
+	for _, body := range []string{`{"n":1,"N":-5}`, `{"N":-5,"n":1}`, `{"n":1,"STEP":-3}`, `{"n":1,"\u0053tep":-3}`, `{"n":1,"ſtep":-3}`} {
+		a := do(t, http.MethodPost, call, session, []byte(body))
+		assert.Equal(t, string(framework.CodeInvalidArgument), a.code, "%s: %s", body, a.body)
+	}
+	for body, total := range map[string]string{
+		`{"n":1,"step":2}`:                       `{"total":4}`,
+		`{"n":1,"labels":{"App":"a","app":"b"}}`: `{"total":2}`,
+		`{"n":1,"unknown":true,"Unknown":false}`: `{"total":2}`,
+	} {
+		a := do(t, http.MethodPost, call, session, []byte(body))
+		require.Equal(t, http.StatusOK, a.status, "%s: %s", body, a.body)
+		assert.JSONEq(t, total, string(a.body), body)
+	}
 }
