@@ -415,3 +415,50 @@ func TestMembersSpelledByCaseFoldingAreInvalid(t *testing.T) {
 		assert.JSONEq(t, total, string(a.body), body)
 	}
 }
+
+// A topic write is admitted on its headers and applied once its body has
+// arrived: a writer that closed its session in between (or let it lapse)
+// had its lost-writer policy applied before its write, which then made a
+// writer no session backs. Its key stayed for good, under a topic that
+// deletes a lost writer's keys, and every other writer of it got
+// conflict. A write whose instance no longer holds a session is now
+// refused handshake_required, unprocessed, and applies nothing.
+func TestTopicWriteAfterItsSessionIsLostAppliesNothing(t *testing.T) {
+	admitted := make(chan struct{}, 1)
+	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{cfg: func(cfg *framework.ServerConfig) {
+		cfg.Authorizer = framework.AuthorizerFunc(func(_ context.Context, e *framework.Entry) error {
+			if e.Kind == framework.EntryTopicWrite {
+				admitted <- struct{}{}
+			}
+			return nil
+		})
+	}})
+	c := topicContract(t, "1.0.0")
+	squatter := rawHandshake(t, ts.URL, c, "squatter")
+	body := `{"set":{"node":"node-1","renewals":1}}`
+	conn, err := net.Dial("tcp", ts.Addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /lockstep/topics/1.0.0/topics/%s HTTP/1.1\r\nHost: x\r\n%s: %s\r\nContent-Length: %d\r\n\r\n",
+		topicmsg.TopicLease, protocol.HeaderSession, squatter, len(body))
+	require.NoError(t, err)
+	// The write is admitted (the Authorizer sees it) before its body is
+	// read; the close is answered once the session is gone.
+	<-admitted
+	closeRawSession(ts.URL, squatter)
+	require.Empty(t, ts.Server.Sessions())
+	_, err = io.WriteString(conn, body)
+	require.NoError(t, err)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusConflict, resp.StatusCode, "handshake_required")
+	assert.Equal(t, "1", resp.Header.Get(protocol.HeaderNotProcessed))
+
+	_, held := ts.leases.Get("node-1")
+	assert.False(t, held, "nothing was applied")
+	honest := rawHandshake(t, ts.URL, c, "honest")
+	a := do(t, http.MethodPost, ts.URL+"/lockstep/topics/1.0.0/topics/"+topicmsg.TopicLease, map[string]string{protocol.HeaderSession: honest}, []byte(body))
+	assert.Equal(t, http.StatusOK, a.status, "another writer takes the key: %s", a.body)
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -97,6 +98,10 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 	draining := s.draining.Load()
 	if draining {
 		sess.drainNotified.Store(true)
+	}
+	if errors.Is(err, errWriterSessionLost) {
+		s.refuse(w, r, err)
+		return
 	}
 	if err != nil {
 		s.fail(w, err)

@@ -47,7 +47,8 @@ type topicStore struct {
 	validate func(raw []byte) error
 
 	// mu guards the fields below it. Lock order, outermost first:
-	// TopicWriter.mirrorMu, then topicStore.mu, then watchStream.mu.
+	// TopicWriter.mirrorMu, then topicStore.mu, then watchStream.mu; a
+	// client's write reads the session table under mu (sessionLostLocked).
 	// Server.mu is never held with mu: a request finds its topic under
 	// Server.mu and releases it before taking mu. Watchers are marked and
 	// closed gracefully under mu; a stream drops its own lock before it
@@ -143,6 +144,9 @@ func (s *Server) allTopics() []*topicStore {
 func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw []byte) (ObjectVersion, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sessionLostLocked(w) {
+		return ObjectVersion{}, false, errWriterSessionLost
+	}
 	e := t.entries[key]
 	if err := t.ownerConflict(e, w, key); err != nil {
 		return ObjectVersion{}, false, err
@@ -194,6 +198,9 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (ObjectVersion, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sessionLostLocked(w) {
+		return ObjectVersion{}, false, errWriterSessionLost
+	}
 	e := t.entries[key]
 	if err := t.ownerConflict(e, w, key); err != nil {
 		return ObjectVersion{}, false, err

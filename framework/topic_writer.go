@@ -83,6 +83,23 @@ func (t *topicStore) loseKeyLocked(ws *writerState, key string) {
 	t.removeEntryLocked(key, e, encodeDeleteFrame(key, e.version, t.gen+1, true))
 }
 
+// errWriterSessionLost refuses a client's topic write whose instance
+// holds no session any more (sessionLostLocked): not processed, so its
+// client may handshake again and resend it.
+var errWriterSessionLost = Errorf(CodeHandshakeRequired, "the writer's session was lost before its write arrived: handshake again")
+
+// sessionLostLocked reports whether w is a client instance that holds no
+// session of the topic's contract. A client's write is admitted on its
+// headers and applied once its body has arrived; a session lost in
+// between has had the lost-writer policy applied to its keys already, and
+// a write applied now would make a writer that nothing ever loses: its
+// key would stay for good, and every other writer of it get conflict.
+// t.mu must be held: writerLost, which runs once the session is gone,
+// takes it too, so a write either comes before it or is refused.
+func (t *topicStore) sessionLostLocked(w writerKey) bool {
+	return t.decl.Writer == handshake.RoleClient && !t.s.sessions.has(t.contract.Name(), w.instance)
+}
+
 // writerLost applies the lost-writer policy to every key of w.
 func (t *topicStore) writerLost(w writerKey) {
 	t.mu.Lock()
