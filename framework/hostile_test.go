@@ -417,8 +417,8 @@ func TestMembersSpelledByCaseFoldingAreInvalid(t *testing.T) {
 }
 
 // A topic write is admitted on its headers and applied once its body has
-// arrived: a writer that closed its session in between (or let it lapse)
-// had its lost-writer policy applied before its write, which then made a
+// arrived: a writer that closed its session in between had its
+// lost-writer policy applied before its write, which then made a
 // writer no session backs. Its key stayed for good, under a topic that
 // deletes a lost writer's keys, and every other writer of it got
 // conflict. A write whose instance no longer holds a session is now
