@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -130,12 +131,110 @@ type answer struct {
 	err    error
 }
 
-// stream is an open watch stream: its frames, read line by line.
+// stream is an open watch stream: its frames, read line by line as they
+// come, whether or not a step has asked for them yet. A server may cut a
+// watcher that stops reading (its writes time out), so the runner reads
+// every stream all along, as a client's informer does, however long a
+// step spends on another stream.
 type stream struct {
-	body   io.Closer
-	frames chan any // decoded frames; closed at the stream's end
-	err    error    // why it ended (after frames is closed)
+	body io.Closer
+	more chan struct{} // a frame was queued or the stream ended
+
+	mu     sync.Mutex
+	queue  []any // decoded frames not taken yet
+	ended  bool
+	endErr error // why it ended, once ended
 }
+
+// maxQueuedFrames bounds the frames a stream holds for the steps to take:
+// a server that sends more than a case reads is failed, not held in
+// memory without end.
+const maxQueuedFrames = 1 << 20
+
+func newStream(body io.ReadCloser) *stream {
+	st := &stream{body: body, more: make(chan struct{}, 1)}
+	go func() {
+		r := bufio.NewReader(body)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				var f any
+				if jerr := json.Unmarshal(line, &f); jerr != nil {
+					st.end(fmt.Errorf("frame is not JSON: %q", line))
+					return
+				}
+				if !st.push(f) {
+					st.end(fmt.Errorf("more than %d frames unread", maxQueuedFrames))
+					return
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				st.end(err)
+				return
+			}
+		}
+	}()
+	return st
+}
+
+func (st *stream) push(f any) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.queue) >= maxQueuedFrames {
+		return false
+	}
+	st.queue = append(st.queue, f)
+	st.signal()
+	return true
+}
+
+func (st *stream) end(err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ended, st.endErr = true, err
+	st.signal()
+}
+
+// signal wakes a step waiting in take; st.mu is held.
+func (st *stream) signal() {
+	select {
+	case st.more <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the stream's next frame; ok is false once the stream ended
+// with nothing left to take, err says why it ended (nil at EOF). It waits
+// until deadline fires.
+func (st *stream) take(deadline <-chan time.Time) (frame any, ok bool, err error) {
+	for {
+		st.mu.Lock()
+		if len(st.queue) > 0 {
+			frame = st.queue[0]
+			st.queue[0] = nil
+			st.queue = st.queue[1:]
+			st.mu.Unlock()
+			return frame, true, nil
+		}
+		if st.ended {
+			err = st.endErr
+			st.mu.Unlock()
+			return nil, false, err
+		}
+		st.mu.Unlock()
+		select {
+		case <-st.more:
+		case <-deadline:
+			return nil, false, errTakeTimeout
+		}
+	}
+}
+
+// errTakeTimeout is take's error when its deadline fired first.
+var errTakeTimeout = errors.New("deadline")
 
 func (p *player) closeAll() {
 	for _, stop := range p.stops {
@@ -483,28 +582,7 @@ func (p *player) watch(w map[string]any) error {
 		resp.Body.Close()
 		return err
 	}
-	st := &stream{body: resp.Body, frames: make(chan any, 1024)}
-	go func() {
-		defer close(st.frames)
-		r := bufio.NewReader(resp.Body)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 {
-				var f any
-				if jerr := json.Unmarshal(line, &f); jerr != nil {
-					st.err = fmt.Errorf("frame is not JSON: %q", line)
-					return
-				}
-				st.frames <- f
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					st.err = err
-				}
-				return
-			}
-		}
-	}()
+	st := newStream(resp.Body)
 	p.streams[name] = st
 	return nil
 }
@@ -594,21 +672,19 @@ func (st *stream) reader(timeout time.Duration) func(wantPing bool) (any, error)
 	deadline := time.After(timeout)
 	return func(wantPing bool) (any, error) {
 		for {
-			select {
-			case fr, ok := <-st.frames:
-				if !ok {
-					if st.err != nil {
-						return nil, fmt.Errorf("stream ended: %w", st.err)
-					}
-					return nil, errors.New("stream ended")
-				}
-				if m, _ := fr.(map[string]any); m["type"] == "ping" && !wantPing {
-					continue
-				}
-				return fr, nil
-			case <-deadline:
+			fr, ok, err := st.take(deadline)
+			switch {
+			case errors.Is(err, errTakeTimeout):
 				return nil, fmt.Errorf("no frame within %s", timeout)
+			case err != nil:
+				return nil, fmt.Errorf("stream ended: %w", err)
+			case !ok:
+				return nil, errors.New("stream ended")
 			}
+			if m, _ := fr.(map[string]any); m["type"] == "ping" && !wantPing {
+				continue
+			}
+			return fr, nil
 		}
 	}
 }
@@ -686,19 +762,18 @@ func (p *player) end(e map[string]any) error {
 	}
 	deadline := time.After(10 * time.Second)
 	for {
-		select {
-		case fr, ok := <-st.frames:
-			if !ok {
-				delete(p.streams, name)
-				st.body.Close()
-				return nil
-			}
-			if m, _ := fr.(map[string]any); m["type"] == "ping" {
-				continue
-			}
-			return fmt.Errorf("want the stream's end, got %s", show(fr))
-		case <-deadline:
+		fr, ok, err := st.take(deadline)
+		switch {
+		case errors.Is(err, errTakeTimeout):
 			return errors.New("the stream did not end within 10s")
+		case !ok:
+			delete(p.streams, name)
+			st.body.Close()
+			return nil
 		}
+		if m, _ := fr.(map[string]any); m["type"] == "ping" {
+			continue
+		}
+		return fmt.Errorf("want the stream's end, got %s", show(fr))
 	}
 }
