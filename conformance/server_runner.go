@@ -281,7 +281,7 @@ func (p *player) step(s map[string]any) error {
 				case <-p.ctx.Done():
 					return
 				case <-t.C:
-					p.do(map[string]any{"path": "/lockstep/heartbeat", "body": map[string]any{"sessions": []any{token}}})
+					p.send(p.requestWith(Vars{}, map[string]any{"path": "/lockstep/heartbeat", "body": map[string]any{"sessions": []any{token}}}))
 				}
 			}
 		}()
@@ -441,13 +441,19 @@ func (p *player) do(req map[string]any) answer {
 // expanded now: an async step's request is sent by another goroutine
 // while later steps capture variables.
 func (p *player) request(req map[string]any) (*http.Request, error) {
+	return p.requestWith(p.vars, req)
+}
+
+// requestWith is request with the variables vars: a goroutine of its own
+// (keepalive's) must not read the case's, which steps replace and add to.
+func (p *player) requestWith(vars Vars, req map[string]any) (*http.Request, error) {
 	plain := make(map[string]any, len(req))
 	for k, v := range req {
 		if k != "expect" {
 			plain[k] = v
 		}
 	}
-	x, err := p.vars.expand(plain)
+	x, err := vars.expand(plain)
 	if err != nil {
 		return nil, err
 	}
