@@ -492,19 +492,40 @@ func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 // decodeWireError turns an error answer into an [*Error]; an answer that is
 // not in the lockstep error shape gets a code from its HTTP status.
 func decodeWireError(resp *http.Response, body []byte) *Error {
-	return decodeWireErrorStatus(resp.StatusCode, body)
+	url := ""
+	if resp.Request != nil && resp.Request.URL != nil {
+		url = resp.Request.URL.Redacted()
+	}
+	return decodeWireErrorStatus(resp.StatusCode, url, body)
 }
 
-func decodeWireErrorStatus(status int, body []byte) *Error {
+// decodeWireErrorStatus is [decodeWireError] of an answer with status from
+// url. An answer that is not in the lockstep error shape comes from a peer
+// that does not speak the protocol (a pinned peer, a proxy), which names
+// neither itself nor the call: the message names the URL that answered,
+// the status, and the start of the body, trimmed ("http://…/filter answered
+// HTTP 500 Internal Server Error: no such pod"), as kube-scheduler names
+// the URL of an extender that answered with an error status.
+func decodeWireErrorStatus(status int, url string, body []byte) *Error {
 	var w wireError
 	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
 		return w.toError()
 	}
-	snippet := string(body)
-	if len(snippet) > 200 {
-		snippet = snippet[:200] + "…"
+	answered := "HTTP " + strconv.Itoa(status)
+	if text := http.StatusText(status); text != "" {
+		answered += " " + text
 	}
-	return Errorf(codeForStatus(status), "HTTP %s: %s", strconv.Itoa(status), snippet)
+	if url != "" {
+		answered = url + " answered " + answered
+	}
+	snippet := strings.TrimSpace(string(body))
+	if len(snippet) > 200 {
+		snippet = strings.ToValidUTF8(snippet[:200], "") + "…"
+	}
+	if snippet == "" {
+		return Errorf(codeForStatus(status), "%s", answered)
+	}
+	return Errorf(codeForStatus(status), "%s: %s", answered, snippet)
 }
 
 // request is one attempt's request to an endpoint.
@@ -531,6 +552,10 @@ type attempt struct {
 	// record of the call's idempotency key.
 	unrecorded bool
 	body       []byte
+	// url is where the request went (redacted), named in the error of an
+	// answer that is not in the lockstep error shape; empty for the items
+	// of a multi-call, whose errors are.
+	url string
 	// stream is a successful streaming answer's open body; the caller
 	// closes it.
 	stream io.ReadCloser
@@ -554,7 +579,7 @@ func (a attempt) error() *Error {
 	case a.transport != transportOK:
 		return asError(a.err)
 	case a.status != http.StatusOK:
-		return decodeWireErrorStatus(a.status, a.body)
+		return decodeWireErrorStatus(a.status, a.url, a.body)
 	}
 	return nil
 }
@@ -596,6 +621,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 		return attempt{transport: kind, err: err}
 	}
 	a := attempt{
+		url:          req.URL.Redacted(),
 		status:       resp.StatusCode,
 		draining:     resp.Header.Get(protocol.HeaderDraining) != "",
 		notProcessed: resp.Header.Get(protocol.HeaderNotProcessed) != "",

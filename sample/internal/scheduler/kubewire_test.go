@@ -290,3 +290,46 @@ func TestSchedulerSaysWhyExtendersFilteredOutEveryNode(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulerNamesTheExtenderVerbAndURLThatFailed: gpushare-scheduler-
+// extender's bind answers 500 with a JSON body and a trailing newline
+// (encoding/json's Encoder) for a pod its API server does not know;
+// kube-scheduler's error names the verb and the URL ("failed bind with
+// extender at URL http://…/bind, code 500"). The sample's names the
+// extender, the verb and the URL once each, with the body trimmed.
+func TestSchedulerNamesTheExtenderVerbAndURLThatFailed(t *testing.T) {
+	nodes := startNodes(t)
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/gpushare-scheduler/filter":
+			if args, ok := decodeArgs(w, r); ok {
+				_ = json.NewEncoder(w).Encode(extenderv1.ExtenderFilterResult{NodeNames: args.NodeNames})
+			}
+		case "/gpushare-scheduler/bind":
+			var args extenderv1.ExtenderBindingArgs
+			_ = json.NewDecoder(r.Body).Decode(&args)
+			w.WriteHeader(http.StatusInternalServerError)
+			_ = json.NewEncoder(w).Encode(extenderv1.ExtenderBindingResult{Error: "/api/v1/namespaces/default/pods/" + args.PodName + " not found"})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(ext.Close)
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s/gpushare-scheduler
+    filterVerb: filter
+    bindVerb: bind
+    nodeCacheCapable: true
+`, ext.URL))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			pod := s.NewPod()
+			_, err := s.ScheduleOne(ctx, pod)
+			require.Error(t, err)
+			url := ext.URL + "/gpushare-scheduler/bind"
+			assert.Equal(t, "extender extender-0: bind: internal: "+url+` answered HTTP 500 Internal Server Error: {"Error":"/api/v1/namespaces/default/pods/`+pod.Name+` not found"}`, err.Error())
+		})
+	}
+}
