@@ -333,3 +333,60 @@ func TestSchedulerNamesTheExtenderVerbAndURLThatFailed(t *testing.T) {
 		})
 	}
 }
+
+// scorer is a prioritize-only Kubernetes extender that scores nodes by
+// name as scores says, on any scale (kgwe's GPU extender scores from 50 to
+// 100), or answers status when it is not 200.
+func scorer(t *testing.T, status int, scores map[string]int64) string {
+	t.Helper()
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		args, ok := decodeArgs(w, r)
+		if !ok {
+			return
+		}
+		if status != http.StatusOK {
+			http.Error(w, "no scores today", status)
+			return
+		}
+		var list extenderv1.HostPriorityList
+		for _, n := range *args.NodeNames {
+			list = append(list, extenderv1.HostPriority{Host: n, Score: scores[n]})
+		}
+		_ = json.NewEncoder(w).Encode(list)
+	}))
+	t.Cleanup(ext.Close)
+	return ext.URL
+}
+
+// TestSchedulerWeighsScoresAboveMaxExtenderPriorityAsKubeSchedulerDoes:
+// kube-scheduler takes an extender's score as it is, multiplied by its
+// weight and MaxNodeScore / MaxExtenderPriority (10), never clamped
+// (prioritizeNodes in schedule_one.go), so an extender that scores from 0
+// to 100 schedules pods, and outweighs one that scores from 0 to 10. With
+// equal weights, node-000 gets 20×10 + 5×10 = 250, node-001 40×10 = 400,
+// node-002 -5×10 + 10×10 = 50: node-001. A scheduler that clamped scores
+// to 10 would rank node-000 first (10 + 5 against 10).
+func TestSchedulerWeighsScoresAboveMaxExtenderPriorityAsKubeSchedulerDoes(t *testing.T) {
+	nodes := startNodes(t)
+	hundred := scorer(t, http.StatusOK, map[string]int64{"node-000": 20, "node-001": 40, "node-002": -5})
+	ten := scorer(t, http.StatusOK, map[string]int64{"node-000": 5, "node-001": 0, "node-002": 10})
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s
+    prioritizeVerb: prioritize
+    weight: 1
+    nodeCacheCapable: true
+  - urlPrefix: %s
+    prioritizeVerb: prioritize
+    weight: 1
+    nodeCacheCapable: true
+`, hundred, ten))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			node, err := s.ScheduleOne(ctx, s.NewPod())
+			require.NoError(t, err)
+			assert.Equal(t, "node-001", node)
+		})
+	}
+}

@@ -1386,7 +1386,7 @@ func (m *FailedNodesMap) AppendJSON(b []byte) ([]byte, error) {
 // HostPriority of k8s.io/kube-scheduler/extender/v1.
 type HostPriority struct {
 	Host string `json:"Host"`
-	// 0 to MaxExtenderPriority (10).
+	// An int64, by convention from 0 to MaxExtenderPriority (10). kube-scheduler takes any integer as it is, scaled by the extender's weight and MaxNodeScore / MaxExtenderPriority (10) and never clamped: an extender that scores from 0 to 100 weighs ten times as much.
 	Score int64 `json:"Score"`
 	// AdditionalProperties holds the members the schema does not declare.
 	AdditionalProperties map[string]json.RawMessage `json:"-"`
@@ -1525,12 +1525,6 @@ func (m *HostPriority) AppendJSON(b []byte) ([]byte, error) {
 func (m *HostPriority) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Host); n < 1 {
 		v.Fail(at, "Host", kw, "properties/Host/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
-	}
-	if int64(m.Score) < 0 {
-		v.Fail(at, "Score", kw, "properties/Score/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.Score), 10))
-	}
-	if int64(m.Score) > 10 {
-		v.Fail(at, "Score", kw, "properties/Score/maximum", "must be <= 10 but found "+strconv.FormatInt(int64(m.Score), 10))
 	}
 }
 

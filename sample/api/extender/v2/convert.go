@@ -23,8 +23,9 @@ import (
 // its prefix ("Maintenance: node is in a maintenance window") and is read
 // back up from it, so failures survive a round trip. Scores scale between
 // 0–1 and 0–10 (MaxExtenderPriority), rounded to the nearest integer going
-// down. A 1.0.0 Error member is a coded error going up: internal for
-// Filter and Prioritize, conflict for Bind.
+// down; a 1.0.0 score outside 0–10 goes up outside 0–1
+// ([PrioritizeResponseFromV1]). A 1.0.0 Error member is a coded error
+// going up: internal for Filter and Prioritize, conflict for Bind.
 //
 // A 1.0.0 Filter request may carry whole Node objects (Nodes) instead of
 // names, and expects them back in its answer; a conversion of the answer
@@ -363,7 +364,15 @@ func PrioritizeResponseToV1(in *PrioritizeResponse) (*v1.HostPriorityList, error
 	return &out, nil
 }
 
-// PrioritizeResponseFromV1 converts scores up to 0–1.
+// PrioritizeResponseFromV1 converts scores up to 0–1, by dividing by
+// MaxExtenderPriority, and nothing more: kube-scheduler takes a score
+// outside 0–10 as it is (scaled by the extender's weight and MaxNodeScore
+// / MaxExtenderPriority, never clamped: prioritizeNodes in schedule_one.go),
+// so an extender that scores from 0 to 100 outweighs one that scores from 0
+// to 10, and a scheduler that adds up weighted 2.0.0 scores ranks nodes as
+// kube-scheduler does only if such a score goes up outside 0–1 too;
+// clamping it to 1 would tie every node such an extender scores above 10.
+// No 2.0.0 peer is sent the result.
 func PrioritizeResponseFromV1(in *v1.HostPriorityList) (*PrioritizeResponse, error) {
 	out := &PrioritizeResponse{Scores: make([]NodeScore, len(*in))}
 	for i, h := range *in {

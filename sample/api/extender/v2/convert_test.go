@@ -114,6 +114,20 @@ func TestPrioritizeScalesScores(t *testing.T) {
 	assert.Equal(t, pod, back.Pod)
 }
 
+// TestPrioritizeTakesScoresOutsideMaxExtenderPriority: kube-scheduler
+// takes any int64 score, scaled but never clamped, so 1.0.0 takes it (the
+// reference validator and the generated one) and it goes up scaled alike.
+func TestPrioritizeTakesScoresOutsideMaxExtenderPriority(t *testing.T) {
+	raw := []byte(`[{"Host":"a","Score":100},{"Host":"b","Score":55},{"Host":"c","Score":-5}]`)
+	require.NoError(t, v1.Contract.ValidateJSON("HostPriorityList", raw))
+	var list v1.HostPriorityList
+	require.NoError(t, json.Unmarshal(raw, &list))
+	require.NoError(t, list.Validate())
+	up, err := v2.PrioritizeResponseFromV1(&list)
+	require.NoError(t, err)
+	assert.Equal(t, []v2.NodeScore{{Node: "a", Score: 10}, {Node: "b", Score: 5.5}, {Node: "c", Score: -0.5}}, up.Scores)
+}
+
 func TestBindConversions(t *testing.T) {
 	args, err := v2.BindRequestToV1(&v2.BindRequest{Pod: pod, Node: "n1"})
 	require.NoError(t, err)
