@@ -390,3 +390,36 @@ func TestSchedulerWeighsScoresAboveMaxExtenderPriorityAsKubeSchedulerDoes(t *tes
 		})
 	}
 }
+
+// TestSchedulerLeavesOutTheScoresOfAnExtenderThatFailedToPrioritize:
+// kube-scheduler places a pod without the scores of an extender whose
+// prioritize failed, ignorable or not ("Failed to run extender's priority
+// function. No score given by this extender.", prioritizeNodes in
+// schedule_one.go); the scheduler says so in its log.
+func TestSchedulerLeavesOutTheScoresOfAnExtenderThatFailedToPrioritize(t *testing.T) {
+	nodes := startNodes(t)
+	failing := scorer(t, http.StatusInternalServerError, nil)
+	others := scorer(t, http.StatusOK, map[string]int64{"node-000": 1, "node-001": 2, "node-002": 10})
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			var logged records
+			s := configured(t, nodes, api, logged.logger(), fmt.Sprintf(`
+  - urlPrefix: %s
+    prioritizeVerb: prioritize
+    weight: 5
+    nodeCacheCapable: true
+  - urlPrefix: %s
+    prioritizeVerb: prioritize
+    weight: 1
+    nodeCacheCapable: true
+`, failing, others))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			node, err := s.ScheduleOne(ctx, s.NewPod())
+			require.NoError(t, err)
+			assert.Equal(t, "node-002", node, "the other extender's scores decide")
+			assert.Contains(t, logged.String(), "extender=extender-0")
+			assert.Contains(t, logged.String(), "no scores today")
+		})
+	}
+}

@@ -63,7 +63,10 @@ type ExtenderConfig struct {
 	Bind bool
 	// Weight multiplies its scores; 0 skips Prioritize.
 	Weight float64
-	// Ignorable lets scheduling go on when the extender fails.
+	// Ignorable lets scheduling go on without the extender when its
+	// filter or preemption fails, as kube-scheduler's ignorable does. A
+	// failed Prioritize fails no pod, ignorable or not: the extender's
+	// scores are left out.
 	Ignorable bool
 	// NodeCacheCapable: the extender keeps its own node cache, so a 1.0.0
 	// request names the candidate nodes (NodeNames); otherwise it carries
@@ -508,10 +511,15 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 		}
 		resp, err := s.Prioritize(ctx, e.cfg.Name, pod, nodes)
 		if err != nil {
-			if s.skip(e, "prioritize", pod, err) {
-				continue
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("extender %s: prioritize: %w", e.cfg.Name, err)
 			}
-			return "", fmt.Errorf("extender %s: prioritize: %w", e.cfg.Name, err)
+			// kube-scheduler places the pod without the scores of an
+			// extender that failed to prioritize, ignorable or not
+			// (prioritizeNodes in schedule_one.go): scores only rank nodes
+			// that every filter kept.
+			s.logger.Info("an extender failed to prioritize; its scores are left out", "extender", e.cfg.Name, "pod", pod.Name, "err", err)
+			continue
 		}
 		for _, sc := range resp.Scores {
 			scores[sc.Node] += e.cfg.Weight * sc.Score
