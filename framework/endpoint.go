@@ -503,9 +503,9 @@ func decodeWireError(resp *http.Response, body []byte) *Error {
 // url. An answer that is not in the lockstep error shape comes from a peer
 // that does not speak the protocol (a pinned peer, a proxy), which names
 // neither itself nor the call: the message names the URL that answered,
-// the status, and the start of the body, trimmed ("http://…/filter answered
-// HTTP 500 Internal Server Error: no such pod"), as kube-scheduler names
-// the URL of an extender that answered with an error status.
+// the status, and the start of the body on one line ("http://…/filter
+// answered HTTP 500 Internal Server Error: no such pod"), as kube-scheduler
+// names the URL of an extender that answered with an error status.
 func decodeWireErrorStatus(status int, url string, body []byte) *Error {
 	var w wireError
 	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
@@ -518,7 +518,9 @@ func decodeWireErrorStatus(status int, url string, body []byte) *Error {
 	if url != "" {
 		answered = url + " answered " + answered
 	}
-	snippet := strings.TrimSpace(string(body))
+	// One line: a body indented over several (go-restful's errors) or
+	// ending in a newline (http.Error's, encoding/json's) reads as one.
+	snippet := strings.Join(strings.Fields(string(body)), " ")
 	if len(snippet) > 200 {
 		snippet = strings.ToValidUTF8(snippet[:200], "") + "…"
 	}

@@ -350,6 +350,10 @@ func TestPinnedPeerIsCalledAtItsVersionAndHostileAnswersAreCoded(t *testing.T) {
 			http.Error(w, "extender exploded", http.StatusInternalServerError)
 		case "empty":
 			w.WriteHeader(http.StatusServiceUnavailable)
+		case "indented":
+			// As go-restful writes a ServiceError.
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte("{\n \"Code\": 500,\n \"Message\": \"unable to report\"\n}"))
 		}
 	})
 	cl := nodeinfoClient(t, true, true, framework.ClientConfig{
@@ -374,19 +378,20 @@ func TestPinnedPeerIsCalledAtItsVersionAndHostileAnswersAreCoded(t *testing.T) {
 		// that answered, and the body without its trailing newline.
 		{"error", framework.CodeInternal, "internal: " + ext.URL + "/ext/report answered HTTP 500 Internal Server Error: extender exploded"},
 		{"empty", framework.CodeUnavailable, "unavailable: " + ext.URL + "/ext/report answered HTTP 503 Service Unavailable"},
+		{"indented", framework.CodeInternal, "internal: " + ext.URL + `/ext/report answered HTTP 500 Internal Server Error: { "Code": 500, "Message": "unable to report" }`},
 	} {
 		mode.Store(tc.mode)
 		_, err := framework.CallUnary[StatusV2, AckV2](ctx, cl, "Report", ready("n1"))
 		assert.Equal(t, tc.code, framework.CodeOf(err), "%s: %v", tc.mode, err)
 		assert.ErrorContains(t, err, tc.text, tc.mode)
-		if tc.mode == "error" || tc.mode == "empty" {
+		if tc.mode == "error" || tc.mode == "empty" || tc.mode == "indented" {
 			assert.Equal(t, tc.text, err.Error(), tc.mode)
 		}
 	}
 	mode.Store("good")
 	_, err = framework.CallUnary[StatusV2, AckV2](ctx, cl, "Report", ready("n1"))
 	require.NoError(t, err, "the client keeps working after hostile answers")
-	assert.Equal(t, int64(8), calls.Load(), "no call was resent")
+	assert.Equal(t, int64(9), calls.Load(), "no call was resent")
 }
 
 func TestRollingUpgradeWithExternalOldPeer(t *testing.T) {
