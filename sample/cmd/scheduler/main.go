@@ -1,7 +1,7 @@
 // Command scheduler is the sample's scheduler: it watches the node
-// controller's NodeHealth topic and places pods (--pod-rate per second)
-// through its extenders: filter, score, confirm with the node controller,
-// bind.
+// controller's NodeHealth topic and, once its cache of it synced, places
+// pods (--pod-rate per second) through its extenders: filter, score,
+// confirm with the node controller, bind.
 //
 //	scheduler --listen 127.0.0.1:8442 --api v2 --fork \
 //	    --nodecontroller http://127.0.0.1:8441 \

@@ -100,6 +100,10 @@ type Config struct {
 	// CallTimeout bounds each call, including the time it blocks waiting
 	// for a compatible peer; default 10s.
 	CallTimeout time.Duration
+	// SyncTimeout bounds how long [Scheduler.Run] waits for the NodeHealth
+	// cache to sync before it places pods; default 30s. Pods placed after
+	// it ran out, before the cache synced, fail as finding no node.
+	SyncTimeout time.Duration
 	// Registerer, if set, receives the scheduler's own metrics.
 	Registerer prometheus.Registerer
 	// Logger receives its logs; default slog.Default().
@@ -165,6 +169,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
+	}
+	if cfg.SyncTimeout <= 0 {
+		cfg.SyncTimeout = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -312,6 +319,23 @@ func (s *Scheduler) Synced() bool {
 	return s.informerV2.HasSynced()
 }
 
+// waitForSync waits until the NodeHealth cache has had a full snapshot,
+// or ctx ends.
+func (s *Scheduler) waitForSync(ctx context.Context) error {
+	if s.informerV1 != nil {
+		return s.informerV1.WaitForSync(ctx)
+	}
+	return s.informerV2.WaitForSync(ctx)
+}
+
+// nodeCount is the number of nodes in the NodeHealth cache.
+func (s *Scheduler) nodeCount() int {
+	if s.informerV1 != nil {
+		return s.informerV1.Len()
+	}
+	return s.informerV2.Len()
+}
+
 // Nodes returns the cached health of every node, in 2.0.0's form, sorted
 // by name.
 func (s *Scheduler) Nodes() []nhv2.NodeHealth {
@@ -380,10 +404,14 @@ func (s *Scheduler) Status() any {
 	}
 }
 
-// Run places PodRate pods per second until ctx ends.
+// Run places PodRate pods per second until ctx ends, once the NodeHealth
+// cache has synced (or SyncTimeout ran out).
 func (s *Scheduler) Run(ctx context.Context) {
 	if s.cfg.PodRate <= 0 {
 		<-ctx.Done()
+		return
+	}
+	if !s.awaitNodes(ctx) {
 		return
 	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / s.cfg.PodRate))
@@ -408,6 +436,37 @@ func (s *Scheduler) Run(ctx context.Context) {
 			s.logger.Debug("pod scheduled", "pod", pod.Name, "node", node)
 		}
 	}
+}
+
+// awaitNodes waits, up to SyncTimeout, for the NodeHealth cache to sync,
+// as kube-scheduler waits for its informers' caches before it schedules
+// (WaitForCacheSync and WaitForHandlersSync in
+// cmd/kube-scheduler/app/server.go, without a bound there): a pod placed
+// before then finds no node. It says what it waits for, and for how long,
+// and reports false if ctx ended first.
+func (s *Scheduler) awaitNodes(ctx context.Context) bool {
+	if s.Synced() {
+		return true
+	}
+	start := time.Now()
+	s.logger.Info("waiting for the node controller's NodeHealth to sync before placing pods", "timeout", s.cfg.SyncTimeout)
+	wait, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
+	defer cancel()
+	err := s.waitForSync(wait)
+	switch {
+	case err == nil:
+		s.logger.Info("NodeHealth synced; placing pods", "nodes", s.nodeCount(), "waited", time.Since(start).Round(time.Millisecond))
+	case ctx.Err() != nil:
+		return false
+	default:
+		why := "no reason known"
+		if rerr := s.nodes.Ready(); rerr != nil {
+			why = rerr.Error()
+		}
+		s.logger.Warn("NodeHealth has not synced; placing pods anyway: they find no node until it does",
+			"waited", time.Since(start).Round(time.Millisecond), "nodeController", why)
+	}
+	return true
 }
 
 // PriorityClass is a scheduling.k8s.io/v1 PriorityClass: the API server
@@ -475,6 +534,14 @@ func (s *Scheduler) count(err error) {
 }
 
 func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, error) {
+	// With no node at all, preemption cannot help either (kube-scheduler's
+	// ErrNoNodesAvailable, unschedulable and unresolvable).
+	if !s.Synced() {
+		return "", fmt.Errorf("%w: the node controller's NodeHealth has not synced yet", ErrNoNode)
+	}
+	if s.nodeCount() == 0 {
+		return "", fmt.Errorf("%w: no nodes available to schedule pods", ErrNoNode)
+	}
 	nodes := s.candidatesFor(pod)
 	var filteredOut failures
 	for _, e := range s.extenders {
