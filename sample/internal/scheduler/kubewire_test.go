@@ -423,3 +423,37 @@ func TestSchedulerLeavesOutTheScoresOfAnExtenderThatFailedToPrioritize(t *testin
 		})
 	}
 }
+
+// TestSchedulerBindsWithoutAnIgnorableBinderThatFailed: kube-scheduler
+// leaves a pod whose ignorable binder failed to the next binder, or to
+// its default binding (extendersBinding in schedule_one.go); a binder
+// that is not ignorable fails the pod.
+func TestSchedulerBindsWithoutAnIgnorableBinderThatFailed(t *testing.T) {
+	nodes := startNodes(t)
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(extenderv1.ExtenderBindingResult{Error: "binder is down"})
+	}))
+	t.Cleanup(ext.Close)
+	config := `
+  - urlPrefix: %s
+    bindVerb: bind
+    ignorable: %v
+`
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			var logged records
+			s := configured(t, nodes, api, logged.logger(), fmt.Sprintf(config, ext.URL, true))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			_, err := s.ScheduleOne(ctx, s.NewPod())
+			require.NoError(t, err)
+			assert.Contains(t, logged.String(), "verb=bind")
+			assert.Contains(t, logged.String(), "binder is down")
+
+			s = configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(config, ext.URL, false))
+			_, err = s.ScheduleOne(ctx, s.NewPod())
+			assert.ErrorContains(t, err, "extender extender-0: bind: ")
+		})
+	}
+}

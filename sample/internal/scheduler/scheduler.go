@@ -59,14 +59,15 @@ type ExtenderConfig struct {
 	// Preempt: the extender takes part in preemption (a preemptVerb):
 	// [Scheduler.Preempt] asks it.
 	Preempt bool
-	// Bind makes this extender bind pods; the first such one does.
+	// Bind makes this extender bind pods; the first such one does (the
+	// next, if it is ignorable and fails).
 	Bind bool
 	// Weight multiplies its scores; 0 skips Prioritize.
 	Weight float64
 	// Ignorable lets scheduling go on without the extender when its
-	// filter or preemption fails, as kube-scheduler's ignorable does. A
-	// failed Prioritize fails no pod, ignorable or not: the extender's
-	// scores are left out.
+	// filter, preemption or binding fails, as kube-scheduler's ignorable
+	// does. A failed Prioritize fails no pod, ignorable or not: the
+	// extender's scores are left out.
 	Ignorable bool
 	// NodeCacheCapable: the extender keeps its own node cache, so a 1.0.0
 	// request names the candidate nodes (NodeNames); otherwise it carries
@@ -685,13 +686,19 @@ func (s *Scheduler) bind(ctx context.Context, pod extv2.PodRef, node string) err
 }
 
 // commit has the binding extender bind the pod to node, and posts the
-// binding.
+// binding (which changes nothing where the extender bound it).
 func (s *Scheduler) commit(ctx context.Context, pod extv2.PodRef, node string) error {
 	for _, e := range s.extenders {
 		if !e.cfg.Bind || !s.interested(e, pod) {
 			continue
 		}
 		if err := s.Bind(ctx, e.cfg.Name, pod, node); err != nil {
+			// kube-scheduler's extendersBinding: an ignorable binder that
+			// failed leaves the pod to the next binder, or to the default
+			// binding.
+			if ctx.Err() == nil && s.skip(e, "bind", pod, err) {
+				continue
+			}
 			return fmt.Errorf("extender %s: bind: %w", e.cfg.Name, err)
 		}
 		break
