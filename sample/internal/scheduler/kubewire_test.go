@@ -457,3 +457,31 @@ func TestSchedulerBindsWithoutAnIgnorableBinderThatFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulerCountsNodesFilteredOutWithoutAReason: tidb-scheduler
+// (TiDB Operator) answers a filter whose HA predicate failed with no node
+// and no failed node (its Filter breaks out of its predicates and returns
+// the empty list); the pod's error says the extender left them out.
+func TestSchedulerCountsNodesFilteredOutWithoutAReason(t *testing.T) {
+	nodes := startNodes(t)
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := decodeArgs(w, r); ok {
+			_ = json.NewEncoder(w).Encode(extenderv1.ExtenderFilterResult{Nodes: &corev1.NodeList{}})
+		}
+	}))
+	t.Cleanup(ext.Close)
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+  - urlPrefix: %s/scheduler
+    filterVerb: filter
+    preemptVerb: preempt
+`, ext.URL))
+			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+			defer cancel()
+			_, err := s.ScheduleOne(ctx, s.NewPod())
+			require.ErrorIs(t, err, scheduler.ErrNoNode)
+			assert.Contains(t, err.Error(), "filtered out by extenders: 3 no reason given (extender-0)")
+		})
+	}
+}

@@ -562,8 +562,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 			}
 			return "", fmt.Errorf("extender %s: filter: %w", e.cfg.Name, err)
 		}
+		filteredOut.add(e.cfg.Name, nodes, resp)
 		nodes = resp.Feasible
-		filteredOut.add(e.cfg.Name, resp.Failed)
 	}
 	if len(nodes) == 0 {
 		node, err := s.preempt(ctx, pod)
@@ -610,11 +610,21 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 // reason, to say why a pod found no node as kube-scheduler's FitError
 // does ("0/4 nodes are available: 4 no capacity annotation"): without
 // them, an extender that rules out every node leaves only "no node fits
-// the pod".
+// the pod". A node an extender left out of its answer without naming it
+// among the failed (tidb-scheduler's filter answers no node, and no
+// reason, when its HA predicate fails) counts as given no reason.
 type failures map[string]int
 
-func (f *failures) add(extender string, failed []extv2.NodeFailure) {
-	for _, n := range failed {
+func (f *failures) add(extender string, sent []string, resp *extv2.FilterResponse) {
+	count := func(why string) {
+		if *f == nil {
+			*f = failures{}
+		}
+		(*f)[fmt.Sprintf("%s (%s)", why, extender)]++
+	}
+	explained := map[string]bool{}
+	for _, n := range resp.Failed {
+		explained[n.Node] = true
 		why := string(n.Reason)
 		if n.Message != nil && *n.Message != "" {
 			why = *n.Message
@@ -622,10 +632,12 @@ func (f *failures) add(extender string, failed []extv2.NodeFailure) {
 				why = string(n.Reason) + ": " + why
 			}
 		}
-		if *f == nil {
-			*f = failures{}
+		count(why)
+	}
+	for _, n := range sent {
+		if !explained[n] && !slices.Contains(resp.Feasible, n) {
+			count("no reason given")
 		}
-		(*f)[fmt.Sprintf("%s (%s)", why, extender)]++
 	}
 }
 
