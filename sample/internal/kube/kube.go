@@ -6,6 +6,7 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,6 +29,73 @@ func Requests(p *corev1.Pod) (cpuMillis, memoryBytes int64) {
 		}
 	}
 	return cpuMillis, memoryBytes
+}
+
+// OtherRequests returns the sum of the pod's container requests of
+// resources other than CPU and memory, by name, each in its own unit
+// (rounded up to an integer); a limit without a request counts as the
+// request, as the API server defaults it. Nil when there are none.
+func OtherRequests(p *corev1.Pod) map[string]int64 {
+	var out map[string]int64
+	for _, c := range p.Spec.Containers {
+		for name, q := range c.Resources.Limits {
+			if _, ok := c.Resources.Requests[name]; !ok {
+				out = addRequest(out, name, q)
+			}
+		}
+		for name, q := range c.Resources.Requests {
+			out = addRequest(out, name, q)
+		}
+	}
+	return out
+}
+
+func addRequest(to map[string]int64, name corev1.ResourceName, q resource.Quantity) map[string]int64 {
+	if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+		return to
+	}
+	if to == nil {
+		to = map[string]int64{}
+	}
+	to[string(name)] += q.Value()
+	return to
+}
+
+// SetOtherRequests sets the requests of resources other than CPU and
+// memory of the pod's first container to other's (as [OtherRequests]
+// returns them), and their limits to the same where Kubernetes requires
+// a limit equal to the request: extended resources (a domain other than
+// kubernetes.io, such as nvidia.com/gpu) and hugepages. An extender that
+// reads such a resource from the limits (gpushare-scheduler-extender's
+// aliyun.com/gpu-mem) finds it there, as in a pod the API server stored.
+func SetOtherRequests(p *corev1.Pod, other map[string]int64) {
+	if len(other) == 0 || len(p.Spec.Containers) == 0 {
+		return
+	}
+	r := &p.Spec.Containers[0].Resources
+	for name, v := range other {
+		rn := corev1.ResourceName(name)
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[rn] = *resource.NewQuantity(v, resource.DecimalSI)
+		if limitEqualsRequest(name) {
+			if r.Limits == nil {
+				r.Limits = corev1.ResourceList{}
+			}
+			r.Limits[rn] = *resource.NewQuantity(v, resource.DecimalSI)
+		}
+	}
+}
+
+// limitEqualsRequest reports whether Kubernetes requires a resource's
+// limit to equal its request: an extended resource (a name with a domain
+// outside kubernetes.io, not a quota's requests.*) or hugepages.
+func limitEqualsRequest(name string) bool {
+	if strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) {
+		return true
+	}
+	return strings.Contains(name, "/") && !strings.Contains(name, "kubernetes.io/") && !strings.HasPrefix(name, corev1.DefaultResourceRequestsPrefix)
 }
 
 // NewPod returns a pending pod with one container named main requesting

@@ -127,13 +127,13 @@ func tolerates(pod extv2.PodRef, taints []nhv2.Taint) bool {
 }
 
 // interested reports whether the extender is called for pod: always,
-// unless it manages resources and the pod (with its template's resources)
-// requests none of them.
+// unless it manages resources and the pod (its core/v1 form, as
+// kube-scheduler's IsInterested reads it) requests or limits none of them.
 func (s *Scheduler) interested(e *extender, pod extv2.PodRef) bool {
 	if len(e.cfg.ManagedResources) == 0 {
 		return true
 	}
-	p := s.podObject(pod)
+	p := extv2.PodRefToCore(pod)
 	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 		for _, r := range e.cfg.ManagedResources {
 			if _, ok := c.Resources.Requests[corev1.ResourceName(r)]; ok {
@@ -147,10 +147,10 @@ func (s *Scheduler) interested(e *extender, pod extv2.PodRef) bool {
 	return false
 }
 
-// objects is how 1.0.0 requests to the extender carry nodes (whole unless
-// it caches them) and pods (with their template's).
+// objects is how 1.0.0 requests to the extender carry nodes: whole unless
+// it caches them.
 func (s *Scheduler) objects(e *extender) extv2.V1Objects {
-	o := extv2.V1Objects{Pod: s.podObject}
+	var o extv2.V1Objects
 	if !e.cfg.NodeCacheCapable {
 		o.Nodes = s.nodeObjects
 	}

@@ -17,11 +17,13 @@ import (
 // adds, gpushare-scheduler-extender by an extended resource limit,
 // Telemetry Aware Scheduling by a label, and each is configured with
 // managedResources, so that kube-scheduler calls it only for pods that
-// request its resource. A pod template gives every pod that: its labels
-// and tolerations (which 2.0.0 carries too), its annotations and its
-// containers' resources other than CPU and memory (which travel in the
-// core/v1 Pod of 1.0.0 requests only, and decide which extenders with
-// managedResources are called).
+// request its resource. A pod template gives every pod that: its labels,
+// annotations and tolerations, and its containers' requests of resources
+// other than CPU and memory (a limit without a request counts as the
+// request), which decide which extenders with managedResources are called.
+// 2.0.0's pod reference carries them all; a 1.0.0 request's core/v1 Pod
+// carries the extended resources as requests and limits, as the API
+// server stores them.
 
 // LoadPodTemplate reads a core/v1 Pod (apiVersion v1, kind Pod) from a
 // YAML or JSON file, strictly, as a pod template ([Config.PodTemplate]).
@@ -40,8 +42,9 @@ func LoadPodTemplate(path string) (*corev1.Pod, error) {
 	return &p, nil
 }
 
-// fromTemplate adds the template's labels and tolerations to pod; the
-// scheduler's own labels win where both name one.
+// fromTemplate gives pod the template's labels (the scheduler's own win
+// where both name one), annotations, tolerations and requests of resources
+// other than CPU and memory.
 func (s *Scheduler) fromTemplate(pod *extv2.PodRef) {
 	t := s.cfg.PodTemplate
 	if t == nil {
@@ -53,38 +56,9 @@ func (s *Scheduler) fromTemplate(pod *extv2.PodRef) {
 	}
 	maps.Copy(labels, pod.Labels)
 	pod.Labels = labels
+	pod.Annotations = maps.Clone(t.Annotations)
 	for _, tol := range t.Spec.Tolerations {
 		pod.Tolerations = append(pod.Tolerations, extv2.TolerationFromCore(tol))
 	}
-}
-
-// podObject returns the core/v1 Pod of pod that 1.0.0 requests carry:
-// [extv2.PodRefToCore]'s, with the template's annotations and its
-// containers' requests and limits of resources other than CPU and memory.
-func (s *Scheduler) podObject(pod extv2.PodRef) *corev1.Pod {
-	p := extv2.PodRefToCore(pod)
-	t := s.cfg.PodTemplate
-	if t == nil {
-		return p
-	}
-	if len(t.Annotations) > 0 {
-		p.Annotations = maps.Clone(t.Annotations)
-	}
-	main := &p.Spec.Containers[0].Resources
-	for _, c := range t.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				main.Requests[name] = q
-			}
-		}
-		for name, q := range c.Resources.Limits {
-			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				if main.Limits == nil {
-					main.Limits = corev1.ResourceList{}
-				}
-				main.Limits[name] = q
-			}
-		}
-	}
-	return p
+	pod.Requests.Extended = kube.OtherRequests(t)
 }

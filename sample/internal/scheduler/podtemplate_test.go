@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
+	extv2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/scheduler"
 )
 
@@ -157,4 +158,66 @@ extenders:
 			}
 		})
 	}
+}
+
+// recordingV2 is a 2.0.0 lockstep extender that keeps every node and
+// remembers the pods it was asked to filter.
+type recordingV2 struct {
+	mu   sync.Mutex
+	pods []extv2.PodRef
+}
+
+func (x *recordingV2) Filter(_ context.Context, req *extv2.FilterRequest) (*extv2.FilterResponse, error) {
+	x.mu.Lock()
+	x.pods = append(x.pods, req.Pod)
+	x.mu.Unlock()
+	return &extv2.FilterResponse{Feasible: req.Nodes}, nil
+}
+
+func (x *recordingV2) Prioritize(_ context.Context, req *extv2.PrioritizeRequest) (*extv2.PrioritizeResponse, error) {
+	return &extv2.PrioritizeResponse{Scores: []extv2.NodeScore{}}, nil
+}
+
+func (x *recordingV2) Bind(context.Context, *extv2.BindRequest) (*extv2.BindResponse, error) {
+	return &extv2.BindResponse{}, nil
+}
+
+func (x *recordingV2) ProcessPreemption(_ context.Context, req *extv2.PreemptRequest) (*extv2.PreemptResponse, error) {
+	return &extv2.PreemptResponse{Candidates: []extv2.PreemptResponseCandidatesItem{}}, nil
+}
+
+// TestSchedulerGivesALockstepExtenderWhatThePodTemplateGives: a 2.0.0
+// extender is sent the template's annotations and extended resources as
+// a 1.0.0 one is (and a managedResources extender is called for them),
+// not only its labels and tolerations.
+func TestSchedulerGivesALockstepExtenderWhatThePodTemplateGives(t *testing.T) {
+	nodes := startNodes(t)
+	path := filepath.Join(t.TempDir(), "pod.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(gpuPodTemplate), 0o600))
+	template, err := scheduler.LoadPodTemplate(path)
+	require.NoError(t, err)
+	x := &recordingV2{}
+	srv, err := framework.NewServer(serverConfig("extender", "1.31.0"))
+	require.NoError(t, err)
+	extv2.Register(srv, x)
+	url := serve(t, srv)
+	base := framework.ClientConfig{Component: "scheduler", Release: "1.31.0", Logger: frameworktest.Quiet()}
+	nh, ext := base, base
+	nh.Endpoints, ext.Endpoints = []string{nodes}, []string{url}
+	s, err := scheduler.New(scheduler.Config{API: "v2", NodeHealth: nh, PodTemplate: template, Logger: frameworktest.Quiet(),
+		Extenders: []scheduler.ExtenderConfig{{Name: "gpu", Client: ext, NodeCacheCapable: true, ManagedResources: []string{"aliyun.com/gpu-mem"}}}})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	require.Eventually(t, func() bool { return s.Ready() == nil && len(s.Candidates()) == 3 }, eventWait, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+	defer cancel()
+	_, err = s.ScheduleOne(ctx, s.NewPod())
+	require.NoError(t, err)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	require.Len(t, x.pods, 1, "the extender manages a resource the template's pods request")
+	p := x.pods[0]
+	assert.Equal(t, map[string]string{"example.com/model": "resnet"}, p.Annotations)
+	assert.Equal(t, map[string]int64{"aliyun.com/gpu-mem": 4}, p.Requests.Extended, "the limit counts as the request; CPU is the pod's own")
+	assert.Equal(t, "ml", p.Labels["team"])
 }

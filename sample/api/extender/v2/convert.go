@@ -36,7 +36,7 @@ import (
 // ForkV1 lets a 2.0.0 scheduler in fork mode call 1.0.0 extenders, with a
 // handshake or pinned ([framework.ClientConfig].Fork and .Pinned): requests
 // are converted down (node names only, the pod as a core/v1 Pod) and
-// answers up. [ForkV1With] sends whole nodes, or pods of its own, instead.
+// answers up. [ForkV1With] sends whole nodes instead.
 var ForkV1 = ForkV1With(V1Objects{})
 
 // NodeObjects returns the core/v1 NodeList of the named nodes, in order:
@@ -44,32 +44,21 @@ var ForkV1 = ForkV1With(V1Objects{})
 // (nodeCacheCapable false) carries instead of names.
 type NodeObjects func(names []string) (*corev1.NodeList, error)
 
-// PodObject returns the core/v1 Pod a 1.0.0 request carries for pod: a
-// scheduler that knows more of its pods than 2.0.0 names (annotations,
-// extended resources) writes it whole, so that a Kubernetes extender that
-// reads them sees them.
-type PodObject func(pod PodRef) *corev1.Pod
-
-// V1Objects is how 1.0.0 requests carry nodes and pods: whole nodes built
-// by Nodes, or names where it is nil (an extender that caches nodes); pods
-// built by Pod, or by [PodRefToCore] where it is nil.
+// V1Objects is how 1.0.0 requests carry nodes: whole nodes built by Nodes,
+// or names where it is nil (an extender that caches nodes). Pods are
+// [PodRefToCore]'s.
 type V1Objects struct {
 	Nodes NodeObjects
-	Pod   PodObject
 }
 
 // pod returns pod as a 1.0.0 request carries it.
 func (o V1Objects) pod(pod PodRef) (v1.Pod, error) {
-	p := PodRefToCore
-	if o.Pod != nil {
-		p = o.Pod
-	}
-	b, err := json.Marshal(p(pod))
+	b, err := json.Marshal(PodRefToCore(pod))
 	return v1.Pod(b), err
 }
 
-// ForkV1With is [ForkV1] with requests that carry nodes and pods as objs
-// builds them.
+// ForkV1With is [ForkV1] with requests that carry nodes as objs builds
+// them.
 func ForkV1With(objs V1Objects) framework.Fork {
 	filterUp := FilterResponseFromV1
 	if objs.Nodes != nil {
@@ -100,8 +89,8 @@ func PodRefFromV1(pod v1.Pod) (PodRef, error) {
 		return PodRef{}, framework.NewError(framework.CodeInvalidArgument, err)
 	}
 	cpu, mem := kube.Requests(p)
-	out := PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels,
-		Requests: Requests{CPUMillis: cpu, MemoryBytes: mem}}
+	out := PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels, Annotations: p.Annotations,
+		Requests: Requests{CPUMillis: cpu, MemoryBytes: mem, Extended: kube.OtherRequests(p)}}
 	if p.Spec.Priority != nil {
 		prio := int64(*p.Spec.Priority)
 		out.Priority = &prio
@@ -116,21 +105,24 @@ func PodRefFromV1(pod v1.Pod) (PodRef, error) {
 }
 
 // PodRefToV1 writes a pod as the core/v1 Pod a 1.0.0 request carries: its
-// metadata, one container with its requests, and its tolerations.
+// metadata, one container with its requests (and the limits Kubernetes
+// requires of extended resources), and its tolerations.
 func PodRefToV1(pod PodRef) (v1.Pod, error) {
 	return V1Objects{}.pod(pod)
 }
 
 // PodRefToCore returns the pod as a core/v1 Pod, with its priority
 // (spec.priority, spec.priorityClassName) as the API server resolved it
-// from its PriorityClass.
+// from its PriorityClass, and its requests of resources other than CPU and
+// memory as the API server stores them ([kube.SetOtherRequests]).
 func PodRefToCore(pod PodRef) *corev1.Pod {
 	var tolerations []corev1.Toleration
 	for _, t := range pod.Tolerations {
 		tolerations = append(tolerations, TolerationToCore(t))
 	}
-	p := kube.NewPod(metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: types.UID(pod.UID), Labels: pod.Labels},
+	p := kube.NewPod(metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: types.UID(pod.UID), Labels: pod.Labels, Annotations: pod.Annotations},
 		pod.Requests.CPUMillis, pod.Requests.MemoryBytes, tolerations)
+	kube.SetOtherRequests(p, pod.Requests.Extended)
 	if pod.Priority != nil {
 		prio := int32(max(math.MinInt32, min(math.MaxInt32, *pod.Priority)))
 		p.Spec.Priority = &prio

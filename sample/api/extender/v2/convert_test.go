@@ -2,15 +2,20 @@ package v2_test
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	v1 "github.com/lockstep-dev/lockstep/sample/api/extender/v1"
 	v2 "github.com/lockstep-dev/lockstep/sample/api/extender/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/kube"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -112,6 +117,41 @@ func TestPrioritizeScalesScores(t *testing.T) {
 	back, err := v2.PrioritizeRequestFromV1(req)
 	require.NoError(t, err)
 	assert.Equal(t, pod, back.Pod)
+}
+
+// TestPodAnnotationsAndExtendedResourcesRoundTripThroughV1: a pod's
+// annotations and its requests of resources other than CPU and memory go
+// down into the core/v1 Pod as the API server stores them (an extended
+// resource's limit equal to its request, which gpushare-scheduler-extender
+// reads; ephemeral-storage's request alone) and come back up; a limit
+// without a request counts as the request.
+func TestPodAnnotationsAndExtendedResourcesRoundTripThroughV1(t *testing.T) {
+	gpu := pod
+	gpu.Annotations = map[string]string{"capacity.topolvm.io/ssd": "1073741824"}
+	gpu.Requests.Extended = map[string]int64{"nvidia.com/gpu": 2, "topolvm.io/capacity": 1, "ephemeral-storage": 1 << 30, "hugepages-2Mi": 4 << 20}
+	raw, err := v2.PodRefToV1(gpu)
+	require.NoError(t, err)
+	core, err := kube.DecodePod(json.RawMessage(raw))
+	require.NoError(t, err)
+	assert.Equal(t, gpu.Annotations, core.Annotations)
+	res := core.Spec.Containers[0].Resources
+	for name, want := range gpu.Requests.Extended {
+		q := res.Requests[corev1.ResourceName(name)]
+		assert.Equal(t, want, q.Value(), name)
+	}
+	assert.ElementsMatch(t, []corev1.ResourceName{"nvidia.com/gpu", "topolvm.io/capacity", "hugepages-2Mi"}, slices.Collect(maps.Keys(res.Limits)))
+	back, err := v2.PodRefFromV1(raw)
+	require.NoError(t, err)
+	assert.Equal(t, gpu, back)
+
+	core.Spec.Containers = append(core.Spec.Containers, corev1.Container{Name: "sidecar", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}}})
+	b, err := json.Marshal(core)
+	require.NoError(t, err)
+	back, err = v2.PodRefFromV1(v1.Pod(b))
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), back.Requests.Extended["nvidia.com/gpu"], "the sidecar's limit counts as its request")
+	assert.Equal(t, gpu.Requests.CPUMillis, back.Requests.CPUMillis, "a CPU limit is no request")
 }
 
 // TestPrioritizeTakesScoresOutsideMaxExtenderPriority: kube-scheduler

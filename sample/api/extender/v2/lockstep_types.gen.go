@@ -1093,7 +1093,9 @@ type PodRef struct {
 	Name      string            `json:"name"`
 	UID       string            `json:"uid"`
 	Labels    map[string]string `json:"labels,omitzero"`
-	Requests  Requests          `json:"requests"`
+	// The pod's annotations, which extenders decide by as they do by labels (topolvm's capacity.topolvm.io/<device-class>).
+	Annotations map[string]string `json:"annotations,omitzero"`
+	Requests    Requests          `json:"requests"`
 	// The pod's priority (spec.priority); absent is 0.
 	Priority *int64 `json:"priority,omitzero"`
 	// The PriorityClass the priority was resolved from.
@@ -1189,20 +1191,24 @@ func (m *PodRef) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPodRef, 
 				field = 3
 			}
 		case 4:
-			if d.Ahead(12) == `,"requests":` && d.Member(12) {
+			if d.Ahead(15) == `,"annotations":` && d.Member(15) {
 				field = 4
 			}
 		case 5:
-			if d.Ahead(12) == `,"priority":` && d.Member(12) {
+			if d.Ahead(12) == `,"requests":` && d.Member(12) {
 				field = 5
 			}
 		case 6:
-			if d.Ahead(21) == `,"priorityClassName":` && d.Member(21) {
+			if d.Ahead(12) == `,"priority":` && d.Member(12) {
 				field = 6
 			}
 		case 7:
-			if d.Ahead(15) == `,"tolerations":` && d.Member(15) {
+			if d.Ahead(21) == `,"priorityClassName":` && d.Member(21) {
 				field = 7
+			}
+		case 8:
+			if d.Ahead(15) == `,"tolerations":` && d.Member(15) {
+				field = 8
 			}
 		}
 		if field < 0 {
@@ -1222,14 +1228,16 @@ func (m *PodRef) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPodRef, 
 				field = 2
 			case "labels":
 				field = 3
-			case "requests":
+			case "annotations":
 				field = 4
-			case "priority":
+			case "requests":
 				field = 5
-			case "priorityClassName":
+			case "priority":
 				field = 6
-			case "tolerations":
+			case "priorityClassName":
 				field = 7
+			case "tolerations":
+				field = 8
 			default:
 				return jsonwire.Undeclared(d, key)
 			}
@@ -1282,79 +1290,104 @@ func (m *PodRef) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfPodRef, 
 			}
 			m.Labels = m4
 		case 4:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "annotations")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "annotations")
+			}
+			m8 := map[string]string{}
+			for d.NextMember() {
+				k9 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e10 string
+				v11, err := d.String()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k9), "annotations")
+				}
+				e10 = v11
+				m8[k9] = e10
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "annotations")
+			}
+			m.Annotations = m8
+		case 5:
 			seen[3] = true
 			if err := m.Requests.decodeJSON(d); err != nil {
 				return jsonwire.Within(err, "requests")
 			}
-		case 5:
+		case 6:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				p8 := &block.v0
-				v9, err := d.Int64()
+				p12 := &block.v0
+				v13, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
 				}
-				(*p8) = v9
+				(*p12) = v13
 				*has |= 1 << 0
 			}
-		case 6:
+		case 7:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "priorityClassName")
 			} else {
-				p10 := &block.v1
-				v11, err := d.String()
+				p14 := &block.v1
+				v15, err := d.String()
 				if err != nil {
 					return jsonwire.Within(err, "priorityClassName")
 				}
-				(*p10) = v11
+				(*p14) = v15
 				*has |= 1 << 1
 			}
-		case 7:
+		case 8:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tolerations")
 			}
 			if err := d.ArrayStart(); err != nil {
 				return jsonwire.Within(err, "tolerations")
 			}
-			var buf12 [8]Toleration
-			tmp13 := buf12[:0]
-			var zero16 Toleration
-			var bbuf17 [8]pointersOfToleration
-			btmp18 := bbuf17[:0]
-			var hbuf19 [8]uint64
-			htmp20 := hbuf19[:0]
-			var bzero21 pointersOfToleration
-			n22 := 0
-			for i15 := 0; d.NextItem(); i15++ {
-				tmp13 = append(tmp13, zero16)
-				btmp18 = append(btmp18, bzero21)
-				htmp20 = append(htmp20, 0)
-				err := tmp13[i15].decodeJSONStaged(d, &btmp18[i15], &htmp20[i15])
-				if htmp20[i15] != 0 {
-					n22++
+			var buf16 [8]Toleration
+			tmp17 := buf16[:0]
+			var zero20 Toleration
+			var bbuf21 [8]pointersOfToleration
+			btmp22 := bbuf21[:0]
+			var hbuf23 [8]uint64
+			htmp24 := hbuf23[:0]
+			var bzero25 pointersOfToleration
+			n26 := 0
+			for i19 := 0; d.NextItem(); i19++ {
+				tmp17 = append(tmp17, zero20)
+				btmp22 = append(btmp22, bzero25)
+				htmp24 = append(htmp24, 0)
+				err := tmp17[i19].decodeJSONStaged(d, &btmp22[i19], &htmp24[i19])
+				if htmp24[i19] != 0 {
+					n26++
 				}
 				if err != nil {
-					return jsonwire.Within(jsonwire.WithinIndex(err, i15), "tolerations")
+					return jsonwire.Within(jsonwire.WithinIndex(err, i19), "tolerations")
 				}
 			}
 			if err := d.Err(); err != nil {
 				return jsonwire.Within(err, "tolerations")
 			}
-			s14 := make([]Toleration, len(tmp13))
-			copy(s14, tmp13)
-			if n22 > 0 {
-				bs23 := make([]pointersOfToleration, n22)
-				j24 := 0
-				for i15 := range s14 {
-					if htmp20[i15] != 0 {
-						bs23[j24] = btmp18[i15]
-						s14[i15].pointInto(&bs23[j24], htmp20[i15])
-						j24++
+			s18 := make([]Toleration, len(tmp17))
+			copy(s18, tmp17)
+			if n26 > 0 {
+				bs27 := make([]pointersOfToleration, n26)
+				j28 := 0
+				for i19 := range s18 {
+					if htmp24[i19] != 0 {
+						bs27[j28] = btmp22[i19]
+						s18[i19].pointInto(&bs27[j28], htmp24[i19])
+						j28++
 					}
 				}
 			}
-			m.Tolerations = s14
+			m.Tolerations = s18
 		}
 		next = field + 1
 	}
@@ -1402,6 +1435,8 @@ func (m *PodRef) deepCopyIntoWith(out *PodRef, blocks *jsonwire.Blocks[pointersO
 	*out = *m
 	var block *pointersOfPodRef
 	out.Labels = maps.Clone(m.Labels)
+	out.Annotations = maps.Clone(m.Annotations)
+	m.Requests.deepCopyInto(&out.Requests)
 	if m.Priority != nil {
 		if block == nil {
 			block = blocks.New()
@@ -1460,6 +1495,25 @@ func (m *PodRef) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, '}')
 		}
 	}
+	if m.Annotations != nil {
+		b = append(b, ",\"annotations\":"...)
+		if m.Annotations == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys9 [16]string
+			for i6, k7 := range jsonwire.SortedKeys(m.Annotations, keys9[:0]) {
+				if i6 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k7)
+				b = append(b, ':')
+				v8 := m.Annotations[k7]
+				b = jsonwire.AppendString(b, string(v8))
+			}
+			b = append(b, '}')
+		}
+	}
 	b = append(b, ",\"requests\":"...)
 	if b, err = m.Requests.AppendJSON(b); err != nil {
 		return nil, err
@@ -1478,11 +1532,11 @@ func (m *PodRef) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i6 := range m.Tolerations {
-				if i6 > 0 {
+			for i10 := range m.Tolerations {
+				if i10 > 0 {
 					b = append(b, ',')
 				}
-				if b, err = m.Tolerations[i6].AppendJSON(b); err != nil {
+				if b, err = m.Tolerations[i10].AppendJSON(b); err != nil {
 					return nil, err
 				}
 			}
@@ -1496,15 +1550,15 @@ func (m *PodRef) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	if n := jsonwire.Length(m.Name); n < 1 {
 		v.Fail(at, "name", kw, "properties/name/minLength", "length must be >= 1, but got "+strconv.Itoa(n))
 	}
-	path5 := at.Keyword("requests")
-	path6 := kw.Keyword("properties/requests/$ref")
-	m.Requests.validateJSON(v, &path5, &path6)
+	path9 := at.Keyword("requests")
+	path10 := kw.Keyword("properties/requests/$ref")
+	m.Requests.validateJSON(v, &path9, &path10)
 	if m.Tolerations != nil {
-		for i7 := 0; i7 < len(m.Tolerations); i7++ {
-			path9 := at.Keyword("tolerations")
-			at8 := path9.Index(i7)
-			path10 := kw.Keyword("properties/tolerations/items/$ref")
-			m.Tolerations[i7].validateJSON(v, &at8, &path10)
+		for i11 := 0; i11 < len(m.Tolerations); i11++ {
+			path13 := at.Keyword("tolerations")
+			at12 := path13.Index(i11)
+			path14 := kw.Keyword("properties/tolerations/items/$ref")
+			m.Tolerations[i11].validateJSON(v, &at12, &path14)
 		}
 	}
 }
@@ -2802,6 +2856,8 @@ var _ framework.Validator = (*PrioritizeResponse)(nil)
 type Requests struct {
 	CPUMillis   int64 `json:"cpuMillis"`
 	MemoryBytes int64 `json:"memoryBytes"`
+	// The requests of resources other than CPU and memory, by resource name (nvidia.com/gpu, ephemeral-storage), each in the resource's own unit; a limit without a request counts as the request, as the API server defaults it. What extenders configured with managedResources are called for, and decide by.
+	Extended map[string]int64 `json:"extended,omitzero"`
 }
 
 // UnmarshalJSON decodes Requests, rejecting JSON its Go type cannot represent.
@@ -2831,6 +2887,10 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Ahead(15) == `,"memoryBytes":` && d.Member(15) {
 				field = 1
 			}
+		case 2:
+			if d.Ahead(12) == `,"extended":` && d.Member(12) {
+				field = 2
+			}
 		}
 		if field < 0 {
 			if !d.NextMember() {
@@ -2845,6 +2905,8 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 				field = 0
 			case "memoryBytes":
 				field = 1
+			case "extended":
+				field = 2
 			default:
 				return jsonwire.Undeclared(d, key)
 			}
@@ -2864,6 +2926,31 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 				return jsonwire.Within(err, "memoryBytes")
 			}
 			m.MemoryBytes = v2
+		case 2:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "extended")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "extended")
+			}
+			m3 := map[string]int64{}
+			for d.NextMember() {
+				k4 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e5 int64
+				v6, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k4), "extended")
+				}
+				e5 = v6
+				m3[k4] = e5
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "extended")
+			}
+			m.Extended = m3
 		}
 		next = field + 1
 	}
@@ -2883,6 +2970,11 @@ func (m *Requests) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+func (m *Requests) deepCopyInto(out *Requests) {
+	*out = *m
+	out.Extended = maps.Clone(m.Extended)
+}
+
 // AppendJSON appends the JSON encoding of Requests to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Requests) AppendJSON(b []byte) ([]byte, error) {
@@ -2894,6 +2986,25 @@ func (m *Requests) AppendJSON(b []byte) ([]byte, error) {
 	b = jsonwire.AppendInt(b, int64(m.CPUMillis))
 	b = append(b, ",\"memoryBytes\":"...)
 	b = jsonwire.AppendInt(b, int64(m.MemoryBytes))
+	if m.Extended != nil {
+		b = append(b, ",\"extended\":"...)
+		if m.Extended == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys5 [16]string
+			for i2, k3 := range jsonwire.SortedKeys(m.Extended, keys5[:0]) {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, k3)
+				b = append(b, ':')
+				v4 := m.Extended[k3]
+				b = jsonwire.AppendInt(b, int64(v4))
+			}
+			b = append(b, '}')
+		}
+	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -2903,6 +3014,15 @@ func (m *Requests) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
 	}
 	if int64(m.MemoryBytes) < 0 {
 		v.Fail(at, "memoryBytes", kw, "properties/memoryBytes/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(m.MemoryBytes), 10))
+	}
+	if m.Extended != nil {
+		for k1, e2 := range m.Extended {
+			path4 := at.Keyword("extended")
+			at3 := path4.Member(k1)
+			if int64(e2) < 0 {
+				v.Fail(&at3, "", kw, "properties/extended/additionalProperties/minimum", "must be >= 0 but found "+strconv.FormatInt(int64(e2), 10))
+			}
+		}
 	}
 }
 
