@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -554,10 +555,12 @@ type attempt struct {
 	// record of the call's idempotency key.
 	unrecorded bool
 	body       []byte
-	// url is where the request went (redacted), named in the error of an
-	// answer that is not in the lockstep error shape; empty for the items
-	// of a multi-call, whose errors are.
-	url string
+	// url is where the request went, named (redacted) in the error of an
+	// answer that is not in the lockstep error shape; nil for the items of
+	// a multi-call, whose errors are. Kept as the request's own URL and
+	// written out only for such an answer: a call that succeeds spends
+	// nothing on it.
+	url *url.URL
 	// stream is a successful streaming answer's open body; the caller
 	// closes it.
 	stream io.ReadCloser
@@ -581,7 +584,11 @@ func (a attempt) error() *Error {
 	case a.transport != transportOK:
 		return asError(a.err)
 	case a.status != http.StatusOK:
-		return decodeWireErrorStatus(a.status, a.url, a.body)
+		at := ""
+		if a.url != nil {
+			at = a.url.Redacted()
+		}
+		return decodeWireErrorStatus(a.status, at, a.body)
 	}
 	return nil
 }
@@ -623,7 +630,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 		return attempt{transport: kind, err: err}
 	}
 	a := attempt{
-		url:          req.URL.Redacted(),
+		url:          req.URL,
 		status:       resp.StatusCode,
 		draining:     resp.Header.Get(protocol.HeaderDraining) != "",
 		notProcessed: resp.Header.Get(protocol.HeaderNotProcessed) != "",
