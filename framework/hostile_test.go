@@ -360,9 +360,11 @@ func TestClientTopicObjectsMustDecodeIntoTheirType(t *testing.T) {
 // session lives (or, for a topic that keeps a lost writer's keys, for
 // good). A write that would take a topic's objects over WithMaxBytes is
 // refused resource_exhausted, as one over its keys is; a write that makes
-// an object smaller, or deletes one, is not.
+// an object smaller, or deletes one, is not. (The writer may hold all of
+// the topic here: a writer's share is TestOneWriterCannotFillAClientTopic's.)
 func TestTopicObjectsAreBoundedInBytes(t *testing.T) {
-	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{framework.WithMaxBytes(64 << 10)}})
+	ts := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{
+		framework.WithMaxBytes(64 << 10), framework.WithMaxBytesPerWriter(64 << 10)}})
 	token := rawHandshake(t, ts.URL, topicContract(t, "1.0.0"), "kubelet-a")
 	write := ts.URL + "/lockstep/topics/1.0.0/topics/" + topicmsg.TopicLease
 	session := map[string]string{protocol.HeaderSession: token}

@@ -73,32 +73,35 @@ type Limits struct {
 type limit string
 
 const (
-	limitRate               limit = "rate"                  // Limits.RequestsPerSecond and Burst
-	limitInFlightPerPeer    limit = "in_flight_per_peer"    // Limits.InFlightPerPeer
-	limitInFlightPerSession limit = "in_flight_per_session" // ServerConfig.MaxInFlightPerSession
-	limitSessions           limit = "sessions"              // ServerConfig.MaxSessions
-	limitSessionsPerPeer    limit = "sessions_per_peer"     // Limits.SessionsPerPeer
-	limitWatchersPerSession limit = "watchers_per_session"  // Limits.WatchersPerSession
-	limitWatchersPerPeer    limit = "watchers_per_peer"     // Limits.WatchersPerPeer
-	limitWatchersPerTopic   limit = "watchers_per_topic"    // WithMaxWatchers
-	limitWatchQueuedBytes   limit = "watch_queued_bytes"    // Limits.WatchQueuedBytes: a stream closed with an overflow frame
-	limitWatchQueuedKeys    limit = "watch_queued_keys"     // twice WithMaxKeys dirty keys: a stream closed with an overflow frame
-	limitTopicKeys          limit = "topic_keys"            // WithMaxKeys
-	limitTopicBytes         limit = "topic_bytes"           // WithMaxBytes
-	limitBatchItems         limit = "batch_items"           // Limits.BatchItems or a method's maxItems
-	limitMultiCalls         limit = "multi_calls"           // MaxMultiCalls
-	limitBodyBytes          limit = "body_bytes"            // ServerConfig.MaxBodyBytes
-	limitBodyReadTimeout    limit = "body_read_timeout"     // Limits.BodyReadTimeout
-	limitHelloBytes         limit = "hello_bytes"           // handshake.MaxHelloBytes
-	limitNameBytes          limit = "name_bytes"            // handshake.MaxNameBytes
-	limitOffers             limit = "offers"                // handshake.MaxOffers
+	limitRate                limit = "rate"                   // Limits.RequestsPerSecond and Burst
+	limitInFlightPerPeer     limit = "in_flight_per_peer"     // Limits.InFlightPerPeer
+	limitInFlightPerSession  limit = "in_flight_per_session"  // ServerConfig.MaxInFlightPerSession
+	limitSessions            limit = "sessions"               // ServerConfig.MaxSessions
+	limitSessionsPerPeer     limit = "sessions_per_peer"      // Limits.SessionsPerPeer
+	limitWatchersPerSession  limit = "watchers_per_session"   // Limits.WatchersPerSession
+	limitWatchersPerPeer     limit = "watchers_per_peer"      // Limits.WatchersPerPeer
+	limitWatchersPerTopic    limit = "watchers_per_topic"     // WithMaxWatchers
+	limitWatchQueuedBytes    limit = "watch_queued_bytes"     // Limits.WatchQueuedBytes: a stream closed with an overflow frame
+	limitWatchQueuedKeys     limit = "watch_queued_keys"      // twice WithMaxKeys dirty keys: a stream closed with an overflow frame
+	limitTopicKeys           limit = "topic_keys"             // WithMaxKeys
+	limitTopicBytes          limit = "topic_bytes"            // WithMaxBytes
+	limitTopicKeysPerWriter  limit = "topic_keys_per_writer"  // WithMaxKeysPerWriter
+	limitTopicBytesPerWriter limit = "topic_bytes_per_writer" // WithMaxBytesPerWriter
+	limitBatchItems          limit = "batch_items"            // Limits.BatchItems or a method's maxItems
+	limitMultiCalls          limit = "multi_calls"            // MaxMultiCalls
+	limitBodyBytes           limit = "body_bytes"             // ServerConfig.MaxBodyBytes
+	limitBodyReadTimeout     limit = "body_read_timeout"      // Limits.BodyReadTimeout
+	limitHelloBytes          limit = "hello_bytes"            // handshake.MaxHelloBytes
+	limitNameBytes           limit = "name_bytes"             // handshake.MaxNameBytes
+	limitOffers              limit = "offers"                 // handshake.MaxOffers
 )
 
 // allLimits are every limit, so that each one's counter is exported from
 // the start (at 0): an alert on its rate then sees the first refusal.
 var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
 	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic,
-	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes, limitBatchItems, limitMultiCalls,
+	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes,
+	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitBatchItems, limitMultiCalls,
 	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}
 
 // overLimit is the error of an entry refused for going over l, counted in

@@ -51,6 +51,8 @@ type TopicOption interface {
 type topicConfig struct {
 	maxKeys      int
 	maxBytes     int
+	writerKeys   int // what one writer identity may hold of a client topic's keys
+	writerBytes  int // and of its bytes
 	maxWatchers  int
 	tombstones   int           // deleted keys remembered for resuming watchers
 	tombstoneAge time.Duration // and for how long
@@ -75,6 +77,26 @@ func WithMaxBytes(n int) TopicOption {
 	return topicOptionFunc(func(c *topicConfig) { c.maxBytes = n })
 }
 
+// WithMaxKeysPerWriter bounds the keys one writer identity holds in a
+// client-written topic, over all its client instances, kept keys of its
+// lost instances included (a writer identity is a peer as for [Limits]:
+// its certificate's identity under mutual TLS); default a quarter of
+// [WithMaxKeys]. A new key beyond it is answered with
+// resource_exhausted. Whatever the shares, the topic's last quarter of
+// keys is kept for writers that hold few (docs/security.md, "Shared
+// bounds"); a share of all the keys gives that reserve up, for a topic
+// one writer fills.
+func WithMaxKeysPerWriter(n int) TopicOption {
+	return topicOptionFunc(func(c *topicConfig) { c.writerKeys = n })
+}
+
+// WithMaxBytesPerWriter bounds the bytes of the objects one writer
+// identity holds in a client-written topic, as [WithMaxKeysPerWriter]
+// bounds its keys; default a quarter of [WithMaxBytes].
+func WithMaxBytesPerWriter(n int) TopicOption {
+	return topicOptionFunc(func(c *topicConfig) { c.writerBytes = n })
+}
+
 // WithMaxWatchers bounds the topic's concurrent watch streams (default
 // [DefaultTopicMaxWatchers]); a watch beyond it is answered with
 // resource_exhausted.
@@ -96,6 +118,13 @@ func newTopicConfig(opts []TopicOption) topicConfig {
 	if cfg.maxWatchers <= 0 {
 		cfg.maxWatchers = DefaultTopicMaxWatchers
 	}
+	if cfg.writerKeys <= 0 {
+		cfg.writerKeys = max(1, cfg.maxKeys/4)
+	}
+	if cfg.writerBytes <= 0 {
+		cfg.writerBytes = max(1, cfg.maxBytes/4)
+	}
+	cfg.writerKeys, cfg.writerBytes = min(cfg.writerKeys, cfg.maxKeys), min(cfg.writerBytes, cfg.maxBytes)
 	return cfg
 }
 
@@ -228,7 +257,7 @@ func (w *TopicWriter[T]) Epoch() string { return w.epoch }
 // and sends it to every watcher. Errors: invalid_argument when obj does not
 // encode, its key field is missing or not a non-empty string, or its
 // Validate method ([Validator]) fails; resource_exhausted when the topic
-// holds its limit of keys ([WithMaxKeys]).
+// holds its limit of keys ([WithMaxKeys]) or of bytes ([WithMaxBytes]).
 func (w *TopicWriter[T]) Set(obj *T) error {
 	if obj == nil {
 		return Errorf(CodeInvalidArgument, "%s: nil object", w.store.name)
@@ -250,7 +279,7 @@ func (w *TopicWriter[T]) Set(obj *T) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err = w.store.set(w.writer, w.epoch, 0, key, raw); err != nil {
+	if _, _, err = w.store.set(w.writer, nil, w.epoch, 0, key, raw); err != nil {
 		return err
 	}
 	return w.mirrorSet(obj)

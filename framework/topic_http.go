@@ -92,7 +92,7 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := s.intercept(adm.ctx, &Call{Kind: EntryTopicWrite, Contract: t.contract.Name(), Version: t.contract.Version(),
 		Method: t.name, Peer: sess.peer, Header: r.Header, Request: json.RawMessage(body)}, func(context.Context, *Call) (any, error) {
-		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, body)
+		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, sess.usage.key, body)
 	})
 	release()
 	draining := s.draining.Load()
@@ -114,8 +114,9 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// write decodes, checks and applies one client write.
-func (t *topicStore) write(w writerKey, body []byte) (topicWriteAnswer, error) {
+// write decodes, checks and applies one client write by writer w, an
+// instance of the writer identity holder (its peer's limitsKey).
+func (t *topicStore) write(w writerKey, holder string, body []byte) (topicWriteAnswer, error) {
 	var req topicWriteRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -156,7 +157,7 @@ func (t *topicStore) write(w writerKey, body []byte) (topicWriteAnswer, error) {
 		if err := t.validate(raw); err != nil {
 			return topicWriteAnswer{}, err
 		}
-		ver, applied, err = t.set(w, req.Epoch, req.Seq, key, raw)
+		ver, applied, err = t.set(w, &holder, req.Epoch, req.Seq, key, raw)
 	}
 	if err != nil {
 		return topicWriteAnswer{}, err

@@ -33,6 +33,21 @@ type topicEntry struct {
 	version ObjectVersion
 	change  *topicChange
 	object  []byte // a sub-slice of change.frame
+	// share is the writer identity whose write holds the key, in a
+	// client-written topic (nil in the server's own): it keeps counting
+	// there under the keep policy once its writer is lost, until another
+	// writer takes the key over or it is deleted.
+	share *writerShare
+}
+
+// writerShare is what one writer identity (its limitsKey) holds of a
+// client-written topic, over all its instances: keys and bytes of
+// objects, bounded by WithMaxKeysPerWriter and WithMaxBytesPerWriter
+// (share.go).
+type writerShare struct {
+	id    string
+	keys  int
+	bytes int
 }
 
 // topicStore holds one topic of one served contract version: its objects,
@@ -53,9 +68,12 @@ type topicStore struct {
 	// Server.mu and releases it before taking mu. Watchers are marked and
 	// closed gracefully under mu; a stream drops its own lock before it
 	// takes mu to leave the watcher set.
-	mu       sync.Mutex
-	entries  map[string]*topicEntry
-	bytes    int // of the entries' objects, bounded by cfg.maxBytes
+	mu      sync.Mutex
+	entries map[string]*topicEntry
+	bytes   int // of the entries' objects, bounded by cfg.maxBytes
+	// shares are what each writer identity holds of a client-written
+	// topic, by its limitsKey; dropped when it holds nothing.
+	shares   map[string]*writerShare
 	writers  map[writerKey]*writerState
 	watchers map[*watchStream]struct{}
 	closed   bool // the server is draining or stopped: no new watchers
@@ -112,6 +130,7 @@ func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, op
 	t := &topicStore{
 		s: s, contract: c, name: name, decl: decl, cfg: newTopicConfig(opts),
 		entries:  map[string]*topicEntry{},
+		shares:   map[string]*writerShare{},
 		writers:  map[writerKey]*writerState{},
 		watchers: map[*watchStream]struct{}{},
 	}
@@ -138,10 +157,11 @@ func (s *Server) allTopics() []*topicStore {
 }
 
 // set stores raw (a JSON object with no insignificant whitespace) under
-// key for writer w. seq 0 takes the writer's next sequence. A write older
-// than the key's current one from the same writer epoch (a resend) changes
+// key for writer w, of the writer identity holder (nil for the server's
+// own writer). seq 0 takes the writer's next sequence. A write older than
+// the key's current one from the same writer epoch (a resend) changes
 // nothing and reports applied false.
-func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw []byte) (ObjectVersion, bool, error) {
+func (t *topicStore) set(w writerKey, holder *string, epoch string, seq uint64, key string, raw []byte) (ObjectVersion, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sessionLostLocked(w) {
@@ -151,15 +171,21 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 	if err := t.ownerConflict(e, w, key); err != nil {
 		return ObjectVersion{}, false, err
 	}
-	if e == nil && len(t.entries) >= t.cfg.maxKeys {
-		return ObjectVersion{}, false, overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys", t.name, t.cfg.maxKeys)
+	if ws := t.writers[w]; ws != nil && epoch != "" && epoch != ws.epoch {
+		// A writer seen in a new epoch has restarted: the keys of its
+		// earlier epoch follow the lost-writer policy before this write
+		// is weighed against the bounds, so that keys deleted for it do
+		// not count against its share.
+		t.writerFor(w, epoch, key)
 	}
-	held := 0
-	if e != nil {
-		held = len(e.object)
+	var share *writerShare
+	if holder != nil {
+		if share = t.shares[*holder]; share == nil {
+			share = &writerShare{id: *holder}
+		}
 	}
-	if n := t.bytes - held + len(raw); n > t.cfg.maxBytes && len(raw) > held {
-		return ObjectVersion{}, false, overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted, "topic %s would hold %d bytes of objects, over its limit of %d", t.name, n, t.cfg.maxBytes)
+	if err := t.admitLocked(e, share, len(raw)); err != nil {
+		return ObjectVersion{}, false, err
 	}
 	ws := t.writerFor(w, epoch, key)
 	if seq == 0 {
@@ -186,12 +212,84 @@ func (t *topicStore) set(w writerKey, epoch string, seq uint64, key string, raw 
 		}
 		t.index.fileKey(key, ch.sel)
 	}
-	t.entries[key] = &topicEntry{writer: w, version: ver, change: ch, object: object}
+	held := 0
+	if e != nil {
+		held = len(e.object)
+		t.releaseLocked(e)
+	}
+	t.entries[key] = &topicEntry{writer: w, version: ver, change: ch, object: object, share: share}
 	t.bytes += len(object) - held
+	if share != nil {
+		share.keys++
+		share.bytes += len(object)
+		t.shares[share.id] = share
+	}
 	ws.keys[key] = struct{}{}
 	t.sets.Add(1)
 	t.publishLocked(ch, old)
 	return ver, true, nil
+}
+
+// admitLocked checks a write of an object of n bytes at a key whose entry
+// is e (nil for a new key), by the writer identity share (nil for the
+// server's own writer), against the topic's bounds: its keys and bytes,
+// and for a client's write the writer's shares of them and the reserve
+// (share.go). An object written no larger is never refused for bytes.
+func (t *topicStore) admitLocked(e *topicEntry, share *writerShare, n int) error {
+	keys := sharedBound{max: int64(t.cfg.maxKeys), perPeer: int64(t.cfg.maxKeys)}
+	bytes := sharedBound{max: int64(t.cfg.maxBytes), perPeer: int64(t.cfg.maxBytes)}
+	var heldKeys, heldBytes, addKeys, addBytes int64
+	growKeys, growBytes := int64(1), int64(n)
+	if e != nil {
+		growKeys, growBytes = 0, int64(n-len(e.object))
+	}
+	addKeys, addBytes = growKeys, growBytes
+	if share != nil {
+		keys.perPeer, bytes.perPeer = int64(t.cfg.writerKeys), int64(t.cfg.writerBytes)
+		heldKeys, heldBytes = int64(share.keys), int64(share.bytes)
+		if e == nil || e.share != share {
+			// A new key, or one this identity takes over (kept after its
+			// writer was lost): all of it is new to this writer's share.
+			addKeys, addBytes = 1, int64(n)
+		}
+	}
+	switch keys.admit(int64(len(t.entries)), heldKeys, addKeys, growKeys) {
+	case shareOverPeer:
+		return overLimit(t.s.cfg.Metrics, limitTopicKeysPerWriter, CodeResourceExhausted,
+			"this writer holds its share of %d keys of topic %s", keys.perPeer, t.name)
+	case shareOverBound:
+		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys", t.name, t.cfg.maxKeys)
+	case shareReserved:
+		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted,
+			"topic %s holds %d of its %d keys; the rest are kept for writers holding at most %d", t.name, len(t.entries), t.cfg.maxKeys, keys.little())
+	}
+	switch bytes.admit(int64(t.bytes), heldBytes, addBytes, growBytes) {
+	case shareOverPeer:
+		return overLimit(t.s.cfg.Metrics, limitTopicBytesPerWriter, CodeResourceExhausted,
+			"this writer would hold %d bytes of objects of topic %s, over its share of %d", heldBytes+addBytes, t.name, bytes.perPeer)
+	case shareOverBound:
+		return overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted,
+			"topic %s would hold %d bytes of objects, over its limit of %d", t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes)
+	case shareReserved:
+		return overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted,
+			"topic %s would hold %d of its %d bytes of objects; the rest are kept for writers holding at most %d",
+			t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes, bytes.little())
+	}
+	return nil
+}
+
+// releaseLocked takes an entry that is replaced or removed out of the
+// share that held it.
+func (t *topicStore) releaseLocked(e *topicEntry) {
+	sh := e.share
+	if sh == nil {
+		return
+	}
+	sh.keys--
+	sh.bytes -= len(e.object)
+	if sh.keys == 0 {
+		delete(t.shares, sh.id)
+	}
 }
 
 // del removes key for writer w; see [topicStore.set] for seq.
@@ -227,6 +325,7 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 func (t *topicStore) removeEntryLocked(key string, e *topicEntry, ch *topicChange) {
 	delete(t.entries, key)
 	t.bytes -= len(e.object)
+	t.releaseLocked(e)
 	old := e.change.sel
 	if t.index != nil {
 		t.index.unfileKey(key, old)

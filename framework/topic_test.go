@@ -241,8 +241,12 @@ func TestPublisherRestartRetiresTheEarlierEpoch(t *testing.T) {
 	assert.Equal(t, framework.ObjectVersion{Epoch: second.Epoch(), Seq: 1}, v)
 }
 
+// A topic's keys are bounded, for the server's writer and for its
+// clients' (one client may hold them all here: a writer's share is
+// TestOneWriterCannotFillAClientTopic's).
 func TestTopicKeyLimit(t *testing.T) {
-	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{framework.WithMaxKeys(3)}})
+	srv := startTopicServer(t, "127.0.0.1:0", "1.0.0", topicServerOpts{topics: []framework.TopicOption{
+		framework.WithMaxKeys(3), framework.WithMaxKeysPerWriter(3)}})
 	for n := range 3 {
 		require.NoError(t, srv.health.Set(health(n, 1, 0)))
 	}

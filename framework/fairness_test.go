@@ -1,0 +1,161 @@
+package framework_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// Attacks in which one peer, or a few, fill a bound they share with
+// honest peers, against a live server; each test says what it did.
+
+// writeTopic writes obj to a client topic as p in session token and
+// returns the answer.
+func (p *mtlsPeer) writeTopic(topic, token string, obj any) rawAnswer {
+	p.t.Helper()
+	body, err := json.Marshal(map[string]any{"set": obj})
+	require.NoError(p.t, err)
+	return p.do(http.MethodPost, protocol.TopicPath("topics", "1.0.0", topic), token, body)
+}
+
+// requireExhausted checks a refusal for a shared bound: 429,
+// resource_exhausted, counted under limit.
+func requireExhausted(t *testing.T, srv *framework.Server, a rawAnswer, limit string, before float64, what string) {
+	t.Helper()
+	require.Equal(t, string(framework.CodeResourceExhausted), a.code, "%s: %d %s", what, a.status, a.message)
+	assert.Equal(t, http.StatusTooManyRequests, a.status, what)
+	assert.Greater(t, refusals(t, srv, limit), before, "%s is counted as %s", what, limit)
+}
+
+// One writer of a client topic could fill it: its keys up to WithMaxKeys
+// and its objects up to WithMaxBytes, from one session, after which
+// every other writer's new key was refused resource_exhausted (and under
+// the keep policy the keys stayed after the writer left). A writer
+// identity now holds at most its share of a client topic
+// (WithMaxKeysPerWriter, WithMaxBytesPerWriter: a quarter of the topic's
+// bounds by default), over all its instances, kept keys included, and
+// the topic's last quarter is kept for writers holding little, so
+// neither one writer nor four at their shares lock the others out.
+func TestOneWriterCannotFillAClientTopic(t *testing.T) {
+	const (
+		maxKeys  = 16      // a writer's share 4, the last 4 kept
+		maxBytes = 1 << 20 // a writer's share 256 KiB, the last 256 KiB kept
+	)
+	topics := topicContract(t, "1.0.0")
+	m := startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
+		opts := []framework.TopicOption{framework.WithMaxKeys(maxKeys), framework.WithMaxBytes(maxBytes)}
+		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease, opts...)
+		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity, opts...)
+	})
+	lease := func(node string, padding int) topicmsg.Lease {
+		return topicmsg.Lease{Node: node, Renewals: 1, Padding: strings.Repeat("x", padding)}
+	}
+	good := m.kubelet(t, "good")
+	goodToken := good.session(topics, "good")
+
+	// Keys: one writer writes new keys until it is refused.
+	evil := m.kubelet(t, "evil")
+	evilToken := evil.session(topics, "evil-0")
+	before := refusals(t, m.Server, "topic_keys_per_writer")
+	written := 0
+	var refused rawAnswer
+	for i := range maxKeys + 1 {
+		a := evil.writeTopic(topicmsg.TopicLease, evilToken, lease(fmt.Sprint("evil-", i), 0))
+		if a.status != http.StatusOK {
+			refused = a
+			break
+		}
+		written++
+	}
+	requireExhausted(t, m.Server, refused, "topic_keys_per_writer", before, "a writer's key beyond its share")
+	assert.Equal(t, maxKeys/4, written, "a writer holds a quarter of the topic's keys")
+	// Another instance of the same identity shares its share.
+	evilToken1 := evil.session(topics, "evil-1")
+	requireExhausted(t, m.Server, evil.writeTopic(topicmsg.TopicLease, evilToken1, lease("evil-x", 0)),
+		"topic_keys_per_writer", before, "a key of the writer's other instance")
+	a := good.writeTopic(topicmsg.TopicLease, goodToken, lease("good", 0))
+	require.Equal(t, http.StatusOK, a.status, "another writer keeps room: %s", a.message)
+
+	// Bytes: a writer's large objects stop at its share of the bytes.
+	big := m.kubelet(t, "big")
+	bigToken := big.session(topics, "big")
+	before = refusals(t, m.Server, "topic_bytes_per_writer")
+	written, refused = 0, rawAnswer{}
+	for i := range maxBytes / (100 << 10) {
+		a := big.writeTopic(topicmsg.TopicLease, bigToken, lease(fmt.Sprint("big-", i), 100<<10))
+		if a.status != http.StatusOK {
+			refused = a
+			break
+		}
+		written++
+	}
+	requireExhausted(t, m.Server, refused, "topic_bytes_per_writer", before, "a writer's object beyond its share of bytes")
+	assert.Equal(t, 2, written, "a writer holds a quarter of the topic's bytes")
+	a = good.writeTopic(topicmsg.TopicLease, goodToken, lease("good", 1<<10))
+	require.Equal(t, http.StatusOK, a.status, "another writer keeps room: %s", a.message)
+
+	// Four writers at their shares still leave room: the last quarter is
+	// kept for writers that hold little.
+	// Seven keys are held (evil's 4, good's, big's 2): the next writer
+	// takes its share of 4, the two after it reach the kept quarter and
+	// take one key each.
+	before = refusals(t, m.Server, "topic_keys")
+	var taken []int
+	for w := 1; w < 4; w++ {
+		p := m.kubelet(t, fmt.Sprint("few-", w))
+		token := p.session(topics, fmt.Sprint("few-", w))
+		n := 0
+		for i := range maxKeys {
+			if p.writeTopic(topicmsg.TopicLease, token, lease(fmt.Sprintf("few-%d-%d", w, i), 0)).status != http.StatusOK {
+				break
+			}
+			n++
+		}
+		taken = append(taken, n)
+	}
+	assert.Equal(t, []int{4, 1, 1}, taken, "keys the next three writers took")
+	assert.Equal(t, before+2, refusals(t, m.Server, "topic_keys"), "the refusals at the kept quarter")
+	for i := range 3 {
+		p := m.kubelet(t, fmt.Sprint("good-", i))
+		a := p.writeTopic(topicmsg.TopicLease, p.session(topics, fmt.Sprint("good-", i)), lease(fmt.Sprint("good-", i), 0))
+		require.Equal(t, http.StatusOK, a.status, "honest writer %d, after four writers took their shares: %s", i, a.message)
+	}
+
+	// A writer whose sessions are lost loses its keys under the delete
+	// policy, and with them what they held of its share.
+	for _, token := range []string{evilToken, evilToken1} {
+		require.Equal(t, http.StatusNoContent, evil.do(http.MethodDelete, protocol.PathSession, token, nil).status)
+	}
+	evilToken = evil.session(topics, "evil-2")
+	a = evil.writeTopic(topicmsg.TopicLease, evilToken, lease("evil-again", 0))
+	require.Equal(t, http.StatusOK, a.status, "the writer's share is free once its keys are deleted: %s", a.message)
+
+	// Under the keep policy its keys stay, and still count in its share,
+	// whatever instance it comes back as, until another writer takes
+	// them over.
+	keeper := m.kubelet(t, "keeper")
+	keeperToken := keeper.session(topics, "keeper-0")
+	capacity := func(node string) map[string]any { return map[string]any{"node": node, "pods": 1} }
+	for i := range maxKeys / 4 {
+		a := keeper.writeTopic(topicmsg.TopicCapacity, keeperToken, capacity(fmt.Sprint("kept-", i)))
+		require.Equal(t, http.StatusOK, a.status, "%s", a.message)
+	}
+	require.Equal(t, http.StatusNoContent, keeper.do(http.MethodDelete, protocol.PathSession, keeperToken, nil).status)
+	keeperToken = keeper.session(topics, "keeper-1")
+	before = refusals(t, m.Server, "topic_keys_per_writer")
+	requireExhausted(t, m.Server, keeper.writeTopic(topicmsg.TopicCapacity, keeperToken, capacity("kept-new")),
+		"topic_keys_per_writer", before, "a new key of a writer whose kept keys fill its share")
+	a = good.writeTopic(topicmsg.TopicCapacity, goodToken, capacity("kept-0"))
+	require.Equal(t, http.StatusOK, a.status, "another writer takes a kept key over: %s", a.message)
+	a = keeper.writeTopic(topicmsg.TopicCapacity, keeperToken, capacity("kept-new"))
+	require.Equal(t, http.StatusOK, a.status, "the key taken over left the writer's share: %s", a.message)
+}

@@ -1,0 +1,60 @@
+package framework
+
+// Shared bounds. Some of a server's bounds are shared by every peer: its
+// sessions, its connections, and the keys and bytes of a client-written
+// topic, shared by its writers. A share per peer alone does not keep one
+// peer, or a few, from locking the others out: at a quarter each, four
+// peers hold everything, and an honest peer that arrives next (a kubelet
+// that restarted, a new node) is refused. So every shared bound is divided
+// by one rule, here:
+//
+//   - a peer holds at most its share (Limits.SessionsPerPeer,
+//     Limits.ConnsPerSource, WithMaxKeysPerWriter, WithMaxBytesPerWriter);
+//   - the last quarter of the bound (or what the share leaves, if less) is
+//     its reserve, kept for peers that hold little: at most 1/4096 of the
+//     bound (and at least one unit), so that filling the reserve takes
+//     over a thousand peers.
+//
+// A peer at its share when others hold three quarters is refused; a
+// kubelet with its one session, or its one lease, is admitted as long as
+// the bound has room at all. What does not grow the total (a
+// re-handshake that replaces a session, an object written no larger) is
+// never refused for the bound.
+
+// sharedBound is one bound shared by peers, and one peer's share of it.
+type sharedBound struct {
+	max     int64 // the bound, over every peer
+	perPeer int64 // what one peer may hold of it
+}
+
+// shareVerdict is what a shared bound says of a peer's request.
+type shareVerdict int
+
+const (
+	shareAdmitted  shareVerdict = iota
+	shareOverPeer               // the peer would hold more than its share
+	shareOverBound              // the total would pass the bound
+	shareReserved               // the total would reach the reserve, which the peer holds too much for
+)
+
+// reserve is how much of the bound is kept for peers that hold little.
+func (b sharedBound) reserve() int64 { return min(b.max/4, b.max-b.perPeer) }
+
+// little is the most a peer may hold and still take from the reserve.
+func (b sharedBound) little() int64 { return max(1, b.max/4096) }
+
+// admit says whether a peer holding held of a bound whose peers hold
+// total may take add more, which grows the total by grow (less than add
+// when the peer takes over what another held, negative when it gives
+// back more than it takes).
+func (b sharedBound) admit(total, held, add, grow int64) shareVerdict {
+	switch {
+	case add > 0 && held+add > b.perPeer:
+		return shareOverPeer
+	case grow > 0 && total+grow > b.max:
+		return shareOverBound
+	case grow > 0 && total+grow > b.max-b.reserve() && held+add > b.little():
+		return shareReserved
+	}
+	return shareAdmitted
+}
