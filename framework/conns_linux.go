@@ -28,3 +28,14 @@ func acceptQueueLen(l any) int {
 	})
 	return n
 }
+
+// openFileLimit returns how many file descriptors the process may hold
+// (RLIMIT_NOFILE's soft limit, which the Go runtime raises to the hard
+// limit at start), 0 where there is no limit to speak of.
+func openFileLimit() int {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
+		return 0
+	}
+	return int(r.Cur)
+}

@@ -10,3 +10,6 @@ func pendingInput(uintptr) int { return 0 }
 const queueCountable = false
 
 func acceptQueueLen(any) int { return 0 }
+
+// openFileLimit cannot tell here: Limits.MaxConns keeps its default.
+func openFileLimit() int { return 0 }

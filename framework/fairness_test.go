@@ -1,16 +1,21 @@
 package framework_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -158,4 +163,70 @@ func TestOneWriterCannotFillAClientTopic(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, "another writer takes a kept key over: %s", a.message)
 	a = keeper.writeTopic(topicmsg.TopicCapacity, keeperToken, capacity("kept-new"))
 	require.Equal(t, http.StatusOK, a.status, "the key taken over left the writer's share: %s", a.message)
+}
+
+// A server held every connection it accepted, from any source, before
+// any identity is known: one source that kept connections open (a
+// keep-alive GET /healthz, which needs no certificate) used up the
+// process's file descriptors, after which Accept failed and net/http's
+// accept loop backed off for every peer (a server at RLIMIT_NOFILE 256
+// answered nobody while one source held 300 connections, and everybody
+// once it let go). Open connections are now bounded by Limits.MaxConns,
+// and per source address by Limits.ConnsPerSource, the last quarter kept
+// for sources that hold few: beyond them a connection is closed as it is
+// accepted, unread, and the accept loop goes on to the next.
+func TestOneSourceCannotHoldEveryConnection(t *testing.T) {
+	const maxConns = 64 // a source's share 32, the last 16 kept for sources holding one
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+		Limits: framework.Limits{MaxConns: maxConns}}, nil)
+	// hold opens a keep-alive connection from the loopback address from
+	// and asks for /healthz on it; it reports whether it was answered,
+	// and keeps the connection open until the test ends.
+	hold := func(from string) (net.Conn, bool) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
+		c, err := d.Dial("tcp", srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return c, false
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return c, false // closed unread
+		}
+		resp.Body.Close()
+		return c, resp.StatusCode == http.StatusOK
+	}
+	flood := func(from string, n int) (held []net.Conn) {
+		for range n {
+			if c, ok := hold(from); ok {
+				held = append(held, c)
+			}
+		}
+		return held
+	}
+	beforeSource, beforeAll := refusals(t, srv.Server, "conns_per_source"), refusals(t, srv.Server, "conns")
+
+	evil := flood("127.0.0.1", 48)
+	assert.Len(t, evil, maxConns/2, "one source holds half of the connections")
+	assert.Equal(t, beforeSource+16, refusals(t, srv.Server, "conns_per_source"))
+	_, ok := hold("127.0.0.2")
+	require.True(t, ok, "another source is served while the first one floods")
+
+	// A second source takes what is left of three quarters; the last
+	// quarter is kept for sources that hold few.
+	assert.Len(t, flood("127.0.0.3", 48), maxConns*3/4-maxConns/2-1, "a second source up to three quarters")
+	assert.Greater(t, refusals(t, srv.Server, "conns"), beforeAll, "refused at the kept quarter")
+	for _, from := range []string{"127.0.0.4", "127.0.0.5", "127.0.0.6"} {
+		_, ok := hold(from)
+		require.True(t, ok, "%s is served while two sources hold three quarters", from)
+	}
+
+	// A closed connection gives its place back.
+	for _, c := range evil {
+		_ = c.Close()
+	}
+	require.Eventually(t, func() bool { _, ok := hold("127.0.0.1"); return ok }, 10*time.Second, 20*time.Millisecond,
+		"the first source is served again once its connections are closed")
 }

@@ -60,6 +60,19 @@ type Limits struct {
 	// wait for the rest of a body refused before it was read (see
 	// docs/security.md), after which the refusal closes the connection.
 	BodyReadTimeout time.Duration
+	// MaxConns bounds the connections the server holds open at once, over
+	// every source, and ConnsPerSource those of one remote IP address,
+	// counted from their accept on, before any request or certificate is
+	// read (so a source is an address, not an identity); the last quarter
+	// is kept for sources that hold few (docs/security.md, "Shared
+	// bounds"). A connection beyond them is closed as it is accepted,
+	// unread. Defaults: 100,000, or three quarters of the process's
+	// file-descriptor limit where that is lower, so that connections
+	// cannot use the descriptors up and stall the accept loop for every
+	// peer; and half of MaxConns. [Server.Serve] applies them; a server
+	// embedded with [Server.ServeHTTP] is bounded by its own listener.
+	MaxConns       int
+	ConnsPerSource int
 	// WatchQueuedBytes bounds the bytes of changes a watcher that does not
 	// read may have waiting for it (beyond a small socket buffer); default
 	// 4 MiB. A watcher over it is closed with an overflow frame; it resumes
@@ -87,6 +100,8 @@ const (
 	limitTopicBytes          limit = "topic_bytes"            // WithMaxBytes
 	limitTopicKeysPerWriter  limit = "topic_keys_per_writer"  // WithMaxKeysPerWriter
 	limitTopicBytesPerWriter limit = "topic_bytes_per_writer" // WithMaxBytesPerWriter
+	limitConns               limit = "conns"                  // Limits.MaxConns: a connection closed as it is accepted
+	limitConnsPerSource      limit = "conns_per_source"       // Limits.ConnsPerSource: the same
 	limitBatchItems          limit = "batch_items"            // Limits.BatchItems or a method's maxItems
 	limitMultiCalls          limit = "multi_calls"            // MaxMultiCalls
 	limitBodyBytes           limit = "body_bytes"             // ServerConfig.MaxBodyBytes
@@ -101,7 +116,7 @@ const (
 var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
 	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic,
 	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes,
-	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitBatchItems, limitMultiCalls,
+	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitConns, limitConnsPerSource, limitBatchItems, limitMultiCalls,
 	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}
 
 // overLimit is the error of an entry refused for going over l, counted in
@@ -111,6 +126,12 @@ func overLimit(m *Metrics, l limit, code Code, format string, args ...any) *Erro
 	m.limitRefused(l)
 	return Errorf(code, format, args...)
 }
+
+// defaultMaxConns is Limits.MaxConns where the file-descriptor limit
+// allows it: ten connections for each of 10,000 node agents (a node
+// agent's calls, heartbeats and watches share a few), and one for each
+// session of a full server (ServerConfig.MaxSessions).
+const defaultMaxConns = 100000
 
 // peerLimitsCap bounds how many peers' records a server keeps: records of
 // peers holding nothing (no session, watcher or call) are dropped beyond
@@ -148,6 +169,16 @@ func (l *Limits) validate(maxSessions int) error {
 	if l.WatchQueuedBytes <= 0 {
 		l.WatchQueuedBytes = 4 << 20
 	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = defaultMaxConns
+		if n := openFileLimit(); n > 0 {
+			l.MaxConns = min(l.MaxConns, max(1, n/4*3))
+		}
+	}
+	if l.ConnsPerSource <= 0 {
+		l.ConnsPerSource = max(1, l.MaxConns/2)
+	}
+	l.ConnsPerSource = min(l.ConnsPerSource, l.MaxConns)
 	if l.WatchersPerSession > l.WatchersPerPeer {
 		return errors.New("Limits.WatchersPerSession must not exceed WatchersPerPeer")
 	}

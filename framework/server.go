@@ -343,11 +343,15 @@ func (s *Server) Serve(l net.Listener) error {
 	gl := newGatedListener(l)
 	s.http, s.conns, s.listener = hs, conns, gl
 	s.mu.Unlock()
+	// The connection bounds lie above the gate, so a drain's last accepts
+	// are bounded too, and beneath TLS, so a refused connection costs no
+	// handshake.
+	cl := newConnLimiter(gl, s.cfg.Limits, s.cfg.Metrics)
 	var err error
 	if s.cfg.TLSConfig != nil {
-		err = hs.ServeTLS(gl, "", "")
+		err = hs.ServeTLS(cl, "", "")
 	} else {
-		err = hs.Serve(gl)
+		err = hs.Serve(cl)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

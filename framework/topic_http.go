@@ -251,7 +251,7 @@ func limitSendBuffer(conn net.Conn) {
 	if tc, ok := conn.(*tls.Conn); ok {
 		conn = tc.NetConn()
 	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		_ = tcp.SetWriteBuffer(watchSendBuffer)
+	if b, ok := conn.(interface{ SetWriteBuffer(int) error }); ok {
+		_ = b.SetWriteBuffer(watchSendBuffer)
 	}
 }
