@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,9 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Attacks in which one peer, or a few, fill a bound they share with
@@ -229,4 +232,54 @@ func TestOneSourceCannotHoldEveryConnection(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { _, ok := hold("127.0.0.1"); return ok }, 10*time.Second, 20*time.Millisecond,
 		"the first source is served again once its connections are closed")
+}
+
+// A peer's share of sessions was a quarter of MaxSessions, so four
+// identities (four stolen node certificates) held every session, and
+// the next kubelet to handshake (one that restarted, a new node) was
+// refused resource_exhausted. The last quarter of MaxSessions is now
+// kept for peers that hold few sessions (at most 1/4096 of them, at
+// least one), so identities at their shares leave room for honest peers
+// until over a thousand of them fill it.
+func TestFourIdentitiesCannotTakeEverySession(t *testing.T) {
+	const maxSessions = 16 // a peer's share 4, the last 4 kept for peers holding one
+	bench := benchContract(t, "1.0.0")
+	m := startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			return &benchmsg.Ack{Accepted: true}, nil
+		}
+		framework.HandleUnary(s, bench, "ReportStatus", ack)
+		framework.HandleBatch(s, bench, "ReportStatuses", ack)
+	}, func(cfg *framework.ServerConfig) { cfg.MaxSessions = maxSessions })
+	hello := func(instance string) []byte {
+		b, err := json.Marshal(handshake.Hello{Contract: bench.Name(), Component: "kubelet", Instance: instance,
+			Release: "1.31.0", Offers: []handshake.Offer{bench.Offer()}})
+		require.NoError(t, err)
+		return b
+	}
+	beforePeer, beforeAll := refusals(t, m.Server, "sessions_per_peer"), refusals(t, m.Server, "sessions")
+	var held []int
+	for id := range 4 {
+		p := m.kubelet(t, fmt.Sprint("evil-", id))
+		n := 0
+		for i := range maxSessions {
+			if p.do(http.MethodPost, protocol.PathHandshake, "", hello(fmt.Sprintf("evil-%d-%d", id, i))).status != http.StatusOK {
+				break
+			}
+			n++
+		}
+		held = append(held, n)
+	}
+	assert.Equal(t, []int{4, 4, 4, 1}, held, "sessions four identities took: their shares up to three quarters, then one")
+	assert.Equal(t, beforePeer+3, refusals(t, m.Server, "sessions_per_peer"))
+	assert.Equal(t, beforeAll+1, refusals(t, m.Server, "sessions"), "the fourth, at the kept quarter")
+	for i := range 2 {
+		p := m.kubelet(t, fmt.Sprint("node-", i))
+		p.session(bench, fmt.Sprint("node-", i)) // requires a welcome
+	}
+	// A dry run says what a handshake would be told.
+	p := m.kubelet(t, "evil-0")
+	a := p.do(http.MethodPost, protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", "", hello("evil-0-new"))
+	assert.Equal(t, string(framework.CodeResourceExhausted), a.code, "a dry run of a peer at its share: %s", a.message)
+	assert.Equal(t, beforePeer+3, refusals(t, m.Server, "sessions_per_peer"), "a dry run counts nothing")
 }

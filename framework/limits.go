@@ -28,7 +28,9 @@ type Limits struct {
 	// SessionsPerPeer bounds the live sessions of one peer; default a
 	// quarter of ServerConfig.MaxSessions (25,000), and it must stay below
 	// MaxSessions so that no peer can take them all. Beyond it a handshake
-	// gets resource_exhausted.
+	// gets resource_exhausted. Since a few peers at their shares would
+	// still take them all, the last quarter of MaxSessions is kept for
+	// peers that hold few sessions (docs/security.md, "Shared bounds").
 	SessionsPerPeer int
 	// WatchersPerSession and WatchersPerPeer bound open watch streams;
 	// defaults 256 and 4,096 (a topic's own bound, [WithMaxWatchers], is
@@ -202,8 +204,9 @@ func limitsKey(p *Peer, r *http.Request) string {
 // server's session table before peerLimits.mu; peerLimits.mu is never held
 // while calling out.
 type peerLimits struct {
-	cfg     Limits
-	metrics *Metrics // counts refusals; nil without metrics
+	cfg      Limits
+	sessions sharedBound // ServerConfig.MaxSessions and Limits.SessionsPerPeer
+	metrics  *Metrics    // counts refusals; nil without metrics
 
 	mu    sync.Mutex
 	peers map[string]*peerUsage
@@ -218,8 +221,9 @@ type peerUsage struct {
 	limiter  *rate.Limiter
 }
 
-func newPeerLimits(cfg Limits, m *Metrics) *peerLimits {
-	return &peerLimits{cfg: cfg, metrics: m, peers: map[string]*peerUsage{}}
+func newPeerLimits(cfg Limits, maxSessions int, m *Metrics) *peerLimits {
+	return &peerLimits{cfg: cfg, metrics: m, peers: map[string]*peerUsage{},
+		sessions: sharedBound{max: int64(maxSessions), perPeer: int64(cfg.SessionsPerPeer)}}
 }
 
 // usage returns the record of key, creating it.
@@ -263,14 +267,42 @@ func (pl *peerLimits) beginCall(u *peerUsage, n int64) (func(), error) {
 	return func() { u.inFlight.Add(-n) }, nil
 }
 
-// addSession counts a new session of the peer, refusing it over the limit.
-func (pl *peerLimits) addSession(u *peerUsage) error {
+// addSession counts a new session of the peer, which grows the server's
+// total sessions by grow (0 when it replaces another peer's session of
+// the same instance), refusing it beyond MaxSessions, the peer's share,
+// or the reserve (share.go). total is the server's sessions now; the
+// session table's lock is held.
+func (pl *peerLimits) addSession(u *peerUsage, total, grow int) error {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if u.sessions >= pl.cfg.SessionsPerPeer {
-		return overLimit(pl.metrics, limitSessionsPerPeer, CodeResourceExhausted, "this peer holds its limit of %d sessions", pl.cfg.SessionsPerPeer)
+	if err := pl.checkSessionLocked(u, total, grow, pl.metrics); err != nil {
+		return err
 	}
 	u.sessions++
+	return nil
+}
+
+// checkSession is addSession's answer without counting the session or
+// its refusal, for a dry run.
+func (pl *peerLimits) checkSession(u *peerUsage, total, grow int) error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.checkSessionLocked(u, total, grow, nil)
+}
+
+// checkSessionLocked refuses a new session as addSession says, counting
+// the refusal in m (nil: uncounted).
+func (pl *peerLimits) checkSessionLocked(u *peerUsage, total, grow int, m *Metrics) error {
+	b := pl.sessions
+	switch b.admit(int64(total), int64(u.sessions), 1, int64(grow)) {
+	case shareOverPeer:
+		return overLimit(m, limitSessionsPerPeer, CodeResourceExhausted, "this peer holds its limit of %d sessions", b.perPeer)
+	case shareOverBound:
+		return overLimit(m, limitSessions, CodeResourceExhausted, "the server holds its limit of %d sessions", b.max)
+	case shareReserved:
+		return overLimit(m, limitSessions, CodeResourceExhausted,
+			"the server holds %d of its %d sessions; the rest are kept for peers holding at most %d", total, b.max, b.little())
+	}
 	return nil
 }
 

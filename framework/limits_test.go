@@ -28,15 +28,19 @@ import (
 )
 
 // startLimitsServer starts a nodecontroller under mutual TLS with limits,
-// serving what register adds.
-func startLimitsServer(t *testing.T, limits framework.Limits, register func(*framework.Server)) *mtlsServer {
+// serving what register adds; opts change its config further.
+func startLimitsServer(t *testing.T, limits framework.Limits, register func(*framework.Server), opts ...serverOpt) *mtlsServer {
 	t.Helper()
 	ca := frameworktest.NewCA(t)
 	creds, dir := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: "nc-0"})
 	m := &mtlsServer{ca: ca, dir: dir}
-	m.Running = frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
+	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
 		MTLS: creds, SessionTTL: 30 * time.Second, Heartbeat: 5 * time.Second, DrainTimeout: 100 * time.Millisecond,
-		Limits: limits}, register)
+		Limits: limits}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m.Running = frameworktest.StartServer(t, cfg, register)
 	return m
 }
 

@@ -92,8 +92,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		stopCh:    make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
-	s.limits = newPeerLimits(cfg.Limits, cfg.Metrics)
-	s.sessions = newSessionTable(s.limits, cfg.MaxSessions)
+	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
+	s.sessions = newSessionTable(s.limits)
 	s.router = s.routes()
 	if cfg.Metrics != nil {
 		cfg.Metrics.Watch(s)

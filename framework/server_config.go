@@ -39,7 +39,9 @@ type ServerConfig struct {
 	// answered with payload_too_large (413).
 	MaxBodyBytes int64
 	// MaxSessions bounds live sessions; default 100000. Handshakes beyond it
-	// are answered with resource_exhausted.
+	// are answered with resource_exhausted, and so are those of a peer
+	// holding more than a few once three quarters are held: the last
+	// quarter is kept for peers holding few (see Limits.SessionsPerPeer).
 	MaxSessions int
 	// MaxInFlightPerSession bounds concurrent calls of one session; default
 	// 1024. Calls beyond it are answered with resource_exhausted.

@@ -141,7 +141,7 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 	peer *Peer, usage *peerUsage, wait time.Duration, dryRun bool) (any, error) {
 	agreement, refusal := s.negotiate(sc, hello)
 	if dryRun {
-		s.answerDryRun(w, r, hello, agreement, refusal)
+		s.answerDryRun(w, r, hello, peer, usage, agreement, refusal)
 		return nil, nil
 	}
 	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
@@ -211,13 +211,14 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 // get now, or a welcome without a session. It creates no session, fires no
 // peer hooks and is not counted as a handshake, so asking cannot disturb
 // the peers the server serves.
-func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, hello handshake.Hello, agreement handshake.Agreement, refusal *handshake.Refusal) {
+func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, hello handshake.Hello, peer *Peer, usage *peerUsage,
+	agreement handshake.Agreement, refusal *handshake.Refusal) {
 	if refusal != nil {
 		s.refuse(w, r, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
 		return
 	}
-	if s.sessions.len() >= s.cfg.MaxSessions && !s.sessions.has(hello.Contract, hello.Instance) {
-		s.refuse(w, r, Errorf(CodeResourceExhausted, "%s holds its limit of %d sessions", s.cfg.Component, s.cfg.MaxSessions))
+	if err := s.sessions.check(usage, peer, hello.Contract, hello.Instance); err != nil {
+		s.refuse(w, r, err)
 		return
 	}
 	welcome, _ := json.Marshal(handshake.Welcome{

@@ -43,11 +43,10 @@ type sessionTable struct {
 	byToken  map[string]*session
 	byClient map[clientKey]*session
 	limits   *peerLimits
-	max      int // MaxSessions
 }
 
-func newSessionTable(limits *peerLimits, max int) *sessionTable {
-	return &sessionTable{byToken: map[string]*session{}, byClient: map[clientKey]*session{}, limits: limits, max: max}
+func newSessionTable(limits *peerLimits) *sessionTable {
+	return &sessionTable{byToken: map[string]*session{}, byClient: map[clientKey]*session{}, limits: limits}
 }
 
 func (t *sessionTable) get(token string) *session {
@@ -61,8 +60,10 @@ func (t *sessionTable) get(token string) *session {
 // one step with the storing so that concurrent handshakes cannot slip
 // past: an instance whose session belongs to another peer
 // (permission_denied: no takeover, the holder keeps its session), and a new
-// session beyond MaxSessions or the peer's Limits.SessionsPerPeer
-// (resource_exhausted).
+// session beyond MaxSessions, the peer's Limits.SessionsPerPeer, or the
+// sessions kept for peers holding few (resource_exhausted; see
+// [peerLimits.addSession]). A session that replaces one of its own peer
+// counts for nothing new.
 func (t *sessionTable) put(s *session) (replaced *session, err error) {
 	k := clientKey{s.contract, s.peer.Instance}
 	t.mu.Lock()
@@ -71,11 +72,8 @@ func (t *sessionTable) put(s *session) (replaced *session, err error) {
 	if old != nil && !sameOwner(old.owner, s.owner) {
 		return nil, Errorf(CodePermissionDenied, "instance %q of %s holds a session of another identity", s.peer.Instance, s.contract)
 	}
-	if old == nil && len(t.byToken) >= t.max {
-		return nil, overLimit(t.limits.metrics, limitSessions, CodeResourceExhausted, "the server holds its limit of %d sessions", t.max)
-	}
 	if old == nil || old.usage != s.usage {
-		if err := t.limits.addSession(s.usage); err != nil {
+		if err := t.limits.addSession(s.usage, len(t.byToken), t.growth(old)); err != nil {
 			return nil, err
 		}
 	}
@@ -89,6 +87,30 @@ func (t *sessionTable) put(s *session) (replaced *session, err error) {
 	t.byClient[k] = s
 	t.byToken[s.token] = s
 	return replaced, nil
+}
+
+// growth is how much a new session grows the table: nothing when it
+// replaces old.
+func (t *sessionTable) growth(old *session) int {
+	if old != nil {
+		return 0
+	}
+	return 1
+}
+
+// check answers what put would for a new session of u as instance of
+// contract, owned by owner, without storing anything: for a dry run.
+func (t *sessionTable) check(u *peerUsage, owner *Peer, contract, instance string) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	old := t.byClient[clientKey{contract, instance}]
+	if old != nil && !sameOwner(old.owner, owner) {
+		return Errorf(CodePermissionDenied, "instance %q of %s holds a session of another identity", instance, contract)
+	}
+	if old != nil && old.usage == u {
+		return nil
+	}
+	return t.limits.checkSession(u, len(t.byToken), t.growth(old))
 }
 
 // remove deletes s if it is still current, reporting whether it was.
