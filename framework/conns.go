@@ -56,6 +56,10 @@ import (
 // drain's second phase.
 type connTracker struct {
 	clock clockwork.Clock
+	// refusals counts the goroutines that refuse a TLS connection once
+	// its handshake is done (see refuseIdle); each ends when the
+	// handshake does, or fails, and the connection is closed.
+	refusals sync.WaitGroup
 
 	mu      sync.Mutex
 	conns   map[net.Conn]*trackedConn
@@ -66,6 +70,9 @@ type connTracker struct {
 	// acceptedN counts the connections accepted, so a drain knows whether
 	// any came since it last refused (a fake clock's times can be equal).
 	acceptedN uint64
+	// unusedRefused is when the drain last wrote its refusal on a
+	// connection that had carried no request (see closeUnused).
+	unusedRefused time.Time
 }
 
 // trackedConn is one open connection. Who answers next on it, the server
@@ -77,6 +84,9 @@ type trackedConn struct {
 	since time.Time
 	next  atomic.Int32 // connFree, connServing or connRefused
 	h2    atomic.Bool  // it speaks HTTP/2: never written to here
+	// refusing is set once the drain has begun to refuse it, so that a
+	// refusal waiting for its TLS handshake is not begun twice.
+	refusing atomic.Bool
 	// refusalWritten is closed once the drain's refusal has been written
 	// (or failed to be), for a request that arrives meanwhile to wait on.
 	refusalWritten chan struct{}
@@ -151,14 +161,22 @@ func (tc *trackedConn) serve(r *http.Request) bool {
 	return tc.next.CompareAndSwap(connFree, connServing)
 }
 
-// quietFor returns how long to wait before every open connection has been
-// idle (or new and unused) for quiet: 0 when they all have.
+// quietFor returns how long to wait before every open connection that has
+// carried a request has been idle for quiet: 0 when they all have. A
+// connection on which no request's headers have arrived yet is not waited
+// for: the drain's refusal answers whatever comes on it, and waiting for
+// it to be unused for quiet let a client that dialled again and again (or
+// one that never finished its TLS handshake) hold the drain for as long
+// as it liked.
 func (t *connTracker) quietFor(quiet time.Duration) (time.Duration, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
 	var wait time.Duration
 	for c, tc := range t.conns {
+		if tc.state == http.StateNew {
+			continue
+		}
 		if tc.state == http.StateActive || unreadBytes(c) > 0 {
 			// A request in progress, or one that arrived and waits to be
 			// read (a loaded server may take a while to get to it).
@@ -205,8 +223,9 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 }
 
 // drain is the drain's second phase on the connections: it waits until
-// every open connection has been idle for quiet, answers those between
-// requests with refusal (see refuseIdle), and then keeps the listener
+// every open connection that has carried a request has been idle for
+// quiet, answers those between requests or unused with refusal (see
+// refuseIdle), and then keeps the listener
 // open, accepting, until no connection has been accepted for dialQuiet
 // (or bound has passed), answering what the late dialers open. Closing a
 // listener resets the connections still in its queue, which clients that
@@ -218,7 +237,11 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 // dialling, so the wait is short. Then it calls stopAccepting, which
 // returns once no connection can be accepted any more, and answers the
 // connections accepted since the last refusal (during its linger, say),
-// so that none is left for http.Server.Shutdown to close unanswered.
+// so that none is left for http.Server.Shutdown to close unanswered, and
+// closes those that never carried a request (closeUnused). It waits for
+// nothing on a connection on which no request's headers have arrived:
+// such connections, opened again and again, held it for as long as their
+// client liked.
 func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuiet, bound time.Duration, stopAccepting func(context.Context)) {
 	t.waitQuiet(ctx, quiet)
 	seen := t.refuseIdle(ctx, refusal)
@@ -248,6 +271,7 @@ func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuie
 	}
 	stopAccepting(ctx)
 	t.refuseIdle(ctx, refusal)
+	t.closeUnused(ctx)
 }
 
 // refusalLinger bounds how long a drain waits for the clients of the
@@ -262,27 +286,60 @@ func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuie
 const refusalLinger = 2 * time.Second
 
 // refuseIdle writes refusal, a complete HTTP/1.1 answer that closes its
-// connection, on every HTTP/1 connection that is between requests, and
-// then closes the connection's writing side; it waits (bounded by
-// refusalLinger, and by ctx) until each refused connection has been
-// closed by its client, which a client does on reading the answer. It
-// returns how many connections had been accepted when it chose them.
+// connection, on every HTTP/1 connection that is between requests or has
+// carried none yet, and then closes the connection's writing side; it
+// waits (bounded by refusalLinger, and by ctx) until each refused
+// connection that had carried a request has been closed by its client,
+// which a client does on reading the answer. It returns how many
+// connections had been accepted when it chose them.
+//
+// It waits for nothing on a connection that has carried no request. Its
+// refusal is written at once, or, over TLS, once the handshake is done (a
+// refusal cannot be written before, and whether the connection speaks
+// HTTP/2 is not known before) by a goroutine of its own: a handshake that
+// never finishes held each round of refusals (and, under the tracker's
+// lock, the accept loop) until it timed out. And the drain does not
+// linger for such a connection's close: http.Server.Shutdown, which closes
+// at once a connection between requests (whose client may have a call on
+// its way, hence the linger), closes one that never carried a request only
+// once it is five seconds old, and a client dialling again and again
+// would otherwise hold every round for refusalLinger.
 func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN uint64) {
-	var refused []*trackedConn
+	type choice struct {
+		tc      *trackedConn
+		carried bool // it has carried a request: the drain lingers for its close
+	}
+	var chosen []choice
+	var unshaken []*trackedConn
 	t.mu.Lock()
 	acceptedN = t.acceptedN
 	for _, tc := range t.conns {
-		if (tc.state == http.StateNew || tc.state == http.StateIdle) && !tc.h2.Load() && !speaksH2(tc.conn) &&
-			tc.next.CompareAndSwap(connFree, connRefused) {
-			refused = append(refused, tc)
+		if (tc.state != http.StateNew && tc.state != http.StateIdle) || tc.h2.Load() || tc.next.Load() != connFree {
+			continue
+		}
+		if _, isTLS := tc.conn.(*tls.Conn); isTLS && tc.state == http.StateNew {
+			unshaken = append(unshaken, tc)
+		} else {
+			chosen = append(chosen, choice{tc, tc.state == http.StateIdle})
 		}
 	}
 	t.mu.Unlock()
+	for _, tc := range unshaken {
+		if tc.refusing.CompareAndSwap(false, true) {
+			t.refusals.Go(func() { t.refuse(tc, refusal, false) })
+		}
+	}
 	var wg sync.WaitGroup
-	for _, tc := range refused {
+	var mu sync.Mutex
+	var lingered []*trackedConn
+	for _, c := range chosen {
+		c.tc.refusing.Store(true)
 		wg.Go(func() {
-			defer close(tc.refusalWritten)
-			writeDrainRefusal(tc.conn, refusal)
+			if t.refuse(c.tc, refusal, c.carried) && c.carried {
+				mu.Lock()
+				lingered = append(lingered, c.tc)
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
@@ -290,7 +347,7 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN
 	t.waitUntil(ctx, func() time.Duration {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		for _, tc := range refused {
+		for _, tc := range lingered {
 			if t.conns[tc.conn] == tc {
 				return end.Sub(t.clock.Now()) // or a close wakes the wait
 			}
@@ -298,6 +355,69 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN
 		return 0
 	})
 	return acceptedN
+}
+
+// refuse writes the drain's refusal on tc, unless it speaks HTTP/2 (over
+// TLS, known once its handshake is done, which this waits for) or a
+// request was read on it first; carried says whether tc has carried a
+// request. It reports whether it wrote.
+func (t *connTracker) refuse(tc *trackedConn, refusal []byte, carried bool) bool {
+	if speaksH2(tc.conn) {
+		tc.h2.Store(true)
+		return false
+	}
+	if !tc.next.CompareAndSwap(connFree, connRefused) {
+		return false
+	}
+	defer close(tc.refusalWritten)
+	writeDrainRefusal(tc.conn, refusal)
+	if !carried {
+		t.mu.Lock()
+		t.unusedRefused = t.clock.Now()
+		t.mu.Unlock()
+	}
+	return true
+}
+
+// closeUnused closes the connections that never carried a request and
+// are still open at the end of the drain: each refused one once its
+// client has had refusalLinger since the last such refusal to read it and
+// close it (or has closed it), and those whose TLS handshake is not done
+// (no request can have been sent on them). http.Server.Shutdown would
+// wait until each was five seconds old before closing it, so a client
+// that dialled until the listener closed, and then held its connections,
+// held the drain that long after everything else was answered.
+func (t *connTracker) closeUnused(ctx context.Context) {
+	unused := func(tc *trackedConn) bool {
+		return tc.state == http.StateNew && tc.refusing.Load() && !tc.h2.Load() && tc.next.Load() != connServing
+	}
+	t.waitUntil(ctx, func() time.Duration {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, tc := range t.conns {
+			if unused(tc) && tc.next.Load() == connRefused {
+				return t.unusedRefused.Add(refusalLinger).Sub(t.clock.Now()) // or a close wakes the wait
+			}
+		}
+		return 0
+	})
+	if ctx.Err() != nil {
+		return
+	}
+	var open []net.Conn
+	t.mu.Lock()
+	for _, tc := range t.conns {
+		if unused(tc) {
+			open = append(open, tc.conn)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range open {
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn() // no close_notify: nobody may be reading
+		}
+		_ = c.Close()
+	}
 }
 
 // writeDrainRefusal writes the drain's refusal on c and closes c's writing

@@ -3,6 +3,7 @@ package framework
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -12,17 +13,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A drain that has refused a connection keeps it open, reading, until its
-// client closes it (for refusalLinger at most), not just for DrainQuiet: a
-// starved client may write a call before it reads the refusal, and closing
-// the connection with that call unread resets it, which can discard the
-// refusal before the client reads it. Waiting is on the server's clock, so
-// that the drain did not stop waiting is seen on a fake one.
+// A drain that has refused a keep-alive connection between requests keeps
+// it open, reading, until its client closes it (for refusalLinger at
+// most), not just for DrainQuiet: a starved client may write a call
+// before it reads the refusal, and closing the connection with that call
+// unread resets it, which can discard the refusal before the client reads
+// it (http.Server.Shutdown closes a connection between requests at once).
+// Waiting is on the server's clock, so that the drain did not stop
+// waiting is seen on a fake one.
 func TestDrainWaitsForARefusedClientToClose(t *testing.T) {
 	r := startLingerRig(t)
 	clock, conn, ctx := r.clock, r.conn, r.ctx
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	resp, err := http.ReadResponse(r.br, nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
@@ -63,11 +66,13 @@ func TestDrainStopsWaitingForARefusedClientAfterTheLinger(t *testing.T) {
 }
 
 // lingerRig is an HTTP server on 127.0.0.1 whose connections a tracker on
-// a fake clock follows, with one connection dialled and accepted, and the
-// drain's refuseIdle running on it; refused is closed once it returns.
+// a fake clock follows, with one keep-alive connection that has carried a
+// request and waits between requests, and the drain's refuseIdle running
+// on it; refused is closed once it returns.
 type lingerRig struct {
 	clock   *clockwork.FakeClock
 	conn    net.Conn
+	br      *bufio.Reader
 	ctx     context.Context
 	refused chan struct{}
 }
@@ -79,7 +84,9 @@ func startLingerRig(t *testing.T) *lingerRig {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	hs := &http.Server{
-		Handler:     http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			trackedConnOf(r.Context()).serve(r) // as Server.ServeHTTP claims it
+		}),
 		ConnState:   tracker.track,
 		ConnContext: tracker.connContext,
 	}
@@ -92,11 +99,22 @@ func startLingerRig(t *testing.T) *lingerRig {
 	r.conn, err = net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.conn.Close() })
+	_ = r.conn.SetDeadline(time.Now().Add(20 * time.Second))
+	_, err = io.WriteString(r.conn, "GET / HTTP/1.1\r\nHost: lockstep\r\n\r\n")
+	require.NoError(t, err)
+	r.br = bufio.NewReader(r.conn)
+	resp, err := http.ReadResponse(r.br, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	require.Eventually(t, func() bool {
 		tracker.mu.Lock()
 		defer tracker.mu.Unlock()
-		return len(tracker.conns) == 1
-	}, 10*time.Second, time.Millisecond, "the server accepted the connection")
+		for _, tc := range tracker.conns {
+			return tc.state == http.StateIdle
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "the connection waits between requests")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -222,31 +222,39 @@ func TestDrainKeepsAcceptingWhileClientsDialIt(t *testing.T) {
 		c.DrainTimeout, c.DrainQuiet = time.Millisecond, 300*time.Millisecond
 	})
 	p := handshakeRaw(t, srv.URL, benchContract(t, "1.0.0"))
-	unused, err := net.Dial("tcp", srv.Addr)
+	idle, err := net.Dial("tcp", srv.Addr)
 	require.NoError(t, err)
-	defer unused.Close()
+	defer idle.Close()
+	_ = idle.SetDeadline(time.Now().Add(20 * time.Second))
+	idleR := bufio.NewReader(idle)
+	_, err = io.WriteString(idle, "GET /livez HTTP/1.1\r\nHost: lockstep\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(idleR, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	drained := make(chan error, 1)
 	go func() { drained <- srv.Server.Shutdown(context.Background()) }()
 
-	// The drain's refusal on the unused connection: it has answered every
-	// connection between requests, which is when it used to close the
-	// listener. The clock moves, a little at a time, until the refusal is
-	// read. The drain then waits for this connection's close before it
-	// begins to time the quiet between dials, so what the clock moved
-	// past the refusal is not counted in that quiet.
+	// The drain's refusal on the idle keep-alive connection: it has
+	// answered every connection between requests, which is when it used
+	// to close the listener. The clock moves, a little at a time, until
+	// the refusal is read. The drain then waits for this connection's
+	// close before it begins to time the quiet between dials, so what the
+	// clock moved past the refusal is not counted in that quiet.
 	refused := make(chan *http.Response, 1)
 	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(unused), nil)
+		resp, err := http.ReadResponse(idleR, nil)
 		if err != nil {
-			t.Errorf("no refusal on the unused connection: %v", err)
+			t.Errorf("no refusal on the idle connection: %v", err)
 		}
 		refused <- resp
 	}()
-	resp := advanceUntil(t, clock, 10*time.Millisecond, refused, "the drain never answered the unused connection")
-	require.NotNil(t, resp, "no refusal on the unused connection")
+	resp = advanceUntil(t, clock, 10*time.Millisecond, refused, "the drain never answered the idle connection")
+	require.NotNil(t, resp, "no refusal on the idle connection")
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
-	unused.Close()
+	idle.Close()
 
 	// A client that has not heard dials again and again, a new connection
 	// for each call. The clock stands still: however long the dials take,

@@ -425,22 +425,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if hs := s.beginClosing(); hs != nil {
 		err = hs.Shutdown(ctx)
 	}
+	s.mu.RLock()
+	conns := s.conns
+	s.mu.RUnlock()
+	if err == nil && conns != nil {
+		conns.refusals.Wait() // every connection is closed: they end at once
+	}
 	s.stop()
 	return err
 }
 
 // quietConnections begins the drain's second phase: it waits until every
-// open connection has been idle for DrainQuiet, so that no connection is
-// answered under a call being written into it, then answers every HTTP/1
-// connection between requests with the drain's refusal and waits (for
-// refusalLinger at most) until their clients have closed them; then it keeps
-// the listener open until no connection has been accepted for
-// dialQuiet, so that closing it resets no connection a call was written
-// into (see conns.go). Then it closes the listener and answers the
-// connections accepted since the last refusal the same way: once
+// open connection that has carried a request has been idle for
+// DrainQuiet, so that no connection is answered under a call being
+// written into it, then answers every HTTP/1 connection between requests,
+// or not used yet, with the drain's refusal and waits (for refusalLinger
+// at most) until the clients of those between requests have closed them;
+// then it keeps the listener open until no connection has been accepted
+// for dialQuiet, so that closing it resets no connection a call was
+// written into (see conns.go). Then it closes the listener and answers
+// the connections accepted since the last refusal the same way: once
 // http.Server.Shutdown has begun, a request read on a connection that was
-// not answered is dropped with its connection. Shutdown then closes what
-// is left.
+// not answered is dropped with its connection. It closes the connections
+// that never carried a request once their clients have had refusalLinger
+// to read the refusal; Shutdown then closes what is left. Connections on
+// which no request's headers have arrived hold none of these waits.
 func (s *Server) quietConnections(ctx context.Context) {
 	s.mu.RLock()
 	conns, gl := s.conns, s.listener
