@@ -283,3 +283,62 @@ func TestFourIdentitiesCannotTakeEverySession(t *testing.T) {
 	assert.Equal(t, string(framework.CodeResourceExhausted), a.code, "a dry run of a peer at its share: %s", a.message)
 	assert.Equal(t, beforePeer+3, refusals(t, m.Server, "sessions_per_peer"), "a dry run counts nothing")
 }
+
+// Idempotency records were bounded per peer and contract (4,096 keys, 16
+// MiB) but not over all peers: every identity that used keys could keep
+// its 16 MiB for the window, so the records grew with the number of
+// identities (10,000 node agents at their bounds: 160 GiB), and nothing
+// an operator could set bounded them. Every peer's records together are
+// now bounded by IdempotencyMaxBytes; beyond it the oldest records of
+// the peer holding the most go first, so a peer holding less than an
+// equal share keeps its records while others fill theirs.
+func TestIdempotencyRecordsAreBoundedOverAllPeers(t *testing.T) {
+	const maxBytes = 256 << 10 // about 16 records of a 16 KiB key
+	bench := benchContract(t, "1.0.0")
+	m := startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			return &benchmsg.Ack{Accepted: true}, nil
+		}
+		framework.HandleUnary(s, bench, "ReportStatus", ack)
+		framework.HandleBatch(s, bench, "ReportStatuses", ack)
+	}, func(cfg *framework.ServerConfig) { cfg.IdempotencyMaxBytes = maxBytes })
+	body := mustJSON(t, benchmsg.Node(1))
+	// keyed makes a call with an idempotency key and reports whether it
+	// was answered from a record.
+	keyed := func(p *mtlsPeer, token, key string) bool {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, m.URL+protocol.CallPath("bench", "1.0.0", "ReportStatus"), strings.NewReader(string(body)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+		req.Header.Set(protocol.HeaderSession, token)
+		req.Header.Set(protocol.HeaderIdempotencyKey, key)
+		resp, err := p.hc.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return resp.Header.Get(protocol.HeaderReplayed) == "1"
+	}
+	good := m.kubelet(t, "good")
+	goodToken := good.session(bench, "good")
+	require.False(t, keyed(good, goodToken, "good-1"))
+
+	long := strings.Repeat("k", 16<<10)
+	type flooder struct {
+		p     *mtlsPeer
+		token string
+	}
+	var flood []flooder
+	for id := range 4 {
+		p := m.kubelet(t, fmt.Sprint("flood-", id))
+		f := flooder{p, p.session(bench, fmt.Sprint("flood-", id))}
+		for i := range 8 {
+			require.False(t, keyed(f.p, f.token, fmt.Sprint(i, long)), "flood %d, key %d", id, i)
+		}
+		flood = append(flood, f)
+	}
+	assert.True(t, keyed(good, goodToken, "good-1"), "the honest peer's record is kept")
+	last := flood[len(flood)-1]
+	assert.True(t, keyed(last.p, last.token, fmt.Sprint(7, long)), "the newest record is kept")
+	assert.False(t, keyed(flood[0].p, flood[0].token, fmt.Sprint(0, long)), "the oldest record of the peers holding the most is forgotten")
+}

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"container/heap"
 	"context"
 	"crypto/sha256"
 	"sync"
@@ -14,8 +15,9 @@ import (
 // the server instance that ran it, so that a resend of the call after its
 // answer was lost is answered from the record instead of running the
 // handler again (as Stripe's idempotency keys are). Records live in memory
-// only, bounded by age, and by count and bytes per peer and contract: a
-// restart forgets them, like everything a lockstep server holds.
+// only, bounded by age, by count and bytes per peer and contract, and by
+// bytes over every peer: a restart forgets them, like everything a
+// lockstep server holds.
 
 // Defaults for ServerConfig.IdempotencyWindow and IdempotencyKeysPerPeer.
 const (
@@ -28,6 +30,11 @@ const (
 	// recordBytesPerPeer bounds the bytes one peer's records of a
 	// contract hold, their keys and answers; the oldest go first.
 	recordBytesPerPeer = 16 << 20
+	// defaultIdempotencyMaxBytes is ServerConfig.IdempotencyMaxBytes:
+	// sixteen peers at recordBytesPerPeer, or about a million records of a
+	// 32-byte key and a small answer; 10,000 node agents making a keyed
+	// call every ten seconds hold about 75 MB.
+	defaultIdempotencyMaxBytes = 256 << 20
 	// recordOverhead is what a record costs beside its key and answer.
 	recordOverhead = 128
 )
@@ -70,25 +77,75 @@ type replayRecord struct {
 	bytes   int
 }
 
-// replayStore holds the records of one server.
+// replayStore holds the records of one server. Its bytes are bounded
+// per peer and contract (recordBytesPerPeer) and over all of them
+// (maxBytes): a per-peer bound alone let the records grow with the
+// number of identities that used keys. Over maxBytes the oldest records
+// of the peer holding the most go first, so a peer holding less than an
+// equal share of maxBytes keeps its records however many others fill
+// theirs.
 type replayStore struct {
-	window  time.Duration
-	perPeer int
+	window   time.Duration
+	perPeer  int
+	maxBytes int
 
 	mu    sync.Mutex
 	peers map[string]*peerRecords // contract + "\x00" + peer → records
+	bytes int                     // of every peer's records
+	// largest orders the peers by their records' bytes, the most first.
+	largest peerHeap
 }
 
 // peerRecords are one peer's records of one contract, by recordKey, oldest
 // first in order, so that age, count and bytes evict from the front.
+// Their bytes change only through the store (grow), which keeps its total
+// and its heap up to date.
 type peerRecords struct {
 	byKey map[string]*replayRecord
 	order []string
 	bytes int
+	index int // in replayStore.largest
 }
 
-func newReplayStore(window time.Duration, perPeer int) *replayStore {
-	return &replayStore{window: window, perPeer: perPeer, peers: map[string]*peerRecords{}}
+func newReplayStore(window time.Duration, perPeer, maxBytes int) *replayStore {
+	return &replayStore{window: window, perPeer: perPeer, maxBytes: maxBytes, peers: map[string]*peerRecords{}}
+}
+
+// peerHeap is a max-heap of peers by the bytes of their records.
+type peerHeap []*peerRecords
+
+func (h peerHeap) Len() int           { return len(h) }
+func (h peerHeap) Less(i, j int) bool { return h[i].bytes > h[j].bytes }
+func (h peerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *peerHeap) Push(x any) {
+	pr := x.(*peerRecords)
+	pr.index = len(*h)
+	*h = append(*h, pr)
+}
+func (h *peerHeap) Pop() any {
+	old := *h
+	pr := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return pr
+}
+
+// grow adds n (negative: takes) to pr's bytes and the store's.
+func (s *replayStore) grow(pr *peerRecords, n int) {
+	pr.bytes += n
+	s.bytes += n
+	heap.Fix(&s.largest, pr.index)
+}
+
+// evictOverTotal forgets the oldest records of the peer holding the most
+// while every peer's records together hold more than maxBytes.
+func (s *replayStore) evictOverTotal() {
+	for s.bytes > s.maxBytes && len(s.largest) > 0 && len(s.largest[0].order) > 0 {
+		s.evictOldest(s.largest[0])
+	}
 }
 
 // requestDigest identifies a request's content, so that a key reused for
@@ -117,8 +174,9 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 	if pr == nil {
 		pr = &peerRecords{byKey: map[string]*replayRecord{}}
 		s.peers[pk] = pr
+		heap.Push(&s.largest, pr)
 	}
-	pr.expire(now.Add(-s.window))
+	s.expire(pr, now.Add(-s.window))
 	rk := k.recordKey()
 	if rec := pr.byKey[rk]; rec != nil {
 		if rec.digest != digest {
@@ -128,13 +186,14 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 		return rec, false, nil
 	}
 	for len(pr.order) >= s.perPeer {
-		pr.evictOldest()
+		s.evictOldest(pr)
 	}
 	rec = &replayRecord{digest: digest, done: make(chan struct{}), created: now, bytes: len(rk) + recordOverhead}
 	pr.byKey[rk] = rec
 	pr.order = append(pr.order, rk)
-	pr.bytes += rec.bytes
-	pr.evictOverBytes()
+	s.grow(pr, rec.bytes)
+	s.evictOverBytes(pr)
+	s.evictOverTotal()
 	return rec, true, nil
 }
 
@@ -162,8 +221,9 @@ func (s *replayStore) finish(k replayKey, rec *replayRecord, a recordedAnswer) {
 	rec.answer = a
 	if pr := s.peers[k.contract+"\x00"+k.peer]; pr != nil && pr.byKey[k.recordKey()] == rec {
 		rec.bytes += len(a.out)
-		pr.bytes += len(a.out)
-		pr.evictOverBytes()
+		s.grow(pr, len(a.out))
+		s.evictOverBytes(pr)
+		s.evictOverTotal()
 	}
 	s.mu.Unlock()
 	close(rec.done)
@@ -175,9 +235,10 @@ func (s *replayStore) sweep(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for pk, pr := range s.peers {
-		pr.expire(now.Add(-s.window))
+		s.expire(pr, now.Add(-s.window))
 		if len(pr.order) == 0 {
 			delete(s.peers, pk)
+			heap.Remove(&s.largest, pr.index)
 		}
 	}
 }
@@ -193,27 +254,28 @@ func (s *replayStore) size() int {
 	return n
 }
 
-func (pr *peerRecords) expire(before time.Time) {
+// expire forgets pr's records created before before.
+func (s *replayStore) expire(pr *peerRecords, before time.Time) {
 	for len(pr.order) > 0 {
 		rec := pr.byKey[pr.order[0]]
 		if rec != nil && !rec.created.Before(before) {
 			return
 		}
-		pr.evictOldest()
+		s.evictOldest(pr)
 	}
 }
 
-// evictOverBytes evicts the oldest records while they hold more than
+// evictOverBytes evicts pr's oldest records while they hold more than
 // recordBytesPerPeer, keeping the newest.
-func (pr *peerRecords) evictOverBytes() {
+func (s *replayStore) evictOverBytes(pr *peerRecords) {
 	for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 {
-		pr.evictOldest()
+		s.evictOldest(pr)
 	}
 }
 
-func (pr *peerRecords) evictOldest() {
+func (s *replayStore) evictOldest(pr *peerRecords) {
 	if rec := pr.byKey[pr.order[0]]; rec != nil {
-		pr.bytes -= rec.bytes
+		s.grow(pr, -rec.bytes)
 	}
 	delete(pr.byKey, pr.order[0])
 	pr.order[0] = ""

@@ -10,7 +10,7 @@ import (
 )
 
 func TestReplayStoreAnswersAReplayFromTheRecord(t *testing.T) {
-	s := newReplayStore(time.Minute, 8)
+	s := newReplayStore(time.Minute, 8, defaultIdempotencyMaxBytes)
 	t0 := time.Unix(1000, 0)
 	k := replayKey{contract: "c", peer: "kubelet/a", key: "k1"}
 	d := requestDigest("M", []byte(`{"n":1}`))
@@ -43,7 +43,7 @@ func TestReplayStoreAnswersAReplayFromTheRecord(t *testing.T) {
 }
 
 func TestReplayStoreRefusesAKeyReusedForAnotherRequest(t *testing.T) {
-	s := newReplayStore(time.Minute, 8)
+	s := newReplayStore(time.Minute, 8, defaultIdempotencyMaxBytes)
 	t0 := time.Unix(1000, 0)
 	k := replayKey{contract: "c", peer: "p", key: "k"}
 	rec, _, err := s.begin(k, requestDigest("M", []byte(`{"n":1}`)), t0)
@@ -57,7 +57,7 @@ func TestReplayStoreRefusesAKeyReusedForAnotherRequest(t *testing.T) {
 }
 
 func TestReplayStoreForgetsByAgeAndByCount(t *testing.T) {
-	s := newReplayStore(time.Minute, 3)
+	s := newReplayStore(time.Minute, 3, defaultIdempotencyMaxBytes)
 	t0 := time.Unix(1000, 0)
 	d := requestDigest("M", nil)
 	key := func(i int) replayKey { return replayKey{contract: "c", peer: "p", key: fmt.Sprint(i)} }
@@ -81,7 +81,7 @@ func TestReplayStoreForgetsByAgeAndByCount(t *testing.T) {
 }
 
 func TestReplayStoreKeepsTooLargeAnswersAsAConflict(t *testing.T) {
-	s := newReplayStore(time.Minute, 8)
+	s := newReplayStore(time.Minute, 8, defaultIdempotencyMaxBytes)
 	k := replayKey{contract: "c", peer: "p", key: "k"}
 	rec, _, _ := s.begin(k, requestDigest("M", nil), time.Unix(1000, 0))
 	s.finish(k, rec, recordedAnswer{out: make([]byte, maxRecordedAnswer+1)})
@@ -94,7 +94,7 @@ func TestReplayStoreKeepsTooLargeAnswersAsAConflict(t *testing.T) {
 // keeps no more than recordBytesPerPeer of them, and another peer's
 // records are not forgotten for it.
 func TestReplayStoreCountsKeysAndBoundsEachPeer(t *testing.T) {
-	s := newReplayStore(time.Minute, 1000)
+	s := newReplayStore(time.Minute, 1000, defaultIdempotencyMaxBytes)
 	t0 := time.Unix(1000, 0)
 	d := requestDigest("M", nil)
 	other := replayKey{contract: "c", peer: "honest", instance: "i", key: "k"}
@@ -112,4 +112,41 @@ func TestReplayStoreCountsKeysAndBoundsEachPeer(t *testing.T) {
 	assert.LessOrEqual(t, s.size(), 1+recordBytesPerPeer>>20, "records of one peer, keys counted")
 	_, first, _ := s.begin(other, d, t0)
 	assert.False(t, first, "another peer's record is kept")
+}
+
+// Every peer's records together are bounded too: peers that fill their
+// own bounds take the oldest records of the peer holding the most, never
+// those of a peer that holds less than an equal share.
+func TestReplayStoreBoundsEveryPeerTogether(t *testing.T) {
+	const maxBytes = 64 << 10
+	s := newReplayStore(time.Minute, 1000, maxBytes)
+	t0 := time.Unix(1000, 0)
+	d := requestDigest("M", nil)
+	honest := replayKey{contract: "c", peer: "honest", instance: "i", key: "k"}
+	rec, _, err := s.begin(honest, d, t0)
+	require.NoError(t, err)
+	s.finish(honest, rec, recordedAnswer{out: []byte(`{}`)})
+	key := string(make([]byte, 1<<10))
+	for p := range 8 {
+		for i := range 32 {
+			k := replayKey{contract: "c", peer: fmt.Sprint("greedy-", p), instance: "i", key: fmt.Sprint(i, key)}
+			rec, first, err := s.begin(k, d, t0.Add(time.Duration(i)*time.Millisecond))
+			require.NoError(t, err)
+			require.True(t, first)
+			s.finish(k, rec, recordedAnswer{out: []byte(`{}`)})
+			require.LessOrEqual(t, s.bytes, maxBytes, "peer %d, record %d", p, i)
+		}
+	}
+	_, first, _ := s.begin(honest, d, t0)
+	assert.False(t, first, "the honest peer's record is kept")
+	// Each greedy peer kept its newest records, about an equal share.
+	for p := range 8 {
+		newest := replayKey{contract: "c", peer: fmt.Sprint("greedy-", p), instance: "i", key: fmt.Sprint(31, key)}
+		_, first, _ := s.begin(newest, d, t0)
+		assert.False(t, first, "greedy peer %d's newest record is kept", p)
+		assert.LessOrEqual(t, s.peers["c\x00"+fmt.Sprint("greedy-", p)].bytes, maxBytes/8+2<<10, "greedy peer %d", p)
+	}
+	s.sweep(t0.Add(2 * time.Minute))
+	assert.Zero(t, s.bytes)
+	assert.Empty(t, s.largest)
 }

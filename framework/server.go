@@ -86,7 +86,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		start:     cfg.Clock.Now(),
 		contracts: map[string]*servedContract{},
 		checks:    map[string]func() error{},
-		replays:   newReplayStore(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer),
+		replays:   newReplayStore(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer, cfg.IdempotencyMaxBytes),
 		drainCh:   make(chan struct{}),
 		drainWake: make(chan struct{}, 1),
 		stopCh:    make(chan struct{}),

@@ -51,10 +51,15 @@ type ServerConfig struct {
 	// IdempotencyKeysPerPeer bounds the keys kept per peer and contract,
 	// over all the peer's client instances (a peer as for [Limits]: its
 	// identity under mutual TLS); default 4096, the oldest forgotten
-	// first. Records live in memory: a restarted server has none (see
+	// first, and 16 MiB of keys and answers. IdempotencyMaxBytes bounds
+	// the bytes of every peer's records together; default 256 MiB, beyond
+	// which the oldest records of the peer holding the most are forgotten
+	// first, so that a peer holding less than an equal share keeps its
+	// records. Records live in memory: a restarted server has none (see
 	// docs/protocol.md).
 	IdempotencyWindow      time.Duration
 	IdempotencyKeysPerPeer int
+	IdempotencyMaxBytes    int
 	// MaxHandshakeWait caps a refused handshake's ?wait=; default 60s.
 	MaxHandshakeWait time.Duration
 	// ReadHeaderTimeout and IdleTimeout bound slow and idle connections;
@@ -184,6 +189,9 @@ func (c *ServerConfig) fillDefaults() error {
 	}
 	if c.IdempotencyKeysPerPeer <= 0 {
 		c.IdempotencyKeysPerPeer = defaultIdempotencyKeysPerPeer
+	}
+	if c.IdempotencyMaxBytes <= 0 {
+		c.IdempotencyMaxBytes = defaultIdempotencyMaxBytes
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 100000
