@@ -59,12 +59,15 @@ type Credentials struct {
 	loadErr  error
 
 	// verified caches verification results by the leaf certificate's
-	// hash: verifying a chain costs far more than a call, and every request
-	// of a connection carries the same certificate. An entry is used only
-	// for the CA bundle it was verified against and until the certificate
-	// expires.
+	// hash: verifying a chain costs far more than a call (about 70 µs
+	// against 1), and every request of a connection carries the same
+	// certificate. An entry is used only for the CA bundle it was verified
+	// against and until the certificate expires. Certificates that did
+	// not verify are cached apart, in refused, so that presenting ever new
+	// ones (which anyone can) never drops a verified peer.
 	cacheMu  sync.Mutex
 	verified map[[32]byte]*verification
+	refused  map[[32]byte]*verification
 
 	// handshakes counts the TLS handshakes completed with this material,
 	// by side and by whether a session was resumed; see [Credentials.Handshakes].
@@ -114,8 +117,16 @@ type verification struct {
 	err        error
 }
 
-// verifyCacheCap bounds the verification cache; it is emptied when full.
-const verifyCacheCap = 4096
+// verifyCacheCap bounds the verified peers cached: room for the
+// identities of a 10,000-node control plane several times over (each
+// with its certificate and, while it rotates, the next), since a peer
+// dropped verifies its chain again on its next request. refusedCacheCap
+// bounds the certificates cached as not verifying; that cache is emptied
+// when full.
+const (
+	verifyCacheCap  = 1 << 16
+	refusedCacheCap = 4096
+)
 
 // LoadCredentials reads the files once, failing on anything unreadable, and
 // returns credentials that reload them as they change. A later reload that
@@ -375,16 +386,16 @@ func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
 	now := time.Now()
 	c.cacheMu.Lock()
 	v := c.verified[key]
+	if v == nil {
+		v = c.refused[key]
+	}
 	c.cacheMu.Unlock()
 	if v == nil || v.generation != gen || now.After(v.notAfter) || now.Before(chain[0].NotBefore) {
 		id, cert, err := c.verifyPeer(chain)
 		v = &verification{generation: gen, notAfter: chain[0].NotAfter, err: err,
 			peer: Peer{Identity: id, Authenticated: err == nil, Certificate: cert}}
 		c.cacheMu.Lock()
-		if c.verified == nil || len(c.verified) >= verifyCacheCap {
-			c.verified = map[[32]byte]*verification{}
-		}
-		c.verified[key] = v
+		c.rememberLocked(key, v, gen, now)
 		c.cacheMu.Unlock()
 	}
 	if v.err != nil {
@@ -392,6 +403,40 @@ func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
 	}
 	p := v.peer
 	return &p, nil
+}
+
+// rememberLocked caches v, the verification of the certificate whose
+// hash is key against CA bundle gen at now. A full cache of verified peers
+// makes room by dropping the entries of an earlier bundle or an expired
+// certificate, then arbitrary ones (a map's order) down to seven eighths:
+// room is made once for many certificates, and never by making every
+// peer verify again at once. cacheMu must be held.
+func (c *Credentials) rememberLocked(key [32]byte, v *verification, gen uint64, now time.Time) {
+	if v.err != nil {
+		if c.refused == nil || len(c.refused) >= refusedCacheCap {
+			c.refused = map[[32]byte]*verification{}
+		}
+		c.refused[key] = v
+		return
+	}
+	delete(c.refused, key)
+	if c.verified == nil {
+		c.verified = map[[32]byte]*verification{}
+	}
+	if len(c.verified) >= verifyCacheCap {
+		for k, old := range c.verified {
+			if old.generation != gen || now.After(old.notAfter) {
+				delete(c.verified, k)
+			}
+		}
+		for k := range c.verified {
+			if len(c.verified) < verifyCacheCap/8*7 {
+				break
+			}
+			delete(c.verified, k)
+		}
+	}
+	c.verified[key] = v
 }
 
 // isOperator reports whether id may read the status page and metrics.
