@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"crypto/sha256"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,13 +69,19 @@ type recordedAnswer struct {
 // replayRecord is one key's record. done is closed once the first call's
 // answer is known (or the record is dropped because the handler never
 // ran); answer is valid after that. bytes is what it counts in its peer's
-// records: its key from the start, its answer once known.
+// records: its key from the start, its answer once known. finished, under
+// the store's lock, says the answer is in: only then may the record be
+// evicted. A record evicted while its call still ran let a resend of the
+// call (after its connection was cut) run the handler a second time,
+// beside the first; the records of calls in flight are bounded by the
+// in-flight limits instead (Limits.InFlightPerPeer).
 type replayRecord struct {
-	digest  [sha256.Size]byte
-	done    chan struct{}
-	answer  recordedAnswer
-	created time.Time
-	bytes   int
+	digest   [sha256.Size]byte
+	done     chan struct{}
+	answer   recordedAnswer
+	created  time.Time
+	bytes    int
+	finished bool
 }
 
 // replayStore holds the records of one server. Its bytes are bounded
@@ -140,11 +147,10 @@ func (s *replayStore) grow(pr *peerRecords, n int) {
 	heap.Fix(&s.largest, pr.index)
 }
 
-// evictOverTotal forgets the oldest records of the peer holding the most
-// while every peer's records together hold more than maxBytes.
+// evictOverTotal forgets the oldest finished records of the peer holding
+// the most while every peer's records together hold more than maxBytes.
 func (s *replayStore) evictOverTotal() {
-	for s.bytes > s.maxBytes && len(s.largest) > 0 && len(s.largest[0].order) > 0 {
-		s.evictOldest(s.largest[0])
+	for s.bytes > s.maxBytes && len(s.largest) > 0 && s.evictOldest(s.largest[0]) {
 	}
 }
 
@@ -185,8 +191,7 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 		}
 		return rec, false, nil
 	}
-	for len(pr.order) >= s.perPeer {
-		s.evictOldest(pr)
+	for len(pr.order) >= s.perPeer && s.evictOldest(pr) {
 	}
 	rec = &replayRecord{digest: digest, done: make(chan struct{}), created: now, bytes: len(rk) + recordOverhead}
 	pr.byKey[rk] = rec
@@ -219,6 +224,7 @@ func (s *replayStore) finish(k replayKey, rec *replayRecord, a recordedAnswer) {
 	}
 	s.mu.Lock()
 	rec.answer = a
+	rec.finished = true
 	if pr := s.peers[k.contract+"\x00"+k.peer]; pr != nil && pr.byKey[k.recordKey()] == rec {
 		rec.bytes += len(a.out)
 		s.grow(pr, len(a.out))
@@ -254,32 +260,55 @@ func (s *replayStore) size() int {
 	return n
 }
 
-// expire forgets pr's records created before before.
+// expire forgets pr's finished records created before before; a record
+// whose call still runs goes once it has finished.
 func (s *replayStore) expire(pr *peerRecords, before time.Time) {
-	for len(pr.order) > 0 {
-		rec := pr.byKey[pr.order[0]]
+	for i := 0; i < len(pr.order); {
+		rec := pr.byKey[pr.order[i]]
 		if rec != nil && !rec.created.Before(before) {
 			return
 		}
-		s.evictOldest(pr)
+		if rec != nil && !rec.finished {
+			i++
+			continue
+		}
+		s.evict(pr, i)
 	}
 }
 
-// evictOverBytes evicts pr's oldest records while they hold more than
-// recordBytesPerPeer, keeping the newest.
+// evictOverBytes evicts pr's oldest finished records while they hold more
+// than recordBytesPerPeer, keeping the newest.
 func (s *replayStore) evictOverBytes(pr *peerRecords) {
-	for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 {
-		s.evictOldest(pr)
+	for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 && s.evictOldest(pr) {
 	}
 }
 
-func (s *replayStore) evictOldest(pr *peerRecords) {
-	if rec := pr.byKey[pr.order[0]]; rec != nil {
+// evictOldest evicts pr's oldest finished record, and reports whether it
+// found one. The records before it are of calls in flight, as few as the
+// in-flight limits allow.
+func (s *replayStore) evictOldest(pr *peerRecords) bool {
+	for i, rk := range pr.order {
+		if rec := pr.byKey[rk]; rec == nil || rec.finished {
+			s.evict(pr, i)
+			return true
+		}
+	}
+	return false
+}
+
+// evict forgets pr's i-th record in order.
+func (s *replayStore) evict(pr *peerRecords, i int) {
+	rk := pr.order[i]
+	if rec := pr.byKey[rk]; rec != nil {
 		s.grow(pr, -rec.bytes)
 	}
-	delete(pr.byKey, pr.order[0])
-	pr.order[0] = ""
-	pr.order = pr.order[1:]
+	delete(pr.byKey, rk)
+	if i == 0 {
+		pr.order[0] = ""
+		pr.order = pr.order[1:]
+		return
+	}
+	pr.order = slices.Delete(pr.order, i, i+1)
 }
 
 // dispatch serves one call of sess through serve, once per idempotency

@@ -69,12 +69,14 @@ func TestReplayStoreForgetsByAgeAndByCount(t *testing.T) {
 	}
 	// Only the newest three are kept.
 	assert.Equal(t, 3, s.size())
-	_, first, _ := s.begin(key(0), d, t0.Add(5*time.Second))
+	rec, first, _ := s.begin(key(0), d, t0.Add(5*time.Second))
 	assert.True(t, first, "the oldest record was evicted by count")
+	s.finish(key(0), rec, recordedAnswer{out: []byte(`{}`)})
 	_, first, _ = s.begin(key(4), d, t0.Add(5*time.Second))
 	assert.False(t, first, "a recent record is kept")
 
-	// Past the window, everything goes; sweep frees peers left empty.
+	// Past the window, every finished record goes; sweep frees peers
+	// left empty.
 	s.sweep(t0.Add(2 * time.Minute))
 	assert.Equal(t, 0, s.size())
 	assert.Empty(t, s.peers)
@@ -149,4 +151,36 @@ func TestReplayStoreBoundsEveryPeerTogether(t *testing.T) {
 	s.sweep(t0.Add(2 * time.Minute))
 	assert.Zero(t, s.bytes)
 	assert.Empty(t, s.largest)
+}
+
+// A record whose call still runs is never evicted, by count, bytes or
+// age: a resend of that call (its connection cut) must wait for the first
+// one's answer, not run the handler beside it. It goes once finished.
+func TestReplayStoreKeepsTheRecordsOfCallsInFlight(t *testing.T) {
+	s := newReplayStore(time.Minute, 2, 8<<10)
+	t0 := time.Unix(1000, 0)
+	d := requestDigest("M", nil)
+	running := replayKey{contract: "c", peer: "p", instance: "i", key: "running"}
+	rec, first, err := s.begin(running, d, t0)
+	require.NoError(t, err)
+	require.True(t, first)
+	long := string(make([]byte, 1<<10))
+	for i := range 16 { // over the count (2) and the bytes over every peer (8 KiB)
+		k := replayKey{contract: "c", peer: "p", instance: "i", key: fmt.Sprint(i, long)}
+		r, first, err := s.begin(k, d, t0.Add(time.Duration(i)*time.Millisecond))
+		require.NoError(t, err)
+		require.True(t, first)
+		s.finish(k, r, recordedAnswer{out: []byte(`{}`)})
+	}
+	s.sweep(t0.Add(2 * time.Minute)) // past the window
+	again, first, err := s.begin(running, d, t0.Add(2*time.Minute))
+	require.NoError(t, err)
+	require.False(t, first, "the record of a call in flight was evicted")
+	require.Same(t, rec, again)
+	assert.Equal(t, 1, s.size(), "the finished records went")
+
+	s.finish(running, rec, recordedAnswer{out: []byte(`{}`)})
+	s.sweep(t0.Add(2 * time.Minute))
+	assert.Zero(t, s.size(), "a finished record past the window goes")
+	assert.Zero(t, s.bytes)
 }

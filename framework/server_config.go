@@ -55,8 +55,9 @@ type ServerConfig struct {
 	// the bytes of every peer's records together; default 256 MiB, beyond
 	// which the oldest records of the peer holding the most are forgotten
 	// first, so that a peer holding less than an equal share keeps its
-	// records. Records live in memory: a restarted server has none (see
-	// docs/protocol.md).
+	// records. Only finished calls' records are forgotten; those of calls
+	// still running are bounded by Limits.InFlightPerPeer. Records live
+	// in memory: a restarted server has none (see docs/protocol.md).
 	IdempotencyWindow      time.Duration
 	IdempotencyKeysPerPeer int
 	IdempotencyMaxBytes    int
