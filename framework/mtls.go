@@ -413,6 +413,10 @@ func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
 // peer verify again at once. cacheMu must be held.
 func (c *Credentials) rememberLocked(key [32]byte, v *verification, gen uint64, now time.Time) {
 	if v.err != nil {
+		// A certificate that verified under an earlier bundle and not
+		// under this one: its stale entry would be found first, and the
+		// refusal never.
+		delete(c.verified, key)
 		if c.refused == nil || len(c.refused) >= refusedCacheCap {
 			c.refused = map[[32]byte]*verification{}
 		}

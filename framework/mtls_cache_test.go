@@ -69,3 +69,39 @@ func TestVerificationCacheKeepsHonestPeers(t *testing.T) {
 		require.True(t, cached(chain), "honest peer %d was dropped from the cache by certificates that do not verify", i)
 	}
 }
+
+// A certificate that verified under the old CA bundle and does not under
+// the new one is refused from the refusals' cache, not verified again on
+// every request behind its stale entry among the verified.
+func TestVerificationCacheRemembersARefusalAfterRotation(t *testing.T) {
+	ca, err := certs.NewCA("rotation-old")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile, caFile, err := ca.WriteFiles(dir, "nc", ca.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
+	require.NoError(t, err)
+	creds, err := LoadCredentials(MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(ca.MustIssue(certs.Spec{Component: "kubelet", Name: "node"}).Certificate[0])
+	require.NoError(t, err)
+	chain := []*x509.Certificate{leaf}
+	key := sha256.Sum256(leaf.Raw)
+	_, err = creds.verifyCached(chain)
+	require.NoError(t, err)
+
+	newCA, err := certs.NewCA("rotation-new")
+	require.NoError(t, err)
+	_, _, _, err = newCA.WriteFiles(dir, "nc", newCA.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
+	require.NoError(t, err)
+	require.NoError(t, creds.Reload())
+	_, err = creds.verifyCached(chain)
+	require.Equal(t, CodeUnauthenticated, CodeOf(err))
+
+	creds.cacheMu.Lock()
+	_, stale := creds.verified[key]
+	refusal := creds.refused[key]
+	creds.cacheMu.Unlock()
+	require.False(t, stale, "the verification under the old bundle is still cached")
+	require.NotNil(t, refusal, "the refusal is not cached")
+	_, err = creds.verifyCached(chain)
+	require.Equal(t, CodeUnauthenticated, CodeOf(err), "refused again from the cache")
+}
