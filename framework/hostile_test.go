@@ -287,6 +287,8 @@ func TestHeldRefusalsCountAsCallsInFlight(t *testing.T) {
 	status, err := refuse()
 	require.NoError(t, err, "the third held refusal is answered at once")
 	assert.Equal(t, http.StatusConflict, status)
+	assert.Zero(t, refusals(t, srv.Server, "in_flight_per_peer"),
+		"a refusal answered at once is not a refusal for calls in flight")
 	require.NoError(t, srv.Kill())
 	for range 2 {
 		<-held // answered draining, or cut: either way no longer held

@@ -63,8 +63,8 @@ type Limits struct {
 	// docs/security.md), after which the refusal closes the connection.
 	BodyReadTimeout time.Duration
 	// MaxConns bounds the connections the server holds open at once, over
-	// every source, and ConnsPerSource those of one remote IP address,
-	// counted from their accept on, before any request or certificate is
+	// every source, and ConnsPerSource those of one remote IP address
+	// (IPv6: one /64), counted from their accept on, before any request or certificate is
 	// read (so a source is an address, not an identity); the last quarter
 	// is kept for sources that hold few (docs/security.md, "Shared
 	// bounds"). A connection beyond them is closed as it is accepted,
@@ -260,11 +260,23 @@ func (pl *peerLimits) allow(u *peerUsage) error {
 
 // beginCall counts a call in flight; the returned function ends it.
 func (pl *peerLimits) beginCall(u *peerUsage, n int64) (func(), error) {
+	end, held := pl.tryBeginCall(u, n)
+	if end == nil {
+		return nil, overLimit(pl.metrics, limitInFlightPerPeer, CodeResourceExhausted, "this peer has %d calls in flight, the limit is %d", held, pl.cfg.InFlightPerPeer)
+	}
+	return end, nil
+}
+
+// tryBeginCall is beginCall without counting a refusal, for what is not
+// refused when over the limit (a held handshake refusal is answered at
+// once instead); end is nil over the limit, and held is what the peer had
+// in flight.
+func (pl *peerLimits) tryBeginCall(u *peerUsage, n int64) (end func(), held int64) {
 	if v := u.inFlight.Add(n); v > int64(pl.cfg.InFlightPerPeer) {
 		u.inFlight.Add(-n)
-		return nil, overLimit(pl.metrics, limitInFlightPerPeer, CodeResourceExhausted, "this peer has %d calls in flight, the limit is %d", v-n, pl.cfg.InFlightPerPeer)
+		return nil, v - n
 	}
-	return func() { u.inFlight.Add(-n) }, nil
+	return func() { u.inFlight.Add(-n) }, 0
 }
 
 // addSession counts a new session of the peer, which grows the server's

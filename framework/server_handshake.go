@@ -149,7 +149,7 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 		// MaxHandshakeWait: it counts as a call in flight of its peer, so
 		// that a peer cannot hold more than Limits.InFlightPerPeer of
 		// them; beyond that it is answered at once, as without ?wait=.
-		if end, err := s.limits.beginCall(usage, 1); err == nil {
+		if end, _ := s.limits.tryBeginCall(usage, 1); end != nil {
 			t := s.cfg.Clock.NewTimer(wait)
 			select {
 			case <-s.drainCh:
