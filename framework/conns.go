@@ -28,14 +28,15 @@ import (
 // So a draining server never closes a connection a request may be
 // arriving on without answering that request. Every answer it gives
 // during a drain closes its connection (Connection: close). The drain's
-// second phase keeps the listener and every open connection serving until
-// each has been idle for DrainQuiet; then, on each HTTP/1 connection that
-// is idle or never carried a request, it writes unasked the answer a
-// request arriving there would get: 408 Request Timeout with
-// Connection: close, Lockstep-Draining and Lockstep-Not-Processed, the
-// signal RFC 9110 (15.5.9) gives for a server closing an idle connection
-// ("if the client has an outstanding request in transit, it MAY repeat
-// that request"). A client with no request on the connection drops it
+// second phase keeps the listener and every open connection that has
+// carried a request serving until each has been idle for DrainQuiet (a
+// connection that has carried none is not waited for); then, on each
+// HTTP/1 connection that is idle or never carried a request, it writes
+// unasked the answer a request arriving there would get: 408 Request
+// Timeout with Connection: close, Lockstep-Draining and
+// Lockstep-Not-Processed, the signal RFC 9110 (15.5.9) gives for a server
+// closing an idle connection ("if the client has an outstanding request
+// in transit, it MAY repeat that request"). A client with no request on the connection drops it
 // (Go's transport does so silently for a 408); a client whose request was
 // in transit reads the refusal as its answer and resends elsewhere; the
 // server never runs a request that arrives on a connection so answered.
@@ -155,19 +156,22 @@ func (t *connTracker) track(c net.Conn, st http.ConnState) {
 // drain has answered it already, so the request must not be served.
 func (tc *trackedConn) serve(r *http.Request) bool {
 	if r.ProtoMajor >= 2 {
+		// Never refused, unless the refusal won a race it should not
+		// have (see refuse): then its HTTP/1 bytes broke the connection,
+		// and nothing on it may run.
 		tc.h2.Store(true)
-		return true
+		return tc.next.Load() != connRefused
 	}
 	return tc.next.CompareAndSwap(connFree, connServing)
 }
 
 // quietFor returns how long to wait before every open connection that has
 // carried a request has been idle for quiet: 0 when they all have. A
-// connection on which no request's headers have arrived yet is not waited
-// for: the drain's refusal answers whatever comes on it, and waiting for
-// it to be unused for quiet let a client that dialled again and again (or
-// one that never finished its TLS handshake) hold the drain for as long
-// as it liked.
+// connection that has carried none (StateNew, even with a request waiting
+// unread in it) is not waited for: the drain's refusal answers whatever
+// comes on it, and waiting for it to be unused for quiet let a client
+// that dialled again and again (or one that never finished its TLS
+// handshake) hold the drain for as long as it liked.
 func (t *connTracker) quietFor(quiet time.Duration) (time.Duration, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -357,13 +361,31 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN
 	return acceptedN
 }
 
-// refuse writes the drain's refusal on tc, unless it speaks HTTP/2 (over
-// TLS, known once its handshake is done, which this waits for) or a
+// refuse writes the drain's refusal on tc, unless it speaks HTTP/2 or a
 // request was read on it first; carried says whether tc has carried a
 // request. It reports whether it wrote.
+//
+// Over TLS, whether it speaks HTTP/2 is known once its handshake is done,
+// which this does (bounded by refusalWriteTimeout) if the connection's
+// serving goroutine has not begun it: writing first would begin it
+// without a look at the protocol it chose. Without TLS, a client of
+// HTTP/2 by prior knowledge (h2c) begins with its preface, looked for in
+// the socket here, and track learns it once the server has read it; a
+// preface still on its way when the refusal is written is not seen, and
+// that connection breaks (its calls are not run: see serve).
 func (t *connTracker) refuse(tc *trackedConn, refusal []byte, carried bool) bool {
-	if speaksH2(tc.conn) {
+	if c, ok := tc.conn.(*tls.Conn); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), refusalWriteTimeout)
+		err := c.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			return false // its serving goroutine closes it
+		}
+	}
+	if speaksH2(tc.conn) || startsH2c(tc.conn) {
 		tc.h2.Store(true)
+	}
+	if tc.h2.Load() {
 		return false
 	}
 	if !tc.next.CompareAndSwap(connFree, connRefused) {
@@ -382,8 +404,10 @@ func (t *connTracker) refuse(tc *trackedConn, refusal []byte, carried bool) bool
 // closeUnused closes the connections that never carried a request and
 // are still open at the end of the drain: each refused one once its
 // client has had refusalLinger since the last such refusal to read it and
-// close it (or has closed it), and those whose TLS handshake is not done
-// (no request can have been sent on them). http.Server.Shutdown would
+// close it (or has closed it), and those over TLS whose refusal waits
+// for a handshake that is not done (no request can have been sent on
+// them); one whose handshake finished after the last look may have a
+// request unread in it, which the close resets. http.Server.Shutdown would
 // wait until each was five seconds old before closing it, so a client
 // that dialled until the listener closed, and then held its connections,
 // held the drain that long after everything else was answered.
@@ -452,6 +476,21 @@ const refusalWriteTimeout = 10 * time.Second
 func speaksH2(c net.Conn) bool {
 	tc, ok := c.(*tls.Conn)
 	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
+}
+
+// h2cPreface is how every connection of HTTP/2 by prior knowledge begins.
+const h2cPreface = "PRI * HTTP/2.0"
+
+// startsH2c reports whether c, without TLS, begins with the HTTP/2
+// preface waiting unread in its socket.
+func startsH2c(c net.Conn) bool {
+	if _, ok := c.(*tls.Conn); ok {
+		return false
+	}
+	var head [len(h2cPreface)]byte
+	n := 0
+	withFD(c, func(fd uintptr) { n = peekInput(fd, head[:]) })
+	return n == len(head) && string(head[:]) == h2cPreface
 }
 
 // abandonRefused ends a request that arrived on a connection the drain

@@ -13,6 +13,16 @@ func pendingInput(fd uintptr) int {
 	return n
 }
 
+// peekInput copies into p, without taking them, the first bytes waiting
+// in socket fd's receive buffer, and returns how many.
+func peekInput(fd uintptr, p []byte) int {
+	n, _, err := unix.Recvfrom(int(fd), p, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // queueCountable says acceptQueueLen counts here.
 const queueCountable = true
 
