@@ -79,12 +79,19 @@ func (l *connLimiter) release(src string) {
 }
 
 // connSource is what a connection's source is for its bounds: its remote
-// IP address.
+// IPv4 address, or the /64 of its IPv6 address. One IPv6 host is handed
+// a /64 (a Kubernetes node's pods share one), and counted per address it
+// could open a connection from each of its 2^64 and hold every
+// connection the bounds keep for others.
 func connSource(c net.Conn) string {
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return c.RemoteAddr().String()
 	}
-	return c.RemoteAddr().String()
+	if ip4 := a.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return (&net.IPNet{IP: a.IP.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }
 
 // countConn wraps c so that closing it, whoever does (the http.Server, a
