@@ -34,7 +34,7 @@ NORACE_PKGS    := $(call modpkgs,$(NORACE_MODULES))
 # (sessions of 1 s, a node grace period of 3 s), which the race detector's
 # several-fold slowdown breaks on a loaded 2-core machine, and so does our
 # own race build and tests beside them. The code generator's real-world
-# corpus test runs a build of its own (65 generated packages, without the
+# corpus test runs a build of its own (69 generated packages, without the
 # race detector: its test process only waits for it), some 75 s of CPU:
 # beside the race set's builds and tests it took 155 s of a cold run, alone
 # it takes well under its 90 s. The race set skips them by the same
