@@ -244,13 +244,7 @@ func TestOneSourceCannotHoldEveryConnection(t *testing.T) {
 func TestFourIdentitiesCannotTakeEverySession(t *testing.T) {
 	const maxSessions = 16 // a peer's share 4, the last 4 kept for peers holding one
 	bench := benchContract(t, "1.0.0")
-	m := startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
-		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
-			return &benchmsg.Ack{Accepted: true}, nil
-		}
-		framework.HandleUnary(s, bench, "ReportStatus", ack)
-		framework.HandleBatch(s, bench, "ReportStatuses", ack)
-	}, func(cfg *framework.ServerConfig) { cfg.MaxSessions = maxSessions })
+	m := startAckServer(t, bench, func(cfg *framework.ServerConfig) { cfg.MaxSessions = maxSessions })
 	hello := func(instance string) []byte {
 		b, err := json.Marshal(handshake.Hello{Contract: bench.Name(), Component: "kubelet", Instance: instance,
 			Release: "1.31.0", Offers: []handshake.Offer{bench.Offer()}})
@@ -295,13 +289,7 @@ func TestFourIdentitiesCannotTakeEverySession(t *testing.T) {
 func TestIdempotencyRecordsAreBoundedOverAllPeers(t *testing.T) {
 	const maxBytes = 256 << 10 // about 16 records of a 16 KiB key
 	bench := benchContract(t, "1.0.0")
-	m := startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
-		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
-			return &benchmsg.Ack{Accepted: true}, nil
-		}
-		framework.HandleUnary(s, bench, "ReportStatus", ack)
-		framework.HandleBatch(s, bench, "ReportStatuses", ack)
-	}, func(cfg *framework.ServerConfig) { cfg.IdempotencyMaxBytes = maxBytes })
+	m := startAckServer(t, bench, func(cfg *framework.ServerConfig) { cfg.IdempotencyMaxBytes = maxBytes })
 	body := mustJSON(t, benchmsg.Node(1))
 	// keyed makes a call with an idempotency key and reports whether it
 	// was answered from a record.
@@ -341,4 +329,17 @@ func TestIdempotencyRecordsAreBoundedOverAllPeers(t *testing.T) {
 	last := flood[len(flood)-1]
 	assert.True(t, keyed(last.p, last.token, fmt.Sprint(7, long)), "the newest record is kept")
 	assert.False(t, keyed(flood[0].p, flood[0].token, fmt.Sprint(0, long)), "the oldest record of the peers holding the most is forgotten")
+}
+
+// startAckServer starts a server of bench under mutual TLS that accepts
+// every NodeStatus, configured by opt.
+func startAckServer(t *testing.T, bench *framework.Contract, opt serverOpt) *mtlsServer {
+	t.Helper()
+	return startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			return &benchmsg.Ack{Accepted: true}, nil
+		}
+		framework.HandleUnary(s, bench, "ReportStatus", ack)
+		framework.HandleBatch(s, bench, "ReportStatuses", ack)
+	}, opt)
 }

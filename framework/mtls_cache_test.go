@@ -21,13 +21,7 @@ import (
 // 65,536 certificates, which makes room by dropping stale entries first
 // and then an eighth, never all at once; failures are cached apart.
 func TestVerificationCacheKeepsHonestPeers(t *testing.T) {
-	ca, err := certs.NewCA("cache-test")
-	require.NoError(t, err)
-	dir := t.TempDir()
-	certFile, keyFile, caFile, err := ca.WriteFiles(dir, "nc", ca.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
-	require.NoError(t, err)
-	creds, err := LoadCredentials(MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
-	require.NoError(t, err)
+	ca, creds, _ := serverCredentials(t, "cache-test")
 	// variants returns n certificates that differ in their bytes (and so
 	// in their cache key) and verify as the one issued for spec by ca.
 	variants := func(ca *certs.CA, spec certs.Spec, n int) [][]*x509.Certificate {
@@ -74,13 +68,7 @@ func TestVerificationCacheKeepsHonestPeers(t *testing.T) {
 // the new one is refused from the refusals' cache, not verified again on
 // every request behind its stale entry among the verified.
 func TestVerificationCacheRemembersARefusalAfterRotation(t *testing.T) {
-	ca, err := certs.NewCA("rotation-old")
-	require.NoError(t, err)
-	dir := t.TempDir()
-	certFile, keyFile, caFile, err := ca.WriteFiles(dir, "nc", ca.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
-	require.NoError(t, err)
-	creds, err := LoadCredentials(MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
-	require.NoError(t, err)
+	ca, creds, dir := serverCredentials(t, "rotation-old")
 	leaf, err := x509.ParseCertificate(ca.MustIssue(certs.Spec{Component: "kubelet", Name: "node"}).Certificate[0])
 	require.NoError(t, err)
 	chain := []*x509.Certificate{leaf}
@@ -104,4 +92,18 @@ func TestVerificationCacheRemembersARefusalAfterRotation(t *testing.T) {
 	require.NotNil(t, refusal, "the refusal is not cached")
 	_, err = creds.verifyCached(chain)
 	require.Equal(t, CodeUnauthenticated, CodeOf(err), "refused again from the cache")
+}
+
+// serverCredentials loads a server's credentials issued by a new CA named
+// name, from files in the folder it returns.
+func serverCredentials(t *testing.T, name string) (*certs.CA, *Credentials, string) {
+	t.Helper()
+	ca, err := certs.NewCA(name)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile, caFile, err := ca.WriteFiles(dir, "nc", ca.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
+	require.NoError(t, err)
+	creds, err := LoadCredentials(MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
+	require.NoError(t, err)
+	return ca, creds, dir
 }

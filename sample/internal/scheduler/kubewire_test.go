@@ -275,18 +275,25 @@ func TestSchedulerSaysWhyExtendersFilteredOutEveryNode(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(res)
 	}))
 	t.Cleanup(ext.Close)
-	for _, api := range []string{"v1", "v2"} {
-		t.Run(api, func(t *testing.T) {
-			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+	assertNoNodeLeft(t, nodes, fmt.Sprintf(`
   - urlPrefix: %s
     filterVerb: predicate
     nodeCacheCapable: false
-`, ext.URL))
+`, ext.URL), "filtered out by extenders: 3 no capacity annotation (extender-0)")
+}
+
+// assertNoNodeLeft checks, through both scheduler APIs, that a pod finds
+// no node with extenders configured so, and that its error says want.
+func assertNoNodeLeft(t *testing.T, nodes, extenders, want string) {
+	t.Helper()
+	for _, api := range []string{"v1", "v2"} {
+		t.Run(api, func(t *testing.T) {
+			s := configured(t, nodes, api, frameworktest.Quiet(), extenders)
 			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
 			defer cancel()
 			_, err := s.ScheduleOne(ctx, s.NewPod())
 			require.ErrorIs(t, err, scheduler.ErrNoNode)
-			assert.Contains(t, err.Error(), "filtered out by extenders: 3 no capacity annotation (extender-0)")
+			assert.Contains(t, err.Error(), want)
 		})
 	}
 }
@@ -470,18 +477,9 @@ func TestSchedulerCountsNodesFilteredOutWithoutAReason(t *testing.T) {
 		}
 	}))
 	t.Cleanup(ext.Close)
-	for _, api := range []string{"v1", "v2"} {
-		t.Run(api, func(t *testing.T) {
-			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+	assertNoNodeLeft(t, nodes, fmt.Sprintf(`
   - urlPrefix: %s/scheduler
     filterVerb: filter
     preemptVerb: preempt
-`, ext.URL))
-			ctx, cancel := context.WithTimeout(context.Background(), placeWait)
-			defer cancel()
-			_, err := s.ScheduleOne(ctx, s.NewPod())
-			require.ErrorIs(t, err, scheduler.ErrNoNode)
-			assert.Contains(t, err.Error(), "filtered out by extenders: 3 no reason given (extender-0)")
-		})
-	}
+`, ext.URL), "filtered out by extenders: 3 no reason given (extender-0)")
 }
