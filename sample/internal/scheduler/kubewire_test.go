@@ -98,7 +98,10 @@ func TestSchedulerTakesANullScoreList(t *testing.T) {
 	t.Cleanup(ext.Close)
 	for _, api := range []string{"v1", "v2"} {
 		t.Run(api, func(t *testing.T) {
-			s := configured(t, nodes, api, frameworktest.Quiet(), fmt.Sprintf(`
+			// A failed prioritize fails no pod (its scores are left out),
+			// so the log is what tells a null taken from one refused.
+			var logged records
+			s := configured(t, nodes, api, logged.logger(), fmt.Sprintf(`
   - urlPrefix: %s
     filterVerb: predicate
     prioritizeVerb: prioritize
@@ -109,6 +112,7 @@ func TestSchedulerTakesANullScoreList(t *testing.T) {
 			defer cancel()
 			_, err := s.ScheduleOne(ctx, s.NewPod())
 			require.NoError(t, err)
+			assert.NotContains(t, logged.String(), "failed to prioritize", "the null score list was refused")
 		})
 	}
 }
@@ -482,4 +486,34 @@ func TestSchedulerCountsNodesFilteredOutWithoutAReason(t *testing.T) {
     filterVerb: filter
     preemptVerb: preempt
 `, ext.URL), "filtered out by extenders: 3 no reason given (extender-0)")
+}
+
+// An ignorable extender is skipped when it fails, but not once the pod's
+// own time has run out: skipping it then logged a skip that helped
+// nothing, and the pod failed at a later step, blamed on that step.
+func TestSchedulerDoesNotSkipAnIgnorableExtenderOnceThePodsTimeIsUp(t *testing.T) {
+	nodes := startNodes(t)
+	released := make(chan struct{})
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // answers nothing until the pod's time is up
+		case <-r.Context().Done():
+		case <-released:
+		}
+	}))
+	t.Cleanup(ext.Close)
+	t.Cleanup(func() { close(released) })
+	var logged records
+	s := configured(t, nodes, "v1", logged.logger(), fmt.Sprintf(`
+  - urlPrefix: %s
+    filterVerb: predicate
+    nodeCacheCapable: false
+    ignorable: true
+    httpTimeout: 30s
+`, ext.URL))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := s.ScheduleOne(ctx, s.NewPod())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "extender extender-0: filter", "the pod's error names the step its time ran out in")
+	assert.NotContains(t, logged.String(), "skipping an ignorable extender")
 }

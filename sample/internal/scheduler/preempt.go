@@ -174,7 +174,7 @@ func (s *Scheduler) preempt(ctx context.Context, pod extv2.PodRef) (string, erro
 		}
 		agreed, err := s.askExtender(ctx, e, pod, candidates)
 		if err != nil {
-			if s.skip(e, "preempt", pod, err) {
+			if s.skip(ctx, e, "preempt", pod, err) {
 				continue
 			}
 			return "", fmt.Errorf("extender %s: preempt: %w", e.cfg.Name, err)

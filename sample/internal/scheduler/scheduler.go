@@ -557,7 +557,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod extv2.PodRef) (string, 
 			err = onlySent(nodes, resp.Feasible)
 		}
 		if err != nil {
-			if s.skip(e, "filter", pod, err) {
+			if s.skip(ctx, e, "filter", pod, err) {
 				continue
 			}
 			return "", fmt.Errorf("extender %s: filter: %w", e.cfg.Name, err)
@@ -658,11 +658,13 @@ func (f failures) String() string {
 }
 
 // skip reports whether scheduling goes on without the extender, which
-// failed at verb for pod: when it is ignorable. It logs that it skipped it
-// and why, as kube-scheduler does: otherwise an ignorable extender that
-// is down or misconfigured fails unseen.
-func (s *Scheduler) skip(e *extender, verb string, pod extv2.PodRef, err error) bool {
-	if !e.cfg.Ignorable {
+// failed at verb for pod: when it is ignorable, and the pod's own time
+// (ctx) has not run out, which would fail every later step anyway and
+// blame the wrong one. It logs that it skipped it and why, as
+// kube-scheduler does: otherwise an ignorable extender that is down or
+// misconfigured fails unseen.
+func (s *Scheduler) skip(ctx context.Context, e *extender, verb string, pod extv2.PodRef, err error) bool {
+	if !e.cfg.Ignorable || ctx.Err() != nil {
 		return false
 	}
 	s.logger.Info("skipping an ignorable extender that failed", "extender", e.cfg.Name, "verb", verb, "pod", pod.Name, "err", err)
@@ -670,10 +672,13 @@ func (s *Scheduler) skip(e *extender, verb string, pod extv2.PodRef, err error) 
 }
 
 // onlySent fails when an extender's feasible nodes name one it was not
-// sent, as kube-scheduler fails such an answer ("claims a filtered node
-// which is not found in the input node list"): taking it would place the
-// pod on a node that the taint and resource checks or an earlier
-// extender ruled out, or that does not exist.
+// sent: taking it would place the pod on a node that the taint and
+// resource checks or an earlier extender ruled out, or that does not
+// exist. kube-scheduler fails such an answer only from an extender that
+// caches nodes (nodeCacheCapable: "claims a filtered node which is not
+// found in the input node list") and takes another's Nodes as they come;
+// this is stricter, and an ignorable extender that answers a node it was
+// not sent is skipped, its filtering with it.
 func onlySent(sent, feasible []string) error {
 	for _, n := range feasible {
 		if !slices.Contains(sent, n) {
@@ -708,7 +713,7 @@ func (s *Scheduler) commit(ctx context.Context, pod extv2.PodRef, node string) e
 			// kube-scheduler's extendersBinding: an ignorable binder that
 			// failed leaves the pod to the next binder, or to the default
 			// binding.
-			if ctx.Err() == nil && s.skip(e, "bind", pod, err) {
+			if s.skip(ctx, e, "bind", pod, err) {
 				continue
 			}
 			return fmt.Errorf("extender %s: bind: %w", e.cfg.Name, err)
