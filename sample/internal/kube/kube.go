@@ -31,33 +31,53 @@ func Requests(p *corev1.Pod) (cpuMillis, memoryBytes int64) {
 	return cpuMillis, memoryBytes
 }
 
-// OtherRequests returns the sum of the pod's container requests of
-// resources other than CPU and memory, by name, each in its own unit
-// (rounded up to an integer); a limit without a request counts as the
-// request, as the API server defaults it. Nil when there are none.
+// OtherRequests returns the pod's requests of resources other than CPU
+// and memory, by name, each in its own unit (rounded up to an integer):
+// as kube-scheduler counts a pod's request, the larger of the sum over
+// its containers and the largest of any one init container (init
+// containers run one at a time, before the others). A limit without a
+// request counts as the request, as the API server defaults it. Nil when
+// there are none.
 func OtherRequests(p *corev1.Pod) map[string]int64 {
 	var out map[string]int64
 	for _, c := range p.Spec.Containers {
-		for name, q := range c.Resources.Limits {
-			if _, ok := c.Resources.Requests[name]; !ok {
-				out = addRequest(out, name, q)
-			}
+		for name, v := range containerRequests(c) {
+			out = addRequest(out, name, v)
 		}
-		for name, q := range c.Resources.Requests {
-			out = addRequest(out, name, q)
+	}
+	for _, c := range p.Spec.InitContainers {
+		for name, v := range containerRequests(c) {
+			if v > out[string(name)] {
+				out = addRequest(out, name, v-out[string(name)])
+			}
 		}
 	}
 	return out
 }
 
-func addRequest(to map[string]int64, name corev1.ResourceName, q resource.Quantity) map[string]int64 {
+// containerRequests returns c's requests, a limit without a request
+// counting as the request, each rounded up to an integer.
+func containerRequests(c corev1.Container) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	for name, q := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			out[name] = q.Value()
+		}
+	}
+	for name, q := range c.Resources.Requests {
+		out[name] = q.Value()
+	}
+	return out
+}
+
+func addRequest(to map[string]int64, name corev1.ResourceName, v int64) map[string]int64 {
 	if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
 		return to
 	}
 	if to == nil {
 		to = map[string]int64{}
 	}
-	to[string(name)] += q.Value()
+	to[string(name)] += v
 	return to
 }
 

@@ -51,3 +51,24 @@ func TestKeepNodesKeepsTheObjectsAsSent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, none)
 }
+
+// A pod's request of a resource is, as kube-scheduler counts it, the
+// larger of its containers' sum and its largest init container's: a pod
+// whose GPU memory is asked by an init container alone still asks for it
+// (and interests the extender that manages it).
+func TestOtherRequestsCountInitContainersAsKubeSchedulerDoes(t *testing.T) {
+	p, err := DecodePod(json.RawMessage(`{"metadata":{"name":"w","namespace":"n","uid":"u"},"spec":{
+		"initContainers":[
+			{"name":"i1","resources":{"limits":{"aliyun.com/gpu-mem":"8"}}},
+			{"name":"i2","resources":{"requests":{"example.com/foo":"1","example.com/bar":"5","cpu":"4"}}}],
+		"containers":[
+			{"name":"a","resources":{"requests":{"example.com/foo":"2","example.com/bar":"1"}}},
+			{"name":"b","resources":{"requests":{"example.com/foo":"1","example.com/bar":"1"}}}]},
+		"status":{"phase":"Pending"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{
+		"aliyun.com/gpu-mem": 8, // an init container's alone
+		"example.com/foo":    3, // the containers' sum, over the init container's 1
+		"example.com/bar":    5, // the init container's, over the containers' sum of 2
+	}, OtherRequests(p))
+}
