@@ -140,31 +140,43 @@ type stream struct {
 	body io.Closer
 	more chan struct{} // a frame was queued or the stream ended
 
-	mu     sync.Mutex
-	queue  []any // decoded frames not taken yet
-	ended  bool
-	endErr error // why it ended, once ended
+	mu          sync.Mutex
+	queue       []queuedFrame // decoded frames not taken yet
+	queuedBytes int           // the lines they were read from
+	ended       bool
+	endErr      error // why it ended, once ended
 }
 
-// maxQueuedFrames bounds the frames a stream holds for the steps to take:
-// a server that sends more than a case reads is failed, not held in
-// memory without end.
-const maxQueuedFrames = 1 << 20
+// queuedFrame is a decoded frame and the bytes of its line.
+type queuedFrame struct {
+	frame any
+	size  int
+}
+
+// A stream holds at most maxQueuedFrames frames, of maxQueuedBytes
+// together, for the steps to take, and reads no frame line longer than
+// maxFrameBytes: a server that sends more than a case reads, or a line
+// without end, is failed, not held in memory without end.
+const (
+	maxQueuedFrames = 1 << 20
+	maxQueuedBytes  = 256 << 20
+	maxFrameBytes   = 4 << 20
+)
 
 func newStream(body io.ReadCloser) *stream {
 	st := &stream{body: body, more: make(chan struct{}, 1)}
 	go func() {
 		r := bufio.NewReader(body)
 		for {
-			line, err := r.ReadBytes('\n')
+			line, err := readLine(r, maxFrameBytes)
 			if len(line) > 0 {
 				var f any
 				if jerr := json.Unmarshal(line, &f); jerr != nil {
-					st.end(fmt.Errorf("frame is not JSON: %q", line))
+					st.end(fmt.Errorf("frame is not JSON: %.200q", line))
 					return
 				}
-				if !st.push(f) {
-					st.end(fmt.Errorf("more than %d frames unread", maxQueuedFrames))
+				if !st.push(f, len(line)) {
+					st.end(fmt.Errorf("more than %d frames or %d bytes unread", maxQueuedFrames, maxQueuedBytes))
 					return
 				}
 			}
@@ -180,13 +192,30 @@ func newStream(body io.ReadCloser) *stream {
 	return st
 }
 
-func (st *stream) push(f any) bool {
+// readLine reads r up to and including its next newline, failing a line
+// longer than limit; at the end of r it returns what is left and io.EOF.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > limit {
+			return nil, fmt.Errorf("a frame line longer than %d bytes", limit)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+func (st *stream) push(f any, size int) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.queue) >= maxQueuedFrames {
+	if len(st.queue) >= maxQueuedFrames || st.queuedBytes+size > maxQueuedBytes {
 		return false
 	}
-	st.queue = append(st.queue, f)
+	st.queue = append(st.queue, queuedFrame{f, size})
+	st.queuedBytes += size
 	st.signal()
 	return true
 }
@@ -213,11 +242,12 @@ func (st *stream) take(deadline <-chan time.Time) (frame any, ok bool, err error
 	for {
 		st.mu.Lock()
 		if len(st.queue) > 0 {
-			frame = st.queue[0]
-			st.queue[0] = nil
+			q := st.queue[0]
+			st.queue[0] = queuedFrame{}
 			st.queue = st.queue[1:]
+			st.queuedBytes -= q.size
 			st.mu.Unlock()
-			return frame, true, nil
+			return q.frame, true, nil
 		}
 		if st.ended {
 			err = st.endErr
@@ -772,6 +802,10 @@ func (p *player) end(e map[string]any) error {
 		switch {
 		case errors.Is(err, errTakeTimeout):
 			return errors.New("the stream did not end within 10s")
+		case err != nil:
+			// Cut (a reset, a body that stopped short), a frame that is
+			// not JSON, or more than the runner holds: not an end.
+			return fmt.Errorf("the stream broke instead of ending: %w", err)
 		case !ok:
 			delete(p.streams, name)
 			st.body.Close()
