@@ -163,22 +163,7 @@ func ServeTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption
 // It panics on setup mistakes, like [ServeTopic].
 func ServeClientTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption) *TopicView[T] {
 	t := s.registerTopic(c, topic, handshake.RoleClient, opts)
-	t.validate = func(raw []byte) error {
-		var v any = new(T)
-		if val, ok := v.(Validator); ok {
-			if err := json.Unmarshal(raw, v); err != nil {
-				return Errorf(CodeInvalidArgument, "%s does not decode: %v", t.decl.Object, err)
-			}
-			if err := val.Validate(); err != nil {
-				if CodeOf(err) == CodeInvalidArgument {
-					return err
-				}
-				return Errorf(CodeInvalidArgument, "%s: %v", t.decl.Object, err)
-			}
-			return nil
-		}
-		return c.decodeValidated(t.decl.Object, raw, v)
-	}
+	t.validate = func(raw []byte) error { return decodeMessage(c, t.decl.Object, raw, new(T)) }
 	return &TopicView[T]{store: t}
 }
 
@@ -279,7 +264,7 @@ func (w *TopicWriter[T]) Set(obj *T) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err = w.store.set(w.writer, nil, w.epoch, 0, key, raw); err != nil {
+	if _, _, err = w.store.set(w.writer, "", w.epoch, 0, key, raw); err != nil {
 		return err
 	}
 	return w.mirrorSet(obj)

@@ -157,7 +157,7 @@ func (t *topicStore) write(w writerKey, holder string, body []byte) (topicWriteA
 		if err := t.validate(raw); err != nil {
 			return topicWriteAnswer{}, err
 		}
-		ver, applied, err = t.set(w, &holder, req.Epoch, req.Seq, key, raw)
+		ver, applied, err = t.set(w, holder, req.Epoch, req.Seq, key, raw)
 	}
 	if err != nil {
 		return topicWriteAnswer{}, err

@@ -157,11 +157,11 @@ func (s *Server) allTopics() []*topicStore {
 }
 
 // set stores raw (a JSON object with no insignificant whitespace) under
-// key for writer w, of the writer identity holder (nil for the server's
+// key for writer w, of the writer identity holder ("" for the server's
 // own writer). seq 0 takes the writer's next sequence. A write older than
 // the key's current one from the same writer epoch (a resend) changes
 // nothing and reports applied false.
-func (t *topicStore) set(w writerKey, holder *string, epoch string, seq uint64, key string, raw []byte) (ObjectVersion, bool, error) {
+func (t *topicStore) set(w writerKey, holder string, epoch string, seq uint64, key string, raw []byte) (ObjectVersion, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sessionLostLocked(w) {
@@ -179,9 +179,9 @@ func (t *topicStore) set(w writerKey, holder *string, epoch string, seq uint64, 
 		t.writerFor(w, epoch, key)
 	}
 	var share *writerShare
-	if holder != nil {
-		if share = t.shares[*holder]; share == nil {
-			share = &writerShare{id: *holder}
+	if holder != "" {
+		if share = t.shares[holder]; share == nil {
+			share = &writerShare{id: holder}
 		}
 	}
 	if err := t.admitLocked(e, share, len(raw)); err != nil {
