@@ -127,21 +127,17 @@ func tolerates(pod extv2.PodRef, taints []nhv2.Taint) bool {
 }
 
 // interested reports whether the extender is called for pod: always,
-// unless it manages resources and the pod (its core/v1 form, as
-// kube-scheduler's IsInterested reads it) requests or limits none of them.
+// unless it manages resources and the pod requests or limits none of
+// them, as kube-scheduler's IsInterested reads the pod's core/v1 form
+// ([extv2.PodRefToCore]), which always requests CPU and memory and
+// requests every resource of Requests.Extended.
 func (s *Scheduler) interested(e *extender, pod extv2.PodRef) bool {
 	if len(e.cfg.ManagedResources) == 0 {
 		return true
 	}
-	p := extv2.PodRefToCore(pod)
-	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-		for _, r := range e.cfg.ManagedResources {
-			if _, ok := c.Resources.Requests[corev1.ResourceName(r)]; ok {
-				return true
-			}
-			if _, ok := c.Resources.Limits[corev1.ResourceName(r)]; ok {
-				return true
-			}
+	for _, r := range e.cfg.ManagedResources {
+		if _, ok := pod.Requests.Extended[r]; ok || r == string(corev1.ResourceCPU) || r == string(corev1.ResourceMemory) {
+			return true
 		}
 	}
 	return false

@@ -622,7 +622,10 @@ func (f *failures) add(extender string, sent []string, resp *extv2.FilterRespons
 		}
 		(*f)[fmt.Sprintf("%s (%s)", why, extender)]++
 	}
-	explained := map[string]bool{}
+	explained := map[string]bool{} // failed with a reason, or feasible
+	for _, n := range resp.Feasible {
+		explained[n] = true
+	}
 	for _, n := range resp.Failed {
 		explained[n.Node] = true
 		why := string(n.Reason)
@@ -635,7 +638,7 @@ func (f *failures) add(extender string, sent []string, resp *extv2.FilterRespons
 		count(why)
 	}
 	for _, n := range sent {
-		if !explained[n] && !slices.Contains(resp.Feasible, n) {
+		if !explained[n] {
 			count("no reason given")
 		}
 	}
@@ -680,8 +683,12 @@ func (s *Scheduler) skip(ctx context.Context, e *extender, verb string, pod extv
 // this is stricter, and an ignorable extender that answers a node it was
 // not sent is skipped, its filtering with it.
 func onlySent(sent, feasible []string) error {
+	was := make(map[string]bool, len(sent))
+	for _, n := range sent {
+		was[n] = true
+	}
 	for _, n := range feasible {
-		if !slices.Contains(sent, n) {
+		if !was[n] {
 			return fmt.Errorf("it answered feasible node %q, which it was not sent", n)
 		}
 	}

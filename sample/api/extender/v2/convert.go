@@ -51,12 +51,6 @@ type V1Objects struct {
 	Nodes NodeObjects
 }
 
-// pod returns pod as a 1.0.0 request carries it.
-func (o V1Objects) pod(pod PodRef) (v1.Pod, error) {
-	b, err := json.Marshal(PodRefToCore(pod))
-	return v1.Pod(b), err
-}
-
 // ForkV1With is [ForkV1] with requests that carry nodes as objs builds
 // them.
 func ForkV1With(objs V1Objects) framework.Fork {
@@ -108,7 +102,8 @@ func PodRefFromV1(pod v1.Pod) (PodRef, error) {
 // metadata, one container with its requests (and the limits Kubernetes
 // requires of extended resources), and its tolerations.
 func PodRefToV1(pod PodRef) (v1.Pod, error) {
-	return V1Objects{}.pod(pod)
+	b, err := json.Marshal(PodRefToCore(pod))
+	return v1.Pod(b), err
 }
 
 // PodRefToCore returns the pod as a core/v1 Pod, with its priority
@@ -212,7 +207,7 @@ func argsFromV1(in *v1.ExtenderArgs) (PodRef, []string, error) {
 // (Nodes, NodeNames null), as kube-scheduler sends an extender that does
 // not cache nodes.
 func ArgsToV1(pod PodRef, nodes []string, objs V1Objects) (*v1.ExtenderArgs, error) {
-	p, err := objs.pod(pod)
+	p, err := PodRefToV1(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +398,7 @@ func BindResponseFromV1(in *v1.ExtenderBindingResult) (*BindResponse, error) {
 // caches nodes (objs.Nodes nil), else as whole core/v1 Pods
 // (NodeNameToVictims).
 func PreemptRequestToV1(in *PreemptRequest, objs V1Objects) (*v1.ExtenderPreemptionArgs, error) {
-	pod, err := objs.pod(in.Pod)
+	pod, err := PodRefToV1(in.Pod)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +422,7 @@ func PreemptRequestToV1(in *PreemptRequest, objs V1Objects) (*v1.ExtenderPreempt
 		v := v1.Victims{NumPDBViolations: c.PdbViolations}
 		pods := []v1.Pod{}
 		for _, p := range c.Victims {
-			raw, err := objs.pod(p)
+			raw, err := PodRefToV1(p)
 			if err != nil {
 				return nil, err
 			}
