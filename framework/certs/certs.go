@@ -36,6 +36,16 @@ type CA struct {
 
 // NewCA makes a self-signed CA valid from a minute ago for a day.
 func NewCA(name string) (*CA, error) {
+	return NewCAValid(name, time.Now().Add(-time.Minute), 24*time.Hour)
+}
+
+// NewCAValid makes a self-signed CA valid from notBefore for lifetime: a
+// CA kept in files ([CA.WriteCAFiles], [LoadCA]) outlives the certificates
+// it issues, so it is made for longer than [NewCA]'s day.
+func NewCAValid(name string, notBefore time.Time, lifetime time.Duration) (*CA, error) {
+	if lifetime <= 0 {
+		return nil, errors.New("certs: a CA's lifetime must be positive")
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("certs: key: %w", err)
@@ -46,11 +56,82 @@ func NewCA(name string) (*CA, error) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 	}
-	cert, err := sign(tmpl, nil, key, nil, time.Now().Add(-time.Minute), 24*time.Hour)
+	cert, err := sign(tmpl, nil, key, nil, notBefore, lifetime)
 	if err != nil {
 		return nil, err
 	}
 	return &CA{Cert: cert, key: key}, nil
+}
+
+// LoadCA reads a CA written by [CA.WriteCAFiles] (or any ECDSA CA
+// certificate and its PKCS #8 or SEC 1 key in PEM), so that certificates
+// can be issued from it again later: for a rotation, or for a new peer.
+func LoadCA(certFile, keyFile string) (*CA, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("certs: %s holds no PEM certificate", certFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("certs: %s: %w", certFile, err)
+	}
+	if !cert.IsCA {
+		return nil, fmt.Errorf("certs: %s is not a CA certificate", certFile)
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, fmt.Errorf("certs: %s holds no PEM key", keyFile)
+	}
+	var key *ecdsa.PrivateKey
+	switch kb.Type {
+	case "PRIVATE KEY":
+		k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certs: %s: %w", keyFile, err)
+		}
+		var ok bool
+		if key, ok = k.(*ecdsa.PrivateKey); !ok {
+			return nil, fmt.Errorf("certs: %s is a %T, not an ECDSA key", keyFile, k)
+		}
+	case "EC PRIVATE KEY":
+		if key, err = x509.ParseECPrivateKey(kb.Bytes); err != nil {
+			return nil, fmt.Errorf("certs: %s: %w", keyFile, err)
+		}
+	default:
+		return nil, fmt.Errorf("certs: %s holds a %q block, not a private key", keyFile, kb.Type)
+	}
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	if !ok || !pub.Equal(&key.PublicKey) {
+		return nil, fmt.Errorf("certs: %s is not the key of %s", keyFile, certFile)
+	}
+	return &CA{Cert: cert, key: key}, nil
+}
+
+// WriteCAFiles writes the CA's certificate and key as PEM (the key with
+// mode 0600), creating their folders, so that [LoadCA] can issue from it
+// later. Each file is written beside its final name and renamed into place.
+func (ca *CA) WriteCAFiles(certFile, keyFile string) error {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return fmt.Errorf("certs: key: %w", err)
+	}
+	for _, f := range []string{certFile, keyFile} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			return fmt.Errorf("certs: %w", err)
+		}
+	}
+	return errors.Join(
+		writeAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
+		writeAtomic(certFile, ca.PEM()),
+	)
 }
 
 // Pool returns a pool holding the CA, for RootCAs and ClientCAs.
@@ -140,24 +221,37 @@ func (ca *CA) MustIssue(spec Spec) tls.Certificate {
 
 // WriteFiles writes cert's certificate and key as PEM to dir/<base>.crt and
 // dir/<base>.key (mode 0600), and the CA to dir/ca.crt, returning the
-// paths. It writes each file beside its final name and renames it into
-// place, as a Secret volume update does, so a reader never sees half a file.
+// paths; dir is created (mode 0700) if missing. It writes each file beside
+// its final name and renames it into place, so a reader never sees half a
+// file (a reader may see the new certificate beside the old key for a
+// moment: [WriteDir] swaps a whole set at once).
 func (ca *CA) WriteFiles(dir, base string, cert tls.Certificate) (certFile, keyFile, caFile string, err error) {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	chain, key, err := EncodePEM(cert)
 	if err != nil {
-		return "", "", "", fmt.Errorf("certs: key: %w", err)
+		return "", "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("certs: %w", err)
 	}
 	certFile, keyFile, caFile = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), filepath.Join(dir, "ca.crt")
-	var chain []byte
-	for _, der := range cert.Certificate {
-		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
-	}
 	err = errors.Join(
 		writeAtomic(certFile, chain),
-		writeAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
+		writeAtomic(keyFile, key),
 		writeAtomic(caFile, ca.PEM()),
 	)
 	return certFile, keyFile, caFile, err
+}
+
+// EncodePEM returns cert's chain and its private key (PKCS #8) as PEM.
+func EncodePEM(cert tls.Certificate) (chain, key []byte, err error) {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certs: key: %w", err)
+	}
+	for _, der := range cert.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	return chain, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -6,13 +6,17 @@
 //	lockstepctl status URL [-o table|json|yaml]
 //	lockstepctl check URL --contract C --version V [--fingerprint F | --contract-file FILE]
 //	lockstepctl watch URL TOPIC [--contract C] [--version V]
+//	lockstepctl certs ca|issue|operator DIR …
 //
 // status prints the component's contracts and versions, its peers (agreed
 // version, state, since), sessions per version, topics and its own clients.
 // check asks, through a dry-run handshake that opens no session, whether a
 // client at version V would be accepted now, and prints the server's own
 // refusal sentence if not; it exits 0 when accepted, 1 when refused. watch
-// streams a topic's changes as lines until interrupted.
+// streams a topic's changes as lines until interrupted. certs keeps a CA
+// and the certificates of components and operators in a folder, each
+// naming its identity as the framework reads it (lockstep://<component>/<name>),
+// in a layout made for rotation (see certs.go).
 //
 // It does not diff contracts: that is lockstep-gen diff's job.
 package main
@@ -42,6 +46,9 @@ const usage = `usage:
   lockstepctl status URL [-o table|json|yaml] [TLS flags]
   lockstepctl check URL --contract C --version V [--fingerprint F | --contract-file FILE] [--component NAME] [--release R] [TLS flags]
   lockstepctl watch URL TOPIC [--contract C] [--version V] [TLS flags]
+  lockstepctl certs ca DIR [--rotate | --drop-old]
+  lockstepctl certs issue DIR COMPONENT/NAME [--dns N,…] [--ip A,…] [--loopback] [--lifetime D]
+  lockstepctl certs operator DIR NAME
 TLS flags: --tls-cert FILE --tls-key FILE (the operator's identity), --tls-ca FILE, --tls-server-name NAME`
 
 // run is the whole command, for tests: it returns the exit status.
@@ -58,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCheck(ctx, args[1:], stdout)
 	case "watch":
 		err = runWatch(ctx, args[1:], stdout)
+	case "certs":
+		err = runCerts(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return 0
