@@ -16,8 +16,10 @@ import (
 	"github.com/lockstep-dev/lockstep/codegen/gogen"
 )
 
-// TestRealWorld generates every schema under testdata/realworld (public
-// schemas with the instances their projects ship; see the README there) as
+// TestRealWorld generates every schema of the real-world corpus (public
+// schemas with the instances their projects ship; see the README there),
+// which lives beside the repository in ../shared/realworld/ (third-party
+// data is not kept in the project; [sharedDir]), as
 // its own one-message contract, builds them all in one temporary module
 // into one test binary, and runs it: for every instance it checks the
 // round trip (decode, encode, the same JSON: absent stays absent, null
@@ -47,7 +49,7 @@ func TestRealWorld(t *testing.T) {
 		t.Skip("builds a module of generated packages")
 	}
 	t.Parallel()
-	corpusDir, minSchemas := "testdata/realworld", 60
+	corpusDir, minSchemas := sharedDir(t, "realworld"), 60
 	if dir := os.Getenv("LOCKSTEP_REALWORLD_CORPUS"); dir != "" {
 		corpusDir, minSchemas = dir, 1
 	}
@@ -62,8 +64,8 @@ func TestRealWorld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := corpusModuleDir(t, root, corpusDir)
-	writeCorpusModule(t, root, tmp)
+	tmp := corpusModuleDir(t, root, "realworld", corpusDir)
+	writeCorpusModule(t, root, tmp, corpusModule)
 
 	start := time.Now()
 	var all []corpusCase
@@ -108,6 +110,22 @@ func TestRealWorld(t *testing.T) {
 	}
 }
 
+// sharedDir returns the absolute path of name in the folder of
+// third-party test data beside the repository's clone (../shared from its
+// root, read-only in CI), failing t when it is not there: a corpus that
+// cannot be read is a failure, not a skip.
+func sharedDir(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "shared", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the test data %s is not beside the repository (../shared/%s from its root): %v", name, name, err)
+	}
+	return dir
+}
+
 // corpusBuildFlags are the flags of the corpus module's build beyond -c
 // and -vet=off. The generated packages (156,000 lines, a fifth of them
 // the Pod package) are compiled without optimisation, inlining and DWARF,
@@ -120,29 +138,33 @@ func TestRealWorld(t *testing.T) {
 // checked does not change: optimisation does not change what Go code
 // means.
 var corpusBuildFlags = []string{
-	"-gcflags=github.com/lockstep-dev/lockstep/codegen/realworldcheck/...=-N -l -dwarf=false",
+	"-gcflags=" + corpusModule + "/...=-N -l -dwarf=false",
 	"-ldflags=-w",
 }
 
-// corpusModuleDir returns the folder of the temporary module, locked for
-// this test until it ends. It is the same folder on every run from the same
-// checkout (one under the system's temporary folder, named by a hash of
-// root and, for another corpus than testdata/realworld, of its folder),
-// because the build cache keys a package outside the module cache
-// on its folder: in a new folder each run, the second run of make test
-// would compile every generated package again, which is most of this
-// test's time. LOCKSTEP_REALWORLD_MODULE names another folder, e.g. to
-// inspect the module and rebuild it by hand.
-func corpusModuleDir(t *testing.T, root, corpusDir string) string {
+// corpusModuleDir returns the folder of a temporary module named kind
+// ("realworld", "jsts"), locked for this test until it ends. It is the same
+// folder on every run from the same checkout (one under the system's
+// temporary folder, named by kind and a hash of root and, for another
+// corpus than the shared one, of its folder), because the build cache
+// keys a package outside the module cache on its folder: in a new folder
+// each run, the second run of make test would compile every generated
+// package again, which is most of this test's time. For the real-world
+// corpus, LOCKSTEP_REALWORLD_MODULE names another folder, e.g. to inspect
+// the module and rebuild it by hand.
+func corpusModuleDir(t *testing.T, root, kind, corpusDir string) string {
 	t.Helper()
-	dir := os.Getenv("LOCKSTEP_REALWORLD_MODULE")
+	dir := ""
+	if kind == "realworld" {
+		dir = os.Getenv("LOCKSTEP_REALWORLD_MODULE")
+	}
 	if dir == "" {
 		key := root
-		if corpusDir != "testdata/realworld" {
+		if kind == "realworld" && os.Getenv("LOCKSTEP_REALWORLD_CORPUS") != "" {
 			key += "\x00" + corpusDir
 		}
 		sum := sha256.Sum256([]byte(key))
-		dir = filepath.Join(os.TempDir(), fmt.Sprintf("lockstep-realworld-%x", sum[:6]))
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("lockstep-%s-%x", kind, sum[:6]))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -156,17 +178,21 @@ type corpusCase struct {
 	Name, Pkg, Source string
 }
 
-// writeCorpusModule writes the temporary module: it requires this module
-// through a replace directive, and has a path under codegen/ so that its
-// test may import codegen's internal test helpers.
-func writeCorpusModule(t *testing.T, root, tmp string) {
+// corpusModule is the module path of the real-world corpus's temporary
+// module.
+const corpusModule = "github.com/lockstep-dev/lockstep/codegen/realworldcheck"
+
+// writeCorpusModule writes a temporary module named module: it requires
+// this module through a replace directive, and has a path under codegen/ so
+// that its test may import codegen's internal test helpers.
+func writeCorpusModule(t *testing.T, root, tmp, module string) {
 	t.Helper()
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := regexp.MustCompile(`(?m)^module .*$`).ReplaceAllString(string(mod),
-		"module github.com/lockstep-dev/lockstep/codegen/realworldcheck")
+		"module "+module)
 	text += fmt.Sprintf("\nrequire github.com/lockstep-dev/lockstep v0.0.0\n\nreplace github.com/lockstep-dev/lockstep => %s\n", root)
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
@@ -290,7 +316,7 @@ func writeCorpusCheck(t *testing.T, tmp string, cases []corpusCase) {
 	var b bytes.Buffer
 	b.WriteString("package check\n\nimport (\n\t\"testing\"\n\n\t\"github.com/lockstep-dev/lockstep/codegen/internal/golden/corpus\"\n")
 	for _, c := range cases {
-		fmt.Fprintf(&b, "\t%s %q\n", c.Pkg, "github.com/lockstep-dev/lockstep/codegen/realworldcheck/"+c.Pkg)
+		fmt.Fprintf(&b, "\t%s %q\n", c.Pkg, corpusModule+"/"+c.Pkg)
 	}
 	b.WriteString(")\n\nfunc TestCorpus(t *testing.T) {\n\tvar cases []corpus.Case\n")
 	for _, c := range cases {

@@ -1,5 +1,5 @@
 // Package corpus checks packages generated from the real-world corpus
-// (codegen/testdata/realworld): each schema generated as a one-message
+// (../shared/realworld beside the repository): each schema generated as a one-message
 // contract whose message is Doc. The corpus test in package codegen writes
 // a temporary module of those packages and a test there that calls [Run].
 package corpus
