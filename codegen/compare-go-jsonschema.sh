@@ -6,10 +6,11 @@
 # often its decoding (which checks required members, enums and some
 # bounds) disagrees with jsonschema/v5 on the real instances. It works in
 # a temporary module of its own, never as a dependency of this repository.
-# Usage: codegen/testdata/realworld/compare-go-jsonschema.sh [VERSION]
+# Usage: codegen/compare-go-jsonschema.sh [VERSION [CORPUS]], CORPUS by
+# default ../shared/realworld beside the repository.
 set -euo pipefail
 version=${1:-v0.24.1}
-corpus=$(cd "$(dirname "$0")" && pwd)
+corpus=$(cd "${2:-$(dirname "$0")/../../shared/realworld}" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
