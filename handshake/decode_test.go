@@ -2,8 +2,10 @@ package handshake_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -25,8 +27,15 @@ func TestDecodeHello(t *testing.T) {
 		{"valid", helloJSON(""), ""},
 		{"duplicate key", helloJSON(`,"component":"scheduler"`), "appears twice"},
 		{"duplicate key in another case", helloJSON(`,"Component":"scheduler"`), "appears twice"},
-		{"key in another case alone", strings.Replace(helloJSON(""), `"instance"`, `"Instance"`, 1), "unknown key"},
-		{"unknown key", helloJSON(`,"admin":true`), "unknown key"},
+		{"key in another case alone", strings.Replace(helloJSON(""), `"instance"`, `"Instance"`, 1), `key "Instance" is spelt "instance"`},
+		{"key folding to a member under Unicode folding", strings.Replace(helloJSON(""), `"instance"`, `"in\u017ftance"`, 1), `is spelt "instance"`},
+		{"offer key in another case alone", strings.Replace(helloJSON(""), `"fingerprint"`, `"FingerPrint"`, 1), `key "FingerPrint" is spelt "fingerprint"`},
+		{"unknown key is ignored", helloJSON(`,"admin":true`), ""},
+		{"unknown key holding an object is ignored", helloJSON(`,"future":{"a":[1,{"b":null}],"Contract":"x"}`), ""},
+		{"unknown key in an offer is ignored", strings.Replace(helloJSON(""), `"version":"2.0.0"`, `"version":"2.0.0","weight":3,"compatibleWith":["1.0.0"]`, 1), ""},
+		{"an offer's member at the top level is unknown there", helloJSON(`,"Version":"9"`), ""},
+		{"duplicate key inside an unknown member", helloJSON(`,"future":{"a":1,"A":2}`), "appears twice"},
+		{"duplicate unknown key", helloJSON(`,"future":1,"future":2`), "appears twice"},
 		{"duplicate key in an offer", strings.Replace(helloJSON(""), `"version":"2.0.0"`, `"version":"2.0.0","Version":"1.0.0"`, 1), "appears twice"},
 		{"invalid UTF-8", strings.Replace(helloJSON(""), `"i1"`, "\"i\xff1\"", 1), "UTF-8"},
 		{"control character", strings.Replace(helloJSON(""), `"i1"`, `"i\u00071"`, 1), "control character"},
@@ -52,6 +61,61 @@ func TestDecodeHello(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("DecodeHello error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestDecodeHelloFutureMembers: a hello from a newer peer, with members
+// this version does not know at the top level and in its offers, decodes
+// to exactly the hello without them.
+func TestDecodeHelloFutureMembers(t *testing.T) {
+	plain, err := handshake.DecodeHello([]byte(helloJSON("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := strings.Replace(helloJSON(`,"extraField":{"nested":[1,2]},"protocol":2`),
+		`"version":"2.0.0"`, `"extraField":"x","version":"2.0.0","derivesFrom":"1.0.0"`, 1)
+	got, err := handshake.DecodeHello([]byte(future))
+	if err != nil {
+		t.Fatalf("DecodeHello of a hello with future members: %v", err)
+	}
+	if !reflect.DeepEqual(got, plain) {
+		t.Fatalf("hello with future members decodes to %+v, without them to %+v", got, plain)
+	}
+}
+
+func TestDecodeWelcome(t *testing.T) {
+	const base = `{"session":"s1","version":"2.0.0","fingerprint":"` + goodFingerprint + `",` +
+		`"peer":{"component":"nodecontroller","instance":"e1","release":"1.31.2"},"heartbeat":"1s","ttl":"5s"`
+	want := handshake.Welcome{Session: "s1", Version: "2.0.0", Fingerprint: goodFingerprint,
+		Peer:      handshake.Peer{Component: "nodecontroller", Instance: "e1", Release: "1.31.2"},
+		Heartbeat: handshake.Duration(time.Second), TTL: handshake.Duration(5 * time.Second)}
+	cases := []struct {
+		name, body, wantErr string
+	}{
+		{"valid", base + `}`, ""},
+		{"future members ignored", strings.Replace(base, `"release":"1.31.2"`, `"release":"1.31.2","zone":"b"`, 1) + `,"compatible":["1.0.0"],"limits":{"x":1}}`, ""},
+		{"duplicate version", base + `,"Version":"1.0.0"}`, "appears twice"},
+		{"case variant alone", strings.Replace(base, `"session"`, `"Session"`, 1) + `}`, `is spelt "session"`},
+		{"case variant in the peer", strings.Replace(base, `"component"`, `"COMPONENT"`, 1) + `}`, `is spelt "component"`},
+		{"no session", strings.Replace(base, `"s1"`, `""`, 1) + `}`, "no session"},
+		{"not JSON", base, "not valid JSON"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := handshake.DecodeWelcome([]byte(tc.body))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("DecodeWelcome: %v", err)
+				}
+				if w != want {
+					t.Fatalf("welcome = %+v, want %+v", w, want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("DecodeWelcome error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
 	}
