@@ -394,8 +394,8 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 		}
 		return nil, stateRefused, werr
 	}
-	var w handshake.Welcome
-	if err := json.Unmarshal(body, &w); err != nil || w.Session == "" {
+	w, err := handshake.DecodeWelcome(body)
+	if err != nil {
 		return nil, stateRefused, Errorf(CodeInternal, "welcome from %s does not decode: %v", e.url, err)
 	}
 	if r := handshake.CheckWelcome(e.c.contract.Name(), cfg.Component, e.c.offers, cfg.PeerRelease, w); r != nil {
