@@ -33,6 +33,56 @@ def parse_duration(text):
     return total
 
 
+def fold(name):
+    """A member name folded as Go's encoding/json matches names to fields
+    (case-insensitively, by simple case folding): "Session" and "session"
+    fold alike, and so do "inſtance" (U+017F) and "instance"."""
+    out = []
+    for c in name:
+        u = c.upper()
+        out.append(u.lower() if len(u) == 1 else c.lower())
+    return "".join(out)
+
+
+WELCOME_MEMBERS = {"session": None, "version": None, "fingerprint": None,
+                   "peer": {"component": None, "instance": None, "release": None},
+                   "heartbeat": None, "ttl": None}
+
+
+def decode_welcome(raw):
+    """A welcome, read as docs/protocol.md says a client reads one: members
+    it does not know are ignored; a repeated key (compared as fold compares
+    names), or a key that folds to a member but is spelt otherwise, makes it
+    no welcome (ValueError)."""
+
+    def pairs(items):
+        seen = set()
+        for k, _ in items:
+            if fold(k) in seen:
+                raise ValueError("key %r appears twice in one object" % k)
+            seen.add(fold(k))
+        return dict(items)
+
+    def check(value, members):
+        if not isinstance(value, dict) or not members:
+            return
+        known = {fold(k): k for k in members}
+        for k, v in value.items():
+            name = known.get(fold(k))
+            if name is not None and name != k:
+                raise ValueError("key %r is spelt %r" % (k, name))
+            if name is not None:
+                check(v, members[name])
+
+    body = json.loads(raw, object_pairs_hook=pairs)
+    if not isinstance(body, dict):
+        raise ValueError("a welcome is an object")
+    check(body, WELCOME_MEMBERS)
+    if not body.get("session"):
+        raise ValueError("welcome has no session")
+    return body
+
+
 class LockstepError(Exception):
     """An error answer: its code, message, details, and what the headers
     say about it."""
@@ -72,6 +122,17 @@ class Peer:
 
     # -- HTTP
     def _request(self, method, path, body=None, headers=None, timeout=None):
+        status, raw, hdrs = self._exchange(method, path, body, headers, timeout)
+        parsed = None
+        if raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+        return status, parsed, hdrs
+
+    def _exchange(self, method, path, body=None, headers=None, timeout=None):
+        """One request; the answer's status, raw body and headers."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout or self.timeout)
         try:
             data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
@@ -83,13 +144,7 @@ class Peer:
             hdrs = {k: v for k, v in resp.getheaders()}
         finally:
             conn.close()
-        parsed = None
-        if raw:
-            try:
-                parsed = json.loads(raw)
-            except ValueError:
-                parsed = None
-        return resp.status, parsed, hdrs
+        return resp.status, raw, hdrs
 
     def _session_headers(self):
         return {"Lockstep-Session": self.session} if self.session else {}
@@ -104,9 +159,19 @@ class Peer:
     def handshake(self, wait=None):
         """Opens a session; raises LockstepError with the refusal."""
         path = "/lockstep/handshake" + ("?wait=" + wait if wait else "")
-        status, body, headers = self._request("POST", path, self.hello(), timeout=self.timeout + 60)
+        status, raw, headers = self._exchange("POST", path, self.hello(), timeout=self.timeout + 60)
         if status != 200:
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
             raise LockstepError(status, body, headers)
+        try:
+            body = decode_welcome(raw)
+        except ValueError as e:
+            # Read one way by one peer and another way by another: no welcome.
+            # The session it may name lapses on the server.
+            raise LockstepError(409, {"code": "incompatible_peer", "message": "the welcome does not decode: %s" % e}, {})
         if body.get("version") != self.version or body.get("fingerprint") != self.fingerprint:
             # Not what was offered: refuse the welcome and close its session.
             self.session = body.get("session")
