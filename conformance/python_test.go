@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,20 @@ var (
 // files alone, the fingerprint of every vector and of every sample
 // contract exactly as the Go implementation does.
 func TestPythonFingerprints(t *testing.T) {
-	dirs := vectorDirs(t)
+	var dirs, refused []string
+	for _, d := range vectorDirs(t) {
+		if refusedVector(t, d) {
+			refused = append(refused, d)
+		} else {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(refused) == 0 {
+		t.Fatal("no refused vectors")
+	}
+	for _, d := range refused {
+		pythonRefuses(t, d)
+	}
 	samples, err := filepath.Glob(filepath.Join("..", "sample", "api", "*", "v*"))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +122,27 @@ func TestPythonFingerprints(t *testing.T) {
 			t.Errorf("%s: the Python peer computes %q, the Go implementation %s", d, got[d], fp)
 		}
 	}
-	t.Logf("%d vectors and %d sample contracts agree", len(dirs), len(sampleDirs))
+	t.Logf("%d vectors and %d sample contracts agree; %d refused vectors are refused", len(dirs), len(sampleDirs), len(refused))
+}
+
+// pythonRefuses checks that the Python peer refuses the contract in dir
+// (a vector with a "refused" file): it prints no fingerprint, an error
+// naming the folder, and exits 1.
+func pythonRefuses(t *testing.T, dir string) {
+	t.Helper()
+	rel := filepath.Join("..", dir) // the peer runs in python/
+	cmd := exec.Command(python3(t), "-m", "lockstep_peer.fingerprint", rel)
+	cmd.Dir = "python"
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "error "+rel+":") {
+		t.Errorf("%s: the Python peer does not refuse it (%v): stdout %q, stderr %q", dir, err, stdout.String(), stderr.String())
+		return
+	}
+	t.Logf("%s refused: %s", dir, strings.TrimSpace(stderr.String()))
 }
 
 // pythonEnv makes python3 find the Python peer and keeps it from writing

@@ -38,15 +38,49 @@ func vectorDirs(t *testing.T) []string {
 	return dirs
 }
 
+// refusedVector reports whether the vector in dir is one a peer must
+// refuse: it holds a file "refused" (saying what is refused) instead of
+// canonical.json and fingerprint.
+func refusedVector(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "refused"))
+	if os.IsNotExist(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		t.Fatalf("%s/refused says nothing of what is refused", dir)
+	}
+	return true
+}
+
 // TestVectors checks the Go implementation against every language-neutral
 // fingerprint vector: the contract file as a peer is given it, loaded the
 // way lockstep-gen loads it, must produce exactly the vector's canonical
-// bytes and fingerprint. With -update it writes them instead; a change to
-// an existing vector is a change of the "lsfp1" algorithm and needs a new
-// prefix, not an update.
+// bytes and fingerprint, or, for a vector with a "refused" file, be
+// refused. With -update it writes the bytes and fingerprint instead; a
+// change to an existing vector is a change of the "lsfp1" algorithm and
+// needs a new prefix, not an update.
 func TestVectors(t *testing.T) {
 	for _, dir := range vectorDirs(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if refusedVector(t, dir) {
+				for _, f := range []string{"canonical.json", "fingerprint"} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+						t.Fatalf("a refused vector has a %s", f)
+					}
+				}
+				c, err := contract.Load(dir)
+				if err == nil {
+					wire := c.Handshake()
+					fp, ferr := handshake.Fingerprint(&wire)
+					t.Fatalf("the vector's contract is refused by the protocol, yet it loads (fingerprint %s, %v)", fp, ferr)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
 			c, err := contract.Load(dir)
 			if err != nil {
 				t.Fatalf("loading the vector's contract: %v", err)

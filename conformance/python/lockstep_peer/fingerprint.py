@@ -477,6 +477,9 @@ class Normaliser:
                             dep_required = Node(OBJECT)
                             dep_required.origin, dep_required.root, dep_required.pointer, dep_required.doc = v, root, ptr + "/dependentRequired", v.doc
                             add("dependentRequired", dep_required)
+                        if name in dep_required.keys:
+                            # Never merged, and neither wins (docs/protocol.md, step 3).
+                            raise ContractError("%r is in both dependencies and dependentRequired" % name)
                         dep_required.keys.append(name)
                         dep_required.values.append(copy_value(dv, dep_required, child(dep_required.pointer, name)))
                     elif key != "dependentRequired":
@@ -484,6 +487,8 @@ class Normaliser:
                             dep_schemas = Node(OBJECT)
                             dep_schemas.origin, dep_schemas.root, dep_schemas.pointer, dep_schemas.doc = v, root, ptr + "/dependentSchemas", v.doc
                             add("dependentSchemas", dep_schemas)
+                        if name in dep_schemas.keys:
+                            raise ContractError("%r is in both dependencies and dependentSchemas" % name)
                         dep_schemas.keys.append(name)
                         dep_schemas.values.append(self.sub(dv, root, child(dep_schemas.pointer, name), depth + 1))
                     else:
@@ -837,6 +842,8 @@ def load(path):
 
     methods = {}
     m = root.get("methods")
+    if m is not None and m.kind != OBJECT:
+        raise ContractError("methods must be an object of method name to declaration")
     if m is not None:
         for name, d in zip(m.keys, m.values):
             methods[name] = {
@@ -846,6 +853,8 @@ def load(path):
             }
     topics = {}
     t = root.get("topics")
+    if t is not None and t.kind != OBJECT:
+        raise ContractError("topics must be an object of topic name to declaration")
     if t is not None:
         for name, d in zip(t.keys, t.values):
             topics[name] = {

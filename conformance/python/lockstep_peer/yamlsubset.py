@@ -12,9 +12,13 @@ an error naming the line:
     on one line each;
   * comments (" # ..." and whole-line), a leading "---" and a final "...".
 
+  * tags before a scalar or a flow collection on the same line ("!!int
+    \"12\"", "! 12", "!<tag:yaml.org,2002:str> 12", "!!seq [1]"): a tag
+    decides a scalar's type over quoting; a collection's tag is ignored.
+
 Not supported (an error, never a silent misreading): anchors and aliases,
-merge keys, tags, block scalars (| and >), scalars spanning lines, complex
-keys, several documents.
+merge keys, tags on keys or before a block collection, block scalars (| and
+>), scalars spanning lines, complex keys, several documents.
 
 Scalars resolve as in docs/protocol.md ("From YAML to JSON"): plain true,
 True, TRUE, false, False, FALSE are booleans; plain null, Null, NULL, ~ and
@@ -92,31 +96,64 @@ def resolve_plain(text, line):
         raise YAMLError("line %d: %s is not a JSON number" % (line, text))
     if text == "<<":
         raise YAMLError("line %d: YAML merge keys (<<) are not supported in contracts" % line)
+    n = _plain_number(text)
+    return text if n is None else n[1]
+
+
+def _plain_number(text):
+    """(is_integer, Number) when YAML reads the plain scalar text as a
+    number, else None: only text that starts with a digit, a sign or "."."""
     if not text or text[0] not in "0123456789+-.":
-        return text
+        return None
     if text[0] == ".":
         try:
             v = float(text)
         except ValueError:
-            return text
+            return None
         if v != v or v in (float("inf"), float("-inf")):
-            return text
-        return Number(text if _JSON_NUMBER.match(text) else _float_text(v), v)
+            return None
+        return False, Number(text if _JSON_NUMBER.match(text) else _float_text(v), v)
     if text[0] != "+" and text[0] != "-" and _TIMESTAMP.match(text):
-        return text  # a date or time: YAML gives it as a string
+        return None  # a date or time: YAML gives it as a string
     plain = text.replace("_", "")
     iv = _parse_int(plain)
     if iv is not None:
-        return Number(text if _JSON_NUMBER.match(text) else str(iv), float(iv))
+        return True, Number(text if _JSON_NUMBER.match(text) else str(iv), float(iv))
     if _YAML_FLOAT.match(plain):
         try:
             v = float(plain)
         except ValueError:
-            return text
+            return None
         if v in (float("inf"), float("-inf")):
-            return text
-        return Number(text if _JSON_NUMBER.match(text) else _float_text(v), v)
-    return text
+            return None
+        return False, Number(text if _JSON_NUMBER.match(text) else _float_text(v), v)
+    return None
+
+
+def resolve_tagged(tag, text, quoted, line):
+    """The JSON value of a scalar with a tag, which decides its type over
+    quoting (docs/protocol.md, step 1)."""
+    if tag.startswith("!<tag:yaml.org,2002:") and tag.endswith(">"):
+        tag = "!!" + tag[len("!<tag:yaml.org,2002:"):-1]
+    if tag == "!":
+        # The non-specific tag: as if there were none.
+        return text if quoted else resolve_plain(text, line)
+    if tag in ("!!str", "!!timestamp"):
+        return text
+    if tag == "!!null":
+        return None
+    if tag == "!!bool":
+        if text in _BOOLS:
+            return _BOOLS[text]
+        raise YAMLError("line %d: cannot read %r as a !!bool" % (line, text))
+    if tag in ("!!int", "!!float"):
+        if _JSON_NUMBER.match(text):
+            return Number(text, float(text))
+        n = None if text in _SPECIAL_FLOATS else _plain_number(text)
+        if n is None or (tag == "!!int" and not n[0]):
+            raise YAMLError("line %d: cannot read %r as a %s" % (line, text, tag))
+        return n[1]
+    raise YAMLError("line %d: YAML tag %s has no JSON equivalent" % (line, tag))
 
 
 def _float_text(v):
@@ -212,8 +249,12 @@ class _Parser:
         c = self.peek()
         if c == "-" and self.peek(1) in ("", " ", "\n", "\r"):
             return self.sequence(indent)
-        if c in "&*!|>":
-            self.fail("YAML %s is not supported in contracts" % {"&": "anchors", "*": "aliases", "!": "tags", "|": "block scalars", ">": "block scalars"}[c])
+        if c == "!":
+            value = self.tagged(flow=False)
+            self.end_of_line()
+            return value
+        if c in "&*|>":
+            self.fail("YAML %s is not supported in contracts" % {"&": "anchors", "*": "aliases", "|": "block scalars", ">": "block scalars"}[c])
         if c in "[{":
             value = self.flow()
             self.end_of_line()
@@ -366,9 +407,11 @@ class _Parser:
             seen.add(key)
             self.flow_blank()
             if self.peek() in ",}":
-                value = None
-            else:
-                value = self.flow_value()
+                # {description: a, b} reads as two members, the second without
+                # a value: prose cut short by an unquoted comma. Refused, as
+                # docs/protocol.md says (write b: null for a null).
+                raise YAMLError("line %d: member %r has no value: a comma ends an unquoted scalar in a {...} mapping; quote the text before it" % (key_line, key))
+            value = self.flow_value()
             out.append((key, value))
             self.flow_blank()
             if self.peek() == ",":
@@ -395,7 +438,7 @@ class _Parser:
                 self.i = j + 1
                 return key
             if ch in ",}":
-                # A key without ':' has a null value ({a, b: 1}).
+                # A key without ':' ({a, b: 1}): flow() refuses it.
                 key = self.s[self.i:j].strip(" ")
                 self.i = j
                 return key
@@ -408,9 +451,39 @@ class _Parser:
         c = self.peek()
         if c in "[{":
             return self.flow()
-        if c in "&*!|>":
-            self.fail("YAML anchors, aliases, tags and block scalars are not supported in contracts")
+        if c == "!":
+            return self.tagged(flow=True)
+        if c in "&*|>":
+            self.fail("YAML anchors, aliases and block scalars are not supported in contracts")
         return self.scalar(flow=True)
+
+    def tagged(self, flow):
+        """A tag and the scalar or flow collection after it on its line."""
+        line = self.line()
+        j = self.i + 1
+        if self.peek(1) == "<":
+            end = self.s.find(">", self.i)
+            if end < 0 or "\n" in self.s[self.i:end]:
+                self.fail("unterminated verbatim tag")
+            j = end + 1
+        else:
+            while j < len(self.s) and self.s[j] not in " \t\r\n" and not (flow and self.s[j] in ",[]{}"):
+                j += 1
+        tag = self.s[self.i:j]
+        self.i = j
+        if self.eof() or self.peek() != " ":
+            self.fail("a tag must be followed by a space and its value on the same line")
+        self.skip_space()
+        c = self.peek()
+        if self.eof() or c in "\r\n#" or (flow and c in ",]}"):
+            self.fail("a tag before a block collection or an empty value is not supported in contracts")
+        if c in "[{":
+            return self.flow()  # a collection's tag is ignored, as Go's reader ignores it
+        if c in "&*!|>":
+            self.fail("YAML anchors, aliases, block scalars and several tags on one value are not supported in contracts")
+        if c in "\"'":
+            return resolve_tagged(tag, self.quoted(), True, line)
+        return resolve_tagged(tag, self.plain_text(flow), False, line)
 
     # -- scalars
     def scalar(self, flow):
@@ -418,6 +491,10 @@ class _Parser:
         if c in "\"'":
             return self.quoted()
         line = self.line()
+        return resolve_plain(self.plain_text(flow), line)
+
+    def plain_text(self, flow):
+        """The text of a plain scalar starting here."""
         j = self.i
         while j < len(self.s):
             ch = self.s[j]
@@ -434,7 +511,7 @@ class _Parser:
             j += 1
         text = self.s[self.i:j].rstrip(" ")
         self.i = self.i + len(text)
-        return resolve_plain(text, line)
+        return text
 
     def quoted(self):
         q = self.peek()
