@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -324,7 +325,7 @@ func (p *parser) top(root *Node) {
 		p.errs.add(errorAt(root, "a contract file must hold an object, not %s", root.Kind))
 		return
 	}
-	p.only(root, "contract", "contract", "version", "server", "client", "description", "forkFrom", "methods", "topics", "schemas")
+	p.only(root, "contract", "contract", "version", "server", "client", "description", "forkFrom", "methods", "topics", "schemas", SchemaLocationsKey)
 	c.Name = p.str(root, "contract", true)
 	if c.Name != "" && !namePattern.MatchString(c.Name) {
 		p.errs.add(errorAt(root.Get("contract"), "contract name %q must be lower-case letters, digits and dashes, starting with a letter", c.Name))
@@ -353,6 +354,7 @@ func (p *parser) top(root *Node) {
 	c.ForkFrom = p.str(root, "forkFrom", false)
 	c.CaseInsensitive = p.boolean(root, CaseInsensitiveKey)
 
+	p.schemaLocations(root.Get(SchemaLocationsKey))
 	schemas := root.Get("schemas")
 	if schemas == nil {
 		p.errs.add(errorAt(root, "schemas is required: the messages of the contract"))
@@ -372,6 +374,49 @@ func (p *parser) top(root *Node) {
 	if len(*p.errs) == 0 {
 		p.check()
 	}
+}
+
+// SchemaLocationsKey is the contract member that maps the absolute URIs of
+// schemas a contract refers to but does not fetch (e.g.
+// "https://example.com/schemas/") to folders of local copies, relative to
+// the contract's folder or absolute:
+//
+//	schemaLocations:
+//	  "https://example.com/schemas/": third_party/example-schemas
+//
+// A "$ref" (or "$id"-relative reference) whose URI starts with a key is read
+// from the file at the rest of the URI under the folder, keeping its URI as
+// its base, exactly as a validator that fetched it would see it. The
+// bundle carries the copy, so the runtime never fetches either.
+const SchemaLocationsKey = "schemaLocations"
+
+// schemaLocations reads the contract's [SchemaLocationsKey].
+func (p *parser) schemaLocations(m *Node) {
+	if m == nil {
+		return
+	}
+	if m.Kind != KindObject {
+		p.errs.add(errorAt(m, "%s must be an object of URI prefix to folder", SchemaLocationsKey))
+		return
+	}
+	for i, prefix := range m.Keys {
+		v := m.Values[i]
+		u, err := url.Parse(prefix)
+		switch {
+		case err != nil || !u.IsAbs() || u.Fragment != "" || !strings.HasSuffix(prefix, "/"):
+			p.errs.add(errorAt(v, "%s key %q must be an absolute URI ending in / (a folder of schemas)", SchemaLocationsKey, prefix))
+		case v.Kind != KindString || v.Text == "":
+			p.errs.add(errorAt(v, "%s[%q] must be a folder, relative to the contract's or absolute", SchemaLocationsKey, prefix))
+		default:
+			dir := filepath.FromSlash(v.Text)
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(p.r.dir, dir)
+			}
+			p.r.locations = append(p.r.locations, location{prefix: prefix, dir: dir})
+		}
+	}
+	// The longest prefix wins.
+	sort.SliceStable(p.r.locations, func(i, j int) bool { return len(p.r.locations[i].prefix) > len(p.r.locations[j].prefix) })
 }
 
 func (p *parser) methods(m *Node) {

@@ -307,3 +307,39 @@ func TestLocate(t *testing.T) {
 		t.Error("a schema the message does not use was located")
 	}
 }
+
+// TestSchemaLocations checks that a reference to an absolute URI is read
+// from the folder schemaLocations maps its prefix to, keeping the URI as
+// the base of the file's own references, and that a URI no prefix covers,
+// or one that climbs out of the folder, is still refused.
+func TestSchemaLocations(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"copies/common/name.json":  `{"type": "string", "maxLength": 3}`,
+		"copies/common/pair.json":  `{"type": "array", "items": {"$ref": "name.json"}}`,
+		"outside.json":             `{"type": "integer"}`,
+		"copies/other/unused.json": `{}`,
+	}
+	contract := header + "schemaLocations:\n  \"https://example.com/schemas/\": copies\n" +
+		"schemas:\n  Pair: {$ref: \"https://example.com/schemas/common/pair.json\"}\n"
+	c, err := Parse("/c/contract.yaml", []byte(contract), memFiles(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := string(c.Message("Pair").Bundle)
+	for _, want := range []string{`"maxLength":3`, `"items":{"$ref":"#/$defs/name"}`} {
+		if !strings.Contains(bundle, want) {
+			t.Errorf("bundle %s lacks %s", bundle, want)
+		}
+	}
+	for _, ref := range []string{"https://other.example/name.json", "https://example.com/schemas/../outside.json"} {
+		src := header + "schemaLocations:\n  \"https://example.com/schemas/\": copies\nschemas:\n  A: {$ref: \"" + ref + "\"}\n"
+		if _, err := Parse("/c/contract.yaml", []byte(src), memFiles(files)); err == nil {
+			t.Errorf("$ref %s: loaded, want a refusal", ref)
+		}
+	}
+	src := header + "schemaLocations:\n  \"relative/\": copies\nschemas:\n  A: {type: string}\n"
+	if _, err := Parse("/c/contract.yaml", []byte(src), memFiles(files)); err == nil || !strings.Contains(err.Error(), "absolute URI ending in /") {
+		t.Errorf("a relative prefix: %v, want a refusal", err)
+	}
+}

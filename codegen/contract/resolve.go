@@ -38,6 +38,32 @@ type resolver struct {
 	anchors  map[string]*Node // URI#anchor → schema
 	info     map[*Node]*schemaInfo
 	errs     *errorList
+	// locations are the contract's schemaLocations, longest prefix first.
+	locations []location
+}
+
+// location maps absolute URIs under prefix to files under dir.
+type location struct {
+	prefix, dir string
+}
+
+// localFile returns the file that holds the schema at URI u (no fragment):
+// a file:// URL's own path, or the copy schemaLocations names.
+func (r *resolver) localFile(u string) (string, bool) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return "", false
+	}
+	if pu.Scheme == "file" {
+		return filepath.FromSlash(pu.Path), true
+	}
+	for _, l := range r.locations {
+		if rest, ok := strings.CutPrefix(u, l.prefix); ok {
+			rel := path.Clean("/" + rest)
+			return filepath.Join(l.dir, filepath.FromSlash(rel)), true
+		}
+	}
+	return "", false
 }
 
 func fileURL(abs string) string {
@@ -56,18 +82,17 @@ func (r *resolver) load(u string, from *Node) (*Document, *Error) {
 	if d, ok := r.docs[u]; ok {
 		return d, nil
 	}
-	pu, err := url.Parse(u)
-	if err != nil || pu.Scheme != "file" {
-		return nil, errorAt(from, "reference %s is not a file beside the contract: remote schemas are not fetched; copy the schema next to the contract and refer to it by a relative path", u)
+	abs, ok := r.localFile(u)
+	if !ok {
+		return nil, errorAt(from, "reference %s is not a file beside the contract: remote schemas are not fetched; copy the schema next to the contract and refer to it by a relative path, or map its URI to a folder of copies with the contract's schemaLocations", u)
 	}
-	abs := filepath.FromSlash(pu.Path)
 	display := r.displayPath(abs)
 	data, err := r.readFile(abs)
 	if err != nil {
 		return nil, errorAt(from, "cannot read referenced schema file %s: %v", display, err)
 	}
 	var root *Node
-	ext := strings.ToLower(path.Ext(pu.Path))
+	ext := strings.ToLower(path.Ext(abs))
 	if ext == ".yaml" || ext == ".yml" {
 		root, err = parseYAML(data)
 	} else {
