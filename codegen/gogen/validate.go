@@ -417,11 +417,17 @@ func (vc *vctx) value(s *node, x val, p pos) {
 			vc.c.line("}")
 		case "if":
 			q := vc.c.fresh("q")
-			vc.c.line("%s := %s.Quiet()", q, recv(p.v))
 			qp := p.keyword("if")
 			qp.v, qp.quiet = "&"+q, true
-			vc.check(kv, x, qp)
 			then, els := s.Get("then"), s.Get("else")
+			if then == nil && els == nil {
+				// "if" alone asserts nothing: its checks are walked, so
+				// that every keyword under it is decided, and dropped.
+				vc.c.capture(func() { vc.check(kv, x, qp) })
+				continue
+			}
+			vc.c.line("%s := %s.Quiet()", q, recv(p.v))
+			vc.check(kv, x, qp)
 			if then != nil {
 				vc.c.line("if %s.OK() {", q)
 				vc.check(then, x, p.keyword("then"))

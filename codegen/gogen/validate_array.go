@@ -192,7 +192,12 @@ func (vc *vctx) contains(s *node, x val, sh shape, p pos) {
 		vc.c.line("%s := len(%s)", n, x.expr)
 	} else {
 		vc.c.line("%s := 0", n)
-		vc.c.line("for %s := range %s {", i, x.expr)
+		if uses(inner, i) {
+			vc.c.line("for %s := range %s {", i, x.expr)
+		} else {
+			// the subschema does not look at the item (false, say)
+			vc.c.line("for range %s {", x.expr)
+		}
 		vc.c.line("%s := %s.Quiet()", q, recv(p.v))
 		vc.c.raw(inner)
 		vc.c.line("if %s.OK() {", q)
