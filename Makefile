@@ -37,10 +37,12 @@ NORACE_PKGS    := $(call modpkgs,$(NORACE_MODULES))
 # corpus test runs a build of its own (69 generated packages, without the
 # race detector: its test process only waits for it), some 75 s of CPU:
 # beside the race set's builds and tests it took 155 s of a cold run, alone
-# it takes well under its 90 s. The race set skips them by the same
-# pattern; test-norace builds them, so that only their run waits for the
-# end.
-NORACE_TESTS     := ^(TestRollingUpgrade|TestRealWorld)$$
+# it takes well under its 90 s. Its suite test (TestJSONSchemaSuite) does
+# the same with the JSON Schema Test Suite (187 generated packages, one per
+# test file of each draft), in the same module cache folder scheme. The
+# race set skips them by the same pattern; test-norace builds them, so
+# that only their run waits for the end.
+NORACE_TESTS     := ^(TestRollingUpgrade|TestRealWorld|TestJSONSchemaSuite)$$
 NORACE_TEST_PKGS := ./sample/internal/demo ./codegen
 # build, vet and test of a package share one set of flags: the build cache
 # keys on them, and a plain `go vet` before `go test -race` compiles every
