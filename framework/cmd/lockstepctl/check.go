@@ -62,7 +62,7 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
 	defer cancel()
 	if *fingerprint == "" || *component == "" {
-		st, err := fetchStatus(ctx, hc, base)
+		st, err := fetchStatus(ctx, hc, conn.maxBytes, base)
 		if err != nil {
 			return err
 		}
@@ -78,16 +78,16 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 		if *component == "" {
-			return fmt.Errorf("%s does not serve contract %s (it serves %s)", st.Component, *contract, servedList(st))
+			return fmt.Errorf("%s does not serve contract %s (it serves %s)", cell(st.Component), *contract, servedList(st))
 		}
 		if *fingerprint == "" {
-			fmt.Fprintf(stdout, "refused: %s serves %s %s, not %s\n", st.Component, *contract, strings.Join(st.Contracts[*contract], ", "), *ver)
+			fmt.Fprintf(stdout, "refused: %s serves %s %s, not %s\n", cell(st.Component), *contract, cell(strings.Join(st.Contracts[*contract], ", ")), *ver)
 			return &refusedError{}
 		}
 	}
 	hello := handshake.Hello{Contract: *contract, Component: *component, Instance: "lockstepctl-check",
 		Release: *release, Offers: []handshake.Offer{{Version: *ver, Fingerprint: *fingerprint}}}
-	a, err := do(ctx, hc, http.MethodPost, base+protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", nil, hello)
+	a, err := do(ctx, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", nil, hello)
 	if err != nil {
 		return err
 	}
@@ -97,10 +97,10 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("welcome did not decode: %w", err)
 		}
 		if w.Session != "" {
-			return fmt.Errorf("the server opened a session (%s): it does not know dry runs; it is older than lockstepctl", w.Peer.Release)
+			return fmt.Errorf("the server opened a session (%s): it does not know dry runs; it is older than lockstepctl", cell(w.Peer.Release))
 		}
 		fmt.Fprintf(stdout, "accepted: %s %s (instance %s) would agree on %s %s with a %s offering %s\n",
-			w.Peer.Component, w.Peer.Release, w.Peer.Instance, *contract, w.Version, *component, *fingerprint)
+			cell(w.Peer.Component), cell(w.Peer.Release), cell(w.Peer.Instance), *contract, cell(w.Version), *component, *fingerprint)
 		return nil
 	}
 	var we wireError
@@ -109,19 +109,19 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var refusal handshake.Refusal
 	if len(we.Details) > 0 && json.Unmarshal(we.Details, &refusal) == nil && refusal.Reason != "" {
-		fmt.Fprintf(stdout, "refused (%s): %s\n", refusal.Reason, refusal.Message)
+		fmt.Fprintf(stdout, "refused (%s): %s\n", cell(string(refusal.Reason)), text(refusal.Message))
 		return &refusedError{}
 	}
 	// Not a negotiation refusal (unknown contract, session limit, …): the
 	// client would not be accepted either, for the server's reason.
-	fmt.Fprintf(stdout, "refused (%s): %s\n", we.Code, we.Message)
+	fmt.Fprintf(stdout, "refused (%s): %s\n", cell(we.Code), text(we.Message))
 	return &refusedError{}
 }
 
 func servedList(st framework.ServerStatus) string {
 	var out []string
 	for _, v := range st.Served {
-		out = append(out, v.Contract+" "+v.Version)
+		out = append(out, cell(v.Contract)+" "+cell(v.Version))
 	}
 	if len(out) == 0 {
 		return "nothing"

@@ -27,7 +27,14 @@ import (
 type connFlags struct {
 	cert, key, ca, serverName string
 	timeout                   time.Duration
+	// maxBytes bounds every answer read (a watch: every frame): a server
+	// is not trusted to keep its answers small.
+	maxBytes int64
 }
+
+// defaultMaxBytes is --max-bytes' default: a status of thousands of
+// sessions and watchers is a few MiB.
+const defaultMaxBytes = 16 << 20
 
 func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cert, "tls-cert", "", "PEM client certificate: the operator's identity under mutual TLS")
@@ -35,12 +42,16 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ca, "tls-ca", "", "PEM CA bundle the server's certificate must chain to (default: the system's roots)")
 	fs.StringVar(&c.serverName, "tls-server-name", "", "name to verify the server's certificate against (default: the URL's host)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound on each request (watch: on connecting)")
+	fs.Int64Var(&c.maxBytes, "max-bytes", defaultMaxBytes, "bound on the size of an answer (watch: of a frame); a larger one is an error")
 }
 
 // client returns an HTTP client configured by the flags.
 func (c *connFlags) client() (*http.Client, error) {
 	if (c.cert == "") != (c.key == "") {
 		return nil, usageError("--tls-cert and --tls-key go together")
+	}
+	if c.maxBytes <= 0 {
+		return nil, usageError("--max-bytes must be positive")
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.serverName}
 	if c.cert != "" {
@@ -79,8 +90,9 @@ type answer struct {
 	body   []byte
 }
 
-// do sends one request with a JSON body (or none) and reads the answer.
-func do(ctx context.Context, hc *http.Client, method, url string, header http.Header, body any) (answer, error) {
+// do sends one request with a JSON body (or none) and reads the answer, of
+// at most limit bytes: a longer one is an error, never a truncated answer.
+func do(ctx context.Context, hc *http.Client, limit int64, method, url string, header http.Header, body any) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -105,11 +117,36 @@ func do(ctx context.Context, hc *http.Client, method, url string, header http.He
 		return answer{}, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	b, err := readBounded(resp, limit)
 	if err != nil {
 		return answer{}, err
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// errTooLarge is an answer over the bound on what lockstepctl reads.
+var errTooLarge = errors.New("answer too large")
+
+// readBounded reads an answer's body, failing on one over limit bytes
+// before reading it when its Content-Length says so.
+func readBounded(resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, fmt.Errorf("%w: %s %s says %d bytes, over --max-bytes %d", errTooLarge,
+			resp.Request.Method, resp.Request.URL.Path, resp.ContentLength, limit)
+	}
+	size := 512
+	if resp.ContentLength > 0 {
+		size = int(resp.ContentLength) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: %s %s is over --max-bytes %d", errTooLarge, resp.Request.Method, resp.Request.URL.Path, limit)
+	}
+	return buf.Bytes(), nil
 }
 
 // wireError is the lockstep error shape.
@@ -123,15 +160,15 @@ type wireError struct {
 func errorOf(a answer, what string) error {
 	var w wireError
 	if json.Unmarshal(a.body, &w) == nil && w.Code != "" {
-		return fmt.Errorf("%s: %s (%d): %s", what, w.Code, a.status, w.Message)
+		return fmt.Errorf("%s: %s (%d): %s", what, cell(w.Code), a.status, text(w.Message))
 	}
-	return fmt.Errorf("%s: HTTP %d: %s", what, a.status, strings.TrimSpace(string(a.body)))
+	return fmt.Errorf("%s: HTTP %d: %s", what, a.status, clipQuote(strings.TrimSpace(string(a.body)), 512))
 }
 
 // fetchStatus reads a component's status.
-func fetchStatus(ctx context.Context, hc *http.Client, base string) (framework.ServerStatus, error) {
+func fetchStatus(ctx context.Context, hc *http.Client, limit int64, base string) (framework.ServerStatus, error) {
 	var st framework.ServerStatus
-	a, err := do(ctx, hc, http.MethodGet, base+protocol.PathStatus, nil, nil)
+	a, err := do(ctx, hc, limit, http.MethodGet, base+protocol.PathStatus, nil, nil)
 	if err != nil {
 		return st, err
 	}

@@ -30,16 +30,54 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // exitRefused is check's exit status when the server would refuse; other
 // failures exit 2.
 const exitRefused = 1
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+// shutdownGrace is how long lockstepctl lets its command wind down after
+// SIGINT or SIGTERM (a watch closes its session) before it exits anyway;
+// a second signal exits at once.
+const shutdownGrace = 2 * time.Second
+
+func main() { os.Exit(mainCode()) }
+
+// mainCode is main but for its exit: the command run on os.Args, stopped
+// by SIGINT and SIGTERM.
+func mainCode() int {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		cancel()
+		select {
+		case <-sigs:
+		case <-time.After(shutdownGrace):
+		}
+		os.Exit(exitSignalled(sig))
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if code != 0 && ctx.Err() != nil {
+		// Interrupted: the shell's convention, 128 + the signal.
+		select {
+		case sig := <-sigs:
+			code = exitSignalled(sig)
+		default:
+			code = exitSignalled(syscall.SIGTERM)
+		}
+	}
+	return code
+}
+
+// exitSignalled is the exit status of a command ended by sig.
+func exitSignalled(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 130
 }
 
 const usage = `usage:
@@ -52,7 +90,20 @@ const usage = `usage:
 TLS flags: --tls-cert FILE --tls-key FILE (the operator's identity), --tls-ca FILE, --tls-server-name NAME`
 
 // run is the whole command, for tests: it returns the exit status.
+// Everything it prints goes through a termWriter: what a server sends is
+// never written to a terminal raw (termsafe.go).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out, errOut := newTermWriter(ctx, stdout), newTermWriter(context.Background(), stderr)
+	defer errOut.Flush()
+	code := runCommand(ctx, args, out, errOut)
+	if err := out.Flush(); err != nil && code == 0 {
+		fmt.Fprintln(errOut, "lockstepctl:", err)
+		code = 2
+	}
+	return code
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -81,6 +132,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitRefused
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		fmt.Fprintln(stderr, "lockstepctl: interrupted")
+		return 2
 	default:
 		fmt.Fprintln(stderr, "lockstepctl:", err)
 		var ue usageErr

@@ -37,10 +37,14 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
 	defer cancel()
-	st, err := fetchStatus(ctx, hc, base)
+	st, err := fetchStatus(ctx, hc, conn.maxBytes, base)
 	if err != nil {
 		return err
 	}
+	// What -o json and -o yaml print is bounded by what was read: JSON's
+	// escapes make a string at most six times longer, YAML's indentation
+	// adds a few bytes a line.
+	stdout = &boundedWriter{w: stdout, limit: 8*conn.maxBytes + 1<<20}
 	switch *output {
 	case "json":
 		enc := json.NewEncoder(stdout)
@@ -71,22 +75,22 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 func printStatus(w io.Writer, st framework.ServerStatus) error {
 	state := "ready"
 	if !st.Ready {
-		state = "not ready: " + st.NotReady
+		state = "not ready: " + text(st.NotReady)
 	}
 	if st.Draining {
 		state += ", draining"
 	}
-	fmt.Fprintf(w, "%s %s (instance %s): %s; as of %s\n", st.Component, st.Release, st.Instance, state, st.Now.Format(time.RFC3339))
+	fmt.Fprintf(w, "%s %s (instance %s): %s; as of %s\n", cell(st.Component), cell(st.Release), cell(st.Instance), state, st.Now.Format(time.RFC3339))
 
 	section(w, "CONTRACT\tVERSION\tFINGERPRINT\tCLIENT\tSESSIONS", len(st.Served), func(tw io.Writer) {
 		for _, v := range st.Served {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", v.Contract, v.Version, v.Fingerprint, v.Client, st.PeersByVersion[v.Contract][v.Version])
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", cell(v.Contract), cell(v.Version), cell(v.Fingerprint), cell(v.Client), st.PeersByVersion[v.Contract][v.Version])
 		}
 	})
 	section(w, "PEER\tINSTANCE\tRELEASE\tCONTRACT\tAGREED\tSTATE\tSINCE\tIDLE", len(st.Sessions), func(tw io.Writer) {
 		for _, s := range st.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s\n", s.Peer.Component, s.Peer.Instance, s.Peer.Release,
-				s.Contract, s.Version, s.State, s.Since.Format(time.RFC3339), s.Age.Round(time.Second), s.Idle.Round(time.Millisecond))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s\n", cell(s.Peer.Component), cell(s.Peer.Instance), cell(s.Peer.Release),
+				cell(s.Contract), cell(s.Version), cell(string(s.State)), s.Since.Format(time.RFC3339), s.Age.Round(time.Second), s.Idle.Round(time.Millisecond))
 		}
 	})
 	section(w, "TOPIC\tCONTRACT\tVERSION\tKEYS\tWRITERS\tWATCHERS", len(st.Topics), func(tw io.Writer) {
@@ -95,19 +99,19 @@ func printStatus(w io.Writer, st framework.ServerStatus) error {
 			if t.Writers == 0 {
 				writers = "none"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", t.Topic, t.Contract, t.Version, t.Keys, writers, len(t.Watchers))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", cell(t.Topic), cell(t.Contract), cell(t.Version), t.Keys, writers, len(t.Watchers))
 		}
 	})
 	section(w, "CLIENT OF\tVERSION\tSERVER\tREADY\tBLOCKED\tLONGEST\tENDPOINTS", len(st.Clients), func(tw io.Writer) {
 		for _, c := range st.Clients {
 			eps := make([]string, len(c.Endpoints))
 			for i, e := range c.Endpoints {
-				eps[i] = e.URL + " " + e.State
+				eps[i] = cell(e.URL) + " " + cell(string(e.State))
 				if e.Version != "" {
-					eps[i] += " at " + e.Version
+					eps[i] += " at " + cell(e.Version)
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", c.Contract, c.Version, c.Server, c.Ready, c.Blocked,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", cell(c.Contract), cell(c.Version), cell(c.Server), c.Ready, c.Blocked,
 				time.Duration(c.LongestBlocked), strings.Join(eps, ", "))
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,14 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
+
+// smallAnswer bounds the answers a watch reads besides its status and
+// welcome: heartbeats' and the session close's.
+const smallAnswer = 64 << 10
+
+// closeTimeout bounds the session close on the way out, so that an
+// interrupted watch ends promptly even when the server does not answer.
+const closeTimeout = time.Second
 
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
@@ -44,7 +53,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	setup, cancelSetup := context.WithTimeout(ctx, conn.timeout)
 	defer cancelSetup()
-	st, err := fetchStatus(setup, hc, base)
+	st, err := fetchStatus(setup, hc, conn.maxBytes, base)
 	if err != nil {
 		return err
 	}
@@ -56,7 +65,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	// client, under an instance of its own.
 	hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
 		Release: *release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
-	a, err := do(setup, hc, http.MethodPost, base+protocol.PathHandshake, nil, hello)
+	a, err := do(setup, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake, nil, hello)
 	if err != nil {
 		return err
 	}
@@ -70,9 +79,9 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	session := http.Header{protocol.HeaderSession: {welcome.Session}}
 	defer func() {
 		// Close the session, so the server does not wait for it to lapse.
-		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		_, _ = do(c, hc, http.MethodDelete, base+protocol.PathSession, session, nil)
+		_, _ = do(c, hc, smallAnswer, http.MethodDelete, base+protocol.PathSession, session, nil)
 	}()
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -93,9 +102,9 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return errorOf(answer{status: resp.StatusCode, body: b}, "watch")
 	}
-	fmt.Fprintf(stdout, "# watching %s %s %s at %s (%s)\n", served.Contract, served.Version, topic, base, st.Component)
+	fmt.Fprintf(stdout, "# watching %s %s %s at %s (%s)\n", cell(served.Contract), cell(served.Version), topic, base, cell(st.Component))
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 64<<10), int(min(conn.maxBytes, 1<<30)))
 	for sc.Scan() {
 		line, end := formatFrame(sc.Bytes())
 		if line != "" {
@@ -109,6 +118,9 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil // interrupted: the usual way to stop watching
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("watch stream: %w: a frame over --max-bytes %d", errTooLarge, conn.maxBytes)
+		}
 		return fmt.Errorf("watch stream: %w", err)
 	}
 	return fmt.Errorf("watch stream ended without a closing frame")
@@ -130,16 +142,16 @@ func pickTopic(st framework.ServerStatus, topic, contract, ver string) (framewor
 	if len(found) == 0 {
 		var have []string
 		for _, t := range st.Topics {
-			have = append(have, t.Contract+" "+t.Version+" "+t.Topic)
+			have = append(have, cell(t.Contract)+" "+cell(t.Version)+" "+cell(t.Topic))
 		}
 		if len(have) == 0 {
 			have = []string{"none"}
 		}
-		return framework.ServedVersion{}, fmt.Errorf("%s holds no topic %s matching (its topics: %s)", st.Component, topic, strings.Join(have, ", "))
+		return framework.ServedVersion{}, fmt.Errorf("%s holds no topic %s matching (its topics: %s)", cell(st.Component), topic, text(strings.Join(have, ", ")))
 	}
 	for _, f := range found[1:] {
 		if f.Contract != found[0].Contract {
-			return framework.ServedVersion{}, usageError("topic %s exists in contracts %s and %s: give --contract", topic, found[0].Contract, f.Contract)
+			return framework.ServedVersion{}, usageError("topic %s exists in contracts %s and %s: give --contract", topic, cell(found[0].Contract), cell(f.Contract))
 		}
 	}
 	// The highest version, as a client in fork mode would agree on.
@@ -174,24 +186,27 @@ type frame struct {
 func formatFrame(b []byte) (line string, end bool) {
 	var f frame
 	if err := json.Unmarshal(b, &f); err != nil {
-		return "? " + string(b), false
+		return "? " + text(string(b)), false
 	}
 	switch f.Type {
 	case "set":
-		return fmt.Sprintf("set %s %s", f.Key, f.Object), false
+		// The object is valid JSON (it decoded): its strings hold no raw
+		// control characters, and the output's termWriter escapes the
+		// rest within them.
+		return fmt.Sprintf("set %s %s", cell(f.Key), f.Object), false
 	case "delete":
 		if f.WriterLost {
-			return fmt.Sprintf("delete %s (writer lost)", f.Key), false
+			return fmt.Sprintf("delete %s (writer lost)", cell(f.Key)), false
 		}
-		return "delete " + f.Key, false
+		return "delete " + cell(f.Key), false
 	case "synced":
-		return "synced (held by instance " + f.Instance + ")", false
+		return "synced (held by instance " + cell(f.Instance) + ")", false
 	case "ping":
 		return "", false
 	case "closing":
-		return "closing: " + f.Reason, true
+		return "closing: " + text(f.Reason), true
 	}
-	return string(b), false
+	return text(string(b)), false
 }
 
 // heartbeat renews the watch's session until ctx ends.
@@ -209,7 +224,7 @@ func heartbeat(ctx context.Context, hc *http.Client, base string, w handshake.We
 			return
 		case <-t.C:
 			c, cancel := context.WithTimeout(ctx, every)
-			_, _ = do(c, hc, http.MethodPost, base+protocol.PathHeartbeat, nil, body)
+			_, _ = do(c, hc, smallAnswer, http.MethodPost, base+protocol.PathHeartbeat, nil, body)
 			cancel()
 		}
 	}
