@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/frameworktest"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // tlsFlags are lockstepctl's TLS flags for the identity folder dir.
@@ -149,4 +155,73 @@ func TestCertsMutualTLS(t *testing.T) {
 	code, _, errOut = ctl(t, "certs", "issue", filepath.Join(t.TempDir(), "empty"), "kubelet/node-1")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no CA in")
+}
+
+// TestCheckUnderMutualTLS runs check and watch with certificates made by
+// lockstepctl certs against a server requiring them: with the operator's
+// certificate, the dry run is asked on behalf of the client component
+// (Lockstep-On-Behalf-Of), and a server that does not accept that yet is
+// reported as such, not as a refusal; with the client component's own
+// certificate, check works today.
+func TestCheckUnderMutualTLS(t *testing.T) {
+	pki := t.TempDir()
+	for _, args := range [][]string{
+		{"certs", "ca", pki},
+		{"certs", "issue", pki, "nodecontroller/nc-0", "--loopback"},
+		{"certs", "issue", pki, "kubelet/node-1"},
+		{"certs", "operator", pki, "alice"},
+	} {
+		code, _, errOut := ctl(t, args...)
+		require.Equal(t, 0, code, errOut)
+	}
+	server, kubelet, operator := filepath.Join(pki, "nodecontroller", "nc-0"), filepath.Join(pki, "kubelet", "node-1"), filepath.Join(pki, "operator", "alice")
+	comp := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: loadCreds(t, server)},
+		func(s *framework.Server) { framework.ServeTopic[topicmsg.NodeHealth](s, contract(t, "1.0.0"), topicmsg.TopicNodeHealth) })
+	fp := contract(t, "1.0.0").Fingerprint()
+
+	code, out, errOut := ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "1.0.0"}, tlsFlags(operator)...)...)
+	assert.Equal(t, 2, code, "not a refusal: the answer is unknown: %s", out)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "permission_denied")
+	assert.Contains(t, errOut, "does not accept a dry run on behalf of kubelet from lockstep://operator/alice")
+
+	code, out, errOut = ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "1.0.0",
+		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(kubelet)...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "accepted: nodecontroller 1.31.0")
+	code, out, errOut = ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "2.0.0",
+		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(kubelet)...)...)
+	require.Equal(t, exitRefused, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "refused (version_mismatch): "), out)
+
+	code, _, errOut = ctl(t, append([]string{"watch", comp.URL, "NodeHealth"}, tlsFlags(operator)...)...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "the server does not admit lockstep://operator/alice as one; watch with a kubelet certificate")
+	assert.Empty(t, comp.Server.Sessions(), "nothing opened a session")
+
+	// The wire: the operator's dry run names the role it asks for.
+	var got http.Header
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == protocol.PathHandshake {
+			got = r.Header.Clone()
+			assert.Equal(t, "1", r.URL.Query().Get(protocol.QueryDryRun))
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"code":"permission_denied","message":"no"}`)
+		}
+	}))
+	pair, err := tls.LoadX509KeyPair(filepath.Join(server, tlsCert), filepath.Join(server, tlsKey))
+	require.NoError(t, err)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAnyClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	code, _, errOut = ctl(t, append([]string{"check", srv.URL, "--contract", "topics", "--version", "1.0.0",
+		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(operator)...)...)
+	assert.Equal(t, 2, code, errOut)
+	require.NotNil(t, got)
+	assert.Equal(t, "kubelet", got.Get(headerOnBehalfOf))
+	got = nil
+	code, _, _ = ctl(t, append([]string{"check", srv.URL, "--contract", "topics", "--version", "1.0.0",
+		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(kubelet)...)...)
+	assert.Equal(t, exitRefused, code, "the client's own certificate asks for itself")
+	assert.Empty(t, got.Get(headerOnBehalfOf))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,10 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	contractfile "github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/handshake"
 
@@ -23,33 +26,42 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var conn connFlags
 	conn.register(fs)
-	contract := fs.String("contract", "", "the contract (required)")
-	ver := fs.String("version", "", "the contract version the client would offer (required)")
+	contract := fs.String("contract", "", "the contract (required, unless --contract-file names it)")
+	ver := fs.String("version", "", "the contract version the client would offer (required, unless --contract-file names it)")
 	fingerprint := fs.String("fingerprint", "", "the fingerprint the client would offer (default: the server's for that version, so only the version is checked)")
-	file := fs.String("contract-file", "", "a contract's wire model (JSON or YAML, the form handshake.Contract and the fingerprint vectors use), whose fingerprint is offered")
-	component := fs.String("component", "", "the client component to ask as (default: the contract's client, from the server's status)")
+	file := fs.String("contract-file", "", "the contract file the client is built from (contract.yaml or contract.json, with the schema files it refers to; or a contract's JSON wire model): its contract, version, client and fingerprint are offered")
+	component := fs.String("component", "", "the client component to ask as (default: the contract's client, from --contract-file or the server's status)")
 	release := fs.String("release", "", "the client release to ask as (checked against the server's release constraint)")
 	pos, err := parse(fs, args, "URL")
 	if err != nil {
 		return err
 	}
-	if *contract == "" || *ver == "" {
-		return usageError("check needs --contract and --version")
-	}
 	if *fingerprint != "" && *file != "" {
 		return usageError("give --fingerprint or --contract-file, not both")
 	}
 	if *file != "" {
-		m, err := readWireModel(*file)
+		m, err := readContractFile(*file)
 		if err != nil {
 			return err
+		}
+		if *contract == "" {
+			*contract = m.Name
+		}
+		if *ver == "" {
+			*ver = m.Version
 		}
 		if m.Name != *contract || m.Version != *ver {
 			return fmt.Errorf("--contract-file %s is %s %s, not %s %s", *file, m.Name, m.Version, *contract, *ver)
 		}
+		if *component == "" {
+			*component = m.Client
+		}
 		if *fingerprint, err = handshake.Fingerprint(&m); err != nil {
 			return fmt.Errorf("--contract-file %s: %w", *file, err)
 		}
+	}
+	if *contract == "" || *ver == "" {
+		return usageError("check needs --contract and --version, or --contract-file")
 	}
 	base, err := baseURL(pos[0])
 	if err != nil {
@@ -87,9 +99,24 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	hello := handshake.Hello{Contract: *contract, Component: *component, Instance: "lockstepctl-check",
 		Release: *release, Offers: []handshake.Offer{{Version: *ver, Fingerprint: *fingerprint}}}
-	a, err := do(ctx, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", nil, hello)
+	// Under mutual TLS with a certificate of another component (an
+	// operator's), the dry run is asked on behalf of the client component:
+	// see onBehalfOf.
+	var header http.Header
+	behalf := conn.identity != nil && conn.identity.Component != *component
+	if behalf {
+		header = http.Header{headerOnBehalfOf: {*component}}
+	}
+	a, err := do(ctx, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", header, hello)
 	if err != nil {
 		return err
+	}
+	if behalf && a.status == http.StatusForbidden {
+		// The claim refused: the server does not (yet) accept a dry run on
+		// behalf of a role from this identity. That says nothing of
+		// whether a real client would be accepted: not a refusal.
+		return fmt.Errorf("%s: the server does not accept a dry run on behalf of %s from %s (a server that predates it, or an identity it does not take for an operator); ask with a %s certificate instead",
+			errorOf(a, "handshake"), *component, conn.identity, *component)
 	}
 	if a.status == http.StatusOK {
 		var w handshake.Welcome
@@ -118,6 +145,16 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	return &refusedError{}
 }
 
+// headerOnBehalfOf is the request header of a dry-run handshake that an
+// operator's identity asks on behalf of a client component, naming that
+// component (which the hello claims too). It is the one exception to "the
+// certificate must name the component the hello claims" (docs/security.md):
+// a server that accepts it admits the dry run when the certificate names
+// an operator identity (MTLSFiles.Operators), charges it to that identity,
+// audits it, opens no session and claims no node. A server that does not
+// know it refuses the claim, permission_denied, as before.
+const headerOnBehalfOf = "Lockstep-On-Behalf-Of"
+
 func servedList(st framework.ServerStatus) string {
 	var out []string
 	for _, v := range st.Served {
@@ -129,28 +166,55 @@ func servedList(st framework.ServerStatus) string {
 	return strings.Join(out, ", ")
 }
 
-// readWireModel reads a contract's wire model: JSON, or YAML of the same
-// shape. It is the language-neutral form the fingerprint covers, with every
-// schema already self-contained (the fingerprint vectors are in it); a
-// contract file with references to other files is the generator's input,
-// not this, and its fingerprint is what generated code's
-// Contract.Fingerprint() returns.
-func readWireModel(path string) (handshake.Contract, error) {
-	var m handshake.Contract
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return m, err
+// readContractFile reads what --contract-file names: a contract file, as
+// the generator reads it (codegen/contract: YAML or JSON, its schemas
+// resolved from the files it refers to), whose wire model is what the
+// generated code's Contract.Fingerprint() hashes; or that wire model itself
+// (the JSON form of handshake.Contract, or YAML of the same shape, as the
+// fingerprint vectors are written). Both name the contract with
+// "contract", and a wire model is a valid contract file, but the generator
+// canonicalises the schemas it bundles: a file named as the generator
+// finds contract files (contract.yaml, contract.yml, contract.json) is a
+// contract file; any other is a wire model if it decodes as one exactly,
+// else a contract file.
+func readContractFile(path string) (handshake.Contract, error) {
+	if !slices.Contains(contractfile.FileNames, filepath.Base(path)) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return handshake.Contract{}, err
+		}
+		m, modelErr := readWireModel(path, b)
+		if modelErr == nil {
+			return m, nil
+		}
+		c, err := contractfile.LoadFile(path)
+		if err != nil {
+			return handshake.Contract{}, fmt.Errorf("--contract-file %s is neither a contract file (%v) nor a contract's wire model (%v)", path, err, modelErr)
+		}
+		return c.Handshake(), nil
 	}
+	c, err := contractfile.LoadFile(path)
+	if err != nil {
+		return handshake.Contract{}, fmt.Errorf("--contract-file: %w", err)
+	}
+	return c.Handshake(), nil
+}
+
+// readWireModel reads a contract's wire model: JSON, or YAML of the same
+// shape, every schema already self-contained.
+func readWireModel(path string, b []byte) (handshake.Contract, error) {
+	var m handshake.Contract
 	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yaml" || ext == ".yml" {
 		var doc any
 		if err := yaml.Unmarshal(b, &doc); err != nil {
 			return m, fmt.Errorf("--contract-file %s: %w", path, err)
 		}
+		var err error
 		if b, err = json.Marshal(doc); err != nil {
 			return m, fmt.Errorf("--contract-file %s: %w", path, err)
 		}
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return m, fmt.Errorf("--contract-file %s is not a contract's wire model: %w", path, err)

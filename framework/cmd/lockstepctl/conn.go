@@ -30,6 +30,9 @@ type connFlags struct {
 	// maxBytes bounds every answer read (a watch: every frame): a server
 	// is not trusted to keep its answers small.
 	maxBytes int64
+	// identity is what the server reads from --tls-cert, set by client;
+	// nil without a certificate or when the certificate names none.
+	identity *framework.Identity
 }
 
 // defaultMaxBytes is --max-bytes' default: a status of thousands of
@@ -60,6 +63,11 @@ func (c *connFlags) client() (*http.Client, error) {
 			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
+		if cert.Leaf != nil {
+			if id, err := framework.IdentityFromCertificate(cert.Leaf); err == nil {
+				c.identity = &id
+			}
+		}
 	}
 	if c.ca != "" {
 		pem, err := os.ReadFile(c.ca)

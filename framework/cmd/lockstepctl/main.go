@@ -4,8 +4,8 @@
 // a certificate):
 //
 //	lockstepctl status URL [-o table|json|yaml]
-//	lockstepctl check URL --contract C --version V [--fingerprint F | --contract-file FILE]
-//	lockstepctl watch URL TOPIC [--contract C] [--version V]
+//	lockstepctl check URL (--contract C --version V [--fingerprint F] | --contract-file FILE)
+//	lockstepctl watch URL TOPIC [--select FIELD=VALUE]… [--contract C] [--version V]
 //	lockstepctl certs ca|issue|operator DIR …
 //
 // status prints the component's contracts and versions, its peers (agreed
@@ -82,8 +82,8 @@ func exitSignalled(sig os.Signal) int {
 
 const usage = `usage:
   lockstepctl status URL [-o table|json|yaml] [TLS flags]
-  lockstepctl check URL --contract C --version V [--fingerprint F | --contract-file FILE] [--component NAME] [--release R] [TLS flags]
-  lockstepctl watch URL TOPIC [--contract C] [--version V] [TLS flags]
+  lockstepctl check URL (--contract C --version V [--fingerprint F] | --contract-file FILE) [--component NAME] [--release R] [TLS flags]
+  lockstepctl watch URL TOPIC [--select FIELD=VALUE]… [--contract C] [--version V] [TLS flags]
   lockstepctl certs ca DIR [--rotate | --drop-old]
   lockstepctl certs issue DIR COMPONENT/NAME [--dns N,…] [--ip A,…] [--loopback] [--lifetime D]
   lockstepctl certs operator DIR NAME

@@ -118,7 +118,7 @@ func TestCheck(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "topics-1.0.0.json")
 	require.NoError(t, os.WriteFile(file, b, 0o600))
 	code, out, errOut = ctl(t, "check", comp.URL, "--contract", "topics", "--version", "1.0.0", "--contract-file", file)
-	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 0, code, out+errOut)
 	assert.Contains(t, out, "accepted: ")
 
 	// Version mismatch: the server's own sentence.

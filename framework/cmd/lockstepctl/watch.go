@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +40,8 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	contract := fs.String("contract", "", "the topic's contract, when several contracts have a topic of that name")
 	ver := fs.String("version", "", "the contract version to watch at (default: the highest served)")
 	release := fs.String("release", "", "the client release to watch as (checked against the server's release constraint)")
+	var sel selection
+	fs.Var(&sel, "select", "FIELD=VALUE: only the objects whose selector FIELD holds VALUE (repeatable; every one must match; the topic's selectors are in its contract)")
 	pos, err := parse(fs, args, "URL", "TOPIC")
 	if err != nil {
 		return err
@@ -61,6 +65,9 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sel.check(st, served, topic); err != nil {
+		return err
+	}
 	// A watch needs a session: lockstepctl handshakes as the contract's
 	// client, under an instance of its own.
 	hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
@@ -68,6 +75,10 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	a, err := do(setup, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake, nil, hello)
 	if err != nil {
 		return err
+	}
+	if a.status == http.StatusForbidden && conn.identity != nil && conn.identity.Component != served.Client {
+		return fmt.Errorf("%s: a watch holds a session as the contract's client, %s, and the server does not admit %s as one; watch with a %s certificate",
+			errorOf(a, "handshake"), cell(served.Client), conn.identity, cell(served.Client))
 	}
 	if a.status != http.StatusOK {
 		return errorOf(a, "handshake")
@@ -88,7 +99,11 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	defer cancel()
 	go heartbeat(ctx, hc, base, welcome)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+protocol.WatchPath(served.Contract, served.Version, topic), nil)
+	watchURL := base + protocol.WatchPath(served.Contract, served.Version, topic)
+	if len(sel) > 0 {
+		watchURL += "?" + sel.query()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, watchURL, nil)
 	if err != nil {
 		return err
 	}
@@ -102,7 +117,11 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return errorOf(answer{status: resp.StatusCode, body: b}, "watch")
 	}
-	fmt.Fprintf(stdout, "# watching %s %s %s at %s (%s)\n", cell(served.Contract), cell(served.Version), topic, base, cell(st.Component))
+	where := ""
+	if len(sel) > 0 {
+		where = " where " + sel.String()
+	}
+	fmt.Fprintf(stdout, "# watching %s %s %s%s at %s (%s)\n", cell(served.Contract), cell(served.Version), topic, where, base, cell(st.Component))
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), int(min(conn.maxBytes, 1<<30)))
 	for sc.Scan() {
@@ -124,6 +143,69 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("watch stream: %w", err)
 	}
 	return fmt.Errorf("watch stream ended without a closing frame")
+}
+
+// selection is watch's --select flags: the topic's selector fields and the
+// value each must hold (docs/topics.md, Selections), sent as the watch's
+// query (docs/protocol.md).
+type selection []selector
+
+type selector struct{ field, value string }
+
+// Set parses one FIELD=VALUE.
+func (s *selection) Set(v string) error {
+	field, value, ok := strings.Cut(v, "=")
+	if !ok || field == "" {
+		return fmt.Errorf("%q: want FIELD=VALUE, e.g. nodeName=node-1", v)
+	}
+	if field == protocol.QuerySince {
+		return fmt.Errorf("%q: %s is the resume point, not a selector", v, field)
+	}
+	for _, have := range *s {
+		if have.field == field {
+			return fmt.Errorf("%q: %s is selected twice", v, field)
+		}
+	}
+	*s = append(*s, selector{field, value})
+	return nil
+}
+
+// String returns the selection as given, FIELD=VALUE joined by commas.
+func (s selection) String() string {
+	parts := make([]string, len(s))
+	for i, sel := range s {
+		parts[i] = sel.field + "=" + sel.value
+	}
+	return strings.Join(parts, ",")
+}
+
+// query returns the selection as a watch's query.
+func (s selection) query() string {
+	q := url.Values{}
+	for _, sel := range s {
+		q.Set(sel.field, sel.value)
+	}
+	return q.Encode()
+}
+
+// check refuses, before any handshake, a field the server's status says
+// the topic does not select on; a server whose status lists no selectors
+// is left to refuse it itself (invalid_argument).
+func (s selection) check(st framework.ServerStatus, served framework.ServedVersion, topic string) error {
+	if len(s) == 0 {
+		return nil
+	}
+	for _, t := range st.Topics {
+		if t.Contract != served.Contract || t.Version != served.Version || t.Topic != topic || len(t.Selectors) == 0 {
+			continue
+		}
+		for _, sel := range s {
+			if !slices.Contains(t.Selectors, sel.field) {
+				return usageError("--select %s: %s selects on %s only", cell(sel.field), topic, cell(strings.Join(t.Selectors, ", ")))
+			}
+		}
+	}
+	return nil
 }
 
 // pickTopic finds the served version a topic is watched at.
