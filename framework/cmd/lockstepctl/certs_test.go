@@ -176,7 +176,9 @@ func TestCheckUnderMutualTLS(t *testing.T) {
 	}
 	server, kubelet, operator := filepath.Join(pki, "nodecontroller", "nc-0"), filepath.Join(pki, "kubelet", "node-1"), filepath.Join(pki, "operator", "alice")
 	comp := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: loadCreds(t, server)},
-		func(s *framework.Server) { framework.ServeTopic[topicmsg.NodeHealth](s, contract(t, "1.0.0"), topicmsg.TopicNodeHealth) })
+		func(s *framework.Server) {
+			framework.ServeTopic[topicmsg.NodeHealth](s, contract(t, "1.0.0"), topicmsg.TopicNodeHealth)
+		})
 	fp := contract(t, "1.0.0").Fingerprint()
 
 	code, out, errOut := ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "1.0.0"}, tlsFlags(operator)...)...)

@@ -117,7 +117,9 @@ func TestCheckContractFile(t *testing.T) {
 	assert.Contains(t, errOut, "is nodeinfo 2.0.0, not nodeinfo 1.0.0")
 
 	// A contract file the generator refuses: its error, naming the file.
-	file = copyContract(t, func(c, s string) (string, string) { return strings.Replace(c, "request: Info", "request: Nothing", 1), s })
+	file = copyContract(t, func(c, s string) (string, string) {
+		return strings.Replace(c, "request: Info", "request: Nothing", 1), s
+	})
 	code, _, errOut = ctl(t, "check", srv.URL, "--contract-file", file)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "contract.yaml")
