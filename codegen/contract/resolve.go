@@ -148,7 +148,10 @@ func (r *resolver) index(n *Node, base string, draft Draft, resource *Node, dept
 	if draft == Draft4 {
 		idKey = "id"
 	}
-	if id := n.Get(idKey); id != nil && id.Kind == KindString {
+	// Before 2019-09 every member beside "$ref" is ignored, its
+	// identifier too: it does not change the base the "$ref" resolves
+	// against.
+	if id := n.Get(idKey); id != nil && id.Kind == KindString && !(draft < Draft2019 && n.Has("$ref")) {
 		abs, err := resolveURI(base, id.Text)
 		if err != nil {
 			r.errs.add(errorAt(id, "%s %q is not a URI reference: %v", idKey, id.Text, err))

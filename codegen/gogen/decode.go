@@ -440,6 +440,15 @@ func (g *generator) pointInto(c *code, t *gomodel.Type, bt string) {
 func (c *code) decodeMember(f *gomodel.Field, target string, slot func(*gomodel.Field) (string, int, bool), fail func(string) string) {
 	switch f.Presence {
 	case gomodel.PresencePointer:
+		if f.Type.IsRaw() {
+			// A tuple's raw element (its schema admits every value): null
+			// is a value like any other, held as its JSON.
+			p := c.fresh("p")
+			c.line("%s := new(%s)", p, gomodel.GoString(f.Type))
+			c.decodeInto(f.Type, "(*"+p+")", fail)
+			c.line("%s = %s", target, p)
+			return
+		}
 		c.line("if d.Null() {")
 		if f.Required && f.Nullable {
 			c.line("%s = nil", target)

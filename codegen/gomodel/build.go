@@ -832,12 +832,30 @@ func (b *builder) multiType(v, n *Node, name string, t *Type, types []string, nu
 // branch is merged with the rest of the schema; several make a union.
 func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool) {
 	oneOf, anyOf := v.Get("oneOf"), v.Get("anyOf")
+	// A list with a branch that only narrows values ({minimum: 2}, {},
+	// {description: …}) admits values of every type through it: the list
+	// says nothing of the Go type, whatever its other branches are.
+	admitsAll := false
+	for _, l := range []**Node{&oneOf, &anyOf} {
+		if *l == nil {
+			continue
+		}
+		for _, it := range (*l).Items {
+			if constraintOnly(it) {
+				admitsAll, *l = true, nil
+				break
+			}
+		}
+	}
+	if admitsAll && oneOf == nil && anyOf == nil {
+		return b.unionOfAll(v, n, name, t)
+	}
 	structural := func(list *Node) bool {
 		if list == nil {
 			return false
 		}
 		for _, it := range list.Items {
-			if !constraintOnly(it) && !isNullSchema(it) {
+			if !constraintOnly(it) && !isNullSchema(it) && !isFalse(it) {
 				return true
 			}
 		}
@@ -890,7 +908,9 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 	}
 	var branches []*Node
 	for _, it := range list.Items {
-		if isNullSchema(it) || constraintOnly(it) {
+		if isNullSchema(it) || constraintOnly(it) || isFalse(it) {
+			// false admits no value: it takes no part in the Go type,
+			// and validation never matches it
 			continue
 		}
 		branches = append(branches, it)
@@ -969,6 +989,36 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 	t.Nullable = nullable
 	return namedRef(t), nullable, true
 }
+
+// unionOfAll maps a schema whose oneOf/anyOf admits values of every type
+// through one of its branches: the Go type is that of the schema without
+// them, or, when it states no type either, a union of every JSON type,
+// on which validation tries the branches.
+func (b *builder) unionOfAll(v, n *Node, name string, t *Type) (*TypeRef, bool, bool) {
+	base := &Node{Kind: contract.KindObject, Origin: v, Root: v.Root, Pointer: v.Pointer, Doc: v.Doc}
+	for i, k := range v.Keys {
+		if k == "oneOf" || k == "anyOf" {
+			continue
+		}
+		base.Keys = append(base.Keys, k)
+		base.Values = append(base.Values, v.Values[i])
+	}
+	if base.Has("type") || enumValues(base) != nil {
+		return nil, false, false
+	}
+	for _, fam := range [][]string{objectKeywords, arrayKeywords, stringKeywords, numberKeywords} {
+		for _, k := range fam {
+			if base.Has(k) {
+				return nil, false, false // types says so, and warns
+			}
+		}
+	}
+	r, nullable := b.multiType(base, n, name, t, []string{"object", "array", "string", "number", "boolean"}, true)
+	return r, nullable, true
+}
+
+// isFalse reports whether n is the schema false.
+func isFalse(n *Node) bool { return n.Kind == contract.KindBool && !n.Bool }
 
 // discriminator finds the member whose constant value tells variants apart:
 // OpenAPI's discriminator.propertyName when given, else the first property
@@ -1086,7 +1136,13 @@ func (b *builder) extras(v *Node, typeName string) (*TypeRef, bool) {
 	pats := v.Get("patternProperties")
 	var schemas []*Node
 	if pats != nil {
-		schemas = append(schemas, pats.Values...)
+		for _, s := range pats.Values {
+			// false admits no member's value: no Go value holds one, and
+			// validation refuses a member it applies to
+			if !isFalse(s) {
+				schemas = append(schemas, s)
+			}
+		}
 	}
 	closed := addl != nil && addl.Kind == contract.KindBool && !addl.Bool
 	if closed && len(schemas) == 0 {
