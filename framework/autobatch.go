@@ -262,7 +262,7 @@ func (b *batcher) send(calls []*pendingCall) {
 	br, err := decodeMultiResponse(whole.body)
 	if err != nil || len(br.Results) != len(live) {
 		bad := attempt{status: http.StatusInternalServerError,
-			body: mustJSON(Errorf(CodeInternal, "multi-call answer does not decode").toWire())}
+			body: mustJSON(toWire(Errorf(CodeInternal, "multi-call answer does not decode")))}
 		for _, p := range live {
 			p.done <- bad
 		}
@@ -276,7 +276,7 @@ func (b *batcher) send(calls []*pendingCall) {
 			// An item's own error says nothing of whether it was
 			// processed: only the request as a whole can be refused
 			// unprocessed.
-			a.status = r.Error.toError().Code().HTTPStatus()
+			a.status = r.Error.ToError().Code().HTTPStatus()
 			a.body = mustJSON(r.Error)
 		default:
 			a.status, a.body = http.StatusOK, r.OK

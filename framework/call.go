@@ -184,7 +184,7 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 			for i, r := range br.Results {
 				switch {
 				case r.Error != nil:
-					results[i].Err = r.Error.toError()
+					results[i].Err = r.Error.ToError()
 				case r.OK != nil:
 					results[i].Value, results[i].Err = decodeAnswer[Resp](v, method, r.OK)
 				default:

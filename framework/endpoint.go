@@ -510,7 +510,7 @@ func decodeWireError(resp *http.Response, body []byte) *Error {
 func decodeWireErrorStatus(status int, url string, body []byte) *Error {
 	var w wireError
 	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
-		return w.toError()
+		return w.ToError()
 	}
 	answered := "HTTP " + strconv.Itoa(status)
 	if text := http.StatusText(status); text != "" {
@@ -656,7 +656,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 	case CodeOf(err) == CodePayloadTooLarge:
 		// Too large to read: the call was processed, and resending it
 		// would get the same answer.
-		a.status, a.body = http.StatusRequestEntityTooLarge, mustJSON(asError(err).toWire())
+		a.status, a.body = http.StatusRequestEntityTooLarge, mustJSON(toWire(asError(err)))
 	case err != nil:
 		// Cut short: whatever it said is lost.
 		a.transport, a.err = transportAmbiguous, err

@@ -2,128 +2,45 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 // Error is the one error type of lockstep: a code, a message, optional
 // structured details, and the cause. On the wire it is
-// {"code","message","details"}.
-type Error struct {
-	code    Code
-	message string
-	details json.RawMessage
-	cause   error
-}
+// {"code","message","details"}. Its methods are Code, Message, Details,
+// WithDetails (attach structured details, marshalled to JSON), Error and
+// Unwrap; match it with errors.As(err, &e) where e is a *Error.
+//
+// It is defined in an internal leaf package, so that packages the
+// framework imports (jsonwire, whose validators return it) can build it
+// too; Error is that same type, not a copy.
+type Error = apierror.Error
 
 // NewError wraps err with a code. Handlers return it to choose the code a
 // caller sees; any other error a handler returns becomes [CodeInternal].
-func NewError(code Code, err error) *Error {
-	e := &Error{code: code, cause: err}
-	if err != nil {
-		e.message = err.Error()
-	}
-	return e
-}
+func NewError(code Code, err error) *Error { return apierror.NewError(code, err) }
 
 // Errorf builds an [Error] from a format string.
 func Errorf(code Code, format string, args ...any) *Error {
-	return NewError(code, fmt.Errorf(format, args...))
+	return apierror.Errorf(code, format, args...)
 }
-
-// Code returns the error's code.
-func (e *Error) Code() Code { return e.code }
-
-// Message returns the human-readable message.
-func (e *Error) Message() string { return e.message }
-
-// Details returns the structured details as raw JSON, or nil.
-func (e *Error) Details() json.RawMessage { return e.details }
-
-// WithDetails attaches structured details, marshalled to JSON. It returns e
-// for chaining; a value that does not marshal is reported in the message.
-func (e *Error) WithDetails(v any) *Error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		e.message += fmt.Sprintf(" (details did not encode: %v)", err)
-		return e
-	}
-	e.details = b
-	return e
-}
-
-// Error implements error.
-func (e *Error) Error() string {
-	if e.message == "" {
-		return string(e.code)
-	}
-	return string(e.code) + ": " + e.message
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.cause }
 
 // CodeOf returns the code of err: the code of the first [*Error] in its
 // chain, deadline_exceeded or canceled for context errors, internal for
 // anything else, and "" for nil.
-func CodeOf(err error) Code {
-	if err == nil {
-		return ""
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.code
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return CodeDeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return CodeCanceled
-	}
-	return CodeInternal
-}
+func CodeOf(err error) Code { return apierror.CodeOf(err) }
 
 // contextError is the error of a request that ended because its context
-// did: coded deadline_exceeded or canceled, with the context's error as its
-// cause, so that errors.Is(err, ctx.Err()) holds as Go's conventions ask.
-// why, when not nil, says what the request was waiting for (the endpoints
-// and their states, for a call blocked without a compatible peer).
-func contextError(ctx context.Context, why *Error) *Error {
-	cause := ctx.Err()
-	e := NewError(CodeOf(cause), cause)
-	if why != nil {
-		e.message = cause.Error() + ": " + why.Message()
-		e.details = why.details
-	}
-	return e
-}
+// did; see [apierror.FromContext].
+func contextError(ctx context.Context, why *Error) *Error { return apierror.FromContext(ctx, why) }
 
 // asError converts any error into an [*Error], keeping the code of one
 // already in the chain.
-func asError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return NewError(CodeOf(err), err)
-}
+func asError(err error) *Error { return apierror.As(err) }
 
 // wireError is the JSON shape of an error on the wire.
-type wireError struct {
-	Code    Code            `json:"code"`
-	Message string          `json:"message"`
-	Details json.RawMessage `json:"details,omitempty"`
-}
+type wireError = apierror.Wire
 
-func (e *Error) toWire() wireError {
-	return wireError{Code: e.code, Message: e.message, Details: e.details}
-}
-
-func (w wireError) toError() *Error {
-	code := w.Code
-	if !code.Valid() {
-		code = CodeInternal
-	}
-	return &Error{code: code, message: w.Message, details: w.Details}
-}
+// toWire returns e's wire form.
+func toWire(e *Error) wireError { return apierror.ToWire(e) }

@@ -155,7 +155,7 @@ type batchResult struct {
 }
 
 func errorResult(err error) batchResult {
-	w := asError(err).toWire()
+	w := toWire(asError(err))
 	return batchResult{Error: &w}
 }
 

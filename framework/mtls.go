@@ -457,6 +457,6 @@ func (c *Credentials) isOperator(id Identity) bool {
 // (Credentials.OperatorOnly) in the one error shape.
 func writeRefusal(w http.ResponseWriter, err error) {
 	e := asError(err)
-	body, _ := json.Marshal(e.toWire())
+	body, _ := json.Marshal(toWire(e))
 	writeJSON(w, e.Code().HTTPStatus(), body)
 }

@@ -139,7 +139,7 @@ func TestMultiResponseDecodesAsEncodingJSONDoes(t *testing.T) {
 // The server's answer is encoding/json's, byte for byte, for answers
 // without characters encoding/json escapes for HTML.
 func TestMultiResponseEncodesAsEncodingJSONDoes(t *testing.T) {
-	w := Errorf(CodeConflict, "node <7> refused").toWire()
+	w := toWire(Errorf(CodeConflict, "node <7> refused"))
 	for _, out := range []batchResponse{
 		{Results: []batchResult{}},
 		{Results: []batchResult{{OK: json.RawMessage(`{"accepted":true}`)}, {Error: &w}, {OK: json.RawMessage(`[]`), Replayed: true}, {Error: &w, Replayed: true}, {}}},

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 // updateResendTable rewrites the resend table in docs/design.md from
@@ -25,7 +27,7 @@ const (
 // that say the session is gone.
 func otherCodes() []Code {
 	var out []Code
-	for c := range codeStatus {
+	for _, c := range apierror.Codes() {
 		if c != CodeHandshakeRequired && c != CodeIncompatiblePeer {
 			out = append(out, c)
 		}

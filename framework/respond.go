@@ -52,7 +52,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	if ow, ok := w.(*observedWriter); ok {
 		ow.code = e.Code()
 	}
-	body, mErr := json.Marshal(e.toWire())
+	body, mErr := json.Marshal(toWire(e))
 	if mErr != nil {
 		body = []byte(`{"code":"internal","message":"error did not encode"}`)
 	}

@@ -478,7 +478,7 @@ const (
 // for a server closing an idle connection.
 func (s *Server) drainRefusal() []byte {
 	e := Errorf(CodeUnavailable, "%s is draining and closes this connection unused: resend to another endpoint", s.cfg.Component)
-	body, err := json.Marshal(e.toWire())
+	body, err := json.Marshal(toWire(e))
 	if err != nil {
 		body = []byte(`{"code":"unavailable"}`)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 func TestTimeoutFormatRoundTrips(t *testing.T) {
@@ -62,7 +64,7 @@ func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
 	all := []Code{CodeInvalidArgument, CodeUnauthenticated, CodePermissionDenied, CodeNotFound,
 		CodeIncompatiblePeer, CodeHandshakeRequired, CodeConflict, CodePayloadTooLarge,
 		CodeResourceExhausted, CodeInternal, CodeUnavailable, CodeDeadlineExceeded, CodeCanceled, CodeUnknown}
-	assert.Len(t, codeStatus, len(all))
+	assert.Len(t, apierror.Codes(), len(all))
 	for _, c := range all {
 		assert.True(t, c.Valid())
 		assert.NotZero(t, c.HTTPStatus())
@@ -77,12 +79,12 @@ func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
 	assert.Equal(t, CodeInternal, CodeOf(base))
 	assert.Equal(t, Code(""), CodeOf(nil))
 
-	w := Errorf(CodeConflict, "key %s taken", "n1").WithDetails(map[string]string{"owner": "kubelet/a"}).toWire()
-	back := w.toError()
+	w := toWire(Errorf(CodeConflict, "key %s taken", "n1").WithDetails(map[string]string{"owner": "kubelet/a"}))
+	back := w.ToError()
 	assert.Equal(t, CodeConflict, back.Code())
 	assert.Equal(t, "key n1 taken", back.Message())
 	assert.JSONEq(t, `{"owner":"kubelet/a"}`, string(back.Details()))
-	assert.Equal(t, CodeInternal, wireError{Code: "weird"}.toError().Code(), "unknown codes from the wire are internal")
+	assert.Equal(t, CodeInternal, wireError{Code: "weird"}.ToError().Code(), "unknown codes from the wire are internal")
 }
 
 func TestTimeoutBeyondADurationSaturates(t *testing.T) {

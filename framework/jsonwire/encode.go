@@ -21,8 +21,8 @@ import (
 
 // Appender is implemented by generated types: AppendJSON appends the
 // value's JSON encoding to b, exactly as json.Marshal would write it. The
-// runtime (package framework, which this package imports) looks for the
-// same method set and encodes such values into pooled buffers.
+// runtime (package framework) encodes values that implement it into pooled
+// buffers.
 type Appender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }

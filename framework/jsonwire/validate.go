@@ -10,7 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 // Path is a JSON pointer that generated validators build on the stack as
@@ -171,7 +171,7 @@ func (v *Validation) Err(message string) error {
 	if v.unrepresentable {
 		cause = &DecodeError{Message: text, unrepresentable: true}
 	}
-	return framework.NewError(framework.CodeInvalidArgument, cause).WithDetails(map[string]any{"violations": v.violations})
+	return apierror.NewError(apierror.CodeInvalidArgument, cause).WithDetails(map[string]any{"violations": v.violations})
 }
 
 // Length is a string's length as JSON Schema counts it: in code points.
