@@ -387,6 +387,9 @@ func (b *builder) mapNode(n *Node, name string, t *Type) (*TypeRef, bool) {
 		if !n.Bool {
 			b.fail(n, "the schema false admits no value, so it has no Go type; leave the member out instead")
 		}
+		if b.messages[n] {
+			return b.anyValue(n, n, name, t)
+		}
 		return b.finish(t, refRaw, false)
 	}
 	if x := n.Get("x-go-type"); x != nil {
@@ -420,6 +423,9 @@ func (b *builder) mapNode(n *Node, name string, t *Type) (*TypeRef, bool) {
 	}
 	switch len(types) {
 	case 0:
+		if !nullable && b.messages[n] {
+			return b.anyValue(v, n, name, t)
+		}
 		if nullable {
 			if b.messages[n] {
 				b.fail(n, "a message that admits only null has no Go type: give it another type")
@@ -1013,8 +1019,20 @@ func (b *builder) unionOfAll(v, n *Node, name string, t *Type) (*TypeRef, bool, 
 			}
 		}
 	}
-	r, nullable := b.multiType(base, n, name, t, []string{"object", "array", "string", "number", "boolean"}, true)
+	r, nullable := b.anyValue(base, n, name, t)
 	return r, nullable, true
+}
+
+// anyValue maps a message whose schema admits values of every type (it
+// states no type, and its keywords imply none: {format: email}, {not: …},
+// true) to a union of every JSON type, so that its checks run in
+// generated code on whichever value it holds. A member of that kind stays
+// raw JSON.
+func (b *builder) anyValue(v, n *Node, name string, t *Type) (*TypeRef, bool) {
+	if v.Kind == contract.KindBool {
+		v = &Node{Kind: contract.KindObject, Origin: n, Root: n.Root, Pointer: n.Pointer, Doc: n.Doc}
+	}
+	return b.multiType(v, n, name, t, []string{"object", "array", "string", "number", "boolean"}, true)
 }
 
 // isFalse reports whether n is the schema false.

@@ -4,13 +4,244 @@ package booleanschemas
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Anything is the message Anything of the contract, generated from contract.yaml#/schemas/Anything.
-type Anything = json.RawMessage
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type Anything struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u Anything) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("Anything: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u Anything) Raw() json.RawMessage { return u.raw }
+
+// AsObject decodes the value as map[string]json.RawMessage.
+func (u Anything) AsObject() (map[string]json.RawMessage, error) {
+	var v map[string]json.RawMessage
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ObjectStart(); err != nil {
+			return v, err
+		}
+		m1 := map[string]json.RawMessage{}
+		for d.NextMember() {
+			k2 := d.KeyString()
+			if d.Err() != nil {
+				break
+			}
+			var e3 json.RawMessage
+			v4, err := d.Raw()
+			if err != nil {
+				return v, jsonwire.Within(err, k2)
+			}
+			e3 = v4
+			m1[k2] = e3
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		v = m1
+	}
+	return v, d.End()
+}
+
+// FromObject sets the value to v.
+func (u *Anything) FromObject(v map[string]json.RawMessage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsArray decodes the value as []json.RawMessage.
+func (u Anything) AsArray() ([]json.RawMessage, error) {
+	var v []json.RawMessage
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if d.Null() {
+		v = nil
+	} else {
+		if err := d.ArrayStart(); err != nil {
+			return v, err
+		}
+		var buf1 [32]json.RawMessage
+		tmp2 := buf1[:0]
+		var zero5 json.RawMessage
+		for i4 := 0; d.NextItem(); i4++ {
+			tmp2 = append(tmp2, zero5)
+			v6, err := d.Raw()
+			if err != nil {
+				return v, jsonwire.WithinIndex(err, i4)
+			}
+			tmp2[i4] = v6
+		}
+		if err := d.Err(); err != nil {
+			return v, err
+		}
+		s3 := make([]json.RawMessage, len(tmp2))
+		copy(s3, tmp2)
+		v = s3
+	}
+	return v, d.End()
+}
+
+// FromArray sets the value to v.
+func (u *Anything) FromArray(v []json.RawMessage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsString decodes the value as string.
+func (u Anything) AsString() (string, error) {
+	var v string
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.String()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromString sets the value to v.
+func (u *Anything) FromString(v string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsNumber decodes the value as float64.
+func (u Anything) AsNumber() (float64, error) {
+	var v float64
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Float64()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromNumber sets the value to v.
+func (u *Anything) FromNumber(v float64) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// AsBoolean decodes the value as bool.
+func (u Anything) AsBoolean() (bool, error) {
+	var v bool
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	v1, err := d.Bool()
+	if err != nil {
+		return v, err
+	}
+	v = v1
+	return v, d.End()
+}
+
+// FromBoolean sets the value to v.
+func (u *Anything) FromBoolean(v bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes Anything, rejecting JSON its Go type cannot represent.
+func (m *Anything) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Anything) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Anything) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Anything to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Anything) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("Anything")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+func (m *Anything) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Anything, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Anything) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Anything is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Anything")
+}
+
+var _ framework.Validator = (*Anything)(nil)
 
 // Booleans is the message Booleans of the contract, generated from contract.yaml#/schemas/Booleans.
 type Booleans struct {
