@@ -9,10 +9,13 @@
 // lockstep_types.gen.go and lockstep_api.gen.go beside it, and
 // lockstep_fork.gen.go when the contract has forkFrom. Usage:
 //
-//	lockstep-gen [-check] [DIR ...]   generate (or, with -check, verify) the package in each DIR (default .)
+//	lockstep-gen [-check] [-v] [DIR ...]   generate (or, with -check, verify) the package in each DIR (default .)
 //	lockstep-gen diff [-json] OLD NEW compare the contracts in folders OLD and NEW
 //
-// With more than one DIR, each error line starts with its DIR and ": ".
+// With -v it also prints, for each message, whether its generated Validate
+// checks it or, when the runtime falls back to jsonschema/v5 for it, which
+// keyword made it fall back and why (the message's doc comment says the
+// same). With more than one DIR, each error line starts with its DIR and ": ".
 // diff exits with status 1 when NEW breaks a peer of OLD without a major
 // version bump, and 2 when it cannot compare them.
 package main
@@ -26,6 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/lockstep-dev/lockstep/codegen"
@@ -45,8 +50,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockstep-gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "do not write: fail when the generated files are missing or stale")
+	verbose := fs.Bool("v", false, "print, for each message, whether generated code validates it, or which keyword makes it fall back to jsonschema/v5 and why")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockstep-gen [-check] [DIR ...]\n       lockstep-gen diff [-json] OLD NEW")
+		fmt.Fprintln(stderr, "usage: lockstep-gen [-check] [-v] [DIR ...]\n       lockstep-gen diff [-json] OLD NEW")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			defer wg.Done()
 			for i := range next {
 				failed[i] = !runDir(dirs[i], len(dirs) > 1, *check, &outs[i])
+				if *verbose && !failed[i] {
+					failed[i] = !printCoverage(dirs[i], len(dirs) > 1, &outs[i])
+				}
 			}
 		}()
 	}
@@ -111,6 +120,39 @@ func runDir(dir string, named, check bool, stderr io.Writer) bool {
 		fmt.Fprintln(stderr, prefix+err.Error())
 		return false
 	}
+	return true
+}
+
+// printCoverage writes, for each message of the contract in dir, whether
+// generated code validates it or why the runtime validates it with
+// jsonschema/v5 instead, and reports whether it could tell.
+func printCoverage(dir string, named bool, w io.Writer) bool {
+	prefix := ""
+	if named {
+		prefix = dir + ": "
+	}
+	pkg, err := codegen.Model(dir)
+	if err != nil {
+		fmt.Fprintln(w, prefix+err.Error())
+		return false
+	}
+	cov := pkg.Coverage()
+	names := make([]string, 0, len(cov))
+	for name := range cov {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fallbacks := 0
+	for _, name := range names {
+		why := cov[name]
+		if len(why) == 0 {
+			fmt.Fprintf(w, "%smessage %s: validated by its generated Validate\n", prefix, name)
+			continue
+		}
+		fallbacks++
+		fmt.Fprintf(w, "%smessage %s: validated by jsonschema/v5: %s\n", prefix, name, strings.Join(why, "; "))
+	}
+	fmt.Fprintf(w, "%s%d of %d messages fall back to jsonschema/v5\n", prefix, fallbacks, len(names))
 	return true
 }
 

@@ -94,3 +94,25 @@ func TestDiff(t *testing.T) {
 		t.Errorf("diff with one folder: exit %d", code)
 	}
 }
+
+// TestVerboseNamesFallbacks checks that -v says which messages generated
+// code validates and, for one that falls back to jsonschema/v5, which
+// keyword makes it and why.
+func TestVerboseNamesFallbacks(t *testing.T) {
+	dir := writeContract(t, "1.0.0", "a: {type: array, items: {type: object}, uniqueItems: true}")
+	var stderr bytes.Buffer
+	if code := run([]string{"-v", dir}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("generate -v: exit %d, %s", code, &stderr)
+	}
+	out := stderr.String()
+	for _, want := range []string{
+		"message Req: validated by its generated Validate",
+		"message Resp: validated by jsonschema/v5: contract.yaml:",
+		"uniqueItems on items of type",
+		"1 of 2 messages fall back to jsonschema/v5",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-v output lacks %q:\n%s", want, out)
+		}
+	}
+}
