@@ -149,218 +149,306 @@ func (vc *vctx) memberValue(o objectOf, name string, s *node, p pos) {
 	vc.c.line("}")
 }
 
-// object emits the object keywords of s on a struct or map.
+// object emits the object keywords of s on a struct or map, one keyword
+// (or family) at a time, in a fixed order. When the patterns of
+// patternProperties do not compile, no object keyword of s is checked:
+// which members additionalProperties covers depends on them.
 func (vc *vctx) object(s *node, x val, p pos) {
 	o := describeObject(x)
-	props := s.Get("properties")
+	patterns, ok := vc.objectPatterns(s, x)
+	if !ok {
+		return
+	}
+	vc.properties(s, o, x, p)
+	vc.patternProperties(s, o, patterns, p)
+	vc.additionalProperties(s, o, x, patterns, p)
+	vc.propertyNames(s, o, x, p)
+	vc.required(s, o, x, p)
+	vc.propertyCounts(s, o, x, p)
+	vc.dependentRequired(s, o, x, p)
+	vc.dependentSchemas(s, o, x, p)
+}
+
+// objectPatterns compiles the patterns of s's patternProperties, for
+// telling at generation time which declared members they cover; ok is
+// false when they do not compile (or the model left them unchecked).
+func (vc *vctx) objectPatterns(s *node, x val) (patterns []*regexp.Regexp, ok bool) {
 	pats := s.Get("patternProperties")
-	addl := s.Get("additionalProperties")
-	inProps := func(name string) bool { return props != nil && props.Get(name) != nil }
-	var patterns []*regexp.Regexp
-	if pats != nil {
-		if !vc.decided(s, "patternProperties", x) {
-			return // the patterns do not compile: no object keyword of s is checked
+	if pats == nil {
+		return nil, true
+	}
+	if !vc.decided(s, "patternProperties", x) {
+		return nil, false
+	}
+	for _, pat := range pats.Keys {
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			vc.cannot(s, "patternProperties", x)
+			return nil, false
 		}
-		for _, pat := range pats.Keys {
-			re, err := regexp.Compile(pat)
-			if err != nil {
-				vc.cannot(s, "patternProperties", x)
+		patterns = append(patterns, re)
+	}
+	return patterns, true
+}
+
+// properties emits each declared property's schema on its member.
+func (vc *vctx) properties(s *node, o objectOf, x val, p pos) {
+	props := s.Get("properties")
+	if props == nil || !vc.decided(s, "properties", x) {
+		return
+	}
+	for i, name := range props.Keys {
+		vc.memberValue(o, name, props.Values[i], p.keyword("properties/"+esc(name)).member(name))
+	}
+}
+
+// patternProperties emits each pattern's schema on the declared members
+// it matches (known now) and on the other members that match it (tested
+// when validating).
+func (vc *vctx) patternProperties(s *node, o objectOf, patterns []*regexp.Regexp, p pos) {
+	pats := s.Get("patternProperties")
+	if pats == nil {
+		return
+	}
+	for i, pat := range pats.Keys {
+		ps := pats.Values[i]
+		pp := p.keyword("patternProperties/" + esc(pat))
+		for _, f := range o.fields {
+			if patterns[i].MatchString(f.JSONName) {
+				vc.fieldValue(ps, o.x.expr+"."+f.GoName, o.fieldPath(f), f, pp.member(f.JSONName))
+			}
+		}
+		if o.extra == "" || gomodel.IsTrue(ps) {
+			continue
+		}
+		k, e := vc.c.fresh("k"), vc.c.fresh("e")
+		vc.rangeOver(k, e, o.extra, func() {
+			vc.block("if "+vc.vs.pattern(pat)+".MatchString("+k+")", func() {
+				vc.c.raw(vc.below(pp, k, false, func(q pos) {
+					vc.check(ps, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, q)
+				}))
+			})
+		})
+	}
+}
+
+// additionalProperties emits its schema on the members neither properties
+// nor patternProperties cover: declared ones (known now), then the others.
+func (vc *vctx) additionalProperties(s *node, o objectOf, x val, patterns []*regexp.Regexp, p pos) {
+	addl := s.Get("additionalProperties")
+	if addl == nil || !vc.decided(s, "additionalProperties", x) || gomodel.IsTrue(addl) {
+		return
+	}
+	props := s.Get("properties")
+	ap := p.keyword("additionalProperties")
+	for _, f := range o.fields {
+		if props != nil && props.Get(f.JSONName) != nil || matchesAny(patterns, f.JSONName) {
+			continue
+		}
+		vc.additionalField(addl, o, f, ap.member(f.JSONName))
+	}
+	if o.extra != "" {
+		vc.additionalExtra(addl, o, props, s.Get("patternProperties"), ap)
+	}
+}
+
+// additionalField emits additionalProperties on declared member f, which
+// no property or pattern covers: refused when present if it is false.
+func (vc *vctx) additionalField(addl *node, o objectOf, f *gomodel.Field, fp pos) {
+	if !gomodel.IsFalse(addl) {
+		vc.fieldValue(addl, o.x.expr+"."+f.GoName, o.fieldPath(f), f, fp)
+		return
+	}
+	cond := fieldPresent(o.x.expr+"."+f.GoName, f)
+	if cond != "true" {
+		vc.c.line("if %s {", cond)
+	}
+	vc.fail(fp, "", strconv.Quote(fmt.Sprintf("additionalProperties %q not allowed", f.JSONName)))
+	if cond != "true" {
+		vc.c.line("}")
+	}
+}
+
+// additionalExtra emits additionalProperties on the members of the map of
+// other members that no declared property names and no pattern matches.
+func (vc *vctx) additionalExtra(addl *node, o objectOf, props, pats *node, ap pos) {
+	k, e := vc.c.fresh("k"), vc.c.fresh("e")
+	checks := vc.c.capture(func() {
+		vc.c.raw(vc.below(ap, k, false, func(mp pos) {
+			if gomodel.IsFalse(addl) {
+				vc.fail(mp, "", `"additionalProperties "+jsonwire.Quote(`+k+`)+" not allowed"`)
 				return
 			}
-			patterns = append(patterns, re)
-		}
+			vc.check(addl, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, mp)
+		}))
+	})
+	if checks == "" {
+		return
 	}
-	if props != nil && vc.decided(s, "properties", x) {
-		for i, name := range props.Keys {
-			vc.memberValue(o, name, props.Values[i], p.keyword("properties/"+esc(name)).member(name))
-		}
-	}
-	if pats != nil {
-		for i, pat := range pats.Keys {
-			ps := pats.Values[i]
-			pp := p.keyword("patternProperties/" + esc(pat))
-			for _, f := range o.fields {
-				if patterns[i].MatchString(f.JSONName) {
-					vc.fieldValue(ps, o.x.expr+"."+f.GoName, o.fieldPath(f), f, pp.member(f.JSONName))
-				}
+	vc.rangeOver(k, e, o.extra, func() {
+		if props != nil && len(props.Keys) > 0 {
+			var quoted []string
+			for _, n := range props.Keys {
+				quoted = append(quoted, strconv.Quote(n))
 			}
-			if o.extra != "" && !gomodel.IsTrue(ps) {
-				k, e := vc.c.fresh("k"), vc.c.fresh("e")
-				vc.rangeOver(k, e, o.extra, func() {
-					vc.block("if "+vc.vs.pattern(pat)+".MatchString("+k+")", func() {
-						vc.c.raw(vc.below(pp, k, false, func(q pos) {
-							vc.check(ps, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, q)
-						}))
-					})
-				})
-			}
-		}
-	}
-	if addl != nil && vc.decided(s, "additionalProperties", x) && !gomodel.IsTrue(addl) {
-		ap := p.keyword("additionalProperties")
-		for _, f := range o.fields {
-			if inProps(f.JSONName) || matchesAny(patterns, f.JSONName) {
-				continue
-			}
-			fp := ap.member(f.JSONName)
-			if gomodel.IsFalse(addl) {
-				cond := fieldPresent(o.x.expr+"."+f.GoName, f)
-				if cond != "true" {
-					vc.c.line("if %s {", cond)
-				}
-				vc.fail(fp, "", strconv.Quote(fmt.Sprintf("additionalProperties %q not allowed", f.JSONName)))
-				if cond != "true" {
-					vc.c.line("}")
-				}
-				continue
-			}
-			vc.fieldValue(addl, o.x.expr+"."+f.GoName, o.fieldPath(f), f, fp)
-		}
-		if o.extra != "" {
-			k, e := vc.c.fresh("k"), vc.c.fresh("e")
-			checks := vc.c.capture(func() {
-				vc.c.raw(vc.below(ap, k, false, func(mp pos) {
-					if gomodel.IsFalse(addl) {
-						vc.fail(mp, "", `"additionalProperties "+jsonwire.Quote(`+k+`)+" not allowed"`)
-						return
-					}
-					vc.check(addl, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, mp)
-				}))
-			})
-			if checks != "" {
-				vc.rangeOver(k, e, o.extra, func() {
-					if props != nil && len(props.Keys) > 0 {
-						var quoted []string
-						for _, n := range props.Keys {
-							quoted = append(quoted, strconv.Quote(n))
-						}
-						vc.c.line("switch %s {", k)
-						vc.c.line("case %s:", strings.Join(quoted, ", "))
-						vc.c.line("continue")
-						vc.c.line("}")
-					}
-					for _, pat := range patternKeys(pats) {
-						vc.c.line("if %s.MatchString(%s) {", vc.vs.pattern(pat), k)
-						vc.c.line("continue")
-						vc.c.line("}")
-					}
-					vc.c.raw(checks)
-				})
-			}
-		}
-	}
-	if names := s.Get("propertyNames"); names != nil && vc.decided(s, "propertyNames", x) && !gomodel.IsTrue(names) {
-		np := p.keyword("propertyNames")
-		str := &gomodel.TypeRef{Kind: gomodel.RefBuiltin, Name: "string"}
-		for _, f := range o.fields {
-			cond := fieldPresent(o.x.expr+"."+f.GoName, f)
-			vc.block("if "+cond, func() {
-				vc.check(names, val{expr: strconv.Quote(f.JSONName), path: gomodel.ValueName(o.x.path, f.JSONName), ref: str}, np.member(f.JSONName))
-			})
-		}
-		if o.extra != "" {
-			k := vc.c.fresh("k")
-			vc.rangeOver(k, "_", o.extra, func() {
-				vc.c.raw(vc.below(np, k, false, func(q pos) {
-					vc.check(names, val{expr: k, path: gomodel.ValueNames(o.extraPath), ref: str}, q)
-				}))
-			})
-		}
-	}
-	if req := s.Get("required"); req != nil && vc.decided(s, "required", x) && len(req.Items) > 0 {
-		var checks []string
-		for _, it := range req.Items {
-			cond := o.present(it.Text)
-			if cond == "true" {
-				continue
-			}
-			checks = append(checks, cond, it.Text)
-		}
-		if len(checks) > 0 {
-			vc.c.line("{")
-			vc.c.line("var missing []string")
-			for i := 0; i < len(checks); i += 2 {
-				if checks[i] == "false" {
-					vc.c.line("missing = append(missing, %q)", checks[i+1])
-					continue
-				}
-				vc.c.line("if %s {", not(checks[i]))
-				vc.c.line("missing = append(missing, %q)", checks[i+1])
-				vc.c.line("}")
-			}
-			vc.c.line("if len(missing) > 0 {")
-			vc.fail(p, "required", "jsonwire.MissingMessage(missing)")
-			vc.c.line("}")
+			vc.c.line("switch %s {", k)
+			vc.c.line("case %s:", strings.Join(quoted, ", "))
+			vc.c.line("continue")
 			vc.c.line("}")
 		}
+		for _, pat := range patternKeys(pats) {
+			vc.c.line("if %s.MatchString(%s) {", vc.vs.pattern(pat), k)
+			vc.c.line("continue")
+			vc.c.line("}")
+		}
+		vc.c.raw(checks)
+	})
+}
+
+// propertyNames emits its schema on the name of every present member.
+func (vc *vctx) propertyNames(s *node, o objectOf, x val, p pos) {
+	names := s.Get("propertyNames")
+	if names == nil || !vc.decided(s, "propertyNames", x) || gomodel.IsTrue(names) {
+		return
 	}
-	minP, hasMin := s.Get("minProperties"), s.Get("minProperties") != nil
-	maxP, hasMax := s.Get("maxProperties"), s.Get("maxProperties") != nil
-	if hasMin || hasMax {
-		n := vc.c.fresh("count")
-		vc.c.line("%s := 0", n)
-		for _, f := range o.fields {
-			cond := fieldPresent(o.x.expr+"."+f.GoName, f)
-			if cond == "true" {
-				vc.c.line("%s++", n)
-				continue
-			}
-			vc.c.line("if %s {", cond)
+	np := p.keyword("propertyNames")
+	str := &gomodel.TypeRef{Kind: gomodel.RefBuiltin, Name: "string"}
+	for _, f := range o.fields {
+		cond := fieldPresent(o.x.expr+"."+f.GoName, f)
+		vc.block("if "+cond, func() {
+			vc.check(names, val{expr: strconv.Quote(f.JSONName), path: gomodel.ValueName(o.x.path, f.JSONName), ref: str}, np.member(f.JSONName))
+		})
+	}
+	if o.extra != "" {
+		k := vc.c.fresh("k")
+		vc.rangeOver(k, "_", o.extra, func() {
+			vc.c.raw(vc.below(np, k, false, func(q pos) {
+				vc.check(names, val{expr: k, path: gomodel.ValueNames(o.extraPath), ref: str}, q)
+			}))
+		})
+	}
+}
+
+// required emits one check listing every required member that is absent;
+// members the Go type always holds need none.
+func (vc *vctx) required(s *node, o objectOf, x val, p pos) {
+	req := s.Get("required")
+	if req == nil || !vc.decided(s, "required", x) || len(req.Items) == 0 {
+		return
+	}
+	var checks []string
+	for _, it := range req.Items {
+		cond := o.present(it.Text)
+		if cond == "true" {
+			continue
+		}
+		checks = append(checks, cond, it.Text)
+	}
+	if len(checks) == 0 {
+		return
+	}
+	vc.c.line("{")
+	vc.c.line("var missing []string")
+	for i := 0; i < len(checks); i += 2 {
+		if checks[i] == "false" {
+			vc.c.line("missing = append(missing, %q)", checks[i+1])
+			continue
+		}
+		vc.c.line("if %s {", not(checks[i]))
+		vc.c.line("missing = append(missing, %q)", checks[i+1])
+		vc.c.line("}")
+	}
+	vc.c.line("if len(missing) > 0 {")
+	vc.fail(p, "required", "jsonwire.MissingMessage(missing)")
+	vc.c.line("}")
+	vc.c.line("}")
+}
+
+// propertyCounts emits minProperties and maxProperties on one count of
+// the present members.
+func (vc *vctx) propertyCounts(s *node, o objectOf, x val, p pos) {
+	minP, maxP := s.Get("minProperties"), s.Get("maxProperties")
+	if minP == nil && maxP == nil {
+		return
+	}
+	n := vc.c.fresh("count")
+	vc.c.line("%s := 0", n)
+	for _, f := range o.fields {
+		cond := fieldPresent(o.x.expr+"."+f.GoName, f)
+		if cond == "true" {
 			vc.c.line("%s++", n)
-			vc.c.line("}")
+			continue
 		}
-		if o.extra != "" {
-			vc.c.line("%s += len(%s)", n, o.extra)
-		}
-		if hasMin && vc.decided(s, "minProperties", x) {
-			if lim, ok := gomodel.Count(minP); ok {
-				vc.c.line("if %s < %d {", n, lim)
-				vc.fail(p, "minProperties", fmt.Sprintf(`"minimum %d properties allowed, but found "+strconv.Itoa(%s)+" properties"`, lim, n))
-				vc.c.line("}")
-			} else {
-				vc.cannot(s, "minProperties", x)
-			}
-		}
-		if hasMax && vc.decided(s, "maxProperties", x) {
-			if lim, ok := gomodel.Count(maxP); ok {
-				vc.c.line("if %s > %d {", n, lim)
-				vc.fail(p, "maxProperties", fmt.Sprintf(`"maximum %d properties allowed, but found "+strconv.Itoa(%s)+" properties"`, lim, n))
-				vc.c.line("}")
-			} else {
-				vc.cannot(s, "maxProperties", x)
-			}
-		}
+		vc.c.line("if %s {", cond)
+		vc.c.line("%s++", n)
+		vc.c.line("}")
 	}
-	if dr := s.Get("dependentRequired"); dr != nil && vc.decided(s, "dependentRequired", x) {
-		for i, name := range dr.Keys {
-			cond := o.present(name)
-			if cond == "false" {
+	if o.extra != "" {
+		vc.c.line("%s += len(%s)", n, o.extra)
+	}
+	for _, b := range []struct {
+		keyword, op, message string
+		limit                *node
+	}{
+		{"minProperties", "<", "minimum %d properties allowed, but found ", minP},
+		{"maxProperties", ">", "maximum %d properties allowed, but found ", maxP},
+	} {
+		if b.limit == nil || !vc.decided(s, b.keyword, x) {
+			continue
+		}
+		lim, ok := gomodel.Count(b.limit)
+		if !ok {
+			vc.cannot(s, b.keyword, x)
+			continue
+		}
+		vc.c.line("if %s %s %d {", n, b.op, lim)
+		vc.fail(p, b.keyword, fmt.Sprintf(`"`+b.message+`"+strconv.Itoa(%s)+" properties"`, lim, n))
+		vc.c.line("}")
+	}
+}
+
+// dependentRequired emits, for each member that is present, the members
+// it requires.
+func (vc *vctx) dependentRequired(s *node, o objectOf, x val, p pos) {
+	dr := s.Get("dependentRequired")
+	if dr == nil || !vc.decided(s, "dependentRequired", x) {
+		return
+	}
+	for i, name := range dr.Keys {
+		cond := o.present(name)
+		if cond == "false" {
+			continue
+		}
+		vc.c.line("if %s {", cond)
+		for j, it := range dr.Values[i].Items {
+			need := o.present(it.Text)
+			if need == "true" {
 				continue
 			}
-			vc.c.line("if %s {", cond)
-			for j, it := range dr.Values[i].Items {
-				need := o.present(it.Text)
-				if need == "true" {
-					continue
-				}
-				vc.c.line("if %s {", not(need))
-				vc.fail(p, "dependentRequired/"+esc(name)+"/"+strconv.Itoa(j),
-					strconv.Quote(fmt.Sprintf("property %q is required, if %q property exists", it.Text, name)))
-				vc.c.line("}")
-			}
+			vc.c.line("if %s {", not(need))
+			vc.fail(p, "dependentRequired/"+esc(name)+"/"+strconv.Itoa(j),
+				strconv.Quote(fmt.Sprintf("property %q is required, if %q property exists", it.Text, name)))
 			vc.c.line("}")
 		}
+		vc.c.line("}")
 	}
-	if ds := s.Get("dependentSchemas"); ds != nil && vc.decided(s, "dependentSchemas", x) {
-		for i, name := range ds.Keys {
-			cond := o.present(name)
-			if cond == "false" {
-				continue
-			}
-			vc.c.line("if %s {", cond)
-			vc.check(ds.Values[i], x, p.keyword("dependentSchemas/"+esc(name)))
-			vc.c.line("}")
+}
+
+// dependentSchemas emits, for each member that is present, its schema on
+// the whole object.
+func (vc *vctx) dependentSchemas(s *node, o objectOf, x val, p pos) {
+	ds := s.Get("dependentSchemas")
+	if ds == nil || !vc.decided(s, "dependentSchemas", x) {
+		return
+	}
+	for i, name := range ds.Keys {
+		cond := o.present(name)
+		if cond == "false" {
+			continue
 		}
+		vc.c.line("if %s {", cond)
+		vc.check(ds.Values[i], x, p.keyword("dependentSchemas/"+esc(name)))
+		vc.c.line("}")
 	}
 }
 
