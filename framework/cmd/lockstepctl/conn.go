@@ -154,7 +154,45 @@ func readBounded(resp *http.Response, limit int64) ([]byte, error) {
 	if n > limit {
 		return nil, fmt.Errorf("%w: %s %s is over --max-bytes %d", errTooLarge, resp.Request.Method, resp.Request.URL.Path, limit)
 	}
+	if containers, most := jsonContainers(buf.Bytes()), limit/bytesPerContainer; containers > most {
+		return nil, fmt.Errorf("%w: %s %s holds %d JSON objects and arrays in %d bytes, over the %d --max-bytes %d allows",
+			errTooLarge, resp.Request.Method, resp.Request.URL.Path, containers, n, most, limit)
+	}
 	return buf.Bytes(), nil
+}
+
+// bytesPerContainer bounds how densely an answer may pack JSON objects and
+// arrays: one per 64 bytes of --max-bytes (262,144 at the default). A
+// bound on bytes alone bounds nothing once decoded: "{}," is three bytes
+// and a status session some hundreds of bytes of Go values, so a 16 MiB
+// status of empty sessions took 2.8 GB and 97 s to print as a table. The
+// status of a real server spends over a hundred bytes on each object (a
+// session with its peer is two objects in some two hundred bytes).
+const bytesPerContainer = 64
+
+// jsonContainers counts the objects and arrays in JSON text, outside its
+// strings, without decoding it.
+func jsonContainers(b []byte) int64 {
+	var n int64
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			n++
+		}
+	}
+	return n
 }
 
 // wireError is the lockstep error shape.

@@ -30,7 +30,7 @@ import (
 // tab that would break a table, DEL.
 const (
 	oscClipboard = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
-	hostileName  = "nc" + oscClipboard + "\x1b]0;owned\x07\u009b31m\x1b[2K\x1b[1A\u202eevil\u200b\nFORGED LINE\tx\x7f"
+	hostileName  = "nc" + oscClipboard + "\x1b]0;owned\x07\u009b31m\x1b[2K\x1b[1A\u202eevil\u200b\U000E0001\nFORGED LINE\tx\x7f"
 )
 
 // assertTerminalSafe fails when out holds anything a terminal acts on.
@@ -193,6 +193,24 @@ func watchersStatus(n int, selection string) []byte {
 	return bytes.Replace(st, []byte(`"`+mark+`"`), list, 1)
 }
 
+func TestJSONContainersCountsOutsideStrings(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want int64
+	}{
+		{`{}`, 1},
+		{`{"a":[1,{"b":[]}]}`, 4},
+		{`{"s":"{[{[ \" {"}`, 1},
+		{`["\\",{}]`, 2},
+		{`"[{"`, 0},
+	} {
+		assert.Equal(t, tc.want, jsonContainers([]byte(tc.json)), tc.json)
+	}
+	// The statuses the framework's tests make stay far below the bound.
+	st := hostileStatus(nil)
+	assert.Less(t, jsonContainers(st)*bytesPerContainer, int64(len(st)))
+}
+
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -205,10 +223,15 @@ func TestHostileServerSizesAreBounded(t *testing.T) {
 	huge := watchersStatus(4096, strings.Repeat("x", 16<<10)) // 4,096 watchers with 16 KB selections
 	require.Greater(t, len(huge), 60<<20)
 	chunk := bytes.Repeat([]byte(`{"component":"x",`), 4096)
+	// Within the bound in bytes, but three bytes an object: decoded and
+	// printed, each is hundreds.
+	dense := []byte(`{"component":"x","sessions":[{}` + strings.Repeat(`,{}`, (4<<20-64)/3) + `]}`)
 	srv := hostile(t, func(w http.ResponseWriter, r *http.Request) {
 		switch strings.Split(r.URL.Path, "/")[1] {
 		case "small":
 			_, _ = w.Write(hostileStatus(nil))
+		case "dense":
+			_, _ = w.Write(dense)
 		case "length": // Content-Length says it all
 			w.Header().Set("Content-Length", fmt.Sprint(len(huge)))
 			_, _ = w.Write(huge)
@@ -233,11 +256,16 @@ func TestHostileServerSizesAreBounded(t *testing.T) {
 	// and what the collector has not collected yet).
 	const limit = 4 << 20
 	base := peakOf(t, "status", "-o", "yaml", srv.URL+"/small")
-	for _, shape := range []string{"length", "chunked", "endless"} {
+	for _, shape := range []string{"length", "chunked", "endless", "dense"} {
 		r := peakOf(t, "status", "-o", "yaml", "--max-bytes", fmt.Sprint(limit), srv.URL+"/"+shape)
 		assert.Equal(t, 2, r.code, shape)
 		assert.Empty(t, r.stdout, shape)
-		assert.Contains(t, r.stderr, "over --max-bytes 4194304", shape)
+		if shape == "dense" {
+			assert.Contains(t, r.stderr, "JSON objects and arrays in 4194", shape)
+			assert.Contains(t, r.stderr, "over the 65536 --max-bytes 4194304 allows", shape)
+		} else {
+			assert.Contains(t, r.stderr, "over --max-bytes 4194304", shape)
+		}
 		assert.Less(t, r.rss-base.rss, int64(memFactor()*8*limit), "%s: peak RSS %d, %d reading a small status", shape, r.rss, base.rss)
 		t.Logf("%s: refused in %v, peak RSS %.1f MiB (%.1f MiB reading a small status)", shape, r.took.Round(time.Millisecond),
 			float64(r.rss)/(1<<20), float64(base.rss)/(1<<20))
@@ -459,31 +487,41 @@ func TestHostileStatusRenderedWithinBounds(t *testing.T) {
 	status := watchersStatus((whole-one)/each, selection)
 	require.Greater(t, len(part), limit*9/10)
 	require.Less(t, len(status), whole)
+	// What costs most to decode and render: as many small sessions as the
+	// bound on objects lets through, each two objects in 128 bytes.
+	session := `{"peer":{},"contract":"` + strings.Repeat("c", 128-len(`{"peer":{},"contract":""},`)) + `"}`
+	sessions := []byte(`{"component":"nc","sessions":[` + session + strings.Repeat(","+session, (limit-64)/(len(session)+1)-1) + `]}`)
+	require.Less(t, len(sessions), limit)
 	srv := hostile(t, func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/small") {
+		switch strings.Split(r.URL.Path, "/")[1] {
+		case "small":
 			_, _ = w.Write(hostileStatus(nil))
-			return
-		}
-		if strings.HasPrefix(r.URL.Path, "/part") {
+		case "escapes":
 			_, _ = w.Write(part)
-			return
+		case "sessions":
+			_, _ = w.Write(sessions)
+		default:
+			_, _ = w.Write(status)
 		}
-		_, _ = w.Write(status)
 	})
 	for _, format := range []string{"yaml", "json", "table"} {
 		base := peakOf(t, "status", "-o", format, srv.URL+"/small")
-		r := peakOf(t, "status", "-o", format, "--max-bytes", fmt.Sprint(limit), srv.URL+"/part")
-		require.Equal(t, 0, r.code, r.stderr)
-		assertTerminalSafe(t, "-o "+format, r.stdout)
-		// JSON's escapes make each byte of the selections six: the bound
-		// is on what was read, times what a render makes of a byte.
-		assert.Less(t, r.rss-base.rss, int64(memFactor()*16*limit), "-o %s of a %d-byte status: peak RSS %d, %d for a small one", format, len(status), r.rss, base.rss)
-		t.Logf("-o %s of a %.1f MiB status: %.1f MiB printed in %v, peak RSS %.0f MiB (%.0f MiB for a small status)", format,
-			float64(len(part))/(1<<20), float64(len(r.stdout))/(1<<20), r.took.Round(time.Millisecond), float64(r.rss)/(1<<20), float64(base.rss)/(1<<20))
+		for _, shape := range []string{"escapes", "sessions"} {
+			r := peakOf(t, "status", "-o", format, "--max-bytes", fmt.Sprint(limit), srv.URL+"/"+shape)
+			require.Equal(t, 0, r.code, r.stderr)
+			assertTerminalSafe(t, "-o "+format, r.stdout)
+			// JSON's escapes make each byte of the selections six, a
+			// session's 128 bytes are some hundreds decoded: the bound
+			// is on what was read, times what decoding and a render make
+			// of a byte (some 12 at most, measured).
+			assert.Less(t, r.rss-base.rss, int64(memFactor()*24*limit), "-o %s of %s: peak RSS %d, %d for a small status", format, shape, r.rss, base.rss)
+			t.Logf("-o %s of %.1f MiB of %s: %.1f MiB printed in %v, peak RSS %.0f MiB (%.0f MiB for a small status)", format,
+				float64(limit)/(1<<20), shape, float64(len(r.stdout))/(1<<20), r.took.Round(time.Millisecond), float64(r.rss)/(1<<20), float64(base.rss)/(1<<20))
+		}
 	}
 
 	// SIGTERM in the middle of rendering it ends the process at once.
-	cmd, stdout, stderr := subprocess(t, "status", "-o", "yaml", srv.URL)
+	cmd, stdout, stderr := subprocess(t, "status", "-o", "yaml", srv.URL+"/whole")
 	require.Eventually(t, func() bool { return len(stdout.String()) > 0 }, 30*time.Second, time.Millisecond, "nothing printed")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	code, took := waitExit(t, cmd, 10*time.Second)

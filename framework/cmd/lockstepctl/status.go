@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/lockstep-dev/lockstep/framework"
 )
 
@@ -47,9 +45,11 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	stdout = &boundedWriter{w: stdout, limit: 8*conn.maxBytes + 1<<20}
 	switch *output {
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		b, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		return writeIndentedJSON(stdout, b)
 	case "yaml":
 		// Through JSON, so the keys and the readable durations are the
 		// status JSON's own.
@@ -57,16 +57,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var doc any
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return err
-		}
-		enc := yaml.NewEncoder(stdout)
-		enc.SetIndent(2)
-		if err := enc.Encode(doc); err != nil {
-			return err
-		}
-		return enc.Close()
+		return writeYAML(stdout, b)
 	}
 	return printStatus(stdout, st)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -133,6 +134,10 @@ func (t *termWriter) Write(p []byte) (int, error) {
 			out = fmt.Appendf(out, `\x%02x`, c)
 		case safeRune(r):
 			out = append(out, p[i:i+size]...)
+		case r > 0xffff:
+			// A UTF-16 pair, as JSON writes it.
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
 		default:
 			out = fmt.Appendf(out, `\u%04x`, r)
 		}
