@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,58 +158,106 @@ func TestCertsMutualTLS(t *testing.T) {
 	assert.Contains(t, errOut, "no CA in")
 }
 
-// TestCheckUnderMutualTLS runs check and watch with certificates made by
-// lockstepctl certs against a server requiring them: with the operator's
-// certificate, the dry run is asked on behalf of the client component
-// (Lockstep-On-Behalf-Of), and a server that does not accept that yet is
-// reported as such, not as a refusal; with the client component's own
-// certificate, check works today.
-func TestCheckUnderMutualTLS(t *testing.T) {
+// TestOperatorToolsUnderMutualTLS runs status, check and watch with
+// certificates made by lockstepctl certs against a server that requires
+// them. With the operator's certificate, status is read; check and watch
+// are asked on behalf of the client component (Lockstep-On-Behalf-Of),
+// which a server that does not accept that yet answers with an error that
+// lockstepctl reports as such, never as a refusal. With the client
+// component's own certificate and the contract file, check and watch
+// --select work against the server as it is.
+func TestOperatorToolsUnderMutualTLS(t *testing.T) {
 	pki := t.TempDir()
 	for _, args := range [][]string{
 		{"certs", "ca", pki},
-		{"certs", "issue", pki, "nodecontroller/nc-0", "--loopback"},
-		{"certs", "issue", pki, "kubelet/node-1"},
+		{"certs", "issue", pki, "controller/c-0", "--loopback"},
+		{"certs", "issue", pki, "agent/node-1"},
 		{"certs", "operator", pki, "alice"},
 	} {
 		code, _, errOut := ctl(t, args...)
 		require.Equal(t, 0, code, errOut)
 	}
-	server, kubelet, operator := filepath.Join(pki, "nodecontroller", "nc-0"), filepath.Join(pki, "kubelet", "node-1"), filepath.Join(pki, "operator", "alice")
-	comp := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: loadCreds(t, server)},
-		func(s *framework.Server) {
-			framework.ServeTopic[topicmsg.NodeHealth](s, contract(t, "1.0.0"), topicmsg.TopicNodeHealth)
-		})
-	fp := contract(t, "1.0.0").Fingerprint()
+	server, agent, operator := filepath.Join(pki, "controller", "c-0"), filepath.Join(pki, "agent", "node-1"), filepath.Join(pki, "operator", "alice")
+	comp, topic, c := nodeinfoServerWith(t, framework.ServerConfig{MTLS: loadCreds(t, server)})
+	require.NoError(t, topic.Set(&assignment{UID: "a", Node: "node-1"}))
+	require.NoError(t, topic.Set(&assignment{UID: "b", Node: "node-2"}))
+	with := func(dir string, args ...string) (int, string, string) {
+		t.Helper()
+		return ctl(t, append(args, tlsFlags(dir)...)...)
+	}
 
-	code, out, errOut := ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "1.0.0"}, tlsFlags(operator)...)...)
+	// The operator: status, and a server that does not accept on-behalf-of
+	// entries yet.
+	code, out, errOut := with(operator, "status", comp.URL)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "controller 1.0.0")
+	code, out, errOut = with(operator, "check", comp.URL, "--contract", "nodeinfo", "--version", "1.0.0")
 	assert.Equal(t, 2, code, "not a refusal: the answer is unknown: %s", out)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "permission_denied")
-	assert.Contains(t, errOut, "does not accept a dry run on behalf of kubelet from lockstep://operator/alice")
+	assert.Contains(t, errOut, "does not accept a dry run on behalf of agent from lockstep://operator/alice")
+	code, _, errOut = with(operator, "watch", comp.URL, "Assignment")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "does not accept a watch on behalf of agent from lockstep://operator/alice")
 
-	code, out, errOut = ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "1.0.0",
-		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(kubelet)...)...)
+	// The client component's certificate and the contract file.
+	code, out, errOut = with(agent, "check", comp.URL, "--contract-file", nodeinfoFile)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "accepted: nodecontroller 1.31.0")
-	code, out, errOut = ctl(t, append([]string{"check", comp.URL, "--contract", "topics", "--version", "2.0.0",
-		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(kubelet)...)...)
+	assert.Equal(t, "accepted: controller 1.0.0 (instance "+comp.Server.Instance()+") would agree on nodeinfo 1.0.0 with a agent offering "+c.Fingerprint()+"\n", out)
+	v2 := copyContract(t, func(c, s string) (string, string) { return strings.Replace(c, `"1.0.0"`, `"2.0.0"`, 1), s })
+	code, out, errOut = with(agent, "check", comp.URL, "--contract-file", v2)
 	require.Equal(t, exitRefused, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "refused (version_mismatch): "), out)
-
-	code, _, errOut = ctl(t, append([]string{"watch", comp.URL, "NodeHealth"}, tlsFlags(operator)...)...)
+	code, _, errOut = with(agent, "watch", comp.URL, "Assignment")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "the server does not admit lockstep://operator/alice as one; watch with a kubelet certificate")
-	assert.Empty(t, comp.Server.Sessions(), "nothing opened a session")
+	assert.Contains(t, errOut, "the status is an operator's; give --contract-file")
 
-	// The wire: the operator's dry run names the role it asks for.
-	var got http.Header
+	lines := &lineBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr lineBuffer
+	go func() {
+		done <- run(ctx, append([]string{"watch", comp.URL, "Assignment", "--contract-file", nodeinfoFile, "--select", "node=node-1"}, tlsFlags(agent)...), lines, &stderr)
+	}()
+	lines.waitFor(t, "synced (held by instance "+comp.Server.Instance()+")")
+	assert.Contains(t, lines.String(), `set a {"uid":"a","node":"node-1"}`)
+	assert.NotContains(t, lines.String(), `"uid":"b"`)
+	cancel()
+	require.Equal(t, 0, <-done, stderr.String())
+	require.Eventually(t, func() bool { return len(comp.Server.Sessions()) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the watch's session closed; the operator's entries opened none")
+}
+
+// TestOnBehalfOfWire checks what an operator's check and watch send: the
+// header naming the client component, and for the watch no session and no
+// handshake; a server that accepts them is used as it answers.
+func TestOnBehalfOfWire(t *testing.T) {
+	pki := t.TempDir()
+	for _, args := range [][]string{
+		{"certs", "ca", pki},
+		{"certs", "issue", pki, "controller/c-0", "--loopback"},
+		{"certs", "issue", pki, "agent/node-1"},
+		{"certs", "operator", pki, "alice"},
+	} {
+		code, _, errOut := ctl(t, args...)
+		require.Equal(t, 0, code, errOut)
+	}
+	server, agent, operator := filepath.Join(pki, "controller", "c-0"), filepath.Join(pki, "agent", "node-1"), filepath.Join(pki, "operator", "alice")
+	var mu sync.Mutex
+	var seen []string // method path on-behalf-of session, per request
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == protocol.PathHandshake {
-			got = r.Header.Clone()
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" behalf="+r.Header.Get(headerOnBehalfOf)+" session="+r.Header.Get(protocol.HeaderSession))
+		mu.Unlock()
+		switch {
+		case r.URL.Path == protocol.PathHandshake:
 			assert.Equal(t, "1", r.URL.Query().Get(protocol.QueryDryRun))
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, `{"code":"permission_denied","message":"no"}`)
+			_, _ = io.WriteString(w, `{"session":"","version":"1.0.0","peer":{"component":"controller","instance":"i","release":"1.0.0"}}`)
+		case strings.Contains(r.URL.Path, "/watch/"):
+			assert.Equal(t, "node=node-1", r.URL.RawQuery)
+			_, _ = io.WriteString(w, `{"type":"set","key":"a","object":{"uid":"a","node":"node-1"}}`+"\n"+`{"type":"closing","reason":"done"}`+"\n")
+		default:
+			w.WriteHeader(http.StatusNotFound)
 		}
 	}))
 	pair, err := tls.LoadX509KeyPair(filepath.Join(server, tlsCert), filepath.Join(server, tlsKey))
@@ -216,14 +265,26 @@ func TestCheckUnderMutualTLS(t *testing.T) {
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAnyClientCert}
 	srv.StartTLS()
 	defer srv.Close()
-	code, _, errOut = ctl(t, append([]string{"check", srv.URL, "--contract", "topics", "--version", "1.0.0",
-		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(operator)...)...)
-	assert.Equal(t, 2, code, errOut)
-	require.NotNil(t, got)
-	assert.Equal(t, "kubelet", got.Get(headerOnBehalfOf))
-	got = nil
-	code, _, _ = ctl(t, append([]string{"check", srv.URL, "--contract", "topics", "--version", "1.0.0",
-		"--fingerprint", fp, "--component", "kubelet"}, tlsFlags(kubelet)...)...)
-	assert.Equal(t, exitRefused, code, "the client's own certificate asks for itself")
-	assert.Empty(t, got.Get(headerOnBehalfOf))
+	take := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+
+	code, out, errOut := ctl(t, append([]string{"check", srv.URL, "--contract-file", nodeinfoFile}, tlsFlags(operator)...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "accepted: controller 1.0.0")
+	assert.Equal(t, []string{"POST /lockstep/handshake behalf=agent session="}, take())
+
+	code, out, errOut = ctl(t, append([]string{"watch", srv.URL, "Assignment", "--contract-file", nodeinfoFile, "--select", "node=node-1"}, tlsFlags(operator)...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `set a {"uid":"a","node":"node-1"}`)
+	assert.Equal(t, []string{"GET /lockstep/nodeinfo/1.0.0/watch/Assignment behalf=agent session="}, take(), "no handshake, no session")
+
+	// The client component's own certificate asks for itself.
+	code, _, errOut = ctl(t, append([]string{"check", srv.URL, "--contract-file", nodeinfoFile}, tlsFlags(agent)...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, []string{"POST /lockstep/handshake behalf= session="}, take())
 }

@@ -145,14 +145,17 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	return &refusedError{}
 }
 
-// headerOnBehalfOf is the request header of a dry-run handshake that an
-// operator's identity asks on behalf of a client component, naming that
-// component (which the hello claims too). It is the one exception to "the
-// certificate must name the component the hello claims" (docs/security.md):
-// a server that accepts it admits the dry run when the certificate names
-// an operator identity (MTLSFiles.Operators), charges it to that identity,
-// audits it, opens no session and claims no node. A server that does not
-// know it refuses the claim, permission_denied, as before.
+// headerOnBehalfOf is the request header with which an operator's
+// identity asks on behalf of a client component, naming that component:
+// on a dry-run handshake (which claims the component in its hello too),
+// and on a watch, which then carries no session. It is the one exception
+// to "the certificate must name the component the hello claims"
+// (docs/security.md): a server that accepts it admits the entry when the
+// certificate names an operator identity (MTLSFiles.Operators), charges it
+// to that identity, audits it, opens no session and claims no node. A
+// server that does not know it refuses the claim as before
+// (permission_denied for the dry run; for the watch, the session it
+// lacks), which lockstepctl reports as that, never as a refusal.
 const headerOnBehalfOf = "Lockstep-On-Behalf-Of"
 
 func servedList(st framework.ServerStatus) string {

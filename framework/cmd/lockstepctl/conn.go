@@ -202,13 +202,36 @@ type wireError struct {
 	Details json.RawMessage `json:"details"`
 }
 
+// serverError is a non-2xx answer: what was asked, the HTTP status, and
+// the lockstep error's code and message where the body is one.
+type serverError struct {
+	what, code, message string
+	status              int
+}
+
+func (e *serverError) Error() string {
+	if e.code != "" {
+		return fmt.Sprintf("%s: %s (%d): %s", e.what, cell(e.code), e.status, text(e.message))
+	}
+	return fmt.Sprintf("%s: HTTP %d: %s", e.what, e.status, e.message)
+}
+
+// codeOf returns the lockstep code of a server's error answer, or "".
+func codeOf(err error) string {
+	var se *serverError
+	if errors.As(err, &se) {
+		return se.code
+	}
+	return ""
+}
+
 // errorOf turns a non-2xx answer into an error naming its code.
 func errorOf(a answer, what string) error {
 	var w wireError
 	if json.Unmarshal(a.body, &w) == nil && w.Code != "" {
-		return fmt.Errorf("%s: %s (%d): %s", what, cell(w.Code), a.status, text(w.Message))
+		return &serverError{what: what, code: w.Code, message: w.Message, status: a.status}
 	}
-	return fmt.Errorf("%s: HTTP %d: %s", what, a.status, clipQuote(strings.TrimSpace(string(a.body)), 512))
+	return &serverError{what: what, status: a.status, message: clipQuote(strings.TrimSpace(string(a.body)), 512)}
 }
 
 // fetchStatus reads a component's status.

@@ -42,12 +42,20 @@ const nodeinfoFile = "testdata/nodeinfo/contract.yaml"
 // generated from it would: its wire model is the generator's.
 func nodeinfoServer(t *testing.T) (*frameworktest.Running, *framework.TopicWriter[assignment], *framework.Contract) {
 	t.Helper()
+	return nodeinfoServerWith(t, framework.ServerConfig{})
+}
+
+// nodeinfoServerWith is nodeinfoServer with a configuration of the test's
+// (mutual TLS, say).
+func nodeinfoServerWith(t *testing.T, cfg framework.ServerConfig) (*frameworktest.Running, *framework.TopicWriter[assignment], *framework.Contract) {
+	t.Helper()
+	cfg.Component, cfg.Release = "controller", "1.0.0"
 	cf, err := contractfile.LoadFile(nodeinfoFile)
 	require.NoError(t, err)
 	c, err := framework.NewContract(cf.Handshake())
 	require.NoError(t, err)
 	var topic *framework.TopicWriter[assignment]
-	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "controller", Release: "1.0.0"}, func(s *framework.Server) {
+	srv := frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		framework.HandleUnary(s, c, "Report", func(context.Context, *info) (*ack, error) { return &ack{Accepted: true}, nil })
 		topic = framework.ServeTopic[assignment](s, c, "Assignment")
 	})

@@ -83,7 +83,7 @@ func exitSignalled(sig os.Signal) int {
 const usage = `usage:
   lockstepctl status URL [-o table|json|yaml] [TLS flags]
   lockstepctl check URL (--contract C --version V [--fingerprint F] | --contract-file FILE) [--component NAME] [--release R] [TLS flags]
-  lockstepctl watch URL TOPIC [--select FIELD=VALUE]… [--contract C] [--version V] [TLS flags]
+  lockstepctl watch URL TOPIC [--select FIELD=VALUE]… [--contract C] [--version V] [--contract-file FILE] [TLS flags]
   lockstepctl certs ca DIR [--rotate | --drop-old]
   lockstepctl certs issue DIR COMPONENT/NAME [--dns N,…] [--ip A,…] [--loopback] [--lifetime D]
   lockstepctl certs operator DIR NAME

@@ -40,6 +40,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	contract := fs.String("contract", "", "the topic's contract, when several contracts have a topic of that name")
 	ver := fs.String("version", "", "the contract version to watch at (default: the highest served)")
 	release := fs.String("release", "", "the client release to watch as (checked against the server's release constraint)")
+	file := fs.String("contract-file", "", "the contract file of the topic (as check's): its contract, version, client and fingerprint are used, and the server's status is not read")
 	var sel selection
 	fs.Var(&sel, "select", "FIELD=VALUE: only the objects whose selector FIELD holds VALUE (repeatable; every one must match; the topic's selectors are in its contract)")
 	pos, err := parse(fs, args, "URL", "TOPIC")
@@ -57,47 +58,63 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	setup, cancelSetup := context.WithTimeout(ctx, conn.timeout)
 	defer cancelSetup()
-	st, err := fetchStatus(setup, hc, conn.maxBytes, base)
-	if err != nil {
-		return err
+	var served framework.ServedVersion
+	var st framework.ServerStatus
+	if *file != "" {
+		// The contract file says all a watch needs: the status, which
+		// under mutual TLS is an operator's, is not read.
+		if served, err = servedFromFile(*file, topic, *contract, *ver, sel); err != nil {
+			return err
+		}
+	} else {
+		if st, err = fetchStatus(setup, hc, conn.maxBytes, base); err != nil {
+			if conn.identity != nil && codeOf(err) == "permission_denied" {
+				return fmt.Errorf("%w: the status is an operator's; give --contract-file to watch without it", err)
+			}
+			return err
+		}
+		if served, err = pickTopic(st, topic, *contract, *ver); err != nil {
+			return err
+		}
+		if err := sel.check(st, served, topic); err != nil {
+			return err
+		}
 	}
-	served, err := pickTopic(st, topic, *contract, *ver)
-	if err != nil {
-		return err
-	}
-	if err := sel.check(st, served, topic); err != nil {
-		return err
-	}
-	// A watch needs a session: lockstepctl handshakes as the contract's
-	// client, under an instance of its own.
-	hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
-		Release: *release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
-	a, err := do(setup, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake, nil, hello)
-	if err != nil {
-		return err
-	}
-	if a.status == http.StatusForbidden && conn.identity != nil && conn.identity.Component != served.Client {
-		return fmt.Errorf("%s: a watch holds a session as the contract's client, %s, and the server does not admit %s as one; watch with a %s certificate",
-			errorOf(a, "handshake"), cell(served.Client), conn.identity, cell(served.Client))
-	}
-	if a.status != http.StatusOK {
-		return errorOf(a, "handshake")
-	}
-	var welcome handshake.Welcome
-	if err := json.Unmarshal(a.body, &welcome); err != nil {
-		return fmt.Errorf("welcome did not decode: %w", err)
-	}
-	session := http.Header{protocol.HeaderSession: {welcome.Session}}
-	defer func() {
-		// Close the session, so the server does not wait for it to lapse.
-		c, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		defer cancel()
-		_, _ = do(c, hc, smallAnswer, http.MethodDelete, base+protocol.PathSession, session, nil)
-	}()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go heartbeat(ctx, hc, base, welcome)
+	header := http.Header{}
+	behalf := conn.identity != nil && conn.identity.Component != served.Client
+	if behalf {
+		// Another identity than the contract's client (an operator's)
+		// watches on behalf of the client component, without a session:
+		// see headerOnBehalfOf.
+		header.Set(headerOnBehalfOf, served.Client)
+	} else {
+		// A watch needs a session: lockstepctl handshakes as the
+		// contract's client, under an instance of its own.
+		hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
+			Release: *release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
+		a, err := do(setup, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake, nil, hello)
+		if err != nil {
+			return err
+		}
+		if a.status != http.StatusOK {
+			return errorOf(a, "handshake")
+		}
+		var welcome handshake.Welcome
+		if err := json.Unmarshal(a.body, &welcome); err != nil {
+			return fmt.Errorf("welcome did not decode: %w", err)
+		}
+		session := http.Header{protocol.HeaderSession: {welcome.Session}}
+		defer func() {
+			// Close the session, so the server does not wait for it to lapse.
+			c, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			defer cancel()
+			_, _ = do(c, hc, smallAnswer, http.MethodDelete, base+protocol.PathSession, session, nil)
+		}()
+		go heartbeat(ctx, hc, base, welcome)
+		header.Set(protocol.HeaderSession, welcome.Session)
+	}
 
 	watchURL := base + protocol.WatchPath(served.Contract, served.Version, topic)
 	if len(sel) > 0 {
@@ -107,7 +124,9 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set(protocol.HeaderSession, welcome.Session)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
@@ -115,13 +134,22 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return errorOf(answer{status: resp.StatusCode, body: b}, "watch")
+		err := errorOf(answer{status: resp.StatusCode, body: b}, "watch")
+		if behalf {
+			return fmt.Errorf("%w: the server does not accept a watch on behalf of %s from %s (a server that predates it, or an identity it does not take for an operator); watch with a %s certificate",
+				err, cell(served.Client), conn.identity, cell(served.Client))
+		}
+		return err
 	}
 	where := ""
 	if len(sel) > 0 {
 		where = " where " + sel.String()
 	}
-	fmt.Fprintf(stdout, "# watching %s %s %s%s at %s (%s)\n", cell(served.Contract), cell(served.Version), topic, where, base, cell(st.Component))
+	at := base
+	if st.Component != "" {
+		at += " (" + cell(st.Component) + ")"
+	}
+	fmt.Fprintf(stdout, "# watching %s %s %s%s at %s\n", cell(served.Contract), cell(served.Version), topic, where, at)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), int(min(conn.maxBytes, 1<<30)))
 	for sc.Scan() {
@@ -206,6 +234,32 @@ func (s selection) check(st framework.ServerStatus, served framework.ServedVersi
 		}
 	}
 	return nil
+}
+
+// servedFromFile is what a contract file says of the version a topic is
+// watched at.
+func servedFromFile(file, topic, contract, ver string, sel selection) (framework.ServedVersion, error) {
+	m, err := readContractFile(file)
+	if err != nil {
+		return framework.ServedVersion{}, err
+	}
+	if (contract != "" && contract != m.Name) || (ver != "" && ver != m.Version) {
+		return framework.ServedVersion{}, fmt.Errorf("--contract-file %s is %s %s, not %s %s", file, m.Name, m.Version, contract, ver)
+	}
+	t, ok := m.Topics[topic]
+	if !ok {
+		return framework.ServedVersion{}, fmt.Errorf("--contract-file %s declares no topic %s", file, topic)
+	}
+	for _, s := range sel {
+		if !slices.Contains(t.Selectors, s.field) {
+			return framework.ServedVersion{}, usageError("--select %s: %s selects on %s only", cell(s.field), topic, cell(strings.Join(t.Selectors, ", ")))
+		}
+	}
+	fp, err := handshake.Fingerprint(&m)
+	if err != nil {
+		return framework.ServedVersion{}, fmt.Errorf("--contract-file %s: %w", file, err)
+	}
+	return framework.ServedVersion{Contract: m.Name, Version: m.Version, Fingerprint: fp, Client: m.Client}, nil
 }
 
 // pickTopic finds the served version a topic is watched at.
