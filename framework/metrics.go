@@ -2,12 +2,16 @@ package framework
 
 import (
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // PathMetrics is where a server serves its Prometheus metrics by default.
@@ -37,6 +41,9 @@ type Metrics struct {
 	mu      sync.Mutex
 	servers []*Server
 	clients []*Client
+	// watched is servers, for the label checks of every event: read
+	// without m.mu, replaced whole by Watch.
+	watched atomic.Pointer[[]*Server]
 }
 
 // NewMetrics creates lockstep's collectors and registers them with reg.
@@ -110,6 +117,8 @@ func (m *Metrics) Watch(srv *Server) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.servers = append(m.servers, srv)
+	watched := slices.Clone(m.servers)
+	m.watched.Store(&watched)
 }
 
 // WatchClient adds c's endpoints and blocked calls to the gauges read at
@@ -133,31 +142,83 @@ func (m *Metrics) limitRefused(l limit) {
 	}
 }
 
+// UnknownLabel is the one label value under which a server counts every
+// contract, version and method it does not serve, and a client every
+// refusal reason it does not know: metric labels come only from what the
+// process itself declares, never from what a request or an answer names,
+// so that requests to made-up paths (unauthenticated ones included) add no
+// series (docs/security.md). No contract, version or method name can take
+// this value.
+const UnknownLabel = "_unknown"
+
+// codeLabel is a code's label: "ok" for none, [UnknownLabel] for a code
+// that is not one of the closed set.
 func codeLabel(c Code) string {
-	if c == "" {
+	switch {
+	case c == "":
 		return "ok"
+	case c.Valid() || c == CodeUnknown:
+		return string(c)
 	}
-	return string(c)
+	return UnknownLabel
 }
 
 type serverMetrics struct{ m *Metrics }
 
 func (o serverMetrics) Handshake(contract, outcome, reason string) {
+	contract, _, _ = o.m.served(contract, "", "")
 	o.m.handshakes.WithLabelValues("server", contract, outcome, reasonLabel(reason)).Inc()
 }
 
 // reasonLabel is a handshake's reason label: "none" for a welcome or an
-// unreachable endpoint.
+// unreachable endpoint, a refusal reason or a code of the closed sets, or
+// [UnknownLabel] for anything else (a hostile server's made-up reason).
 func reasonLabel(reason string) string {
-	if reason == "" {
+	switch handshake.Reason(reason) {
+	case "":
 		return "none"
+	case handshake.ReasonVersionMismatch, handshake.ReasonFingerprintMismatch, handshake.ReasonRoleMismatch,
+		handshake.ReasonReleaseConstraint, handshake.ReasonDraining:
+		return reason
 	}
-	return reason
+	return codeLabel(Code(reason))
 }
 
 func (o serverMetrics) Call(contract, version, method string, code Code, took time.Duration) {
+	contract, version, method = o.m.served(contract, version, method)
 	o.m.calls.WithLabelValues("server", contract, version, method, codeLabel(code)).Inc()
 	o.m.latency.WithLabelValues("server", contract, method).Observe(took.Seconds())
+}
+
+// served returns the labels of a server event: each of contract, version
+// and method as given where a watched server serves it (the version within
+// the contract, the method within the version), [UnknownLabel] where none
+// does. A version or method given as "" is not asked for and comes back
+// "".
+func (m *Metrics) served(contract, version, method string) (string, string, string) {
+	c, v, me := UnknownLabel, UnknownLabel, UnknownLabel
+	if w := m.watched.Load(); w != nil {
+		for _, s := range *w {
+			hasC, hasV, hasM := s.serves(contract, version, method)
+			if hasC {
+				c = contract
+			}
+			if hasV {
+				v = version
+			}
+			if hasM {
+				me = method
+				break
+			}
+		}
+	}
+	if version == "" {
+		v = ""
+	}
+	if method == "" {
+		me = ""
+	}
+	return c, v, me
 }
 
 type clientMetrics struct{ m *Metrics }
@@ -282,4 +343,22 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for contract, n := range blocked {
 		ch <- prometheus.MustNewConstMetric(blockedNowDesc, prometheus.GaugeValue, float64(n), contract)
 	}
+}
+
+// serves says whether s serves contract, version within it, and method
+// within that version, for the labels of [Metrics]: a method is known by
+// its handler, so a multi-call's unknown method is not.
+func (s *Server) serves(contract, version, method string) (hasContract, hasVersion, hasMethod bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sc := s.contracts[contract]
+	if sc == nil {
+		return false, false, false
+	}
+	sv := sc.versions[version]
+	if sv == nil {
+		return true, false, false
+	}
+	_, hasMethod = sv.methods[method]
+	return true, true, hasMethod
 }

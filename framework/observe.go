@@ -6,6 +6,14 @@ import "time"
 // interceptors cannot see (handshakes, calls refused before any handler).
 // [Metrics] implements it with Prometheus. Methods must be cheap
 // and safe for concurrent use.
+//
+// The names an observer is given are the ones the request named: the
+// contract, version and method of a call's path, the contract of a hello,
+// whether the server serves them or not, and whether the peer was
+// authenticated or not. An observer that keeps something per name must
+// bound it as [Metrics] does, which counts every name the server does not
+// serve under [UnknownLabel]: otherwise anyone who reaches the port adds
+// to it with every request.
 type ServerObserver interface {
 	// Handshake reports a handshake's outcome and its reason: "welcome"
 	// (reason ""), "refused" with the refusal reason ("version_mismatch",
