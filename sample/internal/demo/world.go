@@ -87,13 +87,20 @@ func newWorld(nodes int, grace time.Duration, ids *identities) *world {
 
 // identity is the name in a replica's certificate, lockstep://<component>/<name>:
 // the replica's own ("nodecontroller-1"), but for the kubelet the nodes it
-// simulates, whose node controller binds each node to the kubelet session
-// that reports it (the Node authorizer's idea).
+// simulates, which the node controller grants it (nodecontroller.Config's
+// NodeSets, the Node authorizer's idea): no other certificate may report
+// them.
 func (w *world) identity(env *upgradesim.Env) string {
 	if env.Component == Kubelet {
-		return fmt.Sprintf("nodes-000-%03d", w.nodes-1)
+		return w.kubeletIdentity()
 	}
 	return fmt.Sprintf("%s-%d", env.Component, env.Replica)
+}
+
+// kubeletIdentity is the name in the kubelet's certificate: the nodes it
+// simulates, node-000 to node-<nodes-1>, granted to it by their prefix.
+func (w *world) kubeletIdentity() string {
+	return fmt.Sprintf("nodes-000-%03d", w.nodes-1)
 }
 
 // serverConfig is a lockstep server's configuration in the demo: mutual
@@ -133,7 +140,7 @@ func (w *world) startNodeController(env *upgradesim.Env) (*upgradesim.Instance, 
 	}
 	n, err := nodecontroller.New(nodecontroller.Config{API: env.Version, NodeGrace: w.grace, ResyncAfter: 300 * time.Millisecond,
 		Server: server, Applied: applied(env), Logger: env.Logger, Lease: w.lease, LeaseTTL: 600 * time.Millisecond, Pods: w.pods, Liveness: w.liveness,
-		Evicted: w.loop.evicted})
+		Evicted: w.loop.evicted, NodeSets: map[string]string{w.kubeletIdentity(): "node-"}})
 	if err != nil {
 		return nil, err
 	}

@@ -204,3 +204,79 @@ func TestSessionStorageIsBounded(t *testing.T) {
 	_, err = a.ReportStatus(ctx, big)
 	assert.Equal(t, framework.CodeInvalidArgument, framework.CodeOf(err), "a 64 KiB condition message: %v", err)
 }
+
+// Node squatting: under mutual TLS a node belongs to the kubelet whose
+// certificate names it, not to the first session that reports it. Another
+// kubelet's certificate cannot report a node nobody reports yet, nor one
+// whose kubelet has just gone, nor mark it NotReady; the node's own
+// kubelet reports it at once after a restart, even while its old session
+// still lives; and a certificate without a name reports no node.
+func TestANodeBelongsToTheCertificateThatNamesIt(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evil := kubeletClient(t, ca, url, "node-evil")
+
+	notReady := nodeStatus("node-x")
+	notReady.Conditions.Ready.Status = nsv2.ConditionStatusFalse
+	_, err := evil.ReportStatus(ctx, notReady)
+	require.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "a node nobody reports yet: %v", err)
+	assert.ErrorContains(t, err, "node node-x belongs to lockstep://kubelet/node-x, not to lockstep://kubelet/node-evil")
+	assert.Empty(t, n.Health(), "nothing stored for the squatter")
+
+	first := kubeletClient(t, ca, url, "node-x")
+	_, err = first.ReportStatus(ctx, nodeStatus("node-x"))
+	require.NoError(t, err)
+	// The kubelet restarts: a new instance, the same certificate, while
+	// the old session has not lapsed yet. It reports at once.
+	restarted := kubeletClientInstance(t, ca, url, "node-x", "node-x-restarted")
+	_, err = restarted.ReportStatus(ctx, nodeStatus("node-x"))
+	require.NoError(t, err, "the restarted kubelet reports its node")
+	_, err = evil.ReportStatus(ctx, notReady)
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "the squatter while the kubelet is back: %v", err)
+	require.Len(t, n.Health(), 1)
+	assert.Equal(t, "Ready", string(n.Health()[0].State), "the node is as its own kubelet reported it")
+
+	anon := kubeletClient(t, ca, url, "")
+	_, err = anon.ReportStatus(ctx, nodeStatus("node-y"))
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "a certificate without a name: %v", err)
+	assert.ErrorContains(t, err, "names no node")
+}
+
+// A node simulator's identity reports the nodes of the prefix granted to
+// it (Config.NodeSets) and no other; no other identity reports them, even
+// one named like one of them.
+func TestNodeSetsGrantANodeSimulatorItsPrefix(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", NodeSets: map[string]string{"sim-a": "sim-a-", "sim": "sim-"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 3 {
+		c := kubeletClientInstance(t, ca, url, "sim-a", fmt.Sprintf("sim-a-%d", i))
+		_, err := c.ReportStatus(ctx, nodeStatus(fmt.Sprintf("sim-a-%03d", i)))
+		require.NoError(t, err, "node %d of the simulator", i)
+	}
+	outside := kubeletClientInstance(t, ca, url, "sim-a", "sim-a-outside")
+	_, err := outside.ReportStatus(ctx, nodeStatus("node-1"))
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "a node outside the simulator's prefix: %v", err)
+	_, err = outside.ReportStatus(ctx, nodeStatus("sim-b-000"))
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "the shorter prefix is another identity's: %v", err)
+	named := kubeletClient(t, ca, url, "sim-a-003")
+	_, err = named.ReportStatus(ctx, nodeStatus("sim-a-003"))
+	assert.Equal(t, framework.CodePermissionDenied, framework.CodeOf(err), "a certificate named like a granted node: %v", err)
+	assert.ErrorContains(t, err, "granted to lockstep://kubelet/sim-a")
+	assert.Len(t, n.Health(), 3)
+}
+
+// kubeletClientInstance is kubeletClient with an instance name of its own:
+// another process presenting the same certificate.
+func kubeletClientInstance(t *testing.T, ca *certs.CA, url, name, instance string) nsv2.Client {
+	t.Helper()
+	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: name})
+	tr := creds.Transport("")
+	t.Cleanup(tr.CloseIdleConnections)
+	c := frameworktest.NewClient(t, nsv2.Contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+		Endpoints: []string{url}, Transport: tr, Instance: instance})
+	return nsv2.NewClient(c)
+}

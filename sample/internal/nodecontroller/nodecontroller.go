@@ -59,6 +59,13 @@ type Config struct {
 	PodsPerNode     int
 	MaxStatusBytes  int
 	MaxPodBytes     int
+	// NodeSets grants node simulators, under mutual TLS, the nodes whose
+	// names begin with a prefix: NodeSets["sim-a"] = "sim-a-" lets the
+	// identity lockstep://kubelet/sim-a report every node named sim-a-…,
+	// and no other identity report them. Every other node belongs to the
+	// identity that names it, lockstep://kubelet/<node>. See
+	// [NodeController.Authorize].
+	NodeSets map[string]string
 	// Server is the lockstep server's configuration (component, release,
 	// logger, observer, interceptors); the node controller adds its peer
 	// hooks and its authorizer (after Server.Authorizer, if set), and
