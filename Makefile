@@ -73,7 +73,7 @@ TESTFLAGS ?=
 # Fuzz time per target for `make fuzz`; `make test` runs only the seed corpora.
 FUZZTIME  ?= 30s
 
-.PHONY: test vet check-generated check-workspace check-gofmt sync-workspace generate demo fuzz soak bench bench-quick bench-reconnect bench-framework
+.PHONY: test vet check-generated check-workspace check-gofmt sync-workspace generate demo abuse fuzz soak bench bench-quick bench-reconnect bench-framework
 .PHONY: test-phases test-race test-norace test-alone vet-race vet-norace
 
 ## test: vet, check that Go files are gofmt-formatted, generated code is
@@ -173,6 +173,18 @@ sync-workspace:
 ## module of its own, so the demo runs inside it).
 demo:
 	cd sample && $(GO) run ./cmd/lockstep-demo -out demo-output
+
+## abuse: the containment attacks of docs/security.md at the sizes they
+## were found at, against the sample's node controller built from this
+## checkout and run as a process of its own under mutual TLS; for each, its
+## peak RSS and what a legitimate kubelet got (its calls' p99, its node
+## published, its watch opened). Tens of minutes. ABUSE="-scale small" for
+## a quick run, ABUSE="-attacks 1,4" for some of them. Their bounded forms,
+## with assertions, run in make test.
+abuse:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd sample && \
+	  $(GO) build -o "$$tmp/nodecontroller" ./cmd/nodecontroller && \
+	  $(GO) run ./cmd/abuse -nodecontroller "$$tmp/nodecontroller" $(ABUSE)
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:
