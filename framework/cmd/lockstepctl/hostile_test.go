@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -540,9 +541,23 @@ func TestHostileStatusRenderedWithinBounds(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	out.Close()
 	waitSignal(t, served)
+	// Wait until the pipe is full, so that the process is blocked in a
+	// write that no cancellation ends: only the grace period does.
+	require.Eventually(t, func() bool { return pipeBuffered(t, stuck) >= 60<<10 }, time.Minute, time.Millisecond,
+		"the output never filled its pipe")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	code, took := waitExit(t, cmd, 10*time.Second)
 	assert.Equal(t, 128+int(syscall.SIGTERM), code, stderr.String())
 	assert.Less(t, took, shutdownGrace+5*time.Second)
-	t.Logf("-o yaml with its output stuck ended %v after SIGTERM", took.Round(time.Millisecond))
+	t.Logf("-o yaml blocked writing to a full pipe ended %v after SIGTERM (grace %v)", took.Round(time.Millisecond), shutdownGrace)
+}
+
+// pipeBuffered is how many bytes wait in a pipe (FIONREAD).
+func pipeBuffered(t *testing.T, r *os.File) int {
+	t.Helper()
+	var n int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, r.Fd(), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		t.Fatalf("FIONREAD: %v", errno)
+	}
+	return int(n)
 }
