@@ -3,15 +3,9 @@ package framework
 import (
 	"encoding/json"
 	"sync"
-)
 
-// appender is the method set of generated types' encoders
-// (jsonwire.Appender; jsonwire imports this package, so it is spelled
-// again here): AppendJSON appends exactly what json.Marshal writes, with
-// framework/jsonwire's helpers and without reflection.
-type appender interface {
-	AppendJSON(b []byte) ([]byte, error)
-}
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
+)
 
 // encodeBufs holds scratch buffers for marshal, so that a message is
 // encoded without growing a fresh slice member by member.
@@ -21,12 +15,12 @@ var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return 
 // message does not pin its buffer for the life of the process.
 const maxPooledBuf = 64 << 10
 
-// marshal encodes a message: with its generated encoder when it has one,
-// into a pooled scratch buffer, returning a copy of exactly the encoded
-// length (the one allocation json.Marshal also makes); otherwise with
+// marshal encodes a message: with its generated encoder ([jsonwire.Appender])
+// when it has one, into a pooled scratch buffer, returning a copy of exactly
+// the encoded length (the one allocation json.Marshal also makes); otherwise with
 // json.Marshal. Requests, answers and topic objects all go through it.
 func marshal(v any) ([]byte, error) {
-	a, ok := v.(appender)
+	a, ok := v.(jsonwire.Appender)
 	if !ok {
 		return json.Marshal(v)
 	}

@@ -1,12 +1,13 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // The multi-call envelopes, {"calls":[…]} and {"results":[…]}, travel with
@@ -80,404 +81,189 @@ func appendMultiResponse(b []byte, out batchResponse) ([]byte, error) {
 	return append(b, `]}`...), nil
 }
 
-// envelope is a one-pass reader of a multi-call envelope. Any method
-// returning false means "not the plain shape": the caller falls back to
-// encoding/json.
-type envelope struct {
-	b []byte
-	i int
-}
-
-// maxPlainDepth bounds the nesting the one-pass reader follows; deeper
-// values go to encoding/json, which has its own bound.
-const maxPlainDepth = 1000
-
-func (p *envelope) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// byte reads c after white space.
-func (p *envelope) byte(c byte) bool {
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// peek reports whether c comes next after white space, without reading it.
-func (p *envelope) peek(c byte) bool {
-	p.space()
-	return p.i < len(p.b) && p.b[p.i] == c
-}
-
-// plainString reads a string without escapes, in valid UTF-8 (which
-// encoding/json would keep as it is), and returns its bytes.
-func (p *envelope) plainString() ([]byte, bool) {
-	p.space()
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return nil, false
-	}
-	start := p.i + 1
-	for j := start; j < len(p.b); j++ {
-		switch c := p.b[j]; {
-		case c == '"':
-			if !utf8.Valid(p.b[start:j]) {
-				return nil, false
-			}
-			p.i = j + 1
-			return p.b[start:j], true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// key reads a member name without escapes and the ':' after it.
-func (p *envelope) key() ([]byte, bool) {
-	k, ok := p.plainString()
-	return k, ok && p.byte(':')
-}
-
-// members reads an object's members, calling member after each name with
-// the reader at its value; member reads the value.
-func (p *envelope) members(member func(key []byte) bool) bool {
-	if !p.byte('{') {
-		return false
-	}
-	if p.byte('}') {
-		return true
-	}
-	for {
-		k, ok := p.key()
-		if !ok || !member(k) {
-			return false
-		}
-		if p.byte('}') {
-			return true
-		}
-		if !p.byte(',') {
-			return false
-		}
-	}
-}
-
-// items reads an array's elements, calling item with the reader at each.
-func (p *envelope) items(item func() bool) bool {
-	if !p.byte('[') {
-		return false
-	}
-	if p.byte(']') {
-		return true
-	}
-	for {
-		if !item() {
-			return false
-		}
-		if p.byte(']') {
-			return true
-		}
-		if !p.byte(',') {
-			return false
-		}
-	}
-}
-
-// raw reads any valid JSON value and returns its text.
-func (p *envelope) raw() ([]byte, bool) {
-	p.space()
-	start := p.i
-	if !p.value(0) {
-		return nil, false
-	}
-	return p.b[start:p.i], true
-}
-
-// value checks and reads one JSON value, as encoding/json's scanner
-// accepts it (strings may hold any bytes but control characters).
-func (p *envelope) value(depth int) bool {
-	p.space()
-	if p.i >= len(p.b) || depth > maxPlainDepth {
-		return false
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		p.i++
-		if p.byte('}') {
-			return true
-		}
-		for {
-			if !p.peek('"') || !p.anyString() || !p.byte(':') || !p.value(depth+1) {
-				return false
-			}
-			if p.byte('}') {
-				return true
-			}
-			if !p.byte(',') {
-				return false
-			}
-		}
-	case c == '[':
-		p.i++
-		if p.byte(']') {
-			return true
-		}
-		for {
-			if !p.value(depth + 1) {
-				return false
-			}
-			if p.byte(']') {
-				return true
-			}
-			if !p.byte(',') {
-				return false
-			}
-		}
-	case c == '"':
-		return p.anyString()
-	case c == 't':
-		return p.literal("true")
-	case c == 'f':
-		return p.literal("false")
-	case c == 'n':
-		return p.literal("null")
-	case c == '-' || c >= '0' && c <= '9':
-		return p.number()
-	}
-	return false
-}
-
-func (p *envelope) literal(word string) bool {
-	if bytes.HasPrefix(p.b[p.i:], []byte(word)) {
-		p.i += len(word)
-		return true
-	}
-	return false
-}
-
-// anyString reads a string at '"', escapes included.
-func (p *envelope) anyString() bool {
-	j := p.i + 1
-	for j < len(p.b) {
-		c := p.b[j]
-		switch {
-		case c == '"':
-			p.i = j + 1
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			if j+1 >= len(p.b) {
-				return false
-			}
-			switch p.b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(p.b) {
-					return false
-				}
-				for _, h := range p.b[j+2 : j+6] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				j += 6
-			default:
-				return false
-			}
-		default:
-			j++
-		}
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// number reads a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (p *envelope) number() bool {
-	j := p.i
-	if j < len(p.b) && p.b[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(p.b) && p.b[j] == '0':
-		j++
-	case j < len(p.b) && p.b[j] >= '1' && p.b[j] <= '9':
-		for j < len(p.b) && isDigit(p.b[j]) {
-			j++
-		}
-	default:
-		return false
-	}
-	if j < len(p.b) && p.b[j] == '.' {
-		j++
-		if j >= len(p.b) || !isDigit(p.b[j]) {
-			return false
-		}
-		for j < len(p.b) && isDigit(p.b[j]) {
-			j++
-		}
-	}
-	if j < len(p.b) && (p.b[j] == 'e' || p.b[j] == 'E') {
-		j++
-		if j < len(p.b) && (p.b[j] == '+' || p.b[j] == '-') {
-			j++
-		}
-		if j >= len(p.b) || !isDigit(p.b[j]) {
-			return false
-		}
-		for j < len(p.b) && isDigit(p.b[j]) {
-			j++
-		}
-	}
-	p.i = j
-	return true
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// end reports whether only white space is left.
-func (p *envelope) end() bool {
-	p.space()
-	return p.i == len(p.b)
-}
+// The envelopes are read with jsonwire's decoder, the one JSON scanner of
+// the runtime and of generated code. A member this reader does not expect
+// (an unknown, repeated or null one, or a name encoding/json would match
+// only case-insensitively) and any syntax error mean "not the plain
+// shape": the caller falls back to encoding/json.
 
 // splitMultiRequest is decodeMultiRequest's one pass; false means "decode
 // with encoding/json".
 func splitMultiRequest(body []byte) (multiRequest, bool) {
-	p := &envelope{b: body}
+	d := jsonwire.NewDecoder(body)
 	var in multiRequest
-	seenCalls, callsNull := false, false
-	ok := p.members(func(k []byte) bool {
-		if string(k) != "calls" || seenCalls {
-			return false
-		}
-		seenCalls = true
-		if p.peek('n') {
-			callsNull = true
-			return p.literal("null") // as encoding/json: calls stays nil
-		}
-		return p.items(func() bool {
-			var mc multiCall
-			var seen [4]bool // method, request, timeout, header
-			ok := p.peek('{') && p.members(func(k []byte) bool {
-				var n int
-				switch string(k) {
-				case "method":
-					n = 0
-				case "request":
-					n = 1
-				case "timeout":
-					n = 2
-				case "header":
-					n = 3
-				default:
-					return false
-				}
-				if seen[n] {
-					return false
-				}
-				seen[n] = true
-				switch n {
-				case 0, 2:
-					s, ok := p.plainString()
-					if n == 0 {
-						mc.Method = string(s)
-					} else {
-						mc.Timeout = string(s)
-					}
-					return ok
-				case 1:
-					r, ok := p.raw()
-					mc.Request = r
-					return ok
-				}
-				if p.peek('n') {
-					return false
-				}
-				mc.Header = map[string]string{}
-				return p.members(func(k []byte) bool {
-					v, ok := p.plainString()
-					if _, dup := mc.Header[string(k)]; dup {
-						return false
-					}
-					mc.Header[string(k)] = string(v)
-					return ok
-				})
-			})
-			in.Calls = append(in.Calls, mc)
-			return ok
-		})
-	})
-	if !ok || !p.end() {
+	if d.ObjectStart() != nil {
 		return multiRequest{}, false
 	}
-	if seenCalls && !callsNull && in.Calls == nil {
-		in.Calls = []multiCall{} // "calls":[] decodes to an empty slice
+	seenCalls := false
+	for d.NextMember() {
+		if string(d.Key()) != "calls" || seenCalls {
+			return multiRequest{}, false
+		}
+		seenCalls = true
+		if d.Null() {
+			continue // as encoding/json: calls stays nil
+		}
+		calls, ok := readMultiCalls(&d)
+		if !ok {
+			return multiRequest{}, false
+		}
+		in.Calls = calls
+	}
+	if d.End() != nil {
+		return multiRequest{}, false
 	}
 	return in, true
+}
+
+// readMultiCalls reads the array of a multi-call request's calls; "[]"
+// is an empty slice, as encoding/json decodes it.
+func readMultiCalls(d *jsonwire.Decoder) ([]multiCall, bool) {
+	if d.ArrayStart() != nil {
+		return nil, false
+	}
+	calls := []multiCall{}
+	for d.NextItem() {
+		mc, ok := readMultiCall(d)
+		if !ok {
+			return nil, false
+		}
+		calls = append(calls, mc)
+	}
+	return calls, d.Err() == nil
+}
+
+// readMultiCall reads one call: {"method","request","timeout","header"}.
+func readMultiCall(d *jsonwire.Decoder) (multiCall, bool) {
+	var mc multiCall
+	if d.ObjectStart() != nil {
+		return mc, false
+	}
+	var seen [4]bool // method, request, timeout, header
+	for d.NextMember() {
+		var n int
+		switch string(d.Key()) {
+		case "method":
+			n = 0
+		case "request":
+			n = 1
+		case "timeout":
+			n = 2
+		case "header":
+			n = 3
+		default:
+			return mc, false
+		}
+		if seen[n] {
+			return mc, false
+		}
+		seen[n] = true
+		var err error
+		switch n {
+		case 0:
+			mc.Method, err = readString(d)
+		case 1:
+			mc.Request, err = d.RawBytes()
+		case 2:
+			mc.Timeout, err = readString(d)
+		case 3:
+			mc.Header, err = readHeader(d)
+		}
+		if err != nil {
+			return mc, false
+		}
+	}
+	return mc, d.Err() == nil
+}
+
+// errNotPlain is what the envelope readers return for a value they leave
+// to encoding/json.
+var errNotPlain = errors.New("not a plain envelope")
+
+// readString reads a string and copies it: the decoder's own strings
+// would copy the whole envelope, requests included, to share it.
+func readString(d *jsonwire.Decoder) (string, error) {
+	b, err := d.StringBytes()
+	return string(b), err
+}
+
+// readHeader reads a call's header object; null and repeated names are
+// left to encoding/json.
+func readHeader(d *jsonwire.Decoder) (map[string]string, error) {
+	if d.Peek() == jsonwire.KindNull {
+		return nil, errNotPlain
+	}
+	if err := d.ObjectStart(); err != nil {
+		return nil, err
+	}
+	h := map[string]string{}
+	for d.NextMember() {
+		k := string(d.Key())
+		v, err := readString(d)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := h[k]; dup {
+			return nil, errNotPlain
+		}
+		h[k] = v
+	}
+	return h, d.Err()
 }
 
 // splitMultiResponse is decodeMultiResponse's one pass for answers whose
 // results all succeeded; false means "decode with encoding/json".
 func splitMultiResponse(body []byte) (batchResponse, bool) {
-	p := &envelope{b: body}
-	var out batchResponse
-	seenResults := false
-	ok := p.members(func(k []byte) bool {
-		if string(k) != "results" || seenResults {
-			return false
-		}
-		seenResults = true
-		return p.items(func() bool {
-			var r batchResult
-			var seenOK, seenReplayed bool
-			ok := p.peek('{') && p.members(func(k []byte) bool {
-				switch {
-				case string(k) == "ok" && !seenOK:
-					seenOK = true
-					if p.peek('n') {
-						return false
-					}
-					raw, ok := p.raw()
-					r.OK = raw
-					return ok
-				case string(k) == "replayed" && !seenReplayed:
-					seenReplayed = true
-					switch {
-					case p.literal("true"):
-						r.Replayed = true
-						return true
-					case p.literal("false"):
-						return true
-					}
-				}
-				return false
-			})
-			out.Results = append(out.Results, r)
-			return ok
-		})
-	})
-	if !ok || !p.end() || !seenResults {
+	d := jsonwire.NewDecoder(body)
+	if d.ObjectStart() != nil {
 		return batchResponse{}, false
 	}
-	if out.Results == nil {
+	var out batchResponse
+	seenResults := false
+	for d.NextMember() {
+		if string(d.Key()) != "results" || seenResults || d.ArrayStart() != nil {
+			return batchResponse{}, false
+		}
+		seenResults = true
 		out.Results = []batchResult{}
+		for d.NextItem() {
+			r, ok := readBatchResult(&d)
+			if !ok {
+				return batchResponse{}, false
+			}
+			out.Results = append(out.Results, r)
+		}
+	}
+	if d.End() != nil || !seenResults {
+		return batchResponse{}, false
 	}
 	return out, true
+}
+
+// readBatchResult reads one successful result: {"ok","replayed"}.
+func readBatchResult(d *jsonwire.Decoder) (batchResult, bool) {
+	var r batchResult
+	if d.ObjectStart() != nil {
+		return r, false
+	}
+	var seenOK, seenReplayed bool
+	for d.NextMember() {
+		var err error
+		switch k := string(d.Key()); {
+		case k == "ok" && !seenOK && d.Peek() != jsonwire.KindNull:
+			seenOK = true
+			r.OK, err = d.RawBytes()
+		case k == "replayed" && !seenReplayed:
+			seenReplayed = true
+			r.Replayed, err = d.Bool()
+		default:
+			return r, false
+		}
+		if err != nil {
+			return r, false
+		}
+	}
+	return r, d.Err() == nil
 }
 
 // appendMultiCall appends one call of a multi-call request.

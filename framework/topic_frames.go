@@ -5,13 +5,12 @@ package framework
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
-	"unicode/utf8"
-	"unsafe"
+	"strings"
 
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -94,15 +93,14 @@ func quoteJSON(s string) []byte {
 	return b
 }
 
-// watchFrame is one frame of a watch stream, decoded in one pass with its
+// frameHead is everything a frame of a watch stream says besides its
 // object.
-type watchFrame[T any] struct {
+type frameHead struct {
 	Type       string `json:"type"`
 	Key        string `json:"key"`
 	Epoch      string `json:"epoch"`
 	Seq        uint64 `json:"seq"`
 	Rev        uint64 `json:"rev"`
-	Object     *T     `json:"object"`
 	WriterLost bool   `json:"writerLost"`
 	Instance   string `json:"instance"`
 	History    string `json:"history"`
@@ -111,24 +109,138 @@ type watchFrame[T any] struct {
 	Reason     string `json:"reason"`
 }
 
-var deleteFramePrefix = []byte(`{"type":"` + protocol.FrameDelete + `","key":"`)
+// watchFrame is one frame of a watch stream, decoded in one pass with its
+// object.
+type watchFrame[T any] struct {
+	frameHead
+	Object *T `json:"object"`
+}
+
+// Frames are read with jsonwire's decoder, the one JSON scanner of the
+// runtime and of generated code, in one pass. A member the reader does
+// not expect (unknown, repeated, or a name encoding/json would match only
+// case-insensitively), a number that is not a plain unsigned integer, and
+// any syntax error mean "not the plain shape": the frame is decoded with
+// encoding/json instead, with the same result. watch_frame_test.go
+// compares the two.
+
+// The members of a frame, numbered for the reader's set of members seen.
+const (
+	memberType = iota
+	memberKey
+	memberEpoch
+	memberSeq
+	memberRev
+	memberWriterLost
+	memberInstance
+	memberHistory
+	memberResumed
+	memberWriter
+	memberReason
+	memberObject
+)
+
+// frameMember maps a member's name to its number.
+var frameMember = map[string]int{
+	"type": memberType, "key": memberKey, "epoch": memberEpoch, "seq": memberSeq,
+	"rev": memberRev, "writerLost": memberWriterLost, "instance": memberInstance,
+	"history": memberHistory, "resumed": memberResumed, "writer": memberWriter,
+	"reason": memberReason, "object": memberObject,
+}
+
+// readFrame reads a frame: its head, and its object's text, nil when
+// absent or null. Strings are slices of line (see decodeFrame). false
+// means "decode with encoding/json".
+func readFrame(line []byte) (head frameHead, object []byte, ok bool) {
+	d := jsonwire.NewSharedDecoder(line)
+	if d.ObjectStart() != nil {
+		return head, nil, false
+	}
+	var seen uint16
+	for d.NextMember() {
+		n, known := frameMember[string(d.Key())]
+		if !known || seen&(1<<n) != 0 {
+			return head, nil, false
+		}
+		seen |= 1 << n
+		var err error
+		switch n {
+		case memberObject:
+			if !d.Null() {
+				object, err = d.RawBytes()
+			}
+		case memberWriter:
+			if !d.Null() {
+				w, bErr := d.Bool()
+				head.Writer, err = &w, bErr
+			}
+		default:
+			err = head.read(&d, n)
+		}
+		if err != nil {
+			return head, nil, false
+		}
+	}
+	return head, object, d.End() == nil
+}
+
+// read reads the head's member numbered n.
+func (h *frameHead) read(d *jsonwire.Decoder, n int) error {
+	var err error
+	switch n {
+	case memberType:
+		h.Type, err = d.String()
+	case memberKey:
+		h.Key, err = d.String()
+	case memberEpoch:
+		h.Epoch, err = d.String()
+	case memberInstance:
+		h.Instance, err = d.String()
+	case memberHistory:
+		h.History, err = d.String()
+	case memberReason:
+		h.Reason, err = d.String()
+	case memberSeq:
+		h.Seq, err = plainUint(d)
+	case memberRev:
+		h.Rev, err = plainUint(d)
+	case memberWriterLost:
+		h.WriterLost, err = d.Bool()
+	case memberResumed:
+		h.Resumed, err = d.Bool()
+	}
+	return err
+}
+
+// errNotPlainUint is plainUint's answer for a number it leaves to
+// encoding/json.
+var errNotPlainUint = errors.New("not a plain unsigned integer")
+
+// plainUint reads an unsigned integer written in digits only, as
+// encoding/json reads one into a uint64.
+func plainUint(d *jsonwire.Decoder) (uint64, error) {
+	b, err := d.RawBytes()
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errNotPlainUint
+		}
+	}
+	if len(b) == 0 || (len(b) > 1 && b[0] == '0') {
+		return 0, errNotPlainUint
+	}
+	return strconv.ParseUint(string(b), 10, 64)
+}
 
 // frameTypeKey reads a frame's type, key and revision without decoding its
-// object: taken apart by hand in the layout this runtime writes, decoded
-// otherwise. The key only decides which queued frame a frame replaces; the
-// processor decodes each frame in full before using it.
+// object, which it skips. The key only decides which queued frame a frame
+// replaces; the processor decodes each frame in full before using it. line
+// is the reader's buffer: what it returns is copied.
 func frameTypeKey(line []byte) (typ, key string, rev uint64, ok bool) {
-	for _, p := range []struct {
-		prefix []byte
-		typ    string
-	}{{setFramePrefix, protocol.FrameSet}, {deleteFramePrefix, protocol.FrameDelete}} {
-		if rest, found := bytes.CutPrefix(line, p.prefix); found {
-			if k, rest, plain := cutPlainString(rest); plain {
-				if _, _, rev, _, ok := cutVersion(rest); ok {
-					return p.typ, string(k), rev, true
-				}
-			}
-		}
+	if head, _, ok := readFrame(line); ok {
+		return frameType(head.Type), strings.Clone(head.Key), head.Rev, true
 	}
 	var f struct {
 		Type string `json:"type"`
@@ -141,65 +253,40 @@ func frameTypeKey(line []byte) (typ, key string, rev uint64, ok bool) {
 	return f.Type, f.Key, f.Rev, true
 }
 
-// cutVersion takes apart what follows a frame's key in the layout this
-// runtime writes: ,"epoch":E,"seq":N and, from servers with revisions,
-// ,"rev":R.
-func cutVersion(b []byte) (epoch []byte, seq, rev uint64, rest []byte, ok bool) {
-	if b, ok = bytes.CutPrefix(b, []byte(`,"epoch":"`)); !ok {
-		return nil, 0, 0, nil, false
+// frameType is typ as one of the protocol's constants when it is one, so
+// that the common types cost no copy; others are copied.
+func frameType(typ string) string {
+	switch typ {
+	case protocol.FrameSet:
+		return protocol.FrameSet
+	case protocol.FrameDelete:
+		return protocol.FrameDelete
+	case protocol.FrameSynced:
+		return protocol.FrameSynced
+	case protocol.FrameClosing:
+		return protocol.FrameClosing
 	}
-	if epoch, b, ok = cutPlainString(b); !ok {
-		return nil, 0, 0, nil, false
-	}
-	if b, ok = bytes.CutPrefix(b, []byte(`,"seq":`)); !ok {
-		return nil, 0, 0, nil, false
-	}
-	if seq, b, ok = cutUint(b); !ok {
-		return nil, 0, 0, nil, false
-	}
-	if r, found := bytes.CutPrefix(b, []byte(`,"rev":`)); found {
-		if rev, b, ok = cutUint(r); !ok {
-			return nil, 0, 0, nil, false
-		}
-	}
-	return epoch, seq, rev, b, true
+	return strings.Clone(typ)
 }
 
-// cutUint reads the JSON unsigned integer at the start of b, as
-// encoding/json reads one.
-func cutUint(b []byte) (uint64, []byte, bool) {
-	n := 0
-	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
-		n++
-	}
-	if n == 0 || (n > 1 && b[0] == '0') {
-		return 0, nil, false
-	}
-	v, err := strconv.ParseUint(string(b[:n]), 10, 64)
-	if err != nil {
-		return 0, nil, false
-	}
-	return v, b[n:], true
-}
-
-var setFramePrefix = []byte(`{"type":"` + protocol.FrameSet + `","key":"`)
-
-// decodeFrame decodes one frame. Set frames in the layout this runtime
-// writes ({"type":"set","key":K,"epoch":E,"seq":N,"rev":R,"object":O},
-// strings without escapes) are taken apart by hand, so that only the object goes
-// through a JSON decoder; any other frame, or one the fast path cannot
-// take, is decoded in full with encoding/json, with the same result.
+// decodeFrame decodes one frame in one pass (readFrame), so that only the
+// object goes through a decoder of its own; a frame the reader leaves to
+// encoding/json is decoded in full with it, with the same result.
 //
-// line must never be modified again: on the fast path the frame's key,
-// epoch and the object's strings are slices of it, not copies (see
+// line must never be modified again: on the fast path the frame's strings
+// and the object's strings are slices of it, not copies (see
 // jsonwire.NewSharedDecoder). The informers' frames are: their feed
 // reads each into a buffer of its own (readFrames) and only ever shares
 // it, so the frame one write sends costs no copy per informer.
 func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
-	if key, epoch, seq, rev, object, ok := splitSetFrame(line); ok {
-		obj := new(T)
-		if unmarshalShared(object, obj) == nil {
-			*f = watchFrame[T]{Type: protocol.FrameSet, Key: aliasString(key), Epoch: aliasString(epoch), Seq: seq, Rev: rev, Object: obj}
+	if head, object, ok := readFrame(line); ok {
+		var obj *T
+		if object != nil {
+			obj = new(T)
+			ok = unmarshalShared(object, obj) == nil
+		}
+		if ok {
+			*f = watchFrame[T]{frameHead: head, Object: obj}
 			return nil
 		}
 	}
@@ -211,45 +298,13 @@ func decodeFrame[T any](line []byte, f *watchFrame[T]) error {
 	return err
 }
 
-// aliasString is b as a string without a copy, for bytes nothing writes
-// again.
-func aliasString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
 // unmarshalShared is [unmarshalObject] for raw that is never modified
-// again: a generated message type (jsonwire.SharedUnmarshaler, which
-// imports this package) decodes it without copying it.
+// again: a generated message type decodes it without copying it.
 func unmarshalShared(raw []byte, obj any) error {
-	if u, ok := obj.(interface{ UnmarshalSharedJSON([]byte) error }); ok {
+	if u, ok := obj.(jsonwire.SharedUnmarshaler); ok {
 		return u.UnmarshalSharedJSON(raw)
 	}
 	return unmarshalObject(raw, obj)
-}
-
-// splitSetFrame takes a set frame in the layout this runtime writes apart.
-func splitSetFrame(line []byte) (key, epoch []byte, seq, rev uint64, object []byte, ok bool) {
-	rest, ok := bytes.CutPrefix(line, setFramePrefix)
-	if !ok {
-		return nil, nil, 0, 0, nil, false
-	}
-	if key, rest, ok = cutPlainString(rest); !ok {
-		return nil, nil, 0, 0, nil, false
-	}
-	if epoch, seq, rev, rest, ok = cutVersion(rest); !ok {
-		return nil, nil, 0, 0, nil, false
-	}
-	if object, ok = bytes.CutPrefix(rest, []byte(`,"object":`)); !ok {
-		return nil, nil, 0, 0, nil, false
-	}
-	object = bytes.TrimRight(object, " \t\r\n")
-	if object, ok = bytes.CutSuffix(object, []byte("}")); !ok || bytes.Equal(object, []byte("null")) {
-		return nil, nil, 0, 0, nil, false
-	}
-	return key, epoch, seq, rev, object, true
 }
 
 // unmarshalObject decodes an object. A type with a decoder of its own
@@ -260,24 +315,6 @@ func unmarshalObject(raw []byte, obj any) error {
 		return u.UnmarshalJSON(raw)
 	}
 	return json.Unmarshal(raw, obj)
-}
-
-// cutPlainString returns the JSON string at the start of b (after its
-// opening quote) when it is valid UTF-8 without escapes, so that its bytes
-// are its value, and what follows its closing quote.
-func cutPlainString(b []byte) (s, rest []byte, ok bool) {
-	for i, c := range b {
-		switch {
-		case c == '"':
-			if !utf8.Valid(b[:i]) {
-				return nil, nil, false
-			}
-			return b[:i], b[i+1:], true
-		case c == '\\' || c < 0x20:
-			return nil, nil, false
-		}
-	}
-	return nil, nil, false
 }
 
 // readFrameLine reads one line of at most limit bytes; the slice is valid
