@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Bundling turns a message's normalised schema into one self-contained
@@ -157,9 +159,15 @@ func (b *bundler) copy(n *Node, at string) *Node {
 	if n.Kind != KindObject {
 		return c
 	}
+	var ecmaPats *Node
 	for i, key := range n.Keys {
 		v := n.Values[i]
 		if strings.HasPrefix(key, "x-go-") {
+			continue
+		}
+		if key == "pattern" && v.Kind == KindString && ecmaOnly(v.Text) {
+			c.Keys = append(c.Keys, ECMAPatternKey)
+			c.Values = append(c.Values, v)
 			continue
 		}
 		var cv *Node
@@ -178,8 +186,17 @@ func (b *bundler) copy(n *Node, at string) *Node {
 					cv.Items[j] = b.copy(it, child(child(at, key), strconv.Itoa(j)))
 				}
 			case shapeSchemaMap:
-				cv = &Node{Kind: KindObject, Origin: v, Keys: append([]string(nil), v.Keys...)}
+				cv = &Node{Kind: KindObject, Origin: v}
 				for j, mv := range v.Values {
+					if key == "patternProperties" && ecmaOnly(v.Keys[j]) {
+						if ecmaPats == nil {
+							ecmaPats = &Node{Kind: KindObject, Origin: v}
+						}
+						ecmaPats.Keys = append(ecmaPats.Keys, v.Keys[j])
+						ecmaPats.Values = append(ecmaPats.Values, b.copy(mv, child(child(at, ECMAPatternPropertiesKey), v.Keys[j])))
+						continue
+					}
+					cv.Keys = append(cv.Keys, v.Keys[j])
 					cv.Values = append(cv.Values, b.copy(mv, child(child(at, key), v.Keys[j])))
 				}
 			default:
@@ -189,7 +206,30 @@ func (b *bundler) copy(n *Node, at string) *Node {
 		c.Keys = append(c.Keys, key)
 		c.Values = append(c.Values, cv)
 	}
+	if ecmaPats != nil {
+		c.Keys = append(c.Keys, ECMAPatternPropertiesKey)
+		c.Values = append(c.Values, ecmaPats)
+	}
 	return c
+}
+
+// ECMAPatternKey and ECMAPatternPropertiesKey carry, in a bundle, the
+// patterns (of "pattern", and the keys of "patternProperties") that only
+// an ECMA-262 engine runs: lookahead, lookbehind, backreferences. The
+// runtime's jsonschema/v5 compiles patterns with Go's regexp (RE2), and
+// would refuse the bundle; under these names it ignores them, and the
+// message's generated Validate, which the generator requires of such a
+// message, enforces them (jsonwire.NewECMAPattern).
+const (
+	ECMAPatternKey           = "x-lockstep-ecma-pattern"
+	ECMAPatternPropertiesKey = "x-lockstep-ecma-patternProperties"
+)
+
+// ecmaOnly reports whether a pattern compiles only with the ECMA-262
+// engine, not with Go's regexp.
+func ecmaOnly(p string) bool {
+	re, err := jsonwire.CompilePattern(p)
+	return err == nil && re.ECMA()
 }
 
 func isSchemaKeyword(key string) bool {

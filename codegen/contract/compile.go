@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -60,7 +62,7 @@ func (p *parser) metaValidate(roots []*Node) {
 			p.errs.add(errorAt(src, "meta-schema of %s: %v", info.draft, err))
 			continue
 		}
-		if err := meta.Validate(src.Interface()); err != nil {
+		if err := meta.Validate(hideECMAPatterns(src.Interface())); err != nil {
 			p.errs.add(schemaViolation(src, info.draft, err))
 		}
 	}
@@ -72,6 +74,57 @@ func (p *parser) metaValidate(roots []*Node) {
 			p.errs.add(errorAt(m.Schema, "message %s does not compile with jsonschema/v5: %v", m.Name, err))
 		}
 	}
+}
+
+// hideECMAPatterns returns a copy of a decoded schema in which every
+// pattern only the ECMA-262 engine compiles (a "pattern" string, a key of
+// "patternProperties") is replaced by one RE2 compiles, for the
+// meta-schema's regex format check, which is Go's regexp: such a pattern is
+// valid JSON Schema, and generated code runs it (see ECMAPatternKey).
+func hideECMAPatterns(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, mv := range v {
+			switch {
+			case k == "pattern":
+				if s, ok := mv.(string); ok && ecmaOnly(s) {
+					mv = ""
+				}
+			case k == "patternProperties":
+				if m, ok := mv.(map[string]any); ok {
+					pats := make(map[string]any, len(m))
+					for i, pk := range sortedKeys(m) {
+						name := pk
+						if ecmaOnly(pk) {
+							name = "^ecma-" + strconv.Itoa(i) + "$"
+						}
+						pats[name] = hideECMAPatterns(m[pk])
+					}
+					out[k] = pats
+					continue
+				}
+			}
+			out[k] = hideECMAPatterns(mv)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, it := range v {
+			out[i] = hideECMAPatterns(it)
+		}
+		return out
+	}
+	return v
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // compileBundle compiles a bundled message schema the way the runtime does.

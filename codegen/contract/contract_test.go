@@ -70,7 +70,7 @@ func TestParseErrors(t *testing.T) {
 		{"meta-schema violation in draft-04", header + "schemas:\n  Req: {$ref: d4.json}\n",
 			map[string]string{"d4.json": `{"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": true}}`},
 			[]string{"d4.json:1:76", "not a valid draft-04 schema"}},
-		{"bad regular expression", header + "schemas:\n  Req: {type: string, pattern: \"(?=x)\"}\n",
+		{"bad regular expression", header + "schemas:\n  Req: {type: string, pattern: \"(?=x\"}\n",
 			nil, []string{"contract.yaml:6:32", "at /schemas/Req/pattern"}},
 		{"unknown draft", header + "schemas:\n  Req: {$schema: \"http://example.com/s\"}\n",
 			nil, []string{"not a draft jsonschema/v5 knows"}},

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -56,6 +57,9 @@ type File struct {
 func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 	dropUnfitDefaults(pkg)
 	pkg.DecideValidation()
+	if err := requireECMAValidation(pkg); err != nil {
+		return nil, err
+	}
 	vs, err := buildValidators(pkg)
 	if err != nil {
 		return nil, err
@@ -102,12 +106,33 @@ func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 func Decide(pkg *gomodel.Package) error {
 	dropUnfitDefaults(pkg)
 	pkg.DecideValidation()
+	if err := requireECMAValidation(pkg); err != nil {
+		return err
+	}
 	if pkg.Fork != nil {
 		if err := pkg.Fork.DecideConversions(pkg); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// requireECMAValidation refuses a message whose schema has a pattern only
+// the ECMA-262 engine runs but which has no generated Validate: the
+// runtime's jsonschema/v5 runs patterns with Go's regexp and does not see
+// such a pattern (contract.ECMAPatternKey), so only generated code can
+// enforce it.
+func requireECMAValidation(pkg *gomodel.Package) error {
+	cov := pkg.Coverage()
+	var errs []error
+	for _, m := range pkg.Contract.Messages {
+		why := cov[m.Name]
+		if len(why) == 0 || !bytes.Contains(m.Bundle, []byte(`"`+contract.ECMAPatternKey)) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: message %s has a pattern that only an ECMA-262 engine runs (lookahead, lookbehind or a backreference), which only its generated Validate can enforce, but it has none: %s", m.Schema.Where(), m.Name, strings.Join(why, "; ")))
+	}
+	return errors.Join(errs...)
 }
 
 type generator struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Generated validators check a decoded message against everything its
@@ -508,7 +509,14 @@ func (g *generator) validationVars() string {
 	n := 0
 	for i, p := range vs.patterns {
 		if vs.used("pattern" + strconv.Itoa(i)) {
-			c.line("pattern%d = jsonwire.NewPattern(%s)", i, goString(p))
+			// RE2 where it runs the pattern, else the ECMA-262 engine
+			// (lookahead, lookbehind, backreferences): the rule of
+			// jsonwire.CompilePattern, which the checks were decided by.
+			ctor := "NewPattern"
+			if re, err := jsonwire.CompilePattern(p); err == nil && re.ECMA() {
+				ctor = "NewECMAPattern"
+			}
+			c.line("pattern%d = jsonwire.%s(%s)", i, ctor, goString(p))
 			n++
 		}
 	}

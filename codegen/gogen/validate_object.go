@@ -2,11 +2,11 @@ package gogen
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Checks of the object keywords on structs and maps: properties,
@@ -172,7 +172,7 @@ func (vc *vctx) object(s *node, x val, p pos) {
 // objectPatterns compiles the patterns of s's patternProperties, for
 // telling at generation time which declared members they cover; ok is
 // false when they do not compile (or the model left them unchecked).
-func (vc *vctx) objectPatterns(s *node, x val) (patterns []*regexp.Regexp, ok bool) {
+func (vc *vctx) objectPatterns(s *node, x val) (patterns []*jsonwire.Pattern, ok bool) {
 	pats := s.Get("patternProperties")
 	if pats == nil {
 		return nil, true
@@ -181,7 +181,7 @@ func (vc *vctx) objectPatterns(s *node, x val) (patterns []*regexp.Regexp, ok bo
 		return nil, false
 	}
 	for _, pat := range pats.Keys {
-		re, err := regexp.Compile(pat)
+		re, err := jsonwire.CompilePattern(pat)
 		if err != nil {
 			vc.cannot(s, "patternProperties", x)
 			return nil, false
@@ -205,7 +205,7 @@ func (vc *vctx) properties(s *node, o objectOf, x val, p pos) {
 // patternProperties emits each pattern's schema on the declared members
 // it matches (known now) and on the other members that match it (tested
 // when validating).
-func (vc *vctx) patternProperties(s *node, o objectOf, patterns []*regexp.Regexp, p pos) {
+func (vc *vctx) patternProperties(s *node, o objectOf, patterns []*jsonwire.Pattern, p pos) {
 	pats := s.Get("patternProperties")
 	if pats == nil {
 		return
@@ -234,7 +234,7 @@ func (vc *vctx) patternProperties(s *node, o objectOf, patterns []*regexp.Regexp
 
 // additionalProperties emits its schema on the members neither properties
 // nor patternProperties cover: declared ones (known now), then the others.
-func (vc *vctx) additionalProperties(s *node, o objectOf, x val, patterns []*regexp.Regexp, p pos) {
+func (vc *vctx) additionalProperties(s *node, o objectOf, x val, patterns []*jsonwire.Pattern, p pos) {
 	addl := s.Get("additionalProperties")
 	if addl == nil || !vc.decided(s, "additionalProperties", x) || gomodel.IsTrue(addl) {
 		return
@@ -470,7 +470,7 @@ func patternKeys(pats *node) []string {
 	return pats.Keys
 }
 
-func matchesAny(res []*regexp.Regexp, name string) bool {
+func matchesAny(res []*jsonwire.Pattern, name string) bool {
 	for _, re := range res {
 		if re.MatchString(name) {
 			return true

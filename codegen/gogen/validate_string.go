@@ -2,10 +2,10 @@ package gogen
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/gomodel"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Checks of the string keywords: format, minLength, maxLength, pattern.
@@ -51,7 +51,7 @@ func (vc *vctx) stringCheck(s *node, k string, kv *node, sh shape, sv string, x 
 		vc.fail(p, k, fmt.Sprintf(`"length must be %s %d, but got "+strconv.Itoa(n)`, word, n))
 		vc.c.line("}")
 	case "pattern":
-		if _, err := regexp.Compile(kv.Text); err != nil {
+		if _, err := jsonwire.CompilePattern(kv.Text); err != nil {
 			vc.cannot(s, k, x)
 			return
 		}

@@ -3,10 +3,10 @@ package gomodel
 import (
 	"fmt"
 	"math/big"
-	"regexp"
 	"strconv"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Keyword by keyword: which keywords of a type's schema generated checks
@@ -455,7 +455,7 @@ func (w *checkWalk) stringKeyword(s *contract.Node, k string, kv *contract.Node,
 			return
 		}
 	case "pattern":
-		if _, err := regexp.Compile(kv.Text); err != nil {
+		if _, err := jsonwire.CompilePattern(kv.Text); err != nil {
 			w.unchecked(s, k, x, ReasonArgument, "pattern %q does not compile: %v", kv.Text, err)
 			return
 		}
@@ -577,10 +577,10 @@ func (o objectParts) field(name string) *Field {
 func (w *checkWalk) object(s *contract.Node, x walkVal) {
 	o := objectPartsOf(x)
 	props, pats, addl := s.Get("properties"), s.Get("patternProperties"), s.Get("additionalProperties")
-	var patterns []*regexp.Regexp
+	var patterns []*jsonwire.Pattern
 	if pats != nil {
 		for _, pat := range pats.Keys {
-			re, err := regexp.Compile(pat)
+			re, err := jsonwire.CompilePattern(pat)
 			if err != nil {
 				w.group(s, objectChecks, x, func(k string) { w.decide(s, k, x, false, ReasonArgument, "") })
 				w.reasons = append(w.reasons, fmt.Sprintf("%s: patternProperties %q does not compile: %v", Where(s), pat, err))
@@ -665,7 +665,7 @@ func (w *checkWalk) object(s *contract.Node, x walkVal) {
 	}
 }
 
-func matchesAny(res []*regexp.Regexp, name string) bool {
+func matchesAny(res []*jsonwire.Pattern, name string) bool {
 	for _, re := range res {
 		if re.MatchString(name) {
 			return true

@@ -3,11 +3,11 @@ package gomodel
 import (
 	"fmt"
 	"math/big"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 // Validation coverage: which types get generated checks, decided here so
@@ -492,7 +492,7 @@ func memberSchemas(s *contract.Node, name string) []*contract.Node {
 		matched := false
 		if pats != nil {
 			for i, pat := range pats.Keys {
-				if re, err := regexp.Compile(pat); err == nil && re.MatchString(name) {
+				if re, err := jsonwire.CompilePattern(pat); err == nil && re.MatchString(name) {
 					out = append(out, pats.Values[i])
 					matched = true
 				}
