@@ -132,7 +132,7 @@ func sharedDir(t *testing.T, name string) string {
 // and the test binary is linked without DWARF: the check runs each
 // generated function a few dozen times, so the optimiser's work is never
 // paid back, and nobody debugs the binary. This cuts the compile's CPU by
-// about a third (docs/codegen.md). The dependencies (framework,
+// about a third (docs/codegen-design.md). The dependencies (framework,
 // jsonschema/v5, the standard library) keep the default flags, so the
 // build shares them with make test's other builds without -race. What is
 // checked does not change: optimisation does not change what Go code

@@ -173,7 +173,7 @@ func decodeNumbers(t *testing.T, data []byte) any {
 }
 
 // sameValue reports whether two decoded documents hold the same JSON value
-// up to the two normalisations docs/codegen.md names: numbers compare by
+// up to the two normalisations docs/codegen-design.md names: numbers compare by
 // value (25.0 is 25), and a date-time re-encoded by time.Time is the same
 // instant (…07.960Z is …07.96Z, +00:00 is Z). Members, their presence and
 // nulls compare exactly.

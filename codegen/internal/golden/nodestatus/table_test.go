@@ -15,7 +15,7 @@ import (
 )
 
 // A table-driven decoder, measured against the generated per-field one on
-// the benchmark message (docs/codegen.md, "Decoder shape"): each type gets
+// the benchmark message (docs/codegen-design.md, "Decoder shape"): each type gets
 // a table of its members, and one loop walks the object, finds the member
 // in the table, records it as seen and calls the member's decoder. This is
 // the shape the generator would emit (one entry per member instead of a
