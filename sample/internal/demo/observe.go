@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,11 +58,26 @@ func (r *processRun) sampleLoop(ctx context.Context) {
 
 // probe is what one sample read from one process.
 type probe struct {
-	p         *proc
+	p *proc
+	// answered is set when both /readyz and /status answered: a probe
+	// that timed out or was refused says nothing of the process's state,
+	// only that the observer did not learn it (on a loaded machine a
+	// race-detected process can take longer than httpClient's timeout).
+	answered  bool
 	ready     bool
 	readyText string
 	status    json.RawMessage
 	metrics   Metrics
+}
+
+// sampleRound is one completed round of samples: when it began, in which
+// step, and whether every running process answered it and every pair had
+// settled (see settledPairs); why says what was not.
+type sampleRound struct {
+	at      time.Duration
+	step    int
+	settled bool
+	why     string
 }
 
 // sample observes every process once.
@@ -82,8 +98,10 @@ func (r *processRun) sample() {
 		go func() {
 			defer wg.Done()
 			pr := &probe{p: p}
-			pr.ready, pr.readyText = readyz(p.addr)
-			pr.status, _ = getStatus(p.addr)
+			var readyErr, statusErr error
+			pr.ready, pr.readyText, readyErr = readyz(p.addr)
+			pr.status, statusErr = getStatus(p.addr)
+			pr.answered = readyErr == nil && statusErr == nil
 			if c == Kubelet || c == Scheduler {
 				pr.metrics, _ = Scrape(httpClient, "http://"+p.addr+"/metrics")
 			}
@@ -93,6 +111,7 @@ func (r *processRun) sample() {
 		}()
 	}
 	wg.Wait()
+	agreed := map[string]map[string][]string{}
 	for _, c := range componentOrder {
 		obs := Observation{At: at, Step: step, Component: c}
 		pr := probes[c]
@@ -108,6 +127,11 @@ func (r *processRun) sample() {
 			r.setState(c, at, "up", pr.p.version)
 		}
 		r.mu.Unlock()
+		if pr != nil && !pr.answered && !draining {
+			// Not an observation: the process's state is unknown, not
+			// "not ready, no sessions"; the rows keep their last state.
+			continue
+		}
 		if pr != nil {
 			// draining is written under r.mu by stopProc: read above.
 			obs.Version, obs.Draining, obs.Ready, obs.ReadyText = pr.p.version, draining, pr.ready, pr.readyText
@@ -132,6 +156,7 @@ func (r *processRun) sample() {
 			}
 		}
 		r.observations = append(r.observations, obs)
+		agreed[c] = obs.Agreed
 		if nc := procs[NodeController]; c == Kubelet && pr != nil && !draining && len(obs.Agreed[NodeController]) > 0 && nc != nil && !nc.draining {
 			r.outages.heard(at)
 		}
@@ -140,6 +165,67 @@ func (r *processRun) sample() {
 			r.checkVersions(at, c, pr.p, obs.Agreed, procs)
 		}
 	}
+	why := settledPairs(probes, agreed)
+	r.mu.Lock()
+	r.rounds = append(r.rounds, sampleRound{at: at, step: step, settled: why == "", why: why})
+	r.mu.Unlock()
+}
+
+// settledPairs says how the system sampled differs from a settled one, in
+// which every running process answered and every client that is not
+// draining holds sessions with each server it follows that is not
+// draining at exactly the highest version both speak, or at none when
+// they share none; "" when it is settled. Each upgrade leaves the system
+// unsettled until the clients' next handshakes: how long that takes
+// depends on the machine, so the plan's holds wait for it (see hold)
+// rather than for a fixed time.
+func settledPairs(probes map[string]*probe, agreed map[string]map[string][]string) string {
+	var why []string
+	for _, c := range componentOrder {
+		if pr := probes[c]; pr != nil && !pr.answered && !pr.p.draining {
+			why = append(why, c+" did not answer")
+		}
+	}
+	for _, pair := range pairs {
+		cp, sp := probes[pair.client], probes[pair.server]
+		if cp == nil || sp == nil || cp.p.draining || sp.p.draining || !cp.answered {
+			continue
+		}
+		var want []string
+		if v := highestShared(speaksByVersion[pair.client][cp.p.version][pair.contract],
+			speaksByVersion[pair.server][sp.p.version][pair.contract]); v != "" {
+			want = []string{pair.contract + " " + v}
+		}
+		if got := agreed[pair.client][pair.server]; !slices.Equal(got, want) {
+			why = append(why, fmt.Sprintf("%s %s holds %v with %s %s, not %v", pair.client, cp.p.version, got, pair.server, sp.p.version, want))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// highestShared is the highest of the versions both a and b list ("" when
+// none): the one a handshake between them agrees on.
+func highestShared(a, b []string) string {
+	best := ""
+	for _, v := range a {
+		if contains(b, v) && (best == "" || semverLess(best, v)) {
+			best = v
+		}
+	}
+	return best
+}
+
+// semverLess orders the sample's major.minor.patch versions.
+func semverLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, _ := strconv.Atoi(pa[i])
+		y, _ := strconv.Atoi(pb[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(pa) < len(pb)
 }
 
 // isDraining reads p.draining, which stopProc writes under r.mu.

@@ -142,6 +142,8 @@ type processRun struct {
 	rowOrder     []string
 	calls        map[string]*upgradesim.CallSeries
 	observations []Observation
+	// rounds are the sample rounds completed so far, in order.
+	rounds       []sampleRound
 	incarnations []Incarnation
 	violations   []upgradesim.Violation
 	logs         []string
@@ -468,14 +470,8 @@ func (r *processRun) runPlan(ctx context.Context) {
 		}
 	}
 	wait := func(d time.Duration) (string, func() error) {
-		return "wait " + d.String(), func() error {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d):
-				return nil
-			}
-		}
+		return fmt.Sprintf("wait %s, until every pair settled (within %s) and every process was observed %d times since", d, settleBound, holdRounds),
+			func() error { return r.hold(ctx, d) }
 	}
 	ready := func() (string, func() error) {
 		return "wait until every /readyz answers 200 within 20s", func() error { return r.waitReady(ctx, 20*time.Second) }
@@ -526,6 +522,79 @@ func (r *processRun) runPlan(ctx context.Context) {
 	r.mu.Unlock()
 }
 
+// Bounds of a hold (see hold).
+const (
+	// stepSettle is how long, from a step's start, what the step before
+	// it did may take to show in what the processes report (a drained
+	// client's sessions closed, its peer's readiness following): a hold's
+	// rounds count from then on.
+	stepSettle = 300 * time.Millisecond
+	// holdRounds is how many sample rounds a hold lasts at least once the
+	// pairs settled, so that the skew it holds is observed whatever the
+	// machine's speed: under the race detector at load 30 a round of
+	// probes has taken over 700 ms.
+	holdRounds = 3
+	// settleBound bounds the wait for the pairs to settle: their
+	// handshakes after an upgrade, which a loaded machine has taken
+	// seconds over (not the 100 ms to 500 ms of backoff they wait on a
+	// quiet one).
+	settleBound = 20 * time.Second
+)
+
+// hold holds the system as it is for d from the step's start, and then
+// until it has settled (see settledPairs) and holdRounds sample rounds
+// that began at least stepSettle into the step and after it settled have
+// seen every running process answer. A skew is held for d, as the plan
+// says, and for as long as an observer needs to see it: the sample loop,
+// not the wall clock, says when the step showed what it was for. It fails
+// when the pairs do not settle within settleBound.
+func (r *processRun) hold(ctx context.Context, d time.Duration) error {
+	r.mu.Lock()
+	step, from := r.step, r.now()
+	r.mu.Unlock()
+	deadline := time.Now().Add(max(d, settleBound))
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		var settledAt time.Duration = -1
+		seen, why := 0, "no sample round completed"
+		for _, rd := range r.rounds {
+			if rd.step != step || rd.at < from {
+				continue
+			}
+			if !rd.settled {
+				why = rd.why
+				// Counted only from the round that settled it.
+				if settledAt < 0 {
+					continue
+				}
+			}
+			if settledAt < 0 {
+				settledAt = rd.at
+			}
+			if rd.at >= from+stepSettle && rd.why == "" {
+				seen++
+			}
+		}
+		r.mu.Unlock()
+		if settledAt >= 0 && seen >= holdRounds && r.now()-from >= d {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if settledAt < 0 {
+				return fmt.Errorf("the pairs did not settle within %s: %s", settleBound, why)
+			}
+			return fmt.Errorf("%d of %d sample rounds saw every process answer within %s", seen, holdRounds, settleBound)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 // waitReady waits until every running process answers /readyz with 200.
 func (r *processRun) waitReady(ctx context.Context, bound time.Duration) error {
 	deadline := time.Now().Add(bound)
@@ -539,7 +608,7 @@ func (r *processRun) waitReady(ctx context.Context, bound time.Duration) error {
 		}
 		r.mu.Unlock()
 		for _, p := range procs {
-			if ok, text := readyz(p.addr); !ok {
+			if ok, text, _ := readyz(p.addr); !ok {
 				why = append(why, p.component+": "+text)
 			}
 		}
@@ -556,17 +625,19 @@ func (r *processRun) waitReady(ctx context.Context, bound time.Duration) error {
 	return fmt.Errorf("not ready within %s: %s", bound, strings.Join(why, "; "))
 }
 
-func readyz(addr string) (bool, string) {
+// readyz reads a process's /readyz: whether it answered 200, and what it
+// said; err is set, and the text says it, when it did not answer.
+func readyz(addr string) (bool, string, error) {
 	resp, err := httpClient.Get("http://" + addr + "/readyz")
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), err
 	}
 	defer resp.Body.Close()
 	var b strings.Builder
 	buf := make([]byte, 512)
 	n, _ := resp.Body.Read(buf)
 	b.Write(buf[:n])
-	return resp.StatusCode == http.StatusOK, strings.TrimSpace(b.String())
+	return resp.StatusCode == http.StatusOK, strings.TrimSpace(b.String()), nil
 }
 
 func (r *processRun) violate(invariant, format string, args ...any) {
