@@ -1,7 +1,10 @@
 // Package kubelet is the sample's node agent: one process simulates many
-// nodes, each with its own lockstep session with the node controller (its
-// liveness), all sharing one HTTP transport and one heartbeat sender, so a
-// thousand nodes cost one heartbeat request per interval. Each node
+// nodes ("hollow nodes", as Kubernetes' kubemark calls them), each with its
+// own lockstep session with the node controller (its liveness). Without
+// per-node certificates they share one HTTP transport and one heartbeat
+// sender, so a thousand nodes cost one heartbeat request per interval; with
+// them (Config.NodeTLS) each node dials with its own certificate, as a real
+// kubelet does, so each has its own connections and heartbeats alone. Each node
 // watches the node controller's PodAssignment topic and runs the pods
 // assigned to it (Pending, then Running), stops those whose desired state
 // is Stopped or whose assignment went; it reports its whole status when it
@@ -12,10 +15,12 @@ package kubelet
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +71,20 @@ type Config struct {
 	// changes, as a batch job's pods do: reported Succeeded, after which
 	// the node controller lets their assignment go.
 	PodsEnd bool
+	// NodeTLS, if set, gives each node its own TLS client configuration,
+	// presenting the certificate that names it (lockstep://kubelet/<node>)
+	// as a real kubelet presents its own: each node then has a transport
+	// and connections of its own, and its heartbeats travel alone, one
+	// request per node per interval, since a request carries one identity.
+	// Nil: every node shares Client's transport (plain HTTP, or one
+	// identity for the whole simulator, granted a node set).
+	NodeTLS func(node string) (*tls.Config, error)
+	// StatusEvery, if positive, makes each node report its whole status
+	// at least that often even when nothing changed, as a kubelet reports
+	// its NodeStatus periodically (the first report of each node comes at
+	// a random point of the first period, so the nodes' reports spread).
+	// Zero: a node reports its status only when it changes.
+	StatusEvery time.Duration
 	// CallTimeout bounds each report, including the time it blocks waiting
 	// for a compatible node controller; default 30s.
 	CallTimeout time.Duration
@@ -88,6 +107,9 @@ type Kubelet struct {
 	reports *prometheus.CounterVec
 	resyncs prometheus.Counter
 	stats   Stats
+	// transports are the nodes' own transports (Config.NodeTLS), whose
+	// idle connections Close closes.
+	transports []*http.Transport
 }
 
 // Stats counts what the kubelet did.
@@ -107,6 +129,9 @@ type Stats struct {
 	// ForeignAssignments counts assignments a node's watch delivered that
 	// name another node: none, since each node selects its own.
 	ForeignAssignments atomic.Int64
+	// Heartbeats times every heartbeat request the nodes' sessions sent,
+	// from sending it to its answer's headers.
+	Heartbeats Latency
 }
 
 // New builds the kubelet's node clients; they start handshaking at once.
@@ -157,8 +182,11 @@ func New(cfg Config) (*Kubelet, error) {
 		cfg.Registerer.MustRegister(k.reports, k.resyncs)
 	}
 	base := cfg.Client
-	if base.Transport == nil {
+	if base.Transport == nil && cfg.NodeTLS == nil {
 		base.Transport = framework.NewTransport(base.TLSConfig)
+	}
+	if base.Transport != nil {
+		base.Transport = &timedTransport{next: base.Transport, beat: &k.stats.Heartbeats}
 	}
 	base.Heartbeats = k.heartbeats
 	contract := nsv1.Contract
@@ -175,6 +203,17 @@ func New(cfg Config) (*Kubelet, error) {
 		ncfg := base
 		ncfg.Instance = name + "." + suffix
 		ncfg.OnResync = nd.resync
+		if cfg.NodeTLS != nil {
+			tc, err := cfg.NodeTLS(name)
+			if err != nil {
+				k.Close()
+				return nil, fmt.Errorf("kubelet: node %s: TLS: %w", name, err)
+			}
+			tr := nodeTransport(tc)
+			k.transports = append(k.transports, tr)
+			nd.own = &timedTransport{next: tr, beat: &k.stats.Heartbeats}
+			ncfg.TLSConfig, ncfg.Transport = tc, nd.own
+		}
 		c, err := framework.NewClient(contract, ncfg)
 		if err != nil {
 			k.Close()
@@ -184,6 +223,18 @@ func New(cfg Config) (*Kubelet, error) {
 		k.nodes = append(k.nodes, nd)
 	}
 	return k, nil
+}
+
+// nodeTransport is one node's own transport: the framework's, with the
+// buffers a real kubelet's client has (net/http's 4 KiB, not the 16 KiB
+// the framework gives a process's shared transport): a node's calls are
+// small, and thousands of nodes hold two connections each (calls and
+// heartbeats, its watch).
+func nodeTransport(tc *tls.Config) *http.Transport {
+	tr := framework.NewTransport(tc)
+	tr.ReadBufferSize, tr.WriteBufferSize = 4<<10, 4<<10
+	tr.MaxIdleConnsPerHost = 4
+	return tr
 }
 
 func randomHex(n int) string {
@@ -197,7 +248,17 @@ func randomHex(n int) string {
 func (k *Kubelet) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, nd := range k.nodes {
-		wg.Add(2)
+		// A node's loops end with ctx, or when the node is killed.
+		ctx, cancel := context.WithCancel(ctx)
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-nd.stopped:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
 		go func() {
 			defer wg.Done()
 			nd.run(ctx)
@@ -246,6 +307,29 @@ func (k *Kubelet) Close() {
 		}()
 	}
 	wg.Wait()
+	for _, tr := range k.transports {
+		tr.CloseIdleConnections()
+	}
+}
+
+// Stop kills node i as a machine that dies does: its loops stop and, when
+// the node has a transport of its own (Config.NodeTLS), it sends nothing
+// more, not even the goodbye that ends its session, so the node controller
+// learns of it only when the session lapses, its TTL after the last
+// heartbeat. Nodes that share a transport share their heartbeat requests
+// too, so one of them cannot fall silent alone: Stop then ends its session
+// with a goodbye, as a kubelet that stops cleanly does. The other nodes go
+// on.
+func (k *Kubelet) Stop(i int) {
+	nd := k.nodes[i]
+	nd.stopOnce.Do(func() {
+		if nd.own != nil {
+			nd.own.dead.Store(true)
+			nd.own.CloseIdleConnections()
+		}
+		close(nd.stopped)
+		_ = nd.client.Close()
+	})
 }
 
 // Nodes returns how many nodes the kubelet simulates.
@@ -290,7 +374,8 @@ func (k *Kubelet) Status() any {
 		"failedReports": k.stats.Failed.Load(), "resyncs": k.stats.Resyncs.Load(),
 		"podsStarted": k.stats.PodsStarted.Load(), "podsStopped": k.stats.PodsStopped.Load(), "podsEnded": k.stats.PodsEnded.Load(),
 		"podReportsRefused": k.stats.PodReportsRefused.Load(),
-		"endpoints":         k.nodes[0].client.Endpoints(),
+		"heartbeats":        k.stats.Heartbeats.Count(), "heartbeatP99Seconds": k.stats.Heartbeats.Quantile(0.99).Seconds(),
+		"endpoints": k.nodes[0].client.Endpoints(),
 	}
 }
 

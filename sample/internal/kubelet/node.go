@@ -24,6 +24,9 @@ type simNode struct {
 	name   string
 	client *framework.Client
 	rand   *mathrand.Rand
+	// own is the node's own transport (Config.NodeTLS), nil when it shares
+	// the kubelet's.
+	own *timedTransport
 
 	mu           sync.Mutex
 	diskPressure bool
@@ -39,11 +42,14 @@ type simNode struct {
 	// synced is set once the node's PodAssignment watch had its first
 	// snapshot.
 	synced atomic.Bool
+	// stopped ends the node's loops: the node was killed (Kubelet.Stop).
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 func newNode(k *Kubelet, name string, seed int64) *simNode {
 	return &simNode{k: k, name: name, rand: mathrand.New(mathrand.NewPCG(uint64(seed), 7)),
-		statusDirty: true, ended: map[string]bool{}, podsDirty: map[string]*nsv2.PodStatus{}, wake: make(chan struct{}, 1)}
+		statusDirty: true, ended: map[string]bool{}, podsDirty: map[string]*nsv2.PodStatus{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 }
 
 // podLocked returns the pod the node runs with uid and its index, or nil.
@@ -231,6 +237,20 @@ func (nd *simNode) run(ctx context.Context) {
 		}
 	}
 	schedule()
+	// refresh marks the status to be reported again every StatusEvery,
+	// the first time at a random point of the first period.
+	var refresh <-chan time.Time
+	if every := nd.k.cfg.StatusEvery; every > 0 {
+		first := time.NewTimer(time.Duration(nd.rand.Int64N(int64(every))))
+		defer first.Stop()
+		refresh = first.C
+	}
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	retry := time.Duration(0)
 	for ctx.Err() == nil {
 		if err := nd.sendPending(ctx); err != nil && ctx.Err() == nil {
@@ -249,6 +269,14 @@ func (nd *simNode) run(ctx context.Context) {
 		case <-next:
 			nd.change()
 			schedule()
+		case <-refresh:
+			if ticker == nil {
+				ticker = time.NewTicker(nd.k.cfg.StatusEvery)
+				refresh = ticker.C
+			}
+			nd.mu.Lock()
+			nd.statusDirty = true
+			nd.mu.Unlock()
 		}
 	}
 }
