@@ -598,9 +598,20 @@ func (b *builder) view(n *Node) (*Node, bool) {
 					tn.Items = append(tn.Items, &Node{Kind: contract.KindString, Text: s})
 				}
 				set(k, tn)
-			case "additionalProperties", "unevaluatedProperties":
+			case "additionalProperties":
 				if cur == nil || v.Kind == contract.KindBool && !v.Bool {
 					set(k, v)
+				}
+			case "unevaluatedProperties":
+				// A part that evaluates every member (true, or a schema)
+				// leaves none unevaluated for another part's false: the
+				// Go type stays open, and jsonschema/v5, which checks
+				// unevaluatedProperties, decides.
+				switch {
+				case cur == nil:
+					set(k, v)
+				case isFalse(cur) != isFalse(v):
+					set(k, &Node{Kind: contract.KindBool, Bool: true, Origin: v})
 				}
 			case "oneOf", "anyOf":
 				if cur != nil {
@@ -1150,6 +1161,15 @@ func (b *builder) extras(v *Node, typeName string) (*TypeRef, bool) {
 	addl := v.Get("additionalProperties")
 	if addl == nil {
 		addl = v.Get("unevaluatedProperties")
+		// Members that if/then/else, dependentSchemas or a union's
+		// branches declare are evaluated too: unevaluatedProperties does
+		// not close the Go type to them, and jsonschema/v5, which checks
+		// it, decides.
+		for _, k := range []string{"if", "then", "else", "dependentSchemas", "anyOf", "oneOf"} {
+			if addl != nil && v.Has(k) {
+				addl = nil
+			}
+		}
 	}
 	pats := v.Get("patternProperties")
 	var schemas []*Node
