@@ -54,7 +54,9 @@ const knownDifferencesFile = "testdata/jsts-known-differences.txt"
 // the agreement per draft and keyword (test file), and fails on any group
 // the generator refuses and any test whose verdict differs from the
 // suite's, unless testdata/jsts-known-differences.txt lists it with its
-// reason, and on any listed difference that no longer happens.
+// reason, and on any listed difference that no longer happens. Every data
+// the generated code accepts must also round-trip: decoded and encoded
+// again, it is the same JSON value.
 func TestJSONSchemaSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of generated packages")
@@ -333,8 +335,10 @@ func writeSuiteCheck(t *testing.T, tmp string, pkgs []suitePackage) {
 
 // knownDifference is one entry of the known-differences file.
 type knownDifference struct {
-	// Kind is "refused" (the generator refuses the group) or "disagrees"
-	// (the generated code's verdict on the test is not the suite's).
+	// Kind is "refused" (the generator refuses the group), "disagrees"
+	// (the generated code's verdict on the test is not the suite's) or
+	// "changes" (decoding the test's data and encoding it again gives
+	// another JSON value).
 	Kind string
 	// File is draft/file; Group and Test the descriptions (Test empty for
 	// a refused group).
@@ -354,6 +358,7 @@ func (k knownDifference) key() string {
 //
 //	refused DRAFT/FILE "GROUP": REASON
 //	disagrees DRAFT/FILE "GROUP" "TEST": REASON
+//	changes DRAFT/FILE "GROUP" "TEST": REASON
 //
 // with the group's and the test's descriptions quoted as Go strings.
 // Blank lines and lines starting with # are comments. Every entry must
@@ -374,8 +379,8 @@ func readKnownDifferences(path string) (map[string]*knownDifference, error) {
 		var rest string
 		var ok bool
 		k.Kind, rest, ok = strings.Cut(line, " ")
-		if !ok || (k.Kind != "refused" && k.Kind != "disagrees") {
-			return nil, bad("an entry starts with refused or disagrees")
+		if !ok || (k.Kind != "refused" && k.Kind != "disagrees" && k.Kind != "changes") {
+			return nil, bad("an entry starts with refused, disagrees or changes")
 		}
 		k.File, rest, _ = strings.Cut(rest, " ")
 		quoted := func() (string, error) {
@@ -389,7 +394,7 @@ func readKnownDifferences(path string) (map[string]*knownDifference, error) {
 		if k.Group, err = quoted(); err != nil {
 			return nil, err
 		}
-		if k.Kind == "disagrees" {
+		if k.Kind != "refused" {
 			if k.Test, err = quoted(); err != nil {
 				return nil, err
 			}
@@ -508,6 +513,16 @@ func (r *suiteReport) differences(jsts string, known map[string]*knownDifference
 			errs = append(errs, fmt.Sprintf("refused %s %q: %s", file, groups[i].Description, reason))
 		}
 		for _, v := range r.verdicts[file] {
+			if v.RoundTrip != "" {
+				g := groups[v.Group]
+				k := knownDifference{Kind: "changes", File: file, Group: g.Description, Test: g.Tests[v.Test].Description}
+				if known[k.key()] != nil {
+					seen[k.key()] = true
+				} else {
+					errs = append(errs, fmt.Sprintf("changes %s %q %q: the round trip changes the JSON\n\tin  %s\n\tout %s",
+						file, g.Description, g.Tests[v.Test].Description, compactJSON(g.Tests[v.Test].Data), v.RoundTrip))
+				}
+			}
 			if v.Generated == v.Valid {
 				continue
 			}

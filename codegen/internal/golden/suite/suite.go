@@ -10,8 +10,10 @@
 package suite
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"strconv"
 	"testing"
@@ -62,6 +64,10 @@ type Verdict struct {
 	Validated bool `json:"validated"`
 	// Error is the generated path's error, when it refused the data.
 	Error string `json:"error,omitempty"`
+	// RoundTrip is the JSON the generated type encodes data it accepted
+	// back to, when that is another JSON value than data (numbers compare
+	// by value).
+	RoundTrip string `json:"roundTrip,omitempty"`
 }
 
 // Load reads a test file of the suite.
@@ -97,10 +103,13 @@ func Run(t *testing.T, cases []Case) {
 			}
 			for ti, test := range g.Tests {
 				v := Verdict{Draft: c.Draft, File: c.File, Group: gi, Test: ti, Valid: test.Valid}
-				genErr, validated := decodeMessage(c.Contract, name, test.Data, newValue())
+				value := newValue()
+				genErr, validated := decodeMessage(c.Contract, name, test.Data, value)
 				v.Generated, v.Validated = genErr == nil, validated
 				if genErr != nil {
 					v.Error = genErr.Error()
+				} else {
+					v.RoundTrip = roundTrip(test.Data, value)
 				}
 				v.Reference = c.Contract.ValidateJSON(name, test.Data) == nil
 				line, err := json.Marshal(v)
@@ -111,6 +120,67 @@ func Run(t *testing.T, cases []Case) {
 			}
 		}
 	}
+}
+
+// roundTrip encodes the decoded value and returns what it wrote when it is
+// another JSON value than data ("" when it is the same).
+func roundTrip(data []byte, value any) string {
+	out, err := json.Marshal(value)
+	if err != nil {
+		return "encoding fails: " + err.Error()
+	}
+	a, errA := decodeNumbers(data)
+	b, errB := decodeNumbers(out)
+	if errA != nil || errB != nil || !sameJSON(a, b) {
+		return string(out)
+	}
+	return ""
+}
+
+func decodeNumbers(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
+}
+
+// sameJSON compares two decoded values, numbers by value.
+func sameJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for k, v := range a {
+			w, ok := bm[k]
+			if !ok || !sameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		bn, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		x, okx := new(big.Rat).SetString(a.String())
+		y, oky := new(big.Rat).SetString(bn.String())
+		return okx && oky && x.Cmp(y) == 0
+	}
+	return a == b
 }
 
 // decodeMessage decodes and validates data into v as the runtime's server
