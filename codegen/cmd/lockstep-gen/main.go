@@ -9,8 +9,15 @@
 // lockstep_types.gen.go and lockstep_api.gen.go beside it, and
 // lockstep_fork.gen.go when the contract has forkFrom. Usage:
 //
-//	lockstep-gen [-check] [-v] [DIR ...]   generate (or, with -check, verify) the package in each DIR (default .)
+//	lockstep-gen [-check] [-v] [DIR|PATTERN ...]   generate (or, with -check, verify) the package in each DIR (default .)
 //	lockstep-gen diff [-json] OLD NEW compare the contracts in folders OLD and NEW
+//
+// A Go package pattern (./..., ./api/...) stands for every package it
+// matches that has a contract file, as go list finds them, so that one CI
+// line checks a whole module: lockstep-gen -check ./... . With -check the
+// exit status is go vet's: 0 when every generated file is fresh, 1 when
+// one is missing or stale (each named), 2 when a folder or pattern cannot
+// be read or its contract does not load.
 //
 // With -v it also prints, for each message, whether its generated Validate
 // checks it or, when the runtime falls back to jsonschema/v5 for it, which
@@ -27,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -52,21 +60,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "do not write: fail when the generated files are missing or stale")
 	verbose := fs.Bool("v", false, "print, for each message, whether generated code validates it, or which keyword makes it fall back to jsonschema/v5 and why")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockstep-gen [-check] [-v] [DIR ...]\n       lockstep-gen diff [-json] OLD NEW")
+		fmt.Fprintln(stderr, "usage: lockstep-gen [-check] [-v] [DIR|PATTERN ...]\n       lockstep-gen diff [-json] OLD NEW")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	dirs := fs.Args()
-	if len(dirs) == 0 {
-		dirs = []string{"."}
+	dirs, err := expandPatterns(fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	// The folders are independent, so they are generated side by side,
 	// each writing into its own buffer; the buffers are written out in the
 	// folders' order, so the output is the same as one after the other.
 	outs := make([]bytes.Buffer, len(dirs))
 	failed := make([]bool, len(dirs))
+	broken := make([]bool, len(dirs)) // its folder or contract could not be read
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(dirs)) {
@@ -74,8 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				failed[i] = !runDir(dirs[i], len(dirs) > 1, *check, &outs[i])
-				if *verbose && !failed[i] {
+				failed[i], broken[i] = runDir(dirs[i], len(dirs) > 1, *check, &outs[i])
+				if *verbose && !failed[i] && !*check {
 					failed[i] = !printCoverage(dirs[i], len(dirs) > 1, &outs[i])
 				}
 			}
@@ -89,18 +99,58 @@ func run(args []string, stdout, stderr io.Writer) int {
 	status := 0
 	for i := range dirs {
 		_, _ = stderr.Write(outs[i].Bytes())
-		if failed[i] {
+		switch {
+		case broken[i] && *check:
+			status = 2
+		case failed[i] && status == 0:
 			status = 1
 		}
 	}
 	return status
 }
 
+// expandPatterns turns the command's arguments into folders: a Go package
+// pattern (one with "...") into the folders of the packages it matches
+// that hold a contract file, as go list finds them; any other argument is
+// a folder. No argument is the current folder.
+func expandPatterns(args []string) ([]string, error) {
+	if len(args) == 0 {
+		return []string{"."}, nil
+	}
+	var dirs []string
+	for _, a := range args {
+		if !strings.Contains(a, "...") {
+			dirs = append(dirs, a)
+			continue
+		}
+		cmd := exec.Command("go", "list", "-e", "-f", "{{.Dir}}", a)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("lockstep-gen: go list %s: %v\n%s", a, err, errOut.String())
+		}
+		found := 0
+		for _, dir := range strings.Fields(string(out)) {
+			if _, err := contract.Find(dir); err == nil {
+				dirs = append(dirs, dir)
+				found++
+			}
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("lockstep-gen: no package matching %s has a contract file (%s)", a, strings.Join(contract.FileNames, ", "))
+		}
+	}
+	return dirs, nil
+}
+
 // runDir generates (or, with check, verifies) the package in dir, writing
-// warnings and errors to stderr, and reports whether it succeeded. An error
+// warnings and errors to stderr, and reports whether it failed, and
+// whether that was because dir could not be read or its contract loaded
+// (broken) rather than stale files. An error
 // names the schema's file relative to its contract's folder; with several
 // folders (named), it names the folder too.
-func runDir(dir string, named, check bool, stderr io.Writer) bool {
+func runDir(dir string, named, check bool, stderr io.Writer) (failed, broken bool) {
 	prefix := ""
 	if named {
 		prefix = dir + ": "
@@ -109,18 +159,18 @@ func runDir(dir string, named, check bool, stderr io.Writer) bool {
 		stale, err := codegen.Stale(dir)
 		if err != nil {
 			fmt.Fprintln(stderr, prefix+err.Error())
-			return false
+			return true, true
 		}
 		for _, f := range stale {
 			fmt.Fprintf(stderr, "%s is stale: run lockstep-gen in %s\n", f, dir)
 		}
-		return len(stale) == 0
+		return len(stale) > 0, false
 	}
 	if _, err := codegen.Write(dir, stderr); err != nil {
 		fmt.Fprintln(stderr, prefix+err.Error())
-		return false
+		return true, true
 	}
-	return true
+	return false, false
 }
 
 // printCoverage writes, for each message of the contract in dir, whether

@@ -116,3 +116,52 @@ func TestVerboseNamesFallbacks(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPatterns checks -check over a Go package pattern, with go vet's
+// exit statuses: 0 when every package with a contract is fresh, 1 naming a
+// stale one, 2 when a contract does not load or the pattern matches none.
+func TestCheckPatterns(t *testing.T) {
+	mod := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	contract := "contract: demo\nversion: \"1.0.0\"\nserver: srv\nclient: cli\n" +
+		"methods:\n  Get: {request: Req, response: Req}\nschemas:\n  Req: {type: object, properties: {id: {type: string}}}\n"
+	write("go.mod", "module example.com/m\n\ngo 1.26\n")
+	write("api/a/contract.yaml", contract)
+	write("api/a/doc.go", "package a\n")
+	write("api/b/contract.yaml", contract)
+	write("api/b/doc.go", "package b\n")
+	write("other/doc.go", "package other\n") // no contract: not a lockstep package
+	t.Chdir(mod)
+	t.Setenv("GOWORK", "off")
+	var stderr bytes.Buffer
+	if code := run([]string{"./..."}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("generate ./...: exit %d, %s", code, &stderr)
+	}
+	stderr.Reset()
+	if code := run([]string{"-check", "./..."}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Errorf("-check ./... when fresh: exit %d, %s", code, &stderr)
+	}
+	write("api/b/contract.yaml", strings.Replace(contract, "id: {type: string}", "id: {type: integer}", 1))
+	stderr.Reset()
+	if code := run([]string{"-check", "./..."}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "b/lockstep_types.gen.go is stale") {
+		t.Errorf("-check ./... with b stale: exit %d, %s", code, &stderr)
+	}
+	write("api/a/contract.yaml", "contract: demo\n")
+	stderr.Reset()
+	if code := run([]string{"-check", "./api/..."}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Errorf("-check ./api/... with a broken: exit %d, %s", code, &stderr)
+	}
+	stderr.Reset()
+	if code := run([]string{"-check", "./other/..."}, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "no package matching") {
+		t.Errorf("-check of a pattern without contracts: exit %d, %s", code, &stderr)
+	}
+}
