@@ -96,6 +96,11 @@ type Config struct {
 	// Unknown only once no replica has held a session of its kubelet for
 	// NodeGrace. Nil: the replica judges by its own sessions.
 	Liveness *Liveness
+	// OnHealth, if set, is called with every node's health each time it
+	// changes, under the node controller's lock: it must not block nor
+	// modify h. It is how the user-visible subset reaches Node objects
+	// (package nodeobjects) while heartbeats and statuses stay here.
+	OnHealth func(h *nhv2.NodeHealth)
 	// Evicted, if set, is called with every eviction that unbound pods
 	// (Evict, for preemption), once they are unbound.
 	Evicted func(Eviction)
@@ -787,6 +792,9 @@ func (n *NodeController) publishLocked(nd *node) {
 	nd.health = h
 	if n.closed {
 		return
+	}
+	if n.cfg.OnHealth != nil {
+		n.cfg.OnHealth(h)
 	}
 	if n.topicV2 != nil {
 		if err := n.topicV2.Set(h); err != nil {
