@@ -7,20 +7,34 @@
 //
 //	nodecontroller --listen 127.0.0.1:8441 --api v2 [--fork] [--node-set NAME=PREFIX]
 //
+// With --kubeconfig it persists the user-visible subset of every node to
+// that Kubernetes API server as Node objects (package nodeobjects): created
+// once, their Ready condition written on every transition, and refreshed
+// every --node-refresh, all within --node-writes-per-second; heartbeats and
+// full statuses stay in memory. Kubernetes' own node lifecycle controller
+// must then not run (kube-controller-manager --controllers=*,-nodelifecycle):
+// no kubelet renews a Lease.
+//
 // It serves /healthz, /readyz (ready once a kubelet holds a session),
 // /metrics, /status and /lockstep/status, and drains on SIGTERM.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/lockstep-dev/lockstep/framework"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/daemon"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller/nodeobjects"
 )
 
 func main() {
@@ -37,6 +51,9 @@ func main() {
 		nodeSets[name] = prefix
 		return nil
 	})
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of a Kubernetes API server to persist the nodes' user-visible subset to, as Node objects; empty: none")
+	refresh := flag.Duration("node-refresh", nodeobjects.DefaultRefreshEvery, "with --kubeconfig: how often each Node object is rewritten when nothing changed")
+	writes := flag.Float64("node-writes-per-second", nodeobjects.DefaultMaxWritesPerSecond, "with --kubeconfig: the most Node writes per second, creates, transitions and refreshes together")
 	flag.Parse()
 	os.Exit(daemon.Main(f, func(rt *daemon.Runtime) (*daemon.Service, error) {
 		pods := nodecontroller.NewPodStore()
@@ -46,18 +63,49 @@ func main() {
 				return nil, err
 			}
 		}
+		var objects *nodeobjects.Writer
+		var onHealth func(*nhv2.NodeHealth)
+		if *kubeconfig != "" {
+			rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+			if err != nil {
+				return nil, fmt.Errorf("--kubeconfig: %w", err)
+			}
+			// The writer keeps its own budget: client-go's (5 per second)
+			// would queue a node's transition behind the creates.
+			rc.QPS, rc.Burst = float32(*writes)*2, int(*writes)*2
+			core, err := corev1client.NewForConfig(rc)
+			if err != nil {
+				return nil, fmt.Errorf("--kubeconfig: %w", err)
+			}
+			if objects, err = nodeobjects.New(nodeobjects.Config{Nodes: core.Nodes(), RefreshEvery: *refresh,
+				MaxWritesPerSecond: *writes, Logger: rt.Logger}); err != nil {
+				return nil, err
+			}
+			onHealth = objects.Observe
+		}
 		n, err := nodecontroller.New(nodecontroller.Config{
-			API: f.API, Fork: f.Fork, NodeGrace: *grace, Pods: pods, NodeSets: nodeSets,
+			API: f.API, Fork: f.Fork, NodeGrace: *grace, Pods: pods, NodeSets: nodeSets, OnHealth: onHealth,
 			Server:     rt.ServerConfig(framework.ServerConfig{SessionTTL: *ttl}),
 			Registerer: rt.Registry, Logger: rt.Logger,
 		})
 		if err != nil {
 			return nil, err
 		}
+		var run func(context.Context)
+		if objects != nil {
+			run = objects.Run
+		}
 		return &daemon.Service{
 			Lockstep: n.Server(),
+			Run:      run,
 			Status: func() any {
-				return map[string]any{"component": f.Component, "api": f.API, "fork": f.Fork, "release": f.Release, "nodes": n.Health(), "pods": n.Pods()}
+				st := map[string]any{"component": f.Component, "api": f.API, "fork": f.Fork, "release": f.Release, "nodes": n.Health(), "pods": n.Pods()}
+				if objects != nil {
+					s := objects.Stats()
+					st["nodeObjects"] = map[string]any{"creates": s.Creates.Load(), "transitions": s.Transitions.Load(),
+						"refreshes": s.Refreshes.Load(), "failures": s.Failures.Load(), "pending": objects.Pending()}
+				}
+				return st
 			},
 			Close: n.Close,
 		}, nil
