@@ -28,7 +28,7 @@ import (
 // held each round of refusals, and every connection's state changes, for
 // up to ReadHeaderTimeout. A draining server now waits only for requests
 // whose headers have arrived, and closes the connections that never
-// carried one once their clients have had refusalLinger to read its
+// carried one once their clients have had conns.RefusalLinger to read its
 // refusal. The drain runs on a fake clock: only the test moves it, a step
 // after each fresh connection is accepted, so no quiet period passes
 // between them however slowly a loaded machine dials.
@@ -86,9 +86,7 @@ func testDrainWithFreshConnections(t *testing.T, overTLS bool) {
 		if ct == nil {
 			return 0
 		}
-		ct.mu.Lock()
-		defer ct.mu.Unlock()
-		return ct.acceptedN
+		return ct.Accepted()
 	}
 
 	// An honest client's keep-alive connection, idle when the drain begins.

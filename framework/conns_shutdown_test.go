@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/conns"
 )
 
 // A connection accepted while the drain waits for the clients it refused
@@ -72,12 +74,10 @@ func TestDrainAnswersAConnectionAcceptedDuringItsLinger(t *testing.T) {
 	// Meanwhile a second client dials, and the server accepts.
 	late, lateR := dial()
 	s.mu.RLock()
-	conns := s.conns
+	tracker := s.conns
 	s.mu.RUnlock()
 	require.Eventually(t, func() bool {
-		conns.mu.Lock()
-		defer conns.mu.Unlock()
-		return len(conns.conns) == 2
+		return tracker.Open() == 2
 	}, 10*time.Second, time.Millisecond, "the server accepted the late connection")
 	require.NoError(t, first.Close())
 
@@ -135,7 +135,7 @@ func TestDrainAcceptsWhatTheKernelQueuedBeforeClosingTheListener(t *testing.T) {
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	_, err = io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: lockstep\r\n\r\n")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return acceptQueueLen(tl) == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return conns.AcceptQueueLen(tl) == 1 }, 10*time.Second, time.Millisecond,
 		"the kernel queued the connection")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -307,7 +307,7 @@ const maxDrainingPace = 500 * time.Millisecond
 // a second or more (DrainTimeout, DrainQuiet); hellos at the backoff's
 // ceiling were about half of all connections in a rolling upgrade, and
 // every connection a draining server accepts keeps its listener open
-// longer (conns.go).
+// longer (package framework/internal/conns).
 func drainingPace(b Backoff, n int) time.Duration {
 	return Backoff{Base: b.Max, Max: max(b.Max, maxDrainingPace), Multiplier: 2, Jitter: b.Jitter}.Delay(n)
 }

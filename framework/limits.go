@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/conns"
 )
 
 // Limits bound what one peer may take of a server, so that no single
@@ -173,7 +175,7 @@ func (l *Limits) validate(maxSessions int) error {
 	}
 	if l.MaxConns <= 0 {
 		l.MaxConns = defaultMaxConns
-		if n := openFileLimit(); n > 0 {
+		if n := conns.OpenFileLimit(); n > 0 {
 			l.MaxConns = min(l.MaxConns, max(1, n/4*3))
 		}
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/conns"
 )
 
 // Server serves contracts to their client components: it answers
@@ -34,8 +36,8 @@ type Server struct {
 	contracts map[string]*servedContract // by contract name
 	started   bool
 	closing   bool // Shutdown's second phase or Close has begun
-	conns     *connTracker
-	listener  *gatedListener // what Serve serves on, for the drain to stop
+	conns     *conns.Tracker
+	listener  *conns.GatedListener // what Serve serves on, for the drain to stop
 	checks    map[string]func() error
 	clients   []*Client // shown on the status page (AddClient)
 	// metricsRoute, if set by Handle, serves /metrics instead of Metrics.
@@ -271,8 +273,8 @@ func (s *Server) begin() error {
 // own routes too), so a prober asking more often than DrainQuiet does not
 // keep a connection busy that the drain's second phase waits on.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if tc := trackedConnOf(r.Context()); tc != nil && !tc.serve(r) {
-		abandonRefused(w, r, tc) // the drain has answered it (see conns.go)
+	if tc := conns.TrackedOf(r.Context()); tc != nil && !tc.Serve(r) {
+		conns.AbandonRefused(w, r, tc) // the drain has answered it (see package conns)
 		return
 	}
 	if s.draining.Load() {
@@ -310,11 +312,11 @@ func (s *Server) Serve(l net.Listener) error {
 		s.cfg.Logger.Warn("lockstep: peers are not authenticated: without mutual TLS (ServerConfig.MTLS) any peer that reaches this port may speak as any client component",
 			"addr", l.Addr().String(), "tls", s.cfg.TLSConfig != nil)
 	}
-	conns := newConnTracker(s.cfg.Clock)
+	tracker := conns.NewTracker(s.cfg.Clock)
 	hs := &http.Server{
 		Handler:           s,
-		ConnState:         conns.track,
-		ConnContext:       conns.connContext,
+		ConnState:         tracker.Track,
+		ConnContext:       tracker.ConnContext,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -340,8 +342,8 @@ func (s *Server) Serve(l net.Listener) error {
 		_ = l.Close()
 		return nil
 	}
-	gl := newGatedListener(l)
-	s.http, s.conns, s.listener = hs, conns, gl
+	gl := conns.NewGatedListener(l)
+	s.http, s.conns, s.listener = hs, tracker, gl
 	s.mu.Unlock()
 	// The connection bounds lie above the gate, so a drain's last accepts
 	// are bounded too, and beneath TLS, so a refused connection costs no
@@ -426,10 +428,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = hs.Shutdown(ctx)
 	}
 	s.mu.RLock()
-	conns := s.conns
+	tracker := s.conns
 	s.mu.RUnlock()
-	if err == nil && conns != nil {
-		conns.refusals.Wait() // every connection is closed: they end at once
+	if err == nil && tracker != nil {
+		tracker.WaitRefusals() // every connection is closed: they end at once
 	}
 	s.stop()
 	return err
@@ -439,24 +441,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // open connection that has carried a request has been idle for
 // DrainQuiet, so that no connection is answered under a call being
 // written into it, then answers every HTTP/1 connection between requests,
-// or not used yet, with the drain's refusal and waits (for refusalLinger
+// or not used yet, with the drain's refusal and waits (for conns.RefusalLinger
 // at most) until the clients of those between requests have closed them;
 // then it keeps the listener open until no connection has been accepted
 // for dialQuiet, so that closing it resets no connection a call was
-// written into (see conns.go). Then it closes the listener and answers
+// written into (see package framework/internal/conns). Then it closes the listener and answers
 // the connections accepted since the last refusal the same way: once
 // http.Server.Shutdown has begun, a request read on a connection that was
 // not answered is dropped with its connection. It closes the connections
-// that never carried a request once their clients have had refusalLinger
+// that never carried a request once their clients have had conns.RefusalLinger
 // to read the refusal; Shutdown then closes what is left. Connections on
 // which no request's headers have arrived hold none of these waits.
 func (s *Server) quietConnections(ctx context.Context) {
 	s.mu.RLock()
-	conns, gl := s.conns, s.listener
+	tracker, gl := s.conns, s.listener
 	s.mu.RUnlock()
-	if conns != nil {
+	if tracker != nil {
 		dq := min(s.cfg.DrainQuiet, maxDialQuiet)
-		conns.drain(ctx, s.drainRefusal(), s.cfg.DrainQuiet, dq, maxDialQuiets*dq, gl.stop)
+		tracker.Drain(ctx, conns.Drain{Refusal: s.drainRefusal(), Quiet: s.cfg.DrainQuiet, DialQuiet: dq, Bound: maxDialQuiets * dq, StopAccepting: gl.Stop})
 	}
 }
 

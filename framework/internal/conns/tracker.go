@@ -1,4 +1,9 @@
-package framework
+// Package conns tracks a server's connections for its drain: it knows
+// which connection is between requests, answers the ones a request may be
+// arriving on with a refusal instead of closing them under it, and stops
+// the listener once clients have stopped dialling. The server (package
+// framework) is its one user; nothing here knows of contracts or calls.
+package conns
 
 import (
 	"context"
@@ -49,13 +54,13 @@ import (
 // EOF after its call was sent, the very failure it cannot resend), and it
 // closes unanswered a connection that has waited five seconds for its
 // first request. So before Shutdown the drain stops accepting (the
-// listener is closed beneath the http.Server, see gatedListener) and
+// listener is closed beneath the http.Server, see GatedListener) and
 // answers, with the same refusal, every connection accepted since it
 // last did.
 
-// connTracker knows each open connection's state and since when, for the
+// Tracker knows each open connection's state and since when, for the
 // drain's second phase.
-type connTracker struct {
+type Tracker struct {
 	clock clockwork.Clock
 	// refusals counts the goroutines that refuse a TLS connection once
 	// its handshake is done (see refuseIdle); each ends when the
@@ -63,7 +68,7 @@ type connTracker struct {
 	refusals sync.WaitGroup
 
 	mu      sync.Mutex
-	conns   map[net.Conn]*trackedConn
+	conns   map[net.Conn]*Conn
 	changed chan struct{} // closed and replaced on every change
 	// accepted is when the last connection was accepted, closed since or
 	// not: a drain closes the listener once clients have stopped dialling.
@@ -76,10 +81,10 @@ type connTracker struct {
 	unusedRefused time.Time
 }
 
-// trackedConn is one open connection. Who answers next on it, the server
+// Conn is one open connection. Who answers next on it, the server
 // (a request began) or the drain (its refusal, written unasked), is
-// decided once, by next; state and since are under connTracker.mu.
-type trackedConn struct {
+// decided once, by next; state and since are under Tracker.mu.
+type Conn struct {
 	conn  net.Conn
 	state http.ConnState
 	since time.Time
@@ -101,14 +106,14 @@ const (
 
 type trackedConnKey struct{}
 
-func newConnTracker(clock clockwork.Clock) *connTracker {
-	return &connTracker{clock: clock, conns: map[net.Conn]*trackedConn{}, changed: make(chan struct{})}
+func NewTracker(clock clockwork.Clock) *Tracker {
+	return &Tracker{clock: clock, conns: map[net.Conn]*Conn{}, changed: make(chan struct{})}
 }
 
 // connContext is the http.Server's ConnContext hook: it registers the
-// connection, so that its requests can find it ([trackedConnOf]).
-func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
-	tc := &trackedConn{conn: c, state: http.StateNew, since: t.clock.Now(), refusalWritten: make(chan struct{})}
+// connection, so that its requests can find it ([TrackedOf]).
+func (t *Tracker) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	tc := &Conn{conn: c, state: http.StateNew, since: t.clock.Now(), refusalWritten: make(chan struct{})}
 	t.mu.Lock()
 	t.conns[c] = tc
 	t.accepted = tc.since
@@ -117,15 +122,15 @@ func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Conte
 	return context.WithValue(ctx, trackedConnKey{}, tc)
 }
 
-// trackedConnOf returns the connection a request arrived on, nil when the
+// TrackedOf returns the connection a request arrived on, nil when the
 // server is not serving through [Server.Serve].
-func trackedConnOf(ctx context.Context) *trackedConn {
-	tc, _ := ctx.Value(trackedConnKey{}).(*trackedConn)
+func TrackedOf(ctx context.Context) *Conn {
+	tc, _ := ctx.Value(trackedConnKey{}).(*Conn)
 	return tc
 }
 
 // track is the http.Server's ConnState hook.
-func (t *connTracker) track(c net.Conn, st http.ConnState) {
+func (t *Tracker) Track(c net.Conn, st http.ConnState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tc := t.conns[c]
@@ -154,7 +159,7 @@ func (t *connTracker) track(c net.Conn, st http.ConnState) {
 
 // serve claims the connection for a request's answer; false means the
 // drain has answered it already, so the request must not be served.
-func (tc *trackedConn) serve(r *http.Request) bool {
+func (tc *Conn) Serve(r *http.Request) bool {
 	if r.ProtoMajor >= 2 {
 		// Never refused, unless the refusal won a race it should not
 		// have (see refuse): then its HTTP/1 bytes broke the connection,
@@ -172,7 +177,7 @@ func (tc *trackedConn) serve(r *http.Request) bool {
 // comes on it, and waiting for it to be unused for quiet let a client
 // that dialled again and again (or one that never finished its TLS
 // handshake) hold the drain for as long as it liked.
-func (t *connTracker) quietFor(quiet time.Duration) (time.Duration, <-chan struct{}) {
+func (t *Tracker) quietFor(quiet time.Duration) (time.Duration, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
@@ -196,7 +201,7 @@ func (t *connTracker) quietFor(quiet time.Duration) (time.Duration, <-chan struc
 
 // waitQuiet returns once every open connection has been idle for quiet, or
 // when ctx ends.
-func (t *connTracker) waitQuiet(ctx context.Context, quiet time.Duration) {
+func (t *Tracker) waitQuiet(ctx context.Context, quiet time.Duration) {
 	t.waitUntil(ctx, func() time.Duration {
 		wait, _ := t.quietFor(quiet)
 		return wait
@@ -205,7 +210,7 @@ func (t *connTracker) waitQuiet(ctx context.Context, quiet time.Duration) {
 
 // waitUntil waits until left returns 0 or less, looking again whenever a
 // connection changes state or the time left has passed; or until ctx ends.
-func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) {
+func (t *Tracker) waitUntil(ctx context.Context, left func() time.Duration) {
 	for {
 		t.mu.Lock()
 		changed := t.changed
@@ -226,19 +231,33 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 	}
 }
 
-// drain is the drain's second phase on the connections: it waits until
+// Drain is what a drain of the connections needs to know.
+type Drain struct {
+	// Refusal is a complete HTTP/1.1 answer that closes its connection,
+	// written on connections a request may be arriving on.
+	Refusal []byte
+	// Quiet is how long every connection that has carried a request must
+	// have been idle before the refusals begin.
+	Quiet time.Duration
+	// DialQuiet is how long no connection must have been accepted before
+	// the listener is stopped; Bound bounds that wait.
+	DialQuiet, Bound time.Duration
+	// StopAccepting returns once no connection can be accepted any more.
+	StopAccepting func(context.Context)
+}
+
+// Drain is the drain's second phase on the connections: it waits until
 // every open connection that has carried a request has been idle for
-// quiet, answers those between requests or unused with refusal (see
-// refuseIdle), and then keeps the listener
-// open, accepting, until no connection has been accepted for dialQuiet
-// (or bound has passed), answering what the late dialers open. Closing a
+// d.Quiet, answers those between requests or unused with d.Refusal (see
+// refuseIdle), and then keeps the listener open, accepting, until no
+// connection has been accepted for d.DialQuiet (or d.Bound has passed), answering what the late dialers open. Closing a
 // listener resets the connections still in its queue, which clients that
 // had not heard of the drain dialled moments before: a call written into
 // one fails as if cut after it was sent, and its client cannot know that
 // it never ran. A connection accepted during the drain is answered
 // instead: its calls by the draining refusal (not processed, Connection:
 // close), or, left unused, by refusal. Clients that have heard stop
-// dialling, so the wait is short. Then it calls stopAccepting, which
+// dialling, so the wait is short. Then it calls d.StopAccepting, which
 // returns once no connection can be accepted any more, and answers the
 // connections accepted since the last refusal (during its linger, say),
 // so that none is left for http.Server.Shutdown to close unanswered, and
@@ -246,10 +265,11 @@ func (t *connTracker) waitUntil(ctx context.Context, left func() time.Duration) 
 // nothing on a connection on which no request's headers have arrived:
 // such connections, opened again and again, held it for as long as their
 // client liked.
-func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuiet, bound time.Duration, stopAccepting func(context.Context)) {
-	t.waitQuiet(ctx, quiet)
+func (t *Tracker) Drain(ctx context.Context, d Drain) {
+	refusal, dialQuiet := d.Refusal, d.DialQuiet
+	t.waitQuiet(ctx, d.Quiet)
 	seen := t.refuseIdle(ctx, refusal)
-	end := t.clock.Now().Add(bound)
+	end := t.clock.Now().Add(d.Bound)
 	for ctx.Err() == nil {
 		mark := t.clock.Now()
 		t.waitUntil(ctx, func() time.Duration {
@@ -273,12 +293,12 @@ func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuie
 	if ctx.Err() != nil {
 		return
 	}
-	stopAccepting(ctx)
+	d.StopAccepting(ctx)
 	t.refuseIdle(ctx, refusal)
 	t.closeUnused(ctx)
 }
 
-// refusalLinger bounds how long a drain waits for the clients of the
+// RefusalLinger bounds how long a drain waits for the clients of the
 // connections it refused to close them, which a client does once it has
 // read the refusal. Until then the server goes on reading: closing a
 // socket with unread bytes (a request the client wrote before it read the
@@ -287,12 +307,12 @@ func (t *connTracker) drain(ctx context.Context, refusal []byte, quiet, dialQuie
 // it cannot know was not processed. Clients close within milliseconds; a
 // starved one took 0.7-0.9 s. The wait ends as soon as every refused
 // connection is closed, so only slow clients make a drain longer.
-const refusalLinger = 2 * time.Second
+const RefusalLinger = 2 * time.Second
 
 // refuseIdle writes refusal, a complete HTTP/1.1 answer that closes its
 // connection, on every HTTP/1 connection that is between requests or has
 // carried none yet, and then closes the connection's writing side; it
-// waits (bounded by refusalLinger, and by ctx) until each refused
+// waits (bounded by RefusalLinger, and by ctx) until each refused
 // connection that had carried a request has been closed by its client,
 // which a client does on reading the answer. It returns how many
 // connections had been accepted when it chose them.
@@ -307,14 +327,14 @@ const refusalLinger = 2 * time.Second
 // at once a connection between requests (whose client may have a call on
 // its way, hence the linger), closes one that never carried a request only
 // once it is five seconds old, and a client dialling again and again
-// would otherwise hold every round for refusalLinger.
-func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN uint64) {
+// would otherwise hold every round for RefusalLinger.
+func (t *Tracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN uint64) {
 	type choice struct {
-		tc      *trackedConn
+		tc      *Conn
 		carried bool // it has carried a request: the drain lingers for its close
 	}
 	var chosen []choice
-	var unshaken []*trackedConn
+	var unshaken []*Conn
 	t.mu.Lock()
 	acceptedN = t.acceptedN
 	for _, tc := range t.conns {
@@ -335,7 +355,7 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var lingered []*trackedConn
+	var lingered []*Conn
 	for _, c := range chosen {
 		c.tc.refusing.Store(true)
 		wg.Go(func() {
@@ -347,7 +367,7 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN
 		})
 	}
 	wg.Wait()
-	end := t.clock.Now().Add(refusalLinger)
+	end := t.clock.Now().Add(RefusalLinger)
 	t.waitUntil(ctx, func() time.Duration {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -373,7 +393,7 @@ func (t *connTracker) refuseIdle(ctx context.Context, refusal []byte) (acceptedN
 // the socket here, and track learns it once the server has read it; a
 // preface still on its way when the refusal is written is not seen, and
 // that connection breaks (its calls are not run: see serve).
-func (t *connTracker) refuse(tc *trackedConn, refusal []byte, carried bool) bool {
+func (t *Tracker) refuse(tc *Conn, refusal []byte, carried bool) bool {
 	if c, ok := tc.conn.(*tls.Conn); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), refusalWriteTimeout)
 		err := c.HandshakeContext(ctx)
@@ -403,7 +423,7 @@ func (t *connTracker) refuse(tc *trackedConn, refusal []byte, carried bool) bool
 
 // closeUnused closes the connections that never carried a request and
 // are still open at the end of the drain: each refused one once its
-// client has had refusalLinger since the last such refusal to read it and
+// client has had RefusalLinger since the last such refusal to read it and
 // close it (or has closed it), and those over TLS whose refusal waits
 // for a handshake that is not done (no request can have been sent on
 // them); one whose handshake finished after the last look may have a
@@ -411,8 +431,8 @@ func (t *connTracker) refuse(tc *trackedConn, refusal []byte, carried bool) bool
 // wait until each was five seconds old before closing it, so a client
 // that dialled until the listener closed, and then held its connections,
 // held the drain that long after everything else was answered.
-func (t *connTracker) closeUnused(ctx context.Context) {
-	unused := func(tc *trackedConn) bool {
+func (t *Tracker) closeUnused(ctx context.Context) {
+	unused := func(tc *Conn) bool {
 		return tc.state == http.StateNew && tc.refusing.Load() && !tc.h2.Load() && tc.next.Load() != connServing
 	}
 	t.waitUntil(ctx, func() time.Duration {
@@ -420,7 +440,7 @@ func (t *connTracker) closeUnused(ctx context.Context) {
 		defer t.mu.Unlock()
 		for _, tc := range t.conns {
 			if unused(tc) && tc.next.Load() == connRefused {
-				return t.unusedRefused.Add(refusalLinger).Sub(t.clock.Now()) // or a close wakes the wait
+				return t.unusedRefused.Add(RefusalLinger).Sub(t.clock.Now()) // or a close wakes the wait
 			}
 		}
 		return 0
@@ -493,13 +513,13 @@ func startsH2c(c net.Conn) bool {
 	return n == len(head) && string(head[:]) == h2cPreface
 }
 
-// abandonRefused ends a request that arrived on a connection the drain
+// AbandonRefused ends a request that arrived on a connection the drain
 // has answered (see above): the refusal is its answer, so it is not
 // served. It waits until the refusal is on its way (the drain claims the
 // connection before it writes), and reads the request's body (bounded),
 // so that closing the connection neither ends it unanswered nor resets it
 // under the refusal the client has not read yet.
-func abandonRefused(w http.ResponseWriter, r *http.Request, tc *trackedConn) {
+func AbandonRefused(w http.ResponseWriter, r *http.Request, tc *Conn) {
 	select {
 	case <-tc.refusalWritten:
 	case <-r.Context().Done():
@@ -534,7 +554,7 @@ func withFD(c any, f func(fd uintptr)) {
 	_ = raw.Control(f)
 }
 
-// gatedListener is the listener an http.Server serves on, so that a drain
+// GatedListener is the listener an http.Server serves on, so that a drain
 // can stop accepting before it calls http.Server.Shutdown (see above).
 // Closing a listener resets every connection still in its accept queue:
 // the kernel completes a client's handshake before anyone accepts, so
@@ -553,7 +573,7 @@ func withFD(c any, f func(fd uintptr)) {
 // hands each connection to ConnContext before it accepts again: once
 // Accept has acknowledged the stop, every connection it returned is known
 // to the tracker.
-type gatedListener struct {
+type GatedListener struct {
 	net.Listener
 	stopped chan struct{} // closed by stop
 	acked   chan struct{} // closed once Accept has emptied the queue and closed the listener
@@ -565,8 +585,8 @@ type gatedListener struct {
 	stopAt time.Time
 }
 
-func newGatedListener(l net.Listener) *gatedListener {
-	return &gatedListener{Listener: l, stopped: make(chan struct{}), acked: make(chan struct{}), closed: make(chan struct{})}
+func NewGatedListener(l net.Listener) *GatedListener {
+	return &GatedListener{Listener: l, stopped: make(chan struct{}), acked: make(chan struct{}), closed: make(chan struct{})}
 }
 
 // deadliner is a listener whose Accept can be woken and bounded.
@@ -575,7 +595,7 @@ type deadliner interface{ SetDeadline(time.Time) error }
 // Accept accepts the next connection; once the listener is stopped, it
 // accepts those left in the kernel's queue, closes the listener beneath,
 // and waits until it is closed.
-func (l *gatedListener) Accept() (net.Conn, error) {
+func (l *GatedListener) Accept() (net.Conn, error) {
 	select {
 	case <-l.stopped:
 		return l.acceptQueued()
@@ -603,10 +623,10 @@ func (l *gatedListener) Accept() (net.Conn, error) {
 // they know was never sent) rather than accepted and answered late.
 // Where the queue cannot be counted (not Linux), one Accept bounded by
 // queuedAcceptWait stands for the look.
-func (l *gatedListener) acceptQueued() (net.Conn, error) {
+func (l *GatedListener) acceptQueued() (net.Conn, error) {
 	if d, ok := l.Listener.(deadliner); ok {
 		for time.Since(l.stopAt) < queueDrainBound {
-			n := acceptQueueLen(l.Listener)
+			n := AcceptQueueLen(l.Listener)
 			if n == 0 && queueCountable {
 				break
 			}
@@ -639,12 +659,12 @@ const (
 )
 
 // stop stops accepting: it wakes Accept, which empties the kernel's queue
-// and closes the listener beneath (see gatedListener), and returns once it
+// and closes the listener beneath (see GatedListener), and returns once it
 // has (or ctx ends, or the listener is closed, which http.Server.Serve
 // does as it returns, or the serving goroutine has not come back to Accept
 // within acceptStopTimeout, when it is closed here). A listener that
 // cannot be woken (no deadlines) is closed here at once.
-func (l *gatedListener) stop(ctx context.Context) {
+func (l *GatedListener) Stop(ctx context.Context) {
 	l.stopOnce.Do(func() {
 		l.stopAt = time.Now()
 		close(l.stopped)
@@ -674,7 +694,7 @@ func (l *gatedListener) stop(ctx context.Context) {
 const acceptStopTimeout = 5 * time.Second
 
 // closeBeneath closes the listener beneath once; later calls return nil.
-func (l *gatedListener) closeBeneath() error {
+func (l *GatedListener) closeBeneath() error {
 	var err error
 	l.beneathOnce.Do(func() { err = l.Listener.Close() })
 	return err
@@ -682,11 +702,29 @@ func (l *gatedListener) closeBeneath() error {
 
 // Close closes the listener. After a stop it has been closed beneath
 // already, which is no error.
-func (l *gatedListener) Close() error {
+func (l *GatedListener) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.closed)
 		err = l.closeBeneath()
 	})
 	return err
+}
+
+// Accepted returns how many connections have been accepted so far.
+func (t *Tracker) Accepted() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.acceptedN
+}
+
+// WaitRefusals waits for the refusals still waiting on a TLS handshake
+// (see refuseIdle); once every connection is closed, they end at once.
+func (t *Tracker) WaitRefusals() { t.refusals.Wait() }
+
+// Open returns how many connections are open.
+func (t *Tracker) Open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
 }

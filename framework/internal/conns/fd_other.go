@@ -1,6 +1,6 @@
 //go:build !linux
 
-package framework
+package conns
 
 // pendingInput cannot tell here; the drain relies on idle time alone.
 func pendingInput(uintptr) int { return 0 }
@@ -8,11 +8,12 @@ func pendingInput(uintptr) int { return 0 }
 // peekInput cannot tell here.
 func peekInput(uintptr, []byte) int { return 0 }
 
-// queueCountable says acceptQueueLen cannot count here: a stopping
+// queueCountable says AcceptQueueLen cannot count here: a stopping
 // listener takes one timed-out Accept for an empty queue.
 const queueCountable = false
 
-func acceptQueueLen(any) int { return 0 }
+// AcceptQueueLen cannot count here.
+func AcceptQueueLen(any) int { return 0 }
 
-// openFileLimit cannot tell here: Limits.MaxConns keeps its default.
-func openFileLimit() int { return 0 }
+// OpenFileLimit cannot tell here: Limits.MaxConns keeps its default.
+func OpenFileLimit() int { return 0 }

@@ -1,4 +1,4 @@
-package framework
+package conns
 
 import (
 	"crypto/tls"
@@ -51,15 +51,15 @@ func TestRefusalDoesNotGoOnATLSConnectionThatChoseHTTP2(t *testing.T) {
 	shaken := make(chan error, 1)
 	go func() { shaken <- client.Handshake() }()
 
-	tracker := newConnTracker(clockwork.NewFakeClock())
-	tc := &trackedConn{conn: server, state: http.StateNew, refusalWritten: make(chan struct{})}
+	tracker := NewTracker(clockwork.NewFakeClock())
+	tc := &Conn{conn: server, state: http.StateNew, refusalWritten: make(chan struct{})}
 	wrote := tracker.refuse(tc, []byte("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n"), false)
 	require.NoError(t, <-shaken)
 	require.Equal(t, "h2", client.ConnectionState().NegotiatedProtocol)
 	require.False(t, wrote, "the HTTP/1 refusal was written on a connection that chose h2")
 	require.True(t, tc.h2.Load())
 	require.Equal(t, connFree, tc.next.Load(), "the connection was claimed for the refusal")
-	require.True(t, tc.serve(&http.Request{ProtoMajor: 2}), "a call on it is served")
+	require.True(t, tc.Serve(&http.Request{ProtoMajor: 2}), "a call on it is served")
 }
 
 // Once the HTTP/2 server has read an h2c connection's preface it tells
@@ -67,11 +67,11 @@ func TestRefusalDoesNotGoOnATLSConnectionThatChoseHTTP2(t *testing.T) {
 // the tracker knows from that that it speaks HTTP/2 before any request
 // has come on it, so the drain never writes its HTTP/1 refusal there.
 func TestTrackerKnowsAnH2cConnectionByItsStates(t *testing.T) {
-	tracker := newConnTracker(clockwork.NewFakeClock())
+	tracker := NewTracker(clockwork.NewFakeClock())
 	hs := &http.Server{
 		Handler:     http.NotFoundHandler(),
-		ConnState:   tracker.track,
-		ConnContext: tracker.connContext,
+		ConnState:   tracker.Track,
+		ConnContext: tracker.ConnContext,
 		Protocols:   new(http.Protocols),
 	}
 	hs.Protocols.SetHTTP1(true)

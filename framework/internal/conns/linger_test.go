@@ -1,4 +1,4 @@
-package framework
+package conns
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 )
 
 // A drain that has refused a keep-alive connection between requests keeps
-// it open, reading, until its client closes it (for refusalLinger at
+// it open, reading, until its client closes it (for RefusalLinger at
 // most), not just for DrainQuiet: a starved client may write a call
 // before it reads the refusal, and closing the connection with that call
 // unread resets it, which can discard the refusal before the client reads
@@ -43,7 +43,7 @@ func TestDrainWaitsForARefusedClientToClose(t *testing.T) {
 		require.NoError(t, err, "the drain waits on")
 	}
 
-	// The client closes: the wait ends at once, long before refusalLinger.
+	// The client closes: the wait ends at once, long before RefusalLinger.
 	require.NoError(t, conn.Close())
 	select {
 	case <-r.refused:
@@ -52,16 +52,16 @@ func TestDrainWaitsForARefusedClientToClose(t *testing.T) {
 	}
 }
 
-// A client that never closes holds the drain for refusalLinger, no longer.
+// A client that never closes holds the drain for RefusalLinger, no longer.
 func TestDrainStopsWaitingForARefusedClientAfterTheLinger(t *testing.T) {
 	r := startLingerRig(t)
 	clock, ctx := r.clock, r.ctx
 	require.NoError(t, clock.BlockUntilContext(ctx, 1))
-	clock.Advance(refusalLinger)
+	clock.Advance(RefusalLinger)
 	select {
 	case <-r.refused:
 	case <-ctx.Done():
-		t.Fatal("the drain waited past refusalLinger for a client that never closes")
+		t.Fatal("the drain waited past RefusalLinger for a client that never closes")
 	}
 }
 
@@ -80,15 +80,15 @@ type lingerRig struct {
 func startLingerRig(t *testing.T) *lingerRig {
 	t.Helper()
 	r := &lingerRig{clock: clockwork.NewFakeClock(), refused: make(chan struct{})}
-	tracker := newConnTracker(r.clock)
+	tracker := NewTracker(r.clock)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	hs := &http.Server{
 		Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			trackedConnOf(r.Context()).serve(r) // as Server.ServeHTTP claims it
+			TrackedOf(r.Context()).Serve(r) // as Server.ServeHTTP claims it
 		}),
-		ConnState:   tracker.track,
-		ConnContext: tracker.connContext,
+		ConnState:   tracker.Track,
+		ConnContext: tracker.ConnContext,
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

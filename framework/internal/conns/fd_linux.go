@@ -1,6 +1,6 @@
 //go:build linux
 
-package framework
+package conns
 
 import "golang.org/x/sys/unix"
 
@@ -23,13 +23,13 @@ func peekInput(fd uintptr, p []byte) int {
 	return n
 }
 
-// queueCountable says acceptQueueLen counts here.
+// queueCountable says AcceptQueueLen counts here.
 const queueCountable = true
 
-// acceptQueueLen returns how many connections wait in listener l's accept
+// AcceptQueueLen returns how many connections wait in listener l's accept
 // queue (TCP_INFO's tcpi_unacked, for a listening socket), 0 where that
 // cannot be told.
-func acceptQueueLen(l any) int {
+func AcceptQueueLen(l any) int {
 	n := 0
 	withFD(l, func(fd uintptr) {
 		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
@@ -39,10 +39,10 @@ func acceptQueueLen(l any) int {
 	return n
 }
 
-// openFileLimit returns how many file descriptors the process may hold
+// OpenFileLimit returns how many file descriptors the process may hold
 // (RLIMIT_NOFILE's soft limit, which the Go runtime raises to the hard
 // limit at start), 0 where there is no limit to speak of.
-func openFileLimit() int {
+func OpenFileLimit() int {
 	var r unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
 		return 0

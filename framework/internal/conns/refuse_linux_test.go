@@ -1,4 +1,4 @@
-package framework
+package conns
 
 import (
 	"net"
@@ -29,8 +29,8 @@ func TestRefusalDoesNotGoOnAnH2cConnection(t *testing.T) {
 			_, err := client.Write([]byte(c.sent))
 			require.NoError(t, err)
 			waitUnread(t, server, len(c.sent))
-			tracker := newConnTracker(clockwork.NewFakeClock())
-			tc := &trackedConn{conn: server, state: http.StateNew, refusalWritten: make(chan struct{})}
+			tracker := NewTracker(clockwork.NewFakeClock())
+			tc := &Conn{conn: server, state: http.StateNew, refusalWritten: make(chan struct{})}
 			require.Equal(t, c.refused, tracker.refuse(tc, refusal, false))
 			require.Equal(t, !c.refused, tc.h2.Load())
 		})
