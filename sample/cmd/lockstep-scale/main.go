@@ -1,0 +1,561 @@
+// Command lockstep-scale runs the lockstep path of the founding case at a
+// cluster's scale on one machine, all on 127.0.0.1 under mutual TLS: N
+// hollow nodes (the sample's kubelet, in a child process of their own, each
+// node with its own certificate and connection) heartbeat to a node
+// controller (in this process), report their status every --status-every,
+// and run the pods bound to them (up to --pods-per-node each, bound through
+// the node controller's Bind as the sample scheduler does) through their
+// filtered watch; then --kills nodes, each alone in a process of its own,
+// are killed with SIGKILL one after the other. It reports, as one JSON
+// object on stdout (and a table on stderr):
+//
+//   - the node controller's CPU (cores) and RSS in the steady state (every
+//     node registered, every pod placed, only heartbeats and periodic
+//     statuses travelling), and the hollow nodes' process's, per node;
+//   - the p99 of each node's heartbeat request (sent to its answer);
+//   - pod bind → Running p99 (the node controller's record of each pod's
+//     phases: bound, then reported Running by its kubelet);
+//   - the time from each SIGKILL to the node controller holding the node
+//     Unknown, and its p99;
+//   - the machine's load average at the start and the end.
+//
+// Every process it starts is stopped and its temporary directory removed
+// before it exits. It does not start a Kubernetes API server: the Node
+// objects' writes and the comparison with Kubernetes' own path (Leases and
+// NodeStatus through the API server) need the e2e module's control plane.
+//
+//	lockstep-scale --nodes 300 --pods-per-node 5 --steady 20s --kills 3
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hollow" {
+		os.Exit(hollow(os.Args[2:]))
+	}
+	os.Exit(run())
+}
+
+// config is the run's shape.
+type config struct {
+	nodes, podsPerNode, kills int
+	statusEvery, heartbeat    time.Duration
+	ttl, grace                time.Duration
+	steady, placeFor          time.Duration
+	bindConcurrency           int
+}
+
+func run() int {
+	var c config
+	flag.IntVar(&c.nodes, "nodes", 300, "hollow nodes")
+	flag.IntVar(&c.podsPerNode, "pods-per-node", 5, "pods to place on each node, within --place-for")
+	flag.IntVar(&c.kills, "kills", 3, "nodes killed one after the other, each in a process of its own")
+	flag.DurationVar(&c.statusEvery, "status-every", 10*time.Second, "each node reports its whole status this often")
+	flag.DurationVar(&c.heartbeat, "heartbeat", time.Second, "the nodes' heartbeat interval")
+	flag.DurationVar(&c.ttl, "session-ttl", 3*time.Second, "how long a node's session lives without a heartbeat")
+	flag.DurationVar(&c.grace, "node-grace", time.Second, "how long a node's kubelet may hold no session before the node is Unknown")
+	flag.DurationVar(&c.steady, "steady", 30*time.Second, "steady-state window measured")
+	flag.DurationVar(&c.placeFor, "place-for", 2*time.Minute, "the most time spent placing pods")
+	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
+	out := flag.String("out", "", "also write the JSON result to this file")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := measure(ctx, c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockstep-scale:", err)
+		return 1
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(b))
+	if *out != "" {
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "lockstep-scale:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// Result is what one run measured.
+type Result struct {
+	Nodes           int     `json:"nodes"`
+	PodsPlaced      int     `json:"podsPlaced"`
+	LoadStart       string  `json:"loadAverageAtStart"`
+	LoadEnd         string  `json:"loadAverageAtEnd"`
+	RegisterSeconds float64 `json:"secondsToRegister"`
+	PlaceSeconds    float64 `json:"secondsToPlace"`
+	// Steady state.
+	NodeControllerCores  float64 `json:"nodeControllerCores"`
+	NodeControllerRSSMiB float64 `json:"nodeControllerRSSMiB"`
+	NodeControllerHWMMiB float64 `json:"nodeControllerPeakRSSMiB"`
+	HollowCores          float64 `json:"hollowNodesCores"`
+	HollowRSSMiB         float64 `json:"hollowNodesRSSMiB"`
+	HollowKiBPerNode     float64 `json:"hollowKiBPerNode"`
+	StatusReportsPerSec  float64 `json:"statusReportsPerSecond"`
+	HeartbeatP99Ms       float64 `json:"heartbeatP99Ms"`
+	Heartbeats           int64   `json:"heartbeats"`
+	BindToRunningP99Ms   float64 `json:"bindToRunningP99Ms"`
+	BindToRunningP50Ms   float64 `json:"bindToRunningP50Ms"`
+	KillNoticedMs        []int64 `json:"killNoticedMs"`
+	KillNoticedP99Ms     int64   `json:"killNoticedP99Ms"`
+	LostLiveNodes        int     `json:"liveNodesLost"`
+	SessionTTLSeconds    float64 `json:"sessionTTLSeconds"`
+	NodeGraceSeconds     float64 `json:"nodeGraceSeconds"`
+}
+
+func measure(ctx context.Context, c config) (*Result, error) {
+	res := &Result{Nodes: c.nodes, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(), NodeGraceSeconds: c.grace.Seconds()}
+	dir, err := os.MkdirTemp("", "lockstep-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ca, err := certs.NewCA("lockstep-scale")
+	if err != nil {
+		return nil, err
+	}
+	caCert, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if err := ca.WriteCAFiles(caCert, caKey); err != nil {
+		return nil, err
+	}
+	creds, err := credentials(ca, dir, "nodecontroller", "nc-0")
+	if err != nil {
+		return nil, err
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	reg := prometheus.NewRegistry()
+	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg,
+		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: c.ttl, Heartbeat: c.heartbeat,
+			DrainTimeout: time.Second, Logger: quiet, MTLS: creds}})
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = nc.Server().Serve(l) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = nc.Server().Shutdown(sctx)
+		<-served
+		nc.Close()
+	}()
+	url := "https://" + l.Addr().String()
+
+	// The hollow nodes, and the nodes to kill, each alone in a process.
+	start := time.Now()
+	var children []*child
+	defer func() {
+		for _, ch := range children {
+			ch.stop()
+		}
+	}()
+	main, err := startChild(ctx, url, caCert, caKey, c, c.nodes, "node-")
+	if err != nil {
+		return nil, err
+	}
+	children = append(children, main)
+	var victims []*child
+	for i := range c.kills {
+		v, err := startChild(ctx, url, caCert, caKey, c, 1, fmt.Sprintf("victim-%d-", i))
+		if err != nil {
+			return nil, err
+		}
+		children, victims = append(children, v), append(victims, v)
+	}
+	total := c.nodes + c.kills
+	if err := waitFor(ctx, 10*time.Minute, func() bool { return readyNodes(nc) == total }); err != nil {
+		return nil, fmt.Errorf("%d of %d nodes registered: %w", readyNodes(nc), total, err)
+	}
+	res.RegisterSeconds = time.Since(start).Seconds()
+	fmt.Fprintf(os.Stderr, "%d nodes registered in %.1f s\n", total, res.RegisterSeconds)
+
+	// Place the pods, as the sample scheduler binds them.
+	sched, closeSched, err := schedulerClient(ca, dir, url)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSched()
+	start = time.Now()
+	res.PodsPlaced = place(ctx, sched, c)
+	if err := waitFor(ctx, 5*time.Minute, func() bool { return running(nc) >= res.PodsPlaced }); err != nil {
+		return nil, fmt.Errorf("%d of %d pods Running: %w", running(nc), res.PodsPlaced, err)
+	}
+	res.PlaceSeconds = time.Since(start).Seconds()
+	fmt.Fprintf(os.Stderr, "%d pods placed and Running in %.1f s\n", res.PodsPlaced, res.PlaceSeconds)
+	p50, p99 := bindToRunning(nc)
+	res.BindToRunningP50Ms, res.BindToRunningP99Ms = ms(p50), ms(p99)
+
+	// The steady state: heartbeats and periodic statuses only.
+	selfCPU, childCPU := cpuOf(os.Getpid()), cpuOf(main.cmd.Process.Pid)
+	reports := statusReports(reg)
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(c.steady):
+	}
+	took := time.Since(t0)
+	res.NodeControllerCores = (cpuOf(os.Getpid()) - selfCPU).Seconds() / took.Seconds()
+	res.HollowCores = (cpuOf(main.cmd.Process.Pid) - childCPU).Seconds() / took.Seconds()
+	res.StatusReportsPerSec = float64(statusReports(reg)-reports) / took.Seconds()
+	rss, hwm := memOf(os.Getpid())
+	res.NodeControllerRSSMiB, res.NodeControllerHWMMiB = mib(rss), mib(hwm)
+	crss, _ := memOf(main.cmd.Process.Pid)
+	res.HollowRSSMiB, res.HollowKiBPerNode = mib(crss), float64(crss)/1024/float64(c.nodes)
+	res.LostLiveNodes = len(nc.Lost())
+
+	// Kills: SIGKILL, then the time until the node is Unknown.
+	for i, v := range victims {
+		name := fmt.Sprintf("victim-%d-000", i)
+		killed := time.Now()
+		v.kill()
+		err := waitFor(ctx, time.Minute, func() bool { _, lost := nc.Lost()[name]; return lost })
+		if err != nil {
+			return nil, fmt.Errorf("killed node %s not noticed: %w", name, err)
+		}
+		res.KillNoticedMs = append(res.KillNoticedMs, time.Since(killed).Milliseconds())
+	}
+	if len(res.KillNoticedMs) > 0 {
+		s := slices.Clone(res.KillNoticedMs)
+		slices.Sort(s)
+		res.KillNoticedP99Ms = s[min(len(s)-1, int(0.99*float64(len(s))))]
+	}
+	res.LostLiveNodes = max(res.LostLiveNodes, len(nc.Lost())-c.kills)
+
+	// The main child's heartbeat figures, as it reports them on stopping.
+	st := main.stop()
+	res.HeartbeatP99Ms, res.Heartbeats = st.HeartbeatP99Ms, st.Heartbeats
+	res.LoadEnd = loadAvg()
+	return res, nil
+}
+
+// credentials writes a certificate for lockstep://component/name from ca
+// and loads it as mutual TLS credentials.
+func credentials(ca *certs.CA, dir, component, name string) (*framework.Credentials, error) {
+	cert, err := ca.Issue(certs.Spec{Component: component, Name: name, Server: true, Lifetime: 24 * time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, caFile, err := ca.WriteFiles(dir, component, cert)
+	if err != nil {
+		return nil, err
+	}
+	return framework.LoadCredentials(framework.MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
+}
+
+// schedulerClient is a nodehealth client presenting the certificate of
+// lockstep://scheduler/scheduler-0.
+func schedulerClient(ca *certs.CA, dir, url string) (nhv2.Client, func(), error) {
+	creds, err := credentials(ca, dir, "scheduler", "scheduler-0")
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := creds.Transport("")
+	c, err := framework.NewClient(nhv2.Contract, framework.ClientConfig{Component: "scheduler", Release: "1.31.0",
+		Endpoints: []string{url}, Transport: tr, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return nhv2.NewClient(c), func() { _ = c.Close(); tr.CloseIdleConnections() }, nil
+}
+
+// place binds podsPerNode pods to each node, round after round over the
+// nodes, with bindConcurrency binds in flight, until done or placeFor
+// passed; it returns how many were bound.
+func place(ctx context.Context, sched nhv2.Client, c config) int {
+	ctx, cancel := context.WithTimeout(ctx, c.placeFor)
+	defer cancel()
+	var next, bound atomic.Int64
+	total := int64(c.nodes * c.podsPerNode)
+	var wg sync.WaitGroup
+	for range c.bindConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= total {
+					return
+				}
+				node := fmt.Sprintf("node-%03d", i%int64(c.nodes))
+				uid := fmt.Sprintf("pod-%d", i)
+				_, err := sched.Bind(ctx, &nhv2.Binding{Pod: nhv2.PodRef{Namespace: "default", Name: uid, UID: uid}, NodeName: node,
+					Requests: nhv2.PodRequests{CPUMillis: 10, MemoryBytes: 16 << 20}})
+				if err == nil {
+					bound.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(bound.Load())
+}
+
+func readyNodes(nc *nodecontroller.NodeController) int {
+	n := 0
+	for _, h := range nc.Health() {
+		if h.State == nhv2.NodeHealthStateReady {
+			n++
+		}
+	}
+	return n
+}
+
+func running(nc *nodecontroller.NodeController) int {
+	n := 0
+	for _, p := range nc.Pods() {
+		if p.Phase == nsv2.PodStatusPhaseRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// bindToRunning is the p50 and p99 over the pods of the time from their
+// binding (their first phase, Pending) to their kubelet reporting them
+// Running.
+func bindToRunning(nc *nodecontroller.NodeController) (p50, p99 time.Duration) {
+	var d []time.Duration
+	for _, p := range nc.Pods() {
+		if len(p.Phases) == 0 {
+			continue
+		}
+		for _, ph := range p.Phases {
+			if ph.Phase == nsv2.PodStatusPhaseRunning {
+				d = append(d, ph.At.Sub(p.Phases[0].At))
+				break
+			}
+		}
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	q := func(f float64) time.Duration { return d[min(len(d)-1, int(f*float64(len(d))))] }
+	return q(0.5), q(0.99)
+}
+
+// statusReports counts the status reports the node controller received,
+// from its own metric.
+func statusReports(reg *prometheus.Registry) int64 {
+	mfs, _ := reg.Gather()
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "sample_nodecontroller_reports_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == "status" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return int64(n)
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func mib(b uint64) float64       { return float64(b) / (1 << 20) }
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// cpuOf is a process's user and system CPU so far (/proc/<pid>/stat).
+func cpuOf(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// memOf is a process's RSS and peak RSS (/proc/<pid>/status).
+func memOf(pid int) (rss, hwm uint64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		kib, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmRSS":
+			rss = kib << 10
+		case "VmHWM":
+			hwm = kib << 10
+		}
+	}
+	return rss, hwm
+}
+
+// child is a process of hollow nodes (this program's hollow mode).
+type child struct {
+	cmd    *exec.Cmd
+	stdin  interface{ Close() error }
+	stdout *bufio.Reader
+	once   sync.Once
+	final  childStats
+}
+
+// childStats is what a hollow process reports when it stops.
+type childStats struct {
+	Nodes          int     `json:"nodes"`
+	Heartbeats     int64   `json:"heartbeats"`
+	HeartbeatP99Ms float64 `json:"heartbeatP99Ms"`
+	StatusReports  int64   `json:"statusReports"`
+	PodReports     int64   `json:"podReports"`
+	Failed         int64   `json:"failedReports"`
+}
+
+func startChild(ctx context.Context, url, caCert, caKey string, c config, nodes int, prefix string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "hollow", "-url", url, "-ca-cert", caCert, "-ca-key", caKey, "-nodes", strconv.Itoa(nodes),
+		"-prefix", prefix, "-status-every", c.statusEvery.String())
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &child{cmd: cmd, stdin: in, stdout: bufio.NewReader(out)}, nil
+}
+
+// kill ends the process with SIGKILL: its nodes fall silent.
+func (ch *child) kill() {
+	ch.once.Do(func() {
+		_ = ch.cmd.Process.Kill()
+		_ = ch.cmd.Wait()
+	})
+}
+
+// stop asks the process to stop (its stdin closes), reads its figures and
+// waits for it; after 30 s it is killed.
+func (ch *child) stop() childStats {
+	ch.once.Do(func() {
+		_ = ch.stdin.Close()
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			line, err := ch.stdout.ReadBytes('\n')
+			if err == nil {
+				_ = json.Unmarshal(line, &ch.final)
+			}
+		}()
+		select {
+		case <-read:
+		case <-time.After(30 * time.Second):
+			_ = ch.cmd.Process.Kill()
+		}
+		_ = ch.cmd.Wait()
+	})
+	return ch.final
+}
+
+// hollow is the hollow nodes' process: it runs them until its stdin
+// closes, then prints its figures as one JSON line and closes their
+// sessions.
+func hollow(args []string) int {
+	fs := flag.NewFlagSet("hollow", flag.ExitOnError)
+	url := fs.String("url", "", "the node controller")
+	caCert := fs.String("ca-cert", "", "CA certificate")
+	caKey := fs.String("ca-key", "", "CA key, to issue each node its certificate")
+	nodes := fs.Int("nodes", 1, "nodes")
+	prefix := fs.String("prefix", "node-", "node name prefix")
+	statusEvery := fs.Duration("status-every", 10*time.Second, "status period")
+	_ = fs.Parse(args)
+	ca, err := certs.LoadCA(*caCert, *caKey)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hollow:", err)
+		return 1
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: *nodes, NodePrefix: *prefix, ChangeEvery: -1, StatusEvery: *statusEvery,
+		NodeTLS: kubelet.NodeCertificates(ca, ca.Pool(), ""), Logger: quiet,
+		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{*url}, Logger: quiet}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hollow:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx) }()
+	_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n') // until stdin closes
+	st := k.Stats()
+	b, _ := json.Marshal(childStats{Nodes: *nodes, Heartbeats: st.Heartbeats.Count(), HeartbeatP99Ms: ms(st.Heartbeats.Quantile(0.99)),
+		StatusReports: st.StatusReports.Load(), PodReports: st.PodReports.Load(), Failed: st.Failed.Load()})
+	fmt.Println(string(b))
+	cancel()
+	<-done
+	k.Close()
+	return 0
+}
