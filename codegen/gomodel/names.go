@@ -13,6 +13,8 @@ var initialisms = map[string]bool{
 	"RAM": true, "RHS": true, "RPC": true, "SLA": true, "SMTP": true, "SQL": true, "SSH": true, "TCP": true,
 	"TLS": true, "TTL": true, "UDP": true, "UI": true, "UID": true, "UUID": true, "URI": true, "URL": true,
 	"UTF8": true, "VM": true, "XML": true, "XMPP": true, "XSRF": true, "XSS": true, "CIDR": true, "OS": true,
+	// Resource names beside CPU, so that an enum of them reads alike.
+	"GPU": true, "TPU": true,
 }
 
 // words splits a name at non-alphanumerics and at case changes:

@@ -22,6 +22,9 @@ func TestGoName(t *testing.T) {
 		{"", "Empty"},
 		{"Already Spaced", "AlreadySpaced"},
 		{"osImage", "OSImage"},
+		{"gpu", "GPU"},
+		{"nvidia.com/gpu", "NvidiaComGPU"},
+		{"resourceTpu", "ResourceTPU"},
 		{"héllo", "HU" + "e9llo"},
 	}
 	for _, tt := range tests {
