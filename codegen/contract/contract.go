@@ -256,9 +256,25 @@ type parser struct {
 }
 
 var (
-	identPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+	// identPattern is the rule for method, topic and message names: each
+	// becomes an exported Go name (a client method, a Topic<Name> type, a
+	// message type), so it starts with an upper-case ASCII letter.
+	identPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 	namePattern  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 )
+
+// exportedHint suggests the exported form of a name that only lacks an
+// upper-case first letter.
+func exportedHint(name string) string {
+	if name == "" || name[0] < 'a' || name[0] > 'z' {
+		return ""
+	}
+	fixed := strings.ToUpper(name[:1]) + name[1:]
+	if !identPattern.MatchString(fixed) {
+		return ""
+	}
+	return fmt.Sprintf(": write %q", fixed)
+}
 
 // str reads a required or optional string member.
 func (p *parser) str(obj *Node, key string, required bool) string {
@@ -427,7 +443,7 @@ func (p *parser) methods(m *Node) {
 	for i, name := range m.Keys {
 		d := m.Values[i]
 		if !identPattern.MatchString(name) {
-			p.errs.add(errorAt(d, "method name %q must be letters and digits, starting with a letter", name))
+			p.errs.add(errorAt(d, "method name %q must be an exported Go name: ASCII letters and digits, starting with an upper-case letter (it names the generated client's and server's Go method)%s", name, exportedHint(name)))
 		}
 		if d.Kind != KindObject {
 			p.errs.add(errorAt(d, "method %s must be an object with request and response", name))
@@ -464,7 +480,7 @@ func (p *parser) topics(t *Node) {
 	for i, name := range t.Keys {
 		d := t.Values[i]
 		if !identPattern.MatchString(name) {
-			p.errs.add(errorAt(d, "topic name %q must be letters and digits, starting with a letter", name))
+			p.errs.add(errorAt(d, "topic name %q must be an exported Go name: ASCII letters and digits, starting with an upper-case letter (it names generated Go types and functions)%s", name, exportedHint(name)))
 		}
 		if d.Kind != KindObject {
 			p.errs.add(errorAt(d, "topic %s must be an object with object, key, writer and lostWriter", name))
@@ -655,7 +671,7 @@ func (p *parser) messages(schemas *Node) {
 	for i, name := range schemas.Keys {
 		src := schemas.Values[i]
 		if !identPattern.MatchString(name) {
-			p.errs.add(errorAt(src, "message name %q must be letters and digits, starting with a letter (it names a Go type)", name))
+			p.errs.add(errorAt(src, "message name %q must be an exported Go name: ASCII letters and digits, starting with an upper-case letter (it names a Go type)%s", name, exportedHint(name)))
 			continue
 		}
 		if src.Kind != KindObject && src.Kind != KindBool {
