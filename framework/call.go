@@ -285,6 +285,7 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 	w := c.newCallWait(failFast)
 	defer w.done()
 	what := call.Contract + " " + call.Method
+	w.what = "call " + what
 	var e *endpoint
 	var sess *clientSession
 	here := 0 // resends in a row to the same endpoint

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,7 +354,7 @@ func (c *Client) firstRounds(ctx context.Context) error {
 	select {
 	case <-c.listed:
 	case <-ctx.Done():
-		return contextError(ctx, c.blockedError(CodeOf(ctx.Err())))
+		return contextError(ctx, c.peerState())
 	case <-c.ctx.Done():
 		return Errorf(CodeUnavailable, "client closed")
 	}
@@ -369,7 +368,7 @@ func (c *Client) firstRounds(ctx context.Context) error {
 		select {
 		case <-e.firstRound:
 		case <-ctx.Done():
-			return contextError(ctx, c.blockedError(CodeOf(ctx.Err())))
+			return contextError(ctx, c.peerState())
 		case <-c.ctx.Done():
 			return Errorf(CodeUnavailable, "client closed")
 		}
@@ -454,7 +453,7 @@ func (c *Client) WaitReady(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return c.blockedError(CodeOf(ctx.Err()))
+			return contextError(ctx, c.peerState())
 		}
 	}
 }
@@ -483,30 +482,15 @@ func (c *Client) Endpoints() []EndpointStatus {
 	return out
 }
 
-// blockedError says why no endpoint is usable: each endpoint's state and
-// last error, so a person sees which peer runs what.
+// blockedError is the error of a request that found no endpoint to carry
+// it: code (incompatible_peer instead of unavailable when some endpoint
+// refused the handshake) and, as its message and cause, the peers' state.
 func (c *Client) blockedError(code Code) *Error {
-	eps := c.Endpoints()
-	if len(eps) == 0 {
-		return Errorf(code, "no %s endpoint known for %s %s", c.contract.Server(), c.contract.Name(), c.contract.Version())
-	}
-	parts := make([]string, len(eps))
-	refused := false
-	for i, e := range eps {
-		parts[i] = e.URL + ": " + e.State
-		if e.Error != "" {
-			parts[i] += ": " + e.Error
-		}
-		if e.State == stateRefused {
-			refused = true
-		}
-	}
-	sort.Strings(parts)
-	if code == CodeUnavailable && refused {
+	ps := c.peerState()
+	if code == CodeUnavailable && ps.Refused {
 		code = CodeIncompatiblePeer
 	}
-	return Errorf(code, "no compatible %s for %s %s: %s", c.contract.Server(), c.contract.Name(),
-		c.contract.Version(), strings.Join(parts, "; "))
+	return NewError(code, ps)
 }
 
 // Close stops the client: endpoint loops end, sessions are closed on the

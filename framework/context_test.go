@@ -16,7 +16,8 @@ import (
 
 // Calls follow Go's context conventions: a call that ends because its
 // context did returns an error for which errors.Is(err, ctx.Err()) holds,
-// coded deadline_exceeded or canceled, saying what it waited for.
+// coded deadline_exceeded or canceled and saying only that; what it waited
+// for is the [framework.PeerState] beside it.
 
 func TestBlockedCallEndsByItsDeadline(t *testing.T) {
 	srv := startBench(t, "127.0.0.1:0", "1.0.0")
@@ -30,7 +31,9 @@ func TestBlockedCallEndsByItsDeadline(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, err, ctx.Err())
 	assert.Equal(t, framework.CodeDeadlineExceeded, framework.CodeOf(err))
-	assert.ErrorContains(t, err, srv.URL, "the error says which endpoint it waited for")
+	var ps *framework.PeerState
+	require.ErrorAs(t, err, &ps)
+	assert.Contains(t, ps.Error(), srv.URL, "the error keeps which endpoint it waited for")
 	assert.Zero(t, srv.entered.Load())
 }
 

@@ -32,8 +32,8 @@ func Errorf(code Code, format string, args ...any) *Error {
 func CodeOf(err error) Code { return apierror.CodeOf(err) }
 
 // contextError is the error of a request that ended because its context
-// did; see [apierror.FromContext].
-func contextError(ctx context.Context, why *Error) *Error { return apierror.FromContext(ctx, why) }
+// did, with fact (when not nil) beside it; see [apierror.FromContext].
+func contextError(ctx context.Context, fact error) *Error { return apierror.FromContext(ctx, fact) }
 
 // asError converts any error into an [*Error], keeping the code of one
 // already in the chain.

@@ -16,6 +16,14 @@ func (s *Server) serveLive(w http.ResponseWriter, _ *http.Request) {
 // in RequirePeers has a live session, and every readiness check passes.
 // Otherwise the error says what is missing.
 func (s *Server) Ready() error {
+	if missing := s.notReady(); len(missing) > 0 {
+		return fmt.Errorf("not ready: %s", strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// notReady lists what keeps the server from being ready, or nothing.
+func (s *Server) notReady() []string {
 	var missing []string
 	if s.draining.Load() {
 		missing = append(missing, "draining")
@@ -37,10 +45,7 @@ func (s *Server) Ready() error {
 			missing = append(missing, fmt.Sprintf("%s: %v", names[i], err))
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("not ready: %s", strings.Join(missing, "; "))
-	}
-	return nil
+	return missing
 }
 
 // serveReady answers /readyz: 200 when [Server.Ready] passes, else 503 with

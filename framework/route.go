@@ -29,6 +29,11 @@ type routeWait struct {
 	closedErr error
 	// freeResends is how many resends go without a pause (see pace).
 	freeResends int
+	// what names the request in the blocked log: "call nodestatus
+	// ReportStatus", "watch NodeHealth".
+	what string
+	// logTimer fires when the wait is due to be logged (see logBlocked).
+	logTimer clockwork.Timer
 
 	timer  clockwork.Timer
 	since  time.Time
@@ -64,8 +69,11 @@ func (w *routeWait) until(ctx context.Context, ready func() bool) error {
 		timeout := w.start()
 		select {
 		case <-changed:
+		case <-w.logTimer.Chan():
+			c.logBlocked(w.what, w.since)
+			w.logTimer.Reset(blockedLogEvery)
 		case <-ctx.Done():
-			return contextError(ctx, c.blockedError(CodeOf(ctx.Err())))
+			return contextError(ctx, c.peerState())
 		case <-timeout:
 			return c.blockedError(CodeUnavailable)
 		case <-c.ctx.Done():
@@ -82,6 +90,9 @@ func (w *routeWait) start() <-chan time.Time {
 	c := w.c
 	if w.since.IsZero() {
 		w.since = c.cfg.Clock.Now()
+		// Before enter: once the wait shows in the status, its log timer
+		// runs (tests advance a fake clock from that moment).
+		w.logTimer = c.cfg.Clock.NewTimer(blockedLogAfter)
 		if w.counted {
 			w.ticket = c.blocked.enter(w.since)
 		}
@@ -99,6 +110,9 @@ func (w *routeWait) start() <-chan time.Time {
 func (w *routeWait) done() {
 	if w.timer != nil {
 		w.timer.Stop()
+	}
+	if w.logTimer != nil {
+		w.logTimer.Stop()
 	}
 	if w.since.IsZero() || !w.counted {
 		return

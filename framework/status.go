@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -21,7 +22,8 @@ type ServerStatus struct {
 	Now      time.Time `json:"now"`
 	Draining bool      `json:"draining"`
 	Ready    bool      `json:"ready"`
-	// NotReady is why /readyz fails, when it does.
+	// NotReady is why /readyz fails, when it does: what is missing,
+	// without /readyz's "not ready: " before it.
 	NotReady string `json:"notReady,omitempty"`
 	// Contracts lists the versions served of each contract.
 	Contracts map[string][]string `json:"contracts"`
@@ -147,16 +149,14 @@ func (s *Server) AddClient(c *Client) {
 
 // Status returns the server's status.
 func (s *Server) Status() ServerStatus {
-	ready := s.Ready()
+	notReady := s.notReady()
 	st := ServerStatus{
 		Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release,
-		Now: s.cfg.Clock.Now().Round(time.Millisecond).UTC(), Draining: s.draining.Load(), Ready: ready == nil,
+		Now: s.cfg.Clock.Now().Round(time.Millisecond).UTC(), Draining: s.draining.Load(), Ready: len(notReady) == 0,
 		Contracts: map[string][]string{}, Served: []ServedVersion{}, Sessions: s.Sessions(), Topics: s.TopicStats(),
 		PeersByVersion: map[string]map[string]int{}, Clients: []ClientStatus{},
 	}
-	if ready != nil {
-		st.NotReady = ready.Error()
-	}
+	st.NotReady = strings.Join(notReady, "; ")
 	if st.Topics == nil {
 		st.Topics = []TopicStats{}
 	}

@@ -143,6 +143,7 @@ func (p *TopicPublisher[T]) push(ctx context.Context, key string) error {
 	p.pushMu.Lock()
 	defer p.pushMu.Unlock()
 	w := p.c.newCallWait(false)
+	w.what = "topic write " + p.topic + " " + key
 	w.closed, w.closedErr = p.ctx.Done(), Errorf(CodeUnavailable, "topic publisher closed")
 	w.freeResends = 1 // a round writes to every endpoint: pace the next
 	defer w.done()

@@ -308,7 +308,7 @@ func (f *watchFeed) run() {
 // those it knows nothing of yet, and waits while every replica it can
 // reach says its topic has no writer.
 func (f *watchFeed) route() (*endpoint, *clientSession, bool) {
-	w := &routeWait{c: f.c}
+	w := &routeWait{c: f.c, what: "watch " + f.topic}
 	defer w.done()
 	var e *endpoint
 	var sess *clientSession

@@ -2,6 +2,7 @@ package upgradesim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -161,7 +162,7 @@ func (c *Cluster) runCall(rec *callRecord, cl *framework.Client) {
 	c.mu.Unlock()
 	if err != nil && external && !excused {
 		c.violate(InvariantExternalUninterrupted, "call %s from %s (%s) to %s failed after %s: %v; its history:%s\n  the session requests of %s from %s on:%s",
-			rec.id, rec.from.r.name, rec.from.version.Name, destName, (now - rec.start).Round(time.Millisecond), err, history,
+			rec.id, rec.from.r.name, rec.from.version.Name, destName, (now - rec.start).Round(time.Millisecond), withPeerState(err), history,
 			rec.from.r.name, (rec.start - time.Second).Round(time.Millisecond), rec.from.sessions.text(rec.start-time.Second))
 	}
 }
@@ -423,4 +424,15 @@ func pathVersion(path string) (contract, version string) {
 		return parts[1], parts[2]
 	}
 	return "", ""
+}
+
+// withPeerState is err's text and, when the call's context ended it while
+// it waited for a peer, the state of its peers then, which the error keeps
+// beside its message ([framework.PeerState]).
+func withPeerState(err error) string {
+	var ps *framework.PeerState
+	if errors.As(err, &ps) && !strings.Contains(err.Error(), ps.Error()) {
+		return err.Error() + " (" + ps.Error() + ")"
+	}
+	return err.Error()
 }

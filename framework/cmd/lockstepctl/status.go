@@ -66,7 +66,8 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 func printStatus(w io.Writer, st framework.ServerStatus) error {
 	state := "ready"
 	if !st.Ready {
-		state = "not ready: " + text(st.NotReady)
+		// A server before NotReady lost its prefix sent it along.
+		state = "not ready: " + text(strings.TrimPrefix(st.NotReady, "not ready: "))
 	}
 	if st.Draining {
 		state += ", draining"

@@ -90,19 +90,26 @@ func CodeOf(err error) Code {
 }
 
 // FromContext is the error of a request that ended because its context
-// did: coded deadline_exceeded or canceled, with the context's error as its
-// cause, so that errors.Is(err, ctx.Err()) holds as Go's conventions ask.
-// why, when not nil, says what the request was waiting for (the endpoints
-// and their states, for a call blocked without a compatible peer).
-func FromContext(ctx context.Context, why *Error) *Error {
+// did: coded deadline_exceeded or canceled, and saying only that, with the
+// context's error as its cause, so that errors.Is(err, ctx.Err()) holds as
+// Go's conventions ask. fact, when not nil, is what else held when the
+// request ended (for a call blocked without a compatible peer, the state of
+// its peers): errors.As and errors.Is reach it, but the message does not
+// speak of it, since it is not what ended the request.
+func FromContext(ctx context.Context, fact error) *Error {
 	cause := ctx.Err()
 	e := NewError(CodeOf(cause), cause)
-	if why != nil {
-		e.message = cause.Error() + ": " + why.Message()
-		e.details = why.details
+	if fact != nil {
+		e.cause = withFact{err: cause, fact: fact}
 	}
 	return e
 }
+
+// withFact is an error that reads as err and unwraps to err and fact.
+type withFact struct{ err, fact error }
+
+func (w withFact) Error() string   { return w.err.Error() }
+func (w withFact) Unwrap() []error { return []error{w.err, w.fact} }
 
 // As converts any error into an [*Error], keeping the code of one already
 // in the chain.
