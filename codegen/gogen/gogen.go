@@ -277,7 +277,7 @@ func (g *generator) funcs() template.FuncMap {
 		"contract":       func() *contract.Contract { return g.pkg.Contract },
 		"messageType":    func(name string) string { return g.pkg.Messages[name].Name },
 		"goName":         gomodel.GoName,
-		"selectOptions":  func() ([]selectOption, error) { return selectOptions(g.pkg.Contract) },
+		"selectOptions":  func() ([]selectOption, error) { return selectOptions(g.pkg) },
 	}
 }
 
@@ -293,7 +293,8 @@ type selectOption struct {
 
 // selectOptions returns one option per selector field of the contract's
 // topics; a field two topics select on with different types is an error.
-func selectOptions(c *contract.Contract) ([]selectOption, error) {
+func selectOptions(pkg *gomodel.Package) ([]selectOption, error) {
+	c := pkg.Contract
 	byField := map[string]*selectOption{}
 	var out []*selectOption
 	for _, t := range c.Topics {
@@ -304,6 +305,19 @@ func selectOptions(c *contract.Contract) ([]selectOption, error) {
 				param, text = "int64", "strconv.FormatInt(v, 10)"
 			case contract.KindBool:
 				param, text = "bool", "strconv.FormatBool(v)"
+			}
+			if named := selectorType(pkg, t.Object, sel.Field); named != "" {
+				// The member's own named type (an enum's, say), so that
+				// a caller passes one of its constants.
+				switch param {
+				case "int64":
+					text = "strconv.FormatInt(int64(v), 10)"
+				case "bool":
+					text = "strconv.FormatBool(bool(v))"
+				default:
+					text = "string(v)"
+				}
+				param = named
 			}
 			if o := byField[sel.Field]; o != nil {
 				if o.Param != param {
@@ -323,6 +337,25 @@ func selectOptions(c *contract.Contract) ([]selectOption, error) {
 		res[i] = *o
 	}
 	return res, nil
+}
+
+// selectorType returns the Go name of the named type (an enum, a named
+// scalar) of member field of message object, or "" when its type is a
+// builtin.
+func selectorType(pkg *gomodel.Package, object, field string) string {
+	t := gomodel.RootType(pkg.Messages[object])
+	if t == nil {
+		return ""
+	}
+	for _, f := range t.Fields {
+		if f.JSONName != field {
+			continue
+		}
+		if r := f.Type; r.Kind == gomodel.RefNamed && r.Named != nil && r.Named.Kind == gomodel.KindEnum {
+			return gomodel.GoString(r)
+		}
+	}
+	return ""
 }
 
 // fieldType spells a field's Go type with what its presence adds.

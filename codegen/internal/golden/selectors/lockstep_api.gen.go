@@ -27,7 +27,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	Client:  "agent",
 	Methods: map[string]handshake.Method{},
 	Topics: map[string]handshake.Topic{
-		"Assignments": {Object: "Assignment", Key: "uid", Writer: "server", LostWriter: "keep", Selectors: []string{"nodeName", "priority", "pinned"}},
+		"Assignments": {Object: "Assignment", Key: "uid", Writer: "server", LostWriter: "keep", Selectors: []string{"nodeName", "priority", "pinned", "phase"}},
 		"Claims":      {Object: "Claim", Key: "uid", Writer: "client", LostWriter: "delete", Selectors: []string{"nodeName"}},
 	},
 	Schemas: map[string]json.RawMessage{
@@ -72,7 +72,7 @@ func ServeAssignments(s *framework.Server, opts ...framework.TopicOption) *frame
 
 // WatchAssignments watches the Assignments topic through c: the returned informer keeps
 // the latest object of every key and calls h on changes.
-// Options select a share of the objects: [SelectNodeName], [SelectPriority], [SelectPinned].
+// Options select a share of the objects: [SelectNodeName], [SelectPriority], [SelectPinned], [SelectPhase].
 func WatchAssignments(ctx context.Context, c *framework.Client, h framework.InformerHandlers[Assignment], opts ...framework.WatchOption) (*framework.Informer[Assignment], error) {
 	return framework.Watch[Assignment](ctx, c, TopicAssignments, h, opts...)
 }
@@ -100,6 +100,12 @@ func WatchClaims(ctx context.Context, c *framework.Client, h framework.InformerH
 // nodeName is v, as framework.Select("nodeName", v) does.
 func SelectNodeName(v string) framework.WatchOption {
 	return framework.Select("nodeName", v)
+}
+
+// SelectPhase makes a watch of Assignments see only the objects whose
+// phase is v, as framework.Select("phase", string(v)) does.
+func SelectPhase(v AssignmentPhase) framework.WatchOption {
+	return framework.Select("phase", string(v))
 }
 
 // SelectPinned makes a watch of Assignments see only the objects whose
