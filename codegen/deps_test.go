@@ -11,6 +11,9 @@ import (
 // generator side: a binary built only on framework and generated code (the
 // sample's node controller), and the framework itself, must link no package
 // under codegen/. Generated code calls framework/jsonwire for that reason.
+// The framework's commands (framework/cmd/..., lockstepctl) are operators'
+// tools, not part of a component: lockstepctl reads contract files with
+// codegen/contract, and is left out.
 func TestRuntimeLinksNoGenerator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -21,7 +24,19 @@ func TestRuntimeLinksNoGenerator(t *testing.T) {
 	} {
 		// go list from inside the package's folder works whether or not the
 		// folder belongs to a nested module.
-		cmd := exec.Command("go", "list", "-deps", "./...")
+		list := exec.Command("go", "list", "./...")
+		list.Dir = dir
+		pkgs, err := list.Output()
+		if err != nil {
+			t.Fatalf("go list in %s: %v", dir, err)
+		}
+		var runtime []string
+		for _, p := range strings.Fields(string(pkgs)) {
+			if !strings.Contains(p, "/framework/cmd/") {
+				runtime = append(runtime, p)
+			}
+		}
+		cmd := exec.Command("go", append([]string{"list", "-deps"}, runtime...)...)
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
 		if err != nil {
