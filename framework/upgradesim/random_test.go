@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,7 +41,8 @@ func idempotentWorld(seed int64, external bool) world {
 
 // runRandomPlans runs a random plan per seed, generated with m, at most concurrency at once
 // (the plans mostly wait on the network, so more run at once than there
-// are cores), and reports each as a subtest named after its seed.
+// are cores) and more than one only while the process keeps time (see
+// planGate), and reports each as a subtest named after its seed.
 func runRandomPlans(t *testing.T, worldOf func(seed int64, external bool) world, seeds []int64, m upgradesim.Mutations, external bool, concurrency int) {
 	type result struct {
 		plan upgradesim.Plan
@@ -48,14 +50,16 @@ func runRandomPlans(t *testing.T, worldOf func(seed int64, external bool) world,
 		err  error
 	}
 	results := make([]result, len(seeds))
-	sem := make(chan struct{}, concurrency)
+	gate := newPlanGate(concurrency)
+	defer gate.close()
+	began := time.Now()
 	var wg sync.WaitGroup
 	for i, seed := range seeds {
 		wg.Add(1)
-		sem <- struct{}{}
+		gate.enter()
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer gate.leave()
 			sim, err := upgradesim.New(worldOf(seed, external).config())
 			if err != nil {
 				results[i].err = err
@@ -74,7 +78,8 @@ func runRandomPlans(t *testing.T, worldOf func(seed int64, external bool) world,
 			}
 		}
 	}
-	t.Logf("%d plans; violations by invariant: %v", len(seeds), byInvariant)
+	t.Logf("%d plans in %s, at most %d at once (of %d allowed; the 90th percentile of this process's timers' lateness at the end: %s); violations by invariant: %v",
+		len(seeds), time.Since(began).Round(time.Second), gate.peak, gate.most, gate.meter.p90(), byInvariant)
 	for i, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := results[i]
