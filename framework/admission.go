@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -53,6 +56,56 @@ func checkClaim(p *Peer, claimed string) error {
 		return Errorf(CodePermissionDenied, "the client certificate names %s, which may not speak as %q", p.Identity, claimed)
 	}
 	return nil
+}
+
+// onBehalfOf is the admission rule of the header Lockstep-On-Behalf-Of,
+// the one exception to checkClaim: an operator's identity may ask on behalf
+// of the client component claimed (a dry-run handshake's hello, a watch's
+// contract client), where allowed (a dry run or a watch without a session;
+// invalid_argument elsewhere), when its certificate names an operator
+// (MTLSFiles.Operators; permission_denied otherwise) and the header names
+// the component claimed (invalid_argument otherwise). Without mutual TLS
+// nobody is authenticated and any peer may claim any component, so the
+// header grants nothing a claim does not. It returns the component asked
+// on behalf of, "" for a request without the header, which is held to
+// checkClaim.
+func (s *Server) onBehalfOf(r *http.Request, p *Peer, claimed string, allowed bool) (string, error) {
+	behalf := r.Header.Get(protocol.HeaderOnBehalfOf)
+	switch {
+	case behalf == "":
+		return "", checkClaim(p, claimed)
+	case !allowed:
+		return "", Errorf(CodeInvalidArgument, "%s is for dry-run handshakes and watches without a session only", protocol.HeaderOnBehalfOf)
+	case p.Authenticated && !s.cfg.MTLS.isOperator(p.Identity):
+		return "", Errorf(CodePermissionDenied, "%s is not an operator identity, so it may not ask on behalf of %q", p.Identity, behalf)
+	case behalf != claimed:
+		return "", Errorf(CodeInvalidArgument, "%s names %q, but the entry is %q's", protocol.HeaderOnBehalfOf, behalf, claimed)
+	}
+	return behalf, nil
+}
+
+// auditOnBehalf records an entry asked on behalf of a client component:
+// one log line (who asked, for whom, what, the outcome) and the counter
+// lockstep_on_behalf_total, whose labels come from what the server
+// declares only. outcome is "accepted", a refusal reason or an error code
+// (outcomeLabel).
+func (s *Server) auditOnBehalf(kind EntryKind, p *Peer, behalf, contract, version, outcome string) {
+	s.cfg.Logger.Info("lockstep: entry on behalf of a client component", "entry", kind, "identity", p.Identity.String(),
+		"onBehalfOf", behalf, "contract", contract, "version", version, "outcome", outcome)
+	s.cfg.Metrics.onBehalfEntry(kind, contract, outcome)
+}
+
+// outcomeLabel is an entry's outcome as a label: "accepted" for none, else
+// its refusal's reason or its code (reasonLabel).
+func outcomeLabel(err error) string {
+	if err == nil {
+		return "accepted"
+	}
+	var r handshake.Refusal
+	if e := asError(err); json.Unmarshal(e.Details(), &r) == nil && r.Reason != "" {
+		return reasonLabel(string(r.Reason))
+	}
+	return reasonLabel(string(CodeOf(err)))
 }
 
 // bindSession finds a token's session and checks that it belongs to the
@@ -275,6 +328,9 @@ type admitted struct {
 	sess *session
 	ctx  context.Context
 	undo []func()
+	// onBehalf is the client component a watch without a session is asked
+	// on behalf of (admitWatchOnBehalf), "" otherwise.
+	onBehalf string
 }
 
 func (a *admitted) done() {
@@ -373,6 +429,40 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 		}
 	}
 	return a, nil
+}
+
+// admitWatchOnBehalf admits a watch an operator's identity asks on behalf
+// of the contract's client, without a session (onBehalfOf): identity and
+// rate, charged to the operator's identity; the on-behalf rule; the
+// Authorizer. Its watcher hangs on a session of its own that the session
+// table never holds: nothing renews it, no readiness counts it
+// (RequirePeers), it never lapses (the watch ends with its connection or
+// the drain), it claims nothing, and its watchers count against the
+// operator identity's shares. Refusals after the identity is known are
+// audited here.
+func (s *Server) admitWatchOnBehalf(r *http.Request, sv *servedVersion, topic string) (*admitted, error) {
+	p, u, err := s.admitPeer(r)
+	if err != nil {
+		return nil, err
+	}
+	c := sv.contract
+	behalf, err := s.onBehalfOf(r, p, c.Client(), true)
+	if err == nil {
+		if !p.Authenticated {
+			p.Identity = Identity{Component: behalf}
+		}
+		err = s.authorize(withPeer(r.Context(), p), &Entry{Kind: EntryWatch, Contract: c.Name(), Version: c.Version(),
+			Topic: topic, Peer: p, OnBehalfOf: behalf})
+	}
+	if err != nil {
+		s.auditOnBehalf(EntryWatch, p, r.Header.Get(protocol.HeaderOnBehalfOf), c.Name(), c.Version(), outcomeLabel(err))
+		return nil, err
+	}
+	now := s.now()
+	sess := &session{contract: c.Name(), version: c.Version(), createdAt: now, owner: p, usage: u,
+		peer: handshake.Peer{Component: behalf, Instance: "on behalf of " + p.Identity.String()}}
+	sess.lastSeen.Store(now)
+	return &admitted{peer: p, sess: sess, ctx: withPeer(r.Context(), p), onBehalf: behalf}, nil
 }
 
 // admitPeer is the admission step of the entries that name no session in

@@ -55,6 +55,10 @@ type Entry struct {
 	Request any
 	// Item is the item's index in a batch call.
 	Item int
+	// OnBehalfOf is the client component an operator's identity (Peer)
+	// asks on behalf of, for a dry-run handshake or a watch without a
+	// session (protocol.HeaderOnBehalfOf); "" for every other entry.
+	OnBehalfOf string
 }
 
 // Authorizer decides whether a peer may make an entry; an error refuses it

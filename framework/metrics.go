@@ -37,6 +37,7 @@ type Metrics struct {
 	blocked    *prometheus.HistogramVec
 	lapses     *prometheus.CounterVec
 	refusals   *prometheus.CounterVec
+	onBehalf   *prometheus.CounterVec
 
 	mu      sync.Mutex
 	servers []*Server
@@ -80,6 +81,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "lockstep_session_lapses_total",
 			Help: "Sessions the server closed because no call or heartbeat renewed them within their TTL, by contract.",
 		}, []string{"contract"}),
+		onBehalf: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_on_behalf_total",
+			Help: "Entries an operator identity asked on behalf of a client component (Lockstep-On-Behalf-Of), by entry (handshake: a dry run; watch), contract (as served, else _unknown) and outcome (accepted, a refusal reason or an error code).",
+		}, []string{"entry", "contract", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockstep_limit_refusals_total",
 			Help: "Entries a server refused, and watch streams it closed with an overflow frame, for going over one of its limits, by limit.",
@@ -92,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 	}
-	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, m.refusals, stateCollector{m})
+	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, m.refusals, m.onBehalf, stateCollector{m})
 	return m
 }
 
@@ -140,6 +145,16 @@ func (m *Metrics) limitRefused(l limit) {
 	if m != nil {
 		m.refusals.WithLabelValues(string(l)).Inc()
 	}
+}
+
+// onBehalfEntry counts an entry asked on behalf of a client component
+// (m may be nil: no metrics).
+func (m *Metrics) onBehalfEntry(kind EntryKind, contract, outcome string) {
+	if m == nil {
+		return
+	}
+	contract, _, _ = m.served(contract, "", "")
+	m.onBehalf.WithLabelValues(string(kind), contract, outcome).Inc()
 }
 
 // UnknownLabel is the one label value under which a server counts every

@@ -35,6 +35,24 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, err)
 		return
 	}
+	if r.Header.Get(protocol.HeaderOnBehalfOf) != "" {
+		// Audited whatever its outcome, which the writer records.
+		ow, ok := w.(*observedWriter)
+		if !ok {
+			ow = &observedWriter{ResponseWriter: w}
+			w = ow
+		}
+		defer func() {
+			outcome := "accepted"
+			switch {
+			case ow.reason != "":
+				outcome = reasonLabel(string(ow.reason))
+			case ow.code != "":
+				outcome = reasonLabel(string(ow.code))
+			}
+			s.auditOnBehalf(EntryHandshake, peer, r.Header.Get(protocol.HeaderOnBehalfOf), ow.contract, "", outcome)
+		}()
+	}
 	hello, wait, err := s.readHello(w, r)
 	if err != nil {
 		s.fail(w, err)
@@ -43,7 +61,7 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	if ow, ok := w.(*observedWriter); ok {
 		ow.contract = hello.Contract
 	}
-	ctx, sc, err := s.admitHello(r, peer, &hello)
+	ctx, sc, behalf, err := s.admitHello(r, peer, &hello, dryRun)
 	if err != nil {
 		s.refuse(w, r, err)
 		return
@@ -51,6 +69,11 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	call := &Call{Kind: EntryHandshake, Contract: hello.Contract, Header: r.Header, Request: &hello,
 		Peer: handshake.Peer{Component: hello.Component, Instance: hello.Instance, Release: hello.Release}}
 	out, err := s.intercept(ctx, call, func(ctx context.Context, call *Call) (any, error) {
+		if behalf != "" {
+			agreement, refusal := s.negotiate(sc, hello)
+			s.answerDryRun(w, r, hello, peer, nil, agreement, refusal)
+			return nil, nil
+		}
 		return s.handshake(ctx, w, r, sc, hello, peer, usage, wait, dryRun)
 	})
 	switch {
@@ -114,25 +137,30 @@ func (s *Server) readHello(w http.ResponseWriter, r *http.Request) (handshake.He
 
 // admitHello is the admission of a decoded hello: the component it claims
 // must be the authenticated peer's (which, without mutual TLS, it becomes),
-// the contract must be served here, and the Authorizer must allow it. It
-// returns the request's context carrying the peer, and the contract.
-func (s *Server) admitHello(r *http.Request, peer *Peer, hello *handshake.Hello) (context.Context, *servedContract, error) {
-	if err := checkClaim(peer, hello.Component); err != nil {
-		return nil, nil, err
+// unless an operator asks a dry run on its behalf (onBehalfOf), the
+// contract must be served here, and the Authorizer must allow it. It
+// returns the request's context carrying the peer, the contract, and the
+// component asked on behalf of ("" for none).
+func (s *Server) admitHello(r *http.Request, peer *Peer, hello *handshake.Hello, dryRun bool) (context.Context, *servedContract, string, error) {
+	behalf, err := s.onBehalfOf(r, peer, hello.Component, dryRun)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	if !peer.Authenticated {
 		peer.Identity = Identity{Component: hello.Component}
 	}
-	peer.Instance = hello.Instance
+	if behalf == "" {
+		peer.Instance = hello.Instance
+	}
 	sc := s.lookup(hello.Contract)
 	if sc == nil {
-		return nil, nil, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract)
+		return nil, nil, "", Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, hello.Contract)
 	}
 	ctx := withPeer(r.Context(), peer)
-	if err := s.authorize(ctx, &Entry{Kind: EntryHandshake, Contract: hello.Contract, Peer: peer, Hello: hello}); err != nil {
-		return nil, nil, err
+	if err := s.authorize(ctx, &Entry{Kind: EntryHandshake, Contract: hello.Contract, Peer: peer, Hello: hello, OnBehalfOf: behalf}); err != nil {
+		return nil, nil, "", err
 	}
-	return ctx, sc, nil
+	return ctx, sc, behalf, nil
 }
 
 // handshake negotiates a hello that passed admission and opens its
@@ -210,14 +238,25 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 // ask whether a client would be accepted: the refusal a real handshake would
 // get now, or a welcome without a session. It creates no session, fires no
 // peer hooks and is not counted as a handshake, so asking cannot disturb
-// the peers the server serves.
+// the peers the server serves. usage is nil for a dry run asked on behalf
+// of a client component: it asks whether a new instance of that component
+// would be admitted, so the session bound is checked for a new peer, not
+// for the operator asking.
 func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, hello handshake.Hello, peer *Peer, usage *peerUsage,
 	agreement handshake.Agreement, refusal *handshake.Refusal) {
 	if refusal != nil {
+		if ow, ok := w.(*observedWriter); ok {
+			ow.reason = refusal.Reason
+		}
 		s.refuse(w, r, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
 		return
 	}
-	if err := s.sessions.check(usage, peer, hello.Contract, hello.Instance); err != nil {
+	if usage == nil {
+		if err := s.sessions.checkNew(); err != nil {
+			s.refuse(w, r, err)
+			return
+		}
+	} else if err := s.sessions.check(usage, peer, hello.Contract, hello.Instance); err != nil {
 		s.refuse(w, r, err)
 		return
 	}

@@ -113,6 +113,16 @@ func (t *sessionTable) check(u *peerUsage, owner *Peer, contract, instance strin
 	return t.limits.checkSession(u, len(t.byToken), t.growth(old))
 }
 
+// checkNew answers whether a session of a new peer, one holding none,
+// would be admitted now (the server's bound and the share it keeps for
+// small peers), without storing anything: for a dry run asked on behalf
+// of a client component.
+func (t *sessionTable) checkNew() error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.limits.checkSession(&peerUsage{}, len(t.byToken), t.growth(nil))
+}
+
 // remove deletes s if it is still current, reporting whether it was.
 func (t *sessionTable) remove(s *session) bool {
 	t.mu.Lock()

@@ -64,6 +64,13 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 		}
 		return nil, nil, s.routingRefusal(r, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic))
 	}
+	if kind == EntryWatch && r.Header.Get(protocol.HeaderOnBehalfOf) != "" && r.Header.Get(protocol.HeaderSession) == "" {
+		adm, err := s.admitWatchOnBehalf(r, sv, topic)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, adm, nil
+	}
 	adm, err := s.admitSession(r, sessionEntry{kind: kind, contract: contract, version: ver, topic: topic,
 		call: kind == EntryTopicWrite, authorize: true})
 	if err != nil {
@@ -178,15 +185,21 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	defer adm.done()
 	sess := adm.sess
+	refuse := func(err error) {
+		if adm.onBehalf != "" {
+			s.auditOnBehalf(EntryWatch, adm.peer, adm.onBehalf, sess.contract, sess.version, outcomeLabel(err))
+		}
+		s.refuse(w, r, err)
+	}
 	if s.draining.Load() {
 		sess.drainNotified.Store(true)
-		s.refuse(w, r, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
+		refuse(Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return
 	}
 	query := r.URL.Query()
 	sel, err := parseSelection(t.name, t.decl.Selectors, query)
 	if err != nil {
-		s.refuse(w, r, err)
+		refuse(err)
 		return
 	}
 	var ws *watchStream
@@ -196,8 +209,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return nil, err
 	})
 	if err != nil {
-		s.refuse(w, r, err)
+		refuse(err)
 		return
+	}
+	if adm.onBehalf != "" {
+		s.auditOnBehalf(EntryWatch, adm.peer, adm.onBehalf, sess.contract, sess.version, "accepted")
 	}
 	rc := http.NewResponseController(w)
 	if r.ProtoMajor == 1 {

@@ -42,6 +42,12 @@ const (
 	// from the request's resume point (QuerySince): its frames before
 	// synced are the changes since, not a snapshot.
 	HeaderResumed = "Lockstep-Resumed"
+	// HeaderOnBehalfOf names the client component an operator's identity
+	// asks on behalf of, on a dry-run handshake (whose hello claims that
+	// component) or on a watch without a session: the one exception to
+	// "the certificate names the component the entry claims"
+	// (docs/security.md). Such an entry opens no session.
+	HeaderOnBehalfOf = "Lockstep-On-Behalf-Of"
 )
 
 // Fixed paths of the protocol.

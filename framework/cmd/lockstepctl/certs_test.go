@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -178,33 +179,70 @@ func TestOperatorToolsUnderMutualTLS(t *testing.T) {
 		require.Equal(t, 0, code, errOut)
 	}
 	server, agent, operator := filepath.Join(pki, "controller", "c-0"), filepath.Join(pki, "agent", "node-1"), filepath.Join(pki, "operator", "alice")
-	comp, topic, c := nodeinfoServerWith(t, framework.ServerConfig{MTLS: loadCreds(t, server)})
+	var audit lineBuffer
+	comp, topic, c := nodeinfoServerWith(t, framework.ServerConfig{MTLS: loadCreds(t, server), Logger: slog.New(slog.NewTextHandler(&audit, nil))})
 	require.NoError(t, topic.Set(&assignment{UID: "a", Node: "node-1"}))
 	require.NoError(t, topic.Set(&assignment{UID: "b", Node: "node-2"}))
 	with := func(dir string, args ...string) (int, string, string) {
 		t.Helper()
 		return ctl(t, append(args, tlsFlags(dir)...)...)
 	}
+	v2 := copyContract(t, func(c, s string) (string, string) { return strings.Replace(c, `"1.0.0"`, `"2.0.0"`, 1), s })
+	accepted := "accepted: controller 1.0.0 (instance " + comp.Server.Instance() + ") would agree on nodeinfo 1.0.0 with a agent offering " + c.Fingerprint() + "\n"
 
-	// The operator: status, and a server that does not accept on-behalf-of
-	// entries yet.
+	// The operator's one certificate: status, check (on behalf of the
+	// client component: accepted for the version in use, refused with the
+	// reason for another) and watch --select, all without a session.
 	code, out, errOut := with(operator, "status", comp.URL)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "controller 1.0.0")
 	code, out, errOut = with(operator, "check", comp.URL, "--contract", "nodeinfo", "--version", "1.0.0")
-	assert.Equal(t, 2, code, "not a refusal: the answer is unknown: %s", out)
-	assert.Empty(t, out)
-	assert.Contains(t, errOut, "permission_denied")
-	assert.Contains(t, errOut, "does not accept a dry run on behalf of agent from lockstep://operator/alice")
-	code, _, errOut = with(operator, "watch", comp.URL, "Assignment")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "does not accept a watch on behalf of agent from lockstep://operator/alice")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, accepted, out)
+	code, out, errOut = with(operator, "check", comp.URL, "--contract-file", v2)
+	require.Equal(t, exitRefused, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "refused (version_mismatch): controller speaks nodeinfo 1.0.0; agent offers 2.0.0"), out)
+	{
+		lines := &lineBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		var stderr lineBuffer
+		go func() {
+			done <- run(ctx, append([]string{"watch", comp.URL, "Assignment", "--select", "node=node-1"}, tlsFlags(operator)...), lines, &stderr)
+		}()
+		lines.waitFor(t, "synced (held by instance "+comp.Server.Instance()+")")
+		assert.Contains(t, lines.String(), `set a {"uid":"a","node":"node-1"}`)
+		assert.NotContains(t, lines.String(), `"uid":"b"`)
+		require.NoError(t, topic.Set(&assignment{UID: "c", Node: "node-1"}))
+		lines.waitFor(t, `set c {"uid":"c","node":"node-1"}`)
+		assert.Empty(t, comp.Server.Sessions(), "the operator's entries open no session")
+		assert.NoError(t, comp.Server.Ready(), "and count for no readiness")
+		cancel()
+		require.Equal(t, 0, <-done, stderr.String())
+	}
+	// Each on-behalf entry is audited: a line naming the operator, and a
+	// counter by entry, contract and outcome.
+	for _, want := range []string{
+		`entry=handshake identity=lockstep://operator/alice onBehalfOf=agent contract=nodeinfo version="" outcome=accepted`,
+		`entry=handshake identity=lockstep://operator/alice onBehalfOf=agent contract=nodeinfo version="" outcome=version_mismatch`,
+		`entry=watch identity=lockstep://operator/alice onBehalfOf=agent contract=nodeinfo version=1.0.0 outcome=accepted`,
+	} {
+		assert.Contains(t, audit.String(), want)
+	}
+	metrics := httptest.NewRecorder()
+	comp.Server.Metrics().Handler().ServeHTTP(metrics, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{
+		`lockstep_on_behalf_total{contract="nodeinfo",entry="handshake",outcome="accepted"} 1`,
+		`lockstep_on_behalf_total{contract="nodeinfo",entry="handshake",outcome="version_mismatch"} 1`,
+		`lockstep_on_behalf_total{contract="nodeinfo",entry="watch",outcome="accepted"} 1`,
+	} {
+		assert.Contains(t, metrics.Body.String(), want)
+	}
 
 	// The client component's certificate and the contract file.
 	code, out, errOut = with(agent, "check", comp.URL, "--contract-file", nodeinfoFile)
 	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "accepted: controller 1.0.0 (instance "+comp.Server.Instance()+") would agree on nodeinfo 1.0.0 with a agent offering "+c.Fingerprint()+"\n", out)
-	v2 := copyContract(t, func(c, s string) (string, string) { return strings.Replace(c, `"1.0.0"`, `"2.0.0"`, 1), s })
+	assert.Equal(t, accepted, out)
 	code, out, errOut = with(agent, "check", comp.URL, "--contract-file", v2)
 	require.Equal(t, exitRefused, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "refused (version_mismatch): "), out)
@@ -225,7 +263,7 @@ func TestOperatorToolsUnderMutualTLS(t *testing.T) {
 	cancel()
 	require.Equal(t, 0, <-done, stderr.String())
 	require.Eventually(t, func() bool { return len(comp.Server.Sessions()) == 0 }, 10*time.Second, 5*time.Millisecond,
-		"the watch's session closed; the operator's entries opened none")
+		"the watch's session closed")
 }
 
 // TestOnBehalfOfWire checks what an operator's check and watch send: the

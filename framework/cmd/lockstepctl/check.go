@@ -156,7 +156,7 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 // server that does not know it refuses the claim as before
 // (permission_denied for the dry run; for the watch, the session it
 // lacks), which lockstepctl reports as that, never as a refusal.
-const headerOnBehalfOf = "Lockstep-On-Behalf-Of"
+const headerOnBehalfOf = protocol.HeaderOnBehalfOf
 
 func servedList(st framework.ServerStatus) string {
 	var out []string
