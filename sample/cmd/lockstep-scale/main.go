@@ -196,7 +196,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		children, victims = append(children, v), append(victims, v)
 	}
 	total := c.nodes + c.kills
-	if err := waitFor(ctx, 10*time.Minute, func() bool { return readyNodes(nc) == total }); err != nil {
+	if err := waitFor(ctx, 10*time.Minute, 200*time.Millisecond, func() bool { return readyNodes(nc) == total }); err != nil {
 		return nil, fmt.Errorf("%d of %d nodes registered: %w", readyNodes(nc), total, err)
 	}
 	res.RegisterSeconds = time.Since(start).Seconds()
@@ -210,7 +210,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	defer closeSched()
 	start = time.Now()
 	res.PodsPlaced = place(ctx, sched, c)
-	if err := waitFor(ctx, 5*time.Minute, func() bool { return running(nc) >= res.PodsPlaced }); err != nil {
+	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool { return running(nc) >= res.PodsPlaced }); err != nil {
 		return nil, fmt.Errorf("%d of %d pods Running: %w", running(nc), res.PodsPlaced, err)
 	}
 	res.PlaceSeconds = time.Since(start).Seconds()
@@ -242,7 +242,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		name := fmt.Sprintf("victim-%d-000", i)
 		killed := time.Now()
 		v.kill()
-		err := waitFor(ctx, time.Minute, func() bool { _, lost := nc.Lost()[name]; return lost })
+		err := waitFor(ctx, time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.Lost()[name]; return lost })
 		if err != nil {
 			return nil, fmt.Errorf("killed node %s not noticed: %w", name, err)
 		}
@@ -388,7 +388,9 @@ func statusReports(reg *prometheus.Registry) int64 {
 	return int64(n)
 }
 
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+// waitFor polls cond every poll until it holds, ctx ends or timeout
+// passes.
+func waitFor(ctx context.Context, timeout, poll time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -397,7 +399,7 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
 	return nil
