@@ -180,7 +180,8 @@ func TestOperatorToolsUnderMutualTLS(t *testing.T) {
 	}
 	server, agent, operator := filepath.Join(pki, "controller", "c-0"), filepath.Join(pki, "agent", "node-1"), filepath.Join(pki, "operator", "alice")
 	var audit lineBuffer
-	comp, topic, c := nodeinfoServerWith(t, framework.ServerConfig{MTLS: loadCreds(t, server), Logger: slog.New(slog.NewTextHandler(&audit, nil))})
+	comp, topic, c := nodeinfoServerWith(t, framework.ServerConfig{MTLS: loadCreds(t, server), Logger: slog.New(slog.NewTextHandler(&audit, nil)),
+		RequirePeers: []string{"nodeinfo"}})
 	require.NoError(t, topic.Set(&assignment{UID: "a", Node: "node-1"}))
 	require.NoError(t, topic.Set(&assignment{UID: "b", Node: "node-2"}))
 	with := func(dir string, args ...string) (int, string, string) {
@@ -216,7 +217,7 @@ func TestOperatorToolsUnderMutualTLS(t *testing.T) {
 		require.NoError(t, topic.Set(&assignment{UID: "c", Node: "node-1"}))
 		lines.waitFor(t, `set c {"uid":"c","node":"node-1"}`)
 		assert.Empty(t, comp.Server.Sessions(), "the operator's entries open no session")
-		assert.NoError(t, comp.Server.Ready(), "and count for no readiness")
+		assert.Error(t, comp.Server.Ready(), "and count for no readiness: no agent is there")
 		cancel()
 		require.Equal(t, 0, <-done, stderr.String())
 	}
