@@ -32,7 +32,7 @@ type watchConfig struct {
 	// twice are recorded in dup, and refused.
 	selection map[string]string
 	dup       []string
-	// ownStream gives the informer a stream of its own ([OwnStream]).
+	// ownStream gives the informer a stream of its own (ownStream).
 	ownStream bool
 	// decodeEach makes the informer decode every frame itself
 	// ([DecodeEach]).

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
+
+	"github.com/lockstep-dev/lockstep/internal/benchhook"
 )
 
 // feedSubscriber is what a feed hands its frames to: an [Informer], which
@@ -169,14 +171,14 @@ func DecodeEach() WatchOption {
 	return watchOptionFunc(func(c *watchConfig) { c.decodeEach = true })
 }
 
-// OwnStream makes an [Informer] open a watch stream of its own rather than
-// share its client's feed of the topic and selection: the server then
-// sends it every change on a connection of its own, as before feeds, at the
-// cost of a stream per informer. It is for comparing the two, and for an
-// informer whose connection must be apart from the others'.
-func OwnStream() WatchOption {
+// ownStream makes an [Informer] open a watch stream of its own rather than
+// share its client's feed of the topic and selection (see
+// internal/benchhook, through which the benchmarks reach it).
+func ownStream() WatchOption {
 	return watchOptionFunc(func(c *watchConfig) { c.ownStream = true })
 }
+
+func init() { benchhook.OwnStream = func() any { return ownStream() } }
 
 // subscribe adds sub to c's feed of topic and selection query, starting
 // the feed if it is the first; with own, to a feed of its own.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+
+	"github.com/lockstep-dev/lockstep/internal/benchhook"
 )
 
 // seenObjects records what one informer's handlers were handed.
@@ -109,7 +111,7 @@ func TestInformersOfOneClientShareOneStream(t *testing.T) {
 		"the stream ends with the last informer")
 }
 
-// TestOwnStreamInformerHasAStreamOfItsOwn shows OwnStream: beside a feed's
+// TestOwnStreamInformerHasAStreamOfItsOwn shows the benchmark-only own-stream option (internal/benchhook): beside a feed's
 // informer, an informer with its own stream is a second watcher at the
 // server, and both converge.
 func TestOwnStreamInformerHasAStreamOfItsOwn(t *testing.T) {
@@ -120,7 +122,7 @@ func TestOwnStreamInformerHasAStreamOfItsOwn(t *testing.T) {
 	shared, err := framework.Watch(ctx, cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{})
 	require.NoError(t, err)
 	defer shared.Stop()
-	own, err := framework.Watch(ctx, cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{}, framework.OwnStream())
+	own, err := framework.Watch(ctx, cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{}, benchhook.OwnStream().(framework.WatchOption))
 	require.NoError(t, err)
 	defer own.Stop()
 	require.NoError(t, framework.WaitForCacheSync(ctx, shared, own))

@@ -72,8 +72,7 @@ type InformerStats struct {
 // client, the client reads it once, and every informer decodes the shared
 // bytes into objects of its own, with its own cache, handlers and pace. An
 // informer started while the feed is synced starts from the frames the
-// feed holds. [OwnStream] gives an informer a stream of its own; for one
-// decode per process, share an informer instead ([InformerFactory]).
+// feed holds. For one decode per process, share an informer instead ([InformerFactory]).
 type Informer[T any] struct {
 	c     *Client
 	topic string

@@ -23,6 +23,8 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchmsg"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
+
+	"github.com/lockstep-dev/lockstep/internal/benchhook"
 )
 
 // fanSystem is one variant's watchers and writer.
@@ -308,7 +310,7 @@ const (
 	// for a generated message).
 	fanCopies
 	// fanOwnStreams: the same, each informer with a stream of its own
-	// (framework.OwnStream), as before feeds.
+	// (the benchmark-only option of internal/benchhook), as before feeds.
 	fanOwnStreams
 	// fanShared: one shared informer per client, its handlers sharing
 	// the decoded objects.
@@ -340,7 +342,7 @@ func openLockstepFanout(mode fanInformers) func(int) (*fanSystem, error) {
 		case fanFeeds:
 			opts = append(opts, framework.DecodeEach())
 		case fanOwnStreams:
-			opts = append(opts, framework.OwnStream(), framework.DecodeEach())
+			opts = append(opts, benchhook.OwnStream().(framework.WatchOption), framework.DecodeEach())
 		}
 		sys := &fanSystem{name: name}
 		tr := framework.NewTransport(nil)
