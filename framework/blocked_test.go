@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
 )
 
 // logLines is a slog destination tests read while the client writes.
@@ -102,4 +103,29 @@ func TestBlockedCallIsLoggedThenRateLimited(t *testing.T) {
 	assert.Contains(t, got[1], `longestBlocked=31s`)
 	clock.Advance(30*time.Second - time.Millisecond)
 	assert.Len(t, logs.matching(msg), 2, "the second call's reminder at 32 s is rate-limited as well")
+}
+
+// A watch blocked by a version mismatch is logged the same way, naming
+// the topic it waits to watch.
+func TestBlockedWatchIsLogged(t *testing.T) {
+	ts := startTopicServer(t, "127.0.0.1:0", "2.0.0", topicServerOpts{})
+	clock := clockwork.NewFakeClock()
+	logs := &logLines{}
+	cl := topicClient(t, "1.0.0", []string{ts.URL}, func(c *framework.ClientConfig) {
+		c.Clock = clock
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	endpointStateEventually(t, cl, ts.URL, "refused")
+	inf, err := framework.Watch[topicmsg.NodeHealth](context.Background(), cl, topicmsg.TopicNodeHealth, framework.InformerHandlers[topicmsg.NodeHealth]{})
+	require.NoError(t, err)
+	defer inf.Stop()
+	// The watch's wait starts on its own goroutine: the clock moves on
+	// until its line comes.
+	require.Eventually(t, func() bool {
+		clock.Advance(time.Second)
+		return len(logs.matching(`waiting="watch NodeHealth"`)) > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	line := logs.matching(`waiting="watch NodeHealth"`)[0]
+	assert.Contains(t, line, `msg="lockstep: waiting for a compatible peer"`)
+	assert.Contains(t, line, ts.URL+` refused (version_mismatch): nodecontroller speaks topics 2.0.0; kubelet offers 1.0.0`)
 }
