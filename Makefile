@@ -7,6 +7,11 @@ PKGS      ?= ./...
 # sample: `./...` stops at a nested go.mod, so the targets name each module).
 MODULES   := $(patsubst %/go.mod,%,$(shell git ls-files --cached --others --exclude-standard '*go.mod' 2>/dev/null || echo go.mod))
 MODULES   := $(patsubst go.mod,.,$(MODULES))
+# e2e is the one module make test leaves out: it requires k8s.io/kubernetes
+# to build a real control plane, and is not in go.work, so that none of its
+# requirements reach the other modules' builds. make e2e builds, vets and
+# tests it.
+MODULES   := $(filter-out e2e,$(MODULES))
 # Modules whose tests run without the race detector: bench's tests check
 # its statistics and report writer only, and a race build of the etcd and
 # gRPC it compares against costs minutes of a cold make test.
@@ -76,7 +81,7 @@ FUZZTIME  ?= 30s
 
 .PHONY: test vet check-generated check-workspace check-gofmt sync-workspace generate demo abuse fuzz soak bench bench-quick bench-reconnect bench-framework
 .PHONY: scale scale-quick
-.PHONY: test-phases test-race test-norace test-alone vet-race vet-norace
+.PHONY: test-phases test-race test-norace test-alone vet-race vet-norace e2e
 
 ## test: vet, check that Go files are gofmt-formatted, generated code is
 ## fresh and the workspace resolves each module as on its own, then every
@@ -117,6 +122,23 @@ test-norace: check-generated check-gofmt
 test-alone: test-race test-norace
 	@echo "== go test $(NORACE_TESTS) in $(NORACE_TEST_PKGS), alone"
 	@$(GO) test -vet=off $(LINK_FLAGS) -p 1 -count=1 -timeout 10m -run '$(NORACE_TESTS)' $(TESTFLAGS) $(NORACE_TEST_PKGS)
+
+## e2e: the tests against a real Kubernetes control plane (e2e/, a module
+## of its own outside go.work): e2e/build.sh builds kube-apiserver,
+## kube-controller-manager, kube-scheduler and etcd once per machine into
+## ~/.cache/lockstep/kube-<version> (some 20 CPU-minutes the first time, 3 GB
+## of Go build cache; nothing after), and the lockstep scheduler (a
+## kube-scheduler with the sample's plugin) and the sample's extender on
+## every run; then the module is checked tidy, vetted, and its tests run one
+## package at a time, each starting etcd and kube-apiserver of its own on
+## 127.0.0.1.
+E2E_TIMEOUT ?= 30m
+e2e:
+	@cd e2e && GOWORK=off $(GO) mod tidy -diff >/dev/null || { echo "e2e: go.mod or go.sum is not tidy (cd e2e && GOWORK=off go mod tidy)" >&2; exit 1; }
+	@cd e2e && bin=$$(GO=$(GO) ./build.sh) && \
+	  echo "== go vet e2e" && GOWORK=off $(GO) vet ./... && \
+	  echo "== go test e2e (binaries in $$bin)" && \
+	  GOWORK=off LOCKSTEP_KUBE_BIN=$$bin $(GO) test $(LINK_FLAGS) -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v $(TESTFLAGS) ./...
 
 ## tools: install what tests need beyond Go when it is missing: python3 for
 ## the conformance suite's Python peer; curl, which docs/tutorial.md runs

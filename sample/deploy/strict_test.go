@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -72,6 +73,12 @@ func typed(tm metav1.TypeMeta) (any, error) {
 		return &appsv1.DaemonSet{}, nil
 	case "apps/v1 StatefulSet":
 		return &appsv1.StatefulSet{}, nil
+	case "rbac.authorization.k8s.io/v1 Role":
+		return &rbacv1.Role{}, nil
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		return &rbacv1.RoleBinding{}, nil
+	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}, nil
 	case "cert-manager.io/v1 Certificate", "cert-manager.io/v1 Issuer":
 		return &certManagerObject{}, nil
 	}
@@ -119,9 +126,12 @@ func decodeStrict(doc []byte) (any, error) {
 func TestManifestsDecodeStrictlyIntoKubernetesTypes(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
+	more, err := filepath.Glob("kube-scheduler/*.yaml")
+	require.NoError(t, err)
+	files = append(files, more...)
 	decoded := 0
 	for _, f := range files {
-		if f == "kustomization.yaml" {
+		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
 		b, err := os.ReadFile(f)

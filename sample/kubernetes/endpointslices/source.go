@@ -54,6 +54,12 @@ type Source struct {
 	Port string
 	// Scheme is the URLs' scheme; default "https".
 	Scheme string
+	// URL, if set, builds an endpoint's URL from one of its addresses and
+	// the port, instead of Scheme://address:port: to reach pods by a name
+	// their certificates carry, say. (The apiserver refuses loopback
+	// addresses in EndpointSlices, so tests of processes on one host list
+	// other addresses and map them to 127.0.0.1 here.)
+	URL func(address string, port int32) string
 	// Logger receives the source's logs; default slog.Default().
 	Logger *slog.Logger
 	// Resync is the informer's resync period; default none (a watch
@@ -152,6 +158,9 @@ func (s *Source) endpoints(lister listersv1.EndpointSliceLister) ([]framework.En
 			down := ep.Conditions.Ready != nil && !*ep.Conditions.Ready
 			for _, addr := range ep.Addresses {
 				u := scheme + "://" + net.JoinHostPort(addr, strconv.Itoa(int(port)))
+				if s.URL != nil {
+					u = s.URL(addr, port)
+				}
 				if prev, seen := notReady[u]; !seen || prev {
 					notReady[u] = down
 				}

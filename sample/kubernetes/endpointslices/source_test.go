@@ -1,6 +1,8 @@
 package endpointslices
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +70,17 @@ func TestIPv6Addresses(t *testing.T) {
 	got, err := (&Source{Namespace: "lockstep", Service: "extender"}).endpoints(listersv1.NewEndpointSliceLister(indexer))
 	require.NoError(t, err)
 	assert.Equal(t, []framework.EndpointReport{{URL: "https://[fd00::1]:8443"}}, got)
+}
+
+// URL builds each endpoint's URL when set.
+func TestURLBuilder(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, indexer.Add(slice("extender-a", "extender", []discoveryv1.EndpointPort{{Port: ptr[int32](8443)}},
+		endpoint(ptr(true), "10.0.0.1"))))
+	src := &Source{Namespace: "lockstep", Service: "extender", URL: func(addr string, port int32) string {
+		return fmt.Sprintf("https://%s.extender.lockstep.svc:%d", strings.ReplaceAll(addr, ".", "-"), port)
+	}}
+	got, err := src.endpoints(listersv1.NewEndpointSliceLister(indexer))
+	require.NoError(t, err)
+	assert.Equal(t, []framework.EndpointReport{{URL: "https://10-0-0-1.extender.lockstep.svc:8443"}}, got)
 }
