@@ -270,10 +270,14 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxB
 		}
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(connWriter(w), r.Body, maxBytes))
-	if deadlineSet {
+	if deadlineSet && err == nil {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
+		// The deadline stays: net/http discards what is left of the body
+		// after the answer, and without one a body that stalled held the
+		// connection for good after its refusal. With it, that discard
+		// ends at the deadline and the connection is closed.
 		release()
 		w.Header().Set("Connection", "close")
 		var tooLarge *http.MaxBytesError
