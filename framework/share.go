@@ -12,8 +12,11 @@ package framework
 //     Limits.ConnsPerSource, WithMaxKeysPerWriter, WithMaxBytesPerWriter);
 //   - the last quarter of the bound (or what the share leaves, if less) is
 //     its reserve, kept for peers that hold little: at most 1/4096 of the
-//     bound (and at least one unit), so that filling the reserve takes
-//     over a thousand peers.
+//     bound, so that filling the reserve takes over a thousand peers; but
+//     never less than a real share at small bounds, a quarter of the
+//     reserve up to a floor (16 sessions, connections, keys or watchers,
+//     64 KiB of objects). Rounded to one, as it was, a descriptor limit of
+//     256 left a kubelet one connection of the reserve's 48.
 //
 // A peer at its share when others hold three quarters is refused; a
 // kubelet with its one session, or its one lease, is admitted as long as
@@ -25,7 +28,14 @@ package framework
 type sharedBound struct {
 	max     int64 // the bound, over every peer
 	perPeer int64 // what one peer may hold of it
+	// floor is the least a peer that holds little may hold of the reserve
+	// (if the reserve's quarter is as much); 0 means 16 units.
+	floor int64
 }
+
+// bytesFloor is the floor of a bound in bytes: a peer holding little
+// holds some objects, not 16 bytes.
+const bytesFloor = 64 << 10
 
 // shareVerdict is what a shared bound says of a peer's request.
 type shareVerdict int
@@ -40,8 +50,16 @@ const (
 // reserve is how much of the bound is kept for peers that hold little.
 func (b sharedBound) reserve() int64 { return min(b.max/4, b.max-b.perPeer) }
 
-// little is the most a peer may hold and still take from the reserve.
-func (b sharedBound) little() int64 { return max(1, b.max/4096) }
+// little is the most a peer may hold and still take from the reserve:
+// 1/4096 of the bound, or at small bounds a quarter of the reserve up to
+// the floor, and at least one unit.
+func (b sharedBound) little() int64 {
+	floor := b.floor
+	if floor == 0 {
+		floor = 16
+	}
+	return max(1, b.max/4096, min(b.reserve()/4, floor))
+}
 
 // admit says whether a peer holding held of a bound whose peers hold
 // total may take add more, which grows the total by grow (less than add

@@ -37,3 +37,27 @@ func TestSharedBound(t *testing.T) {
 		t.Errorf("reserve with a share of 90 of 100: %d", r)
 	}
 }
+
+// The share a peer holding little may take from the reserve is real at
+// every scale: 1/4096 of a large bound, a quarter of the reserve up to a
+// floor at a small one, never one unit where the reserve holds more.
+func TestSharedBoundLittleIsRealAtSmallBounds(t *testing.T) {
+	tests := []struct {
+		name string
+		b    sharedBound
+		want int64
+	}{
+		{"the default sessions", sharedBound{max: 100_000, perPeer: 25_000}, 24},
+		{"connections at a descriptor limit of 256", sharedBound{max: 192, perPeer: 96}, 12},
+		{"connections at a descriptor limit of 20,000", sharedBound{max: 15_000, perPeer: 7_500}, 16},
+		{"the default watchers of a topic", sharedBound{max: 10_000, perPeer: 2_500}, 16},
+		{"a tiny bound", sharedBound{max: 4, perPeer: 1}, 1},
+		{"the default topic bytes", sharedBound{max: 256 << 20, perPeer: 64 << 20, floor: bytesFloor}, 64 << 10},
+		{"a 1 MiB topic", sharedBound{max: 1 << 20, perPeer: 256 << 10, floor: bytesFloor}, 64 << 10},
+	}
+	for _, tt := range tests {
+		if got := tt.b.little(); got != tt.want {
+			t.Errorf("%s: little() = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

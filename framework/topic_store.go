@@ -237,7 +237,7 @@ func (t *topicStore) set(w writerKey, holder string, epoch string, seq uint64, k
 // (share.go). An object written no larger is never refused for bytes.
 func (t *topicStore) admitLocked(e *topicEntry, share *writerShare, n int) error {
 	keys := sharedBound{max: int64(t.cfg.maxKeys), perPeer: int64(t.cfg.maxKeys)}
-	bytes := sharedBound{max: int64(t.cfg.maxBytes), perPeer: int64(t.cfg.maxBytes)}
+	bytes := sharedBound{max: int64(t.cfg.maxBytes), perPeer: int64(t.cfg.maxBytes), floor: bytesFloor}
 	var heldKeys, heldBytes, addKeys, addBytes int64
 	growKeys, growBytes := int64(1), int64(n)
 	if e != nil {
