@@ -115,10 +115,13 @@ const (
 	limitOffers              limit = "offers"                 // handshake.MaxOffers
 )
 
+// The shares of a topic's watchers (docs/security.md, "Shared bounds").
+const limitWatchersPerTopicPerPeer limit = "watchers_per_topic_per_peer" // WithMaxWatchersPerPeer
+
 // allLimits are every limit, so that each one's counter is exported from
 // the start (at 0): an alert on its rate then sees the first refusal.
 var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
-	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic,
+	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic, limitWatchersPerTopicPerPeer,
 	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes,
 	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitConns, limitConnsPerSource, limitBatchItems, limitMultiCalls,
 	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}

@@ -54,6 +54,7 @@ type topicConfig struct {
 	writerKeys   int // what one writer identity may hold of a client topic's keys
 	writerBytes  int // and of its bytes
 	maxWatchers  int
+	peerWatchers int           // what one peer may hold of maxWatchers
 	tombstones   int           // deleted keys remembered for resuming watchers
 	tombstoneAge time.Duration // and for how long
 	detached     bool          // the server's writer starts detached
@@ -99,9 +100,23 @@ func WithMaxBytesPerWriter(n int) TopicOption {
 
 // WithMaxWatchers bounds the topic's concurrent watch streams (default
 // [DefaultTopicMaxWatchers]); a watch beyond it is answered with
-// resource_exhausted.
+// resource_exhausted. The bound is shared by peers as sessions are
+// (docs/security.md, "Shared bounds"): one peer holds at most its share
+// ([WithMaxWatchersPerPeer]), and the last quarter is kept for peers that
+// hold few watchers of the topic, so a few stolen certificates cannot take
+// every slot and leave each kubelet's watch of its own pods refused.
 func WithMaxWatchers(n int) TopicOption {
 	return topicOptionFunc(func(c *topicConfig) { c.maxWatchers = n })
+}
+
+// WithMaxWatchersPerPeer bounds the watch streams of the topic one peer
+// holds, over all its sessions (a peer as for [Limits]: its certificate's
+// identity under mutual TLS); default a quarter of [WithMaxWatchers]. A
+// watch beyond it is answered with resource_exhausted, counted as
+// watchers_per_topic_per_peer. A share of every watcher gives the reserve
+// up.
+func WithMaxWatchersPerPeer(n int) TopicOption {
+	return topicOptionFunc(func(c *topicConfig) { c.peerWatchers = n })
 }
 
 func newTopicConfig(opts []TopicOption) topicConfig {
@@ -118,6 +133,10 @@ func newTopicConfig(opts []TopicOption) topicConfig {
 	if cfg.maxWatchers <= 0 {
 		cfg.maxWatchers = DefaultTopicMaxWatchers
 	}
+	if cfg.peerWatchers <= 0 {
+		cfg.peerWatchers = max(1, cfg.maxWatchers/4)
+	}
+	cfg.peerWatchers = min(cfg.peerWatchers, cfg.maxWatchers)
 	if cfg.writerKeys <= 0 {
 		cfg.writerKeys = max(1, cfg.maxKeys/4)
 	}

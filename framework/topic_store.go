@@ -76,7 +76,10 @@ type topicStore struct {
 	shares   map[string]*writerShare
 	writers  map[writerKey]*writerState
 	watchers map[*watchStream]struct{}
-	closed   bool // the server is draining or stopped: no new watchers
+	// peerWatchers counts each peer's watchers (by its limits key), for
+	// its share of the topic's watchers.
+	peerWatchers map[string]int
+	closed       bool // the server is draining or stopped: no new watchers
 	// index files keys and watchers by selector value; nil for a topic
 	// without selectors.
 	index *topicIndex
@@ -132,7 +135,7 @@ func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, op
 		entries:  map[string]*topicEntry{},
 		shares:   map[string]*writerShare{},
 		writers:  map[writerKey]*writerState{},
-		watchers: map[*watchStream]struct{}{},
+		watchers: map[*watchStream]struct{}{}, peerWatchers: map[string]int{},
 	}
 	t.index = newTopicIndex(decl.Selectors)
 	t.detached = t.cfg.detached
@@ -432,8 +435,17 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 	if t.closed {
 		return nil, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", t.s.cfg.Component)
 	}
-	if len(t.watchers) >= t.cfg.maxWatchers {
+	peer := sess.usage.key
+	bound := sharedBound{max: int64(t.cfg.maxWatchers), perPeer: int64(t.cfg.peerWatchers)}
+	switch bound.admit(int64(len(t.watchers)), int64(t.peerWatchers[peer]), 1, 1) {
+	case shareOverPeer:
+		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopicPerPeer, CodeResourceExhausted,
+			"this peer holds its share of %d watchers of topic %s", bound.perPeer, t.name)
+	case shareOverBound:
 		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopic, CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.maxWatchers)
+	case shareReserved:
+		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopic, CodeResourceExhausted,
+			"topic %s has %d of its %d watchers; the rest are kept for peers holding at most %d", t.name, len(t.watchers), t.cfg.maxWatchers, bound.little())
 	}
 	// The session's and its peer's watchers (Limits), released in
 	// removeWatcher.
@@ -453,6 +465,7 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 	ws.maxQueued = len(ws.pend)
 	ws.since, ws.writerAtSince = t.gen, t.writerLiveLocked()
 	t.watchers[ws] = struct{}{}
+	t.peerWatchers[peer]++
 	if t.index != nil {
 		t.index.addWatcher(ws)
 	}
@@ -484,6 +497,11 @@ func (t *topicStore) removeWatcher(ws *watchStream) {
 	t.mu.Lock()
 	if _, ok := t.watchers[ws]; ok {
 		delete(t.watchers, ws)
+		if peer := ws.sess.usage.key; t.peerWatchers[peer] <= 1 {
+			delete(t.peerWatchers, peer)
+		} else {
+			t.peerWatchers[peer]--
+		}
 		if t.index != nil {
 			t.index.removeWatcher(ws)
 		}

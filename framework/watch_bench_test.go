@@ -79,7 +79,7 @@ func runFanout[T any](b *testing.B, sc fanoutScenario[T]) fanoutResult {
 	var writer *framework.TopicWriter[T]
 	srv := frameworktest.StartServer(b, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
 		MaxSessions: 10 * sc.clients}, func(s *framework.Server) {
-		writer = framework.ServeTopic[T](s, c, sc.topic, framework.WithMaxWatchers(sc.watchers+10))
+		writer = framework.ServeTopic[T](s, c, sc.topic, framework.WithMaxWatchers(sc.watchers+10), framework.WithMaxWatchersPerPeer(sc.watchers+10))
 	})
 	for k := range sc.keys {
 		if err := writer.Set(sc.object(k, time.Now().UnixNano())); err != nil {
@@ -291,7 +291,7 @@ func BenchmarkWatchIdleMemory(b *testing.B) {
 	srv := frameworktest.StartServer(b, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
 		SessionTTL: 10 * time.Minute, Heartbeat: time.Minute,
 		Limits: framework.Limits{WatchersPerSession: watchers, WatchersPerPeer: watchers}}, func(s *framework.Server) {
-		writer = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth, framework.WithMaxWatchers(watchers))
+		writer = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth, framework.WithMaxWatchers(watchers), framework.WithMaxWatchersPerPeer(watchers))
 	})
 	for k := range keys {
 		if err := writer.Set(healthObject(k, int64(k))); err != nil {

@@ -87,13 +87,13 @@ func ServeChild(kind, addr string, n int, tlsDir string, in io.Reader, out io.Wr
 		// default per-peer bound of 4,096 watch streams.
 		cfg.Limits.WatchersPerPeer = 2 * results.MaxWatchers
 		ls, err := startLockstep(addr, cfg, func(srv *framework.Server) {
-			w := framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*results.MaxWatchers))
+			w := framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*results.MaxWatchers), framework.WithMaxWatchersPerPeer(2*results.MaxWatchers))
 			for k := range results.TopicKeys {
 				if err := w.Set(watchObjectOf(k, time.Now())); err != nil {
 					panic(err)
 				}
 			}
-			idle := framework.ServeTopic[watchObject](srv, topicContract, idleTopic, framework.WithMaxWatchers(2*results.MaxWatchers))
+			idle := framework.ServeTopic[watchObject](srv, topicContract, idleTopic, framework.WithMaxWatchers(2*results.MaxWatchers), framework.WithMaxWatchersPerPeer(2*results.MaxWatchers))
 			if err := idle.Set(watchObjectOf(0, time.Now())); err != nil {
 				panic(err)
 			}

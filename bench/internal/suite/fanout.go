@@ -323,7 +323,7 @@ func openLockstepFanout(mode fanInformers) func(int) (*fanSystem, error) {
 		var writer *framework.TopicWriter[watchObject]
 		cfg := serverConfig()
 		ls, err := startLockstep("127.0.0.1:0", cfg, func(srv *framework.Server) {
-			writer = framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*watchers+10))
+			writer = framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*watchers+10), framework.WithMaxWatchersPerPeer(2*watchers+10))
 		})
 		if err != nil {
 			return nil, err

@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		return res, err
 	}
 	pods := framework.ServeTopic[topicmsg.Assignment](srv, c, topicmsg.TopicAssignment,
-		framework.WithMaxWatchers(cfg.Watchers+10), framework.WithMaxKeys(cfg.Objects+10))
+		framework.WithMaxWatchers(cfg.Watchers+10), framework.WithMaxWatchersPerPeer(cfg.Watchers+10), framework.WithMaxKeys(cfg.Objects+10))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
