@@ -115,13 +115,17 @@ const (
 	limitOffers              limit = "offers"                 // handshake.MaxOffers
 )
 
-// The shares of a topic's watchers (docs/security.md, "Shared bounds").
-const limitWatchersPerTopicPerPeer limit = "watchers_per_topic_per_peer" // WithMaxWatchersPerPeer
+// The shares of a topic's watchers (docs/security.md, "Shared bounds"),
+// and what one watcher may name.
+const (
+	limitWatchersPerTopicPerPeer limit = "watchers_per_topic_per_peer" // WithMaxWatchersPerPeer
+	limitSelectorBytes           limit = "selector_bytes"              // MaxSelectorValueBytes
+)
 
 // allLimits are every limit, so that each one's counter is exported from
 // the start (at 0): an alert on its rate then sees the first refusal.
 var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
-	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic, limitWatchersPerTopicPerPeer,
+	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic, limitWatchersPerTopicPerPeer, limitSelectorBytes,
 	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes,
 	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitConns, limitConnsPerSource, limitBatchItems, limitMultiCalls,
 	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}

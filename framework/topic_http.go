@@ -197,7 +197,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	query := r.URL.Query()
-	sel, err := parseSelection(t.name, t.decl.Selectors, query)
+	sel, err := parseSelection(t.name, t.decl.Selectors, query, s.cfg.Metrics)
 	if err != nil {
 		refuse(err)
 		return

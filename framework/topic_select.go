@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -110,6 +111,10 @@ func newSelection(topic string, selectors []string, byName map[string]string) (s
 			return nil, Errorf(CodeInvalidArgument, "topic %s has no selector %q (its selectors: %s)", topic, field, strings.Join(selectors, ", ")).
 				WithDetails(map[string]any{"selector": field, "selectors": selectors})
 		}
+		if len(value) > MaxSelectorValueBytes {
+			return nil, Errorf(CodeInvalidArgument, "topic %s: the value of selector %s is %d bytes, at most %d allowed",
+				topic, selectors[i], len(value), MaxSelectorValueBytes)
+		}
 		s = append(s, selTerm{field: i, value: value})
 	}
 	sort.Slice(s, func(a, b int) bool { return s[a].field < s[b].field })
@@ -125,11 +130,38 @@ func firstName(m map[string]string) string {
 	return names[0]
 }
 
+// MaxSelectorValueBytes bounds a selector value a watch names, as
+// MaxTopicKeyBytes bounds a key: a watcher's selection is kept for as long
+// as it watches, and shown on the status page, so a value is a resource
+// its peer holds. An object field worth selecting on (a node name, a
+// phase) is far shorter.
+const MaxSelectorValueBytes = 1024
+
+// maxStatusSelection bounds how much of a watcher's selection the status
+// shows.
+const maxStatusSelection = 256
+
+// statusSelection is a selection as the status shows it: clipped to
+// maxStatusSelection bytes (at a rune boundary) with its length said, so
+// that a status read costs what the server decides, not what watchers
+// named.
+func statusSelection(q string) string {
+	if len(q) <= maxStatusSelection {
+		return q
+	}
+	cut := maxStatusSelection
+	for cut > 0 && !utf8.RuneStart(q[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", q[:cut], len(q))
+}
+
 // parseSelection reads the selection of a watch request: every query
 // parameter but since names a selector and its value. Errors are
-// invalid_argument: a parameter the topic has no selector for, or one
-// given twice.
-func parseSelection(topic string, selectors []string, q url.Values) (selection, error) {
+// invalid_argument: a parameter the topic has no selector for, one given
+// twice, a value over MaxSelectorValueBytes (counted in m as
+// selector_bytes).
+func parseSelection(topic string, selectors []string, q url.Values, m *Metrics) (selection, error) {
 	byName := map[string]string{}
 	for name, values := range q {
 		if name == protocol.QuerySince {
@@ -137,6 +169,9 @@ func parseSelection(topic string, selectors []string, q url.Values) (selection, 
 		}
 		if len(values) != 1 {
 			return nil, Errorf(CodeInvalidArgument, "watch of %s names %s %d times: a selector takes one value", topic, name, len(values))
+		}
+		if len(values[0]) > MaxSelectorValueBytes {
+			m.limitRefused(limitSelectorBytes)
 		}
 		byName[name] = values[0]
 	}

@@ -50,7 +50,9 @@ type TopicStats struct {
 type WatcherStats struct {
 	Peer handshake.Peer `json:"peer"`
 	// Selection is what the watcher selects, as its request's query
-	// (node=node-042); empty for every object.
+	// (node=node-042); empty for every object. Over 256 bytes it is
+	// clipped, its length said: a status read is bounded by what the
+	// server decides, not by what watchers named.
 	Selection string `json:"selection,omitempty"`
 	// Queued is how many keys wait to be sent now; MaxQueued the most that
 	// ever waited at once.
@@ -104,7 +106,7 @@ func (ws *watchStream) stats() WatcherStats {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return WatcherStats{
-		Peer: ws.info, Selection: ws.sel.key(ws.topic.decl.Selectors), Queued: len(ws.pend), MaxQueued: ws.maxQueued,
+		Peer: ws.info, Selection: statusSelection(ws.sel.key(ws.topic.decl.Selectors)), Queued: len(ws.pend), MaxQueued: ws.maxQueued,
 		Frames: ws.frames, Writes: ws.writes, Coalesced: ws.coalesced,
 	}
 }
