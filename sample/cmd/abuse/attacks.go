@@ -84,7 +84,7 @@ func attackTopicFill(w *world, sz sizes) result {
 	time.Sleep(2 * time.Second)
 	r := result{name: fmt.Sprintf("one kubelet certificate reports %d nodes' 30 KB statuses, one per session (%s)", sz.topicNodes, fill)}
 	r.notes = append(r.notes, "the attacker's reports: "+answers.String(), w.published(s, "legit-node"),
-		"an operator's read of "+w.scrape(s, protocol.PathStatus))
+		"an operator's read of "+w.scrape(s, protocol.PathStatus), "an operator's read of the node controller's "+w.scrape(s, "/status"))
 	stop()
 	l.finish(&r)
 	r.rss = s.peak.Load()

@@ -320,7 +320,7 @@ func nodeStatus(name string, pad int) *nsv2.NodeStatus {
 		Allocatable: nsv2.Resources{CPUMillis: 3800, MemoryBytes: 15 << 30, Pods: 110}}
 	if pad > 0 {
 		st.Labels = map[string]string{}
-		for i := 0; i*64 < pad; i++ {
+		for i := 0; (i+1)*72 < pad; i++ { // 70 bytes a label, encoded
 			st.Labels[fmt.Sprintf("example.com/label-%04d", i)] = strings.Repeat("v", 40)
 		}
 	}
