@@ -227,7 +227,10 @@ type peerUsage struct {
 	sessions int    // guarded by peerLimits.mu
 	watchers int    // guarded by peerLimits.mu
 	inFlight atomic.Int64
-	limiter  *rate.Limiter
+	// reading counts the bodies of its hellos, heartbeats and session
+	// closes being read (Server.beginPeerBody).
+	reading atomic.Int64
+	limiter *rate.Limiter
 }
 
 func newPeerLimits(cfg Limits, maxSessions int, m *Metrics) *peerLimits {
@@ -253,7 +256,7 @@ func (pl *peerLimits) usage(key string) *peerUsage {
 // evictIdleLocked drops the records of peers that hold nothing.
 func (pl *peerLimits) evictIdleLocked() {
 	for k, u := range pl.peers {
-		if u.sessions == 0 && u.watchers == 0 && u.inFlight.Load() == 0 {
+		if u.sessions == 0 && u.watchers == 0 && u.inFlight.Load() == 0 && u.reading.Load() == 0 {
 			delete(pl.peers, k)
 		}
 	}

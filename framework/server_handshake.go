@@ -53,7 +53,13 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 			s.auditOnBehalf(EntryHandshake, peer, r.Header.Get(protocol.HeaderOnBehalfOf), ow.contract, "", outcome)
 		}()
 	}
+	endRead, err := s.beginPeerBody(usage)
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
 	hello, wait, err := s.readHello(w, r)
+	endRead()
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -337,7 +343,7 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 // for a token the server does not hold) beside their tokens; a refusal is
 // answered here, and ok is false.
 func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind EntryKind, bodyRequired bool) (*Peer, []string, []*session, bool) {
-	p, _, err := s.admitPeer(r)
+	p, usage, err := s.admitPeer(r)
 	if err != nil {
 		s.refuse(w, r, err)
 		return nil, nil, nil, false
@@ -348,7 +354,13 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 		tokens = []string{token}
 	case !bodyRequired && r.ContentLength == 0:
 	default:
+		endRead, err := s.beginPeerBody(usage)
+		if err != nil {
+			s.refuse(w, r, err)
+			return nil, nil, nil, false
+		}
 		body, release, err := s.readEntryBody(w, r)
+		endRead()
 		if err != nil {
 			s.fail(w, err)
 			return nil, nil, nil, false
@@ -449,4 +461,25 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 		markDraining(w)
 	}
 	writeJSON(w, http.StatusOK, out.([]byte))
+}
+
+// beginPeerBody counts the body read of an entry admitted by admitPeer (a
+// hello, a heartbeat's or a session close's list of sessions) until the
+// returned function is called, bounded per peer by Limits.InFlightPerPeer
+// as its calls in flight are. Calls, topic writes and plain calls count in
+// flight from their admission; these did not, so one certificate's HTTP/2
+// connections could each hold hundreds of streams whose bodies never came
+// (200 connections of 250 stalled hellos held about 1 GB until the body
+// deadline). Beyond the bound the entry is refused resource_exhausted
+// before its body is read, counted as in_flight_per_peer. The count is
+// apart from the calls in flight, so refused hellos held with ?wait= (which
+// count among those) never keep a peer's next hello from being read.
+func (s *Server) beginPeerBody(u *peerUsage) (func(), error) {
+	limit := int64(s.cfg.Limits.InFlightPerPeer)
+	if n := u.reading.Add(1); n > limit {
+		u.reading.Add(-1)
+		return nil, overLimit(s.cfg.Metrics, limitInFlightPerPeer, CodeResourceExhausted,
+			"this peer has %d requests whose bodies are being read, the limit is %d", n-1, limit)
+	}
+	return func() { u.reading.Add(-1) }, nil
 }
