@@ -196,7 +196,15 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		children, victims = append(children, v), append(victims, v)
 	}
 	total := c.nodes + c.kills
-	if err := waitFor(ctx, 10*time.Minute, 200*time.Millisecond, func() bool { return readyNodes(nc) == total }); err != nil {
+	lastSaid := time.Now()
+	if err := waitFor(ctx, 10*time.Minute, 200*time.Millisecond, func() bool {
+		ready := readyNodes(nc)
+		if time.Since(lastSaid) >= 10*time.Second {
+			fmt.Fprintf(os.Stderr, "%d of %d nodes Ready after %.0f s\n", ready, total, time.Since(start).Seconds())
+			lastSaid = time.Now()
+		}
+		return ready == total
+	}); err != nil {
 		return nil, fmt.Errorf("%d of %d nodes registered: %w", readyNodes(nc), total, err)
 	}
 	res.RegisterSeconds = time.Since(start).Seconds()
@@ -501,24 +509,26 @@ func (ch *child) kill() {
 }
 
 // stop asks the process to stop (its stdin closes), reads its figures and
-// waits for it; after 30 s it is killed.
+// waits for it to close its nodes' sessions and exit; if it has not
+// exited 30 s after being asked, it is killed.
 func (ch *child) stop() childStats {
 	ch.once.Do(func() {
 		_ = ch.stdin.Close()
-		read := make(chan struct{})
+		exited := make(chan struct{})
 		go func() {
-			defer close(read)
+			defer close(exited)
 			line, err := ch.stdout.ReadBytes('\n')
 			if err == nil {
 				_ = json.Unmarshal(line, &ch.final)
 			}
+			_ = ch.cmd.Wait()
 		}()
 		select {
-		case <-read:
+		case <-exited:
 		case <-time.After(30 * time.Second):
 			_ = ch.cmd.Process.Kill()
+			<-exited
 		}
-		_ = ch.cmd.Wait()
 	})
 	return ch.final
 }
