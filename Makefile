@@ -129,16 +129,19 @@ test-alone: test-race test-norace
 ## ~/.cache/lockstep/kube-<version> (some 20 CPU-minutes the first time, 3 GB
 ## of Go build cache; nothing after), and the lockstep scheduler (a
 ## kube-scheduler with the sample's plugin) and the sample's extender on
-## every run; then the module is checked tidy, vetted, and its tests run one
-## package at a time, each starting etcd and kube-apiserver of its own on
-## 127.0.0.1.
+## every run; then the module is vetted and its tests run one package at a
+## time, each starting etcd and kube-apiserver of its own on 127.0.0.1. e2e
+## replaces the framework, sample and examples with this clone's: when they
+## gain a requirement, e2e/go.mod lags until tidied, and make e2e says so
+## and builds with -mod=mod rather than fail.
 E2E_TIMEOUT ?= 30m
 e2e:
-	@cd e2e && GOWORK=off $(GO) mod tidy -diff >/dev/null || { echo "e2e: go.mod or go.sum is not tidy (cd e2e && GOWORK=off go mod tidy)" >&2; exit 1; }
+	@cd e2e && GOWORK=off $(GO) mod tidy -diff >/dev/null 2>&1 || \
+	  echo "== e2e: go.mod is behind the modules it replaces (cd e2e && GOWORK=off go mod tidy); building with -mod=mod" >&2
 	@cd e2e && bin=$$(GO=$(GO) ./build.sh) && \
-	  echo "== go vet e2e" && GOWORK=off $(GO) vet ./... && \
+	  echo "== go vet e2e" && GOWORK=off GOFLAGS=-mod=mod $(GO) vet ./... && \
 	  echo "== go test e2e (binaries in $$bin)" && \
-	  GOWORK=off LOCKSTEP_KUBE_BIN=$$bin $(GO) test $(LINK_FLAGS) -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v $(TESTFLAGS) ./...
+	  GOWORK=off GOFLAGS=-mod=mod LOCKSTEP_KUBE_BIN=$$bin $(GO) test $(LINK_FLAGS) -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v $(TESTFLAGS) ./...
 
 ## tools: install what tests need beyond Go when it is missing: python3 for
 ## the conformance suite's Python peer; curl, which docs/tutorial.md runs

@@ -14,7 +14,7 @@
 # of Go build cache; warm, seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
-export GOWORK=off GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+export GOWORK=off GOFLAGS="${GOFLAGS:-} -buildvcs=false -mod=mod"
 go=${GO:-go}
 
 kube=$($go list -m -f '{{.Version}}' k8s.io/kubernetes)
