@@ -331,7 +331,7 @@ func (c *Client) setReports(reports []EndpointReport) {
 				defer c.wg.Done()
 				e.run()
 			}()
-		} else if readyAgain(e.notReady, notReady) {
+		} else if e.readyAgain(!notReady) {
 			e.announce()
 		}
 		e.notReady = notReady

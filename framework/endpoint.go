@@ -100,10 +100,10 @@ func (c *Client) probers() *probers {
 }
 
 // readyAgain reports whether a source's report announces an endpoint: it
-// was not ready and now is. A report that changes nothing (the same set
-// again, another endpoint's change) announces nothing, so a source that
-// reports often costs no dials.
-func readyAgain(wasNotReady, notReady bool) bool { return wasNotReady && !notReady }
+// was not ready (e.notReady) and now is (ready). A report that changes
+// nothing (the same set again, another endpoint's change) announces
+// nothing, so a source that reports often costs no dials.
+func (e *endpoint) readyAgain(ready bool) bool { return e.notReady && ready }
 
 // announce tells the endpoint that its source says its server is back. An
 // endpoint waiting for a listener is waiting on its address's prober: the
@@ -195,102 +195,133 @@ func (e *endpoint) lose(sess *clientSession, state string, err error) {
 
 // run is the endpoint's loop: handshake, keep the session alive, repeat.
 func (e *endpoint) run() {
-	cfg := &e.c.cfg
-	failures := 0
-	var last *clientSession
+	var p runPace
 	defer func() {
 		e.setState(stateStopped, nil, nil)
 		e.endFirstRound()
-		if last != nil {
-			e.closeSession(last)
+		if p.last != nil {
+			e.closeSession(p.last)
 		}
 	}()
-	hold := false
-	// drainRefusals counts the hellos a draining server refused in a row.
-	drainRefusals := 0
 	for e.ctx.Err() == nil {
-		// After a refusal the server can hold open (an incompatibility that
-		// its replacement may not have), ask it to hold the next one until it
-		// drains: the client then learns of its replacement at once.
-		askedToHold := hold
-		// This attempt is the dial an earlier announcement asked for.
-		select {
-		case <-e.announced:
-		default:
-		}
-		began := cfg.Clock.Now()
-		sess, state, err := e.handshake(askedToHold)
-		held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
-		hold = state == stateRefused && holdableRefusal(err)
-		if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
-			outcome, reason := handshakeOutcome(state, err)
-			obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
-		}
-		if err == nil {
-			failures, drainRefusals = 0, 0
-			last = sess
-			e.setState(stateReady, sess, nil)
-			e.endFirstRound()
-			state, err = e.keepAlive(sess)
-			if e.ctx.Err() != nil {
-				return
-			}
-			e.lose(sess, state, err)
-			switch state {
-			case stateDraining:
-				// Acknowledge the drain: nothing more will be sent here, and
-				// the server waits for that before closing connections.
-				e.closeSession(sess)
-				last = nil
-			case stateUnreachable:
-				last = nil
-			}
-			continue
-		}
-		if e.ctx.Err() != nil {
+		if !e.attempt(&p) {
 			return
-		}
-		e.setState(state, nil, err)
-		e.endFirstRound()
-		if hold && (!askedToHold || held) {
-			// The next attempt is held by the server, not paced here. A
-			// server that answers a held attempt at once (one that does not
-			// hold refusals) is paced by the backoff like any failure.
-			continue
-		}
-		var delay time.Duration
-		switch {
-		case state == stateDraining:
-			// "Not here, go elsewhere": calls go to the other endpoints
-			// while this one is paced apart (drainingPace). The backoff
-			// starts afresh for whatever answers next: the replacement,
-			// or nothing listening (the prober's pace).
-			delay = drainingPace(cfg.Backoff, drainRefusals)
-			drainRefusals++
-			failures = 0
-		case errors.Is(err, syscall.ECONNREFUSED):
-			// Nothing listens there: the address's prober, shared by the
-			// process, dials it and says when something does (prober.go).
-			failures, drainRefusals = 0, 0
-			e.c.probers().at(e.addr).waitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
-			continue
-		default:
-			drainRefusals = 0
-			delay = cfg.Backoff.Delay(failures)
-			failures++
-		}
-		t := cfg.Clock.NewTimer(delay)
-		select {
-		case <-e.ctx.Done():
-			t.Stop()
-			return
-		case <-t.Chan():
-		case <-e.kick:
-			t.Stop()
-		case <-e.announced:
-			t.Stop()
 		}
 	}
+}
+
+// runPace is what an endpoint's loop carries from one handshake to the
+// next.
+type runPace struct {
+	failures int
+	// drainRefusals counts the hellos a draining server refused in a row.
+	drainRefusals int
+	// hold: the last refusal was one the server can hold open.
+	hold bool
+	// last is the session last held, closed when the loop ends.
+	last *clientSession
+}
+
+// attempt makes one handshake and, on success, keeps its session alive
+// until it is lost; on failure it waits as the failure asks. It reports
+// false once the endpoint is done.
+func (e *endpoint) attempt(p *runPace) bool {
+	cfg := &e.c.cfg
+	// After a refusal the server can hold open (an incompatibility that
+	// its replacement may not have), ask it to hold the next one until it
+	// drains: the client then learns of its replacement at once.
+	askedToHold := p.hold
+	// This attempt is the dial an earlier announcement asked for.
+	select {
+	case <-e.announced:
+	default:
+	}
+	began := cfg.Clock.Now()
+	sess, state, err := e.handshake(askedToHold)
+	held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
+	p.hold = state == stateRefused && holdableRefusal(err)
+	if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
+		outcome, reason := handshakeOutcome(state, err)
+		obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
+	}
+	if err == nil {
+		return e.hold(p, sess)
+	}
+	if e.ctx.Err() != nil {
+		return false
+	}
+	e.setState(state, nil, err)
+	e.endFirstRound()
+	if p.hold && (!askedToHold || held) {
+		// The next attempt is held by the server, not paced here. A
+		// server that answers a held attempt at once (one that does not
+		// hold refusals) is paced by the backoff like any failure.
+		return true
+	}
+	return e.pace(p, state, err)
+}
+
+// hold keeps sess alive until it is lost, and reports false once the
+// endpoint is done.
+func (e *endpoint) hold(p *runPace, sess *clientSession) bool {
+	p.failures, p.drainRefusals = 0, 0
+	p.last = sess
+	e.setState(stateReady, sess, nil)
+	e.endFirstRound()
+	state, err := e.keepAlive(sess)
+	if e.ctx.Err() != nil {
+		return false
+	}
+	e.lose(sess, state, err)
+	switch state {
+	case stateDraining:
+		// Acknowledge the drain: nothing more will be sent here, and
+		// the server waits for that before closing connections.
+		e.closeSession(sess)
+		p.last = nil
+	case stateUnreachable:
+		p.last = nil
+	}
+	return true
+}
+
+// pace waits after a failed handshake as its failure asks, and reports
+// false once the endpoint is done.
+func (e *endpoint) pace(p *runPace, state string, err error) bool {
+	cfg := &e.c.cfg
+	var delay time.Duration
+	switch {
+	case state == stateDraining:
+		// "Not here, go elsewhere": calls go to the other endpoints
+		// while this one is paced apart (drainingPace). The backoff
+		// starts afresh for whatever answers next: the replacement,
+		// or nothing listening (the prober's pace).
+		delay = drainingPace(cfg.Backoff, p.drainRefusals)
+		p.drainRefusals++
+		p.failures = 0
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// Nothing listens there: the address's prober, shared by the
+		// process, dials it and says when something does (prober.go).
+		p.failures, p.drainRefusals = 0, 0
+		e.c.probers().at(e.addr).waitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
+		return true
+	default:
+		p.drainRefusals = 0
+		delay = cfg.Backoff.Delay(p.failures)
+		p.failures++
+	}
+	t := cfg.Clock.NewTimer(delay)
+	select {
+	case <-e.ctx.Done():
+		t.Stop()
+		return false
+	case <-t.Chan():
+	case <-e.kick:
+		t.Stop()
+	case <-e.announced:
+		t.Stop()
+	}
+	return true
 }
 
 // maxDrainingPace caps the delay between hellos to a draining server

@@ -283,7 +283,7 @@ func (w *TopicWriter[T]) Set(obj *T) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err = w.store.set(w.writer, "", w.epoch, 0, key, raw); err != nil {
+	if _, _, err = w.store.set(topicWrite{writer: w.writer, epoch: w.epoch, key: key, raw: raw}); err != nil {
 		return err
 	}
 	return w.mirrorSet(obj)

@@ -60,21 +60,29 @@ func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost boo
 	return &topicChange{key: key, frame: b, gen: rev, version: ver}
 }
 
-// appendSynced appends the synced marker of a stream that has brought its
-// watcher to revision rev, by resuming or not:
+// syncedMark is what a synced marker says of a stream: it has brought its
+// watcher to revision rev, by resuming or not, and whether the topic had a
+// live writer at that revision.
+type syncedMark struct {
+	rev     uint64
+	resumed bool
+	writer  bool
+}
+
+// appendSynced appends the synced marker m:
 // {"type":"synced","instance":I,"history":H,"rev":R,"resumed":B,"writer":W}.
 // It names the server instance that holds the topic, the resume point
 // (the topic's history and the revision), and whether the topic had a
 // live writer at that revision (writer).
-func (t *topicStore) appendSynced(b []byte, rev uint64, resumed, writer bool) []byte {
+func (t *topicStore) appendSynced(b []byte, m syncedMark) []byte {
 	b = append(b, `{"type":"`+protocol.FrameSynced+`","instance":`...)
 	b = append(b, quoteJSON(t.s.cfg.Instance)...)
 	b = append(b, `,"history":"`...)
 	b = append(b, t.history.id...)
 	b = append(b, `","rev":`...)
-	b = strconv.AppendUint(b, rev, 10)
-	b = strconv.AppendBool(append(b, `,"resumed":`...), resumed)
-	b = strconv.AppendBool(append(b, `,"writer":`...), writer)
+	b = strconv.AppendUint(b, m.rev, 10)
+	b = strconv.AppendBool(append(b, `,"resumed":`...), m.resumed)
+	b = strconv.AppendBool(append(b, `,"writer":`...), m.writer)
 	return append(b, "}\n"...)
 }
 

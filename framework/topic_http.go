@@ -164,7 +164,7 @@ func (t *topicStore) write(w writerKey, holder string, body []byte) (topicWriteA
 		if err := t.validate(raw); err != nil {
 			return topicWriteAnswer{}, err
 		}
-		ver, applied, err = t.set(w, holder, req.Epoch, req.Seq, key, raw)
+		ver, applied, err = t.set(topicWrite{writer: w, holder: holder, epoch: req.Epoch, seq: req.Seq, key: key, raw: raw})
 	}
 	if err != nil {
 		return topicWriteAnswer{}, err

@@ -159,12 +159,26 @@ func (s *Server) allTopics() []*topicStore {
 	return out
 }
 
-// set stores raw (a JSON object with no insignificant whitespace) under
-// key for writer w, of the writer identity holder ("" for the server's
-// own writer). seq 0 takes the writer's next sequence. A write older than
+// topicWrite is one write of a key's object to a topic store.
+type topicWrite struct {
+	writer writerKey
+	// holder is the writer identity the write counts against ("" for the
+	// server's own writer).
+	holder string
+	// epoch and seq are the writer's version of the write; seq 0 takes the
+	// writer's next sequence.
+	epoch string
+	seq   uint64
+	key   string
+	// raw is a JSON object with no insignificant whitespace.
+	raw []byte
+}
+
+// set stores wr.raw under wr.key for writer wr.writer. A write older than
 // the key's current one from the same writer epoch (a resend) changes
 // nothing and reports applied false.
-func (t *topicStore) set(w writerKey, holder string, epoch string, seq uint64, key string, raw []byte) (ObjectVersion, bool, error) {
+func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
+	w, holder, epoch, seq, key, raw := wr.writer, wr.holder, wr.epoch, wr.seq, wr.key, wr.raw
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sessionLostLocked(w) {

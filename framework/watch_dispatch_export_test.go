@@ -25,7 +25,7 @@ func NewDispatchRig[T any](ctx context.Context, n int, decodeEach bool, h Inform
 	f := &watchFeed{c: c, topic: "bench", subs: map[feedSubscriber]struct{}{}, cancel: func() {}, done: done}
 	r := &DispatchRig[T]{feed: f}
 	for range n {
-		i := newInformer(ctx, c, "bench", h, false, decodeEach)
+		i := newInformer(ctx, c, "bench", h, informerMode{decodeEach: decodeEach})
 		i.feed = f
 		f.subs[i] = struct{}{}
 		r.infs = append(r.infs, i)

@@ -180,9 +180,17 @@ func ownStream() WatchOption {
 
 func init() { benchhook.OwnStream = func() any { return ownStream() } }
 
-// subscribe adds sub to c's feed of topic and selection query, starting
-// the feed if it is the first; with own, to a feed of its own.
-func (c *Client) subscribe(topic, query string, writerAware, own bool, sub feedSubscriber) *watchFeed {
+// feedRequest says which feed a subscriber wants.
+type feedRequest struct {
+	topic, query string // the topic and the selection's query
+	writerAware  bool   // the topic's writer is the server (see informerMode)
+	own          bool   // a feed of its own, not the client's shared one
+}
+
+// subscribe adds sub to c's feed of r's topic and selection, starting the
+// feed if it is the first; with r.own, to a feed of its own.
+func (c *Client) subscribe(sub feedSubscriber, r feedRequest) *watchFeed {
+	topic, query, writerAware, own := r.topic, r.query, r.writerAware, r.own
 	id := topic + "?" + query
 	c.feeds.mu.Lock()
 	defer c.feeds.mu.Unlock()

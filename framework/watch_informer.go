@@ -153,24 +153,33 @@ func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandle
 	if err != nil {
 		return nil, err
 	}
-	i := newInformer(ctx, c, topic, h, decl.Writer == handshake.RoleServer, cfg.decodeEach)
+	i := newInformer(ctx, c, topic, h, informerMode{writerAware: decl.Writer == handshake.RoleServer, decodeEach: cfg.decodeEach})
 	if i.writerAware {
 		c.writerWatchers.Add(1)
 	}
-	i.feed = c.subscribe(topic, sel.key(decl.Selectors), i.writerAware, cfg.ownStream, i)
+	i.feed = c.subscribe(i, feedRequest{topic: topic, query: sel.key(decl.Selectors), writerAware: i.writerAware, own: cfg.ownStream})
 	go i.process()
 	return i, nil
 }
 
+// informerMode is how an informer takes its frames.
+type informerMode struct {
+	// writerAware: the topic's writer is the server, whose reports of a
+	// live writer the informer follows.
+	writerAware bool
+	// decodeEach: decode every frame itself ([DecodeEach]).
+	decodeEach bool
+}
+
 // newInformer is an informer of topic for c, not yet on a feed.
-func newInformer[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T], writerAware, decodeEach bool) *Informer[T] {
+func newInformer[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T], mode informerMode) *Informer[T] {
 	i := &Informer[T]{
 		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
-		writerAware: writerAware,
+		writerAware: mode.writerAware,
 		cache:       map[string]informerEntry[T]{}, latest: map[string]*feedFrame{},
 		wakeCh: make(chan struct{}, 1),
 	}
-	if _, ok := any(new(T)).(deepCopier[T]); ok && !decodeEach {
+	if _, ok := any(new(T)).(deepCopier[T]); ok && !mode.decodeEach {
 		i.copyObject = func(obj *T) *T { return any(obj).(deepCopier[T]).DeepCopy() }
 	}
 	i.ctx, i.cancel = context.WithCancel(ctx)

@@ -485,7 +485,7 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 		}
 	}
 	if r.synced {
-		buf = ws.topic.appendSynced(buf, ws.since, ws.resumed, ws.writerAtSince)
+		buf = ws.topic.appendSynced(buf, syncedMark{rev: ws.since, resumed: ws.resumed, writer: ws.writerAtSince})
 		r.frames++
 	}
 	// A round that sends only a ping does not count as a write, so an idle

@@ -1,0 +1,87 @@
+package framework_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// modulePath is the root module's path.
+const modulePath = "github.com/lockstep-dev/lockstep/"
+
+// layers gives each package of the framework's tree (and the leaves it
+// imports) its layer, as docs/design.md's layout section lists them: a
+// package imports only packages of lower layers; the top layer's
+// packages, built on the public API, may also import each other.
+var layers = map[string]int{
+	"handshake":                                0,
+	"framework/protocol":                       0,
+	"framework/internal/apierror":              0,
+	"framework/internal/conns":                 0,
+	"framework/internal/topicmsg/idlewatchers": 0,
+	"framework/certs":                          0,
+	"framework/benchkit/benchmsg":              1,
+	"framework/benchkit/benchrun":              0,
+	"internal/benchhook":                       0,
+	"framework/jsonwire":                       1,
+	"framework/internal/topicmsg":              2,
+	"framework":                                3,
+	"framework/discovery":                      4,
+	"framework/frameworktest":                  4,
+	"framework/upgradesim":                     4,
+	"framework/benchkit/benchgen":              4,
+	"framework/benchkit/selectrun":             4,
+	"framework/cmd/lockstepctl":                4,
+	"codegen/contract":                         4,
+}
+
+const topLayer = 4
+
+// TestPackagesImportOnlyLowerLayers reads the imports of every hand-written
+// non-test file under framework/ and checks them against the layers.
+func TestPackagesImportOnlyLowerLayers(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Join("framework", filepath.Dir(path)))
+		from, ok := layers[pkg]
+		if !ok {
+			t.Errorf("%s: package %s has no layer: add it to docs/design.md's layout and to layers", path, pkg)
+			return nil
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			target, ours := strings.CutPrefix(p, modulePath)
+			if !ours {
+				continue
+			}
+			to, ok := layers[target]
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which has no layer", path, target)
+			case to > from || to == from && from != topLayer:
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports run down the layers only", path, from, target, to)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
