@@ -418,6 +418,13 @@ func (b *builder) mapNode(n *Node, name string, t *Type) (*TypeRef, bool) {
 	if !ok {
 		return b.finish(t, refRaw, false)
 	}
+	if nullable && b.messages[n] && len(types) <= 1 && !nilHoldsNull(v, types) {
+		// A message is a Go value handed to a handler: one whose schema
+		// admits null, and whose Go type would have no nil, is a union,
+		// which holds null beside the values of its one type (if any),
+		// so that null decodes, validates and encodes as the schema says.
+		return b.multiType(v, n, name, t, types, true)
+	}
 	if enum, base, enull, isEnum := b.enumOf(v, types); isEnum {
 		return b.enum(v, n, name, t, base, enum, nullable || enull)
 	}
@@ -427,10 +434,6 @@ func (b *builder) mapNode(n *Node, name string, t *Type) (*TypeRef, bool) {
 			return b.anyValue(v, n, name, t)
 		}
 		if nullable {
-			if b.messages[n] {
-				b.fail(n, "a message that admits only null has no Go type: give it another type")
-				return b.finish(t, refRaw, false)
-			}
 			b.warn(n, "a schema that admits only null has no Go type of its own: the Go type is json.RawMessage")
 		}
 		return b.finish(t, refRaw, false)
@@ -819,6 +822,24 @@ func (b *builder) enum(v, n *Node, name string, t *Type, base *TypeRef, vals []*
 		t.Enum = append(t.Enum, &EnumValue{GoName: b.names.unique(t.Name + suffix), Value: val, Literal: lit})
 	}
 	return namedRef(t), nullable
+}
+
+// nilHoldsNull reports whether the Go type of a schema of the given
+// types is a slice or a map, whose nil is null: an array without
+// prefixItems, or an object that declares no properties and is open.
+func nilHoldsNull(v *Node, types []string) bool {
+	if len(types) != 1 {
+		return false
+	}
+	switch types[0] {
+	case "array":
+		return v.Get("prefixItems") == nil
+	case "object":
+		props := v.Get("properties")
+		ap := v.Get("additionalProperties")
+		return (props == nil || len(props.Keys) == 0) && (ap == nil || !isFalse(ap) || v.Get("patternProperties") != nil)
+	}
+	return false
 }
 
 // multiType maps a schema with several types (["string", "number"]) to an

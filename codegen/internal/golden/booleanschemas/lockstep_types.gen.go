@@ -30,6 +30,12 @@ func (u Anything) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u Anything) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u Anything) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *Anything) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsObject decodes the value as map[string]json.RawMessage.
 func (u Anything) AsObject() (map[string]json.RawMessage, error) {
 	var v map[string]json.RawMessage

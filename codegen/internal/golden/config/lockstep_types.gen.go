@@ -31,6 +31,12 @@ func (u Command) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u Command) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u Command) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *Command) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsString decodes the value as string.
 func (u Command) AsString() (string, error) {
 	var v string
@@ -1081,6 +1087,12 @@ func (u ListOrDictObjectValue) MarshalJSON() ([]byte, error) {
 
 // Raw returns the JSON held, or nil.
 func (u ListOrDictObjectValue) Raw() json.RawMessage { return u.raw }
+
+// IsNull reports whether the value is null, which the schema admits.
+func (u ListOrDictObjectValue) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *ListOrDictObjectValue) SetNull() { u.raw = json.RawMessage("null") }
 
 // AsString decodes the value as string.
 func (u ListOrDictObjectValue) AsString() (string, error) {

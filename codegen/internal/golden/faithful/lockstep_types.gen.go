@@ -598,6 +598,12 @@ func (u SettingsLabels) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u SettingsLabels) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u SettingsLabels) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *SettingsLabels) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsObject decodes the value as map[string]string.
 func (u SettingsLabels) AsObject() (map[string]string, error) {
 	var v map[string]string
@@ -882,6 +888,12 @@ func (u SettingsLimit) MarshalJSON() ([]byte, error) {
 
 // Raw returns the JSON held, or nil.
 func (u SettingsLimit) Raw() json.RawMessage { return u.raw }
+
+// IsNull reports whether the value is null, which the schema admits.
+func (u SettingsLimit) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *SettingsLimit) SetNull() { u.raw = json.RawMessage("null") }
 
 // AsObject decodes the value as map[string]json.RawMessage.
 func (u SettingsLimit) AsObject() (map[string]json.RawMessage, error) {

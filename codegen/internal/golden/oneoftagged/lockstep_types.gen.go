@@ -141,6 +141,12 @@ func (u Env) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u Env) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u Env) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *Env) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsObject decodes the value as EnvObject.
 func (u Env) AsObject() (EnvObject, error) {
 	var v EnvObject
@@ -1480,6 +1486,12 @@ func (u Jq) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u Jq) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u Jq) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *Jq) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsObject decodes the value as JqObject.
 func (u Jq) AsObject() (JqObject, error) {
 	var v JqObject
@@ -1803,6 +1815,12 @@ func (u Merge) MarshalJSON() ([]byte, error) {
 
 // Raw returns the JSON held, or nil.
 func (u Merge) Raw() json.RawMessage { return u.raw }
+
+// IsNull reports whether the value is null, which the schema admits.
+func (u Merge) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *Merge) SetNull() { u.raw = json.RawMessage("null") }
 
 // AsJq decodes the value as Jq.
 func (u Merge) AsJq() (Jq, error) {

@@ -1010,6 +1010,12 @@ func (u HolderMail) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u HolderMail) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u HolderMail) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *HolderMail) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsVariant0 decodes the value as HolderMailVariant0.
 func (u HolderMail) AsVariant0() (HolderMailVariant0, error) {
 	var v HolderMailVariant0
@@ -1536,6 +1542,12 @@ func (u HolderRemovable) MarshalJSON() ([]byte, error) {
 
 // Raw returns the JSON held, or nil.
 func (u HolderRemovable) Raw() json.RawMessage { return u.raw }
+
+// IsNull reports whether the value is null, which the schema admits.
+func (u HolderRemovable) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *HolderRemovable) SetNull() { u.raw = json.RawMessage("null") }
 
 // AsBoolean decodes the value as bool.
 func (u HolderRemovable) AsBoolean() (bool, error) {

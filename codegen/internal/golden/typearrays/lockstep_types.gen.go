@@ -296,6 +296,12 @@ func (u TypesIntStringOrNull) MarshalJSON() ([]byte, error) {
 // Raw returns the JSON held, or nil.
 func (u TypesIntStringOrNull) Raw() json.RawMessage { return u.raw }
 
+// IsNull reports whether the value is null, which the schema admits.
+func (u TypesIntStringOrNull) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *TypesIntStringOrNull) SetNull() { u.raw = json.RawMessage("null") }
+
 // AsInteger decodes the value as int64.
 func (u TypesIntStringOrNull) AsInteger() (int64, error) {
 	var v int64
