@@ -299,8 +299,25 @@ func (f *forkGen) convertBody(p *convPair) []string {
 	var notes []string
 	switch {
 	case from.Kind == gomodel.KindStruct && to.Kind == gomodel.KindStruct:
+		renamedFrom := func(fo *gomodel.Field) *gomodel.Field {
+			for oldName, curName := range p.Renames {
+				if p.Up && curName == fo.JSONName {
+					return fieldNamed(from.Fields, oldName)
+				}
+				if !p.Up && oldName == fo.JSONName {
+					return fieldNamed(from.Fields, curName)
+				}
+			}
+			return nil
+		}
+		renamed := map[*gomodel.Field]*gomodel.Field{}
 		for _, fo := range to.Fields {
 			fi := fieldNamed(from.Fields, fo.JSONName)
+			if fi == nil {
+				if fi = renamedFrom(fo); fi != nil {
+					renamed[fi] = fo
+				}
+			}
 			if fi == nil {
 				notes = append(notes, fmt.Sprintf("out.%s (%q) has no counterpart in %s and is left absent.", fo.GoName, fo.JSONName, f.qualified(from, p.Up)))
 				continue
@@ -310,6 +327,10 @@ func (f *forkGen) convertBody(p *convPair) []string {
 			}
 		}
 		for _, fi := range from.Fields {
+			if fo := renamed[fi]; fo != nil {
+				notes = append(notes, fmt.Sprintf("in.%s (%q) is out.%s (%q), renamed: its value is carried across.", fi.GoName, fi.JSONName, fo.GoName, fo.JSONName))
+				continue
+			}
 			if fieldNamed(to.Fields, fi.JSONName) == nil {
 				notes = append(notes, fmt.Sprintf("in.%s (%q) has no counterpart in %s and is dropped.", fi.GoName, fi.JSONName, f.qualified(to, !p.Up)))
 			}

@@ -2,6 +2,8 @@ package gomodel
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/codegen/contract"
@@ -32,6 +34,11 @@ type Conversion struct {
 	// hand-written convert_<…>, and Why is the first breaking change.
 	Compatible bool   `json:"compatible"`
 	Why        string `json:"why,omitempty"`
+	// Renames are the members of the two types that codegen/diff finds
+	// renamed (one removed and one added with the same schema), earlier
+	// version's name → current version's name: the conversion carries the
+	// value across instead of dropping it.
+	Renames map[string]string `json:"renames,omitempty"`
 }
 
 // SharedMethod is a method both versions declare, with the same name and
@@ -207,7 +214,7 @@ func (f *Fork) Conversion(cur *Package, from, to *Type, up bool) *Conversion {
 		locateAll(f.Old, f.bundles)
 	}
 	c := &Conversion{Name: name, From: from, To: to, FromName: fromPkg + "." + from.Name, ToName: toPkg + "." + to.Name, Up: up}
-	c.Compatible, c.Why = f.compatible(from, to, up)
+	c.Compatible, c.Why, c.Renames = f.compatible(from, to, up)
 	f.byName[name] = c
 	f.Conversions = append(f.Conversions, c)
 	return c
@@ -225,8 +232,9 @@ func (f *Fork) conversionName(cur *Package, from, to *Type, up bool) string {
 
 // compatible asks codegen/diff whether every value of from is valid for
 // to: for data going up (earlier → current) that the current version
-// narrows nothing, for data going down that it widens nothing.
-func (f *Fork) compatible(from, to *Type, up bool) (bool, string) {
+// narrows nothing, for data going down that it widens nothing. It also
+// returns the members of the two types the diff finds renamed.
+func (f *Fork) compatible(from, to *Type, up bool) (bool, string, map[string]string) {
 	oldT, curT := to, from
 	dir := diff.Response
 	if up {
@@ -236,18 +244,67 @@ func (f *Fork) compatible(from, to *Type, up bool) (bool, string) {
 	lo, okOld := f.bundles[oldT]
 	lc, okCur := f.bundles[curT]
 	if !okOld || !okCur {
-		return false, "its schemas could not be located in the message bundles to compare them"
+		return false, "its schemas could not be located in the message bundles to compare them", nil
 	}
 	changes, err := diff.CompatibleAt(lo.msg.Bundle, lo.ptr, lc.msg.Bundle, lc.ptr, dir)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
+	renames := renamesAt(changes, lo.ptr, oldT, curT)
 	for _, c := range changes {
 		if c.Breaking {
-			return false, strings.TrimSpace(c.Path + " " + c.Message)
+			return false, strings.TrimSpace(c.Path + " " + c.Message), renames
 		}
 	}
-	return true, ""
+	return true, "", renames
+}
+
+// renamedTo reads the new name out of a field_renamed change's message.
+var renamedTo = regexp.MustCompile(`renamed to ("(?:[^"\\]|\\.)*")`)
+
+// renamesAt picks, from the changes between the old type at pointer ptr
+// and the current one, the renames of the old type's own members whose
+// new name the current type declares.
+func renamesAt(changes []diff.Change, ptr string, oldT, curT *Type) map[string]string {
+	var out map[string]string
+	for _, c := range changes {
+		if c.Kind != diff.KindFieldRenamed {
+			continue
+		}
+		m := renamedTo.FindStringSubmatch(c.Message)
+		if m == nil {
+			continue
+		}
+		to, err := strconv.Unquote(m[1])
+		if err != nil {
+			continue
+		}
+		for _, fo := range oldT.Fields {
+			if c.Path != ptr+"/properties/"+escapeToken(fo.JSONName) || fieldByJSONName(curT.Fields, fo.JSONName) != nil || fieldByJSONName(curT.Fields, to) == nil {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[fo.JSONName] = to
+		}
+	}
+	return out
+}
+
+// escapeToken escapes a JSON pointer token.
+func escapeToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// fieldByJSONName returns the field of a member name, or nil.
+func fieldByJSONName(fields []*Field, name string) *Field {
+	for _, fl := range fields {
+		if fl.JSONName == name {
+			return fl
+		}
+	}
+	return nil
 }
 
 // locateAll records where the types a message uses sit in its bundle.

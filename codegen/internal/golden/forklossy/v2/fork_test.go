@@ -145,6 +145,22 @@ func TestHandWrittenConversions(t *testing.T) {
 	}
 }
 
+// TestRenamedMemberCarried checks that the generated conversions carry a
+// member codegen/diff finds renamed (ok at 1.0.0, accepted at 2.0.0, both
+// required booleans) in both directions instead of dropping it.
+func TestRenamedMemberCarried(t *testing.T) {
+	for _, accepted := range []bool{true, false} {
+		var down v1.Ack
+		if err := autoConvert_v2_Ack_To_v1_Ack(&Ack{Accepted: accepted, Generation: 4}, &down); err != nil || down.Ok != accepted {
+			t.Errorf("down: accepted %v became ok %v (%v)", accepted, down.Ok, err)
+		}
+		up := Ack{Accepted: !accepted}
+		if err := autoConvert_v1_Ack_To_v2_Ack(&v1.Ack{Ok: accepted}, &up); err != nil || up.Accepted != accepted {
+			t.Errorf("up: ok %v became accepted %v (%v)", accepted, up.Accepted, err)
+		}
+	}
+}
+
 // TestDateTimeConversions checks a member that is a plain string at
 // 1.0.0 and a date-time at 2.0.0: going down formats the time, going up
 // parses the string, and a string that is no date-time is an error, not

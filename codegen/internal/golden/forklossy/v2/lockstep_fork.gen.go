@@ -144,10 +144,10 @@ func Convert_v2_Status_To_v1_Status(in *Status, out *v1.Status) error {
 }
 
 // autoConvert_v2_Ack_To_v1_Ack copies what Ack and v1.Ack share, member by member.
-// out.Ok ("ok") has no counterpart in Ack and is left absent.
-// in.Accepted ("accepted") has no counterpart in v1.Ack and is dropped.
+// in.Accepted ("accepted") is out.Ok ("ok"), renamed: its value is carried across.
 // in.Generation ("generation") has no counterpart in v1.Ack and is dropped.
 func autoConvert_v2_Ack_To_v1_Ack(in *Ack, out *v1.Ack) error {
+	out.Ok = in.Accepted
 	if in.Since == nil {
 		out.Since = nil
 	} else {
@@ -166,10 +166,10 @@ func Convert_v2_Ack_To_v1_Ack(in *Ack, out *v1.Ack) error {
 }
 
 // autoConvert_v1_Ack_To_v2_Ack copies what v1.Ack and Ack share, member by member.
-// out.Accepted ("accepted") has no counterpart in v1.Ack and is left absent.
 // out.Generation ("generation") has no counterpart in v1.Ack and is left absent.
-// in.Ok ("ok") has no counterpart in Ack and is dropped.
+// in.Ok ("ok") is out.Accepted ("accepted"), renamed: its value is carried across.
 func autoConvert_v1_Ack_To_v2_Ack(in *v1.Ack, out *Ack) error {
+	out.Accepted = in.Ok
 	if in.Since == nil {
 		out.Since = nil
 	} else {
