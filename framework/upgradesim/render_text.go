@@ -134,55 +134,83 @@ func indexOf(list []string, v string) int {
 // a row per replica and per client replica's pair, calls per slice, then
 // the steps and marks with their times and a legend.
 func (tl *Timeline) Text() string {
-	width := columnWidth(max(tl.Duration, time.Millisecond))
-	cols := int(tl.Duration/width) + 1
-	syms := newSymbols(tl)
-	labelWidth := len("steps")
+	g := newTextGrid(tl)
+	fmt.Fprintf(&g.b, "timeline of plan %q, seed %d: %s, one column = %s\n",
+		tl.Plan, tl.Seed, tl.Duration.Round(time.Millisecond), g.width)
+	g.axisAndSteps()
 	for _, row := range tl.Rows {
-		labelWidth = max(labelWidth, utf8.RuneCountInString(row.Label))
+		cells := make([]byte, g.cols)
+		for col := range cells {
+			cells[col] = g.syms.cell(row, time.Duration(col)*g.width, time.Duration(col+1)*g.width)
+		}
+		g.line(row.Label, string(cells))
+	}
+	g.calls()
+	g.marks()
+	g.legend()
+	g.lists()
+	return g.b.String()
+}
+
+// textGrid is a timeline being printed: its columns, the width of its
+// labels, and the text so far.
+type textGrid struct {
+	tl         *Timeline
+	width      time.Duration // the time one column covers
+	cols       int
+	syms       symbols
+	labelWidth int
+	b          strings.Builder
+}
+
+func newTextGrid(tl *Timeline) *textGrid {
+	width := columnWidth(max(tl.Duration, time.Millisecond))
+	g := &textGrid{tl: tl, width: width, cols: int(tl.Duration/width) + 1, syms: newSymbols(tl), labelWidth: len("steps")}
+	for _, row := range tl.Rows {
+		g.labelWidth = max(g.labelWidth, utf8.RuneCountInString(row.Label))
 	}
 	for _, cs := range tl.Calls {
-		labelWidth = max(labelWidth, utf8.RuneCountInString(cs.Label)+len("calls "))
+		g.labelWidth = max(g.labelWidth, utf8.RuneCountInString(cs.Label)+len("calls "))
 	}
-	var b strings.Builder
-	line := func(label string, cells string) {
-		pad := labelWidth - utf8.RuneCountInString(label)
-		b.WriteString(label + strings.Repeat(" ", pad) + "  " + strings.TrimRight(cells, " ") + "\n")
-	}
-	fmt.Fprintf(&b, "timeline of plan %q, seed %d: %s, one column = %s\n",
-		tl.Plan, tl.Seed, tl.Duration.Round(time.Millisecond), width)
+	return g
+}
 
-	axis := []byte(strings.Repeat(" ", cols+12))
-	for col := 0; col < cols; col += 10 {
-		copy(axis[col:], shortDuration(time.Duration(col)*width))
-	}
-	line("", string(axis))
+// line writes one labelled row of cells.
+func (g *textGrid) line(label string, cells string) {
+	pad := g.labelWidth - utf8.RuneCountInString(label)
+	g.b.WriteString(label + strings.Repeat(" ", pad) + "  " + strings.TrimRight(cells, " ") + "\n")
+}
 
-	steps := []byte(strings.Repeat(" ", cols+4))
-	for _, st := range tl.Steps {
-		col := int(st.From / width)
+// axisAndSteps writes the time axis and the row of step numbers.
+func (g *textGrid) axisAndSteps() {
+	axis := []byte(strings.Repeat(" ", g.cols+12))
+	for col := 0; col < g.cols; col += 10 {
+		copy(axis[col:], shortDuration(time.Duration(col)*g.width))
+	}
+	g.line("", string(axis))
+
+	steps := []byte(strings.Repeat(" ", g.cols+4))
+	for _, st := range g.tl.Steps {
+		col := int(st.From / g.width)
 		num := strconv.Itoa(st.Number)
 		if col+len(num) <= len(steps) && strings.TrimSpace(string(steps[max(0, col-1):col+len(num)])) == "" {
 			copy(steps[col:], num)
 		}
 	}
-	line("steps", string(steps))
+	g.line("steps", string(steps))
+}
 
-	for _, row := range tl.Rows {
-		cells := make([]byte, cols)
-		for col := range cells {
-			cells[col] = syms.cell(row, time.Duration(col)*width, time.Duration(col+1)*width)
-		}
-		line(row.Label, string(cells))
-	}
-
+// calls writes each client's calls per column: bars for those
+// acknowledged, digits for those failed.
+func (g *textGrid) calls() {
+	cols := g.cols
 	maxOK := 0
-	buckets := make([][3][]int, len(tl.Calls))
-	for i, cs := range tl.Calls {
+	buckets := make([][3][]int, len(g.tl.Calls))
+	for i, cs := range g.tl.Calls {
 		for k, times := range [][]time.Duration{cs.OK, cs.Failed, cs.Abandoned} {
 			buckets[i][k] = make([]int, cols)
 			for _, at := range times {
-				buckets[i][k][min(cols-1, int(at/width))]++
+				buckets[i][k][min(cols-1, int(at/g.width))]++
 			}
 		}
 		for _, n := range buckets[i][0] {
@@ -190,7 +218,7 @@ func (tl *Timeline) Text() string {
 		}
 	}
 	bars := []rune(" ▁▂▃▄▅▆▇█")
-	for i, cs := range tl.Calls {
+	for i, cs := range g.tl.Calls {
 		ok := make([]rune, cols)
 		failed := make([]rune, cols)
 		for col := 0; col < cols; col++ {
@@ -201,27 +229,35 @@ func (tl *Timeline) Text() string {
 			}
 			failed[col] = countSymbol(buckets[i][1][col])
 		}
-		line("calls "+cs.Label, string(ok))
+		g.line("calls "+cs.Label, string(ok))
 		if len(cs.Failed) > 0 {
-			line("  failed", string(failed))
+			g.line("  failed", string(failed))
 		}
 	}
+}
 
-	if len(tl.Marks) > 0 {
-		marks := []byte(strings.Repeat(" ", cols))
-		for _, m := range tl.Marks {
-			col := min(cols-1, int(m.At/width))
-			ch := markSymbol(m.Kind)
-			if marks[col] == ' ' || ch == '!' {
-				marks[col] = ch
-			}
-		}
-		line("marks", string(marks))
+// marks writes the row of marks (kills, faults, heals, violations).
+func (g *textGrid) marks() {
+	if len(g.tl.Marks) == 0 {
+		return
 	}
+	marks := []byte(strings.Repeat(" ", g.cols))
+	for _, m := range g.tl.Marks {
+		col := min(g.cols-1, int(m.At/g.width))
+		ch := markSymbol(m.Kind)
+		if marks[col] == ' ' || ch == '!' {
+			marks[col] = ch
+		}
+	}
+	g.line("marks", string(marks))
+}
 
+// legend writes what each symbol means.
+func (g *textGrid) legend() {
+	b := &g.b
 	b.WriteString("legend: replicas: ")
 	var vs []string
-	for _, row := range tl.Rows {
+	for _, row := range g.tl.Rows {
 		if row.Kind == RowReplica {
 			for i, v := range row.Versions {
 				vs = appendUnique(vs, fmt.Sprintf("%c=%s", versionSymbol(i), v))
@@ -230,15 +266,20 @@ func (tl *Timeline) Text() string {
 	}
 	b.WriteString(strings.Join(vs, " ") + " ~=draining .=down; sessions: ")
 	var as []string
-	for _, v := range syms.agreed {
-		as = append(as, fmt.Sprintf("%c=%s", syms.agreedSymbol(v), v))
+	for _, v := range g.syms.agreed {
+		as = append(as, fmt.Sprintf("%c=%s", g.syms.agreedSymbol(v), v))
 	}
 	b.WriteString(strings.Join(as, " ") + " +=several -=blocked #=partitioned; " +
 		"calls: bars=acknowledged, digits=failed; marks: x=kill #=fault +=heal !=violation\n")
+}
 
+// lists writes the steps, the events in time order, and the calls'
+// counts.
+func (g *textGrid) lists() {
+	b, tl := &g.b, g.tl
 	b.WriteString("steps:\n")
 	for _, st := range tl.Steps {
-		fmt.Fprintf(&b, "  %3d  %7s → %-7s  %s\n", st.Number, shortDuration(st.From.Round(time.Millisecond)),
+		fmt.Fprintf(b, "  %3d  %7s → %-7s  %s\n", st.Number, shortDuration(st.From.Round(time.Millisecond)),
 			shortDuration(st.To.Round(time.Millisecond)), st.Text)
 	}
 	events := append(append([]Mark{}, tl.Marks...), tl.Notes...)
@@ -246,14 +287,13 @@ func (tl *Timeline) Text() string {
 	if len(events) > 0 {
 		b.WriteString("events:\n")
 		for _, m := range events {
-			fmt.Fprintf(&b, "  %7s  %-9s %s\n", shortDuration(m.At.Round(time.Millisecond)), m.Kind, m.Text)
+			fmt.Fprintf(b, "  %7s  %-9s %s\n", shortDuration(m.At.Round(time.Millisecond)), m.Kind, m.Text)
 		}
 	}
 	for _, cs := range tl.Calls {
-		fmt.Fprintf(&b, "calls %s: %d acknowledged, %d failed, %d abandoned\n",
+		fmt.Fprintf(b, "calls %s: %d acknowledged, %d failed, %d abandoned\n",
 			cs.Label, len(cs.OK), len(cs.Failed), len(cs.Abandoned))
 	}
-	return b.String()
 }
 
 func countSymbol(n int) rune {
