@@ -121,6 +121,9 @@ func loadFork(dir string, c *contract.Contract) (*gomodel.Fork, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	// As its own generation decides it: which of its types have a
+	// Validate, which conversions into them call.
+	pkg.DecideValidation()
 	imp, err := importPath(oldDir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)

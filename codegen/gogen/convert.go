@@ -279,9 +279,30 @@ func (f *forkGen) emitPair(p *convPair) {
 	c.line("// %s converts %s values into %s ones by calling", p.Name, in, out)
 	c.line("// %s, which is written by hand: the change is not", hand)
 	c.line("// compatible in this direction (%s).", oneLine(p.Why))
+	if !hasValidate(p.To) {
+		c.line("func %s(in *%s, out *%s) error {", p.Name, in, out)
+		c.line("return %s(in, out)", hand)
+		c.line("}")
+		return
+	}
+	c.line("// The result is checked by %s.Validate: a conversion that leaves a", out)
+	c.line("// required member absent, or sets a value its schema refuses, is an")
+	c.line("// internal error, never a message the other version rejects.")
 	c.line("func %s(in *%s, out *%s) error {", p.Name, in, out)
-	c.line("return %s(in, out)", hand)
+	c.line("if err := %s(in, out); err != nil {", hand)
+	c.line("return err")
 	c.line("}")
+	c.line("if err := out.Validate(); err != nil {")
+	c.line("return framework.Errorf(framework.CodeInternal, \"%s: the converted value is not a valid %s: %%v\", err)", p.Name, out)
+	c.line("}")
+	c.line("return nil")
+	c.line("}")
+}
+
+// hasValidate reports whether a type has the exported Validate of a
+// message whose schema generated checks cover.
+func hasValidate(t *gomodel.Type) bool {
+	return t.Validation != nil && t.Validation.Emit && len(t.Validation.Messages) > 0
 }
 
 func oneLine(s string) string {

@@ -161,6 +161,21 @@ func TestRenamedMemberCarried(t *testing.T) {
 	}
 }
 
+// TestHandWrittenConversionChecked checks that a conversion written by
+// hand is followed by the target's generated Validate: a converted value
+// the other version's schema refuses (here a node name that is empty,
+// below its minLength) is an internal error, not a message sent.
+func TestHandWrittenConversionChecked(t *testing.T) {
+	var out v1.Status
+	err := Convert_v2_Status_To_v1_Status(&Status{Node: ""}, &out)
+	if framework.CodeOf(err) != framework.CodeInternal {
+		t.Fatalf("converting to an invalid v1.Status: %v (code %q), want an internal error", err, framework.CodeOf(err))
+	}
+	if err := Convert_v2_Status_To_v1_Status(&Status{Node: "n"}, &out); err != nil || out.Node != "n" {
+		t.Errorf("a valid status: %+v, %v", out, err)
+	}
+}
+
 // TestDateTimeConversions checks a member that is a plain string at
 // 1.0.0 and a date-time at 2.0.0: going down formats the time, going up
 // parses the string, and a string that is no date-time is an error, not

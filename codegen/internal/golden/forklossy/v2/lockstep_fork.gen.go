@@ -103,8 +103,17 @@ func autoConvert_v1_Status_To_v2_Status(in *v1.Status, out *Status) error {
 // Convert_v1_Status_To_v2_Status converts v1.Status values into Status ones by calling
 // convert_v1_Status_To_v2_Status, which is written by hand: the change is not
 // compatible in this direction (/properties/conditions required field "conditions" added; old clients may send values the new server rejects).
+// The result is checked by Status.Validate: a conversion that leaves a
+// required member absent, or sets a value its schema refuses, is an
+// internal error, never a message the other version rejects.
 func Convert_v1_Status_To_v2_Status(in *v1.Status, out *Status) error {
-	return convert_v1_Status_To_v2_Status(in, out)
+	if err := convert_v1_Status_To_v2_Status(in, out); err != nil {
+		return err
+	}
+	if err := out.Validate(); err != nil {
+		return framework.Errorf(framework.CodeInternal, "Convert_v1_Status_To_v2_Status: the converted value is not a valid Status: %v", err)
+	}
+	return nil
 }
 
 // autoConvert_v2_Status_To_v1_Status copies what Status and v1.Status share, member by member.
@@ -139,8 +148,17 @@ func autoConvert_v2_Status_To_v1_Status(in *Status, out *v1.Status) error {
 // Convert_v2_Status_To_v1_Status converts Status values into v1.Status ones by calling
 // convert_v2_Status_To_v1_Status, which is written by hand: the change is not
 // compatible in this direction (/properties/conditions required field "conditions" added; the new server may send values old clients reject).
+// The result is checked by v1.Status.Validate: a conversion that leaves a
+// required member absent, or sets a value its schema refuses, is an
+// internal error, never a message the other version rejects.
 func Convert_v2_Status_To_v1_Status(in *Status, out *v1.Status) error {
-	return convert_v2_Status_To_v1_Status(in, out)
+	if err := convert_v2_Status_To_v1_Status(in, out); err != nil {
+		return err
+	}
+	if err := out.Validate(); err != nil {
+		return framework.Errorf(framework.CodeInternal, "Convert_v2_Status_To_v1_Status: the converted value is not a valid v1.Status: %v", err)
+	}
+	return nil
 }
 
 // autoConvert_v2_Ack_To_v1_Ack copies what Ack and v1.Ack share, member by member.
@@ -161,8 +179,17 @@ func autoConvert_v2_Ack_To_v1_Ack(in *Ack, out *v1.Ack) error {
 // Convert_v2_Ack_To_v1_Ack converts Ack values into v1.Ack ones by calling
 // convert_v2_Ack_To_v1_Ack, which is written by hand: the change is not
 // compatible in this direction (/properties/generation required field "generation" added; the new server may send values old clients reject).
+// The result is checked by v1.Ack.Validate: a conversion that leaves a
+// required member absent, or sets a value its schema refuses, is an
+// internal error, never a message the other version rejects.
 func Convert_v2_Ack_To_v1_Ack(in *Ack, out *v1.Ack) error {
-	return convert_v2_Ack_To_v1_Ack(in, out)
+	if err := convert_v2_Ack_To_v1_Ack(in, out); err != nil {
+		return err
+	}
+	if err := out.Validate(); err != nil {
+		return framework.Errorf(framework.CodeInternal, "Convert_v2_Ack_To_v1_Ack: the converted value is not a valid v1.Ack: %v", err)
+	}
+	return nil
 }
 
 // autoConvert_v1_Ack_To_v2_Ack copies what v1.Ack and Ack share, member by member.
@@ -187,8 +214,17 @@ func autoConvert_v1_Ack_To_v2_Ack(in *v1.Ack, out *Ack) error {
 // Convert_v1_Ack_To_v2_Ack converts v1.Ack values into Ack ones by calling
 // convert_v1_Ack_To_v2_Ack, which is written by hand: the change is not
 // compatible in this direction (/properties/generation required field "generation" added; old clients may send values the new server rejects).
+// The result is checked by Ack.Validate: a conversion that leaves a
+// required member absent, or sets a value its schema refuses, is an
+// internal error, never a message the other version rejects.
 func Convert_v1_Ack_To_v2_Ack(in *v1.Ack, out *Ack) error {
-	return convert_v1_Ack_To_v2_Ack(in, out)
+	if err := convert_v1_Ack_To_v2_Ack(in, out); err != nil {
+		return err
+	}
+	if err := out.Validate(); err != nil {
+		return framework.Errorf(framework.CodeInternal, "Convert_v1_Ack_To_v2_Ack: the converted value is not a valid Ack: %v", err)
+	}
+	return nil
 }
 
 // autoConvert_v1_Address_To_v2_Address copies what v1.Address and Address share, member by member.
