@@ -960,6 +960,22 @@ func (b *builder) union(v, n *Node, name string, t *Type) (*TypeRef, bool, bool)
 		return &Node{Kind: contract.KindObject, Origin: br, Root: br.Root, Pointer: br.Pointer, Doc: br.Doc,
 			Keys: []string{"allOf"}, Values: []*Node{{Kind: contract.KindArray, Items: []*Node{base, br}}}}
 	}
+	if len(branches) == 1 && nullable && b.messages[n] {
+		// A message that is one branch or null: a union of the branch
+		// and null, as for {type: [T, "null"]}, unless the branch's Go
+		// type has a nil of its own.
+		s := variant(branches[0])
+		if bv, ok := b.view(s); ok {
+			if types, _, ok := b.types(bv); ok && len(types) == 1 && !nilHoldsNull(bv, types) {
+				t = b.ensureNamed(t, n, name)
+				t.Kind, t.Nullable = KindUnion, true
+				vname := GoName(types[0])
+				r, _ := b.mapSchema(s, t.Name+vname, nil)
+				t.Variants = append(t.Variants, &Variant{Name: vname, Type: r, Schema: s})
+				return namedRef(t), true, true
+			}
+		}
+	}
 	if len(branches) == 1 {
 		r, null := b.mapSchema(variant(branches[0]), name, t)
 		if t != nil {

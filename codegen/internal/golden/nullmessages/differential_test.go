@@ -16,5 +16,6 @@ func TestDifferential(t *testing.T) {
 		difftest.For[MaybeName]("MaybeName", `null`, `"abc"`),
 		difftest.For[OnlyNull]("OnlyNull", `null`),
 		difftest.For[MaybeRef]("MaybeRef", `null`, `2`),
+		difftest.For[MaybePoint]("MaybePoint", `null`, `{"x": 3}`),
 	)
 }

@@ -23,10 +23,11 @@ var Contract = framework.MustContract(handshake.Contract{
 	Server:  "srv",
 	Client:  "cli",
 	Methods: map[string]handshake.Method{
-		"List": {Request: "MaybeList", Response: "MaybeList"},
-		"Name": {Request: "MaybeName", Response: "OnlyNull"},
-		"Put":  {Request: "MaybeSix", Response: "MaybeObject"},
-		"Ref":  {Request: "MaybeRef", Response: "MaybeRef"},
+		"List":  {Request: "MaybeList", Response: "MaybeList"},
+		"Name":  {Request: "MaybeName", Response: "OnlyNull"},
+		"Point": {Request: "MaybePoint", Response: "Point"},
+		"Put":   {Request: "MaybeSix", Response: "MaybeObject"},
+		"Ref":   {Request: "MaybeRef", Response: "MaybeRef"},
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
@@ -34,19 +35,22 @@ var Contract = framework.MustContract(handshake.Contract{
 		"MaybeList":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A nil slice holds null, so this message stays a slice.","type":["array","null"],"items":{"type":"string"}}`),
 		"MaybeName":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["string","null"],"minLength":2}`),
 		"MaybeObject": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["object","null"],"additionalProperties":false,"required":["a"],"properties":{"a":{"type":"integer","minimum":0}}}`),
+		"MaybePoint":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A point or null, through anyOf beside a null branch.","anyOf":[{"$ref":"#/$defs/Point"},{"type":"null"}],"$defs":{"Point":{"type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}}}`),
 		"MaybeRef":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["integer","null"],"enum":[1,2,null]}`),
 		"MaybeSix":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","enum":[6,null]}`),
 		"OnlyNull":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"null"}`),
+		"Point":       json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}`),
 	},
 })
 
 // The names of the contract's methods, as the runtime and interceptors see
 // them.
 const (
-	MethodList = "List"
-	MethodName = "Name"
-	MethodPut  = "Put"
-	MethodRef  = "Ref"
+	MethodList  = "List"
+	MethodName  = "Name"
+	MethodPoint = "Point"
+	MethodPut   = "Put"
+	MethodRef   = "Ref"
 )
 
 // Client calls the nullmessages 1.0.0 methods of a srv. [NewClient]
@@ -56,6 +60,8 @@ type Client interface {
 	List(ctx context.Context, req *MaybeList, opts ...framework.CallOption) (*MaybeList, error)
 	// Name calls the method Name.
 	Name(ctx context.Context, req *MaybeName, opts ...framework.CallOption) (*OnlyNull, error)
+	// Point calls the method Point.
+	Point(ctx context.Context, req *MaybePoint, opts ...framework.CallOption) (*Point, error)
 	// Put calls the method Put.
 	Put(ctx context.Context, req *MaybeSix, opts ...framework.CallOption) (*MaybeObject, error)
 	// Ref calls the method Ref.
@@ -76,6 +82,10 @@ func (c *client) Name(ctx context.Context, req *MaybeName, opts ...framework.Cal
 	return framework.CallUnary[MaybeName, OnlyNull](ctx, c.c, MethodName, req, opts...)
 }
 
+func (c *client) Point(ctx context.Context, req *MaybePoint, opts ...framework.CallOption) (*Point, error) {
+	return framework.CallUnary[MaybePoint, Point](ctx, c.c, MethodPoint, req, opts...)
+}
+
 func (c *client) Put(ctx context.Context, req *MaybeSix, opts ...framework.CallOption) (*MaybeObject, error) {
 	return framework.CallUnary[MaybeSix, MaybeObject](ctx, c.c, MethodPut, req, opts...)
 }
@@ -92,6 +102,8 @@ type Server interface {
 	List(ctx context.Context, req *MaybeList) (*MaybeList, error)
 	// Name serves the method Name.
 	Name(ctx context.Context, req *MaybeName) (*OnlyNull, error)
+	// Point serves the method Point.
+	Point(ctx context.Context, req *MaybePoint) (*Point, error)
 	// Put serves the method Put.
 	Put(ctx context.Context, req *MaybeSix) (*MaybeObject, error)
 	// Ref serves the method Ref.
@@ -102,6 +114,7 @@ type Server interface {
 func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodList, impl.List)
 	framework.HandleUnary(s, Contract, MethodName, impl.Name)
+	framework.HandleUnary(s, Contract, MethodPoint, impl.Point)
 	framework.HandleUnary(s, Contract, MethodPut, impl.Put)
 	framework.HandleUnary(s, Contract, MethodRef, impl.Ref)
 }

@@ -607,6 +607,142 @@ func (m *MaybeObjectObject) AppendJSON(b []byte) ([]byte, error) {
 	return jsonwire.CloseObject(b, start1), nil
 }
 
+// MaybePoint is the message MaybePoint of the contract, generated from contract.yaml#/schemas/MaybePoint.
+//
+// A point or null, through anyOf beside a null branch.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type MaybePoint struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u MaybePoint) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("MaybePoint: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u MaybePoint) Raw() json.RawMessage { return u.raw }
+
+// IsNull reports whether the value is null, which the schema admits.
+func (u MaybePoint) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *MaybePoint) SetNull() { u.raw = json.RawMessage("null") }
+
+// AsObject decodes the value as Point.
+func (u MaybePoint) AsObject() (Point, error) {
+	var v Point
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromObject sets the value to v.
+func (u *MaybePoint) FromObject(v Point) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes MaybePoint, rejecting JSON its Go type cannot represent.
+func (m *MaybePoint) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *MaybePoint) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MaybePoint) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of MaybePoint to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MaybePoint) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("MaybePoint")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+func (m *MaybePoint) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		y1, err2 := (*m).AsObject()
+		if err2 == nil {
+			matched3 := 0
+			q4 := v.Quiet()
+			y1.validateJSON(&q4, at, kw)
+			if q4.OK() {
+				matched3++
+			}
+			if matched3 == 0 {
+				q5 := v.Quiet()
+				q5.Fail(at, "", kw, "anyOf/1/type", "")
+				if q5.OK() {
+					matched3++
+				}
+			}
+			if matched3 == 0 {
+				v.Fail(at, "", kw, "anyOf", "anyOf failed")
+			}
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2)
+	}
+}
+
+// Validate checks m against the schema of MaybePoint, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *MaybePoint) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "MaybePoint is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("MaybePoint")
+}
+
+var _ framework.Validator = (*MaybePoint)(nil)
+
 // MaybeRef is the message MaybeRef of the contract, generated from contract.yaml#/schemas/Level.
 type MaybeRef = Level
 
@@ -860,3 +996,124 @@ func (m *OnlyNull) Validate() error {
 }
 
 var _ framework.Validator = (*OnlyNull)(nil)
+
+// Point is the message Point of the contract, generated from contract.yaml#/schemas/Point.
+type Point struct {
+	X int64 `json:"x"`
+}
+
+// UnmarshalJSON decodes Point, rejecting JSON its Go type cannot represent.
+func (m *Point) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Point) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Point) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Point{}
+	var seen [1]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(4) == `"x":` && d.FirstMember(4) {
+				field = 0
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "x":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.Int64()
+			if err != nil {
+				return jsonwire.Within(err, "x")
+			}
+			m.X = v1
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "x")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Point) DeepCopy() *Point {
+	if m == nil {
+		return nil
+	}
+	out := new(Point)
+	*out = *m
+	return out
+}
+
+// AppendJSON appends the JSON encoding of Point to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Point) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"x\":"...)
+	b = jsonwire.AppendInt(b, int64(m.X))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *Point) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
+
+// Validate checks m against the schema of Point, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *Point) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "Point is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("Point")
+}
+
+var _ framework.Validator = (*Point)(nil)
