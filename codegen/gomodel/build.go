@@ -405,6 +405,14 @@ func (b *builder) mapNode(n *Node, name string, t *Type) (*TypeRef, bool) {
 			ref = ref.Ref
 		}
 		target := b.namedFor(ref)
+		if t != nil && b.messages[n] && target.Nullable && !nilIsNull(target) {
+			// A message that refers to a nullable type whose Go type
+			// has no nil: a union of that type and null.
+			t.Kind, t.Nullable = KindUnion, true
+			vname := GoName(jsonTypeName(target))
+			t.Variants = append(t.Variants, &Variant{Name: vname, Type: namedRef(target), Schema: ref})
+			return namedRef(t), true
+		}
 		return b.finish(t, namedRef(target), target.Nullable)
 	}
 	v, ok := b.view(n)
@@ -840,6 +848,42 @@ func nilHoldsNull(v *Node, types []string) bool {
 		return (props == nil || len(props.Keys) == 0) && (ap == nil || !isFalse(ap) || v.Get("patternProperties") != nil)
 	}
 	return false
+}
+
+// nilIsNull reports whether a named type's Go type holds null in its own
+// values: a slice, a map, a union, or an alias of raw JSON.
+func nilIsNull(t *Type) bool {
+	switch t.Kind {
+	case KindSlice, KindMap, KindUnion:
+		return true
+	case KindAlias:
+		return t.Elem != nil && (t.Elem.Kind == RefBuiltin && t.Elem.Name == "json.RawMessage" || t.Elem.Kind == RefNamed && t.Elem.Named != nil && nilIsNull(t.Elem.Named))
+	}
+	return false
+}
+
+// jsonTypeName names the JSON type of a named type's values, for a
+// union variant's name: "object", "array", "string", … or "value".
+func jsonTypeName(t *Type) string {
+	switch t.Kind {
+	case KindStruct, KindTaggedUnion:
+		return "object"
+	case KindTuple:
+		return "array"
+	case KindScalar, KindEnum:
+		if t.Elem != nil && t.Elem.Kind == RefBuiltin {
+			switch t.Elem.Name {
+			case "string", "time.Time":
+				return "string"
+			case "bool":
+				return "boolean"
+			case "float64", "float32":
+				return "number"
+			}
+			return "integer"
+		}
+	}
+	return "value"
 }
 
 // multiType maps a schema with several types (["string", "number"]) to an

@@ -17,5 +17,6 @@ func TestDifferential(t *testing.T) {
 		difftest.For[OnlyNull]("OnlyNull", `null`),
 		difftest.For[MaybeRef]("MaybeRef", `null`, `2`),
 		difftest.For[MaybePoint]("MaybePoint", `null`, `{"x": 3}`),
+		difftest.For[MaybeDefined]("MaybeDefined", `null`, `{"a": "b"}`),
 	)
 }

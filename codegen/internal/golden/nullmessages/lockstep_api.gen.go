@@ -23,39 +23,44 @@ var Contract = framework.MustContract(handshake.Contract{
 	Server:  "srv",
 	Client:  "cli",
 	Methods: map[string]handshake.Method{
-		"List":  {Request: "MaybeList", Response: "MaybeList"},
-		"Name":  {Request: "MaybeName", Response: "OnlyNull"},
-		"Point": {Request: "MaybePoint", Response: "Point"},
-		"Put":   {Request: "MaybeSix", Response: "MaybeObject"},
-		"Ref":   {Request: "MaybeRef", Response: "MaybeRef"},
+		"Defined": {Request: "MaybeDefined", Response: "MaybeDefined"},
+		"List":    {Request: "MaybeList", Response: "MaybeList"},
+		"Name":    {Request: "MaybeName", Response: "OnlyNull"},
+		"Point":   {Request: "MaybePoint", Response: "Point"},
+		"Put":     {Request: "MaybeSix", Response: "MaybeObject"},
+		"Ref":     {Request: "MaybeRef", Response: "MaybeRef"},
 	},
 	Topics: map[string]handshake.Topic{},
 	Schemas: map[string]json.RawMessage{
-		"Level":       json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["integer","null"],"enum":[1,2,null]}`),
-		"MaybeList":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A nil slice holds null, so this message stays a slice.","type":["array","null"],"items":{"type":"string"}}`),
-		"MaybeName":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["string","null"],"minLength":2}`),
-		"MaybeObject": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["object","null"],"additionalProperties":false,"required":["a"],"properties":{"a":{"type":"integer","minimum":0}}}`),
-		"MaybePoint":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A point or null, through anyOf beside a null branch.","anyOf":[{"$ref":"#/$defs/Point"},{"type":"null"}],"$defs":{"Point":{"type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}}}`),
-		"MaybeRef":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["integer","null"],"enum":[1,2,null]}`),
-		"MaybeSix":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","enum":[6,null]}`),
-		"OnlyNull":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"null"}`),
-		"Point":       json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}`),
+		"Level":        json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["integer","null"],"enum":[1,2,null]}`),
+		"MaybeDefined": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A reference to a nullable definition that is no message.","$ref":"#/$defs/Pair","$defs":{"Pair":{"type":["object","null"],"additionalProperties":false,"required":["a"],"properties":{"a":{"type":"string"}}}}}`),
+		"MaybeList":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A nil slice holds null, so this message stays a slice.","type":["array","null"],"items":{"type":"string"}}`),
+		"MaybeName":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["string","null"],"minLength":2}`),
+		"MaybeObject":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["object","null"],"additionalProperties":false,"required":["a"],"properties":{"a":{"type":"integer","minimum":0}}}`),
+		"MaybePoint":   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A point or null, through anyOf beside a null branch.","anyOf":[{"$ref":"#/$defs/Point"},{"type":"null"}],"$defs":{"Point":{"type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}}}`),
+		"MaybeRef":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":["integer","null"],"enum":[1,2,null]}`),
+		"MaybeSix":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","enum":[6,null]}`),
+		"OnlyNull":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"null"}`),
+		"Point":        json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}`),
 	},
 })
 
 // The names of the contract's methods, as the runtime and interceptors see
 // them.
 const (
-	MethodList  = "List"
-	MethodName  = "Name"
-	MethodPoint = "Point"
-	MethodPut   = "Put"
-	MethodRef   = "Ref"
+	MethodDefined = "Defined"
+	MethodList    = "List"
+	MethodName    = "Name"
+	MethodPoint   = "Point"
+	MethodPut     = "Put"
+	MethodRef     = "Ref"
 )
 
 // Client calls the nullmessages 1.0.0 methods of a srv. [NewClient]
 // implements it over a [framework.Client]; tests can fake it.
 type Client interface {
+	// Defined calls the method Defined.
+	Defined(ctx context.Context, req *MaybeDefined, opts ...framework.CallOption) (*MaybeDefined, error)
 	// List calls the method List.
 	List(ctx context.Context, req *MaybeList, opts ...framework.CallOption) (*MaybeList, error)
 	// Name calls the method Name.
@@ -73,6 +78,10 @@ type Client interface {
 func NewClient(c *framework.Client) Client { return &client{c: c} }
 
 type client struct{ c *framework.Client }
+
+func (c *client) Defined(ctx context.Context, req *MaybeDefined, opts ...framework.CallOption) (*MaybeDefined, error) {
+	return framework.CallUnary[MaybeDefined, MaybeDefined](ctx, c.c, MethodDefined, req, opts...)
+}
 
 func (c *client) List(ctx context.Context, req *MaybeList, opts ...framework.CallOption) (*MaybeList, error) {
 	return framework.CallUnary[MaybeList, MaybeList](ctx, c.c, MethodList, req, opts...)
@@ -98,6 +107,8 @@ func (c *client) Ref(ctx context.Context, req *MaybeRef, opts ...framework.CallO
 // installs it. Requests arrive decoded and validated; an error returned
 // reaches the caller with its code ([framework.NewError]), or as internal.
 type Server interface {
+	// Defined serves the method Defined.
+	Defined(ctx context.Context, req *MaybeDefined) (*MaybeDefined, error)
 	// List serves the method List.
 	List(ctx context.Context, req *MaybeList) (*MaybeList, error)
 	// Name serves the method Name.
@@ -112,6 +123,7 @@ type Server interface {
 
 // Register installs impl's methods on s for [Contract].
 func Register(s *framework.Server, impl Server) {
+	framework.HandleUnary(s, Contract, MethodDefined, impl.Defined)
 	framework.HandleUnary(s, Contract, MethodList, impl.List)
 	framework.HandleUnary(s, Contract, MethodName, impl.Name)
 	framework.HandleUnary(s, Contract, MethodPoint, impl.Point)

@@ -171,6 +171,128 @@ func (m *LevelInteger) AppendJSON(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// MaybeDefined is the message MaybeDefined of the contract, generated from contract.yaml#/schemas/MaybeDefined.
+//
+// A reference to a nullable definition that is no message.
+//
+// It is one of several alternatives that no member tells apart, so it
+// keeps the JSON as received: As… decodes it as an alternative, From…
+// sets it from one.
+type MaybeDefined struct {
+	raw json.RawMessage
+}
+
+// MarshalJSON writes the JSON held; it fails when nothing was set.
+func (u MaybeDefined) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return nil, fmt.Errorf("MaybeDefined: %w", jsonwire.ErrNoVariant)
+	}
+	return u.raw, nil
+}
+
+// Raw returns the JSON held, or nil.
+func (u MaybeDefined) Raw() json.RawMessage { return u.raw }
+
+// IsNull reports whether the value is null, which the schema admits.
+func (u MaybeDefined) IsNull() bool { return jsonwire.IsNull(u.raw) }
+
+// SetNull sets the value to null.
+func (u *MaybeDefined) SetNull() { u.raw = json.RawMessage("null") }
+
+// AsObject decodes the value as Pair.
+func (u MaybeDefined) AsObject() (Pair, error) {
+	var v Pair
+	dec := jsonwire.NewDecoder(u.raw)
+	d := &dec
+	if err := v.decodeJSON(d); err != nil {
+		return v, err
+	}
+	return v, d.End()
+}
+
+// FromObject sets the value to v.
+func (u *MaybeDefined) FromObject(v Pair) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u.raw = b
+	return nil
+}
+
+// UnmarshalJSON decodes MaybeDefined, rejecting JSON its Go type cannot represent.
+func (m *MaybeDefined) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *MaybeDefined) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *MaybeDefined) decodeJSON(d *jsonwire.Decoder) error {
+	raw, err := d.Raw()
+	if err != nil {
+		return err
+	}
+	m.raw = raw
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of MaybeDefined to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *MaybeDefined) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if m.raw == nil {
+		return nil, jsonwire.NoRaw("MaybeDefined")
+	}
+	return jsonwire.AppendRaw(b, m.raw)
+}
+
+func (m *MaybeDefined) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+	switch {
+	case (*m).raw == nil:
+		v.Fail(at, "", kw, "", "no value is set")
+	case jsonwire.IsNull((*m).raw):
+	default:
+		y1, err2 := (*m).AsObject()
+		if err2 == nil {
+			path3 := kw.Keyword("$ref")
+			y1.validateJSON(v, at, &path3)
+			break
+		}
+		v.Fail(at, "", kw, "", "the value is none of the alternatives")
+		v.Unrepresentable(err2)
+	}
+}
+
+// Validate checks m against the schema of MaybeDefined, all of which the generated
+// decoder and checks cover; the runtime calls it instead of validating
+// the JSON with jsonschema/v5. The error is invalid_argument with the
+// violations as details.
+func (m *MaybeDefined) Validate() error {
+	if m == nil {
+		return framework.Errorf(framework.CodeInvalidArgument, "MaybeDefined is missing")
+	}
+	var v jsonwire.Validation
+	m.validateJSON(&v, nil, nil)
+	return v.Err("MaybeDefined")
+}
+
+var _ framework.Validator = (*MaybeDefined)(nil)
+
 // MaybeList is the message MaybeList of the contract, generated from contract.yaml#/schemas/MaybeList.
 //
 // A nil slice holds null, so this message stays a slice.
@@ -996,6 +1118,89 @@ func (m *OnlyNull) Validate() error {
 }
 
 var _ framework.Validator = (*OnlyNull)(nil)
+
+// Pair is generated from contract.yaml#/schemas/MaybeDefined/$defs/Pair.
+type Pair struct {
+	A string `json:"a"`
+}
+
+// UnmarshalJSON decodes Pair, rejecting JSON its Go type cannot represent.
+func (m *Pair) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Pair) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Pair{}
+	var seen [1]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(4) == `"a":` && d.FirstMember(4) {
+				field = 0
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "a":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "a")
+			}
+			m.A = v1
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "a")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of Pair to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Pair) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	b = append(b, ",\"a\":"...)
+	b = jsonwire.AppendString(b, string(m.A))
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+func (m *Pair) validateJSON(v *jsonwire.Validation, at, kw *jsonwire.Path) {
+}
 
 // Point is the message Point of the contract, generated from contract.yaml#/schemas/Point.
 type Point struct {

@@ -25,6 +25,7 @@ func TestNullMessagesDecodeValidateAndEncode(t *testing.T) {
 		{"OnlyNull", func() any { return new(OnlyNull) }, []string{`null`}, []string{`0`, `""`, `{}`, `[]`, `false`}},
 		{"MaybeRef", func() any { return new(MaybeRef) }, []string{`null`, `1`, `2`}, []string{`3`, `"1"`}},
 		{"MaybePoint", func() any { return new(MaybePoint) }, []string{`null`, `{"x": 1}`}, []string{`{}`, `{"x": 1, "y": 2}`, `1`}},
+		{"MaybeDefined", func() any { return new(MaybeDefined) }, []string{`null`, `{"a": "x"}`}, []string{`{}`, `{"a": 1}`, `1`}},
 		{"MaybeList", func() any { return new(MaybeList) }, []string{`null`, `[]`, `["a"]`}, []string{`[1]`, `{}`}},
 	} {
 		for _, in := range c.valid {
