@@ -8,17 +8,18 @@
 // then Validate, as the runtime runs it) and the reference (the JSON is
 // well-formed and jsonschema/v5 accepts it) must give the same verdict.
 //
-// Four differences are tolerated, counted and reported, never silently
+// Three differences are tolerated, counted and reported, never silently
 // passed: a value the schema accepts but the Go type cannot hold (an
 // integer beyond int64, a number beyond float64), which the generated
-// decoder refuses with jsonwire.ErrUnrepresentable; a value an x-go-type
-// refuses (jsonwire.ErrExternal), which the contract chose; and a message
-// that is null where its schema allows null (a message is a Go value
-// handed to a handler). The runtime refuses these three either way, since
-// they do not decode. The fourth goes the other way: a number too long or
-// with too large an exponent for the reference to read safely
-// (framework.ErrNumberOutOfRange), where the schema says nothing of it,
-// which the generated decoder keeps as it is.
+// decoder refuses with jsonwire.ErrUnrepresentable; and a value an
+// x-go-type refuses (jsonwire.ErrExternal), which the contract chose. The
+// runtime refuses these two either way, since they do not decode. The
+// third goes the other way: a number too long or with too large an
+// exponent for the reference to read safely (framework.ErrNumberOutOfRange),
+// where the schema says nothing of it, which the generated decoder keeps
+// as it is. A message that is null where its schema allows null is
+// counted (NullMessage) but not tolerated: a message's Go type holds every
+// value its schema admits, null included.
 package difftest
 
 import (
@@ -138,8 +139,9 @@ type Verdict struct {
 	// Generated and Reference are the errors of the generated path and
 	// of the reference (nil when the instance is valid).
 	Generated, Reference error
-	// Unrepresentable, External, NullMessage and OutOfRange mark the
-	// tolerated differences.
+	// Unrepresentable, External and OutOfRange mark the tolerated
+	// differences; NullMessage a null message the generated path
+	// refuses, which is not tolerated.
 	Unrepresentable, External, NullMessage, OutOfRange bool
 	// DirectDiffers reports that calling the generated UnmarshalJSON
 	// directly gave another verdict than json.Unmarshal.
@@ -152,7 +154,7 @@ type Verdict struct {
 
 // Agree reports whether the paths agree.
 func (v Verdict) Agree() bool {
-	return !v.DirectDiffers && v.EncodeDiffers == nil && ((v.Generated == nil) == (v.Reference == nil) || v.Unrepresentable || v.External || v.NullMessage || v.OutOfRange)
+	return !v.DirectDiffers && v.EncodeDiffers == nil && ((v.Generated == nil) == (v.Reference == nil) || v.Unrepresentable || v.External || v.OutOfRange)
 }
 
 // Compare runs one instance of a message on both paths.
@@ -181,12 +183,6 @@ func Compare(c *framework.Contract, m Message, data []byte, caseInsensitive bool
 	v.External = v.Reference == nil && errors.Is(v.Generated, jsonwire.ErrExternal)
 	v.NullMessage = v.Reference == nil && v.Generated != nil && string(bytes.TrimSpace(data)) == "null"
 	v.OutOfRange = v.Generated == nil && errors.Is(v.Reference, framework.ErrNumberOutOfRange)
-	if v.NullMessage {
-		// The generated decoder refuses a message that is null where
-		// the schema allows it: a message is a Go value handed to a
-		// handler, and null is none.
-		v.DirectDiffers = false
-	}
 	return v
 }
 
