@@ -125,7 +125,7 @@ func (g *planGate) enter() {
 			return
 		}
 		g.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // re-check: the condition is the timer meter's reading, which no event announces
 	}
 }
 
