@@ -10,14 +10,13 @@
 package suite
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"os"
 	"strconv"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/codegen/internal/golden/jsonvalue"
 	"github.com/lockstep-dev/lockstep/framework"
 )
 
@@ -129,58 +128,12 @@ func roundTrip(data []byte, value any) string {
 	if err != nil {
 		return "encoding fails: " + err.Error()
 	}
-	a, errA := decodeNumbers(data)
-	b, errB := decodeNumbers(out)
-	if errA != nil || errB != nil || !sameJSON(a, b) {
+	a, errA := jsonvalue.Decode(data)
+	b, errB := jsonvalue.Decode(out)
+	if errA != nil || errB != nil || !jsonvalue.Same(a, b, jsonvalue.Equal) {
 		return string(out)
 	}
 	return ""
-}
-
-func decodeNumbers(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	err := d.Decode(&v)
-	return v, err
-}
-
-// sameJSON compares two decoded values, numbers by value.
-func sameJSON(a, b any) bool {
-	switch a := a.(type) {
-	case map[string]any:
-		bm, ok := b.(map[string]any)
-		if !ok || len(a) != len(bm) {
-			return false
-		}
-		for k, v := range a {
-			w, ok := bm[k]
-			if !ok || !sameJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		bs, ok := b.([]any)
-		if !ok || len(a) != len(bs) {
-			return false
-		}
-		for i := range a {
-			if !sameJSON(a[i], bs[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		bn, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		x, okx := new(big.Rat).SetString(a.String())
-		y, oky := new(big.Rat).SetString(bn.String())
-		return okx && oky && x.Cmp(y) == 0
-	}
-	return a == b
 }
 
 // decodeMessage decodes and validates data into v as the runtime's server
