@@ -41,6 +41,19 @@ func (d Direction) String() string {
 
 func (d Direction) valid() bool { return d == Request || d == Response || d == Both }
 
+// reverse is the direction the same data flows in when the peers' versions
+// are swapped (a new client calling an old server): what the new version
+// sends, the old one receives.
+func (d Direction) reverse() Direction {
+	switch d {
+	case Request:
+		return Response
+	case Response:
+		return Request
+	}
+	return d
+}
+
 // Compatible compares two versions of one message schema (each a
 // self-contained JSON Schema document, as in handshake.Contract.Schemas)
 // for a message flowing in direction dir, and returns every difference
@@ -152,7 +165,7 @@ type finding struct {
 }
 
 func (f finding) change(dir Direction) Change {
-	change := Change{Path: f.path, Kind: f.kind, Breaking: f.eff.breaks(dir), Message: f.what}
+	change := Change{Path: f.path, Kind: f.kind, Breaking: f.eff.breaks(dir), BreaksNewClient: f.eff.breaks(dir.reverse()), Message: f.what}
 	if change.Breaking {
 		why := f.why
 		if why == "" {
@@ -160,7 +173,28 @@ func (f finding) change(dir Direction) Change {
 		}
 		change.Message += "; " + why
 	}
+	if change.BreaksNewClient && !change.Breaking {
+		change.Message += "; " + explainReverse(f.eff, dir)
+	}
 	return change
+}
+
+// explainReverse says in words why a change with effect eff breaks a new
+// client calling an old server, for data the forward order sees flowing
+// in direction dir.
+func explainReverse(eff effect, dir Direction) string {
+	const (
+		widening  = "new clients may send values old servers reject"
+		narrowing = "old servers may send values new clients reject"
+	)
+	switch {
+	case dir == Request || eff == widens:
+		return widening
+	case dir == Response || eff == narrows:
+		return narrowing
+	default:
+		return widening + ", and " + narrowing
+	}
 }
 
 // explain says in words why a change with effect eff breaks a peer for

@@ -543,7 +543,8 @@ func TestCompatibleMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []diff.Change{
-		{Path: "/minimum", Kind: diff.KindBoundTightened, Breaking: false, Message: "lower bound tightened from >= 0 to >= 1"},
+		{Path: "/minimum", Kind: diff.KindBoundTightened, Breaking: false, BreaksNewClient: true,
+			Message: "lower bound tightened from >= 0 to >= 1; old servers may send values new clients reject"},
 		{Path: "/type", Kind: diff.KindTypeChanged, Breaking: true,
 			Message: "type changed from integer to number; the new server may send values old clients reject"},
 	}

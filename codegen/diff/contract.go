@@ -35,11 +35,12 @@ func Compare(oldContract, newContract *handshake.Contract) (*Report, error) {
 	}
 	cmp := &contractComparison{
 		report: &Report{
-			Contract:   newContract.Name,
-			OldVersion: oldContract.Version,
-			NewVersion: newContract.Version,
-			MajorBump:  newVersion.Segments()[0] > oldVersion.Segments()[0],
-			Changes:    []Change{},
+			Contract:    newContract.Name,
+			OldVersion:  oldContract.Version,
+			NewVersion:  newContract.Version,
+			MajorBump:   newVersion.Segments()[0] > oldVersion.Segments()[0],
+			SameVersion: newContract.Version == oldContract.Version,
+			Changes:     []Change{},
 		},
 		old: &compiledContract{side: "old", contract: oldContract, address: oldDocument, schemas: map[string]*jsonschema.Schema{}},
 		new: &compiledContract{side: "new", contract: newContract, address: newDocument, schemas: map[string]*jsonschema.Schema{}},
@@ -50,6 +51,13 @@ func Compare(oldContract, newContract *handshake.Contract) (*Report, error) {
 	}
 	if err := cmp.compareTopics(); err != nil {
 		return nil, err
+	}
+	// After the comparison, whose errors name the message at fault.
+	if cmp.report.OldFingerprint, err = handshake.Fingerprint(oldContract); err != nil {
+		return nil, fmt.Errorf("diff: old contract %s: fingerprint: %w", oldContract.Name, err)
+	}
+	if cmp.report.NewFingerprint, err = handshake.Fingerprint(newContract); err != nil {
+		return nil, fmt.Errorf("diff: new contract %s: fingerprint: %w", newContract.Name, err)
 	}
 	return cmp.report, nil
 }
@@ -84,24 +92,37 @@ func (c *compiledContract) message(name, usedBy string) (*jsonschema.Schema, err
 	return schema, nil
 }
 
-func (cmp *contractComparison) add(where string, kind Kind, breaking bool, format string, args ...any) {
+// breaks says which order of peers a contract-level change breaks: an old
+// client calling a new server (the order [Change.Breaking] is about), a new
+// client calling an old server ([Change.BreaksNewClient]), both or neither.
+type breaks uint8
+
+const (
+	breaksNone      breaks = 0
+	breaksOldClient breaks = 1 << iota
+	breaksNewClient
+	breaksEither = breaksOldClient | breaksNewClient
+)
+
+func (cmp *contractComparison) add(where string, kind Kind, b breaks, format string, args ...any) {
 	cmp.report.Changes = append(cmp.report.Changes, Change{
-		Where: where, Kind: kind, Breaking: breaking, Message: fmt.Sprintf(format, args...),
+		Where: where, Kind: kind, Breaking: b&breaksOldClient != 0, BreaksNewClient: b&breaksNewClient != 0,
+		Message: fmt.Sprintf(format, args...),
 	})
 }
 
 func (cmp *contractComparison) compareRoles() {
 	o, n := cmp.old.contract, cmp.new.contract
 	if o.Name != n.Name {
-		cmp.add("contract", KindContractRenamed, true,
+		cmp.add("contract", KindContractRenamed, breaksEither,
 			"contract renamed from %q to %q; peers of the two versions no longer find each other", o.Name, n.Name)
 	}
 	if o.Server != n.Server {
-		cmp.add("contract", KindServerChanged, true,
+		cmp.add("contract", KindServerChanged, breaksEither,
 			"server changed from %q to %q; old clients handshake with another component", o.Server, n.Server)
 	}
 	if o.Client != n.Client {
-		cmp.add("contract", KindClientChanged, true,
+		cmp.add("contract", KindClientChanged, breaksEither,
 			"client changed from %q to %q; the new server refuses old clients", o.Client, n.Client)
 	}
 }
@@ -114,24 +135,24 @@ func (cmp *contractComparison) compareMethods() error {
 		where := "method " + name
 		switch {
 		case !inNew:
-			cmp.add(where, KindMethodRemoved, true, "method removed; old clients still call it")
+			cmp.add(where, KindMethodRemoved, breaksOldClient, "method removed; old clients still call it")
 			continue
 		case !inOld:
-			cmp.add(where, KindMethodAdded, false, "method added")
+			cmp.add(where, KindMethodAdded, breaksNone, "method added")
 			continue
 		}
 		switch {
 		case oldMethod.Idempotent && !newMethod.Idempotent:
-			cmp.add(where, KindIdempotentRemoved, true, "method no longer idempotent; old clients still retry it after transport failures")
+			cmp.add(where, KindIdempotentRemoved, breaksOldClient, "method no longer idempotent; old clients still retry it after transport failures")
 		case !oldMethod.Idempotent && newMethod.Idempotent:
-			cmp.add(where, KindIdempotentAdded, false, "method now idempotent")
+			cmp.add(where, KindIdempotentAdded, breaksNewClient, "method now idempotent; new clients retry it after transport failures, which old servers do not expect")
 		}
 		if oldMethod.Batch != newMethod.Batch {
-			cmp.add(where, KindBatchChanged, true, "batch changed from %t to %t; requests and responses change shape on the wire",
+			cmp.add(where, KindBatchChanged, breaksEither, "batch changed from %t to %t; requests and responses change shape on the wire",
 				oldMethod.Batch, newMethod.Batch)
 		}
 		if oldMethod.Path != newMethod.Path {
-			cmp.add(where, KindPathChanged, true, "HTTP path changed from %s to %s; old peers use the old path",
+			cmp.add(where, KindPathChanged, breaksEither, "HTTP path changed from %s to %s; old peers use the old path",
 				describePath(oldMethod.Path), describePath(newMethod.Path))
 		}
 		if err := cmp.compareMessage(where+" request", oldMethod.Request, newMethod.Request, Request); err != nil {
@@ -159,35 +180,35 @@ func (cmp *contractComparison) compareTopics() error {
 		where := "topic " + name
 		switch {
 		case !inNew:
-			cmp.add(where, KindTopicRemoved, true, "topic removed; old peers still write or watch it")
+			cmp.add(where, KindTopicRemoved, breaksOldClient, "topic removed; old peers still write or watch it")
 			continue
 		case !inOld:
-			cmp.add(where, KindTopicAdded, false, "topic added")
+			cmp.add(where, KindTopicAdded, breaksNone, "topic added")
 			continue
 		}
 		if oldTopic.Key != newTopic.Key {
-			cmp.add(where, KindTopicKeyChanged, true, "key field changed from %q to %q; the versions key objects differently",
+			cmp.add(where, KindTopicKeyChanged, breaksEither, "key field changed from %q to %q; the versions key objects differently",
 				oldTopic.Key, newTopic.Key)
 		}
 		dir := writerDirection(newTopic.Writer)
 		if oldTopic.Writer != newTopic.Writer {
-			cmp.add(where, KindTopicWriterChanged, true, "writer changed from %q to %q; the old writer's peer rejects its writes",
+			cmp.add(where, KindTopicWriterChanged, breaksEither, "writer changed from %q to %q; the old writer's peer rejects its writes",
 				oldTopic.Writer, newTopic.Writer)
 			dir = Both
 		}
 		if oldTopic.LostWriter != newTopic.LostWriter {
-			cmp.add(where, KindLostWriterChanged, true,
+			cmp.add(where, KindLostWriterChanged, breaksEither,
 				"lost-writer policy changed from %q to %q; old watchers see other objects after a writer is lost",
 				oldTopic.LostWriter, newTopic.LostWriter)
 		}
 		for _, sel := range oldTopic.Selectors {
 			if !newTopic.HasSelector(sel) {
-				cmp.add(where, KindSelectorRemoved, true, "selector %q removed; old watchers that select on it are refused", sel)
+				cmp.add(where, KindSelectorRemoved, breaksOldClient, "selector %q removed; old watchers that select on it are refused", sel)
 			}
 		}
 		for _, sel := range newTopic.Selectors {
 			if !oldTopic.HasSelector(sel) {
-				cmp.add(where, KindSelectorAdded, false, "selector %q added", sel)
+				cmp.add(where, KindSelectorAdded, breaksNewClient, "selector %q added; new watchers that select on it are refused by old servers", sel)
 			}
 		}
 		if err := cmp.compareMessage(where+" object", oldTopic.Object, newTopic.Object, dir); err != nil {
@@ -215,14 +236,14 @@ func (cmp *contractComparison) compareMessage(where, oldName, newName string, di
 	case oldName == "" && newName == "":
 		return nil
 	case oldName == "":
-		cmp.add(where, KindMessageAdded, true, "message %q added where there was none; old peers send or expect no body", newName)
+		cmp.add(where, KindMessageAdded, breaksEither, "message %q added where there was none; old peers send or expect no body", newName)
 		return nil
 	case newName == "":
-		cmp.add(where, KindMessageRemoved, true, "message %q removed; old peers still send or expect it", oldName)
+		cmp.add(where, KindMessageRemoved, breaksEither, "message %q removed; old peers still send or expect it", oldName)
 		return nil
 	}
 	if oldName != newName {
-		cmp.add(where, KindMessageRenamed, false, "message changed from %q to %q; the names are not on the wire, so only their contents count", oldName, newName)
+		cmp.add(where, KindMessageRenamed, breaksNone, "message changed from %q to %q; the names are not on the wire, so only their contents count", oldName, newName)
 	}
 	oldSchema, err := cmp.old.message(oldName, where)
 	if err != nil {

@@ -138,7 +138,9 @@ func TestReportJSONShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"contract":"nodestatus","oldVersion":"2.0.0","newVersion":"2.0.1","majorBump":false,"changes":[]}`
+	const want = `{"contract":"nodestatus","oldVersion":"2.0.0","newVersion":"2.0.1","majorBump":false,` +
+		`"oldFingerprint":"lsfp1:da1ef511119c1ca0684ba17e6affc298b7d3bdf4755225d754e29ae32b8fcb4d",` +
+		`"newFingerprint":"lsfp1:3e8f2de3034a328e11632bd995a4c7d59a04819fe11f008c28f8d8ea542e089f","changes":[]}`
 	if string(encoded) != want {
 		t.Errorf("got %s\nwant %s", encoded, want)
 	}
@@ -170,7 +172,8 @@ func TestReportJSONShape(t *testing.T) {
 			keys = append(keys, key)
 		}
 		slices.Sort(keys)
-		if !slices.Equal(keys, []string{"breaking", "kind", "message", "path", "where"}) {
+		if !slices.Equal(keys, []string{"breaking", "kind", "message", "path", "where"}) &&
+			!slices.Equal(keys, []string{"breaking", "breaksNewClient", "kind", "message", "path", "where"}) {
 			t.Errorf("change has keys %v", keys)
 		}
 	}
@@ -184,17 +187,22 @@ func TestReportErr(t *testing.T) {
 		old, new *handshake.Contract
 		// breaking is the expected Report.Breaking.
 		breaking bool
-		// fails says whether Err must be non-nil.
-		fails bool
+		// fails is the error Err must wrap, nil when it must be nil.
+		fails error
+		// says is a part of Err's message, when it fails.
+		says string
 	}{
-		{"breaking without a major bump", nodeStatus("2.0.0"), evolved("2.1.0"), true, true},
-		{"breaking with a major bump", nodeStatus("2.0.0"), evolved("3.0.0"), true, false},
-		{"breaking with a patch bump", nodeStatus("2.0.0"), evolved("2.0.1"), true, true},
-		{"breaking at the same version", nodeStatus("2.0.0"), evolved("2.0.0"), true, true},
-		{"breaking with a lower major", nodeStatus("2.0.0"), evolved("1.9.0"), true, true},
-		{"prefixed and short versions", nodeStatus("v2.3"), evolved("3"), true, false},
-		{"no change", nodeStatus("2.0.0"), nodeStatus("2.0.0"), false, false},
-		{"compatible change without a bump", nodeStatus("2.0.0"), compatibleOnly("2.0.1"), false, false},
+		{"breaking without a major bump", nodeStatus("2.0.0"), evolved("2.1.0"), true, diff.ErrMajorBumpRequired, "bump the major version"},
+		{"breaking with a major bump", nodeStatus("2.0.0"), evolved("3.0.0"), true, nil, ""},
+		{"breaking with a patch bump", nodeStatus("2.0.0"), evolved("2.0.1"), true, diff.ErrMajorBumpRequired, "6 breaking changes"},
+		{"breaking at the same version", nodeStatus("2.0.0"), evolved("2.0.0"), true, diff.ErrVersionNotBumped, "to a new major version"},
+		{"breaking with a lower major", nodeStatus("2.0.0"), evolved("1.9.0"), true, diff.ErrMajorBumpRequired, ""},
+		{"prefixed and short versions", nodeStatus("v2.3"), evolved("3"), true, nil, ""},
+		{"no change", nodeStatus("2.0.0"), nodeStatus("2.0.0"), false, nil, ""},
+		{"compatible change with a patch bump", nodeStatus("2.0.0"), compatibleOnly("2.0.1"), false, nil, ""},
+		{"compatible change without a bump", nodeStatus("2.0.0"), compatibleOnly("2.0.0"), false, diff.ErrVersionNotBumped,
+			"fingerprint_mismatch; bump the version (to a new minor version, since no change breaks old clients)"},
+		{"only a description changed, no bump", nodeStatus("2.0.0"), described("2.0.0"), false, nil, ""},
 	}
 	for _, test := range tests {
 		report, err := diff.Compare(test.old, test.new)
@@ -205,13 +213,23 @@ func TestReportErr(t *testing.T) {
 			t.Errorf("%s: Breaking() = %t, want %t", test.name, report.Breaking(), test.breaking)
 		}
 		err = report.Err()
-		if (err != nil) != test.fails {
-			t.Errorf("%s: Err() = %v, want failure %t", test.name, err, test.fails)
-		}
-		if err != nil && !errors.Is(err, diff.ErrMajorBumpRequired) {
-			t.Errorf("%s: Err() = %v, want it to wrap ErrMajorBumpRequired", test.name, err)
+		switch {
+		case test.fails == nil && err != nil:
+			t.Errorf("%s: Err() = %v, want nil", test.name, err)
+		case test.fails != nil && !errors.Is(err, test.fails):
+			t.Errorf("%s: Err() = %v, want it to wrap %q", test.name, err, test.fails)
+		case err != nil && !strings.Contains(err.Error(), test.says):
+			t.Errorf("%s: Err() = %v, want it to say %q", test.name, err, test.says)
 		}
 	}
+}
+
+// described returns the base contract with a schema description changed,
+// which leaves the fingerprint as it was.
+func described(version string) *handshake.Contract {
+	c := nodeStatus(version)
+	c.Schemas["Ack"] = json.RawMessage(`{"type": "object", "description": "An acknowledgement.", "properties": {"ok": {"type": "boolean"}}}`)
+	return c
 }
 
 func compatibleOnly(version string) *handshake.Contract {
@@ -416,5 +434,63 @@ func TestSelectorRemovedBreaks(t *testing.T) {
 	}
 	if !slices.Equal(got, []diff.Kind{diff.KindSelectorRemoved, diff.KindSelectorRemoved}) {
 		t.Errorf("got %v", got)
+	}
+}
+
+// TestCompatibleBothWays checks the other order a peer can be in: a new
+// client calling an old server. An optional response field and a method
+// added break neither order; a request type widened, a response tightened, a selector added and
+// a method now idempotent break only that order.
+func TestCompatibleBothWays(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// change turns a copy of the base contract into the new version.
+		change func(c *handshake.Contract)
+		// newClientBreaks lists the kinds of the changes that break a new
+		// client calling an old server; none means compatible both ways.
+		newClientBreaks []diff.Kind
+	}{
+		{"optional response field and a method added", func(c *handshake.Contract) {
+			c.Schemas["Ack"] = json.RawMessage(`{"type": "object", "properties": {"ok": {"type": "boolean"}, "note": {"type": "string"}}}`)
+			c.Methods["Drain"] = handshake.Method{Request: "PodStatus", Response: "Ack"}
+		}, nil},
+		{"a topic added", func(c *handshake.Contract) {
+			c.Topics["Drains"] = handshake.Topic{Object: "Lease", Key: "holder", Writer: handshake.RoleServer, LostWriter: handshake.LostWriterDelete}
+		}, nil},
+		{"request type widened", func(c *handshake.Contract) {
+			c.Schemas["PodStatus"] = json.RawMessage(`{"type": "object", "properties": {"pod": {"type": ["string", "integer"]}}}`)
+		}, []diff.Kind{diff.KindTypeChanged}},
+		{"selector added", func(c *handshake.Contract) {
+			topic := c.Topics["NodeHealth"]
+			topic.Selectors = []string{"node"}
+			c.Topics["NodeHealth"] = topic
+		}, []diff.Kind{diff.KindSelectorAdded}},
+		{"method now idempotent", func(c *handshake.Contract) {
+			c.Methods["ReportStatus"] = handshake.Method{Request: "NodeStatus", Response: "Ack", Idempotent: true}
+		}, []diff.Kind{diff.KindIdempotentAdded}},
+		{"response bound tightened", func(c *handshake.Contract) {
+			c.Schemas["Ack"] = json.RawMessage(`{"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}`)
+		}, []diff.Kind{diff.KindFieldNowRequired, diff.KindFieldNowRequired}}, // Ack answers two methods
+	}
+	for _, test := range tests {
+		next := nodeStatus("2.1.0")
+		test.change(next)
+		report, err := diff.Compare(nodeStatus("2.0.0"), next)
+		if err != nil {
+			t.Fatalf("%s: %v", test.name, err)
+		}
+		var got []diff.Kind
+		for _, c := range report.Changes {
+			if c.BreaksNewClient {
+				got = append(got, c.Kind)
+			}
+		}
+		if !slices.Equal(got, test.newClientBreaks) {
+			t.Errorf("%s: changes breaking new clients %v, want %v", test.name, got, test.newClientBreaks)
+		}
+		if report.CompatibleBothWays() != (len(test.newClientBreaks) == 0 && !report.Breaking()) {
+			t.Errorf("%s: CompatibleBothWays() = %t", test.name, report.CompatibleBothWays())
+		}
 	}
 }

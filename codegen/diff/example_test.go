@@ -60,5 +60,5 @@ func ExampleCompare() {
 	// Output:
 	// nodestatus 2.0.0 -> 2.1.0: 1 change, 1 breaking, major version not bumped
 	//   BREAKING  method ReportStatus request #/required: field "node" is now required; old clients may omit it, and the new server rejects that [field_now_required]
-	// contract nodestatus 2.0.0 -> 2.1.0: breaking change without a major version bump (1 breaking change)
+	// contract nodestatus 2.0.0 -> 2.1.0: breaking change without a major version bump (1 breaking change); bump the major version
 }

@@ -24,7 +24,11 @@
 // keyword made it fall back and why (the message's doc comment says the
 // same). With more than one DIR, each error line starts with its DIR and ": ".
 // diff exits with status 1 when NEW breaks a peer of OLD without a major
-// version bump, and 2 when it cannot compare them.
+// version bump, or changes the fingerprint under the same version (each
+// message says which version to bump), and 2 when it cannot compare them.
+// Its report marks the changes that break an old client of a new server
+// BREAKING, and those that break only a new client of an old server
+// NEW→OLD; a change breaking neither order is compatible both ways.
 package main
 
 import (

@@ -68,10 +68,15 @@ func TestDiff(t *testing.T) {
 		json bool
 		// code is the expected exit status.
 		code int
+		// says is a part of what the command must write to stderr.
+		says string
 	}{
-		{"unchanged", "1.0.0", "a: {type: string}", false, 0},
-		{"response widened without a major bump", "1.1.0", "a: {type: string}, b: {type: integer}", false, 1},
-		{"response widened with a major bump", "2.0.0", "a: {type: string}, b: {type: integer}", true, 0},
+		{"unchanged", "1.0.0", "a: {type: string}", false, 0, ""},
+		{"response widened without a major bump", "1.1.0", "a: {type: string}, b: {type: integer}", false, 1, "bump the major version"},
+		{"response widened with a major bump", "2.0.0", "a: {type: string}, b: {type: integer}", true, 0, ""},
+		{"response narrowed with a minor bump", "1.1.0", "a: {type: string, maxLength: 3}", false, 0, ""},
+		{"response narrowed without a bump", "1.0.0", "a: {type: string, maxLength: 3}", false, 1,
+			"contract demo 1.0.0: contract changed without a new version: its fingerprint changed from lsfp1:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +88,9 @@ func TestDiff(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			if code := run(args, &stdout, &stderr); code != tt.code {
 				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, &stdout, &stderr)
+			}
+			if !strings.Contains(stderr.String(), tt.says) {
+				t.Errorf("stderr says %q, want it to say %q", &stderr, tt.says)
 			}
 			if tt.json && !json.Valid(stdout.Bytes()) {
 				t.Errorf("--json wrote %s", &stdout)
