@@ -16,6 +16,7 @@ type CallOption interface {
 type callOptions struct {
 	failFast       bool
 	idempotencyKey string
+	itemContexts   []context.Context
 }
 
 type callOptionFunc func(*callOptions)
@@ -41,6 +42,19 @@ func WithIdempotencyKey(key string) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.idempotencyKey = key })
 }
 
+// WithItemContexts gives the items of a batch call the contexts they come
+// from, one per item in order (nil for an item that has none): an item
+// collected from another request than the call's own keeps that request's
+// trace. Client interceptors find them in [Call.ItemContexts] and may put
+// headers of each item's own in [Call.ItemHeader] (a trace context), which
+// travel with the item (docs/protocol.md, "headers" of a batch call) and
+// which the server adds to the call's headers for that item. Ignored by
+// unary calls; a list whose length is not the number of items is
+// invalid_argument.
+func WithItemContexts(ctxs ...context.Context) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.itemContexts = ctxs })
+}
+
 // CallUnary calls a unary method and returns its answer. It blocks until
 // some endpoint holds a session at an agreed version (bounded by ctx and
 // ClientConfig.ReadyTimeout), unless [FailFast] is given; calls refused
@@ -60,7 +74,8 @@ func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req
 		return nil, Errorf(CodeInvalidArgument, "%s is a batch method; use CallBatch", method)
 	}
 	out, err := c.invoke(ctx, method, decl.Idempotent, req, opts, wireCall{
-		encode: func(conv *MethodConversion, req any) ([]byte, error) {
+		encode: func(conv *MethodConversion, call *Call) ([]byte, error) {
+			req := call.Request
 			if conv != nil {
 				old, err := conv.down(req)
 				if err != nil {
@@ -157,10 +172,11 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 		items = []*Req{}
 	}
 	out, err := c.invoke(ctx, method, decl.Idempotent, &batchItems[Req]{Items: items}, opts, wireCall{
-		encode: func(conv *MethodConversion, req any) ([]byte, error) {
-			all := req.(*batchItems[Req]).Items
+		encode: func(conv *MethodConversion, call *Call) ([]byte, error) {
+			all := call.Request.(*batchItems[Req]).Items
+			headers := itemHeaders(call.ItemHeader, len(all))
 			if conv == nil {
-				return json.Marshal(req)
+				return json.Marshal(batchItems[Req]{Items: all, Headers: headers})
 			}
 			olds := make([]any, len(all))
 			for i, item := range all {
@@ -170,7 +186,7 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 				}
 				olds[i] = old
 			}
-			return json.Marshal(batchItems[any]{Items: anyPtrs(olds)})
+			return json.Marshal(batchItems[any]{Items: anyPtrs(olds), Headers: headers})
 		},
 		decode: func(v *peerVersion, body []byte) (any, error) {
 			var br batchResponse
@@ -213,15 +229,47 @@ func anyPtrs(v []any) []*any {
 	return out
 }
 
+// batchItems is a batch call's body: its items and, when some item has
+// headers of its own, one header object (or null) per item.
 type batchItems[Req any] struct {
-	Items []*Req `json:"items"`
+	Items   []*Req              `json:"items"`
+	Headers []map[string]string `json:"headers,omitempty"`
+}
+
+func (b *batchItems[Req]) itemCount() int { return len(b.Items) }
+
+// itemHeaders is the "headers" member of a batch call whose items have
+// headers h: nil when no item has any, so that a batch call without them
+// is encoded as before.
+func itemHeaders(h []http.Header, n int) []map[string]string {
+	if len(h) != n {
+		return nil
+	}
+	var out []map[string]string
+	for i, hi := range h {
+		if len(hi) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make([]map[string]string, n)
+		}
+		m := make(map[string]string, len(hi))
+		for k, v := range hi {
+			if len(v) > 0 {
+				m[k] = v[0]
+			}
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // wireCall encodes a call's request and decodes its answer at whichever
 // version the chosen endpoint speaks.
 type wireCall struct {
-	// encode encodes the request, converted down by conv when it is not nil.
-	encode func(conv *MethodConversion, req any) ([]byte, error)
+	// encode encodes the call's request, converted down by conv when it is
+	// not nil.
+	encode func(conv *MethodConversion, call *Call) ([]byte, error)
 	// decode decodes (and converts up, and for pinned peers validates) an
 	// answer at version v.
 	decode func(v *peerVersion, body []byte) (any, error)
@@ -242,6 +290,14 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 	if o.idempotencyKey != "" {
 		call.Header.Set(protocol.HeaderIdempotencyKey, o.idempotencyKey)
 	}
+	if items, ok := req.(interface{ itemCount() int }); ok {
+		n := items.itemCount()
+		if o.itemContexts != nil && len(o.itemContexts) != n {
+			return nil, Errorf(CodeInvalidArgument, "%s: %d item contexts for %d items", method, len(o.itemContexts), n)
+		}
+		call.ItemContexts = o.itemContexts
+		call.ItemHeader = make([]http.Header, n)
+	}
 	if obs := c.cfg.Observer; obs != nil {
 		start := c.cfg.Clock.Now()
 		defer func() { obs.Call(c.contract.Name(), call.Version, method, CodeOf(err), c.cfg.Clock.Since(start)) }()
@@ -255,7 +311,15 @@ func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req
 			if v == encodedFor {
 				return encoded, nil
 			}
-			b, err := wire.encode(v.conversion(method), call.Request)
+			ec := call
+			if v.pinned && call.ItemHeader != nil {
+				// A pinned peer is no lockstep server: it gets the
+				// batch body of the contract's own schema only.
+				plain := *call
+				plain.ItemHeader = nil
+				ec = &plain
+			}
+			b, err := wire.encode(v.conversion(method), ec)
 			if err != nil {
 				return nil, convError(method, c.contract.Version(), v.contract.Version(), err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 )
 
 // Fork mode keeps an earlier contract version alive on both sides, so that
@@ -168,9 +169,9 @@ func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	mustMethod(current, method, true)
 	mustForkOf(old, current)
 	s.register(old, method, &methodHandler{batch: true, forkOf: current, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return s.serveBatchItems(ctx, old, method, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
+		return s.serveBatchItems(ctx, old, method, body, call.Header, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			itemCall := *call
-			itemCall.Batch, itemCall.Item = true, i
+			itemCall.Batch, itemCall.Item, itemCall.Header = true, i, h
 			return serveForked(ctx, s, old, current, decl, &itemCall, raw, up, down)
 		})
 	}})

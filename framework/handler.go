@@ -79,13 +79,13 @@ func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(co
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
 	s.register(c, method, &methodHandler{batch: true, invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return s.serveBatchItems(ctx, c, method, body, func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error) {
+		return s.serveBatchItems(ctx, c, method, body, call.Header, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			req := new(Req)
 			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
 				return nil, err
 			}
 			itemCall := *call
-			itemCall.Request, itemCall.Batch, itemCall.Item = req, true, i
+			itemCall.Request, itemCall.Batch, itemCall.Item, itemCall.Header = req, true, i, h
 			resp, err := run(ctx, &itemCall)
 			if err != nil {
 				return nil, processedError(err)
@@ -109,9 +109,11 @@ func processedError(err error) error {
 }
 
 // serveBatchItems decodes {"items":[…]} of at most the method's
-// [Server.batchItems] items, serves each item in order, and encodes
-// {"results":[…]}.
-func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string, body []byte, item func(ctx context.Context, i int, raw json.RawMessage) ([]byte, error)) ([]byte, error) {
+// [Server.batchItems] items, serves each item in order with its headers
+// (header, with the item's own added when the body has "headers"), and
+// encodes {"results":[…]}.
+func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string, body []byte, header http.Header,
+	item func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error)) ([]byte, error) {
 	var in batchRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
@@ -122,13 +124,23 @@ func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string
 	if maxItems := s.batchItems(c, method); len(in.Items) > maxItems {
 		return nil, overLimit(s.cfg.Metrics, limitBatchItems, CodeInvalidArgument, "a batch call carries at most %d items, not %d", maxItems, len(in.Items))
 	}
+	if in.Headers != nil && len(in.Headers) != len(in.Items) {
+		return nil, Errorf(CodeInvalidArgument, "a batch call's headers are one per item: %d for %d items", len(in.Headers), len(in.Items))
+	}
 	out := batchResponse{Results: make([]batchResult, len(in.Items))}
 	for i, raw := range in.Items {
 		if err := ctx.Err(); err != nil {
 			out.Results[i] = errorResult(err)
 			continue
 		}
-		b, err := item(ctx, i, raw)
+		h := header
+		if in.Headers != nil && len(in.Headers[i]) > 0 {
+			h = header.Clone()
+			for k, v := range in.Headers[i] {
+				h.Set(k, v)
+			}
+		}
+		b, err := item(ctx, i, raw, h)
 		if err != nil {
 			out.Results[i] = errorResult(err)
 			continue
@@ -138,8 +150,11 @@ func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string
 	return json.Marshal(out)
 }
 
+// batchRequest is a batch call's body: its items and, optionally, one
+// header object (or null) per item, which older servers ignore.
 type batchRequest struct {
-	Items []json.RawMessage `json:"items"`
+	Items   []json.RawMessage   `json:"items"`
+	Headers []map[string]string `json:"headers"`
 }
 
 type batchResponse struct {

@@ -30,8 +30,19 @@ type Call struct {
 	// runs interceptors once per item and Request is the item.
 	Request any
 	// Batch and Item say whether this is one item of a batch call, and which.
+	// On the server, Header of an item whose batch call carried headers of
+	// its own for it (docs/protocol.md) is the request's header with the
+	// item's added.
 	Batch bool
 	Item  int
+	// ItemContexts are, on the client, the contexts a batch call's items
+	// come from ([WithItemContexts]), one per item, or nil.
+	ItemContexts []context.Context
+	// ItemHeader holds, on the client, the headers of a batch call's items
+	// of their own, one per item (nil entries until an interceptor sets
+	// one), which travel with the items; nil for a unary call. The server
+	// adds an item's to the call's headers for that item.
+	ItemHeader []http.Header
 	// Endpoint is, on the client, the URL the call was sent to last.
 	Endpoint string
 }

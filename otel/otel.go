@@ -17,12 +17,18 @@
 // Calls that travel in one multi-call (the client's automatic batching)
 // each carry their own trace context, and each is its own server span.
 // Every item of a batch call is a server span of its own, a child of the
-// one client span that sent the batch: a batch call has one set of
-// headers, so its items share the trace context of the call that sent them.
+// one client span that sent the batch. Items collected from other requests
+// keep those requests' traces: given their contexts
+// ([framework.WithItemContexts]), each such item gets a client span of its
+// own, a child of the item's context linked to the batch's span, and its
+// trace context travels in the item's own headers (docs/protocol.md), so
+// that the item's server span is that span's child. The batch's span links
+// to each item's context.
 package otellockstep
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -124,11 +130,29 @@ func ClientInterceptor(opts ...Option) framework.Interceptor {
 	tracer := cfg.provider.Tracer(instrumentation)
 	return func(next framework.CallFunc) framework.CallFunc {
 		return func(ctx context.Context, call *framework.Call) (any, error) {
-			ctx, span := tracer.Start(ctx, call.Contract+"/"+call.Method, trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(rpcAttributes(call)...))
+			name := call.Contract + "/" + call.Method
+			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(rpcAttributes(call)...)}
+			var links []trace.Link
+			for _, ictx := range call.ItemContexts {
+				if ictx == nil {
+					continue
+				}
+				if sc := trace.SpanContextFromContext(ictx); sc.IsValid() {
+					links = append(links, trace.Link{SpanContext: sc})
+				}
+			}
+			if len(links) > 0 {
+				opts = append(opts, trace.WithLinks(links...))
+			}
+			ctx, span := tracer.Start(ctx, name, opts...)
 			defer span.End()
 			cfg.propagator.Inject(ctx, propagation.HeaderCarrier(call.Header))
+			items := startItemSpans(ctx, tracer, cfg.propagator, name, call)
 			out, err := next(ctx, call)
+			for _, is := range items {
+				end(is, err)
+				is.End()
+			}
 			if call.Version != "" {
 				span.SetAttributes(AttrVersion.String(call.Version))
 			}
@@ -181,6 +205,31 @@ func ServerInterceptor(opts ...Option) framework.Interceptor {
 			return out, err
 		}
 	}
+}
+
+// startItemSpans starts, for every item of a batch call whose context
+// ([framework.WithItemContexts]) carries a span, a client span that is that
+// span's child and links to the batch's span (the one in ctx), and puts its
+// trace context in the item's own headers.
+func startItemSpans(ctx context.Context, tracer trace.Tracer, prop propagation.TextMapPropagator, name string, call *framework.Call) []trace.Span {
+	if len(call.ItemContexts) != len(call.ItemHeader) {
+		return nil
+	}
+	batch := trace.SpanContextFromContext(ctx)
+	var spans []trace.Span
+	for i, ictx := range call.ItemContexts {
+		if ictx == nil || !trace.SpanContextFromContext(ictx).IsValid() {
+			continue
+		}
+		ictx, span := tracer.Start(ictx, name, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithLinks(trace.Link{SpanContext: batch}),
+			trace.WithAttributes(append(rpcAttributes(call), AttrBatchItem.Int(i))...))
+		h := http.Header{}
+		prop.Inject(ictx, propagation.HeaderCarrier(h))
+		call.ItemHeader[i] = h
+		spans = append(spans, span)
+	}
+	return spans
 }
 
 func rpcAttributes(call *framework.Call) []attribute.KeyValue {

@@ -250,3 +250,80 @@ func TestMultiCallsKeepEachCallsTrace(t *testing.T) {
 		assert.Equal(t, cs.SpanContext.SpanID(), ss.Parent.SpanID())
 	}
 }
+
+// TestBatchItemsKeepTheirOwnTraces sends a batch call whose items come
+// from three requests of their own (three traces) and one without: each
+// traced item gets a client span in its own trace, linked to the batch's
+// span, and its server span is that span's child; the untraced item's
+// server span is the batch span's child, as every item's is without item
+// contexts.
+func TestBatchItemsKeepTheirOwnTraces(t *testing.T) {
+	p := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tracer := p.client.provider.Tracer("kubelet")
+	var itemCtxs []context.Context
+	var origins []trace.Span
+	for i := range 3 {
+		ictx, sp := tracer.Start(ctx, fmt.Sprintf("pod %d changed", i))
+		itemCtxs, origins = append(itemCtxs, ictx), append(origins, sp)
+	}
+	itemCtxs = append(itemCtxs, nil)
+	bctx, flush := tracer.Start(ctx, "flush pod statuses")
+	results, err := framework.CallBatch[report, ack](bctx, p.cl, "ReportBatch",
+		[]*report{{Node: "a"}, {Node: "b"}, {Node: "c"}, {Node: "d"}}, framework.WithItemContexts(itemCtxs...))
+	require.NoError(t, err)
+	flush.End()
+	for _, sp := range origins {
+		sp.End()
+	}
+	require.Len(t, results, 4)
+	for i, r := range results {
+		require.NoError(t, r.Err)
+		assert.Equal(t, string(rune('a'+i)), r.Value.Seen)
+	}
+
+	var batch tracetest.SpanStub
+	itemClient := map[int64]tracetest.SpanStub{}
+	for _, cs := range p.client.spans("nodes/ReportBatch") {
+		if attr(cs, otellockstep.AttrBatchItem).Type() == attribute.INVALID {
+			batch = cs
+			continue
+		}
+		itemClient[attr(cs, otellockstep.AttrBatchItem).AsInt64()] = cs
+	}
+	require.True(t, batch.SpanContext.IsValid(), "the batch's own client span")
+	assert.Equal(t, flush.SpanContext().SpanID(), batch.Parent.SpanID())
+	require.Len(t, batch.Links, 3, "the batch span links to every traced item")
+	require.Len(t, itemClient, 3, "a client span per traced item")
+
+	servers := map[int64]tracetest.SpanStub{}
+	for _, ss := range p.server.spans("nodes/ReportBatch") {
+		servers[attr(ss, otellockstep.AttrBatchItem).AsInt64()] = ss
+	}
+	require.Len(t, servers, 4)
+	for i := range 3 {
+		ic := itemClient[int64(i)]
+		assert.Equal(t, origins[i].SpanContext().TraceID(), ic.SpanContext.TraceID(), "item %d stays in its own trace", i)
+		assert.Equal(t, origins[i].SpanContext().SpanID(), ic.Parent.SpanID())
+		require.Len(t, ic.Links, 1)
+		assert.Equal(t, batch.SpanContext.SpanID(), ic.Links[0].SpanContext.SpanID(), "item %d links to the batch", i)
+		assert.Equal(t, origins[i].SpanContext().SpanID(), batch.Links[i].SpanContext.SpanID())
+		ss := servers[int64(i)]
+		assert.Equal(t, ic.SpanContext.TraceID(), ss.SpanContext.TraceID())
+		assert.Equal(t, ic.SpanContext.SpanID(), ss.Parent.SpanID(), "item %d's server span is its own client span's child", i)
+	}
+	assert.Equal(t, batch.SpanContext.SpanID(), servers[3].Parent.SpanID(), "an item without a context of its own is the batch's")
+}
+
+// TestItemContextsMustMatchTheItems: a list of item contexts of another
+// length than the items is the caller's mistake, refused before sending.
+func TestItemContextsMustMatchTheItems(t *testing.T) {
+	p := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := framework.CallBatch[report, ack](ctx, p.cl, "ReportBatch", []*report{{Node: "a"}, {Node: "b"}},
+		framework.WithItemContexts(ctx))
+	require.Equal(t, framework.CodeInvalidArgument, framework.CodeOf(err))
+	assert.Empty(t, p.server.spans("nodes/ReportBatch"))
+}
