@@ -94,38 +94,85 @@ func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
 	if m.MaxWait <= 20*time.Millisecond {
 		m.MaxWait = 150 * time.Millisecond
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x75706772616465)) // "upgrade"
-	p := Plan{Name: "random", Seed: seed}
-	add := func(st Step) { p.Steps = append(p.Steps, st) }
-
-	var all []string
-	version := map[string]int{}
-	comps := map[string]*Component{}
-	for _, name := range s.order {
-		c := s.components[name]
-		for i := 0; i < c.replicas(); i++ {
-			all = append(all, c.replicaName(i))
-			comps[c.replicaName(i)] = c
+	g := &planner{s: s, m: m, rng: rand.New(rand.NewPCG(uint64(seed), 0x75706772616465)), // "upgrade"
+		p: Plan{Name: "random", Seed: seed}, version: map[string]int{}, comps: map[string]*Component{},
+		active: map[[2]string]bool{}}
+	g.startAll()
+	g.add(WaitUntil(Connected, s.cfg.BlockedBound))
+	g.actions = g.upgradeOrder()
+	g.faultPairs = s.faultPairs()
+	for i := 0; i < len(g.actions); i++ {
+		g.healDue()
+		g.upgrade(g.actions[i])
+		g.maybeRollback(i)
+		g.maybeRestart()
+		faulted := g.maybeFaults()
+		// A fault is always given time to act.
+		if faulted || g.rng.Float64() < m.Wait {
+			g.wait()
 		}
 	}
-	for _, i := range rng.Perm(len(all)) {
-		add(Start(all[i], comps[all[i]].Versions[0].Name))
-		version[all[i]] = 0
-	}
-	add(WaitUntil(Connected, s.cfg.BlockedBound))
+	g.finish()
+	return g.p
+}
 
-	// Each controlled component's replicas move one version at a time, in
-	// a random replica order; the components' sequences interleave at
-	// random.
+// planner is one random plan being drawn. Every step draws from rng in
+// the order RandomPlan calls them, so a seed keeps its plan.
+type planner struct {
+	s   *Sim
+	m   Mutations
+	rng *rand.Rand
+	p   Plan
+
+	all     []string              // every replica, in declaration order
+	comps   map[string]*Component // replica → its component
+	version map[string]int        // replica → index of its version now
+
+	actions    []upgradeAction    // the upgrades still to come, rollbacks' re-upgrades included
+	rollbacks  int                // drawn so far
+	faultPairs []pair             // the traffic pairs faults may cut
+	heals      []pendingHeal      // faults to heal after later upgrades
+	active     map[[2]string]bool // pairs with a fault not healed yet
+}
+
+// pendingHeal is a fault between a and b that heals after the given
+// number of further upgrades.
+type pendingHeal struct {
+	a, b  string
+	after int
+}
+
+func (g *planner) add(st Step) { g.p.Steps = append(g.p.Steps, st) }
+
+// startAll starts every replica at its component's oldest version, in a
+// random order.
+func (g *planner) startAll() {
+	for _, name := range g.s.order {
+		c := g.s.components[name]
+		for i := 0; i < c.replicas(); i++ {
+			g.all = append(g.all, c.replicaName(i))
+			g.comps[c.replicaName(i)] = c
+		}
+	}
+	for _, i := range g.rng.Perm(len(g.all)) {
+		g.add(Start(g.all[i], g.comps[g.all[i]].Versions[0].Name))
+		g.version[g.all[i]] = 0
+	}
+}
+
+// upgradeOrder is the order of the upgrades: each controlled component's
+// replicas move one version at a time, in a random replica order; the
+// components' sequences interleave at random.
+func (g *planner) upgradeOrder() []upgradeAction {
 	var queues [][]upgradeAction
-	for _, name := range s.order {
-		c := s.components[name]
+	for _, name := range g.s.order {
+		c := g.s.components[name]
 		if c.External || len(c.Versions) < 2 {
 			continue
 		}
 		var q []upgradeAction
 		for vi := 1; vi < len(c.Versions); vi++ {
-			for _, i := range rng.Perm(c.replicas()) {
+			for _, i := range g.rng.Perm(c.replicas()) {
 				q = append(q, upgradeAction{replica: c.replicaName(i), comp: c, to: vi})
 			}
 		}
@@ -137,7 +184,7 @@ func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
 		for _, q := range queues {
 			total += len(q)
 		}
-		pick := rng.IntN(total)
+		pick := g.rng.IntN(total)
 		for qi, q := range queues {
 			if pick < len(q) {
 				actions = append(actions, q[0])
@@ -150,117 +197,147 @@ func (s *Sim) RandomPlan(seed int64, m Mutations) Plan {
 			pick -= len(q)
 		}
 	}
+	return actions
+}
 
-	var faultPairs []pair
+// faultPairs are the traffic pairs between controlled components, once
+// each: the pairs a plan may partition, slow or drop answers on.
+func (s *Sim) faultPairs() []pair {
+	var pairs []pair
 	for _, tr := range s.cfg.Traffic {
 		if !s.components[tr.From].External && !s.components[tr.To].External {
-			faultPairs = appendPair(faultPairs, pair{tr.From, tr.To})
+			pairs = appendPair(pairs, pair{tr.From, tr.To})
 		}
 	}
-	type pending struct {
-		a, b  string
-		after int
-	}
-	var heals []pending
-	active := map[[2]string]bool{}
-	replace := func(st Step) Step {
-		if rng.Float64() < m.Crash {
-			return st.WithoutDrain()
-		}
-		return st
-	}
-	rollbacks := 0
-	for i := 0; i < len(actions); i++ {
-		// Faults added after earlier upgrades heal after theirs.
-		kept := heals[:0]
-		for _, h := range heals {
-			if h.after--; h.after <= 0 {
-				add(Heal(h.a, h.b))
-				delete(active, [2]string{h.a, h.b})
-				continue
-			}
-			kept = append(kept, h)
-		}
-		heals = kept
-		a := actions[i]
-		add(replace(Upgrade(a.replica, a.comp.Versions[a.to].Name)))
-		version[a.replica] = a.to
+	return pairs
+}
 
-		if rollbacks < m.MaxRollbacks && rng.Float64() < m.Rollback {
-			var upgraded []string
-			for _, r := range all {
-				if !comps[r].External && version[r] > 0 {
-					upgraded = append(upgraded, r)
-				}
-			}
-			if len(upgraded) > 0 {
-				r := upgraded[rng.IntN(len(upgraded))]
-				c := comps[r]
-				to := version[r]
-				add(replace(Rollback(r, c.Versions[to-1].Name)))
-				version[r] = to - 1
-				rollbacks++
-				// Upgrade it again later, before any later move of the
-				// same replica.
-				limit := len(actions)
-				for j := i + 1; j < len(actions); j++ {
-					if actions[j].replica == r {
-						limit = j
-						break
-					}
-				}
-				at := i + 1 + rng.IntN(limit-i)
-				actions = append(actions[:at], append([]upgradeAction{{replica: r, comp: c, to: to}}, actions[at:]...)...)
-			}
+// healDue heals the faults whose time has come: faults added after
+// earlier upgrades heal after theirs.
+func (g *planner) healDue() {
+	kept := g.heals[:0]
+	for _, h := range g.heals {
+		if h.after--; h.after <= 0 {
+			g.add(Heal(h.a, h.b))
+			delete(g.active, [2]string{h.a, h.b})
+			continue
 		}
-		if rng.Float64() < m.Restart {
-			var controlled []string
-			for _, r := range all {
-				if !comps[r].External {
-					controlled = append(controlled, r)
-				}
-			}
-			add(replace(Restart(controlled[rng.IntN(len(controlled))])))
-		}
-		faulted := false
-		for _, op := range []Op{OpPartition, OpSlow, OpDrop} {
-			chance := map[Op]float64{OpPartition: m.Partition, OpSlow: m.Slow, OpDrop: m.Drop}[op]
-			if len(faultPairs) == 0 || rng.Float64() >= chance {
-				continue
-			}
-			fp := faultPairs[rng.IntN(len(faultPairs))]
-			x, y := fp.from, fp.to
-			if n := s.components[y].replicas(); n > 1 && rng.IntN(2) == 0 {
-				y = Replica(y, rng.IntN(n))
-			}
-			if active[[2]string{x, y}] {
-				continue
-			}
-			active[[2]string{x, y}] = true
-			switch op {
-			case OpPartition:
-				add(Partition(x, y))
-			case OpSlow:
-				add(Slow(x, y, time.Duration(5+rng.IntN(36))*time.Millisecond))
-			case OpDrop:
-				add(Drop(x, y, 1+rng.IntN(3)))
-			}
-			heals = append(heals, pending{a: x, b: y, after: 1 + rng.IntN(2)})
-			faulted = true
-		}
-		// A fault is always given time to act.
-		if faulted || rng.Float64() < m.Wait {
-			add(Wait(time.Duration(20+rng.Int64N(int64((m.MaxWait-20*time.Millisecond)/time.Millisecond))) * time.Millisecond))
+		kept = append(kept, h)
+	}
+	g.heals = kept
+}
+
+// replace is st, or st without its drain (a kill) with the chance of a
+// crash.
+func (g *planner) replace(st Step) Step {
+	if g.rng.Float64() < g.m.Crash {
+		return st.WithoutDrain()
+	}
+	return st
+}
+
+// upgrade adds the upgrade a.
+func (g *planner) upgrade(a upgradeAction) {
+	g.add(g.replace(Upgrade(a.replica, a.comp.Versions[a.to].Name)))
+	g.version[a.replica] = a.to
+}
+
+// maybeRollback, with the chance of a rollback while rollbacks are left,
+// rolls an upgraded replica back one version and schedules its upgrade
+// again after action i, before any later move of the same replica.
+func (g *planner) maybeRollback(i int) {
+	if g.rollbacks >= g.m.MaxRollbacks || g.rng.Float64() >= g.m.Rollback {
+		return
+	}
+	var upgraded []string
+	for _, r := range g.all {
+		if !g.comps[r].External && g.version[r] > 0 {
+			upgraded = append(upgraded, r)
 		}
 	}
-	for _, h := range heals {
-		add(Heal(h.a, h.b))
+	if len(upgraded) == 0 {
+		return
 	}
-	add(WaitUntil(Connected, s.cfg.BlockedBound))
-	if len(s.cfg.Traffic) > 0 {
-		add(WaitUntil(CallsAcknowledged(5), s.cfg.BlockedBound))
+	r := upgraded[g.rng.IntN(len(upgraded))]
+	c := g.comps[r]
+	to := g.version[r]
+	g.add(g.replace(Rollback(r, c.Versions[to-1].Name)))
+	g.version[r] = to - 1
+	g.rollbacks++
+	limit := len(g.actions)
+	for j := i + 1; j < len(g.actions); j++ {
+		if g.actions[j].replica == r {
+			limit = j
+			break
+		}
 	}
-	return p
+	at := i + 1 + g.rng.IntN(limit-i)
+	g.actions = append(g.actions[:at], append([]upgradeAction{{replica: r, comp: c, to: to}}, g.actions[at:]...)...)
+}
+
+// maybeRestart, with the chance of a restart, restarts a controlled
+// replica.
+func (g *planner) maybeRestart() {
+	if g.rng.Float64() >= g.m.Restart {
+		return
+	}
+	var controlled []string
+	for _, r := range g.all {
+		if !g.comps[r].External {
+			controlled = append(controlled, r)
+		}
+	}
+	g.add(g.replace(Restart(controlled[g.rng.IntN(len(controlled))])))
+}
+
+// maybeFaults draws a partition, a slow pair and dropped answers, each
+// with its chance, on a pair with no fault yet (a component's pair or one
+// replica's), to heal after one or two more upgrades. It reports whether
+// it added any.
+func (g *planner) maybeFaults() (faulted bool) {
+	for _, op := range []Op{OpPartition, OpSlow, OpDrop} {
+		chance := map[Op]float64{OpPartition: g.m.Partition, OpSlow: g.m.Slow, OpDrop: g.m.Drop}[op]
+		if len(g.faultPairs) == 0 || g.rng.Float64() >= chance {
+			continue
+		}
+		fp := g.faultPairs[g.rng.IntN(len(g.faultPairs))]
+		x, y := fp.from, fp.to
+		if n := g.s.components[y].replicas(); n > 1 && g.rng.IntN(2) == 0 {
+			y = Replica(y, g.rng.IntN(n))
+		}
+		if g.active[[2]string{x, y}] {
+			continue
+		}
+		g.active[[2]string{x, y}] = true
+		switch op {
+		case OpPartition:
+			g.add(Partition(x, y))
+		case OpSlow:
+			g.add(Slow(x, y, time.Duration(5+g.rng.IntN(36))*time.Millisecond))
+		case OpDrop:
+			g.add(Drop(x, y, 1+g.rng.IntN(3)))
+		}
+		g.heals = append(g.heals, pendingHeal{a: x, b: y, after: 1 + g.rng.IntN(2)})
+		faulted = true
+	}
+	return faulted
+}
+
+// wait adds a wait of 20ms up to MaxWait.
+func (g *planner) wait() {
+	g.add(Wait(time.Duration(20+g.rng.Int64N(int64((g.m.MaxWait-20*time.Millisecond)/time.Millisecond))) * time.Millisecond))
+}
+
+// finish heals every fault left and waits until clients connect and,
+// with traffic, until five more calls are acknowledged.
+func (g *planner) finish() {
+	for _, h := range g.heals {
+		g.add(Heal(h.a, h.b))
+	}
+	g.add(WaitUntil(Connected, g.s.cfg.BlockedBound))
+	if len(g.s.cfg.Traffic) > 0 {
+		g.add(WaitUntil(CallsAcknowledged(5), g.s.cfg.BlockedBound))
+	}
 }
 
 func appendPair(list []pair, p pair) []pair {
