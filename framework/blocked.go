@@ -78,11 +78,16 @@ func (b *blockedCalls) logDue(now time.Time) bool {
 // nodestatus ReportStatus", "watch NodeHealth") has waited since since
 // without a compatible peer, and why: each endpoint's state, and for a
 // refusal who refused, for which reason, and which versions each side
-// offered.
-func (c *Client) logBlocked(what string, since time.Time) {
+// offered. A request with an account of its own gives it as why (a watch
+// says which version each session agreed and why the topic cannot
+// travel at it); "" is the client's peer state.
+func (c *Client) logBlocked(what string, since time.Time, why string) {
 	now := c.cfg.Clock.Now()
 	if !c.blocked.logDue(now) {
 		return
+	}
+	if why == "" {
+		why = c.peerState().why
 	}
 	n, longest := c.blocked.snapshot(now)
 	offered := make([]string, len(c.offers))
@@ -93,7 +98,7 @@ func (c *Client) logBlocked(what string, since time.Time) {
 		"waiting", what, "for", now.Sub(since).Round(time.Millisecond),
 		"contract", c.contract.Name(), "server", c.contract.Server(), "offered", strings.Join(offered, ","),
 		"blocked", n, "longestBlocked", longest.Round(time.Millisecond),
-		"why", c.peerState().why)
+		"why", why)
 }
 
 // PeerState is the state of a client's peers when a request found none to

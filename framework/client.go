@@ -69,7 +69,8 @@ type ClientConfig struct {
 	OnResync func()
 	// Fork lists earlier contract versions the client also speaks (fork
 	// mode), with their conversions: endpoints that agree on one of them are
-	// called in that version. Empty means lockstep mode.
+	// called in that version, and their topics watched in that version's
+	// form, converted up. Empty means lockstep mode.
 	Fork []Fork
 	// Pinned lists external servers that do not handshake (a Kubernetes
 	// scheduler extender, say), each called at a fixed version. A pinned
@@ -224,7 +225,7 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 		if _, dup := cl.versions[f.Contract.Version()]; dup {
 			return nil, fmt.Errorf("lockstep: client config: version %s given twice", f.Contract.Version())
 		}
-		cl.versions[f.Contract.Version()] = &peerVersion{contract: f.Contract, conversions: f.Methods}
+		cl.versions[f.Contract.Version()] = &peerVersion{contract: f.Contract, conversions: f.Methods, topics: f.Topics}
 		cl.offers = append(cl.offers, f.Contract.Offer())
 	}
 	pinned := make([]*peerVersion, len(cfg.Pinned))

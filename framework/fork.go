@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // Fork mode keeps an earlier contract version alive on both sides, so that
@@ -50,14 +51,53 @@ func ConvertMethod[Req, Resp, OldReq, OldResp any](down func(*Req) (*OldReq, err
 	}
 }
 
+// TopicConversion converts the objects of one topic from an earlier
+// contract version's form to the client's current one, so that an
+// informer of the current version can watch a server that holds only the
+// earlier form. Build it with [ConvertTopic]; generated packages do.
+type TopicConversion struct {
+	// up decodes an object of the earlier version's form, converts it and
+	// encodes the result.
+	up func(raw []byte) ([]byte, error)
+}
+
+// ConvertTopic builds a client-side conversion for a topic: up turns an
+// object of the earlier version's form into the current one's. A client
+// converts each object once per change it reads, whatever the number of
+// its informers of the topic; they all see the current form.
+//
+// For generated code: lockstep-gen emits one per topic of a fork (forkFrom) into ClientConfig.Fork.
+func ConvertTopic[Obj, OldObj any](up func(*OldObj) (*Obj, error)) TopicConversion {
+	return TopicConversion{up: func(raw []byte) ([]byte, error) {
+		old := new(OldObj)
+		if err := unmarshalShared(raw, old); err != nil {
+			return nil, Errorf(CodeInvalidArgument, "object does not decode as %T: %v", old, err)
+		}
+		obj, err := up(old)
+		if err != nil {
+			return nil, err
+		}
+		if obj == nil {
+			return nil, Errorf(CodeInternal, "conversion returned no %T", obj)
+		}
+		return marshal(obj)
+	}}
+}
+
 // Fork is an earlier contract version a client keeps speaking, with the
-// conversions of its methods.
+// conversions of its methods and topics.
 type Fork struct {
 	// Contract is the earlier version.
 	Contract *Contract
 	// Methods converts each method the two versions share, by name. A method
 	// the earlier version lacks is never routed to its endpoints.
 	Methods map[string]MethodConversion
+	// Topics converts the objects of each topic the two versions share, by
+	// name, up to the current version: an informer watches endpoints that
+	// agreed on the earlier version through it. A topic without one, or
+	// one the earlier version lacks, is never watched at its endpoints
+	// (the blocked log says so).
+	Topics map[string]TopicConversion
 }
 
 // peerVersion is a contract version the client speaks, with what it takes
@@ -66,6 +106,9 @@ type peerVersion struct {
 	contract *Contract
 	// conversions is nil for the client's own version.
 	conversions map[string]MethodConversion
+	// topics converts the objects of a fork version's topics up; nil for
+	// the client's own version.
+	topics map[string]TopicConversion
 	// pinned marks the version of a pinned peer, whose answers are validated
 	// against the schemas because it never proved it speaks the contract.
 	pinned bool
@@ -119,8 +162,48 @@ func checkForkPair(old, current *Contract) error {
 	return nil
 }
 
+// watchable reports whether an informer of topic, selecting by fields, can
+// watch at v: v is the client's own version (own), or a fork version that
+// declares the topic, with a conversion for it, and every field among its
+// selectors. When it cannot, why says so.
+func (v *peerVersion) watchable(own *Contract, topic string, fields []string) (why string, ok bool) {
+	if v.pinned {
+		return "a pinned peer holds no topics", false
+	}
+	if v.contract == own {
+		return "", true
+	}
+	decl, declared := v.contract.Topic(topic)
+	if !declared {
+		return v.contract.Version() + " declares no topic " + topic, false
+	}
+	if _, ok := v.topics[topic]; !ok {
+		return "the client's fork of " + v.contract.Version() + " has no conversion for topic " + topic, false
+	}
+	for _, f := range fields {
+		if !slices.Contains(decl.Selectors, f) {
+			return "topic " + topic + " at " + v.contract.Version() + " has no selector " + f, false
+		}
+	}
+	return "", true
+}
+
+// topicConversion returns the conversion of topic's objects at v, or nil
+// at the client's own version.
+func (v *peerVersion) topicConversion(topic string) *TopicConversion {
+	if v.topics == nil {
+		return nil
+	}
+	conv, ok := v.topics[topic]
+	if !ok {
+		return nil
+	}
+	return &conv
+}
+
 // checkFork checks a client's fork: an earlier version with a conversion for
-// every method both versions declare, and none for others.
+// every method both versions declare, and none for methods or topics the
+// two do not share.
 func checkFork(current *Contract, f Fork) error {
 	if err := checkForkPair(f.Contract, current); err != nil {
 		return err
@@ -136,6 +219,16 @@ func checkFork(current *Contract, f Fork) error {
 	for m := range f.Methods {
 		if _, ok := f.Contract.Method(m); !ok {
 			return fmt.Errorf("fork %s converts %s, which it does not declare", f.Contract.Version(), m)
+		}
+	}
+	for _, t := range sortedKeys(f.Topics) {
+		_, inOld := f.Contract.Topic(t)
+		_, inCurrent := current.Topic(t)
+		if !inOld || !inCurrent {
+			return fmt.Errorf("fork %s converts topic %s, which both versions do not declare", f.Contract.Version(), t)
+		}
+		if f.Topics[t].up == nil {
+			return fmt.Errorf("fork %s: the conversion of topic %s was not built with ConvertTopic", f.Contract.Version(), t)
 		}
 	}
 	return nil

@@ -32,6 +32,11 @@ type routeWait struct {
 	// what names the request in the blocked log: "call nodestatus
 	// ReportStatus", "watch NodeHealth".
 	what string
+	// watch is the feed of a watch's wait, nil for any other: its log
+	// says why each endpoint cannot carry the watch (see
+	// [watchFeed.watchWhy]), which a session at a version the topic
+	// cannot travel at is, though ready for calls.
+	watch *watchFeed
 	// logTimer fires when the wait is due to be logged (see logBlocked).
 	logTimer clockwork.Timer
 
@@ -70,7 +75,7 @@ func (w *routeWait) until(ctx context.Context, ready func() bool) error {
 		select {
 		case <-changed:
 		case <-w.logTimer.Chan():
-			c.logBlocked(w.what, w.since)
+			c.logBlocked(w.what, w.since, w.why())
 			w.logTimer.Reset(blockedLogEvery)
 		case <-ctx.Done():
 			return contextError(ctx, c.peerState())
@@ -82,6 +87,15 @@ func (w *routeWait) until(ctx context.Context, ready func() bool) error {
 			return w.closedErr
 		}
 	}
+}
+
+// why is the blocked log's account of the wait: a watch's own, or ""
+// for the client's peer state.
+func (w *routeWait) why() string {
+	if w.watch == nil {
+		return ""
+	}
+	return w.watch.watchWhy()
 }
 
 // start begins the blocked accounting and the ready timeout the first time

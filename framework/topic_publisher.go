@@ -395,14 +395,16 @@ func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession
 }
 
 // topicSession reports whether a session agreed the client's own contract
-// version with a handshaking peer: topics are written and watched only at
-// that version, since their objects are not converted between versions.
+// version with a handshaking peer: topics are written only at that
+// version, since a client converts the objects it watches up
+// ([Fork].Topics), never those it writes down. Watches go through
+// [Client.watchEndpoints].
 func (c *Client) topicSession(sess *clientSession) bool {
 	return sess.version != nil && !sess.version.pinned && sess.version.contract == c.contract
 }
 
 // topicEndpoints returns the routable endpoints whose session can carry
-// the client's topics.
+// the client's topic writes.
 func (c *Client) topicEndpoints() []*endpoint {
 	ready := *c.ready.Load()
 	out := make([]*endpoint, 0, len(ready))

@@ -156,10 +156,11 @@ func (c *Client) learnTopicWriters(sess *clientSession, reports []topicWriterRep
 	}
 }
 
-// writerEndpoints splits the endpoints that can carry topics by what is
-// known of topic's writer there: live, unknown, and writer-less.
-func (c *Client) writerEndpoints(topic string) (live, unknown, none []*endpoint) {
-	for _, e := range c.topicEndpoints() {
+// writerEndpoints splits eps, endpoints that can carry a watch of topic
+// (see [Client.watchEndpoints]), by what is known of topic's writer
+// there: live, unknown, and writer-less.
+func (c *Client) writerEndpoints(topic string, eps []*endpoint) (live, unknown, none []*endpoint) {
+	for _, e := range eps {
 		sess := e.routableSession()
 		if sess == nil {
 			continue

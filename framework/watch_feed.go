@@ -124,8 +124,9 @@ type watchFeed struct {
 	id    string // "<topic>?<selection query>", its key in the client's feeds
 	topic string
 	// query is the watch request's selection (?nodeName=node-042), ""
-	// for none: see [Select].
-	query string
+	// for none: see [Select]. fields are the selectors it names.
+	query  string
+	fields []string
 	// writerAware is set for a server-written topic: the feed watches a
 	// replica whose writer is attached and syncs from no other.
 	writerAware bool
@@ -196,7 +197,7 @@ func (c *Client) subscribe(sub feedSubscriber, r feedRequest) *watchFeed {
 	defer c.feeds.mu.Unlock()
 	f := c.feeds.m[id]
 	if f == nil || own {
-		f = &watchFeed{c: c, id: id, topic: topic, query: query, writerAware: writerAware,
+		f = &watchFeed{c: c, id: id, topic: topic, query: query, fields: queryFields(query), writerAware: writerAware,
 			done: make(chan struct{}), subs: map[feedSubscriber]struct{}{}}
 		f.ctx, f.cancel = context.WithCancel(c.ctx)
 		if c.feeds.m == nil {
@@ -313,19 +314,21 @@ func (f *watchFeed) run() {
 }
 
 // route waits for an endpoint whose session can carry the topic, as long
-// as the feed lives, taking the endpoints in turn. For a server-written
-// topic it picks among the replicas whose writer is attached, then among
-// those it knows nothing of yet, and waits while every replica it can
-// reach says its topic has no writer.
+// as the feed lives, taking the endpoints in turn: one at the client's own
+// version, or at a fork version that converts the topic up (see
+// [Client.watchEndpoints]). For a server-written topic it picks among the
+// replicas whose writer is attached, then among those it knows nothing of
+// yet, and waits while every replica it can reach says its topic has no
+// writer.
 func (f *watchFeed) route() (*endpoint, *clientSession, bool) {
-	w := &routeWait{c: f.c, what: "watch " + f.topic}
+	w := &routeWait{c: f.c, what: "watch " + f.topic, watch: f}
 	defer w.done()
 	var e *endpoint
 	var sess *clientSession
 	err := w.until(f.ctx, func() bool {
-		eps := f.c.topicEndpoints()
+		eps := f.c.watchEndpoints(f.topic, f.fields)
 		if f.writerAware {
-			live, unknown, _ := f.c.writerEndpoints(f.topic)
+			live, unknown, _ := f.c.writerEndpoints(f.topic, eps)
 			eps = live
 			if len(eps) == 0 {
 				eps = unknown
@@ -336,7 +339,7 @@ func (f *watchFeed) route() (*endpoint, *clientSession, bool) {
 		}
 		e = eps[int(f.rr.Add(1)%uint64(len(eps)))]
 		sess = e.routableSession()
-		return sess != nil && f.c.topicSession(sess)
+		return sess != nil && f.c.watchSession(sess, f.topic, f.fields)
 	})
 	return e, sess, err == nil
 }
@@ -353,7 +356,8 @@ func (f *watchFeed) stream(e *endpoint, sess *clientSession, warn bool) (bool, e
 		wg.Wait()
 	}()
 	f.streams.Add(1)
-	url := e.url + protocol.WatchPath(c.contract.Name(), c.contract.Version(), f.topic)
+	// The topic is watched at the session's version, in its form.
+	url := e.url + f.watchPath(sess)
 	sep := "?"
 	if f.query != "" {
 		url += sep + f.query
@@ -410,9 +414,14 @@ const feedReadBuffer = 16 << 10
 // aside until its synced marker comes, then each change, handed on as
 // soon as it is read, so the connection never holds stale frames; a
 // resumed stream (resumed) continues the last one. alive is called on
-// each frame (the stream is not silent).
+// each frame (the stream is not silent). A stream at a fork version
+// has each object converted up as it is read, once for every subscriber.
 func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSession, body io.Reader, resumed bool, alive func()) (bool, error) {
 	c := f.c
+	var conv *TopicConversion
+	if sess != nil && sess.version != nil {
+		conv = sess.version.topicConversion(f.topic)
+	}
 	br := bufio.NewReaderSize(body, feedReadBuffer)
 	var scratch []byte
 	// A resumed stream continues the last one: its frames before synced
@@ -454,7 +463,19 @@ func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSes
 		switch typ {
 		case protocol.FrameSet, protocol.FrameDelete:
 			// Subscribers decode the objects; the bytes are shared.
-			fr := newFeedFrame(bytes.Clone(line))
+			var fr *feedFrame
+			if conv != nil && typ == protocol.FrameSet {
+				up, err := conv.frame(line)
+				if err != nil {
+					f.badFrames.Add(1)
+					c.cfg.Logger.Warn("lockstep: watch frame does not convert", "topic", f.topic, "key", key,
+						"from", sess.version.contract.Version(), "to", c.contract.Version(), "err", err)
+					continue
+				}
+				fr = newFeedFrame(up)
+			} else {
+				fr = newFeedFrame(bytes.Clone(line))
+			}
 			switch {
 			case synced || resumed:
 				f.publishChange(typ, key, fr)
@@ -528,6 +549,6 @@ func (f *watchFeed) writerMoved(sess *clientSession) bool {
 	if live, known := sess.writers.get(f.topic); !known || live {
 		return false
 	}
-	live, _, _ := f.c.writerEndpoints(f.topic)
+	live, _, _ := f.c.writerEndpoints(f.topic, f.c.watchEndpoints(f.topic, f.fields))
 	return len(live) > 0
 }
