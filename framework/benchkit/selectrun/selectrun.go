@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -148,224 +149,319 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	res.Config = cfg
-	quiet := slog.New(slog.DiscardHandler)
-	c, err := framework.NewContract(topicmsg.Contract("1.0.0"))
+	r, err := start(cfg, &res)
 	if err != nil {
 		return res, err
 	}
-	srv, err := framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", Logger: quiet,
+	defer func() { err = errors.Join(err, r.close()) }()
+
+	begun := time.Now()
+	if err := r.writePods(); err != nil {
+		return res, err
+	}
+	if err := r.startWatchers(ctx); err != nil {
+		return res, err
+	}
+	if err := r.waitSynced(ctx); err != nil {
+		return res, err
+	}
+	res.Setup = time.Since(begun)
+	r.plan()
+	if cfg.MeasureIdle {
+		if err := r.measureIdle(ctx); err != nil {
+			return res, err
+		}
+	}
+	if err := r.change(ctx); err != nil {
+		return res, err
+	}
+	r.collect(ctx)
+	return res, nil
+}
+
+// runner is one run's server, clients and tallies.
+type runner struct {
+	cfg     Config
+	res     *Result
+	quiet   *slog.Logger
+	c       *framework.Contract
+	srv     *framework.Server
+	pods    *framework.TopicWriter[topicmsg.Assignment]
+	l       net.Listener
+	served  chan error
+	tr      *http.Transport
+	clients []*framework.Client
+	// nodeOf is the node each pod is on: pod i on node i%Watchers at the
+	// start.
+	nodeOf  []int
+	padding string
+
+	// What the watchers' handlers count while recording (during the
+	// changes).
+	deliveries, outside atomic.Int64
+	recording           atomic.Bool
+	expected            int64 // set before recording starts
+	arrived             chan struct{}
+	arrivedOnce         sync.Once
+	latMu               sync.Mutex
+	latencies           []time.Duration
+	first               time.Time // the first change
+	cpu                 benchrun.CPU
+}
+
+// start starts the server with the pod topic on 127.0.0.1.
+func start(cfg Config, res *Result) (*runner, error) {
+	r := &runner{cfg: cfg, res: res, quiet: slog.New(slog.DiscardHandler), served: make(chan error, 1),
+		nodeOf: make([]int, cfg.Objects), padding: strings.Repeat("x", cfg.Padding),
+		arrived: make(chan struct{}), latencies: make([]time.Duration, 0, cfg.Changes)}
+	var err error
+	if r.c, err = framework.NewContract(topicmsg.Contract("1.0.0")); err != nil {
+		return nil, err
+	}
+	r.srv, err = framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", Logger: r.quiet,
 		SessionTTL: 30 * time.Second,
 		Limits:     framework.Limits{WatchersPerSession: cfg.Watchers, WatchersPerPeer: cfg.Watchers + 10}})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	pods := framework.ServeTopic[topicmsg.Assignment](srv, c, topicmsg.TopicAssignment,
+	r.pods = framework.ServeTopic[topicmsg.Assignment](r.srv, r.c, topicmsg.TopicAssignment,
 		framework.WithMaxWatchers(cfg.Watchers+10), framework.WithMaxWatchersPerPeer(cfg.Watchers+10), framework.WithMaxKeys(cfg.Objects+10))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return res, err
+	if r.l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return nil, err
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	tr := framework.NewTransport(nil)
-	var clients []*framework.Client
-	defer func() {
-		for _, w := range res.watchers {
-			w.inf.Stop()
-		}
-		for _, cl := range clients {
-			_ = cl.Close()
-		}
-		tr.CloseIdleConnections()
-		err = errors.Join(err, srv.Close())
-		if serveErr := <-served; serveErr != nil && !errors.Is(serveErr, net.ErrClosed) {
-			err = errors.Join(err, serveErr)
-		}
-	}()
+	go func() { r.served <- r.srv.Serve(r.l) }()
+	r.tr = framework.NewTransport(nil)
+	return r, nil
+}
 
-	start := time.Now()
-	nodeOf := make([]int, cfg.Objects)
-	padding := strings.Repeat("x", cfg.Padding)
-	for i := range cfg.Objects {
-		nodeOf[i] = i % cfg.Watchers
-		if err := pods.Set(&topicmsg.Assignment{UID: podName(i), Node: nodeName(nodeOf[i]), Phase: "Pending", Padding: padding}); err != nil {
-			return res, err
+// close stops the watchers, closes the clients and the server, and
+// returns what went wrong serving.
+func (r *runner) close() error {
+	for _, w := range r.res.watchers {
+		w.inf.Stop()
+	}
+	for _, cl := range r.clients {
+		_ = cl.Close()
+	}
+	r.tr.CloseIdleConnections()
+	err := r.srv.Close()
+	if serveErr := <-r.served; serveErr != nil && !errors.Is(serveErr, net.ErrClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	return err
+}
+
+// writePods writes every pod on its starting node.
+func (r *runner) writePods() error {
+	for i := range r.cfg.Objects {
+		r.nodeOf[i] = i % r.cfg.Watchers
+		if err := r.pods.Set(&topicmsg.Assignment{UID: podName(i), Node: nodeName(r.nodeOf[i]), Phase: "Pending", Padding: r.padding}); err != nil {
+			return err
 		}
 	}
-	var (
-		deliveries, outside atomic.Int64
-		recording           atomic.Bool
-		expected            int64 // set before recording starts
-		arrived             = make(chan struct{})
-		arrivedOnce         sync.Once
-		latMu               sync.Mutex
-		latencies           = make([]time.Duration, 0, cfg.Changes)
-	)
-	perClient := (cfg.Watchers + cfg.Clients - 1) / cfg.Clients
+	return nil
+}
+
+// startWatchers starts one informer per node, spread over the clients, a
+// new client for every perClient watchers.
+func (r *runner) startWatchers(ctx context.Context) error {
+	perClient := (r.cfg.Watchers + r.cfg.Clients - 1) / r.cfg.Clients
 	var cl *framework.Client
-	for n := range cfg.Watchers {
+	for n := range r.cfg.Watchers {
 		if n%perClient == 0 {
-			cl, err = framework.NewClient(c, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
-				Instance: fmt.Sprintf("kubelets-%03d", len(clients)), Endpoints: []string{"http://" + l.Addr().String()},
-				Transport: tr, Logger: quiet})
+			var err error
+			cl, err = framework.NewClient(r.c, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+				Instance: fmt.Sprintf("kubelets-%03d", len(r.clients)), Endpoints: []string{"http://" + r.l.Addr().String()},
+				Transport: r.tr, Logger: r.quiet})
 			if err != nil {
-				return res, err
+				return err
 			}
-			clients = append(clients, cl)
+			r.clients = append(r.clients, cl)
 		}
 		w := &watcher{node: nodeName(n)}
-		seen := func(kind, key string, obj *topicmsg.Assignment) {
-			if !recording.Load() {
-				return
-			}
-			if deliveries.Add(1) == expected {
-				arrivedOnce.Do(func() { close(arrived) })
-			}
-			if obj != nil {
-				if !cfg.Unselected && obj.Node != w.node {
-					outside.Add(1)
-				}
-				if obj.Stamp != 0 {
-					d := time.Duration(time.Now().UnixNano() - obj.Stamp)
-					latMu.Lock()
-					latencies = append(latencies, d)
-					latMu.Unlock()
-				}
-			}
-			if cfg.Check {
-				w.mu.Lock()
-				w.events = append(w.events, kind+" "+key)
-				w.mu.Unlock()
-			}
-		}
 		h := framework.InformerHandlers[topicmsg.Assignment]{
 			OnAdd: func(key string, obj *topicmsg.Assignment) {
-				if !recording.Load() && !cfg.Unselected && obj.Node != w.node {
-					outside.Add(1) // a snapshot's object of another node
+				if !r.recording.Load() && !r.cfg.Unselected && obj.Node != w.node {
+					r.outside.Add(1) // a snapshot's object of another node
 				}
-				seen("add", key, obj)
+				r.seen(w, "add", key, obj)
 			},
-			OnUpdate: func(key string, _, obj *topicmsg.Assignment) { seen("update", key, obj) },
-			OnDelete: func(key string, _ *topicmsg.Assignment) { seen("delete", key, nil) },
+			OnUpdate: func(key string, _, obj *topicmsg.Assignment) { r.seen(w, "update", key, obj) },
+			OnDelete: func(key string, _ *topicmsg.Assignment) { r.seen(w, "delete", key, nil) },
 		}
 		var opts []framework.WatchOption
-		if !cfg.Unselected {
+		if !r.cfg.Unselected {
 			opts = append(opts, framework.Select("node", w.node))
 		}
+		var err error
 		if w.inf, err = framework.Watch(ctx, cl, topicmsg.TopicAssignment, h, opts...); err != nil {
-			return res, err
+			return err
 		}
-		res.watchers = append(res.watchers, w)
+		r.res.watchers = append(r.res.watchers, w)
 	}
-	res.SnapshotMin = cfg.Objects + 1
-	for _, w := range res.watchers {
+	return nil
+}
+
+// seen counts an event of w's while recording: a delivery, an object of
+// another node, a set's latency, and with Check the event itself.
+func (r *runner) seen(w *watcher, kind, key string, obj *topicmsg.Assignment) {
+	if !r.recording.Load() {
+		return
+	}
+	if r.deliveries.Add(1) == r.expected {
+		r.arrivedOnce.Do(func() { close(r.arrived) })
+	}
+	if obj != nil {
+		if !r.cfg.Unselected && obj.Node != w.node {
+			r.outside.Add(1)
+		}
+		if obj.Stamp != 0 {
+			d := time.Duration(time.Now().UnixNano() - obj.Stamp)
+			r.latMu.Lock()
+			r.latencies = append(r.latencies, d)
+			r.latMu.Unlock()
+		}
+	}
+	if r.cfg.Check {
+		w.mu.Lock()
+		w.events = append(w.events, kind+" "+key)
+		w.mu.Unlock()
+	}
+}
+
+// waitSynced waits until every watcher has synced and notes the sizes of
+// their snapshots.
+func (r *runner) waitSynced(ctx context.Context) error {
+	r.res.SnapshotMin = r.cfg.Objects + 1
+	for _, w := range r.res.watchers {
 		if err := w.inf.WaitForSync(ctx); err != nil {
-			return res, fmt.Errorf("selectrun: %s did not sync: %w", w.node, err)
+			return fmt.Errorf("selectrun: %s did not sync: %w", w.node, err)
 		}
 		w.snapshot = w.inf.Len()
-		res.SnapshotMin, res.SnapshotMax = min(res.SnapshotMin, w.snapshot), max(res.SnapshotMax, w.snapshot)
+		r.res.SnapshotMin, r.res.SnapshotMax = min(r.res.SnapshotMin, w.snapshot), max(r.res.SnapshotMax, w.snapshot)
 	}
-	res.Setup = time.Since(start)
+	return nil
+}
 
-	// The plan: who must see what.
-	byNode := func(n int) *watcher { return res.watchers[n] }
-	for j := range cfg.Changes {
-		i := j % cfg.Objects
-		from := nodeOf[i]
+// plan works out who must see what: how many deliveries the changes call
+// for and, with Check, each watcher's events. It leaves nodeOf as it
+// found it, since [runner.change] replays the plan.
+func (r *runner) plan() {
+	byNode := func(n int) *watcher { return r.res.watchers[n] }
+	for j := range r.cfg.Changes {
+		i := j % r.cfg.Objects
+		from := r.nodeOf[i]
 		to := from
-		if cfg.RebindEvery > 0 && j%cfg.RebindEvery == cfg.RebindEvery-1 {
-			to = (from + 1) % cfg.Watchers
+		if r.rebinds(j) {
+			to = (from + 1) % r.cfg.Watchers
 		}
-		nodeOf[i] = to
+		r.nodeOf[i] = to
 		key := podName(i)
 		switch {
-		case cfg.Unselected:
-			expected += int64(cfg.Watchers)
-			if cfg.Check {
-				for _, w := range res.watchers {
+		case r.cfg.Unselected:
+			r.expected += int64(r.cfg.Watchers)
+			if r.cfg.Check {
+				for _, w := range r.res.watchers {
 					w.want = append(w.want, "update "+key)
 				}
 			}
 		case from == to:
-			expected++
-			if cfg.Check {
+			r.expected++
+			if r.cfg.Check {
 				byNode(to).want = append(byNode(to).want, "update "+key)
 			}
 		default:
-			expected += 2
-			if cfg.Check {
+			r.expected += 2
+			if r.cfg.Check {
 				byNode(from).want = append(byNode(from).want, "delete "+key)
 				byNode(to).want = append(byNode(to).want, "add "+key)
 			}
 		}
 	}
-	res.Expected = expected
-	// Restore the starting nodes: the plan is replayed below.
-	for i := range nodeOf {
-		nodeOf[i] = i % cfg.Watchers
+	r.res.Expected = r.expected
+	for i := range r.nodeOf {
+		r.nodeOf[i] = i % r.cfg.Watchers
 	}
+}
 
-	window := time.Duration(cfg.Changes) * time.Second / time.Duration(cfg.Rate)
-	if cfg.MeasureIdle {
-		idle := benchrun.StartCPU()
-		select {
-		case <-time.After(window):
-		case <-ctx.Done():
-			return res, ctx.Err()
-		}
-		res.IdleCPU, res.idleWindow = idle.Used(), window
+// rebinds reports whether change j moves its pod to the next node.
+func (r *runner) rebinds(j int) bool {
+	return r.cfg.RebindEvery > 0 && j%r.cfg.RebindEvery == r.cfg.RebindEvery-1
+}
+
+// measureIdle measures the process's CPU over an idle window as long as
+// the changes will take.
+func (r *runner) measureIdle(ctx context.Context) error {
+	window := time.Duration(r.cfg.Changes) * time.Second / time.Duration(r.cfg.Rate)
+	idle := benchrun.StartCPU()
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+	r.res.IdleCPU, r.res.idleWindow = idle.Used(), window
+	return nil
+}
 
-	recording.Store(true)
-	cpu := benchrun.StartCPU()
-	first := time.Now()
+// change makes the changes at the configured rate, recording what the
+// watchers see.
+func (r *runner) change(ctx context.Context) error {
+	r.recording.Store(true)
+	r.cpu = benchrun.StartCPU()
+	r.first = time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for j := 0; j < cfg.Changes; {
+	for j := 0; j < r.cfg.Changes; {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return ctx.Err()
 		}
-		due := min(cfg.Changes, int(time.Since(first).Seconds()*float64(cfg.Rate))+1)
+		due := min(r.cfg.Changes, int(time.Since(r.first).Seconds()*float64(r.cfg.Rate))+1)
 		for ; j < due; j++ {
-			i := j % cfg.Objects
-			if cfg.RebindEvery > 0 && j%cfg.RebindEvery == cfg.RebindEvery-1 {
-				nodeOf[i] = (nodeOf[i] + 1) % cfg.Watchers
+			i := j % r.cfg.Objects
+			if r.rebinds(j) {
+				r.nodeOf[i] = (r.nodeOf[i] + 1) % r.cfg.Watchers
 			}
-			if err := pods.Set(&topicmsg.Assignment{UID: podName(i), Node: nodeName(nodeOf[i]), Phase: "Running",
-				Gen: int64(j + 1), Stamp: time.Now().UnixNano(), Padding: padding}); err != nil {
-				return res, err
+			if err := r.pods.Set(&topicmsg.Assignment{UID: podName(i), Node: nodeName(r.nodeOf[i]), Phase: "Running",
+				Gen: int64(j + 1), Stamp: time.Now().UnixNano(), Padding: r.padding}); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// collect waits for the deliveries and fills in what the changes cost
+// and where each pod ended.
+func (r *runner) collect(ctx context.Context) {
 	// Every delivery has arrived when the count is reached; the wait is
 	// bounded, since a coalesced change is one delivery fewer.
 	late := time.NewTimer(time.Minute)
 	defer late.Stop()
 	select {
-	case <-arrived:
+	case <-r.arrived:
 	case <-late.C:
 	case <-ctx.Done():
 	}
-	res.Wall = time.Since(first)
-	res.CPU = cpu.Used()
-	recording.Store(false)
-	res.Deliveries, res.Outside = deliveries.Load(), outside.Load()
-	latMu.Lock()
-	res.Latencies = slices.Clone(latencies)
-	latMu.Unlock()
+	res := r.res
+	res.Wall = time.Since(r.first)
+	res.CPU = r.cpu.Used()
+	r.recording.Store(false)
+	res.Deliveries, res.Outside = r.deliveries.Load(), r.outside.Load()
+	r.latMu.Lock()
+	res.Latencies = slices.Clone(r.latencies)
+	r.latMu.Unlock()
 	slices.Sort(res.Latencies)
 
 	res.share = map[string]map[string]bool{}
-	for i, n := range nodeOf {
+	for i, n := range r.nodeOf {
 		node := nodeName(n)
 		if res.share[node] == nil {
 			res.share[node] = map[string]bool{}
 		}
 		res.share[node][podName(i)] = true
 	}
-	return res, nil
 }
 
 // Verify reports, for a run with Check, every way a watcher's view was not
