@@ -233,6 +233,10 @@ func TestValidatorCoverage(t *testing.T) {
 		"uncovered/Pair":          "uniqueItems on a tuple",
 		"uncovered/ObjectEnum":    "enum with object or array values",
 		"uncovered/Unevaluated":   "unevaluatedProperties is not checked",
+		// A fork's message without a generated Validate: its conversions
+		// written by hand are checked against its schema instead.
+		"forklossy/v1/Tags": "uniqueItems on items of type TagsTagsItem",
+		"forklossy/v2/Tags": "uniqueItems on items of type TagsTagsItem",
 	}
 	seen := 0
 	for _, c := range goldenContracts(t) {

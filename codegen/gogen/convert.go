@@ -47,6 +47,31 @@ type forkGen struct {
 	// adapterCode holds the functions in the runtime's shape, by name.
 	adapterCode  map[string]string
 	adapterOrder []string
+	// calls are the conversions each conversion's autoConvert calls.
+	calls map[*convPair][]*convPair
+}
+
+// handWritten reports whether p, or a conversion it calls at any depth,
+// is written by hand.
+func (f *forkGen) handWritten(p *convPair) bool {
+	seen := map[*convPair]bool{}
+	var walk func(p *convPair) bool
+	walk = func(p *convPair) bool {
+		if seen[p] {
+			return false
+		}
+		seen[p] = true
+		if !p.Compatible {
+			return true
+		}
+		for _, q := range f.calls[p] {
+			if walk(q) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(p)
 }
 
 // convPair is one conversion function, as the model decided it.
@@ -93,6 +118,12 @@ func (f *forkGen) fieldString(fl *gomodel.Field, old bool) string {
 // copies call); one it did not decide is an error of the generator.
 func (f *forkGen) pair(from, to *gomodel.Type, up bool) *convPair {
 	p := f.g.pkg.Fork.Decided(f.cur, from, to, up)
+	if p != nil && f.current != nil {
+		if f.calls == nil {
+			f.calls = map[*convPair][]*convPair{}
+		}
+		f.calls[f.current] = append(f.calls[f.current], p)
+	}
 	if p == nil {
 		if f.g.err == nil {
 			f.g.err = fmt.Errorf("lockstep-gen: internal error: the model decided no conversion from %s to %s", from.Name, to.Name)
@@ -215,6 +246,13 @@ func (f *forkGen) adapter(fromMsg, toMsg string, up bool) string {
 		c.line("if err := %s(in, out); err != nil {", p.Name)
 		c.line("return nil, err")
 		c.line("}")
+		if p.Compatible && f.handWritten(p) {
+			// The conversion is generated, but some conversion it calls
+			// is written by hand: the message is checked here.
+			if check := f.resultCheck(to, !up, "out"); check != nil {
+				check.emit(c, name, f.qualified(to, !up), "nil, ")
+			}
+		}
 		c.line("return out, nil")
 		c.line("}")
 		f.adapterCode[name] = c.b.String()
@@ -279,24 +317,65 @@ func (f *forkGen) emitPair(p *convPair) {
 	c.line("// %s converts %s values into %s ones by calling", p.Name, in, out)
 	c.line("// %s, which is written by hand: the change is not", hand)
 	c.line("// compatible in this direction (%s).", oneLine(p.Why))
-	if !hasValidate(p.To) {
+	check := f.resultCheck(p.To, !p.Up, "out")
+	if check == nil {
+		// A type no message is: the conversion of the message it is
+		// part of is written by hand too (codegen/diff finds that
+		// message's change incompatible as well), and checks it.
 		c.line("func %s(in *%s, out *%s) error {", p.Name, in, out)
 		c.line("return %s(in, out)", hand)
 		c.line("}")
 		return
 	}
-	c.line("// The result is checked by %s.Validate: a conversion that leaves a", out)
+	c.line("// The result is checked by %s: a conversion that leaves a", check.by)
 	c.line("// required member absent, or sets a value its schema refuses, is an")
 	c.line("// internal error, never a message the other version rejects.")
 	c.line("func %s(in *%s, out *%s) error {", p.Name, in, out)
 	c.line("if err := %s(in, out); err != nil {", hand)
 	c.line("return err")
 	c.line("}")
-	c.line("if err := out.Validate(); err != nil {")
-	c.line("return framework.Errorf(framework.CodeInternal, \"%s: the converted value is not a valid %s: %%v\", err)", p.Name, out)
-	c.line("}")
+	check.emit(c, p.Name, out, "")
 	c.line("return nil")
 	c.line("}")
+}
+
+// resultCheck is how a converted value is checked against its schema.
+type resultCheck struct {
+	by   string                             // what checks it, for the comment
+	emit func(c *code, fn, typ, ret string) // emits the check; ret precedes the error returned
+}
+
+// resultCheck returns the check of a converted value v of type t (of the
+// earlier package when old): the message's generated Validate where
+// generated checks cover its schema, or else its contract's schema, with
+// jsonschema/v5, on its JSON encoding. Nil for a type that no message is.
+func (f *forkGen) resultCheck(t *gomodel.Type, old bool, v string) *resultCheck {
+	fail := func(c *code, fn, typ, ret string) {
+		c.line("return "+ret+"framework.Errorf(framework.CodeInternal, \"%s: the converted value is not a valid %s: %%v\", err)", fn, typ)
+	}
+	if hasValidate(t) {
+		return &resultCheck{by: f.qualified(t, old) + ".Validate", emit: func(c *code, fn, typ, ret string) {
+			c.line("if err := %s.Validate(); err != nil {", v)
+			fail(c, fn, typ, ret)
+			c.line("}")
+		}}
+	}
+	if t.Validation == nil || len(t.Validation.Messages) == 0 {
+		return nil
+	}
+	contract := "Contract"
+	if old {
+		contract = f.alias + ".Contract"
+	}
+	msg := t.Validation.Messages[0]
+	return &resultCheck{by: fmt.Sprintf("%s.ValidateJSON(%q)", contract, msg),
+		emit: func(c *code, fn, typ, ret string) {
+			c.line("if raw, err := json.Marshal(%s); err != nil {", v)
+			fail(c, fn, typ, ret)
+			c.line("} else if err := %s.ValidateJSON(%q, raw); err != nil {", contract, msg)
+			fail(c, fn, typ, ret)
+			c.line("}")
+		}}
 }
 
 // hasValidate reports whether a type has the exported Validate of a

@@ -25,6 +25,7 @@ var Contract = framework.MustContract(handshake.Contract{
 	Methods: map[string]handshake.Method{
 		"Report":     {Request: "Status", Response: "Ack"},
 		"ReportMany": {Request: "Status", Response: "Ack", Batch: true},
+		"Tag":        {Request: "Tags", Response: "Ack"},
 	},
 	Topics: map[string]handshake.Topic{
 		"Statuses": {Object: "Status", Key: "node", Writer: "server", LostWriter: "delete"},
@@ -33,6 +34,7 @@ var Contract = framework.MustContract(handshake.Contract{
 		"Ack":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ok"],"properties":{"ok":{"type":"boolean"},"since":{"type":"string"}}}`),
 		"Address": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}`),
 		"Status":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["node","ready"],"properties":{"node":{"type":"string","minLength":1},"ready":{"type":"boolean"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"address":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}}}`),
+		"Tags":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A node's tags. uniqueItems over objects is not covered by generated checks, so the message is validated with jsonschema/v5.","type":"object","additionalProperties":false,"required":["node"],"properties":{"node":{"type":"string","minLength":1,"maxLength":8},"tags":{"type":"array","uniqueItems":true,"items":{"type":"object","additionalProperties":false,"properties":{"key":{"type":"string"}}}}}}`),
 	},
 })
 
@@ -41,6 +43,7 @@ var Contract = framework.MustContract(handshake.Contract{
 const (
 	MethodReport     = "Report"
 	MethodReportMany = "ReportMany"
+	MethodTag        = "Tag"
 )
 
 // Client calls the nodeinfo 1.0.0 methods of a nodecontroller. [NewClient]
@@ -53,6 +56,8 @@ type Client interface {
 	// It sends items in one batch call and returns one result per item, in
 	// order.
 	ReportMany(ctx context.Context, items []*Status, opts ...framework.CallOption) ([]framework.Result[Ack], error)
+	// Tag calls the method Tag.
+	Tag(ctx context.Context, req *Tags, opts ...framework.CallOption) (*Ack, error)
 }
 
 // NewClient returns the [Client] that calls through c, a client of
@@ -69,6 +74,10 @@ func (c *client) ReportMany(ctx context.Context, items []*Status, opts ...framew
 	return framework.CallBatch[Status, Ack](ctx, c.c, MethodReportMany, items, opts...)
 }
 
+func (c *client) Tag(ctx context.Context, req *Tags, opts ...framework.CallOption) (*Ack, error) {
+	return framework.CallUnary[Tags, Ack](ctx, c.c, MethodTag, req, opts...)
+}
+
 // Server is what a nodecontroller implements to serve nodeinfo 1.0.0; [Register]
 // installs it. Requests arrive decoded and validated; an error returned
 // reaches the caller with its code ([framework.NewError]), or as internal.
@@ -80,12 +89,15 @@ type Server interface {
 	// It is a batch method: it is called once per item, in order, and each
 	// item gets its own result or error.
 	ReportMany(ctx context.Context, req *Status) (*Ack, error)
+	// Tag serves the method Tag.
+	Tag(ctx context.Context, req *Tags) (*Ack, error)
 }
 
 // Register installs impl's methods on s for [Contract].
 func Register(s *framework.Server, impl Server) {
 	framework.HandleUnary(s, Contract, MethodReport, impl.Report)
 	framework.HandleBatch(s, Contract, MethodReportMany, impl.ReportMany)
+	framework.HandleUnary(s, Contract, MethodTag, impl.Tag)
 }
 
 // The names of the contract's topics.

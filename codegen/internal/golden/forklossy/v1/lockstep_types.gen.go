@@ -649,3 +649,326 @@ func (m *Status) Validate() error {
 }
 
 var _ framework.Validator = (*Status)(nil)
+
+// Tags is the message Tags of the contract, generated from contract.yaml#/schemas/Tags.
+//
+// A node's tags. uniqueItems over objects is not covered by generated checks, so the message is validated with jsonschema/v5.
+//
+// It has no generated Validate, so the runtime validates it with jsonschema/v5: contract.yaml:43:9 (/schemas/Tags/properties/tags): uniqueItems on items of type TagsTagsItem is not checked by generated code.
+type Tags struct {
+	Node string         `json:"node"`
+	Tags []TagsTagsItem `json:"tags,omitzero"`
+}
+
+// UnmarshalJSON decodes Tags, rejecting JSON its Go type cannot represent.
+func (m *Tags) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+// UnmarshalSharedJSON is UnmarshalJSON for data that is never modified
+// again: the strings decoded are slices of data, not of a copy of it
+// (see jsonwire.NewSharedDecoder).
+func (m *Tags) UnmarshalSharedJSON(data []byte) error {
+	d := jsonwire.NewSharedDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *Tags) decodeJSON(d *jsonwire.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = Tags{}
+	var seen [1]bool
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(7) == `"node":` && d.FirstMember(7) {
+				field = 0
+			}
+		case 1:
+			if d.Ahead(8) == `,"tags":` && d.Member(8) {
+				field = 1
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "node":
+				field = 0
+			case "tags":
+				field = 1
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			seen[0] = true
+			v1, err := d.String()
+			if err != nil {
+				return jsonwire.Within(err, "node")
+			}
+			m.Node = v1
+		case 1:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "array"), "tags")
+			}
+			if err := d.ArrayStart(); err != nil {
+				return jsonwire.Within(err, "tags")
+			}
+			var buf2 [8]TagsTagsItem
+			tmp3 := buf2[:0]
+			var zero6 TagsTagsItem
+			var bbuf7 [8]pointersOfTagsTagsItem
+			btmp8 := bbuf7[:0]
+			var hbuf9 [8]uint64
+			htmp10 := hbuf9[:0]
+			var bzero11 pointersOfTagsTagsItem
+			n12 := 0
+			for i5 := 0; d.NextItem(); i5++ {
+				tmp3 = append(tmp3, zero6)
+				btmp8 = append(btmp8, bzero11)
+				htmp10 = append(htmp10, 0)
+				err := tmp3[i5].decodeJSONStaged(d, &btmp8[i5], &htmp10[i5])
+				if htmp10[i5] != 0 {
+					n12++
+				}
+				if err != nil {
+					return jsonwire.Within(jsonwire.WithinIndex(err, i5), "tags")
+				}
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "tags")
+			}
+			s4 := make([]TagsTagsItem, len(tmp3))
+			copy(s4, tmp3)
+			if n12 > 0 {
+				bs13 := make([]pointersOfTagsTagsItem, n12)
+				j14 := 0
+				for i5 := range s4 {
+					if htmp10[i5] != 0 {
+						bs13[j14] = btmp8[i5]
+						s4[i5].pointInto(&bs13[j14], htmp10[i5])
+						j14++
+					}
+				}
+			}
+			m.Tags = s4
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if !(seen[0]) {
+		var missing []string
+		if !seen[0] {
+			missing = append(missing, "node")
+		}
+		return jsonwire.Missing(d, missing...)
+	}
+	return nil
+}
+
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Tags) DeepCopy() *Tags {
+	if m == nil {
+		return nil
+	}
+	out := new(Tags)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Tags) deepCopyInto(out *Tags) {
+	*out = *m
+	if m.Tags != nil {
+		s1 := make([]TagsTagsItem, len(m.Tags))
+		var blocks3 jsonwire.Blocks[pointersOfTagsTagsItem]
+		blocks3.Reserve(len(m.Tags))
+		for i2 := range m.Tags {
+			m.Tags[i2].deepCopyIntoWith(&s1[i2], &blocks3)
+		}
+		out.Tags = s1
+	}
+}
+
+// AppendJSON appends the JSON encoding of Tags to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *Tags) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	start1 := len(b)
+	b = append(b, ",\"node\":"...)
+	b = jsonwire.AppendString(b, string(m.Node))
+	if m.Tags != nil {
+		b = append(b, ",\"tags\":"...)
+		if m.Tags == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i2 := range m.Tags {
+				if i2 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = m.Tags[i2].AppendJSON(b); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}
+
+// TagsTagsItem is generated from contract.yaml#/schemas/Tags/properties/tags/items.
+type TagsTagsItem struct {
+	Key *string `json:"key,omitzero"`
+}
+
+// pointersOfTagsTagsItem holds the values of the pointer members of TagsTagsItem:
+// one allocation for all of them, shared between the elements of a
+// slice or map (see jsonwire.Blocks).
+type pointersOfTagsTagsItem struct {
+	v0 string
+}
+
+// UnmarshalJSON decodes TagsTagsItem, rejecting JSON its Go type cannot represent.
+func (m *TagsTagsItem) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TagsTagsItem) decodeJSON(d *jsonwire.Decoder) error {
+	return m.decodeJSONWith(d, nil)
+}
+
+// decodeJSONWith decodes TagsTagsItem with its pointer block from blocks
+// (nil: a block of its own), made only when a pointer member is set.
+func (m *TagsTagsItem) decodeJSONWith(d *jsonwire.Decoder, blocks *jsonwire.Blocks[pointersOfTagsTagsItem]) error {
+	var block pointersOfTagsTagsItem
+	var has uint64
+	err := m.decodeJSONStaged(d, &block, &has)
+	if has != 0 {
+		p := blocks.New()
+		*p = block
+		m.pointInto(p, has)
+	}
+	return err
+}
+
+// pointInto points the pointer members of m that has marks at their
+// values in block (see decodeJSONStaged).
+func (m *TagsTagsItem) pointInto(block *pointersOfTagsTagsItem, has uint64) {
+	if has&(1<<0) != 0 {
+		m.Key = &block.v0
+	}
+}
+
+// decodeJSONStaged decodes TagsTagsItem leaving its pointer members nil: their
+// values go to block and their bits to has, for pointInto, so that a
+// slice's decoder can make the blocks of all its elements at once.
+func (m *TagsTagsItem) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfTagsTagsItem, has *uint64) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	*m = TagsTagsItem{}
+	next := 0
+	for {
+		field := -1
+		switch next {
+		case 0:
+			if d.Ahead(6) == `"key":` && d.FirstMember(6) {
+				field = 0
+			}
+		}
+		if field < 0 {
+			if !d.NextMember() {
+				break
+			}
+			key := d.Key()
+			if d.Err() != nil {
+				break
+			}
+			switch string(key) {
+			case "key":
+				field = 0
+			default:
+				return jsonwire.Undeclared(d, key)
+			}
+		}
+		switch field {
+		case 0:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "string"), "key")
+			} else {
+				p1 := &block.v0
+				v2, err := d.String()
+				if err != nil {
+					return jsonwire.Within(err, "key")
+				}
+				(*p1) = v2
+				*has |= 1 << 0
+			}
+		}
+		next = field + 1
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *TagsTagsItem) deepCopyInto(out *TagsTagsItem) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *TagsTagsItem) deepCopyIntoWith(out *TagsTagsItem, blocks *jsonwire.Blocks[pointersOfTagsTagsItem]) {
+	*out = *m
+	var block *pointersOfTagsTagsItem
+	if m.Key != nil {
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Key
+		out.Key = &block.v0
+	}
+}
+
+// AppendJSON appends the JSON encoding of TagsTagsItem to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TagsTagsItem) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	start1 := len(b)
+	if m.Key != nil {
+		b = append(b, ",\"key\":"...)
+		b = jsonwire.AppendString(b, string((*m.Key)))
+	}
+	return jsonwire.CloseObject(b, start1), nil
+}

@@ -2,6 +2,7 @@ package v2
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,10 @@ func (c *controller) ReportMany(_ context.Context, st *Status) (*Ack, error) {
 	return c.handle(st), nil
 }
 
+func (c *controller) Tag(_ context.Context, tg *Tags) (*Ack, error) {
+	return &Ack{Accepted: true}, nil
+}
+
 func (c *controller) last() *Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,6 +55,10 @@ func (oldController) Report(_ context.Context, st *v1.Status) (*v1.Ack, error) {
 
 func (oldController) ReportMany(_ context.Context, st *v1.Status) (*v1.Ack, error) {
 	return &v1.Ack{Ok: st.Ready}, nil
+}
+
+func (oldController) Tag(_ context.Context, tg *v1.Tags) (*v1.Ack, error) {
+	return &v1.Ack{Ok: true}, nil
 }
 
 func timeout(t *testing.T) context.Context {
@@ -175,6 +184,36 @@ func TestHandWrittenConversionChecked(t *testing.T) {
 		t.Errorf("a valid status: %+v, %v", out, err)
 	}
 }
+
+// TestHandWrittenConversionCheckedBySchema: a message generated checks do
+// not cover (Tags: uniqueItems over objects) has no Validate, so the
+// conversion written by hand is followed by a check against the other
+// version's schema: a node name over 1.0.0's 8 bytes is an internal
+// error, and a client of 2.0.0 calling a 1.0.0 server through ForkV1 gets
+// it before anything is sent.
+func TestHandWrittenConversionCheckedBySchema(t *testing.T) {
+	var out v1.Tags
+	err := Convert_v2_Tags_To_v1_Tags(&Tags{Node: "node-with-a-long-name"}, &out)
+	if framework.CodeOf(err) != framework.CodeInternal || !strings.Contains(err.Error(), "not a valid v1.Tags") {
+		t.Fatalf("converting to an invalid v1.Tags: %v (code %q), want an internal error", err, framework.CodeOf(err))
+	}
+	if err := Convert_v2_Tags_To_v1_Tags(&Tags{Node: "n", Tags: []TagsTagsItem{{Key: ptr("a")}}}, &out); err != nil || out.Node != "n" || len(out.Tags) != 1 {
+		t.Errorf("valid tags: %+v, %v", out, err)
+	}
+
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
+		func(s *framework.Server) { v1.Register(s, oldController{}) })
+	client := NewClient(frameworktest.NewClient(t, Contract, framework.ClientConfig{
+		Component: "kubelet", Release: "2.0.0", Endpoints: []string{srv.URL}, Fork: []framework.Fork{ForkV1}}))
+	if _, err := client.Tag(timeout(t), &Tags{Node: "node-with-a-long-name"}); framework.CodeOf(err) != framework.CodeInternal {
+		t.Errorf("a call whose request converts to an invalid 1.0.0 one: %v, want an internal error", err)
+	}
+	if ack, err := client.Tag(timeout(t), &Tags{Node: "node-1"}); err != nil || !ack.Accepted {
+		t.Errorf("a valid call: %+v, %v", ack, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // TestDateTimeConversions checks a member that is a plain string at
 // 1.0.0 and a date-time at 2.0.0: going down formats the time, going up

@@ -3,6 +3,7 @@
 package v2
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -19,6 +20,7 @@ func RegisterFork(s *framework.Server, impl Server) {
 	Register(s, impl)
 	framework.ForkUnary(s, v1.Contract, Contract, MethodReport, statusFromV1, ackToV1)
 	framework.ForkBatch(s, v1.Contract, Contract, MethodReportMany, statusFromV1, ackToV1)
+	framework.ForkUnary(s, v1.Contract, Contract, MethodTag, tagsFromV1, ackToV1)
 }
 
 // ForkV1 lets a client of [Contract] also call servers that speak only 1.0.0
@@ -27,6 +29,7 @@ func RegisterFork(s *framework.Server, impl Server) {
 var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 	MethodReport:     framework.ConvertMethod(statusToV1, ackFromV1),
 	MethodReportMany: framework.ConvertMethod(statusToV1, ackFromV1),
+	MethodTag:        framework.ConvertMethod(tagsToV1, ackFromV1),
 }}
 
 // ForkStatusesV1 makes s also serve topic Statuses at 1.0.0, for watchers still at that
@@ -53,6 +56,15 @@ func ackToV1(in *Ack) (*v1.Ack, error) {
 	return out, nil
 }
 
+// tagsFromV1 converts v1.Tags values for fork mode.
+func tagsFromV1(in *v1.Tags) (*Tags, error) {
+	out := new(Tags)
+	if err := Convert_v1_Tags_To_v2_Tags(in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // statusToV1 converts Status values for fork mode.
 func statusToV1(in *Status) (*v1.Status, error) {
 	out := new(v1.Status)
@@ -66,6 +78,15 @@ func statusToV1(in *Status) (*v1.Status, error) {
 func ackFromV1(in *v1.Ack) (*Ack, error) {
 	out := new(Ack)
 	if err := Convert_v1_Ack_To_v2_Ack(in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// tagsToV1 converts Tags values for fork mode.
+func tagsToV1(in *Tags) (*v1.Tags, error) {
+	out := new(v1.Tags)
+	if err := Convert_v2_Tags_To_v1_Tags(in, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -227,15 +248,73 @@ func Convert_v1_Ack_To_v2_Ack(in *v1.Ack, out *Ack) error {
 	return nil
 }
 
+// autoConvert_v1_Tags_To_v2_Tags copies what v1.Tags and Tags share, member by member.
+func autoConvert_v1_Tags_To_v2_Tags(in *v1.Tags, out *Tags) error {
+	out.Node = in.Node
+	if in.Tags == nil {
+		out.Tags = nil
+	} else {
+		s14 := make([]TagsTagsItem, len(in.Tags))
+		for i15 := range in.Tags {
+			if err := Convert_v1_TagsTagsItem_To_v2_TagsTagsItem(&in.Tags[i15], &s14[i15]); err != nil {
+				return err
+			}
+		}
+		out.Tags = s14
+	}
+	return nil
+}
+
+// Convert_v1_Tags_To_v2_Tags converts v1.Tags values into Tags ones. Every value
+// of the one is valid for the other, so the conversion is generated.
+func Convert_v1_Tags_To_v2_Tags(in *v1.Tags, out *Tags) error {
+	return autoConvert_v1_Tags_To_v2_Tags(in, out)
+}
+
+// autoConvert_v2_Tags_To_v1_Tags copies what Tags and v1.Tags share, member by member.
+func autoConvert_v2_Tags_To_v1_Tags(in *Tags, out *v1.Tags) error {
+	out.Node = in.Node
+	if in.Tags == nil {
+		out.Tags = nil
+	} else {
+		s16 := make([]v1.TagsTagsItem, len(in.Tags))
+		for i17 := range in.Tags {
+			if err := Convert_v2_TagsTagsItem_To_v1_TagsTagsItem(&in.Tags[i17], &s16[i17]); err != nil {
+				return err
+			}
+		}
+		out.Tags = s16
+	}
+	return nil
+}
+
+// Convert_v2_Tags_To_v1_Tags converts Tags values into v1.Tags ones by calling
+// convert_v2_Tags_To_v1_Tags, which is written by hand: the change is not
+// compatible in this direction (/properties/node/maxLength maximum length loosened from 8 to 63; the new server may send values old clients reject).
+// The result is checked by v1.Contract.ValidateJSON("Tags"): a conversion that leaves a
+// required member absent, or sets a value its schema refuses, is an
+// internal error, never a message the other version rejects.
+func Convert_v2_Tags_To_v1_Tags(in *Tags, out *v1.Tags) error {
+	if err := convert_v2_Tags_To_v1_Tags(in, out); err != nil {
+		return err
+	}
+	if raw, err := json.Marshal(out); err != nil {
+		return framework.Errorf(framework.CodeInternal, "Convert_v2_Tags_To_v1_Tags: the converted value is not a valid v1.Tags: %v", err)
+	} else if err := v1.Contract.ValidateJSON("Tags", raw); err != nil {
+		return framework.Errorf(framework.CodeInternal, "Convert_v2_Tags_To_v1_Tags: the converted value is not a valid v1.Tags: %v", err)
+	}
+	return nil
+}
+
 // autoConvert_v1_Address_To_v2_Address copies what v1.Address and Address share, member by member.
 func autoConvert_v1_Address_To_v2_Address(in *v1.Address, out *Address) error {
 	out.IP = in.IP
 	if in.Port == nil {
 		out.Port = nil
 	} else {
-		p14 := new(int64)
-		(*p14) = (*in.Port)
-		out.Port = p14
+		p18 := new(int64)
+		(*p18) = (*in.Port)
+		out.Port = p18
 	}
 	return nil
 }
@@ -252,9 +331,9 @@ func autoConvert_v2_Address_To_v1_Address(in *Address, out *v1.Address) error {
 	if in.Port == nil {
 		out.Port = nil
 	} else {
-		p15 := new(int64)
-		(*p15) = (*in.Port)
-		out.Port = p15
+		p19 := new(int64)
+		(*p19) = (*in.Port)
+		out.Port = p19
 	}
 	return nil
 }
@@ -263,4 +342,40 @@ func autoConvert_v2_Address_To_v1_Address(in *Address, out *v1.Address) error {
 // of the one is valid for the other, so the conversion is generated.
 func Convert_v2_Address_To_v1_Address(in *Address, out *v1.Address) error {
 	return autoConvert_v2_Address_To_v1_Address(in, out)
+}
+
+// autoConvert_v1_TagsTagsItem_To_v2_TagsTagsItem copies what v1.TagsTagsItem and TagsTagsItem share, member by member.
+func autoConvert_v1_TagsTagsItem_To_v2_TagsTagsItem(in *v1.TagsTagsItem, out *TagsTagsItem) error {
+	if in.Key == nil {
+		out.Key = nil
+	} else {
+		p20 := new(string)
+		(*p20) = (*in.Key)
+		out.Key = p20
+	}
+	return nil
+}
+
+// Convert_v1_TagsTagsItem_To_v2_TagsTagsItem converts v1.TagsTagsItem values into TagsTagsItem ones. Every value
+// of the one is valid for the other, so the conversion is generated.
+func Convert_v1_TagsTagsItem_To_v2_TagsTagsItem(in *v1.TagsTagsItem, out *TagsTagsItem) error {
+	return autoConvert_v1_TagsTagsItem_To_v2_TagsTagsItem(in, out)
+}
+
+// autoConvert_v2_TagsTagsItem_To_v1_TagsTagsItem copies what TagsTagsItem and v1.TagsTagsItem share, member by member.
+func autoConvert_v2_TagsTagsItem_To_v1_TagsTagsItem(in *TagsTagsItem, out *v1.TagsTagsItem) error {
+	if in.Key == nil {
+		out.Key = nil
+	} else {
+		p21 := new(string)
+		(*p21) = (*in.Key)
+		out.Key = p21
+	}
+	return nil
+}
+
+// Convert_v2_TagsTagsItem_To_v1_TagsTagsItem converts TagsTagsItem values into v1.TagsTagsItem ones. Every value
+// of the one is valid for the other, so the conversion is generated.
+func Convert_v2_TagsTagsItem_To_v1_TagsTagsItem(in *TagsTagsItem, out *v1.TagsTagsItem) error {
+	return autoConvert_v2_TagsTagsItem_To_v1_TagsTagsItem(in, out)
 }
