@@ -295,7 +295,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	defer adm.done()
 	sess := adm.sess
-	body, release, err := s.readEntryBody(w, r)
+	body, release, refused, err := s.readPeerBody(w, r, sess.usage)
+	if refused != nil {
+		s.refuse(w, r, refused)
+		return
+	}
 	if err != nil {
 		s.fail(w, err)
 		return

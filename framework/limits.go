@@ -46,6 +46,18 @@ type Limits struct {
 	// call gets resource_exhausted, unprocessed, and a refused hello its
 	// refusal at once.
 	InFlightPerPeer int
+	// BodiesPerPeer bounds the request bodies one peer has on their way at
+	// once, over all its connections and streams: every entry counts from
+	// its admission until its body has been read (a hello, a heartbeat's
+	// or a session close's list of sessions, a call's, a topic write's, a
+	// plain call's request). An honest peer's bodies arrive with their
+	// headers, so it has about as many on their way as it makes requests
+	// at that instant; a body that stalls holds a stream, a goroutine and
+	// its buffers until Limits.BodyReadTimeout, and HTTP/2 multiplies
+	// streams by connections (200 connections of 250 stalled hellos from
+	// one certificate held about 1 GB). Default 1,024. Beyond it an entry
+	// gets resource_exhausted, unprocessed and unread.
+	BodiesPerPeer int
 	// RequestsPerSecond and Burst bound one peer's request rate (every entry
 	// counts once: a handshake, a call or multi-call request, a topic write,
 	// a watch, a heartbeat, a session close); defaults 100,000/s with a
@@ -77,6 +89,14 @@ type Limits struct {
 	// embedded with [Server.ServeHTTP] is bounded by its own listener.
 	MaxConns       int
 	ConnsPerSource int
+	// ConnsPerPeer bounds the connections one identity holds open, over
+	// every source it connects from, counted from the connection's first
+	// request that carries a verified client certificate (mutual TLS
+	// only: without it a peer has no identity before its requests are
+	// read); the last quarter of MaxConns is kept for identities that
+	// hold few. A connection beyond it is answered resource_exhausted
+	// and closed. Default a quarter of MaxConns.
+	ConnsPerPeer int
 	// WatchQueuedBytes bounds the bytes of changes a watcher that does not
 	// read may have waiting for it (beyond a small socket buffer); default
 	// 4 MiB. A watcher over it is closed with an overflow frame; it resumes
@@ -106,6 +126,8 @@ const (
 	limitTopicBytesPerWriter limit = "topic_bytes_per_writer" // WithMaxBytesPerWriter
 	limitConns               limit = "conns"                  // Limits.MaxConns: a connection closed as it is accepted
 	limitConnsPerSource      limit = "conns_per_source"       // Limits.ConnsPerSource: the same
+	limitConnsPerPeer        limit = "conns_per_peer"         // Limits.ConnsPerPeer: resource_exhausted, the connection closed
+	limitBodiesPerPeer       limit = "bodies_per_peer"        // Limits.BodiesPerPeer
 	limitBatchItems          limit = "batch_items"            // Limits.BatchItems or a method's maxItems
 	limitMultiCalls          limit = "multi_calls"            // MaxMultiCalls
 	limitBodyBytes           limit = "body_bytes"             // ServerConfig.MaxBodyBytes
@@ -127,7 +149,7 @@ const (
 var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession, limitSessions,
 	limitSessionsPerPeer, limitWatchersPerSession, limitWatchersPerPeer, limitWatchersPerTopic, limitWatchersPerTopicPerPeer, limitSelectorBytes,
 	limitWatchQueuedBytes, limitWatchQueuedKeys, limitTopicKeys, limitTopicBytes,
-	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitConns, limitConnsPerSource, limitBatchItems, limitMultiCalls,
+	limitTopicKeysPerWriter, limitTopicBytesPerWriter, limitConns, limitConnsPerSource, limitConnsPerPeer, limitBodiesPerPeer, limitBatchItems, limitMultiCalls,
 	limitBodyBytes, limitBodyReadTimeout, limitHelloBytes, limitNameBytes, limitOffers}
 
 // overLimit is the error of an entry refused for going over l, counted in
@@ -165,6 +187,9 @@ func (l *Limits) validate(maxSessions int) error {
 	if l.InFlightPerPeer <= 0 {
 		l.InFlightPerPeer = 8192
 	}
+	if l.BodiesPerPeer <= 0 {
+		l.BodiesPerPeer = 1024
+	}
 	if l.RequestsPerSecond <= 0 {
 		l.RequestsPerSecond = 100000
 	}
@@ -190,6 +215,10 @@ func (l *Limits) validate(maxSessions int) error {
 		l.ConnsPerSource = max(1, l.MaxConns/2)
 	}
 	l.ConnsPerSource = min(l.ConnsPerSource, l.MaxConns)
+	if l.ConnsPerPeer <= 0 {
+		l.ConnsPerPeer = max(1, l.MaxConns/4)
+	}
+	l.ConnsPerPeer = min(l.ConnsPerPeer, l.MaxConns)
 	if l.WatchersPerSession > l.WatchersPerPeer {
 		return errors.New("Limits.WatchersPerSession must not exceed WatchersPerPeer")
 	}

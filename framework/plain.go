@@ -105,7 +105,11 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 			return
 		}
 		defer end()
-		out, err := s.servePlainCall(w, r.WithContext(withPeer(r.Context(), p)), c, method, mh)
+		out, refused, err := s.servePlainCall(w, r.WithContext(withPeer(r.Context(), p)), usage, c, method, mh)
+		if refused != nil {
+			s.refuse(w, r, refused)
+			return
+		}
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -118,17 +122,18 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 }
 
 // servePlainCall reads and serves one plain call: the one place a call
-// without a session enters the handlers.
-func (s *Server) servePlainCall(w http.ResponseWriter, r *http.Request, c *Contract, method string, mh *methodHandler) ([]byte, error) {
-	body, release, err := s.readEntryBody(w, r)
-	if err != nil {
-		return nil, err
+// without a session enters the handlers. A refusal before its body was
+// read (the peer's bodies on their way) is returned as refused.
+func (s *Server) servePlainCall(w http.ResponseWriter, r *http.Request, u *peerUsage, c *Contract, method string, mh *methodHandler) (out []byte, refused, err error) {
+	body, release, refused, err := s.readPeerBody(w, r, u)
+	if refused != nil || err != nil {
+		return nil, refused, err
 	}
 	defer release()
 	ctx := context.WithValue(r.Context(), plainKey{}, r)
-	out, err := mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
+	out, err = mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
 	if err != nil && ctx.Err() != nil && CodeOf(err) == CodeInternal {
 		err = NewError(CodeDeadlineExceeded, ctx.Err())
 	}
-	return out, err
+	return out, nil, err
 }

@@ -280,6 +280,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
+	if err := s.chargeConn(r); err != nil {
+		// Over the identity's share of connections: this answer closes
+		// the connection (an HTTP/2 one with a GOAWAY: net/http reads
+		// Connection: close so), and its other streams end with it.
+		s.closeAfterRefusal(w, r)
+		s.refuse(w, r, err)
+		return
+	}
 	if bodyOnTheWire(r) {
 		// Every body must arrive within Limits.BodyReadTimeout from its
 		// headers. net/http sets no deadline on a body, and discards one
@@ -292,6 +300,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout))
 	}
 	s.router.ServeHTTP(w, r)
+}
+
+// chargeConn charges the connection r arrived on to r's identity, once
+// (Limits.ConnsPerPeer, see conns_limit.go): under mutual TLS, for a
+// request with a client certificate that verifies. A request without one
+// charges nothing here; its entry refuses it, or serves it if open to
+// all (health). A connection the identity's share refuses stays
+// uncharged, and the answer closes it.
+func (s *Server) chargeConn(r *http.Request) error {
+	if s.cfg.MTLS == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil
+	}
+	ch := connChargeOf(r.Context())
+	if ch == nil || ch.charged() {
+		return nil
+	}
+	p, err := s.cfg.MTLS.verifyCached(r.TLS.PeerCertificates)
+	if err != nil || !p.Authenticated {
+		return nil
+	}
+	return ch.chargeTo(p.Identity.String())
 }
 
 // Start checks the registered handlers and starts the session clock without
@@ -314,9 +343,11 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	tracker := conns.NewTracker(s.cfg.Clock)
 	hs := &http.Server{
-		Handler:           s,
-		ConnState:         tracker.Track,
-		ConnContext:       tracker.ConnContext,
+		Handler:   s,
+		ConnState: tracker.Track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return withConnCharge(tracker.ConnContext(ctx, c), c)
+		},
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,

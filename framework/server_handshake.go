@@ -354,13 +354,11 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 		tokens = []string{token}
 	case !bodyRequired && r.ContentLength == 0:
 	default:
-		endRead, err := s.beginPeerBody(usage)
-		if err != nil {
-			s.refuse(w, r, err)
+		body, release, refused, err := s.readPeerBody(w, r, usage)
+		if refused != nil {
+			s.refuse(w, r, refused)
 			return nil, nil, nil, false
 		}
-		body, release, err := s.readEntryBody(w, r)
-		endRead()
 		if err != nil {
 			s.fail(w, err)
 			return nil, nil, nil, false
@@ -463,23 +461,36 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out.([]byte))
 }
 
-// beginPeerBody counts the body read of an entry admitted by admitPeer (a
-// hello, a heartbeat's or a session close's list of sessions) until the
-// returned function is called, bounded per peer by Limits.InFlightPerPeer
-// as its calls in flight are. Calls, topic writes and plain calls count in
-// flight from their admission; these did not, so one certificate's HTTP/2
-// connections could each hold hundreds of streams whose bodies never came
-// (200 connections of 250 stalled hellos held about 1 GB until the body
-// deadline). Beyond the bound the entry is refused resource_exhausted
-// before its body is read, counted as in_flight_per_peer. The count is
-// apart from the calls in flight, so refused hellos held with ?wait= (which
-// count among those) never keep a peer's next hello from being read.
+// beginPeerBody counts a body of the peer on its way, from the entry's
+// admission until the returned function is called once it has been read,
+// bounded by Limits.BodiesPerPeer over all the peer's connections and
+// streams. Before this, one certificate's HTTP/2 connections could each
+// hold hundreds of streams whose bodies never came (200 connections of 250
+// stalled hellos held about 1 GB until the body deadline). Beyond the
+// bound the entry is refused resource_exhausted before its body is read,
+// counted as bodies_per_peer. The count is apart from the calls in
+// flight, so refused hellos held with ?wait= (which count among those)
+// never keep a peer's next hello from being read.
 func (s *Server) beginPeerBody(u *peerUsage) (func(), error) {
-	limit := int64(s.cfg.Limits.InFlightPerPeer)
+	limit := int64(s.cfg.Limits.BodiesPerPeer)
 	if n := u.reading.Add(1); n > limit {
 		u.reading.Add(-1)
-		return nil, overLimit(s.cfg.Metrics, limitInFlightPerPeer, CodeResourceExhausted,
-			"this peer has %d requests whose bodies are being read, the limit is %d", n-1, limit)
+		return nil, overLimit(s.cfg.Metrics, limitBodiesPerPeer, CodeResourceExhausted,
+			"this peer has %d requests whose bodies are on their way, the limit is %d", n-1, limit)
 	}
 	return func() { u.reading.Add(-1) }, nil
+}
+
+// readPeerBody reads an admitted entry's body (readEntryBody), counted
+// among the peer's bodies on their way while it is read (beginPeerBody).
+// A refusal of the count is returned as refused, for [Server.refuse]: the
+// body is unread and the entry unprocessed.
+func (s *Server) readPeerBody(w http.ResponseWriter, r *http.Request, u *peerUsage) (body []byte, release func(), refused, err error) {
+	end, err := s.beginPeerBody(u)
+	if err != nil {
+		return nil, nil, err, nil
+	}
+	defer end()
+	body, release, err = s.readEntryBody(w, r)
+	return body, release, nil, err
 }

@@ -92,7 +92,11 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
 		return
 	}
-	body, release, err := s.readEntryBody(w, r)
+	body, release, refused, err := s.readPeerBody(w, r, sess.usage)
+	if refused != nil {
+		s.refuse(w, r, refused)
+		return
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
