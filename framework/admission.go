@@ -128,6 +128,9 @@ func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *s
 		return nil, nil, Errorf(CodePermissionDenied, "the session belongs to another identity than %s", p.Identity)
 	}
 	p.Instance = sess.peer.Instance
+	if sess.usage != nil {
+		p.limitsKey = sess.usage.key
+	}
 	return p, sess, nil
 }
 
@@ -482,6 +485,7 @@ func (s *Server) admitPeer(r *http.Request) (*Peer, *peerUsage, error) {
 	if err := s.limits.allow(u); err != nil {
 		return nil, nil, err
 	}
+	p.limitsKey = u.key
 	return p, u, nil
 }
 

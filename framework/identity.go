@@ -109,6 +109,20 @@ type Peer struct {
 	Instance string
 	// Certificate is the peer's verified leaf certificate, or nil.
 	Certificate *x509.Certificate
+
+	// limitsKey is the key of the peer's limits (limitsKey) on the server
+	// that admitted it, for what a handler charges to it
+	// ([TopicWriter.SetFor]); "" on a Peer made elsewhere.
+	limitsKey string
+}
+
+// shareKey is what a write made on the peer's behalf is charged to: its
+// limits' key, or for a Peer the server did not admit, its identity.
+func (p *Peer) shareKey() string {
+	if p.limitsKey != "" {
+		return p.limitsKey
+	}
+	return p.Identity.String()
 }
 
 type peerKey struct{}

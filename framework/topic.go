@@ -8,6 +8,7 @@ package framework
 // informer in watch_informer.go.
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -262,7 +263,33 @@ func (w *TopicWriter[T]) Epoch() string { return w.epoch }
 // encode, its key field is missing or not a non-empty string, or its
 // Validate method ([Validator]) fails; resource_exhausted when the topic
 // holds its limit of keys ([WithMaxKeys]) or of bytes ([WithMaxBytes]).
-func (w *TopicWriter[T]) Set(obj *T) error {
+func (w *TopicWriter[T]) Set(obj *T) error { return w.set("", obj) }
+
+// SetFor stores obj as [TopicWriter.Set] does, on behalf of the peer whose
+// request ctx carries ([PeerFromContext]): a handler that publishes what a
+// peer reported (a node controller's health of a kubelet's node) charges
+// the key to that peer, so that one peer, or one stolen certificate,
+// cannot fill the topic for everyone. The key counts against the peer's
+// share of the topic's keys and bytes ([WithMaxKeysPerWriter],
+// [WithMaxBytesPerWriter], a quarter of the topic's by default), over all
+// its sessions, and the topic's last quarter is kept for peers holding
+// little, as for a client-written topic's writers (docs/security.md,
+// "Shared bounds"); beyond them the write is refused resource_exhausted,
+// counted as topic_keys_per_writer or topic_bytes_per_writer (topic_keys
+// or topic_bytes for the reserve). The key stays the server's: it counts
+// against the peer whose write set it last, until the server sets it
+// itself ([TopicWriter.Set]), another peer's write sets it, or it is
+// deleted. A ctx that carries no peer is the server's own write, as Set.
+func (w *TopicWriter[T]) SetFor(ctx context.Context, obj *T) error {
+	holder := ""
+	if p := PeerFromContext(ctx); p != nil {
+		holder = p.shareKey()
+	}
+	return w.set(holder, obj)
+}
+
+// set stores obj, charged to holder ("" for the server itself).
+func (w *TopicWriter[T]) set(holder string, obj *T) error {
 	if obj == nil {
 		return Errorf(CodeInvalidArgument, "%s: nil object", w.store.name)
 	}
@@ -283,7 +310,7 @@ func (w *TopicWriter[T]) Set(obj *T) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err = w.store.set(topicWrite{writer: w.writer, epoch: w.epoch, key: key, raw: raw}); err != nil {
+	if _, _, err = w.store.set(topicWrite{writer: w.writer, holder: holder, epoch: w.epoch, key: key, raw: raw}); err != nil {
 		return err
 	}
 	return w.mirrorSet(obj)

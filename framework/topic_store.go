@@ -273,24 +273,24 @@ func (t *topicStore) admitLocked(e *topicEntry, share *writerShare, n int) error
 	switch keys.admit(int64(len(t.entries)), heldKeys, addKeys, growKeys) {
 	case shareOverPeer:
 		return overLimit(t.s.cfg.Metrics, limitTopicKeysPerWriter, CodeResourceExhausted,
-			"this writer holds its share of %d keys of topic %s", keys.perPeer, t.name)
+			"%s holds its share of %d keys of topic %s (%s)", share.id, keys.perPeer, t.name, limitTopicKeysPerWriter)
 	case shareOverBound:
-		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys", t.name, t.cfg.maxKeys)
+		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys (%s)", t.name, t.cfg.maxKeys, limitTopicKeys)
 	case shareReserved:
 		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted,
-			"topic %s holds %d of its %d keys; the rest are kept for writers holding at most %d", t.name, len(t.entries), t.cfg.maxKeys, keys.little())
+			"topic %s holds %d of its %d keys; the rest are kept for writers holding at most %d (%s)", t.name, len(t.entries), t.cfg.maxKeys, keys.little(), limitTopicKeys)
 	}
 	switch bytes.admit(int64(t.bytes), heldBytes, addBytes, growBytes) {
 	case shareOverPeer:
 		return overLimit(t.s.cfg.Metrics, limitTopicBytesPerWriter, CodeResourceExhausted,
-			"this writer would hold %d bytes of objects of topic %s, over its share of %d", heldBytes+addBytes, t.name, bytes.perPeer)
+			"%s would hold %d bytes of objects of topic %s, over its share of %d (%s)", share.id, heldBytes+addBytes, t.name, bytes.perPeer, limitTopicBytesPerWriter)
 	case shareOverBound:
 		return overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted,
-			"topic %s would hold %d bytes of objects, over its limit of %d", t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes)
+			"topic %s would hold %d bytes of objects, over its limit of %d (%s)", t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes, limitTopicBytes)
 	case shareReserved:
 		return overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted,
-			"topic %s would hold %d of its %d bytes of objects; the rest are kept for writers holding at most %d",
-			t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes, bytes.little())
+			"topic %s would hold %d of its %d bytes of objects; the rest are kept for writers holding at most %d (%s)",
+			t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes, bytes.little(), limitTopicBytes)
 	}
 	return nil
 }
