@@ -68,14 +68,15 @@ As of {{time .Now}}.</p>
 {{range .Served}}<tr><td>{{.Contract}}</td><td>{{.Version}}</td><td><code>{{.Fingerprint}}</code></td><td>{{.Client}}</td><td>{{index (index $.PeersByVersion .Contract) .Version}}</td></tr>
 {{end}}</table>
 
+{{with .Truncated}}<p class="bad" id="truncated">This page {{.}}.</p>{{end}}
 <h2>Peers</h2>
-{{if .Sessions}}<table id="peers"><tr><th>contract</th><th>agreed version</th><th>component</th><th>instance</th><th>release</th><th>state</th><th>since</th><th>age</th><th>idle</th></tr>
+{{if .Sessions}}<p id="session-count">{{.SessionCount}} sessions{{if lt (len .Sessions) .SessionCount}}, the first {{len .Sessions}} listed{{end}}.</p><table id="peers"><tr><th>contract</th><th>agreed version</th><th>component</th><th>instance</th><th>release</th><th>state</th><th>since</th><th>age</th><th>idle</th></tr>
 {{range .Sessions}}<tr class="peer"><td>{{.Contract}}</td><td>{{.Version}}</td><td>{{.Peer.Component}}</td><td>{{.Peer.Instance}}</td><td>{{.Peer.Release}}</td><td>{{.State}}</td><td>{{time .Since}}</td><td>{{dur .Age}}</td><td>{{dur .Idle}}</td></tr>
 {{end}}</table>{{else}}<p class="empty" id="peers">No sessions.</p>{{end}}
 
 <h2>Topics</h2>
 {{if .Topics}}<table id="topics"><tr><th>contract</th><th>version</th><th>topic</th><th>keys</th><th>writers</th><th>watchers</th><th>sets</th><th>deletes</th></tr>
-{{range .Topics}}<tr><td>{{.Contract}}</td><td>{{.Version}}</td><td>{{.Topic}}</td><td>{{.Keys}}</td><td class="{{if eq .Writers 0}}bad{{else}}ok{{end}}">{{if eq .Writers 0}}none{{else}}{{.Writers}}{{end}}</td><td>{{len .Watchers}}</td><td>{{.Sets}}</td><td>{{.Deletes}}</td></tr>
+{{range .Topics}}<tr><td>{{.Contract}}</td><td>{{.Version}}</td><td>{{.Topic}}</td><td>{{.Keys}}</td><td class="{{if eq .Writers 0}}bad{{else}}ok{{end}}">{{if eq .Writers 0}}none{{else}}{{.Writers}}{{end}}</td><td>{{.WatcherCount}}</td><td>{{.Sets}}</td><td>{{.Deletes}}</td></tr>
 {{end}}</table>{{else}}<p class="empty">No topics.</p>{{end}}
 
 <h2>Clients of this component</h2>

@@ -40,8 +40,11 @@ type TopicStats struct {
 	// by a later change of the same key before being sent, since the server
 	// started: how much slow watchers were spared.
 	Coalesced uint64 `json:"coalesced"`
-	// Watchers describes each live watch stream.
-	Watchers []WatcherStats `json:"watchers"`
+	// WatcherCount is how many watch streams are live; Watchers describes
+	// each of them, or in the status a server serves at most
+	// [StatusMaxWatchers] of them ([ServerStatus.Truncated] says so).
+	WatcherCount int            `json:"watcherCount"`
+	Watchers     []WatcherStats `json:"watchers"`
 }
 
 // WatcherStats describes one watch stream. Queued is bounded by the number
@@ -87,6 +90,7 @@ func (s *Server) TopicStats() []TopicStats {
 			st.Watchers = append(st.Watchers, ws.stats())
 		}
 		sort.Slice(st.Watchers, func(i, j int) bool { return st.Watchers[i].Peer.Instance < st.Watchers[j].Peer.Instance })
+		st.WatcherCount = len(st.Watchers)
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -73,6 +73,9 @@ func printStatus(w io.Writer, st framework.ServerStatus) error {
 		state += ", draining"
 	}
 	fmt.Fprintf(w, "%s %s (instance %s): %s; as of %s\n", cell(st.Component), cell(st.Release), cell(st.Instance), state, st.Now.Format(time.RFC3339))
+	if st.Truncated != "" {
+		fmt.Fprintf(w, "the server's status %s\n", text(st.Truncated))
+	}
 
 	section(w, "CONTRACT\tVERSION\tFINGERPRINT\tCLIENT\tSESSIONS", len(st.Served), func(tw io.Writer) {
 		for _, v := range st.Served {
@@ -91,7 +94,7 @@ func printStatus(w io.Writer, st framework.ServerStatus) error {
 			if t.Writers == 0 {
 				writers = "none"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", cell(t.Topic), cell(t.Contract), cell(t.Version), t.Keys, writers, len(t.Watchers))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", cell(t.Topic), cell(t.Contract), cell(t.Version), t.Keys, writers, max(t.WatcherCount, len(t.Watchers)))
 		}
 	})
 	section(w, "CLIENT OF\tVERSION\tSERVER\tREADY\tBLOCKED\tLONGEST\tENDPOINTS", len(st.Clients), func(tw io.Writer) {

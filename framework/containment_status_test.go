@@ -1,0 +1,84 @@
+package framework_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/certs"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// The status output's size: it listed every session and every watcher,
+// so one certificate's 9,000 sessions made each status read 1.8 MB, and a
+// server at its bounds would answer tens of megabytes to each. The status
+// served lists at most StatusMaxSessions sessions and StatusMaxWatchers
+// watchers of a topic, counts them all, and says what it left out, in the
+// JSON and on the page.
+func TestContainTheStatusOutputIsBounded(t *testing.T) {
+	a := startContainServer(t, framework.Limits{})
+	topics := topicContract(t, "1.0.0")
+	evil := a.h2Attacker(t, "evil")
+	const sessions, watchers = framework.StatusMaxSessions + 20, framework.StatusMaxWatchers + 10
+	tokens := make([]string, sessions)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < sessions; i += 16 {
+				code, token := evil.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, fmt.Sprintf("evil-%04d", i)))
+				assert.Equal(t, http.StatusOK, code, token)
+				tokens[i] = token
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range watchers {
+		code, v := evil.openWatch(tokens[0], fmt.Sprintf("node=n%d", i))
+		require.Equal(t, http.StatusOK, code, v)
+	}
+
+	op := a.attackerAs(t, "status-reader")
+	op.cfg = a.tlsConfig(t, certs.Spec{Component: "operator", Name: "alice"})
+	op.tr.TLSClientConfig = op.cfg
+	read := func(accept string) []byte {
+		req, err := http.NewRequest(http.MethodGet, a.URL+protocol.PathStatus, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", accept)
+		resp, err := op.hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return b
+	}
+	body := read("application/json")
+	var st framework.ServerStatus
+	require.NoError(t, json.Unmarshal(body, &st))
+	assert.Len(t, st.Sessions, framework.StatusMaxSessions)
+	assert.Equal(t, sessions, st.SessionCount)
+	assert.Equal(t, sessions, st.PeersByVersion["topics"]["1.0.0"], "the counts cover every session")
+	require.Len(t, st.Topics, 1)
+	assert.Len(t, st.Topics[0].Watchers, framework.StatusMaxWatchers)
+	assert.Equal(t, watchers, st.Topics[0].WatcherCount)
+	assert.Contains(t, st.Truncated, fmt.Sprintf("%d of %d sessions", framework.StatusMaxSessions, sessions))
+	assert.Contains(t, st.Truncated, fmt.Sprintf("%d of the %d watchers of topics 1.0.0 topic Assignment", framework.StatusMaxWatchers, watchers))
+	assert.Less(t, len(body), 512<<10, "the status read is bounded by the server's bounds, not its peers' numbers")
+
+	page := string(read("text/html"))
+	assert.True(t, strings.Contains(page, `id="truncated"`), "the page says it is truncated")
+	assert.Equal(t, framework.StatusMaxSessions, strings.Count(page, `<tr class="peer">`))
+	assert.Contains(t, page, fmt.Sprintf("%d sessions, the first %d listed", sessions, framework.StatusMaxSessions))
+
+	assert.Len(t, a.Server.Status().Sessions, sessions, "Server.Status itself is whole")
+}
