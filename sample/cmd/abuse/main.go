@@ -4,9 +4,11 @@
 // first found at (or smaller, with -scale small), and reports for each the
 // node controller's peak RSS and what a legitimate kubelet got meanwhile:
 // its calls' p99 and errors, whether its node was published, whether its
-// watch opened.
+// watch opened. Attacks 9 and 10 are a hostile server's against the
+// operator's lockstepctl (-lockstepctl): its peak RSS, its runs' p99, and
+// what reached the terminal.
 //
-//	go build -o /tmp/nc ./cmd/nodecontroller && go run ./cmd/abuse -nodecontroller /tmp/nc [-scale full|small] [-attacks 1,2,…]
+//	go build -o /tmp/nc ./cmd/nodecontroller && go run ./cmd/abuse -nodecontroller /tmp/nc [-lockstepctl /tmp/lockstepctl] [-scale full|small] [-attacks 1,2,…]
 //
 // `make abuse` runs it at full size. It speaks the wire protocol only, so
 // it runs against any build of the node controller: the figures of one
@@ -57,17 +59,19 @@ type sizes struct {
 	h2Conns         int // attack 7: HTTP/2 connections of stalled hellos
 	h2Streams       int
 	fdLimit         int // attack 8: the node controller's descriptor limit
+	ctlRuns         int // attacks 9 and 10: runs of lockstepctl
 }
 
 var scales = map[string]sizes{
-	"full":  {50000, 9000, 3, 4096, 4096, 5000, 40 * time.Second, 200, 250, 256},
-	"small": {2000, 300, 3, 300, 256, 200, 15 * time.Second, 10, 50, 256},
+	"full":  {50000, 9000, 3, 4096, 4096, 5000, 40 * time.Second, 200, 250, 256, 30},
+	"small": {2000, 300, 3, 300, 256, 200, 15 * time.Second, 10, 50, 256, 6},
 }
 
 func main() {
 	bin := flag.String("nodecontroller", "", "the node controller binary to attack (required)")
+	ctlBin := flag.String("lockstepctl", "", "the lockstepctl binary a hostile server attacks (attacks 9 and 10; skipped without it)")
 	scale := flag.String("scale", "full", "full (the sizes the attacks were found at) or small")
-	which := flag.String("attacks", "1,2,3,4,5,6,7,8", "attacks to run, by number")
+	which := flag.String("attacks", "1,2,3,4,5,6,7,8,9,10", "attacks to run, by number")
 	flag.Parse()
 	sz, ok := scales[*scale]
 	if *bin == "" || !ok {
@@ -78,17 +82,24 @@ func main() {
 	check(err)
 	defer os.RemoveAll(dir)
 	w := newWorld(dir, *bin)
+	w.ctlBin = *ctlBin
 	fmt.Printf("lockstep abuse: %s, scale %s, node controller %s; the machine is shared, so latencies are those of a loaded machine\n\n", time.Now().UTC().Format(time.RFC3339), *scale, *bin)
 	attacks := map[string]func(*world, sizes) result{
 		"1": attackMetrics, "2": attackTopicFill, "3": attackWatchSlots, "4": attackSquat,
 		"5": attackSelectors, "6": attackSlowBodies, "7": attackH2Streams, "8": attackConnReserve,
+		"9": attackTerminal, "10": attackHugeStatus,
 	}
 	for _, n := range strings.Split(*which, ",") {
 		a := attacks[strings.TrimSpace(n)]
-		if a == nil {
+		if a == nil || (*ctlBin == "" && (n == "9" || n == "10")) {
 			continue
 		}
 		r := a(w, sz)
+		if r.subject == "lockstepctl" {
+			fmt.Printf("attack %s: %s\n  lockstepctl peak RSS %d MiB; the operator's runs: %d, p99 %s, %d failed%s\n  %s\n\n",
+				n, r.name, r.rss>>20, r.calls, r.p99.Round(time.Millisecond), r.errs, firstErr(r.firstErr), strings.Join(r.notes, "\n  "))
+			continue
+		}
 		fmt.Printf("attack %s: %s\n  node controller peak RSS %d MiB; legitimate kubelet: %d calls, p99 %s, %d errors%s\n  %s\n\n",
 			n, r.name, r.rss>>20, r.calls, r.p99.Round(time.Millisecond), r.errs, firstErr(r.firstErr), strings.Join(r.notes, "\n  "))
 	}
@@ -111,6 +122,7 @@ func check(err error) {
 // world is the CA, the certificates and the node controller binary.
 type world struct {
 	dir, bin string
+	ctlBin   string // lockstepctl, for attacks 9 and 10
 	ca       *certs.CA
 	server   [3]string // cert, key, ca files of the node controller
 }
@@ -203,13 +215,20 @@ func (s *server) kill() {
 }
 
 // rssOf is a process's resident set size, 0 once it is gone.
-func rssOf(pid int) uint64 {
+func rssOf(pid int) uint64 { return procStatus(pid, "VmRSS:") }
+
+// peakRSSOf is the most a process's resident set has been since it
+// started its program (the kernel's high-water mark), 0 once it is gone.
+func peakRSSOf(pid int) uint64 { return procStatus(pid, "VmHWM:") }
+
+// procStatus is a size field of /proc/<pid>/status, in bytes.
+func procStatus(pid int, field string) uint64 {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseUint(f[1], 10, 64)
 			return kb << 10
 		}
@@ -227,6 +246,9 @@ func (w *world) client(cfg *tls.Config, h2 bool) *http.Client {
 
 // result is what one attack reports.
 type result struct {
+	// subject is what the figures are of: the node controller and a
+	// legitimate kubelet (""), or "lockstepctl", the operator's process.
+	subject  string
 	name     string
 	rss      uint64
 	calls    int
