@@ -70,7 +70,9 @@ type ClientConfig struct {
 	// Fork lists earlier contract versions the client also speaks (fork
 	// mode), with their conversions: endpoints that agree on one of them are
 	// called in that version, and their topics watched in that version's
-	// form, converted up. Empty means lockstep mode.
+	// form, converted up. The versions a contract derives from compatibly
+	// ([Contract.Compatible]) are spoken without it. Empty means lockstep
+	// mode.
 	Fork []Fork
 	// Pinned lists external servers that do not handshake (a Kubernetes
 	// scheduler extender, say), each called at a fixed version. A pinned
@@ -218,11 +220,16 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 		changed:   make(chan struct{}),
 		listed:    make(chan struct{}),
 	}
+	cl.offersCompatible(c)
 	for _, f := range cfg.Fork {
 		if err := checkFork(c, f); err != nil {
 			return nil, fmt.Errorf("lockstep: client config: %w", err)
 		}
-		if _, dup := cl.versions[f.Contract.Version()]; dup {
+		if v, dup := cl.versions[f.Contract.Version()]; dup {
+			if v.conversions != nil {
+				return nil, fmt.Errorf("lockstep: client config: Fork lists %s, which %s %s speaks already: it derives from it compatibly",
+					f.Contract.Version(), c.Name(), c.Version())
+			}
 			return nil, fmt.Errorf("lockstep: client config: version %s given twice", f.Contract.Version())
 		}
 		cl.versions[f.Contract.Version()] = &peerVersion{contract: f.Contract, conversions: f.Methods, topics: f.Topics}

@@ -30,6 +30,9 @@ type Contract struct {
 	// case (the Kubernetes scheduler extender sends Go field names), so they
 	// are validated after decoding, in their canonical spelling.
 	caseInsensitive map[string]bool
+	// derivesFrom is the compatible version this one derives from, with
+	// the conversions ([NewCompatibleContract]); nil for most contracts.
+	derivesFrom *Compatible
 }
 
 // NewContract checks a contract model and compiles its schemas with

@@ -247,7 +247,7 @@ func ForkUnary[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	decl := mustMethod(old, method, false)
 	mustMethod(current, method, false)
 	mustForkOf(old, current)
-	s.register(old, method, &methodHandler{forkOf: current, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+	s.register(old, method, &methodHandler{forkOf: current, invoke: forkedInvoke(s, old, current, up, down), serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
 		return serveForked(ctx, s, old, current, decl, call, body, up, down)
 	}})
 }
@@ -261,7 +261,7 @@ func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	decl := mustMethod(old, method, true)
 	mustMethod(current, method, true)
 	mustForkOf(old, current)
-	s.register(old, method, &methodHandler{batch: true, forkOf: current, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+	s.register(old, method, &methodHandler{batch: true, forkOf: current, invoke: forkedInvoke(s, old, current, up, down), serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
 		return s.serveBatchItems(ctx, old, method, body, call.Header, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			itemCall := *call
 			itemCall.Batch, itemCall.Item, itemCall.Header = true, i, h
@@ -272,13 +272,24 @@ func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 
 func serveForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server, old, current *Contract, decl methodDecl,
 	call *Call, body []byte, up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) ([]byte, error) {
-	target := s.handlerOf(current, call.Method)
-	if target == nil || target.invoke == nil {
-		return nil, Errorf(CodeInternal, "%s %s has no handler for %s to serve %s calls with", current.Name(), current.Version(), call.Method, old.Version())
-	}
 	oldReq := new(OldReq)
 	if err := decodeMessage(old, decl.Request, body, oldReq); err != nil {
 		return nil, err
+	}
+	oldResp, err := invokeForked(ctx, s, old, current, call, oldReq, up, down)
+	if err != nil {
+		return nil, err
+	}
+	return encodeResponse[OldResp](oldResp)
+}
+
+// invokeForked converts a decoded request of old up, runs current's
+// handler on it, and converts the answer down.
+func invokeForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server, old, current *Contract,
+	call *Call, oldReq *OldReq, up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) (*OldResp, error) {
+	target := s.handlerOf(current, call.Method)
+	if target == nil || target.invoke == nil {
+		return nil, Errorf(CodeInternal, "%s %s has no handler for %s to serve %s calls with", current.Name(), current.Version(), call.Method, old.Version())
 	}
 	req, err := up(oldReq)
 	if err != nil {
@@ -297,7 +308,7 @@ func serveForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server,
 	if err != nil {
 		return nil, convError(call.Method, current.Version(), old.Version(), err)
 	}
-	return encodeResponse[OldResp](oldResp)
+	return oldResp, nil
 }
 
 // convError keeps a conversion's own code (a conversion may refuse with

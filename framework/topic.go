@@ -161,9 +161,19 @@ type ObjectVersion struct {
 // its writer; watchers reach it at
 // GET /lockstep/<contract>/<version>/watch/<topic>. The writer's identity is
 // the server's (component, instance), and its epoch is new in every
-// process. It panics on setup mistakes: a topic c does not declare, a topic
-// the client writes, or one registered twice.
+// process. For a contract that derives from compatible versions
+// ([NewCompatibleContract]), s also serves the earlier versions' forms of
+// the topic, each change converted down once per version. It panics on
+// setup mistakes: a topic c does not declare, a topic the client writes, or
+// one registered twice.
 func ServeTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption) *TopicWriter[T] {
+	w := serveTopic[T](s, c, topic, opts)
+	serveCompatibleTopic(s, c, topic, w, opts)
+	return w
+}
+
+// serveTopic is [ServeTopic] for c alone, without its compatible versions.
+func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption) *TopicWriter[T] {
 	t := s.registerTopic(c, topic, handshake.RoleServer, opts)
 	return &TopicWriter[T]{
 		TopicView: &TopicView[T]{store: t},
