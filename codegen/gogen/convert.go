@@ -153,8 +153,41 @@ func (g *generator) generateFork() ([]byte, error) {
 	}
 	conversions := f.c.b.String()
 	f.c = &code{}
-	f.wiring(shared, topics)
+	if fork.Compatible {
+		f.compatibleWiring(shared, topics)
+	} else {
+		f.wiring(shared, topics)
+	}
 	return []byte(f.c.b.String() + conversions), nil
+}
+
+// compatibleWiring renders, for a version compatible both ways with the
+// one it forks from, the framework.Compatible the package's Contract
+// carries: the conversions of every method and server-written topic of
+// the earlier version, in the four directions the two sides use.
+func (f *forkGen) compatibleWiring(shared []gomodel.SharedMethod, topics []gomodel.SharedTopic) {
+	c := f.c
+	oc := f.old.Contract
+	name := compatibleVar(f.g.pkg.Fork)
+	c.line("// %s is %s %s, which this version derives from through a change", name, oc.Name, oc.Version)
+	c.line("// compatible both ways, with the conversions between the two, all")
+	c.line("// generated: [Contract] carries it, so that clients of it also call")
+	c.line("// servers of %s and [Register] serves clients of %s, with no fork mode.", oc.Version, oc.Version)
+	c.line("var %s = framework.Compatible{Contract: %s.Contract, Methods: map[string]framework.CompatibleMethod{", name, f.alias)
+	for _, m := range shared {
+		c.line("Method%s: framework.ConvertCompatibleMethod(%s, %s, %s, %s),", m.Cur.Name,
+			f.adapter(m.Old.Request, m.Cur.Request, true), f.adapter(m.Cur.Request, m.Old.Request, false),
+			f.adapter(m.Old.Response, m.Cur.Response, true), f.adapter(m.Cur.Response, m.Old.Response, false))
+	}
+	c.line("}, Topics: map[string]framework.CompatibleTopic{")
+	for _, tp := range topics {
+		c.line("Topic%s: framework.ConvertCompatibleTopic(%s, %s),", tp.Cur.Name,
+			f.adapter(tp.Old.Object, tp.Cur.Object, true), f.adapter(tp.Cur.Object, tp.Old.Object, false))
+	}
+	c.line("}}")
+	for _, a := range f.adapters() {
+		c.raw(a)
+	}
 }
 
 // wiring renders RegisterFork, Fork<Old> and Fork<Topic><Old>.

@@ -64,6 +64,13 @@ func Generate(pkg *gomodel.Package, source string) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pkg.Fork != nil {
+		// Before the API file, whose contract and Register depend on
+		// whether the fork is a compatible version.
+		if err := decideFork(pkg); err != nil {
+			return nil, err
+		}
+	}
 	g := &generator{pkg: pkg, source: source, vs: vs}
 	tmpl, err := template.New("").Funcs(g.funcs()).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {
@@ -110,11 +117,18 @@ func Decide(pkg *gomodel.Package) error {
 		return err
 	}
 	if pkg.Fork != nil {
-		if err := pkg.Fork.DecideConversions(pkg); err != nil {
-			return err
-		}
+		return decideFork(pkg)
 	}
 	return nil
+}
+
+// decideFork decides a fork's conversions, and whether it is a compatible
+// version.
+func decideFork(pkg *gomodel.Package) error {
+	if err := pkg.Fork.DecideConversions(pkg); err != nil {
+		return err
+	}
+	return pkg.Fork.DecideCompatible(pkg)
 }
 
 // requireECMAValidation refuses a message whose schema has a pattern only
@@ -278,6 +292,7 @@ func (g *generator) funcs() template.FuncMap {
 		"messageType":    func(name string) string { return g.pkg.Messages[name].Name },
 		"goName":         gomodel.GoName,
 		"selectOptions":  func() ([]selectOption, error) { return selectOptions(g.pkg) },
+		"compatible":     g.compatible,
 	}
 }
 
@@ -510,4 +525,21 @@ func (g *generator) defaultLit(f *gomodel.Field) string {
 		return "jsonwire.Value(" + gomodel.GoString(f.Type) + "(" + lit + "))"
 	}
 	return lit
+}
+
+// compatible returns, for a package whose fork is a compatible version
+// ([gomodel.Fork.DecideCompatible]), the earlier version's number and the
+// name of the variable holding its conversions (a framework.Compatible),
+// and "" otherwise.
+func (g *generator) compatible() map[string]string {
+	f := g.pkg.Fork
+	if f == nil || !f.Compatible {
+		return nil
+	}
+	return map[string]string{"Version": f.Old.Contract.Version, "Var": compatibleVar(f)}
+}
+
+// compatibleVar names the variable of a compatible version's conversions.
+func compatibleVar(f *gomodel.Fork) string {
+	return "compatible" + gomodel.GoName(f.Old.Name)
 }

@@ -52,6 +52,12 @@ type Fork struct {
 	// Conversions are the conversion functions the package has, in the
 	// order they were first asked for ([Fork.Conversion]).
 	Conversions []*Conversion `json:"conversions,omitempty"`
+	// Compatible is true when the change from the earlier version is
+	// compatible both ways and every conversion is generated
+	// ([Fork.DecideCompatible]): both sides speak both versions by
+	// default. NotCompatible says why not, otherwise.
+	Compatible    bool   `json:"compatible,omitempty"`
+	NotCompatible string `json:"notCompatible,omitempty"`
 
 	byName  map[string]*Conversion
 	bundles map[*Type]located

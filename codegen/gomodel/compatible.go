@@ -1,0 +1,63 @@
+package gomodel
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/codegen/diff"
+	"github.com/lockstep-dev/lockstep/handshake"
+)
+
+// DecideCompatible decides whether the fork is a compatible version, which
+// costs nothing: codegen/diff finds no change that breaks a peer in either
+// order (old client and new server, new client and old server), every
+// conversion the package has is generated whole, and the earlier version
+// has no topic its clients write (the runtime converts only those the
+// server writes). Then the package's contract carries the conversions
+// (framework.MustCompatibleContract), its Register serves the earlier
+// version too and its clients offer it, with no fork mode. Otherwise
+// [Fork.NotCompatible] says why, and the fork is opt-in as before.
+//
+// It decides the conversions of the topics' objects going up as well,
+// which a compatible version's clients use, and so must follow
+// [Fork.DecideConversions].
+func (f *Fork) DecideCompatible(cur *Package) error {
+	f.Compatible, f.NotCompatible = false, ""
+	oldModel, curModel := f.Old.Contract.Handshake(), cur.Contract.Handshake()
+	report, err := diff.Compare(&oldModel, &curModel)
+	if err != nil {
+		return fmt.Errorf("lockstep-gen: comparing %s with %s: %w", cur.Contract.Version, f.Old.Contract.Version, err)
+	}
+	for _, c := range report.Changes {
+		if c.Breaking || c.BreaksNewClient {
+			f.NotCompatible = strings.TrimSpace(c.Where+" "+c.Path) + ": " + c.Message
+			return nil
+		}
+	}
+	for _, t := range f.Old.Contract.Topics {
+		if t.Writer != handshake.RoleServer {
+			f.NotCompatible = fmt.Sprintf("topic %s is written by clients, and the runtime converts only topics the server writes", t.Name)
+			return nil
+		}
+	}
+	_, topics := f.Shared(cur)
+	for _, tp := range topics {
+		from, to := RootType(f.Old.Messages[tp.Old.Object]), RootType(cur.Messages[tp.Cur.Object])
+		if from == nil || to == nil {
+			f.NotCompatible = fmt.Sprintf("topic %s: its object is not a message type of the package on both sides", tp.Cur.Name)
+			return nil
+		}
+		f.Conversion(cur, from, to, true)
+	}
+	for i := 0; i < len(f.Conversions); i++ {
+		f.nested(cur, f.Conversions[i])
+	}
+	for _, c := range f.Conversions {
+		if !c.Compatible {
+			f.NotCompatible = fmt.Sprintf("%s is written by hand: %s", c.Name, c.Why)
+			return nil
+		}
+	}
+	f.Compatible = true
+	return nil
+}
