@@ -85,6 +85,9 @@ func ConvertCompatibleMethod[Req, Resp, OldReq, OldResp any](
 // CompatibleTopic converts the objects of one server-written topic
 // between two compatible versions. Build it with [ConvertCompatibleTopic].
 type CompatibleTopic struct {
+	// client converts the earlier form's objects up, for a client's watch
+	// of an endpoint that agreed the earlier version.
+	client TopicConversion
 	// fork makes s serve the earlier version's form of the topic, written
 	// through later (a *TopicWriter of the later version's object), and
 	// returns the earlier form's writer, through which a yet earlier
@@ -95,14 +98,16 @@ type CompatibleTopic struct {
 // ConvertCompatibleTopic builds the conversions of a server-written topic's
 // objects between a later version (Obj) and the compatible version it
 // derives from (OldObj). A server uses down to serve the earlier form,
-// converting each change once, whatever the number of its watchers.
+// converting each change once, whatever the number of its watchers; a
+// client watching a server of the earlier version uses up, as a client in
+// fork mode does ([ConvertTopic]).
 //
 // For generated code: lockstep-gen emits one per server-written topic of a
 // version whose change from the one it derives from (forkFrom) is
 // compatible both ways.
 func ConvertCompatibleTopic[Obj, OldObj any](up func(*OldObj) (*Obj, error), down func(*Obj) (*OldObj, error)) CompatibleTopic {
-	_ = up // the client's watch converts up (fork mode's topic conversions)
 	return CompatibleTopic{
+		client: ConvertTopic(up),
 		fork: func(s *Server, earlier *Contract, later any, opts []TopicOption) any {
 			w, ok := later.(*TopicWriter[Obj])
 			if !ok {
@@ -219,29 +224,65 @@ func (c *Contract) Compatible() []*Contract {
 }
 
 // compatibleVersions returns, for a client of c, each earlier version of
-// its chain with the client-side conversions of its methods from c's own
-// types: the conversions of each link composed with those of the links
-// before it.
+// its chain with the client-side conversions of its methods and topics
+// from and to c's own types: the conversions of each link composed with
+// those of the links before it.
 func (c *Contract) compatibleVersions() []*peerVersion {
 	var out []*peerVersion
-	var prev map[string]MethodConversion // from c's types to the link's later version's
-	for i, link := range c.compatibleChain() {
-		convs := map[string]MethodConversion{}
+	var prev *peerVersion // its conversions are from and to c's types
+	for _, link := range c.compatibleChain() {
+		v := &peerVersion{contract: link.from.Contract, conversions: map[string]MethodConversion{}, topics: map[string]TopicConversion{}}
 		for m, conv := range link.from.Methods {
-			if i == 0 {
-				convs[m] = conv.client
-				continue
+			switch outer, ok := prev.methodConversion(m); {
+			case prev == nil:
+				v.conversions[m] = conv.client
+			case ok:
+				v.conversions[m] = composeMethod(outer, conv.client)
 			}
-			outer, ok := prev[m]
-			if !ok {
-				continue // not in c: never called
-			}
-			convs[m] = composeMethod(outer, conv.client)
 		}
-		out = append(out, &peerVersion{contract: link.from.Contract, conversions: convs})
-		prev = convs
+		for t, conv := range link.from.Topics {
+			switch outer, ok := prev.topicConversionOf(t); {
+			case prev == nil:
+				v.topics[t] = conv.client
+			case ok:
+				v.topics[t] = composeTopic(outer, conv.client)
+			}
+		}
+		out = append(out, v)
+		prev = v
 	}
 	return out
+}
+
+// methodConversion returns v's conversion of method, if v is not nil and
+// has one.
+func (v *peerVersion) methodConversion(method string) (MethodConversion, bool) {
+	if v == nil {
+		return MethodConversion{}, false
+	}
+	conv, ok := v.conversions[method]
+	return conv, ok
+}
+
+// topicConversionOf returns v's conversion of topic, if v is not nil and
+// has one.
+func (v *peerVersion) topicConversionOf(topic string) (TopicConversion, bool) {
+	if v == nil {
+		return TopicConversion{}, false
+	}
+	conv, ok := v.topics[topic]
+	return conv, ok
+}
+
+// composeTopic converts an object up through inner, then outer.
+func composeTopic(outer, inner TopicConversion) TopicConversion {
+	return TopicConversion{up: func(raw []byte) ([]byte, error) {
+		mid, err := inner.up(raw)
+		if err != nil {
+			return nil, err
+		}
+		return outer.up(mid)
+	}}
 }
 
 // composeMethod converts through outer, then inner: requests down through

@@ -431,3 +431,37 @@ func TestNewCompatibleContractRefusesMistakes(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "topic Leases is written by clients")
 }
+
+// TestCompatibleWatcherOfEarlierServer watches a 1.0.0 server's topic
+// from 1.1.0 and 1.2.0 clients, with no fork configured: each converts the
+// objects up, the 1.2.0 one through 1.1.0, and sees the members 1.0.0
+// lacks absent.
+func TestCompatibleWatcherOfEarlierServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var grants *framework.TopicWriter[GrantV10]
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "controller", Release: "1.31.0"}, func(s *framework.Server) {
+		h := func(context.Context, *GrantV10) (*ResultV10, error) { return &ResultV10{OK: true}, nil }
+		framework.HandleUnary(s, grantsV10, "Request", h)
+		framework.HandleBatch(s, grantsV10, "RequestMany", h)
+		grants = framework.ServeTopic[GrantV10](s, grantsV10, "Grants")
+	})
+	v11, err := framework.Watch[GrantV11](ctx, grantsClient(t, grantsV11, srv.URL), "Grants", framework.InformerHandlers[GrantV11]{})
+	require.NoError(t, err)
+	t.Cleanup(v11.Stop)
+	v12, err := framework.Watch[GrantV12](ctx, grantsClient(t, grantsV12, srv.URL), "Grants", framework.InformerHandlers[GrantV12]{})
+	require.NoError(t, err)
+	t.Cleanup(v12.Stop)
+
+	require.NoError(t, grants.Set(&GrantV10{Tenant: "a", Amount: 1}))
+	require.NoError(t, grants.Set(&GrantV10{Tenant: "b", Amount: 2}))
+	require.NoError(t, grants.Delete("a"))
+	require.Eventually(t, func() bool {
+		b11, ok11 := v11.Get("b")
+		b12, ok12 := v12.Get("b")
+		return ok11 && ok12 && v11.Len() == 1 && v12.Len() == 1 && b11.Amount == 2 && b11.Priority == nil &&
+			b12.Amount == 2 && b12.Zone == nil
+	}, 15*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"1.0.0", "1.0.0"}, agreed(srv))
+}

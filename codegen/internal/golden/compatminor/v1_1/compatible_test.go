@@ -199,3 +199,45 @@ func TestOldWatcherOfNewServer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // waits for the watch stream, in real time
 	}
 }
+
+// TestNewWatcherOfOldServer watches a 1.0.0 controller's Grants topic from
+// a 1.1.0 agent selecting its tenant, with no fork mode: the agent's
+// informer holds the 1.1.0 form, converted up by the generated
+// conversions, with the expiry 1.0.0 lacks absent.
+func TestNewWatcherOfOldServer(t *testing.T) {
+	var grants *framework.TopicWriter[v1_0.Grant]
+	srv := frameworktest.StartServer(t, serverConfig(), func(s *framework.Server) {
+		v1_0.Register(s, controllerV10{&journal{}})
+		grants = v1_0.ServeGrants(s)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	inf, err := WatchGrants(ctx, frameworktest.NewClient(t, Contract, clientConfig(srv.URL)),
+		framework.InformerHandlers[Grant]{}, SelectTenant("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inf.Stop()
+	for _, g := range []*v1_0.Grant{{ID: "a", Tenant: "t1", Amount: 1}, {ID: "b", Tenant: "t2", Amount: 2}, {ID: "c", Tenant: "t1", Amount: 3}} {
+		if err := grants.Set(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := grants.Delete("a"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, ok := inf.Get("c")
+		if ok && inf.Len() == 1 && c.Amount == 3 && c.Expires == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the 1.1.0 watcher holds %d grants, c = %+v", inf.Len(), c)
+		}
+		time.Sleep(10 * time.Millisecond) // waits for the watch stream, in real time
+	}
+	if got := agreed(srv); len(got) != 1 || got[0] != "1.0.0" {
+		t.Errorf("sessions agreed on %v, want [1.0.0]", got)
+	}
+}
