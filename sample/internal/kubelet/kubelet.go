@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,16 @@ type Config struct {
 	// Nil: every node shares Client's transport (plain HTTP, or one
 	// identity for the whole simulator, granted a node set).
 	NodeTLS func(node string) (*tls.Config, error)
+	// SourceAddr, with NodeTLS, gives node i (counting from 0 over the
+	// process's nodes) the local address its connections are made from,
+	// as each real kubelet dials from its own machine's address: a server
+	// bounds the connections of one source address (the framework's
+	// Limits.ConnsPerSource), which thousands of nodes on one address
+	// would exceed. Nil, or a nil address: the kernel's choice. Such a
+	// node dials with a plain net.Dialer, not the framework's, so its
+	// connections do not tell the process's probers when the server
+	// closes them: the node learns it from its next request instead.
+	SourceAddr func(i int) net.IP
 	// StatusEvery, if positive, makes each node report its whole status
 	// at least that often even when nothing changed, as a kubelet reports
 	// its NodeStatus periodically (the first report of each node comes at
@@ -210,6 +221,11 @@ func New(cfg Config) (*Kubelet, error) {
 				return nil, fmt.Errorf("kubelet: node %s: TLS: %w", name, err)
 			}
 			tr := nodeTransport(tc)
+			if cfg.SourceAddr != nil {
+				if ip := cfg.SourceAddr(i); ip != nil {
+					tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+				}
+			}
 			k.transports = append(k.transports, tr)
 			nd.own = &timedTransport{next: tr, beat: &k.stats.Heartbeats}
 			ncfg.TLSConfig, ncfg.Transport = tc, nd.own

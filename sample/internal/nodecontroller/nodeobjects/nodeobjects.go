@@ -62,6 +62,13 @@ type Config struct {
 	// MaxWritesPerSecond bounds the writes of every kind together, with
 	// bursts of at most a second's worth; default DefaultMaxWritesPerSecond.
 	MaxWritesPerSecond float64
+	// SpreadFromStart puts each node's first refresh at a uniformly random
+	// point of the whole first period instead of its second half, so that
+	// from the first minute on the refreshes arrive at their steady rate of
+	// N/RefreshEvery per second: a measurement of that rate over a window
+	// shorter than the period then reads it. The default leaves an object
+	// just created alone for half a period.
+	SpreadFromStart bool
 	// Workers is how many writes may be in flight at once; default
 	// DefaultWorkers.
 	Workers int
@@ -334,7 +341,11 @@ func (w *Writer) write(ctx context.Context, name string) {
 	}
 	kind.Add(1)
 	if !e.created {
-		e.refreshAt = now.Add(time.Duration(float64(w.cfg.RefreshEvery) * (0.5 + 0.5*w.rand.Float64())))
+		first := 0.5 + 0.5*w.rand.Float64()
+		if w.cfg.SpreadFromStart {
+			first = w.rand.Float64()
+		}
+		e.refreshAt = now.Add(time.Duration(float64(w.cfg.RefreshEvery) * first))
 	} else {
 		e.refreshAt = now.Add(w.cfg.RefreshEvery)
 	}
