@@ -81,7 +81,7 @@ FUZZTIME  ?= 30s
 
 .PHONY: test vet check-generated check-workspace check-gofmt sync-workspace generate demo abuse fuzz soak bench bench-quick bench-reconnect bench-framework
 .PHONY: scale scale-quick
-.PHONY: test-phases test-race test-norace test-alone vet-race vet-norace e2e
+.PHONY: test-phases test-race test-norace test-alone test-scale vet-race vet-norace e2e
 
 ## test: vet, check that Go files are gofmt-formatted, generated code is
 ## fresh and the workspace resolves each module as on its own, then every
@@ -104,7 +104,7 @@ FUZZTIME  ?= 30s
 test:
 	@$(MAKE) --no-print-directory -j3 test-phases
 
-test-phases: check-workspace check-generated check-gofmt test-race test-norace test-alone
+test-phases: check-workspace check-generated check-gofmt test-race test-norace test-alone test-scale
 
 test-race: tools
 	@echo "== go vet and test $(RACE_FLAGS) $(RACE_MODULES)"
@@ -122,6 +122,18 @@ test-norace: check-generated check-gofmt
 test-alone: test-race test-norace
 	@echo "== go test $(NORACE_TESTS) in $(NORACE_TEST_PKGS), alone"
 	@$(GO) test -vet=off $(LINK_FLAGS) -p 1 -count=1 -timeout 10m -run '$(NORACE_TESTS)' $(TESTFLAGS) $(NORACE_TEST_PKGS)
+
+## test-scale: make scale's harness is in the e2e module (e2e/scale), which
+## make test otherwise leaves out: it is vetted (its test files and the
+## control plane package it uses) and its report's test runs, which starts
+## no process; the scale runs themselves are make scale's. Its program,
+## sample/cmd/lockstep-scale, is the sample module's, built and vetted with
+## it above. It waits for the other tests: the e2e module is built apart
+## from the workspace, and its packages would be compiled beside them.
+test-scale: test-alone
+	@echo "== go vet and test e2e/scale (its report only; make scale runs it)"
+	@cd e2e && GOWORK=off GOFLAGS=-mod=mod $(GO) vet ./scale ./controlplane && \
+	  GOWORK=off GOFLAGS=-mod=mod $(GO) test -vet=off $(LINK_FLAGS) -count=1 -run '^TestReport$$' ./scale >/dev/null
 
 ## e2e: the tests against a real Kubernetes control plane (e2e/, a module
 ## of its own outside go.work): e2e/build.sh builds kube-apiserver,
@@ -216,31 +228,40 @@ abuse:
 	  $(GO) build -o "$$tmp/nodecontroller" ./cmd/nodecontroller && \
 	  $(GO) run ./cmd/abuse -nodecontroller "$$tmp/nodecontroller" -lockstepctl "$$tmp/lockstepctl" $(ABUSE)
 
-## scale-quick, scale: the founding case at a cluster's scale, lockstep's
-## path (sample/cmd/lockstep-scale): hollow nodes, each under mutual TLS
-## with its own certificate, heartbeating at 1 Hz to the sample's node
-## controller and reporting their status every 10 s, pods placed on them
-## through their filtered watches, then nodes killed with SIGKILL; prints
-## the node controller's CPU and RSS, heartbeat p99, bind -> Running p99
-## and the time to notice each kill, with the load average. scale-quick is
-## 300 nodes (under two minutes); scale is 5,000 nodes with 30 pods each
-## (SCALE_NODES, SCALE_PODS to change). Both on 127.0.0.1; every process
-## they start is stopped. make test builds and vets this code, and runs
-## none of it. Kubernetes' own path beside it (Leases and NodeStatus
-## through a real API server and etcd) needs the e2e module's control
-## plane and is not run here yet.
-SCALE_NODES ?= 5000
+## scale-quick, scale: the founding case at a cluster's scale, both paths
+## one after the other, each at each node count on a control plane of its
+## own (etcd, kube-apiserver and kube-controller-manager of the e2e module,
+## built once per machine by e2e/build.sh, on 127.0.0.1): lockstep's (hollow
+## nodes under mutual TLS heartbeating at 1 Hz to the sample's node
+## controller, which persists Node objects, their Ready transitions and a
+## 5-minute refresh to the API server; kube-controller-manager without its
+## node lifecycle controller) and Kubernetes' (the same hollow nodes renewing
+## Leases every 10 s and patching NodeStatus through client-go; its node
+## lifecycle controller with its defaults). Each run measures durable
+## writes/s from etcd's own metrics and the API server's, CPU and RSS of
+## every process, heartbeat p99, bind -> Running p99 and the time to notice
+## killed nodes (e2e/scale, driving sample/cmd/lockstep-scale). make scale
+## (SCALE_NODES, SCALE_PODS, SCALE_PATHS to change; each run at most 40
+## minutes) adds its runs to docs/scale/results.json and writes
+## docs/scale.md and its plot from them; scale-quick (300 nodes, 2 pods
+## each) prints its report and keeps nothing. Every process they start is
+## stopped and etcd's data removed.
+SCALE_NODES ?= 1000,2000,5000
 SCALE_PODS  ?= 30
-SCALE_OUT   ?=
+SCALE_PATHS ?= lockstep,kubernetes
+SCALE_FLAGS ?=
+scale_run = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  (cd sample && $(GO) build -o "$$tmp/lockstep-scale" ./cmd/lockstep-scale) && \
+	  bin=$$(cd e2e && GO=$(GO) ./build.sh) && cd e2e && \
+	  GOWORK=off GOFLAGS=-mod=mod LOCKSTEP_KUBE_BIN=$$bin $(GO) test $(LINK_FLAGS) -count=1 -v -timeout $(1) -run '^TestScale$$' ./scale \
+	    -args -scale.bin="$$tmp/lockstep-scale" $(2)
 scale-quick:
-	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd sample && \
-	  $(GO) build -o "$$tmp/lockstep-scale" ./cmd/lockstep-scale && \
-	  "$$tmp/lockstep-scale" --nodes 300 --pods-per-node 5 --steady 20s --kills 3 --place-for 30s $(if $(SCALE_OUT),--out $(SCALE_OUT))
+	@$(call scale_run,10m,-scale.nodes=300 -scale.pods=2 -scale.steady=20s -scale.kills=3 -scale.paths=$(SCALE_PATHS) \
+	  -scale.results="$$tmp/results.json" -scale.docs="$$tmp/docs" $(SCALE_FLAGS)) && cat "$$tmp/docs/scale.md"
 
 scale:
-	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd sample && \
-	  $(GO) build -o "$$tmp/lockstep-scale" ./cmd/lockstep-scale && \
-	  "$$tmp/lockstep-scale" --nodes $(SCALE_NODES) --pods-per-node $(SCALE_PODS) --steady 60s --kills 5 --place-for 20m $(if $(SCALE_OUT),--out $(SCALE_OUT))
+	@$(call scale_run,180m,-scale.nodes=$(SCALE_NODES) -scale.pods=$(SCALE_PODS) -scale.steady=60s -scale.kills=5 -scale.paths=$(SCALE_PATHS) \
+	  -scale.results=$(CURDIR)/docs/scale/results.json -scale.docs=$(CURDIR)/docs $(SCALE_FLAGS))
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:

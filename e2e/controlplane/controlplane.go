@@ -15,6 +15,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -80,6 +81,9 @@ type Plane struct {
 	Client kubernetes.Interface
 	// APIServer and Etcd are the processes.
 	APIServer, Etcd *Process
+	// EtcdURL is etcd's client URL, http://127.0.0.1:PORT (its /metrics
+	// too).
+	EtcdURL string
 
 	ca *authority
 }
@@ -117,6 +121,7 @@ func Start(t testing.TB) *Plane {
 
 	etcdPort, peerPort := FreePort(t), FreePort(t)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	p.EtcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	p.Etcd = StartProcess(t, dir, "etcd", etcd,
 		"--name=e2e", "--data-dir="+filepath.Join(dir, "etcd"),
@@ -223,6 +228,24 @@ func (p *Plane) Kubeconfig(t testing.TB, name string, cfg *rest.Config) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// CAFiles writes the plane's authority's certificate and key into the
+// plane's directory and returns their paths, for a program of the test's
+// that issues client certificates of its own (a kubelet's for each of
+// thousands of simulated nodes, say) which the apiserver then trusts.
+func (p *Plane) CAFiles(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	keyDER, err := x509.MarshalECPrivateKey(p.ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(p.Dir, "client-ca.crt"), filepath.Join(p.Dir, "client-ca.key")
+	if err := errors.Join(os.WriteFile(certFile, p.ca.certPEM, 0o600),
+		os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
 
 // TLSConfig returns a client TLS configuration that trusts the plane's

@@ -1,28 +1,49 @@
-// Command lockstep-scale runs the lockstep path of the founding case at a
-// cluster's scale on one machine, all on 127.0.0.1 under mutual TLS: N
-// hollow nodes (the sample's kubelet, in a child process of their own, each
-// node with its own certificate and connection) heartbeat to a node
-// controller (in this process), report their status every --status-every,
-// and run the pods bound to them (up to --pods-per-node each, bound through
-// the node controller's Bind as the sample scheduler does) through their
-// filtered watch; then --kills nodes, each alone in a process of its own,
-// are killed with SIGKILL one after the other. It reports, as one JSON
-// object on stdout (and a table on stderr):
+// Command lockstep-scale runs one path of the founding case at a cluster's
+// scale on one machine, all on 127.0.0.1, and reports what it measured as
+// one JSON object on stdout. make scale runs it (from the e2e module's
+// harness, e2e/scale) against a real etcd, kube-apiserver and
+// kube-controller-manager, once per path.
 //
-//   - the node controller's CPU (cores) and RSS in the steady state (every
-//     node registered, every pod placed, only heartbeats and periodic
-//     statuses travelling), and the hollow nodes' process's, per node;
-//   - the p99 of each node's heartbeat request (sent to its answer);
-//   - pod bind → Running p99 (the node controller's record of each pod's
-//     phases: bound, then reported Running by its kubelet);
-//   - the time from each SIGKILL to the node controller holding the node
-//     Unknown, and its p99;
+// --path lockstep: N hollow nodes (the sample's kubelet, in a child process
+// of their own, each node with its own certificate, connection and source
+// address) heartbeat to a node controller (in this process), report their
+// status every --status-every, and run the pods bound to them (up to
+// --pods-per-node each, bound through the node controller's Bind as the
+// sample scheduler does) through their filtered watch. With --kubeconfig
+// the node controller persists the user-visible subset of each node to the
+// API server (package nodeobjects): the Node object, its Ready condition's
+// transitions and a refresh every --node-refresh.
+//
+// --path kubernetes: the same N hollow nodes as Kubernetes runs them (the
+// kube-hollow child): each registers its Node object and renews its Lease
+// every --lease-every, reads its Node every 10 s and patches its NodeStatus
+// when it changed or --node-status-every passed, as a kubelet does, all
+// through client-go with its own certificate (system:node:<name>), and
+// runs the pods bound to it (created and bound through the API server by
+// this process, as a scheduler binds them), writing their status through
+// the API server; kube-controller-manager's node lifecycle controller
+// watches the Leases.
+//
+// On both paths, --kills nodes (each alone in a process of its own) are
+// then killed with SIGKILL together, and the time until the API server
+// shows each one's Ready condition not True is measured. What it reports:
+//
+//   - durable writes per second in the steady state (every node registered,
+//     every pod placed): etcd's own count of the keys it wrote
+//     (etcd_mvcc_put_total, --etcd-metrics), and the API server's writes by
+//     resource (apiserver_request_total, --admin-kubeconfig), whose nodes
+//     and leases are node liveness and status;
+//   - the CPU (cores) and RSS of the processes named by --watch (the API
+//     server, etcd, kube-controller-manager), of the node controller (this
+//     process, on the lockstep path) and of the hollow nodes' process;
+//   - the p99 of each node's heartbeat request (lockstep's heartbeat, or
+//     the Lease update);
+//   - pod bind → Running p50 and p99;
+//   - the time from each SIGKILL to the node being noticed, and its p99;
 //   - the machine's load average at the start and the end.
 //
 // Every process it starts is stopped and its temporary directory removed
-// before it exits. It does not start a Kubernetes API server: the Node
-// objects' writes and the comparison with Kubernetes' own path (Leases and
-// NodeStatus through the API server) need the e2e module's control plane.
+// before it exits.
 //
 //	lockstep-scale --nodes 300 --pods-per-node 5 --steady 20s --kills 3
 package main
@@ -31,6 +52,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -48,6 +70,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/certs"
@@ -55,11 +79,15 @@ import (
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
+	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller/nodeobjects"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "hollow" {
 		os.Exit(hollow(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "kube-hollow" {
+		os.Exit(kubeHollow(os.Args[2:]))
 	}
 	os.Exit(run())
 }
@@ -71,6 +99,16 @@ type config struct {
 	ttl, grace                time.Duration
 	steady, placeFor          time.Duration
 	bindConcurrency           int
+	// The API server and what is observed of it.
+	kubeconfig, adminKubeconfig string
+	nodeRefresh                 time.Duration
+	nodeWrites                  float64
+	watch, etcdMetrics          string
+	sourceAddrs                 bool
+	// The Kubernetes path.
+	path                        string
+	clientCA, clientCAKey       string
+	leaseEvery, nodeStatusEvery time.Duration
 }
 
 func run() int {
@@ -85,11 +123,32 @@ func run() int {
 	flag.DurationVar(&c.steady, "steady", 30*time.Second, "steady-state window measured")
 	flag.DurationVar(&c.placeFor, "place-for", 2*time.Minute, "the most time spent placing pods")
 	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
+	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
+	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "lockstep path: the node controller persists Node objects to this API server")
+	flag.DurationVar(&c.nodeRefresh, "node-refresh", nodeobjects.DefaultRefreshEvery, "lockstep path, with --kubeconfig: how often each Node object is rewritten unchanged")
+	flag.Float64Var(&c.nodeWrites, "node-writes-per-second", nodeobjects.DefaultMaxWritesPerSecond, "lockstep path, with --kubeconfig: the node controller's budget of Node writes")
+	flag.StringVar(&c.adminKubeconfig, "admin-kubeconfig", "", "an administrator of the API server: its /metrics, the Node objects' Ready condition, and the pods of the Kubernetes path")
+	flag.StringVar(&c.watch, "watch", "", "name=pid,... of processes whose CPU and RSS to measure (the API server, etcd, kube-controller-manager)")
+	flag.StringVar(&c.etcdMetrics, "etcd-metrics", "", "etcd's /metrics URL, for its count of durable writes")
+	flag.BoolVar(&c.sourceAddrs, "source-addrs", true, "give each hollow node a source address of its own, 127.x.y.z")
+	flag.StringVar(&c.clientCA, "client-ca-cert", "", "kubernetes path: the API server's client CA certificate, to issue each node's")
+	flag.StringVar(&c.clientCAKey, "client-ca-key", "", "kubernetes path: that CA's key")
+	flag.DurationVar(&c.leaseEvery, "lease-every", 10*time.Second, "kubernetes path: how often each node renews its Lease")
+	flag.DurationVar(&c.nodeStatusEvery, "node-status-every", 5*time.Minute, "kubernetes path: how often each node patches its unchanged NodeStatus")
 	out := flag.String("out", "", "also write the JSON result to this file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := measure(ctx, c)
+	var res *Result
+	var err error
+	switch c.path {
+	case "lockstep":
+		res, err = measure(ctx, c)
+	case "kubernetes":
+		res, err = measureKube(ctx, c)
+	default:
+		err = fmt.Errorf("--path %q: lockstep or kubernetes", c.path)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockstep-scale:", err)
 		return 1
@@ -107,33 +166,52 @@ func run() int {
 
 // Result is what one run measured.
 type Result struct {
+	Path            string  `json:"path"`
 	Nodes           int     `json:"nodes"`
 	PodsPlaced      int     `json:"podsPlaced"`
 	LoadStart       string  `json:"loadAverageAtStart"`
 	LoadEnd         string  `json:"loadAverageAtEnd"`
 	RegisterSeconds float64 `json:"secondsToRegister"`
 	PlaceSeconds    float64 `json:"secondsToPlace"`
-	// Steady state.
-	NodeControllerCores  float64 `json:"nodeControllerCores"`
-	NodeControllerRSSMiB float64 `json:"nodeControllerRSSMiB"`
-	NodeControllerHWMMiB float64 `json:"nodeControllerPeakRSSMiB"`
-	HollowCores          float64 `json:"hollowNodesCores"`
-	HollowRSSMiB         float64 `json:"hollowNodesRSSMiB"`
-	HollowKiBPerNode     float64 `json:"hollowKiBPerNode"`
-	StatusReportsPerSec  float64 `json:"statusReportsPerSecond"`
-	HeartbeatP99Ms       float64 `json:"heartbeatP99Ms"`
-	Heartbeats           int64   `json:"heartbeats"`
-	BindToRunningP99Ms   float64 `json:"bindToRunningP99Ms"`
-	BindToRunningP50Ms   float64 `json:"bindToRunningP50Ms"`
-	KillNoticedMs        []int64 `json:"killNoticedMs"`
-	KillNoticedP99Ms     int64   `json:"killNoticedP99Ms"`
-	LostLiveNodes        int     `json:"liveNodesLost"`
-	SessionTTLSeconds    float64 `json:"sessionTTLSeconds"`
-	NodeGraceSeconds     float64 `json:"nodeGraceSeconds"`
+	// The steady state: its window, the durable writes in it (etcd's own
+	// count, and the API server's writes of node liveness and status and
+	// of pods), and the CPU and RSS of every process.
+	SteadySeconds            float64            `json:"steadySeconds"`
+	EtcdPutsPerSec           float64            `json:"etcdPutsPerSecond"`
+	NodeWritesPerSec         float64            `json:"nodeWritesPerSecond"`
+	PodWritesPerSec          float64            `json:"podWritesPerSecond"`
+	WritesPerSec             map[string]float64 `json:"apiserverWritesPerSecond"`
+	PlacementPodWritesPerSec float64            `json:"podWritesPerSecondWhilePlacing"`
+	Cores                    map[string]float64 `json:"cores"`
+	RSSMiB                   map[string]float64 `json:"rssMiB"`
+	PeakRSSMiB               map[string]float64 `json:"peakRSSMiB"`
+	HollowKiBPerNode         float64            `json:"hollowKiBPerNode"`
+	StatusReportsPerSec      float64            `json:"statusReportsPerSecond"`
+	NodeObjects              map[string]int64   `json:"nodeObjectWrites,omitempty"`
+	HeartbeatP99Ms           float64            `json:"heartbeatP99Ms"`
+	Heartbeats               int64              `json:"heartbeats"`
+	BindToRunningP99Ms       float64            `json:"bindToRunningP99Ms"`
+	BindToRunningP50Ms       float64            `json:"bindToRunningP50Ms"`
+	// KillNoticedMs: from SIGKILL until the API server shows the node's
+	// Ready condition not True (or, without an API server, until the node
+	// controller holds it Unknown); KillNoticedInMemoryMs (lockstep path):
+	// until the node controller holds it Unknown.
+	KillNoticedMs         []int64 `json:"killNoticedMs"`
+	KillNoticedP99Ms      int64   `json:"killNoticedP99Ms"`
+	KillNoticedInMemoryMs []int64 `json:"killNoticedInMemoryMs,omitempty"`
+	LostLiveNodes         int     `json:"liveNodesLost"`
+	SessionTTLSeconds     float64 `json:"sessionTTLSeconds,omitempty"`
+	NodeGraceSeconds      float64 `json:"nodeGraceSeconds,omitempty"`
+	SourceAddrs           bool    `json:"sourceAddressPerNode"`
 }
 
 func measure(ctx context.Context, c config) (*Result, error) {
-	res := &Result{Nodes: c.nodes, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(), NodeGraceSeconds: c.grace.Seconds()}
+	res := &Result{Path: "lockstep", Nodes: c.nodes, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(),
+		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs}
+	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "lockstep-scale-")
 	if err != nil {
 		return nil, err
@@ -153,7 +231,32 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	reg := prometheus.NewRegistry()
-	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg,
+
+	// The Node objects' writer, as cmd/nodecontroller runs it with
+	// --kubeconfig.
+	var objects *nodeobjects.Writer
+	var onHealth func(*nhv2.NodeHealth)
+	if c.kubeconfig != "" {
+		rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		rc.QPS, rc.Burst = float32(c.nodeWrites)*2, int(c.nodeWrites)*2
+		core, err := corev1client.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		if objects, err = nodeobjects.New(nodeobjects.Config{Nodes: core.Nodes(), RefreshEvery: c.nodeRefresh,
+			MaxWritesPerSecond: c.nodeWrites, SpreadFromStart: true, Logger: quiet}); err != nil {
+			return nil, err
+		}
+		onHealth = objects.Observe
+		wctx, cancel := context.WithCancel(context.Background())
+		written := make(chan struct{})
+		go func() { defer close(written); objects.Run(wctx) }()
+		defer func() { cancel(); <-written }()
+	}
+	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg, OnHealth: onHealth,
 		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: c.ttl, Heartbeat: c.heartbeat,
 			DrainTimeout: time.Second, Logger: quiet, MTLS: creds}})
 	if err != nil {
@@ -174,7 +277,8 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}()
 	url := "https://" + l.Addr().String()
 
-	// The hollow nodes, and the nodes to kill, each alone in a process.
+	// The hollow nodes, and the nodes to kill, each alone in a process;
+	// each process's nodes dial from a block of addresses of its own.
 	start := time.Now()
 	var children []*child
 	defer func() {
@@ -182,14 +286,14 @@ func measure(ctx context.Context, c config) (*Result, error) {
 			ch.stop()
 		}
 	}()
-	main, err := startChild(ctx, url, caCert, caKey, c, c.nodes, "node-")
+	main, err := startChild(url, caCert, caKey, c, c.nodes, "node-", 1)
 	if err != nil {
 		return nil, err
 	}
 	children = append(children, main)
 	var victims []*child
 	for i := range c.kills {
-		v, err := startChild(ctx, url, caCert, caKey, c, 1, fmt.Sprintf("victim-%d-", i))
+		v, err := startChild(url, caCert, caKey, c, 1, fmt.Sprintf("victim-%d-", i), 100+i)
 		if err != nil {
 			return nil, err
 		}
@@ -199,16 +303,20 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	lastSaid := time.Now()
 	if err := waitFor(ctx, 10*time.Minute, 200*time.Millisecond, func() bool {
 		ready := readyNodes(nc)
+		created := int64(total)
+		if objects != nil {
+			created = objects.Stats().Creates.Load()
+		}
 		if time.Since(lastSaid) >= 10*time.Second {
-			fmt.Fprintf(os.Stderr, "%d of %d nodes Ready after %.0f s\n", ready, total, time.Since(start).Seconds())
+			fmt.Fprintf(os.Stderr, "lockstep: %d of %d nodes Ready, %d Node objects created, after %.0f s\n", ready, total, created, time.Since(start).Seconds())
 			lastSaid = time.Now()
 		}
-		return ready == total
+		return ready == total && created >= int64(total) && (objects == nil || objects.Pending() == 0)
 	}); err != nil {
 		return nil, fmt.Errorf("%d of %d nodes registered: %w", readyNodes(nc), total, err)
 	}
 	res.RegisterSeconds = time.Since(start).Seconds()
-	fmt.Fprintf(os.Stderr, "%d nodes registered in %.1f s\n", total, res.RegisterSeconds)
+	fmt.Fprintf(os.Stderr, "lockstep: %d nodes registered in %.1f s\n", total, res.RegisterSeconds)
 
 	// Place the pods, as the sample scheduler binds them.
 	sched, closeSched, err := schedulerClient(ca, dir, url)
@@ -217,57 +325,117 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	defer closeSched()
 	start = time.Now()
+	before := obs.snapshot(ctx)
 	res.PodsPlaced = place(ctx, sched, c)
 	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool { return running(nc) >= res.PodsPlaced }); err != nil {
 		return nil, fmt.Errorf("%d of %d pods Running: %w", running(nc), res.PodsPlaced, err)
 	}
 	res.PlaceSeconds = time.Since(start).Seconds()
-	fmt.Fprintf(os.Stderr, "%d pods placed and Running in %.1f s\n", res.PodsPlaced, res.PlaceSeconds)
+	res.PlacementPodWritesPerSec = podWritesPerSec(obs.between(before, obs.snapshot(ctx)).WritesPerSec)
+	fmt.Fprintf(os.Stderr, "lockstep: %d pods placed and Running in %.1f s\n", res.PodsPlaced, res.PlaceSeconds)
 	p50, p99 := bindToRunning(nc)
 	res.BindToRunningP50Ms, res.BindToRunningP99Ms = ms(p50), ms(p99)
 
-	// The steady state: heartbeats and periodic statuses only.
-	selfCPU, childCPU := cpuOf(os.Getpid()), cpuOf(main.cmd.Process.Pid)
-	reports := statusReports(reg)
-	t0 := time.Now()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(c.steady):
+	// The steady state: heartbeats, periodic statuses and the Node
+	// objects' refresh only, once kube-controller-manager is done with
+	// the new Node objects.
+	if obs.admin != nil {
+		fmt.Fprintf(os.Stderr, "lockstep: Node objects settled in %.0f s\n", obs.settle(ctx, 10*time.Minute).Seconds())
 	}
-	took := time.Since(t0)
-	res.NodeControllerCores = (cpuOf(os.Getpid()) - selfCPU).Seconds() / took.Seconds()
-	res.HollowCores = (cpuOf(main.cmd.Process.Pid) - childCPU).Seconds() / took.Seconds()
-	res.StatusReportsPerSec = float64(statusReports(reg)-reports) / took.Seconds()
-	rss, hwm := memOf(os.Getpid())
-	res.NodeControllerRSSMiB, res.NodeControllerHWMMiB = mib(rss), mib(hwm)
-	crss, _ := memOf(main.cmd.Process.Pid)
-	res.HollowRSSMiB, res.HollowKiBPerNode = mib(crss), float64(crss)/1024/float64(c.nodes)
-	res.LostLiveNodes = len(nc.Lost())
-
-	// Kills: SIGKILL, then the time until the node is Unknown.
+	obs.procs["node-controller"], obs.procs["hollow-nodes"] = os.Getpid(), main.cmd.Process.Pid
+	reports := statusReports(reg)
+	var objStart [3]int64
+	if objects != nil {
+		st := objects.Stats()
+		objStart = [3]int64{st.Creates.Load(), st.Transitions.Load(), st.Refreshes.Load()}
+	}
+	// Kills: SIGKILL to every victim at once as the window starts, then
+	// the time until each is Unknown, in the node controller and in the
+	// API server (their transitions are in the window: one write each).
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
 	for i, v := range victims {
 		name := fmt.Sprintf("victim-%d-000", i)
-		killed := time.Now()
-		v.kill()
-		err := waitFor(ctx, time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.Lost()[name]; return lost })
-		if err != nil {
-			return nil, fmt.Errorf("killed node %s not noticed: %w", name, err)
-		}
-		res.KillNoticedMs = append(res.KillNoticedMs, time.Since(killed).Milliseconds())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			killed := time.Now()
+			v.kill()
+			err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.Lost()[name]; return lost })
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("killed node %s not noticed: %w", name, err))
+			} else {
+				res.KillNoticedInMemoryMs = append(res.KillNoticedInMemoryMs, time.Since(killed).Milliseconds())
+			}
+			mu.Unlock()
+			if obs.admin == nil || err != nil {
+				if err == nil {
+					mu.Lock()
+					res.KillNoticedMs = append(res.KillNoticedMs, time.Since(killed).Milliseconds())
+					mu.Unlock()
+				}
+				return
+			}
+			at, err := obs.nodeNotReady(ctx, name, 2*time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
+		}()
 	}
-	if len(res.KillNoticedMs) > 0 {
-		s := slices.Clone(res.KillNoticedMs)
-		slices.Sort(s)
-		res.KillNoticedP99Ms = s[min(len(s)-1, int(0.99*float64(len(s))))]
+	err = steady(ctx, obs, c.steady, res)
+	wg.Wait()
+	if err != nil {
+		return nil, err
 	}
-	res.LostLiveNodes = max(res.LostLiveNodes, len(nc.Lost())-c.kills)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	res.StatusReportsPerSec = round(float64(statusReports(reg)-reports)/res.SteadySeconds, 2)
+	if objects != nil {
+		st := objects.Stats()
+		res.NodeObjects = map[string]int64{"creates": st.Creates.Load() - objStart[0], "transitions": st.Transitions.Load() - objStart[1],
+			"refreshes": st.Refreshes.Load() - objStart[2], "failures": st.Failures.Load()}
+	}
+	res.HollowKiBPerNode = round(res.RSSMiB["hollow-nodes"]*1024/float64(c.nodes), 1)
+	slices.Sort(res.KillNoticedMs)
+	slices.Sort(res.KillNoticedInMemoryMs)
+	res.KillNoticedP99Ms = p99ms(res.KillNoticedMs)
+	res.LostLiveNodes = len(nc.Lost()) - len(victims)
 
 	// The main child's heartbeat figures, as it reports them on stopping.
 	st := main.stop()
 	res.HeartbeatP99Ms, res.Heartbeats = st.HeartbeatP99Ms, st.Heartbeats
 	res.LoadEnd = loadAvg()
 	return res, nil
+}
+
+// steady measures the window of the steady state into res: durable
+// writes, CPU and RSS.
+func steady(ctx context.Context, obs *observer, window time.Duration, res *Result) error {
+	a := obs.snapshot(ctx)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(window):
+	}
+	b := obs.snapshot(ctx)
+	u := obs.between(a, b)
+	res.SteadySeconds = round(b.at.Sub(a.at).Seconds(), 2)
+	res.EtcdPutsPerSec = round(u.EtcdPutsPerSec, 3)
+	res.WritesPerSec = u.WritesPerSec
+	res.NodeWritesPerSec = nodeWritesPerSec(u.WritesPerSec)
+	res.PodWritesPerSec = podWritesPerSec(u.WritesPerSec)
+	res.Cores = u.Cores
+	res.RSSMiB, res.PeakRSSMiB = obs.memory()
+	fmt.Fprintf(os.Stderr, "%s: steady %.0f s: %.1f etcd puts/s, %.1f node writes/s, cores %v\n", res.Path, res.SteadySeconds,
+		res.EtcdPutsPerSec, res.NodeWritesPerSec, res.Cores)
+	return nil
 }
 
 // credentials writes a certificate for lockstep://component/name from ca
@@ -478,14 +646,24 @@ type childStats struct {
 	Failed         int64   `json:"failedReports"`
 }
 
-func startChild(ctx context.Context, url, caCert, caKey string, c config, nodes int, prefix string) (*child, error) {
+func startChild(url, caCert, caKey string, c config, nodes int, prefix string, block int) (*child, error) {
+	if !c.sourceAddrs {
+		block = 0
+	}
+	return startProcess("hollow", "-url", url, "-ca-cert", caCert, "-ca-key", caKey, "-nodes", strconv.Itoa(nodes),
+		"-prefix", prefix, "-status-every", c.statusEvery.String(), "-source-block", strconv.Itoa(block))
+}
+
+// startProcess starts this program in one of its child modes.
+func startProcess(args ...string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "hollow", "-url", url, "-ca-cert", caCert, "-ca-key", caKey, "-nodes", strconv.Itoa(nodes),
-		"-prefix", prefix, "-status-every", c.statusEvery.String())
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
+	// Killed with this process if it dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -544,7 +722,12 @@ func hollow(args []string) int {
 	nodes := fs.Int("nodes", 1, "nodes")
 	prefix := fs.String("prefix", "node-", "node name prefix")
 	statusEvery := fs.Duration("status-every", 10*time.Second, "status period")
+	block := fs.Int("source-block", 0, "if not 0, node i dials from 127.<block>.x.y")
 	_ = fs.Parse(args)
+	var source func(int) net.IP
+	if *block != 0 {
+		source = func(i int) net.IP { return sourceAddr(*block, i) }
+	}
 	ca, err := certs.LoadCA(*caCert, *caKey)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hollow:", err)
@@ -552,7 +735,7 @@ func hollow(args []string) int {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: *nodes, NodePrefix: *prefix, ChangeEvery: -1, StatusEvery: *statusEvery,
-		NodeTLS: kubelet.NodeCertificates(ca, ca.Pool(), ""), Logger: quiet,
+		NodeTLS: kubelet.NodeCertificates(ca, ca.Pool(), ""), SourceAddr: source, Logger: quiet,
 		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{*url}, Logger: quiet}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hollow:", err)

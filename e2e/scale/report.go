@@ -1,0 +1,374 @@
+// Package scale runs the founding case at a cluster's scale against a real
+// Kubernetes control plane (make scale, make scale-quick): for each node
+// count and each path, a fresh etcd, kube-apiserver and
+// kube-controller-manager (package controlplane), and the sample's
+// lockstep-scale program driving N hollow nodes through either lockstep to
+// the sample's node controller, which persists Node objects to the API
+// server, or Leases and NodeStatus through the API server as Kubernetes'
+// kubelets do. Its test (TestScale) runs only when given node counts; this
+// file keeps the runs' results and writes the report (docs/scale.md) and
+// its plot from them.
+package scale
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Result is one run's figures, as lockstep-scale reports them (its
+// Result), with what the harness adds.
+type Result struct {
+	Path                     string             `json:"path"`
+	Nodes                    int                `json:"nodes"`
+	PodsPerNode              int                `json:"podsPerNode"`
+	PodsPlaced               int                `json:"podsPlaced"`
+	LoadStart                string             `json:"loadAverageAtStart"`
+	LoadEnd                  string             `json:"loadAverageAtEnd"`
+	RegisterSeconds          float64            `json:"secondsToRegister"`
+	PlaceSeconds             float64            `json:"secondsToPlace"`
+	SteadySeconds            float64            `json:"steadySeconds"`
+	EtcdPutsPerSec           float64            `json:"etcdPutsPerSecond"`
+	NodeWritesPerSec         float64            `json:"nodeWritesPerSecond"`
+	PodWritesPerSec          float64            `json:"podWritesPerSecond"`
+	WritesPerSec             map[string]float64 `json:"apiserverWritesPerSecond"`
+	PlacementPodWritesPerSec float64            `json:"podWritesPerSecondWhilePlacing"`
+	Cores                    map[string]float64 `json:"cores"`
+	RSSMiB                   map[string]float64 `json:"rssMiB"`
+	PeakRSSMiB               map[string]float64 `json:"peakRSSMiB"`
+	HollowKiBPerNode         float64            `json:"hollowKiBPerNode"`
+	StatusReportsPerSec      float64            `json:"statusReportsPerSecond"`
+	NodeObjects              map[string]int64   `json:"nodeObjectWrites,omitempty"`
+	HeartbeatP99Ms           float64            `json:"heartbeatP99Ms"`
+	Heartbeats               int64              `json:"heartbeats"`
+	BindToRunningP99Ms       float64            `json:"bindToRunningP99Ms"`
+	BindToRunningP50Ms       float64            `json:"bindToRunningP50Ms"`
+	KillNoticedMs            []int64            `json:"killNoticedMs"`
+	KillNoticedP99Ms         int64              `json:"killNoticedP99Ms"`
+	KillNoticedInMemoryMs    []int64            `json:"killNoticedInMemoryMs,omitempty"`
+	LostLiveNodes            int                `json:"liveNodesLost"`
+	SessionTTLSeconds        float64            `json:"sessionTTLSeconds,omitempty"`
+	NodeGraceSeconds         float64            `json:"nodeGraceSeconds,omitempty"`
+	SourceAddrs              bool               `json:"sourceAddressPerNode"`
+	// Set by the harness.
+	Date    string `json:"date"`
+	Command string `json:"command"`
+	// Failed, if not empty, says why the run did not finish: the largest
+	// N a path holds is the largest without it.
+	Failed string `json:"failed,omitempty"`
+}
+
+// controlPlaneCores is the CPU of the processes a cluster runs for node
+// liveness: the API server, etcd, kube-controller-manager and, on the
+// lockstep path, the node controller.
+func (r *Result) controlPlaneCores() float64 {
+	var c float64
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "node-controller"} {
+		c += r.Cores[name]
+	}
+	return c
+}
+
+// LoadResults reads the results file; a missing file holds none.
+func LoadResults(path string) ([]Result, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rs []Result
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rs, nil
+}
+
+// SaveResult adds r to the results file, in place of an earlier run of
+// the same path and node count, ordered by path then nodes.
+func SaveResult(path string, r Result) error {
+	rs, err := LoadResults(path)
+	if err != nil {
+		return err
+	}
+	rs = slices.DeleteFunc(rs, func(o Result) bool { return o.Path == r.Path && o.Nodes == r.Nodes })
+	rs = append(rs, r)
+	slices.SortFunc(rs, func(a, b Result) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return a.Nodes - b.Nodes
+	})
+	b, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteReport writes the report of rs to mdPath and its plot to svgPath
+// (svgRel is the plot's path relative to the report).
+func WriteReport(rs []Result, mdPath, svgPath, svgRel string) error {
+	if err := os.WriteFile(svgPath, []byte(plot(rs)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(mdPath, []byte(report(rs, svgRel)), 0o644)
+}
+
+func report(rs []Result, svgRel string) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# The founding case at a cluster's scale: results\n\n")
+	p("Written by `make scale` / `make scale-quick` (e2e/scale); do not edit by hand.\n")
+	p("The method is in [design.md](design.md#the-founding-case-at-a-clusters-scale). Each row is one run: a fresh\n")
+	p("etcd, kube-apiserver and kube-controller-manager on 127.0.0.1, N hollow nodes under mutual TLS (a certificate\n")
+	p("and a source address 127.x.y.z of their own each), on the shared 2-core machine; the load average is the\n")
+	p("machine's (1 minute) at the run's start → end. Durable writes are etcd's own count of the keys it wrote\n")
+	p("(`etcd_mvcc_put_total`) and the API server's writes of Leases and Nodes (`apiserver_request_total`) over\n")
+	p("the steady window, once every node is registered and every pod Running; CPU is each process's over the same\n")
+	p("window, from /proc. Control-plane CPU is kube-apiserver + etcd + kube-controller-manager (+ the node\n")
+	p("controller on the lockstep path); the hollow nodes are apart.\n\n")
+	p("![durable writes per second and control-plane CPU against N](%s)\n\n", svgRel)
+
+	p("| path | nodes | pods placed | load | registered | etcd puts/s | node writes/s | pod writes/s placing | apiserver | etcd | kube-controller-manager | node controller | hollow nodes | heartbeat p99 | bind → Running p50 / p99 | killed node noticed |\n")
+	p("|---|---:|---:|---|---:|---:|---:|---:|---|---|---|---|---|---:|---|---|\n")
+	for i := range rs {
+		r := &rs[i]
+		if r.Failed != "" {
+			p("| %s | %d | — | %s | — | — | — | — | — | — | — | — | — | — | — | did not finish: %s |\n", r.Path, r.Nodes, load(r), r.Failed)
+			continue
+		}
+		nc := "—"
+		if _, ok := r.Cores["node-controller"]; ok {
+			nc = proc(r, "node-controller")
+		}
+		kills := ints(r.KillNoticedMs)
+		if len(r.KillNoticedInMemoryMs) > 0 {
+			kills += " (in memory " + ints(r.KillNoticedInMemoryMs) + ")"
+		}
+		p("| %s | %d | %d (%d per node) | %s | %.0f s | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %.0f ms | %.0f / %.0f ms | %s ms: p99 %.1f s |\n",
+			r.Path, r.Nodes, r.PodsPlaced, r.PodsPerNode, load(r), r.RegisterSeconds, r.EtcdPutsPerSec, r.NodeWritesPerSec,
+			r.PlacementPodWritesPerSec, proc(r, "kube-apiserver"), proc(r, "etcd"), proc(r, "kube-controller-manager"), nc,
+			proc(r, "hollow-nodes"), r.HeartbeatP99Ms, r.BindToRunningP50Ms, r.BindToRunningP99Ms, kills, float64(r.KillNoticedP99Ms)/1000)
+	}
+	p("\nThe API server's writes in each steady window, per second, by resource and verb:\n\n")
+	for i := range rs {
+		r := &rs[i]
+		if r.Failed != "" {
+			continue
+		}
+		keys := make([]string, 0, len(r.WritesPerSec))
+		for k := range r.WritesPerSec {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		parts := make([]string, len(keys))
+		for j, k := range keys {
+			parts[j] = fmt.Sprintf("%s %.2f", k, r.WritesPerSec[k])
+		}
+		extra := ""
+		if r.NodeObjects != nil {
+			extra = fmt.Sprintf("; the node controller's Node writes: %d refreshes, %d transitions, %d creates, %d failures",
+				r.NodeObjects["refreshes"], r.NodeObjects["transitions"], r.NodeObjects["creates"], r.NodeObjects["failures"])
+		}
+		p("- %s, %d nodes (%.0f s): %s%s.\n", r.Path, r.Nodes, r.SteadySeconds, strings.Join(parts, ", "), extra)
+	}
+	p("\n## P9 and P10\n\n")
+	p("| target | figure | measured | met |\n|---|---|---|---|\n")
+	ls := largest(rs, "lockstep")
+	if ls == nil {
+		p("| P9 | — | no lockstep run finished | no |\n")
+	} else {
+		n := fmt.Sprintf("lockstep, %d nodes, %d pods", ls.Nodes, ls.PodsPlaced)
+		nc := ls.Cores["node-controller"]
+		rss := ls.RSSMiB["node-controller"]
+		p("| P9 (5,000 nodes, up to 30 pods each) | scale of the run | %s | %s |\n", n, yes(ls.Nodes >= 5000 && ls.PodsPlaced >= 5000*30))
+		p("| P9: node controller ≤ 1 core, ≤ 2 GiB | %s | %.2f cores, %.0f MiB | %s |\n", n, nc, rss, yes(nc <= 1 && rss <= 2048))
+		p("| P9: heartbeat p99 ≤ 50 ms | %s | %.0f ms | %s |\n", n, ls.HeartbeatP99Ms, yes(ls.HeartbeatP99Ms <= 50))
+		p("| P9: bind → Running p99 ≤ 1 s | %s | %.0f ms | %s |\n", n, ls.BindToRunningP99Ms, yes(ls.BindToRunningP99Ms <= 1000))
+		p("| P9: killed node noticed ≤ 5 s | %s | p99 %.1f s (in the API server) | %s |\n", n, float64(ls.KillNoticedP99Ms)/1000, yes(ls.KillNoticedP99Ms <= 5000))
+	}
+	if l, k := common(rs); l == nil {
+		p("| P10 | — | no node count ran on both paths | no |\n")
+	} else {
+		ratio := math.Inf(1)
+		if k.EtcdPutsPerSec > 0 {
+			ratio = l.EtcdPutsPerSec / k.EtcdPutsPerSec
+		}
+		nodeRatio := math.Inf(1)
+		if k.NodeWritesPerSec > 0 {
+			nodeRatio = l.NodeWritesPerSec / k.NodeWritesPerSec
+		}
+		p("| P10: node liveness and status writes ≤ 1/20 of Kubernetes' at the same N | %d nodes: etcd puts/s, lockstep / Kubernetes | %.1f / %.1f = 1/%.0f | %s |\n",
+			l.Nodes, l.EtcdPutsPerSec, k.EtcdPutsPerSec, 1/ratio, yes(ratio <= 1.0/20))
+		p("| | %d nodes: API server writes of Nodes and Leases/s | %.1f / %.1f = 1/%.0f | %s |\n",
+			l.Nodes, l.NodeWritesPerSec, k.NodeWritesPerSec, 1/nodeRatio, yes(nodeRatio <= 1.0/20))
+		p("| P10: a dead node noticed at least as fast as the node lifecycle controller | %d nodes: p99 lockstep / Kubernetes | %.1f s / %.1f s | %s |\n",
+			l.Nodes, float64(l.KillNoticedP99Ms)/1000, float64(k.KillNoticedP99Ms)/1000, yes(l.KillNoticedP99Ms <= k.KillNoticedP99Ms))
+	}
+	p("\nRuns:\n\n")
+	for i := range rs {
+		p("- %s, %d nodes, %s: `%s`\n", rs[i].Path, rs[i].Nodes, rs[i].Date, rs[i].Command)
+	}
+	return b.String()
+}
+
+func load(r *Result) string { return r.LoadStart + " → " + r.LoadEnd }
+
+func proc(r *Result, name string) string {
+	return fmt.Sprintf("%.2f cores, %.0f MiB", r.Cores[name], r.RSSMiB[name])
+}
+
+func ints(v []int64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// largest is the finished run of path with the most nodes.
+func largest(rs []Result, path string) *Result {
+	var best *Result
+	for i := range rs {
+		if r := &rs[i]; r.Path == path && r.Failed == "" && (best == nil || r.Nodes > best.Nodes) {
+			best = r
+		}
+	}
+	return best
+}
+
+// common is the finished runs of both paths at the largest node count
+// both ran.
+func common(rs []Result) (lockstep, kube *Result) {
+	for i := range rs {
+		r := &rs[i]
+		if r.Path != "kubernetes" || r.Failed != "" {
+			continue
+		}
+		for j := range rs {
+			l := &rs[j]
+			if l.Path == "lockstep" && l.Failed == "" && l.Nodes == r.Nodes && (lockstep == nil || l.Nodes > lockstep.Nodes) {
+				lockstep, kube = l, r
+			}
+		}
+	}
+	return lockstep, kube
+}
+
+// plot draws two panels against N, both paths in each: durable writes per
+// second (etcd's puts, log scale) and control-plane CPU (cores).
+func plot(rs []Result) string {
+	const w, h, pw, ph, left, top = 960, 400, 380, 280, 70, 50
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
+	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	maxN := 0
+	for _, r := range rs {
+		if r.Failed == "" {
+			maxN = max(maxN, r.Nodes)
+		}
+	}
+	if maxN == 0 {
+		p(`<text x="20" y="40">no finished run</text></svg>` + "\n")
+		return b.String()
+	}
+	xMax := niceCeil(float64(maxN))
+	colors := map[string]string{"lockstep": "#1f77b4", "kubernetes": "#d62728"}
+	panels := []struct {
+		title string
+		value func(*Result) float64
+		log   bool
+	}{
+		{"durable writes/s (etcd puts, steady state)", func(r *Result) float64 { return r.EtcdPutsPerSec }, true},
+		{"control-plane CPU (cores, steady state)", (*Result).controlPlaneCores, false},
+	}
+	for pi, pan := range panels {
+		x0 := left + pi*(pw+100)
+		y0 := top
+		var yMin, yMax float64
+		for i := range rs {
+			if rs[i].Failed == "" {
+				yMax = max(yMax, pan.value(&rs[i]))
+			}
+		}
+		if pan.log {
+			yMin, yMax = 0, math.Ceil(math.Log10(max(yMax, 10)))
+		} else {
+			yMax = niceCeil(max(yMax, 0.1))
+		}
+		sx := func(n float64) float64 { return float64(x0) + n/xMax*pw }
+		sy := func(v float64) float64 {
+			if pan.log {
+				v = math.Log10(max(v, 1))
+			}
+			return float64(y0+ph) - (v-yMin)/(yMax-yMin)*ph
+		}
+		p(`<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-15, pan.title)
+		p(`<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#444"/>`+"\n", x0, y0, pw, ph)
+		for i := 0; i <= 4; i++ {
+			n := xMax * float64(i) / 4
+			p(`<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>`+"\n", sx(n), y0+ph+16, n)
+		}
+		p(`<text x="%d" y="%d" text-anchor="middle">hollow nodes (N)</text>`+"\n", x0+pw/2, y0+ph+34)
+		if pan.log {
+			for e := 0; e <= int(yMax); e++ {
+				v := math.Pow(10, float64(e))
+				p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, x0+pw, sy(v), sy(v))
+				p(`<text x="%d" y="%.1f" text-anchor="end">%g</text>`+"\n", x0-5, sy(v)+4, v)
+			}
+		} else {
+			for i := 0; i <= 4; i++ {
+				v := yMax * float64(i) / 4
+				p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, x0+pw, sy(v), sy(v))
+				p(`<text x="%d" y="%.1f" text-anchor="end">%.2f</text>`+"\n", x0-5, sy(v)+4, v)
+			}
+		}
+		for _, path := range []string{"lockstep", "kubernetes"} {
+			var pts []string
+			for i := range rs {
+				r := &rs[i]
+				if r.Path != path || r.Failed != "" {
+					continue
+				}
+				x, y := sx(float64(r.Nodes)), sy(pan.value(r))
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+				p(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s"><title>%s, %d nodes: %.3g</title></circle>`+"\n", x, y, colors[path], path, r.Nodes, pan.value(r))
+			}
+			if len(pts) > 1 {
+				p(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), colors[path])
+			}
+		}
+	}
+	for i, path := range []string{"lockstep", "kubernetes"} {
+		x := left + i*200
+		p(`<rect x="%d" y="%d" width="14" height="14" fill="%s"/><text x="%d" y="%d">%s path</text>`+"\n", x, h-22, colors[path], x+20, h-11, path)
+	}
+	p("</svg>\n")
+	return b.String()
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= v {
+			return m * e
+		}
+	}
+	return 10 * e
+}

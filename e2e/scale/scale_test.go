@@ -1,0 +1,234 @@
+package scale
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/e2e/controlplane"
+)
+
+var (
+	nodesFlag  = flag.String("scale.nodes", "", "comma-separated node counts to run; empty: TestScale skips (make scale and make scale-quick set it)")
+	pathsFlag  = flag.String("scale.paths", "lockstep,kubernetes", "the paths to run at each node count, in order")
+	podsFlag   = flag.Int("scale.pods", 5, "pods per node")
+	steadyFlag = flag.Duration("scale.steady", 60*time.Second, "the steady window measured")
+	killsFlag  = flag.Int("scale.kills", 3, "nodes killed (together) after the steady window")
+	placeFlag  = flag.Duration("scale.place-for", 10*time.Minute, "the most time spent placing pods")
+	binFlag    = flag.String("scale.bin", "", "the lockstep-scale binary (sample/cmd/lockstep-scale)")
+	ttlFlag    = flag.Duration("scale.session-ttl", 3*time.Second, "lockstep path: the nodes' session TTL")
+	outFlag    = flag.String("scale.results", "", "the results file (JSON) each run is added to; empty: none")
+	docsFlag   = flag.String("scale.docs", "", "if set, the docs directory to write scale.md and scale/scale.svg into, from the results file")
+	capFlag    = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
+)
+
+// TestScale runs each path at each node count of -scale.nodes, each on a
+// control plane of its own, and adds each run's figures to the results
+// file; a run that fails is recorded as failed (the largest N a path
+// holds is the largest that did not), and the test goes on with the next.
+func TestScale(t *testing.T) {
+	if *nodesFlag == "" {
+		t.Skip("no -scale.nodes: make scale and make scale-quick run this")
+	}
+	if *binFlag == "" {
+		t.Fatal("-scale.bin: the lockstep-scale binary is needed")
+	}
+	for _, ns := range strings.Split(*nodesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(ns))
+		if err != nil || n <= 0 {
+			t.Fatalf("-scale.nodes: %q", ns)
+		}
+		for _, path := range strings.Split(*pathsFlag, ",") {
+			t.Run(fmt.Sprintf("%s/%d", path, n), func(t *testing.T) { runOne(t, path, n) })
+		}
+	}
+	if *docsFlag != "" && *outFlag != "" {
+		rs, err := LoadResults(*outFlag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(*docsFlag, "scale"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteReport(rs, filepath.Join(*docsFlag, "scale.md"), filepath.Join(*docsFlag, "scale", "scale.svg"), "scale/scale.svg"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func runOne(t *testing.T, path string, nodes int) {
+	p := controlplane.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), *capFlag)
+	defer cancel()
+	args := []string{"--path", path, "--nodes", strconv.Itoa(nodes), "--pods-per-node", strconv.Itoa(*podsFlag),
+		"--steady", steadyFlag.String(), "--kills", strconv.Itoa(*killsFlag), "--place-for", placeFlag.String(),
+		"--etcd-metrics", p.EtcdURL + "/metrics", "--admin-kubeconfig", p.Kubeconfig(t, "scale-admin", p.Admin)}
+	// Kubernetes' node lifecycle controller runs on its own path only: on
+	// lockstep's, no kubelet renews a Lease, and the node controller
+	// writes the Ready condition. The ttl controller runs on neither: it
+	// annotates every Node object with how long kubelets may cache
+	// secrets, again each time the cluster's size crosses one of its
+	// bounds, at its client's 20 writes per second, which at thousands of
+	// nodes is minutes of writes unrelated to node liveness after every
+	// registration.
+	controllers := "*,-ttl"
+	switch path {
+	case "lockstep":
+		controllers = "*,-ttl,-nodelifecycle"
+		args = append(args, "--kubeconfig", nodeControllerKubeconfig(t, p), "--session-ttl", ttlFlag.String())
+	case "kubernetes":
+		caCert, caKey := p.CAFiles(t)
+		args = append(args, "--client-ca-cert", caCert, "--client-ca-key", caKey)
+	default:
+		t.Fatalf("-scale.paths: %q is not lockstep or kubernetes", path)
+	}
+	kcm := p.StartControllerManager(t, controllers)
+	args = append(args, "--watch", fmt.Sprintf("kube-apiserver=%d,etcd=%d,kube-controller-manager=%d", p.APIServer.Pid(), p.Etcd.Pid(), kcm.Pid()))
+
+	res := Result{Path: path, Nodes: nodes, PodsPerNode: *podsFlag, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		Command: "lockstep-scale " + strings.Join(redact(args), " ")}
+	out, err := run(ctx, t, *binFlag, args)
+	if err == nil {
+		err = json.Unmarshal(out, &res)
+	}
+	if err != nil {
+		res.Failed = oneLine(err.Error())
+		t.Errorf("%s path, %d nodes: %v", path, nodes, err)
+	} else {
+		t.Logf("%s path, %d nodes: %.1f etcd puts/s, %.1f node writes/s, cores %v, heartbeat p99 %.0f ms, bind→Running p99 %.0f ms, kills noticed %v ms, load %s → %s",
+			path, nodes, res.EtcdPutsPerSec, res.NodeWritesPerSec, res.Cores, res.HeartbeatP99Ms, res.BindToRunningP99Ms, res.KillNoticedMs, res.LoadStart, res.LoadEnd)
+	}
+	if *outFlag != "" {
+		if err := SaveResult(*outFlag, res); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// nodeControllerKubeconfig is the node controller's identity: it may
+// create, read and patch Node objects and their status, nothing else.
+func nodeControllerKubeconfig(t *testing.T, p *controlplane.Plane) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const user = "lockstep-nodecontroller"
+	rbac := p.Client.RbacV1()
+	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"create", "get", "patch"}}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := p.Config(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Kubeconfig(t, user, cfg)
+}
+
+// run runs lockstep-scale with args, its progress on stderr, and returns
+// its stdout (the JSON result). While it runs, every TCP socket of it and
+// of its children is checked to be on loopback at both ends, every 5 s.
+func run(ctx context.Context, t *testing.T, bin string, args []string) ([]byte, error) {
+	var stdout bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	checked := 0
+	for {
+		select {
+		case err := <-done:
+			t.Logf("loopback checked %d times over lockstep-scale and its children", checked)
+			if err != nil {
+				return nil, fmt.Errorf("lockstep-scale: %w", err)
+			}
+			return stdout.Bytes(), nil
+		case <-ctx.Done():
+			// SIGTERM: it stops its children and exits; then SIGKILL.
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			return nil, fmt.Errorf("lockstep-scale did not finish within %v", *capFlag)
+		case <-tick.C:
+			for _, pid := range tree(cmd.Process.Pid) {
+				socks, err := controlplane.Sockets(pid)
+				if err != nil {
+					continue // exited meanwhile
+				}
+				for _, s := range socks {
+					if !s.Local.IsLoopback() || (!s.Remote.IsLoopback() && !(s.Listening && s.Remote.IsUnspecified())) {
+						t.Errorf("process %d holds a socket off loopback: %s -> %s", pid, s.Local, s.Remote)
+					}
+				}
+			}
+			checked++
+		}
+	}
+}
+
+// tree is pid and its descendants, from /proc/<pid>/task/*/children.
+func tree(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", out[i]))
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			for _, c := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(c); err == nil {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// redact drops the run's temporary paths and ports from a command line
+// kept in the report.
+func redact(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--etcd-metrics", "--admin-kubeconfig", "--kubeconfig", "--client-ca-cert", "--client-ca-key", "--watch":
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
