@@ -52,6 +52,10 @@ type ClientConfig struct {
 
 	// Interceptors wrap every call, first outermost.
 	Interceptors []Interceptor
+	// Propagator, when set, carries the trace context of the context
+	// given to [TopicPublisher.Set] with the write, and hands a watched
+	// change's to [Informer.DeliveryContext] ([Propagator]).
+	Propagator Propagator
 	// ReadyTimeout, if set, bounds how long a call waits for a compatible
 	// peer, separately from its context.
 	ReadyTimeout time.Duration

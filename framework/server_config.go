@@ -101,6 +101,10 @@ type ServerConfig struct {
 
 	// Interceptors wrap every call, first outermost.
 	Interceptors []Interceptor
+	// Propagator, when set, carries the trace context of each topic write
+	// (the context given to [TopicWriter.SetContext], or a client write's
+	// handling) to the watchers of the change it makes ([Propagator]).
+	Propagator Propagator
 	// OnPeerJoined and OnPeerLost are called when a client instance's
 	// session starts, and when it is closed or lapses (measured on this
 	// server's monotonic clock only). They must not block.

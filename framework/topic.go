@@ -273,7 +273,13 @@ func (w *TopicWriter[T]) Epoch() string { return w.epoch }
 // encode, its key field is missing or not a non-empty string, or its
 // Validate method ([Validator]) fails; resource_exhausted when the topic
 // holds its limit of keys ([WithMaxKeys]) or of bytes ([WithMaxBytes]).
-func (w *TopicWriter[T]) Set(obj *T) error { return w.set("", obj) }
+func (w *TopicWriter[T]) Set(obj *T) error { return w.set(context.Background(), "", obj) }
+
+// SetContext is [TopicWriter.Set] made on behalf of ctx's request: with
+// ServerConfig.Propagator set, the change carries what ctx holds (its trace
+// context) to every watcher, so that their deliveries link to this write.
+// The key stays the server's own, as with Set.
+func (w *TopicWriter[T]) SetContext(ctx context.Context, obj *T) error { return w.set(ctx, "", obj) }
 
 // SetFor stores obj as [TopicWriter.Set] does, on behalf of the peer whose
 // request ctx carries ([PeerFromContext]): a handler that publishes what a
@@ -290,16 +296,18 @@ func (w *TopicWriter[T]) Set(obj *T) error { return w.set("", obj) }
 // against the peer whose write set it last, until the server sets it
 // itself ([TopicWriter.Set]), another peer's write sets it, or it is
 // deleted. A ctx that carries no peer is the server's own write, as Set.
+// The change carries ctx's trace context, as with [TopicWriter.SetContext].
 func (w *TopicWriter[T]) SetFor(ctx context.Context, obj *T) error {
 	holder := ""
 	if p := PeerFromContext(ctx); p != nil {
 		holder = p.shareKey()
 	}
-	return w.set(holder, obj)
+	return w.set(ctx, holder, obj)
 }
 
-// set stores obj, charged to holder ("" for the server itself).
-func (w *TopicWriter[T]) set(holder string, obj *T) error {
+// set stores obj, charged to holder ("" for the server itself), carrying
+// ctx's trace context to the watchers.
+func (w *TopicWriter[T]) set(ctx context.Context, holder string, obj *T) error {
 	if obj == nil {
 		return Errorf(CodeInvalidArgument, "%s: nil object", w.store.name)
 	}
@@ -320,7 +328,8 @@ func (w *TopicWriter[T]) set(holder string, obj *T) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err = w.store.set(topicWrite{writer: w.writer, holder: holder, epoch: w.epoch, key: key, raw: raw}); err != nil {
+	header := changeHeader(w.store.s.cfg.Propagator, ctx)
+	if _, _, err = w.store.set(topicWrite{writer: w.writer, holder: holder, epoch: w.epoch, key: key, raw: raw, header: header}); err != nil {
 		return err
 	}
 	return w.mirrorSet(obj)
@@ -329,11 +338,17 @@ func (w *TopicWriter[T]) set(holder string, obj *T) error {
 // Delete removes the object at key and tells every watcher; deleting a key
 // that is not there does nothing.
 func (w *TopicWriter[T]) Delete(key string) error {
+	return w.DeleteContext(context.Background(), key)
+}
+
+// DeleteContext is [TopicWriter.Delete] made on behalf of ctx's request,
+// as [TopicWriter.SetContext] is.
+func (w *TopicWriter[T]) DeleteContext(ctx context.Context, key string) error {
 	if w.hasForks() {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err := w.store.del(w.writer, w.epoch, 0, key); err != nil {
+	if _, _, err := w.store.del(w.writer, w.epoch, 0, key, changeHeader(w.store.s.cfg.Propagator, ctx)); err != nil {
 		return err
 	}
 	return w.mirrorDelete(key)

@@ -21,9 +21,12 @@ import (
 // encodeSetFrame builds a set frame once, as the change of revision rev:
 // {"type":"set","key":K,"epoch":E,"seq":N,"rev":R,"object":O}\n. It
 // returns the change and the object's bytes inside it.
-func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw []byte) (*topicChange, []byte) {
+//
+// header, when not nil, is the write's header as a JSON object: the frame
+// carries it as "header" before the object.
+func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw, header []byte) (*topicChange, []byte) {
 	qk := quoteJSON(key)
-	b := make([]byte, 0, len(raw)+len(qk)+len(ver.Epoch)+64)
+	b := make([]byte, 0, len(raw)+len(qk)+len(ver.Epoch)+len(header)+76)
 	b = append(b, `{"type":"`+protocol.FrameSet+`","key":`...)
 	b = append(b, qk...)
 	b = append(b, `,"epoch":"`...)
@@ -32,19 +35,22 @@ func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw []byte) (*top
 	b = strconv.AppendUint(b, ver.Seq, 10)
 	b = append(b, `,"rev":`...)
 	b = strconv.AppendUint(b, rev, 10)
+	if header != nil {
+		b = append(append(b, `,"header":`...), header...)
+	}
 	b = append(b, `,"object":`...)
 	start := len(b)
 	b = append(b, raw...)
 	end := len(b)
 	b = append(b, "}\n"...)
-	return &topicChange{key: key, frame: b, gen: rev, version: ver}, b[start:end:end]
+	return &topicChange{key: key, frame: b, gen: rev, version: ver, header: header}, b[start:end:end]
 }
 
 // encodeDeleteFrame builds a delete frame once, as the change of revision
-// rev: {"type":"delete","key":K,"epoch":E,"seq":N,"rev":R[,"writerLost":true]}\n.
-func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost bool) *topicChange {
+// rev: {"type":"delete","key":K,"epoch":E,"seq":N,"rev":R[,"writerLost":true][,"header":H]}\n.
+func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost bool, header []byte) *topicChange {
 	qk := quoteJSON(key)
-	b := make([]byte, 0, len(qk)+len(ver.Epoch)+80)
+	b := make([]byte, 0, len(qk)+len(ver.Epoch)+len(header)+92)
 	b = append(b, `{"type":"`+protocol.FrameDelete+`","key":`...)
 	b = append(b, qk...)
 	b = append(b, `,"epoch":"`...)
@@ -56,8 +62,11 @@ func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost boo
 	if writerLost {
 		b = append(b, `,"writerLost":true`...)
 	}
+	if header != nil {
+		b = append(append(b, `,"header":`...), header...)
+	}
 	b = append(b, "}\n"...)
-	return &topicChange{key: key, frame: b, gen: rev, version: ver}
+	return &topicChange{key: key, frame: b, gen: rev, version: ver, header: header}
 }
 
 // syncedMark is what a synced marker says of a stream: it has brought its
@@ -115,6 +124,9 @@ type frameHead struct {
 	Resumed    bool   `json:"resumed"`
 	Writer     *bool  `json:"writer"`
 	Reason     string `json:"reason"`
+	// Header is the header of the write that made a set or delete
+	// (its trace context), when it carried one.
+	Header map[string]string `json:"header"`
 }
 
 // watchFrame is one frame of a watch stream, decoded in one pass with its
@@ -146,6 +158,7 @@ const (
 	memberWriter
 	memberReason
 	memberObject
+	memberHeader
 )
 
 // frameMember maps a member's name to its number.
@@ -153,7 +166,7 @@ var frameMember = map[string]int{
 	"type": memberType, "key": memberKey, "epoch": memberEpoch, "seq": memberSeq,
 	"rev": memberRev, "writerLost": memberWriterLost, "instance": memberInstance,
 	"history": memberHistory, "resumed": memberResumed, "writer": memberWriter,
-	"reason": memberReason, "object": memberObject,
+	"reason": memberReason, "object": memberObject, "header": memberHeader,
 }
 
 // readFrame reads a frame: its head, and its object's text, nil when
@@ -177,6 +190,8 @@ func readFrame(line []byte) (head frameHead, object []byte, ok bool) {
 			if !d.Null() {
 				object, err = d.RawBytes()
 			}
+		case memberHeader:
+			head.Header, err = readHeader(&d)
 		case memberWriter:
 			if !d.Null() {
 				w, bErr := d.Bool()

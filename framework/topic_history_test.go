@@ -11,7 +11,7 @@ import (
 func TestTopicHistoryBoundsAndCoverage(t *testing.T) {
 	h := newTopicHistory(3, time.Minute)
 	del := func(key string, rev uint64, at time.Duration) {
-		ch := encodeDeleteFrame(key, ObjectVersion{Epoch: "e", Seq: rev}, rev, false)
+		ch := encodeDeleteFrame(key, ObjectVersion{Epoch: "e", Seq: rev}, rev, false, nil)
 		h.bury(ch, nil, int64(at))
 	}
 	none := func(string) bool { return false }

@@ -102,8 +102,16 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.intercept(adm.ctx, &Call{Kind: EntryTopicWrite, Contract: t.contract.Name(), Version: t.contract.Version(),
-		Method: t.name, Peer: sess.peer, Header: r.Header, Request: json.RawMessage(body)}, func(context.Context, *Call) (any, error) {
-		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, sess.usage.key, body)
+		Method: t.name, Peer: sess.peer, Header: r.Header, Request: json.RawMessage(body)}, func(ctx context.Context, call *Call) (any, error) {
+		// The change carries, through the server's Propagator, the trace
+		// context of the write's handling (a span an interceptor started
+		// for it), or else that of the request's headers.
+		p := s.cfg.Propagator
+		header := changeHeader(p, ctx)
+		if header == nil && p != nil {
+			header = changeHeader(p, p.Extract(ctx, call.Header))
+		}
+		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, sess.usage.key, body, header)
 	})
 	release()
 	draining := s.draining.Load()
@@ -127,7 +135,7 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 
 // write decodes, checks and applies one client write by writer w, an
 // instance of the writer identity holder (its peer's limitsKey).
-func (t *topicStore) write(w writerKey, holder string, body []byte) (topicWriteAnswer, error) {
+func (t *topicStore) write(w writerKey, holder string, body, header []byte) (topicWriteAnswer, error) {
 	var req topicWriteRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -155,7 +163,7 @@ func (t *topicStore) write(w writerKey, holder string, body []byte) (topicWriteA
 		if err := checkKey(key); err != nil {
 			return topicWriteAnswer{}, err
 		}
-		ver, applied, err = t.del(w, req.Epoch, req.Seq, key)
+		ver, applied, err = t.del(w, req.Epoch, req.Seq, key, header)
 	} else {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, req.Set); err != nil {
@@ -168,7 +176,7 @@ func (t *topicStore) write(w writerKey, holder string, body []byte) (topicWriteA
 		if err := t.validate(raw); err != nil {
 			return topicWriteAnswer{}, err
 		}
-		ver, applied, err = t.set(topicWrite{writer: w, holder: holder, epoch: req.Epoch, seq: req.Seq, key: key, raw: raw})
+		ver, applied, err = t.set(topicWrite{writer: w, holder: holder, epoch: req.Epoch, seq: req.Seq, key: key, raw: raw, header: header})
 	}
 	if err != nil {
 		return topicWriteAnswer{}, err

@@ -50,6 +50,9 @@ type TopicPublisher[T any] struct {
 type publishedObject struct {
 	raw []byte
 	seq uint64
+	// header is what ClientConfig.Propagator injected from Set's context:
+	// the write carries it, and the change it makes to its watchers.
+	header http.Header
 }
 
 // publishTarget is what one endpoint holds of the publisher's state, as
@@ -105,7 +108,12 @@ func (p *TopicPublisher[T]) Set(ctx context.Context, obj *T) error {
 	}
 	p.mu.Lock()
 	p.seq++
-	p.desired[key] = publishedObject{raw: raw, seq: p.seq}
+	var header http.Header
+	if prop := p.c.cfg.Propagator; prop != nil {
+		header = http.Header{}
+		prop.Inject(ctx, header)
+	}
+	p.desired[key] = publishedObject{raw: raw, seq: p.seq, header: header}
 	delete(p.deleted, key)
 	p.mu.Unlock()
 	return p.push(ctx, key)
@@ -277,7 +285,7 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 		body = append(body, quoteJSON(key)...)
 	}
 	body = append(body, '}')
-	res := p.c.postTopic(ctx, e, sess, p.topic, body)
+	res := p.c.postTopic(ctx, e, sess, p.topic, body, obj.header)
 	if res.err == nil {
 		if set {
 			tg.acked[key] = seq
@@ -381,9 +389,9 @@ func (p *TopicPublisher[T]) reconcileAll() bool {
 // request path. A topic write is idempotent (the (epoch, sequence) it
 // carries makes a resend harmless), so whatever the resend rules would
 // resend is marked resend, and written again once an endpoint is routable.
-func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession, topic string, body []byte) sendResult {
+func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession, topic string, body []byte, header http.Header) sendResult {
 	a := e.send(ctx, sess, request{method: http.MethodPost,
-		url: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), topic), body: body})
+		url: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), topic), body: body, header: header})
 	d, err := e.settle(ctx, sess, a, idempotentCall, "topic "+topic+" write")
 	switch d.action {
 	case actDone:

@@ -394,7 +394,7 @@ func (x *topicIndex) publish(ch *topicChange, old selValues) {
 	}
 	x.fanPrev[ch.key] = prevs
 	if ch.sel != nil && ch.leave == nil && slices.ContainsFunc(prevs, func(p selValues) bool { return !p.equal(ch.sel) }) {
-		ch.leave = encodeDeleteFrame(ch.key, ch.version, ch.gen, false)
+		ch.leave = encodeDeleteFrame(ch.key, ch.version, ch.gen, false, ch.header)
 	}
 }
 

@@ -24,6 +24,8 @@ type topicChange struct {
 	// once, for the watchers whose selection the key leaves by it.
 	sel   selValues
 	leave *topicChange
+	// header is the write's header its frames carry (nil for none).
+	header []byte
 }
 
 // topicEntry is a key's current object. Its bytes live inside the frame
@@ -172,6 +174,9 @@ type topicWrite struct {
 	key   string
 	// raw is a JSON object with no insignificant whitespace.
 	raw []byte
+	// header is the write's header its frames carry, a JSON object, or
+	// nil ([changeHeader]).
+	header []byte
 }
 
 // set stores wr.raw under wr.key for writer wr.writer. A write older than
@@ -213,7 +218,7 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 	}
 	ws.seq = max(ws.seq, seq)
 	ver := ObjectVersion{Epoch: ws.epoch, Seq: seq}
-	ch, object := encodeSetFrame(key, ver, t.gen+1, raw)
+	ch, object := encodeSetFrame(key, ver, t.gen+1, raw, wr.header)
 	var old selValues
 	if t.index != nil {
 		ch.sel = objectSelValues(t.index.selectors, raw)
@@ -223,7 +228,7 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 			if !old.equal(ch.sel) {
 				// A move: a delete for the watchers of the old values,
 				// now and when they resume.
-				ch.leave = encodeDeleteFrame(key, ver, ch.gen, false)
+				ch.leave = encodeDeleteFrame(key, ver, ch.gen, false, wr.header)
 				t.history.buryMove(ch.leave, old, t.s.now())
 			}
 		}
@@ -310,7 +315,7 @@ func (t *topicStore) releaseLocked(e *topicEntry) {
 }
 
 // del removes key for writer w; see [topicStore.set] for seq.
-func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (ObjectVersion, bool, error) {
+func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string, header []byte) (ObjectVersion, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sessionLostLocked(w) {
@@ -333,7 +338,7 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string) (Obj
 	ws.seq = max(ws.seq, seq)
 	ver := ObjectVersion{Epoch: ws.epoch, Seq: seq}
 	delete(ws.keys, key)
-	t.removeEntryLocked(key, e, encodeDeleteFrame(key, ver, t.gen+1, false))
+	t.removeEntryLocked(key, e, encodeDeleteFrame(key, ver, t.gen+1, false, header))
 	return ver, true, nil
 }
 

@@ -80,7 +80,7 @@ func (t *topicStore) loseKeyLocked(ws *writerState, key string) {
 		e.writer = writerKey{}
 		return
 	}
-	t.removeEntryLocked(key, e, encodeDeleteFrame(key, e.version, t.gen+1, true))
+	t.removeEntryLocked(key, e, encodeDeleteFrame(key, e.version, t.gen+1, true, nil))
 }
 
 // errWriterSessionLost refuses a client's topic write whose instance

@@ -63,6 +63,6 @@ func (r *DispatchRig[T]) Stop() {
 // SetFrameLine is the set frame a server sends for key's object raw at
 // version seq, revision rev.
 func SetFrameLine(key string, seq, rev uint64, raw []byte) []byte {
-	ch, _ := encodeSetFrame(key, ObjectVersion{Epoch: "bench", Seq: seq}, rev, raw)
+	ch, _ := encodeSetFrame(key, ObjectVersion{Epoch: "bench", Seq: seq}, rev, raw, nil)
 	return ch.frame
 }

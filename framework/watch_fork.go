@@ -71,7 +71,7 @@ func (t *TopicConversion) frame(line []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, _ := encodeSetFrame(head.Key, ObjectVersion{Epoch: head.Epoch, Seq: head.Seq}, head.Rev, up)
+	ch, _ := encodeSetFrame(head.Key, ObjectVersion{Epoch: head.Epoch, Seq: head.Seq}, head.Rev, up, encodeChangeHeader(headerOf(head.Header)))
 	return ch.frame, nil
 }
 

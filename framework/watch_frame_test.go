@@ -30,6 +30,11 @@ func FuzzDecodeFrame(f *testing.F) {
 		"{\"type\":\"set\",\"key\":\"\xff\",\"epoch\":\"e\",\"seq\":1,\"object\":{}}",
 		`{"type":"set","key":"n","epoch":"e","seq":18446744073709551616,"object":{}}`,
 		`{"type":"delete","key":"n","epoch":"e","seq":2,"writerLost":true}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"rev":3,"header":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},"object":{"a":"x"}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"header":{"a":"1","a":"2"},"object":{}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"header":null,"object":{}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"header":{"a":1},"object":{}}`,
+		`{"type":"delete","key":"n","epoch":"e","seq":2,"rev":4,"header":{"traceparent":"x","tracestate":"y"}}`,
 		`{"type":"synced","instance":"abc"}`,
 		`{"type":"synced","instance":"abc","history":"h","rev":9,"resumed":true,"writer":false}`,
 		`{"type":"closing","reason":"draining"}`,
@@ -50,6 +55,42 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("decodeFrame read %+v, encoding/json %+v, from %q", fast, full, line)
 		}
 	})
+}
+
+// TestFrameHeaderRoundTrips: the header a change carries is written into
+// its set and delete frames and read back by the informer's fast path
+// (not left to encoding/json), and a header over its bound is not carried.
+func TestFrameHeaderRoundTrips(t *testing.T) {
+	header := encodeChangeHeader(map[string][]string{"traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
+	set, object := encodeSetFrame("node-1", ObjectVersion{Epoch: "e", Seq: 3}, 7, []byte(`{"a":"x"}`), header)
+	if string(object) != `{"a":"x"}` {
+		t.Fatalf("object %q", object)
+	}
+	del := encodeDeleteFrame("node-1", ObjectVersion{Epoch: "e", Seq: 4}, 8, false, header)
+	for _, frame := range [][]byte{set.frame, del.frame} {
+		head, _, ok := readFrame(frame)
+		if !ok {
+			t.Fatalf("the fast path refused %s", frame)
+		}
+		if got := head.Header["traceparent"]; got != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
+			t.Errorf("header %v read from %s", head.Header, frame)
+		}
+		var full watchFrame[frameObject]
+		if err := json.Unmarshal(frame, &full); err != nil || !reflect.DeepEqual(full.Header, head.Header) {
+			t.Errorf("encoding/json read %v (%v) from %s", full.Header, err, frame)
+		}
+	}
+	plain, _ := encodeSetFrame("node-1", ObjectVersion{Epoch: "e", Seq: 3}, 7, []byte(`{}`), nil)
+	if want := `{"type":"set","key":"node-1","epoch":"e","seq":3,"rev":7,"object":{}}` + "\n"; string(plain.frame) != want {
+		t.Errorf("a frame without a header: %s, want %s", plain.frame, want)
+	}
+	big := make([]byte, maxChangeHeaderBytes)
+	for i := range big {
+		big[i] = 'x'
+	}
+	if h := encodeChangeHeader(map[string][]string{"tracestate": {string(big)}}); h != nil {
+		t.Errorf("a header of %d bytes was carried", len(h))
+	}
 }
 
 func TestFrameTypeKey(t *testing.T) {

@@ -82,10 +82,13 @@ type Informer[T any] struct {
 	writerAware bool
 	feed        *watchFeed
 	h           InformerHandlers[T]
-	ctx         context.Context
-	cancel      context.CancelFunc
-	unhook      func() bool
-	done        chan struct{}
+	// delivering is the header of the write whose change the handlers
+	// are being called for; only the processor's goroutine touches it.
+	delivering map[string]string
+	ctx        context.Context
+	cancel     context.CancelFunc
+	unhook     func() bool
+	done       chan struct{}
 
 	syncedCh chan struct{}
 	synced   atomic.Bool
@@ -135,6 +138,9 @@ type deepCopier[T any] interface{ DeepCopy() *T }
 type informerEntry[T any] struct {
 	obj *T
 	ver ObjectVersion
+	// header is the header of the write that made the change (its trace
+	// context), when its frame carried one.
+	header map[string]string
 }
 
 // Watch starts an informer of a topic of c's contract and returns at
@@ -188,6 +194,21 @@ func newInformer[T any](ctx context.Context, c *Client, topic string, h Informer
 	// two channels, on every burst): the end of ctx wakes it too.
 	context.AfterFunc(i.ctx, i.signal)
 	return i
+}
+
+// DeliveryContext returns, called in a handler, the informer's context
+// carrying what the write of the change being reported carried (its trace
+// context), through ClientConfig.Propagator: the otel module's
+// StartDelivery starts a span linked to that write from it. Without a
+// Propagator, for a change whose write carried nothing, and outside a
+// handler, it is the informer's context. Handlers run on one goroutine;
+// call it only from them.
+func (i *Informer[T]) DeliveryContext() context.Context {
+	p := i.c.cfg.Propagator
+	if p == nil || len(i.delivering) == 0 {
+		return i.ctx
+	}
+	return p.Extract(i.ctx, headerOf(i.delivering))
 }
 
 // Stop stops the informer and waits until its goroutines are gone. The
@@ -362,7 +383,7 @@ func (i *Informer[T]) process() {
 			snapshot := make(map[string]informerEntry[T], len(raw))
 			for key, fr := range raw {
 				if f, ok := i.decode(key, fr); ok && f.Type == protocol.FrameSet {
-					snapshot[key] = informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}}
+					snapshot[key] = informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}, header: f.Header}
 				}
 			}
 			i.replace(snapshot, by)
@@ -386,10 +407,12 @@ func (i *Informer[T]) process() {
 		}
 		switch f.Type {
 		case protocol.FrameSet:
-			i.apply(f.Key, informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}})
+			i.apply(f.Key, informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}, header: f.Header})
 		case protocol.FrameDelete:
+			i.delivering = f.Header
 			i.remove(f.Key)
 		}
+		i.delivering = nil
 	}
 }
 
@@ -430,6 +453,7 @@ func (i *Informer[T]) apply(key string, n informerEntry[T]) {
 	old, had := i.cache[key]
 	i.cache[key] = n
 	i.mu.Unlock()
+	i.delivering = n.header
 	switch {
 	case !had:
 		if i.h.OnAdd != nil {
@@ -462,6 +486,7 @@ func (i *Informer[T]) replace(snapshot map[string]informerEntry[T], instance str
 	type change struct {
 		key      string
 		old, new *T
+		header   map[string]string
 	}
 	var changes []change
 	i.mu.Lock()
@@ -469,22 +494,23 @@ func (i *Informer[T]) replace(snapshot map[string]informerEntry[T], instance str
 		o, had := i.cache[k]
 		switch {
 		case !had:
-			changes = append(changes, change{k, nil, n.obj})
+			changes = append(changes, change{k, nil, n.obj, n.header})
 		case o.ver != n.ver:
-			changes = append(changes, change{k, o.obj, n.obj})
+			changes = append(changes, change{k, o.obj, n.obj, n.header})
 		default:
 			snapshot[k] = o
 		}
 	}
 	for k, o := range i.cache {
 		if _, ok := snapshot[k]; !ok {
-			changes = append(changes, change{k, o.obj, nil})
+			changes = append(changes, change{k, o.obj, nil, nil})
 		}
 	}
 	i.cache, i.server = snapshot, instance
 	i.mu.Unlock()
 	sort.Slice(changes, func(a, b int) bool { return changes[a].key < changes[b].key })
 	for _, ch := range changes {
+		i.delivering = ch.header
 		switch {
 		case ch.old == nil:
 			if i.h.OnAdd != nil {
@@ -500,6 +526,7 @@ func (i *Informer[T]) replace(snapshot map[string]informerEntry[T], instance str
 			}
 		}
 	}
+	i.delivering = nil
 	i.syncs.Add(1)
 	if !i.synced.Swap(true) {
 		close(i.syncedCh)

@@ -24,6 +24,10 @@
 // trace context travels in the item's own headers (docs/protocol.md), so
 // that the item's server span is that span's child. The batch's span links
 // to each item's context.
+//
+// Topic changes carry the trace context of the write that made them to
+// every watcher ([Propagator]); a watcher's handler starts a delivery span
+// linked to that write ([StartDelivery]).
 package otellockstep
 
 import (
@@ -61,6 +65,10 @@ const (
 	AttrBatchItem = attribute.Key("lockstep.batch.item")
 	// AttrEndpoint is, on the client, the endpoint the call went to last.
 	AttrEndpoint = attribute.Key("lockstep.endpoint")
+	// AttrTopic and AttrTopicKey name the topic and key of a delivery
+	// span ([StartDelivery]).
+	AttrTopic    = attribute.Key("lockstep.topic")
+	AttrTopicKey = attribute.Key("lockstep.topic.key")
 )
 
 // Option configures the interceptors.
@@ -247,4 +255,44 @@ func end(span trace.Span, err error) {
 	}
 	span.SetAttributes(AttrCode.String(string(framework.CodeOf(err))))
 	span.SetStatus(codes.Error, err.Error())
+}
+
+// Propagator returns the [framework.Propagator] that carries the W3C trace
+// context (the configured propagator's, [WithPropagator]) from a topic's
+// write to its watchers: set it in ServerConfig.Propagator, so that each
+// change carries the trace context of the write that made it
+// (TopicWriter.SetContext, or a client's topic write, whose server span
+// [ServerInterceptor] starts), and in ClientConfig.Propagator, so that a
+// TopicPublisher's writes carry their context and an informer's
+// DeliveryContext holds the write's.
+func Propagator(opts ...Option) framework.Propagator {
+	return propagator{newConfig(opts).propagator}
+}
+
+type propagator struct{ p propagation.TextMapPropagator }
+
+func (p propagator) Inject(ctx context.Context, h http.Header) {
+	p.p.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+func (p propagator) Extract(ctx context.Context, h http.Header) context.Context {
+	return p.p.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// StartDelivery starts a consumer span for a topic change an informer's
+// handler reports, linked to the span of the write that made it. Call it
+// in the handler with the informer's DeliveryContext: the span is a new
+// trace's root (a watcher's delivery is level-based, possibly of several
+// writes coalesced, so it is no child of the write) with a link to the
+// write's span when the change carried one; end it when the handler is
+// done, and start the handler's own spans from the context it returns.
+func StartDelivery(dctx context.Context, contract, topic, key string, opts ...Option) (context.Context, trace.Span) {
+	cfg := newConfig(opts)
+	start := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("rpc.system", "lockstep"), attribute.String("rpc.service", contract),
+			AttrTopic.String(topic), AttrTopicKey.String(key))}
+	if sc := trace.SpanContextFromContext(dctx); sc.IsValid() {
+		start = append(start, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	return cfg.provider.Tracer(instrumentation).Start(dctx, contract+"/"+topic+" deliver", start...)
 }
