@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -107,6 +108,9 @@ func SaveResult(path string, r Result) error {
 	})
 	b, err := json.MarshalIndent(rs, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
@@ -348,6 +352,7 @@ func plot(rs []Result) string {
 				x, y := sx(float64(r.Nodes)), sy(pan.value(r))
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 				p(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s"><title>%s, %d nodes: %.3g</title></circle>`+"\n", x, y, colors[path], path, r.Nodes, pan.value(r))
+				p(`<text x="%.1f" y="%.1f" fill="%s" font-size="11">%.3g</text>`+"\n", x+6, y-6, colors[path], pan.value(r))
 			}
 			if len(pts) > 1 {
 				p(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), colors[path])

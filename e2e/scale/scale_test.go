@@ -32,6 +32,7 @@ var (
 	ttlFlag    = flag.Duration("scale.session-ttl", 3*time.Second, "lockstep path: the nodes' session TTL")
 	outFlag    = flag.String("scale.results", "", "the results file (JSON) each run is added to; empty: none")
 	docsFlag   = flag.String("scale.docs", "", "if set, the docs directory to write scale.md and scale/scale.svg into, from the results file")
+	regFlag    = flag.Duration("scale.register-for", 10*time.Minute, "the most time waited for every node to be Ready")
 	capFlag    = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
 )
 
@@ -75,6 +76,7 @@ func runOne(t *testing.T, path string, nodes int) {
 	defer cancel()
 	args := []string{"--path", path, "--nodes", strconv.Itoa(nodes), "--pods-per-node", strconv.Itoa(*podsFlag),
 		"--steady", steadyFlag.String(), "--kills", strconv.Itoa(*killsFlag), "--place-for", placeFlag.String(),
+		"--register-for", regFlag.String(),
 		"--etcd-metrics", p.EtcdURL + "/metrics", "--admin-kubeconfig", p.Kubeconfig(t, "scale-admin", p.Admin)}
 	// Kubernetes' node lifecycle controller runs on its own path only: on
 	// lockstep's, no kubelet renews a Lease, and the node controller

@@ -122,7 +122,10 @@ every figure is the median over the rounds, and every ratio is taken
 between two medians of this very run. CPU is the whole process's (client and
 server) user plus system time per operation. The framework's own
 micro-benchmarks (` + "`go test -bench`" + `) and their analysis are in
-[framework-benchmarks.md](DOCS/framework-benchmarks.md).
+[framework-benchmarks.md](DOCS/framework-benchmarks.md); the founding case at a
+cluster's scale (` + "`make scale`" + `: thousands of hollow nodes, lockstep's path
+beside Kubernetes' against a real control plane, targets P9 and P10) in
+[scale.md](DOCS/scale.md).
 
 Before each round the suite samples the host's idle share over 250 ms
 (` + "`/proc/stat`" + `); a round that would start under 90 % idle is put off and

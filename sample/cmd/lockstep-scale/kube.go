@@ -94,7 +94,7 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	total := c.nodes + c.kills
 	lastSaid := time.Now()
 	ready := 0
-	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool {
+	if err := waitFor(ctx, c.registerFor, time.Second, func() bool {
 		ready, _ = obs.readyNodeObjects(ctx)
 		if time.Since(lastSaid) >= 10*time.Second {
 			fmt.Fprintf(os.Stderr, "kubernetes: %d of %d Node objects Ready after %.0f s\n", ready, total, time.Since(start).Seconds())

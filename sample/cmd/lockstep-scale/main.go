@@ -98,6 +98,7 @@ type config struct {
 	statusEvery, heartbeat    time.Duration
 	ttl, grace                time.Duration
 	steady, placeFor          time.Duration
+	registerFor               time.Duration
 	bindConcurrency           int
 	// The API server and what is observed of it.
 	kubeconfig, adminKubeconfig string
@@ -122,6 +123,7 @@ func run() int {
 	flag.DurationVar(&c.grace, "node-grace", time.Second, "how long a node's kubelet may hold no session before the node is Unknown")
 	flag.DurationVar(&c.steady, "steady", 30*time.Second, "steady-state window measured")
 	flag.DurationVar(&c.placeFor, "place-for", 2*time.Minute, "the most time spent placing pods")
+	flag.DurationVar(&c.registerFor, "register-for", 10*time.Minute, "the most time waited for every node to be Ready")
 	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
 	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "lockstep path: the node controller persists Node objects to this API server")
@@ -301,7 +303,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	total := c.nodes + c.kills
 	lastSaid := time.Now()
-	if err := waitFor(ctx, 10*time.Minute, 200*time.Millisecond, func() bool {
+	if err := waitFor(ctx, c.registerFor, 200*time.Millisecond, func() bool {
 		ready := readyNodes(nc)
 		created := int64(total)
 		if objects != nil {
