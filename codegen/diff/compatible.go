@@ -176,6 +176,11 @@ func (f finding) change(dir Direction) Change {
 	if change.BreaksNewClient && !change.Breaking {
 		change.Message += "; " + explainReverse(f.eff, dir)
 	}
+	if f.kind == KindFieldAdded && (change.Breaking || change.BreaksNewClient) {
+		// Only widening records it: the object did not allow the member.
+		change.Dropped = true
+		change.Message += ", unless it is dropped going down, as the conversions generated for a version that derives from the other (forkFrom) do"
+	}
 	return change
 }
 

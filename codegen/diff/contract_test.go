@@ -494,3 +494,41 @@ func TestCompatibleBothWays(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberAddedToClosedObjectIsDropped checks that an optional member
+// added to objects that did not allow it breaks a peer that would receive
+// the new value as it is, in both orders, but is marked Dropped: the
+// generated conversions drop it going down, so it needs no major version
+// and leaves the versions compatible both ways.
+func TestMemberAddedToClosedObjectIsDropped(t *testing.T) {
+	t.Parallel()
+	closed := func(version string, extra string) *handshake.Contract {
+		c := nodeStatus(version)
+		c.Schemas["Ack"] = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"ok": {"type": "boolean"}` + extra + `}}`)
+		c.Schemas["PodStatus"] = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"pod": {"type": "string"}` + extra + `}}`)
+		return c
+	}
+	report, err := diff.Compare(closed("2.0.0", ""), closed("2.1.0", `, "note": {"type": "string"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Changes) == 0 {
+		t.Fatal("no changes found")
+	}
+	for _, c := range report.Changes {
+		if c.Kind != diff.KindFieldAdded || !c.Dropped || !(c.Breaking || c.BreaksNewClient) {
+			t.Errorf("%s %s: %+v, want a field_added change marked Dropped that breaks one order", c.Where, c.Path, c)
+		}
+	}
+	if report.Breaking() || report.Err() != nil || !report.CompatibleBothWays() {
+		t.Errorf("Breaking() = %t, Err() = %v, CompatibleBothWays() = %t; want false, nil, true",
+			report.Breaking(), report.Err(), report.CompatibleBothWays())
+	}
+	var text bytes.Buffer
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "0 breaking, compatible both ways") || !strings.Contains(text.String(), "DROPPED   method ReportStatus response") {
+		t.Errorf("report:\n%s", &text)
+	}
+}

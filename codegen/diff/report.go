@@ -58,6 +58,13 @@ type Change struct {
 	// order is compatible both ways, and a contract whose changes all are
 	// is forked for free by the generator (docs/evolving.md).
 	BreaksNewClient bool `json:"breaksNewClient,omitempty"`
+	// Dropped is true for an optional member added to an object that did
+	// not allow it (field_added): it breaks a peer of the old version only
+	// if the new version's value reaches it as it is, and the conversions
+	// the generator writes for a version that derives from another
+	// (forkFrom) drop it going down. Such a change needs no major version
+	// and does not stop a version from being compatible both ways.
+	Dropped bool `json:"dropped,omitempty"`
 	// Message says in a sentence what changed and, when it breaks, why.
 	Message string `json:"message"`
 }
@@ -71,7 +78,8 @@ var ErrMajorBumpRequired = errors.New("breaking change without a major version b
 // without a new version.
 var ErrVersionNotBumped = errors.New("contract changed without a new version")
 
-// Breaking reports whether any change is breaking.
+// Breaking reports whether any change is breaking, other than one a
+// generated conversion absorbs ([Change.Dropped]).
 func (r *Report) Breaking() bool {
 	return r.breakingCount() > 0
 }
@@ -79,7 +87,7 @@ func (r *Report) Breaking() bool {
 func (r *Report) breakingCount() int {
 	count := 0
 	for _, change := range r.Changes {
-		if change.Breaking {
+		if change.Breaking && !change.Dropped {
 			count++
 		}
 	}
@@ -92,7 +100,7 @@ func (r *Report) breakingCount() int {
 // from by itself (docs/evolving.md).
 func (r *Report) CompatibleBothWays() bool {
 	for _, change := range r.Changes {
-		if change.Breaking || change.BreaksNewClient {
+		if (change.Breaking || change.BreaksNewClient) && !change.Dropped {
 			return false
 		}
 	}
@@ -131,7 +139,8 @@ func bumpReason(breaking int) string {
 
 // WriteText writes the report for a person: a summary line, then one line
 // per change, those breaking old clients of a new server marked BREAKING,
-// those breaking only new clients of an old server marked NEW→OLD.
+// those breaking only new clients of an old server marked NEW→OLD, and
+// members added that a generated conversion drops going down DROPPED.
 //
 //	nodestatus 2.0.0 -> 2.1.0: 2 changes, 1 breaking, major version not bumped
 //	  BREAKING  method ReportStatus request #/required: field "node" is now required; old clients may omit it, and the new server rejects that [field_now_required]
@@ -165,6 +174,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, change := range r.Changes {
 		mark := "          "
 		switch {
+		case change.Dropped:
+			mark = "DROPPED   "
 		case change.Breaking:
 			mark = "BREAKING  "
 		case change.BreaksNewClient:
@@ -197,7 +208,7 @@ var contractKinds = map[Kind]bool{
 func (r *Report) newClientBreakingCount() int {
 	count := 0
 	for _, change := range r.Changes {
-		if change.BreaksNewClient {
+		if change.BreaksNewClient && !change.Dropped {
 			count++
 		}
 	}

@@ -13,7 +13,12 @@ import (
 // order (old client and new server, new client and old server), every
 // conversion the package has is generated whole, and the earlier version
 // has no topic its clients write (the runtime converts only those the
-// server writes). Then the package's contract carries the conversions
+// server writes). One kind of change is not held against it: an optional
+// member added to an object that did not allow it (field_added with
+// additionalProperties false), which breaks a peer only when the new
+// version's value reaches the old one as it is; every session speaks one
+// version, and the generated conversion going down drops the member, so
+// the old version never sees it. Such a conversion is generated whole. Then the package's contract carries the conversions
 // (framework.MustCompatibleContract), its Register serves the earlier
 // version too and its clients offer it, with no fork mode. Otherwise
 // [Fork.NotCompatible] says why, and the fork is opt-in as before.
@@ -29,7 +34,7 @@ func (f *Fork) DecideCompatible(cur *Package) error {
 		return fmt.Errorf("lockstep-gen: comparing %s with %s: %w", cur.Contract.Version, f.Old.Contract.Version, err)
 	}
 	for _, c := range report.Changes {
-		if c.Breaking || c.BreaksNewClient {
+		if (c.Breaking || c.BreaksNewClient) && !c.Dropped {
 			f.NotCompatible = strings.TrimSpace(c.Where+" "+c.Path) + ": " + c.Message
 			return nil
 		}
@@ -52,12 +57,45 @@ func (f *Fork) DecideCompatible(cur *Package) error {
 	for i := 0; i < len(f.Conversions); i++ {
 		f.nested(cur, f.Conversions[i])
 	}
+	var dropping []*Conversion
 	for _, c := range f.Conversions {
-		if !c.Compatible {
-			f.NotCompatible = fmt.Sprintf("%s is written by hand: %s", c.Name, c.Why)
+		if c.Compatible {
+			continue
+		}
+		if why := f.compatibleDropping(c); why != "" {
+			f.NotCompatible = fmt.Sprintf("%s is written by hand: %s", c.Name, why)
 			return nil
 		}
+		dropping = append(dropping, c)
+	}
+	for _, c := range dropping {
+		c.Compatible, c.Why = true, ""
 	}
 	f.Compatible = true
 	return nil
+}
+
+// compatibleDropping says why a conversion going down is not generated
+// whole even when the members the earlier version lacks are dropped
+// (field_added changes are not held against it), or "" when it is.
+// Conversions going up are judged as [Fork.Conversion] judged them.
+func (f *Fork) compatibleDropping(c *Conversion) string {
+	if c.Up {
+		return c.Why
+	}
+	lo, okOld := f.bundles[c.To]
+	lc, okCur := f.bundles[c.From]
+	if !okOld || !okCur {
+		return c.Why
+	}
+	changes, err := diff.CompatibleAt(lo.msg.Bundle, lo.ptr, lc.msg.Bundle, lc.ptr, diff.Response)
+	if err != nil {
+		return err.Error()
+	}
+	for _, ch := range changes {
+		if ch.Breaking && !ch.Dropped {
+			return strings.TrimSpace(ch.Path + " " + ch.Message)
+		}
+	}
+	return ""
 }

@@ -72,8 +72,9 @@ func TestDiff(t *testing.T) {
 		says string
 	}{
 		{"unchanged", "1.0.0", "a: {type: string}", false, 0, ""},
-		{"response widened without a major bump", "1.1.0", "a: {type: string}, b: {type: integer}", false, 1, "bump the major version"},
-		{"response widened with a major bump", "2.0.0", "a: {type: string}, b: {type: integer}", true, 0, ""},
+		{"response widened without a major bump", "1.1.0", "a: {type: [string, integer]}", false, 1, "bump the major version"},
+		{"response widened with a major bump", "2.0.0", "a: {type: [string, integer]}", true, 0, ""},
+		{"optional member added to the closed response, minor bump", "1.1.0", "a: {type: string}, b: {type: integer}", false, 0, ""},
 		{"response narrowed with a minor bump", "1.1.0", "a: {type: string, maxLength: 3}", false, 0, ""},
 		{"response narrowed without a bump", "1.0.0", "a: {type: string, maxLength: 3}", false, 1,
 			"contract demo 1.0.0: contract changed without a new version: its fingerprint changed from lsfp1:"},

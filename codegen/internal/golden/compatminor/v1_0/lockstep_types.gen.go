@@ -163,18 +163,6 @@ type Grant struct {
 	ID     string `json:"id"`
 	Tenant string `json:"tenant"`
 	Amount int64  `json:"amount"`
-	// AdditionalProperties holds the members the schema does not declare.
-	AdditionalProperties map[string]json.RawMessage `json:"-"`
-}
-
-// MarshalJSON encodes the declared members, then those in AdditionalProperties.
-func (m Grant) MarshalJSON() ([]byte, error) {
-	type plain Grant
-	base, err := json.Marshal(plain(m))
-	if err != nil {
-		return nil, err
-	}
-	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "id", "tenant", "amount")
 }
 
 // UnmarshalJSON decodes Grant, rejecting JSON its Go type cannot represent.
@@ -236,42 +224,31 @@ func (m *Grant) decodeJSON(d *jsonwire.Decoder) error {
 			case "amount":
 				field = 2
 			default:
-				k := string(key)
-				var e1 json.RawMessage
-				v2, err := d.Raw()
-				if err != nil {
-					return jsonwire.Within(err, k)
-				}
-				e1 = v2
-				if m.AdditionalProperties == nil {
-					m.AdditionalProperties = map[string]json.RawMessage{}
-				}
-				m.AdditionalProperties[k] = e1
-				continue
+				return jsonwire.Undeclared(d, key)
 			}
 		}
 		switch field {
 		case 0:
 			seen[0] = true
-			v3, err := d.String()
+			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "id")
 			}
-			m.ID = v3
+			m.ID = v1
 		case 1:
 			seen[1] = true
-			v4, err := d.String()
+			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "tenant")
 			}
-			m.Tenant = v4
+			m.Tenant = v2
 		case 2:
 			seen[2] = true
-			v5, err := d.Int64()
+			v3, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
-			m.Amount = v5
+			m.Amount = v3
 		}
 		next = field + 1
 	}
@@ -294,13 +271,24 @@ func (m *Grant) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Grant) DeepCopy() *Grant {
+	if m == nil {
+		return nil
+	}
+	out := new(Grant)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of Grant to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Grant) AppendJSON(b []byte) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
-	var err error
 	start1 := len(b)
 	b = append(b, ",\"id\":"...)
 	b = jsonwire.AppendString(b, string(m.ID))
@@ -308,21 +296,6 @@ func (m *Grant) AppendJSON(b []byte) ([]byte, error) {
 	b = jsonwire.AppendString(b, string(m.Tenant))
 	b = append(b, ",\"amount\":"...)
 	b = jsonwire.AppendInt(b, int64(m.Amount))
-	if len(m.AdditionalProperties) > 0 {
-		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "id", "tenant", "amount")
-		if kerr5 != nil {
-			return nil, kerr5
-		}
-		for _, k3 := range keys2 {
-			b = append(b, ',')
-			b = jsonwire.AppendString(b, k3)
-			b = append(b, ':')
-			v4 := m.AdditionalProperties[k3]
-			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
-				return nil, err
-			}
-		}
-	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 
@@ -357,18 +330,6 @@ var _ framework.Validator = (*Grant)(nil)
 type GrantRequest struct {
 	Tenant string `json:"tenant"`
 	Amount int64  `json:"amount"`
-	// AdditionalProperties holds the members the schema does not declare.
-	AdditionalProperties map[string]json.RawMessage `json:"-"`
-}
-
-// MarshalJSON encodes the declared members, then those in AdditionalProperties.
-func (m GrantRequest) MarshalJSON() ([]byte, error) {
-	type plain GrantRequest
-	base, err := json.Marshal(plain(m))
-	if err != nil {
-		return nil, err
-	}
-	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "tenant", "amount")
 }
 
 // UnmarshalJSON decodes GrantRequest, rejecting JSON its Go type cannot represent.
@@ -424,35 +385,24 @@ func (m *GrantRequest) decodeJSON(d *jsonwire.Decoder) error {
 			case "amount":
 				field = 1
 			default:
-				k := string(key)
-				var e1 json.RawMessage
-				v2, err := d.Raw()
-				if err != nil {
-					return jsonwire.Within(err, k)
-				}
-				e1 = v2
-				if m.AdditionalProperties == nil {
-					m.AdditionalProperties = map[string]json.RawMessage{}
-				}
-				m.AdditionalProperties[k] = e1
-				continue
+				return jsonwire.Undeclared(d, key)
 			}
 		}
 		switch field {
 		case 0:
 			seen[0] = true
-			v3, err := d.String()
+			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "tenant")
 			}
-			m.Tenant = v3
+			m.Tenant = v1
 		case 1:
 			seen[1] = true
-			v4, err := d.Int64()
+			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
-			m.Amount = v4
+			m.Amount = v2
 		}
 		next = field + 1
 	}
@@ -472,33 +422,29 @@ func (m *GrantRequest) decodeJSON(d *jsonwire.Decoder) error {
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *GrantRequest) DeepCopy() *GrantRequest {
+	if m == nil {
+		return nil
+	}
+	out := new(GrantRequest)
+	*out = *m
+	return out
+}
+
 // AppendJSON appends the JSON encoding of GrantRequest to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *GrantRequest) AppendJSON(b []byte) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
-	var err error
 	start1 := len(b)
 	b = append(b, ",\"tenant\":"...)
 	b = jsonwire.AppendString(b, string(m.Tenant))
 	b = append(b, ",\"amount\":"...)
 	b = jsonwire.AppendInt(b, int64(m.Amount))
-	if len(m.AdditionalProperties) > 0 {
-		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "tenant", "amount")
-		if kerr5 != nil {
-			return nil, kerr5
-		}
-		for _, k3 := range keys2 {
-			b = append(b, ',')
-			b = jsonwire.AppendString(b, k3)
-			b = append(b, ':')
-			v4 := m.AdditionalProperties[k3]
-			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
-				return nil, err
-			}
-		}
-	}
 	return jsonwire.CloseObject(b, start1), nil
 }
 

@@ -38,8 +38,8 @@ var Contract = framework.MustCompatibleContract(handshake.Contract{
 	},
 	Schemas: map[string]json.RawMessage{
 		"Ack":          json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"}}}`),
-		"Grant":        json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["id","tenant","amount"],"properties":{"id":{"type":"string","minLength":1},"tenant":{"type":"string","minLength":1},"amount":{"type":"integer","minimum":1},"expires":{"type":"string","format":"date-time"}}}`),
-		"GrantRequest": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["tenant","amount"],"properties":{"tenant":{"type":"string","minLength":1},"amount":{"type":"integer","minimum":1},"priority":{"type":"integer","minimum":0,"maximum":10}}}`),
+		"Grant":        json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["id","tenant","amount"],"properties":{"id":{"type":"string","minLength":1},"tenant":{"type":"string","minLength":1},"amount":{"type":"integer","minimum":1},"expires":{"type":"string","format":"date-time"}}}`),
+		"GrantRequest": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["tenant","amount"],"properties":{"tenant":{"type":"string","minLength":1},"amount":{"type":"integer","minimum":1},"priority":{"type":"integer","minimum":0,"maximum":10}}}`),
 		"Usage":        json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["tenant","used"],"properties":{"tenant":{"type":"string","minLength":1},"used":{"type":"integer","minimum":0},"zone":{"type":"string"}}}`),
 	},
 }, compatibleV10)

@@ -197,18 +197,6 @@ func Convert_v1_0_Ack_To_v1_1_Ack(in *v1_0.Ack, out *Ack) error {
 func autoConvert_v1_0_GrantRequest_To_v1_1_GrantRequest(in *v1_0.GrantRequest, out *GrantRequest) error {
 	out.Tenant = in.Tenant
 	out.Amount = in.Amount
-	if in.AdditionalProperties == nil {
-		out.AdditionalProperties = nil
-	} else {
-		m17 := make(map[string]json.RawMessage, len(in.AdditionalProperties))
-		for k18 := range in.AdditionalProperties {
-			var e19 json.RawMessage
-			x20 := in.AdditionalProperties[k18]
-			e19 = append(json.RawMessage(nil), x20...)
-			m17[k18] = e19
-		}
-		out.AdditionalProperties = m17
-	}
 	return nil
 }
 
@@ -223,18 +211,6 @@ func Convert_v1_0_GrantRequest_To_v1_1_GrantRequest(in *v1_0.GrantRequest, out *
 func autoConvert_v1_1_GrantRequest_To_v1_0_GrantRequest(in *GrantRequest, out *v1_0.GrantRequest) error {
 	out.Tenant = in.Tenant
 	out.Amount = in.Amount
-	if in.AdditionalProperties == nil {
-		out.AdditionalProperties = nil
-	} else {
-		m21 := make(map[string]json.RawMessage, len(in.AdditionalProperties))
-		for k22 := range in.AdditionalProperties {
-			var e23 json.RawMessage
-			x24 := in.AdditionalProperties[k22]
-			e23 = append(json.RawMessage(nil), x24...)
-			m21[k22] = e23
-		}
-		out.AdditionalProperties = m21
-	}
 	return nil
 }
 
@@ -250,18 +226,6 @@ func autoConvert_v1_1_Grant_To_v1_0_Grant(in *Grant, out *v1_0.Grant) error {
 	out.ID = in.ID
 	out.Tenant = in.Tenant
 	out.Amount = in.Amount
-	if in.AdditionalProperties == nil {
-		out.AdditionalProperties = nil
-	} else {
-		m25 := make(map[string]json.RawMessage, len(in.AdditionalProperties))
-		for k26 := range in.AdditionalProperties {
-			var e27 json.RawMessage
-			x28 := in.AdditionalProperties[k26]
-			e27 = append(json.RawMessage(nil), x28...)
-			m25[k26] = e27
-		}
-		out.AdditionalProperties = m25
-	}
 	return nil
 }
 
@@ -277,18 +241,6 @@ func autoConvert_v1_0_Grant_To_v1_1_Grant(in *v1_0.Grant, out *Grant) error {
 	out.ID = in.ID
 	out.Tenant = in.Tenant
 	out.Amount = in.Amount
-	if in.AdditionalProperties == nil {
-		out.AdditionalProperties = nil
-	} else {
-		m29 := make(map[string]json.RawMessage, len(in.AdditionalProperties))
-		for k30 := range in.AdditionalProperties {
-			var e31 json.RawMessage
-			x32 := in.AdditionalProperties[k30]
-			e31 = append(json.RawMessage(nil), x32...)
-			m29[k30] = e31
-		}
-		out.AdditionalProperties = m29
-	}
 	return nil
 }
 

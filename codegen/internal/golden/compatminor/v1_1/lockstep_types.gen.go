@@ -165,18 +165,6 @@ type Grant struct {
 	Tenant  string     `json:"tenant"`
 	Amount  int64      `json:"amount"`
 	Expires *time.Time `json:"expires,omitzero"`
-	// AdditionalProperties holds the members the schema does not declare.
-	AdditionalProperties map[string]json.RawMessage `json:"-"`
-}
-
-// MarshalJSON encodes the declared members, then those in AdditionalProperties.
-func (m Grant) MarshalJSON() ([]byte, error) {
-	type plain Grant
-	base, err := json.Marshal(plain(m))
-	if err != nil {
-		return nil, err
-	}
-	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "id", "tenant", "amount", "expires")
 }
 
 // pointersOfGrant holds the values of the pointer members of Grant:
@@ -280,52 +268,41 @@ func (m *Grant) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfGrant, ha
 			case "expires":
 				field = 3
 			default:
-				k := string(key)
-				var e1 json.RawMessage
-				v2, err := d.Raw()
-				if err != nil {
-					return jsonwire.Within(err, k)
-				}
-				e1 = v2
-				if m.AdditionalProperties == nil {
-					m.AdditionalProperties = map[string]json.RawMessage{}
-				}
-				m.AdditionalProperties[k] = e1
-				continue
+				return jsonwire.Undeclared(d, key)
 			}
 		}
 		switch field {
 		case 0:
 			seen[0] = true
-			v3, err := d.String()
+			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "id")
 			}
-			m.ID = v3
+			m.ID = v1
 		case 1:
 			seen[1] = true
-			v4, err := d.String()
+			v2, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "tenant")
 			}
-			m.Tenant = v4
+			m.Tenant = v2
 		case 2:
 			seen[2] = true
-			v5, err := d.Int64()
+			v3, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
-			m.Amount = v5
+			m.Amount = v3
 		case 3:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "string"), "expires")
 			} else {
-				p6 := &block.v0
-				v7, err := d.DateTime()
+				p4 := &block.v0
+				v5, err := d.DateTime()
 				if err != nil {
 					return jsonwire.Within(err, "expires")
 				}
-				(*p6) = v7
+				(*p4) = v5
 				*has |= 1 << 0
 			}
 		}
@@ -350,6 +327,36 @@ func (m *Grant) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfGrant, ha
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *Grant) DeepCopy() *Grant {
+	if m == nil {
+		return nil
+	}
+	out := new(Grant)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *Grant) deepCopyInto(out *Grant) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *Grant) deepCopyIntoWith(out *Grant, blocks *jsonwire.Blocks[pointersOfGrant]) {
+	*out = *m
+	var block *pointersOfGrant
+	if m.Expires != nil {
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Expires
+		out.Expires = &block.v0
+	}
+}
+
 // AppendJSON appends the JSON encoding of Grant to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *Grant) AppendJSON(b []byte) ([]byte, error) {
@@ -368,21 +375,6 @@ func (m *Grant) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, ",\"expires\":"...)
 		if b, err = jsonwire.AppendTime(b, (*m.Expires)); err != nil {
 			return nil, err
-		}
-	}
-	if len(m.AdditionalProperties) > 0 {
-		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "id", "tenant", "amount", "expires")
-		if kerr5 != nil {
-			return nil, kerr5
-		}
-		for _, k3 := range keys2 {
-			b = append(b, ',')
-			b = jsonwire.AppendString(b, k3)
-			b = append(b, ':')
-			v4 := m.AdditionalProperties[k3]
-			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return jsonwire.CloseObject(b, start1), nil
@@ -420,18 +412,6 @@ type GrantRequest struct {
 	Tenant   string `json:"tenant"`
 	Amount   int64  `json:"amount"`
 	Priority *int64 `json:"priority,omitzero"`
-	// AdditionalProperties holds the members the schema does not declare.
-	AdditionalProperties map[string]json.RawMessage `json:"-"`
-}
-
-// MarshalJSON encodes the declared members, then those in AdditionalProperties.
-func (m GrantRequest) MarshalJSON() ([]byte, error) {
-	type plain GrantRequest
-	base, err := json.Marshal(plain(m))
-	if err != nil {
-		return nil, err
-	}
-	return jsonwire.MarshalWithExtras(base, m.AdditionalProperties, "tenant", "amount", "priority")
 }
 
 // pointersOfGrantRequest holds the values of the pointer members of GrantRequest:
@@ -529,45 +509,34 @@ func (m *GrantRequest) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfGr
 			case "priority":
 				field = 2
 			default:
-				k := string(key)
-				var e1 json.RawMessage
-				v2, err := d.Raw()
-				if err != nil {
-					return jsonwire.Within(err, k)
-				}
-				e1 = v2
-				if m.AdditionalProperties == nil {
-					m.AdditionalProperties = map[string]json.RawMessage{}
-				}
-				m.AdditionalProperties[k] = e1
-				continue
+				return jsonwire.Undeclared(d, key)
 			}
 		}
 		switch field {
 		case 0:
 			seen[0] = true
-			v3, err := d.String()
+			v1, err := d.String()
 			if err != nil {
 				return jsonwire.Within(err, "tenant")
 			}
-			m.Tenant = v3
+			m.Tenant = v1
 		case 1:
 			seen[1] = true
-			v4, err := d.Int64()
+			v2, err := d.Int64()
 			if err != nil {
 				return jsonwire.Within(err, "amount")
 			}
-			m.Amount = v4
+			m.Amount = v2
 		case 2:
 			if d.Null() {
 				return jsonwire.Within(jsonwire.NotNull(d, "integer"), "priority")
 			} else {
-				p5 := &block.v0
-				v6, err := d.Int64()
+				p3 := &block.v0
+				v4, err := d.Int64()
 				if err != nil {
 					return jsonwire.Within(err, "priority")
 				}
-				(*p5) = v6
+				(*p3) = v4
 				*has |= 1 << 0
 			}
 		}
@@ -589,13 +558,42 @@ func (m *GrantRequest) decodeJSONStaged(d *jsonwire.Decoder, block *pointersOfGr
 	return nil
 }
 
+// DeepCopy returns a copy of m that shares nothing with it but strings,
+// which are immutable: watch feeds decode a change once and give each
+// informer a copy.
+func (m *GrantRequest) DeepCopy() *GrantRequest {
+	if m == nil {
+		return nil
+	}
+	out := new(GrantRequest)
+	m.deepCopyInto(out)
+	return out
+}
+
+func (m *GrantRequest) deepCopyInto(out *GrantRequest) {
+	m.deepCopyIntoWith(out, nil)
+}
+
+// deepCopyIntoWith copies m into out with the pointer block from blocks
+// (nil: a block of its own).
+func (m *GrantRequest) deepCopyIntoWith(out *GrantRequest, blocks *jsonwire.Blocks[pointersOfGrantRequest]) {
+	*out = *m
+	var block *pointersOfGrantRequest
+	if m.Priority != nil {
+		if block == nil {
+			block = blocks.New()
+		}
+		block.v0 = *m.Priority
+		out.Priority = &block.v0
+	}
+}
+
 // AppendJSON appends the JSON encoding of GrantRequest to b, byte for byte what
 // json.Marshal writes, without reflection.
 func (m *GrantRequest) AppendJSON(b []byte) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
-	var err error
 	start1 := len(b)
 	b = append(b, ",\"tenant\":"...)
 	b = jsonwire.AppendString(b, string(m.Tenant))
@@ -604,21 +602,6 @@ func (m *GrantRequest) AppendJSON(b []byte) ([]byte, error) {
 	if m.Priority != nil {
 		b = append(b, ",\"priority\":"...)
 		b = jsonwire.AppendInt(b, int64((*m.Priority)))
-	}
-	if len(m.AdditionalProperties) > 0 {
-		keys2, kerr5 := jsonwire.ExtraKeys(m.AdditionalProperties, "tenant", "amount", "priority")
-		if kerr5 != nil {
-			return nil, kerr5
-		}
-		for _, k3 := range keys2 {
-			b = append(b, ',')
-			b = jsonwire.AppendString(b, k3)
-			b = append(b, ':')
-			v4 := m.AdditionalProperties[k3]
-			if b, err = jsonwire.AppendRaw(b, v4); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return jsonwire.CloseObject(b, start1), nil
 }
