@@ -9,7 +9,9 @@ package framework
 // by one rule, here:
 //
 //   - a peer holds at most its share (Limits.SessionsPerPeer,
-//     Limits.ConnsPerSource, WithMaxKeysPerWriter, WithMaxBytesPerWriter);
+//     Limits.ConnsPerSource, Limits.ConnsPerPeer, WithMaxKeysPerWriter,
+//     WithMaxBytesPerWriter, and a peer's share of a server-written topic
+//     its handlers write for it, TopicWriter.SetFor);
 //   - the last quarter of the bound (or what the share leaves, if less) is
 //     its reserve, kept for peers that hold little: at most 1/4096 of the
 //     bound, so that filling the reserve takes over a thousand peers; but
