@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -383,6 +385,69 @@ func attackConnReserve(w *world, sz sizes) result {
 	}
 	r := result{name: fmt.Sprintf("descriptor limit %d: two attacking hosts hold connections, a kubelet on a third opens %d new ones", sz.fdLimit, tries)}
 	r.notes = append(r.notes, fmt.Sprintf("connections the attackers keep: %v %s; the kubelet's connections served: %d of %d", kept, answers.String(), served, tries))
+	r.rss = s.peak.Load()
+	return r
+}
+
+// attackIdentityConns: one kubelet certificate dials from four addresses
+// (127.0.0.2–5, four hosts as far as a source bound can tell), each
+// connection asking /healthz and then held; then a legitimate kubelet on
+// 127.0.0.9 opens new connections. The node controller runs at a
+// descriptor limit of sz.idFdLimit, so that the bounds are reached with
+// hundreds of TLS handshakes, not tens of thousands.
+func attackIdentityConns(w *world, sz sizes) result {
+	s := w.start(sz.idFdLimit)
+	defer s.kill()
+	// ask opens a TLS connection from src as cfg and asks for /healthz; it
+	// returns the connection and the answer's status ("" when there was
+	// none).
+	ask := func(cfg *tls.Config, src string) (net.Conn, string) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+		c, err := tls.DialWithDialer(&d, "tcp", s.addr, cfg)
+		if err != nil {
+			return nil, ""
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return c, ""
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return c, ""
+		}
+		resp.Body.Close()
+		_ = c.SetDeadline(time.Time{})
+		return c, strconv.Itoa(resp.StatusCode)
+	}
+	evil := w.tls("kubelet", "evil-conns")
+	evil.NextProtos = []string{"http/1.1"}
+	var held []net.Conn
+	var answers tally
+	for i := range 4 * sz.idConns {
+		c, status := ask(evil, fmt.Sprintf("127.0.0.%d", 2+i%4))
+		if c != nil {
+			held = append(held, c)
+		}
+		answers.add("HTTP " + status)
+	}
+	good := w.tls("kubelet", "legit-node")
+	good.NextProtos = []string{"http/1.1"}
+	served := 0
+	const tries = 160
+	for range tries {
+		c, status := ask(good, "127.0.0.9")
+		if c != nil {
+			held = append(held, c)
+		}
+		if status == "200" {
+			served++
+		}
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	r := result{name: fmt.Sprintf("descriptor limit %d: one kubelet certificate holds connections from four addresses (%d each), a kubelet on a fifth opens %d new ones", sz.idFdLimit, sz.idConns, tries)}
+	r.notes = append(r.notes, fmt.Sprintf("the attacker's connections: %s; the kubelet's connections served: %d of %d", answers.String(), served, tries))
 	r.rss = s.peak.Load()
 	return r
 }

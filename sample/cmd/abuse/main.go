@@ -6,7 +6,8 @@
 // its calls' p99 and errors, whether its node was published, whether its
 // watch opened. Attacks 9 and 10 are a hostile server's against the
 // operator's lockstepctl (-lockstepctl): its peak RSS, its runs' p99, and
-// what reached the terminal.
+// what reached the terminal. Attack 11 is one certificate holding
+// connections from many addresses.
 //
 //	go build -o /tmp/nc ./cmd/nodecontroller && go run ./cmd/abuse -nodecontroller /tmp/nc [-lockstepctl /tmp/lockstepctl] [-scale full|small] [-attacks 1,2,…]
 //
@@ -60,18 +61,20 @@ type sizes struct {
 	h2Streams       int
 	fdLimit         int // attack 8: the node controller's descriptor limit
 	ctlRuns         int // attacks 9 and 10: runs of lockstepctl
+	idFdLimit       int // attack 11: the node controller's descriptor limit
+	idConns         int // attack 11: connections from each of four addresses
 }
 
 var scales = map[string]sizes{
-	"full":  {50000, 9000, 3, 4096, 4096, 5000, 40 * time.Second, 200, 250, 256, 30},
-	"small": {2000, 300, 3, 300, 256, 200, 15 * time.Second, 10, 50, 256, 6},
+	"full":  {50000, 9000, 3, 4096, 4096, 5000, 40 * time.Second, 200, 250, 256, 30, 1024, 200},
+	"small": {2000, 300, 3, 300, 256, 200, 15 * time.Second, 10, 50, 256, 6, 1024, 200},
 }
 
 func main() {
 	bin := flag.String("nodecontroller", "", "the node controller binary to attack (required)")
 	ctlBin := flag.String("lockstepctl", "", "the lockstepctl binary a hostile server attacks (attacks 9 and 10; skipped without it)")
 	scale := flag.String("scale", "full", "full (the sizes the attacks were found at) or small")
-	which := flag.String("attacks", "1,2,3,4,5,6,7,8,9,10", "attacks to run, by number")
+	which := flag.String("attacks", "1,2,3,4,5,6,7,8,9,10,11", "attacks to run, by number")
 	flag.Parse()
 	sz, ok := scales[*scale]
 	if *bin == "" || !ok {
@@ -87,7 +90,7 @@ func main() {
 	attacks := map[string]func(*world, sizes) result{
 		"1": attackMetrics, "2": attackTopicFill, "3": attackWatchSlots, "4": attackSquat,
 		"5": attackSelectors, "6": attackSlowBodies, "7": attackH2Streams, "8": attackConnReserve,
-		"9": attackTerminal, "10": attackHugeStatus,
+		"9": attackTerminal, "10": attackHugeStatus, "11": attackIdentityConns,
 	}
 	for _, n := range strings.Split(*which, ",") {
 		a := attacks[strings.TrimSpace(n)]
