@@ -283,7 +283,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.chargeConn(r); err != nil {
 		// Over the identity's share of connections: this answer closes
 		// the connection (an HTTP/2 one with a GOAWAY: net/http reads
-		// Connection: close so), and its other streams end with it.
+		// Connection: close so); its other streams, uncharged too, are
+		// refused the same way.
 		s.closeAfterRefusal(w, r)
 		s.refuse(w, r, err)
 		return
