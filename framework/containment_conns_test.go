@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,4 +141,51 @@ func TestContainConnectionsAreChargedToTheirIdentity(t *testing.T) {
 		}
 		return c != nil
 	}, 10*time.Second, 20*time.Millisecond, "a closed connection gives its identity's charge back")
+}
+
+// The same over HTTP/2, where a connection carries many streams: a
+// connection over the identity's share is answered resource_exhausted at
+// its first stream and closed with a GOAWAY, and the share counts
+// connections, not streams.
+func TestContainHTTP2ConnectionsAreChargedToTheirIdentity(t *testing.T) {
+	const perPeer = 4
+	a := startContainServer(t, framework.Limits{MaxConns: 64, ConnsPerPeer: perPeer})
+	before := refusals(t, a.Server, "conns_per_peer")
+	evil := a.tlsConfig(t, certs.Spec{Component: "kubelet", Name: "evil"})
+	// get asks /healthz from src on a transport of its own (one HTTP/2
+	// connection), streams times at once, and returns the statuses.
+	get := func(src string, streams int) map[int]int {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 10 * time.Second}
+		tr := &http.Transport{TLSClientConfig: evil.Clone(), ForceAttemptHTTP2: true, DialContext: d.DialContext}
+		t.Cleanup(tr.CloseIdleConnections)
+		hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		out := map[int]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := hc.Get(a.URL + "/healthz")
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, 2, resp.ProtoMajor)
+				mu.Lock()
+				out[resp.StatusCode]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		return out
+	}
+	for i := range perPeer {
+		// Many streams on one connection are one connection.
+		assert.Equal(t, map[int]int{http.StatusOK: 8}, get(fmt.Sprintf("127.0.0.%d", 2+i), 8))
+	}
+	over := get("127.0.0.7", 1)
+	assert.Equal(t, map[int]int{http.StatusTooManyRequests: 1}, over, "a connection over the share is refused")
+	assert.Equal(t, 1.0, refusals(t, a.Server, "conns_per_peer")-before)
 }
