@@ -1,6 +1,8 @@
 package framework_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,6 +61,21 @@ func TestRuntimeScenarios(t *testing.T) {
 	})
 }
 
+// hang bounds every wait of a story: long enough that only a hang
+// reaches it on a loaded machine (a drain story took 19s beside 16 CPU
+// hogs), since what a story asserts never depends on how long a wait
+// took. Time that matters to a story is on a fake clock.
+const hang = 2 * time.Minute
+
+// stopServer drains and stops srv, bounded by hang rather than by
+// frameworktest's 10s: a drain waits for the calls under way, which a
+// loaded machine answers slowly.
+func stopServer(srv *benchServer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	return errors.Join(srv.Server.Shutdown(ctx), srv.Stop())
+}
+
 type scenario struct {
 	t       *testing.T
 	servers map[string]*benchServer
@@ -90,21 +107,21 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	case "stop":
 		srv := s.serverArg(t, d)
 		if !d.HasArg("async") {
-			require.NoError(t, srv.Stop())
+			require.NoError(t, stopServer(srv))
 			return fmt.Sprintf("%s drained and stopped", d.CmdArgs[0].Key)
 		}
 		stopped := make(chan error, 1)
 		s.stopping[d.CmdArgs[0].Key] = stopped
-		go func() { stopped <- srv.Stop() }()
-		require.Eventually(t, srv.Server.Draining, 10*time.Second, time.Millisecond)
+		go func() { stopped <- stopServer(srv) }()
+		require.Eventually(t, srv.Server.Draining, hang, time.Millisecond)
 		return fmt.Sprintf("%s draining", d.CmdArgs[0].Key)
 	case "stopped":
 		select {
 		case err := <-s.stopping[d.CmdArgs[0].Key]:
 			require.NoError(t, err)
 			return fmt.Sprintf("%s stopped", d.CmdArgs[0].Key)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s did not stop within 20s", d.CmdArgs[0].Key)
+		case <-time.After(hang):
+			t.Fatalf("%s did not stop within %v", d.CmdArgs[0].Key, hang)
 			return ""
 		}
 	case "release":
@@ -124,11 +141,11 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 			b := s.bursts[burst]
 			require.Eventually(t, func() bool {
 				return c.Status().Blocked == b.calls-int(b.ok.Load()+b.failed.Load())
-			}, 15*time.Second, time.Millisecond, "every unanswered call of %s blocked", burst)
+			}, hang, time.Millisecond, "every unanswered call of %s blocked", burst)
 			return fmt.Sprintf("every unanswered call of %s is blocked", burst)
 		}
 		d.ScanArgs(t, "n", &n)
-		require.Eventually(t, func() bool { return c.Status().Blocked == n }, 15*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return c.Status().Blocked == n }, hang, time.Millisecond,
 			"%d calls blocked", n)
 		var out []string
 		for _, name := range c.async {
@@ -145,8 +162,8 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		select {
 		case r := <-s.calls[name]:
 			return s.result(r)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s did not end within 20s", name)
+		case <-time.After(hang):
+			t.Fatalf("%s did not end within %v", name, hang)
 			return ""
 		}
 	case "advance":
@@ -155,7 +172,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		srv := s.serverArg(t, d)
 		var n int64
 		d.ScanArgs(t, "n", &n)
-		require.Eventually(t, func() bool { return srv.entered.Load() >= n }, 15*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return srv.entered.Load() >= n }, hang, time.Millisecond)
 		return fmt.Sprintf("%d or more calls reached %s's handler", n, d.CmdArgs[0].Key)
 	case "load":
 		var callers int
@@ -166,7 +183,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		var n int64
 		d.ScanArgs(t, "n", &n)
 		from := s.load.ok.Load()
-		require.Eventually(t, func() bool { return s.load.ok.Load() >= from+n || s.load.failed.Load() > 0 }, 15*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return s.load.ok.Load() >= from+n || s.load.failed.Load() > 0 }, hang, time.Millisecond)
 		require.Zero(t, s.load.failed.Load(), "calls failed: %v", s.load.errs())
 		return fmt.Sprintf("%d more calls answered", n)
 	case "load-stop":
@@ -218,7 +235,10 @@ func (s *scenario) server(t *testing.T, d *datadriven.TestData) string {
 	if d.MaybeScanArgs(t, "at", &at) {
 		addr = s.servers[at].Addr
 	}
-	srv := startBench(t, addr, version)
+	// A session lives 30s without a heartbeat (startBench's 2s lapses when
+	// a loaded machine starves the client, and its endpoint leaves the
+	// story); heartbeats, and so the drain's pace, stay startBench's.
+	srv := startBench(t, addr, version, func(c *framework.ServerConfig) { c.SessionTTL = 30 * time.Second })
 	if d.HasArg("hold") {
 		srv.hold = make(chan struct{})
 	}
@@ -270,7 +290,7 @@ func (s *scenario) wait(t *testing.T, d *datadriven.TestData) string {
 	c := s.clientArg(t, d)
 	var ready int
 	if d.MaybeScanArgs(t, "ready", &ready) {
-		require.Eventually(t, func() bool { return readyCount(c.Client) == ready }, 15*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return readyCount(c.Client) == ready }, hang, time.Millisecond,
 			"%d endpoints ready: %+v", ready, c.Endpoints())
 		return fmt.Sprintf("%d ready", ready)
 	}
@@ -279,7 +299,7 @@ func (s *scenario) wait(t *testing.T, d *datadriven.TestData) string {
 	d.ScanArgs(t, "state", &states)
 	want := strings.Split(states, ",")
 	url := s.servers[server].URL
-	require.Eventually(t, func() bool { return slices.Contains(want, endpointState(c.Client, url)) }, 15*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return slices.Contains(want, endpointState(c.Client, url)) }, hang, time.Millisecond,
 		"endpoint %s in %q: %+v", server, want, c.Endpoints())
 	return fmt.Sprintf("%s is %s", server, states)
 }
@@ -298,12 +318,12 @@ func (s *scenario) call(t *testing.T, d *datadriven.TestData) string {
 		s.calls[async] = done
 		c.async = append(c.async, async)
 		go func() {
-			ack, err := report(timeout(t, 30*time.Second), c.Client, n, opts...)
+			ack, err := report(timeout(t, hang), c.Client, n, opts...)
 			done <- callResult{ack, err}
 		}()
 		return async + " started"
 	}
-	ack, err := report(timeout(t, 10*time.Second), c.Client, n, opts...)
+	ack, err := report(timeout(t, hang), c.Client, n, opts...)
 	return s.result(callResult{ack, err})
 }
 
@@ -333,7 +353,7 @@ func (s *scenario) advance(t *testing.T, d *datadriven.TestData) string {
 		c.clock.Advance(step)
 		moved += step
 		return false
-	}, 20*time.Second, 5*time.Millisecond, "%s ends as %s's clock moves", until, d.CmdArgs[0].Key)
+	}, hang, 5*time.Millisecond, "%s ends as %s's clock moves", until, d.CmdArgs[0].Key)
 	require.GreaterOrEqual(t, moved, bound, "%s ended after %v on the client's clock", until, moved)
 	return fmt.Sprintf("%s ended, not before %v on the client's clock: %s", until, bound, s.result(r))
 }
@@ -425,7 +445,7 @@ func startScenarioLoad(t *testing.T, c *framework.Client, callers, rounds, base 
 			l.nodes = append(l.nodes, benchmsg.Node(base+w*1000+i).NodeName)
 		}
 	}
-	ctx := timeout(t, 30*time.Second)
+	ctx := timeout(t, hang)
 	for w := range callers {
 		l.wg.Add(1)
 		go func() {

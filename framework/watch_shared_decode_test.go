@@ -18,7 +18,10 @@ import (
 
 // startNodeStatusTopic starts a server that writes a NodeStatus topic of
 // a contract called name (benchgen's messages, no methods), and returns
-// the contract, the topic's writer and the server.
+// the contract, the topic's writer and the server. Its sessions live 30s
+// without a heartbeat (and a silent stream is given up after twice that),
+// so that a starved test process on a loaded machine keeps its one stream:
+// what these tests count (copies, decodes) changes with every new stream.
 func startNodeStatusTopic(t *testing.T, name string) (*framework.Contract, *framework.TopicWriter[benchgen.NodeStatus], *frameworktest.Running) {
 	m := benchgen.Contract.Model()
 	m.Name = name
@@ -28,7 +31,7 @@ func startNodeStatusTopic(t *testing.T, name string) (*framework.Contract, *fram
 	}
 	contract := framework.MustContract(m)
 	var writer *framework.TopicWriter[benchgen.NodeStatus]
-	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0"}, func(s *framework.Server) {
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: 30 * time.Second}, func(s *framework.Server) {
 		writer = framework.ServeTopic[benchgen.NodeStatus](s, contract, "NodeStatus")
 	})
 	return contract, writer, srv
@@ -229,13 +232,13 @@ func TestSoleInformerKeepsItsFeedsDecode(t *testing.T) {
 		require.NoError(t, writer.Set(node(n, 1)))
 	}
 	require.Eventually(t, holds(a, 1), 15*time.Second, 5*time.Millisecond)
-	assert.Zero(t, a.Stats().Copied, "an informer alone on its feed keeps the feed's decode")
+	assert.Zero(t, a.Stats().Copied, "an informer alone on its feed keeps the feed's decode: %+v", a.Stats())
 
 	b, err := framework.Watch(ctx, cl, "NodeStatus", framework.InformerHandlers[benchgen.NodeStatus]{})
 	require.NoError(t, err)
 	defer b.Stop()
 	require.NoError(t, b.WaitForSync(ctx))
-	assert.Zero(t, b.Stats().Copied, "the frames a took are decoded by b itself")
+	assert.Zero(t, b.Stats().Copied, "the frames a took are decoded by b itself: %+v", b.Stats())
 	for n := range keys {
 		key := fmt.Sprintf("node-%03d", n)
 		oa, _ := a.Get(key)
@@ -255,6 +258,6 @@ func TestSoleInformerKeepsItsFeedsDecode(t *testing.T) {
 		oa.Capacity["cpu"] = "changed by a"
 		assert.Equal(t, "2", ob.Capacity["cpu"], "the informers share a map")
 	}
-	assert.Equal(t, int64(keys), a.Stats().Copied, "with two informers on the feed, each copies")
-	assert.Equal(t, int64(keys), b.Stats().Copied)
+	assert.Equal(t, int64(keys), a.Stats().Copied, "with two informers on the feed, each copies: %+v", a.Stats())
+	assert.Equal(t, int64(keys), b.Stats().Copied, "%+v", b.Stats())
 }
