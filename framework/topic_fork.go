@@ -31,8 +31,8 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 	if _, ok := old.Topic(name); !ok {
 		panic(fmt.Sprintf("lockstep: contract %s %s declares no topic %s", old.Name(), old.Version(), name))
 	}
-	earlier := ServeTopic[Old](s, old, name, opts...)
-	earlier.store.setAttached(current.Attached()) // one writer, attached in every form or none
+	earlier := serveTopic[Old](s, old, name, opts) // the earlier version alone: fork mode speaks no chain
+	earlier.store.setAttached(current.Attached())  // one writer, attached in every form or none
 	current.mirrorMu.Lock()
 	defer current.mirrorMu.Unlock()
 	current.forks = append(current.forks, topicFork[New]{
