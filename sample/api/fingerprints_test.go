@@ -16,6 +16,7 @@ import (
 	nodehealthv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	nodestatusv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
 	nodestatusv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	nodestatusv21 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2_1"
 )
 
 // A peer built before a change to a version's messages offers the same
@@ -28,7 +29,7 @@ func TestReleasedVersionsKeepTheirFingerprints(t *testing.T) {
 	contracts := []*framework.Contract{
 		extenderv1.Contract, extenderv2.Contract,
 		nodehealthv1.Contract, nodehealthv2.Contract,
-		nodestatusv1.Contract, nodestatusv2.Contract,
+		nodestatusv1.Contract, nodestatusv2.Contract, nodestatusv21.Contract,
 	}
 	for _, c := range contracts {
 		id := c.Name() + " " + c.Version()

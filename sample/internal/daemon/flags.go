@@ -15,9 +15,12 @@ import (
 	"time"
 )
 
-// Releases are the binary releases the sample's two builds report: --api v1
-// acts as the old build, --api v2 as the new one.
-var Releases = map[string]string{"v1": "1.30.0", "v2": "1.31.0"}
+// Releases are the binary releases the sample's builds report: --api v1
+// acts as the old build, --api v2 as the new one, and --api v2.1 as a
+// minor release after it (nodestatus 2.1.0, which derives from 2.0.0
+// compatibly: the kubelet and the node controller speak both, with no
+// fork mode).
+var Releases = map[string]string{"v1": "1.30.0", "v2": "1.31.0", "v2.1": "1.32.0"}
 
 // Flags are the flags every sample binary takes.
 type Flags struct {
@@ -58,8 +61,8 @@ type Flags struct {
 func NewFlags(fs *flag.FlagSet, component, listen string, hasFork bool) *Flags {
 	f := &Flags{Component: component}
 	fs.StringVar(&f.Listen, "listen", listen, "address to serve on: the lockstep protocol, /healthz, /readyz, /metrics and /status")
-	fs.StringVar(&f.API, "api", "v2", "contract generation to run, as the old (v1) or the new (v2) build would")
-	fs.StringVar(&f.Release, "release", "", "release reported in handshakes (default 1.30.0 for --api v1, 1.31.0 for --api v2)")
+	fs.StringVar(&f.API, "api", "v2", "contract generation to run, as the old (v1), the new (v2) or its minor release's (v2.1: the kubelet and the node controller speak nodestatus 2.1.0 and 2.0.0) build would")
+	fs.StringVar(&f.Release, "release", "", "release reported in handshakes (default 1.30.0 for --api v1, 1.31.0 for --api v2, 1.32.0 for --api v2.1)")
 	if hasFork {
 		fs.BoolVar(&f.Fork, "fork", false, "fork mode: with --api v2, keep speaking the 1.0.0 contracts too")
 	}
@@ -80,7 +83,7 @@ func NewFlags(fs *flag.FlagSet, component, listen string, hasFork bool) *Flags {
 func (f *Flags) Validate() error {
 	var errs []error
 	if _, ok := Releases[f.API]; !ok {
-		errs = append(errs, fmt.Errorf("--api %q: want v1 or v2", f.API))
+		errs = append(errs, fmt.Errorf("--api %q: want v1, v2 or v2.1", f.API))
 	}
 	if f.Release == "" {
 		f.Release = Releases[f.API]

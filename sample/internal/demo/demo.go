@@ -15,6 +15,13 @@
 // extender's v2 (also in fork mode) comes last and the scheduler agrees on
 // 2.0.0 with it.
 //
+// Then a minor release rolls out with no fork mode and no block:
+// nodestatus 2.1.0 adds a node's kernel version, and derives from 2.0.0
+// compatibly, so the generated code of both sides speaks both versions.
+// The kubelet moves to v2.1 first and goes on at 2.0.0 with its v2 node
+// controller; the node controller's replicas follow, and the kubelet
+// agrees on 2.1.0 with each, its kernel versions reaching them.
+//
 // Throughout, the scheduler places pods and posts their bindings to the
 // node controller, whose replicas share the record of bound pods and
 // publish it as the PodAssignment topic; the kubelet's nodes each run the
@@ -70,15 +77,28 @@ func (o *Options) defaults() {
 	}
 }
 
-// Plan is the rolling upgrade, step by step. Before the first upgrade it
-// waits until podsRunning holds: the v1 kubelet runs pods the v1
-// scheduler placed, so the loop is seen across every upgrade; and until
-// preempted holds: the v1 scheduler placed a pod by preemption. After
-// the last upgrade it waits until ranAfter holds: a pod placed then ran,
-// so the loop is seen whole at v2.
-func Plan(skew time.Duration, podsRunning, preempted, ranAfter upgradesim.Condition) upgradesim.Plan {
+// PlanConditions are what [Plan] waits for between its steps.
+type PlanConditions struct {
+	// PodsRunning holds once the v1 kubelet runs pods the v1 scheduler
+	// placed, so the loop is seen across every upgrade; Preempted once the
+	// v1 scheduler placed a pod by preemption. The plan waits for both
+	// before the first upgrade.
+	PodsRunning, Preempted upgradesim.Condition
+	// RanAfter holds once a pod placed after the step began ran: the loop
+	// seen whole at v2, after the major upgrade. RanAfterMinor is the
+	// same after the minor one.
+	RanAfter, RanAfterMinor upgradesim.Condition
+	// KernelsReported holds once a node controller heard a node's kernel
+	// version, which only nodestatus 2.1.0 carries.
+	KernelsReported upgradesim.Condition
+}
+
+// Plan is the rolling upgrade, step by step: the major one, v1 → v2, then
+// the minor one, v2 → v2.1, of the kubelet and the node controller.
+func Plan(skew time.Duration, cond PlanConditions) upgradesim.Plan {
+	podsRunning, preempted, ranAfter := cond.PodsRunning, cond.Preempted, cond.RanAfter
 	connected := upgradesim.WaitUntil(upgradesim.Connected, 10*time.Second)
-	return upgradesim.Plan{Name: "rolling upgrade v1 → v2", Steps: []upgradesim.Step{
+	return upgradesim.Plan{Name: "rolling upgrade v1 → v2 → v2.1", Steps: []upgradesim.Step{
 		upgradesim.Start(LegacyExtender, "v1"),
 		upgradesim.Start(Extender, "v1"),
 		upgradesim.Start(upgradesim.Replica(NodeController, 0), "v1"),
@@ -117,6 +137,21 @@ func Plan(skew time.Duration, podsRunning, preempted, ranAfter upgradesim.Condit
 		// The to-node loop at v2 end to end: the v2 scheduler places a pod
 		// through a v2 node controller, and the v2 kubelet runs it.
 		upgradesim.WaitUntil(ranAfter, 10*time.Second),
+		// A minor release, nodestatus 2.1.0, with no fork mode: the
+		// kubelet comes up first and does not block, since it speaks
+		// 2.0.0 too.
+		upgradesim.Upgrade(Kubelet, "v2.1"),
+		upgradesim.WaitUntil(upgradesim.CallsAcknowledged(40), 10*time.Second),
+		// Its node controller follows, one replica after another; each
+		// serves 2.0.0 and 2.1.0, and the kubelet agrees on 2.1.0.
+		upgradesim.Upgrade(upgradesim.Replica(NodeController, 0), "v2.1"),
+		upgradesim.Wait(skew / 4),
+		upgradesim.Upgrade(upgradesim.Replica(NodeController, 1), "v2.1"),
+		upgradesim.Wait(skew / 4),
+		upgradesim.Upgrade(upgradesim.Replica(NodeController, 2), "v2.1"),
+		connected,
+		upgradesim.WaitUntil(cond.KernelsReported, 10*time.Second),
+		upgradesim.WaitUntil(cond.RanAfterMinor, 10*time.Second),
 	}}
 }
 
@@ -159,12 +194,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Out, "lockstep demo: the sample control plane through a rolling upgrade v1 → v2, skew %s, %d nodes, in one process, over mutual TLS (lockstep://<component>/<name> certificates from a CA of the run's own)\n\n",
+	fmt.Fprintf(opts.Out, "lockstep demo: the sample control plane through a rolling upgrade v1 → v2, then a minor one v2 → v2.1 with no fork mode, skew %s, %d nodes, in one process, over mutual TLS (lockstep://<component>/<name> certificates from a CA of the run's own)\n\n",
 		opts.Skew, opts.Nodes)
 	// The run's clock starts within a few milliseconds of t0 (once its
 	// addresses are reserved): close enough for the loop's rows.
 	t0 := time.Now()
-	rep, err := sim.Execute(ctx, Plan(opts.Skew, w.loop.running(3), w.loop.preemptedCondition(), w.loop.ranSince()))
+	rep, err := sim.Execute(ctx, Plan(opts.Skew, PlanConditions{
+		PodsRunning: w.loop.running(3), Preempted: w.loop.preemptedCondition(),
+		RanAfter: w.loop.ranSince(), RanAfterMinor: w.loop.ranSince(), KernelsReported: w.kernelsReported(),
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,10 @@ import (
 // upgrade, was reported Running (or ended) by the kubelet of the node it chose
 // within runBound (the invariant pods-run-where-placed), unless it was
 // evicted first for a pod of higher priority: pods were preempted, and
-// every eviction made room for a pod then bound there.
+// every eviction made room for a pod then bound there. Then the minor
+// release, nodestatus 2.1.0, rolls out with no fork mode: the kubelet,
+// upgraded first, is not blocked at all, and ends agreeing on 2.1.0 with
+// node controllers that heard its kernel versions.
 //
 // Its invariants are real-time bounds of a whole control plane in one
 // process (sessions of 1 s, a node grace period of 3 s, pods Running
@@ -52,13 +55,34 @@ func TestRollingUpgrade(t *testing.T) {
 		assert.Greater(t, blocked[pair], 700*time.Millisecond, "%s waited for its peer's upgrade", pair)
 		assert.Less(t, blocked[pair], 5*time.Second, "%s resumed once its peer was upgraded", pair)
 	}
+	var minorFrom time.Duration
+	for _, st := range res.Report.Timeline.Steps {
+		if st.Text == "upgrade kubelet to v2.1" {
+			minorFrom = st.From
+		}
+	}
+	require.Positive(t, minorFrom, "the minor release was rolled out")
+	// The v2.1 kubelet's handshakes were never refused for their version,
+	// not even by the v2 node controllers it met first: it speaks 2.0.0
+	// too. Its node clients' instances end in the suffix it drew; the
+	// node controllers log every refusal (components.log, at debug).
+	logs, err := os.ReadFile(filepath.Join(dir, "components.log"))
+	require.NoError(t, err)
+	at21 := regexp.MustCompile(`contract=nodestatus version=2\.1\.0 peer=kubelet instance=node-\d+\.(\w+)`).FindSubmatch(logs)
+	require.NotNil(t, at21, "a node controller opened a nodestatus 2.1.0 session")
+	at20 := regexp.MustCompile(`contract=nodestatus version=2\.0\.0 peer=kubelet instance=node-\d+\.` + string(at21[1])).Find(logs)
+	assert.NotNil(t, at20, "the v2.1 kubelet agreed on 2.0.0 with a v2 node controller first")
+	refused := regexp.MustCompile(`hello refused.* reason=version_mismatch peer=kubelet instance=node-\d+\.` + string(at21[1])).Find(logs)
+	assert.Nil(t, refused, "the v2.1 kubelet was refused for its version: %s", refused)
+	assert.Equal(t, []string{"nodestatus 2.1.0"}, res.Report.Agreed["kubelet→nodecontroller"])
+	assert.Regexp(t, `nodecontroller v2\.1: .*; [1-9]\d* nodes reported their kernel version`, out.String())
 	for _, c := range s.calls {
 		assert.Positive(t, len(c.OK), c.Label)
 		if strings.HasSuffix(c.Label, "legacy-extender") {
 			assert.Empty(t, c.Failed, "the legacy extender is served throughout")
 		}
 	}
-	assert.Equal(t, map[string]string{"kubelet": "v2", "nodecontroller#0": "v2", "nodecontroller#1": "v2", "nodecontroller#2": "v2",
+	assert.Equal(t, map[string]string{"kubelet": "v2.1", "nodecontroller#0": "v2.1", "nodecontroller#1": "v2.1", "nodecontroller#2": "v2.1",
 		"scheduler": "v2", "extender": "v2", "legacy-extender": "v1"}, res.Report.Final)
 	leaders := 0
 	for _, m := range regexp.MustCompile(`elected to write NodeHealth (\d+) time`).FindAllStringSubmatch(out.String(), -1) {
@@ -79,10 +103,10 @@ func TestRollingUpgrade(t *testing.T) {
 
 	var ncFrom, ncTo time.Duration
 	for _, st := range res.Report.Timeline.Steps {
-		if strings.HasPrefix(st.Text, "upgrade nodecontroller#0") {
+		if st.Text == "upgrade nodecontroller#0 to v2" {
 			ncFrom = st.From
 		}
-		if strings.HasPrefix(st.Text, "upgrade nodecontroller#2") {
+		if st.Text == "upgrade nodecontroller#2 to v2" {
 			ncTo = st.To
 		}
 	}

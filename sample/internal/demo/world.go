@@ -379,10 +379,14 @@ func (w *world) config() upgradesim.Config {
 			{Name: NodeController, Replicas: 3, Versions: []upgradesim.Version{
 				{Name: "v1", Speaks: speaks("nodestatus", "1.0.0", "nodehealth", "1.0.0"), Start: w.startNodeController},
 				{Name: "v2", Speaks: speaks("nodestatus", "2.0.0", "nodehealth", "2.0.0"), Start: w.startNodeController},
+				// A minor release: nodestatus 2.1.0 derives from 2.0.0
+				// compatibly, so it speaks both, with no fork mode.
+				{Name: "v2.1", Speaks: speaks("nodestatus", "2.1.0", "nodestatus", "2.0.0", "nodehealth", "2.0.0"), Start: w.startNodeController},
 			}},
 			{Name: Kubelet, Versions: []upgradesim.Version{
 				{Name: "v1", Speaks: speaks("nodestatus", "1.0.0"), Start: w.startKubelet},
 				{Name: "v2", Speaks: speaks("nodestatus", "2.0.0"), Start: w.startKubelet},
+				{Name: "v2.1", Speaks: speaks("nodestatus", "2.1.0", "nodestatus", "2.0.0"), Start: w.startKubelet},
 			}},
 			{Name: Scheduler, Versions: []upgradesim.Version{
 				{Name: "v1", Speaks: speaks("nodehealth", "1.0.0", "extender", "1.0.0"), Start: w.startScheduler},
@@ -490,8 +494,12 @@ func (w *world) outcomes() []string {
 				ready++
 			}
 		}
-		out = append(out, fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended; elected to write NodeHealth %d time(s)",
-			n.version, len(n.c.Health()), ready, n.c.Elections()))
+		line := fmt.Sprintf("nodecontroller %s: knew %d nodes (%d ready) when it stopped or the run ended; elected to write NodeHealth %d time(s)",
+			n.version, len(n.c.Health()), ready, n.c.Elections())
+		if n.version == "v2.1" {
+			line += fmt.Sprintf("; %d nodes reported their kernel version (nodestatus 2.1.0)", n.c.KernelVersions())
+		}
+		out = append(out, line)
 	}
 	out = append(out, w.heard.outcome(), w.loop.outcome(), w.loop.preemptionOutcome())
 	for _, s := range w.allSchedulers {
@@ -500,4 +508,20 @@ func (w *world) outcomes() []string {
 			s.version, st.Scheduled.Load(), st.Preempted.Load(), st.Victims.Load(), st.Unschedulable.Load(), st.Failed.Load()))
 	}
 	return out
+}
+
+// kernelsReported holds once a node controller heard a node's kernel
+// version: a v2.1 kubelet and a v2.1 node controller agreed on nodestatus
+// 2.1.0, the minor version's additive member reaching its reader.
+func (w *world) kernelsReported() upgradesim.Condition {
+	return upgradesim.Condition{Name: "a kernel version reported", Holds: func(*upgradesim.Cluster) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for n := range w.ncs {
+			if n.KernelVersions() > 0 {
+				return nil
+			}
+		}
+		return errors.New("no node controller running heard a node's kernel version")
+	}}
 }

@@ -32,12 +32,16 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	nsv21 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2_1"
 )
 
 // Config configures a [Kubelet].
 type Config struct {
-	// API is the nodestatus generation spoken, "v1" (1.0.0) or "v2"
-	// (2.0.0); with Fork, v2 also speaks 1.0.0 to an old node controller.
+	// API is the nodestatus generation spoken, "v1" (1.0.0), "v2"
+	// (2.0.0) or "v2.1" (2.1.0, which adds the node's kernel version and
+	// speaks 2.0.0 too, with no fork mode: it derives from 2.0.0
+	// compatibly); with Fork, v2 also speaks 1.0.0 to an old node
+	// controller.
 	API  string
 	Fork bool
 	// Nodes is how many nodes the process simulates; default 1. Their
@@ -149,8 +153,8 @@ type Stats struct {
 // Call [Kubelet.Run] to start reporting and [Kubelet.Close] to end the
 // sessions.
 func New(cfg Config) (*Kubelet, error) {
-	if cfg.API != "v1" && cfg.API != "v2" {
-		return nil, fmt.Errorf("kubelet: API %q: want v1 or v2", cfg.API)
+	if cfg.API != "v1" && cfg.API != "v2" && cfg.API != "v2.1" {
+		return nil, fmt.Errorf("kubelet: API %q: want v1, v2 or v2.1", cfg.API)
 	}
 	if cfg.Fork && cfg.API != "v2" {
 		return nil, errors.New("kubelet: fork mode needs API v2")
@@ -201,11 +205,14 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	base.Heartbeats = k.heartbeats
 	contract := nsv1.Contract
-	if cfg.API == "v2" {
+	switch cfg.API {
+	case "v2":
 		contract = nsv2.Contract
 		if cfg.Fork {
 			base.Fork = append(base.Fork, nsv2.ForkV1)
 		}
+	case "v2.1":
+		contract = nsv21.Contract // speaks 2.0.0 too: no fork
 	}
 	suffix := randomHex(4)
 	for i := 0; i < cfg.Nodes; i++ {

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	nsv21 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2_1"
 )
 
 // simNode is one simulated node: its status and pods, what changed since
@@ -353,7 +354,15 @@ func (nd *simNode) count(ctx context.Context, kind string, err error) {
 	nd.k.reports.WithLabelValues(kind, outcome).Inc()
 }
 
-// sendStatus makes one ReportStatus call at the kubelet's version.
+// kernelVersion is the kernel version a 2.1.0 kubelet reports for its
+// simulated nodes (NodeStatus.kernelVersion, new in nodestatus 2.1.0).
+var kernelVersion = "6.12.0-lockstep"
+
+// sendStatus makes one ReportStatus call at the kubelet's version. At
+// v2.1 it converts the status up with the generated conversion and adds
+// the kernel version; the session may have agreed on 2.0.0 with a node
+// controller not yet upgraded, and the runtime converts it down again,
+// dropping the kernel version.
 func (nd *simNode) sendStatus(ctx context.Context, st *nsv2.NodeStatus) error {
 	ctx, cancel := context.WithTimeout(ctx, nd.k.cfg.CallTimeout)
 	defer cancel()
@@ -364,6 +373,15 @@ func (nd *simNode) sendStatus(ctx context.Context, st *nsv2.NodeStatus) error {
 		if down, err = nsv2.NodeStatusToV1(st); err == nil {
 			var ack *nsv1.Ack
 			if ack, err = nsv1.NewClient(nd.client).ReportStatus(ctx, down); err == nil {
+				accepted = ack.Accepted
+			}
+		}
+	} else if nd.k.cfg.API == "v2.1" {
+		up := new(nsv21.NodeStatus)
+		if err = nsv21.Convert_v2_NodeStatus_To_v2_1_NodeStatus(st, up); err == nil {
+			up.KernelVersion = &kernelVersion
+			var ack *nsv21.Ack
+			if ack, err = nsv21.NewClient(nd.client).ReportStatus(ctx, up); err == nil {
 				accepted = ack.Accepted
 			}
 		}
@@ -392,6 +410,23 @@ func (nd *simNode) sendPods(ctx context.Context, pods []*nsv2.PodStatus) ([]*nsv
 			down[i], _ = nsv2.PodStatusToV1(p)
 		}
 		res, err := nsv1.NewClient(nd.client).ReportPodStatuses(ctx, down)
+		if err != nil {
+			nd.count(ctx, "pods", err)
+			return pods, err
+		}
+		for _, r := range res {
+			errs = append(errs, r.Err)
+		}
+	} else if nd.k.cfg.API == "v2.1" {
+		up := make([]*nsv21.PodStatus, len(pods))
+		for i, p := range pods {
+			up[i] = new(nsv21.PodStatus)
+			if err := nsv21.Convert_v2_PodStatus_To_v2_1_PodStatus(p, up[i]); err != nil {
+				nd.count(ctx, "pods", err)
+				return pods, err
+			}
+		}
+		res, err := nsv21.NewClient(nd.client).ReportPodStatuses(ctx, up)
 		if err != nil {
 			nd.count(ctx, "pods", err)
 			return pods, err
@@ -458,6 +493,35 @@ func (nd *simNode) watch(ctx context.Context) error {
 			},
 			OnDelete: func(uid string, _ *nsv1.PodAssignment) { nd.unassigned(uid) },
 		}, nsv1.SelectNodeName(nd.name))
+		if err != nil {
+			return err
+		}
+		nd.waitSynced(ctx, i)
+		<-i.Done()
+		return nil
+	}
+	if nd.k.cfg.API == "v2.1" {
+		down := func(a *nsv21.PodAssignment) *nsv2.PodAssignment {
+			p := new(nsv2.PodAssignment)
+			if err := nsv21.Convert_v2_1_PodAssignment_To_v2_PodAssignment(a, p); err != nil {
+				nd.k.logger.Warn("a pod assignment the kubelet cannot read", "uid", a.UID, "err", err)
+				return nil
+			}
+			return p
+		}
+		i, err := nsv21.WatchPodAssignment(ctx, nd.client, framework.InformerHandlers[nsv21.PodAssignment]{
+			OnAdd: func(_ string, a *nsv21.PodAssignment) {
+				if p := down(a); p != nil {
+					nd.assigned(p)
+				}
+			},
+			OnUpdate: func(_ string, _, a *nsv21.PodAssignment) {
+				if p := down(a); p != nil {
+					nd.assigned(p)
+				}
+			},
+			OnDelete: func(uid string, _ *nsv21.PodAssignment) { nd.unassigned(uid) },
+		}, nsv21.SelectNodeName(nd.name))
 		if err != nil {
 			return err
 		}

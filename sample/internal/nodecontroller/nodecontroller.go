@@ -31,13 +31,17 @@ import (
 	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	nsv1 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v1"
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	nsv21 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2_1"
 )
 
 // Config configures a [NodeController].
 type Config struct {
 	// API is the contract generation it serves, "v1" (nodestatus and
-	// nodehealth 1.0.0) or "v2" (2.0.0); with Fork, v2 also serves 1.0.0
-	// by conversion and publishes NodeHealth in both forms.
+	// nodehealth 1.0.0), "v2" (2.0.0) or "v2.1" (nodestatus 2.1.0, which
+	// adds a node's kernel version and serves 2.0.0 too, with no fork
+	// mode: it derives from 2.0.0 compatibly; nodehealth 2.0.0); with
+	// Fork, v2 also serves 1.0.0 by conversion and publishes NodeHealth in
+	// both forms.
 	API  string
 	Fork bool
 	// NodeGrace is how long a node's kubelet may hold no session before the
@@ -133,8 +137,10 @@ type NodeController struct {
 	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
 	// podsV1 and podsV2 are the PodAssignment topic in the forms served;
 	// in fork mode podsV1 is nil and the 1.0.0 form follows podsV2.
-	podsV1    *framework.TopicWriter[nsv1.PodAssignment]
-	podsV2    *framework.TopicWriter[nsv2.PodAssignment]
+	podsV1 *framework.TopicWriter[nsv1.PodAssignment]
+	podsV2 *framework.TopicWriter[nsv2.PodAssignment]
+	// podsV21 is the topic at v2.1; its 2.0.0 form follows it.
+	podsV21   *framework.TopicWriter[nsv21.PodAssignment]
 	unwatch   func()        // ends the mirroring of cfg.Pods
 	leader    bool          // its writers are attached
 	elections int           // how many times it took the lease
@@ -157,6 +163,8 @@ type node struct {
 	// priorities, as mirrored from the pod store.
 	assigned map[string]nhv2.BoundPod
 	status   *nsv2.NodeStatus
+	// kernel is the kernel version its 2.1.0 kubelet reported, if any.
+	kernel string
 	// lost is when the node's kubelet lost its session (zero while it
 	// holds one), and grace the timer of its grace period; unknown is set
 	// once the grace period passed since, at unknownAt (on Config.Clock).
@@ -169,8 +177,8 @@ type node struct {
 
 // New builds a node controller and its lockstep server, not yet serving.
 func New(cfg Config) (*NodeController, error) {
-	if cfg.API != "v1" && cfg.API != "v2" {
-		return nil, fmt.Errorf("nodecontroller: API %q: want v1 or v2", cfg.API)
+	if cfg.API != "v1" && cfg.API != "v2" && cfg.API != "v2.1" {
+		return nil, fmt.Errorf("nodecontroller: API %q: want v1, v2 or v2.1", cfg.API)
 	}
 	if cfg.Fork && cfg.API != "v2" {
 		return nil, errors.New("nodecontroller: fork mode needs API v2")
@@ -250,6 +258,13 @@ func New(cfg Config) (*NodeController, error) {
 		nhv1.Register(srv, healthV1{n})
 		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
 		n.podsV1 = nsv1.ServePodAssignment(srv, topicOpts...)
+	} else if cfg.API == "v2.1" {
+		// 2.1.0 derives from 2.0.0 compatibly: Register and
+		// ServePodAssignment serve 2.0.0 kubelets too.
+		nsv21.Register(srv, statusV21{n})
+		nhv2.Register(srv, healthV2{n})
+		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", topicOpts...)
+		n.podsV21 = nsv21.ServePodAssignment(srv, topicOpts...)
 	} else {
 		nsv2.Register(srv, statusV2{n})
 		nhv2.Register(srv, healthV2{n})
@@ -372,7 +387,7 @@ func (n *NodeController) setLeader(lead bool) {
 		return
 	}
 	// A forked form of PodAssignment attaches and detaches with podsV2.
-	for _, w := range []attachable{n.topicV1, n.topicV2, n.podsV1, n.podsV2} {
+	for _, w := range []attachable{n.topicV1, n.topicV2, n.podsV1, n.podsV2, n.podsV21} {
 		switch {
 		case reflect.ValueOf(w).IsNil():
 		case lead:
@@ -616,6 +631,13 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 	}
 	var err error
 	switch {
+	case p == nil && n.podsV21 != nil:
+		err = n.podsV21.Delete(uid)
+	case n.podsV21 != nil:
+		up := new(nsv21.PodAssignment)
+		if err = nsv21.Convert_v2_PodAssignment_To_v2_1_PodAssignment(p.assignment(), up); err == nil {
+			err = n.podsV21.Set(up)
+		}
 	case p == nil && n.podsV2 != nil:
 		err = n.podsV2.Delete(uid)
 	case p == nil:
@@ -877,6 +899,58 @@ func (s statusV2) ReportStatus(ctx context.Context, st *nsv2.NodeStatus) (*nsv2.
 // ReportPodStatuses stores one pod's status.
 func (s statusV2) ReportPodStatuses(ctx context.Context, p *nsv2.PodStatus) (*nsv2.Ack, error) {
 	return s.n.reportPod(ctx, p)
+}
+
+// statusV21 serves nodestatus 2.1.0 (and, through the generated
+// conversions, 2.0.0): its messages are read into the node controller's
+// model, which is 2.0.0's, and the kernel version 2.1.0 adds is kept
+// beside it.
+type statusV21 struct{ n *NodeController }
+
+// ReportStatus stores a node's status and its kernel version.
+func (s statusV21) ReportStatus(ctx context.Context, st *nsv21.NodeStatus) (*nsv21.Ack, error) {
+	down := new(nsv2.NodeStatus)
+	if err := nsv21.Convert_v2_1_NodeStatus_To_v2_NodeStatus(st, down); err != nil {
+		return nil, err
+	}
+	ack, err := s.n.reportStatus(ctx, down)
+	if err != nil {
+		return nil, err
+	}
+	if st.KernelVersion != nil {
+		s.n.mu.Lock()
+		s.n.nodeLocked(st.NodeName).kernel = *st.KernelVersion
+		s.n.mu.Unlock()
+	}
+	return &nsv21.Ack{Accepted: ack.Accepted}, nil
+}
+
+// ReportPodStatuses stores one pod's status.
+func (s statusV21) ReportPodStatuses(ctx context.Context, p *nsv21.PodStatus) (*nsv21.Ack, error) {
+	down := new(nsv2.PodStatus)
+	if err := nsv21.Convert_v2_1_PodStatus_To_v2_PodStatus(p, down); err != nil {
+		return nil, err
+	}
+	ack, err := s.n.reportPod(ctx, down)
+	if err != nil {
+		return nil, err
+	}
+	return &nsv21.Ack{Accepted: ack.Accepted}, nil
+}
+
+// KernelVersions returns how many of the nodes it knows reported their
+// kernel version (nodestatus 2.1.0, from a v2.1 kubelet to a v2.1 node
+// controller).
+func (n *NodeController) KernelVersions() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	count := 0
+	for _, nd := range n.nodes {
+		if nd.kernel != "" {
+			count++
+		}
+	}
+	return count
 }
 
 // statusV1 serves nodestatus 1.0.0 as the old build does: its messages
