@@ -45,12 +45,23 @@ func (f *Fork) DecideCompatible(cur *Package) error {
 			return nil
 		}
 	}
+	// The topics' objects going up are converted only by a compatible
+	// version's clients: decided here, and taken back when the fork is
+	// not free, so that fork mode asks for no conversion it never calls.
+	decided := len(f.Conversions)
+	undo := func(why string) error {
+		for _, c := range f.Conversions[decided:] {
+			delete(f.byName, c.Name)
+		}
+		f.Conversions = f.Conversions[:decided]
+		f.NotCompatible = why
+		return nil
+	}
 	_, topics := f.Shared(cur)
 	for _, tp := range topics {
 		from, to := RootType(f.Old.Messages[tp.Old.Object]), RootType(cur.Messages[tp.Cur.Object])
 		if from == nil || to == nil {
-			f.NotCompatible = fmt.Sprintf("topic %s: its object is not a message type of the package on both sides", tp.Cur.Name)
-			return nil
+			return undo(fmt.Sprintf("topic %s: its object is not a message type of the package on both sides", tp.Cur.Name))
 		}
 		f.Conversion(cur, from, to, true)
 	}
@@ -63,8 +74,7 @@ func (f *Fork) DecideCompatible(cur *Package) error {
 			continue
 		}
 		if why := f.compatibleDropping(c); why != "" {
-			f.NotCompatible = fmt.Sprintf("%s is written by hand: %s", c.Name, why)
-			return nil
+			return undo(fmt.Sprintf("%s is written by hand: %s", c.Name, why))
 		}
 		dropping = append(dropping, c)
 	}
