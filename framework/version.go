@@ -12,4 +12,9 @@ const IsAtLeastVersion0_1_0 = true
 // version that derives compatibly from an earlier one (it calls
 // [MustCompatibleContract], [ServeCompatible] and their conversions), so
 // that it fails to compile against a runtime without them.
+//
+// The generated code of a contract with a map whose keys are an enum
+// type (propertyNames an enum of strings) references it too: its encoders
+// and checks call [jsonwire.SortedKeys] and [jsonwire.Has] on such maps,
+// which runtimes before 0.2.0 take with string keys only.
 const IsAtLeastVersion0_2_0 = true

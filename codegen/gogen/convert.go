@@ -94,7 +94,11 @@ func (f *forkGen) refString(r *gomodel.TypeRef, old bool) string {
 	case gomodel.RefSlice:
 		return "[]" + f.refString(r.Elem, old)
 	case gomodel.RefMap:
-		return "map[string]" + f.refString(r.Elem, old)
+		key := "string"
+		if r.Key != nil {
+			key = f.refString(r.Key, old)
+		}
+		return "map[" + key + "]" + f.refString(r.Elem, old)
 	case gomodel.RefPointer:
 		return "*" + f.refString(r.Elem, old)
 	}
@@ -681,7 +685,15 @@ func (f *forkGen) value(from, to *gomodel.TypeRef, in, out string, up bool) {
 		x := c.fresh("x")
 		c.line("%s := %s[%s]", x, in, k)
 		f.value(gomodel.MapElem(rf), gomodel.MapElem(rt), x, e, up)
-		c.line("%s[%s] = %s", m, k, e)
+		switch toKey := gomodel.MapKey(rt); {
+		case toKey != nil:
+			// An enum key: its value converts as its string does.
+			c.line("%s[%s(%s)] = %s", m, f.refString(toKey, !up), k, e)
+		case gomodel.MapKey(rf) != nil:
+			c.line("%s[string(%s)] = %s", m, k, e)
+		default:
+			c.line("%s[%s] = %s", m, k, e)
+		}
 		c.line("}")
 		c.line("%s = %s", out, m)
 		c.line("}")

@@ -175,7 +175,7 @@ func (c *code) decodeInto(r *gomodel.TypeRef, target string, fail func(err strin
 	case gomodel.RefSlice:
 		c.decodeSlice(goType, r.Elem, target, true, fail)
 	case gomodel.RefMap:
-		c.decodeMap(goType, r.Elem, target, true, fail)
+		c.decodeMap(goType, r.Key, r.Elem, target, true, fail)
 	}
 }
 
@@ -293,7 +293,7 @@ func (c *code) elemBlockType(elem *gomodel.TypeRef) string {
 
 // decodeMap decodes an object of uniform members, or with null, null as
 // a nil map.
-func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, null bool, fail func(string) string) {
+func (c *code) decodeMap(goType string, key, elem *gomodel.TypeRef, target string, null bool, fail func(string) string) {
 	if null {
 		c.line("if d.Null() {")
 		c.line("%s = nil", target)
@@ -314,7 +314,13 @@ func (c *code) decodeMap(goType string, elem *gomodel.TypeRef, target string, nu
 	c.decodeElem(elem, e, bl, func(err string) string {
 		return fail("jsonwire.Within(" + err + ", " + k + ")")
 	})
-	c.line("%s[%s] = %s", m, k, e)
+	if key != nil {
+		// A member's name is an enum's value: the names the enum does
+		// not hold are left to the checks of propertyNames.
+		c.line("%s[%s(%s)] = %s", m, gomodel.GoString(key), k, e)
+	} else {
+		c.line("%s[%s] = %s", m, k, e)
+	}
 	c.line("}")
 	c.line("if err := d.Err(); err != nil {")
 	c.line("%s", fail("err"))
@@ -485,7 +491,7 @@ func (c *code) decodeMember(f *gomodel.Field, target string, slot func(*gomodel.
 		case gomodel.RefSlice:
 			c.decodeSlice(gomodel.GoString(f.Type), r.Elem, target, false, fail)
 		case gomodel.RefMap:
-			c.decodeMap(gomodel.GoString(f.Type), r.Elem, target, false, fail)
+			c.decodeMap(gomodel.GoString(f.Type), gomodel.MapKey(r), r.Elem, target, false, fail)
 		default:
 			c.decodeInto(f.Type, target, fail)
 		}
@@ -586,7 +592,7 @@ func (g *generator) decoder(t *gomodel.Type) string {
 		c.line("m.raw = raw")
 		c.line("return nil")
 	case gomodel.KindMap:
-		c.decodeMap(t.Name, t.Elem, "*m", true, ret)
+		c.decodeMap(t.Name, t.Key, t.Elem, "*m", true, ret)
 		c.line("return nil")
 	case gomodel.KindSlice:
 		c.decodeSlice(t.Name, t.Elem, "*m", true, ret)

@@ -179,7 +179,7 @@ func (g *generator) encodeBody(c *code, t *gomodel.Type) {
 		c.line("}")
 		c.line("return jsonwire.AppendRaw(b, m.raw)")
 	case gomodel.KindMap, gomodel.KindSlice:
-		g.appendValue(c, &gomodel.TypeRef{Kind: refKindOf(t.Kind), Elem: t.Elem}, "(*m)")
+		g.appendValue(c, &gomodel.TypeRef{Kind: refKindOf(t.Kind), Elem: t.Elem, Key: t.Key}, "(*m)")
 		c.line("return b, nil")
 	case gomodel.KindScalar, gomodel.KindEnum:
 		g.appendScalar(c, t.Elem, "*m")
@@ -392,12 +392,16 @@ func (g *generator) appendValue(c *code, r *gomodel.TypeRef, expr string) {
 		c.line(`b = append(b, "null"...)`)
 		c.line("} else {")
 		c.line("b = append(b, '{')")
-		c.line("var %s [%d]string", keys, mapKeysOnStack)
+		c.line("var %s [%d]%s", keys, mapKeysOnStack, gomodel.KeyString(r.Key))
 		c.line("for %s, %s := range jsonwire.SortedKeys(%s, %s[:0]) {", i, k, expr, keys)
 		c.line("if %s > 0 {", i)
 		c.line("b = append(b, ',')")
 		c.line("}")
-		c.line("b = jsonwire.AppendString(b, %s)", k)
+		if r.Key != nil {
+			c.line("b = jsonwire.AppendString(b, string(%s))", k)
+		} else {
+			c.line("b = jsonwire.AppendString(b, %s)", k)
+		}
 		c.line("b = append(b, ':')")
 		c.line("%s := %s[%s]", v, expr, k)
 		g.appendValue(c, r.Elem, v)

@@ -265,6 +265,7 @@ func collectImports(t *gomodel.Type, known map[string]string) {
 func (g *generator) funcs() template.FuncMap {
 	return template.FuncMap{
 		"goType":         gomodel.GoString,
+		"mapKey":         gomodel.KeyString,
 		"fieldType":      fieldType,
 		"tag":            tag,
 		"comment":        comment,
@@ -293,7 +294,38 @@ func (g *generator) funcs() template.FuncMap {
 		"goName":         gomodel.GoName,
 		"selectOptions":  func() ([]selectOption, error) { return selectOptions(g.pkg) },
 		"compatible":     g.compatible,
+		"enumKeyed":      g.enumKeyed,
 	}
+}
+
+// enumKeyed reports whether the package has a map keyed by an enum type,
+// whose encoders and checks need the runtime 0.2.0 (jsonwire.SortedKeys
+// and jsonwire.Has on such maps).
+func (g *generator) enumKeyed() bool {
+	keyed := func(r *gomodel.TypeRef) bool {
+		for ; r != nil; r = r.Elem {
+			if r.Kind == gomodel.RefMap && r.Key != nil {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range g.pkg.Types {
+		if t.Key != nil || keyed(t.Elem) || keyed(t.Rest) || t.Extra != nil && keyed(t.Extra.Value) {
+			return true
+		}
+		for _, f := range t.Fields {
+			if keyed(f.Type) {
+				return true
+			}
+		}
+		for _, v := range t.Variants {
+			if keyed(v.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // selectOption is a generated typed form of framework.Select for one

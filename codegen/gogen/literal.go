@@ -139,11 +139,11 @@ func namedLiteral(t *gomodel.Type, v *contract.Node) (string, error) {
 		}
 		return t.Name + strings.TrimPrefix(s, "[]"+gomodel.GoString(t.Elem)), nil
 	case gomodel.KindMap:
-		s, err := literal(&gomodel.TypeRef{Kind: gomodel.RefMap, Elem: t.Elem}, v)
+		s, err := literal(&gomodel.TypeRef{Kind: gomodel.RefMap, Elem: t.Elem, Key: t.Key}, v)
 		if err != nil {
 			return "", err
 		}
-		return t.Name + strings.TrimPrefix(s, "map[string]"+gomodel.GoString(t.Elem)), nil
+		return t.Name + strings.TrimPrefix(s, "map["+gomodel.KeyString(t.Key)+"]"+gomodel.GoString(t.Elem)), nil
 	case gomodel.KindStruct:
 		if v.Kind != contract.KindObject {
 			return "", fmt.Errorf("%s is not an object", v.Kind)

@@ -223,6 +223,12 @@ func (vc *vctx) block(head string, emit func()) {
 // rangeOver emits a loop over a map or slice whose body the checks fill,
 // naming only the loop variables the body uses.
 func (vc *vctx) rangeOver(key, elem, over string, emit func()) {
+	vc.rangeOverKeyed(key, elem, over, false, emit)
+}
+
+// rangeOverKeyed is rangeOver; with keyed, over is a map whose keys are an
+// enum type, and the body's key is their string.
+func (vc *vctx) rangeOverKeyed(key, elem, over string, keyed bool, emit func()) {
 	stmts := vc.c.capture(emit)
 	if stmts == "" {
 		return
@@ -237,6 +243,12 @@ func (vc *vctx) rangeOver(key, elem, over string, emit func()) {
 	switch {
 	case k == "_" && e == "_":
 		vc.c.line("for range %s {", over)
+	case keyed && e == "_":
+		vc.c.line("for %s := range %s {", k+"Key", over)
+		vc.c.line("%s := string(%s)", k, k+"Key")
+	case keyed:
+		vc.c.line("for %s, %s := range %s {", k+"Key", e, over)
+		vc.c.line("%s := string(%s)", k, k+"Key")
 	case e == "_":
 		vc.c.line("for %s := range %s {", k, over)
 	default:

@@ -22,16 +22,18 @@ type objectOf struct {
 	// struct is closed; extraPath is its path, extraType its value type.
 	extra, extraPath string
 	extraType        *gomodel.TypeRef
+	// keyed reports that the map's keys are an enum type, not string.
+	keyed bool
 }
 
 func describeObject(x val) objectOf {
 	r := x.ref.Resolve()
 	if r.Kind == gomodel.RefMap {
-		return objectOf{x: x, extra: x.expr, extraPath: x.path, extraType: r.Elem}
+		return objectOf{x: x, extra: x.expr, extraPath: x.path, extraType: r.Elem, keyed: r.Key != nil}
 	}
 	t := r.Named
 	if t.Kind == gomodel.KindMap {
-		return objectOf{x: x, extra: x.expr, extraPath: x.path, extraType: t.Elem}
+		return objectOf{x: x, extra: x.expr, extraPath: x.path, extraType: t.Elem, keyed: t.Key != nil}
 	}
 	o := objectOf{x: x, fields: t.Fields}
 	if t.Extra != nil {
@@ -222,7 +224,7 @@ func (vc *vctx) patternProperties(s *node, o objectOf, patterns []*jsonwire.Patt
 			continue
 		}
 		k, e := vc.c.fresh("k"), vc.c.fresh("e")
-		vc.rangeOver(k, e, o.extra, func() {
+		vc.rangeOverKeyed(k, e, o.extra, o.keyed, func() {
 			vc.block("if "+vc.vs.pattern(pat)+".MatchString("+k+")", func() {
 				vc.c.raw(vc.below(pp, k, false, func(q pos) {
 					vc.check(ps, val{expr: e, path: gomodel.ValueEntries(o.extraPath), ref: o.extraType}, q)
@@ -285,7 +287,7 @@ func (vc *vctx) additionalExtra(addl *node, o objectOf, props, pats *node, ap po
 	if checks == "" {
 		return
 	}
-	vc.rangeOver(k, e, o.extra, func() {
+	vc.rangeOverKeyed(k, e, o.extra, o.keyed, func() {
 		if props != nil && len(props.Keys) > 0 {
 			var quoted []string
 			for _, n := range props.Keys {
@@ -321,7 +323,7 @@ func (vc *vctx) propertyNames(s *node, o objectOf, x val, p pos) {
 	}
 	if o.extra != "" {
 		k := vc.c.fresh("k")
-		vc.rangeOver(k, "_", o.extra, func() {
+		vc.rangeOverKeyed(k, "_", o.extra, o.keyed, func() {
 			vc.c.raw(vc.below(np, k, false, func(q pos) {
 				vc.check(names, val{expr: k, path: gomodel.ValueNames(o.extraPath), ref: str}, q)
 			}))

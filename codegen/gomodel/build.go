@@ -356,7 +356,7 @@ func (b *builder) finish(t *Type, r *TypeRef, nullable bool) (*TypeRef, bool) {
 		t.Kind = KindSlice
 		r = r.Elem
 	case r.Kind == RefMap:
-		t.Kind = KindMap
+		t.Kind, t.Key = KindMap, r.Key
 		r = r.Elem
 	default:
 		t.Kind = KindAlias
@@ -1192,6 +1192,62 @@ func requires(v *Node, p string) bool {
 	return false
 }
 
+// mapKey returns the key type of a map whose schema is v: the enum type
+// its propertyNames maps to, when that is (or refers to) an enum of
+// strings and nothing else, or nil for string keys. name is the map's
+// type name, from which an inline enum's is made (<name>Key).
+func (b *builder) mapKey(v *Node, name string) *TypeRef {
+	pn := v.Get("propertyNames")
+	if pn == nil || pn.Kind != contract.KindObject {
+		return nil
+	}
+	target := pn
+	for target.Kind == contract.KindObject && target.Ref != nil && pureRef(target) {
+		target = target.Ref
+	}
+	if merged, ok := b.view(target); ok {
+		target = merged
+	}
+	vals := enumValues(target)
+	if len(vals) == 0 {
+		return nil
+	}
+	for _, x := range vals {
+		if x.Kind != contract.KindString {
+			return nil
+		}
+	}
+	r, nullable := b.mapSchema(pn, name+"Key", nil)
+	if nullable || r == nil || r.Kind != RefNamed || r.Named.Kind != KindEnum {
+		return nil
+	}
+	if base := r.Named.Elem.Resolve(); base.Kind != RefBuiltin || base.Name != "string" {
+		return nil
+	}
+	return r
+}
+
+// KeyString spells a map's key type: string, or its enum's name (key).
+func KeyString(key *TypeRef) string {
+	if key == nil {
+		return "string"
+	}
+	return GoString(key)
+}
+
+// MapKey returns the key type of map r (a map, or a named map type), nil
+// for string keys.
+func MapKey(r *TypeRef) *TypeRef {
+	r = r.Resolve()
+	switch {
+	case r.Kind == RefMap:
+		return r.Key
+	case r.Kind == RefNamed && r.Named.Kind == KindMap:
+		return r.Named.Key
+	}
+	return nil
+}
+
 // object maps an object schema: a struct when it declares properties, a
 // map otherwise.
 func (b *builder) object(v, n *Node, name string, t *Type, nullable bool) (*TypeRef, bool) {
@@ -1209,7 +1265,7 @@ func (b *builder) object(v, n *Node, name string, t *Type, nullable bool) (*Type
 			t.Kind, t.Nullable = KindStruct, nullable
 			return namedRef(t), nullable
 		}
-		return b.finish(t, &TypeRef{Kind: RefMap, Elem: extra}, nullable)
+		return b.finish(t, &TypeRef{Kind: RefMap, Elem: extra, Key: b.mapKey(v, typeName)}, nullable)
 	}
 	t = b.ensureNamed(t, n, name)
 	t.Kind, t.Nullable, t.CaseInsensitive = KindStruct, nullable, b.ci
@@ -1370,7 +1426,7 @@ func GoString(r *TypeRef) string {
 	case RefSlice:
 		return "[]" + GoString(r.Elem)
 	case RefMap:
-		return "map[string]" + GoString(r.Elem)
+		return "map[" + KeyString(r.Key) + "]" + GoString(r.Elem)
 	case RefPointer:
 		return "*" + GoString(r.Elem)
 	case RefExternal:

@@ -126,6 +126,9 @@ type Type struct {
 	// Elem is a map's value type, a slice's item type, a scalar's or enum's
 	// underlying type, or an alias's target.
 	Elem *TypeRef `json:"elem,omitempty"`
+	// Key is a map's key type when it is not string: the enum type of
+	// the schema's propertyNames ([TypeRef.Key]).
+	Key *TypeRef `json:"key,omitempty"`
 	// Enum are an enum's values.
 	Enum []*EnumValue `json:"enum,omitempty"`
 	// Rest is a tuple's type for elements after its positional ones, or nil
@@ -153,7 +156,7 @@ const (
 	RefNamed    RefKind = "named"    // a named type of this package
 	RefBuiltin  RefKind = "builtin"  // string, int64, float64, bool, time.Time, json.RawMessage, …
 	RefSlice    RefKind = "slice"    // []Elem
-	RefMap      RefKind = "map"      // map[string]Elem
+	RefMap      RefKind = "map"      // map[string]Elem, or map[Key]Elem
 	RefPointer  RefKind = "pointer"  // *Elem, where nil is JSON null
 	RefExternal RefKind = "external" // an x-go-type from another package
 )
@@ -168,6 +171,10 @@ type TypeRef struct {
 	Name string `json:"name,omitempty"`
 	// Elem is the element of a slice, map or pointer.
 	Elem *TypeRef `json:"elem,omitempty"`
+	// Key is a map's key type when it is not string: a string enum, when
+	// the map's schema has propertyNames that is (or refers to) an enum of
+	// strings, so that only its constants name members in Go as in JSON.
+	Key *TypeRef `json:"key,omitempty"`
 	// Import is the import path of an external type or of a builtin that
 	// needs one ("time", "encoding/json").
 	Import string `json:"import,omitempty"`

@@ -206,8 +206,9 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 // SortedKeys appends a map's keys to keys in the order encoding/json
 // writes them, sorted by their bytes. Generated encoders pass a small
 // array on their stack, so that a map of a few members costs no
-// allocation.
-func SortedKeys[V any](m map[string]V, keys []string) []string {
+// allocation. The keys are strings, or an enum type of strings (a map
+// whose schema's propertyNames is an enum), sorted as their strings.
+func SortedKeys[K ~string, V any](m map[K]V, keys []K) []K {
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -210,8 +210,9 @@ func MultipleOfFloat(x float64, q *big.Rat) bool {
 // Quote quotes a string for a violation message as jsonschema/v5 does.
 func Quote(s string) string { return strconv.Quote(s) }
 
-// Has reports whether a map holds key.
-func Has[V any](m map[string]V, key string) bool {
+// Has reports whether a map holds key; its keys are strings, or an enum
+// type of strings (a map whose schema's propertyNames is an enum).
+func Has[K ~string, V any](m map[K]V, key K) bool {
 	_, ok := m[key]
 	return ok
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// The package needs the lockstep runtime 0.1.0 or newer: with an older one
-// this line does not compile.
-const _ = framework.IsAtLeastVersion0_1_0
+// The package needs the lockstep runtime 0.2.0 or newer, whose encoders
+// and checks take maps keyed by an enum type: with an older one this line
+// does not compile.
+const _ = framework.IsAtLeastVersion0_2_0
 
 // Contract is the nodeinfo contract, version 1.0.0: nodecontroller serves it
 // and kubelet calls it. Its schemas are bundled: each is a self-contained
@@ -34,7 +35,7 @@ var Contract = framework.MustContract(handshake.Contract{
 		"Ack":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ok"],"properties":{"ok":{"type":"boolean"},"since":{"type":"string"}}}`),
 		"Address": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}`),
 		"Status":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["node","ready"],"properties":{"node":{"type":"string","minLength":1},"ready":{"type":"boolean"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"address":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}}}`),
-		"Tags":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A node's tags. uniqueItems over objects is not covered by generated checks, so the message is validated with jsonschema/v5.","type":"object","additionalProperties":false,"required":["node"],"properties":{"node":{"type":"string","minLength":1,"maxLength":8},"tags":{"type":"array","uniqueItems":true,"items":{"type":"object","additionalProperties":false,"properties":{"key":{"type":"string"}}}}}}`),
+		"Tags":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"A node's tags. uniqueItems over objects is not covered by generated checks, so the message is validated with jsonschema/v5.","type":"object","additionalProperties":false,"required":["node"],"properties":{"node":{"type":"string","minLength":1,"maxLength":8},"tags":{"type":"array","uniqueItems":true,"items":{"type":"object","additionalProperties":false,"properties":{"key":{"type":"string"}}}},"counts":{"description":"Counts by an enum of kinds, in a map keyed by that enum's type.","type":"object","propertyNames":{"enum":["a","b"]},"additionalProperties":{"type":"integer"}}}}`),
 	},
 })
 

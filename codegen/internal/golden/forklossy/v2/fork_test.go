@@ -197,8 +197,13 @@ func TestHandWrittenConversionCheckedBySchema(t *testing.T) {
 	if framework.CodeOf(err) != framework.CodeInternal || !strings.Contains(err.Error(), "not a valid v1.Tags") {
 		t.Fatalf("converting to an invalid v1.Tags: %v (code %q), want an internal error", err, framework.CodeOf(err))
 	}
-	if err := Convert_v2_Tags_To_v1_Tags(&Tags{Node: "n", Tags: []TagsTagsItem{{Key: ptr("a")}}}, &out); err != nil || out.Node != "n" || len(out.Tags) != 1 {
+	in := &Tags{Node: "n", Tags: []TagsTagsItem{{Key: ptr("a")}}, Counts: map[TagsCountsKey]int64{TagsCountsKeyA: 2}}
+	if err := Convert_v2_Tags_To_v1_Tags(in, &out); err != nil || out.Node != "n" || len(out.Tags) != 1 || out.Counts[v1.TagsCountsKeyA] != 2 {
 		t.Errorf("valid tags: %+v, %v", out, err)
+	}
+	var up Tags
+	if err := Convert_v1_Tags_To_v2_Tags(&out, &up); err != nil || up.Counts[TagsCountsKeyA] != 2 {
+		t.Errorf("up: %+v, %v", up, err)
 	}
 
 	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},

@@ -10,9 +10,10 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// The package needs the lockstep runtime 0.1.0 or newer: with an older one
-// this line does not compile.
-const _ = framework.IsAtLeastVersion0_1_0
+// The package needs the lockstep runtime 0.2.0 or newer, whose encoders
+// and checks take maps keyed by an enum type: with an older one this line
+// does not compile.
+const _ = framework.IsAtLeastVersion0_2_0
 
 // Contract is the nodeinfo contract, version 2.0.0: nodecontroller serves it
 // and kubelet calls it. Its schemas are bundled: each is a self-contained
@@ -34,7 +35,7 @@ var Contract = framework.MustContract(handshake.Contract{
 		"Ack":     json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["accepted","generation"],"properties":{"accepted":{"type":"boolean"},"generation":{"type":"integer","minimum":0},"since":{"type":"string","format":"date-time"}}}`),
 		"Address": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}`),
 		"Status":  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["node","conditions"],"properties":{"node":{"type":"string","minLength":1},"conditions":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["type","status"],"properties":{"type":{"type":"string"},"status":{"type":"string","enum":["True","False","Unknown"]}}}},"labels":{"type":"object","additionalProperties":{"type":"string"}},"address":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4"},"port":{"type":"integer","minimum":1,"maximum":65535}}}}}`),
-		"Tags":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"As in 1.0.0, with node names up to 63 bytes instead of 8, so a Tags going down to 1.0.0 is converted by hand, and the result checked against 1.0.0's schema, since generated checks do not cover it.","type":"object","additionalProperties":false,"required":["node"],"properties":{"node":{"type":"string","minLength":1,"maxLength":63},"tags":{"type":"array","uniqueItems":true,"items":{"type":"object","additionalProperties":false,"properties":{"key":{"type":"string"}}}}}}`),
+		"Tags":    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","description":"As in 1.0.0, with node names up to 63 bytes instead of 8, so a Tags going down to 1.0.0 is converted by hand, and the result checked against 1.0.0's schema, since generated checks do not cover it.","type":"object","additionalProperties":false,"required":["node"],"properties":{"node":{"type":"string","minLength":1,"maxLength":63},"tags":{"type":"array","uniqueItems":true,"items":{"type":"object","additionalProperties":false,"properties":{"key":{"type":"string"}}}},"counts":{"description":"Counts by an enum of kinds, in a map keyed by that enum's type.","type":"object","propertyNames":{"enum":["a","b"]},"additionalProperties":{"type":"integer"}}}}`),
 	},
 })
 

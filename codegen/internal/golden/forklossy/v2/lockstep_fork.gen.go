@@ -262,6 +262,18 @@ func autoConvert_v1_Tags_To_v2_Tags(in *v1.Tags, out *Tags) error {
 		}
 		out.Tags = s14
 	}
+	if in.Counts == nil {
+		out.Counts = nil
+	} else {
+		m16 := make(map[TagsCountsKey]int64, len(in.Counts))
+		for k17 := range in.Counts {
+			var e18 int64
+			x19 := in.Counts[k17]
+			e18 = x19
+			m16[TagsCountsKey(k17)] = e18
+		}
+		out.Counts = m16
+	}
 	return nil
 }
 
@@ -277,13 +289,25 @@ func autoConvert_v2_Tags_To_v1_Tags(in *Tags, out *v1.Tags) error {
 	if in.Tags == nil {
 		out.Tags = nil
 	} else {
-		s16 := make([]v1.TagsTagsItem, len(in.Tags))
-		for i17 := range in.Tags {
-			if err := Convert_v2_TagsTagsItem_To_v1_TagsTagsItem(&in.Tags[i17], &s16[i17]); err != nil {
+		s20 := make([]v1.TagsTagsItem, len(in.Tags))
+		for i21 := range in.Tags {
+			if err := Convert_v2_TagsTagsItem_To_v1_TagsTagsItem(&in.Tags[i21], &s20[i21]); err != nil {
 				return err
 			}
 		}
-		out.Tags = s16
+		out.Tags = s20
+	}
+	if in.Counts == nil {
+		out.Counts = nil
+	} else {
+		m22 := make(map[v1.TagsCountsKey]int64, len(in.Counts))
+		for k23 := range in.Counts {
+			var e24 int64
+			x25 := in.Counts[k23]
+			e24 = x25
+			m22[v1.TagsCountsKey(k23)] = e24
+		}
+		out.Counts = m22
 	}
 	return nil
 }
@@ -312,9 +336,9 @@ func autoConvert_v1_Address_To_v2_Address(in *v1.Address, out *Address) error {
 	if in.Port == nil {
 		out.Port = nil
 	} else {
-		p18 := new(int64)
-		(*p18) = (*in.Port)
-		out.Port = p18
+		p26 := new(int64)
+		(*p26) = (*in.Port)
+		out.Port = p26
 	}
 	return nil
 }
@@ -331,9 +355,9 @@ func autoConvert_v2_Address_To_v1_Address(in *Address, out *v1.Address) error {
 	if in.Port == nil {
 		out.Port = nil
 	} else {
-		p19 := new(int64)
-		(*p19) = (*in.Port)
-		out.Port = p19
+		p27 := new(int64)
+		(*p27) = (*in.Port)
+		out.Port = p27
 	}
 	return nil
 }
@@ -349,9 +373,9 @@ func autoConvert_v1_TagsTagsItem_To_v2_TagsTagsItem(in *v1.TagsTagsItem, out *Ta
 	if in.Key == nil {
 		out.Key = nil
 	} else {
-		p20 := new(string)
-		(*p20) = (*in.Key)
-		out.Key = p20
+		p28 := new(string)
+		(*p28) = (*in.Key)
+		out.Key = p28
 	}
 	return nil
 }
@@ -367,9 +391,9 @@ func autoConvert_v2_TagsTagsItem_To_v1_TagsTagsItem(in *TagsTagsItem, out *v1.Ta
 	if in.Key == nil {
 		out.Key = nil
 	} else {
-		p21 := new(string)
-		(*p21) = (*in.Key)
-		out.Key = p21
+		p29 := new(string)
+		(*p29) = (*in.Key)
+		out.Key = p29
 	}
 	return nil
 }

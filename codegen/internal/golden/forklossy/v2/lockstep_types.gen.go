@@ -885,6 +885,8 @@ func (m *StatusConditionsItemStatus) validateJSON(v *jsonwire.Validation, at, kw
 type Tags struct {
 	Node string         `json:"node"`
 	Tags []TagsTagsItem `json:"tags,omitzero"`
+	// Counts by an enum of kinds, in a map keyed by that enum's type.
+	Counts map[TagsCountsKey]int64 `json:"counts,omitzero"`
 }
 
 // UnmarshalJSON decodes Tags, rejecting JSON its Go type cannot represent.
@@ -925,6 +927,10 @@ func (m *Tags) decodeJSON(d *jsonwire.Decoder) error {
 			if d.Ahead(8) == `,"tags":` && d.Member(8) {
 				field = 1
 			}
+		case 2:
+			if d.Ahead(10) == `,"counts":` && d.Member(10) {
+				field = 2
+			}
 		}
 		if field < 0 {
 			if !d.NextMember() {
@@ -939,6 +945,8 @@ func (m *Tags) decodeJSON(d *jsonwire.Decoder) error {
 				field = 0
 			case "tags":
 				field = 1
+			case "counts":
+				field = 2
 			default:
 				return jsonwire.Undeclared(d, key)
 			}
@@ -996,6 +1004,31 @@ func (m *Tags) decodeJSON(d *jsonwire.Decoder) error {
 				}
 			}
 			m.Tags = s4
+		case 2:
+			if d.Null() {
+				return jsonwire.Within(jsonwire.NotNull(d, "object"), "counts")
+			}
+			if err := d.ObjectStart(); err != nil {
+				return jsonwire.Within(err, "counts")
+			}
+			m15 := map[TagsCountsKey]int64{}
+			for d.NextMember() {
+				k16 := d.KeyString()
+				if d.Err() != nil {
+					break
+				}
+				var e17 int64
+				v18, err := d.Int64()
+				if err != nil {
+					return jsonwire.Within(jsonwire.Within(err, k16), "counts")
+				}
+				e17 = v18
+				m15[TagsCountsKey(k16)] = e17
+			}
+			if err := d.Err(); err != nil {
+				return jsonwire.Within(err, "counts")
+			}
+			m.Counts = m15
 		}
 		next = field + 1
 	}
@@ -1035,6 +1068,7 @@ func (m *Tags) deepCopyInto(out *Tags) {
 		}
 		out.Tags = s1
 	}
+	out.Counts = maps.Clone(m.Counts)
 }
 
 // AppendJSON appends the JSON encoding of Tags to b, byte for byte what
@@ -1064,7 +1098,70 @@ func (m *Tags) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, ']')
 		}
 	}
+	if m.Counts != nil {
+		b = append(b, ",\"counts\":"...)
+		if m.Counts == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '{')
+			var keys6 [16]TagsCountsKey
+			for i3, k4 := range jsonwire.SortedKeys(m.Counts, keys6[:0]) {
+				if i3 > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwire.AppendString(b, string(k4))
+				b = append(b, ':')
+				v5 := m.Counts[k4]
+				b = jsonwire.AppendInt(b, int64(v5))
+			}
+			b = append(b, '}')
+		}
+	}
 	return jsonwire.CloseObject(b, start1), nil
+}
+
+// TagsCountsKey is generated from contract.yaml#/schemas/Tags/properties/counts/propertyNames.
+type TagsCountsKey string
+
+// The values of TagsCountsKey.
+const (
+	TagsCountsKeyA TagsCountsKey = "a"
+	TagsCountsKeyB TagsCountsKey = "b"
+)
+
+// UnmarshalJSON decodes TagsCountsKey, rejecting JSON its Go type cannot represent.
+func (m *TagsCountsKey) UnmarshalJSON(data []byte) error {
+	d := jsonwire.NewDecoder(data)
+	if err := m.decodeJSON(&d); err != nil {
+		return err
+	}
+	return d.End()
+}
+
+func (m *TagsCountsKey) decodeJSON(d *jsonwire.Decoder) error {
+	b, err := d.StringBytes()
+	if err != nil {
+		return err
+	}
+	switch string(b) {
+	case "a":
+		*m = TagsCountsKeyA
+	case "b":
+		*m = TagsCountsKeyB
+	default:
+		*m = TagsCountsKey(b)
+	}
+	return nil
+}
+
+// AppendJSON appends the JSON encoding of TagsCountsKey to b, byte for byte what
+// json.Marshal writes, without reflection.
+func (m *TagsCountsKey) AppendJSON(b []byte) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwire.AppendString(b, string(*m))
+	return b, nil
 }
 
 // TagsTagsItem is generated from contract.yaml#/schemas/Tags/properties/tags/items.
