@@ -378,14 +378,14 @@ func forkTopicWriter[Old, New any](s *Server, old *Contract, current *TopicWrite
 	current.forks = append(current.forks, topicFork[New]{
 		version: old.Version(),
 		store:   earlier.store,
-		set: func(obj *New) error {
+		set: func(ctx context.Context, obj *New) error {
 			o, err := down(obj)
 			if err != nil {
 				return convError(name, newer.Version(), old.Version(), err)
 			}
-			return earlier.Set(o)
+			return earlier.SetContext(ctx, o)
 		},
-		del: earlier.Delete,
+		del: earlier.DeleteContext,
 	})
 	return earlier
 }

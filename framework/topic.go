@@ -332,7 +332,7 @@ func (w *TopicWriter[T]) set(ctx context.Context, holder string, obj *T) error {
 	if _, _, err = w.store.set(topicWrite{writer: w.writer, holder: holder, epoch: w.epoch, key: key, raw: raw, header: header}); err != nil {
 		return err
 	}
-	return w.mirrorSet(obj)
+	return w.mirrorSet(ctx, obj)
 }
 
 // Delete removes the object at key and tells every watcher; deleting a key
@@ -351,7 +351,7 @@ func (w *TopicWriter[T]) DeleteContext(ctx context.Context, key string) error {
 	if _, _, err := w.store.del(w.writer, w.epoch, 0, key, changeHeader(w.store.s.cfg.Propagator, ctx)); err != nil {
 		return err
 	}
-	return w.mirrorDelete(key)
+	return w.mirrorDelete(ctx, key)
 }
 
 // keyReader returns how to read the key of a *T: straight from the

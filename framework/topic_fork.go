@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -9,8 +10,10 @@ import (
 type topicFork[T any] struct {
 	version string
 	store   *topicStore
-	set     func(obj *T) error
-	del     func(key string) error
+	// set and del write a change to this form, carrying ctx's trace
+	// context as the current form's change does.
+	set func(ctx context.Context, obj *T) error
+	del func(ctx context.Context, key string) error
 }
 
 // ForkTopic makes s also serve a server-written topic at an earlier contract
@@ -38,14 +41,14 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 	current.forks = append(current.forks, topicFork[New]{
 		version: old.Version(),
 		store:   earlier.store,
-		set: func(obj *New) error {
+		set: func(ctx context.Context, obj *New) error {
 			o, err := down(obj)
 			if err != nil {
 				return convError(name, newer.Version(), old.Version(), err)
 			}
-			return earlier.Set(o)
+			return earlier.SetContext(ctx, o)
 		},
-		del: earlier.Delete,
+		del: earlier.DeleteContext,
 	})
 	return earlier.TopicView
 }
@@ -58,20 +61,20 @@ func (w *TopicWriter[T]) hasForks() bool {
 
 // mirrorSet writes obj's earlier forms; the current form is already written,
 // so a failure names the version that missed the change.
-func (w *TopicWriter[T]) mirrorSet(obj *T) error {
+func (w *TopicWriter[T]) mirrorSet(ctx context.Context, obj *T) error {
 	var errs []error
 	for _, f := range w.forks {
-		if err := f.set(obj); err != nil {
+		if err := f.set(ctx, obj); err != nil {
 			errs = append(errs, fmt.Errorf("the %s form: %w", f.version, err))
 		}
 	}
 	return mirrorError(w, errors.Join(errs...))
 }
 
-func (w *TopicWriter[T]) mirrorDelete(key string) error {
+func (w *TopicWriter[T]) mirrorDelete(ctx context.Context, key string) error {
 	var errs []error
 	for _, f := range w.forks {
-		if err := f.del(key); err != nil {
+		if err := f.del(ctx, key); err != nil {
 			errs = append(errs, fmt.Errorf("the %s form: %w", f.version, err))
 		}
 	}

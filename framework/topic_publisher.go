@@ -41,6 +41,9 @@ type TopicPublisher[T any] struct {
 	seq     uint64
 	desired map[string]publishedObject // key → latest object set
 	deleted map[string]uint64          // key → sequence of its delete, while some endpoint may hold it
+	// deleteHeader holds, for a key in deleted, what ClientConfig.Propagator
+	// injected from Delete's context (nil entries are left out).
+	deleteHeader map[string]http.Header
 
 	// pushMu serialises writes to the server and guards targets.
 	pushMu  sync.Mutex
@@ -76,7 +79,7 @@ func NewTopicPublisher[T any](c *Client, topic string) (*TopicPublisher[T], erro
 	}
 	p := &TopicPublisher[T]{
 		c: c, topic: topic, key: keyReader[T](decl.Key), epoch: randomID(8), done: make(chan struct{}),
-		desired: map[string]publishedObject{}, deleted: map[string]uint64{},
+		desired: map[string]publishedObject{}, deleted: map[string]uint64{}, deleteHeader: map[string]http.Header{},
 		targets: map[*endpoint]*publishTarget{},
 	}
 	p.ctx, p.cancel = context.WithCancel(c.ctx)
@@ -115,6 +118,7 @@ func (p *TopicPublisher[T]) Set(ctx context.Context, obj *T) error {
 	}
 	p.desired[key] = publishedObject{raw: raw, seq: p.seq, header: header}
 	delete(p.deleted, key)
+	delete(p.deleteHeader, key)
 	p.mu.Unlock()
 	return p.push(ctx, key)
 }
@@ -129,6 +133,14 @@ func (p *TopicPublisher[T]) Delete(ctx context.Context, key string) error {
 	p.seq++
 	delete(p.desired, key)
 	p.deleted[key] = p.seq
+	delete(p.deleteHeader, key)
+	if prop := p.c.cfg.Propagator; prop != nil {
+		header := http.Header{}
+		prop.Inject(ctx, header)
+		if len(header) > 0 {
+			p.deleteHeader[key] = header
+		}
+	}
 	p.mu.Unlock()
 	return p.push(ctx, key)
 }
@@ -263,9 +275,9 @@ func (p *TopicPublisher[T]) reconcileLocked(ctx context.Context, e *endpoint, se
 func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess *clientSession, tg *publishTarget, key string) sendResult {
 	p.mu.Lock()
 	obj, set := p.desired[key]
-	seq := obj.seq
+	seq, header := obj.seq, obj.header
 	if !set {
-		seq = p.deleted[key]
+		seq, header = p.deleted[key], p.deleteHeader[key]
 		if seq == 0 {
 			p.seq++ // a key only this endpoint still holds
 			seq = p.seq
@@ -285,7 +297,7 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 		body = append(body, quoteJSON(key)...)
 	}
 	body = append(body, '}')
-	res := p.c.postTopic(ctx, e, sess, p.topic, body, obj.header)
+	res := p.c.postTopic(ctx, e, sess, p.topic, body, header)
 	if res.err == nil {
 		if set {
 			tg.acked[key] = seq
@@ -303,6 +315,7 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 		}
 		if !set && p.deleted[key] == seq {
 			delete(p.deleted, key)
+			delete(p.deleteHeader, key)
 		}
 		p.mu.Unlock()
 	}
@@ -320,6 +333,7 @@ func (p *TopicPublisher[T]) forgetDeleted(key string, seq uint64) {
 	p.mu.Lock()
 	if p.deleted[key] == seq {
 		delete(p.deleted, key)
+		delete(p.deleteHeader, key)
 	}
 	p.mu.Unlock()
 }
