@@ -25,31 +25,40 @@ RACE_MODULES   := $(filter-out $(NORACE_MODULES),$(MODULES))
 modpkgs         = $(foreach m,$(1),$(if $(filter .,$(m)),./...,./$(m)/...))
 # The race set's packages whose tests take longest, named first: go test
 # starts packages' builds and tests in the order it is given them, and on
-# two cores a long test that starts last is the run's tail (in a cold run on
-# a quiet machine: framework 166 s, codegen 79 s, upgradesim 39 s, the
-# sample's demo 25 s, conformance 23 s, the tutorial 13 s). The patterns
-# after them add every other package once.
-LONG_TEST_PKGS := ./framework ./codegen ./framework/upgradesim ./sample/internal/demo ./conformance ./docs/tutorialtest
+# two cores a long test that starts last is the run's tail (in a warm run at
+# load 40: upgradesim 375 s, framework 404 s, the sample's demo 152 s,
+# codegen 115 s, the sample's scheduler 101 s and kubelet 95 s, lockstepctl
+# 80 s, the tutorial and conformance 70 s each; upgradesim's two runs of 50
+# random plans, one plan at a time while the machine is loaded, are 490 s
+# of the package's run at load 45). The patterns after them add every
+# other package once.
+LONG_TEST_PKGS := ./framework/upgradesim ./framework ./sample/internal/demo ./codegen \
+                  ./sample/internal/scheduler ./sample/internal/kubelet ./framework/cmd/lockstepctl \
+                  ./docs/tutorialtest ./conformance
 RACE_PKGS      := $(LONG_TEST_PKGS) $(call modpkgs,$(RACE_MODULES))
 NORACE_PKGS    := $(call modpkgs,$(NORACE_MODULES))
 # Tests of race-tested packages that run without the race detector
-# instead, and alone once every other test is done, one package after the
-# other, as a -run pattern and their packages. The sample's rolling
-# upgrade checks real-time bounds of a whole control plane in one process
-# (sessions of 1 s, a node grace period of 3 s), which the race detector's
-# several-fold slowdown breaks on a loaded 2-core machine, and so does our
-# own race build and tests beside them. The code generator's real-world
-# corpus test runs a build of its own (69 generated packages, without the
-# race detector: its test process only waits for it), some 75 s of CPU:
-# beside the race set's builds and tests it took 155 s of a cold run, alone
-# it takes well under its 90 s. Its suite test (TestJSONSchemaSuite) does
-# the same with the JSON Schema Test Suite (187 generated packages, one per
-# test file of each draft), in the same module cache folder scheme: some
-# 60 s of CPU more from a cold cache, so their run is given 10 minutes. The
-# race set skips them by the same pattern; test-norace builds them, so
-# that only their run waits for the end.
+# instead, as a -run pattern; the race set skips them. The sample's rolling
+# upgrade (ALONE_TESTS) checks real-time bounds of a whole control plane in
+# one process (sessions of 1 s, a node grace period of 3 s), which the race
+# detector's several-fold slowdown breaks on a loaded 2-core machine, and
+# so does our own race build and tests beside it: it runs alone, once
+# every other test is done; test-norace builds it, so that only its run
+# waits for the end. The code generator's real-world corpus test
+# (TestRealWorld) runs a build of its own (69 generated packages, without
+# the race detector: its test process only waits for it), some 75 s of
+# CPU; its suite test (TestJSONSchemaSuite) does the same with the JSON
+# Schema Test Suite (187 generated packages, one per test file of each
+# draft), some 60 s of CPU more from a cold cache. Neither checks a
+# real-time bound, so they run in test-norace beside the race set, whose
+# longest tests mostly wait on timers and sockets (upgradesim's test
+# process used 31 s of CPU in its first 466 s at load 45), given 10
+# minutes: run after it they added their whole time to make test's.
 NORACE_TESTS     := ^(TestRollingUpgrade|TestRealWorld|TestJSONSchemaSuite)$$
-NORACE_TEST_PKGS := ./sample/internal/demo ./codegen
+ALONE_TESTS      := ^TestRollingUpgrade$$
+ALONE_TEST_PKGS  := ./sample/internal/demo
+CORPUS_TESTS     := ^(TestRealWorld|TestJSONSchemaSuite)$$
+CORPUS_TEST_PKGS := ./codegen
 # build, vet and test of a package share one set of flags: the build cache
 # keys on them, and a plain `go vet` before `go test -race` compiles every
 # package and its dependencies twice.
@@ -65,9 +74,14 @@ TEST_VET       := -vet=all
 # The default, one per core, let the framework's and the code generator's
 # tests (minutes each, the framework's mostly waiting on timers and
 # sockets: 80 s of CPU in 280 s) hold both slots of a two-core machine while
-# nothing compiled, and the cold run used 162 % of two cores. With four,
-# two long tests run while the rest of the race build goes on.
-TEST_P         := -p 4
+# nothing compiled, and the cold run used 162 % of two cores. The long
+# tests named first (LONG_TEST_PKGS) take a slot each as soon as they are
+# built, ahead of every later package's compile: with four, the first four
+# held every slot for minutes at load 40 while the rest of the race build
+# waited. With eight, six long tests run (upgradesim's test process used
+# 31 s of CPU in its first 466 s, the framework's 21 s in 330 s) while two
+# slots go on compiling.
+TEST_P         := -p 8
 # Test binaries and commands are linked without DWARF: nothing in make
 # test reads it (stack traces and race reports come from the runtime's own
 # tables), and it is a third of each link's CPU (5.1 s against 3.5 s for
@@ -117,20 +131,27 @@ test-norace: check-generated check-gofmt
 	@$(GO) test $(TEST_VET) $(LINK_FLAGS) -count=1 -timeout 12m $(TESTFLAGS) $(NORACE_PKGS)
 	@echo "== go build $(NORACE_MODULES)"
 	@$(GO) build $(LINK_FLAGS) $(NORACE_PKGS)
-	@$(GO) test -vet=off $(LINK_FLAGS) -count=1 -run '^$$' $(NORACE_TEST_PKGS) >/dev/null
+	@echo "== go test $(CORPUS_TESTS) in $(CORPUS_TEST_PKGS)"
+	@$(GO) test -vet=off $(LINK_FLAGS) -count=1 -timeout 10m -run '$(CORPUS_TESTS)' $(TESTFLAGS) $(CORPUS_TEST_PKGS)
+	@$(GO) test -vet=off $(LINK_FLAGS) -count=1 -run '^$$' $(ALONE_TEST_PKGS) >/dev/null
 
-test-alone: test-race test-norace
-	@echo "== go test $(NORACE_TESTS) in $(NORACE_TEST_PKGS), alone"
-	@$(GO) test -vet=off $(LINK_FLAGS) -p 1 -count=1 -timeout 10m -run '$(NORACE_TESTS)' $(TESTFLAGS) $(NORACE_TEST_PKGS)
+test-alone: test-race test-norace test-scale
+	@echo "== go test $(ALONE_TESTS) in $(ALONE_TEST_PKGS), alone"
+	@$(GO) test -vet=off $(LINK_FLAGS) -p 1 -count=1 -timeout 10m -run '$(ALONE_TESTS)' $(TESTFLAGS) $(ALONE_TEST_PKGS)
 
 ## test-scale: make scale's harness is in the e2e module (e2e/scale), which
 ## make test otherwise leaves out: it is vetted (its test files and the
 ## control plane package it uses) and its report's test runs, which starts
 ## no process; the scale runs themselves are make scale's. Its program,
 ## sample/cmd/lockstep-scale, is the sample module's, built and vetted with
-## it above. It waits for the other tests: the e2e module is built apart
-## from the workspace, and its packages would be compiled beside them.
-test-scale: test-alone
+## it above. It runs beside the race set once test-norace is done, and
+## the rolling upgrade waits for it: the e2e module is built apart from the
+## workspace, and from a cold cache its vet compiles client-go and the
+## Kubernetes packages the control plane needs, all of it
+## CPU and no real-time bound, which the race set's long tests, mostly
+## waiting on timers, leave room for; run after the rolling upgrade it
+## added its whole time to make test's.
+test-scale: test-norace
 	@echo "== go vet and test e2e/scale (its report only; make scale runs it)"
 	@cd e2e && GOWORK=off GOFLAGS=-mod=mod $(GO) vet ./scale ./controlplane && \
 	  GOWORK=off GOFLAGS=-mod=mod $(GO) test -vet=off $(LINK_FLAGS) -count=1 -run '^TestReport$$' ./scale >/dev/null
