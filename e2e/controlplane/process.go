@@ -181,6 +181,13 @@ func Sockets(pid int) ([]Socket, error) {
 			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
 		}
 	}
+	return SocketsOf(pid, inodes)
+}
+
+// SocketsOf returns the TCP sockets whose inodes are among inodes, from
+// the socket tables of process pid's network namespace: one read of them
+// for the sockets of many processes.
+func SocketsOf(pid int, inodes map[string]bool) ([]Socket, error) {
 	var out []Socket
 	for _, table := range []string{"tcp", "tcp6"} {
 		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, table))

@@ -725,34 +725,61 @@ func hollow(args []string) int {
 	prefix := fs.String("prefix", "node-", "node name prefix")
 	statusEvery := fs.Duration("status-every", 10*time.Second, "status period")
 	block := fs.Int("source-block", 0, "if not 0, node i dials from 127.<block>.x.y")
+	startRate := fs.Int("start-rate", 100, "nodes started per second: they start in groups of this many, a second apart")
 	_ = fs.Parse(args)
-	var source func(int) net.IP
-	if *block != 0 {
-		source = func(i int) net.IP { return sourceAddr(*block, i) }
-	}
 	ca, err := certs.LoadCA(*caCert, *caKey)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hollow:", err)
 		return 1
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: *nodes, NodePrefix: *prefix, ChangeEvery: -1, StatusEvery: *statusEvery,
-		NodeTLS: kubelet.NodeCertificates(ca, ca.Pool(), ""), SourceAddr: source, Logger: quiet,
-		Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{*url}, Logger: quiet}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hollow:", err)
-		return 1
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); k.Run(ctx) }()
+	var wg sync.WaitGroup
+	var ks []*kubelet.Kubelet
+	stop := func() {
+		cancel()
+		wg.Wait()
+		for _, k := range ks {
+			k.Close()
+		}
+	}
+	// The nodes start in groups, a second apart, as a cluster's machines
+	// come up over time: thousands of handshakes at once would starve the
+	// heartbeats of the nodes already up on a loaded machine.
+	group := max(1, *startRate)
+	for first := 0; first < *nodes; first += group {
+		if first > 0 {
+			time.Sleep(time.Second)
+		}
+		var source func(int) net.IP
+		if *block != 0 {
+			source = func(i int) net.IP { return sourceAddr(*block, first+i) }
+		}
+		k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: min(group, *nodes-first), FirstNode: first, NodePrefix: *prefix,
+			ChangeEvery: -1, StatusEvery: *statusEvery, NodeTLS: kubelet.NodeCertificates(ca, ca.Pool(), ""), SourceAddr: source, Logger: quiet,
+			Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{*url}, Logger: quiet}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hollow:", err)
+			stop()
+			return 1
+		}
+		ks = append(ks, k)
+		wg.Add(1)
+		go func() { defer wg.Done(); k.Run(ctx) }()
+	}
 	_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n') // until stdin closes
-	st := k.Stats()
-	b, _ := json.Marshal(childStats{Nodes: *nodes, Heartbeats: st.Heartbeats.Count(), HeartbeatP99Ms: ms(st.Heartbeats.Quantile(0.99)),
-		StatusReports: st.StatusReports.Load(), PodReports: st.PodReports.Load(), Failed: st.Failed.Load()})
+	var beats kubelet.Latency
+	cs := childStats{Nodes: *nodes}
+	for _, k := range ks {
+		st := k.Stats()
+		beats.Add(&st.Heartbeats)
+		cs.StatusReports += st.StatusReports.Load()
+		cs.PodReports += st.PodReports.Load()
+		cs.Failed += st.Failed.Load()
+	}
+	cs.Heartbeats, cs.HeartbeatP99Ms = beats.Count(), ms(beats.Quantile(0.99))
+	b, _ := json.Marshal(cs)
 	fmt.Println(string(b))
-	cancel()
-	<-done
-	k.Close()
+	stop()
 	return 0
 }

@@ -42,6 +42,15 @@ func (l *Latency) Record(d time.Duration) {
 	l.total.Add(1)
 }
 
+// Add adds every duration o recorded, so that the quantiles of several
+// histograms (several kubelets of one process) can be read together.
+func (l *Latency) Add(o *Latency) {
+	for i := range l.counts {
+		l.counts[i].Add(o.counts[i].Load())
+	}
+	l.total.Add(o.total.Load())
+}
+
 // Count returns how many durations were recorded.
 func (l *Latency) Count() int64 { return l.total.Load() }
 

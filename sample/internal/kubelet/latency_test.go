@@ -33,3 +33,18 @@ func TestLatencyQuantiles(t *testing.T) {
 	huge.Record(time.Hour)
 	assert.Greater(t, huge.Quantile(1), time.Minute, "the last bucket holds everything beyond")
 }
+
+// Histograms added together answer the quantiles of all their durations.
+func TestLatencyAdd(t *testing.T) {
+	var a, b, sum kubelet.Latency
+	for range 98 {
+		a.Record(time.Millisecond)
+	}
+	b.Record(time.Second)
+	b.Record(time.Second)
+	sum.Add(&a)
+	sum.Add(&b)
+	assert.EqualValues(t, 100, sum.Count())
+	assert.Less(t, sum.Quantile(0.98), 2*time.Millisecond)
+	assert.GreaterOrEqual(t, sum.Quantile(0.99), time.Second)
+}
