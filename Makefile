@@ -94,7 +94,7 @@ TESTFLAGS ?=
 FUZZTIME  ?= 30s
 
 .PHONY: test vet check-generated check-workspace check-gofmt sync-workspace generate demo abuse fuzz soak bench bench-quick bench-reconnect bench-framework
-.PHONY: scale scale-quick
+.PHONY: scale scale-quick scale-report
 .PHONY: test-phases test-race test-norace test-alone test-scale vet-race vet-norace e2e
 
 ## test: vet, check that Go files are gofmt-formatted, generated code is
@@ -286,6 +286,12 @@ scale:
 	@$(call scale_run,45m,-scale.nodes=$(SCALE_NODES) -scale.pods=$(SCALE_PODS) -scale.steady=60s -scale.kills=5 -scale.paths=$(SCALE_PATHS) \
 	  -scale.run-timeout=20m -scale.place-for=5m -scale.session-ttl=10s \
 	  -scale.results=$(CURDIR)/docs/scale/results.json -scale.docs=$(CURDIR)/docs $(SCALE_FLAGS))
+
+## scale-report: docs/scale.md and its plot written again from
+## docs/scale/results.json, with no run.
+scale-report:
+	@cd e2e && GOWORK=off GOFLAGS=-mod=mod $(GO) test -count=1 -run '^TestScale$$' ./scale \
+	  -args -scale.results=$(CURDIR)/docs/scale/results.json -scale.docs=$(CURDIR)/docs
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:

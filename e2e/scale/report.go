@@ -32,6 +32,7 @@ type Result struct {
 	LoadStart                string             `json:"loadAverageAtStart"`
 	LoadEnd                  string             `json:"loadAverageAtEnd"`
 	RegisterSeconds          float64            `json:"secondsToRegister"`
+	ReadyAtRegistration      int                `json:"readyAtRegistration,omitempty"`
 	PlaceSeconds             float64            `json:"secondsToPlace"`
 	SteadySeconds            float64            `json:"steadySeconds"`
 	EtcdPutsPerSec           float64            `json:"etcdPutsPerSecond"`
@@ -156,8 +157,8 @@ func report(rs []Result, svgRel string) string {
 		if len(r.KillNoticedInMemoryMs) > 0 {
 			kills += " (in memory " + ints(r.KillNoticedInMemoryMs) + ")"
 		}
-		p("| %s | %d | %d (%d per node) | %s | %.0f s | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %.0f ms | %.0f / %.0f ms | %s ms: p99 %.1f s |\n",
-			r.Path, r.Nodes, r.PodsPlaced, r.PodsPerNode, load(r), r.RegisterSeconds, r.EtcdPutsPerSec, r.NodeWritesPerSec,
+		p("| %s | %d | %d (%d per node) | %s | %s | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %.0f ms | %.0f / %.0f ms | %s ms: p99 %.1f s |\n",
+			r.Path, r.Nodes, r.PodsPlaced, r.PodsPerNode, load(r), registered(r), r.EtcdPutsPerSec, r.NodeWritesPerSec,
 			r.PlacementPodWritesPerSec, proc(r, "kube-apiserver"), proc(r, "etcd"), proc(r, "kube-controller-manager"), nc,
 			proc(r, "hollow-nodes"), r.HeartbeatP99Ms, r.BindToRunningP50Ms, r.BindToRunningP99Ms, kills, float64(r.KillNoticedP99Ms)/1000)
 	}
@@ -223,6 +224,16 @@ func report(rs []Result, svgRel string) string {
 	return b.String()
 }
 
+// registered is how long the nodes took to register and, where not all
+// were Ready at once then, how many were.
+func registered(r *Result) string {
+	s := fmt.Sprintf("%.0f s", r.RegisterSeconds)
+	if r.ReadyAtRegistration > 0 {
+		s += fmt.Sprintf(" (%d of %d Ready)", r.ReadyAtRegistration, r.Nodes+len(r.KillNoticedMs))
+	}
+	return s
+}
+
 func load(r *Result) string { return r.LoadStart + " → " + r.LoadEnd }
 
 func proc(r *Result, name string) string {
@@ -276,7 +287,7 @@ func common(rs []Result) (lockstep, kube *Result) {
 // plot draws two panels against N, both paths in each: durable writes per
 // second (etcd's puts, log scale) and control-plane CPU (cores).
 func plot(rs []Result) string {
-	const w, h, pw, ph, left, top = 960, 400, 380, 280, 70, 50
+	const w, h, pw, ph, left, top = 1010, 400, 380, 280, 70, 50
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
@@ -339,7 +350,7 @@ func plot(rs []Result) string {
 			for i := 0; i <= 4; i++ {
 				v := yMax * float64(i) / 4
 				p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, x0+pw, sy(v), sy(v))
-				p(`<text x="%d" y="%.1f" text-anchor="end">%.2f</text>`+"\n", x0-5, sy(v)+4, v)
+				p(`<text x="%d" y="%.1f" text-anchor="end">%.3g</text>`+"\n", x0-5, sy(v)+4, v)
 			}
 		}
 		for _, path := range []string{"lockstep", "kubernetes"} {

@@ -35,6 +35,7 @@ var (
 	outFlag    = flag.String("scale.results", "", "the results file (JSON) each run is added to; empty: none")
 	docsFlag   = flag.String("scale.docs", "", "if set, the docs directory to write scale.md and scale/scale.svg into, from the results file")
 	regFlag    = flag.Duration("scale.register-for", 10*time.Minute, "the most time waited for every node to be Ready")
+	fracFlag   = flag.Float64("scale.ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once before pods are placed")
 	capFlag    = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
 )
 
@@ -44,6 +45,10 @@ var (
 // holds is the largest that did not), and the test goes on with the next.
 func TestScale(t *testing.T) {
 	if *nodesFlag == "" {
+		if *docsFlag != "" && *outFlag != "" {
+			writeDocs(t) // the report of the runs recorded, again
+			return
+		}
 		t.Skip("no -scale.nodes: make scale and make scale-quick run this")
 	}
 	if *binFlag == "" {
@@ -59,16 +64,22 @@ func TestScale(t *testing.T) {
 		}
 	}
 	if *docsFlag != "" && *outFlag != "" {
-		rs, err := LoadResults(*outFlag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(*docsFlag, "scale"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := WriteReport(rs, filepath.Join(*docsFlag, "scale.md"), filepath.Join(*docsFlag, "scale", "scale.svg"), "scale/scale.svg"); err != nil {
-			t.Fatal(err)
-		}
+		writeDocs(t)
+	}
+}
+
+// writeDocs writes scale.md and scale/scale.svg into -scale.docs from
+// the results file.
+func writeDocs(t *testing.T) {
+	rs, err := LoadResults(*outFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(*docsFlag, "scale"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReport(rs, filepath.Join(*docsFlag, "scale.md"), filepath.Join(*docsFlag, "scale", "scale.svg"), "scale/scale.svg"); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -92,7 +103,8 @@ func runOne(t *testing.T, path string, nodes int) {
 	switch path {
 	case "lockstep":
 		controllers = "*,-ttl,-nodelifecycle"
-		args = append(args, "--kubeconfig", nodeControllerKubeconfig(t, p), "--session-ttl", ttlFlag.String())
+		args = append(args, "--kubeconfig", nodeControllerKubeconfig(t, p), "--session-ttl", ttlFlag.String(),
+			"--ready-fraction", strconv.FormatFloat(*fracFlag, 'f', -1, 64))
 	case "kubernetes":
 		caCert, caKey := p.CAFiles(t)
 		args = append(args, "--client-ca-cert", caCert, "--client-ca-key", caKey)

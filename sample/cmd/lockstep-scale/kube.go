@@ -471,7 +471,7 @@ func (n *kubeNode) run(ctx context.Context) {
 			n.renew(ctx)
 			leaseT.Reset(n.h.leaseEvery)
 		case <-statusT.C:
-			if time.Now().After(reportAt) && n.reportStatus(ctx) {
+			if n.reportStatus(ctx, time.Now().After(reportAt)) {
 				reportAt = time.Now().Add(n.h.statusEvery)
 			}
 			statusT.Reset(check)
@@ -507,11 +507,18 @@ func (n *kubeNode) renew(ctx context.Context) {
 }
 
 // reportStatus reads the node (from the API server's cache, as the
-// kubelet does every 10 s) and patches its conditions' heartbeat; it
-// reports whether the patch was made.
-func (n *kubeNode) reportStatus(ctx context.Context) bool {
-	if _, err := n.core.Nodes().Get(ctx, n.name, metav1.GetOptions{ResourceVersion: "0"}); err != nil {
+// kubelet does every 10 s) and patches its conditions when due (the
+// report period passed) or when the object's differ from the node's own
+// (a node lifecycle controller marked it Unknown while its Lease was
+// late), as the kubelet patches a status that changed; it reports whether
+// the patch was made.
+func (n *kubeNode) reportStatus(ctx context.Context, due bool) bool {
+	node, err := n.core.Nodes().Get(ctx, n.name, metav1.GetOptions{ResourceVersion: "0"})
+	if err != nil {
 		n.h.stats.failed.Add(1)
+		return false
+	}
+	if !due && readyOf(node) == corev1.ConditionTrue {
 		return false
 	}
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": n.conditions(metav1.Now())}})
