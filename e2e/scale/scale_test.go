@@ -116,12 +116,13 @@ func runOne(t *testing.T, path string, nodes int) {
 
 	res := Result{Path: path, Nodes: nodes, PodsPerNode: *podsFlag, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Command: "lockstep-scale " + strings.Join(redact(args), " ")}
+	res.LoadStart = loadAvg()
 	out, err := run(ctx, t, *binFlag, args)
 	if err == nil {
 		err = json.Unmarshal(out, &res)
 	}
 	if err != nil {
-		res.Failed = oneLine(err.Error())
+		res.Failed, res.LoadEnd = oneLine(err.Error()), loadAvg()
 		t.Errorf("%s path, %d nodes: %v", path, nodes, err)
 	} else {
 		t.Logf("%s path, %d nodes: %.1f etcd puts/s, %.1f node writes/s, cores %v, heartbeat p99 %.0f ms, bind→Running p99 %.0f ms, kills noticed %v ms, load %s → %s",
@@ -286,6 +287,16 @@ func redact(args []string) []string {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// loadAvg is the machine's load average over 1, 5 and 15 minutes.
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func oneLine(s string) string {

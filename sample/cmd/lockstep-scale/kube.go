@@ -364,13 +364,21 @@ func kubeHollow(args []string) int {
 			case <-ctx.Done():
 				return
 			}
-			err := n.register(ctx)
-			<-sem
-			if err != nil {
+			// A kubelet tries to register until it can.
+			for {
+				err := n.register(ctx)
+				if err == nil {
+					break
+				}
 				h.stats.failed.Add(1)
-				fmt.Fprintf(os.Stderr, "kube-hollow: %s: register: %v\n", name, err)
-				return
+				fmt.Fprintf(os.Stderr, "kube-hollow: %s: register (tried again): %v\n", name, err)
+				n.retryPause(ctx)
+				if ctx.Err() != nil {
+					<-sem
+					return
+				}
 			}
+			<-sem
 			n.run(ctx)
 		}()
 	}
