@@ -148,7 +148,7 @@ func (c *Client) peerState() *PeerState {
 	for i, e := range eps {
 		ps.Endpoints[i] = e.status()
 		parts[i] = e.why()
-		if ps.Endpoints[i].State == stateRefused {
+		if ps.Endpoints[i].State == string(stateRefused) {
 			ps.Refused = true
 		}
 	}
@@ -164,7 +164,7 @@ func (e *endpoint) why() string {
 	e.mu.Lock()
 	state, err := e.state, e.lastErr
 	e.mu.Unlock()
-	s := e.url + " " + state
+	s := e.url + " " + string(state)
 	if err == nil || state == stateReady {
 		return s
 	}
@@ -174,12 +174,12 @@ func (e *endpoint) why() string {
 	}
 	var r handshake.Refusal
 	if json.Unmarshal(ae.Details(), &r) == nil && r.Reason != "" {
-		if string(r.Reason) != state {
+		if string(r.Reason) != string(state) {
 			s += " (" + string(r.Reason) + ")"
 		}
 		return s + ": " + r.Message
 	}
-	if string(ae.Code()) != state {
+	if string(ae.Code()) != string(state) {
 		s += " (" + string(ae.Code()) + ")"
 	}
 	return s + ": " + ae.Message()

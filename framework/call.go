@@ -442,7 +442,7 @@ func (p *keyedPin) reach(ctx context.Context, w *routeWait, what string) (*endpo
 		if sess = p.e.routableSession(); sess != nil {
 			return true
 		}
-		switch p.e.status().State {
+		switch endpointState(p.e.status().State) {
 		case stateUnreachable, stateDraining, stateRefused:
 			gone = true
 		}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,15 +22,46 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
-// Endpoint states, as [EndpointStatus.State] reports them.
+// endpointState is where an endpoint is in its life; [EndpointStatus.State]
+// reports it as its string. Every change of state goes through
+// [endpoint.moveLocked], beside the one table of the moves allowed.
+type endpointState string
+
 const (
-	stateConnecting  = "connecting"
-	stateReady       = "ready"
-	stateRefused     = "refused"
-	stateUnreachable = "unreachable"
-	stateDraining    = "draining"
-	stateStopped     = "stopped"
+	// stateConnecting: no hello has had an answer yet, or the server no
+	// longer holds the session it had (its next hello is on its way).
+	stateConnecting endpointState = "connecting"
+	// stateReady: it holds a session that calls are routed to. endpoint.sess
+	// is set in this state only.
+	stateReady endpointState = "ready"
+	// stateRefused: the server refused its last hello, or the client
+	// refused the server's welcome.
+	stateRefused endpointState = "refused"
+	// stateUnreachable: its last hello, or a call or heartbeat of its
+	// session, had no answer.
+	stateUnreachable endpointState = "unreachable"
+	// stateDraining: the server is draining; it refused the last hello
+	// so, or said so to a call or heartbeat of the session.
+	stateDraining endpointState = "draining"
+	// stateStopped: the client stopped it; nothing moves it again.
+	stateStopped endpointState = "stopped"
 )
+
+// endpointMoves lists, for each state, the states an endpoint may move to.
+// A hello's outcome (ready, refused, unreachable, draining) moves it from
+// any state but ready and stopped, since it says hello only without a
+// session; a session lost to a call or heartbeat moves it out of ready
+// only (to connecting, unreachable or draining); ready to ready is a
+// pinned endpoint made routable again; stopping moves it from any state
+// but stopped.
+var endpointMoves = map[endpointState][]endpointState{
+	stateConnecting:  {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
+	stateReady:       {stateReady, stateConnecting, stateUnreachable, stateDraining, stateStopped},
+	stateRefused:     {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
+	stateUnreachable: {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
+	stateDraining:    {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
+	stateStopped:     nil,
+}
 
 // clientSession is the client's half of a session with one endpoint.
 type clientSession struct {
@@ -74,8 +107,10 @@ type endpoint struct {
 	batchMu sync.Mutex
 	batch   *batcher // automatic batching of the current session
 
+	// mu guards state, lastErr and agreed, and orders every change of
+	// sess to nil with the change of state it goes with (see moveLocked).
 	mu      sync.Mutex
-	state   string
+	state   endpointState
 	lastErr error
 	agreed  *clientSession // last session, kept for status while not routable
 }
@@ -128,7 +163,7 @@ func (e *endpoint) routableSession() *clientSession { return e.sess.Load() }
 func (e *endpoint) status() EndpointStatus {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := EndpointStatus{URL: e.url, State: e.state}
+	st := EndpointStatus{URL: e.url, State: string(e.state)}
 	if e.agreed != nil {
 		st.Version = e.agreed.version.contract.Version()
 		st.Peer = e.agreed.peer
@@ -139,18 +174,42 @@ func (e *endpoint) status() EndpointStatus {
 	return st
 }
 
+// moveLocked moves the endpoint to state to, which must be one of
+// endpointMoves[e.state], with err as the reason it is not ready (nil for
+// none). e.mu must be held. A session leaves e.sess under e.mu, in the
+// same hold as the move that goes with it, so that e.sess is set only in
+// stateReady: a session lost (by a call or a heartbeat) moves the
+// endpoint out of ready and no other state, and a lost session reports
+// the state it was lost in.
+func (e *endpoint) moveLocked(to endpointState, err error) {
+	if !slices.Contains(endpointMoves[e.state], to) {
+		panic(fmt.Sprintf("lockstep: endpoint %s cannot move from %s to %s", e.url, e.state, to))
+	}
+	e.state, e.lastErr = to, err
+}
+
 // setState records the endpoint's state and, when routability changes,
 // tells the client.
-func (e *endpoint) setState(state string, sess *clientSession, err error) {
+func (e *endpoint) setState(state endpointState, sess *clientSession, err error) {
 	e.mu.Lock()
-	e.state, e.lastErr = state, err
+	e.moveLocked(state, err)
 	newInstance := false
 	if sess != nil {
 		newInstance = e.agreed != nil && e.agreed.peer.Instance != sess.peer.Instance
 		e.agreed = sess
 	}
+	var old *clientSession
+	if state != stateReady {
+		old = e.sess.Swap(nil)
+	}
 	e.mu.Unlock()
-	if newInstance && state == stateReady {
+	if state != stateReady {
+		if old != nil {
+			e.c.stateChanged()
+		}
+		return
+	}
+	if newInstance {
 		// Another server instance now answers at this URL (a restart at the
 		// same address, a Service's new backend). Pooled connections may
 		// still lead to the old process, closing as it exits: a call written
@@ -158,23 +217,22 @@ func (e *endpoint) setState(state string, sess *clientSession, err error) {
 		// before the first call of the new session.
 		e.c.hc.CloseIdleConnections()
 	}
-	var routable *clientSession
-	if state == stateReady {
-		routable = sess
-	}
-	if old := e.sess.Swap(routable); old != routable {
+	// Only this endpoint's loop makes it ready, and nothing else stores a
+	// session, so none can be lost before it is stored.
+	if old := e.sess.Swap(sess); old != sess {
 		e.c.stateChanged()
 	}
 }
 
 // lose takes sess out of routing because a call or heartbeat saw it fail,
 // and wakes the loop to handshake again. A newer session is left alone.
-func (e *endpoint) lose(sess *clientSession, state string, err error) {
+func (e *endpoint) lose(sess *clientSession, state endpointState, err error) {
+	e.mu.Lock()
 	if !e.sess.CompareAndSwap(sess, nil) {
+		e.mu.Unlock()
 		return
 	}
-	e.mu.Lock()
-	e.state, e.lastErr = state, err
+	e.moveLocked(state, err)
 	e.mu.Unlock()
 	if state == stateUnreachable {
 		// The server is gone: drop pooled connections now, so no later
@@ -237,20 +295,20 @@ func (e *endpoint) attempt(p *runPace) bool {
 	default:
 	}
 	began := cfg.Clock.Now()
-	sess, state, err := e.handshake(askedToHold)
+	h := e.handshake(askedToHold)
 	held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
-	p.hold = state == stateRefused && holdableRefusal(err)
+	p.hold = h.holdable()
 	if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
-		outcome, reason := handshakeOutcome(state, err)
+		outcome, reason := h.outcome()
 		obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
 	}
-	if err == nil {
-		return e.hold(p, sess)
+	if h.err == nil {
+		return e.hold(p, h.sess)
 	}
 	if e.ctx.Err() != nil {
 		return false
 	}
-	e.setState(state, nil, err)
+	e.setState(h.state, nil, h.err)
 	e.endFirstRound()
 	if p.hold && (!askedToHold || held) {
 		// The next attempt is held by the server, not paced here. A
@@ -258,7 +316,7 @@ func (e *endpoint) attempt(p *runPace) bool {
 		// hold refusals) is paced by the backoff like any failure.
 		return true
 	}
-	return e.pace(p, state, err)
+	return e.pace(p, h.state, h.err)
 }
 
 // hold keeps sess alive until it is lost, and reports false once the
@@ -287,7 +345,7 @@ func (e *endpoint) hold(p *runPace, sess *clientSession) bool {
 
 // pace waits after a failed handshake as its failure asks, and reports
 // false once the endpoint is done.
-func (e *endpoint) pace(p *runPace, state string, err error) bool {
+func (e *endpoint) pace(p *runPace, state endpointState, err error) bool {
 	cfg := &e.c.cfg
 	var delay time.Duration
 	switch {
@@ -347,24 +405,6 @@ func drainingPace(b Backoff, n int) time.Duration {
 // client to ask again at once.
 const heldLongEnough = 500 * time.Millisecond
 
-// holdableRefusal reports whether err is a server's refusal that it holds
-// open when asked (?wait=): version, fingerprint or release incompatibility.
-// Other refusals (a role the contract does not allow, an unknown contract,
-// too many sessions, a welcome the client itself rejected) do not change
-// when the server is replaced, so they are retried with backoff.
-func holdableRefusal(err error) bool {
-	var e *Error
-	if !errors.As(err, &e) || e.Code() != CodeIncompatiblePeer {
-		return false
-	}
-	var r handshake.Refusal
-	if json.Unmarshal(e.Details(), &r) != nil {
-		return false
-	}
-	var rejected rejectedWelcome
-	return holdable(r.Reason) && !errors.As(err, &rejected)
-}
-
 // rejectedWelcome is a welcome the client refused by its own rules (the
 // server's release did not satisfy the client's constraint, say): not a
 // refusal the server could hold open.
@@ -373,28 +413,72 @@ type rejectedWelcome struct{ err *Error }
 func (r rejectedWelcome) Error() string { return r.err.Error() }
 func (r rejectedWelcome) Unwrap() error { return r.err }
 
-// handshakeOutcome is what a client's observer is told of a handshake
-// (see [ClientObserver.Handshake]): welcome, refused with the refusal's
+// handshakeResult is what one hello came to: a session (err nil), or the
+// state it leaves the endpoint in and why. A refusal's details are
+// decoded once, here, for every rule that reads them.
+type handshakeResult struct {
+	sess  *clientSession
+	state endpointState
+	err   error
+	// refusal is the refusal the answer's error carries (the server's, or
+	// the client's own of a welcome), nil when it carries none.
+	refusal *handshake.Refusal
+	// rejected: the client refused the server's welcome by its own rules.
+	rejected bool
+}
+
+// failed is a hello that came to state, with err and no refusal.
+func failed(state endpointState, err error) handshakeResult {
+	return handshakeResult{state: state, err: err}
+}
+
+// refusedWith is a hello answered with werr, its refusal decoded once
+// from its details: a draining server's refusal leaves the endpoint
+// draining, any other answer refused.
+func refusedWith(werr *Error) handshakeResult {
+	h := handshakeResult{state: stateRefused, err: werr}
+	var r handshake.Refusal
+	if len(werr.Details()) > 0 && json.Unmarshal(werr.Details(), &r) == nil {
+		h.refusal = &r
+		if r.Reason == handshake.ReasonDraining {
+			h.state = stateDraining
+		}
+	}
+	return h
+}
+
+// holdable reports whether the hello was refused by the server in a way
+// it holds open when asked (?wait=): version, fingerprint or release
+// incompatibility. Other refusals (a role the contract does not allow, an
+// unknown contract, too many sessions, a welcome the client itself
+// rejected) do not change when the server is replaced, so they are
+// retried with backoff.
+func (h handshakeResult) holdable() bool {
+	return h.state == stateRefused && h.refusal != nil && !h.rejected &&
+		CodeOf(h.err) == CodeIncompatiblePeer && holdable(h.refusal.Reason)
+}
+
+// outcome is what a client's observer is told of a handshake (see
+// [ClientObserver.Handshake]): welcome, refused with the refusal's
 // reason, error with the code of an answer that was no refusal, or the
 // endpoint's state (unreachable) when no answer came.
-func handshakeOutcome(state string, err error) (outcome, reason string) {
-	if err == nil {
+func (h handshakeResult) outcome() (outcome, reason string) {
+	if h.err == nil {
 		return "welcome", ""
 	}
+	if h.refusal != nil && h.refusal.Reason != "" {
+		return "refused", string(h.refusal.Reason)
+	}
 	var e *Error
-	if errors.As(err, &e) {
-		var r handshake.Refusal
-		if json.Unmarshal(e.Details(), &r) == nil && r.Reason != "" {
-			return "refused", string(r.Reason)
-		}
+	if errors.As(h.err, &e) {
 		return "error", string(e.Code())
 	}
-	return state, ""
+	return string(h.state), ""
 }
 
 // handshake sends a hello and checks the answer. With wait, a refusal for
 // incompatible versions is held open by the server until it drains.
-func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
+func (e *endpoint) handshake(wait bool) handshakeResult {
 	cfg := &e.c.cfg
 	hello, _ := json.Marshal(handshake.Hello{
 		Contract: e.c.contract.Name(), Component: cfg.Component, Instance: cfg.Instance,
@@ -406,41 +490,37 @@ func (e *endpoint) handshake(wait bool) (*clientSession, string, error) {
 	}
 	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, u, bytes.NewReader(hello))
 	if err != nil {
-		return nil, stateUnreachable, err
+		return failed(stateUnreachable, err)
 	}
 	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
-		return nil, stateUnreachable, err
+		return failed(stateUnreachable, err)
 	}
 	body, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
 	if err != nil {
-		return nil, stateUnreachable, err
+		return failed(stateUnreachable, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		werr := decodeWireError(resp, body)
-		var refusal handshake.Refusal
-		if len(werr.Details()) > 0 && json.Unmarshal(werr.Details(), &refusal) == nil && refusal.Reason == handshake.ReasonDraining {
-			return nil, stateDraining, werr
-		}
-		return nil, stateRefused, werr
+		return refusedWith(decodeWireError(resp, body))
 	}
 	w, err := handshake.DecodeWelcome(body)
 	if err != nil {
-		return nil, stateRefused, Errorf(CodeInternal, "welcome from %s does not decode: %v", e.url, err)
+		return failed(stateRefused, Errorf(CodeInternal, "welcome from %s does not decode: %v", e.url, err))
 	}
 	if r := handshake.CheckWelcome(e.c.contract.Name(), cfg.Component, e.c.offers, cfg.PeerRelease, w); r != nil {
 		e.closeSession(&clientSession{token: w.Session})
-		return nil, stateRefused, rejectedWelcome{NewError(CodeIncompatiblePeer, r).WithDetails(r)}
+		return handshakeResult{state: stateRefused, err: rejectedWelcome{NewError(CodeIncompatiblePeer, r).WithDetails(r)},
+			refusal: r, rejected: true}
 	}
 	v := e.c.versionOf(w.Version)
 	if v == nil {
-		return nil, stateRefused, Errorf(CodeIncompatiblePeer, "%s agreed version %s, which was not offered", e.url, w.Version)
+		return failed(stateRefused, Errorf(CodeIncompatiblePeer, "%s agreed version %s, which was not offered", e.url, w.Version))
 	}
-	return &clientSession{
+	return handshakeResult{state: stateReady, sess: &clientSession{
 		token: w.Session, version: v, peer: w.Peer,
 		heartbeat: time.Duration(w.Heartbeat), ttl: time.Duration(w.TTL),
-	}, stateReady, nil
+	}}
 }
 
 // versionOf returns the offered version a welcome agreed on.
@@ -458,7 +538,7 @@ func (c *Client) versionOf(ver string) *peerVersion {
 
 // keepAlive hands sess to the client's heartbeat sender and waits until the
 // session is lost (returning the state to report) or the endpoint stops.
-func (e *endpoint) keepAlive(sess *clientSession) (string, error) {
+func (e *endpoint) keepAlive(sess *clientSession) (endpointState, error) {
 	e.c.beats.add(e, sess)
 	defer e.c.beats.remove(e, sess)
 	for {

@@ -289,7 +289,7 @@ func (g *beatGroup) beatNow() {
 	}
 }
 
-func (g *beatGroup) loseAll(members map[string]*clientSession, state string, err error) {
+func (g *beatGroup) loseAll(members map[string]*clientSession, state endpointState, err error) {
 	for _, sess := range members {
 		if e := g.endpointOf(sess); e != nil {
 			e.lose(sess, state, err)

@@ -84,7 +84,7 @@ type decision struct {
 	action resendAction
 	// lose is the state the endpoint's session leaves routing in (the
 	// endpoint then handshakes again); "" leaves the session routable.
-	lose string
+	lose endpointState
 }
 
 // maxResendsHere bounds how many times in a row one request is resent to

@@ -79,7 +79,7 @@ func (d decision) String() string {
 	if d.lose == "" {
 		return d.action.String()
 	}
-	return d.action.String() + "; session out (" + d.lose + ")"
+	return d.action.String() + "; session out (" + string(d.lose) + ")"
 }
 
 func yesNo(b bool, applies bool) string {
