@@ -27,6 +27,9 @@ import (
 // watchers of a topic, counts them all, and says what it left out, in the
 // JSON and on the page.
 func TestContainTheStatusOutputIsBounded(t *testing.T) {
+	// Parallel: its server, CA and peers are its own, and so is the status
+	// it reads; its sessions outlive a loaded machine (TTL of a minute).
+	t.Parallel()
 	// Sessions live a minute: a thousand handshakes take longer than a
 	// default TTL on a loaded machine under the race detector, and nothing
 	// here renews them.

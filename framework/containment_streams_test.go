@@ -25,6 +25,9 @@ import (
 // over all its connections: beyond it a stream is refused at once,
 // unread, and another peer is served meanwhile.
 func TestContainStalledHTTP2StreamsAreBoundedPerIdentity(t *testing.T) {
+	// Parallel: its server, CA and peers are its own; it mostly waits out
+	// its server's body read timeout.
+	t.Parallel()
 	const inFlight = 16
 	a := startContainServer(t, framework.Limits{BodiesPerPeer: inFlight, BodyReadTimeout: 3 * time.Second})
 	before := refusals(t, a.Server, "bodies_per_peer")
@@ -94,6 +97,9 @@ func TestContainStalledHTTP2StreamsAreBoundedPerIdentity(t *testing.T) {
 // is held and the rest refused, while the peer's calls in flight stay far
 // from their own bound and another peer's calls are served.
 func TestContainStalledCallBodiesShareTheBoundWithHellos(t *testing.T) {
+	// Parallel: its server, CA and peers are its own; it mostly waits out
+	// its server's body read timeout.
+	t.Parallel()
 	const bodies = 16
 	a := startContainServer(t, framework.Limits{BodiesPerPeer: bodies, BodyReadTimeout: 3 * time.Second})
 	before := refusals(t, a.Server, "bodies_per_peer")

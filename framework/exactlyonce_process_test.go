@@ -114,6 +114,8 @@ func (ch *applyChild) kill9(t *testing.T) {
 // client reported successful was applied, and every call whose fate the
 // kill left unknown is returned with unknown.
 func TestKilledServerProcessWithExactlyOnce(t *testing.T) {
+	// Parallel: its server processes, client and counts are its own.
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()

@@ -189,6 +189,9 @@ func TestPerPeerInFlightCalls(t *testing.T) {
 // watcher, when it finally reads, finds a closing frame with reason
 // overflow at the end of what it was sent.
 func TestWatcherThatNeverReadsGetsOverflow(t *testing.T) {
+	// Parallel: its server, credentials and watchers are its own, and what it
+	// counts is its own server's registry; it waits on sockets, not CPU.
+	t.Parallel()
 	const (
 		queuedLimit = 256 << 10
 		keys        = 16

@@ -19,6 +19,9 @@ import (
 // node and an add on the new), and its cache ends as its share. No timing
 // is asserted.
 func TestSelectedWatchAtScale(t *testing.T) {
+	// Parallel: selectrun.Run starts a server and clients of its own, and
+	// the test asserts what they delivered, not how fast.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("500 watch streams")
 	}
