@@ -285,8 +285,8 @@ func (t *faultTransport) roundTrip(req *http.Request, base http.RoundTripper) (*
 		return nil, ErrDropped
 	}
 	noted(resp, nil)
-	if contract, version, topic, ok := watchPath(req.URL.Path); ok && to != nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
-		t.c.watchServed(t.inc, to, sentTo, contract, version, topic)
+	if w, ok := watchPath(req.URL.Path); ok && to != nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
+		t.c.watchServed(t.inc, to, sentTo, w)
 	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	return resp, nil

@@ -157,7 +157,7 @@ func (c *Cluster) runCall(rec *callRecord, cl *framework.Client) {
 	if rec.dest != nil {
 		destName = rec.dest.name
 	}
-	c.tl.call(now, from.Name+"→"+dest, err == nil, rec.abandoned)
+	c.tl.call(now, from.Name+"→"+dest, outcomeOf(err, rec.abandoned))
 	history := historyText(rec)
 	c.mu.Unlock()
 	if err != nil && external && !excused {

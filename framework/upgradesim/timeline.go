@@ -169,7 +169,27 @@ func (r *recorder) note(at time.Duration, text string) {
 	r.tl.Notes = append(r.tl.Notes, Mark{At: at, Kind: "note", Text: text})
 }
 
-func (r *recorder) call(at time.Duration, label string, ok, abandoned bool) {
+// callOutcome is how a call recorded on a timeline ended.
+type callOutcome uint8
+
+const (
+	callFailed callOutcome = iota
+	callOK
+	callAbandoned // it ended because its caller stopped or the run ended
+)
+
+// outcomeOf is the outcome of a call that returned err, abandoned or not.
+func outcomeOf(err error, abandoned bool) callOutcome {
+	switch {
+	case err == nil:
+		return callOK
+	case abandoned:
+		return callAbandoned
+	}
+	return callFailed
+}
+
+func (r *recorder) call(at time.Duration, label string, outcome callOutcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i, found := r.calls[label]
@@ -179,10 +199,10 @@ func (r *recorder) call(at time.Duration, label string, ok, abandoned bool) {
 		r.tl.Calls = append(r.tl.Calls, CallSeries{Label: label})
 	}
 	s := &r.tl.Calls[i]
-	switch {
-	case ok:
+	switch outcome {
+	case callOK:
 		s.OK = append(s.OK, at)
-	case abandoned:
+	case callAbandoned:
 		s.Abandoned = append(s.Abandoned, at)
 	default:
 		s.Failed = append(s.Failed, at)

@@ -145,21 +145,26 @@ func diffObjects(held, seen map[string]string) string {
 	return fmt.Sprintf("holds %d, %s", len(held), strings.Join(diffs, ", "))
 }
 
-// watchPath returns the contract, version and topic of a watch path
+// watchTarget is what a watch stream streams: a topic of a contract at a
+// version.
+type watchTarget struct{ contract, version, topic string }
+
+// watchPath returns the target of a watch path
 // (/lockstep/<contract>/<version>/watch/<topic>).
-func watchPath(path string) (contract, version, topic string, ok bool) {
+func watchPath(path string) (watchTarget, bool) {
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	if len(parts) == 5 && parts[0] == "lockstep" && parts[3] == "watch" {
-		return parts[1], parts[2], parts[4], true
+		return watchTarget{contract: parts[1], version: parts[2], topic: parts[4]}, true
 	}
-	return "", "", "", false
+	return watchTarget{}, false
 }
 
 // watchServed checks a watch stream a replica answered: both the watcher
 // and the replica must speak the version it streams at. The replica's
 // incarnation must be the same when the request left and when the answer
 // came, or which process answered is not known and nothing is checked.
-func (c *Cluster) watchServed(watcher *incarnation, to *replica, sent *incarnation, contract, version, topic string) {
+func (c *Cluster) watchServed(watcher *incarnation, to *replica, sent *incarnation, w watchTarget) {
+	contract, version, topic := w.contract, w.version, w.topic
 	c.mu.Lock()
 	now := to.inc
 	c.mu.Unlock()
