@@ -73,7 +73,8 @@ func CallUnary[Req, Resp any](ctx context.Context, c *Client, method string, req
 	if decl.Batch {
 		return nil, Errorf(CodeInvalidArgument, "%s is a batch method; use CallBatch", method)
 	}
-	out, err := c.invoke(ctx, method, decl.Idempotent, req, opts, wireCall{
+	out, err := c.invoke(ctx, req, opts, wireCall{
+		method: method, idempotent: decl.Idempotent,
 		encode: func(conv *MethodConversion, call *Call) ([]byte, error) {
 			req := call.Request
 			if conv != nil {
@@ -171,7 +172,8 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 	if items == nil {
 		items = []*Req{}
 	}
-	out, err := c.invoke(ctx, method, decl.Idempotent, &batchItems[Req]{Items: items}, opts, wireCall{
+	out, err := c.invoke(ctx, &batchItems[Req]{Items: items}, opts, wireCall{
+		method: method, idempotent: decl.Idempotent,
 		encode: func(conv *MethodConversion, call *Call) ([]byte, error) {
 			all := call.Request.(*batchItems[Req]).Items
 			headers := itemHeaders(call.ItemHeader, len(all))
@@ -264,9 +266,12 @@ func itemHeaders(h []http.Header, n int) []map[string]string {
 	return out
 }
 
-// wireCall encodes a call's request and decodes its answer at whichever
-// version the chosen endpoint speaks.
+// wireCall is a call of one method: its name, whether the contract
+// declares it idempotent, and how to encode its request and decode its
+// answer at whichever version the chosen endpoint speaks.
 type wireCall struct {
+	method     string
+	idempotent bool
 	// encode encodes the call's request, converted down by conv when it is
 	// not nil.
 	encode func(conv *MethodConversion, call *Call) ([]byte, error)
@@ -277,7 +282,8 @@ type wireCall struct {
 
 // invoke runs the interceptors around one logical call: route, encode for
 // the endpoint's version, resend as needed, decode.
-func (c *Client) invoke(ctx context.Context, method string, idempotent bool, req any, opts []CallOption, wire wireCall) (_ any, err error) {
+func (c *Client) invoke(ctx context.Context, req any, opts []CallOption, wire wireCall) (_ any, err error) {
+	method, idempotent := wire.method, wire.idempotent
 	var o callOptions
 	for _, opt := range opts {
 		opt.applyCall(&o)
@@ -380,7 +386,12 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		}
 		// A pinned call goes alone, never in a multi-call: only its own
 		// request carries its key where the drain's replay rule sees it.
-		a := c.attempt(ctx, e, sess, call, body, pin != nil)
+		var a attempt
+		if pin != nil {
+			a = e.sendAlone(ctx, sess, call, body)
+		} else {
+			a = c.attempt(ctx, e, sess, call, body)
+		}
 		attemptSafety := safety
 		if safety == keyed && sess.version.pinned {
 			// A pinned peer keeps no idempotency records: a resend there
@@ -459,14 +470,18 @@ func (p *keyedPin) reach(ctx context.Context, w *routeWait, what string) (*endpo
 }
 
 // attempt sends one attempt of a call to e: through its automatic batcher
-// unless batching is off, the peer is pinned (it speaks no multi-call), the
-// call must go alone, or it is a batch call (a multi-call carries unary
-// calls only).
-func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte, alone bool) attempt {
-	if ab := c.cfg.AutoBatch; (ab == nil || !ab.Disabled) && !sess.version.pinned && !alone {
+// unless batching is off, the peer is pinned (it speaks no multi-call), or
+// it is a batch call (a multi-call carries unary calls only).
+func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) attempt {
+	if ab := c.cfg.AutoBatch; (ab == nil || !ab.Disabled) && !sess.version.pinned {
 		if decl, ok := c.contract.Method(call.Method); ok && !decl.Batch {
 			return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
 		}
 	}
+	return e.sendAlone(ctx, sess, call, body)
+}
+
+// sendAlone sends one attempt of a call to e in a request of its own.
+func (e *endpoint) sendAlone(ctx context.Context, sess *clientSession, call *Call, body []byte) attempt {
 	return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, call.Method), body: body, header: call.Header})
 }
