@@ -74,13 +74,17 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	}
 	call := &Call{Kind: EntryHandshake, Contract: hello.Contract, Header: r.Header, Request: &hello,
 		Peer: handshake.Peer{Component: hello.Component, Instance: hello.Instance, Release: hello.Release}}
+	h := &admittedHello{w: w, r: r, sc: sc, hello: hello, peer: peer, usage: usage, wait: wait, dryRun: dryRun}
 	out, err := s.intercept(ctx, call, func(ctx context.Context, call *Call) (any, error) {
 		if behalf != "" {
+			// Asked for a new instance of the component: no usage of
+			// the operator's is checked (see answerDryRun).
+			h.usage = nil
 			agreement, refusal := s.negotiate(sc, hello)
-			s.answerDryRun(w, r, hello, peer, nil, agreement, refusal)
+			s.answerDryRun(h, agreement, refusal)
 			return nil, nil
 		}
-		return s.handshake(ctx, w, r, sc, hello, peer, usage, wait, dryRun)
+		return s.handshake(ctx, h)
 	})
 	switch {
 	case err != nil:
@@ -169,13 +173,30 @@ func (s *Server) admitHello(r *http.Request, peer *Peer, hello *handshake.Hello,
 	return ctx, sc, behalf, nil
 }
 
+// admittedHello is a hello that passed admission, and what answering it
+// needs.
+type admittedHello struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	sc    *servedContract
+	hello handshake.Hello
+	peer  *Peer
+	// usage is the peer's share of the limits; nil for a dry run asked on
+	// behalf of a client component.
+	usage *peerUsage
+	// wait is how long a refusal that may change may be held (?wait=).
+	wait time.Duration
+	// dryRun: answer what a handshake would get, open nothing.
+	dryRun bool
+}
+
 // handshake negotiates a hello that passed admission and opens its
 // session, returning the welcome; a dry run answers itself and returns nil.
-func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.Request, sc *servedContract, hello handshake.Hello,
-	peer *Peer, usage *peerUsage, wait time.Duration, dryRun bool) (any, error) {
+func (s *Server) handshake(ctx context.Context, h *admittedHello) (any, error) {
+	w, sc, hello, peer, usage, wait := h.w, h.sc, h.hello, h.peer, h.usage, h.wait
 	agreement, refusal := s.negotiate(sc, hello)
-	if dryRun {
-		s.answerDryRun(w, r, hello, peer, usage, agreement, refusal)
+	if h.dryRun {
+		s.answerDryRun(h, agreement, refusal)
 		return nil, nil
 	}
 	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
@@ -244,12 +265,12 @@ func (s *Server) handshake(ctx context.Context, w http.ResponseWriter, r *http.R
 // ask whether a client would be accepted: the refusal a real handshake would
 // get now, or a welcome without a session. It creates no session, fires no
 // peer hooks and is not counted as a handshake, so asking cannot disturb
-// the peers the server serves. usage is nil for a dry run asked on behalf
+// the peers the server serves. h.usage is nil for a dry run asked on behalf
 // of a client component: it asks whether a new instance of that component
 // would be admitted, so the session bound is checked for a new peer, not
 // for the operator asking.
-func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, hello handshake.Hello, peer *Peer, usage *peerUsage,
-	agreement handshake.Agreement, refusal *handshake.Refusal) {
+func (s *Server) answerDryRun(h *admittedHello, agreement handshake.Agreement, refusal *handshake.Refusal) {
+	w, r, hello, peer, usage := h.w, h.r, h.hello, h.peer, h.usage
 	if refusal != nil {
 		if ow, ok := w.(*observedWriter); ok {
 			ow.reason = refusal.Reason
