@@ -35,7 +35,7 @@ func (n *nodeController) ReportStatus(ctx context.Context, s *nsv2.NodeStatus) (
 	defer span.End()
 	if n.health != nil {
 		res := nhv2.Resources{CPUMillis: s.Allocatable.CPUMillis, MemoryBytes: s.Allocatable.MemoryBytes, Pods: s.Allocatable.Pods}
-		if err := n.health.SetContext(ctx, &nhv2.NodeHealth{NodeName: s.NodeName, State: nhv2.NodeHealthStateReady,
+		if err := n.health.SetFor(ctx, &nhv2.NodeHealth{NodeName: s.NodeName, State: nhv2.NodeHealthStateReady,
 			Schedulable: true, Allocatable: res}); err != nil {
 			return nil, err
 		}

@@ -280,3 +280,32 @@ func kubeletClientInstance(t *testing.T, ca *certs.CA, url, name, instance strin
 		Endpoints: []string{url}, Transport: tr, Instance: instance})
 	return nsv2.NewClient(c)
 }
+
+// A kubelet's report publishes its node's health on the kubelet's behalf:
+// the key counts against that identity's share of the NodeHealth topic,
+// and a publish the topic refuses is the call's error, not an Ack with the
+// node missing from the topic. Another identity keeps its own share.
+func TestAReportBeyondTheKubeletsTopicShareIsRefused(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", NodesPerSession: 4,
+		NodeSets:    map[string]string{"sim-a": "sim-a-"},
+		HealthTopic: []framework.TopicOption{framework.WithMaxKeysPerWriter(1)}})
+	sim := kubeletClient(t, ca, url, "sim-a")
+	b := kubeletClient(t, ca, url, "node-b")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	_, err := sim.ReportStatus(ctx, nodeStatus("sim-a-0"))
+	require.NoError(t, err)
+	_, err = sim.ReportStatus(ctx, nodeStatus("sim-a-1"))
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(err), "a second node beyond sim-a's share of one key: %v", err)
+	assert.ErrorContains(t, err, "topic_keys_per_writer")
+	_, err = b.ReportStatus(ctx, nodeStatus("node-b"))
+	require.NoError(t, err, "node-b's identity has a share of its own")
+
+	var published []string
+	for _, h := range n.Health() {
+		published = append(published, h.NodeName)
+	}
+	assert.Equal(t, []string{"node-b", "sim-a-0"}, published, "the refused node's health is not published")
+}

@@ -101,10 +101,16 @@ type Config struct {
 	// NodeGrace. Nil: the replica judges by its own sessions.
 	Liveness *Liveness
 	// OnHealth, if set, is called with every node's health each time it
-	// changes, under the node controller's lock: it must not block nor
+	// changes and was published, under the node controller's lock: it must not block nor
 	// modify h. It is how the user-visible subset reaches Node objects
 	// (package nodeobjects) while heartbeats and statuses stay here.
 	OnHealth func(h *nhv2.NodeHealth)
+	// HealthTopic are options of the NodeHealth topic(s) beyond the node
+	// controller's own, such as their bounds ([framework.WithMaxKeys],
+	// [framework.WithMaxKeysPerWriter]): a kubelet's report publishes its
+	// node's health on its behalf, so each kubelet identity holds at most
+	// its share of the topic, and a report beyond it is refused.
+	HealthTopic []framework.TopicOption
 	// Evicted, if set, is called with every eviction that unbound pods
 	// (Evict, for preemption), once they are unbound.
 	Evicted func(Eviction)
@@ -253,27 +259,28 @@ func New(cfg Config) (*NodeController, error) {
 	if cfg.Lease != nil {
 		topicOpts = append(topicOpts, framework.WithWriterDetached())
 	}
+	healthOpts := append(append([]framework.TopicOption(nil), topicOpts...), cfg.HealthTopic...)
 	if cfg.API == "v1" {
 		nsv1.Register(srv, statusV1{n})
 		nhv1.Register(srv, healthV1{n})
-		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
+		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", healthOpts...)
 		n.podsV1 = nsv1.ServePodAssignment(srv, topicOpts...)
 	} else if cfg.API == "v2.1" {
 		// 2.1.0 derives from 2.0.0 compatibly: Register and
 		// ServePodAssignment serve 2.0.0 kubelets too.
 		nsv21.Register(srv, statusV21{n})
 		nhv2.Register(srv, healthV2{n})
-		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", topicOpts...)
+		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", healthOpts...)
 		n.podsV21 = nsv21.ServePodAssignment(srv, topicOpts...)
 	} else {
 		nsv2.Register(srv, statusV2{n})
 		nhv2.Register(srv, healthV2{n})
-		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", topicOpts...)
+		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", healthOpts...)
 		n.podsV2 = nsv2.ServePodAssignment(srv, topicOpts...)
 		if cfg.Fork {
 			nsv2.ServeV1(srv)
 			nhv2.ServeV1(srv)
-			n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", topicOpts...)
+			n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", healthOpts...)
 			nsv2.ForkPodAssignment(srv, n.podsV2, topicOpts...)
 		}
 	}
@@ -525,7 +532,9 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 	if n.cfg.Liveness != nil {
 		n.cfg.Liveness.learn(instance, st.NodeName)
 	}
-	n.publishLocked(nd)
+	if err := n.publishLocked(ctx, nd); err != nil {
+		return nil, err
+	}
 	n.applied(ctx)
 	return &nsv2.Ack{Accepted: true}, nil
 }
@@ -618,7 +627,7 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 	for _, nd := range n.nodes {
 		if _, ok := nd.assigned[uid]; ok && (p == nil || p.NodeName != nd.name) {
 			delete(nd.assigned, uid)
-			n.publishLocked(nd)
+			n.publishOwnLocked(nd)
 		}
 	}
 	if p != nil {
@@ -626,7 +635,7 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 		bp := p.bound()
 		if old, ok := nd.assigned[uid]; !ok || old != bp {
 			nd.assigned[uid] = bp
-			n.publishLocked(nd)
+			n.publishOwnLocked(nd)
 		}
 	}
 	var err error
@@ -790,7 +799,7 @@ func (n *NodeController) graceLocked(nd *node, lost time.Time, wait time.Duratio
 		}
 		nd.unknown, nd.unknownAt = true, n.cfg.Clock.Now()
 		n.logger.Info("node lost: its kubelet held no session for the grace period", "node", nd.name, "grace", n.cfg.NodeGrace)
-		n.publishLocked(nd)
+		n.publishOwnLocked(nd)
 	})
 }
 
@@ -805,32 +814,46 @@ func endGraceLocked(nd *node) {
 }
 
 // publishLocked recomputes a node's health and writes it to the topic(s)
-// when it changed.
-func (n *NodeController) publishLocked(nd *node) {
+// when it changed, on behalf of ctx ([framework.TopicWriter.SetFor]). ctx
+// is the request of the kubelet whose report changed it, so the key counts
+// against that kubelet's share of the topic and the change carries the
+// request's trace context to the watchers; where no request changed it (a
+// grace period's end, a binding) ctx is context.Background(), which
+// carries no peer: the node controller's own write, as with Set. A refused write is returned, and
+// the health is not recorded as published, so that the next change or
+// report of the node writes it again; without a request to return it to,
+// the caller logs it.
+func (n *NodeController) publishLocked(ctx context.Context, nd *node) error {
 	h := health(nd)
-	if h == nil || reflect.DeepEqual(h, nd.health) {
-		return
-	}
-	nd.health = h
-	if n.closed {
-		return
-	}
-	if n.cfg.OnHealth != nil {
-		n.cfg.OnHealth(h)
+	if h == nil || reflect.DeepEqual(h, nd.health) || n.closed {
+		return nil
 	}
 	if n.topicV2 != nil {
-		if err := n.topicV2.Set(h); err != nil {
-			n.logger.Warn("publishing node health", "node", nd.name, "err", err)
+		if err := n.topicV2.SetFor(ctx, h); err != nil {
+			return fmt.Errorf("publishing the health of node %s: %w", nd.name, err)
 		}
 	}
 	if n.topicV1 != nil {
 		down, err := nhv2.NodeHealthToV1(h)
 		if err == nil {
-			err = n.topicV1.Set(down)
+			err = n.topicV1.SetFor(ctx, down)
 		}
 		if err != nil {
-			n.logger.Warn("publishing node health at 1.0.0", "node", nd.name, "err", err)
+			return fmt.Errorf("publishing the health of node %s at 1.0.0: %w", nd.name, err)
 		}
+	}
+	nd.health = h
+	if n.cfg.OnHealth != nil {
+		n.cfg.OnHealth(h)
+	}
+	return nil
+}
+
+// publishOwnLocked is publishLocked where no request changed the health:
+// a refused write is logged.
+func (n *NodeController) publishOwnLocked(nd *node) {
+	if err := n.publishLocked(context.Background(), nd); err != nil {
+		n.logger.Warn("publishing node health", "node", nd.name, "err", err)
 	}
 }
 
