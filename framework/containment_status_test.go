@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,10 @@ import (
 // server at its bounds would answer tens of megabytes to each. The status
 // served lists at most StatusMaxSessions sessions and StatusMaxWatchers
 // watchers of a topic, counts them all, and says what it left out, in the
-// JSON and on the page.
+// JSON and on the page. Beyond the bound, sessions are taken in turns
+// from each identity, so the attacker's instance names ("aaa-…" would come
+// first in the status's order) cannot push a legitimate peer out of view,
+// and each listed session names the identity that holds it.
 func TestContainTheStatusOutputIsBounded(t *testing.T) {
 	// Parallel: its server, CA and peers are its own, and so is the status
 	// it reads; its sessions outlive a loaded machine (TTL of a minute).
@@ -42,21 +46,27 @@ func TestContainTheStatusOutputIsBounded(t *testing.T) {
 		framework.ServeTopic[topicmsg.Assignment](s, topics, topicmsg.TopicAssignment)
 	})
 	evil := a.h2Attacker(t, "evil")
-	const sessions, watchers = framework.StatusMaxSessions + 20, framework.StatusMaxWatchers + 10
-	tokens := make([]string, sessions)
+	const evilSessions, watchers = framework.StatusMaxSessions + 20, framework.StatusMaxWatchers + 10
+	const sessions = evilSessions + 2
+	tokens := make([]string, evilSessions)
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < sessions; i += 16 {
-				code, token := evil.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, fmt.Sprintf("evil-%04d", i)))
+			for i := w; i < evilSessions; i += 16 {
+				code, token := evil.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, fmt.Sprintf("aaa-%04d", i)))
 				assert.Equal(t, http.StatusOK, code, token)
 				tokens[i] = token
 			}
 		}()
 	}
 	wg.Wait()
+	good := a.h2Attacker(t, "node-1")
+	for _, instance := range []string{"zz-node-1", "zz-node-1b"} {
+		code, token := good.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, instance))
+		require.Equal(t, http.StatusOK, code, token)
+	}
 	for i := range watchers {
 		code, v := evil.openWatch(tokens[0], fmt.Sprintf("node=n%d", i))
 		require.Equal(t, http.StatusOK, code, v)
@@ -86,14 +96,25 @@ func TestContainTheStatusOutputIsBounded(t *testing.T) {
 	require.Len(t, st.Topics, 1)
 	assert.Len(t, st.Topics[0].Watchers, framework.StatusMaxWatchers)
 	assert.Equal(t, watchers, st.Topics[0].WatcherCount)
-	assert.Contains(t, st.Truncated, fmt.Sprintf("%d of %d sessions", framework.StatusMaxSessions, sessions))
+	assert.Contains(t, st.Truncated, fmt.Sprintf("%d of %d sessions (in turns per identity)", framework.StatusMaxSessions, sessions))
+	byIdentity := map[string][]string{}
+	for _, s := range st.Sessions {
+		byIdentity[s.Identity] = append(byIdentity[s.Identity], s.Peer.Instance)
+	}
+	assert.Equal(t, []string{"zz-node-1", "zz-node-1b"}, byIdentity["lockstep://kubelet/node-1"],
+		"the legitimate identity's sessions are listed, and named by its identity")
+	assert.Len(t, byIdentity["lockstep://kubelet/evil"], framework.StatusMaxSessions-2, "the attacker's fill the rest, named by its identity")
+	assert.Len(t, byIdentity, 2)
+	assert.True(t, slices.IsSortedFunc(st.Sessions, func(x, y framework.SessionInfo) int { return strings.Compare(x.Peer.Instance, y.Peer.Instance) }),
+		"the listed sessions keep the status's order")
 	assert.Contains(t, st.Truncated, fmt.Sprintf("%d of the %d watchers of topics 1.0.0 topic Assignment", framework.StatusMaxWatchers, watchers))
 	assert.Less(t, len(body), 512<<10, "the status read is bounded by the server's bounds, not its peers' numbers")
 
 	page := string(read("text/html"))
 	assert.True(t, strings.Contains(page, `id="truncated"`), "the page says it is truncated")
 	assert.Equal(t, framework.StatusMaxSessions, strings.Count(page, `<tr class="peer">`))
-	assert.Contains(t, page, fmt.Sprintf("%d sessions, the first %d listed", sessions, framework.StatusMaxSessions))
+	assert.Contains(t, page, fmt.Sprintf("%d sessions, %d listed, taken in turns from each identity", sessions, framework.StatusMaxSessions))
+	assert.Contains(t, page, "<td>zz-node-1</td><td>lockstep://kubelet/node-1</td>", "the page names each session's identity")
 
 	assert.Len(t, a.Server.Status().Sessions, sessions, "Server.Status itself is whole")
 }

@@ -661,8 +661,12 @@ func (s *Server) info(sess *session) SessionInfo {
 	case idle >= 2*s.cfg.Heartbeat:
 		state = SessionLate
 	}
+	var identity string
+	if sess.owner != nil && sess.owner.Authenticated {
+		identity = sess.owner.Identity.String()
+	}
 	return SessionInfo{
-		Contract: sess.contract, Version: sess.version, Peer: sess.peer, State: state,
+		Contract: sess.contract, Version: sess.version, Peer: sess.peer, Identity: identity, State: state,
 		Age: time.Duration(now - sess.createdAt), Idle: idle, Since: s.start.Add(time.Duration(sess.createdAt)),
 	}
 }

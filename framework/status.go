@@ -57,9 +57,15 @@ type ServerStatus struct {
 // certificate's 9,000 sessions made a status read of 1.8 MB, and a
 // server at its 100,000 sessions would answer tens of megabytes to every
 // read (and lockstepctl would have to hold them). Beyond the bounds the
-// status lists the first sessions and watchers in its order, counts them
-// all (SessionCount, PeersByVersion, each topic's WatcherCount), and says
-// what it left out in Truncated. [Server.Status] itself is not bounded.
+// status lists sessions taken in turns from each identity that owns some
+// (so a peer that chooses its instance names cannot push others' sessions
+// out of view: every identity keeps at least one listed while there are
+// fewer identities than the bound), and the first watchers of each topic
+// in its order; it counts them all (SessionCount, PeersByVersion, each
+// topic's WatcherCount), and says what it left out in Truncated.
+// Without mutual TLS every session's identity is empty, and the first
+// sessions in the status's order are listed. [Server.Status] itself is
+// not bounded.
 const (
 	// StatusMaxSessions is the most sessions the served status lists.
 	StatusMaxSessions = 1000
@@ -71,8 +77,8 @@ const (
 func (st *ServerStatus) bound() {
 	var cut []string
 	if n := len(st.Sessions); n > StatusMaxSessions {
-		st.Sessions = st.Sessions[:StatusMaxSessions]
-		cut = append(cut, fmt.Sprintf("%d of %d sessions", StatusMaxSessions, n))
+		st.Sessions = inTurns(st.Sessions, StatusMaxSessions)
+		cut = append(cut, fmt.Sprintf("%d of %d sessions (in turns per identity)", StatusMaxSessions, n))
 	}
 	for i := range st.Topics {
 		t := &st.Topics[i]
@@ -84,6 +90,34 @@ func (st *ServerStatus) bound() {
 	if len(cut) > 0 {
 		st.Truncated = "lists only " + strings.Join(cut, "; ") + " (the counts cover all)"
 	}
+}
+
+// inTurns returns n of sessions (n < len(sessions)), taken in turns from
+// each identity in identity order: the first session of every identity,
+// then the second, and so on. What it keeps stays in the order of
+// sessions.
+func inTurns(sessions []SessionInfo, n int) []SessionInfo {
+	byIdentity := map[string][]int{}
+	for i, s := range sessions {
+		byIdentity[s.Identity] = append(byIdentity[s.Identity], i)
+	}
+	ids := sortedKeys(byIdentity)
+	keep := make([]bool, len(sessions))
+	for kept, turn := 0, 0; kept < n; turn++ {
+		for _, id := range ids {
+			if turn < len(byIdentity[id]) && kept < n {
+				keep[byIdentity[id][turn]] = true
+				kept++
+			}
+		}
+	}
+	out := make([]SessionInfo, 0, n)
+	for i, s := range sessions {
+		if keep[i] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // ServedVersion is one contract version a server serves.
@@ -112,6 +146,11 @@ type SessionInfo struct {
 	// Version is the agreed version.
 	Version string
 	Peer    handshake.Peer
+	// Identity is the identity of the session's owner, as its verified
+	// client certificate names it (lockstep://kubelet/node-1), "" without
+	// mutual TLS. Unlike Peer, which the peer's hello claims, it names who
+	// holds the session: the identity a server's limits charge.
+	Identity string
 	// State is [SessionLive], [SessionLate] or [SessionDraining].
 	State string
 	// Age and Idle are measured on the server's monotonic clock; Since is
@@ -126,6 +165,7 @@ type sessionInfoJSON struct {
 	Contract string             `json:"contract"`
 	Version  string             `json:"version"`
 	Peer     handshake.Peer     `json:"peer"`
+	Identity string             `json:"identity,omitempty"`
 	State    string             `json:"state"`
 	Since    time.Time          `json:"since"`
 	Age      handshake.Duration `json:"age"`
@@ -136,7 +176,7 @@ type sessionInfoJSON struct {
 // millisecond, and Since as RFC 3339.
 func (i SessionInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(sessionInfoJSON{
-		Contract: i.Contract, Version: i.Version, Peer: i.Peer, State: i.State,
+		Contract: i.Contract, Version: i.Version, Peer: i.Peer, Identity: i.Identity, State: i.State,
 		Since: i.Since.Round(time.Millisecond).UTC(),
 		Age:   handshake.Duration(i.Age.Round(time.Millisecond)), Idle: handshake.Duration(i.Idle.Round(time.Millisecond)),
 	})
@@ -148,7 +188,7 @@ func (i *SessionInfo) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*i = SessionInfo{Contract: w.Contract, Version: w.Version, Peer: w.Peer, State: w.State,
+	*i = SessionInfo{Contract: w.Contract, Version: w.Version, Peer: w.Peer, Identity: w.Identity, State: w.State,
 		Since: w.Since, Age: time.Duration(w.Age), Idle: time.Duration(w.Idle)}
 	return nil
 }

@@ -70,8 +70,8 @@ As of {{time .Now}}.</p>
 
 {{with .Truncated}}<p class="bad" id="truncated">This page {{.}}.</p>{{end}}
 <h2>Peers</h2>
-{{if .Sessions}}<p id="session-count">{{.SessionCount}} sessions{{if lt (len .Sessions) .SessionCount}}, the first {{len .Sessions}} listed{{end}}.</p><table id="peers"><tr><th>contract</th><th>agreed version</th><th>component</th><th>instance</th><th>release</th><th>state</th><th>since</th><th>age</th><th>idle</th></tr>
-{{range .Sessions}}<tr class="peer"><td>{{.Contract}}</td><td>{{.Version}}</td><td>{{.Peer.Component}}</td><td>{{.Peer.Instance}}</td><td>{{.Peer.Release}}</td><td>{{.State}}</td><td>{{time .Since}}</td><td>{{dur .Age}}</td><td>{{dur .Idle}}</td></tr>
+{{if .Sessions}}<p id="session-count">{{.SessionCount}} sessions{{if lt (len .Sessions) .SessionCount}}, {{len .Sessions}} listed, taken in turns from each identity{{end}}.</p><table id="peers"><tr><th>contract</th><th>agreed version</th><th>component</th><th>instance</th><th>identity</th><th>release</th><th>state</th><th>since</th><th>age</th><th>idle</th></tr>
+{{range .Sessions}}<tr class="peer"><td>{{.Contract}}</td><td>{{.Version}}</td><td>{{.Peer.Component}}</td><td>{{.Peer.Instance}}</td><td>{{.Identity}}</td><td>{{.Peer.Release}}</td><td>{{.State}}</td><td>{{time .Since}}</td><td>{{dur .Age}}</td><td>{{dur .Idle}}</td></tr>
 {{end}}</table>{{else}}<p class="empty" id="peers">No sessions.</p>{{end}}
 
 <h2>Topics</h2>

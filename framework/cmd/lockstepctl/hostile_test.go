@@ -55,7 +55,7 @@ func hostileStatus(extra func(map[string]any)) []byte {
 		"contracts": map[string][]string{hostileName: {hostileName}},
 		"served":    []map[string]any{{"contract": hostileName, "version": hostileName, "fingerprint": hostileName, "client": hostileName}},
 		"sessions": []map[string]any{{"peer": map[string]any{"component": hostileName, "instance": hostileName, "release": hostileName},
-			"contract": hostileName, "version": hostileName, "state": hostileName}},
+			"identity": hostileName, "contract": hostileName, "version": hostileName, "state": hostileName}},
 		"topics": []map[string]any{{"contract": hostileName, "version": hostileName, "topic": hostileName,
 			"watchers": []map[string]any{{"peer": map[string]any{"component": hostileName}, "selection": hostileName}}}},
 		"clients": []map[string]any{{"contract": hostileName, "version": hostileName, "server": hostileName,

@@ -70,6 +70,19 @@ func ctl(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// TestStatusNamesEachSessionsIdentity: the peer table shows who holds
+// each session, as its verified certificate names it, next to the
+// instance name the peer chose for itself.
+func TestStatusNamesEachSessionsIdentity(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, printStatus(&out, framework.ServerStatus{Sessions: []framework.SessionInfo{
+		{Contract: "topics", Version: "1.0.0", Peer: handshake.Peer{Component: "kubelet", Instance: "aaa-looks-harmless", Release: "1.31.0"},
+			Identity: "lockstep://kubelet/node-9", State: framework.SessionLive},
+	}}))
+	assert.Regexp(t, `(?m)^PEER\s+INSTANCE\s+IDENTITY\s+RELEASE`, out.String())
+	assert.Regexp(t, `(?m)^kubelet\s+aaa-looks-harmless\s+lockstep://kubelet/node-9\s+1\.31\.0\s+topics\s`, out.String())
+}
+
 func TestStatus(t *testing.T) {
 	comp := start(t, framework.ServerConfig{}, nil)
 	require.NoError(t, comp.health.Set(&topicmsg.NodeHealth{Node: "node-1", Ready: true}))
@@ -78,8 +91,8 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "nodecontroller 1.31.0 (instance "+comp.Server.Instance()+"): ready")
 	assert.Regexp(t, `(?m)^topics\s+1\.0\.0\s+lsfp1:[0-9a-f]{64}\s+kubelet\s+1$`, out, "contract, version, fingerprint, client, sessions")
-	assert.Regexp(t, `(?m)^kubelet\s+kubelet-node-1\s+1\.31\.0\s+topics\s+1\.0\.0\s+live\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+s\)\s+\d`, out,
-		"the peer: agreed version, state, since")
+	assert.Regexp(t, `(?m)^kubelet\s+kubelet-node-1\s+-\s+1\.31\.0\s+topics\s+1\.0\.0\s+live\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+s\)\s+\d`, out,
+		"the peer: no identity without mutual TLS, agreed version, state, since")
 	assert.Regexp(t, `(?m)^NodeHealth\s+topics\s+1\.0\.0\s+1\s+1\s+0$`, out, "the topic: keys, writers, watchers")
 
 	code, out, errOut = ctl(t, "status", "-o", "json", comp.URL)

@@ -82,9 +82,13 @@ func printStatus(w io.Writer, st framework.ServerStatus) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", cell(v.Contract), cell(v.Version), cell(v.Fingerprint), cell(v.Client), st.PeersByVersion[v.Contract][v.Version])
 		}
 	})
-	section(w, "PEER\tINSTANCE\tRELEASE\tCONTRACT\tAGREED\tSTATE\tSINCE\tIDLE", len(st.Sessions), func(tw io.Writer) {
+	section(w, "PEER\tINSTANCE\tIDENTITY\tRELEASE\tCONTRACT\tAGREED\tSTATE\tSINCE\tIDLE", len(st.Sessions), func(tw io.Writer) {
 		for _, s := range st.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s\n", cell(s.Peer.Component), cell(s.Peer.Instance), cell(s.Peer.Release),
+			identity := "-" // no verified certificate: the server runs without mutual TLS
+			if s.Identity != "" {
+				identity = cell(s.Identity)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s\n", cell(s.Peer.Component), cell(s.Peer.Instance), identity, cell(s.Peer.Release),
 				cell(s.Contract), cell(s.Version), cell(string(s.State)), s.Since.Format(time.RFC3339), s.Age.Round(time.Second), s.Idle.Round(time.Millisecond))
 		}
 	})
