@@ -384,14 +384,11 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		if err != nil {
 			return nil, nil, err
 		}
-		// A pinned call goes alone, never in a multi-call: only its own
-		// request carries its key where the drain's replay rule sees it.
-		var a attempt
-		if pin != nil {
-			a = e.sendAlone(ctx, sess, call, body)
-		} else {
-			a = c.attempt(ctx, e, sess, call, body)
+		attemptOn := c.attempt
+		if pin != nil { // a pinned call goes alone (see attemptAlone)
+			attemptOn = c.attemptAlone
 		}
+		a := attemptOn(ctx, e, sess, call, body)
 		attemptSafety := safety
 		if safety == keyed && sess.version.pinned {
 			// A pinned peer keeps no idempotency records: a resend there
@@ -478,10 +475,13 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, 
 			return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
 		}
 	}
-	return e.sendAlone(ctx, sess, call, body)
+	return c.attemptAlone(ctx, e, sess, call, body)
 }
 
-// sendAlone sends one attempt of a call to e in a request of its own.
-func (e *endpoint) sendAlone(ctx context.Context, sess *clientSession, call *Call, body []byte) attempt {
+// attemptAlone sends one attempt of a call to e in a request of its own,
+// never in a multi-call: a keyed call pinned to the instance where it may
+// have run goes so, since only its own request carries its key where the
+// drain's replay rule sees it.
+func (c *Client) attemptAlone(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) attempt {
 	return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, call.Method), body: body, header: call.Header})
 }
