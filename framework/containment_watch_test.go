@@ -86,10 +86,15 @@ func TestContainWatchSlotsOfATopicAreSharedByPeers(t *testing.T) {
 	a := startContainServer(t, framework.Limits{WatchersPerSession: 64, WatchersPerPeer: 64}, framework.WithMaxWatchers(slots))
 	topics := topicContract(t, "1.0.0")
 	before := refusals(t, a.Server, "watchers_per_topic_per_peer")
+	var first *attacker
+	var firstToken string
 	for c := range 4 {
 		at := a.h2Attacker(t, fmt.Sprintf("evil-%d", c))
 		code, token := at.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, fmt.Sprintf("evil-%d", c)))
 		require.Equal(t, http.StatusOK, code, token)
+		if c == 0 {
+			first, firstToken = at, token
+		}
 		opened := 0
 		for i := range slots {
 			code, v := at.openWatch(token, fmt.Sprintf("node=evil-%d-%d", c, i))
@@ -107,6 +112,23 @@ func TestContainWatchSlotsOfATopicAreSharedByPeers(t *testing.T) {
 	}
 	assert.Equal(t, 3.0*(slots-slots/4), refusals(t, a.Server, "watchers_per_topic_per_peer")-before)
 	assert.Positive(t, refusals(t, a.Server, "watchers_per_topic"), "the reserve refuses the peer that holds much")
+
+	// The refusal names its limit for a program, as the counter's label
+	// does: {"code":"resource_exhausted","details":{"limit":…}}.
+	req, err := http.NewRequest(http.MethodGet, a.URL+protocol.WatchPath("topics", "1.0.0", topicmsg.TopicAssignment)+"?node=one-more", nil)
+	require.NoError(t, err)
+	req.Header.Set(protocol.HeaderSession, firstToken)
+	resp, err := first.hc.Do(req)
+	require.NoError(t, err)
+	var refusal struct {
+		Code    string
+		Details struct{ Limit string }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&refusal))
+	resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, string(framework.CodeResourceExhausted), refusal.Code)
+	assert.Equal(t, "watchers_per_topic_per_peer", refusal.Details.Limit)
 
 	good := a.attackerAs(t, "good-node")
 	code, token := good.post(http.MethodPost, protocol.PathHandshake, "", abuseHello(topics, "good-node"))

@@ -154,10 +154,12 @@ var allLimits = []limit{limitRate, limitInFlightPerPeer, limitInFlightPerSession
 
 // overLimit is the error of an entry refused for going over l, counted in
 // m (which may be nil). Every limit refusal is made here, so none goes
-// uncounted.
+// uncounted, and each names its limit in its details ({"limit":
+// "watchers_per_peer"}, the value of lockstep_limit_refusals_total's
+// label), for a program to read where the message says it in prose.
 func overLimit(m *Metrics, l limit, code Code, format string, args ...any) *Error {
 	m.limitRefused(l)
-	return Errorf(code, format, args...)
+	return Errorf(code, format, args...).WithDetails(map[string]string{"limit": string(l)})
 }
 
 // defaultMaxConns is Limits.MaxConns where the file-descriptor limit
