@@ -75,13 +75,30 @@ func (s *Server) onBehalfOf(r *http.Request, p *Peer, claimed string, allowed bo
 	case behalf == "":
 		return "", checkClaim(p, claimed)
 	case !allowed:
-		return "", Errorf(CodeInvalidArgument, "%s is for dry-run handshakes and watches without a session only", protocol.HeaderOnBehalfOf)
+		return "", errOnBehalfNotAllowed()
 	case p.Authenticated && !s.cfg.MTLS.isOperator(p.Identity):
 		return "", Errorf(CodePermissionDenied, "%s is not an operator identity, so it may not ask on behalf of %q", p.Identity, behalf)
 	case behalf != claimed:
 		return "", Errorf(CodeInvalidArgument, "%s names %q, but the entry is %q's", protocol.HeaderOnBehalfOf, behalf, claimed)
 	}
 	return behalf, nil
+}
+
+// errOnBehalfNotAllowed is the refusal of the header Lockstep-On-Behalf-Of
+// on an entry other than a dry-run handshake or a watch without a session.
+func errOnBehalfNotAllowed() error {
+	return Errorf(CodeInvalidArgument, "%s is for dry-run handshakes and watches without a session only", protocol.HeaderOnBehalfOf)
+}
+
+// refuseOnBehalf refuses the header Lockstep-On-Behalf-Of on the entries
+// that may not carry it (calls, topic writes, watches with a session,
+// heartbeats, session closes, plain-serving calls): ignored, it would let
+// a client believe it was honoured.
+func refuseOnBehalf(r *http.Request) error {
+	if r.Header.Get(protocol.HeaderOnBehalfOf) != "" {
+		return errOnBehalfNotAllowed()
+	}
+	return nil
 }
 
 // auditOnBehalf records an entry asked on behalf of a client component:
@@ -364,11 +381,15 @@ type sessionEntry struct {
 }
 
 // admitSession is the admission step of every entry that carries a session
-// token (calls, multi-calls, topic writes, watches), up to the body:
-// draining, identity, session and its binding to the identity, version,
-// rate, calls in flight, and authorization where e asks for it. On success
+// token (calls, multi-calls, topic writes, watches), up to the body: the
+// header Lockstep-On-Behalf-Of (refused), draining, identity, session and
+// its binding to the identity, version, rate, calls in flight, and
+// authorization where e asks for it. On success
 // the caller must call done on the result when the entry ends.
 func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error) {
+	if err := refuseOnBehalf(r); err != nil {
+		return nil, err
+	}
 	a := &admitted{}
 	token := r.Header.Get(protocol.HeaderSession)
 	if e.call {

@@ -95,6 +95,9 @@ func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) htt
 		// certificate passes here (a plain caller is often not a lockstep
 		// component): the Authorizer decides what it may call.
 		p, usage, err := s.admitPeer(r)
+		if err == nil {
+			err = refuseOnBehalf(r)
+		}
 		if err != nil {
 			s.refuse(w, r, err)
 			return

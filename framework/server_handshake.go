@@ -365,6 +365,9 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 // answered here, and ok is false.
 func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind EntryKind, bodyRequired bool) (*Peer, []string, []*session, bool) {
 	p, usage, err := s.admitPeer(r)
+	if err == nil {
+		err = refuseOnBehalf(r)
+	}
 	if err != nil {
 		s.refuse(w, r, err)
 		return nil, nil, nil, false
