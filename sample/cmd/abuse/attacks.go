@@ -47,6 +47,7 @@ func attackMetrics(w *world, sz sizes) result {
 	})
 	r := result{name: fmt.Sprintf("%d unauthenticated POST /lockstep/<random>/<random>/<random> (%s)", sz.unauthenticated, time.Since(start).Round(time.Second))}
 	r.notes = append(r.notes, "answers: "+answers.String(), "an operator's scrape of "+w.scrape(s, "/metrics"))
+	r.notes = append(r.notes, w.legitOutcome(s, "legit-node")...)
 	l.finish(&r)
 	r.rss = s.peak.Load()
 	return r
@@ -86,8 +87,9 @@ func attackTopicFill(w *world, sz sizes) result {
 	l.run()
 	time.Sleep(2 * time.Second)
 	r := result{name: fmt.Sprintf("one kubelet certificate reports %d nodes' 30 KB statuses, one per session (%s)", sz.topicNodes, fill)}
-	r.notes = append(r.notes, "the attacker's reports: "+answers.String(), w.published(s, "legit-node"),
-		"an operator's read of "+w.scrape(s, protocol.PathStatus), "an operator's read of the node controller's "+w.scrape(s, "/status"))
+	r.notes = append(r.notes, "the attacker's reports: "+answers.String())
+	r.notes = append(r.notes, w.legitOutcome(s, "legit-node")...)
+	r.notes = append(r.notes, "an operator's read of "+w.scrape(s, protocol.PathStatus), "an operator's read of the node controller's "+w.scrape(s, "/status"))
 	stop()
 	l.finish(&r)
 	r.rss = s.peak.Load()
@@ -161,7 +163,8 @@ func attackWatchSlots(w *world, sz sizes) result {
 	}
 	took := time.Since(start).Round(100 * time.Millisecond)
 	r := result{name: fmt.Sprintf("%d kubelet certificates open %d PodAssignment watches each over HTTP/2 (%s)", sz.watchCerts, sz.watchesPerCert, took)}
-	r.notes = append(r.notes, "the attackers' watches: "+answers.String(), w.watchOpens(s, "legit-node"))
+	r.notes = append(r.notes, "the attackers' watches: "+answers.String())
+	r.notes = append(r.notes, w.legitOutcome(s, "legit-node")...)
 	for _, c := range closers {
 		c()
 	}
@@ -192,7 +195,7 @@ func attackSquat(w *world, _ sizes) result {
 	l := w.legit(s, "legit-node")
 	l.run()
 	time.Sleep(3 * time.Second)
-	r.notes = append(r.notes, w.published(s, "legit-node"))
+	r.notes = append(r.notes, w.legitOutcome(s, "legit-node")...)
 	stop()
 	l.finish(&r)
 	r.rss = s.peak.Load()
@@ -210,7 +213,9 @@ func attackSelectors(w *world, sz sizes) result {
 	big := strings.Repeat("x", 60<<10)
 	closeWatches := holdWatches(w, s, "evil-selector", sz.selWatchers, func(i int) string { return fmt.Sprintf("%s%d", big, i) }, &answers)
 	r := result{name: fmt.Sprintf("%d watchers with 60 KB selector values, then an operator reads the status", sz.selWatchers)}
-	r.notes = append(r.notes, "the attacker's watches: "+answers.String(), "an operator's read of "+w.scrape(s, protocol.PathStatus))
+	r.notes = append(r.notes, "the attacker's watches: "+answers.String())
+	r.notes = append(r.notes, w.legitOutcome(s, "legit-node")...)
+	r.notes = append(r.notes, "an operator's read of "+w.scrape(s, protocol.PathStatus))
 	closeWatches()
 	l.finish(&r)
 	r.rss = s.peak.Load()
@@ -240,7 +245,11 @@ func attackSlowBodies(w *world, sz sizes) result {
 		}
 		conns[i] = c
 	})
-	time.Sleep(sz.slowWait)
+	// The legitimate kubelet's node and watch while the bodies stall (the
+	// server ends them after its 10 s body timeout).
+	held := time.Now()
+	outcome := w.legitOutcome(s, "legit-node")
+	time.Sleep(sz.slowWait - time.Since(held))
 	open := 0
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -264,6 +273,7 @@ func attackSlowBodies(w *world, sz sizes) result {
 	wg.Wait()
 	r := result{name: fmt.Sprintf("%d connections trickle one byte of a body, then stall", sz.slowBodies)}
 	r.notes = append(r.notes, fmt.Sprintf("still open after %s: %d of %d %s", sz.slowWait, open, sz.slowBodies, answers.String()))
+	r.notes = append(r.notes, outcome...)
 	l.finish(&r)
 	r.rss = s.peak.Load()
 	return r
@@ -307,7 +317,12 @@ func attackH2Streams(w *world, sz sizes) result {
 		}
 		defer tr.CloseIdleConnections()
 	}
-	time.Sleep(12 * time.Second)
+	// The legitimate kubelet's node and watch while the streams are held
+	// (the server ends them after its 10 s body timeout).
+	held := time.Now()
+	time.Sleep(2 * time.Second)
+	outcome := w.legitOutcome(s, "legit-node")
+	time.Sleep(12*time.Second - time.Since(held))
 	rss := s.peak.Load()
 	cancel()
 	for _, pw := range writers {
@@ -316,6 +331,7 @@ func attackH2Streams(w *world, sz sizes) result {
 	wg.Wait()
 	r := result{name: fmt.Sprintf("%d HTTP/2 connections × %d hellos whose bodies never come, one kubelet certificate", sz.h2Conns, sz.h2Streams)}
 	r.notes = append(r.notes, fmt.Sprintf("peak RSS while held %d MiB; answers: %s", rss>>20, answers.String()))
+	r.notes = append(r.notes, outcome...)
 	l.finish(&r)
 	r.rss = s.peak.Load()
 	return r
@@ -327,6 +343,7 @@ func attackH2Streams(w *world, sz sizes) result {
 func attackConnReserve(w *world, sz sizes) result {
 	s := w.start(sz.fdLimit)
 	defer s.kill()
+	reported := w.reportOnce(s, "legit-node")
 	var held []net.Conn
 	var answers tally
 	for _, src := range []string{"127.0.0.2", "127.0.0.3"} {
@@ -384,11 +401,18 @@ func attackConnReserve(w *world, sz sizes) result {
 			took = append(took, time.Since(start))
 		}
 	}
-	for _, c := range append(held, legitConns...) {
+	for _, c := range legitConns {
+		c.Close()
+	}
+	// The node reported before the attack, and the kubelet's watch, while
+	// the attackers still hold their connections.
+	outcome := append(reported, w.legitOutcome(s, "legit-node")...)
+	for _, c := range held {
 		c.Close()
 	}
 	r := result{name: fmt.Sprintf("descriptor limit %d: two attacking hosts hold connections, a kubelet on a third opens %d new ones", sz.fdLimit, tries)}
 	r.notes = append(r.notes, fmt.Sprintf("connections the attackers keep: %v %s; the kubelet's connections served: %d of %d", kept, answers.String(), served, tries))
+	r.notes = append(r.notes, outcome...)
 	connResult(&r, tries, took)
 	r.rss = s.peak.Load()
 	return r
@@ -403,6 +427,7 @@ func attackConnReserve(w *world, sz sizes) result {
 func attackIdentityConns(w *world, sz sizes) result {
 	s := w.start(sz.idFdLimit)
 	defer s.kill()
+	reported := w.reportOnce(s, "legit-node")
 	// ask opens a TLS connection from src as cfg and asks for /healthz; it
 	// returns the connection and the answer's status ("" when there was
 	// none).
@@ -440,22 +465,30 @@ func attackIdentityConns(w *world, sz sizes) result {
 	served := 0
 	const tries = 160
 	var took []time.Duration
+	var goodConns []net.Conn
 	for range tries {
 		start := time.Now()
 		c, status := ask(good, "127.0.0.9")
 		if c != nil {
-			held = append(held, c)
+			goodConns = append(goodConns, c)
 		}
 		if status == "200" {
 			served++
 			took = append(took, time.Since(start))
 		}
 	}
+	for _, c := range goodConns {
+		c.Close()
+	}
+	// The node reported before the attack, and the kubelet's watch, while
+	// the attacker still holds its connections.
+	outcome := append(reported, w.legitOutcome(s, "legit-node")...)
 	for _, c := range held {
 		c.Close()
 	}
 	r := result{name: fmt.Sprintf("descriptor limit %d: one kubelet certificate holds connections from four addresses (%d each), a kubelet on a fifth opens %d new ones", sz.idFdLimit, sz.idConns, tries)}
 	r.notes = append(r.notes, fmt.Sprintf("the attacker's connections: %s; the kubelet's connections served: %d of %d", answers.String(), served, tries))
+	r.notes = append(r.notes, outcome...)
 	connResult(&r, tries, took)
 	r.rss = s.peak.Load()
 	return r

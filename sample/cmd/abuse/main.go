@@ -521,9 +521,32 @@ func (w *world) scrape(s *server, path string) string {
 	return fmt.Sprintf("%s: %d bytes, %d lines, %s", path, n, lines, time.Since(start).Round(time.Millisecond))
 }
 
+// legitOutcome is what the legitimate kubelet of node gets while an
+// attack holds, the two outcomes every attack on the node controller
+// reports: whether a scheduler sees its node in NodeHealth, and whether
+// its watch of its own pods opens.
+func (w *world) legitOutcome(s *server, node string) []string {
+	return []string{w.published(s, node), w.watchOpens(s, node)}
+}
+
+// reportOnce has the legitimate kubelet of node report its status once,
+// before an attack that measures new connections rather than a running
+// kubelet's calls; it returns what went wrong, if anything, as notes.
+func (w *world) reportOnce(s *server, node string) []string {
+	l := w.legit(s, node)
+	defer l.fw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.client.ReportStatus(ctx, nodeStatus(node, 0)); err != nil {
+		return []string{"the kubelet's report before the attack: " + clip(err.Error())}
+	}
+	return nil
+}
+
 // published says whether a scheduler sees node in NodeHealth.
 func (w *world) published(s *server, node string) string {
 	p := w.peer(s, "scheduler", "scheduler-0", false)
+	defer p.hc.CloseIdleConnections()
 	hello, _ := json.Marshal(handshake.Hello{Contract: nhv2.Contract.Name(), Component: "scheduler", Instance: "abuse-scheduler",
 		Release: "1.31.0", Offers: []handshake.Offer{nhv2.Contract.Offer()}})
 	code, b, err := p.do(http.MethodPost, protocol.PathHandshake, "", hello)
@@ -568,6 +591,7 @@ func (w *world) published(s *server, node string) string {
 // opens.
 func (w *world) watchOpens(s *server, node string) string {
 	p := w.peer(s, "kubelet", node, false)
+	defer p.hc.CloseIdleConnections()
 	token, refused := p.handshake(nsv2.Contract, node+"-watch")
 	if token == "" {
 		return "the kubelet's watch session: " + refused
