@@ -9,7 +9,9 @@
 // checked as a file of its own: declarations as they are, statements as the
 // body of a function returning an error, keyed fields as the elements of a
 // composite literal; lockstep's packages and the standard library's are
-// imported by their names. What the snippet does not declare is left open
+// imported by their names, and so, in the workspace (go.work), are the
+// nested modules' the pages use (otellockstep and sdktrace, the sample's
+// nsv2 and nhv2). What the snippet does not declare is left open
 // (an undeclared name is no error, and nothing is checked of what it
 // yields), and so is `…`, which stands for what a reader fills in; every
 // use of a declared name or an imported package is checked as the

@@ -11,6 +11,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,8 @@ import (
 
 // imports are the packages a snippet may use by name without importing
 // them: lockstep's and the standard library's that the documentation
-// uses.
+// uses. A generic generated package (v1, v2: the reader's own contract)
+// stays open.
 var imports = map[string]string{
 	"framework":     "github.com/lockstep-dev/lockstep/framework",
 	"handshake":     "github.com/lockstep-dev/lockstep/handshake",
@@ -46,6 +48,40 @@ var imports = map[string]string{
 	"testing":       "testing",
 	"time":          "time",
 	"tls":           "crypto/tls",
+}
+
+// workspaceImports are more packages a snippet may use by name: the
+// nested modules' (OpenTelemetry, the sample's generated APIs), which the
+// framework's go.mod does not require, so they resolve only in the
+// workspace (go.work) that make test runs in. Outside it (GOWORK=off)
+// they are left open, as the reader's own packages are, and the test
+// says so.
+var workspaceImports = map[string]string{
+	"otellockstep": "github.com/lockstep-dev/lockstep/otel",
+	"sdktrace":     "go.opentelemetry.io/otel/sdk/trace",
+	"nsv2":         "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2",
+	"nhv2":         "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2",
+}
+
+// inWorkspace says whether the go command uses a workspace here, and so
+// resolves workspaceImports.
+var inWorkspace = sync.OnceValue(func() bool {
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	gowork := strings.TrimSpace(string(out))
+	return err == nil && gowork != "" && gowork != "off"
+})
+
+// importsFor returns the packages snippets may use by name here: imports,
+// and workspaceImports in the workspace.
+func importsFor(t *testing.T) map[string]string {
+	t.Helper()
+	all := maps.Clone(imports)
+	if !inWorkspace() {
+		t.Logf("no go.work in use: snippets' uses of %v are not checked", slices.Sorted(maps.Keys(workspaceImports)))
+		return all
+	}
+	maps.Copy(all, workspaceImports)
+	return all
 }
 
 // block is one ```go block of a page.
@@ -113,7 +149,7 @@ var packageClause = regexp.MustCompile(`(?m)^package \w+`)
 
 // forms returns the files a snippet may be, in the order they are tried,
 // each with the number of lines put before the snippet's first.
-func forms(src string) (files []string, offsets []int) {
+func forms(src string, imports map[string]string) (files []string, offsets []int) {
 	var imps []string
 	for name, path := range imports {
 		if regexp.MustCompile(`\b` + name + `\.`).MatchString(src) {
@@ -154,9 +190,9 @@ func ignored(msg string) bool {
 }
 
 // check type-checks a snippet and returns its errors as page:line: text.
-func check(b block, imp types.Importer) []string {
+func check(b block, imp *exportImporter) []string {
 	src := fill(b.src)
-	files, offsets := forms(src)
+	files, offsets := forms(src, imp.names)
 	var parseErr error
 	for i, file := range files {
 		fset := token.NewFileSet()
@@ -185,6 +221,7 @@ func check(b block, imp types.Importer) []string {
 // exportImporter imports packages from the export data the go command
 // builds for them (go list -export), as the compiler does.
 type exportImporter struct {
+	names map[string]string // the packages snippets may use, by name
 	mu    sync.Mutex
 	files map[string]string
 	fset  *token.FileSet
@@ -193,8 +230,9 @@ type exportImporter struct {
 
 func newImporter(t *testing.T) *exportImporter {
 	t.Helper()
+	names := importsFor(t)
 	var paths []string
-	for _, p := range imports {
+	for _, p := range names {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
@@ -204,7 +242,7 @@ func newImporter(t *testing.T) *exportImporter {
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}
-	imp := &exportImporter{files: map[string]string{}, fset: token.NewFileSet()}
+	imp := &exportImporter{names: names, files: map[string]string{}, fset: token.NewFileSet()}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p struct{ ImportPath, Export string }
@@ -274,7 +312,7 @@ func TestDocSnippetsTypeCheck(t *testing.T) {
 // mistakes it exists for fail, and fragments a reader completes pass.
 func TestCheckerCatchesMistakes(t *testing.T) {
 	imp := newImporter(t)
-	for _, tc := range []struct {
+	cases := []struct {
 		src  string
 		want string // a part of the error, or "" for none
 	}{
@@ -288,7 +326,20 @@ func TestCheckerCatchesMistakes(t *testing.T) {
 		{"Invariants: []upgradesim.Invariant{{Name: \"x\", During: func(c *upgradesim.Cluster) error { … }}},", ""},
 		{"Invariants: []upgradesim.Invariant{{Nom: \"x\"}},", "unknown field Nom"},
 		{"package v2\n\n//go:generate go run x\n", ""},
-	} {
+	}
+	if inWorkspace() {
+		cases = append(cases, []struct {
+			src  string
+			want string
+		}{
+			{"framework.ServerConfig{Interceptors: []framework.Interceptor{otellockstep.NoSuchInterceptor(42, \"x\")}}", "undefined: otellockstep.NoSuchInterceptor"},
+			{"tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter))\notellockstep.ServerInterceptor(otellockstep.WithTracerProvider(tp))", ""},
+			{"otellockstep.ServerInterceptor(otellockstep.WithTracerProvider(42))", "cannot use 42"},
+			{"cl, err := framework.NewClient(nsv2.Contract, framework.ClientConfig{})", ""},
+			{"nsv2.NoSuchContract", "undefined: nsv2.NoSuchContract"},
+		}...)
+	}
+	for _, tc := range cases {
 		errs := check(block{page: "test.md", line: 1, src: tc.src}, imp)
 		switch {
 		case tc.want == "" && len(errs) > 0:
