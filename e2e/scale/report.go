@@ -225,11 +225,15 @@ func report(rs []Result, svgRel string) string {
 }
 
 // registered is how long the nodes took to register and, where not all
-// were Ready at once then, how many were.
+// were Ready at once then, how many were, and how many nodes that were
+// not killed were not Ready after the steady window.
 func registered(r *Result) string {
 	s := fmt.Sprintf("%.0f s", r.RegisterSeconds)
 	if r.ReadyAtRegistration > 0 {
 		s += fmt.Sprintf(" (%d of %d Ready)", r.ReadyAtRegistration, r.Nodes+len(r.KillNoticedMs))
+	}
+	if r.LostLiveNodes > 0 {
+		s += fmt.Sprintf("; %d live nodes not Ready after the window", r.LostLiveNodes)
 	}
 	return s
 }
