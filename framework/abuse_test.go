@@ -94,6 +94,7 @@ func startAbuseServer(t *testing.T) *abuseServer {
 		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
 		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease)
 		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity)
+		framework.ServeOtherTopics(s, topics)
 	})
 	a.writeTopic(t, 0)
 	return a

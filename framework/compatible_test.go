@@ -176,6 +176,16 @@ func startGrants(t *testing.T, c *framework.Contract, rec *seen) *frameworktest.
 			framework.HandleUnary(s, c, "Revoke", h)
 		}
 		framework.ServeCompatible(s, c)
+		// A server serves every topic it declares: the Grants topic in
+		// each version's own type, its earlier forms converted down.
+		switch c {
+		case grantsV10:
+			framework.ServeTopic[GrantV10](s, c, "Grants")
+		case grantsV11:
+			framework.ServeTopic[GrantV11](s, c, "Grants")
+		case grantsV12:
+			framework.ServeTopic[GrantV12](s, c, "Grants")
+		}
 	})
 }
 

@@ -44,6 +44,7 @@ func TestContainTheStatusOutputIsBounded(t *testing.T) {
 	a.Running = frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: creds,
 		SessionTTL: time.Minute, Heartbeat: 10 * time.Second}, func(s *framework.Server) {
 		framework.ServeTopic[topicmsg.Assignment](s, topics, topicmsg.TopicAssignment)
+		framework.ServeOtherTopics(s, topics)
 	})
 	evil := a.h2Attacker(t, "evil")
 	const evilSessions, watchers = framework.StatusMaxSessions + 20, framework.StatusMaxWatchers + 10
@@ -93,9 +94,13 @@ func TestContainTheStatusOutputIsBounded(t *testing.T) {
 	assert.Len(t, st.Sessions, framework.StatusMaxSessions)
 	assert.Equal(t, sessions, st.SessionCount)
 	assert.Equal(t, sessions, st.PeersByVersion["topics"]["1.0.0"], "the counts cover every session")
-	require.Len(t, st.Topics, 1)
+	require.Len(t, st.Topics, 5, "Assignment and the contract's other topics, served for Start")
+	assert.Equal(t, topicmsg.TopicAssignment, st.Topics[0].Topic)
 	assert.Len(t, st.Topics[0].Watchers, framework.StatusMaxWatchers)
 	assert.Equal(t, watchers, st.Topics[0].WatcherCount)
+	for _, tp := range st.Topics[1:] {
+		assert.Zero(t, tp.WatcherCount, tp.Topic)
+	}
 	assert.Contains(t, st.Truncated, fmt.Sprintf("%d of %d sessions (in turns per identity)", framework.StatusMaxSessions, sessions))
 	byIdentity := map[string][]string{}
 	for _, s := range st.Sessions {

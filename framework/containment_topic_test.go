@@ -43,6 +43,7 @@ func TestContainServerTopicWritesAreChargedToThePeer(t *testing.T) {
 			}
 			framework.HandleUnary(s, bench, "ReportStatus", publish)
 			framework.HandleBatch(s, bench, "ReportStatuses", publish)
+			framework.ServeOtherTopics(s, topics)
 		})
 	kubelet := func(name string) *framework.Client {
 		c, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: name})

@@ -37,6 +37,7 @@ func startContainServer(t *testing.T, limits framework.Limits, topicOpts ...fram
 		framework.HandleUnary(s, bench, "ReportStatus", ack)
 		framework.HandleBatch(s, bench, "ReportStatuses", ack)
 		framework.ServeTopic[topicmsg.Assignment](s, topics, topicmsg.TopicAssignment, topicOpts...)
+		framework.ServeOtherTopics(s, topics)
 	})
 	return a
 }

@@ -63,6 +63,7 @@ func TestOneWriterCannotFillAClientTopic(t *testing.T) {
 		opts := []framework.TopicOption{framework.WithMaxKeys(maxKeys), framework.WithMaxBytes(maxBytes)}
 		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease, opts...)
 		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity, opts...)
+		framework.ServeOtherTopics(s, topics)
 	})
 	lease := func(node string, padding int) topicmsg.Lease {
 		return topicmsg.Lease{Node: node, Renewals: 1, Padding: strings.Repeat("x", padding)}

@@ -94,9 +94,9 @@ type Fork struct {
 	Methods map[string]MethodConversion
 	// Topics converts the objects of each topic the two versions share, by
 	// name, up to the current version: an informer watches endpoints that
-	// agreed on the earlier version through it. A topic without one, or
-	// one the earlier version lacks, is never watched at its endpoints
-	// (the blocked log says so).
+	// agreed on the earlier version through it. A topic the earlier
+	// version lacks is never watched at its endpoints (the blocked log
+	// says so).
 	Topics map[string]TopicConversion
 }
 
@@ -202,8 +202,7 @@ func (v *peerVersion) topicConversion(topic string) *TopicConversion {
 }
 
 // checkFork checks a client's fork: an earlier version with a conversion for
-// every method both versions declare, and none for methods or topics the
-// two do not share.
+// every method and topic both versions declare, and none for others.
 func checkFork(current *Contract, f Fork) error {
 	if err := checkForkPair(f.Contract, current); err != nil {
 		return err
@@ -219,6 +218,14 @@ func checkFork(current *Contract, f Fork) error {
 	for m := range f.Methods {
 		if _, ok := f.Contract.Method(m); !ok {
 			return fmt.Errorf("fork %s converts %s, which it does not declare", f.Contract.Version(), m)
+		}
+	}
+	for _, t := range current.Topics() {
+		if _, inOld := f.Contract.Topic(t); !inOld {
+			continue
+		}
+		if _, ok := f.Topics[t]; !ok {
+			return fmt.Errorf("fork %s has no conversion for topic %s", f.Contract.Version(), t)
 		}
 	}
 	for _, t := range sortedKeys(f.Topics) {

@@ -49,6 +49,7 @@ func newEntryFuzzServer(f *testing.F) *entryFuzzServer {
 	framework.ServeTopic[topicmsg.NodeHealth](srv, topics, topicmsg.TopicNodeHealth)
 	framework.ServeClientTopic[topicmsg.Lease](srv, topics, topicmsg.TopicLease)
 	framework.ServeClientTopic[topicmsg.Capacity](srv, topics, topicmsg.TopicCapacity)
+	framework.ServeOtherTopics(srv, topics)
 	if err := srv.Start(); err != nil {
 		f.Fatal(err)
 	}

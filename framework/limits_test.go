@@ -204,6 +204,7 @@ func TestWatcherThatNeverReadsGetsOverflow(t *testing.T) {
 		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
 		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease)
 		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity)
+		framework.ServeOtherTopics(s, topics)
 	})
 	// Each round writes keys of its own: changes of one key replace each
 	// other in a watcher's queue, so only distinct keys pile up.
@@ -325,6 +326,7 @@ func TestStuckWatcherIsCutAtItsWriteTimeout(t *testing.T) {
 		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
 		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease)
 		framework.ServeClientTopic[topicmsg.Capacity](s, topics, topicmsg.TopicCapacity)
+		framework.ServeOtherTopics(s, topics)
 	})
 
 	m.stalledWatch(t, topics, "stuck")

@@ -40,6 +40,9 @@ type Server struct {
 	listener  *conns.GatedListener // what Serve serves on, for the drain to stop
 	checks    map[string]func() error
 	clients   []*Client // shown on the status page (AddClient)
+	// topicForks are the topics served at an earlier version from their
+	// current form's writer ([ForkServedTopic]).
+	topicForks []*topicForkDecl
 	// metricsRoute, if set by Handle, serves /metrics instead of Metrics.
 	metricsRoute http.Handler
 
@@ -215,8 +218,9 @@ func (s *Server) AddReadinessCheck(name string, check func() error) {
 	s.checks[name] = check
 }
 
-// checkComplete verifies that every method of every registered contract has
-// a handler, so a missing one fails at start instead of at the first call.
+// checkComplete verifies that every method of every registered contract
+// version has a handler and every topic it declares is served, so a
+// missing one fails at start instead of at the first call or watch.
 func (s *Server) checkComplete() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,6 +241,13 @@ func (s *Server) checkComplete() error {
 					}
 				}
 			}
+			errs = append(errs, s.unservedTopicsLocked(sv)...)
+		}
+	}
+	for _, f := range s.topicForks {
+		if !f.attached {
+			errs = append(errs, fmt.Errorf("%s %s: topic %s is forked from %s, which does not serve it: serve it with ServeTopic",
+				f.old.Name(), f.old.Version(), f.name, f.current.Version()))
 		}
 	}
 	for _, name := range s.cfg.RequirePeers {
@@ -248,6 +259,37 @@ func (s *Server) checkComplete() error {
 		return fmt.Errorf("lockstep: %w", err)
 	}
 	return nil
+}
+
+// unservedTopicsLocked returns an error for each topic sv's contract
+// declares that s does not serve at that version: a watcher of it would
+// be refused for as long as the server runs. s.mu must be held.
+func (s *Server) unservedTopicsLocked(sv *servedVersion) []error {
+	var errs []error
+	c := sv.contract
+	for _, t := range c.Topics() {
+		if sv.topics[t] != nil || s.topicForkedLocked(c, t) {
+			continue // a fork waiting for its writer is named as such
+		}
+		decl, _ := c.Topic(t)
+		how := "ServeTopic, or ForkTopic from a later version's writer (the generated RegisterFork does)"
+		if decl.Writer == handshake.RoleClient {
+			how = "ServeClientTopic"
+		}
+		errs = append(errs, fmt.Errorf("%s %s: topic %s is not served: serve it with %s", c.Name(), c.Version(), t, how))
+	}
+	return errs
+}
+
+// topicForkedLocked reports whether topic is forked to c's version from
+// a later one ([ForkServedTopic]). s.mu must be held.
+func (s *Server) topicForkedLocked(c *Contract, topic string) bool {
+	for _, f := range s.topicForks {
+		if f.name == topic && f.old.Name() == c.Name() && f.old.Version() == c.Version() {
+			return true
+		}
+	}
+	return false
 }
 
 // begin checks the registered handlers ([Server.checkComplete]) and, the

@@ -175,12 +175,17 @@ func ServeTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption
 // serveTopic is [ServeTopic] for c alone, without its compatible versions.
 func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption) *TopicWriter[T] {
 	t := s.registerTopic(c, topic, handshake.RoleServer, opts)
-	return &TopicWriter[T]{
+	w := &TopicWriter[T]{
 		TopicView: &TopicView[T]{store: t},
 		writer:    writerKey{s.cfg.Component, s.cfg.Instance},
 		epoch:     randomID(8),
 		key:       keyReader[T](t.decl.Key),
 	}
+	s.mu.Lock()
+	t.writer = w
+	s.mu.Unlock()
+	s.topicServed(c, topic, w)
+	return w
 }
 
 // ServeClientTopic makes s hold a topic whose writers are client instances,

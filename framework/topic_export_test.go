@@ -1,8 +1,38 @@
 package framework
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/handshake"
+)
 
 // SetWatchWriteTimeout sets how long a server built from c lets a watch
 // stream take to accept a write (default 2×SessionTTL), so that a test of
 // watchers that never read sees them closed without waiting that long.
 func SetWatchWriteTimeout(c *ServerConfig, d time.Duration) { c.watchWriteTimeout = d }
+
+// ServeOtherTopics serves, as raw JSON, every topic c declares that s does
+// not serve yet, so that a test about some of a contract's topics can
+// start a server ([Server.Start] refuses a declared topic left unserved).
+func ServeOtherTopics(s *Server, c *Contract, opts ...TopicOption) {
+	s.mu.RLock()
+	var served map[string]*topicStore
+	if sc := s.contracts[c.Name()]; sc != nil && sc.versions[c.Version()] != nil {
+		served = sc.versions[c.Version()].topics
+	}
+	var rest []string
+	for _, t := range c.Topics() {
+		if served[t] == nil {
+			rest = append(rest, t)
+		}
+	}
+	s.mu.RUnlock()
+	for _, t := range rest {
+		if decl, _ := c.Topic(t); decl.Writer == handshake.RoleClient {
+			ServeClientTopic[json.RawMessage](s, c, t, opts...)
+		} else {
+			ServeTopic[json.RawMessage](s, c, t, opts...)
+		}
+	}
+}

@@ -44,6 +44,7 @@ func startAssignServerTTL(t testing.TB, version string, ttl time.Duration) *assi
 		SessionTTL: ttl, Heartbeat: ttl / 10}, func(s *framework.Server) {
 		as.pods = framework.ServeTopic[topicmsg.Assignment](s, c, topicmsg.TopicAssignment)
 		as.health = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth)
+		framework.ServeOtherTopics(s, c)
 	})
 	return as
 }
@@ -319,6 +320,8 @@ func TestForkedTopicIsSelectedPerVersion(t *testing.T) {
 			old.Phase = "v1:" + a.Phase
 			return &old, nil
 		})
+		framework.ServeOtherTopics(s, v2)
+		framework.ServeOtherTopics(s, v1)
 	})
 	for i := 0; i < 3; i++ {
 		require.NoError(t, pods.Set(pod(fmt.Sprintf("a%d", i), "node-a", 0)))

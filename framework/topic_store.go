@@ -62,6 +62,9 @@ type topicStore struct {
 	cfg      topicConfig
 	// validate checks a client's object; set for client-written topics.
 	validate func(raw []byte) error
+	// writer is a server-written topic's *TopicWriter[T], for the forks
+	// that wait for it ([ForkServedTopic]); guarded by Server.mu.
+	writer any
 
 	// mu guards the fields below it. Lock order, outermost first:
 	// TopicWriter.mirrorMu, then topicStore.mu, then watchStream.mu; a

@@ -283,7 +283,6 @@ func TestTopicBadInputGetsCodedErrors(t *testing.T) {
 		{"write at another version", http.MethodPost, protocol.TopicPath("topics", "9.0.0", topicmsg.TopicLease), token, `{"set":{"node":"a","renewals":1}}`, framework.CodeIncompatiblePeer},
 		{"write to an unknown contract", http.MethodPost, protocol.TopicPath("nope", "1.0.0", topicmsg.TopicLease), token, `{}`, framework.CodeNotFound},
 		{"write to an unknown topic", http.MethodPost, protocol.TopicPath("topics", "1.0.0", "Nope"), token, `{"set":{"node":"a"}}`, framework.CodeNotFound},
-		{"write to a topic the server holds but does not serve", http.MethodPost, protocol.TopicPath("topics", "1.0.0", topicmsg.TopicNodeStatus), token, `{}`, framework.CodeNotFound},
 		{"write to a server-written topic", http.MethodPost, protocol.TopicPath("topics", "1.0.0", topicmsg.TopicNodeHealth), token, `{"set":{"node":"a","ready":true}}`, framework.CodePermissionDenied},
 		{"object failing its schema", http.MethodPost, lease, token, `{"set":{"node":"a","renewals":-1}}`, framework.CodeInvalidArgument},
 		{"object with an unknown field", http.MethodPost, lease, token, `{"set":{"node":"a","renewals":1,"x":1}}`, framework.CodeInvalidArgument},

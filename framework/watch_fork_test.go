@@ -136,13 +136,23 @@ func TestForkClientWatchesEachServerInItsOwnVersion(t *testing.T) {
 	assert.Equal(t, converted, ups.Load(), "a 2.0.0 stream is not converted")
 }
 
-// A fork converting a topic the earlier version lacks is refused when the
-// client is made, naming the topic, as such a method is.
-func TestForkConvertingAnUndeclaredTopicIsRefused(t *testing.T) {
-	v2 := withNodesTopic(t, nodeinfoV2)
+// A fork that leaves a topic both versions declare unconverted is refused
+// when the client is made, naming the topic, as a method is; so is one
+// converting a topic the earlier version lacks.
+func TestForkWithoutTopicConversionIsRefused(t *testing.T) {
+	v1, v2 := withNodesTopic(t, nodeinfoV1), withNodesTopic(t, nodeinfoV2)
+	cfg := framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{"http://127.0.0.1:1"}}
+
+	f := forkV1
+	f.Contract = v1
+	cfg.Fork = []framework.Fork{f}
+	_, err := framework.NewClient(v2, cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fork 1.0.0 has no conversion for topic Nodes")
+
 	var ups atomic.Int64
-	_, err := framework.NewClient(v2, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
-		Endpoints: []string{"http://127.0.0.1:1"}, Fork: []framework.Fork{nodesForkV1(nodeinfoV1, &ups)}})
+	cfg.Fork = []framework.Fork{nodesForkV1(nodeinfoV1, &ups)}
+	_, err = framework.NewClient(v2, cfg)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "fork 1.0.0 converts topic Nodes, which both versions do not declare")
 }

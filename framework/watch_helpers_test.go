@@ -80,6 +80,7 @@ func startTopicServer(t testing.TB, addr, version string, o topicServerOpts) *to
 		if o.state != nil {
 			o.state(ts)
 		}
+		framework.ServeOtherTopics(s, c, o.topics...)
 	})
 	return ts
 }

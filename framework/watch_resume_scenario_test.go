@@ -152,6 +152,7 @@ func runResumeScenario(tb testing.TB, sc resumeScenario) resumeResult {
 		SessionTTL: 5 * time.Minute, Heartbeat: 10 * time.Second}, func(s *framework.Server) {
 		writer = framework.ServeTopic[benchmsg.NodeStatus](s, c, topicmsg.TopicNodeStatus,
 			framework.WithMaxWatchers(4*sc.watchers+10), framework.WithMaxWatchersPerPeer(4*sc.watchers+10))
+		framework.ServeOtherTopics(s, c)
 	})
 	for k := range sc.keys {
 		if err := writer.Set(nodeStatusObject(k, int64(k))); err != nil {

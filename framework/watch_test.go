@@ -304,6 +304,7 @@ func TestNoGoroutineLeaksAsWatchersWritersAndServersComeAndGo(t *testing.T) {
 		require.NoError(t, err)
 		healthTopic := framework.ServeTopic[topicmsg.NodeHealth](srv, c, topicmsg.TopicNodeHealth)
 		framework.ServeClientTopic[topicmsg.Lease](srv, c, topicmsg.TopicLease)
+		framework.ServeOtherTopics(srv, c)
 		var l net.Listener
 		require.Eventually(t, func() bool { l, err = net.Listen("tcp", addr); return err == nil }, 5*time.Second, 10*time.Millisecond)
 		addr = l.Addr().String()

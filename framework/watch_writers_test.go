@@ -51,7 +51,8 @@ func TestServersSayWhetherATopicHasAWriter(t *testing.T) {
 	_, token := rawWatchToken(t, srv)
 	w, _ := watchUntilSynced(t, srv, token, "")
 	assert.False(t, *w.synced.Writer, "the writer starts detached")
-	assert.Equal(t, map[string]bool{topicmsg.TopicNodeHealth: false, topicmsg.TopicLease: false, topicmsg.TopicCapacity: false},
+	assert.Equal(t, map[string]bool{topicmsg.TopicNodeHealth: false, topicmsg.TopicLease: false, topicmsg.TopicCapacity: false,
+		topicmsg.TopicNodeStatus: false, topicmsg.TopicAssignment: false},
 		heartbeatTopics(t, srv.URL, token))
 	assert.False(t, srv.stats(t, topicmsg.TopicNodeHealth).Writer)
 	assert.False(t, srv.health.Attached())

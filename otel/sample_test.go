@@ -56,6 +56,7 @@ func TestTraceAcrossTheSample(t *testing.T) {
 		Interceptors: []framework.Interceptor{otellockstep.ServerInterceptor(otellockstep.WithTracerProvider(controller.provider))},
 	}, func(s *framework.Server) {
 		nsv2.Register(s, &nodeController{tracer: controller.provider.Tracer("nodecontroller")})
+		nsv2.ServePodAssignment(s)
 	})
 	cl := frameworktest.NewClient(t, nsv2.Contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
 		Instance: "kubelet-node-1", Endpoints: []string{srv.URL},
@@ -135,6 +136,7 @@ func TestTopicDeliveryAcrossTheSample(t *testing.T) {
 	}, func(s *framework.Server) {
 		nc.health = nhv2.ServeNodeHealth(s)
 		nsv2.Register(s, nc)
+		nsv2.ServePodAssignment(s)
 		nhv2.Register(s, scheduling{})
 	})
 	kcl := frameworktest.NewClient(t, nsv2.Contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
@@ -225,6 +227,7 @@ func TestTraceOfBatchItemsAcrossTheSample(t *testing.T) {
 		Interceptors: []framework.Interceptor{otellockstep.ServerInterceptor(otellockstep.WithTracerProvider(controller.provider))},
 	}, func(s *framework.Server) {
 		nsv2.Register(s, &nodeController{tracer: controller.provider.Tracer("nodecontroller")})
+		nsv2.ServePodAssignment(s)
 	})
 	cl := frameworktest.NewClient(t, nsv2.Contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
 		Instance: "kubelet-node-1", Endpoints: []string{srv.URL},

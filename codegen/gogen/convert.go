@@ -194,10 +194,17 @@ func (f *forkGen) compatibleWiring(shared []gomodel.SharedMethod, topics []gomod
 	}
 }
 
-// wiring renders RegisterFork, Fork<Old> and Fork<Topic><Old>.
+// wiring renders RegisterFork and Fork<Old>: the methods and the
+// server-written topics of the earlier version, served by conversion, and
+// the conversions a client uses to call and watch servers of it.
 func (f *forkGen) wiring(shared []gomodel.SharedMethod, topics []gomodel.SharedTopic) {
 	c := f.c
 	oc := f.old.Contract
+	c.line("// The fork wiring needs the lockstep runtime 0.3.0 or newer, which serves")
+	c.line("// forked topics from RegisterFork and converts them up for clients: with")
+	c.line("// an older one this line does not compile.")
+	c.line("const _ = framework.IsAtLeastVersion0_3_0")
+	c.line("")
 	forkVar := "Fork" + gomodel.GoName(f.oldName)
 	var oldOnly []string
 	for _, o := range oc.Methods {
@@ -213,6 +220,16 @@ func (f *forkGen) wiring(shared []gomodel.SharedMethod, topics []gomodel.SharedT
 	c.line("// serves the version it forks from, %s %s, with the same handlers: a", oc.Name, oc.Version)
 	c.line("// call at %s is converted up, handled once, and its answer converted back", oc.Version)
 	c.line("// down. Use it instead of Register on a server in fork mode.")
+	if len(topics) > 0 {
+		var names []string
+		for _, tp := range topics {
+			names = append(names, tp.Cur.Name)
+		}
+		c.line("//")
+		c.line("// It serves topic %s at %s too, converting each change written", strings.Join(names, ", "), oc.Version)
+		c.line("// through the writer of this version's form down once: make that writer")
+		c.line("// with Serve<Topic> before or after, or the server refuses to start.")
+	}
 	if len(oldOnly) > 0 {
 		c.line("//")
 		c.line("// %s also declares %s, which this version does not: register", oc.Version, strings.Join(oldOnly, ", "))
@@ -230,27 +247,29 @@ func (f *forkGen) wiring(shared []gomodel.SharedMethod, topics []gomodel.SharedT
 		c.line("framework.%s(s, %s.Contract, Contract, Method%s, %s, %s)", fn, f.alias, m.Cur.Name,
 			f.adapter(m.Old.Request, m.Cur.Request, true), f.adapter(m.Cur.Response, m.Old.Response, false))
 	}
+	for _, tp := range topics {
+		c.line("framework.ForkServedTopic(s, %s.Contract, Contract, Topic%s, %s)", f.alias, tp.Cur.Name,
+			f.adapter(tp.Cur.Object, tp.Old.Object, false))
+	}
 	c.line("}")
 	c.line("")
-	c.line("// %s lets a client of [Contract] also call servers that speak only %s", forkVar, oc.Version)
-	c.line("// (%s.Contract): its requests are converted down and the answers up. Put", f.alias)
-	c.line("// it in [framework.ClientConfig].Fork.")
+	c.line("// %s lets a client of [Contract] also call and watch servers that speak", forkVar)
+	c.line("// only %s (%s.Contract): its requests are converted down, the answers", oc.Version, f.alias)
+	c.line("// and the objects of the topics it watches up. Put it in")
+	c.line("// [framework.ClientConfig].Fork.")
 	c.line("var %s = framework.Fork{Contract: %s.Contract, Methods: map[string]framework.MethodConversion{", forkVar, f.alias)
 	for _, m := range shared {
 		c.line("Method%s: framework.ConvertMethod(%s, %s),", m.Cur.Name,
 			f.adapter(m.Cur.Request, m.Old.Request, false), f.adapter(m.Old.Response, m.Cur.Response, true))
 	}
-	c.line("}}")
-	for _, tp := range topics {
-		cur, old := f.cur.Messages[tp.Cur.Object], f.old.Messages[tp.Old.Object]
-		name := "Fork" + tp.Cur.Name + gomodel.GoName(f.oldName)
-		c.line("")
-		c.line("// %s makes s also serve topic %s at %s, for watchers still at that", name, tp.Cur.Name, oc.Version)
-		c.line("// version: every change written through w is converted down once.")
-		c.line("func %s(s *framework.Server, w *framework.TopicWriter[%s], opts ...framework.TopicOption) *framework.TopicView[%s.%s] {",
-			name, cur.Name, f.alias, old.Name)
-		c.line("return framework.ForkTopic(s, %s.Contract, w, %s, opts...)", f.alias, f.adapter(tp.Cur.Object, tp.Old.Object, false))
-		c.line("}")
+	if len(topics) == 0 {
+		c.line("}}")
+	} else {
+		c.line("}, Topics: map[string]framework.TopicConversion{")
+		for _, tp := range topics {
+			c.line("Topic%s: framework.ConvertTopic(%s),", tp.Cur.Name, f.adapter(tp.Old.Object, tp.Cur.Object, true))
+		}
+		c.line("}}")
 	}
 	for _, a := range f.adapters() {
 		c.raw(a)

@@ -77,7 +77,9 @@ func (f *Fork) Shared(cur *Package) ([]SharedMethod, []SharedTopic) {
 
 // DecideConversions decides every conversion the fork file has: the ones
 // the fork wiring calls (for each shared method its request and response
-// in both directions, for each shared topic its object going down), then,
+// in both directions, for each shared topic its object in both directions:
+// down for a server's earlier form, up for a client watching a server of
+// the earlier version), then,
 // breadth first, the conversions of the types those nest, paired member by
 // member ([Fork.nested]). [Fork.Conversions] lists them in that order,
 // which is the order the renderer writes them in.
@@ -103,6 +105,7 @@ func (f *Fork) DecideConversions(cur *Package) error {
 			return fmt.Errorf("lockstep-gen: topic %s: fork conversions need message types of this package on both sides, not raw JSON or x-go-type", tp.Cur.Name)
 		}
 		f.Conversion(cur, from, to, false)
+		f.Conversion(cur, to, from, true)
 	}
 	for i := 0; i < len(f.Conversions); i++ {
 		f.nested(cur, f.Conversions[i])

@@ -93,7 +93,7 @@ func newContracts(idempotent bool) contracts {
 	}
 	cs.forkV1 = framework.Fork{Contract: cs.v1, Methods: map[string]framework.MethodConversion{
 		"Report": framework.ConvertMethod(statusDown, ackUp),
-	}}
+	}, Topics: map[string]framework.TopicConversion{"Nodes": framework.ConvertTopic(statusUp)}}
 	return cs
 }
 

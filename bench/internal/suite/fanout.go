@@ -324,6 +324,7 @@ func openLockstepFanout(mode fanInformers) func(int) (*fanSystem, error) {
 		cfg := serverConfig()
 		ls, err := startLockstep("127.0.0.1:0", cfg, func(srv *framework.Server) {
 			writer = framework.ServeTopic[watchObject](srv, topicContract, topicName, framework.WithMaxWatchers(2*watchers+10), framework.WithMaxWatchersPerPeer(2*watchers+10))
+			framework.ServeTopic[watchObject](srv, topicContract, idleTopic) // unused here; a server serves every declared topic
 		})
 		if err != nil {
 			return nil, err

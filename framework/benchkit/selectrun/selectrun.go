@@ -31,6 +31,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework"
 	"github.com/lockstep-dev/lockstep/framework/benchkit/benchrun"
 	"github.com/lockstep-dev/lockstep/framework/internal/topicmsg"
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // Config is one scenario.
@@ -215,7 +216,11 @@ func start(cfg Config, res *Result) (*runner, error) {
 		nodeOf: make([]int, cfg.Objects), padding: strings.Repeat("x", cfg.Padding),
 		arrived: make(chan struct{}), latencies: make([]time.Duration, 0, cfg.Changes)}
 	var err error
-	if r.c, err = framework.NewContract(topicmsg.Contract("1.0.0")); err != nil {
+	// The contract declares the Assignment topic alone: a server serves
+	// every topic its contracts declare.
+	m := topicmsg.Contract("1.0.0")
+	m.Topics = map[string]handshake.Topic{topicmsg.TopicAssignment: m.Topics[topicmsg.TopicAssignment]}
+	if r.c, err = framework.NewContract(m); err != nil {
 		return nil, err
 	}
 	r.srv, err = framework.NewServer(framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", Logger: r.quiet,

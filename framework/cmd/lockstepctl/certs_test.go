@@ -95,6 +95,7 @@ func TestCertsMutualTLS(t *testing.T) {
 	comp := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: serverCreds},
 		func(s *framework.Server) {
 			framework.ServeTopic[topicmsg.NodeHealth](s, contract(t, "1.0.0"), topicmsg.TopicNodeHealth)
+			serveOtherTopics(s, contract(t, "1.0.0"))
 		})
 	require.NoError(t, kubeletReady(t, comp.URL, kubelet, "node-1-a"))
 

@@ -41,6 +41,22 @@ func contract(t *testing.T, version string) *framework.Contract {
 	return c
 }
 
+// serveOtherTopics serves, as raw JSON, the topics of c other than
+// NodeHealth, which the tests do not use: a server starts only when it
+// serves every topic its contracts declare.
+func serveOtherTopics(s *framework.Server, c *framework.Contract) {
+	for _, name := range c.Topics() {
+		decl, _ := c.Topic(name)
+		switch {
+		case name == topicmsg.TopicNodeHealth:
+		case decl.Writer == handshake.RoleClient:
+			framework.ServeClientTopic[json.RawMessage](s, c, name)
+		default:
+			framework.ServeTopic[json.RawMessage](s, c, name)
+		}
+	}
+}
+
 func start(t *testing.T, cfg framework.ServerConfig, clientTLS *framework.ClientConfig) *component {
 	t.Helper()
 	cfg.Component, cfg.Release = "nodecontroller", "1.31.0"
@@ -48,6 +64,7 @@ func start(t *testing.T, cfg framework.ServerConfig, clientTLS *framework.Client
 	comp := &component{}
 	comp.Running = frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		comp.health = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth)
+		serveOtherTopics(s, c)
 	})
 	ccfg := framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Instance: "kubelet-node-1", Endpoints: []string{comp.URL}}
 	if clientTLS != nil {

@@ -278,10 +278,9 @@ func New(cfg Config) (*NodeController, error) {
 		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", healthOpts...)
 		n.podsV2 = nsv2.ServePodAssignment(srv, topicOpts...)
 		if cfg.Fork {
-			nsv2.ServeV1(srv)
+			nsv2.ServeV1(srv) // PodAssignment at 1.0.0 too, from n.podsV2
 			nhv2.ServeV1(srv)
 			n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", healthOpts...)
-			nsv2.ForkPodAssignment(srv, n.podsV2, topicOpts...)
 		}
 	}
 	n.unwatch = cfg.Pods.Subscribe(n.podChanged)

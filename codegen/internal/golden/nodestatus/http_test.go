@@ -45,7 +45,7 @@ func (c *controller) ReportPodStatuses(_ context.Context, req *PodStatus) (*Ack,
 func TestClientServerOverHTTP(t *testing.T) {
 	impl := &controller{nodes: map[string]*NodeStatus{}}
 	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
-		func(s *framework.Server) { Register(s, impl) })
+		func(s *framework.Server) { Register(s, impl); ServeNodeHealth(s) })
 	cl := frameworktest.NewClient(t, Contract, framework.ClientConfig{
 		Component: "kubelet", Release: "1.31.0", Endpoints: []string{srv.URL}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

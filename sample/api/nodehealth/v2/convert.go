@@ -13,13 +13,15 @@ import (
 // state Unknown becomes ready false (the reason says why); up, ready false
 // becomes NotReady, since 1.0.0 cannot tell a lost node from a failing one.
 
-// ForkV1 lets a 2.0.0 scheduler in fork mode call CheckNode on a 1.0.0
-// node controller. Watches are not forked: an informer watches its own
-// version's topic.
+// ForkV1 lets a 2.0.0 scheduler in fork mode call CheckNode, Bind and
+// Evict on a 1.0.0 node controller, and watch its NodeHealth topic, each
+// node's health converted up as the scheduler reads it.
 var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 	MethodCheckNode: framework.ConvertMethod(NodeRefToV1, NodeHealthFromV1),
 	MethodBind:      framework.ConvertMethod(BindingToV1, BindResultFromV1),
 	MethodEvict:     framework.ConvertMethod(EvictionToV1, EvictResultFromV1),
+}, Topics: map[string]framework.TopicConversion{
+	TopicNodeHealth: framework.ConvertTopic(NodeHealthFromV1),
 }}
 
 // ServeV1 makes s, which serves 2.0.0 with [Register], also answer

@@ -16,20 +16,25 @@ import (
 // Going up loses what 2.0.0 cannot say: resources other than cpu, memory
 // and pods. Going down loses nothing.
 
-// ForkV1 lets a 2.0.0 kubelet in fork mode call a 1.0.0 node controller:
-// its requests are converted down and the answers up
-// ([framework.ClientConfig].Fork).
+// ForkV1 lets a 2.0.0 kubelet in fork mode call a 1.0.0 node controller
+// and watch its pod assignments: its requests are converted down, the
+// answers and the assignments up ([framework.ClientConfig].Fork).
 var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 	MethodReportStatus:      framework.ConvertMethod(NodeStatusToV1, AckFromV1),
 	MethodReportPodStatuses: framework.ConvertMethod(PodStatusToV1, AckFromV1),
+}, Topics: map[string]framework.TopicConversion{
+	TopicPodAssignment: framework.ConvertTopic(PodAssignmentFromV1),
 }}
 
 // ServeV1 makes s, which serves 2.0.0 with [Register], also serve 1.0.0
 // kubelets: their calls are converted up, handled by the 2.0.0 handlers,
-// and the answers converted down.
+// and the answers converted down; the PodAssignment topic is held at 1.0.0
+// too, every change written through the 2.0.0 writer ([ServePodAssignment],
+// before or after) converted down once.
 func ServeV1(s *framework.Server) {
 	framework.ForkUnary(s, v1.Contract, Contract, MethodReportStatus, NodeStatusFromV1, AckToV1)
 	framework.ForkBatch(s, v1.Contract, Contract, MethodReportPodStatuses, PodStatusFromV1, AckToV1)
+	framework.ForkServedTopic(s, v1.Contract, Contract, TopicPodAssignment, PodAssignmentToV1)
 }
 
 // conditionTypes pairs each 1.0.0 condition type with its 2.0.0 member.
@@ -131,13 +136,6 @@ func resourcesToV1(in Resources) v1.ResourceList {
 	}
 }
 
-// ForkPodAssignment makes s, a 2.0.0 node controller in fork mode, also
-// hold the PodAssignment topic at 1.0.0 for 1.0.0 kubelets: every change
-// written through current is converted down once.
-func ForkPodAssignment(s *framework.Server, current *framework.TopicWriter[PodAssignment], opts ...framework.TopicOption) *framework.TopicView[v1.PodAssignment] {
-	return framework.ForkTopic(s, v1.Contract, current, PodAssignmentToV1, opts...)
-}
-
 // PodAssignmentToV1 converts an assignment down: requests become quantity
 // strings.
 func PodAssignmentToV1(in *PodAssignment) (*v1.PodAssignment, error) {
@@ -147,8 +145,9 @@ func PodAssignmentToV1(in *PodAssignment) (*v1.PodAssignment, error) {
 		}}, nil
 }
 
-// PodAssignmentFromV1 converts an assignment up, as a 1.0.0 kubelet reads
-// it into its model; a resource not listed is 0.
+// PodAssignmentFromV1 converts an assignment up, as a 2.0.0 kubelet in fork
+// mode watching a 1.0.0 node controller reads it; a resource not listed
+// is 0.
 func PodAssignmentFromV1(in *v1.PodAssignment) (*PodAssignment, error) {
 	r, err := resourcesFromV1(in.Requests)
 	if err != nil {

@@ -335,6 +335,25 @@ func Convert_v2_1_PodAssignment_To_v2_PodAssignment(in *PodAssignment, out *v2.P
 	return autoConvert_v2_1_PodAssignment_To_v2_PodAssignment(in, out)
 }
 
+// autoConvert_v2_PodAssignment_To_v2_1_PodAssignment copies what v2.PodAssignment and PodAssignment share, member by member.
+func autoConvert_v2_PodAssignment_To_v2_1_PodAssignment(in *v2.PodAssignment, out *PodAssignment) error {
+	out.UID = in.UID
+	out.Namespace = in.Namespace
+	out.Name = in.Name
+	out.NodeName = in.NodeName
+	out.DesiredState = PodAssignmentDesiredState(in.DesiredState)
+	if err := Convert_v2_PodRequests_To_v2_1_PodRequests(&in.Requests, &out.Requests); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v2_PodAssignment_To_v2_1_PodAssignment converts v2.PodAssignment values into PodAssignment ones. Every value
+// of the one is valid for the other, so the conversion is generated.
+func Convert_v2_PodAssignment_To_v2_1_PodAssignment(in *v2.PodAssignment, out *PodAssignment) error {
+	return autoConvert_v2_PodAssignment_To_v2_1_PodAssignment(in, out)
+}
+
 // autoConvert_v2_Conditions_To_v2_1_Conditions copies what v2.Conditions and Conditions share, member by member.
 func autoConvert_v2_Conditions_To_v2_1_Conditions(in *v2.Conditions, out *Conditions) error {
 	if err := Convert_v2_Condition_To_v2_1_Condition(&in.Ready, &out.Ready); err != nil {
@@ -542,6 +561,19 @@ func Convert_v2_1_PodRequests_To_v2_PodRequests(in *PodRequests, out *v2.PodRequ
 	return autoConvert_v2_1_PodRequests_To_v2_PodRequests(in, out)
 }
 
+// autoConvert_v2_PodRequests_To_v2_1_PodRequests copies what v2.PodRequests and PodRequests share, member by member.
+func autoConvert_v2_PodRequests_To_v2_1_PodRequests(in *v2.PodRequests, out *PodRequests) error {
+	out.CPUMillis = in.CPUMillis
+	out.MemoryBytes = in.MemoryBytes
+	return nil
+}
+
+// Convert_v2_PodRequests_To_v2_1_PodRequests converts v2.PodRequests values into PodRequests ones. Every value
+// of the one is valid for the other, so the conversion is generated.
+func Convert_v2_PodRequests_To_v2_1_PodRequests(in *v2.PodRequests, out *PodRequests) error {
+	return autoConvert_v2_PodRequests_To_v2_1_PodRequests(in, out)
+}
+
 // autoConvert_v2_Condition_To_v2_1_Condition copies what v2.Condition and Condition share, member by member.
 func autoConvert_v2_Condition_To_v2_1_Condition(in *v2.Condition, out *Condition) error {
 	out.Status = ConditionStatus(in.Status)
@@ -606,36 +638,4 @@ func autoConvert_v2_1_Condition_To_v2_Condition(in *Condition, out *v2.Condition
 // of the one is valid for the other, so the conversion is generated.
 func Convert_v2_1_Condition_To_v2_Condition(in *Condition, out *v2.Condition) error {
 	return autoConvert_v2_1_Condition_To_v2_Condition(in, out)
-}
-
-// autoConvert_v2_PodAssignment_To_v2_1_PodAssignment copies what v2.PodAssignment and PodAssignment share, member by member.
-func autoConvert_v2_PodAssignment_To_v2_1_PodAssignment(in *v2.PodAssignment, out *PodAssignment) error {
-	out.UID = in.UID
-	out.Namespace = in.Namespace
-	out.Name = in.Name
-	out.NodeName = in.NodeName
-	out.DesiredState = PodAssignmentDesiredState(in.DesiredState)
-	if err := Convert_v2_PodRequests_To_v2_1_PodRequests(&in.Requests, &out.Requests); err != nil {
-		return err
-	}
-	return nil
-}
-
-// Convert_v2_PodAssignment_To_v2_1_PodAssignment converts v2.PodAssignment values into PodAssignment ones. Every value
-// of the one is valid for the other, so the conversion is generated.
-func Convert_v2_PodAssignment_To_v2_1_PodAssignment(in *v2.PodAssignment, out *PodAssignment) error {
-	return autoConvert_v2_PodAssignment_To_v2_1_PodAssignment(in, out)
-}
-
-// autoConvert_v2_PodRequests_To_v2_1_PodRequests copies what v2.PodRequests and PodRequests share, member by member.
-func autoConvert_v2_PodRequests_To_v2_1_PodRequests(in *v2.PodRequests, out *PodRequests) error {
-	out.CPUMillis = in.CPUMillis
-	out.MemoryBytes = in.MemoryBytes
-	return nil
-}
-
-// Convert_v2_PodRequests_To_v2_1_PodRequests converts v2.PodRequests values into PodRequests ones. Every value
-// of the one is valid for the other, so the conversion is generated.
-func Convert_v2_PodRequests_To_v2_1_PodRequests(in *v2.PodRequests, out *PodRequests) error {
-	return autoConvert_v2_PodRequests_To_v2_1_PodRequests(in, out)
 }

@@ -96,7 +96,7 @@ func TestContractSpeaksTheVersionItDerivesFrom(t *testing.T) {
 // and Revoke, which 1.0.0 lacks, is never sent.
 func TestNewClientCallsOldServer(t *testing.T) {
 	var j journal
-	srv := frameworktest.StartServer(t, serverConfig(), func(s *framework.Server) { v1_0.Register(s, controllerV10{&j}) })
+	srv := frameworktest.StartServer(t, serverConfig(), func(s *framework.Server) { v1_0.Register(s, controllerV10{&j}); v1_0.ServeGrants(s) })
 	agent := NewClient(frameworktest.NewClient(t, Contract, clientConfig(srv.URL)))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -136,7 +136,7 @@ func TestNewClientCallsOldServer(t *testing.T) {
 // refuse one with an expiry).
 func TestOldClientCallsNewServer(t *testing.T) {
 	var j journal
-	srv := frameworktest.StartServer(t, serverConfig(), func(s *framework.Server) { Register(s, controllerV11{&j}) })
+	srv := frameworktest.StartServer(t, serverConfig(), func(s *framework.Server) { Register(s, controllerV11{&j}); ServeGrants(s) })
 	agent := v1_0.NewClient(frameworktest.NewClient(t, v1_0.Contract, clientConfig(srv.URL)))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

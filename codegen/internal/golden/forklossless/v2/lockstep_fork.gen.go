@@ -10,6 +10,11 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
+// The fork wiring needs the lockstep runtime 0.3.0 or newer, which serves
+// forked topics from RegisterFork and converts them up for clients: with
+// an older one this line does not compile.
+const _ = framework.IsAtLeastVersion0_3_0
+
 // RegisterFork installs impl on s for [Contract], as [Register] does, and
 // serves the version it forks from, inventory 1.0.0, with the same handlers: a
 // call at 1.0.0 is converted up, handled once, and its answer converted back
@@ -25,9 +30,10 @@ func RegisterFork(s *framework.Server, impl Server) {
 	framework.ForkBatch(s, v1.Contract, Contract, MethodPutMany, itemFromV1, receiptToV1)
 }
 
-// ForkV1 lets a client of [Contract] also call servers that speak only 1.0.0
-// (v1.Contract): its requests are converted down and the answers up. Put
-// it in [framework.ClientConfig].Fork.
+// ForkV1 lets a client of [Contract] also call and watch servers that speak
+// only 1.0.0 (v1.Contract): its requests are converted down, the answers
+// and the objects of the topics it watches up. Put it in
+// [framework.ClientConfig].Fork.
 var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 	MethodPut:     framework.ConvertMethod(itemToV1, receiptFromV1),
 	MethodPutMany: framework.ConvertMethod(itemToV1, receiptFromV1),

@@ -74,7 +74,7 @@ func timeout(t *testing.T) context.Context {
 func TestForkedServerServesBothVersions(t *testing.T) {
 	impl := &controller{}
 	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "2.0.0"},
-		func(s *framework.Server) { RegisterFork(s, impl) })
+		func(s *framework.Server) { RegisterFork(s, impl); ServeStatuses(s) })
 	ctx := timeout(t)
 	port := int64(10250)
 
@@ -121,7 +121,7 @@ func TestForkedServerServesBothVersions(t *testing.T) {
 // the answers come back up.
 func TestForkedClientCallsOldServer(t *testing.T) {
 	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
-		func(s *framework.Server) { v1.Register(s, oldController{}) })
+		func(s *framework.Server) { v1.Register(s, oldController{}); v1.ServeStatuses(s) })
 	ctx := timeout(t)
 	client := NewClient(frameworktest.NewClient(t, Contract, framework.ClientConfig{
 		Component: "kubelet", Release: "2.0.0", Endpoints: []string{srv.URL}, Fork: []framework.Fork{ForkV1}}))
@@ -207,7 +207,7 @@ func TestHandWrittenConversionCheckedBySchema(t *testing.T) {
 	}
 
 	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
-		func(s *framework.Server) { v1.Register(s, oldController{}) })
+		func(s *framework.Server) { v1.Register(s, oldController{}); v1.ServeStatuses(s) })
 	client := NewClient(frameworktest.NewClient(t, Contract, framework.ClientConfig{
 		Component: "kubelet", Release: "2.0.0", Endpoints: []string{srv.URL}, Fork: []framework.Fork{ForkV1}}))
 	if _, err := client.Tag(timeout(t), &Tags{Node: "node-with-a-long-name"}); framework.CodeOf(err) != framework.CodeInternal {
@@ -240,22 +240,31 @@ func TestDateTimeConversions(t *testing.T) {
 	}
 }
 
-// TestForkedTopic writes the 2.0.0 form of a server-written topic and
-// reads the 1.0.0 form the generated ForkStatusesV1 keeps, converted once
-// per change.
+// TestForkedTopic writes the 2.0.0 form of a server-written topic that
+// the generated RegisterFork also serves at 1.0.0, converted once per
+// change, and watches it over HTTP on 127.0.0.1 with a 1.0.0 client.
 func TestForkedTopic(t *testing.T) {
-	var (
-		writer *framework.TopicWriter[Status]
-		old    *framework.TopicView[v1.Status]
-	)
-	frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "2.0.0"},
+	var writer *framework.TopicWriter[Status]
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "2.0.0"},
 		func(s *framework.Server) {
 			RegisterFork(s, &controller{})
-			writer = framework.ServeTopic[Status](s, Contract, "Statuses")
-			old = ForkStatusesV1(s, writer)
+			writer = ServeStatuses(s)
 		})
 	if err := writer.Set(&Status{Node: "n1", Conditions: []StatusConditionsItem{{Type: "Ready", Status: StatusConditionsItemStatusTrue}},
 		Labels: map[string]string{"zone": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Set(&Status{Node: "n2", Conditions: []StatusConditionsItem{}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t)
+	old, err := v1.WatchStatuses(ctx, frameworktest.NewClient(t, v1.Contract, framework.ClientConfig{
+		Component: "kubelet", Release: "1.0.0", Endpoints: []string{srv.URL}}), framework.InformerHandlers[v1.Status]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Stop()
+	if err := old.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got, ok := old.Get("n1")
@@ -265,7 +274,54 @@ func TestForkedTopic(t *testing.T) {
 	if err := writer.Delete("n1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := old.Get("n1"); ok {
-		t.Error("a deleted object stayed in the 1.0.0 form")
+	waitFor(t, func() bool { _, ok := old.Get("n1"); return !ok && old.Len() == 1 }, "the 1.0.0 watcher to see the delete")
+}
+
+// TestForkedClientWatchesOldServer gives a 2.0.0 client the generated
+// ForkV1 and watches a server that speaks only 1.0.0, over HTTP on
+// 127.0.0.1: its informer holds the objects converted up.
+func TestForkedClientWatchesOldServer(t *testing.T) {
+	var writer *framework.TopicWriter[v1.Status]
+	srv := frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
+		func(s *framework.Server) {
+			v1.Register(s, oldController{})
+			writer = v1.ServeStatuses(s)
+		})
+	if err := writer.Set(&v1.Status{Node: "n1", Ready: true, Labels: map[string]string{"zone": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t)
+	inf, err := WatchStatuses(ctx, frameworktest.NewClient(t, Contract, framework.ClientConfig{
+		Component: "kubelet", Release: "2.0.0", Endpoints: []string{srv.URL}, Fork: []framework.Fork{ForkV1}}), framework.InformerHandlers[Status]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inf.Stop()
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := inf.Get("n1")
+	if !ok || len(got.Conditions) != 1 || got.Conditions[0].Type != "Ready" || got.Conditions[0].Status != StatusConditionsItemStatusTrue ||
+		got.Labels["zone"] != "a" {
+		t.Errorf("the 2.0.0 form is %+v, %v", got, ok)
+	}
+	if err := writer.Set(&v1.Status{Node: "n1", Ready: false}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		got, ok := inf.Get("n1")
+		return ok && len(got.Conditions) == 1 && got.Conditions[0].Status == StatusConditionsItemStatusFalse
+	}, "the change converted up")
+}
+
+// waitFor polls cond until it holds, failing the test after ten seconds.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -12,31 +12,38 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
+// The fork wiring needs the lockstep runtime 0.3.0 or newer, which serves
+// forked topics from RegisterFork and converts them up for clients: with
+// an older one this line does not compile.
+const _ = framework.IsAtLeastVersion0_3_0
+
 // RegisterFork installs impl on s for [Contract], as [Register] does, and
 // serves the version it forks from, nodeinfo 1.0.0, with the same handlers: a
 // call at 1.0.0 is converted up, handled once, and its answer converted back
 // down. Use it instead of Register on a server in fork mode.
+//
+// It serves topic Statuses at 1.0.0 too, converting each change written
+// through the writer of this version's form down once: make that writer
+// with Serve<Topic> before or after, or the server refuses to start.
 func RegisterFork(s *framework.Server, impl Server) {
 	Register(s, impl)
 	framework.ForkUnary(s, v1.Contract, Contract, MethodReport, statusFromV1, ackToV1)
 	framework.ForkBatch(s, v1.Contract, Contract, MethodReportMany, statusFromV1, ackToV1)
 	framework.ForkUnary(s, v1.Contract, Contract, MethodTag, tagsFromV1, ackToV1)
+	framework.ForkServedTopic(s, v1.Contract, Contract, TopicStatuses, statusToV1)
 }
 
-// ForkV1 lets a client of [Contract] also call servers that speak only 1.0.0
-// (v1.Contract): its requests are converted down and the answers up. Put
-// it in [framework.ClientConfig].Fork.
+// ForkV1 lets a client of [Contract] also call and watch servers that speak
+// only 1.0.0 (v1.Contract): its requests are converted down, the answers
+// and the objects of the topics it watches up. Put it in
+// [framework.ClientConfig].Fork.
 var ForkV1 = framework.Fork{Contract: v1.Contract, Methods: map[string]framework.MethodConversion{
 	MethodReport:     framework.ConvertMethod(statusToV1, ackFromV1),
 	MethodReportMany: framework.ConvertMethod(statusToV1, ackFromV1),
 	MethodTag:        framework.ConvertMethod(tagsToV1, ackFromV1),
+}, Topics: map[string]framework.TopicConversion{
+	TopicStatuses: framework.ConvertTopic(statusFromV1),
 }}
-
-// ForkStatusesV1 makes s also serve topic Statuses at 1.0.0, for watchers still at that
-// version: every change written through w is converted down once.
-func ForkStatusesV1(s *framework.Server, w *framework.TopicWriter[Status], opts ...framework.TopicOption) *framework.TopicView[v1.Status] {
-	return framework.ForkTopic(s, v1.Contract, w, statusToV1, opts...)
-}
 
 // statusFromV1 converts v1.Status values for fork mode.
 func statusFromV1(in *v1.Status) (*Status, error) {
