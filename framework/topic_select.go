@@ -7,18 +7,16 @@ package framework
 // a change costs work in proportion to the watchers it matches.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/selvalue"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -237,34 +235,11 @@ func objectSelValues(selectors []string, raw []byte) selValues {
 	return out
 }
 
-// selValueOf is the text by which a selection names a JSON value: a
-// string's value, true or false, an integer in shortest decimal form (so
-// 42, 42.0 and 4.2e1 are all 42); a number with a fraction keeps its
-// literal.
+// selValueOf is the text by which a selection names a JSON value
+// ([selvalue.Of]).
 func selValueOf(v json.RawMessage) selValue {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return selValue{}
-	}
-	switch c := v[0]; {
-	case c == '"':
-		var s string
-		if json.Unmarshal(v, &s) != nil {
-			return selValue{}
-		}
-		return selValue{value: s, ok: true}
-	case c == 't' || c == 'f':
-		return selValue{value: string(v), ok: true}
-	case c == '-' || (c >= '0' && c <= '9'):
-		if _, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return selValue{value: string(v), ok: true}
-		}
-		if r, ok := new(big.Rat).SetString(string(v)); ok && r.IsInt() {
-			return selValue{value: r.Num().String(), ok: true}
-		}
-		return selValue{value: string(v), ok: true}
-	}
-	return selValue{} // null, an object or an array
+	value, ok := selvalue.Of(v)
+	return selValue{value: value, ok: ok}
 }
 
 // checkSelectors checks a topic's declared selectors: distinct, non-empty

@@ -68,6 +68,12 @@ type Instance struct {
 	// holding a topic, what it holds ([ViewState]); for a watcher, what its
 	// informer sees ([InformerState]). [Watch] declarations compare them.
 	Topics map[string]TopicState
+	// Selections are the selections the replica's watchers watch with, by
+	// the same names as Topics: a watcher whose informer selects
+	// ([framework.Select]) declares it here, and is compared with the
+	// share of the holder's objects its selection matches, not the whole
+	// topic. A watcher with none declared is compared with the whole.
+	Selections map[string]Selection
 	// Close, if set, releases anything else once the replica stopped.
 	Close func() error
 }

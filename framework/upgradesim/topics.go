@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/framework"
+	"github.com/lockstep-dev/lockstep/framework/internal/selvalue"
 )
 
 // TopicState returns the objects a replica sees in a topic, by key, each as
@@ -49,11 +50,19 @@ func ViewState[T any](v *framework.TopicView[T]) TopicState {
 	}
 }
 
+// Selection is what a watcher selects of a topic: selector field → value,
+// as it names them to [framework.Select] (a string's text, an integer in
+// decimal, true or false). The kit matches a holder's objects against it
+// by the rule the server's selection index uses.
+type Selection map[string]string
+
 // Watch declares a topic whose watchers must converge: once the plan is
 // done and traffic has stopped, every running replica of Watcher whose
 // [Instance.Topics] has a complete view of Topic must see exactly what some
 // running replica of Holder holds (a watcher of a replicated server sees
-// the replica its stream reached). Name a topic once per version form
+// the replica its stream reached), or, for a watcher that declares a
+// selection ([Instance.Selections]), exactly the objects of it that
+// selection matches. Name a topic once per version form
 // ("Nodes@1.0.0") when versions publish different forms; a watcher whose
 // form no running holder publishes is not checked. It is checked, and retried until
 // [Config.SettleBound], as [InvariantWatchersConverge].
@@ -97,10 +106,11 @@ func (c *Cluster) watchersConverged() error {
 				// watcher has no compatible peer to converge to.
 				continue
 			}
+			sel := c.selection(r, w.Topic)
 			matched := false
 			var diffs []string
 			for _, name := range sortedKeys(holders) {
-				d := diffObjects(holders[name], seen)
+				d := diffObjects(selected(holders[name], sel), seen)
 				if d == "" {
 					matched = true
 					break
@@ -108,8 +118,12 @@ func (c *Cluster) watchersConverged() error {
 				diffs = append(diffs, name+": "+d)
 			}
 			if !matched {
+				view := w.Topic
+				if len(sel) > 0 {
+					view += " selected by " + sel.String()
+				}
 				problems = append(problems, fmt.Sprintf("%s's view of %s (%d objects) matches no %s replica: %s",
-					r.name, w.Topic, len(seen), w.Holder, strings.Join(diffs, "; ")))
+					r.name, view, len(seen), w.Holder, strings.Join(diffs, "; ")))
 			}
 		}
 	}
@@ -117,6 +131,40 @@ func (c *Cluster) watchersConverged() error {
 		return fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// selection returns the selection replica r declares for a topic, if any.
+func (c *Cluster) selection(r *replica, topic string) Selection {
+	inst := c.Instance(r.name)
+	if inst == nil {
+		return nil
+	}
+	return inst.Selections[topic]
+}
+
+// selected returns the objects of held that sel matches: all of them for
+// no selection.
+func selected(held map[string]string, sel Selection) map[string]string {
+	if len(sel) == 0 {
+		return held
+	}
+	out := map[string]string{}
+	for k, v := range held {
+		if selvalue.Matches([]byte(v), sel) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// String spells the selection as a watch's query does: field=value, in
+// the fields' order, joined by &.
+func (s Selection) String() string {
+	parts := make([]string, 0, len(s))
+	for _, f := range sortedKeys(s) {
+		parts = append(parts, f+"="+s[f])
+	}
+	return strings.Join(parts, "&")
 }
 
 // diffObjects describes how seen differs from held, or "" when it does
