@@ -23,9 +23,9 @@ import (
 // version too and its clients offer it, with no fork mode. Otherwise
 // [Fork.NotCompatible] says why, and the fork is opt-in as before.
 //
-// It decides the conversions of the topics' objects going up as well,
-// which a compatible version's clients use, and so must follow
-// [Fork.DecideConversions].
+// It must follow [Fork.DecideConversions], which decides the conversions
+// of the topics' objects going up (a client in fork mode and a compatible
+// version's clients both convert them).
 func (f *Fork) DecideCompatible(cur *Package) error {
 	f.Compatible, f.NotCompatible = false, ""
 	oldModel, curModel := f.Old.Contract.Handshake(), cur.Contract.Handshake()
@@ -45,9 +45,10 @@ func (f *Fork) DecideCompatible(cur *Package) error {
 			return nil
 		}
 	}
-	// The topics' objects going up are converted only by a compatible
-	// version's clients: decided here, and taken back when the fork is
-	// not free, so that fork mode asks for no conversion it never calls.
+	// What is decided here beyond DecideConversions (the topics' objects
+	// going up are decided there already, fork mode's clients converting
+	// them too) is taken back when the fork is not free, so that fork
+	// mode asks for no conversion it never calls.
 	decided := len(f.Conversions)
 	undo := func(why string) error {
 		for _, c := range f.Conversions[decided:] {
