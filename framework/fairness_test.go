@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -330,6 +331,10 @@ func TestIdempotencyRecordsAreBoundedOverAllPeers(t *testing.T) {
 	last := flood[len(flood)-1]
 	assert.True(t, keyed(last.p, last.token, fmt.Sprint(7, long)), "the newest record is kept")
 	assert.False(t, keyed(flood[0].p, flood[0].token, fmt.Sprint(0, long)), "the oldest record of the peers holding the most is forgotten")
+	reg, ok := m.Server.Metrics().Registerer().(*prometheus.Registry)
+	require.True(t, ok)
+	assert.Positive(t, sample(t, reg, "lockstep_idempotency_evictions_total", `limit="idempotency_bytes"`), "and the forgetting is counted")
+	assert.Zero(t, sample(t, reg, "lockstep_idempotency_evictions_total", `limit="idempotency_keys_per_peer"`), "under its own bound")
 }
 
 // startAckServer starts a server of bench under mutual TLS that accepts

@@ -38,6 +38,7 @@ type Metrics struct {
 	lapses     *prometheus.CounterVec
 	refusals   *prometheus.CounterVec
 	onBehalf   *prometheus.CounterVec
+	evictions  *prometheus.CounterVec
 
 	mu      sync.Mutex
 	servers []*Server
@@ -89,15 +90,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "lockstep_limit_refusals_total",
 			Help: "Entries a server refused, and watch streams it closed with an overflow frame, for going over one of its limits, by limit.",
 		}, []string{"limit"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_idempotency_evictions_total",
+			Help: "Finished idempotency records a server forgot before their window ended, to stay within a bound, by limit (idempotency_keys_per_peer, idempotency_bytes_per_peer, idempotency_bytes): a resend of such a call is no longer answered from its record.",
+		}, []string{"limit"}),
 	}
 	for _, l := range allLimits {
 		m.refusals.WithLabelValues(string(l))
+	}
+	for _, l := range replayLimits {
+		m.evictions.WithLabelValues(string(l))
 	}
 	m.handler = http.NotFoundHandler()
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 	}
-	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, m.refusals, m.onBehalf, stateCollector{m})
+	reg.MustRegister(m.handshakes, m.calls, m.latency, m.blocked, m.lapses, m.refusals, m.onBehalf, m.evictions, stateCollector{m})
 	return m
 }
 
@@ -144,6 +152,14 @@ func (m *Metrics) sessionLapsed(contract string) {
 func (m *Metrics) limitRefused(l limit) {
 	if m != nil {
 		m.refusals.WithLabelValues(string(l)).Inc()
+	}
+}
+
+// idempotencyEvicted counts a finished idempotency record forgotten
+// before its window ended, to keep within l (m may be nil: no metrics).
+func (m *Metrics) idempotencyEvicted(l limit) {
+	if m != nil {
+		m.evictions.WithLabelValues(string(l)).Inc()
 	}
 }
 

@@ -95,6 +95,9 @@ type replayStore struct {
 	window   time.Duration
 	perPeer  int
 	maxBytes int
+	// metrics counts the records forgotten before their window ended
+	// (nil: not counted).
+	metrics *Metrics
 
 	mu    sync.Mutex
 	peers map[string]*peerRecords // contract + "\x00" + peer → records
@@ -113,6 +116,18 @@ type peerRecords struct {
 	bytes int
 	index int // in replayStore.largest
 }
+
+// The bounds that make a replay store forget finished records before
+// their window ends, as lockstep_idempotency_evictions_total labels them.
+const (
+	limitIdempotencyKeysPerPeer  limit = "idempotency_keys_per_peer"  // IdempotencyKeysPerPeer
+	limitIdempotencyBytesPerPeer limit = "idempotency_bytes_per_peer" // recordBytesPerPeer
+	limitIdempotencyBytes        limit = "idempotency_bytes"          // IdempotencyMaxBytes
+)
+
+// replayLimits are the replay store's bounds, each one's eviction counter
+// exported from the start.
+var replayLimits = []limit{limitIdempotencyKeysPerPeer, limitIdempotencyBytesPerPeer, limitIdempotencyBytes}
 
 func newReplayStore(window time.Duration, perPeer, maxBytes int) *replayStore {
 	return &replayStore{window: window, perPeer: perPeer, maxBytes: maxBytes, peers: map[string]*peerRecords{}}
@@ -150,7 +165,7 @@ func (s *replayStore) grow(pr *peerRecords, n int) {
 // evictOverTotal forgets the oldest finished records of the peer holding
 // the most while every peer's records together hold more than maxBytes.
 func (s *replayStore) evictOverTotal() {
-	for s.bytes > s.maxBytes && len(s.largest) > 0 && s.evictOldest(s.largest[0]) {
+	for s.bytes > s.maxBytes && len(s.largest) > 0 && s.evictOldest(s.largest[0], limitIdempotencyBytes) {
 	}
 }
 
@@ -191,7 +206,7 @@ func (s *replayStore) begin(k replayKey, digest [sha256.Size]byte, now time.Time
 		}
 		return rec, false, nil
 	}
-	for len(pr.order) >= s.perPeer && s.evictOldest(pr) {
+	for len(pr.order) >= s.perPeer && s.evictOldest(pr, limitIdempotencyKeysPerPeer) {
 	}
 	rec = &replayRecord{digest: digest, done: make(chan struct{}), created: now, bytes: len(rk) + recordOverhead}
 	pr.byKey[rk] = rec
@@ -279,17 +294,18 @@ func (s *replayStore) expire(pr *peerRecords, before time.Time) {
 // evictOverBytes evicts pr's oldest finished records while they hold more
 // than recordBytesPerPeer, keeping the newest.
 func (s *replayStore) evictOverBytes(pr *peerRecords) {
-	for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 && s.evictOldest(pr) {
+	for pr.bytes > recordBytesPerPeer && len(pr.order) > 1 && s.evictOldest(pr, limitIdempotencyBytesPerPeer) {
 	}
 }
 
-// evictOldest evicts pr's oldest finished record, and reports whether it
-// found one. The records before it are of calls in flight, as few as the
-// in-flight limits allow.
-func (s *replayStore) evictOldest(pr *peerRecords) bool {
+// evictOldest evicts pr's oldest finished record to keep within l,
+// counting it, and reports whether it found one. The records before it
+// are of calls in flight, as few as the in-flight limits allow.
+func (s *replayStore) evictOldest(pr *peerRecords, l limit) bool {
 	for i, rk := range pr.order {
 		if rec := pr.byKey[rk]; rec == nil || rec.finished {
 			s.evict(pr, i)
+			s.metrics.idempotencyEvicted(l)
 			return true
 		}
 	}

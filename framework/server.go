@@ -97,6 +97,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		stopCh:    make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
+	s.replays.metrics = cfg.Metrics
 	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
 	s.sessions = newSessionTable(s.limits)
 	s.router = s.routes()
