@@ -3,8 +3,10 @@ package framework_test
 // The containment suite: the attacks of a stolen node certificate, and of
 // peers without any, each in a bounded form that runs in seconds. Each test
 // asserts what the attack may no longer do and what the legitimate peer
-// still gets. `make abuse` runs the same attacks at full size
-// (abuse_full_test.go) and reports RSS and the legitimate peer's p99.
+// still gets. `make abuse` runs the same attacks at full size against
+// the sample's node controller (sample/cmd/abuse) and reports RSS, the
+// legitimate peer's p99, whether its node is published and whether its
+// watch opens.
 
 import (
 	"crypto/tls"
