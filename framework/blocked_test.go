@@ -52,6 +52,10 @@ func TestBlockedCallIsLoggedThenRateLimited(t *testing.T) {
 	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
 		c.Clock = clock
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		// The refused endpoint tries again only after an hour: its timer
+		// waits on the clock throughout the test, beside one log timer
+		// per blocked call, so settled can count them.
+		c.Backoff = framework.Backoff{Base: time.Hour, Max: time.Hour, Jitter: -1}
 	})
 	endpointStateEventually(t, cl, srv.URL, "refused")
 	const msg = "waiting for a compatible peer"
@@ -70,6 +74,16 @@ func TestBlockedCallIsLoggedThenRateLimited(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, func() bool { return cl.Status().Blocked == n }, 10*time.Second, time.Millisecond, "%d calls blocked", n)
 	}
+	// settled waits until the endpoint's timer and the log timers of n
+	// blocked calls all wait on the clock again: a call whose timer an
+	// Advance fired has written its line, if it was due, and re-armed its
+	// timer. Only then may a test say that nothing was logged.
+	settled := func(n int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, clock.BlockUntilContext(ctx, 1+n), "the endpoint's timer and %d calls' log timers wait on the clock", n)
+	}
 	lines := func(n int) []string {
 		t.Helper()
 		require.Eventually(t, func() bool { return len(logs.matching(msg)) >= n }, 10*time.Second, time.Millisecond, "%d log lines", n)
@@ -78,7 +92,9 @@ func TestBlockedCallIsLoggedThenRateLimited(t *testing.T) {
 
 	call()
 	blocked(1)
+	settled(1)
 	clock.Advance(999 * time.Millisecond)
+	settled(1)
 	assert.Empty(t, logs.matching(msg), "a wait shorter than a second (a start-up's first handshake) is not logged")
 	clock.Advance(time.Millisecond)
 	got := lines(1)
@@ -94,14 +110,20 @@ func TestBlockedCallIsLoggedThenRateLimited(t *testing.T) {
 	// the client's 30 s, so it is not written; nor is anything before 31 s.
 	call()
 	blocked(2)
+	settled(2)
 	clock.Advance(time.Second)
+	settled(2)
+	assert.Len(t, logs.matching(msg), 1, "the second call's first line, due at 2 s, is within 30 s of the first call's")
 	clock.Advance(29*time.Second - time.Millisecond)
+	settled(2)
 	assert.Len(t, logs.matching(msg), 1, "within 30 s of the last line, nothing more is logged, whichever call waits")
 	clock.Advance(time.Millisecond)
 	got = lines(2)
 	assert.Contains(t, got[1], `blocked=2`)
 	assert.Contains(t, got[1], `longestBlocked=31s`)
+	settled(2)
 	clock.Advance(30*time.Second - time.Millisecond)
+	settled(2)
 	assert.Len(t, logs.matching(msg), 2, "the second call's reminder at 32 s is rate-limited as well")
 }
 

@@ -27,7 +27,9 @@ import (
 func TestOnBehalfOfIsRefusedOnEntriesWithASession(t *testing.T) {
 	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
 	m := startLimitsServer(t, framework.Limits{}, func(s *framework.Server) {
-		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) { return &benchmsg.Ack{Accepted: true}, nil }
+		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+			return &benchmsg.Ack{Accepted: true}, nil
+		}
 		framework.HandleUnary(s, bench, "ReportStatus", ack)
 		framework.HandleBatch(s, bench, "ReportStatuses", ack)
 		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
