@@ -34,6 +34,7 @@ func TestOnBehalfOfIsRefusedOnEntriesWithASession(t *testing.T) {
 		framework.HandleBatch(s, bench, "ReportStatuses", ack)
 		framework.ServeTopic[topicmsg.NodeHealth](s, topics, topicmsg.TopicNodeHealth)
 		framework.ServeClientTopic[topicmsg.Lease](s, topics, topicmsg.TopicLease)
+		framework.ServeOtherTopics(s, topics)
 	})
 	operator := m.peer(t, m.issue(t, nil, certs.Spec{Component: "operator", Name: "alice"}))
 	node1 := m.kubelet(t, "node-1")
