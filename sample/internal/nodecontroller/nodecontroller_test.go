@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	nhv1 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v1"
 	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
 )
@@ -28,7 +29,8 @@ import (
 func start(t *testing.T, addr string, cfg nodecontroller.Config) (n *nodecontroller.NodeController, url string, stop func()) {
 	t.Helper()
 	cfg.Server = framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: time.Second,
-		Heartbeat: 50 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Logger: frameworktest.Quiet()}
+		Heartbeat: 50 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Logger: frameworktest.Quiet(),
+		Propagator: cfg.Server.Propagator}
 	cfg.Logger = frameworktest.Quiet()
 	n, err := nodecontroller.New(cfg)
 	require.NoError(t, err)
@@ -291,4 +293,55 @@ func TestKubeletBackWithinTheGracePeriodKeepsItsNode(t *testing.T) {
 	clock.Advance(grace + time.Second)
 	require.Eventually(t, func() bool { return states(n)["node-001"] == "Unknown" }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, nhv2.NodeHealthStateReady, states(n)["node-000"], "node-000's kubelet came back within the grace period")
+}
+
+// peerPropagator stands in for a tracing propagator: what it carries of a
+// context is the instance of the peer whose request the context is.
+type peerPropagator struct{}
+
+func (peerPropagator) Inject(ctx context.Context, h http.Header) {
+	if p := framework.PeerFromContext(ctx); p != nil {
+		h.Set("Test-Request-Of", p.Instance)
+	}
+}
+
+func (peerPropagator) Extract(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, peerPropagator{}, h.Get("Test-Request-Of"))
+}
+
+// The health a kubelet's report changes is written on the report's
+// context, so the change carries what the request's context holds (its
+// trace context, with the otel module's propagator) to the scheduler's
+// informer.
+func TestHealthChangesCarryTheReportsContext(t *testing.T) {
+	_, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", Server: framework.ServerConfig{Propagator: peerPropagator{}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	scheduler := frameworktest.NewClient(t, nhv2.Contract, framework.ClientConfig{Component: "scheduler", Release: "1.31.0",
+		Endpoints: []string{url}, Propagator: peerPropagator{}, Logger: frameworktest.Quiet()})
+	carried := make(chan string, 1)
+	var inf *framework.Informer[nhv2.NodeHealth]
+	ready := make(chan struct{})
+	inf, err := nhv2.WatchNodeHealth(ctx, scheduler, framework.InformerHandlers[nhv2.NodeHealth]{
+		OnAdd: func(key string, _ *nhv2.NodeHealth) {
+			<-ready
+			v, _ := inf.DeliveryContext().Value(peerPropagator{}).(string)
+			carried <- key + " " + v
+		},
+	})
+	require.NoError(t, err)
+	close(ready)
+	defer inf.Stop()
+	require.NoError(t, inf.WaitForSync(ctx))
+
+	kubelet := frameworktest.NewClient(t, nsv2.Contract, framework.ClientConfig{Component: "kubelet", Release: "1.31.0",
+		Endpoints: []string{url}, Instance: "kubelet-node-1", Logger: frameworktest.Quiet()})
+	_, err = nsv2.NewClient(kubelet).ReportStatus(ctx, nodeStatus("node-1"))
+	require.NoError(t, err)
+	select {
+	case got := <-carried:
+		assert.Equal(t, "node-1 kubelet-node-1", got, "the change carries the report's context")
+	case <-ctx.Done():
+		t.Fatal("the scheduler saw no NodeHealth")
+	}
 }
