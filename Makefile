@@ -104,7 +104,7 @@ FUZZTIME  ?= 30s
 ## (fuzz seed corpora included). The two
 ## sets of modules build and test side by side (on two cores one set's
 ## links and tests fill the time the other waits), each vetted before it is
-## tested; NORACE_TESTS run last, alone. The three checks start first, so
+## tested; ALONE_TESTS run last, alone. The three checks start first, so
 ## that a failing one stops make test before any test starts. The set
 ## without the race detector starts once check-generated is done: both
 ## compile the standard library and the generator's dependencies without
