@@ -114,7 +114,7 @@ func ConvertCompatibleTopic[Obj, OldObj any](up func(*OldObj) (*Obj, error), dow
 				panic(fmt.Sprintf("lockstep: topic of %s %s: the compatible conversion expects a %T, got %T",
 					earlier.Name(), earlier.Version(), w, later))
 			}
-			return forkTopicWriter(s, earlier, w, down, opts)
+			return mirrorTopic(s, earlier, w, down, opts)
 		},
 	}
 }
@@ -363,29 +363,4 @@ func forkedInvoke[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contr
 		}
 		return invokeForked(ctx, s, old, current, call, oldReq, up, down)
 	}
-}
-
-// forkTopicWriter makes s serve topic at an earlier version, as
-// [ForkTopic] does, and returns the earlier form's writer, so that a yet
-// earlier version can be forked from it in turn.
-func forkTopicWriter[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts []TopicOption) *TopicWriter[Old] {
-	name := current.store.name
-	newer := current.store.contract
-	earlier := serveTopic[Old](s, old, name, opts)
-	earlier.store.setAttached(current.Attached()) // one writer, attached in every form or none
-	current.mirrorMu.Lock()
-	defer current.mirrorMu.Unlock()
-	current.forks = append(current.forks, topicFork[New]{
-		version: old.Version(),
-		store:   earlier.store,
-		set: func(ctx context.Context, obj *New) error {
-			o, err := down(obj)
-			if err != nil {
-				return convError(name, newer.Version(), old.Version(), err)
-			}
-			return earlier.SetContext(ctx, o)
-		},
-		del: earlier.DeleteContext,
-	})
-	return earlier
 }

@@ -35,7 +35,19 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 	if _, ok := old.Topic(name); !ok {
 		panic(fmt.Sprintf("lockstep: contract %s %s declares no topic %s", old.Name(), old.Version(), name))
 	}
-	earlier := serveTopic[Old](s, old, name, opts) // the earlier version alone: fork mode speaks no chain
+	return mirrorTopic(s, old, current, down, opts).TopicView
+}
+
+// mirrorTopic serves topic at the earlier version old and mirrors every
+// change written through current into it, converted down once; what
+// current holds already is written in the earlier form too, so the two
+// forms hold the same keys whenever the mirror was made. It returns the
+// earlier form's writer, so that a yet earlier compatible version can be
+// mirrored from it in turn. Fork mode and compatible versions share it.
+func mirrorTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts []TopicOption) *TopicWriter[Old] {
+	name := current.store.name
+	newer := current.store.contract
+	earlier := serveTopic[Old](s, old, name, opts) // the earlier version alone: its own chain is mirrored from it in turn
 	earlier.store.setAttached(current.Attached())  // one writer, attached in every form or none
 	current.mirrorMu.Lock()
 	defer current.mirrorMu.Unlock()
@@ -51,8 +63,6 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 		},
 		del: earlier.DeleteContext,
 	}
-	// What current holds already is written in the earlier form too, so
-	// the two forms hold the same keys whenever the fork was made.
 	for _, key := range current.Keys() {
 		if obj, ok := current.Get(key); ok {
 			if err := f.set(context.Background(), obj); err != nil {
@@ -61,7 +71,7 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 		}
 	}
 	current.forks = append(current.forks, f)
-	return earlier.TopicView
+	return earlier
 }
 
 // topicForkDecl is a topic a server serves at an earlier version by
