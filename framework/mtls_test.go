@@ -136,8 +136,12 @@ func (p *mtlsPeer) call(token string) rawAnswer {
 	return p.do(http.MethodPost, "/lockstep/bench/1.0.0/ReportStatus", token, body)
 }
 
+// TestMTLSIdentityMatrix presents every kind of certificate to a server
+// under mutual TLS. Its sessions live ten minutes: the victim's session
+// must outlive every case of the matrix, which on a loaded machine takes
+// longer than the 5s the other tests' sessions live.
 func TestMTLSIdentityMatrix(t *testing.T) {
-	m := startMTLSServer(t)
+	m := startMTLSServer(t, func(c *framework.ServerConfig) { c.SessionTTL = 10 * time.Minute })
 	other := frameworktest.NewCA(t)
 	node1 := m.peer(t, m.issue(t, nil, certs.Spec{Component: "kubelet", Name: "node-1"}))
 	node2 := m.peer(t, m.issue(t, nil, certs.Spec{Component: "kubelet", Name: "node-2"}))
