@@ -403,123 +403,152 @@ func (f *watchFeed) stream(e *endpoint, sess *clientSession, warn bool) (bool, e
 	silence := c.cfg.Clock.AfterFunc(idle, cancel)
 	defer silence.Stop()
 
-	return f.readFrames(ctx, e, sess, a.stream, a.resumed, func() { silence.Reset(idle) })
+	return f.readFrames(ctx, f.newStreamRead(e, sess, a.resumed), a.stream, func() { silence.Reset(idle) })
 }
 
 // feedReadBuffer is the read buffer of a feed's stream: a flush of many
 // frames is read in a few system calls.
 const feedReadBuffer = 16 << 10
 
-// readFrames reads one stream's frames to its end: the snapshot, collected
-// aside until its synced marker comes, then each change, handed on as
-// soon as it is read, so the connection never holds stale frames; a
-// resumed stream (resumed) continues the last one. alive is called on
-// each frame (the stream is not silent). A stream at a fork version
-// has each object converted up as it is read, once for every subscriber.
-func (f *watchFeed) readFrames(ctx context.Context, e *endpoint, sess *clientSession, body io.Reader, resumed bool, alive func()) (bool, error) {
-	c := f.c
-	var conv *TopicConversion
-	if sess != nil && sess.version != nil {
-		conv = sess.version.topicConversion(f.topic)
-	}
-	br := bufio.NewReaderSize(body, feedReadBuffer)
-	var scratch []byte
-	// A resumed stream continues the last one: its frames before synced
-	// are changes like those after it. Any other starts with a snapshot.
-	var snapshot map[string]*feedFrame
-	if !resumed {
-		snapshot = map[string]*feedFrame{}
-	}
-	synced := false
+// streamRead is one stream being read: where it comes from and what was
+// read of it so far. Only the feed's run goroutine uses it.
+type streamRead struct {
+	e    *endpoint
+	sess *clientSession
+	// conv converts the objects of a stream at a fork version up, once for
+	// every subscriber; nil at the client's own version.
+	conv *TopicConversion
+	// resumed: the stream continues the last one, so its frames before
+	// synced are changes like those after it. Any other starts with a
+	// snapshot, collected in snapshot until its synced marker comes.
+	resumed  bool
+	snapshot map[string]*feedFrame
+	synced   bool
 	// queued is set while changes handed on wait for the subscribers'
 	// wake, which comes at the end of the burst: before a read that may
 	// wait for the connection, and when the stream ends.
-	queued := false
+	queued bool
+}
+
+// newStreamRead starts the reading of a stream through sess at e.
+func (f *watchFeed) newStreamRead(e *endpoint, sess *clientSession, resumed bool) *streamRead {
+	r := &streamRead{e: e, sess: sess, resumed: resumed}
+	if sess != nil && sess.version != nil {
+		r.conv = sess.version.topicConversion(f.topic)
+	}
+	if !resumed {
+		r.snapshot = map[string]*feedFrame{}
+	}
+	return r
+}
+
+// readFrames reads one stream's frames to its end: the snapshot, collected
+// aside until its synced marker comes, then each change, handed on as
+// soon as it is read, so the connection never holds stale frames. alive
+// is called on each frame (the stream is not silent). It reports whether
+// the stream got as far as its synced marker.
+func (f *watchFeed) readFrames(ctx context.Context, r *streamRead, body io.Reader, alive func()) (bool, error) {
+	br := bufio.NewReaderSize(body, feedReadBuffer)
+	var scratch []byte
 	defer func() {
-		if queued {
+		if r.queued {
 			f.wakeSubscribers()
 		}
 	}()
 	for {
-		if queued && !lineBuffered(br) {
+		if r.queued && !lineBuffered(br) {
 			f.wakeSubscribers()
-			queued = false
+			r.queued = false
 		}
-		line, err := readFrameLine(br, &scratch, c.cfg.MaxResponseBytes)
+		line, err := readFrameLine(br, &scratch, f.c.cfg.MaxResponseBytes)
 		if err != nil {
 			if ctx.Err() != nil && f.ctx.Err() == nil {
-				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost or stream silent", f.topic, e.url)
+				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost or stream silent", f.topic, r.e.url)
 			}
-			return synced, err
+			return r.synced, err
 		}
 		alive()
 		f.frames.Add(1)
 		typ, key, rev, ok := frameTypeKey(line)
 		if !ok {
 			f.badFrames.Add(1)
-			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic)
+			f.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic)
 			continue
 		}
 		switch typ {
 		case protocol.FrameSet, protocol.FrameDelete:
-			// Subscribers decode the objects; the bytes are shared.
-			var fr *feedFrame
-			if conv != nil && typ == protocol.FrameSet {
-				up, err := conv.frame(line)
-				if err != nil {
-					f.badFrames.Add(1)
-					c.cfg.Logger.Warn("lockstep: watch frame does not convert", "topic", f.topic, "key", key,
-						"from", sess.version.contract.Version(), "to", c.contract.Version(), "err", err)
-					continue
-				}
-				fr = newFeedFrame(up)
-			} else {
-				fr = newFeedFrame(bytes.Clone(line))
-			}
-			switch {
-			case synced || resumed:
-				f.publishChange(typ, key, fr)
-				if synced && rev > f.resume.rev {
-					f.resume.rev = rev
-				}
-				queued = true
-			case typ == protocol.FrameSet:
-				snapshot[key] = fr
-			default:
-				delete(snapshot, key)
-			}
-			continue
+			f.readChange(r, typ, key, rev, line)
 		case protocol.FrameSynced, protocol.FrameClosing:
+			if end, err := f.readMarker(r, line); end {
+				return r.synced, err
+			}
 		default:
-			continue // ping and frame types this version does not know carry nothing
+			// ping and frame types this version does not know carry nothing
 		}
-		var fr watchFrame[json.RawMessage]
-		if err := json.Unmarshal(line, &fr); err != nil {
-			f.badFrames.Add(1)
-			c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic, "err", err)
-			continue
-		}
-		if fr.Type == protocol.FrameClosing {
-			closedBy(e, sess, fr.Reason)
-			return synced, nil
-		}
-		live := fr.Writer == nil || *fr.Writer // a server without writer reports has one
-		c.learnTopicWriter(sess, f.topic, live)
-		if !live && f.writerAware && !resumed {
-			// A replica whose topic has no writer holds no topic, or a
-			// stale one: never the cache's truth. Wait for a replica whose
-			// writer is attached.
-			return false, Errorf(CodeUnavailable, "%s at %s has no writer attached", f.topic, e.url)
-		}
-		if resumed {
-			f.resumes.Add(1)
-		} else {
-			f.publishSnapshot(snapshot, fr.Instance)
-			snapshot = nil
-		}
-		f.resume = resumePoint{history: fr.History, rev: fr.Rev}
-		synced = true
 	}
+}
+
+// readChange takes a set or delete frame: into the snapshot being
+// collected, or handed on to the subscribers, which decode the objects;
+// the bytes are shared.
+func (f *watchFeed) readChange(r *streamRead, typ, key string, rev uint64, line []byte) {
+	var fr *feedFrame
+	if r.conv != nil && typ == protocol.FrameSet {
+		up, err := r.conv.frame(line)
+		if err != nil {
+			f.badFrames.Add(1)
+			f.c.cfg.Logger.Warn("lockstep: watch frame does not convert", "topic", f.topic, "key", key,
+				"from", r.sess.version.contract.Version(), "to", f.c.contract.Version(), "err", err)
+			return
+		}
+		fr = newFeedFrame(up)
+	} else {
+		fr = newFeedFrame(bytes.Clone(line))
+	}
+	switch {
+	case r.synced || r.resumed:
+		f.publishChange(typ, key, fr)
+		if r.synced && rev > f.resume.rev {
+			f.resume.rev = rev
+		}
+		r.queued = true
+	case typ == protocol.FrameSet:
+		r.snapshot[key] = fr
+	default:
+		delete(r.snapshot, key)
+	}
+}
+
+// readMarker takes a synced or closing frame; end reports that the stream
+// is over: it closed, or its replica has no writer to sync from.
+func (f *watchFeed) readMarker(r *streamRead, line []byte) (end bool, err error) {
+	var fr watchFrame[json.RawMessage]
+	if err := json.Unmarshal(line, &fr); err != nil {
+		f.badFrames.Add(1)
+		f.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic, "err", err)
+		return false, nil
+	}
+	if fr.Type == protocol.FrameClosing {
+		closedBy(r.e, r.sess, fr.Reason)
+		return true, nil
+	}
+	live := fr.Writer == nil || *fr.Writer // a server without writer reports has one
+	f.c.learnTopicWriter(r.sess, f.topic, live)
+	if !live && f.writerAware && !r.resumed {
+		// A replica whose topic has no writer holds no topic, or a
+		// stale one: never the cache's truth. Wait for a replica whose
+		// writer is attached.
+		return true, Errorf(CodeUnavailable, "%s at %s has no writer attached", f.topic, r.e.url)
+	}
+	if r.resumed {
+		f.resumes.Add(1)
+	} else {
+		f.publishSnapshot(r.snapshot, fr.Instance)
+		r.snapshot = nil
+	}
+	f.resume = resumePoint{history: fr.History, rev: fr.Rev}
+	r.synced = true
+	return false, nil
 }
 
 // lineBuffered reports whether br holds a whole line already read, which

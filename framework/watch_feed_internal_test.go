@@ -76,7 +76,7 @@ func TestFeedWakesItsSubscribersOncePerBurst(t *testing.T) {
 		strings.NewReader(frame("a", 1)+frame("b", 2)+frame("c", 3)),
 		strings.NewReader(frame("a", 4)+`{"type":"ping"}`+"\n"+frame("d", 5)),
 	)
-	_, err := f.readFrames(context.Background(), &endpoint{}, nil, body, true, func() {})
+	_, err := f.readFrames(context.Background(), f.newStreamRead(&endpoint{}, nil, true), body, func() {})
 	require.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, []string{"a", "b", "c", "a", "d"}, sub.changes)
 	assert.Equal(t, []int{3, 5}, sub.woken, "one wake a burst, after its changes")
