@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 )
 
 // Fork mode keeps an earlier contract version alive on both sides, so that
@@ -70,7 +72,7 @@ type TopicConversion struct {
 func ConvertTopic[Obj, OldObj any](up func(*OldObj) (*Obj, error)) TopicConversion {
 	return TopicConversion{up: func(raw []byte) ([]byte, error) {
 		old := new(OldObj)
-		if err := unmarshalShared(raw, old); err != nil {
+		if err := frames.UnmarshalShared(raw, old); err != nil {
 			return nil, Errorf(CodeInvalidArgument, "object does not decode as %T: %v", old, err)
 		}
 		obj, err := up(old)

@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"internal/benchhook":                       0,
 	"framework/jsonwire":                       1,
 	"framework/internal/topicmsg":              2,
+	"framework/internal/frames":                2,
 	"framework":                                3,
 	"framework/discovery":                      4,
 	"framework/frameworktest":                  4,

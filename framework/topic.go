@@ -3,7 +3,7 @@ package framework
 // What a server's topics offer their users: limits, ServeTopic and
 // ServeClientTopic, the views and the in-process writer. The store is in
 // topic_store.go, writer bookkeeping in topic_writer.go, frames in
-// topic_frames.go, HTTP serving in topic_http.go, counters in
+// internal/frames, HTTP serving in topic_http.go, counters in
 // topic_stats.go, watch streams in watch_stream.go and the client's
 // informer in watch_informer.go.
 
@@ -22,7 +22,7 @@ import (
 // what a server's topics offer their users: limits, ServeTopic
 // and ServeClientTopic, the views and the in-process writer. The store
 // is in topic_store.go, writer bookkeeping in topic_writer.go, frames in
-// topic_frames.go, HTTP serving in topic_http.go, watch streams in
+// internal/frames, HTTP serving in topic_http.go, watch streams in
 // watch_stream.go, the client's informer in watch_informer.go.
 
 // Defaults of the limits a topic takes ([WithMaxKeys], [WithMaxBytes],

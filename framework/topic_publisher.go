@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/protocol"
@@ -294,7 +295,7 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 		body = append(body, obj.raw...)
 	} else {
 		body = append(body, `,"delete":`...)
-		body = append(body, quoteJSON(key)...)
+		body = append(body, frames.Quote(key)...)
 	}
 	body = append(body, '}')
 	res := p.c.postTopic(ctx, e, sess, p.topic, body, header)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -26,6 +27,36 @@ type topicChange struct {
 	leave *topicChange
 	// header is the write's header its frames carry (nil for none).
 	header []byte
+}
+
+// encodeSetFrame builds a set frame once (frames.EncodeSet), as the change
+// of revision rev. It returns the change and the object's bytes inside
+// its frame.
+func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw, header []byte) (*topicChange, []byte) {
+	frame, object := frames.EncodeSet(frames.Change{Key: key, Epoch: ver.Epoch, Seq: ver.Seq, Rev: rev, Header: header}, raw)
+	return &topicChange{key: key, frame: frame, gen: rev, version: ver, header: header}, object
+}
+
+// encodeDeleteFrame builds a delete frame once (frames.EncodeDelete), as
+// the change of revision rev.
+func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost bool, header []byte) *topicChange {
+	frame := frames.EncodeDelete(frames.Change{Key: key, Epoch: ver.Epoch, Seq: ver.Seq, Rev: rev, WriterLost: writerLost, Header: header})
+	return &topicChange{key: key, frame: frame, gen: rev, version: ver, header: header}
+}
+
+// syncedMark is what a synced marker says of a stream: it has brought its
+// watcher to revision rev, by resuming or not, and whether the topic had a
+// live writer at that revision.
+type syncedMark struct {
+	rev     uint64
+	resumed bool
+	writer  bool
+}
+
+// appendSynced appends the synced marker m, which names the server
+// instance that holds the topic and the topic's history (frames.Synced).
+func (t *topicStore) appendSynced(b []byte, m syncedMark) []byte {
+	return frames.AppendSynced(b, frames.Synced{Instance: t.s.cfg.Instance, History: t.history.id, Rev: m.rev, Resumed: m.resumed, Writer: m.writer})
 }
 
 // topicEntry is a key's current object. Its bytes live inside the frame

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 )
 
 // DispatchRig is a feed without a stream and informers of T on it: what
@@ -33,7 +35,7 @@ func NewDispatchRig[T any](ctx context.Context, n int, decodeEach bool, h Inform
 	}
 	raw := map[string]*feedFrame{}
 	for _, line := range snapshot {
-		_, key, _, _ := frameTypeKey(line)
+		_, key, _, _ := frames.TypeKey(line)
 		raw[key] = newFeedFrame(bytes.Clone(line))
 	}
 	f.publishSnapshot(raw, "bench")
@@ -46,7 +48,7 @@ func NewDispatchRig[T any](ctx context.Context, n int, decodeEach bool, h Inform
 // Publish hands the feed a frame as its reader does, without waking the
 // informers.
 func (r *DispatchRig[T]) Publish(line []byte) {
-	typ, key, _, _ := frameTypeKey(line)
+	typ, key, _, _ := frames.TypeKey(line)
 	r.feed.publishChange(typ, key, newFeedFrame(bytes.Clone(line)))
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 
 	"github.com/lockstep-dev/lockstep/internal/benchhook"
@@ -63,7 +64,7 @@ type feedFrame struct {
 
 // decodedFrame is a frame decoded once, and its decoding's error.
 type decodedFrame[T any] struct {
-	f   watchFrame[T]
+	f   frames.Frame[T]
 	err error
 }
 
@@ -83,7 +84,7 @@ func decodeOnce[T any](fr *feedFrame) (d *decodedFrame[T], own, ok bool) {
 	}
 	if fr.decoded == nil {
 		d = new(decodedFrame[T])
-		d.err = decodeFrame(fr.line, &d.f)
+		d.err = frames.Decode(fr.line, &d.f)
 		if fr.sole {
 			fr.taken = true
 			return d, true, true
@@ -460,7 +461,7 @@ func (f *watchFeed) readFrames(ctx context.Context, r *streamRead, body io.Reade
 			f.wakeSubscribers()
 			r.queued = false
 		}
-		line, err := readFrameLine(br, &scratch, f.c.cfg.MaxResponseBytes)
+		line, err := frames.ReadLine(br, &scratch, f.c.cfg.MaxResponseBytes)
 		if err != nil {
 			if ctx.Err() != nil && f.ctx.Err() == nil {
 				err = Errorf(CodeUnavailable, "watch stream of %s at %s ended: session lost or stream silent", f.topic, r.e.url)
@@ -469,7 +470,7 @@ func (f *watchFeed) readFrames(ctx context.Context, r *streamRead, body io.Reade
 		}
 		alive()
 		f.frames.Add(1)
-		typ, key, rev, ok := frameTypeKey(line)
+		typ, key, rev, ok := frames.TypeKey(line)
 		if !ok {
 			f.badFrames.Add(1)
 			f.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic)
@@ -522,7 +523,7 @@ func (f *watchFeed) readChange(r *streamRead, typ, key string, rev uint64, line 
 // readMarker takes a synced or closing frame; end reports that the stream
 // is over: it closed, or its replica has no writer to sync from.
 func (f *watchFeed) readMarker(r *streamRead, line []byte) (end bool, err error) {
-	var fr watchFrame[json.RawMessage]
+	var fr frames.Frame[json.RawMessage]
 	if err := json.Unmarshal(line, &fr); err != nil {
 		f.badFrames.Add(1)
 		f.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", f.topic, "err", err)

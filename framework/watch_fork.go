@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -53,13 +54,13 @@ func queryFields(query string) []string {
 // frame carrying the object's current form; the frame's other members
 // (key, version, revision) are the server's and stay as they were.
 func (t *TopicConversion) frame(line []byte) ([]byte, error) {
-	head, object, ok := readFrame(line)
+	head, object, ok := frames.Read(line)
 	if !ok {
-		var full watchFrame[json.RawMessage]
+		var full frames.Frame[json.RawMessage]
 		if err := json.Unmarshal(line, &full); err != nil {
 			return nil, err
 		}
-		head = full.frameHead
+		head = full.Head
 		if full.Object != nil {
 			object = *full.Object
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -420,7 +421,7 @@ func (i *Informer[T]) process() {
 // objects: a copy of the frame decoded once for the feed, or, without
 // copyObject, a decode of its own. A frame that does not decode is
 // counted, logged and skipped.
-func (i *Informer[T]) decode(key string, fr *feedFrame) (watchFrame[T], bool) {
+func (i *Informer[T]) decode(key string, fr *feedFrame) (frames.Frame[T], bool) {
 	f, err := i.frameOf(fr)
 	if err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
 		i.decodeErrors.Add(1)
@@ -431,7 +432,7 @@ func (i *Informer[T]) decode(key string, fr *feedFrame) (watchFrame[T], bool) {
 }
 
 // frameOf is fr decoded into objects of the informer's own.
-func (i *Informer[T]) frameOf(fr *feedFrame) (watchFrame[T], error) {
+func (i *Informer[T]) frameOf(fr *feedFrame) (frames.Frame[T], error) {
 	if i.copyObject != nil {
 		if d, own, ok := decodeOnce[T](fr); ok {
 			f := d.f
@@ -442,8 +443,8 @@ func (i *Informer[T]) frameOf(fr *feedFrame) (watchFrame[T], error) {
 			return f, d.err
 		}
 	}
-	var f watchFrame[T]
-	err := decodeFrame(fr.line, &f)
+	var f frames.Frame[T]
+	err := frames.Decode(fr.line, &f)
 	return f, err
 }
 

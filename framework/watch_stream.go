@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -492,11 +493,11 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 	// stream gets one every ping interval (half a TTL), not every other one.
 	onlyPing := r.ping && len(buf) == 0 && r.closing == ""
 	if r.ping && len(buf) == 0 {
-		buf = append(buf, pingFrame...)
+		buf = append(buf, frames.Ping...)
 		r.frames++
 	}
 	if r.closing != "" {
-		buf = appendClosing(buf, r.closing)
+		buf = frames.AppendClosing(buf, r.closing)
 		r.frames++
 	}
 	if err == nil && len(buf) > 0 {

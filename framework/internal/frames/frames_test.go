@@ -1,4 +1,4 @@
-package framework
+package frames
 
 import (
 	"encoding/json"
@@ -44,52 +44,50 @@ func FuzzDecodeFrame(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		var fast watchFrame[frameObject]
-		fastErr := decodeFrame(line, &fast)
-		var full watchFrame[frameObject]
+		var fast Frame[frameObject]
+		fastErr := Decode(line, &fast)
+		var full Frame[frameObject]
 		fullErr := json.Unmarshal(line, &full)
 		if (fastErr == nil) != (fullErr == nil) {
-			t.Fatalf("decodeFrame error %v, encoding/json error %v, for %q", fastErr, fullErr, line)
+			t.Fatalf("Decode error %v, encoding/json error %v, for %q", fastErr, fullErr, line)
 		}
 		if fastErr == nil && !reflect.DeepEqual(fast, full) {
-			t.Fatalf("decodeFrame read %+v, encoding/json %+v, from %q", fast, full, line)
+			t.Fatalf("Decode read %+v, encoding/json %+v, from %q", fast, full, line)
 		}
 	})
 }
 
+// traceHeader is a write's header as a change carries it: what the
+// root's encodeChangeHeader makes of a traceparent (its test checks it).
+var traceHeader = []byte(`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`)
+
 // TestFrameHeaderRoundTrips: the header a change carries is written into
 // its set and delete frames and read back by the informer's fast path
-// (not left to encoding/json), and a header over its bound is not carried.
+// (not left to encoding/json). That a header over its bound is not
+// carried is checked where it is encoded (TestChangeHeaderIsBounded).
 func TestFrameHeaderRoundTrips(t *testing.T) {
-	header := encodeChangeHeader(map[string][]string{"traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
-	set, object := encodeSetFrame("node-1", ObjectVersion{Epoch: "e", Seq: 3}, 7, []byte(`{"a":"x"}`), header)
+	header := traceHeader
+	set, object := EncodeSet(Change{Key: "node-1", Epoch: "e", Seq: 3, Rev: 7, Header: header}, []byte(`{"a":"x"}`))
 	if string(object) != `{"a":"x"}` {
 		t.Fatalf("object %q", object)
 	}
-	del := encodeDeleteFrame("node-1", ObjectVersion{Epoch: "e", Seq: 4}, 8, false, header)
-	for _, frame := range [][]byte{set.frame, del.frame} {
-		head, _, ok := readFrame(frame)
+	del := EncodeDelete(Change{Key: "node-1", Epoch: "e", Seq: 4, Rev: 8, Header: header})
+	for _, frame := range [][]byte{set, del} {
+		head, _, ok := Read(frame)
 		if !ok {
 			t.Fatalf("the fast path refused %s", frame)
 		}
 		if got := head.Header["traceparent"]; got != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
 			t.Errorf("header %v read from %s", head.Header, frame)
 		}
-		var full watchFrame[frameObject]
+		var full Frame[frameObject]
 		if err := json.Unmarshal(frame, &full); err != nil || !reflect.DeepEqual(full.Header, head.Header) {
 			t.Errorf("encoding/json read %v (%v) from %s", full.Header, err, frame)
 		}
 	}
-	plain, _ := encodeSetFrame("node-1", ObjectVersion{Epoch: "e", Seq: 3}, 7, []byte(`{}`), nil)
-	if want := `{"type":"set","key":"node-1","epoch":"e","seq":3,"rev":7,"object":{}}` + "\n"; string(plain.frame) != want {
-		t.Errorf("a frame without a header: %s, want %s", plain.frame, want)
-	}
-	big := make([]byte, maxChangeHeaderBytes)
-	for i := range big {
-		big[i] = 'x'
-	}
-	if h := encodeChangeHeader(map[string][]string{"tracestate": {string(big)}}); h != nil {
-		t.Errorf("a header of %d bytes was carried", len(h))
+	plain, _ := EncodeSet(Change{Key: "node-1", Epoch: "e", Seq: 3, Rev: 7}, []byte(`{}`))
+	if want := `{"type":"set","key":"node-1","epoch":"e","seq":3,"rev":7,"object":{}}` + "\n"; string(plain) != want {
+		t.Errorf("a frame without a header: %s, want %s", plain, want)
 	}
 }
 
@@ -111,9 +109,28 @@ func TestFrameTypeKey(t *testing.T) {
 		{`{"type":`, "", "", 0, false},
 	}
 	for _, tt := range tests {
-		typ, key, rev, ok := frameTypeKey([]byte(tt.line))
+		typ, key, rev, ok := TypeKey([]byte(tt.line))
 		if typ != tt.typ || key != tt.key || rev != tt.rev || ok != tt.decodes {
-			t.Errorf("frameTypeKey(%s) = %q, %q, %d, %v; want %q, %q, %d, %v", tt.line, typ, key, rev, ok, tt.typ, tt.key, tt.rev, tt.decodes)
+			t.Errorf("TypeKey(%s) = %q, %q, %d, %v; want %q, %q, %d, %v", tt.line, typ, key, rev, ok, tt.typ, tt.key, tt.rev, tt.decodes)
+		}
+	}
+}
+
+// TestEncodeFrames pins the bytes of a delete frame made because its
+// writer was lost, a synced marker, a ping and a closing frame.
+func TestEncodeFrames(t *testing.T) {
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{string(EncodeDelete(Change{Key: `a"b`, Epoch: "e", Seq: 2, Rev: 9, WriterLost: true})),
+			`{"type":"delete","key":"a\"b","epoch":"e","seq":2,"rev":9,"writerLost":true}` + "\n"},
+		{string(AppendSynced(nil, Synced{Instance: "i", History: "h", Rev: 4, Resumed: true})),
+			`{"type":"synced","instance":"i","history":"h","rev":4,"resumed":true,"writer":false}` + "\n"},
+		{string(Ping), `{"type":"ping"}` + "\n"},
+		{string(AppendClosing(nil, "draining")), `{"type":"closing","reason":"draining"}` + "\n"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("encoded %s, want %s", tt.got, tt.want)
 		}
 	}
 }
