@@ -62,6 +62,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,6 +109,9 @@ type config struct {
 	nodeWrites                  float64
 	watch, etcdMetrics          string
 	sourceAddrs                 bool
+	// placeProfile, if set, is where the node controller's CPU profile
+	// of the placement is written.
+	placeProfile string
 	// The Kubernetes path.
 	path                        string
 	clientCA, clientCAKey       string
@@ -140,6 +144,7 @@ func run() int {
 	flag.StringVar(&c.clientCAKey, "client-ca-key", "", "kubernetes path: that CA's key")
 	flag.DurationVar(&c.leaseEvery, "lease-every", 10*time.Second, "kubernetes path: how often each node renews its Lease")
 	flag.DurationVar(&c.nodeStatusEvery, "node-status-every", 5*time.Minute, "kubernetes path: how often each node patches its unchanged NodeStatus")
+	flag.StringVar(&c.placeProfile, "place-cpu-profile", "", "lockstep path: write the node controller's CPU profile while it places the pods to this file (go tool pprof)")
 	out := flag.String("out", "", "also write the JSON result to this file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -340,7 +345,14 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	defer closeSched()
 	start = time.Now()
 	before := obs.snapshot(ctx)
+	stopProfile, err := profile(c.placeProfile)
+	if err != nil {
+		return nil, err
+	}
 	res.PodsPlaced = place(ctx, sched, c)
+	stopProfile()
+	fmt.Fprintf(os.Stderr, "lockstep: %d pods bound in %.1f s (%.0f binds/s)\n", res.PodsPlaced, time.Since(start).Seconds(),
+		float64(res.PodsPlaced)/time.Since(start).Seconds())
 	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool { return running(nc) >= res.PodsPlaced }); err != nil {
 		return nil, fmt.Errorf("%d of %d pods Running: %w", running(nc), res.PodsPlaced, err)
 	}
@@ -512,6 +524,23 @@ func place(ctx context.Context, sched nhv2.Client, c config) int {
 	}
 	wg.Wait()
 	return int(bound.Load())
+}
+
+// profile starts a CPU profile written to path, if not "", and returns
+// what stops it.
+func profile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // victimsReady reports whether every node to be killed is Ready.

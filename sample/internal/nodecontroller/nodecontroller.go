@@ -138,9 +138,12 @@ type NodeController struct {
 	nodes     map[string]*node
 	instances map[string]string          // kubelet session instance → node name
 	bound     map[string]map[string]bool // kubelet session instance → the nodes bound to it
-	closed    bool
-	topicV1   *framework.TopicWriter[nhv1.NodeHealth]
-	topicV2   *framework.TopicWriter[nhv2.NodeHealth]
+	// podNode is the node each mirrored pod is assigned to, so that a
+	// pod's change finds the node it leaves without looking at every node.
+	podNode map[string]string
+	closed  bool
+	topicV1 *framework.TopicWriter[nhv1.NodeHealth]
+	topicV2 *framework.TopicWriter[nhv2.NodeHealth]
 	// podsV1 and podsV2 are the PodAssignment topic in the forms served;
 	// in fork mode podsV1 is nil and the 1.0.0 form follows podsV2.
 	podsV1 *framework.TopicWriter[nsv1.PodAssignment]
@@ -220,7 +223,7 @@ func New(cfg Config) (*NodeController, error) {
 		cfg.Pods = NewPodStore()
 	}
 	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
-		bound: map[string]map[string]bool{},
+		bound: map[string]map[string]bool{}, podNode: map[string]string{},
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sample_nodecontroller_reports_total",
 			Help: "Reports received from kubelets, by kind (status, pod) and the contract version they travelled at.",
@@ -623,13 +626,15 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 	if n.closed {
 		return
 	}
-	for _, nd := range n.nodes {
-		if _, ok := nd.assigned[uid]; ok && (p == nil || p.NodeName != nd.name) {
+	if was, ok := n.podNode[uid]; ok && (p == nil || p.NodeName != was) {
+		delete(n.podNode, uid)
+		if nd := n.nodes[was]; nd != nil {
 			delete(nd.assigned, uid)
 			n.publishOwnLocked(nd)
 		}
 	}
 	if p != nil {
+		n.podNode[uid] = p.NodeName
 		nd := n.nodeLocked(p.NodeName)
 		bp := p.bound()
 		if old, ok := nd.assigned[uid]; !ok || old != bp {

@@ -27,10 +27,14 @@ import (
 type PodStore struct {
 	mu   sync.Mutex
 	pods map[string]*Pod
-	subs map[int]func(uid string, p *Pod)
-	next int
-	now  func() time.Time
-	path string // "" for none
+	// onNode counts the pods bound to each node, so that a binding's
+	// check of its node's limit costs the same however many pods and
+	// nodes the store holds.
+	onNode map[string]int
+	subs   map[int]func(uid string, p *Pod)
+	next   int
+	now    func() time.Time
+	path   string // "" for none
 }
 
 // Pod is one bound pod as the store holds it.
@@ -64,7 +68,7 @@ const maxPhases = 8
 
 // NewPodStore returns an empty store, in memory.
 func NewPodStore() *PodStore {
-	return &PodStore{pods: map[string]*Pod{}, subs: map[int]func(string, *Pod){}, now: time.Now}
+	return &PodStore{pods: map[string]*Pod{}, onNode: map[string]int{}, subs: map[int]func(string, *Pod){}, now: time.Now}
 }
 
 // OpenPodStore returns the store kept in the file at path, with what the
@@ -86,9 +90,30 @@ func OpenPodStore(path string) (*PodStore, error) {
 		return nil, fmt.Errorf("pod store %s: %w", path, err)
 	}
 	for _, p := range pods {
-		s.pods[p.UID] = p
+		s.putLocked(p)
 	}
 	return s, nil
+}
+
+// putLocked holds p, counting it on its node.
+func (s *PodStore) putLocked(p *Pod) {
+	if old := s.pods[p.UID]; old != nil {
+		s.dropLocked(old.UID)
+	}
+	s.pods[p.UID] = p
+	s.onNode[p.NodeName]++
+}
+
+// dropLocked forgets the pod uid, if held.
+func (s *PodStore) dropLocked(uid string) {
+	p := s.pods[uid]
+	if p == nil {
+		return
+	}
+	delete(s.pods, uid)
+	if s.onNode[p.NodeName]--; s.onNode[p.NodeName] <= 0 {
+		delete(s.onNode, p.NodeName)
+	}
 }
 
 // saveLocked rewrites the store's file, if it has one.
@@ -172,20 +197,14 @@ func (s *PodStore) bind(b *nhv2.Binding, limit int) (*Pod, error) {
 		cp := *p
 		return &cp, nil
 	}
-	on := 0
-	for _, p := range s.pods {
-		if p.NodeName == b.NodeName {
-			on++
-		}
-	}
-	if on >= limit {
+	if on := s.onNode[b.NodeName]; on >= limit {
 		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods bound, at most %d kept", b.NodeName, on, limit)
 	}
 	p := &Pod{Namespace: b.Pod.Namespace, Name: b.Pod.Name, UID: b.Pod.UID, NodeName: b.NodeName, Requests: b.Requests,
 		Priority: priority(b.Priority),
 		Desired:  nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
 		Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
-	s.pods[p.UID] = p
+	s.putLocked(p)
 	if err := s.changedLocked(p.UID); err != nil {
 		return nil, err
 	}
@@ -233,12 +252,7 @@ func (s *PodStore) evict(e *nhv2.Eviction, limit int) ([]Pod, error) {
 		}
 		evicted = append(evicted, *p)
 	}
-	on := -len(evicted)
-	for _, p := range s.pods {
-		if p.NodeName == e.NodeName {
-			on++
-		}
-	}
+	on := s.onNode[e.NodeName] - len(evicted)
 	_, rebind := s.pods[pre.Pod.UID]
 	if !rebind && on >= limit {
 		return nil, framework.Errorf(framework.CodeResourceExhausted, "node %s has %d pods bound without the victims, at most %d kept", e.NodeName, on, limit)
@@ -250,14 +264,14 @@ func (s *PodStore) evict(e *nhv2.Eviction, limit int) ([]Pod, error) {
 		}
 	}
 	for _, p := range evicted {
-		delete(s.pods, p.UID)
+		s.dropLocked(p.UID)
 		keep(s.changedLocked(p.UID))
 	}
 	if !rebind {
 		p := &Pod{Namespace: pre.Pod.Namespace, Name: pre.Pod.Name, UID: pre.Pod.UID, NodeName: e.NodeName, Requests: pre.Requests,
 			Priority: pre.Priority, Desired: nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
 			Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
-		s.pods[p.UID] = p
+		s.putLocked(p)
 		keep(s.changedLocked(p.UID))
 	}
 	return evicted, err
@@ -282,7 +296,7 @@ func (s *PodStore) report(st *nsv2.PodStatus) error {
 		p.Phases = append(p.Phases, PhaseChange{Phase: st.Phase, At: s.now()})
 	}
 	if p.Ended() {
-		delete(s.pods, st.UID)
+		s.dropLocked(st.UID)
 		return s.tellLocked(st.UID, p)
 	}
 	return s.changedLocked(st.UID)

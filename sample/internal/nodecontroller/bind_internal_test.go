@@ -1,0 +1,105 @@
+package nodecontroller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework"
+	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
+	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+)
+
+// withNodes is a node controller, not serving, that knows nodes Ready
+// nodes, node-0 … node-(nodes-1), as their kubelets' reports made them.
+func withNodes(tb testing.TB, nodes, podsPerNode int) *NodeController {
+	tb.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	n, err := New(Config{API: "v2", Logger: quiet, PodsPerNode: podsPerNode,
+		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", Logger: quiet}})
+	require.NoError(tb, err)
+	tb.Cleanup(n.Close)
+	for i := range nodes {
+		st := &nsv2.NodeStatus{NodeName: fmt.Sprintf("node-%d", i),
+			Allocatable: nsv2.Resources{CPUMillis: 4000, MemoryBytes: 16 << 30, Pods: 110},
+			Conditions:  nsv2.Conditions{Ready: nsv2.Condition{Status: nsv2.ConditionStatusTrue}}}
+		_, err := n.reportStatus(context.Background(), st)
+		require.NoError(tb, err)
+	}
+	return n
+}
+
+func binding(uid, node string) *nhv2.Binding {
+	return &nhv2.Binding{Pod: nhv2.PodRef{Namespace: "default", Name: uid, UID: uid}, NodeName: node,
+		Requests: nhv2.PodRequests{CPUMillis: 10, MemoryBytes: 16 << 20}}
+}
+
+// A node's limit of pods counts the pods bound to it now: pods that ended
+// and pods evicted free their places, and other nodes' pods take none.
+func TestPodLimitCountsTheNodesPods(t *testing.T) {
+	n := withNodes(t, 3, 2)
+	ctx := context.Background()
+	for _, b := range []*nhv2.Binding{binding("a", "node-0"), binding("b", "node-0"), binding("c", "node-1"), binding("d", "node-1")} {
+		_, err := n.bind(ctx, b)
+		require.NoError(t, err)
+	}
+	_, err := n.bind(ctx, binding("e", "node-0"))
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(err), "node-0 holds 2 of 2: %v", err)
+	_, err = n.bind(ctx, binding("e", "node-2"))
+	assert.NoError(t, err, "node-2 holds none of the others' pods")
+
+	require.NoError(t, n.cfg.Pods.report(&nsv2.PodStatus{NodeName: "node-0", UID: "a", Phase: nsv2.PodStatusPhaseSucceeded}))
+	_, err = n.bind(ctx, binding("f", "node-0"))
+	assert.NoError(t, err, "a ended: its place is free")
+	_, err = n.bind(ctx, binding("g", "node-0"))
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(err), "%v", err)
+
+	prio := int64(10)
+	_, err = n.evict(ctx, &nhv2.Eviction{NodeName: "node-1", Victims: []nhv2.PodRef{{UID: "c"}},
+		Preemptor: nhv2.Preemptor{Pod: nhv2.PodRef{Namespace: "default", Name: "h", UID: "h"}, Priority: prio}})
+	require.NoError(t, err)
+	_, err = n.bind(ctx, binding("i", "node-1"))
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(err), "c's place went to h: %v", err)
+
+	// Each node's health lists its own pods, and only those.
+	pods := map[string][]string{}
+	for _, h := range n.Health() {
+		for _, p := range h.Pods {
+			pods[h.NodeName] = append(pods[h.NodeName], p.Pod.UID)
+		}
+	}
+	assert.Equal(t, map[string][]string{"node-0": {"b", "f"}, "node-1": {"d", "h"}, "node-2": {"e"}}, pods)
+}
+
+// BenchmarkBind is one binding's cost in the node controller (the pod
+// store, the node's health and the PodAssignment topic, without the
+// network), and its pod's end, with nodes nodes holding 5 pods each
+// already: it should not grow with the number of nodes.
+func BenchmarkBind(b *testing.B) {
+	for _, nodes := range []int{1000, 2000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			n := withNodes(b, nodes, 1000)
+			ctx := context.Background()
+			for i := range 5 * nodes {
+				if _, err := n.bind(ctx, binding(fmt.Sprintf("pod-%d", i), fmt.Sprintf("node-%d", i%nodes))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i := 0
+			for b.Loop() {
+				uid, node := fmt.Sprintf("new-%d", i), fmt.Sprintf("node-%d", i%nodes)
+				if _, err := n.bind(ctx, binding(uid, node)); err != nil {
+					b.Fatal(err)
+				}
+				if err := n.cfg.Pods.report(&nsv2.PodStatus{NodeName: node, UID: uid, Phase: nsv2.PodStatusPhaseSucceeded}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
