@@ -1,80 +1,41 @@
 package framework
 
-// Shared bounds. Some of a server's bounds are shared by every peer: its
-// sessions, its connections, and the keys and bytes of a client-written
-// topic, shared by its writers. A share per peer alone does not keep one
-// peer, or a few, from locking the others out: at a quarter each, four
-// peers hold everything, and an honest peer that arrives next (a kubelet
-// that restarted, a new node) is refused. So every shared bound is divided
-// by one rule, here:
-//
-//   - a peer holds at most its share (Limits.SessionsPerPeer,
-//     Limits.ConnsPerSource, Limits.ConnsPerPeer, WithMaxKeysPerWriter,
-//     WithMaxBytesPerWriter, and a peer's share of a server-written topic
-//     its handlers write for it, TopicWriter.SetFor);
-//   - the last quarter of the bound (or what the share leaves, if less) is
-//     its reserve, kept for peers that hold little: at most 1/4096 of the
-//     bound, so that filling the reserve takes over a thousand peers; but
-//     never less than a real share at small bounds, a quarter of the
-//     reserve up to a floor (16 sessions, connections, keys or watchers,
-//     64 KiB of objects). Rounded to one, as it was, a descriptor limit of
-//     256 left a kubelet one connection of the reserve's 48.
-//
-// A peer at its share when others hold three quarters is refused; a
-// kubelet with its one session, or its one lease, is admitted as long as
-// the bound has room at all. What does not grow the total (a
-// re-handshake that replaces a session, an object written no larger) is
-// never refused for the bound.
+// Shared bounds: the one rule by which a bound every peer shares is
+// divided lives in framework/internal/share; the sessions' and the
+// connections' limits read it through these names.
 
-// sharedBound is one bound shared by peers, and one peer's share of it.
+import "github.com/lockstep-dev/lockstep/framework/internal/share"
+
+// sharedBound is one bound shared by peers, and one peer's share of it
+// (share.Bound).
 type sharedBound struct {
 	max     int64 // the bound, over every peer
 	perPeer int64 // what one peer may hold of it
-	// floor is the least a peer that holds little may hold of the reserve
-	// (if the reserve's quarter is as much); 0 means 16 units.
+	// floor is the least a peer that holds little may hold of the reserve;
+	// 0 means 16 units.
 	floor int64
 }
 
-// bytesFloor is the floor of a bound in bytes: a peer holding little
-// holds some objects, not 16 bytes.
-const bytesFloor = 64 << 10
+func (b sharedBound) bound() share.Bound {
+	return share.Bound{Max: b.max, PerPeer: b.perPeer, Floor: b.floor}
+}
 
-// shareVerdict is what a shared bound says of a peer's request.
-type shareVerdict int
+// little is share.Bound.Little.
+func (b sharedBound) little() int64 { return b.bound().Little() }
+
+// admit is share.Bound.Admit.
+func (b sharedBound) admit(total, held, add, grow int64) shareVerdict {
+	return b.bound().Admit(total, held, add, grow)
+}
+
+type shareVerdict = share.Verdict
 
 const (
-	shareAdmitted  shareVerdict = iota
-	shareOverPeer               // the peer would hold more than its share
-	shareOverBound              // the total would pass the bound
-	shareReserved               // the total would reach the reserve, which the peer holds too much for
+	shareAdmitted  = share.Admitted
+	shareOverPeer  = share.OverPeer
+	shareOverBound = share.OverBound
+	shareReserved  = share.Reserved
 )
 
-// reserve is how much of the bound is kept for peers that hold little.
-func (b sharedBound) reserve() int64 { return min(b.max/4, b.max-b.perPeer) }
-
-// little is the most a peer may hold and still take from the reserve:
-// 1/4096 of the bound, or at small bounds a quarter of the reserve up to
-// the floor, and at least one unit.
-func (b sharedBound) little() int64 {
-	floor := b.floor
-	if floor == 0 {
-		floor = 16
-	}
-	return max(1, b.max/4096, min(b.reserve()/4, floor))
-}
-
-// admit says whether a peer holding held of a bound whose peers hold
-// total may take add more, which grows the total by grow (less than add
-// when the peer takes over what another held, negative when it gives
-// back more than it takes).
-func (b sharedBound) admit(total, held, add, grow int64) shareVerdict {
-	switch {
-	case add > 0 && held+add > b.perPeer:
-		return shareOverPeer
-	case grow > 0 && total+grow > b.max:
-		return shareOverBound
-	case grow > 0 && total+grow > b.max-b.reserve() && held+add > b.little():
-		return shareReserved
-	}
-	return shareAdmitted
-}
+// bytesFloor is share.BytesFloor, the floor of a bound in bytes.
+const bytesFloor = share.BytesFloor
