@@ -101,15 +101,40 @@ func refuseOnBehalf(r *http.Request) error {
 	return nil
 }
 
+// onBehalfAudit is one entry asked on behalf of a client component, as
+// auditOnBehalf records it.
+type onBehalfAudit struct {
+	kind EntryKind
+	// peer is who asked; behalf the client component asked for.
+	peer   *Peer
+	behalf string
+	// contract and version name what was asked (version "" for a
+	// handshake, which asks for none).
+	contract, version string
+	// outcome is "accepted", a refusal reason or an error code
+	// (outcomeLabel).
+	outcome string
+}
+
 // auditOnBehalf records an entry asked on behalf of a client component:
 // one log line (who asked, for whom, what, the outcome) and the counter
 // lockstep_on_behalf_total, whose labels come from what the server
-// declares only. outcome is "accepted", a refusal reason or an error code
-// (outcomeLabel).
-func (s *Server) auditOnBehalf(kind EntryKind, p *Peer, behalf, contract, version, outcome string) {
-	s.cfg.Logger.Info("lockstep: entry on behalf of a client component", "entry", kind, "identity", p.Identity.String(),
-		"onBehalfOf", behalf, "contract", contract, "version", version, "outcome", outcome)
-	s.cfg.Metrics.onBehalfEntry(kind, contract, outcome)
+// declares only.
+func (s *Server) auditOnBehalf(a onBehalfAudit) {
+	s.cfg.Logger.Info("lockstep: entry on behalf of a client component", "entry", a.kind, "identity", a.peer.Identity.String(),
+		"onBehalfOf", a.behalf, "contract", a.contract, "version", a.version, "outcome", a.outcome)
+	s.cfg.Metrics.onBehalfEntry(a.kind, a.contract, a.outcome)
+}
+
+// auditAdmitted records the outcome of an entry admitted on behalf of a
+// client component (a watch without a session); it does nothing for any
+// other entry.
+func (s *Server) auditAdmitted(a *admitted, outcome string) {
+	if a.onBehalf == "" {
+		return
+	}
+	s.auditOnBehalf(onBehalfAudit{kind: EntryWatch, peer: a.peer, behalf: a.onBehalf, contract: a.sess.contract,
+		version: a.sess.version, outcome: outcome})
 }
 
 // outcomeLabel is an entry's outcome as a label: "accepted" for none, else
@@ -344,17 +369,23 @@ func (s *Server) operatorOnly(next http.Handler) http.Handler {
 	})
 }
 
-// admitted is what the admission step found for an entry that carries a
-// session: its peer, its session, and the context handlers run in (it
-// carries the peer). done ends what admission counted (calls in flight).
+// admitted is what the admission step found for an entry: its peer, its
+// session (nil for a plain call), the usage its limits count against, and
+// the context handlers run in (it carries the peer). done ends what
+// admission counted (calls in flight).
 type admitted struct {
-	peer *Peer
-	sess *session
-	ctx  context.Context
-	undo []func()
+	peer  *Peer
+	sess  *session
+	usage *peerUsage
+	ctx   context.Context
+	undo  []func()
 	// onBehalf is the client component a watch without a session is asked
 	// on behalf of (admitWatchOnBehalf), "" otherwise.
 	onBehalf string
+	// draining says the server was draining when a plain call arrived: its
+	// answer is marked so (a call in a session reads the server's state
+	// when it answers).
+	draining bool
 }
 
 func (a *admitted) done() {
@@ -364,14 +395,18 @@ func (a *admitted) done() {
 	a.undo = nil
 }
 
-// sessionEntry says what admitSession checks for one kind of entry.
-type sessionEntry struct {
+// entry says what the admission step checks for one request: what kind
+// of entry it is, what its path names, and how it counts.
+type entry struct {
 	kind EntryKind
 	// contract and version are the path's; the session must be of the
 	// contract, and (when version is set) at the version.
 	contract, version string
 	// topic names a watch's or topic write's topic, for the Authorizer.
 	topic string
+	// client is the contract's client component: a watch without a
+	// session may be asked on its behalf (admitWatchOnBehalf).
+	client string
 	// call counts the entry as a call: refused while draining, counted in
 	// flight (the server's, the session's, the peer's).
 	call bool
@@ -380,13 +415,54 @@ type sessionEntry struct {
 	authorize bool
 }
 
+// admit is the one admission step of every request that reaches a handler
+// after routing: a call and a multi-call (serveCall), a batch (a call
+// whose items each pass the Authorizer), a plain call (EntryPlain, no
+// session: admitPlain), a topic write and a watch (with a session, or
+// asked on behalf of e.client without one: admitWatchOnBehalf). It checks,
+// in the order at the top of this file, everything up to the body, which
+// the entry then reads with readBody. On success the caller must call done
+// on the result when the entry ends; a refusal is answered with
+// [Server.refuse]. Handshakes, heartbeats and session closes, which name
+// no session in their path, are admitted by admitPeer and their own body
+// rules (server_handshake.go). Machinery outside the root package (a
+// watch handler's) is given admit as a func value, never a rule of its
+// own: there is one admission path.
+func (s *Server) admit(r *http.Request, e entry) (*admitted, error) {
+	switch {
+	case e.kind == EntryPlain:
+		return s.admitPlain(r)
+	case e.kind == EntryWatch && r.Header.Get(protocol.HeaderOnBehalfOf) != "" && r.Header.Get(protocol.HeaderSession) == "":
+		return s.admitWatchOnBehalf(r, e)
+	}
+	return s.admitSession(r, e)
+}
+
+// readBody reads an admitted entry's body within the body limits,
+// counted among its peer's bodies on their way (readPeerBody), and
+// answers a refusal itself: one before the body was read with
+// [Server.refuse], a body refused by its limits with [Server.fail]. ok
+// is false when it answered; otherwise the caller calls release once done
+// with the body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, a *admitted) (body []byte, release func(), ok bool) {
+	body, release, refused, err := s.readPeerBody(w, r, a.usage)
+	switch {
+	case refused != nil:
+		s.refuse(w, r, refused)
+	case err != nil:
+		s.fail(w, err)
+	default:
+		return body, release, true
+	}
+	return nil, nil, false
+}
+
 // admitSession is the admission step of every entry that carries a session
 // token (calls, multi-calls, topic writes, watches), up to the body: the
 // header Lockstep-On-Behalf-Of (refused), draining, identity, session and
 // its binding to the identity, version, rate, calls in flight, and
-// authorization where e asks for it. On success
-// the caller must call done on the result when the entry ends.
-func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error) {
+// authorization where e asks for it.
+func (s *Server) admitSession(r *http.Request, e entry) (*admitted, error) {
 	if err := refuseOnBehalf(r); err != nil {
 		return nil, err
 	}
@@ -398,26 +474,9 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 		s.inFlight.Add(1)
 		a.undo = append(a.undo, s.callEnded)
 		if s.draining.Load() {
-			_, sess, err := s.bindSession(r, token, e.contract)
-			// A replay of a key this server recorded is answered even while
-			// it drains: refusing it as not processed would let the client
-			// resend it elsewhere, though it may have been applied here.
-			key := r.Header.Get(protocol.HeaderIdempotencyKey)
-			replay := err == nil && s.replays.recorded(replayKeyOf(sess, key))
-			if !replay {
+			if err := s.refuseDraining(r, token, e.contract); err != nil {
 				a.done()
-				s.lastArrival.Store(s.now())
-				refusal := Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
-				if err != nil {
-					return nil, refusal
-				}
-				sess.drainNotified.Store(true)
-				if key != "" {
-					// Said only here, where the record was looked up: the
-					// client may then send the keyed call elsewhere.
-					return nil, unrecordedRefusal{refusal}
-				}
-				return nil, refusal
+				return nil, err
 			}
 		}
 	}
@@ -435,21 +494,13 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 		return nil, err
 	}
 	if e.call {
-		n := sess.inFlight.Add(1)
-		a.undo = append(a.undo, func() { sess.inFlight.Add(-1) })
-		if n > int64(s.cfg.MaxInFlightPerSession) {
-			a.done()
-			return nil, overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession)
-		}
-		end, err := s.limits.beginCall(sess.usage, 1)
-		if err != nil {
+		if err := s.countSessionCall(a, sess); err != nil {
 			a.done()
 			return nil, err
 		}
-		a.undo = append(a.undo, end)
 	}
 	sess.lastSeen.Store(s.now())
-	a.peer, a.sess, a.ctx = peer, sess, withPeer(r.Context(), peer)
+	a.peer, a.sess, a.usage, a.ctx = peer, sess, sess.usage, withPeer(r.Context(), peer)
 	if e.authorize {
 		if err := s.authorize(a.ctx, &Entry{Kind: e.kind, Contract: e.contract, Version: sess.version, Topic: e.topic, Peer: peer}); err != nil {
 			a.done()
@@ -459,38 +510,112 @@ func (s *Server) admitSession(r *http.Request, e sessionEntry) (*admitted, error
 	return a, nil
 }
 
+// refuseDraining is a draining server's answer to a call in a session:
+// refused unprocessed, unless it replays a key this server recorded,
+// which is answered even while it drains: refusing it as not processed
+// would let the client resend it elsewhere, though it may have been
+// applied here.
+func (s *Server) refuseDraining(r *http.Request, token, contract string) error {
+	_, sess, err := s.bindSession(r, token, contract)
+	key := r.Header.Get(protocol.HeaderIdempotencyKey)
+	if err == nil && s.replays.recorded(replayKeyOf(sess, key)) {
+		return nil
+	}
+	s.lastArrival.Store(s.now())
+	refusal := Errorf(CodeUnavailable, "%s is draining: resend to another endpoint", s.cfg.Component)
+	if err != nil {
+		return refusal
+	}
+	sess.drainNotified.Store(true)
+	if key != "" {
+		// Said only here, where the record was looked up: the
+		// client may then send the keyed call elsewhere.
+		return unrecordedRefusal{refusal}
+	}
+	return refusal
+}
+
+// countSessionCall counts an admitted call among its session's and its
+// peer's calls in flight, within their limits.
+func (s *Server) countSessionCall(a *admitted, sess *session) error {
+	n := sess.inFlight.Add(1)
+	a.undo = append(a.undo, func() { sess.inFlight.Add(-1) })
+	if n > int64(s.cfg.MaxInFlightPerSession) {
+		return overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession)
+	}
+	end, err := s.limits.beginCall(sess.usage, 1)
+	if err != nil {
+		return err
+	}
+	a.undo = append(a.undo, end)
+	return nil
+}
+
+// admitPlain is the admission step of a plain call ([Server.ServePlain]),
+// which has no session: counted in the drain's calls in flight (a plain
+// call is served while the server drains: its caller has no other replica
+// to be sent to), identity, rate and calls in flight of the peer, and the
+// header Lockstep-On-Behalf-Of (refused). Under mutual TLS any verified
+// certificate passes here (a plain caller is often not a lockstep
+// component): the Authorizer decides what it may call, when it sees the
+// decoded request.
+func (s *Server) admitPlain(r *http.Request) (*admitted, error) {
+	a := &admitted{}
+	s.inFlight.Add(1)
+	a.undo = append(a.undo, s.callEnded)
+	if a.draining = s.draining.Load(); a.draining {
+		s.lastArrival.Store(s.now())
+	}
+	p, usage, err := s.admitPeer(r)
+	if err == nil {
+		err = refuseOnBehalf(r)
+	}
+	if err != nil {
+		a.done()
+		return nil, err
+	}
+	end, err := s.limits.beginCall(usage, 1)
+	if err != nil {
+		a.done()
+		return nil, err
+	}
+	a.undo = append(a.undo, end)
+	a.peer, a.usage, a.ctx = p, usage, withPeer(r.Context(), p)
+	return a, nil
+}
+
 // admitWatchOnBehalf admits a watch an operator's identity asks on behalf
-// of the contract's client, without a session (onBehalfOf): identity and
-// rate, charged to the operator's identity; the on-behalf rule; the
-// Authorizer. Its watcher hangs on a session of its own that the session
-// table never holds: nothing renews it, no readiness counts it
+// of the contract's client (e.client), without a session (onBehalfOf):
+// identity and rate, charged to the operator's identity; the on-behalf
+// rule; the Authorizer. Its watcher hangs on a session of its own that the
+// session table never holds: nothing renews it, no readiness counts it
 // (RequirePeers), it never lapses (the watch ends with its connection or
 // the drain), it claims nothing, and its watchers count against the
 // operator identity's shares. Refusals after the identity is known are
 // audited here.
-func (s *Server) admitWatchOnBehalf(r *http.Request, sv *servedVersion, topic string) (*admitted, error) {
+func (s *Server) admitWatchOnBehalf(r *http.Request, e entry) (*admitted, error) {
 	p, u, err := s.admitPeer(r)
 	if err != nil {
 		return nil, err
 	}
-	c := sv.contract
-	behalf, err := s.onBehalfOf(r, p, c.Client(), true)
+	behalf, err := s.onBehalfOf(r, p, e.client, true)
 	if err == nil {
 		if !p.Authenticated {
 			p.Identity = Identity{Component: behalf}
 		}
-		err = s.authorize(withPeer(r.Context(), p), &Entry{Kind: EntryWatch, Contract: c.Name(), Version: c.Version(),
-			Topic: topic, Peer: p, OnBehalfOf: behalf})
+		err = s.authorize(withPeer(r.Context(), p), &Entry{Kind: EntryWatch, Contract: e.contract, Version: e.version,
+			Topic: e.topic, Peer: p, OnBehalfOf: behalf})
 	}
 	if err != nil {
-		s.auditOnBehalf(EntryWatch, p, r.Header.Get(protocol.HeaderOnBehalfOf), c.Name(), c.Version(), outcomeLabel(err))
+		s.auditOnBehalf(onBehalfAudit{kind: EntryWatch, peer: p, behalf: r.Header.Get(protocol.HeaderOnBehalfOf),
+			contract: e.contract, version: e.version, outcome: outcomeLabel(err)})
 		return nil, err
 	}
 	now := s.now()
-	sess := &session{contract: c.Name(), version: c.Version(), createdAt: now, owner: p, usage: u,
+	sess := &session{contract: e.contract, version: e.version, createdAt: now, owner: p, usage: u,
 		peer: handshake.Peer{Component: behalf, Instance: "on behalf of " + p.Identity.String()}}
 	sess.lastSeen.Store(now)
-	return &admitted{peer: p, sess: sess, ctx: withPeer(r.Context(), p), onBehalf: behalf}, nil
+	return &admitted{peer: p, sess: sess, usage: u, ctx: withPeer(r.Context(), p), onBehalf: behalf}, nil
 }
 
 // admitPeer is the admission step of the entries that name no session in

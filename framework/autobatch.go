@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -259,7 +260,7 @@ func (b *batcher) send(calls []*pendingCall) {
 		}
 		return
 	}
-	br, err := decodeMultiResponse(whole.body)
+	br, err := wire.DecodeMultiResponse(whole.body)
 	if err != nil || len(br.Results) != len(live) {
 		bad := attempt{status: http.StatusInternalServerError,
 			body: mustJSON(toWire(Errorf(CodeInternal, "multi-call answer does not decode")))}
@@ -307,7 +308,7 @@ func (b *batcher) encode(calls []*pendingCall) []byte {
 				h[k] = p.header.Get(k)
 			}
 		}
-		buf = appendMultiCall(buf, p.method, timeout, h, p.body)
+		buf = wire.AppendMultiCall(buf, p.method, timeout, h, p.body)
 	}
 	return append(buf, `]}`...)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -191,7 +192,7 @@ func CallBatch[Req, Resp any](ctx context.Context, c *Client, method string, ite
 			return json.Marshal(batchItems[any]{Items: anyPtrs(olds), Headers: headers})
 		},
 		decode: func(v *peerVersion, body []byte) (any, error) {
-			var br batchResponse
+			var br wire.BatchResponse
 			if err := json.Unmarshal(body, &br); err != nil {
 				return nil, Errorf(CodeInternal, "%s answer does not decode: %v", method, err)
 			}

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -114,7 +114,7 @@ func processedError(err error) error {
 // encodes {"results":[…]}.
 func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string, body []byte, header http.Header,
 	item func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error)) ([]byte, error) {
-	var in batchRequest
+	var in wire.BatchRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
 	}
@@ -127,10 +127,10 @@ func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string
 	if in.Headers != nil && len(in.Headers) != len(in.Items) {
 		return nil, Errorf(CodeInvalidArgument, "a batch call's headers are one per item: %d for %d items", len(in.Headers), len(in.Items))
 	}
-	out := batchResponse{Results: make([]batchResult, len(in.Items))}
+	out := wire.BatchResponse{Results: make([]wire.Result, len(in.Items))}
 	for i, raw := range in.Items {
 		if err := ctx.Err(); err != nil {
-			out.Results[i] = errorResult(err)
+			out.Results[i] = wire.ErrorResult(err)
 			continue
 		}
 		h := header
@@ -142,36 +142,12 @@ func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string
 		}
 		b, err := item(ctx, i, raw, h)
 		if err != nil {
-			out.Results[i] = errorResult(err)
+			out.Results[i] = wire.ErrorResult(err)
 			continue
 		}
-		out.Results[i] = batchResult{OK: b}
+		out.Results[i] = wire.Result{OK: b}
 	}
 	return json.Marshal(out)
-}
-
-// batchRequest is a batch call's body: its items and, optionally, one
-// header object (or null) per item, which older servers ignore.
-type batchRequest struct {
-	Items   []json.RawMessage   `json:"items"`
-	Headers []map[string]string `json:"headers"`
-}
-
-type batchResponse struct {
-	Results []batchResult `json:"results"`
-}
-
-type batchResult struct {
-	OK    json.RawMessage `json:"ok,omitempty"`
-	Error *wireError      `json:"error,omitempty"`
-	// Replayed marks a multi-call item answered from the record of its
-	// idempotency key, as Lockstep-Replayed does a call's answer.
-	Replayed bool `json:"replayed,omitempty"`
-}
-
-func errorResult(err error) batchResult {
-	w := toWire(asError(err))
-	return batchResult{Error: &w}
 }
 
 func mustMethod(c *Contract, method string, batch bool) methodDecl {
@@ -264,44 +240,31 @@ const MaxMultiCalls = 256
 const multiCallWorkers = 32
 
 // serveCall answers POST /lockstep/<contract>/<version>/<Method> and the
-// multi-call endpoint.
+// multi-call endpoint: routing, admission (admit), the body (readBody),
+// the call's deadline, the handler once per idempotency key (dispatch),
+// and the answer.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	contract, ver, method := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "method")
-	if obs := s.cfg.Observer; obs != nil && method != protocol.MultiCallMethod {
-		start := s.cfg.Clock.Now()
-		ow := &observedWriter{ResponseWriter: w}
-		w = ow
-		defer func() { obs.Call(contract, ver, method, ow.code, s.cfg.Clock.Since(start)) }()
+	if method != protocol.MultiCallMethod {
+		// Each call of a multi-call is observed on its own (serveMulti).
+		var ow *observedWriter
+		w, ow = s.observeAnswer(w, s.observeCall(contract, ver, method))
+		defer ow.end()
 	}
-	sc := s.lookup(contract)
-	if sc == nil {
-		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract)))
+	sv, mh, err := s.routeCall(contract, ver, method)
+	if err != nil {
+		s.refuse(w, r, s.routingRefusal(r, err))
 		return
 	}
-	sv := sc.versions[ver]
-	if sv == nil {
-		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver)))
-		return
-	}
-	mh := sv.methods[method]
-	if mh == nil && method != protocol.MultiCallMethod {
-		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method)))
-		return
-	}
-	adm, err := s.admitSession(r, sessionEntry{kind: EntryCall, contract: contract, version: ver, call: true})
+	adm, err := s.admit(r, entry{kind: EntryCall, contract: contract, version: ver, call: true})
 	if err != nil {
 		s.refuse(w, r, err)
 		return
 	}
 	defer adm.done()
 	sess := adm.sess
-	body, release, refused, err := s.readPeerBody(w, r, sess.usage)
-	if refused != nil {
-		s.refuse(w, r, refused)
-		return
-	}
-	if err != nil {
-		s.fail(w, err)
+	body, release, ok := s.readBody(w, r, adm)
+	if !ok {
 		return
 	}
 	ctx, cancel, err := withTimeoutHeader(adm.ctx, r.Header.Get(protocol.HeaderTimeout))
@@ -325,10 +288,40 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(protocol.HeaderReplayed, "1")
 	}
 	release()
-	sess.lastSeen.Store(s.now())
-	draining := s.draining.Load()
-	if draining {
-		sess.drainNotified.Store(true)
+	s.answer(ctx, w, adm, out, err)
+}
+
+// routeCall finds what a call's path names: the served version and, but
+// for a multi-call, the method's handler. Its refusal comes before
+// admission (routingRefusal).
+func (s *Server) routeCall(contract, ver, method string) (*servedVersion, *methodHandler, error) {
+	sc := s.lookup(contract)
+	if sc == nil {
+		return nil, nil, Errorf(CodeNotFound, "%s does not serve contract %q", s.cfg.Component, contract)
+	}
+	sv := sc.versions[ver]
+	if sv == nil {
+		return nil, nil, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver)
+	}
+	mh := sv.methods[method]
+	if mh == nil && method != protocol.MultiCallMethod {
+		return nil, nil, Errorf(CodeNotFound, "%s %s has no method %q", contract, ver, method)
+	}
+	return sv, mh, nil
+}
+
+// answer writes the outcome of an admitted call whose handler ran (or may
+// have run): out, or err as handlerError makes it. A call in a session
+// renews it, is told when the server drains (and the session marked told)
+// and when its client should resync; a plain call is told the server
+// drains when it was draining as the call arrived.
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, a *admitted, out []byte, err error) {
+	draining := a.draining
+	if sess := a.sess; sess != nil {
+		sess.lastSeen.Store(s.now())
+		if draining = s.draining.Load(); draining {
+			sess.drainNotified.Store(true)
+		}
 	}
 	if err != nil {
 		s.fail(w, handlerError(ctx, err))
@@ -337,7 +330,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if draining {
 		markDraining(w)
 	}
-	if sess.resync.Swap(false) {
+	if a.sess != nil && a.sess.resync.Swap(false) {
 		w.Header().Set(protocol.HeaderResync, "1")
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -346,6 +339,8 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 // handlerError is what a handler's error is answered with: an uncoded
 // failure (internal) of a handler whose context ended is the deadline's
 // doing, and is answered deadline_exceeded, which the caller can act on.
+// Every call is answered through it: a call alone, each call of a
+// multi-call, a plain call.
 func handlerError(ctx context.Context, err error) error {
 	if ctx.Err() != nil && CodeOf(err) == CodeInternal {
 		return NewError(CodeDeadlineExceeded, ctx.Err())
@@ -392,28 +387,11 @@ func runBounded(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// multiRequest is the body of a multi-call: unary calls of one session.
-type multiRequest struct {
-	Calls []multiCall `json:"calls"`
-}
-
-type multiCall struct {
-	// Method is a unary method of the contract version.
-	Method string `json:"method"`
-	// Request is the call's request message.
-	Request json.RawMessage `json:"request"`
-	// Timeout is the call's own Lockstep-Timeout, if it has a deadline.
-	Timeout string `json:"timeout,omitempty"`
-	// Header holds the call's own headers (traceparent and the like),
-	// added to the request's for this call only.
-	Header map[string]string `json:"header,omitempty"`
-}
-
 // serveMulti runs the calls of a multi-call concurrently, each through its
 // method's handler and the interceptors as if it had come alone, and answers
 // {"results":[…]} in order.
 func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *session, header http.Header, body []byte) ([]byte, error) {
-	in, err := decodeMultiRequest(body)
+	in, err := wire.DecodeMultiRequest(body)
 	if err != nil {
 		return nil, Errorf(CodeInvalidArgument, "multi-call body must be {\"calls\":[…]}: %v", err)
 	}
@@ -435,7 +413,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 		}
 		defer end()
 	}
-	out := batchResponse{Results: make([]batchResult, len(in.Calls))}
+	out := wire.BatchResponse{Results: make([]wire.Result, len(in.Calls))}
 	run := func(i int) {
 		mc := in.Calls[i]
 		defer func() {
@@ -446,18 +424,18 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 			if p := recover(); p != nil {
 				s.cfg.Logger.Error("lockstep: a call of a multi-call panicked", "contract", sv.contract.Name(),
 					"version", sv.contract.Version(), "method", mc.Method, "panic", p, "stack", string(debug.Stack()))
-				out.Results[i] = errorResult(Errorf(CodeInternal, "%s failed", mc.Method))
+				out.Results[i] = wire.ErrorResult(Errorf(CodeInternal, "%s failed", mc.Method))
 			}
 		}()
 		mh := sv.methods[mc.Method]
 		if mh == nil || mh.batch {
-			out.Results[i] = errorResult(Errorf(CodeNotFound, "%s %s has no unary method %q",
+			out.Results[i] = wire.ErrorResult(Errorf(CodeNotFound, "%s %s has no unary method %q",
 				sv.contract.Name(), sv.contract.Version(), mc.Method))
 			return
 		}
 		cctx, cancel, err := withTimeoutHeader(ctx, mc.Timeout)
 		if err != nil {
-			out.Results[i] = errorResult(err)
+			out.Results[i] = wire.ErrorResult(err)
 			return
 		}
 		defer cancel()
@@ -468,19 +446,14 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 				h.Set(k, v)
 			}
 		}
-		var start time.Time
-		if s.cfg.Observer != nil {
-			start = s.cfg.Clock.Now()
-		}
+		observed := s.observeCall(sv.contract.Name(), sv.contract.Version(), mc.Method)
 		b, replayed, err := s.dispatch(cctx, sess, &Call{Kind: EntryCall, Contract: sv.contract.Name(), Version: sv.contract.Version(),
 			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request, mh.serve)
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.Call(sv.contract.Name(), sv.contract.Version(), mc.Method, CodeOf(err), s.cfg.Clock.Since(start))
-		}
+		observed.end(CodeOf(err))
 		if err != nil {
-			out.Results[i] = errorResult(handlerError(cctx, err))
+			out.Results[i] = wire.ErrorResult(handlerError(cctx, err))
 		} else {
-			out.Results[i] = batchResult{OK: b}
+			out.Results[i] = wire.Result{OK: b}
 		}
 		out.Results[i].Replayed = replayed
 	}
@@ -489,5 +462,5 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	for _, r := range out.Results {
 		size += len(`{"ok":},`) + len(r.OK)
 	}
-	return appendMultiResponse(make([]byte, 0, size), out)
+	return wire.AppendMultiResponse(make([]byte, 0, size), out)
 }

@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"framework/benchkit/benchrun":              0,
 	"internal/benchhook":                       0,
 	"framework/jsonwire":                       1,
+	"framework/internal/wire":                  2,
 	"framework/internal/topicmsg":              2,
 	"framework/internal/frames":                2,
 	"framework":                                3,

@@ -70,73 +70,31 @@ func PlainRequest(ctx context.Context) *http.Request {
 	return r
 }
 
-// plainHandler serves one method of c to plain callers.
+// plainHandler serves one method of c to plain callers, through the
+// same admission (admit, EntryPlain), body reading and answer as a call
+// in a session.
 func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if obs := s.cfg.Observer; obs != nil {
-			start := s.cfg.Clock.Now()
-			ow := &observedWriter{ResponseWriter: w}
-			w = ow
-			defer func() { obs.Call(c.Name(), c.Version(), method, ow.code, s.cfg.Clock.Since(start)) }()
-		}
+		w, ow := s.observeAnswer(w, s.observeCall(c.Name(), c.Version(), method))
+		defer ow.end()
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path)))
 			return
 		}
-		s.inFlight.Add(1)
-		defer s.callEnded()
-		draining := s.draining.Load()
-		if draining {
-			s.lastArrival.Store(s.now())
-		}
-		// Admission (docs/security.md): identity, rate and calls in flight
-		// of the peer; there is no session. Under mutual TLS any verified
-		// certificate passes here (a plain caller is often not a lockstep
-		// component): the Authorizer decides what it may call.
-		p, usage, err := s.admitPeer(r)
-		if err == nil {
-			err = refuseOnBehalf(r)
-		}
+		adm, err := s.admit(r, entry{kind: EntryPlain, contract: c.Name(), version: c.Version()})
 		if err != nil {
 			s.refuse(w, r, err)
 			return
 		}
-		end, err := s.limits.beginCall(usage, 1)
-		if err != nil {
-			s.refuse(w, r, err)
+		defer adm.done()
+		body, release, ok := s.readBody(w, r, adm)
+		if !ok {
 			return
 		}
-		defer end()
-		out, refused, err := s.servePlainCall(w, r.WithContext(withPeer(r.Context(), p)), usage, c, method, mh)
-		if refused != nil {
-			s.refuse(w, r, refused)
-			return
-		}
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		if draining {
-			markDraining(w)
-		}
-		writeJSON(w, http.StatusOK, out)
+		defer release()
+		ctx := context.WithValue(adm.ctx, plainKey{}, r.WithContext(adm.ctx))
+		out, err := mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
+		s.answer(ctx, w, adm, out, err)
 	})
-}
-
-// servePlainCall reads and serves one plain call: the one place a call
-// without a session enters the handlers. A refusal before its body was
-// read (the peer's bodies on their way) is returned as refused.
-func (s *Server) servePlainCall(w http.ResponseWriter, r *http.Request, u *peerUsage, c *Contract, method string, mh *methodHandler) (out []byte, refused, err error) {
-	body, release, refused, err := s.readPeerBody(w, r, u)
-	if refused != nil || err != nil {
-		return nil, refused, err
-	}
-	defer release()
-	ctx := context.WithValue(r.Context(), plainKey{}, r)
-	out, err = mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
-	if err != nil && ctx.Err() != nil && CodeOf(err) == CodeInternal {
-		err = NewError(CodeDeadlineExceeded, ctx.Err())
-	}
-	return out, nil, err
 }

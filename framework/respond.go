@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
@@ -79,8 +82,56 @@ type observedWriter struct {
 	code     Code
 	contract string
 	reason   handshake.Reason
+	// call is the call answered through it, if any (observeAnswer).
+	call callObservation
 }
 
 // Unwrap gives http.ResponseController the connection's writer, so the
 // body read deadline (readEntryBody) reaches the connection through it.
 func (w *observedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// callObservation is one call as the server's observer sees it: the names
+// its path gave and when it began. Every call is observed through one,
+// once: a call alone and a plain call through the writer that answers it
+// (observeAnswer), each call of a multi-call on its own.
+type callObservation struct {
+	obs                       ServerObserver
+	clock                     clockwork.Clock
+	contract, version, method string
+	start                     time.Time
+}
+
+// observeCall begins observing a call; without an observer the
+// observation does nothing.
+func (s *Server) observeCall(contract, version, method string) callObservation {
+	if s.cfg.Observer == nil {
+		return callObservation{}
+	}
+	return callObservation{obs: s.cfg.Observer, clock: s.cfg.Clock, contract: contract, version: version, method: method,
+		start: s.cfg.Clock.Now()}
+}
+
+// end reports the call with its code ("" for success) and its time.
+func (o callObservation) end(code Code) {
+	if o.obs != nil {
+		o.obs.Call(o.contract, o.version, o.method, code, o.clock.Since(o.start))
+	}
+}
+
+// observeAnswer wraps w so that o ends with the code of the error written
+// through it, when the returned writer's end is called; without an
+// observer w is returned as it is, and the nil writer's end does nothing.
+func (s *Server) observeAnswer(w http.ResponseWriter, o callObservation) (http.ResponseWriter, *observedWriter) {
+	if o.obs == nil {
+		return w, nil
+	}
+	ow := &observedWriter{ResponseWriter: w, call: o}
+	return ow, ow
+}
+
+// end ends the observation of the call answered through w.
+func (w *observedWriter) end() {
+	if w != nil {
+		w.call.end(w.code)
+	}
+}

@@ -50,7 +50,8 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 			case ow.code != "":
 				outcome = reasonLabel(string(ow.code))
 			}
-			s.auditOnBehalf(EntryHandshake, peer, r.Header.Get(protocol.HeaderOnBehalfOf), ow.contract, "", outcome)
+			s.auditOnBehalf(onBehalfAudit{kind: EntryHandshake, peer: peer, behalf: r.Header.Get(protocol.HeaderOnBehalfOf),
+				contract: ow.contract, outcome: outcome})
 		}()
 	}
 	endRead, err := s.beginPeerBody(usage)

@@ -64,14 +64,7 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 		}
 		return nil, nil, s.routingRefusal(r, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic))
 	}
-	if kind == EntryWatch && r.Header.Get(protocol.HeaderOnBehalfOf) != "" && r.Header.Get(protocol.HeaderSession) == "" {
-		adm, err := s.admitWatchOnBehalf(r, sv, topic)
-		if err != nil {
-			return nil, nil, err
-		}
-		return t, adm, nil
-	}
-	adm, err := s.admitSession(r, sessionEntry{kind: kind, contract: contract, version: ver, topic: topic,
+	adm, err := s.admit(r, entry{kind: kind, contract: contract, version: ver, topic: topic, client: sv.contract.Client(),
 		call: kind == EntryTopicWrite, authorize: true})
 	if err != nil {
 		return nil, nil, err
@@ -92,13 +85,8 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.name, t.contract.Server()))
 		return
 	}
-	body, release, refused, err := s.readPeerBody(w, r, sess.usage)
-	if refused != nil {
-		s.refuse(w, r, refused)
-		return
-	}
-	if err != nil {
-		s.fail(w, err)
+	body, release, ok := s.readBody(w, r, adm)
+	if !ok {
 		return
 	}
 	out, err := s.intercept(adm.ctx, &Call{Kind: EntryTopicWrite, Contract: t.contract.Name(), Version: t.contract.Version(),
@@ -198,9 +186,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	defer adm.done()
 	sess := adm.sess
 	refuse := func(err error) {
-		if adm.onBehalf != "" {
-			s.auditOnBehalf(EntryWatch, adm.peer, adm.onBehalf, sess.contract, sess.version, outcomeLabel(err))
-		}
+		s.auditAdmitted(adm, outcomeLabel(err))
 		s.refuse(w, r, err)
 	}
 	if s.draining.Load() {
@@ -224,9 +210,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		refuse(err)
 		return
 	}
-	if adm.onBehalf != "" {
-		s.auditOnBehalf(EntryWatch, adm.peer, adm.onBehalf, sess.contract, sess.version, "accepted")
-	}
+	s.auditAdmitted(adm, outcomeLabel(nil))
 	rc := http.NewResponseController(w)
 	if r.ProtoMajor == 1 {
 		// Own the connection: an idle watcher then costs no goroutine and

@@ -1,4 +1,4 @@
-package framework
+package wire
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 // multiRequestCorpus holds multi-call bodies: the client's plain shape and
@@ -85,7 +87,7 @@ func sameAsEncodingJSON[T any](t *testing.T, body []byte, split func([]byte) (T,
 func TestMultiRequestDecodesAsEncodingJSONDoes(t *testing.T) {
 	plain := 0
 	for _, body := range multiRequestCorpus {
-		sameAsEncodingJSON(t, []byte(body), splitMultiRequest, decodeMultiRequest)
+		sameAsEncodingJSON(t, []byte(body), splitMultiRequest, DecodeMultiRequest)
 		if _, ok := splitMultiRequest([]byte(body)); ok {
 			plain++
 		}
@@ -98,13 +100,13 @@ func TestMultiRequestDecodesAsEncodingJSONDoes(t *testing.T) {
 
 func TestMultiCallBodyIsWhatTheServerDecodes(t *testing.T) {
 	b := []byte(`{"calls":[`)
-	b = appendMultiCall(b, "ReportStatus", "1500m", map[string]string{"Traceparent": "t-1"}, []byte(`{"nodeName":"n"}`))
+	b = AppendMultiCall(b, "ReportStatus", "1500m", map[string]string{"Traceparent": "t-1"}, []byte(`{"nodeName":"n"}`))
 	b = append(b, ',')
-	b = appendMultiCall(b, "Other", "", nil, []byte(`[1,2]`))
+	b = AppendMultiCall(b, "Other", "", nil, []byte(`[1,2]`))
 	b = append(b, `]}`...)
 	in, ok := splitMultiRequest(b)
 	require.True(t, ok, "%s", b)
-	assert.Equal(t, multiRequest{Calls: []multiCall{
+	assert.Equal(t, MultiRequest{Calls: []MultiCall{
 		{Method: "ReportStatus", Timeout: "1500m", Header: map[string]string{"Traceparent": "t-1"}, Request: json.RawMessage(`{"nodeName":"n"}`)},
 		{Method: "Other", Request: json.RawMessage(`[1,2]`)},
 	}}, in)
@@ -130,7 +132,7 @@ var multiResponseCorpus = []string{
 
 func TestMultiResponseDecodesAsEncodingJSONDoes(t *testing.T) {
 	for _, body := range multiResponseCorpus {
-		sameAsEncodingJSON(t, []byte(body), splitMultiResponse, decodeMultiResponse)
+		sameAsEncodingJSON(t, []byte(body), splitMultiResponse, DecodeMultiResponse)
 	}
 	_, ok := splitMultiResponse([]byte(multiResponseCorpus[1]))
 	assert.True(t, ok)
@@ -139,17 +141,17 @@ func TestMultiResponseDecodesAsEncodingJSONDoes(t *testing.T) {
 // The server's answer is encoding/json's, byte for byte, for answers
 // without characters encoding/json escapes for HTML.
 func TestMultiResponseEncodesAsEncodingJSONDoes(t *testing.T) {
-	w := toWire(Errorf(CodeConflict, "node <7> refused"))
-	for _, out := range []batchResponse{
-		{Results: []batchResult{}},
-		{Results: []batchResult{{OK: json.RawMessage(`{"accepted":true}`)}, {Error: &w}, {OK: json.RawMessage(`[]`), Replayed: true}, {Error: &w, Replayed: true}, {}}},
+	w := apierror.ToWire(apierror.Errorf(apierror.CodeConflict, "node <7> refused"))
+	for _, out := range []BatchResponse{
+		{Results: []Result{}},
+		{Results: []Result{{OK: json.RawMessage(`{"accepted":true}`)}, {Error: &w}, {OK: json.RawMessage(`[]`), Replayed: true}, {Error: &w, Replayed: true}, {}}},
 	} {
 		want, err := json.Marshal(out)
 		require.NoError(t, err)
-		got, err := appendMultiResponse(nil, out)
+		got, err := AppendMultiResponse(nil, out)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
-		back, err := decodeMultiResponse(got)
+		back, err := DecodeMultiResponse(got)
 		require.NoError(t, err)
 		assert.Equal(t, out, back)
 	}
@@ -163,7 +165,7 @@ func FuzzMultiRequestEnvelope(f *testing.F) {
 		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		sameAsEncodingJSON(t, body, splitMultiRequest, decodeMultiRequest)
-		sameAsEncodingJSON(t, body, splitMultiResponse, decodeMultiResponse)
+		sameAsEncodingJSON(t, body, splitMultiRequest, DecodeMultiRequest)
+		sameAsEncodingJSON(t, body, splitMultiResponse, DecodeMultiResponse)
 	})
 }
