@@ -388,7 +388,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 			defer wg.Done()
 			killed := time.Now()
 			v.kill()
-			err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.Lost()[name]; return lost })
+			err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.IsLost(name); return lost })
 			mu.Lock()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("killed node %s not noticed: %w", name, err))

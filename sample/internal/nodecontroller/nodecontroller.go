@@ -141,6 +141,10 @@ type NodeController struct {
 	// podNode is the node each mirrored pod is assigned to, so that a
 	// pod's change finds the node it leaves without looking at every node.
 	podNode map[string]string
+	// lapsed is the node each kubelet session instance that lost its
+	// session had reported last, so that the instance's next session
+	// finds its node without looking at every node.
+	lapsed  map[string]string
 	closed  bool
 	topicV1 *framework.TopicWriter[nhv1.NodeHealth]
 	topicV2 *framework.TopicWriter[nhv2.NodeHealth]
@@ -159,6 +163,7 @@ type NodeController struct {
 
 	reports *prometheus.CounterVec
 	resyncs prometheus.Counter
+	resumes prometheus.Counter
 }
 
 // node is what the node controller knows of one node.
@@ -223,7 +228,7 @@ func New(cfg Config) (*NodeController, error) {
 		cfg.Pods = NewPodStore()
 	}
 	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
-		bound: map[string]map[string]bool{}, podNode: map[string]string{},
+		bound: map[string]map[string]bool{}, podNode: map[string]string{}, lapsed: map[string]string{},
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sample_nodecontroller_reports_total",
 			Help: "Reports received from kubelets, by kind (status, pod) and the contract version they travelled at.",
@@ -232,9 +237,13 @@ func New(cfg Config) (*NodeController, error) {
 			Name: "sample_nodecontroller_resyncs_requested_total",
 			Help: "Full resyncs asked of kubelet sessions that had not reported their node.",
 		}),
+		resumes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sample_nodecontroller_resumes_total",
+			Help: "Nodes held Unknown that their kubelet instance's new session made known again without a full resync.",
+		}),
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(n.reports, n.resyncs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		cfg.Registerer.MustRegister(n.reports, n.resyncs, n.resumes, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sample_nodecontroller_nodes",
 			Help: "Nodes the node controller knows.",
 		}, func() float64 { return float64(len(n.Health())) }))
@@ -476,6 +485,17 @@ func (n *NodeController) Health() []nhv2.NodeHealth {
 	return out
 }
 
+// IsLost reports whether it holds the node Unknown, and since when (on
+// Config.Clock); unlike Lost it looks at that node only.
+func (n *NodeController) IsLost(name string) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if nd := n.nodes[name]; nd != nil && nd.unknown {
+		return nd.unknownAt, true
+	}
+	return time.Time{}, false
+}
+
 // Lost returns the nodes it holds Unknown, each with when its grace period
 // ended (on Config.Clock): what a check of its verdicts compares with when
 // the node's kubelet was last heard.
@@ -521,6 +541,7 @@ func (n *NodeController) reportStatus(ctx context.Context, st *nsv2.NodeStatus) 
 	nd := n.nodeLocked(st.NodeName)
 	if nd.instance != "" && nd.instance != instance {
 		delete(n.instances, nd.instance)
+		delete(n.lapsed, nd.instance)
 	}
 	endGraceLocked(nd)
 	nd.instance, nd.status, nd.unknown, nd.unknownAt = instance, st, false, time.Time{}
@@ -698,7 +719,7 @@ func (n *NodeController) nodeLocked(name string) *node {
 
 // peerJoined gives a new kubelet session ResyncAfter to report its node,
 // then asks it for a full resync. A session of the kubelet instance that
-// reported a node whose grace period runs ends the grace period: the
+// reported a node last resumes the node instead (see rejoined): the
 // node's kubelet holds a session again (its last one lapsed, say, while
 // the machine was too loaded for its heartbeats), though its next report
 // may go to another replica.
@@ -713,19 +734,38 @@ func (n *NodeController) peerJoined(info framework.SessionInfo) {
 	n.resyncUnlessKnown(info.Peer.Instance)
 }
 
-// rejoined undoes what peerLost did for a node whose grace period runs,
-// when the kubelet instance that reported it opens a session again: the
-// node is bound to it again and its grace period ends.
+// rejoined undoes what peerLost did, when the kubelet instance that
+// reported a node last opens a session again: the node is bound to it
+// again and its grace period ends; a node held Unknown since (the grace
+// period passed) is what its last status says again, and published so.
+// The instance is the same kubelet process, so no full resync is asked:
+// the node controller holds its last status, and what the kubelet could
+// not report while it had no session is still pending on its side, sent
+// with its next report. A lapse (the machine too loaded for the
+// heartbeats, say) then costs a handshake, not a handshake and a whole
+// status with every pod's, which on a starved machine would make the
+// next lapses likelier. A new kubelet instance (a restart) is asked for
+// a full resync, as before.
 func (n *NodeController) rejoined(instance string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, nd := range n.nodes {
-		if nd.instance != instance || nd.lost.IsZero() || nd.unknown || nd.boundTo != "" {
-			continue
-		}
-		endGraceLocked(nd)
-		n.instances[instance] = nd.name
-		n.bindLocked(nd, instance)
+	name, ok := n.lapsed[instance]
+	if !ok {
+		return
+	}
+	delete(n.lapsed, instance)
+	nd := n.nodes[name]
+	if nd == nil || nd.instance != instance || nd.status == nil || nd.boundTo != "" || (nd.lost.IsZero() && !nd.unknown) {
+		return
+	}
+	unknown := nd.unknown
+	endGraceLocked(nd)
+	nd.unknown, nd.unknownAt = false, time.Time{}
+	n.instances[instance] = nd.name
+	n.bindLocked(nd, instance)
+	if unknown {
+		n.resumes.Inc()
+		n.publishOwnLocked(nd)
 	}
 }
 
@@ -777,6 +817,7 @@ func (n *NodeController) peerLost(info framework.SessionInfo) {
 	if nd == nil || nd.instance != info.Peer.Instance {
 		return
 	}
+	n.lapsed[info.Peer.Instance] = name
 	lost := n.cfg.Clock.Now()
 	endGraceLocked(nd)
 	nd.lost = lost

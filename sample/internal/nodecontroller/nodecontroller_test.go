@@ -295,6 +295,58 @@ func TestKubeletBackWithinTheGracePeriodKeepsItsNode(t *testing.T) {
 	assert.Equal(t, nhv2.NodeHealthStateReady, states(n)["node-000"], "node-000's kubelet came back within the grace period")
 }
 
+// A kubelet whose session lapsed for longer than the grace period, so
+// that its node went Unknown, resumes its node when the same kubelet
+// instance opens a session again: the node is Ready again at once, and
+// the node controller asks for no full resync and receives no status, as
+// nothing changed on the node. A lapse costs a handshake. The grace
+// period runs on a fake clock.
+func TestLapsedKubeletResumesItsNodeWithoutAFullReport(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClock()
+	const grace = time.Minute
+	n, url, _ := start(t, "127.0.0.1:0", nodecontroller.Config{API: "v2", NodeGrace: grace, Clock: clock, ResyncAfter: 50 * time.Millisecond})
+	stalls := &pausable{base: framework.NewTransport(nil), handshake: protocol.PathHandshake}
+	k := runKubelet(t, kubelet.Config{API: "v2", Nodes: 1, ChangeEvery: -1,
+		Client: framework.ClientConfig{Endpoints: []string{url}, Transport: stalls}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.Eventually(t, func() bool { return states(n)["node-000"] == "Ready" }, 10*time.Second, 10*time.Millisecond)
+	reports := k.Stats().StatusReports.Load()
+
+	instance := k.Client(0).Instance()
+	held := func() bool {
+		for _, s := range n.Server().Sessions() {
+			if s.Peer.Instance == instance {
+				return true
+			}
+		}
+		return false
+	}
+	stalls.paused.Store(true)
+	require.Eventually(t, func() bool { return !held() }, 10*time.Second, 10*time.Millisecond, "the stalled kubelet's session lapsed")
+	require.NoError(t, clock.BlockUntilContext(ctx, 1), "node-000's grace period started")
+	clock.Advance(grace + time.Second)
+	require.Eventually(t, func() bool { return states(n)["node-000"] == "Unknown" }, 10*time.Second, 10*time.Millisecond)
+	_, lost := n.IsLost("node-000")
+	assert.True(t, lost)
+
+	welcomed := stalls.welcomed.Load()
+	stalls.paused.Store(false)
+	require.Eventually(t, func() bool { return stalls.welcomed.Load() > welcomed }, 10*time.Second, 10*time.Millisecond,
+		"the kubelet opened a session again")
+	require.Eventually(t, func() bool { return states(n)["node-000"] == "Ready" }, 10*time.Second, 10*time.Millisecond,
+		"the new session of the same kubelet instance resumed its node")
+	_, lost = n.IsLost("node-000")
+	assert.False(t, lost)
+	// Without the resume the node is Ready only once the resync the node
+	// controller asks for made the kubelet report it, so Ready now says
+	// whether one was asked.
+	assert.Zero(t, k.Stats().Resyncs.Load(), "no full resync asked")
+	assert.Equal(t, reports, k.Stats().StatusReports.Load(), "no status sent again: nothing changed")
+	assert.Zero(t, k.Stats().Failed.Load())
+}
+
 // peerPropagator stands in for a tracing propagator: what it carries of a
 // context is the instance of the peer whose request the context is.
 type peerPropagator struct{}

@@ -165,13 +165,19 @@ func (w *Writer) Observe(h *nhv2.NodeHealth) {
 	if ready != e.observed {
 		e.observed, e.transition = ready, w.cfg.Clock.Now()
 	}
-	if !e.created || ready != e.ready {
+	dirty := !e.created || ready != e.ready
+	if dirty {
 		w.dirty[h.NodeName] = true
 	}
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	// Only a write to make wakes the writer: a change the Node object
+	// does not show (a pod bound, every binding changes its node's
+	// health) would make it look for due refreshes among every node.
+	if dirty {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
