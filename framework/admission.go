@@ -171,7 +171,7 @@ func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *s
 	}
 	p.Instance = sess.peer.Instance
 	if sess.usage != nil {
-		p.limitsKey = sess.usage.key
+		p.limitsKey = sess.usage.Key
 	}
 	return p, sess, nil
 }
@@ -489,7 +489,7 @@ func (s *Server) admitSession(r *http.Request, e entry) (*admitted, error) {
 		a.done()
 		return nil, Errorf(CodeIncompatiblePeer, "the session agreed %s %s, but the request is at %s", sess.contract, sess.version, e.version)
 	}
-	if err := s.limits.allow(sess.usage); err != nil {
+	if err := s.limits.Allow(sess.usage); err != nil {
 		a.done()
 		return nil, err
 	}
@@ -543,7 +543,7 @@ func (s *Server) countSessionCall(a *admitted, sess *session) error {
 	if n > int64(s.cfg.MaxInFlightPerSession) {
 		return overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session has %d calls in flight, the limit is %d", n-1, s.cfg.MaxInFlightPerSession)
 	}
-	end, err := s.limits.beginCall(sess.usage, 1)
+	end, err := s.limits.BeginCall(sess.usage, 1)
 	if err != nil {
 		return err
 	}
@@ -574,7 +574,7 @@ func (s *Server) admitPlain(r *http.Request) (*admitted, error) {
 		a.done()
 		return nil, err
 	}
-	end, err := s.limits.beginCall(usage, 1)
+	end, err := s.limits.BeginCall(usage, 1)
 	if err != nil {
 		a.done()
 		return nil, err
@@ -627,11 +627,11 @@ func (s *Server) admitPeer(r *http.Request) (*Peer, *peerUsage, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	u := s.limits.usage(limitsKey(p, r))
-	if err := s.limits.allow(u); err != nil {
+	u := s.limits.Usage(limitsKey(p, r))
+	if err := s.limits.Allow(u); err != nil {
 		return nil, nil, err
 	}
-	p.limitsKey = u.key
+	p.limitsKey = u.Key
 	return p, u, nil
 }
 

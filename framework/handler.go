@@ -407,7 +407,7 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 			return nil, overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session would have %d calls in flight, the limit is %d", n, s.cfg.MaxInFlightPerSession)
 		}
 		defer sess.inFlight.Add(-extra)
-		end, err := s.limits.beginCall(sess.usage, extra)
+		end, err := s.limits.BeginCall(sess.usage, extra)
 		if err != nil {
 			return nil, err
 		}

@@ -53,7 +53,7 @@ type replayKey struct {
 
 // replayKeyOf names the record of a call with key in sess.
 func replayKeyOf(sess *session, key string) replayKey {
-	return replayKey{contract: sess.contract, peer: sess.usage.key, instance: sess.peer.Instance, key: key}
+	return replayKey{contract: sess.contract, peer: sess.usage.Key, instance: sess.peer.Instance, key: key}
 }
 
 // recordKey is k's key among its peer's records.

@@ -347,7 +347,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // chargeConn charges the connection r arrived on to r's identity, once
-// (Limits.ConnsPerPeer, see conns_limit.go): under mutual TLS, for a
+// (Limits.ConnsPerPeer, see framework/internal/limits/conns.go): under mutual TLS, for a
 // request with a client certificate that verifies. A request without one
 // charges nothing here; its entry refuses it, or serves it if open to
 // all (health). A connection the identity's share refuses stays
@@ -357,14 +357,14 @@ func (s *Server) chargeConn(r *http.Request) error {
 		return nil
 	}
 	ch := connChargeOf(r.Context())
-	if ch == nil || ch.charged() {
+	if ch == nil || ch.Charged() {
 		return nil
 	}
 	p, err := s.cfg.MTLS.verifyCached(r.TLS.PeerCertificates)
 	if err != nil || !p.Authenticated {
 		return nil
 	}
-	return ch.chargeTo(p.Identity.String())
+	return ch.ChargeTo(p.Identity.String())
 }
 
 // Start checks the registered handlers and starts the session clock without

@@ -205,7 +205,7 @@ func (s *Server) handshake(ctx context.Context, h *admittedHello) (any, error) {
 		// MaxHandshakeWait: it counts as a call in flight of its peer, so
 		// that a peer cannot hold more than Limits.InFlightPerPeer of
 		// them; beyond that it is answered at once, as without ?wait=.
-		if end, _ := s.limits.tryBeginCall(usage, 1); end != nil {
+		if end, _ := s.limits.TryBeginCall(usage, 1); end != nil {
 			t := s.cfg.Clock.NewTimer(wait)
 			select {
 			case <-s.drainCh:
@@ -497,13 +497,7 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 // flight, so refused hellos held with ?wait= (which count among those)
 // never keep a peer's next hello from being read.
 func (s *Server) beginPeerBody(u *peerUsage) (func(), error) {
-	limit := int64(s.cfg.Limits.BodiesPerPeer)
-	if n := u.reading.Add(1); n > limit {
-		u.reading.Add(-1)
-		return nil, overLimit(s.cfg.Metrics, limitBodiesPerPeer, CodeResourceExhausted,
-			"this peer has %d requests whose bodies are on their way, the limit is %d", n-1, limit)
-	}
-	return func() { u.reading.Add(-1) }, nil
+	return s.limits.BeginBody(u)
 }
 
 // readPeerBody reads an admitted entry's body (readEntryBody), counted

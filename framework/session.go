@@ -73,14 +73,14 @@ func (t *sessionTable) put(s *session) (replaced *session, err error) {
 		return nil, Errorf(CodePermissionDenied, "instance %q of %s holds a session of another identity", s.peer.Instance, s.contract)
 	}
 	if old == nil || old.usage != s.usage {
-		if err := t.limits.addSession(s.usage, len(t.byToken), t.growth(old)); err != nil {
+		if err := t.limits.AddSession(s.usage, len(t.byToken), t.growth(old)); err != nil {
 			return nil, err
 		}
 	}
 	if old != nil {
 		delete(t.byToken, old.token)
 		if old.usage != s.usage {
-			t.limits.removeSession(old.usage)
+			t.limits.RemoveSession(old.usage)
 		}
 		replaced = old
 	}
@@ -110,7 +110,7 @@ func (t *sessionTable) check(u *peerUsage, owner *Peer, contract, instance strin
 	if old != nil && old.usage == u {
 		return nil
 	}
-	return t.limits.checkSession(u, len(t.byToken), t.growth(old))
+	return t.limits.CheckSession(u, len(t.byToken), t.growth(old))
 }
 
 // checkNew answers whether a session of a new peer, one holding none,
@@ -120,7 +120,7 @@ func (t *sessionTable) check(u *peerUsage, owner *Peer, contract, instance strin
 func (t *sessionTable) checkNew() error {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.limits.checkSession(&peerUsage{}, len(t.byToken), t.growth(nil))
+	return t.limits.CheckSession(&peerUsage{}, len(t.byToken), t.growth(nil))
 }
 
 // remove deletes s if it is still current, reporting whether it was.
@@ -131,7 +131,7 @@ func (t *sessionTable) remove(s *session) bool {
 		return false
 	}
 	delete(t.byToken, s.token)
-	t.limits.removeSession(s.usage)
+	t.limits.RemoveSession(s.usage)
 	if t.byClient[clientKey{s.contract, s.peer.Instance}] == s {
 		delete(t.byClient, clientKey{s.contract, s.peer.Instance})
 	}

@@ -99,7 +99,7 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		if header == nil && p != nil {
 			header = changeHeader(p, p.Extract(ctx, call.Header))
 		}
-		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, sess.usage.key, body, header)
+		return t.write(writerKey{sess.peer.Component, sess.peer.Instance}, sess.usage.Key, body, header)
 	})
 	release()
 	draining := s.draining.Load()

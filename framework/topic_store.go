@@ -488,7 +488,7 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 	if t.closed {
 		return nil, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", t.s.cfg.Component)
 	}
-	peer := sess.usage.key
+	peer := sess.usage.Key
 	bound := sharedBound{max: int64(t.cfg.maxWatchers), perPeer: int64(t.cfg.peerWatchers)}
 	switch bound.admit(int64(len(t.watchers)), int64(t.peerWatchers[peer]), 1, 1) {
 	case shareOverPeer:
@@ -502,7 +502,7 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 	}
 	// The session's and its peer's watchers (Limits), released in
 	// removeWatcher.
-	if err := t.s.limits.addWatcher(sess.usage, sess); err != nil {
+	if err := t.s.limits.AddWatcher(sess.usage, &sess.watchers); err != nil {
 		return nil, err
 	}
 	if p, ok := parseResumePoint(since); ok {
@@ -550,7 +550,7 @@ func (t *topicStore) removeWatcher(ws *watchStream) {
 	t.mu.Lock()
 	if _, ok := t.watchers[ws]; ok {
 		delete(t.watchers, ws)
-		if peer := ws.sess.usage.key; t.peerWatchers[peer] <= 1 {
+		if peer := ws.sess.usage.Key; t.peerWatchers[peer] <= 1 {
 			delete(t.peerWatchers, peer)
 		} else {
 			t.peerWatchers[peer]--
@@ -558,7 +558,7 @@ func (t *topicStore) removeWatcher(ws *watchStream) {
 		if t.index != nil {
 			t.index.removeWatcher(ws)
 		}
-		t.s.limits.removeWatcher(ws.sess.usage, ws.sess)
+		t.s.limits.RemoveWatcher(ws.sess.usage, &ws.sess.watchers)
 	}
 	t.mu.Unlock()
 }

@@ -1,10 +1,13 @@
-package framework
+package limits
 
 import (
 	"context"
 	"crypto/tls"
 	"net"
 	"sync"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
+	"github.com/lockstep-dev/lockstep/framework/internal/share"
 )
 
 // The connections a server holds. A connection costs a file descriptor, a
@@ -14,7 +17,7 @@ import (
 // the process's descriptors, after which Accept failed and net/http's
 // accept loop backed off (up to a second at a time) for every peer, and
 // the process could open nothing else. So open connections are a bound
-// shared by their sources (share.go): Limits.MaxConns over all of them,
+// shared by their sources (package share): Limits.MaxConns over all of them,
 // Limits.ConnsPerSource per remote IP address, the last quarter kept for
 // sources that hold few. A connection beyond them is closed as it is
 // accepted, unread, and the accept loop goes straight on to the next, so
@@ -31,14 +34,14 @@ import (
 // such request a connection is charged to its source alone, which bounds
 // what costs the server before anyone is known.
 
-// connLimiter is the listener [Server.Serve] serves on, beneath TLS: it
+// Listener is the listener the server serves on, beneath TLS: it
 // counts the connections it returns until they are closed, and closes at
 // once those the bounds refuse.
-type connLimiter struct {
+type Listener struct {
 	net.Listener
-	bound    sharedBound // Limits.MaxConns and ConnsPerSource
-	identity sharedBound // Limits.MaxConns and ConnsPerPeer
-	metrics  *Metrics    // counts refusals; nil without metrics
+	bound    share.Bound // Limits.MaxConns and ConnsPerSource
+	identity share.Bound // Limits.MaxConns and ConnsPerPeer
+	count    Counter     // counts refusals
 
 	mu         sync.Mutex
 	total      int64
@@ -47,14 +50,16 @@ type connLimiter struct {
 	identities map[string]int64 // open connections by identity
 }
 
-func newConnLimiter(l net.Listener, limits Limits, m *Metrics) *connLimiter {
-	return &connLimiter{Listener: l, metrics: m, sources: map[string]int64{}, identities: map[string]int64{},
-		bound:    sharedBound{max: int64(limits.MaxConns), perPeer: int64(limits.ConnsPerSource)},
-		identity: sharedBound{max: int64(limits.MaxConns), perPeer: int64(limits.ConnsPerPeer)}}
+// NewListener bounds the connections l accepts by cfg (its defaults
+// filled), counting refusals with count.
+func NewListener(l net.Listener, cfg Config, count Counter) *Listener {
+	return &Listener{Listener: l, count: count, sources: map[string]int64{}, identities: map[string]int64{},
+		bound:    share.Bound{Max: int64(cfg.MaxConns), PerPeer: int64(cfg.ConnsPerSource)},
+		identity: share.Bound{Max: int64(cfg.MaxConns), PerPeer: int64(cfg.ConnsPerPeer)}}
 }
 
 // Accept returns the next connection the bounds admit.
-func (l *connLimiter) Accept() (net.Conn, error) {
+func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -62,7 +67,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		src := connSource(c)
 		if l.admit(src) {
-			ch := &connCharge{limiter: l}
+			ch := &Charge{limiter: l}
 			return countConn(c, ch, func() { ch.close(); l.release(src) }), nil
 		}
 		_ = c.Close()
@@ -70,24 +75,26 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 // admit counts a new connection of src, or counts its refusal.
-func (l *connLimiter) admit(src string) bool {
+func (l *Listener) admit(src string) bool {
 	l.mu.Lock()
-	v := l.bound.admit(l.total, l.sources[src], 1, 1)
-	if v == shareAdmitted {
+	v := l.bound.Admit(l.total, l.sources[src], 1, 1)
+	if v == share.Admitted {
 		l.total++
 		l.sources[src]++
 	}
 	l.mu.Unlock()
-	switch v {
-	case shareOverPeer:
-		l.metrics.limitRefused(limitConnsPerSource)
-	case shareOverBound, shareReserved:
-		l.metrics.limitRefused(limitConns)
+	if l.count != nil {
+		switch v {
+		case share.OverPeer:
+			l.count(ConnsPerSource)
+		case share.OverBound, share.Reserved:
+			l.count(Conns)
+		}
 	}
-	return v == shareAdmitted
+	return v == share.Admitted
 }
 
-func (l *connLimiter) release(src string) {
+func (l *Listener) release(src string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
@@ -112,22 +119,22 @@ func connSource(c net.Conn) string {
 	return (&net.IPNet{IP: a.IP.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }
 
-// connCharge is what one connection is charged to beyond its source: the
+// Charge is what one connection is charged to beyond its source: the
 // identity of its first authenticated request.
-type connCharge struct {
-	limiter *connLimiter
+type Charge struct {
+	limiter *Listener
 
 	mu       sync.Mutex
 	identity string // "" until charged
 	closed   bool
 }
 
-// chargeTo charges the connection to identity, once: nil when it is
+// ChargeTo charges the connection to identity, once: nil when it is
 // charged to it now or was before, a coded refusal when the identity's
 // share (or the reserve) is full. A connection already charged to an
 // identity stays charged to it: under mutual TLS its certificate never
 // changes.
-func (ch *connCharge) chargeTo(identity string) error {
+func (ch *Charge) ChargeTo(identity string) error {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.identity != "" || ch.closed {
@@ -136,8 +143,8 @@ func (ch *connCharge) chargeTo(identity string) error {
 	l := ch.limiter
 	l.mu.Lock()
 	held := l.identities[identity]
-	v := l.identity.admit(l.charged, held, 1, 1)
-	if v == shareAdmitted {
+	v := l.identity.Admit(l.charged, held, 1, 1)
+	if v == share.Admitted {
 		l.charged++
 		l.identities[identity]++
 		ch.identity = identity
@@ -145,28 +152,28 @@ func (ch *connCharge) chargeTo(identity string) error {
 	total := l.charged
 	l.mu.Unlock()
 	switch v {
-	case shareOverPeer:
-		return overLimit(l.metrics, limitConnsPerPeer, CodeResourceExhausted,
-			"this peer holds its limit of %d connections", l.identity.perPeer)
-	case shareOverBound:
-		return overLimit(l.metrics, limitConns, CodeResourceExhausted,
-			"the server holds its limit of %d connections", l.identity.max)
-	case shareReserved:
-		return overLimit(l.metrics, limitConns, CodeResourceExhausted,
-			"peers hold %d of the server's %d connections; the rest are kept for peers holding at most %d", total, l.identity.max, l.identity.little())
+	case share.OverPeer:
+		return Refuse(l.count, ConnsPerPeer, apierror.CodeResourceExhausted,
+			"this peer holds its limit of %d connections", l.identity.PerPeer)
+	case share.OverBound:
+		return Refuse(l.count, Conns, apierror.CodeResourceExhausted,
+			"the server holds its limit of %d connections", l.identity.Max)
+	case share.Reserved:
+		return Refuse(l.count, Conns, apierror.CodeResourceExhausted,
+			"peers hold %d of the server's %d connections; the rest are kept for peers holding at most %d", total, l.identity.Max, l.identity.Little())
 	}
 	return nil
 }
 
-// charged reports whether the connection is charged to an identity.
-func (ch *connCharge) charged() bool {
+// Charged reports whether the connection is charged to an identity.
+func (ch *Charge) Charged() bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	return ch.identity != ""
 }
 
 // close gives the connection's identity charge back.
-func (ch *connCharge) close() {
+func (ch *Charge) close() {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.closed = true
@@ -183,25 +190,25 @@ func (ch *connCharge) close() {
 	ch.identity = ""
 }
 
-// connChargeKey is the context key of a request's connection charge.
-type connChargeKey struct{}
+// chargeKey is the context key of a request's connection charge.
+type chargeKey struct{}
 
-// withConnCharge puts the charge of c (a connection connLimiter accepted,
+// WithCharge puts the charge of c (a connection a Listener accepted,
 // under TLS or not) in ctx, for http.Server.ConnContext.
-func withConnCharge(ctx context.Context, c net.Conn) context.Context {
+func WithCharge(ctx context.Context, c net.Conn) context.Context {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if cc, ok := c.(interface{ connCharge() *connCharge }); ok {
-		return context.WithValue(ctx, connChargeKey{}, cc.connCharge())
+	if cc, ok := c.(interface{ connCharge() *Charge }); ok {
+		return context.WithValue(ctx, chargeKey{}, cc.connCharge())
 	}
 	return ctx
 }
 
-// connChargeOf returns the charge of the connection a request arrived on,
-// nil when it was not accepted through a connLimiter.
-func connChargeOf(ctx context.Context) *connCharge {
-	ch, _ := ctx.Value(connChargeKey{}).(*connCharge)
+// ChargeOf returns the charge of the connection a request arrived on,
+// nil when it was not accepted through a Listener.
+func ChargeOf(ctx context.Context) *Charge {
+	ch, _ := ctx.Value(chargeKey{}).(*Charge)
 	return ch
 }
 
@@ -209,7 +216,7 @@ func connChargeOf(ctx context.Context) *connCharge {
 // watch stream that hijacked it, a drain), calls release once. A TCP
 // connection keeps what *net.TCPConn offers (its descriptor for the
 // drain's look at unread bytes, CloseWrite, SetWriteBuffer).
-func countConn(c net.Conn, ch *connCharge, release func()) net.Conn {
+func countConn(c net.Conn, ch *Charge, release func()) net.Conn {
 	if tcp, ok := c.(*net.TCPConn); ok {
 		return &countedTCPConn{TCPConn: tcp, charge: ch, release: release}
 	}
@@ -218,12 +225,12 @@ func countConn(c net.Conn, ch *connCharge, release func()) net.Conn {
 
 type countedConn struct {
 	net.Conn
-	charge  *connCharge
+	charge  *Charge
 	release func()
 	once    sync.Once
 }
 
-func (c *countedConn) connCharge() *connCharge { return c.charge }
+func (c *countedConn) connCharge() *Charge { return c.charge }
 
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
@@ -233,12 +240,12 @@ func (c *countedConn) Close() error {
 
 type countedTCPConn struct {
 	*net.TCPConn
-	charge  *connCharge
+	charge  *Charge
 	release func()
 	once    sync.Once
 }
 
-func (c *countedTCPConn) connCharge() *connCharge { return c.charge }
+func (c *countedTCPConn) connCharge() *Charge { return c.charge }
 
 func (c *countedTCPConn) Close() error {
 	err := c.TCPConn.Close()
