@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,10 +33,15 @@ type Server struct {
 	router chi.Router
 	start  time.Time // monotonic origin for session clocks
 
-	mu        sync.RWMutex
+	// mu guards state, what is registered before the server starts
+	// (contracts, checks, clients, topicForks, metricsRoute) and what
+	// Serve sets up (http, conns, listener).
+	mu sync.RWMutex
+	// state is where the server is in its life (serverMoves); it changes
+	// only in moveLocked, which also sets draining and closes drainCh,
+	// stopCh on the moves that announce them.
+	state     serverState
 	contracts map[string]*servedContract // by contract name
-	started   bool
-	closing   bool // Shutdown's second phase or Close has begun
 	conns     *conns.Tracker
 	listener  *conns.GatedListener // what Serve serves on, for the drain to stop
 	checks    map[string]func() error
@@ -54,18 +60,89 @@ type Server struct {
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
 	lastArrival atomic.Int64
-	draining    atomic.Bool
-	drainCh     chan struct{} // closed when draining begins
+	// draining is state >= serverDraining, read without s.mu on every
+	// request's path; only moveLocked sets it.
+	draining atomic.Bool
+	drainCh  chan struct{} // closed on the move to serverDraining
+	stopCh   chan struct{} // closed on the move to serverStopped
 	// drainWake is signalled when something a drain waits for may have
 	// happened: a call ended or a session went (see [Server.drained]).
 	drainWake chan struct{}
-	drainMu   sync.Mutex
-	stopCh    chan struct{} // closed when the server stops
-	stopOnce  sync.Once
-	loopDone  chan struct{}
-	http      *http.Server
+	// lifeMu orders the moves that have work to do on entering their
+	// state (telling watchers of a drain, stopping them and the session
+	// clock) with that work, so every caller of beginDrain or stop
+	// returns once it is done, whoever made the move. Taken before mu.
+	lifeMu sync.Mutex
+	// loopDone is nil until the session clock starts (the move to
+	// serverRunning), then closed when its expiry loop ends.
+	loopDone chan struct{}
+	http     *http.Server
 	// watchWG counts the goroutines sending on watch streams.
 	watchWG sync.WaitGroup
+}
+
+// serverState is where a server is in its life. Every change of state goes
+// through [Server.moveLocked], beside the one table of the moves allowed;
+// the states are ordered, and a server never moves back.
+type serverState uint8
+
+const (
+	// serverRegistering: handlers, topics and routes may be registered;
+	// nothing runs yet.
+	serverRegistering serverState = iota
+	// serverRunning: registration is closed and the session clock (the
+	// expiry loop) runs; Start or Serve moved it here.
+	serverRunning
+	// serverDraining: Shutdown's first phase, or Close has begun: no new
+	// sessions, calls answered with the draining header, watch streams
+	// closed with a closing frame. Draining reports it; drainCh is closed.
+	serverDraining
+	// serverClosing: Shutdown's second phase; the HTTP server is shutting
+	// down, and a Serve not begun yet returns at once.
+	serverClosing
+	// serverStopped: watch streams are cut and the session clock has
+	// stopped; stopCh is closed. Close and a Shutdown whose context ended
+	// move here from serverDraining, and close the HTTP server after.
+	serverStopped
+)
+
+func (st serverState) String() string {
+	return [...]string{"registering", "running", "draining", "closing", "stopped"}[st]
+}
+
+// serverMoves lists, for each state, the states a server may move to. A
+// server that is shut down before it started drains without ever running;
+// Close, and a Shutdown whose context ended, stop it without closing first.
+var serverMoves = [...][]serverState{
+	serverRegistering: {serverRunning, serverDraining},
+	serverRunning:     {serverDraining},
+	serverDraining:    {serverClosing, serverStopped},
+	serverClosing:     {serverStopped},
+	serverStopped:     nil,
+}
+
+// moveLocked moves the server to state to, which must be one of
+// serverMoves[s.state], and reports whether it moved: a move to a state
+// the server has reached or passed already is none, since Start, Shutdown
+// and Close may each be called more than once, and concurrently. Entering
+// serverDraining sets draining and closes drainCh; entering serverStopped
+// closes stopCh. s.mu must be held.
+func (s *Server) moveLocked(to serverState) bool {
+	if to <= s.state {
+		return false
+	}
+	if !slices.Contains(serverMoves[s.state], to) {
+		panic(fmt.Sprintf("lockstep: server cannot move from %s to %s", s.state, to))
+	}
+	s.state = to
+	switch to {
+	case serverDraining:
+		s.draining.Store(true)
+		close(s.drainCh)
+	case serverStopped:
+		close(s.stopCh)
+	}
+	return true
 }
 
 // servedContract is one contract name and the versions of it served.
@@ -95,7 +172,6 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		drainCh:   make(chan struct{}),
 		drainWake: make(chan struct{}, 1),
 		stopCh:    make(chan struct{}),
-		loopDone:  make(chan struct{}),
 	}
 	s.replays.metrics = cfg.Metrics
 	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
@@ -144,7 +220,7 @@ func (s *Server) routes() chi.Router {
 // serves, creating it; what names what is being registered, for the panic
 // that a late registration gets. s.mu must be held.
 func (s *Server) servedVersionLocked(c *Contract, what string) *servedVersion {
-	if s.started {
+	if s.state != serverRegistering {
 		panic("lockstep: " + what + " must be registered before the server starts")
 	}
 	if c.Server() != s.cfg.Component {
@@ -194,7 +270,7 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 func (s *Server) route(pattern string, h http.Handler, operator bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.state != serverRegistering {
 		panic("lockstep: routes must be added before the server starts")
 	}
 	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
@@ -294,17 +370,18 @@ func (s *Server) topicForkedLocked(c *Contract, topic string) bool {
 }
 
 // begin checks the registered handlers ([Server.checkComplete]) and, the
-// first time they pass, starts the session clock: the expiry loop, which
-// [Server.stop] ends and waits for.
+// first time they pass, moves the server to serverRunning and starts the
+// session clock: the expiry loop, which [Server.stop] ends and waits for.
+// A server that began to drain before it started never starts it.
 func (s *Server) begin() error {
 	if err := s.checkComplete(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.started {
-		s.started = true
-		go s.expiryLoop()
+	if s.moveLocked(serverRunning) {
+		s.loopDone = make(chan struct{})
+		go s.expiryLoop(s.loopDone)
 	}
 	return nil
 }
@@ -411,7 +488,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return errors.New("lockstep: Serve called twice")
 	}
-	if s.closing {
+	if s.state >= serverClosing {
 		// Shutdown or Close came first: release the address at once.
 		s.mu.Unlock()
 		_ = l.Close()
@@ -564,12 +641,13 @@ func (s *Server) drainRefusal() []byte {
 	return append([]byte(head), body...)
 }
 
-// beginClosing marks the server as closing, so a Serve that has not begun
-// yet returns at once, and returns the HTTP server of a Serve that has.
+// beginClosing moves the server to serverClosing (unless it has stopped
+// already), so a Serve that has not begun yet returns at once, and returns
+// the HTTP server of a Serve that has.
 func (s *Server) beginClosing() *http.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closing = true
+	s.moveLocked(serverClosing)
 	return s.http
 }
 
@@ -589,27 +667,38 @@ func (s *Server) closeHTTP() error {
 	return hs.Close()
 }
 
+// beginDrain moves the server to serverDraining, from which it takes no
+// new sessions, and ends every watch stream with a closing frame; called
+// again, it only restarts the drain's quiet period.
 func (s *Server) beginDrain() {
-	s.drainMu.Lock()
-	defer s.drainMu.Unlock()
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	s.lastArrival.Store(s.now())
-	if !s.draining.Swap(true) {
-		close(s.drainCh)
+	s.mu.Lock()
+	moved := s.moveLocked(serverDraining)
+	s.mu.Unlock()
+	if moved {
 		s.topicsDrain()
 	}
 }
 
+// stop moves the server to serverStopped: it closes every watch stream's
+// connection and waits for their goroutines and for the session clock's
+// loop, if it started.
 func (s *Server) stop() {
-	s.stopOnce.Do(func() {
-		close(s.stopCh)
-		s.topicsStop()
-		s.mu.RLock()
-		started := s.started
-		s.mu.RUnlock()
-		if started {
-			<-s.loopDone
-		}
-	})
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.mu.Lock()
+	moved := s.moveLocked(serverStopped)
+	loopDone := s.loopDone
+	s.mu.Unlock()
+	if !moved {
+		return
+	}
+	s.topicsStop()
+	if loopDone != nil {
+		<-loopDone
+	}
 }
 
 // drained reports whether the first phase of a drain is over: nothing in
@@ -664,9 +753,9 @@ func (s *Server) callEnded() {
 func (s *Server) now() int64 { return int64(s.cfg.Clock.Since(s.start)) }
 
 // expiryLoop closes sessions that lapsed: no call or heartbeat within the
-// TTL.
-func (s *Server) expiryLoop() {
-	defer close(s.loopDone)
+// TTL, until the server stops; then it closes done.
+func (s *Server) expiryLoop(done chan struct{}) {
+	defer close(done)
 	period := s.cfg.Heartbeat / 2
 	if period <= 0 {
 		period = time.Millisecond
