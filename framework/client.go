@@ -226,33 +226,17 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 	}
 	cl.offersCompatible(c)
 	for _, f := range cfg.Fork {
-		if err := checkFork(c, f); err != nil {
+		if err := cl.addFork(f); err != nil {
 			return nil, fmt.Errorf("lockstep: client config: %w", err)
 		}
-		if v, dup := cl.versions[f.Contract.Version()]; dup {
-			if v.conversions != nil {
-				return nil, fmt.Errorf("lockstep: client config: Fork lists %s, which %s %s speaks already: it derives from it compatibly",
-					f.Contract.Version(), c.Name(), c.Version())
-			}
-			return nil, fmt.Errorf("lockstep: client config: version %s given twice", f.Contract.Version())
-		}
-		cl.versions[f.Contract.Version()] = &peerVersion{contract: f.Contract, conversions: f.Methods, topics: f.Topics}
-		cl.offers = append(cl.offers, f.Contract.Offer())
 	}
 	pinned := make([]*peerVersion, len(cfg.Pinned))
 	for i, p := range cfg.Pinned {
-		v := cl.versionOf(p.Version)
-		if v == nil {
-			return nil, fmt.Errorf("lockstep: client config: pinned peer %s speaks %s %s, which this client cannot call: "+
-				"run it in fork mode with %s's conversions", p.URL, c.Name(), p.Version, p.Version)
+		v, err := cl.pinnedVersion(p)
+		if err != nil {
+			return nil, fmt.Errorf("lockstep: client config: %w", err)
 		}
-		for method := range p.Paths {
-			if _, ok := v.contract.Method(method); !ok {
-				return nil, fmt.Errorf("lockstep: client config: pinned peer %s: Paths names %s, which %s %s does not declare",
-					p.URL, method, c.Name(), p.Version)
-			}
-		}
-		pinned[i] = &peerVersion{contract: v.contract, conversions: v.conversions, pinned: true, paths: p.Paths}
+		pinned[i] = v
 	}
 	tr := cfg.Transport
 	if tr == nil {
@@ -272,26 +256,67 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 	for i, p := range cfg.Pinned {
 		cl.addPinned(p.URL, pinned[i])
 	}
-	switch src := cfg.Source.(type) {
+	cl.follow(cfg.Source)
+	return cl, nil
+}
+
+// addFork adds an earlier version the client speaks in fork mode to its
+// versions and offers.
+func (c *Client) addFork(f Fork) error {
+	if err := checkFork(c.contract, f); err != nil {
+		return err
+	}
+	if v, dup := c.versions[f.Contract.Version()]; dup {
+		if v.conversions != nil {
+			return fmt.Errorf("Fork lists %s, which %s %s speaks already: it derives from it compatibly",
+				f.Contract.Version(), c.contract.Name(), c.contract.Version())
+		}
+		return fmt.Errorf("version %s given twice", f.Contract.Version())
+	}
+	c.versions[f.Contract.Version()] = &peerVersion{contract: f.Contract, conversions: f.Methods, topics: f.Topics}
+	c.offers = append(c.offers, f.Contract.Offer())
+	return nil
+}
+
+// pinnedVersion returns the version a pinned peer is called at: one the
+// client speaks, at the paths p names.
+func (c *Client) pinnedVersion(p PinnedPeer) (*peerVersion, error) {
+	v := c.versionOf(p.Version)
+	if v == nil {
+		return nil, fmt.Errorf("pinned peer %s speaks %s %s, which this client cannot call: run it in fork mode with %s's conversions",
+			p.URL, c.contract.Name(), p.Version, p.Version)
+	}
+	for method := range p.Paths {
+		if _, ok := v.contract.Method(method); !ok {
+			return nil, fmt.Errorf("pinned peer %s: Paths names %s, which %s %s does not declare",
+				p.URL, method, c.contract.Name(), p.Version)
+		}
+	}
+	return &peerVersion{contract: v.contract, conversions: v.conversions, pinned: true, paths: p.Paths}, nil
+}
+
+// follow takes the client's endpoints from src: at once from a static
+// list, or from a goroutine that runs the source until the client closes.
+func (c *Client) follow(src EndpointSource) {
+	switch src := src.(type) {
 	case nil:
-		cl.listedOnce.Do(func() { close(cl.listed) })
+		c.listedOnce.Do(func() { close(c.listed) })
 	case StaticEndpoints:
 		// Known now: a call right after NewClient sees them.
-		cl.setEndpoints(append([]string(nil), src...))
+		c.setEndpoints(append([]string(nil), src...))
 	case ReadinessSource:
-		cl.wg.Add(1)
+		c.wg.Add(1)
 		go func() {
-			defer cl.wg.Done()
-			src.RunReadiness(cl.ctx, cl.setReports)
+			defer c.wg.Done()
+			src.RunReadiness(c.ctx, c.setReports)
 		}()
 	default:
-		cl.wg.Add(1)
+		c.wg.Add(1)
 		go func() {
-			defer cl.wg.Done()
-			src.Run(cl.ctx, cl.setEndpoints)
+			defer c.wg.Done()
+			src.Run(c.ctx, c.setEndpoints)
 		}()
 	}
-	return cl, nil
 }
 
 // Contract returns the contract the client calls.
