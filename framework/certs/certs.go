@@ -56,7 +56,7 @@ func NewCAValid(name string, notBefore time.Time, lifetime time.Duration) (*CA, 
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 	}
-	cert, err := sign(tmpl, nil, key, nil, notBefore, lifetime)
+	cert, err := sign(tmpl, key, nil, notBefore, lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (ca *CA) Issue(spec Spec) (tls.Certificate, error) {
 	if lifetime <= 0 {
 		lifetime = time.Hour
 	}
-	cert, err := sign(tmpl, ca.Cert, key, ca.key, notBefore, lifetime)
+	cert, err := sign(tmpl, key, ca, notBefore, lifetime)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -265,7 +265,10 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-func sign(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey, notBefore time.Time, lifetime time.Duration) (*x509.Certificate, error) {
+// sign makes the certificate tmpl describes, for key, valid from
+// notBefore for lifetime, signed by issuer; a nil issuer makes it
+// self-signed (a CA's own).
+func sign(tmpl *x509.Certificate, key *ecdsa.PrivateKey, issuer *CA, notBefore time.Time, lifetime time.Duration) (*x509.Certificate, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
 	if err != nil {
 		return nil, fmt.Errorf("certs: serial: %w", err)
@@ -273,8 +276,9 @@ func sign(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey, notB
 	tmpl.SerialNumber = serial
 	tmpl.NotBefore = notBefore
 	tmpl.NotAfter = notBefore.Add(lifetime)
-	if parent == nil {
-		parent, parentKey = tmpl, key
+	parent, parentKey := tmpl, key
+	if issuer != nil {
+		parent, parentKey = issuer.Cert, issuer.key
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {

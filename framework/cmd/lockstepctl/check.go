@@ -22,92 +22,57 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
+// checkArgs are check's flags: what the client would offer, and as whom.
+type checkArgs struct {
+	conn                                                 connFlags
+	contract, ver, fingerprint, file, component, release string
+}
+
 func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	var conn connFlags
-	conn.register(fs)
-	contract := fs.String("contract", "", "the contract (required, unless --contract-file names it)")
-	ver := fs.String("version", "", "the contract version the client would offer (required, unless --contract-file names it)")
-	fingerprint := fs.String("fingerprint", "", "the fingerprint the client would offer (default: the server's for that version, so only the version is checked)")
-	file := fs.String("contract-file", "", "the contract file the client is built from (contract.yaml or contract.json, with the schema files it refers to; or a contract's JSON wire model): its contract, version, client and fingerprint are offered")
-	component := fs.String("component", "", "the client component to ask as (default: the contract's client, from --contract-file or the server's status)")
-	release := fs.String("release", "", "the client release to ask as (checked against the server's release constraint)")
+	var c checkArgs
+	c.conn.register(fs)
+	fs.StringVar(&c.contract, "contract", "", "the contract (required, unless --contract-file names it)")
+	fs.StringVar(&c.ver, "version", "", "the contract version the client would offer (required, unless --contract-file names it)")
+	fs.StringVar(&c.fingerprint, "fingerprint", "", "the fingerprint the client would offer (default: the server's for that version, so only the version is checked)")
+	fs.StringVar(&c.file, "contract-file", "", "the contract file the client is built from (contract.yaml or contract.json, with the schema files it refers to; or a contract's JSON wire model): its contract, version, client and fingerprint are offered")
+	fs.StringVar(&c.component, "component", "", "the client component to ask as (default: the contract's client, from --contract-file or the server's status)")
+	fs.StringVar(&c.release, "release", "", "the client release to ask as (checked against the server's release constraint)")
 	pos, err := parse(fs, args, "URL")
 	if err != nil {
 		return err
 	}
-	if *fingerprint != "" && *file != "" {
+	if c.fingerprint != "" && c.file != "" {
 		return usageError("give --fingerprint or --contract-file, not both")
 	}
-	if *file != "" {
-		m, err := readContractFile(*file)
-		if err != nil {
-			return err
-		}
-		if *contract == "" {
-			*contract = m.Name
-		}
-		if *ver == "" {
-			*ver = m.Version
-		}
-		if m.Name != *contract || m.Version != *ver {
-			return fmt.Errorf("--contract-file %s is %s %s, not %s %s", *file, m.Name, m.Version, *contract, *ver)
-		}
-		if *component == "" {
-			*component = m.Client
-		}
-		if *fingerprint, err = handshake.Fingerprint(&m); err != nil {
-			return fmt.Errorf("--contract-file %s: %w", *file, err)
-		}
+	if err := c.fromFile(); err != nil {
+		return err
 	}
-	if *contract == "" || *ver == "" {
+	if c.contract == "" || c.ver == "" {
 		return usageError("check needs --contract and --version, or --contract-file")
 	}
-	base, err := baseURL(pos[0])
+	srv, err := c.conn.connect(pos[0])
 	if err != nil {
 		return err
 	}
-	hc, err := conn.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.conn.timeout)
 	defer cancel()
-	if *fingerprint == "" || *component == "" {
-		st, err := fetchStatus(ctx, hc, conn.maxBytes, base)
-		if err != nil {
+	if c.fingerprint == "" || c.component == "" {
+		if err := c.fromStatus(ctx, srv, stdout); err != nil {
 			return err
 		}
-		for _, v := range st.Served {
-			if v.Contract != *contract {
-				continue
-			}
-			if *component == "" {
-				*component = v.Client
-			}
-			if *fingerprint == "" && v.Version == *ver {
-				*fingerprint = v.Fingerprint
-			}
-		}
-		if *component == "" {
-			return fmt.Errorf("%s does not serve contract %s (it serves %s)", cell(st.Component), *contract, servedList(st))
-		}
-		if *fingerprint == "" {
-			fmt.Fprintf(stdout, "refused: %s serves %s %s, not %s\n", cell(st.Component), *contract, cell(strings.Join(st.Contracts[*contract], ", ")), *ver)
-			return &refusedError{}
-		}
 	}
-	hello := handshake.Hello{Contract: *contract, Component: *component, Instance: "lockstepctl-check",
-		Release: *release, Offers: []handshake.Offer{{Version: *ver, Fingerprint: *fingerprint}}}
+	hello := handshake.Hello{Contract: c.contract, Component: c.component, Instance: "lockstepctl-check",
+		Release: c.release, Offers: []handshake.Offer{{Version: c.ver, Fingerprint: c.fingerprint}}}
 	// Under mutual TLS with a certificate of another component (an
 	// operator's), the dry run is asked on behalf of the client component:
 	// see onBehalfOf.
 	var header http.Header
-	behalf := conn.identity != nil && conn.identity.Component != *component
+	behalf := c.conn.identity != nil && c.conn.identity.Component != c.component
 	if behalf {
-		header = http.Header{headerOnBehalfOf: {*component}}
+		header = http.Header{headerOnBehalfOf: {c.component}}
 	}
-	a, err := do(ctx, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", header, hello)
+	a, err := srv.do(ctx, http.MethodPost, protocol.PathHandshake+"?"+protocol.QueryDryRun+"=1", header, hello)
 	if err != nil {
 		return err
 	}
@@ -116,8 +81,71 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		// behalf of a role from this identity. That says nothing of
 		// whether a real client would be accepted: not a refusal.
 		return fmt.Errorf("%s: the server does not accept a dry run on behalf of %s from %s (a server that predates it, or an identity it does not take for an operator); ask with a %s certificate instead",
-			errorOf(a, "handshake"), *component, conn.identity, *component)
+			errorOf(a, "handshake"), c.component, c.conn.identity, c.component)
 	}
+	return c.report(stdout, a)
+}
+
+// fromFile fills what --contract-file says and the flags left open: the
+// contract, its version, its client; and the fingerprint.
+func (c *checkArgs) fromFile() error {
+	if c.file == "" {
+		return nil
+	}
+	m, err := readContractFile(c.file)
+	if err != nil {
+		return err
+	}
+	if c.contract == "" {
+		c.contract = m.Name
+	}
+	if c.ver == "" {
+		c.ver = m.Version
+	}
+	if m.Name != c.contract || m.Version != c.ver {
+		return fmt.Errorf("--contract-file %s is %s %s, not %s %s", c.file, m.Name, m.Version, c.contract, c.ver)
+	}
+	if c.component == "" {
+		c.component = m.Client
+	}
+	if c.fingerprint, err = handshake.Fingerprint(&m); err != nil {
+		return fmt.Errorf("--contract-file %s: %w", c.file, err)
+	}
+	return nil
+}
+
+// fromStatus fills the client component and the fingerprint the flags
+// left open from the server's status; a version the server does not serve
+// is reported as a refusal.
+func (c *checkArgs) fromStatus(ctx context.Context, srv server, stdout io.Writer) error {
+	st, err := fetchStatus(ctx, srv)
+	if err != nil {
+		return err
+	}
+	for _, v := range st.Served {
+		if v.Contract != c.contract {
+			continue
+		}
+		if c.component == "" {
+			c.component = v.Client
+		}
+		if c.fingerprint == "" && v.Version == c.ver {
+			c.fingerprint = v.Fingerprint
+		}
+	}
+	if c.component == "" {
+		return fmt.Errorf("%s does not serve contract %s (it serves %s)", cell(st.Component), c.contract, servedList(st))
+	}
+	if c.fingerprint == "" {
+		fmt.Fprintf(stdout, "refused: %s serves %s %s, not %s\n", cell(st.Component), c.contract, cell(strings.Join(st.Contracts[c.contract], ", ")), c.ver)
+		return &refusedError{}
+	}
+	return nil
+}
+
+// report prints the dry run's answer: accepted, with what would be
+// agreed, or refused, with the server's reason.
+func (c *checkArgs) report(stdout io.Writer, a answer) error {
 	if a.status == http.StatusOK {
 		var w handshake.Welcome
 		if err := json.Unmarshal(a.body, &w); err != nil {
@@ -127,7 +155,7 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("the server opened a session (%s): it does not know dry runs; it is older than lockstepctl", cell(w.Peer.Release))
 		}
 		fmt.Fprintf(stdout, "accepted: %s %s (instance %s) would agree on %s %s with a %s offering %s\n",
-			cell(w.Peer.Component), cell(w.Peer.Release), cell(w.Peer.Instance), *contract, cell(w.Version), *component, *fingerprint)
+			cell(w.Peer.Component), cell(w.Peer.Release), cell(w.Peer.Instance), c.contract, cell(w.Version), c.component, c.fingerprint)
 		return nil
 	}
 	var we wireError

@@ -98,9 +98,38 @@ type answer struct {
 	body   []byte
 }
 
-// do sends one request with a JSON body (or none) and reads the answer, of
-// at most limit bytes: a longer one is an error, never a truncated answer.
-func do(ctx context.Context, hc *http.Client, limit int64, method, url string, header http.Header, body any) (answer, error) {
+// server is a component lockstepctl asks: its base URL, the client that
+// reaches it, and the bound on the size of what it answers.
+type server struct {
+	hc    *http.Client
+	base  string
+	limit int64
+}
+
+// connect checks a component's URL and returns the server there, reached
+// as the flags say, its answers bounded by --max-bytes.
+func (c *connFlags) connect(rawURL string) (server, error) {
+	base, err := baseURL(rawURL)
+	if err != nil {
+		return server{}, err
+	}
+	hc, err := c.client()
+	if err != nil {
+		return server{}, err
+	}
+	return server{hc: hc, base: base, limit: c.maxBytes}, nil
+}
+
+// bounded returns the same server, its answers bounded by limit bytes.
+func (s server) bounded(limit int64) server {
+	s.limit = limit
+	return s
+}
+
+// do sends one request to path with a JSON body (or none) and reads the
+// answer, of at most s.limit bytes: a longer one is an error, never a
+// truncated answer.
+func (s server) do(ctx context.Context, method, path string, header http.Header, body any) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -109,7 +138,7 @@ func do(ctx context.Context, hc *http.Client, limit int64, method, url string, h
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
 	if err != nil {
 		return answer{}, err
 	}
@@ -120,12 +149,12 @@ func do(ctx context.Context, hc *http.Client, limit int64, method, url string, h
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := hc.Do(req)
+	resp, err := s.hc.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
 	defer resp.Body.Close()
-	b, err := readBounded(resp, limit)
+	b, err := readBounded(resp, s.limit)
 	if err != nil {
 		return answer{}, err
 	}
@@ -235,9 +264,9 @@ func errorOf(a answer, what string) error {
 }
 
 // fetchStatus reads a component's status.
-func fetchStatus(ctx context.Context, hc *http.Client, limit int64, base string) (framework.ServerStatus, error) {
+func fetchStatus(ctx context.Context, srv server) (framework.ServerStatus, error) {
 	var st framework.ServerStatus
-	a, err := do(ctx, hc, limit, http.MethodGet, base+protocol.PathStatus, nil, nil)
+	a, err := srv.do(ctx, http.MethodGet, protocol.PathStatus, nil, nil)
 	if err != nil {
 		return st, err
 	}

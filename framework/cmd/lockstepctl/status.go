@@ -25,17 +25,13 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if *output != "table" && *output != "json" && *output != "yaml" {
 		return usageError("-o %q: want table, json or yaml", *output)
 	}
-	base, err := baseURL(pos[0])
-	if err != nil {
-		return err
-	}
-	hc, err := conn.client()
+	srv, err := conn.connect(pos[0])
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
 	defer cancel()
-	st, err := fetchStatus(ctx, hc, conn.maxBytes, base)
+	st, err := fetchStatus(ctx, srv)
 	if err != nil {
 		return err
 	}

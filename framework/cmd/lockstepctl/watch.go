@@ -33,125 +33,159 @@ const smallAnswer = 64 << 10
 // interrupted watch ends promptly even when the server does not answer.
 const closeTimeout = time.Second
 
+// watchArgs are watch's flags and arguments.
+type watchArgs struct {
+	conn                         connFlags
+	contract, ver, release, file string
+	sel                          selection
+	topic                        string
+}
+
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	var conn connFlags
-	conn.register(fs)
-	contract := fs.String("contract", "", "the topic's contract, when several contracts have a topic of that name")
-	ver := fs.String("version", "", "the contract version to watch at (default: the highest served)")
-	release := fs.String("release", "", "the client release to watch as (checked against the server's release constraint)")
-	file := fs.String("contract-file", "", "the contract file of the topic (as check's): its contract, version, client and fingerprint are used, and the server's status is not read")
-	var sel selection
-	fs.Var(&sel, "select", "FIELD=VALUE: only the objects whose selector FIELD holds VALUE (repeatable; every one must match; the topic's selectors are in its contract)")
+	var w watchArgs
+	w.conn.register(fs)
+	fs.StringVar(&w.contract, "contract", "", "the topic's contract, when several contracts have a topic of that name")
+	fs.StringVar(&w.ver, "version", "", "the contract version to watch at (default: the highest served)")
+	fs.StringVar(&w.release, "release", "", "the client release to watch as (checked against the server's release constraint)")
+	fs.StringVar(&w.file, "contract-file", "", "the contract file of the topic (as check's): its contract, version, client and fingerprint are used, and the server's status is not read")
+	fs.Var(&w.sel, "select", "FIELD=VALUE: only the objects whose selector FIELD holds VALUE (repeatable; every one must match; the topic's selectors are in its contract)")
 	pos, err := parse(fs, args, "URL", "TOPIC")
 	if err != nil {
 		return err
 	}
-	base, err := baseURL(pos[0])
+	w.topic = pos[1]
+	srv, err := w.conn.connect(pos[0])
 	if err != nil {
 		return err
 	}
-	topic := pos[1]
-	hc, err := conn.client()
-	if err != nil {
-		return err
-	}
-	setup, cancelSetup := context.WithTimeout(ctx, conn.timeout)
+	setup, cancelSetup := context.WithTimeout(ctx, w.conn.timeout)
 	defer cancelSetup()
-	var served framework.ServedVersion
-	var st framework.ServerStatus
-	if *file != "" {
-		// The contract file says all a watch needs: the status, which
-		// under mutual TLS is an operator's, is not read.
-		if served, err = servedFromFile(*file, topic, *contract, *ver, sel); err != nil {
-			return err
-		}
-	} else {
-		if st, err = fetchStatus(setup, hc, conn.maxBytes, base); err != nil {
-			if conn.identity != nil && codeOf(err) == "permission_denied" {
-				return fmt.Errorf("%w: the status is an operator's; give --contract-file to watch without it", err)
-			}
-			return err
-		}
-		if served, err = pickTopic(st, topic, *contract, *ver); err != nil {
-			return err
-		}
-		if err := sel.check(st, served, topic); err != nil {
-			return err
-		}
+	served, st, err := w.resolve(setup, srv)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	header := http.Header{}
-	behalf := conn.identity != nil && conn.identity.Component != served.Client
+	behalf := w.conn.identity != nil && w.conn.identity.Component != served.Client
 	if behalf {
 		// Another identity than the contract's client (an operator's)
 		// watches on behalf of the client component, without a session:
 		// see headerOnBehalfOf.
 		header.Set(headerOnBehalfOf, served.Client)
 	} else {
-		// A watch needs a session: lockstepctl handshakes as the
-		// contract's client, under an instance of its own.
-		hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
-			Release: *release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
-		a, err := do(setup, hc, conn.maxBytes, http.MethodPost, base+protocol.PathHandshake, nil, hello)
+		token, closeSession, err := openSession(ctx, setup, srv, served, w.release)
 		if err != nil {
 			return err
 		}
-		if a.status != http.StatusOK {
-			return errorOf(a, "handshake")
-		}
-		var welcome handshake.Welcome
-		if err := json.Unmarshal(a.body, &welcome); err != nil {
-			return fmt.Errorf("welcome did not decode: %w", err)
-		}
-		session := http.Header{protocol.HeaderSession: {welcome.Session}}
-		defer func() {
-			// Close the session, so the server does not wait for it to lapse.
-			c, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			defer cancel()
-			_, _ = do(c, hc, smallAnswer, http.MethodDelete, base+protocol.PathSession, session, nil)
-		}()
-		go heartbeat(ctx, hc, base, welcome)
-		header.Set(protocol.HeaderSession, welcome.Session)
+		defer closeSession()
+		header.Set(protocol.HeaderSession, token)
 	}
+	resp, err := w.open(ctx, srv, served, header)
+	if err != nil {
+		if behalf && errors.As(err, new(*serverError)) {
+			return fmt.Errorf("%w: the server does not accept a watch on behalf of %s from %s (a server that predates it, or an identity it does not take for an operator); watch with a %s certificate",
+				err, cell(served.Client), w.conn.identity, cell(served.Client))
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	where, at := "", srv.base
+	if len(w.sel) > 0 {
+		where = " where " + w.sel.String()
+	}
+	if st.Component != "" {
+		at += " (" + cell(st.Component) + ")"
+	}
+	fmt.Fprintf(stdout, "# watching %s %s %s%s at %s\n", cell(served.Contract), cell(served.Version), w.topic, where, at)
+	return printFrames(ctx, stdout, resp.Body, w.conn.maxBytes)
+}
 
-	watchURL := base + protocol.WatchPath(served.Contract, served.Version, topic)
-	if len(sel) > 0 {
-		watchURL += "?" + sel.query()
+// resolve finds the served version the topic is watched at: from the
+// contract file, which says all a watch needs (the status, which under
+// mutual TLS is an operator's, is then not read), or from the server's
+// status, which it returns too.
+func (w *watchArgs) resolve(ctx context.Context, srv server) (framework.ServedVersion, framework.ServerStatus, error) {
+	var st framework.ServerStatus
+	if w.file != "" {
+		served, err := servedFromFile(w.file, w.topic, w.contract, w.ver, w.sel)
+		return served, st, err
+	}
+	st, err := fetchStatus(ctx, srv)
+	if err != nil {
+		if w.conn.identity != nil && codeOf(err) == "permission_denied" {
+			err = fmt.Errorf("%w: the status is an operator's; give --contract-file to watch without it", err)
+		}
+		return framework.ServedVersion{}, st, err
+	}
+	served, err := pickTopic(st, w.topic, w.contract, w.ver)
+	if err != nil {
+		return served, st, err
+	}
+	return served, st, w.sel.check(st, served, w.topic)
+}
+
+// openSession handshakes as the contract's client, under an instance of
+// its own (a watch needs a session), within setup; it keeps the session
+// alive with heartbeats until ctx ends, and returns its token and the func
+// that closes it, so the server does not wait for it to lapse.
+func openSession(ctx, setup context.Context, srv server, served framework.ServedVersion, release string) (string, func(), error) {
+	hello := handshake.Hello{Contract: served.Contract, Component: served.Client, Instance: "lockstepctl-watch-" + randomHex(6),
+		Release: release, Offers: []handshake.Offer{{Version: served.Version, Fingerprint: served.Fingerprint}}}
+	a, err := srv.do(setup, http.MethodPost, protocol.PathHandshake, nil, hello)
+	if err != nil {
+		return "", nil, err
+	}
+	if a.status != http.StatusOK {
+		return "", nil, errorOf(a, "handshake")
+	}
+	var welcome handshake.Welcome
+	if err := json.Unmarshal(a.body, &welcome); err != nil {
+		return "", nil, fmt.Errorf("welcome did not decode: %w", err)
+	}
+	session := http.Header{protocol.HeaderSession: {welcome.Session}}
+	closeSession := func() {
+		c, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		_, _ = srv.bounded(smallAnswer).do(c, http.MethodDelete, protocol.PathSession, session, nil)
+	}
+	go heartbeat(ctx, srv.bounded(smallAnswer), welcome)
+	return welcome.Session, closeSession, nil
+}
+
+// open sends the watch request and returns its answer, whose body is the
+// stream; an answer other than 200 is a *serverError.
+func (w *watchArgs) open(ctx context.Context, srv server, served framework.ServedVersion, header http.Header) (*http.Response, error) {
+	watchURL := srv.base + protocol.WatchPath(served.Contract, served.Version, w.topic)
+	if len(w.sel) > 0 {
+		watchURL += "?" + w.sel.query()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, watchURL, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := hc.Do(req)
+	resp, err := srv.hc.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		err := errorOf(answer{status: resp.StatusCode, body: b}, "watch")
-		if behalf {
-			return fmt.Errorf("%w: the server does not accept a watch on behalf of %s from %s (a server that predates it, or an identity it does not take for an operator); watch with a %s certificate",
-				err, cell(served.Client), conn.identity, cell(served.Client))
-		}
-		return err
+		return nil, errorOf(answer{status: resp.StatusCode, body: b}, "watch")
 	}
-	where := ""
-	if len(sel) > 0 {
-		where = " where " + sel.String()
-	}
-	at := base
-	if st.Component != "" {
-		at += " (" + cell(st.Component) + ")"
-	}
-	fmt.Fprintf(stdout, "# watching %s %s %s%s at %s\n", cell(served.Contract), cell(served.Version), topic, where, at)
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), int(min(conn.maxBytes, 1<<30)))
+	return resp, nil
+}
+
+// printFrames prints the stream's frames, one a line, until its closing
+// frame, or until ctx ends (interrupted: the usual way to stop watching);
+// a frame over maxBytes is an error.
+func printFrames(ctx context.Context, stdout io.Writer, body io.Reader, maxBytes int64) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), int(min(maxBytes, 1<<30)))
 	for sc.Scan() {
 		line, end := formatFrame(sc.Bytes())
 		if line != "" {
@@ -162,11 +196,11 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return nil // interrupted: the usual way to stop watching
+		return nil
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("watch stream: %w: a frame over --max-bytes %d", errTooLarge, conn.maxBytes)
+			return fmt.Errorf("watch stream: %w: a frame over --max-bytes %d", errTooLarge, maxBytes)
 		}
 		return fmt.Errorf("watch stream: %w", err)
 	}
@@ -346,7 +380,7 @@ func formatFrame(b []byte) (line string, end bool) {
 }
 
 // heartbeat renews the watch's session until ctx ends.
-func heartbeat(ctx context.Context, hc *http.Client, base string, w handshake.Welcome) {
+func heartbeat(ctx context.Context, srv server, w handshake.Welcome) {
 	every := time.Duration(w.Heartbeat)
 	if every <= 0 {
 		every = time.Second
@@ -360,7 +394,7 @@ func heartbeat(ctx context.Context, hc *http.Client, base string, w handshake.We
 			return
 		case <-t.C:
 			c, cancel := context.WithTimeout(ctx, every)
-			_, _ = do(c, hc, smallAnswer, http.MethodPost, base+protocol.PathHeartbeat, nil, body)
+			_, _ = srv.do(c, http.MethodPost, protocol.PathHeartbeat, nil, body)
 			cancel()
 		}
 	}
