@@ -24,6 +24,7 @@ var layers = map[string]int{
 	"framework/internal/conns":                 0,
 	"framework/internal/selvalue":              0,
 	"framework/internal/share":                 0,
+	"framework/internal/schema":                1,
 	"framework/internal/topicmsg/idlewatchers": 0,
 	"framework/certs":                          0,
 	"framework/benchkit/benchmsg":              1,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -424,24 +425,20 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 	return p, tokens, sessions, true
 }
 
-// heartbeatRequest is the body of POST /lockstep/heartbeat: the sessions
-// of one client process at this server, renewed together.
-type heartbeatRequest struct {
-	Sessions []string `json:"sessions"`
-}
+// heartbeatRequest, heartbeatAnswer and topicWriterReport are the
+// heartbeat's bodies, which the client's endpoints and heartbeat senders
+// write and read: see package wire.
+type (
+	heartbeatRequest  = wire.HeartbeatRequest
+	heartbeatAnswer   = wire.HeartbeatAnswer
+	topicWriterReport = wire.TopicWriterReport
+)
 
-// heartbeatAnswer is the body of a heartbeat's answer.
-type heartbeatAnswer struct {
-	// Lost lists the sessions the server does not hold (lapsed, closed, or
-	// from before a restart): their clients must handshake again.
-	Lost []string `json:"lost"`
-	// Resync lists the sessions whose client should send its full state
-	// again.
-	Resync []string `json:"resync"`
-	// Topics says, for every topic of the renewed sessions' contracts the
-	// server holds, whether it has a live writer.
-	Topics []topicWriterReport `json:"topics,omitempty"`
-}
+// encodeTimeout and decodeTimeout are the deadline header's format, which
+// a client writes and a server reads: see package wire.
+func encodeTimeout(d time.Duration) string { return wire.EncodeTimeout(d) }
+
+func decodeTimeout(s string) (time.Duration, error) { return wire.DecodeTimeout(s) }
 
 // serveHeartbeat answers POST /lockstep/heartbeat: it renews every session
 // named, in the body or (for one session) in the session header, and reports

@@ -3,48 +3,14 @@ package framework
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
-
-func TestTimeoutFormatRoundTrips(t *testing.T) {
-	cases := []struct {
-		in   time.Duration // the deadline left
-		wire string        // its gRPC-style encoding
-	}{
-		{250 * time.Millisecond, "250000u"},
-		{time.Nanosecond, "1n"},
-		{99999999 * time.Nanosecond, "99999999n"},
-		{100 * time.Millisecond, "100000u"},
-		{1500 * time.Millisecond, "1500000u"},
-		{2 * time.Minute, "120000m"},
-		{36 * time.Hour, "129600S"},
-		{0, "0n"},
-		{-time.Second, "0n"},
-	}
-	for _, tc := range cases {
-		assert.Equal(t, tc.wire, encodeTimeout(tc.in), "encode %v", tc.in)
-		d, err := decodeTimeout(tc.wire)
-		require.NoError(t, err)
-		assert.Equal(t, max(tc.in, 0), d, "decode %s", tc.wire)
-	}
-	// Rounding up never shortens a deadline.
-	d, err := decodeTimeout(encodeTimeout(100000001 * time.Nanosecond))
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, d, 100000001*time.Nanosecond)
-
-	for _, bad := range []string{"", "5", "5x", "-5S", "123456789S", "S", "1.5S"} {
-		_, err := decodeTimeout(bad)
-		assert.Error(t, err, "%q", bad)
-	}
-}
 
 func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
 	b := Backoff{Base: 10 * time.Millisecond, Max: 80 * time.Millisecond, Multiplier: 2, Jitter: 0.2}.withDefaults()
@@ -85,13 +51,4 @@ func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
 	assert.Equal(t, "key n1 taken", back.Message())
 	assert.JSONEq(t, `{"owner":"kubelet/a"}`, string(back.Details()))
 	assert.Equal(t, CodeInternal, wireError{Code: "weird"}.ToError().Code(), "unknown codes from the wire are internal")
-}
-
-func TestTimeoutBeyondADurationSaturates(t *testing.T) {
-	d, err := decodeTimeout("99999999H")
-	require.NoError(t, err)
-	assert.Positive(t, d, "no overflow into the past")
-	d, err = decodeTimeout(encodeTimeout(time.Duration(math.MaxInt64)))
-	require.NoError(t, err)
-	assert.Positive(t, d)
 }

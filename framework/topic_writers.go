@@ -14,17 +14,6 @@ import (
 // uses it to pick its replica, to move when the writer moves, and to never
 // take a writer-less replica's topic for the truth (docs/topics.md).
 
-// topicWriterReport says whether a topic a server holds has a live writer:
-// server-written, its [TopicWriter] is attached; client-written, any
-// client instance writes it. Heartbeat answers carry one per topic of the
-// contracts of the sessions they renew.
-type topicWriterReport struct {
-	Contract string `json:"contract"`
-	Version  string `json:"version"`
-	Topic    string `json:"topic"`
-	Writer   bool   `json:"writer"`
-}
-
 // writerLiveLocked reports whether the topic has a live writer.
 func (t *topicStore) writerLiveLocked() bool {
 	if t.decl.Writer == handshake.RoleClient {

@@ -1,4 +1,4 @@
-package framework
+package wire
 
 import (
 	"fmt"
@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// encodeTimeout renders d in the gRPC timeout format: at most eight digits
+// EncodeTimeout renders d in the gRPC timeout format (the deadline
+// header, protocol.HeaderTimeout): at most eight digits
 // and a unit (H, M, S, m, u, n), choosing the finest unit that fits.
-func encodeTimeout(d time.Duration) string {
+func EncodeTimeout(d time.Duration) string {
 	if d <= 0 {
 		return "0n"
 	}
@@ -33,8 +34,9 @@ func encodeTimeout(d time.Duration) string {
 	return strconv.Itoa(maxValue) + "H"
 }
 
-// decodeTimeout parses the gRPC timeout format.
-func decodeTimeout(s string) (time.Duration, error) {
+// DecodeTimeout parses the gRPC timeout format; a value further than a
+// Duration reaches saturates.
+func DecodeTimeout(s string) (time.Duration, error) {
 	if len(s) < 2 || len(s) > 9 {
 		return 0, fmt.Errorf("timeout %q: want 1 to 8 digits and a unit", s)
 	}
