@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-version"
@@ -556,3 +559,132 @@ func (c *Client) Close() error {
 	}
 	return nil
 }
+
+// EndpointSource tells a client where its peer's replicas are. Run reports
+// the full set of endpoint base URLs through update, first as soon as it
+// knows them and again whenever the set changes, until ctx ends. The static
+// source is [StaticEndpoints]; DNS sources live in framework/discovery.
+//
+// A URL that a report adds is handshaken at once. A URL reported again
+// changes nothing: a source that also knows when a replica comes back
+// (a restarted pod turning ready) says so as a [ReadinessSource].
+type EndpointSource interface {
+	Run(ctx context.Context, update func(urls []string))
+}
+
+// ReadinessSource is an [EndpointSource] that also knows whether each
+// replica is ready, as a Kubernetes EndpointSlice's ready condition says.
+// The client runs RunReadiness instead of Run; update gets every endpoint
+// the source knows, ready or not.
+//
+// Readiness does not decide routing: a lockstep server is unready until
+// its own peers have handshaken it, so an endpoint that is not ready is
+// still handshaken and called as any other (docs/discovery.md). What it
+// decides is the reconnect: a report that turns a known endpoint ready
+// again is taken as the announcement that its server listens again. The
+// process's prober of its address ([ProbeStats]) dials it at once instead
+// of at its next planned dial, one dial however many clients of the
+// process were told, and wakes every endpoint and blocked call waiting for
+// it when that dial connects.
+type ReadinessSource interface {
+	EndpointSource
+	RunReadiness(ctx context.Context, update func(endpoints []EndpointReport))
+}
+
+// EndpointReport is one endpoint as a [ReadinessSource] reports it.
+type EndpointReport struct {
+	// URL is the endpoint's base URL, as [EndpointSource] reports it.
+	URL string
+	// NotReady says the replica is known but not ready: its pod is
+	// starting or restarting, its readiness probe fails. The zero value is
+	// ready, as every URL of a plain [EndpointSource] is.
+	NotReady bool
+}
+
+// StaticEndpoints is a fixed list of endpoint base URLs, such as
+// "https://10.0.0.7:8443".
+type StaticEndpoints []string
+
+// Run reports the list once and waits for ctx to end.
+func (s StaticEndpoints) Run(ctx context.Context, update func([]string)) {
+	update(append([]string(nil), s...))
+	<-ctx.Done()
+}
+
+// NewTransport returns the HTTP transport lockstep clients use by default: a
+// pool of HTTP/1.1 keep-alive connections per endpoint (up to 256 idle),
+// opened as concurrency demands. Calls never queue behind one connection's
+// stream limit, the bottleneck of a single multiplexed connection. Share one
+// transport among many clients of a process (a node simulator's sessions) by
+// passing it as ClientConfig.Transport.
+func NewTransport(tlsConfig *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy: nil,
+		// Connections report a peer that closes them, so a killed server
+		// is noticed at once (prober.go).
+		DialContext:         watchedDial((&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 5 * time.Second,
+		// An empty TLSNextProto keeps TLS connections on HTTP/1.1, so TLS and
+		// plain HTTP behave alike: many connections, no shared stream cap.
+		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
+		WriteBufferSize: 16 << 10,
+		ReadBufferSize:  16 << 10,
+	}
+}
+
+// isDialError reports whether err means the request never left: the
+// connection could not be made, so no server saw the call.
+func isDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// checkEndpointURL checks a peer's base URL: http or https, with a host;
+// plain http only to loopback unless insecure is allowed.
+func checkEndpointURL(raw string, insecure bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, errors.New("scheme must be http or https")
+	}
+	if u.Host == "" {
+		return nil, errors.New("host is missing")
+	}
+	if u.Scheme == "http" && !insecure && !loopbackHost(u.Hostname()) {
+		return nil, errors.New("plain http to a non-loopback host needs Insecure")
+	}
+	return u, nil
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Run holds the client until ctx ends, then closes it: its sessions are
+// closed on the servers, so a draining server need not wait for them to
+// lapse. The client works from [NewClient] on; Run only ties its end to a
+// context, as [Server.Run] does a server's. It returns nil. Wrapped in
+// [Runnable], it is a controller-runtime manager.Runnable.
+func (c *Client) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-c.ctx.Done(): // closed by someone else
+	}
+	return c.Close()
+}
+
+// Healthz is [Client.Ready] in the shape of controller-runtime's
+// healthz.Checker.
+func (c *Client) Healthz(*http.Request) error { return c.Ready() }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -822,3 +823,93 @@ func (e *endpoint) callURL(sess *clientSession, method string) string {
 	}
 	return e.url + protocol.CallPath(c.Name(), c.Version(), method)
 }
+
+// PinnedPeer is an external server that does not handshake, such as a
+// Kubernetes scheduler extender: the client calls it at Version, at each
+// method's declared path under URL, sends that version's JSON, and validates
+// every answer against that version's schemas.
+type PinnedPeer struct {
+	// URL is the peer's base URL; a method with path "filter" is called at
+	// URL + "/filter".
+	URL string
+	// Version is the contract version the peer speaks.
+	Version string
+	// Paths, by method name, override the paths the contract declares for
+	// this peer alone: a Kubernetes scheduler configuration names an
+	// extender's verbs (filterVerb: "filter-by-zone"), and each extender
+	// chooses its own. A path is joined to URL as a declared one is.
+	Paths map[string]string
+}
+
+// addPinned adds a pinned endpoint; it is routable at once and stays in the
+// set whatever the endpoint source reports.
+func (c *Client) addPinned(url string, v *peerVersion) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	base := strings.TrimRight(url, "/")
+	e := newEndpoint(c, base)
+	e.pinned = v
+	e.endFirstRound() // routable from the start: there is no handshake
+	c.endpoints[base] = e
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		e.runPinned()
+	}()
+	c.rebuildLocked()
+}
+
+// runPinned keeps a pinned endpoint routable: it has no handshake and no
+// session to lose, only connections that fail. After a failed connection
+// the endpoint rests for a backoff delay, then is tried again.
+func (e *endpoint) runPinned() {
+	sess := &clientSession{version: e.pinned}
+	failures := 0
+	defer e.setState(stateStopped, nil, nil)
+	for {
+		e.setState(stateReady, sess, nil)
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.kick:
+		}
+		if e.sess.Load() == sess {
+			failures = 0 // a kick without a loss
+			continue
+		}
+		t := e.c.cfg.Clock.NewTimer(e.c.cfg.Backoff.Delay(failures))
+		failures++
+		select {
+		case <-e.ctx.Done():
+			t.Stop()
+			return
+		case <-t.Chan():
+		}
+	}
+}
+
+// sentTrace tells, from the transport's trace, whether a request failed
+// before its head was written: a connection was got (so the transport
+// reports on this request) but the head never went out, so no server can
+// have read it whole, and it is safe to resend anywhere. Go's transport
+// does not resend a POST itself when the connection it was given closes
+// before the write (a server closing an idle connection, a listener
+// resetting a connection it never accepted), least of all on a fresh
+// connection; without this the client could not tell such a failure from
+// one after the server read the call.
+type sentTrace struct {
+	gotConn, wroteHead atomic.Bool
+}
+
+// trace returns ctx carrying the trace hooks.
+func (s *sentTrace) trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { s.gotConn.Store(true) },
+		WroteHeaders: func() { s.wroteHead.Store(true) },
+	})
+}
+
+// notSent reports whether the request provably never left (see above). A
+// transport that reports nothing (no GotConn: a test's or a wrapper's
+// that does not pass the context on) proves nothing.
+func (s *sentTrace) notSent() bool { return s.gotConn.Load() && !s.wroteHead.Load() }

@@ -2,9 +2,15 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // routeWait is the one wait for a routable endpoint: calls, topic writes
@@ -159,4 +165,179 @@ func (w *routeWait) pace(ctx context.Context, n int) error {
 	case <-w.closed:
 		return w.closedErr
 	}
+}
+
+// A request blocked without a compatible peer is logged once it has waited
+// blockedLogAfter (a start-up's first handshake, milliseconds long, stays
+// quiet), and then at most once per blockedLogEvery for the whole client,
+// however many requests wait: a version mismatch that blocks every call
+// for an hour writes 120 lines, not one per call.
+const (
+	blockedLogAfter = time.Second
+	blockedLogEvery = 30 * time.Second
+)
+
+// blockedCalls tracks the calls of a client that wait for a compatible
+// peer, so its status says how many wait and for how long. A call enters
+// once, when it first has to wait, and leaves when it stops waiting for
+// good (sent, failed or given up).
+type blockedCalls struct {
+	mu    sync.Mutex
+	next  uint64
+	since map[uint64]time.Time
+	// logged is when the client last logged a blocked request.
+	logged time.Time
+}
+
+// enter records a call that began waiting at now and returns its ticket.
+func (b *blockedCalls) enter(now time.Time) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.since == nil {
+		b.since = map[uint64]time.Time{}
+	}
+	b.next++
+	b.since[b.next] = now
+	return b.next
+}
+
+// leave forgets a ticket from enter.
+func (b *blockedCalls) leave(ticket uint64) {
+	b.mu.Lock()
+	delete(b.since, ticket)
+	b.mu.Unlock()
+}
+
+// snapshot returns how many calls wait at now and the longest wait.
+func (b *blockedCalls) snapshot(now time.Time) (n int, longest time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.since {
+		longest = max(longest, now.Sub(t))
+	}
+	return len(b.since), longest
+}
+
+// logDue reports whether a blocked request may log at now, and if so
+// records that it did: the client's blocked-request log is rate-limited
+// to one line per blockedLogEvery.
+func (b *blockedCalls) logDue(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.logged.IsZero() && now.Sub(b.logged) < blockedLogEvery {
+		return false
+	}
+	b.logged = now
+	return true
+}
+
+// logBlocked logs, rate-limited (see logDue), that a request (what: "call
+// nodestatus ReportStatus", "watch NodeHealth") has waited since since
+// without a compatible peer, and why: each endpoint's state, and for a
+// refusal who refused, for which reason, and which versions each side
+// offered. A request with an account of its own gives it as why (a watch
+// says which version each session agreed and why the topic cannot
+// travel at it); "" is the client's peer state.
+func (c *Client) logBlocked(what string, since time.Time, why string) {
+	now := c.cfg.Clock.Now()
+	if !c.blocked.logDue(now) {
+		return
+	}
+	if why == "" {
+		why = c.peerState().why
+	}
+	n, longest := c.blocked.snapshot(now)
+	offered := make([]string, len(c.offers))
+	for i, o := range c.offers {
+		offered[i] = o.Version
+	}
+	c.cfg.Logger.Warn("lockstep: waiting for a compatible peer",
+		"waiting", what, "for", now.Sub(since).Round(time.Millisecond),
+		"contract", c.contract.Name(), "server", c.contract.Server(), "offered", strings.Join(offered, ","),
+		"blocked", n, "longestBlocked", longest.Round(time.Millisecond),
+		"why", why)
+}
+
+// PeerState is the state of a client's peers when a request found none to
+// carry it: what the request waited for and why each endpoint could not
+// carry it. A request that fails for want of a peer (unavailable, or
+// incompatible_peer) has it as its cause; one whose context ended while it
+// waited has it beside the context's error, which alone is the message.
+// Either way errors.As finds it:
+//
+//	var ps *framework.PeerState
+//	if errors.As(err, &ps) { log.Print(ps) }
+type PeerState struct {
+	// Contract, Version and Server name what the client waited for: a
+	// Server component speaking Contract at Version.
+	Contract, Version, Server string
+	// Endpoints describes every endpoint, sorted by URL.
+	Endpoints []EndpointStatus
+	// Refused is true when some endpoint refused the handshake: a peer
+	// answers, but speaks no version the client offers (or refuses the
+	// client for another reason), so waiting longer may not help.
+	Refused bool
+	// why is the one-line account Error returns.
+	why string
+}
+
+// Error says in one line what the client waited for and why each endpoint
+// could not carry it.
+func (p *PeerState) Error() string {
+	return "no compatible " + p.Server + " for " + p.Contract + " " + p.Version + ": " + p.why
+}
+
+// peerState returns the client's [PeerState] now.
+func (c *Client) peerState() *PeerState {
+	c.mu.Lock()
+	eps := make([]*endpoint, 0, len(c.endpoints))
+	for _, base := range sortedKeys(c.endpoints) {
+		eps = append(eps, c.endpoints[base])
+	}
+	c.mu.Unlock()
+	ps := &PeerState{Contract: c.contract.Name(), Version: c.contract.Version(), Server: c.contract.Server(),
+		Endpoints: make([]EndpointStatus, len(eps))}
+	if len(eps) == 0 {
+		ps.why = "no endpoint known"
+		return ps
+	}
+	parts := make([]string, len(eps))
+	for i, e := range eps {
+		ps.Endpoints[i] = e.status()
+		parts[i] = e.why()
+		if ps.Endpoints[i].State == string(stateRefused) {
+			ps.Refused = true
+		}
+	}
+	ps.why = strings.Join(parts, "; ")
+	return ps
+}
+
+// why says in a few words why e carries no request now: its URL and state,
+// then for a refusal its reason and the refusal's own sentence (which names
+// both sides and what each offers), else the last error. Codes and prefixes
+// that the state already says are not repeated.
+func (e *endpoint) why() string {
+	e.mu.Lock()
+	state, err := e.state, e.lastErr
+	e.mu.Unlock()
+	s := e.url + " " + string(state)
+	if err == nil || state == stateReady {
+		return s
+	}
+	var ae *Error
+	if !errors.As(err, &ae) {
+		return s + ": " + err.Error()
+	}
+	var r handshake.Refusal
+	if json.Unmarshal(ae.Details(), &r) == nil && r.Reason != "" {
+		if string(r.Reason) != string(state) {
+			s += " (" + string(r.Reason) + ")"
+		}
+		return s + ": " + r.Message
+	}
+	if string(ae.Code()) != string(state) {
+		s += " (" + string(ae.Code()) + ")"
+	}
+	return s + ": " + ae.Message()
 }

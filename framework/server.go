@@ -19,9 +19,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
-	"github.com/lockstep-dev/lockstep/framework/protocol"
-
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
 // Server serves contracts to their client components: it answers
@@ -860,3 +859,58 @@ func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
 }
+
+// Run serves on ServerConfig.Addr until ctx ends, then drains
+// ([Server.Shutdown]) and returns: a binary's main is
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	if err := srv.Run(ctx); err != nil { log.Fatal(err) }
+//
+// It returns an error when the server cannot listen or serve, or when the
+// drain fails; nil after a graceful drain. The drain is bounded by
+// DrainTimeout plus [RunShutdownGrace] for calls still in flight. Wrapped
+// in [Runnable], it is a controller-runtime manager.Runnable.
+func (s *Server) Run(ctx context.Context) error {
+	if s.cfg.Addr == "" {
+		return errors.New("lockstep: Server.Run needs ServerConfig.Addr")
+	}
+	l, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("lockstep: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	select {
+	case err := <-served:
+		// Serve failed (or Shutdown came from elsewhere): nothing to drain.
+		return err
+	case <-ctx.Done():
+	}
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout+RunShutdownGrace)
+	defer cancel()
+	err = s.Shutdown(drain)
+	return errors.Join(err, <-served)
+}
+
+// RunShutdownGrace is how long [Server.Run] waits, after a drain's first
+// phase, for calls still in flight before it cuts them.
+const RunShutdownGrace = 10 * time.Second
+
+// Runnable adapts a Run method to anything that starts components with
+// Start(ctx) error and expects it to block until ctx ends, such as
+// controller-runtime's manager.Runnable:
+//
+//	mgr.Add(framework.Runnable(srv.Run))
+//
+// (Server already has a Start of its own, for [Server.ServeHTTP] users.)
+type Runnable func(ctx context.Context) error
+
+// Start runs r.
+func (r Runnable) Start(ctx context.Context) error { return r(ctx) }
+
+// Healthz is [Server.Ready] in the shape of controller-runtime's
+// healthz.Checker, for a manager's readiness endpoint:
+//
+//	mgr.AddReadyzCheck("lockstep", srv.Healthz)
+func (s *Server) Healthz(*http.Request) error { return s.Ready() }
