@@ -171,7 +171,7 @@ func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *s
 	}
 	p.Instance = sess.peer.Instance
 	if sess.usage != nil {
-		p.limitsKey = sess.usage.Key
+		setLimitsKey(p, sess.usage.Key)
 	}
 	return p, sess, nil
 }
@@ -631,7 +631,7 @@ func (s *Server) admitPeer(r *http.Request) (*Peer, *peerUsage, error) {
 	if err := s.limits.Allow(u); err != nil {
 		return nil, nil, err
 	}
-	p.limitsKey = u.Key
+	setLimitsKey(p, u.Key)
 	return p, u, nil
 }
 

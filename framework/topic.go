@@ -305,7 +305,7 @@ func (w *TopicWriter[T]) SetContext(ctx context.Context, obj *T) error { return 
 func (w *TopicWriter[T]) SetFor(ctx context.Context, obj *T) error {
 	holder := ""
 	if p := PeerFromContext(ctx); p != nil {
-		holder = p.shareKey()
+		holder = shareKey(p)
 	}
 	return w.set(ctx, holder, obj)
 }

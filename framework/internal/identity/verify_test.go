@@ -1,4 +1,4 @@
-package framework
+package identity
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/framework/certs"
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 // The verification cache held verified peers and certificates that failed
@@ -45,7 +46,7 @@ func TestVerificationCacheKeepsHonestPeers(t *testing.T) {
 	// More honest peers than the old cache held stay cached together.
 	honest := variants(ca, certs.Spec{Component: "kubelet", Name: "node"}, 4200)
 	for _, chain := range honest {
-		_, err := creds.verifyCached(chain)
+		_, err := creds.Verify(chain)
 		require.NoError(t, err)
 	}
 	for i, chain := range honest {
@@ -56,8 +57,8 @@ func TestVerificationCacheKeepsHonestPeers(t *testing.T) {
 	stranger, err := certs.NewCA("stranger")
 	require.NoError(t, err)
 	for _, chain := range variants(stranger, certs.Spec{Component: "kubelet", Name: "evil"}, 4200) {
-		_, err := creds.verifyCached(chain)
-		require.Equal(t, CodeUnauthenticated, CodeOf(err))
+		_, err := creds.Verify(chain)
+		require.Equal(t, apierror.CodeUnauthenticated, apierror.CodeOf(err))
 	}
 	for i, chain := range honest {
 		require.True(t, cached(chain), "honest peer %d was dropped from the cache by certificates that do not verify", i)
@@ -73,7 +74,7 @@ func TestVerificationCacheRemembersARefusalAfterRotation(t *testing.T) {
 	require.NoError(t, err)
 	chain := []*x509.Certificate{leaf}
 	key := sha256.Sum256(leaf.Raw)
-	_, err = creds.verifyCached(chain)
+	_, err = creds.Verify(chain)
 	require.NoError(t, err)
 
 	newCA, err := certs.NewCA("rotation-new")
@@ -81,8 +82,8 @@ func TestVerificationCacheRemembersARefusalAfterRotation(t *testing.T) {
 	_, _, _, err = newCA.WriteFiles(dir, "nc", newCA.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
 	require.NoError(t, err)
 	require.NoError(t, creds.Reload())
-	_, err = creds.verifyCached(chain)
-	require.Equal(t, CodeUnauthenticated, CodeOf(err))
+	_, err = creds.Verify(chain)
+	require.Equal(t, apierror.CodeUnauthenticated, apierror.CodeOf(err))
 
 	creds.cacheMu.Lock()
 	_, stale := creds.verified[key]
@@ -90,8 +91,8 @@ func TestVerificationCacheRemembersARefusalAfterRotation(t *testing.T) {
 	creds.cacheMu.Unlock()
 	require.False(t, stale, "the verification under the old bundle is still cached")
 	require.NotNil(t, refusal, "the refusal is not cached")
-	_, err = creds.verifyCached(chain)
-	require.Equal(t, CodeUnauthenticated, CodeOf(err), "refused again from the cache")
+	_, err = creds.Verify(chain)
+	require.Equal(t, apierror.CodeUnauthenticated, apierror.CodeOf(err), "refused again from the cache")
 }
 
 // serverCredentials loads a server's credentials issued by a new CA named
@@ -103,7 +104,7 @@ func serverCredentials(t *testing.T, name string) (*certs.CA, *Credentials, stri
 	dir := t.TempDir()
 	certFile, keyFile, caFile, err := ca.WriteFiles(dir, "nc", ca.MustIssue(certs.Spec{Component: "nodecontroller", Server: true}))
 	require.NoError(t, err)
-	creds, err := LoadCredentials(MTLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
+	creds, err := Load(Files{CertFile: certFile, KeyFile: keyFile, CAFile: caFile})
 	require.NoError(t, err)
 	return ca, creds, dir
 }

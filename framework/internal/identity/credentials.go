@@ -1,29 +1,26 @@
-package framework
+package identity
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// MTLSFiles names the PEM files mutual TLS is built from: the component's
+// Files names the PEM files mutual TLS is built from: the component's
 // own certificate and key (presented to clients as a server, and to servers
 // as a client) and the CA bundle the other side's certificate must chain
 // to. The files are read again when they change, so a rotated certificate
 // (a cert-manager Secret updated in its volume) takes effect without a
 // restart.
-type MTLSFiles struct {
+type Files struct {
 	CertFile, KeyFile, CAFile string
 	// ServerName is the name a client checks servers' certificates against;
 	// default the host of the URL dialled.
@@ -38,11 +35,15 @@ type MTLSFiles struct {
 	ReloadInterval time.Duration
 }
 
-// Credentials is mutual TLS material loaded from [MTLSFiles], reloaded as
-// the files change. Pass it as ServerConfig.MTLS, and use
-// [Credentials.Transport] (or [Credentials.ClientTLS]) on the client side.
+// OperatorComponent is the component of the identities that may read a
+// server's status and metrics under mutual TLS by default
+// (lockstep://operator/<name>); see [Files.Operators].
+const OperatorComponent = "operator"
+
+// Credentials is mutual TLS material loaded from [Files], reloaded as the
+// files change, with the verification of peers' certificates against it.
 type Credentials struct {
-	files MTLSFiles
+	files Files
 
 	mu         sync.Mutex
 	cert       *tls.Certificate
@@ -109,30 +110,11 @@ func (c *Credentials) countHandshake(full int) func(tls.ConnectionState) error {
 	}
 }
 
-// verification is one cached result of verifyPeer.
-type verification struct {
-	generation uint64
-	notAfter   time.Time
-	peer       Peer
-	err        error
-}
-
-// verifyCacheCap bounds the verified peers cached: room for the
-// identities of a 10,000-node control plane several times over (each
-// with its certificate and, while it rotates, the next), since a peer
-// dropped verifies its chain again on its next request. refusedCacheCap
-// bounds the certificates cached as not verifying; that cache is emptied
-// when full.
-const (
-	verifyCacheCap  = 1 << 16
-	refusedCacheCap = 4096
-)
-
-// LoadCredentials reads the files once, failing on anything unreadable, and
-// returns credentials that reload them as they change. A later reload that
-// fails keeps the last good material and logs nothing itself: the error is
+// Load reads the files once, failing on anything unreadable, and returns
+// credentials that reload them as they change. A later reload that fails
+// keeps the last good material and logs nothing itself: the error is
 // returned by [Credentials.Reload] and shown by [Credentials.Err].
-func LoadCredentials(files MTLSFiles) (*Credentials, error) {
+func Load(files Files) (*Credentials, error) {
 	if files.CertFile == "" || files.KeyFile == "" || files.CAFile == "" {
 		return nil, errors.New("lockstep: mutual TLS needs CertFile, KeyFile and CAFile")
 	}
@@ -222,7 +204,7 @@ func (c *Credentials) current() (*tls.Certificate, *x509.CertPool, uint64) {
 // server can answer with a coded unauthenticated error (and so that
 // Kubernetes probes, which present no certificate, still reach /healthz).
 // The server verifies the certificate on every lockstep entry; see
-// [Credentials.verifyPeer].
+// [Credentials.Verify].
 func (c *Credentials) ServerTLS() *tls.Config {
 	return &tls.Config{
 		MinVersion:       tls.VersionTLS12,
@@ -238,8 +220,8 @@ func (c *Credentials) ServerTLS() *tls.Config {
 // ClientTLS returns a client side's TLS configuration: it presents the
 // current certificate (so a rotated one is used from the next connection),
 // trusts the CA bundle as it is now, and resumes sessions made with the
-// same material. Use [Credentials.Transport] to
-// follow a rotated CA bundle as well.
+// same material. Use [Credentials.DialTLS] to follow a rotated CA bundle
+// as well.
 func (c *Credentials) ClientTLS() *tls.Config {
 	_, pool, _ := c.current()
 	c.mu.Lock()
@@ -258,15 +240,16 @@ func (c *Credentials) ClientTLS() *tls.Config {
 	}
 }
 
-// Transport returns a client transport ([NewTransport]'s pool) that dials
-// each new connection with the current certificate and CA bundle, verifying
-// the server's certificate against serverName, or MTLSFiles.ServerName, or
-// else the host dialled. Share it among a process's clients of one peer as
-// ClientConfig.Transport.
-func (c *Credentials) Transport(serverName string) *http.Transport {
-	t := NewTransport(nil)
-	dial := t.DialContext // the default's, which watches for a peer's close
-	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+// DialFunc is a transport's dial (http.Transport's DialContext and
+// DialTLSContext).
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// DialTLS returns a TLS dial for a client transport: each new connection
+// is dialled with dial, then its TLS handshake made with the current
+// certificate and CA bundle, verifying the server's certificate against
+// serverName, or Files.ServerName, or else the host dialled.
+func (c *Credentials) DialTLS(serverName string, dial DialFunc) DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg := c.ClientTLS()
 		if serverName != "" {
 			cfg.ServerName = serverName
@@ -298,7 +281,6 @@ func (c *Credentials) Transport(serverName string) *http.Transport {
 		}
 		return tc, nil
 	}
-	return t
 }
 
 // addrSessions is a client session cache seen through one dialled
@@ -318,145 +300,13 @@ func (s addrSessions) Put(key string, cs *tls.ClientSessionState) {
 	s.cache.Put(s.addr+" "+key, cs)
 }
 
-// OperatorOnly serves next only to operator identities (MTLSFiles.Operators)
-// with a verified certificate: others get permission_denied, requests
-// without a certificate unauthenticated. A lockstep server applies it to its
-// status page, metrics and [Server.Handle] routes itself; a binary serving
-// such pages on a server of its own wraps them with it.
-func (c *Credentials) OperatorOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := c.operator(r)
-		if err != nil {
-			writeRefusal(w, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(withPeer(r.Context(), p)))
-	})
-}
-
-// operator returns the request's peer if it is an operator identity.
-func (c *Credentials) operator(r *http.Request) (*Peer, error) {
-	if r.TLS == nil {
-		return nil, Errorf(CodeUnauthenticated, "mutual TLS is required")
-	}
-	p, err := c.verifyCached(r.TLS.PeerCertificates)
-	if err != nil {
-		return nil, err
-	}
-	if !c.isOperator(p.Identity) {
-		return nil, Errorf(CodePermissionDenied, "%s is not an operator identity", p.Identity)
-	}
-	return p, nil
-}
-
-// verifyPeer checks a client's certificate chain against the current CA
-// bundle, for client authentication, at the current time, and reads the
-// identity it names. It returns unauthenticated for no certificate, one
-// that does not chain to the CA, or one outside its validity period.
-func (c *Credentials) verifyPeer(chain []*x509.Certificate) (Identity, *x509.Certificate, error) {
-	if len(chain) == 0 {
-		return Identity{}, nil, Errorf(CodeUnauthenticated, "a client certificate is required")
-	}
-	_, pool, _ := c.current()
-	opts := x509.VerifyOptions{
-		Roots:         pool,
-		Intermediates: x509.NewCertPool(),
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	for _, cert := range chain[1:] {
-		opts.Intermediates.AddCert(cert)
-	}
-	if _, err := chain[0].Verify(opts); err != nil {
-		return Identity{}, nil, Errorf(CodeUnauthenticated, "client certificate does not verify: %v", err)
-	}
-	id, err := IdentityFromCertificate(chain[0])
-	if err != nil {
-		return Identity{}, nil, Errorf(CodeUnauthenticated, "client certificate: %v", err)
-	}
-	return id, chain[0], nil
-}
-
-// verifyCached is verifyPeer through the cache.
-func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
-	if len(chain) == 0 {
-		return nil, Errorf(CodeUnauthenticated, "a client certificate is required")
-	}
-	key := sha256.Sum256(chain[0].Raw)
-	_, _, gen := c.current()
-	now := time.Now()
-	c.cacheMu.Lock()
-	v := c.verified[key]
-	if v == nil {
-		v = c.refused[key]
-	}
-	c.cacheMu.Unlock()
-	if v == nil || v.generation != gen || now.After(v.notAfter) || now.Before(chain[0].NotBefore) {
-		id, cert, err := c.verifyPeer(chain)
-		v = &verification{generation: gen, notAfter: chain[0].NotAfter, err: err,
-			peer: Peer{Identity: id, Authenticated: err == nil, Certificate: cert}}
-		c.cacheMu.Lock()
-		c.rememberLocked(key, v, gen, now)
-		c.cacheMu.Unlock()
-	}
-	if v.err != nil {
-		return nil, v.err
-	}
-	p := v.peer
-	return &p, nil
-}
-
-// rememberLocked caches v, the verification of the certificate whose
-// hash is key against CA bundle gen at now. A full cache of verified peers
-// makes room by dropping the entries of an earlier bundle or an expired
-// certificate, then arbitrary ones (a map's order) down to seven eighths:
-// room is made once for many certificates, and never by making every
-// peer verify again at once. cacheMu must be held.
-func (c *Credentials) rememberLocked(key [32]byte, v *verification, gen uint64, now time.Time) {
-	if v.err != nil {
-		// A certificate that verified under an earlier bundle and not
-		// under this one: its stale entry would be found first, and the
-		// refusal never.
-		delete(c.verified, key)
-		if c.refused == nil || len(c.refused) >= refusedCacheCap {
-			c.refused = map[[32]byte]*verification{}
-		}
-		c.refused[key] = v
-		return
-	}
-	delete(c.refused, key)
-	if c.verified == nil {
-		c.verified = map[[32]byte]*verification{}
-	}
-	if len(c.verified) >= verifyCacheCap {
-		for k, old := range c.verified {
-			if old.generation != gen || now.After(old.notAfter) {
-				delete(c.verified, k)
-			}
-		}
-		for k := range c.verified {
-			if len(c.verified) < verifyCacheCap/8*7 {
-				break
-			}
-			delete(c.verified, k)
-		}
-	}
-	c.verified[key] = v
-}
-
-// isOperator reports whether id may read the status page and metrics.
-func (c *Credentials) isOperator(id Identity) bool {
+// IsOperator reports whether id may read the status page and metrics
+// (Files.Operators).
+func (c *Credentials) IsOperator(id Identity) bool {
 	for _, op := range c.files.Operators {
 		if id.Component == op {
 			return true
 		}
 	}
 	return false
-}
-
-// writeRefusal answers a request refused outside a server's own routes
-// (Credentials.OperatorOnly) in the one error shape.
-func writeRefusal(w http.ResponseWriter, err error) {
-	e := asError(err)
-	body, _ := json.Marshal(toWire(e))
-	writeJSON(w, e.Code().HTTPStatus(), body)
 }
