@@ -156,7 +156,7 @@ func (c *ClientConfig) validate() error {
 	if c.HandshakeWait <= 0 {
 		c.HandshakeWait = 30 * time.Second
 	}
-	c.Backoff = c.Backoff.withDefaults()
+	c.Backoff = backoffWithDefaults(c.Backoff)
 	if c.MaxResponseBytes <= 0 {
 		c.MaxResponseBytes = 16 << 20
 	}
@@ -621,7 +621,7 @@ func NewTransport(tlsConfig *tls.Config) *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
 		// Connections report a peer that closes them, so a killed server
-		// is noticed at once (prober.go).
+		// is noticed at once (framework/internal/probe).
 		DialContext:         watchedDial((&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,

@@ -144,7 +144,7 @@ func (e *endpoint) readyAgain(ready bool) bool { return e.notReady && ready }
 // announce tells the endpoint that its source says its server is back. An
 // endpoint waiting for a listener is waiting on its address's prober: the
 // prober dials once, at once, for every waiter of the process
-// ([addrProber.announce]), rather than each endpoint dialling on its own.
+// ([probe.Prober.Announce]), rather than each endpoint dialling on its own.
 // An endpoint waiting out a backoff tries again at once. One between the
 // two (handshaking) keeps the token and spends it on joining the prober.
 func (e *endpoint) announce() {
@@ -152,8 +152,8 @@ func (e *endpoint) announce() {
 	case e.announced <- struct{}{}:
 	default:
 	}
-	if a := e.c.probers().lookup(e.addr); a != nil {
-		a.announce()
+	if a := e.c.probers().Lookup(e.addr); a != nil {
+		a.Announce()
 	}
 }
 
@@ -360,9 +360,9 @@ func (e *endpoint) pace(p *runPace, state endpointState, err error) bool {
 		p.failures = 0
 	case errors.Is(err, syscall.ECONNREFUSED):
 		// Nothing listens there: the address's prober, shared by the
-		// process, dials it and says when something does (prober.go).
+		// process, dials it and says when something does (framework/internal/probe).
 		p.failures, p.drainRefusals = 0, 0
-		e.c.probers().at(e.addr).waitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
+		e.c.probers().At(e.addr).WaitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
 		return true
 	default:
 		p.drainRefusals = 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/probe"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -70,7 +72,7 @@ type beatGroup struct {
 	stop     chan struct{}
 	done     chan struct{}
 	// now asks for a beat at once: the address's prober saw a connection
-	// closed and something listening there (prober.go).
+	// closed and something listening there (framework/internal/probe).
 	now chan struct{}
 }
 
@@ -88,7 +90,7 @@ func (h *Heartbeats) add(e *endpoint, sess *clientSession) {
 			g.interval = time.Second
 		}
 		h.groups[key] = g
-		processProbers.register(g)
+		processProbers.Register(g)
 		go g.run()
 	}
 	// The group beats at its first session's interval: a server gives every
@@ -115,7 +117,7 @@ func (h *Heartbeats) remove(e *endpoint, sess *clientSession) {
 	}
 	h.mu.Unlock()
 	if last {
-		processProbers.unregister(g)
+		processProbers.Unregister(g)
 		<-g.done
 	}
 }
@@ -281,8 +283,17 @@ func (g *beatGroup) allMembers() map[string]*clientSession {
 	return m
 }
 
-// beatNow asks the group to beat at once, for all its sessions.
-func (g *beatGroup) beatNow() {
+// ProbeAddr is the dial address the group's sessions are held at, the key
+// of its prober (probe.Group).
+func (g *beatGroup) ProbeAddr() string { return g.addr }
+
+// Unreachable takes every session of the group out of routing: its
+// prober found nothing listening at the address (probe.Group).
+func (g *beatGroup) Unreachable(err error) { g.loseAll(g.allMembers(), stateUnreachable, err) }
+
+// BeatNow asks the group to beat at once, for all its sessions: its
+// prober saw a connection closed and something listening (probe.Group).
+func (g *beatGroup) BeatNow() {
 	select {
 	case g.now <- struct{}{}:
 	default:
@@ -295,4 +306,48 @@ func (g *beatGroup) loseAll(members map[string]*clientSession, state endpointSta
 			e.lose(sess, state, err)
 		}
 	}
+}
+
+// Backoff shapes the delays between reconnect attempts: gRPC's connection
+// backoff (exponential, with jitter) with much smaller constants, because
+// in lockstep an upgrade's downtime should stay close to the skew between
+// the two sides, not to a backoff ceiling. Jitter keeps thousands of
+// clients from arriving together. Its fields (Base 5ms, Max 100ms,
+// Multiplier 1.6, Jitter 0.2 by default) and Delay are documented with
+// the process's probers, which spend the backoffs of the endpoints that
+// wait for an address (framework/internal/probe).
+type Backoff = probe.Backoff
+
+// processProbers is the process's probers: one per address, however many
+// clients, transports and heartbeat senders there are, as with a
+// connection pool (framework/internal/probe says how they notice a
+// killed server and pace the dials of an absent one).
+var processProbers = probe.NewTable(clockwork.NewRealClock(), probe.Dial)
+
+// probers is a table of probers: the process's, or a test's own.
+type probers = probe.Table
+
+// dialAddr is the dial address of an endpoint URL ("host:port").
+var dialAddr = probe.DialAddr
+
+// ProbeStats is what the process's probers did at the endpoint URL so
+// far: dials (checks' and reconnect waiters'), checks that a peer's close
+// started, and checks that found nothing listening. With the handshakes an
+// observer sees refused ([ClientObserver]), the dials counts every dial
+// the process made to an address while nothing listened there, as a
+// benchmark of the reconnect gap reports beside it.
+func ProbeStats(rawURL string) (dials, checks, crashes int64) {
+	st := processProbers.StatsOf(dialAddr(rawURL))
+	return st.Dials.Load(), st.Checks.Load(), st.Crashes.Load()
+}
+
+// backoffWithDefaults returns b with its zero fields given their defaults.
+var backoffWithDefaults = probe.WithDefaults
+
+// watchedDial wraps a dial function so that its connections report their
+// peer's close to the process's probers. The default transport dials
+// through it, plain and under TLS ([Credentials.Transport] puts TLS over
+// it).
+func watchedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return probe.WatchedDial(processProbers, dial)
 }

@@ -5,26 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
-
-func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
-	b := Backoff{Base: 10 * time.Millisecond, Max: 80 * time.Millisecond, Multiplier: 2, Jitter: 0.2}.withDefaults()
-	for n, want := range []time.Duration{10, 20, 40, 80, 80, 80} {
-		want *= time.Millisecond
-		for i := 0; i < 50; i++ {
-			d := b.Delay(n)
-			assert.GreaterOrEqual(t, d, want*8/10, "attempt %d", n)
-			assert.LessOrEqual(t, d, want*12/10, "attempt %d", n)
-		}
-	}
-	def := Backoff{}.withDefaults()
-	assert.Equal(t, defaultBackoff, def)
-}
 
 func TestEveryCodeHasOneStatusAndErrorsKeepTheirCode(t *testing.T) {
 	all := []Code{CodeInvalidArgument, CodeUnauthenticated, CodePermissionDenied, CodeNotFound,

@@ -1,4 +1,4 @@
-package framework
+package probe
 
 import "time"
 
@@ -10,13 +10,13 @@ import "time"
 // made, by any moment, at most as many dials as all its waiters together
 // would have made by then, counted from when each began to wait (a waiter
 // that left keeps what it had accrued): one waiter is dialled for as it
-// would have dialled, two at about twice its rate, and probeInterval caps
+// would have dialled, two at about twice its rate, and Interval caps
 // the rate however many wait. The budget starts again when a dial
 // connects and wakes them.
 //
 // The guarantee is on the count, so a listener that appears after a long
 // dark time is found within the waiters' combined step (Backoff.Max for
-// one waiter), not within probeInterval: a dark address cannot be
+// one waiter), not within Interval: a dark address cannot be
 // watched more closely than its waiters pay for.
 type dialBudget struct {
 	waiting map[*budgetWaiter]struct{}
@@ -79,7 +79,7 @@ func (b *dialBudget) earned(t time.Time) float64 {
 // within the budget. With no waiter in the budget (the woken ones have not
 // left yet) it returns a minute on: a waiter that joins replans the loop.
 //
-// Dials that probeInterval kept the prober from making are not saved up
+// Dials that Interval kept the prober from making are not saved up
 // beyond one: spent later they would come faster than the waiters would
 // have dialled then (two waiters whose early 5-50 ms steps the interval
 // held back would have been dialled for every 30 ms until the count caught

@@ -1,4 +1,4 @@
-package framework
+package probe
 
 import (
 	"context"
@@ -52,9 +52,9 @@ func (d *refusingDialer) dial(context.Context, string) (net.Conn, error) {
 
 // noJitterBackoff is the default backoff without its jitter.
 func noJitterBackoff() Backoff {
-	b := defaultBackoff
+	b := DefaultBackoff
 	b.Jitter = -1
-	return b.withDefaults()
+	return WithDefaults(b)
 }
 
 // ownRedials is how many dials waiters clients would have made elapsed
@@ -80,25 +80,25 @@ func ownRedials(waiters int, elapsed time.Duration) int {
 // the prober) would have made by then, and in every 250 ms at most one
 // more than they would have made in it (the rate, not only the count);
 // two dials are never closer than
-// probeInterval; and the longest gap between dials, which bounds how late
+// Interval; and the longest gap between dials, which bounds how late
 // a listener is found, is one waiter's Backoff.Max for one waiter, half
-// of it for two, probeInterval for fifty.
+// of it for two, Interval for fifty.
 func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 	cases := []struct {
 		waiters int
 		maxGap  time.Duration // the longest gap between two dials once the backoff is at its Max
 	}{
-		{waiters: 1, maxGap: defaultBackoff.Max},
-		{waiters: 2, maxGap: defaultBackoff.Max / 2},
-		{waiters: 50, maxGap: probeInterval},
+		{waiters: 1, maxGap: DefaultBackoff.Max},
+		{waiters: 2, maxGap: DefaultBackoff.Max / 2},
+		{waiters: 50, maxGap: Interval},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d waiters", tc.waiters), func(t *testing.T) {
 			clock := clockwork.NewFakeClock()
 			start := clock.Now()
 			d := &refusingDialer{clock: clock}
-			p := newProbers(clock, d.dial)
-			a := p.at("127.0.0.1:9")
+			p := NewTable(clock, d.dial)
+			a := p.At("127.0.0.1:9")
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 
@@ -108,7 +108,7 @@ func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if a.waitListening(ctx, nil, nil, defaultBackoff) {
+					if a.WaitListening(ctx, nil, nil, DefaultBackoff) {
 						found.Add(1)
 					}
 				}()
@@ -185,7 +185,7 @@ func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 					continue
 				}
 				gap := at.Sub(times[i-1])
-				assert.GreaterOrEqual(t, gap, probeInterval, "dial %d", i+1)
+				assert.GreaterOrEqual(t, gap, Interval, "dial %d", i+1)
 				if times[i-1].After(settled) {
 					longest = max(longest, gap)
 				}
@@ -206,10 +206,10 @@ func TestAProberDialsADarkAddressNoMoreThanItsWaitersWouldHave(t *testing.T) {
 			}, 10*time.Second, time.Millisecond)
 			wg.Wait()
 			assert.Equal(t, int64(tc.waiters), found.Load(), "every waiter was woken by the one dial that connected")
-			assert.Equal(t, int64(len(times)+1), p.statsOf("127.0.0.1:9").dials.Load())
+			assert.Equal(t, int64(len(times)+1), p.StatsOf("127.0.0.1:9").Dials.Load())
 
 			// With nobody waiting, the loop ends and the prober is forgotten.
-			require.Eventually(t, func() bool { return p.lookup("127.0.0.1:9") == nil }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return p.Lookup("127.0.0.1:9") == nil }, 10*time.Second, time.Millisecond)
 		})
 	}
 }
@@ -222,41 +222,42 @@ func TestAPeerCloseStartsOneCheckWhereSessionsAreHeld(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	d := &refusingDialer{}
 	d.open.Store(true)
-	p := newProbers(clock, d.dial)
+	p := NewTable(clock, d.dial)
 	const url, addr = "http://127.0.0.1:9", "127.0.0.1:9"
-	p.peerClosed(addr)
-	assert.Zero(t, p.statsOf(addr).checks.Load(), "a close where nothing is held started a check")
+	p.PeerClosed(addr)
+	assert.Zero(t, p.StatsOf(addr).Checks.Load(), "a close where nothing is held started a check")
 
-	g := &beatGroup{key: beatKey{url: url}, addr: dialAddr(url), now: make(chan struct{}, 1), h: NewHeartbeats(nil, clock)}
-	p.register(g)
-	p.peerClosed(addr)
-	p.peerClosed(addr)
-	assert.Equal(t, int64(1), p.statsOf(addr).checks.Load())
+	g := &fakeGroup{addr: DialAddr(url), now: make(chan struct{}, 1)}
+	p.Register(g)
+	p.PeerClosed(addr)
+	p.PeerClosed(addr)
+	assert.Equal(t, int64(1), p.StatsOf(addr).Checks.Load())
 	select {
 	case <-g.now:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the check did not ask the group to beat")
 	}
-	assert.Zero(t, p.statsOf(addr).crashes.Load())
+	assert.Zero(t, p.StatsOf(addr).Crashes.Load())
 
 	d.open.Store(false)
 	require.Eventually(t, func() bool {
-		a := p.lookup(addr)
+		a := p.Lookup(addr)
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return !a.checking
 	}, 10*time.Second, time.Millisecond)
-	clock.Advance(probeInterval)
-	p.peerClosed(addr)
-	require.Eventually(t, func() bool { return p.statsOf(addr).crashes.Load() == 1 }, 10*time.Second, time.Millisecond,
+	clock.Advance(Interval)
+	p.PeerClosed(addr)
+	require.Eventually(t, func() bool { return p.StatsOf(addr).Crashes.Load() == 1 }, 10*time.Second, time.Millisecond,
 		"a refused check counts a crash")
-	assert.Equal(t, int64(2), p.statsOf(addr).checks.Load())
-	p.unregister(g)
+	assert.Equal(t, int64(1), g.unreachable.Load(), "a refused check tells the groups there that nothing listens")
+	assert.Equal(t, int64(2), p.StatsOf(addr).Checks.Load())
+	p.Unregister(g)
 }
 
 // An announced address is dialled at once, whatever the budget plans;
 // announcements together are one dial, two announced dials are at least
-// probeInterval apart, and the dials stay within the waiter's own count.
+// Interval apart, and the dials stay within the waiter's own count.
 // One waiter, on a fake clock moved 1 ms at a time: 2 s dark (the budget
 // dials every 100 ms by then), three announcements at once, one more
 // right after, 1 s more dark, then a listener and its announcement.
@@ -264,8 +265,8 @@ func TestAnAnnouncedAddressIsDialledAtOnceAndWithinTheBudget(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	start := clock.Now()
 	d := &refusingDialer{clock: clock}
-	p := newProbers(clock, d.dial)
-	a := p.at("127.0.0.1:9")
+	p := NewTable(clock, d.dial)
+	a := p.At("127.0.0.1:9")
 	plans := make(chan time.Time, 16)
 	a.planned = func(at time.Time) {
 		select {
@@ -276,7 +277,7 @@ func TestAnAnnouncedAddressIsDialledAtOnceAndWithinTheBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	found := make(chan bool, 1)
-	go func() { found <- a.waitListening(ctx, nil, nil, defaultBackoff) }()
+	go func() { found <- a.WaitListening(ctx, nil, nil, DefaultBackoff) }()
 	const tick = time.Millisecond
 	// advance moves the clock until elapsed from start, or until the
 	// prober has made want dials when want > 0.
@@ -292,9 +293,9 @@ func TestAnAnnouncedAddressIsDialledAtOnceAndWithinTheBudget(t *testing.T) {
 	require.NoError(t, clock.BlockUntilContext(ctx, 1))
 	n := len(d.times())
 
-	a.announce()
-	a.announce()
-	a.announce()
+	a.Announce()
+	a.Announce()
+	a.Announce()
 	require.Eventually(t, func() bool { return len(d.times()) > n }, 10*time.Second, time.Millisecond,
 		"the announcement was not dialled while the clock stood still")
 	require.NoError(t, clock.BlockUntilContext(ctx, 1))
@@ -306,21 +307,21 @@ func TestAnAnnouncedAddressIsDialledAtOnceAndWithinTheBudget(t *testing.T) {
 	for len(plans) > 0 {
 		<-plans
 	}
-	a.announce()
+	a.Announce()
 	// The loop plans the announced dial before the clock moves.
 	for planned := false; !planned; {
 		select {
 		case at := <-plans:
-			planned = at.Equal(announced.Add(probeInterval))
+			planned = at.Equal(announced.Add(Interval))
 		case <-time.After(10 * time.Second):
-			t.Fatal("the prober did not plan the announced dial probeInterval after the last")
+			t.Fatal("the prober did not plan the announced dial Interval after the last")
 		}
 	}
 	advance(3*time.Second, n+2)
 	times = d.times()
 	require.Len(t, times, n+2)
-	assert.Equal(t, announced.Add(probeInterval), times[n+1],
-		"an announcement right after an announced dial is dialled probeInterval after it")
+	assert.Equal(t, announced.Add(Interval), times[n+1],
+		"an announcement right after an announced dial is dialled Interval after it")
 
 	advance(3*time.Second, 0)
 	assert.LessOrEqual(t, len(d.times()), ownRedials(1, 3*time.Second),
@@ -332,11 +333,42 @@ func TestAnAnnouncedAddressIsDialledAtOnceAndWithinTheBudget(t *testing.T) {
 	}
 
 	d.open.Store(true)
-	a.announce()
+	a.Announce()
 	select {
 	case ok := <-found:
 		assert.True(t, ok, "the waiter was not woken by the announced dial that connected")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the announced dial that connects did not wake the waiter while the clock stood still")
 	}
+}
+
+// fakeGroup is a heartbeat group of sessions held at addr: it notes a
+// request to beat now, and how often it was told nothing listens.
+type fakeGroup struct {
+	addr        string
+	now         chan struct{}
+	unreachable atomic.Int64
+}
+
+func (g *fakeGroup) ProbeAddr() string { return g.addr }
+func (g *fakeGroup) Unreachable(error) { g.unreachable.Add(1) }
+func (g *fakeGroup) BeatNow() {
+	select {
+	case g.now <- struct{}{}:
+	default:
+	}
+}
+
+func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
+	b := WithDefaults(Backoff{Base: 10 * time.Millisecond, Max: 80 * time.Millisecond, Multiplier: 2, Jitter: 0.2})
+	for n, want := range []time.Duration{10, 20, 40, 80, 80, 80} {
+		want *= time.Millisecond
+		for i := 0; i < 50; i++ {
+			d := b.Delay(n)
+			assert.GreaterOrEqual(t, d, want*8/10, "attempt %d", n)
+			assert.LessOrEqual(t, d, want*12/10, "attempt %d", n)
+		}
+	}
+	def := WithDefaults(Backoff{})
+	assert.Equal(t, DefaultBackoff, def)
 }

@@ -1,9 +1,17 @@
-package framework
+// Package probe watches the addresses of a client process's servers
+// through their connections: one prober per address notices a killed
+// server from its connections' closes and checks it with one dial, and
+// dials an absent server on behalf of every endpoint waiting for it,
+// within the dials their own backoffs would have made (budget.go). It is
+// apart from the client because it is shared by every client, transport
+// and heartbeat sender that uses its table, and knows nothing of
+// sessions: a heartbeat group registers as a [Group], and is told to
+// beat, or that nothing listens.
+package probe
 
 import (
 	"context"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -26,7 +34,7 @@ import (
 // may already listen at the address. So a close from an address where the
 // process holds sessions starts a check of the address: one TCP dial.
 // Refused is the heartbeat's rule for "the server is gone"
-// ([beatGroup.beat]): every session held there by any client of the
+// (the heartbeat sender's): every session held there by any client of the
 // process is taken out of routing at once. A dial that connects asks every
 // heartbeat group there to beat now, so the server that listens says what
 // it still holds: the same process keeps the sessions, a new one at the
@@ -43,26 +51,26 @@ import (
 // at its address) does not redial on its own backoff: it waits for the
 // address's prober, which dials for every waiter and wakes them all when a
 // dial connects. The prober spends the waiters' backoffs, not more
-// (prober_budget.go): by any moment it has dialled no more often than its
+// (budget.go): by any moment it has dialled no more often than its
 // waiters would have on their own, one dial per step of each one's
 // backoff, in every stretch of time no faster than they would have then,
-// and never twice within probeInterval. One waiter is dialled for
+// and never twice within Interval. One waiter is dialled for
 // as it would have dialled itself (5 ms growing to 100 ms by default), so
 // a listener that appears after a long dark time is found within its
 // Backoff.Max; two waiters halve that; from four on (a node simulator's
 // sessions, one client per node) the address sees one dial per
-// probeInterval, however many wait, and a listener is found within it.
+// Interval, however many wait, and a listener is found within it.
 
-// probeInterval is the shortest time between two dials of a waited-for
+// Interval is the shortest time between two dials of a waited-for
 // address: with enough waiters, the bound on how late a listener is
 // noticed, and one dial per interval per address per process the most an
 // absent server costs.
-const probeInterval = 30 * time.Millisecond
+const Interval = 30 * time.Millisecond
 
 // probeJitter is at most how much later than planned a waiters' dial is
 // made, at random, so that processes waiting for one server stay apart
 // (only later: the budget is never overspent).
-const probeJitter = probeInterval / 10
+const probeJitter = Interval / 10
 
 // probeDialTimeout bounds one dial: a port without a listener refuses at
 // once, an unreachable host stays within the interval's count.
@@ -73,55 +81,66 @@ const probeDialTimeout = time.Second
 // close arrives, and resets what is queued on it.
 const probeListen = 50 * time.Millisecond
 
-// processProbers is the process's probers. It is process-wide on purpose,
-// as a connection pool is: the point is one prober per address whatever
-// the number of clients, transports and heartbeat senders.
-var processProbers = newProbers(clockwork.NewRealClock(), dialProbe)
-
-// dialProbe dials addr over TCP.
-func dialProbe(ctx context.Context, addr string) (net.Conn, error) {
+// Dial dials addr over TCP: a table's dial, but in tests.
+func Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 }
 
-// probers holds one addrProber per address ("host:port").
-type probers struct {
+// Group is what a table tells of a check of the address a group of
+// sessions is held at (a heartbeat group).
+type Group interface {
+	// ProbeAddr is the dial address ("host:port") the group's sessions
+	// are held at.
+	ProbeAddr() string
+	// Unreachable says that nothing listens at the address: every
+	// session held there is to be taken out of routing.
+	Unreachable(err error)
+	// BeatNow asks for a heartbeat at once, for every session: something
+	// listens at the address, and its answer says what it still holds.
+	BeatNow()
+}
+
+// Table holds one prober per address ("host:port"): the probers of the
+// clients, transports and heartbeat senders that share it.
+type Table struct {
 	clock clockwork.Clock
 	dial  func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu    sync.Mutex
-	addrs map[string]*addrProber
-	stats map[string]*probeStats // kept after their prober is released
+	addrs map[string]*Prober
+	stats map[string]*Stats // kept after their prober is released
 }
 
-// probeStats counts what an address's probers did, for the status of
-// crash detection and for tests.
-type probeStats struct {
-	dials   atomic.Int64 // every dial, checks' and waiters'
-	checks  atomic.Int64 // checks a peer's close started
-	crashes atomic.Int64 // checks that found nothing listening
+// Stats counts what an address's probers did, for the status of crash
+// detection and for tests.
+type Stats struct {
+	Dials   atomic.Int64 // every dial, checks' and waiters'
+	Checks  atomic.Int64 // checks a peer's close started
+	Crashes atomic.Int64 // checks that found nothing listening
 }
 
-func newProbers(clock clockwork.Clock, dial func(context.Context, string) (net.Conn, error)) *probers {
-	return &probers{clock: clock, dial: dial, addrs: map[string]*addrProber{}, stats: map[string]*probeStats{}}
+// NewTable returns a table whose probers dial with dial, on clock.
+func NewTable(clock clockwork.Clock, dial func(context.Context, string) (net.Conn, error)) *Table {
+	return &Table{clock: clock, dial: dial, addrs: map[string]*Prober{}, stats: map[string]*Stats{}}
 }
 
-// addrProber is the prober of one address. Lock order: Heartbeats.mu
-// (held while a group registers), probers.mu, addrProber.mu; the beatGroup
-// methods a check calls take Heartbeats.mu, never under the other two.
-type addrProber struct {
-	p     *probers
+// Prober is the prober of one address. Lock order: the heartbeat
+// sender's (held while a group registers), Table.mu, Prober.mu; the Group
+// methods a check calls take the sender's, never under the other two.
+type Prober struct {
+	p     *Table
 	addr  string
-	stats *probeStats
+	stats *Stats
 
 	mu       sync.Mutex
-	groups   map[*beatGroup]struct{} // heartbeat groups holding sessions here
-	waiters  int                     // endpoints waiting for a listener
-	budget   dialBudget              // the dials the waiters would have made
-	woken    chan struct{}           // closed when a dial connects; then replaced
-	looping  bool                    // the waiters' dial loop runs
-	changed  chan struct{}           // tells the loop a waiter came or the last left
-	checking bool                    // a check of a peer close is under way
-	lastChk  time.Time               // when the last check began
+	groups   map[Group]struct{} // heartbeat groups holding sessions here
+	waiters  int                // endpoints waiting for a listener
+	budget   dialBudget         // the dials the waiters would have made
+	woken    chan struct{}      // closed when a dial connects; then replaced
+	looping  bool               // the waiters' dial loop runs
+	changed  chan struct{}      // tells the loop a waiter came or the last left
+	checking bool               // a check of a peer close is under way
+	lastChk  time.Time          // when the last check began
 	// announced says a source announced a listener since the last dial:
 	// the loop dials at once (announce).
 	announced     bool
@@ -131,54 +150,43 @@ type addrProber struct {
 	planned func(at time.Time)
 }
 
-// at returns the prober of addr, creating it.
-func (p *probers) at(addr string) *addrProber {
+// At returns the prober of addr, creating it.
+func (p *Table) At(addr string) *Prober {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a := p.addrs[addr]
 	if a == nil {
 		st := p.stats[addr]
 		if st == nil {
-			st = &probeStats{}
+			st = &Stats{}
 			p.stats[addr] = st
 		}
-		a = &addrProber{p: p, addr: addr, stats: st, groups: map[*beatGroup]struct{}{}, woken: make(chan struct{}),
+		a = &Prober{p: p, addr: addr, stats: st, groups: map[Group]struct{}{}, woken: make(chan struct{}),
 			changed: make(chan struct{}, 1)}
 		p.addrs[addr] = a
 	}
 	return a
 }
 
-// statsOf returns what the probers of addr did so far.
-func (p *probers) statsOf(addr string) *probeStats {
+// StatsOf returns what the probers of addr did so far.
+func (p *Table) StatsOf(addr string) *Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if st := p.stats[addr]; st != nil {
 		return st
 	}
-	return &probeStats{}
+	return &Stats{}
 }
 
-// ProbeStats is what the process's probers did at the endpoint URL so
-// far: dials (checks' and reconnect waiters'), checks that a peer's close
-// started, and checks that found nothing listening. With the handshakes an
-// observer sees refused ([ClientObserver]), the dials counts every dial
-// the process made to an address while nothing listened there, as a
-// benchmark of the reconnect gap reports beside it.
-func ProbeStats(rawURL string) (dials, checks, crashes int64) {
-	st := processProbers.statsOf(dialAddr(rawURL))
-	return st.dials.Load(), st.checks.Load(), st.crashes.Load()
-}
-
-// lookup returns the prober of addr, or nil.
-func (p *probers) lookup(addr string) *addrProber {
+// Lookup returns the prober of addr, or nil.
+func (p *Table) Lookup(addr string) *Prober {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.addrs[addr]
 }
 
 // release forgets a's prober once nothing uses it.
-func (p *probers) release(a *addrProber) {
+func (p *Table) release(a *Prober) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a.mu.Lock()
@@ -188,8 +196,8 @@ func (p *probers) release(a *addrProber) {
 	}
 }
 
-// dialAddr is the dial address of an endpoint URL ("host:port").
-func dialAddr(raw string) string {
+// DialAddr is the dial address of an endpoint URL ("host:port").
+func DialAddr(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
@@ -203,17 +211,17 @@ func dialAddr(raw string) string {
 	return net.JoinHostPort(u.Hostname(), "80")
 }
 
-// register makes g's sessions subject to the checks of its address.
-func (p *probers) register(g *beatGroup) {
-	a := p.at(g.addr)
+// Register makes g's sessions subject to the checks of its address.
+func (p *Table) Register(g Group) {
+	a := p.At(g.ProbeAddr())
 	a.mu.Lock()
 	a.groups[g] = struct{}{}
 	a.mu.Unlock()
 }
 
-// unregister undoes register.
-func (p *probers) unregister(g *beatGroup) {
-	a := p.lookup(g.addr)
+// Unregister undoes Register.
+func (p *Table) Unregister(g Group) {
+	a := p.Lookup(g.ProbeAddr())
 	if a == nil {
 		return
 	}
@@ -223,30 +231,30 @@ func (p *probers) unregister(g *beatGroup) {
 	p.release(a)
 }
 
-// peerClosed is told that the peer at addr closed a connection. It starts
+// PeerClosed is told that the peer at addr closed a connection. It starts
 // a check unless no session is held there, or a check is under way or
-// began within probeInterval.
-func (p *probers) peerClosed(addr string) {
-	a := p.lookup(addr)
+// began within Interval.
+func (p *Table) PeerClosed(addr string) {
+	a := p.Lookup(addr)
 	if a == nil {
 		return
 	}
 	now := p.clock.Now()
 	a.mu.Lock()
-	if len(a.groups) == 0 || a.checking || now.Sub(a.lastChk) < probeInterval {
+	if len(a.groups) == 0 || a.checking || now.Sub(a.lastChk) < Interval {
 		a.mu.Unlock()
 		return
 	}
 	a.checking, a.lastChk = true, now
 	a.mu.Unlock()
-	a.stats.checks.Add(1)
+	a.stats.Checks.Add(1)
 	go a.check()
 }
 
 // check dials the address once (twice if a dying listener reset it):
 // refused takes every session there out of routing; a connection asks the
 // groups there to beat now.
-func (a *addrProber) check() {
+func (a *Prober) check() {
 	defer func() {
 		a.mu.Lock()
 		a.checking = false
@@ -255,20 +263,20 @@ func (a *addrProber) check() {
 	}()
 	err := a.listening(true)
 	a.mu.Lock()
-	groups := make([]*beatGroup, 0, len(a.groups))
+	groups := make([]Group, 0, len(a.groups))
 	for g := range a.groups {
 		groups = append(groups, g)
 	}
 	a.mu.Unlock()
 	if err != nil {
-		a.stats.crashes.Add(1)
+		a.stats.Crashes.Add(1)
 		for _, g := range groups {
-			g.loseAll(g.allMembers(), stateUnreachable, err)
+			g.Unreachable(err)
 		}
 		return
 	}
 	for _, g := range groups {
-		g.beatNow()
+		g.BeatNow()
 	}
 }
 
@@ -277,9 +285,9 @@ func (a *addrProber) check() {
 // is proof that nothing listens). A process being killed may still hold
 // its listener: a dial then is reset, at once or, with listen, within
 // probeListen without a byte, and is made again.
-func (a *addrProber) listening(listen bool) error {
+func (a *Prober) listening(listen bool) error {
 	for range 3 {
-		a.stats.dials.Add(1)
+		a.stats.Dials.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), probeDialTimeout)
 		c, err := a.p.dial(ctx, a.addr)
 		cancel()
@@ -299,14 +307,14 @@ func (a *addrProber) listening(listen bool) error {
 		_ = c.SetReadDeadline(time.Now().Add(probeListen))
 		_, err = c.Read(make([]byte, 1))
 		c.Close()
-		if err == nil || !peerClosedErr(err) {
+		if err == nil || !PeerClosedErr(err) {
 			return nil
 		}
 	}
 	return nil
 }
 
-// waitListening waits until a dial of the address connects, ctx ends or
+// WaitListening waits until a dial of the address connects, ctx ends or
 // kick fires. It reports whether a listener was found. backoff is the
 // waiter's own (with its defaults): the prober dials no more often than
 // it would have.
@@ -314,7 +322,7 @@ func (a *addrProber) listening(listen bool) error {
 // announced holds a token when the waiter's source announced the address
 // before the waiter joined (while it was handshaking): the prober takes it
 // as an announcement, so it is not lost between the two.
-func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, announced chan struct{}, backoff Backoff) bool {
+func (a *Prober) WaitListening(ctx context.Context, kick <-chan struct{}, announced chan struct{}, backoff Backoff) bool {
 	a.mu.Lock()
 	a.waiters++
 	w := a.budget.join(a.p.clock.Now(), backoff)
@@ -348,11 +356,11 @@ func (a *addrProber) waitListening(ctx context.Context, kick <-chan struct{}, an
 	return false
 }
 
-// announce tells the prober that a source announced a listener at its
+// Announce tells the prober that a source announced a listener at its
 // address: while anyone waits, its next dial is made at once (see
-// Announced above). Nobody waiting, there is nothing to wake: an endpoint
-// that joins later brings its own announcement (waitListening).
-func (a *addrProber) announce() {
+// the package comment). Nobody waiting, there is nothing to wake: an endpoint
+// that joins later brings its own announcement (WaitListening).
+func (a *Prober) Announce() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.waiters == 0 {
@@ -363,7 +371,7 @@ func (a *addrProber) announce() {
 }
 
 // signal tells the loop to plan its next dial again. a.mu is held.
-func (a *addrProber) signal() {
+func (a *Prober) signal() {
 	select {
 	case a.changed <- struct{}{}:
 	default:
@@ -372,7 +380,7 @@ func (a *addrProber) signal() {
 
 // loop dials while anyone waits, when the budget allows, and wakes every
 // waiter when a dial connects.
-func (a *addrProber) loop() {
+func (a *Prober) loop() {
 	defer a.p.release(a)
 	// The waiters' own refused handshakes were the last dials: the first
 	// is planned from the budget too.
@@ -394,9 +402,9 @@ func (a *addrProber) loop() {
 		if a.announced {
 			// At once, unless an announced dial was made within the
 			// interval: announcements never come closer than it.
-			at = maxTime(now, a.lastAnnounced.Add(probeInterval))
+			at = maxTime(now, a.lastAnnounced.Add(Interval))
 		} else {
-			from := maxTime(now, last.Add(probeInterval))
+			from := maxTime(now, last.Add(Interval))
 			at = a.budget.next(from).Add(time.Duration(rand.Int64N(int64(probeJitter))))
 		}
 		planned := a.planned
@@ -441,39 +449,4 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// watchedConn is a client connection that tells the process's probers
-// when its peer closes it.
-type watchedConn struct {
-	net.Conn
-	addr     string
-	reported atomic.Bool
-}
-
-func (c *watchedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if err != nil && peerClosedErr(err) && !c.reported.Swap(true) {
-		processProbers.peerClosed(c.addr)
-	}
-	return n, err
-}
-
-// peerClosedErr reports whether a read error means the peer closed the
-// connection (not that this side closed it or a deadline passed).
-func peerClosedErr(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// watchedDial wraps a dial function so that its connections report their
-// peer's close. The default transport dials through it, plain and under
-// TLS ([Credentials.Transport] puts TLS over it).
-func watchedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &watchedConn{Conn: c, addr: addr}, nil
-	}
 }

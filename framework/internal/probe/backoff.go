@@ -1,4 +1,4 @@
-package framework
+package probe
 
 import (
 	"math/rand/v2"
@@ -23,25 +23,27 @@ type Backoff struct {
 	Jitter float64
 }
 
-// defaultBackoff is the backoff clients use unless configured otherwise.
-var defaultBackoff = Backoff{Base: 5 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2}
+// DefaultBackoff is the backoff clients use unless configured otherwise.
+var DefaultBackoff = Backoff{Base: 5 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2}
 
-func (b Backoff) withDefaults() Backoff {
+// WithDefaults returns b with its zero fields given their defaults
+// (DefaultBackoff's), Max raised to Base, and a negative Jitter as none.
+func WithDefaults(b Backoff) Backoff {
 	if b.Base <= 0 {
-		b.Base = defaultBackoff.Base
+		b.Base = DefaultBackoff.Base
 	}
 	if b.Max <= 0 {
-		b.Max = defaultBackoff.Max
+		b.Max = DefaultBackoff.Max
 	}
 	if b.Max < b.Base {
 		b.Max = b.Base
 	}
 	if b.Multiplier < 1 {
-		b.Multiplier = defaultBackoff.Multiplier
+		b.Multiplier = DefaultBackoff.Multiplier
 	}
 	switch {
 	case b.Jitter == 0 || b.Jitter > 1:
-		b.Jitter = defaultBackoff.Jitter
+		b.Jitter = DefaultBackoff.Jitter
 	case b.Jitter < 0:
 		b.Jitter = 0
 	}
