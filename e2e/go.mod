@@ -50,6 +50,7 @@ replace (
 require (
 	github.com/lockstep-dev/lockstep v0.0.0-00010101000000-000000000000
 	github.com/lockstep-dev/lockstep/examples v0.0.0-00010101000000-000000000000
+	github.com/lockstep-dev/lockstep/sample v0.0.0-00010101000000-000000000000
 	github.com/lockstep-dev/lockstep/sample/kubernetes v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/server/v3 v3.7.0
@@ -129,7 +130,6 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
-	github.com/lockstep-dev/lockstep/sample v0.0.0-00010101000000-000000000000 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect

@@ -20,55 +20,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/lockstep-dev/lockstep/sample/cmd/lockstep-scale/result"
 )
 
-// Result is one run's figures, as lockstep-scale reports them (its
-// Result), with what the harness adds.
-type Result struct {
-	Path                     string             `json:"path"`
-	Nodes                    int                `json:"nodes"`
-	PodsPerNode              int                `json:"podsPerNode"`
-	PodsPlaced               int                `json:"podsPlaced"`
-	LoadStart                string             `json:"loadAverageAtStart"`
-	LoadEnd                  string             `json:"loadAverageAtEnd"`
-	RegisterSeconds          float64            `json:"secondsToRegister"`
-	ReadyAtRegistration      int                `json:"readyAtRegistration,omitempty"`
-	PlaceSeconds             float64            `json:"secondsToPlace"`
-	SteadySeconds            float64            `json:"steadySeconds"`
-	EtcdPutsPerSec           float64            `json:"etcdPutsPerSecond"`
-	NodeWritesPerSec         float64            `json:"nodeWritesPerSecond"`
-	PodWritesPerSec          float64            `json:"podWritesPerSecond"`
-	WritesPerSec             map[string]float64 `json:"apiserverWritesPerSecond"`
-	PlacementPodWritesPerSec float64            `json:"podWritesPerSecondWhilePlacing"`
-	Cores                    map[string]float64 `json:"cores"`
-	RSSMiB                   map[string]float64 `json:"rssMiB"`
-	PeakRSSMiB               map[string]float64 `json:"peakRSSMiB"`
-	HollowKiBPerNode         float64            `json:"hollowKiBPerNode"`
-	StatusReportsPerSec      float64            `json:"statusReportsPerSecond"`
-	NodeObjects              map[string]int64   `json:"nodeObjectWrites,omitempty"`
-	HeartbeatP99Ms           float64            `json:"heartbeatP99Ms"`
-	Heartbeats               int64              `json:"heartbeats"`
-	BindToRunningP99Ms       float64            `json:"bindToRunningP99Ms"`
-	BindToRunningP50Ms       float64            `json:"bindToRunningP50Ms"`
-	KillNoticedMs            []int64            `json:"killNoticedMs"`
-	KillNoticedP99Ms         int64              `json:"killNoticedP99Ms"`
-	KillNoticedInMemoryMs    []int64            `json:"killNoticedInMemoryMs,omitempty"`
-	LostLiveNodes            int                `json:"liveNodesLost"`
-	SessionTTLSeconds        float64            `json:"sessionTTLSeconds,omitempty"`
-	NodeGraceSeconds         float64            `json:"nodeGraceSeconds,omitempty"`
-	SourceAddrs              bool               `json:"sourceAddressPerNode"`
-	// Set by the harness.
-	Date    string `json:"date"`
-	Command string `json:"command"`
-	// Failed, if not empty, says why the run did not finish: the largest
-	// N a path holds is the largest without it.
-	Failed string `json:"failed,omitempty"`
-}
+// Result is one run's figures, as lockstep-scale reports them, with what
+// the harness adds: one definition, lockstep-scale's.
+type Result = result.Result
 
 // controlPlaneCores is the CPU of the processes a cluster runs for node
 // liveness: the API server, etcd, kube-controller-manager and, on the
 // lockstep path, the node controller.
-func (r *Result) controlPlaneCores() float64 {
+func controlPlaneCores(r *Result) float64 {
 	var c float64
 	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "node-controller"} {
 		c += r.Cores[name]
@@ -93,13 +56,19 @@ func LoadResults(path string) ([]Result, error) {
 }
 
 // SaveResult adds r to the results file, in place of an earlier run of
-// the same path and node count, ordered by path then nodes.
+// the same path and node count, ordered by path then nodes; a run stopped
+// by a signal (r.Stopped) says nothing of what the path holds, and is kept
+// only where the file has no record of that path and node count.
 func SaveResult(path string, r Result) error {
 	rs, err := LoadResults(path)
 	if err != nil {
 		return err
 	}
-	rs = slices.DeleteFunc(rs, func(o Result) bool { return o.Path == r.Path && o.Nodes == r.Nodes })
+	same := func(o Result) bool { return o.Path == r.Path && o.Nodes == r.Nodes }
+	if r.Stopped && slices.ContainsFunc(rs, same) {
+		return nil
+	}
+	rs = slices.DeleteFunc(rs, same)
 	rs = append(rs, r)
 	slices.SortFunc(rs, func(a, b Result) int {
 		if c := strings.Compare(a.Path, b.Path); c != 0 {
@@ -146,7 +115,11 @@ func report(rs []Result, svgRel string) string {
 	for i := range rs {
 		r := &rs[i]
 		if r.Failed != "" {
-			p("| %s | %d | — | %s | — | — | — | — | — | — | — | — | — | — | — | did not finish: %s |\n", r.Path, r.Nodes, load(r), r.Failed)
+			why := "did not finish"
+			if r.Stopped {
+				why = "stopped by a signal before it finished (says nothing of what the path holds)"
+			}
+			p("| %s | %d | — | %s | — | — | — | — | — | — | — | — | — | — | — | %s: %s |\n", r.Path, r.Nodes, load(r), why, r.Failed)
 			continue
 		}
 		nc := "—"
@@ -157,8 +130,8 @@ func report(rs []Result, svgRel string) string {
 		if len(r.KillNoticedInMemoryMs) > 0 {
 			kills += " (in memory " + ints(r.KillNoticedInMemoryMs) + ")"
 		}
-		p("| %s | %d | %d (%d per node) | %s | %s | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %.0f ms | %.0f / %.0f ms | %s ms: p99 %.1f s |\n",
-			r.Path, r.Nodes, r.PodsPlaced, r.PodsPerNode, load(r), registered(r), r.EtcdPutsPerSec, r.NodeWritesPerSec,
+		p("| %s | %d | %d (%d per node%s) | %s | %s | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %.0f ms | %.0f / %.0f ms | %s ms: p99 %.1f s |\n",
+			r.Path, r.Nodes, r.PodsPlaced, r.PodsPerNode, bindRate(r), load(r), registered(r), r.EtcdPutsPerSec, r.NodeWritesPerSec,
 			r.PlacementPodWritesPerSec, proc(r, "kube-apiserver"), proc(r, "etcd"), proc(r, "kube-controller-manager"), nc,
 			proc(r, "hollow-nodes"), r.HeartbeatP99Ms, r.BindToRunningP50Ms, r.BindToRunningP99Ms, kills, float64(r.KillNoticedP99Ms)/1000)
 	}
@@ -181,6 +154,9 @@ func report(rs []Result, svgRel string) string {
 		if r.NodeObjects != nil {
 			extra = fmt.Sprintf("; the node controller's Node writes: %d refreshes, %d transitions, %d creates, %d failures",
 				r.NodeObjects["refreshes"], r.NodeObjects["transitions"], r.NodeObjects["creates"], r.NodeObjects["failures"])
+		}
+		if r.Path == "lockstep" {
+			extra += fmt.Sprintf("; over the run, %d full resyncs asked of kubelets and %d Unknown nodes resumed without one", r.ResyncsRequested, r.Resumes)
 		}
 		p("- %s, %d nodes (%.0f s): %s%s.\n", r.Path, r.Nodes, r.SteadySeconds, strings.Join(parts, ", "), extra)
 	}
@@ -236,6 +212,14 @@ func registered(r *Result) string {
 		s += fmt.Sprintf("; %d live nodes not Ready after the window", r.LostLiveNodes)
 	}
 	return s
+}
+
+// bindRate is how fast the run bound its pods, where it says.
+func bindRate(r *Result) string {
+	if r.BindsPerSec == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.0f binds/s", r.BindsPerSec)
 }
 
 func load(r *Result) string { return r.LoadStart + " → " + r.LoadEnd }
@@ -314,7 +298,7 @@ func plot(rs []Result) string {
 		log   bool
 	}{
 		{"durable writes/s (etcd puts, steady state)", func(r *Result) float64 { return r.EtcdPutsPerSec }, true},
-		{"control-plane CPU (cores, steady state)", (*Result).controlPlaneCores, false},
+		{"control-plane CPU (cores, steady state)", controlPlaneCores, false},
 	}
 	for pi, pan := range panels {
 		x0 := left + pi*(pw+100)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,19 +25,20 @@ import (
 )
 
 var (
-	nodesFlag  = flag.String("scale.nodes", "", "comma-separated node counts to run; empty: TestScale skips (make scale and make scale-quick set it)")
-	pathsFlag  = flag.String("scale.paths", "lockstep,kubernetes", "the paths to run at each node count, in order")
-	podsFlag   = flag.Int("scale.pods", 5, "pods per node")
-	steadyFlag = flag.Duration("scale.steady", 60*time.Second, "the steady window measured")
-	killsFlag  = flag.Int("scale.kills", 3, "nodes killed (together) after the steady window")
-	placeFlag  = flag.Duration("scale.place-for", 10*time.Minute, "the most time spent placing pods")
-	binFlag    = flag.String("scale.bin", "", "the lockstep-scale binary (sample/cmd/lockstep-scale)")
-	ttlFlag    = flag.Duration("scale.session-ttl", 3*time.Second, "lockstep path: the nodes' session TTL")
-	outFlag    = flag.String("scale.results", "", "the results file (JSON) each run is added to; empty: none")
-	docsFlag   = flag.String("scale.docs", "", "if set, the docs directory to write scale.md and scale/scale.svg into, from the results file")
-	regFlag    = flag.Duration("scale.register-for", 10*time.Minute, "the most time waited for every node to be Ready")
-	fracFlag   = flag.Float64("scale.ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once before pods are placed")
-	capFlag    = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
+	nodesFlag   = flag.String("scale.nodes", "", "comma-separated node counts to run; empty: TestScale skips (make scale and make scale-quick set it)")
+	pathsFlag   = flag.String("scale.paths", "lockstep,kubernetes", "the paths to run at each node count, in order")
+	podsFlag    = flag.Int("scale.pods", 5, "pods per node")
+	steadyFlag  = flag.Duration("scale.steady", 60*time.Second, "the steady window measured")
+	killsFlag   = flag.Int("scale.kills", 3, "nodes killed (together) after the steady window")
+	placeFlag   = flag.Duration("scale.place-for", 10*time.Minute, "the most time spent placing pods")
+	binFlag     = flag.String("scale.bin", "", "the lockstep-scale binary (sample/cmd/lockstep-scale)")
+	ttlFlag     = flag.Duration("scale.session-ttl", 3*time.Second, "lockstep path: the nodes' session TTL")
+	outFlag     = flag.String("scale.results", "", "the results file (JSON) each run is added to; empty: none")
+	docsFlag    = flag.String("scale.docs", "", "if set, the docs directory to write scale.md and scale/scale.svg into, from the results file")
+	regFlag     = flag.Duration("scale.register-for", 10*time.Minute, "the most time waited for every node to be Ready")
+	fracFlag    = flag.Float64("scale.ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once before pods are placed")
+	killRegFlag = flag.Bool("scale.kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts (make scale-quick: the Kubernetes path's 40-odd seconds to notice them overlap the placement and the window)")
+	capFlag     = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
 )
 
 // TestScale runs each path at each node count of -scale.nodes, each on a
@@ -89,7 +91,7 @@ func runOne(t *testing.T, path string, nodes int) {
 	defer cancel()
 	args := []string{"--path", path, "--nodes", strconv.Itoa(nodes), "--pods-per-node", strconv.Itoa(*podsFlag),
 		"--steady", steadyFlag.String(), "--kills", strconv.Itoa(*killsFlag), "--place-for", placeFlag.String(),
-		"--register-for", regFlag.String(),
+		"--register-for", regFlag.String(), "--kill-at-registration=" + strconv.FormatBool(*killRegFlag),
 		"--etcd-metrics", p.EtcdURL + "/metrics", "--admin-kubeconfig", p.Kubeconfig(t, "scale-admin", p.Admin)}
 	// Kubernetes' node lifecycle controller runs on its own path only: on
 	// lockstep's, no kubelet renews a Lease, and the node controller
@@ -121,6 +123,10 @@ func runOne(t *testing.T, path string, nodes int) {
 	if err == nil {
 		err = json.Unmarshal(out, &res)
 	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == exitStopped {
+		res.Stopped = true
+	}
 	if err != nil {
 		res.Failed, res.LoadEnd = oneLine(err.Error()), loadAvg()
 		t.Errorf("%s path, %d nodes: %v", path, nodes, err)
@@ -134,6 +140,10 @@ func runOne(t *testing.T, path string, nodes int) {
 		}
 	}
 }
+
+// exitStopped is lockstep-scale's exit status when a signal stopped it
+// before it finished.
+const exitStopped = 3
 
 // nodeControllerKubeconfig is the node controller's identity: it may
 // create, read and patch Node objects and their status, nothing else.

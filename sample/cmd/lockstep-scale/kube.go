@@ -48,7 +48,7 @@ const podNamespace = "scale"
 // through it, and kube-controller-manager's node lifecycle controller
 // noticing the killed nodes.
 func measureKube(ctx context.Context, c config) (*Result, error) {
-	res := &Result{Path: "kubernetes", Nodes: c.nodes, LoadStart: loadAvg(), SourceAddrs: c.sourceAddrs}
+	res := &Result{Path: "kubernetes", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SourceAddrs: c.sourceAddrs}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err
@@ -107,6 +107,48 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	res.RegisterSeconds = time.Since(start).Seconds()
 	fmt.Fprintf(os.Stderr, "kubernetes: %d nodes registered in %.1f s\n", total, res.RegisterSeconds)
 
+	// Kills: SIGKILL to every victim at once, as the steady window starts
+	// or once the nodes are registered; each is noticed when the node
+	// lifecycle controller marks its Ready condition Unknown (its writes
+	// are a few per node). kill returns what waits for them.
+	kill := func() (wait func() error) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for i, v := range victims {
+			name := fmt.Sprintf("victim-%d-000", i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				killed := time.Now()
+				v.kill()
+				at, err := obs.nodeNotReady(ctx, name, 3*time.Minute)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
+			}()
+		}
+		return func() error {
+			wg.Wait()
+			return errors.Join(errs...)
+		}
+	}
+	killed := func() error { return nil }
+	if c.killAtRegistration {
+		killed = kill()
+	}
+	defer func() { _ = killed() }()
+
+	// kube-controller-manager's one-time writes of the new Node objects
+	// (mostly the removal of the not-ready taint the API server put on
+	// each) go on while the pods are placed.
+	settled := obs.settling(ctx, 10*time.Minute)
+	defer settled()
+
 	// Pods: created, then bound as a scheduler binds them; Running when
 	// their kubelet wrote so through the API server.
 	if err := namespace(ctx, obs); err != nil {
@@ -118,6 +160,7 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	before := obs.snapshot(ctx)
 	bound := placeKube(ctx, obs, c)
 	res.PodsPlaced = len(bound)
+	res.BindsPerSec = round(float64(res.PodsPlaced)/time.Since(start).Seconds(), 1)
 	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool { return tracker.running() >= res.PodsPlaced }); err != nil {
 		return nil, fmt.Errorf("%d of %d pods Running: %w", tracker.running(), res.PodsPlaced, err)
 	}
@@ -135,42 +178,21 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 
 	// The steady state: Lease renewals, NodeStatus reads and patches, once
 	// kube-controller-manager is done with the new Node objects.
-	fmt.Fprintf(os.Stderr, "kubernetes: Node objects settled in %.0f s\n", obs.settle(ctx, 10*time.Minute).Seconds())
+	fmt.Fprintf(os.Stderr, "kubernetes: Node objects settled %.0f s after the nodes registered\n", settled().Seconds())
 	obs.procs["hollow-nodes"] = main.cmd.Process.Pid
-	// Kills: SIGKILL to every victim at once as the window starts; each is
-	// noticed when the node lifecycle controller marks its Ready condition
-	// Unknown (its writes are in the window: a few per node).
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for i, v := range victims {
-		name := fmt.Sprintf("victim-%d-000", i)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			killed := time.Now()
-			v.kill()
-			at, err := obs.nodeNotReady(ctx, name, 3*time.Minute)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
-		}()
+	if !c.killAtRegistration {
+		killed = kill()
 	}
 	err = steady(ctx, obs, c.steady, res)
 	if err == nil {
 		res.HollowKiBPerNode = round(res.RSSMiB["hollow-nodes"]*1024/float64(c.nodes), 1)
 		res.LostLiveNodes, err = obs.countNodeObjects(ctx, "node-", corev1.ConditionUnknown)
 	}
-	wg.Wait()
+	if kerr := killed(); err == nil {
+		err = kerr
+	}
 	if err != nil {
 		return nil, err
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
 	}
 	slices.Sort(res.KillNoticedMs)
 	res.KillNoticedP99Ms = p99ms(res.KillNoticedMs)

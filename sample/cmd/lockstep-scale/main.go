@@ -79,6 +79,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/certs"
 	nhv2 "github.com/lockstep-dev/lockstep/sample/api/nodehealth/v2"
 	nsv2 "github.com/lockstep-dev/lockstep/sample/api/nodestatus/v2"
+	"github.com/lockstep-dev/lockstep/sample/cmd/lockstep-scale/result"
 	"github.com/lockstep-dev/lockstep/sample/internal/kubelet"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller"
 	"github.com/lockstep-dev/lockstep/sample/internal/nodecontroller/nodeobjects"
@@ -112,6 +113,9 @@ type config struct {
 	// placeProfile, if set, is where the node controller's CPU profile
 	// of the placement is written.
 	placeProfile string
+	// killAtRegistration kills the victims once every node is
+	// registered, not as the steady window starts.
+	killAtRegistration bool
 	// The Kubernetes path.
 	path                        string
 	clientCA, clientCAKey       string
@@ -144,6 +148,7 @@ func run() int {
 	flag.StringVar(&c.clientCAKey, "client-ca-key", "", "kubernetes path: that CA's key")
 	flag.DurationVar(&c.leaseEvery, "lease-every", 10*time.Second, "kubernetes path: how often each node renews its Lease")
 	flag.DurationVar(&c.nodeStatusEvery, "node-status-every", 5*time.Minute, "kubernetes path: how often each node patches its unchanged NodeStatus")
+	flag.BoolVar(&c.killAtRegistration, "kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts: the time to notice them (some 40 s on the Kubernetes path) then overlaps the placement and the steady window, and the victims' transitions fall outside it")
 	flag.StringVar(&c.placeProfile, "place-cpu-profile", "", "lockstep path: write the node controller's CPU profile while it places the pods to this file (go tool pprof)")
 	out := flag.String("out", "", "also write the JSON result to this file")
 	flag.Parse()
@@ -161,6 +166,11 @@ func run() int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockstep-scale:", err)
+		if ctx.Err() != nil {
+			// Stopped by a signal: say so by the exit status, so that
+			// the run is not taken for what the path holds.
+			return exitStopped
+		}
 		return 1
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
@@ -174,53 +184,16 @@ func run() int {
 	return 0
 }
 
-// Result is what one run measured.
-type Result struct {
-	Path            string  `json:"path"`
-	Nodes           int     `json:"nodes"`
-	PodsPlaced      int     `json:"podsPlaced"`
-	LoadStart       string  `json:"loadAverageAtStart"`
-	LoadEnd         string  `json:"loadAverageAtEnd"`
-	RegisterSeconds float64 `json:"secondsToRegister"`
-	// ReadyAtRegistration, with --ready-fraction below 1, is how many
-	// nodes (the victims among them) were Ready when registration was
-	// taken as done.
-	ReadyAtRegistration int     `json:"readyAtRegistration,omitempty"`
-	PlaceSeconds        float64 `json:"secondsToPlace"`
-	// The steady state: its window, the durable writes in it (etcd's own
-	// count, and the API server's writes of node liveness and status and
-	// of pods), and the CPU and RSS of every process.
-	SteadySeconds            float64            `json:"steadySeconds"`
-	EtcdPutsPerSec           float64            `json:"etcdPutsPerSecond"`
-	NodeWritesPerSec         float64            `json:"nodeWritesPerSecond"`
-	PodWritesPerSec          float64            `json:"podWritesPerSecond"`
-	WritesPerSec             map[string]float64 `json:"apiserverWritesPerSecond"`
-	PlacementPodWritesPerSec float64            `json:"podWritesPerSecondWhilePlacing"`
-	Cores                    map[string]float64 `json:"cores"`
-	RSSMiB                   map[string]float64 `json:"rssMiB"`
-	PeakRSSMiB               map[string]float64 `json:"peakRSSMiB"`
-	HollowKiBPerNode         float64            `json:"hollowKiBPerNode"`
-	StatusReportsPerSec      float64            `json:"statusReportsPerSecond"`
-	NodeObjects              map[string]int64   `json:"nodeObjectWrites,omitempty"`
-	HeartbeatP99Ms           float64            `json:"heartbeatP99Ms"`
-	Heartbeats               int64              `json:"heartbeats"`
-	BindToRunningP99Ms       float64            `json:"bindToRunningP99Ms"`
-	BindToRunningP50Ms       float64            `json:"bindToRunningP50Ms"`
-	// KillNoticedMs: from SIGKILL until the API server shows the node's
-	// Ready condition not True (or, without an API server, until the node
-	// controller holds it Unknown); KillNoticedInMemoryMs (lockstep path):
-	// until the node controller holds it Unknown.
-	KillNoticedMs         []int64 `json:"killNoticedMs"`
-	KillNoticedP99Ms      int64   `json:"killNoticedP99Ms"`
-	KillNoticedInMemoryMs []int64 `json:"killNoticedInMemoryMs,omitempty"`
-	LostLiveNodes         int     `json:"liveNodesLost"`
-	SessionTTLSeconds     float64 `json:"sessionTTLSeconds,omitempty"`
-	NodeGraceSeconds      float64 `json:"nodeGraceSeconds,omitempty"`
-	SourceAddrs           bool    `json:"sourceAddressPerNode"`
-}
+// exitStopped is the exit status of a run stopped by SIGINT or SIGTERM
+// before it finished.
+const exitStopped = 3
+
+// Result is what one run measured (package result: make scale's harness
+// reads and keeps it too).
+type Result = result.Result
 
 func measure(ctx context.Context, c config) (*Result, error) {
-	res := &Result{Path: "lockstep", Nodes: c.nodes, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(),
+	res := &Result{Path: "lockstep", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(),
 		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
@@ -337,6 +310,66 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	fmt.Fprintf(os.Stderr, "lockstep: %d nodes registered in %.1f s, %d Ready\n", total, res.RegisterSeconds, ready)
 
+	// Kills: SIGKILL to every victim at once, as the steady window starts
+	// or once the nodes are registered, then the time until each is
+	// Unknown, in the node controller and in the API server (their
+	// transitions are one write each). kill returns what waits for them.
+	kill := func() (wait func() error) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for i, v := range victims {
+			name := fmt.Sprintf("victim-%d-000", i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				killed := time.Now()
+				v.kill()
+				err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.IsLost(name); return lost })
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("killed node %s not noticed: %w", name, err))
+				} else {
+					res.KillNoticedInMemoryMs = append(res.KillNoticedInMemoryMs, time.Since(killed).Milliseconds())
+				}
+				mu.Unlock()
+				if obs.admin == nil || err != nil {
+					if err == nil {
+						mu.Lock()
+						res.KillNoticedMs = append(res.KillNoticedMs, time.Since(killed).Milliseconds())
+						mu.Unlock()
+					}
+					return
+				}
+				at, err := obs.nodeNotReady(ctx, name, 2*time.Minute)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
+			}()
+		}
+		return func() error {
+			wg.Wait()
+			return errors.Join(errs...)
+		}
+	}
+	killed := func() error { return nil }
+	if c.killAtRegistration {
+		killed = kill()
+	}
+	defer func() { _ = killed() }()
+
+	// kube-controller-manager's one-time writes of the new Node objects
+	// go on while the pods are placed.
+	var settled func() time.Duration
+	if obs.admin != nil {
+		settled = obs.settling(ctx, 10*time.Minute)
+		defer settled()
+	}
+
 	// Place the pods, as the sample scheduler binds them.
 	sched, closeSched, err := schedulerClient(ca, dir, url)
 	if err != nil {
@@ -351,8 +384,8 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	res.PodsPlaced = place(ctx, sched, c)
 	stopProfile()
-	fmt.Fprintf(os.Stderr, "lockstep: %d pods bound in %.1f s (%.0f binds/s)\n", res.PodsPlaced, time.Since(start).Seconds(),
-		float64(res.PodsPlaced)/time.Since(start).Seconds())
+	res.BindsPerSec = round(float64(res.PodsPlaced)/time.Since(start).Seconds(), 1)
+	fmt.Fprintf(os.Stderr, "lockstep: %d pods bound in %.1f s (%.0f binds/s)\n", res.PodsPlaced, time.Since(start).Seconds(), res.BindsPerSec)
 	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool { return running(nc) >= res.PodsPlaced }); err != nil {
 		return nil, fmt.Errorf("%d of %d pods Running: %w", running(nc), res.PodsPlaced, err)
 	}
@@ -365,8 +398,8 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	// The steady state: heartbeats, periodic statuses and the Node
 	// objects' refresh only, once kube-controller-manager is done with
 	// the new Node objects.
-	if obs.admin != nil {
-		fmt.Fprintf(os.Stderr, "lockstep: Node objects settled in %.0f s\n", obs.settle(ctx, 10*time.Minute).Seconds())
+	if settled != nil {
+		fmt.Fprintf(os.Stderr, "lockstep: Node objects settled %.0f s after the nodes registered\n", settled().Seconds())
 	}
 	obs.procs["node-controller"], obs.procs["hollow-nodes"] = os.Getpid(), main.cmd.Process.Pid
 	reports := statusReports(reg)
@@ -375,54 +408,18 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		st := objects.Stats()
 		objStart = [3]int64{st.Creates.Load(), st.Transitions.Load(), st.Refreshes.Load()}
 	}
-	// Kills: SIGKILL to every victim at once as the window starts, then
-	// the time until each is Unknown, in the node controller and in the
-	// API server (their transitions are in the window: one write each).
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for i, v := range victims {
-		name := fmt.Sprintf("victim-%d-000", i)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			killed := time.Now()
-			v.kill()
-			err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.IsLost(name); return lost })
-			mu.Lock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("killed node %s not noticed: %w", name, err))
-			} else {
-				res.KillNoticedInMemoryMs = append(res.KillNoticedInMemoryMs, time.Since(killed).Milliseconds())
-			}
-			mu.Unlock()
-			if obs.admin == nil || err != nil {
-				if err == nil {
-					mu.Lock()
-					res.KillNoticedMs = append(res.KillNoticedMs, time.Since(killed).Milliseconds())
-					mu.Unlock()
-				}
-				return
-			}
-			at, err := obs.nodeNotReady(ctx, name, 2*time.Minute)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
-		}()
+	if !c.killAtRegistration {
+		killed = kill()
 	}
 	err = steady(ctx, obs, c.steady, res)
-	wg.Wait()
+	if kerr := killed(); err == nil {
+		err = kerr
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	res.StatusReportsPerSec = round(float64(statusReports(reg)-reports)/res.SteadySeconds, 2)
+	res.ResyncsRequested, res.Resumes = int64(counter(reg, "sample_nodecontroller_resyncs_requested_total")), int64(counter(reg, "sample_nodecontroller_resumes_total"))
 	if objects != nil {
 		st := objects.Stats()
 		res.NodeObjects = map[string]int64{"creates": st.Creates.Load() - objStart[0], "transitions": st.Transitions.Load() - objStart[1],
@@ -619,6 +616,17 @@ func statusReports(reg *prometheus.Registry) int64 {
 		}
 	}
 	return int64(n)
+}
+
+// counter is the value of an unlabelled counter of reg.
+func counter(reg *prometheus.Registry, name string) float64 {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // waitFor polls cond every poll until it holds, ctx ends or timeout

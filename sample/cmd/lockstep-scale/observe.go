@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -202,39 +204,90 @@ func (o *observer) nodeNotReady(ctx context.Context, node string, timeout time.D
 	}
 }
 
-// settle waits until nothing but node liveness and status writes Node
-// objects: until the API server's count of writes of whole Node objects
-// (PATCH and PUT of nodes, not of their status: kube-controller-manager's
-// one-time annotation of each new node by its ttl controller, at its own
-// client's pace) has not moved for 6 s, at most timeout. It returns how
-// long that took.
+// settle waits until nothing but node liveness and status changes Node
+// objects: until no Node object but the victims' (named by a prefix
+// "victim-") had its labels, annotations or spec (taints) changed for 6 s,
+// at most timeout, as a watch of the Node objects shows. Those are
+// kube-controller-manager's one-time writes of each new node (its
+// labels' reconciliation, say, at its own client's pace); the victims',
+// when killed as the nodes registered, are their node lifecycle's, which
+// the steady window holds anyway. It returns how long that took.
+// (Most of those writes are the node lifecycle controller's removal of
+// the not-ready taint the API server's admission put on every new Node,
+// at kube-controller-manager's 20 writes per second.)
 func (o *observer) settle(ctx context.Context, timeout time.Duration) time.Duration {
+	const quiet = 6 * time.Second
 	start := time.Now()
-	// -1: the metrics could not be read (a loaded API server's answer
-	// late), which neither settles nor unsettles.
-	whole := func() float64 {
-		s := o.snapshot(ctx)
-		if !s.apiserverRead {
-			return -1
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	seen := map[string]string{}
+	lastChange := time.Now()
+	rv := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ctx.Err() == nil && time.Since(lastChange) < quiet {
+		w, err := o.admin.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			rv = "" // too old, say: from the start again, which is no change
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+			continue
 		}
-		return s.writes["nodes PATCH"] + s.writes["nodes PUT"]
-	}
-	last, still := whole(), 0
-	for still < 2 && time.Since(start) < timeout && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(3 * time.Second):
+	events:
+		for time.Since(lastChange) < quiet {
+			select {
+			case <-ctx.Done():
+				break events
+			case <-tick.C:
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events
+				}
+				n, isNode := ev.Object.(*corev1.Node)
+				if !isNode {
+					rv = "" // an error (the version too old): watch again from now, comparing with what was seen
+					continue
+				}
+				rv = n.ResourceVersion
+				if ev.Type == "BOOKMARK" || strings.HasPrefix(n.Name, "victim-") {
+					continue
+				}
+				key := nodeShape(n)
+				if old, known := seen[n.Name]; known && old != key {
+					lastChange = time.Now()
+				}
+				seen[n.Name] = key
+			}
 		}
-		now := whole()
-		switch {
-		case now < 0:
-		case now == last:
-			still++
-		default:
-			last, still = now, 0
-		}
+		w.Stop()
 	}
 	return time.Since(start)
+}
+
+// settling starts settle at once and returns what waits for its end and
+// says how long it took: the Node objects settle while the pods are
+// placed.
+func (o *observer) settling(ctx context.Context, timeout time.Duration) (wait func() time.Duration) {
+	done := make(chan time.Duration, 1)
+	go func() { done <- o.settle(ctx, timeout) }()
+	var took time.Duration
+	var once sync.Once
+	return func() time.Duration {
+		once.Do(func() { took = <-done })
+		return took
+	}
+}
+
+// nodeShape is what of a Node object is not its status: its labels,
+// annotations and spec.
+func nodeShape(n *corev1.Node) string {
+	b, _ := json.Marshal(struct {
+		Labels, Annotations map[string]string
+		Spec                corev1.NodeSpec
+	}{n.Labels, n.Annotations, n.Spec})
+	return string(b)
 }
 
 // readyNodeObjects counts the Node objects whose Ready condition is True.

@@ -1,0 +1,74 @@
+// Package result is what one run of lockstep-scale measured: the program
+// writes it, and make scale's harness (e2e/scale) keeps it in
+// docs/scale/results.json and writes the report from it, so both read the
+// one definition.
+package result
+
+// Result is what one run of one path at one node count measured, as
+// lockstep-scale reports it, with what make scale's harness adds (the
+// date, the command, why a run did not finish).
+type Result struct {
+	Path            string  `json:"path"`
+	Nodes           int     `json:"nodes"`
+	PodsPerNode     int     `json:"podsPerNode"`
+	PodsPlaced      int     `json:"podsPlaced"`
+	LoadStart       string  `json:"loadAverageAtStart"`
+	LoadEnd         string  `json:"loadAverageAtEnd"`
+	RegisterSeconds float64 `json:"secondsToRegister"`
+	// ReadyAtRegistration, with --ready-fraction below 1, is how many
+	// nodes (the victims among them) were Ready when registration was
+	// taken as done.
+	ReadyAtRegistration int     `json:"readyAtRegistration,omitempty"`
+	PlaceSeconds        float64 `json:"secondsToPlace"`
+	// The steady state: its window, the durable writes in it (etcd's own
+	// count, and the API server's writes of node liveness and status and
+	// of pods), and the CPU and RSS of every process.
+	SteadySeconds            float64            `json:"steadySeconds"`
+	EtcdPutsPerSec           float64            `json:"etcdPutsPerSecond"`
+	NodeWritesPerSec         float64            `json:"nodeWritesPerSecond"`
+	PodWritesPerSec          float64            `json:"podWritesPerSecond"`
+	WritesPerSec             map[string]float64 `json:"apiserverWritesPerSecond"`
+	PlacementPodWritesPerSec float64            `json:"podWritesPerSecondWhilePlacing"`
+	Cores                    map[string]float64 `json:"cores"`
+	RSSMiB                   map[string]float64 `json:"rssMiB"`
+	PeakRSSMiB               map[string]float64 `json:"peakRSSMiB"`
+	HollowKiBPerNode         float64            `json:"hollowKiBPerNode"`
+	StatusReportsPerSec      float64            `json:"statusReportsPerSecond"`
+	NodeObjects              map[string]int64   `json:"nodeObjectWrites,omitempty"`
+	HeartbeatP99Ms           float64            `json:"heartbeatP99Ms"`
+	Heartbeats               int64              `json:"heartbeats"`
+	BindToRunningP99Ms       float64            `json:"bindToRunningP99Ms"`
+	BindToRunningP50Ms       float64            `json:"bindToRunningP50Ms"`
+	// KillNoticedMs: from SIGKILL until the API server shows the node's
+	// Ready condition not True (or, without an API server, until the node
+	// controller holds it Unknown); KillNoticedInMemoryMs (lockstep path):
+	// until the node controller holds it Unknown.
+	KillNoticedMs         []int64 `json:"killNoticedMs"`
+	KillNoticedP99Ms      int64   `json:"killNoticedP99Ms"`
+	KillNoticedInMemoryMs []int64 `json:"killNoticedInMemoryMs,omitempty"`
+	LostLiveNodes         int     `json:"liveNodesLost"`
+	SessionTTLSeconds     float64 `json:"sessionTTLSeconds,omitempty"`
+	NodeGraceSeconds      float64 `json:"nodeGraceSeconds,omitempty"`
+	SourceAddrs           bool    `json:"sourceAddressPerNode"`
+	// ResyncsRequested and Resumes (lockstep path) count, over the whole
+	// run, the full resyncs the node controller asked of kubelet sessions
+	// and the nodes held Unknown that their kubelet's new session resumed
+	// without one: how sessions that lapsed came back.
+	ResyncsRequested int64 `json:"resyncsRequested,omitempty"`
+	Resumes          int64 `json:"resumes,omitempty"`
+	// BindsPerSec is how fast the pods were bound (lockstep: through the
+	// node controller's Bind; Kubernetes: created and bound through the
+	// API server), over the placement.
+	BindsPerSec float64 `json:"bindsPerSecond,omitempty"`
+
+	// Set by the harness.
+	Date    string `json:"date"`
+	Command string `json:"command"`
+	// Failed, if not empty, says why the run did not finish: the largest
+	// N a path holds is the largest without it.
+	Failed string `json:"failed,omitempty"`
+	// Stopped says the run was stopped from outside (a signal) before it
+	// finished: its record says nothing of what the path holds, and does
+	// not replace an earlier record of the same path and node count.
+	Stopped bool `json:"stopped,omitempty"`
+}
