@@ -11,7 +11,6 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -582,65 +582,16 @@ func deleteSessions(hc *http.Client, url string, tokens []string) {
 	}
 }
 
-// readAnswer reads a whole answer of at most limit bytes and closes it.
+// readAnswer, decodeWireError and decodeWireErrorStatus read an answer
+// and its error body as the server writes them: see package wire.
 func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
-	defer resp.Body.Close()
-	if resp.ContentLength > limit {
-		return nil, Errorf(CodePayloadTooLarge, "answer of %d bytes exceeds the limit of %d", resp.ContentLength, limit)
-	}
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
-	}
-	n, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, Errorf(CodeUnavailable, "reading answer: %v", err)
-	}
-	if n > limit {
-		return nil, Errorf(CodePayloadTooLarge, "answer exceeds the limit of %d bytes", limit)
-	}
-	return buf.Bytes(), nil
+	return wire.ReadAnswer(resp, limit)
 }
 
-// decodeWireError turns an error answer into an [*Error]; an answer that is
-// not in the lockstep error shape gets a code from its HTTP status.
-func decodeWireError(resp *http.Response, body []byte) *Error {
-	url := ""
-	if resp.Request != nil && resp.Request.URL != nil {
-		url = resp.Request.URL.Redacted()
-	}
-	return decodeWireErrorStatus(resp.StatusCode, url, body)
-}
+func decodeWireError(resp *http.Response, body []byte) *Error { return wire.DecodeError(resp, body) }
 
-// decodeWireErrorStatus is [decodeWireError] of an answer with status from
-// url. An answer that is not in the lockstep error shape comes from a peer
-// that does not speak the protocol (a pinned peer, a proxy), which names
-// neither itself nor the call: the message names the URL that answered,
-// the status, and the start of the body on one line ("http://…/filter
-// answered HTTP 500 Internal Server Error: no such pod"), as kube-scheduler
-// names the URL of an extender that answered with an error status.
 func decodeWireErrorStatus(status int, url string, body []byte) *Error {
-	var w wireError
-	if err := json.Unmarshal(body, &w); err == nil && w.Code != "" {
-		return w.ToError()
-	}
-	answered := "HTTP " + strconv.Itoa(status)
-	if text := http.StatusText(status); text != "" {
-		answered += " " + text
-	}
-	if url != "" {
-		answered = url + " answered " + answered
-	}
-	// One line: a body indented over several (go-restful's errors) or
-	// ending in a newline (http.Error's, encoding/json's) reads as one.
-	snippet := strings.Join(strings.Fields(string(body)), " ")
-	if len(snippet) > 200 {
-		snippet = strings.ToValidUTF8(snippet[:200], "") + "…"
-	}
-	if snippet == "" {
-		return Errorf(codeForStatus(status), "%s", answered)
-	}
-	return Errorf(codeForStatus(status), "%s: %s", answered, snippet)
+	return wire.DecodeErrorStatus(status, url, body)
 }
 
 // request is one attempt's request to an endpoint.

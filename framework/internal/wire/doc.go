@@ -3,8 +3,9 @@
 // {"items":[…]} and {"results":[…]}, and the multi-call envelope
 // ({"calls":[…]}) that automatic batching sends and the server answers,
 // with their one-pass readers and writers; the heartbeat's request and
-// answer, with the report of a topic's writer it carries; and the
-// deadline header's format.
+// answer, with the report of a topic's writer it carries; the deadline
+// header's format; and an answer's bounded read with the decoding of its
+// error body.
 //
 // It is separate so that both sides read one definition: the server's
 // handlers decode what the client's batcher, endpoints and heartbeat
