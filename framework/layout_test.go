@@ -35,6 +35,8 @@ var layers = map[string]int{
 	"framework/internal/limits":                1,
 	"framework/internal/identity":              1,
 	"framework/internal/probe":                 0,
+	"framework/internal/metrics":               1,
+	"framework/internal/status":                1,
 	"framework/internal/topicmsg":              2,
 	"framework/internal/frames":                2,
 	"framework":                                3,

@@ -234,7 +234,7 @@ func (c *ServerConfig) fillDefaults() error {
 		if c.Observer == nil {
 			c.Observer = c.Metrics.Server()
 		} else {
-			c.Observer = teeServerObserver{c.Metrics.Server(), c.Observer}
+			c.Observer = teeServerObserver{A: c.Metrics.Server(), B: c.Observer}
 		}
 	}
 	if c.Logger == nil {

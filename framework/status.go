@@ -2,12 +2,16 @@ package framework
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/metrics"
+	"github.com/lockstep-dev/lockstep/framework/internal/status"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -53,145 +57,52 @@ type ServerStatus struct {
 }
 
 // The bounds of the status a server serves (GET /lockstep/status, JSON
-// and page). Its size is the server's to decide, not its peers': one
-// certificate's 9,000 sessions made a status read of 1.8 MB, and a
-// server at its 100,000 sessions would answer tens of megabytes to every
-// read (and lockstepctl would have to hold them). Beyond the bounds the
-// status lists sessions taken in turns from each identity that owns some
-// (so a peer that chooses its instance names cannot push others' sessions
-// out of view: every identity keeps at least one listed while there are
-// fewer identities than the bound), and the first watchers of each topic
-// in its order; it counts them all (SessionCount, PeersByVersion, each
-// topic's WatcherCount), and says what it left out in Truncated.
-// Without mutual TLS every session's identity is empty, and the first
-// sessions in the status's order are listed. [Server.Status] itself is
-// not bounded.
+// and page): beyond them it lists sessions taken in turns from each
+// identity that owns some, and the first watchers of each topic, counts
+// them all, and says what it left out in [ServerStatus.Truncated], so
+// that its size is the server's to decide, not its peers'.
+// [Server.Status] itself is not bounded.
 const (
 	// StatusMaxSessions is the most sessions the served status lists.
-	StatusMaxSessions = 1000
+	StatusMaxSessions = status.MaxSessions
 	// StatusMaxWatchers is the most watchers of one topic it lists.
-	StatusMaxWatchers = 100
+	StatusMaxWatchers = status.MaxWatchers
 )
 
 // bound cuts st to the bounds of a served status, saying what it left out.
 func (st *ServerStatus) bound() {
-	var cut []string
-	if n := len(st.Sessions); n > StatusMaxSessions {
-		st.Sessions = inTurns(st.Sessions, StatusMaxSessions)
-		cut = append(cut, fmt.Sprintf("%d of %d sessions (in turns per identity)", StatusMaxSessions, n))
-	}
+	var cuts status.Cuts
+	st.Sessions = cuts.Sessions(st.Sessions)
 	for i := range st.Topics {
 		t := &st.Topics[i]
-		if n := len(t.Watchers); n > StatusMaxWatchers {
-			t.Watchers = t.Watchers[:StatusMaxWatchers]
-			cut = append(cut, fmt.Sprintf("%d of the %d watchers of %s %s topic %s", StatusMaxWatchers, n, t.Contract, t.Version, t.Topic))
-		}
+		t.Watchers = t.Watchers[:cuts.Watchers(len(t.Watchers), t.Contract, t.Version, t.Topic)]
 	}
-	if len(cut) > 0 {
-		st.Truncated = "lists only " + strings.Join(cut, "; ") + " (the counts cover all)"
-	}
+	st.Truncated = cuts.Truncated()
 }
 
-// inTurns returns n of sessions (n < len(sessions)), taken in turns from
-// each identity in identity order: the first session of every identity,
-// then the second, and so on. What it keeps stays in the order of
-// sessions.
-func inTurns(sessions []SessionInfo, n int) []SessionInfo {
-	byIdentity := map[string][]int{}
-	for i, s := range sessions {
-		byIdentity[s.Identity] = append(byIdentity[s.Identity], i)
-	}
-	ids := sortedKeys(byIdentity)
-	keep := make([]bool, len(sessions))
-	for kept, turn := 0, 0; kept < n; turn++ {
-		for _, id := range ids {
-			if turn < len(byIdentity[id]) && kept < n {
-				keep[byIdentity[id][turn]] = true
-				kept++
-			}
-		}
-	}
-	out := make([]SessionInfo, 0, n)
-	for i, s := range sessions {
-		if keep[i] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// ServedVersion is one contract version a server serves.
-type ServedVersion struct {
-	Contract    string `json:"contract"`
-	Version     string `json:"version"`
-	Fingerprint string `json:"fingerprint"`
-	// Client is the component the contract lets call it.
-	Client string `json:"client"`
-}
+// ServedVersion is one contract version a server serves: its Contract,
+// Version and Fingerprint, and the Client component the contract lets
+// call it.
+type ServedVersion = status.Served
 
 // Session states in [SessionInfo.State].
 const (
 	// SessionLive: renewed within the last two heartbeat intervals.
-	SessionLive = "live"
+	SessionLive = status.Live
 	// SessionLate: not renewed for two heartbeat intervals or more; it
 	// lapses when its TTL passes.
-	SessionLate = "late"
+	SessionLate = status.Late
 	// SessionDraining: the server is draining and the peer has been told.
-	SessionDraining = "draining"
+	SessionDraining = status.Draining
 )
 
-// SessionInfo describes a session for hooks and the status page.
-type SessionInfo struct {
-	Contract string
-	// Version is the agreed version.
-	Version string
-	Peer    handshake.Peer
-	// Identity is the identity of the session's owner, as its verified
-	// client certificate names it (lockstep://kubelet/node-1), "" without
-	// mutual TLS. Unlike Peer, which the peer's hello claims, it names who
-	// holds the session: the identity a server's limits charge.
-	Identity string
-	// State is [SessionLive], [SessionLate] or [SessionDraining].
-	State string
-	// Age and Idle are measured on the server's monotonic clock; Since is
-	// when the session was opened, on the server's wall clock.
-	Age   time.Duration
-	Idle  time.Duration
-	Since time.Time
-}
-
-// sessionInfoJSON is the wire form of [SessionInfo].
-type sessionInfoJSON struct {
-	Contract string             `json:"contract"`
-	Version  string             `json:"version"`
-	Peer     handshake.Peer     `json:"peer"`
-	Identity string             `json:"identity,omitempty"`
-	State    string             `json:"state"`
-	Since    time.Time          `json:"since"`
-	Age      handshake.Duration `json:"age"`
-	Idle     handshake.Duration `json:"idle"`
-}
-
-// MarshalJSON writes durations as Go duration strings, rounded to the
-// millisecond, and Since as RFC 3339.
-func (i SessionInfo) MarshalJSON() ([]byte, error) {
-	return json.Marshal(sessionInfoJSON{
-		Contract: i.Contract, Version: i.Version, Peer: i.Peer, Identity: i.Identity, State: i.State,
-		Since: i.Since.Round(time.Millisecond).UTC(),
-		Age:   handshake.Duration(i.Age.Round(time.Millisecond)), Idle: handshake.Duration(i.Idle.Round(time.Millisecond)),
-	})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (i *SessionInfo) UnmarshalJSON(b []byte) error {
-	var w sessionInfoJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*i = SessionInfo{Contract: w.Contract, Version: w.Version, Peer: w.Peer, Identity: w.Identity, State: w.State,
-		Since: w.Since, Age: time.Duration(w.Age), Idle: time.Duration(w.Idle)}
-	return nil
-}
+// SessionInfo describes a session for hooks and the status page: its
+// Contract, agreed Version, the Peer its hello claims, the Identity that
+// holds it (its verified certificate's, "" without mutual TLS), its State
+// ([SessionLive], [SessionLate], [SessionDraining]), its Age and Idle time
+// on the server's monotonic clock and Since when it was opened. In JSON,
+// durations are Go duration strings and Since is RFC 3339.
+type SessionInfo = status.Session
 
 // ClientStatus describes a client of the component, for its status page.
 type ClientStatus struct {
@@ -236,19 +147,13 @@ func (s *Server) Status() ServerStatus {
 	st := ServerStatus{
 		Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release,
 		Now: s.cfg.Clock.Now().Round(time.Millisecond).UTC(), Draining: s.draining.Load(), Ready: len(notReady) == 0,
-		Contracts: map[string][]string{}, Served: []ServedVersion{}, Sessions: s.Sessions(), Topics: s.TopicStats(),
-		PeersByVersion: map[string]map[string]int{}, Clients: []ClientStatus{},
+		NotReady: strings.Join(notReady, "; "), Contracts: map[string][]string{}, Served: []ServedVersion{},
+		Sessions: s.Sessions(), Topics: s.TopicStats(), Clients: []ClientStatus{},
 	}
-	st.NotReady = strings.Join(notReady, "; ")
 	st.SessionCount = len(st.Sessions)
+	st.PeersByVersion = status.PeersByVersion(st.Sessions)
 	if st.Topics == nil {
 		st.Topics = []TopicStats{}
-	}
-	for _, sess := range st.Sessions {
-		if st.PeersByVersion[sess.Contract] == nil {
-			st.PeersByVersion[sess.Contract] = map[string]int{}
-		}
-		st.PeersByVersion[sess.Contract][sess.Version]++
 	}
 	s.mu.RLock()
 	for _, name := range sortedKeys(s.contracts) {
@@ -265,8 +170,13 @@ func (s *Server) Status() ServerStatus {
 	for _, c := range clients {
 		st.Clients = append(st.Clients, c.Status())
 	}
-	sort.SliceStable(st.Clients, func(i, j int) bool { return st.Clients[i].Contract < st.Clients[j].Contract })
+	sortByContract(st.Clients)
 	return st
+}
+
+// sortByContract orders clients' statuses by their contract.
+func sortByContract(clients []ClientStatus) {
+	slices.SortStableFunc(clients, func(a, b ClientStatus) int { return strings.Compare(a.Contract, b.Contract) })
 }
 
 // serveStatus answers GET /lockstep/status: JSON for programs, the default,
@@ -274,8 +184,10 @@ func (s *Server) Status() ServerStatus {
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	st := s.Status()
 	st.bound()
-	if prefersHTML(r) {
-		s.writeStatusPage(w, st)
+	if status.PrefersHTML(r) {
+		if err := status.WritePage(w, st); err != nil {
+			s.fail(w, Errorf(CodeInternal, "status page did not render: %v", err))
+		}
 		return
 	}
 	body, err := json.Marshal(st)
@@ -284,4 +196,224 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// ClientStatusConfig configures [NewClientStatusHandler].
+type ClientStatusConfig struct {
+	// Component, Instance and Release name the process on its status, as
+	// a server's config does for a server; Instance defaults to 16 random
+	// hex digits.
+	Component, Instance, Release string
+	// Clients are the process's clients: shown on its status with their
+	// endpoints and blocked calls, added to its metrics, and waited on by
+	// /readyz.
+	Clients []*Client
+	// Metrics are served at /metrics, with the clients' endpoint and
+	// blocked-call gauges added. Give the same metrics' observer to the
+	// clients (ClientConfig.Observer = m.Client()) so their handshakes and
+	// calls are counted too. Nil: /metrics is not served.
+	Metrics *Metrics
+	// Clock is the clock of the status's "now"; default the real one.
+	Clock clockwork.Clock
+}
+
+// NewClientStatusHandler returns what a [Server] serves of itself, for a
+// process that only calls (an agent, a controller with no API of its own):
+// GET /lockstep/status (the same JSON and page, so lockstepctl status reads
+// it; no contracts served, no sessions), /metrics, /healthz, /livez, and
+// /readyz, ready when every client is. It is a handler, not a server: it
+// listens on nothing and authenticates no one, so there is no peer to warn
+// about; mount it on the process's own HTTP server, behind whatever guards
+// that server's other debug endpoints.
+func NewClientStatusHandler(cfg ClientStatusConfig) http.Handler {
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = randomID(8)
+	}
+	clients := slices.Clone(cfg.Clients)
+	p := status.ClientProcess{NotReady: func() []string {
+		var missing []string // as a server's readiness check for an added client says
+		for _, c := range clients {
+			if err := c.Ready(); err != nil {
+				missing = append(missing, c.contract.Name()+" client: "+err.Error())
+			}
+		}
+		return missing
+	}}
+	p.Status = func() any {
+		notReady := p.NotReady()
+		st := ServerStatus{
+			Component: cfg.Component, Instance: cfg.Instance, Release: cfg.Release,
+			Now: cfg.Clock.Now().Round(time.Millisecond).UTC(), Ready: len(notReady) == 0, NotReady: strings.Join(notReady, "; "),
+			Contracts: map[string][]string{}, Served: []ServedVersion{}, PeersByVersion: map[string]map[string]int{},
+			Sessions: []SessionInfo{}, Topics: []TopicStats{}, Clients: make([]ClientStatus, 0, len(clients)),
+		}
+		for _, c := range clients {
+			st.Clients = append(st.Clients, c.Status())
+		}
+		sortByContract(st.Clients)
+		return st
+	}
+	if m := cfg.Metrics; m != nil {
+		for _, c := range clients {
+			m.WatchClient(c)
+		}
+		p.Metrics = m.Handler()
+	}
+	return p.Handler(PathMetrics)
+}
+
+// PathMetrics is where a server serves its Prometheus metrics by default.
+const PathMetrics = "/metrics"
+
+// UnknownLabel is the one label value under which a server counts every
+// contract, version and method it does not serve, and a client every
+// refusal reason it does not know: metric labels come only from what the
+// process itself declares, never from what a request or an answer names,
+// so that requests to made-up paths (unauthenticated ones included) add no
+// series (docs/security.md). No contract, version or method name can take
+// this value.
+const UnknownLabel = metrics.UnknownLabel
+
+// Metrics is lockstep's Prometheus instrumentation of a process: handshakes
+// by outcome and reason, calls by contract, version, method and code with latency,
+// time callers spent blocked waiting for a compatible peer, sessions by
+// agreed version, session lapses, refusals by limit, topics, watchers and
+// coalescing.
+// docs/operations.md lists every metric and what to alert on.
+//
+// A server makes one of its own unless ServerConfig says otherwise, and
+// serves it at /metrics; give the same Metrics to the process's clients
+// (ClientConfig.Observer = m.Client()) and other servers
+// (ServerConfig.Metrics), so one scrape sees the whole process.
+type Metrics struct{ set *metrics.Set }
+
+// NewMetrics creates lockstep's collectors and registers them with reg.
+// A nil reg means a new registry of its own, with Go runtime and process
+// collectors beside lockstep's. [Metrics.Handler] serves reg when it is
+// also a [prometheus.Gatherer] (a *prometheus.Registry is).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return &Metrics{metrics.New(reg, limitNames(allLimits), limitNames(replayLimits))}
+}
+
+// limitNames are the label values of limits.
+func limitNames(ls []limit) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = string(l)
+	}
+	return out
+}
+
+// Registerer returns the registry the metrics are registered with, so a
+// binary can add its own collectors and have them served beside them.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.set.Registerer() }
+
+// Handler serves the metrics in the Prometheus exposition format; it
+// answers 404 when the registerer given to [NewMetrics] cannot be gathered.
+func (m *Metrics) Handler() http.Handler { return m.set.Handler() }
+
+// Server returns the observer that records a server's handshakes and calls;
+// a server given these metrics in ServerConfig.Metrics uses it itself.
+func (m *Metrics) Server() ServerObserver { return m.set.Server() }
+
+// Client returns the observer to set as ClientConfig.Observer.
+func (m *Metrics) Client() ClientObserver { return m.set.Client() }
+
+// Watch adds srv's sessions and topics to the gauges read at scrape time.
+// A server calls it for the Metrics of its config.
+func (m *Metrics) Watch(srv *Server) {
+	m.set.WatchServer(&metrics.Server{Serves: srv.serves, Sessions: srv.metricsSessions, Topics: srv.metricsTopics})
+}
+
+// WatchClient adds c's endpoints and blocked calls to the gauges read at
+// scrape time; [Server.AddClient] calls it.
+func (m *Metrics) WatchClient(c *Client) {
+	m.set.WatchClient(&metrics.Client{Contract: c.contract.Name(),
+		EndpointStates: func() []string {
+			var states []string
+			for _, e := range c.Endpoints() {
+				states = append(states, e.State)
+			}
+			return states
+		},
+		Blocked: func() int { n, _ := c.blocked.snapshot(c.cfg.Clock.Now()); return n },
+	})
+}
+
+// collectors returns m's collectors, nil for no metrics (m nil), whose
+// counting methods then count nothing.
+func (m *Metrics) collectors() *metrics.Set {
+	if m == nil {
+		return nil
+	}
+	return m.set
+}
+
+func (m *Metrics) sessionLapsed(contract string) { m.collectors().SessionLapsed(contract) }
+
+// limitRefused counts a refusal for going over l (m may be nil: no metrics).
+func (m *Metrics) limitRefused(l limit) { m.collectors().LimitRefused(string(l)) }
+
+// idempotencyEvicted counts a finished idempotency record forgotten
+// before its window ended, to keep within l (m may be nil: no metrics).
+func (m *Metrics) idempotencyEvicted(l limit) { m.collectors().IdempotencyEvicted(string(l)) }
+
+// onBehalfEntry counts an entry asked on behalf of a client component
+// (m may be nil: no metrics).
+func (m *Metrics) onBehalfEntry(kind EntryKind, contract, outcome string) {
+	m.collectors().OnBehalfEntry(string(kind), contract, outcome)
+}
+
+// reasonLabel is a handshake's reason label: "none" for a welcome or an
+// unreachable endpoint, a refusal reason or a code of the closed sets, or
+// [UnknownLabel] for anything else (a hostile server's made-up reason).
+func reasonLabel(reason string) string { return metrics.ReasonLabel(reason) }
+
+// teeServerObserver sends a server's events to two observers.
+type teeServerObserver = metrics.TeeServer
+
+// serves says whether s serves contract, version within it, and method
+// within that version, for the labels of [Metrics]: a method is known by
+// its handler, so a multi-call's unknown method is not.
+func (s *Server) serves(contract, version, method string) (hasContract, hasVersion, hasMethod bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sc := s.contracts[contract]
+	if sc == nil {
+		return false, false, false
+	}
+	sv := sc.versions[version]
+	if sv == nil {
+		return true, false, false
+	}
+	_, hasMethod = sv.methods[method]
+	return true, true, hasMethod
+}
+
+// metricsSessions are s's live sessions as the gauges count them.
+func (s *Server) metricsSessions() []metrics.Session {
+	snap := s.sessions.snapshot()
+	out := make([]metrics.Session, 0, len(snap))
+	for _, sess := range snap {
+		out = append(out, metrics.Session{Contract: sess.contract, Version: sess.version})
+	}
+	return out
+}
+
+// metricsTopics are s's topics as the gauges report them.
+func (s *Server) metricsTopics() []metrics.Topic {
+	stats := s.TopicStats()
+	out := make([]metrics.Topic, 0, len(stats))
+	for _, t := range stats {
+		mt := metrics.Topic{Contract: t.Contract, Version: t.Version, Topic: t.Topic, Keys: t.Keys, Writers: t.Writers,
+			Watchers: len(t.Watchers), Sets: t.Sets, Deletes: t.Deletes, Coalesced: t.Coalesced}
+		for _, w := range t.Watchers {
+			mt.Queued += w.Queued
+		}
+		out = append(out, mt)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package framework
+package status
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// prefersHTML reports whether a request asks for a page rather than JSON:
+// PrefersHTML reports whether a request asks for a page rather than JSON:
 // its Accept header names text/html before any JSON type. JSON stays the
 // default, so programs (and curl) get what they always got.
-func prefersHTML(r *http.Request) bool {
+func PrefersHTML(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
@@ -30,9 +30,9 @@ func prefersHTML(r *http.Request) bool {
 	return false
 }
 
-// statusPage renders a [ServerStatus] for a person: the same facts as the
+// page renders a server's status (framework.ServerStatus) for a person: the same facts as the
 // JSON, durations as "5s" and times as RFC 3339.
-var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+var page = template.Must(template.New("status").Funcs(template.FuncMap{
 	"dur": func(d any) string {
 		switch d := d.(type) {
 		case time.Duration:
@@ -88,15 +88,16 @@ As of {{time .Now}}.</p>
 </body></html>
 `))
 
-// writeStatusPage writes the page, or an internal error if it did not
-// render (it is rendered whole first, so a failure never sends half a page).
-func (s *Server) writeStatusPage(w http.ResponseWriter, st ServerStatus) {
+// WritePage writes the page of st, a framework.ServerStatus, or returns
+// the error that kept it from rendering: it is rendered whole first, so a
+// failure never sends half a page, and the caller answers it its own way.
+func WritePage(w http.ResponseWriter, st any) error {
 	var buf bytes.Buffer
-	if err := statusPage.Execute(&buf, st); err != nil {
-		s.fail(w, Errorf(CodeInternal, "status page did not render: %v", err))
-		return
+	if err := page.Execute(&buf, st); err != nil {
+		return err
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(buf.Bytes())
+	return nil
 }
