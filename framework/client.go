@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-version"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -205,8 +206,8 @@ type Client struct {
 	// there are any, every session heartbeats, since heartbeat answers say
 	// where the topics' writers are.
 	writerWatchers atomic.Int32
-	// feeds are the watch streams its informers share (watch_feed.go).
-	feeds watchFeeds
+	// feeds are the watch streams its informers share (internal/watch).
+	feeds watch.Feeds
 }
 
 // NewClient starts a client of c: it begins handshaking with the endpoints

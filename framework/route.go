@@ -10,6 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -38,11 +39,11 @@ type routeWait struct {
 	// what names the request in the blocked log: "call nodestatus
 	// ReportStatus", "watch NodeHealth".
 	what string
-	// watch is the feed of a watch's wait, nil for any other: its log
+	// watch is what a feed's wait wants, nil for any other: its log
 	// says why each endpoint cannot carry the watch (see
-	// [watchFeed.watchWhy]), which a session at a version the topic
+	// [Client.watchWhy]), which a session at a version the topic
 	// cannot travel at is, though ready for calls.
-	watch *watchFeed
+	watch *watch.Want
 	// logTimer fires when the wait is due to be logged (see logBlocked).
 	logTimer clockwork.Timer
 
@@ -101,7 +102,7 @@ func (w *routeWait) why() string {
 	if w.watch == nil {
 		return ""
 	}
-	return w.watch.watchWhy()
+	return w.c.watchWhy(*w.watch)
 }
 
 // start begins the blocked accounting and the ready timeout the first time

@@ -5,7 +5,7 @@ package framework
 // topic_store.go, writer bookkeeping in topic_writer.go, frames in
 // internal/frames, HTTP serving in topic_http.go, counters in
 // topic_stats.go, watch streams in watch_stream.go and the client's
-// informer in watch_informer.go.
+// informer in internal/watch.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -23,7 +24,7 @@ import (
 // and ServeClientTopic, the views and the in-process writer. The store
 // is in topic_store.go, writer bookkeeping in topic_writer.go, frames in
 // internal/frames, HTTP serving in topic_http.go, watch streams in
-// watch_stream.go, the client's informer in watch_informer.go.
+// watch_stream.go, the client's informer in internal/watch.
 
 // Defaults of the limits a topic takes ([WithMaxKeys], [WithMaxBytes],
 // [WithMaxWatchers]).
@@ -152,10 +153,7 @@ func newTopicConfig(opts []TopicOption) topicConfig {
 // writer that made it, which changes when the writer restarts, and the
 // writer's sequence number, which grows with every write it makes in that
 // epoch. There is no version across writers or keys.
-type ObjectVersion struct {
-	Epoch string `json:"epoch"`
-	Seq   uint64 `json:"seq"`
-}
+type ObjectVersion = frames.ObjectVersion
 
 // ServeTopic makes s hold a topic whose writer is the server and returns
 // its writer; watchers reach it at

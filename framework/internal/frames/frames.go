@@ -13,6 +13,17 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
+// ObjectVersion identifies one write of a topic object: the epoch of the
+// writer that made it, which changes when the writer restarts, and the
+// writer's sequence number, which grows with every write it makes in that
+// epoch. There is no version across writers or keys. The framework's
+// ObjectVersion is this type: the server stamps it on a change, an
+// informer keeps it beside each cached object.
+type ObjectVersion struct {
+	Epoch string `json:"epoch"`
+	Seq   uint64 `json:"seq"`
+}
+
 // Change is what a set or delete frame says of its change besides the
 // object.
 type Change struct {

@@ -1,14 +1,19 @@
-package framework
+package watch
+
+// Informers: a local cache of one topic, its queue of changed keys and
+// the handlers it calls.
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
-	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // InformerHandlers are called by an [Informer] as its cache changes, one
@@ -45,7 +50,7 @@ type InformerStats struct {
 	Syncs        int64
 	DecodeErrors int64
 	// Copied is how many objects it took as deep copies of its feed's
-	// one decode of a frame, rather than decoding them (see [DecodeEach]).
+	// one decode of a frame, rather than decoding them (see Request.DecodeEach).
 	Copied int64
 	// Queued is how many changed keys wait for the handlers now, MaxQueued
 	// the most that ever waited (at most one per key), Coalesced how many
@@ -73,15 +78,15 @@ type InformerStats struct {
 // client, the client reads it once, and every informer decodes the shared
 // bytes into objects of its own, with its own cache, handlers and pace. An
 // informer started while the feed is synced starts from the frames the
-// feed holds. For one decode per process, share an informer instead ([InformerFactory]).
+// feed holds. For one decode per process, share an informer instead ([Factory]).
 type Informer[T any] struct {
-	c     *Client
+	env   *Env
 	topic string
 	// writerAware is set for a server-written topic: while it runs, the
 	// client's sessions heartbeat, since their answers say where the
 	// topic's writers are.
 	writerAware bool
-	feed        *watchFeed
+	feed        *feed
 	h           InformerHandlers[T]
 	// delivering is the header of the write whose change the handlers
 	// are being called for; only the processor's goroutine touches it.
@@ -120,77 +125,52 @@ type Informer[T any] struct {
 
 	// copyObject copies a frame's object decoded once for the feed (T's
 	// generated DeepCopy), or is nil: then the informer decodes each
-	// frame itself ([DecodeEach]).
+	// frame itself (Request.DecodeEach).
 	copyObject func(*T) *T
 
 	syncs, decodeErrors, copied atomic.Int64
 }
 
-// maxInformerQueue bounds the changed keys an informer holds unprocessed;
-// beyond it (a writer churning through more distinct keys than a topic
-// may hold while a handler is stuck) it resyncs from its feed's state.
-const maxInformerQueue = 2 * DefaultTopicMaxKeys
-
-// deepCopier is a type with a generated deep copy (see [DecodeEach]).
+// deepCopier is a type with a generated deep copy (see Request.DecodeEach).
 type deepCopier[T any] interface{ DeepCopy() *T }
 
 // informerEntry is a cached object and its version, held by value in the
 // cache, so a change costs no allocation beyond its object.
 type informerEntry[T any] struct {
 	obj *T
-	ver ObjectVersion
+	ver frames.ObjectVersion
 	// header is the header of the write that made the change (its trace
 	// context), when its frame carried one.
 	header map[string]string
 }
 
-// Watch starts an informer of a topic of c's contract and returns at
-// once; use [Informer.WaitForSync] to wait for its first snapshot. It runs
-// until ctx ends, [Informer.Stop] is called, or the client is closed. With
-// [Select] options it holds only the objects of its selection. Errors:
-// not_found for a topic the contract does not declare; invalid_argument for
-// a selection the topic's selectors do not allow.
-func Watch[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T], opts ...WatchOption) (*Informer[T], error) {
-	decl, ok := c.contract.Topic(topic)
-	if !ok {
-		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
-	}
-	cfg := newWatchConfig(opts)
-	sel, err := cfg.checkedSelection(topic, decl.Selectors)
-	if err != nil {
-		return nil, err
-	}
-	i := newInformer(ctx, c, topic, h, informerMode{writerAware: decl.Writer == handshake.RoleServer, decodeEach: cfg.decodeEach})
+// Start starts an informer of r's topic and selection for the client of
+// env, on the client's feed of them, and returns at once; package
+// framework's Watch checked the topic and the selection.
+func Start[T any](ctx context.Context, env *Env, r Request, h InformerHandlers[T]) *Informer[T] {
+	i := newInformer(ctx, env, r, h)
 	if i.writerAware {
-		c.writerWatchers.Add(1)
+		env.WriterWatchers.Add(1)
 	}
-	i.feed = c.subscribe(i, feedRequest{topic: topic, query: sel.key(decl.Selectors), writerAware: i.writerAware, own: cfg.ownStream})
+	i.feed = subscribe(env, i, r)
 	go i.process()
-	return i, nil
+	return i
 }
 
-// informerMode is how an informer takes its frames.
-type informerMode struct {
-	// writerAware: the topic's writer is the server, whose reports of a
-	// live writer the informer follows.
-	writerAware bool
-	// decodeEach: decode every frame itself ([DecodeEach]).
-	decodeEach bool
-}
-
-// newInformer is an informer of topic for c, not yet on a feed.
-func newInformer[T any](ctx context.Context, c *Client, topic string, h InformerHandlers[T], mode informerMode) *Informer[T] {
+// newInformer is an informer of r's topic for the client of env, not yet
+// on a feed.
+func newInformer[T any](ctx context.Context, env *Env, r Request, h InformerHandlers[T]) *Informer[T] {
 	i := &Informer[T]{
-		c: c, topic: topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
-		writerAware: mode.writerAware,
+		env: env, topic: r.Topic, h: h, done: make(chan struct{}), syncedCh: make(chan struct{}),
+		writerAware: r.WriterAware,
 		cache:       map[string]informerEntry[T]{}, latest: map[string]*feedFrame{},
 		wakeCh: make(chan struct{}, 1),
 	}
-	if _, ok := any(new(T)).(deepCopier[T]); ok && !mode.decodeEach {
+	if _, ok := any(new(T)).(deepCopier[T]); ok && !r.DecodeEach {
 		i.copyObject = func(obj *T) *T { return any(obj).(deepCopier[T]).DeepCopy() }
 	}
 	i.ctx, i.cancel = context.WithCancel(ctx)
-	i.unhook = context.AfterFunc(c.ctx, i.cancel)
+	i.unhook = context.AfterFunc(env.Ctx, i.cancel)
 	// The processor waits on wakeCh alone (a receive, not a select over
 	// two channels, on every burst): the end of ctx wakes it too.
 	context.AfterFunc(i.ctx, i.signal)
@@ -205,11 +185,10 @@ func newInformer[T any](ctx context.Context, c *Client, topic string, h Informer
 // handler, it is the informer's context. Handlers run on one goroutine;
 // call it only from them.
 func (i *Informer[T]) DeliveryContext() context.Context {
-	p := i.c.cfg.Propagator
-	if p == nil || len(i.delivering) == 0 {
+	if len(i.delivering) == 0 {
 		return i.ctx
 	}
-	return p.Extract(i.ctx, headerOf(i.delivering))
+	return i.env.Extract(i.ctx, i.delivering)
 }
 
 // Stop stops the informer and waits until its goroutines are gone. The
@@ -234,14 +213,14 @@ func (i *Informer[T]) WaitForSync(ctx context.Context) error {
 	case <-i.syncedCh:
 		return nil
 	case <-ctx.Done():
-		return NewError(CodeOf(ctx.Err()), ctx.Err())
+		return apierror.NewError(apierror.CodeOf(ctx.Err()), ctx.Err())
 	case <-i.done:
 		select {
 		case <-i.syncedCh:
 			return nil
 		default:
 		}
-		return Errorf(CodeUnavailable, "informer of %s stopped before it synced", i.topic)
+		return apierror.Errorf(apierror.CodeUnavailable, "informer of %s stopped before it synced", i.topic)
 	}
 }
 
@@ -256,20 +235,20 @@ func (i *Informer[T]) Get(key string) (*T, bool) {
 }
 
 // Version returns the version of the cached object at key.
-func (i *Informer[T]) Version(key string) (ObjectVersion, bool) {
+func (i *Informer[T]) Version(key string) (frames.ObjectVersion, bool) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	if e, ok := i.cache[key]; ok {
 		return e.ver, true
 	}
-	return ObjectVersion{}, false
+	return frames.ObjectVersion{}, false
 }
 
 // List returns the cached objects, sorted by key.
 func (i *Informer[T]) List() []*T {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	keys := sortedKeys(i.cache)
+	keys := slices.Sorted(maps.Keys(i.cache))
 	out := make([]*T, len(keys))
 	for n, k := range keys {
 		out[n] = i.cache[k].obj
@@ -281,7 +260,7 @@ func (i *Informer[T]) List() []*T {
 func (i *Informer[T]) Keys() []string {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	return sortedKeys(i.cache)
+	return slices.Sorted(maps.Keys(i.cache))
 }
 
 // Len returns how many keys the cache holds.
@@ -313,7 +292,7 @@ func (i *Informer[T]) Stats() InformerStats {
 
 // snapshot queues a fresh state to replace the cache: the latest set
 // frame of each key, read from instance. Changes still queued are dropped:
-// the snapshot supersedes them. See [feedSubscriber].
+// the snapshot supersedes them. See [subscriber].
 func (i *Informer[T]) snapshot(raw map[string]*feedFrame, instance string) {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
@@ -326,7 +305,7 @@ func (i *Informer[T]) snapshot(raw map[string]*feedFrame, instance string) {
 
 // change queues fr (shared) as the latest change of key, for the feed's
 // next wake. It reports false when the queue is full; see
-// [feedSubscriber].
+// [subscriber].
 func (i *Informer[T]) change(key string, fr *feedFrame) bool {
 	i.qmu.Lock()
 	defer i.qmu.Unlock()
@@ -334,7 +313,7 @@ func (i *Informer[T]) change(key string, fr *feedFrame) bool {
 		i.coalesced++
 	} else {
 		queued := len(i.order) - i.head
-		if queued >= maxInformerQueue {
+		if queued >= i.env.MaxQueued {
 			return false
 		}
 		if i.head > 0 && i.head >= queued {
@@ -368,7 +347,7 @@ func (i *Informer[T]) process() {
 	defer func() {
 		i.feed.unsubscribe(i)
 		if i.writerAware {
-			i.c.writerWatchers.Add(-1)
+			i.env.WriterWatchers.Add(-1)
 		}
 		close(i.done)
 	}()
@@ -384,7 +363,7 @@ func (i *Informer[T]) process() {
 			snapshot := make(map[string]informerEntry[T], len(raw))
 			for key, fr := range raw {
 				if f, ok := i.decode(key, fr); ok && f.Type == protocol.FrameSet {
-					snapshot[key] = informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}, header: f.Header}
+					snapshot[key] = informerEntry[T]{obj: f.Object, ver: frames.ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}, header: f.Header}
 				}
 			}
 			i.replace(snapshot, by)
@@ -408,7 +387,7 @@ func (i *Informer[T]) process() {
 		}
 		switch f.Type {
 		case protocol.FrameSet:
-			i.apply(f.Key, informerEntry[T]{obj: f.Object, ver: ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}, header: f.Header})
+			i.apply(f.Key, informerEntry[T]{obj: f.Object, ver: frames.ObjectVersion{Epoch: f.Epoch, Seq: f.Seq}, header: f.Header})
 		case protocol.FrameDelete:
 			i.delivering = f.Header
 			i.remove(f.Key)
@@ -425,7 +404,7 @@ func (i *Informer[T]) decode(key string, fr *feedFrame) (frames.Frame[T], bool) 
 	f, err := i.frameOf(fr)
 	if err != nil || (f.Type == protocol.FrameSet && f.Object == nil) {
 		i.decodeErrors.Add(1)
-		i.c.cfg.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", key, "err", err)
+		i.env.Logger.Warn("lockstep: watch frame does not decode", "topic", i.topic, "key", key, "err", err)
 		return f, false
 	}
 	return f, true

@@ -1,4 +1,4 @@
-package framework
+package watch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -45,7 +46,7 @@ func (r *recordingSub) change(key string, _ *feedFrame) bool {
 // is handed the feed's whole state as a snapshot, while the others go on
 // receiving changes; each snapshot is the subscriber's own map.
 func TestFeedHandsAFullSubscriberItsState(t *testing.T) {
-	f := &watchFeed{subs: map[feedSubscriber]struct{}{}}
+	f := &feed{subs: map[subscriber]struct{}{}}
 	roomy, full := &recordingSub{room: 100}, &recordingSub{room: 1}
 	f.subs[roomy], f.subs[full] = struct{}{}, struct{}{}
 	f.publishSnapshot(map[string]*feedFrame{"a": newFeedFrame([]byte("a1"))}, "i")
@@ -65,18 +66,19 @@ func TestFeedHandsAFullSubscriberItsState(t *testing.T) {
 // feed's reader holds read are queued before the subscribers are woken,
 // once, and the last burst's before the stream's end is reported.
 func TestFeedWakesItsSubscribersOncePerBurst(t *testing.T) {
-	f := &watchFeed{c: &Client{cfg: ClientConfig{MaxResponseBytes: 1 << 20}}, subs: map[feedSubscriber]struct{}{}}
+	f := &feed{env: &Env{MaxFrameBytes: 1 << 20}, subs: map[subscriber]struct{}{}}
 	sub := &recordingSub{room: 100}
 	f.subs[sub] = struct{}{}
 	frame := func(key string, rev uint64) string {
-		return string(SetFrameLine(key, rev, rev, []byte(`{"n":1}`)))
+		line, _ := frames.EncodeSet(frames.Change{Key: key, Epoch: "e", Seq: rev, Rev: rev}, []byte(`{"n":1}`))
+		return string(line)
 	}
 	// Each reader is one read of the connection: a burst.
 	body := io.MultiReader(
 		strings.NewReader(frame("a", 1)+frame("b", 2)+frame("c", 3)),
 		strings.NewReader(frame("a", 4)+`{"type":"ping"}`+"\n"+frame("d", 5)),
 	)
-	_, err := f.readFrames(context.Background(), f.newStreamRead(&endpoint{}, nil, true), body, func() {})
+	_, err := f.readFrames(context.Background(), f.newStreamRead(nil, true), body, func() {})
 	require.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, []string{"a", "b", "c", "a", "d"}, sub.changes)
 	assert.Equal(t, []int{3, 5}, sub.woken, "one wake a burst, after its changes")

@@ -1,4 +1,7 @@
-package framework
+package watch
+
+// Publishers: the writer of a topic whose writer is the client, which
+// keeps every replica of the server holding the state it wants.
 
 import (
 	"context"
@@ -7,13 +10,11 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
-	"github.com/lockstep-dev/lockstep/handshake"
-
-	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
-// TopicPublisher writes a topic whose writer is the client, on behalf of
+// Publisher writes a topic whose writer is the client, on behalf of
 // one client instance. It is level-based like the watch side: it holds the
 // state its writer wants (the latest object of every key it set and has not
 // deleted) and makes every compatible endpoint of the server hold it too.
@@ -29,10 +30,10 @@ import (
 // instance with a new epoch is taken by the server for a restarted writer:
 // the keys of the earlier epoch it does not write again follow the topic's
 // lost-writer policy.
-type TopicPublisher[T any] struct {
-	c      *Client
+type Publisher[T any] struct {
+	env    *Env
+	cfg    PublisherConfig[T]
 	topic  string
-	key    func(obj *T, raw []byte) (string, error)
 	epoch  string
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,7 +49,7 @@ type TopicPublisher[T any] struct {
 
 	// pushMu serialises writes to the server and guards targets.
 	pushMu  sync.Mutex
-	targets map[*endpoint]*publishTarget
+	targets map[Target]*publishTarget
 }
 
 type publishedObject struct {
@@ -63,33 +64,39 @@ type publishedObject struct {
 // far as the publisher knows: the session it was written through, and the
 // sequence of every key the endpoint acknowledged.
 type publishTarget struct {
-	sess  *clientSession // nil until every key was written through the current session
+	sess  any // nil until every key was written through the current session
 	acked map[string]uint64
 }
 
-// NewTopicPublisher returns a publisher of a client-written topic of c's
-// contract and starts its background loop, which republishes to endpoints
-// whose session changes. Stop it with [TopicPublisher.Close].
-func NewTopicPublisher[T any](c *Client, topic string) (*TopicPublisher[T], error) {
-	decl, ok := c.contract.Topic(topic)
-	if !ok {
-		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
-	}
-	if decl.Writer != handshake.RoleClient {
-		return nil, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", topic, c.contract.Server())
-	}
-	p := &TopicPublisher[T]{
-		c: c, topic: topic, key: keyReader[T](decl.Key), epoch: randomID(8), done: make(chan struct{}),
+// PublisherConfig is what a publisher takes from package framework's
+// NewTopicPublisher, which checked that the client writes the topic.
+type PublisherConfig[T any] struct {
+	Topic string
+	// Epoch is the publisher's epoch, new for each publisher.
+	Epoch string
+	// Key reads an object's key from the object or its encoding.
+	Key func(obj *T, raw []byte) (string, error)
+	// Marshal encodes an object, CheckKey checks a key given to Delete.
+	Marshal  func(v any) ([]byte, error)
+	CheckKey func(key string) error
+}
+
+// NewPublisher returns a publisher of a client-written topic for the
+// client of env and starts its background loop, which republishes to
+// endpoints whose session changes. Stop it with [Publisher.Close].
+func NewPublisher[T any](env *Env, cfg PublisherConfig[T]) *Publisher[T] {
+	p := &Publisher[T]{
+		env: env, cfg: cfg, topic: cfg.Topic, epoch: cfg.Epoch, done: make(chan struct{}),
 		desired: map[string]publishedObject{}, deleted: map[string]uint64{}, deleteHeader: map[string]http.Header{},
-		targets: map[*endpoint]*publishTarget{},
+		targets: map[Target]*publishTarget{},
 	}
-	p.ctx, p.cancel = context.WithCancel(c.ctx)
+	p.ctx, p.cancel = context.WithCancel(env.Ctx)
 	go p.run()
-	return p, nil
+	return p
 }
 
 // Epoch returns the publisher's epoch.
-func (p *TopicPublisher[T]) Epoch() string { return p.epoch }
+func (p *Publisher[T]) Epoch() string { return p.epoch }
 
 // Set makes obj the object at the key in its key field. It returns once
 // at least one endpoint holds it; endpoints that cannot be written now get
@@ -98,25 +105,21 @@ func (p *TopicPublisher[T]) Epoch() string { return p.epoch }
 // key), resource_exhausted (the topic is full); after any of these the
 // publisher forgets obj. When ctx ends before an endpoint is routable, Set
 // returns the reason and the publisher still publishes obj later.
-func (p *TopicPublisher[T]) Set(ctx context.Context, obj *T) error {
+func (p *Publisher[T]) Set(ctx context.Context, obj *T) error {
 	if obj == nil {
-		return Errorf(CodeInvalidArgument, "%s: nil object", p.topic)
+		return apierror.Errorf(apierror.CodeInvalidArgument, "%s: nil object", p.topic)
 	}
-	raw, err := marshal(obj)
+	raw, err := p.cfg.Marshal(obj)
 	if err != nil {
-		return Errorf(CodeInvalidArgument, "%s object does not encode: %v", p.topic, err)
+		return apierror.Errorf(apierror.CodeInvalidArgument, "%s object does not encode: %v", p.topic, err)
 	}
-	key, err := p.key(obj, raw)
+	key, err := p.cfg.Key(obj, raw)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	p.seq++
-	var header http.Header
-	if prop := p.c.cfg.Propagator; prop != nil {
-		header = http.Header{}
-		prop.Inject(ctx, header)
-	}
+	header := p.env.Inject(ctx)
 	p.desired[key] = publishedObject{raw: raw, seq: p.seq, header: header}
 	delete(p.deleted, key)
 	delete(p.deleteHeader, key)
@@ -125,9 +128,9 @@ func (p *TopicPublisher[T]) Set(ctx context.Context, obj *T) error {
 }
 
 // Delete removes the object at key, on the same terms as
-// [TopicPublisher.Set]. Deleting a key the server does not hold succeeds.
-func (p *TopicPublisher[T]) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
+// [Publisher.Set]. Deleting a key the server does not hold succeeds.
+func (p *Publisher[T]) Delete(ctx context.Context, key string) error {
+	if err := p.cfg.CheckKey(key); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -135,12 +138,8 @@ func (p *TopicPublisher[T]) Delete(ctx context.Context, key string) error {
 	delete(p.desired, key)
 	p.deleted[key] = p.seq
 	delete(p.deleteHeader, key)
-	if prop := p.c.cfg.Propagator; prop != nil {
-		header := http.Header{}
-		prop.Inject(ctx, header)
-		if len(header) > 0 {
-			p.deleteHeader[key] = header
-		}
+	if header := p.env.Inject(ctx); len(header) > 0 {
+		p.deleteHeader[key] = header
 	}
 	p.mu.Unlock()
 	return p.push(ctx, key)
@@ -150,7 +149,7 @@ func (p *TopicPublisher[T]) Delete(ctx context.Context, key string) error {
 // stay on the server until the client's session ends (then the topic's
 // lost-writer policy applies) or another publisher of the client instance
 // replaces them.
-func (p *TopicPublisher[T]) Close() error {
+func (p *Publisher[T]) Close() error {
 	p.cancel()
 	<-p.done
 	return nil
@@ -160,43 +159,41 @@ func (p *TopicPublisher[T]) Close() error {
 // key, bringing endpoints whose session changed up to date first. It waits
 // until some endpoint is routable and returns once one holds the key, or
 // with the first refusal.
-func (p *TopicPublisher[T]) push(ctx context.Context, key string) error {
+func (p *Publisher[T]) push(ctx context.Context, key string) error {
 	p.pushMu.Lock()
 	defer p.pushMu.Unlock()
-	w := p.c.newCallWait(false)
-	w.what = "topic write " + p.topic + " " + key
-	w.closed, w.closedErr = p.ctx.Done(), Errorf(CodeUnavailable, "topic publisher closed")
-	w.freeResends = 1 // a round writes to every endpoint: pace the next
-	defer w.done()
+	// A round writes to every endpoint: the wait paces the next.
+	w := p.env.Writes.Wait("topic write "+p.topic+" "+key, p.ctx.Done(), apierror.Errorf(apierror.CodeUnavailable, "topic publisher closed"))
+	defer w.Done()
 	for rounds := 0; ; rounds++ {
-		if err := w.pace(ctx, rounds); err != nil {
+		if err := w.Pace(ctx, rounds); err != nil {
 			return err
 		}
-		var eps []*endpoint
-		if err := w.until(ctx, func() bool { eps = p.c.topicEndpoints(); return len(eps) > 0 }); err != nil {
+		var eps []Target
+		if err := w.Until(ctx, func() bool { eps = p.env.Writes.Targets(); return len(eps) > 0 }); err != nil {
 			return err
 		}
 		held := false
 		var refusal error
 		for _, e := range eps {
-			sess := e.routableSession()
-			if sess == nil || !p.c.topicSession(sess) {
+			sess := e.Session()
+			if sess == nil {
 				continue
 			}
 			tg := p.target(e)
-			var res sendResult
+			var res Result
 			if tg.sess != sess {
 				res = p.reconcileLocked(ctx, e, sess, tg, key)
 			} else {
 				res = p.sendKeyLocked(ctx, e, sess, tg, key)
 			}
 			switch {
-			case res.err == nil:
+			case res.Err == nil:
 				held = true
 			case ctx.Err() != nil:
-				return contextError(ctx, nil)
-			case !res.resend && refusal == nil:
-				refusal = res.err
+				return apierror.FromContext(ctx, nil)
+			case !res.Resend && refusal == nil:
+				refusal = res.Err
 			}
 		}
 		if refusal != nil {
@@ -208,7 +205,7 @@ func (p *TopicPublisher[T]) push(ctx context.Context, key string) error {
 	}
 }
 
-func (p *TopicPublisher[T]) target(e *endpoint) *publishTarget {
+func (p *Publisher[T]) target(e Target) *publishTarget {
 	tg := p.targets[e]
 	if tg == nil {
 		tg = &publishTarget{acked: map[string]uint64{}}
@@ -217,19 +214,11 @@ func (p *TopicPublisher[T]) target(e *endpoint) *publishTarget {
 	return tg
 }
 
-// sendResult is the outcome of one write: resend means the endpoint's
-// session went away unprocessed or the write may not have arrived, so it
-// is written again once the endpoint is routable.
-type sendResult struct {
-	err    error
-	resend bool
-}
-
 // reconcileLocked writes every key of the publisher's state to an endpoint
 // through a new session: the objects it may lack and the deletes of keys it
 // may still hold. The server ignores what it already has. It returns the
 // result for key ("" for none).
-func (p *TopicPublisher[T]) reconcileLocked(ctx context.Context, e *endpoint, sess *clientSession, tg *publishTarget, key string) sendResult {
+func (p *Publisher[T]) reconcileLocked(ctx context.Context, e Target, sess any, tg *publishTarget, key string) Result {
 	tg.sess = nil
 	p.mu.Lock()
 	type op struct {
@@ -255,16 +244,16 @@ func (p *TopicPublisher[T]) reconcileLocked(ctx context.Context, e *endpoint, se
 	}
 	p.mu.Unlock()
 	sort.Slice(ops, func(i, j int) bool { return ops[i].seq < ops[j].seq })
-	result := sendResult{}
+	result := Result{}
 	for _, o := range ops {
 		res := p.sendKeyLocked(ctx, e, sess, tg, o.key)
-		if res.resend || ctx.Err() != nil {
+		if res.Resend || ctx.Err() != nil {
 			return res
 		}
 		if o.key == key {
 			result = res
-		} else if res.err != nil {
-			p.c.cfg.Logger.Warn("lockstep: topic key refused", "topic", p.topic, "key", o.key, "url", e.url, "err", res.err)
+		} else if res.Err != nil {
+			p.env.Logger.Warn("lockstep: topic key refused", "topic", p.topic, "key", o.key, "url", e.URL(), "err", res.Err)
 		}
 	}
 	tg.sess = sess
@@ -273,7 +262,7 @@ func (p *TopicPublisher[T]) reconcileLocked(ctx context.Context, e *endpoint, se
 
 // sendKeyLocked writes the publisher's current state of key to one
 // endpoint: its object, or its delete.
-func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess *clientSession, tg *publishTarget, key string) sendResult {
+func (p *Publisher[T]) sendKeyLocked(ctx context.Context, e Target, sess any, tg *publishTarget, key string) Result {
 	p.mu.Lock()
 	obj, set := p.desired[key]
 	seq, header := obj.seq, obj.header
@@ -298,8 +287,8 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 		body = append(body, frames.Quote(key)...)
 	}
 	body = append(body, '}')
-	res := p.c.postTopic(ctx, e, sess, p.topic, body, header)
-	if res.err == nil {
+	res := p.env.Writes.Post(ctx, e, Write{Session: sess, Topic: p.topic, Body: body, Header: header})
+	if res.Err == nil {
 		if set {
 			tg.acked[key] = seq
 		} else {
@@ -308,7 +297,7 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 		}
 		return res
 	}
-	if !res.resend && ctx.Err() == nil {
+	if !res.Resend && ctx.Err() == nil {
 		// Refused: the writer may not hold this key; stop publishing it.
 		p.mu.Lock()
 		if cur, ok := p.desired[key]; ok && cur.seq == seq {
@@ -325,7 +314,7 @@ func (p *TopicPublisher[T]) sendKeyLocked(ctx context.Context, e *endpoint, sess
 
 // forgetDeleted drops the delete of key once no endpoint is known to hold
 // the key.
-func (p *TopicPublisher[T]) forgetDeleted(key string, seq uint64) {
+func (p *Publisher[T]) forgetDeleted(key string, seq uint64) {
 	for _, tg := range p.targets {
 		if _, held := tg.acked[key]; held {
 			return
@@ -341,11 +330,11 @@ func (p *TopicPublisher[T]) forgetDeleted(key string, seq uint64) {
 
 // run republishes to every routable endpoint whose session changed, each
 // time the client's routing changes, until the publisher is closed.
-func (p *TopicPublisher[T]) run() {
+func (p *Publisher[T]) run() {
 	defer close(p.done)
 	failures := 0
 	for {
-		changed := p.c.changedCh()
+		changed := p.env.Changed()
 		if p.reconcileAll() {
 			failures = 0
 			select {
@@ -355,7 +344,7 @@ func (p *TopicPublisher[T]) run() {
 			}
 			continue
 		}
-		t := p.c.cfg.Clock.NewTimer(p.c.cfg.Backoff.Delay(failures))
+		t := p.env.Clock.NewTimer(p.env.Backoff(failures))
 		failures++
 		select {
 		case <-changed:
@@ -370,11 +359,11 @@ func (p *TopicPublisher[T]) run() {
 
 // reconcileAll brings every routable endpoint up to date and forgets the
 // endpoints the client dropped; it reports whether all went well.
-func (p *TopicPublisher[T]) reconcileAll() bool {
+func (p *Publisher[T]) reconcileAll() bool {
 	p.pushMu.Lock()
 	defer p.pushMu.Unlock()
 	for e := range p.targets {
-		if e.ctx.Err() != nil {
+		if e.Gone() {
 			delete(p.targets, e)
 		}
 	}
@@ -382,9 +371,9 @@ func (p *TopicPublisher[T]) reconcileAll() bool {
 	empty := len(p.desired) == 0 && len(p.deleted) == 0
 	p.mu.Unlock()
 	ok := true
-	for _, e := range p.c.topicEndpoints() {
-		sess := e.routableSession()
-		if sess == nil || !p.c.topicSession(sess) {
+	for _, e := range p.env.Writes.Targets() {
+		sess := e.Session()
+		if sess == nil {
 			continue
 		}
 		tg := p.targets[e]
@@ -392,49 +381,10 @@ func (p *TopicPublisher[T]) reconcileAll() bool {
 			continue // nothing to tell an endpoint this publisher never wrote to
 		}
 		if tg == nil || tg.sess != sess {
-			if res := p.reconcileLocked(p.ctx, e, sess, p.target(e), ""); res.resend {
+			if res := p.reconcileLocked(p.ctx, e, sess, p.target(e), ""); res.Resend {
 				ok = false
 			}
 		}
 	}
 	return ok || p.ctx.Err() != nil
-}
-
-// postTopic sends one topic write to an endpoint through the client's one
-// request path. A topic write is idempotent (the (epoch, sequence) it
-// carries makes a resend harmless), so whatever the resend rules would
-// resend is marked resend, and written again once an endpoint is routable.
-func (c *Client) postTopic(ctx context.Context, e *endpoint, sess *clientSession, topic string, body []byte, header http.Header) sendResult {
-	a := e.send(ctx, sess, request{method: http.MethodPost,
-		url: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), topic), body: body, header: header})
-	d, err := e.settle(ctx, sess, a, idempotentCall, "topic "+topic+" write")
-	switch d.action {
-	case actDone:
-		return sendResult{}
-	case actFail:
-		return sendResult{err: err}
-	}
-	return sendResult{err: err, resend: true}
-}
-
-// topicSession reports whether a session agreed the client's own contract
-// version with a handshaking peer: topics are written only at that
-// version, since a client converts the objects it watches up
-// ([Fork].Topics), never those it writes down. Watches go through
-// [Client.watchEndpoints].
-func (c *Client) topicSession(sess *clientSession) bool {
-	return sess.version != nil && !sess.version.pinned && sess.version.contract == c.contract
-}
-
-// topicEndpoints returns the routable endpoints whose session can carry
-// the client's topic writes.
-func (c *Client) topicEndpoints() []*endpoint {
-	ready := *c.ready.Load()
-	out := make([]*endpoint, 0, len(ready))
-	for _, e := range ready {
-		if sess := e.routableSession(); sess != nil && c.topicSession(sess) {
-			out = append(out, e)
-		}
-	}
-	return out
 }

@@ -1,13 +1,20 @@
-package framework
+package watch
+
+// Shared informers: one informer of a topic and selection shared by the
+// handlers, indexes and listers of one process, and the factory that
+// makes them.
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 )
 
 // IndexFunc files an object under zero or more values of one index, as
@@ -19,7 +26,7 @@ type IndexFunc[T any] func(key string, obj *T) []string
 type Indexers[T any] map[string]IndexFunc[T]
 
 // SharedInformer is one watch stream of a topic shared by several handlers
-// and listers of one process, made by an [InformerFactory]: the topic is
+// and listers of one process, made by an [Factory]: the topic is
 // sent and decoded once however many parts of the process read it. It
 // keeps the objects with their indexes ([SharedInformer.AddIndexers]),
 // read through a [Lister], and it re-delivers every object to handlers
@@ -28,10 +35,9 @@ type Indexers[T any] map[string]IndexFunc[T]
 // Handlers run one at a time, in the order changes arrive; a handler must
 // not register handlers or indexers of the same informer.
 type SharedInformer[T any] struct {
-	f     *InformerFactory
-	topic string
-	// opts are its watch's options: its selection ([Select]).
-	opts []WatchOption
+	f *Factory
+	// req is its watch's topic and selection.
+	req Request
 
 	// dispatch serialises handler calls: changes from the stream, resyncs
 	// and the replay a late handler is given. Lock order: dispatch, then
@@ -63,12 +69,12 @@ func (*handlerRegistration[T]) handlerRegistration() {}
 // Lister reads a shared informer's objects, by key or by index.
 type Lister[T any] struct{ s *SharedInformer[T] }
 
-// InformerFactory makes shared informers for the topics of one client's
+// Factory makes shared informers for the topics of one client's
 // contract, one stream per topic however many times a topic is asked for,
 // in the manner of client-go's SharedInformerFactory. Informers asked for
-// before [InformerFactory.Start] start with it; later ones start at once.
-type InformerFactory struct {
-	c      *Client
+// before [Factory.Start] start with it; later ones start at once.
+type Factory struct {
+	env    *Env
 	resync time.Duration
 
 	mu sync.Mutex
@@ -81,62 +87,50 @@ type InformerFactory struct {
 
 // sharedInformer is what a factory needs of a SharedInformer of any type.
 type sharedInformer interface {
-	start(ctx context.Context) error
+	start(ctx context.Context)
 	stop()
 	objectType() reflect.Type
 }
 
-// NewInformerFactory returns a factory of shared informers of c's topics.
-// defaultResync is the resync period of handlers added with
+// NewFactory returns a factory of shared informers of the topics of env's
+// client. defaultResync is the resync period of handlers added with
 // [SharedInformer.AddEventHandler]; zero means none.
-func NewInformerFactory(c *Client, defaultResync time.Duration) *InformerFactory {
-	return &InformerFactory{c: c, resync: defaultResync, informers: map[string]sharedInformer{}}
+func NewFactory(env *Env, defaultResync time.Duration) *Factory {
+	return &Factory{env: env, resync: defaultResync, informers: map[string]sharedInformer{}}
 }
 
-// ForTopic returns the factory's shared informer of topic and the
-// selection opts name ([Select]), making it the first time: one stream per
-// (topic, selection). Errors: not_found for a topic the contract does not
-// declare; invalid_argument for a selection the topic does not allow, or
-// when the topic and selection were asked for before with another object
-// type.
-func ForTopic[T any](f *InformerFactory, topic string, opts ...WatchOption) (*SharedInformer[T], error) {
-	decl, ok := f.c.contract.Topic(topic)
-	if !ok {
-		return nil, Errorf(CodeNotFound, "contract %s %s declares no topic %s", f.c.contract.Name(), f.c.contract.Version(), topic)
-	}
-	sel, err := newWatchConfig(opts).checkedSelection(topic, decl.Selectors)
-	if err != nil {
-		return nil, err
-	}
-	id := topic
-	if q := sel.key(decl.Selectors); q != "" {
-		id += "?" + q
+// ForTopic returns the factory's shared informer of r's topic and
+// selection, making it the first time: one stream per (topic, selection).
+// Package framework's ForTopic checked the topic and the selection.
+// Errors: invalid_argument when the topic and selection were asked for
+// before with another object type.
+func ForTopic[T any](f *Factory, r Request) (*SharedInformer[T], error) {
+	id := r.Topic
+	if r.Query != "" {
+		id += "?" + r.Query
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if si, ok := f.informers[id]; ok {
 		s, ok := si.(*SharedInformer[T])
 		if !ok {
-			return nil, Errorf(CodeInvalidArgument, "topic %s is already informed as %v, not %v", id, si.objectType(), reflect.TypeFor[T]())
+			return nil, apierror.Errorf(apierror.CodeInvalidArgument, "topic %s is already informed as %v, not %v", id, si.objectType(), reflect.TypeFor[T]())
 		}
 		return s, nil
 	}
-	s := &SharedInformer[T]{f: f, topic: topic, opts: slices.Clone(opts), items: map[string]*T{},
+	s := &SharedInformer[T]{f: f, req: r, items: map[string]*T{},
 		indexers: Indexers[T]{}, indices: map[string]map[string]map[string]struct{}{},
 		started: make(chan struct{})}
 	f.informers[id] = s
 	if f.ctx != nil && !f.shutdown {
-		if err := s.start(f.ctx); err != nil {
-			delete(f.informers, id)
-			return nil, err
-		}
+		s.start(f.ctx)
 	}
 	return s, nil
 }
 
 // Start starts every informer made so far, and makes later ones start when
-// made; they run until ctx ends or [InformerFactory.Shutdown].
-func (f *InformerFactory) Start(ctx context.Context) {
+// made; they run until ctx ends or [Factory.Shutdown].
+func (f *Factory) Start(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ctx != nil || f.shutdown {
@@ -144,13 +138,13 @@ func (f *InformerFactory) Start(ctx context.Context) {
 	}
 	f.ctx = ctx
 	for _, s := range f.informers {
-		_ = s.start(ctx) // the topic was checked when the informer was made
+		s.start(ctx)
 	}
 }
 
 // Shutdown stops every informer of the factory and waits until their
 // goroutines are gone.
-func (f *InformerFactory) Shutdown() {
+func (f *Factory) Shutdown() {
 	f.mu.Lock()
 	f.shutdown = true
 	informers := make([]sharedInformer, 0, len(f.informers))
@@ -166,7 +160,7 @@ func (f *InformerFactory) Shutdown() {
 
 // WaitForCacheSync waits until every informer the factory made so far has
 // synced; see [WaitForCacheSync].
-func (f *InformerFactory) WaitForCacheSync(ctx context.Context) error {
+func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	f.mu.Lock()
 	syncers := make([]CacheSyncer, 0, len(f.informers))
 	for _, s := range f.informers {
@@ -198,11 +192,8 @@ func (s *SharedInformer[T]) objectType() reflect.Type { return reflect.TypeFor[T
 
 // start opens the informer's stream and the resync loops of the handlers
 // registered so far.
-func (s *SharedInformer[T]) start(ctx context.Context) error {
-	inf, err := Watch(ctx, s.f.c, s.topic, InformerHandlers[T]{OnAdd: s.onAdd, OnUpdate: s.onUpdate, OnDelete: s.onDelete}, s.opts...)
-	if err != nil {
-		return err
-	}
+func (s *SharedInformer[T]) start(ctx context.Context) {
+	inf := Start(ctx, s.f.env, s.req, InformerHandlers[T]{OnAdd: s.onAdd, OnUpdate: s.onUpdate, OnDelete: s.onDelete})
 	s.mu.Lock()
 	s.inf = inf
 	s.mu.Unlock()
@@ -212,7 +203,6 @@ func (s *SharedInformer[T]) start(ctx context.Context) error {
 	for _, r := range s.handlers {
 		s.startResyncLocked(r)
 	}
-	return nil
 }
 
 func (s *SharedInformer[T]) stop() {
@@ -246,7 +236,7 @@ func (s *SharedInformer[T]) WaitForSync(ctx context.Context) error {
 	case <-s.started:
 		return s.informer().WaitForSync(ctx)
 	case <-ctx.Done():
-		return NewError(CodeOf(ctx.Err()), ctx.Err())
+		return apierror.NewError(apierror.CodeOf(ctx.Err()), ctx.Err())
 	}
 }
 
@@ -313,7 +303,7 @@ func (s *SharedInformer[T]) startResyncLocked(r *handlerRegistration[T]) {
 	if r.resync <= 0 || r.h.OnUpdate == nil {
 		return
 	}
-	clock := s.f.c.cfg.Clock
+	clock := s.f.env.Clock
 	s.f.wg.Add(1)
 	go func() {
 		defer s.f.wg.Done()
@@ -358,7 +348,7 @@ func (s *SharedInformer[T]) AddIndexers(ix Indexers[T]) error {
 	defer s.mu.Unlock()
 	for name := range ix {
 		if _, dup := s.indexers[name]; dup {
-			return Errorf(CodeInvalidArgument, "informer of %s already has an index %q", s.topic, name)
+			return apierror.Errorf(apierror.CodeInvalidArgument, "informer of %s already has an index %q", s.req.Topic, name)
 		}
 	}
 	for name, fn := range ix {
@@ -486,7 +476,7 @@ func (l *Lister[T]) ByIndex(name, value string) ([]*T, error) {
 	defer l.s.mu.RUnlock()
 	idx, ok := l.s.indices[name]
 	if !ok {
-		return nil, Errorf(CodeNotFound, "informer of %s has no index %q", l.s.topic, name)
+		return nil, apierror.Errorf(apierror.CodeNotFound, "informer of %s has no index %q", l.s.req.Topic, name)
 	}
 	keys := make([]string, 0, len(idx[value]))
 	for k := range idx[value] {
@@ -507,12 +497,15 @@ func (l *Lister[T]) IndexValues(name string) ([]string, error) {
 	defer l.s.mu.RUnlock()
 	idx, ok := l.s.indices[name]
 	if !ok {
-		return nil, Errorf(CodeNotFound, "informer of %s has no index %q", l.s.topic, name)
+		return nil, apierror.Errorf(apierror.CodeNotFound, "informer of %s has no index %q", l.s.req.Topic, name)
 	}
 	return sortedKeys(idx), nil
 }
 
 // String names the informer, for logs.
 func (s *SharedInformer[T]) String() string {
-	return fmt.Sprintf("shared informer of %s %s topic %s", s.f.c.contract.Name(), s.f.c.contract.Version(), s.topic)
+	return fmt.Sprintf("shared informer of %s %s topic %s", s.f.env.Contract, s.f.env.Version, s.req.Topic)
 }
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

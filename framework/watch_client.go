@@ -1,0 +1,297 @@
+package framework
+
+// What the watch machinery (internal/watch) takes from a client: its
+// life, logger, clock and backoff, and its routing, which picks the
+// session a feed's stream (at a fork version too, whose objects the feed
+// converts up) or a publisher's write goes through.
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/watch"
+	"github.com/lockstep-dev/lockstep/framework/protocol"
+)
+
+// watchEnv is c as the watch machinery sees it.
+func (c *Client) watchEnv() *watch.Env {
+	return &watch.Env{
+		Ctx:            c.ctx,
+		Logger:         c.cfg.Logger,
+		Clock:          c.cfg.Clock,
+		Backoff:        c.cfg.Backoff.Delay,
+		MaxFrameBytes:  c.cfg.MaxResponseBytes,
+		Contract:       c.contract.Name(),
+		Version:        c.contract.Version(),
+		MaxQueued:      2 * DefaultTopicMaxKeys,
+		Extract:        c.extractHeader,
+		EncodeHeader:   func(h map[string]string) []byte { return encodeChangeHeader(headerOf(h)) },
+		Inject:         c.injectHeader,
+		WriterWatchers: &c.writerWatchers,
+		Changed:        c.changedCh,
+		Feeds:          &c.feeds,
+		Router:         watchRouter{c},
+		Writes:         topicWrites{c},
+	}
+}
+
+// extractHeader is ctx carrying a change's header (ClientConfig.Propagator).
+func (c *Client) extractHeader(ctx context.Context, header map[string]string) context.Context {
+	if c.cfg.Propagator == nil {
+		return ctx
+	}
+	return c.cfg.Propagator.Extract(ctx, headerOf(header))
+}
+
+// injectHeader is a topic write's header (ClientConfig.Propagator), or nil.
+func (c *Client) injectHeader(ctx context.Context) http.Header {
+	if c.cfg.Propagator == nil {
+		return nil
+	}
+	h := http.Header{}
+	c.cfg.Propagator.Inject(ctx, h)
+	return h
+}
+
+// watchRouter routes the streams of a client's feeds.
+type watchRouter struct{ c *Client }
+
+// Route waits for an endpoint whose session can carry w, as long as ctx
+// lives, taking the endpoints in turn: one at the client's own version,
+// or at a fork version that converts the topic up (see
+// [Client.watchEndpoints]). For a server-written topic it picks among the
+// replicas whose writer is attached, then among those it knows nothing of
+// yet, and waits while every replica it can reach says its topic has no
+// writer.
+func (r watchRouter) Route(ctx context.Context, w watch.Want, pick func(n int) int) (watch.Conn, bool) {
+	c := r.c
+	rw := &routeWait{c: c, what: "watch " + w.Topic, watch: &w}
+	defer rw.done()
+	var e *endpoint
+	var sess *clientSession
+	err := rw.until(ctx, func() bool {
+		eps := c.watchEndpoints(w.Topic, w.Fields)
+		if w.WriterAware {
+			live, unknown, _ := c.writerEndpoints(w.Topic, eps)
+			eps = live
+			if len(eps) == 0 {
+				eps = unknown
+			}
+		}
+		if len(eps) == 0 {
+			return false
+		}
+		e = eps[pick(len(eps))]
+		sess = e.routableSession()
+		return sess != nil && c.watchSession(sess, w.Topic, w.Fields)
+	})
+	if err != nil {
+		return nil, false
+	}
+	return &watchConn{c: c, e: e, sess: sess, want: w}, true
+}
+
+// watchSession reports whether a session can carry a watch of topic that
+// selects by fields: it agreed the client's own version, or a fork
+// version that converts the topic (see [peerVersion.watchable]).
+func (c *Client) watchSession(sess *clientSession, topic string, fields []string) bool {
+	if sess.version == nil {
+		return false
+	}
+	_, ok := sess.version.watchable(c.contract, topic, fields)
+	return ok
+}
+
+// watchEndpoints returns the routable endpoints whose session can carry a
+// watch of topic that selects by fields.
+func (c *Client) watchEndpoints(topic string, fields []string) []*endpoint {
+	ready := *c.ready.Load()
+	out := make([]*endpoint, 0, len(ready))
+	for _, e := range ready {
+		if sess := e.routableSession(); sess != nil && c.watchSession(sess, topic, fields) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// watchWhy says, for the blocked log, why no endpoint carries a watch of
+// w's topic now: each endpoint's state, and for one whose session agreed
+// a version the watch cannot travel at, that version and why not.
+func (c *Client) watchWhy(w watch.Want) string {
+	c.mu.Lock()
+	eps := make([]*endpoint, 0, len(c.endpoints))
+	for _, base := range sortedKeys(c.endpoints) {
+		eps = append(eps, c.endpoints[base])
+	}
+	c.mu.Unlock()
+	if len(eps) == 0 {
+		return "no endpoint known"
+	}
+	parts := make([]string, len(eps))
+	for i, e := range eps {
+		sess := e.routableSession()
+		if sess == nil || sess.version == nil {
+			parts[i] = e.why()
+			continue
+		}
+		ver := sess.version.contract.Version()
+		if why, ok := sess.version.watchable(c.contract, w.Topic, w.Fields); !ok {
+			parts[i] = e.url + " agreed " + ver + ": " + why
+			continue
+		}
+		if live, known := sess.writers.get(w.Topic); known && !live {
+			parts[i] = e.url + " agreed " + ver + ": topic " + w.Topic + " has no writer attached"
+			continue
+		}
+		parts[i] = e.url + " agreed " + ver
+	}
+	return strings.Join(parts, "; ")
+}
+
+// watchConn is the session of one endpoint a feed's stream goes through.
+type watchConn struct {
+	c    *Client
+	e    *endpoint
+	sess *clientSession
+	want watch.Want
+}
+
+func (k *watchConn) URL() string        { return k.e.url }
+func (k *watchConn) TTL() time.Duration { return k.sess.ttl }
+func (k *watchConn) Version() string    { return k.sess.version.contract.Version() }
+
+// Open sends the watch request at the version the session agreed, in its
+// form, through the client's one request path.
+func (k *watchConn) Open(ctx context.Context, query string) (watch.Opened, error) {
+	url := k.e.url + protocol.WatchPath(k.c.contract.Name(), k.sess.version.contract.Version(), k.want.Topic)
+	if query != "" {
+		url += "?" + query
+	}
+	a := k.e.send(ctx, k.sess, request{method: http.MethodGet, url: url, stream: true})
+	if a.stream == nil {
+		d, err := k.e.settle(ctx, k.sess, a, idempotentCall, "watch of "+k.want.Topic)
+		return watch.Opened{Refused: d.action == actFail && d.lose == "" && a.transport == transportOK}, err
+	}
+	return watch.Opened{Body: a.stream, Resumed: a.resumed}, nil
+}
+
+// Up is the fork's conversion of the topic's objects, nil at the
+// client's own version.
+func (k *watchConn) Up() func(object []byte) ([]byte, error) {
+	if k.sess.version == nil {
+		return nil
+	}
+	if conv := k.sess.version.topicConversion(k.want.Topic); conv != nil {
+		return conv.up
+	}
+	return nil
+}
+
+// Left reports whether the session left routing, or the topic's writer
+// at it is gone while another replica's is attached.
+func (k *watchConn) Left() bool {
+	if k.e.routableSession() != k.sess {
+		return true
+	}
+	if !k.want.WriterAware {
+		return false
+	}
+	if live, known := k.sess.writers.get(k.want.Topic); !known || live {
+		return false
+	}
+	live, _, _ := k.c.writerEndpoints(k.want.Topic, k.c.watchEndpoints(k.want.Topic, k.want.Fields))
+	return len(live) > 0
+}
+
+// Closed takes the session out of routing: the server drains, or it lost
+// the session.
+func (k *watchConn) Closed(reason string) {
+	switch reason {
+	case protocol.CloseDraining:
+		k.e.lose(k.sess, stateDraining, Errorf(CodeUnavailable, "%s is draining", k.sess.peer.Component))
+	case protocol.CloseSessionLost:
+		k.e.lose(k.sess, stateConnecting, Errorf(CodeHandshakeRequired, "the server lost the session"))
+	}
+}
+
+func (k *watchConn) LearnWriter(live bool) { k.c.learnTopicWriter(k.sess, k.want.Topic, live) }
+
+// topicWrites carries the writes of a client's topic publishers.
+type topicWrites struct{ c *Client }
+
+// Targets returns the routable endpoints whose session can carry the
+// client's topic writes.
+func (w topicWrites) Targets() []watch.Target {
+	ready := *w.c.ready.Load()
+	out := make([]watch.Target, 0, len(ready))
+	for _, e := range ready {
+		if sess := e.routableSession(); sess != nil && w.c.topicSession(sess) {
+			out = append(out, topicTarget{w.c, e})
+		}
+	}
+	return out
+}
+
+// Wait is the client's one wait for a routable endpoint. A publisher's
+// round writes to every endpoint: one resend goes at once, then backoff.
+func (w topicWrites) Wait(what string, closed <-chan struct{}, closedErr error) watch.RouteWait {
+	rw := w.c.newCallWait(false)
+	rw.what, rw.closed, rw.closedErr = what, closed, closedErr
+	rw.freeResends = 1
+	return routeWaitOf{rw}
+}
+
+// Post sends one topic write to an endpoint through the client's one
+// request path. A topic write is idempotent (the (epoch, sequence) it
+// carries makes a resend harmless), so whatever the resend rules would
+// resend is marked resend, and written again once an endpoint is routable.
+func (w topicWrites) Post(ctx context.Context, t watch.Target, wr watch.Write) watch.Result {
+	e, sess, c := t.(topicTarget).e, wr.Session.(*clientSession), w.c
+	a := e.send(ctx, sess, request{method: http.MethodPost,
+		url: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), wr.Topic), body: wr.Body, header: wr.Header})
+	d, err := e.settle(ctx, sess, a, idempotentCall, "topic "+wr.Topic+" write")
+	switch d.action {
+	case actDone:
+		return watch.Result{}
+	case actFail:
+		return watch.Result{Err: err}
+	}
+	return watch.Result{Err: err, Resend: true}
+}
+
+// topicSession reports whether a session agreed the client's own contract
+// version with a handshaking peer: a client converts the objects it
+// watches up ([Fork].Topics), never those it writes down.
+func (c *Client) topicSession(sess *clientSession) bool {
+	return sess.version != nil && !sess.version.pinned && sess.version.contract == c.contract
+}
+
+// topicTarget is an endpoint a publisher writes to.
+type topicTarget struct {
+	c *Client
+	e *endpoint
+}
+
+func (t topicTarget) URL() string { return t.e.url }
+func (t topicTarget) Gone() bool  { return t.e.ctx.Err() != nil }
+
+// Session is the endpoint's routable session when it can carry the
+// client's topic writes, else nil.
+func (t topicTarget) Session() any {
+	if sess := t.e.routableSession(); sess != nil && t.c.topicSession(sess) {
+		return sess
+	}
+	return nil
+}
+
+// routeWaitOf is a routeWait as a publisher waits on it.
+type routeWaitOf struct{ w *routeWait }
+
+func (r routeWaitOf) Until(ctx context.Context, ready func() bool) error {
+	return r.w.until(ctx, ready)
+}
+func (r routeWaitOf) Pace(ctx context.Context, n int) error { return r.w.pace(ctx, n) }
+func (r routeWaitOf) Done()                                 { r.w.done() }
