@@ -518,7 +518,7 @@ func (s *Server) admitSession(r *http.Request, e entry) (*admitted, error) {
 func (s *Server) refuseDraining(r *http.Request, token, contract string) error {
 	_, sess, err := s.bindSession(r, token, contract)
 	key := r.Header.Get(protocol.HeaderIdempotencyKey)
-	if err == nil && s.replays.recorded(replayKeyOf(sess, key)) {
+	if err == nil && s.replays.Recorded(replayKeyOf(sess, key)) {
 		return nil
 	}
 	s.lastArrival.Store(s.now())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -464,3 +465,70 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 	}
 	return wire.AppendMultiResponse(make([]byte, 0, size), out)
 }
+
+// replayKeyOf names the record of a call with key in sess.
+func replayKeyOf(sess *session, key string) replay.Key {
+	return replay.Key{Contract: sess.contract, Peer: sess.usage.Key, Instance: sess.peer.Instance, Key: key}
+}
+
+// dispatch serves one call of sess through serve, once per idempotency
+// key: a call that carries Lockstep-Idempotency-Key is recorded under its
+// peer and instance (replayKeyOf), and a
+// replay of it is answered from the record (replayed is true) without
+// running serve again; a replay that arrives while the first still runs
+// waits for its answer. The first call's handler runs on a context that
+// keeps its deadline but not the request's cancellation, so a connection
+// cut after the call arrived does not stop it halfway: its answer is
+// recorded for the resend. Calls without a key are served as they are.
+func (s *Server) dispatch(ctx context.Context, sess *session, call *Call, body []byte, serve func(context.Context, *Call, []byte) ([]byte, error)) (out []byte, replayed bool, err error) {
+	key := call.Header.Get(protocol.HeaderIdempotencyKey)
+	if key == "" {
+		out, err = serve(ctx, call, body)
+		return out, false, err
+	}
+	k := replayKeyOf(sess, key)
+	digest := replay.RequestDigest(call.Method, body)
+	rec, first, err := s.replays.Begin(k, digest, s.cfg.Clock.Now())
+	if err != nil {
+		return nil, false, err
+	}
+	if first {
+		hctx, cancel := detached(ctx)
+		defer cancel()
+		err = Errorf(CodeInternal, "the handler of %s did not return", call.Method)
+		defer func() { s.replays.Finish(k, rec, replay.Answer{Out: out, Err: err}) }()
+		out, err = serve(hctx, call, body)
+		return out, false, err
+	}
+	select {
+	case <-rec.Done():
+	case <-ctx.Done():
+		return nil, false, NewError(CodeDeadlineExceeded, ctx.Err())
+	}
+	a := rec.Answer()
+	return a.Out, true, a.Err
+}
+
+// unrecordedRefusal is a draining server's refusal of a keyed call whose
+// key it holds no record of; it is answered with Lockstep-Unrecorded (see
+// [Server.refuse]).
+type unrecordedRefusal struct{ err *Error }
+
+func (u unrecordedRefusal) Error() string { return u.err.Error() }
+
+// Unwrap gives the refusal's coded error.
+func (u unrecordedRefusal) Unwrap() error { return u.err }
+
+// detached returns a context with ctx's values and deadline, but not its
+// cancellation.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return d, func() {}
+}
+
+// replayLimits are the bounds of the idempotency records
+// (replay.Limits), as the limits' counters name them.
+var replayLimits = []limit{limit(replay.LimitKeysPerPeer), limit(replay.LimitBytesPerPeer), limit(replay.LimitBytes)}

@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
+	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -54,7 +55,7 @@ type Server struct {
 	sessions *sessionTable
 	limits   *peerLimits
 	// replays records keyed calls' answers (see dispatch).
-	replays  *replayStore
+	replays  *replay.Store
 	inFlight atomic.Int64
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
@@ -167,12 +168,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		start:     cfg.Clock.Now(),
 		contracts: map[string]*servedContract{},
 		checks:    map[string]func() error{},
-		replays:   newReplayStore(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer, cfg.IdempotencyMaxBytes),
+		replays:   replay.New(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer, cfg.IdempotencyMaxBytes),
 		drainCh:   make(chan struct{}),
 		drainWake: make(chan struct{}, 1),
 		stopCh:    make(chan struct{}),
 	}
-	s.replays.metrics = cfg.Metrics
+	s.replays.Evicted = func(l string) { cfg.Metrics.idempotencyEvicted(limit(l)) }
 	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
 	s.sessions = newSessionTable(s.limits)
 	s.router = s.routes()
@@ -766,7 +767,7 @@ func (s *Server) expiryLoop(done chan struct{}) {
 		case <-s.stopCh:
 			return
 		case <-t.Chan():
-			s.replays.sweep(s.cfg.Clock.Now())
+			s.replays.Sweep(s.cfg.Clock.Now())
 			for _, sess := range s.sessions.expired(s.now(), s.cfg.SessionTTL) {
 				if sess.inFlight.Load() > 0 {
 					continue // a long call keeps its session alive

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-version"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 )
 
 // ServerConfig configures a [Server]. Zero values take the defaults named on
@@ -193,13 +195,13 @@ func (c *ServerConfig) fillDefaults() error {
 		c.MaxBodyBytes = 4 << 20
 	}
 	if c.IdempotencyWindow <= 0 {
-		c.IdempotencyWindow = defaultIdempotencyWindow
+		c.IdempotencyWindow = replay.DefaultWindow
 	}
 	if c.IdempotencyKeysPerPeer <= 0 {
-		c.IdempotencyKeysPerPeer = defaultIdempotencyKeysPerPeer
+		c.IdempotencyKeysPerPeer = replay.DefaultKeysPerPeer
 	}
 	if c.IdempotencyMaxBytes <= 0 {
-		c.IdempotencyMaxBytes = defaultIdempotencyMaxBytes
+		c.IdempotencyMaxBytes = replay.DefaultMaxBytes
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 100000
