@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
+	"github.com/lockstep-dev/lockstep/framework/internal/autobatch"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -71,192 +69,47 @@ func (a AutoBatch) withDefaults() AutoBatch {
 	return a
 }
 
-// pendingCall is a call waiting in a batcher.
-type pendingCall struct {
-	ctx    context.Context
-	method string
-	body   []byte
-	header http.Header
-	done   chan attempt
-}
-
-// flight is a request under way that holds one of a batcher's slots.
-type flight struct {
-	start time.Time
-	held  bool // still holds its slot: it has not stalled
-}
-
-// batcher merges the calls of one session at one endpoint.
+// batcher merges the calls of one session at one endpoint
+// (autobatch.Batcher), sending them as this endpoint's calls and
+// multi-calls.
 type batcher struct {
-	e    *endpoint
 	sess *clientSession
-	cfg  AutoBatch
-
-	mu      sync.Mutex
-	queue   []*pendingCall
-	flights []*flight // the requests that hold a slot, oldest first
-	timer   clockwork.Timer
-	// stallTimer fires when the oldest flight stalls while calls wait.
-	stallTimer clockwork.Timer
+	*autobatch.Batcher[attempt]
 }
+
+// batchCall is a call waiting in a batcher.
+type batchCall = autobatch.Call[attempt]
 
 // batcherFor returns the batcher of sess, creating it on first use.
 func (e *endpoint) batcherFor(sess *clientSession) *batcher {
 	e.batchMu.Lock()
 	defer e.batchMu.Unlock()
 	if e.batch == nil || e.batch.sess != sess {
-		e.batch = &batcher{e: e, sess: sess, cfg: e.c.autoBatch()}
+		a := e.c.autoBatch()
+		cfg := autobatch.Config{MaxCalls: a.MaxCalls, MaxInFlight: a.MaxInFlight, StallAfter: a.StallAfter, MaxDelay: a.MaxDelay}
+		e.batch = &batcher{sess: sess, Batcher: autobatch.New(cfg, e.c.cfg.Clock, autobatch.Send[attempt]{
+			One: func(ctx context.Context, method string, body []byte, header http.Header) attempt {
+				return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, method), body: body, header: header})
+			},
+			Many:  func(ctx context.Context, calls []*batchCall) { e.sendMulti(ctx, sess, calls) },
+			Ended: func(err error) attempt { return attempt{transport: transportAmbiguous, err: err} },
+		})}
 	}
 	return e.batch
 }
 
-// do sends a call through the batcher and waits for its own outcome. While
-// a request slot is free and nothing waits, the call goes out at once on the
-// caller's own goroutine, exactly as it would without a batcher, so a lone
-// caller pays nothing for batching; only calls that find every slot busy
-// wait, and leave together when a slot frees.
+// do sends a call through the batcher and waits for its own outcome.
 func (b *batcher) do(ctx context.Context, method string, body []byte, header http.Header) attempt {
-	b.mu.Lock()
-	if len(b.flights) < b.cfg.MaxInFlight && len(b.queue) == 0 && b.cfg.MaxDelay <= 0 {
-		f := b.takeSlotLocked()
-		b.mu.Unlock()
-		a := b.e.send(ctx, b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, method), body: body, header: header})
-		b.mu.Lock()
-		b.freeSlotLocked(f)
-		b.kickLocked()
-		b.mu.Unlock()
-		return a
-	}
-	p := &pendingCall{ctx: ctx, method: method, body: body, header: header, done: make(chan attempt, 1)}
-	b.queue = append(b.queue, p)
-	b.kickLocked()
-	b.mu.Unlock()
-	select {
-	case a := <-p.done:
-		return a
-	case <-ctx.Done():
-		return attempt{transport: transportAmbiguous, err: ctx.Err()}
-	}
+	return b.Do(ctx, method, body, header)
 }
 
-// takeSlotLocked starts a request that holds a slot.
-func (b *batcher) takeSlotLocked() *flight {
-	f := &flight{start: b.e.c.cfg.Clock.Now(), held: true}
-	b.flights = append(b.flights, f)
-	return f
-}
-
-// freeSlotLocked ends f's hold on its slot, if it still has one.
-func (b *batcher) freeSlotLocked(f *flight) {
-	if !f.held {
-		return
-	}
-	f.held = false
-	for i, g := range b.flights {
-		if g == f {
-			b.flights = append(b.flights[:i], b.flights[i+1:]...)
-			break
-		}
-	}
-}
-
-// kickLocked sends what waits while a request slot is free, honouring
-// MaxDelay, and otherwise watches the oldest request for a stall.
-func (b *batcher) kickLocked() {
-	for len(b.flights) < b.cfg.MaxInFlight && len(b.queue) > 0 {
-		if b.cfg.MaxDelay > 0 && len(b.queue) < b.cfg.MaxCalls {
-			if b.timer == nil {
-				b.timer = b.e.c.cfg.Clock.AfterFunc(b.cfg.MaxDelay, func() {
-					b.mu.Lock()
-					b.timer = nil
-					if len(b.flights) < b.cfg.MaxInFlight {
-						b.flushLocked()
-					}
-					b.mu.Unlock()
-				})
-			}
-			return
-		}
-		b.flushLocked()
-	}
-	if len(b.queue) > 0 && b.stallTimer == nil {
-		wait := b.cfg.StallAfter - b.e.c.cfg.Clock.Since(b.flights[0].start)
-		b.stallTimer = b.e.c.cfg.Clock.AfterFunc(max(wait, 0), b.unstall)
-	}
-}
-
-// unstall takes the slots of the requests under way longer than
-// StallAfter away from them, so the calls waiting behind a slow handler
-// go out.
-func (b *batcher) unstall() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.stallTimer = nil
-	now := b.e.c.cfg.Clock.Now()
-	for len(b.flights) > 0 && now.Sub(b.flights[0].start) >= b.cfg.StallAfter {
-		b.freeSlotLocked(b.flights[0])
-	}
-	b.kickLocked()
-}
-
-// flushLocked takes up to MaxCalls waiting calls and sends them on their own
-// goroutine.
-func (b *batcher) flushLocked() {
-	if len(b.queue) == 0 {
-		return
-	}
-	n := min(len(b.queue), b.cfg.MaxCalls)
-	calls := make([]*pendingCall, n)
-	copy(calls, b.queue)
-	b.queue = append(b.queue[:0], b.queue[n:]...)
-	f := b.takeSlotLocked()
-	go func() {
-		b.send(calls)
-		b.mu.Lock()
-		b.freeSlotLocked(f)
-		b.kickLocked()
-		b.mu.Unlock()
-	}()
-}
-
-// send delivers calls: one alone as a plain call, several as a multi-call.
-func (b *batcher) send(calls []*pendingCall) {
-	live := calls[:0]
-	for _, p := range calls {
-		if p.ctx.Err() == nil {
-			live = append(live, p)
-		}
-	}
-	if len(live) == 0 {
-		return
-	}
-	if len(live) == 1 {
-		p := live[0]
-		p.done <- b.e.send(p.ctx, b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, p.method), body: p.body, header: p.header})
-		return
-	}
-	// The request lives as long as its longest-lived call.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var latest time.Time
-	unbounded := false
-	for _, p := range live {
-		if dl, ok := p.ctx.Deadline(); ok {
-			if dl.After(latest) {
-				latest = dl
-			}
-		} else {
-			unbounded = true
-		}
-	}
-	if !unbounded {
-		ctx, cancel = context.WithDeadline(ctx, latest)
-		defer cancel()
-	}
-	whole := b.e.send(withMultiCallItems(ctx, live), b.sess, request{method: http.MethodPost, url: b.e.callURL(b.sess, protocol.MultiCallMethod), body: b.encode(live)})
+// sendMulti sends calls as one multi-call request on ctx and hands each
+// its own outcome: the whole request's when it failed, else its result.
+func (e *endpoint) sendMulti(ctx context.Context, sess *clientSession, live []*batchCall) {
+	whole := e.send(withMultiCallItems(ctx, live), sess, request{method: http.MethodPost, url: e.callURL(sess, protocol.MultiCallMethod), body: encodeMulti(live)})
 	if whole.transport != transportOK || whole.status != http.StatusOK {
 		for _, p := range live {
-			p.done <- whole
+			p.Deliver(whole)
 		}
 		return
 	}
@@ -265,7 +118,7 @@ func (b *batcher) send(calls []*pendingCall) {
 		bad := attempt{status: http.StatusInternalServerError,
 			body: mustJSON(toWire(Errorf(CodeInternal, "multi-call answer does not decode")))}
 		for _, p := range live {
-			p.done <- bad
+			p.Deliver(bad)
 		}
 		return
 	}
@@ -282,15 +135,16 @@ func (b *batcher) send(calls []*pendingCall) {
 		default:
 			a.status, a.body = http.StatusOK, r.OK
 		}
-		p.done <- a
+		p.Deliver(a)
 	}
 }
 
-// encode writes the multi-call body around the already encoded requests.
-func (b *batcher) encode(calls []*pendingCall) []byte {
+// encodeMulti writes the multi-call body around the already encoded
+// requests.
+func encodeMulti(calls []*batchCall) []byte {
 	size := len(`{"calls":[]}`)
 	for _, p := range calls {
-		size += len(`{"method":"","timeout":"","request":},`) + len(p.method) + 16 + len(p.body)
+		size += len(`{"method":"","timeout":"","request":},`) + len(p.Method) + 16 + len(p.Body)
 	}
 	buf := append(make([]byte, 0, size), `{"calls":[`...)
 	for i, p := range calls {
@@ -298,17 +152,17 @@ func (b *batcher) encode(calls []*pendingCall) []byte {
 			buf = append(buf, ',')
 		}
 		var timeout string
-		if dl, ok := p.ctx.Deadline(); ok {
+		if dl, ok := p.Ctx.Deadline(); ok {
 			timeout = encodeTimeout(time.Until(dl))
 		}
 		var h map[string]string
-		if len(p.header) > 0 {
-			h = make(map[string]string, len(p.header))
-			for k := range p.header {
-				h[k] = p.header.Get(k)
+		if len(p.Header) > 0 {
+			h = make(map[string]string, len(p.Header))
+			for k := range p.Header {
+				h[k] = p.Header.Get(k)
 			}
 		}
-		buf = wire.AppendMultiCall(buf, p.method, timeout, h, p.body)
+		buf = wire.AppendMultiCall(buf, p.Method, timeout, h, p.Body)
 	}
 	return append(buf, `]}`...)
 }
@@ -319,4 +173,33 @@ func mustJSON(v any) []byte {
 		return []byte(`{"code":"internal","message":"did not encode"}`)
 	}
 	return b
+}
+
+// multiCallItemsKey keys, in the context of a multi-call request the
+// client sends, the calls it carries (see [MultiCallItemHeaders]).
+type multiCallItemsKey struct{}
+
+// withMultiCallItems returns ctx carrying calls, the calls of the
+// multi-call request sent with it, in order.
+func withMultiCallItems(ctx context.Context, calls []*batchCall) context.Context {
+	return context.WithValue(ctx, multiCallItemsKey{}, calls)
+}
+
+// MultiCallItemHeaders returns, for a multi-call request this package's
+// client sent, the value of the header name in each call it carries, in
+// order ("" for a call without it); for any other request, nil. A
+// transport that follows calls into multi-calls (an upgrade test kit
+// tagging each call with an id, say) reads them here, from the request's
+// context, rather than decoding the body again with a copy of the
+// multi-call's wire form, which stays in framework/internal/wire.
+func MultiCallItemHeaders(req *http.Request, name string) []string {
+	calls, _ := req.Context().Value(multiCallItemsKey{}).([]*batchCall)
+	if calls == nil {
+		return nil
+	}
+	values := make([]string, len(calls))
+	for i, p := range calls {
+		values[i] = p.Header.Get(name)
+	}
+	return values
 }

@@ -38,6 +38,7 @@ var layers = map[string]int{
 	"framework/internal/metrics":               1,
 	"framework/internal/status":                1,
 	"framework/internal/replay":                1,
+	"framework/internal/autobatch":             0,
 	"framework/internal/topicmsg":              2,
 	"framework/internal/frames":                2,
 	"framework/internal/watch":                 3,
