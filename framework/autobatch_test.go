@@ -24,11 +24,18 @@ import (
 // so every caller can check it got its own answer, after holding the call
 // for delay so that concurrent calls pile up.
 func echoServer(t *testing.T, delay time.Duration, traces *sync.Map) *frameworktest.Running {
+	return echoServerHeld(t, func() {
+		time.Sleep(delay) // real time: a slow handler is what lets concurrent calls pile up into one request
+	}, traces)
+}
+
+// echoServerHeld is echoServer holding each call with hold.
+func echoServerHeld(t *testing.T, hold func(), traces *sync.Map) *frameworktest.Running {
 	c := benchContract(t, "1.0.0")
 	return frameworktest.StartServer(t, framework.ServerConfig{Component: "nodecontroller", Release: "1.0.0"},
 		func(s *framework.Server) {
 			framework.HandleUnary(s, c, "ReportStatus", func(ctx context.Context, n *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
-				time.Sleep(delay) // real time: a slow handler is what lets concurrent calls pile up into one request
+				hold()
 				num, err := strconv.Atoi(strings.TrimPrefix(n.NodeName, "node-"))
 				if err != nil {
 					return nil, framework.Errorf(framework.CodeInvalidArgument, "bad node name %q", n.NodeName)
@@ -48,25 +55,43 @@ func echoServer(t *testing.T, delay time.Duration, traces *sync.Map) *frameworkt
 }
 
 func TestAutoBatchMergesConcurrentCallsAndAnswersEachCaller(t *testing.T) {
+	const callers = 200
+	// Every call is held in its handler until all callers have made
+	// their calls (and 20 ms more), so the calls pile up behind the first
+	// request however slowly a loaded machine starts the callers; the
+	// wait for them is a hang bound only. StallAfter is a minute for the
+	// same reason: on a loaded machine a request under way longer than
+	// the default 20 ms gave its slot up, and more, smaller requests went
+	// out than the calls' arrival asks for.
+	var entered atomic.Int64
+	allEntered := make(chan struct{})
 	var traces sync.Map
-	srv := echoServer(t, 20*time.Millisecond, &traces)
+	srv := echoServerHeld(t, func() {
+		select {
+		case <-allEntered:
+		case <-time.After(time.Minute):
+		}
+		time.Sleep(20 * time.Millisecond) // real time: lets the calls that follow pile up too
+	}, &traces)
 	tr := &cuttable{next: framework.NewTransport(nil)}
 	t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
 	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) {
 		c.Transport = tr
-		c.AutoBatch = &framework.AutoBatch{MaxCalls: 32, MaxInFlight: 1}
+		c.AutoBatch = &framework.AutoBatch{MaxCalls: 32, MaxInFlight: 1, StallAfter: time.Minute}
 		c.Interceptors = []framework.Interceptor{func(next framework.CallFunc) framework.CallFunc {
 			return func(ctx context.Context, call *framework.Call) (any, error) {
 				n := call.Request.(*benchmsg.NodeStatus).NodeName
 				call.Header.Set("traceparent", "trace-"+n)
+				if entered.Add(1) == callers {
+					close(allEntered)
+				}
 				return next(ctx, call)
 			}
 		}}
 	})
-	require.NoError(t, cl.WaitReady(timeout(t, 5*time.Second)))
+	require.NoError(t, cl.WaitReady(timeout(t, time.Minute)))
 
-	const callers = 200
-	ctx := timeout(t, 20*time.Second)
+	ctx := timeout(t, 2*time.Minute)
 	var wg sync.WaitGroup
 	var wrong atomic.Int64
 	for i := 0; i < callers; i++ {
