@@ -23,18 +23,22 @@ import (
 // minutes and its clients heartbeat once a minute, so that on a loaded
 // machine no session lapses and no heartbeat takes a connection while a
 // test counts them; the drain stays as short as a 1s heartbeat made it.
-func startReplica(t *testing.T, ca *certs.CA, name string) *frameworktest.Running {
+// Its ReportStatus answers with ack, or accepts everything when ack is nil.
+func startReplica(t *testing.T, ca *certs.CA, name string, ack func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error)) *frameworktest.Running {
 	t.Helper()
 	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "nodecontroller", Name: name})
 	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: creds,
 		SessionTTL: 10 * time.Minute, Heartbeat: time.Minute, DrainTimeout: 3 * time.Second}
-	ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+	accept := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
 		return &benchmsg.Ack{Accepted: true}, nil
+	}
+	if ack == nil {
+		ack = accept
 	}
 	return frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		c := benchContract(t, "1.0.0")
 		framework.HandleUnary(s, c, "ReportStatus", ack)
-		framework.HandleBatch(s, c, "ReportStatuses", ack)
+		framework.HandleBatch(s, c, "ReportStatuses", accept)
 	})
 }
 
@@ -46,7 +50,7 @@ func startReplica(t *testing.T, ca *certs.CA, name string) *frameworktest.Runnin
 // every handshake was a full one.
 func TestMTLSResumesEachReplica(t *testing.T) {
 	ca := frameworktest.NewCA(t)
-	a, b := startReplica(t, ca, "nc-0"), startReplica(t, ca, "nc-1")
+	a, b := startReplica(t, ca, "nc-0", nil), startReplica(t, ca, "nc-1", nil)
 	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: "node-1"})
 	tr := creds.Transport("")
 	t.Cleanup(tr.CloseIdleConnections)
@@ -71,20 +75,48 @@ func TestMTLSResumesEachReplica(t *testing.T) {
 // calls (from 8 callers) through one client's mutual TLS transport: the
 // sequential calls share a connection, the concurrent ones open about one
 // per caller, and every connection after the first resumes its session.
+//
+// The concurrent calls start with one call per caller that the server
+// holds until all of them have arrived, so that the pool holds a
+// connection per caller before the rest are made: without it, on a loaded
+// machine, a caller whose dial was slow took a connection another freed,
+// its dial still joined the pool, and its next call dialled again, so the
+// connections counted followed the machine's load.
 func TestMTLSClientReusesConnections(t *testing.T) {
+	const n, callers, warmup = 80, 8, 1000 // warmup: the held calls' first node
+	ctx := timeout(t, 20*time.Second)
+	held := map[string]bool{}
+	for c := 0; c < callers; c++ {
+		held[benchmsg.Node(warmup+c).NodeName] = true
+	}
+	var mu sync.Mutex
+	arrived, allArrived := 0, make(chan struct{})
+	ack := func(_ context.Context, s *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
+		if held[s.NodeName] {
+			mu.Lock()
+			if arrived++; arrived == callers {
+				close(allArrived)
+			}
+			mu.Unlock()
+			select {
+			case <-allArrived:
+			case <-ctx.Done():
+				return nil, framework.Errorf(framework.CodeDeadlineExceeded, "the held calls did not all arrive")
+			}
+		}
+		return &benchmsg.Ack{Accepted: true}, nil
+	}
 	ca := frameworktest.NewCA(t)
-	srv := startReplica(t, ca, "nc-0")
+	srv := startReplica(t, ca, "nc-0", ack)
 	creds, _ := frameworktest.NewCredentials(t, ca, certs.Spec{Component: "kubelet", Name: "node-1"})
 	tr := creds.Transport("")
 	t.Cleanup(tr.CloseIdleConnections)
 	cl := benchClient(t, "1.0.0", []string{srv.URL}, func(c *framework.ClientConfig) { c.Transport = tr })
-	ctx := timeout(t, 20*time.Second)
 	_, err := report(ctx, cl, 0) // the session's hello and first call
 	require.NoError(t, err)
 	conns := func() uint64 { h := creds.Handshakes(); return h.ClientFull + h.ClientResumed }
 	before := conns()
 
-	const n, callers = 80, 8
 	for i := 0; i < n; i++ {
 		_, err := report(ctx, cl, i)
 		require.NoError(t, err)
@@ -95,11 +127,14 @@ func TestMTLSClientReusesConnections(t *testing.T) {
 
 	before = conns()
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	errs := make(chan error, n+callers)
 	for c := 0; c < callers; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
+			if _, err := report(ctx, cl, warmup+c); err != nil {
+				errs <- err
+			}
 			for i := c; i < n; i += callers {
 				if _, err := report(ctx, cl, i); err != nil {
 					errs <- err
