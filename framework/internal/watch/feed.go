@@ -197,7 +197,8 @@ func subscribe(env *Env, sub subscriber, r Request) *feed {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	f := fs.m[id]
-	if f == nil || r.Own {
+	start := f == nil || r.Own
+	if start {
 		f = &feed{env: env, id: id, query: r.Query,
 			want: Want{Topic: r.Topic, Fields: queryFields(r.Query), WriterAware: r.WriterAware},
 			done: make(chan struct{}), subs: map[subscriber]struct{}{}}
@@ -208,13 +209,19 @@ func subscribe(env *Env, sub subscriber, r Request) *feed {
 		if !r.Own {
 			fs.m[id] = f
 		}
-		go f.run()
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.subs[sub] = struct{}{}
 	if f.synced {
 		sub.snapshot(maps.Clone(f.raw), f.instance)
+	}
+	f.mu.Unlock()
+	if start {
+		// Only now: a feed never reads a frame before its first
+		// subscriber is on it, so the frames it hands that subscriber
+		// alone are marked so (markSole), however late this goroutine
+		// got here.
+		go f.run()
 	}
 	return f
 }
