@@ -265,8 +265,11 @@ abuse:
 ## writes/s from etcd's own metrics and the API server's, CPU and RSS of
 ## every process, heartbeat p99, bind -> Running p99 and the time to notice
 ## killed nodes (e2e/scale, driving sample/cmd/lockstep-scale). make scale
-## (5,000 nodes with 5 pods each, both paths, at most 20 minutes each and
-## 45 in all; SCALE_NODES, SCALE_PODS, SCALE_PATHS to change) adds its runs
+## (5,000 nodes with 5 pods each, as many as 5 minutes of placement bind;
+## both paths, at most 20 minutes each and 45 in all; SCALE_NODES,
+## SCALE_PODS, SCALE_PATHS to change; at 30 pods per node lockstep's 5,000
+## nodes did not finish within 20 minutes on the loaded machine,
+## docs/design.md) adds its runs
 ## (lockstep's with a 10 s session TTL: at 2,000 nodes and more, 3 s did
 ## not converge on the loaded 2-core machine, docs/design.md) to docs/scale/results.json and writes
 ## docs/scale.md and its plot from them; scale-quick (200 nodes, 2 pods

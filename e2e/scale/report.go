@@ -216,10 +216,14 @@ func registered(r *Result) string {
 
 // bindRate is how fast the run bound its pods, where it says.
 func bindRate(r *Result) string {
-	if r.BindsPerSec == 0 {
-		return ""
+	s := ""
+	if r.BindsPerSec != 0 {
+		s = fmt.Sprintf(", %.0f binds/s", r.BindsPerSec)
 	}
-	return fmt.Sprintf(", %.0f binds/s", r.BindsPerSec)
+	if r.PodsNotRunning > 0 {
+		s += fmt.Sprintf("; %d not Running when their count stopped growing", r.PodsNotRunning)
+	}
+	return s
 }
 
 func load(r *Result) string { return r.LoadStart + " → " + r.LoadEnd }

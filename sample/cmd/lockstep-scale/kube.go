@@ -161,12 +161,12 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	bound := placeKube(ctx, obs, c)
 	res.PodsPlaced = len(bound)
 	res.BindsPerSec = round(float64(res.PodsPlaced)/time.Since(start).Seconds(), 1)
-	if err := waitFor(ctx, 10*time.Minute, time.Second, func() bool { return tracker.running() >= res.PodsPlaced }); err != nil {
-		return nil, fmt.Errorf("%d of %d pods Running: %w", tracker.running(), res.PodsPlaced, err)
+	if res.PodsNotRunning, err = waitRunning(ctx, res.PodsPlaced, tracker.running); err != nil {
+		return nil, err
 	}
 	res.PlaceSeconds = time.Since(start).Seconds()
 	res.PlacementPodWritesPerSec = podWritesPerSec(obs.between(before, obs.snapshot(ctx)).WritesPerSec)
-	fmt.Fprintf(os.Stderr, "kubernetes: %d pods placed and Running in %.1f s\n", res.PodsPlaced, res.PlaceSeconds)
+	fmt.Fprintf(os.Stderr, "kubernetes: %d pods placed and %d Running in %.1f s\n", res.PodsPlaced, res.PodsPlaced-res.PodsNotRunning, res.PlaceSeconds)
 	var d []time.Duration
 	for name, at := range bound {
 		if r, ok := tracker.at(name); ok {

@@ -8,10 +8,13 @@ package result
 // lockstep-scale reports it, with what make scale's harness adds (the
 // date, the command, why a run did not finish).
 type Result struct {
-	Path            string  `json:"path"`
-	Nodes           int     `json:"nodes"`
-	PodsPerNode     int     `json:"podsPerNode"`
-	PodsPlaced      int     `json:"podsPlaced"`
+	Path        string `json:"path"`
+	Nodes       int    `json:"nodes"`
+	PodsPerNode int    `json:"podsPerNode"`
+	PodsPlaced  int    `json:"podsPlaced"`
+	// PodsNotRunning is how many of the pods placed were not Running when
+	// their count stopped growing for a minute (or after 10 minutes).
+	PodsNotRunning  int     `json:"podsNotRunning,omitempty"`
 	LoadStart       string  `json:"loadAverageAtStart"`
 	LoadEnd         string  `json:"loadAverageAtEnd"`
 	RegisterSeconds float64 `json:"secondsToRegister"`
