@@ -65,12 +65,76 @@ func TestDrainStopsWaitingForARefusedClientAfterTheLinger(t *testing.T) {
 	}
 }
 
+// Past the round's RefusalLinger, the end of the drain still waits for a
+// refused client that has neither closed nor sent anything (a client
+// starved longer, which may yet write a call into the connection), and
+// ends as soon as it closes; waiting is on the server's clock.
+func TestDrainEndWaitsForAStarvedRefusedClient(t *testing.T) {
+	r := startLingerRig(t)
+	clock, ctx := r.clock, r.ctx
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(RefusalLinger)
+	<-r.refused
+
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		r.tracker.waitRefusedClosed(ctx, 0)
+	}()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(RefusalLingerMax - time.Millisecond)
+	waiting := make(chan error, 1)
+	go func() { waiting <- clock.BlockUntilContext(ctx, 1) }()
+	select {
+	case <-ended:
+		t.Fatal("the drain's end stopped waiting for the refused client before RefusalLingerMax")
+	case err := <-waiting:
+		require.NoError(t, err, "the drain's end waits on")
+	}
+
+	// The client reads its refusal and closes: the wait ends at once.
+	_ = r.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(r.br, nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.NoError(t, r.conn.Close())
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("the drain's end went on waiting after its refused client closed")
+	}
+}
+
+// A refused client that never closes holds the end of the drain for
+// RefusalLingerMax, no longer.
+func TestDrainEndStopsWaitingAfterRefusalLingerMax(t *testing.T) {
+	r := startLingerRig(t)
+	clock, ctx := r.clock, r.ctx
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(RefusalLinger)
+	<-r.refused
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		r.tracker.waitRefusedClosed(ctx, 0)
+	}()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(RefusalLingerMax)
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("the drain's end waited past RefusalLingerMax for a client that never closes")
+	}
+}
+
 // lingerRig is an HTTP server on 127.0.0.1 whose connections a tracker on
 // a fake clock follows, with one keep-alive connection that has carried a
 // request and waits between requests, and the drain's refuseIdle running
 // on it; refused is closed once it returns.
 type lingerRig struct {
 	clock   *clockwork.FakeClock
+	tracker *Tracker
 	conn    net.Conn
 	br      *bufio.Reader
 	ctx     context.Context
@@ -81,6 +145,7 @@ func startLingerRig(t *testing.T) *lingerRig {
 	t.Helper()
 	r := &lingerRig{clock: clockwork.NewFakeClock(), refused: make(chan struct{})}
 	tracker := NewTracker(r.clock)
+	r.tracker = tracker
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	hs := &http.Server{

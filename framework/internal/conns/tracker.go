@@ -96,6 +96,10 @@ type Conn struct {
 	// refusalWritten is closed once the drain's refusal has been written
 	// (or failed to be), for a request that arrives meanwhile to wait on.
 	refusalWritten chan struct{}
+	// lingers is set once the drain's refusal has been written on it after
+	// it carried a request: the drain does not end before its client has
+	// closed it (see RefusedClosed).
+	lingers atomic.Bool
 }
 
 const (
@@ -244,6 +248,10 @@ type Drain struct {
 	DialQuiet, Bound time.Duration
 	// StopAccepting returns once no connection can be accepted any more.
 	StopAccepting func(context.Context)
+	// Linger bounds how long the drain's end waits for the clients of
+	// the connections it refused after they carried a request to close
+	// them (waitRefusedClosed); 0 means RefusalLingerMax.
+	Linger time.Duration
 }
 
 // Drain is the drain's second phase on the connections: it waits until
@@ -296,6 +304,7 @@ func (t *Tracker) Drain(ctx context.Context, d Drain) {
 	d.StopAccepting(ctx)
 	t.refuseIdle(ctx, refusal)
 	t.closeUnused(ctx)
+	t.waitRefusedClosed(ctx, d.Linger)
 }
 
 // RefusalLinger bounds how long a drain waits for the clients of the
@@ -308,6 +317,44 @@ func (t *Tracker) Drain(ctx context.Context, d Drain) {
 // starved one took 0.7-0.9 s. The wait ends as soon as every refused
 // connection is closed, so only slow clients make a drain longer.
 const RefusalLinger = 2 * time.Second
+
+// RefusalLingerMax bounds how long the end of a drain waits, beyond each
+// round's RefusalLinger, for the clients of the connections it refused
+// between requests to close them (waitRefusedClosed), unless the drain's
+// Linger says otherwise. Within it, the caller's context (Server.Shutdown's)
+// is the bound that counts when it is shorter. A client that holds a
+// refused connection open without reading it holds a drain this long.
+const RefusalLingerMax = 10 * time.Second
+
+// waitRefusedClosed is the end of a drain: it waits (bounded by linger, or
+// RefusalLingerMax, and by ctx) until every connection refused after it
+// carried a request has been closed. Each round's wait (refuseIdle) is
+// bounded by RefusalLinger so that a starved client does not hold the
+// rounds; but once the drain ends, http.Server.Shutdown closes a
+// connection between requests at once, and a client starved past
+// RefusalLinger that then writes a call into it, or had written one the
+// server has not read, is reset, and cannot know that the call was not
+// run. Such a client, once it runs, either reads the refusal and closes,
+// or sends its call, which the server reads and abandons (AbandonRefused)
+// before it closes the connection itself; so the connection leaves the
+// tracker either way, and this wait ends as soon as the slowest such
+// client has run, not after a fixed time that a loaded machine outlasts.
+func (t *Tracker) waitRefusedClosed(ctx context.Context, linger time.Duration) {
+	if linger <= 0 {
+		linger = RefusalLingerMax
+	}
+	end := t.clock.Now().Add(linger)
+	t.waitUntil(ctx, func() time.Duration {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, tc := range t.conns {
+			if tc.lingers.Load() {
+				return end.Sub(t.clock.Now()) // or a close wakes the wait
+			}
+		}
+		return 0
+	})
+}
 
 // refuseIdle writes refusal, a complete HTTP/1.1 answer that closes its
 // connection, on every HTTP/1 connection that is between requests or has
@@ -413,7 +460,9 @@ func (t *Tracker) refuse(tc *Conn, refusal []byte, carried bool) bool {
 	}
 	defer close(tc.refusalWritten)
 	writeDrainRefusal(tc.conn, refusal)
-	if !carried {
+	if carried {
+		tc.lingers.Store(true)
+	} else {
 		t.mu.Lock()
 		t.unusedRefused = t.clock.Now()
 		t.mu.Unlock()
