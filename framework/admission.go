@@ -158,7 +158,7 @@ func (s *Server) bindSession(r *http.Request, token, contract string) (*Peer, *s
 	if token == "" {
 		return nil, nil, s.routingRefusal(r, Errorf(CodeHandshakeRequired, "the request carries no %s header: handshake first", protocol.HeaderSession))
 	}
-	sess := s.sessions.get(token)
+	sess := s.sessions.Get(token)
 	if sess == nil || (contract != "" && sess.contract != contract) {
 		return nil, nil, s.routingRefusal(r, Errorf(CodeHandshakeRequired, "no such %s session (the server may have restarted): handshake again", contract))
 	}
@@ -643,7 +643,7 @@ func (s *Server) admitPeer(r *http.Request) (*Peer, *peerUsage, error) {
 func (s *Server) ownSessions(p *Peer, tokens []string) ([]*session, error) {
 	out := make([]*session, len(tokens))
 	for i, token := range tokens {
-		sess := s.sessions.get(token)
+		sess := s.sessions.Get(token)
 		if sess == nil {
 			continue
 		}

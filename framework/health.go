@@ -29,7 +29,7 @@ func (s *Server) notReady() []string {
 		missing = append(missing, "draining")
 	}
 	for _, c := range s.cfg.RequirePeers {
-		if s.sessions.countFor(c) == 0 {
+		if s.sessions.CountFor(c) == 0 {
 			missing = append(missing, "no live "+c+" session")
 		}
 	}

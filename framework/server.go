@@ -708,7 +708,7 @@ func (s *Server) stop() {
 // quietLeft is how long until the quiet period is over, if nothing arrives.
 func (s *Server) drained() (done bool, quietLeft time.Duration) {
 	quietLeft = s.cfg.DrainQuiet - time.Duration(s.now()-s.lastArrival.Load())
-	if s.inFlight.Load() > 0 || s.sessions.len() > 0 {
+	if s.inFlight.Load() > 0 || s.sessions.Len() > 0 {
 		return false, max(quietLeft, 0)
 	}
 	return quietLeft <= 0, max(quietLeft, 0)
@@ -768,11 +768,11 @@ func (s *Server) expiryLoop(done chan struct{}) {
 			return
 		case <-t.Chan():
 			s.replays.Sweep(s.cfg.Clock.Now())
-			for _, sess := range s.sessions.expired(s.now(), s.cfg.SessionTTL) {
+			for _, sess := range s.sessions.Expired(s.now(), s.cfg.SessionTTL) {
 				if sess.inFlight.Load() > 0 {
 					continue // a long call keeps its session alive
 				}
-				if s.sessions.remove(sess) {
+				if s.sessions.Remove(sess) {
 					s.cfg.Logger.Info("lockstep: session lapsed", "contract", sess.contract,
 						"peer", sess.peer.Component, "instance", sess.peer.Instance)
 					s.cfg.Metrics.sessionLapsed(sess.contract)
@@ -815,9 +815,7 @@ func (s *Server) peerLost(sess *session) {
 // state again; the request rides the next heartbeat answer. It reports
 // whether such a session exists.
 func (s *Server) RequestResync(contract, instance string) bool {
-	s.sessions.mu.RLock()
-	sess := s.sessions.byClient[clientKey{contract, instance}]
-	s.sessions.mu.RUnlock()
+	sess := s.sessions.Of(sessionKey(contract, instance))
 	if sess == nil {
 		return false
 	}
@@ -827,7 +825,7 @@ func (s *Server) RequestResync(contract, instance string) bool {
 
 // Sessions lists the live sessions, sorted by contract and peer instance.
 func (s *Server) Sessions() []SessionInfo {
-	all := s.sessions.snapshot()
+	all := s.sessions.Snapshot()
 	out := make([]SessionInfo, 0, len(all))
 	for _, sess := range all {
 		out = append(out, s.info(sess))

@@ -243,7 +243,7 @@ func (s *Server) handshake(ctx context.Context, h *admittedHello) (any, error) {
 		usage:     usage,
 	}
 	sess.lastSeen.Store(now)
-	replaced, err := s.sessions.put(sess)
+	replaced, err := s.sessions.Put(sess)
 	if err != nil {
 		return nil, err
 	}
@@ -281,11 +281,11 @@ func (s *Server) answerDryRun(h *admittedHello, agreement handshake.Agreement, r
 		return
 	}
 	if usage == nil {
-		if err := s.sessions.checkNew(); err != nil {
+		if err := s.sessions.CheckNew(); err != nil {
 			s.refuse(w, r, err)
 			return
 		}
-	} else if err := s.sessions.check(usage, peer, hello.Contract, hello.Instance); err != nil {
+	} else if err := s.sessions.Check(usage, peer, sessionKey(hello.Contract, hello.Instance)); err != nil {
 		s.refuse(w, r, err)
 		return
 	}
@@ -342,7 +342,7 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 					continue
 				}
 				sess.drainNotified.Store(true)
-				if s.sessions.remove(sess) {
+				if s.sessions.Remove(sess) {
 					s.peerLost(sess)
 				}
 			}
@@ -457,7 +457,7 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 			ans := heartbeatAnswer{Lost: []string{}, Resync: []string{}}
 			contracts := map[string]bool{}
 			for i, sess := range sessions {
-				if sess == nil || s.sessions.get(tokens[i]) != sess {
+				if sess == nil || s.sessions.Get(tokens[i]) != sess {
 					ans.Lost = append(ans.Lost, tokens[i])
 					continue
 				}

@@ -395,7 +395,7 @@ func (s *Server) serves(contract, version, method string) (hasContract, hasVersi
 
 // metricsSessions are s's live sessions as the gauges count them.
 func (s *Server) metricsSessions() []metrics.Session {
-	snap := s.sessions.snapshot()
+	snap := s.sessions.Snapshot()
 	out := make([]metrics.Session, 0, len(snap))
 	for _, sess := range snap {
 		out = append(out, metrics.Session{Contract: sess.contract, Version: sess.version})

@@ -97,7 +97,7 @@ var errWriterSessionLost = Errorf(CodeHandshakeRequired, "the writer's session w
 // t.mu must be held: writerLost, which runs once the session is gone,
 // takes it too, so a write either comes before it or is refused.
 func (t *topicStore) sessionLostLocked(w writerKey) bool {
-	return t.decl.Writer == handshake.RoleClient && !t.s.sessions.has(t.contract.Name(), w.instance)
+	return t.decl.Writer == handshake.RoleClient && !t.s.sessions.Has(sessionKey(t.contract.Name(), w.instance))
 }
 
 // writerLost applies the lost-writer policy to every key of w.
