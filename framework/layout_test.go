@@ -43,6 +43,7 @@ var layers = map[string]int{
 	"framework/internal/topicmsg":              2,
 	"framework/internal/frames":                2,
 	"framework/internal/watch":                 3,
+	"framework/internal/heartbeat":             3,
 	"framework":                                4,
 	"framework/discovery":                      5,
 	"framework/frameworktest":                  5,
