@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -346,21 +345,5 @@ func (cl *Client) offersCompatible(c *Contract) {
 	for _, v := range c.compatibleVersions() {
 		cl.versions[v.contract.Version()] = v
 		cl.offers = append(cl.offers, v.contract.Offer())
-	}
-}
-
-// forkedInvoke is the invoke of a method served by conversion (fork mode or
-// a compatible version): it converts an already decoded request of the
-// earlier version up, runs the later version's handler (itself perhaps
-// served by conversion, along a chain of compatible versions), and
-// converts the answer down.
-func forkedInvoke[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract,
-	up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) func(ctx context.Context, call *Call) (any, error) {
-	return func(ctx context.Context, call *Call) (any, error) {
-		oldReq, ok := call.Request.(*OldReq)
-		if !ok {
-			return nil, Errorf(CodeInternal, "%s at %s: the request is %T, not %T", call.Method, old.Version(), call.Request, oldReq)
-		}
-		return invokeForked(ctx, s, old, current, call, oldReq, up, down)
 	}
 }

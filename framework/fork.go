@@ -256,9 +256,8 @@ func ForkUnary[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	decl := mustMethod(old, method, false)
 	mustMethod(current, method, false)
 	mustForkOf(old, current)
-	s.register(old, method, &methodHandler{forkOf: current, invoke: forkedInvoke(s, old, current, up, down), serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return serveForked(ctx, s, old, current, decl, call, body, up, down)
-	}})
+	f := &forkedMethod[OldReq, OldResp, Req, Resp]{s: s, old: old, current: current, decl: decl, up: up, down: down}
+	s.register(old, method, &methodHandler{forkOf: current, invoke: f.invokeAny, serve: f.serve})
 }
 
 // ForkBatch is [ForkUnary] for batch methods: each item is converted up,
@@ -270,37 +269,64 @@ func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	decl := mustMethod(old, method, true)
 	mustMethod(current, method, true)
 	mustForkOf(old, current)
-	s.register(old, method, &methodHandler{batch: true, forkOf: current, invoke: forkedInvoke(s, old, current, up, down), serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return s.serveBatchItems(ctx, old, method, body, call.Header, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
+	f := &forkedMethod[OldReq, OldResp, Req, Resp]{s: s, old: old, current: current, decl: decl, up: up, down: down}
+	maxItems := s.batchItems(old, method)
+	s.register(old, method, &methodHandler{batch: true, forkOf: current, invoke: f.invokeAny, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
+		return s.serveBatchItems(ctx, call, body, maxItems, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			itemCall := *call
 			itemCall.Batch, itemCall.Item, itemCall.Header = true, i, h
-			return serveForked(ctx, s, old, current, decl, &itemCall, raw, up, down)
+			return f.serve(ctx, &itemCall, raw)
 		})
 	}})
 }
 
-func serveForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server, old, current *Contract, decl methodDecl,
-	call *Call, body []byte, up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) ([]byte, error) {
+// forkedMethod is a method of an earlier version (old) served by the
+// handler of a later one (current): up converts a request of old to
+// current's, down converts current's answer back. Fork mode and a
+// compatible version's methods are served through it.
+type forkedMethod[OldReq, OldResp, Req, Resp any] struct {
+	s            *Server
+	old, current *Contract
+	decl         methodDecl // the method at old
+	up           func(*OldReq) (*Req, error)
+	down         func(*Resp) (*OldResp, error)
+}
+
+// serve decodes and validates a request of old, serves it with current's
+// handler (invoke) and encodes the answer of old.
+func (f *forkedMethod[OldReq, OldResp, Req, Resp]) serve(ctx context.Context, call *Call, body []byte) ([]byte, error) {
 	oldReq := new(OldReq)
-	if err := decodeMessage(old, decl.Request, body, oldReq); err != nil {
+	if err := decodeMessage(f.old, f.decl.Request, body, oldReq); err != nil {
 		return nil, err
 	}
-	oldResp, err := invokeForked(ctx, s, old, current, call, oldReq, up, down)
+	oldResp, err := f.invoke(ctx, call, oldReq)
 	if err != nil {
 		return nil, err
 	}
 	return encodeResponse[OldResp](oldResp)
 }
 
-// invokeForked converts a decoded request of old up, runs current's
-// handler on it, and converts the answer down.
-func invokeForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server, old, current *Contract,
-	call *Call, oldReq *OldReq, up func(*OldReq) (*Req, error), down func(*Resp) (*OldResp, error)) (*OldResp, error) {
-	target := s.handlerOf(current, call.Method)
+// invokeAny is the invoke of a method served by conversion: it converts
+// an already decoded request of old up, runs current's handler (itself
+// perhaps served by conversion, along a chain of compatible versions),
+// and converts the answer down.
+func (f *forkedMethod[OldReq, OldResp, Req, Resp]) invokeAny(ctx context.Context, call *Call) (any, error) {
+	oldReq, ok := call.Request.(*OldReq)
+	if !ok {
+		return nil, Errorf(CodeInternal, "%s at %s: the request is %T, not %T", call.Method, f.old.Version(), call.Request, oldReq)
+	}
+	return f.invoke(ctx, call, oldReq)
+}
+
+// invoke converts a decoded request of old up, runs current's handler on
+// it, and converts the answer down.
+func (f *forkedMethod[OldReq, OldResp, Req, Resp]) invoke(ctx context.Context, call *Call, oldReq *OldReq) (*OldResp, error) {
+	old, current := f.old, f.current
+	target := f.s.handlerOf(current, call.Method)
 	if target == nil || target.invoke == nil {
 		return nil, Errorf(CodeInternal, "%s %s has no handler for %s to serve %s calls with", current.Name(), current.Version(), call.Method, old.Version())
 	}
-	req, err := up(oldReq)
+	req, err := f.up(oldReq)
 	if err != nil {
 		return nil, convError(call.Method, old.Version(), current.Version(), err)
 	}
@@ -313,7 +339,7 @@ func invokeForked[OldReq, OldResp, Req, Resp any](ctx context.Context, s *Server
 	if !ok || resp == nil {
 		return nil, Errorf(CodeInternal, "handler returned %T, not %T", out, resp)
 	}
-	oldResp, err := down(resp)
+	oldResp, err := f.down(resp)
 	if err != nil {
 		return nil, convError(call.Method, current.Version(), old.Version(), err)
 	}

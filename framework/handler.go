@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -79,8 +81,9 @@ func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(co
 	run := s.callChain(func(ctx context.Context, call *Call) (any, error) {
 		return h(context.WithValue(ctx, callKey{}, call), call.Request.(*Req))
 	})
+	maxItems := s.batchItems(c, method)
 	s.register(c, method, &methodHandler{batch: true, invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return s.serveBatchItems(ctx, c, method, body, call.Header, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
+		return s.serveBatchItems(ctx, call, body, maxItems, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			req := new(Req)
 			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
 				return nil, err
@@ -109,12 +112,13 @@ func processedError(err error) error {
 	return err
 }
 
-// serveBatchItems decodes {"items":[…]} of at most the method's
-// [Server.batchItems] items, serves each item in order with its headers
-// (header, with the item's own added when the body has "headers"), and
-// encodes {"results":[…]}.
-func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string, body []byte, header http.Header,
+// serveBatchItems decodes the body of a batch call, {"items":[…]} of at
+// most maxItems items (the method's [Server.batchItems]), serves each item
+// in order with its headers (the call's, with the item's own added when
+// the body has "headers"), and encodes {"results":[…]}.
+func (s *Server) serveBatchItems(ctx context.Context, call *Call, body []byte, maxItems int,
 	item func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error)) ([]byte, error) {
+	header := call.Header
 	var in wire.BatchRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
@@ -122,7 +126,7 @@ func (s *Server) serveBatchItems(ctx context.Context, c *Contract, method string
 	if in.Items == nil {
 		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
 	}
-	if maxItems := s.batchItems(c, method); len(in.Items) > maxItems {
+	if len(in.Items) > maxItems {
 		return nil, overLimit(s.cfg.Metrics, limitBatchItems, CodeInvalidArgument, "a batch call carries at most %d items, not %d", maxItems, len(in.Items))
 	}
 	if in.Headers != nil && len(in.Headers) != len(in.Items) {
@@ -532,3 +536,126 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // replayLimits are the bounds of the idempotency records
 // (replay.Limits), as the limits' counters name them.
 var replayLimits = []limit{limit(replay.LimitKeysPerPeer), limit(replay.LimitBytesPerPeer), limit(replay.LimitBytes)}
+
+// Plain serving: one contract version served to callers that do not
+// handshake, such as a Kubernetes kube-scheduler calling a scheduler
+// extender. Such a caller cannot take part in version negotiation, so the
+// server's operator pins the version for it, as a client pins an external
+// peer ([PinnedPeer]): the plain paths are that version's declared paths,
+// and the calls reach the very handlers (interceptors, fork conversions
+// and validation included) that the version's sessions reach.
+
+// ServePlain serves contract version c to callers that do not handshake:
+// every method of c that declares a path is served at prefix + path
+// (prefix is a Kubernetes scheduler configuration's urlPrefix path, "" for
+// none), POST only. A request is decoded and validated exactly as a call
+// in a session is (the version's generated decoding, case-insensitive
+// where the contract says so, and its schemas), runs the server's
+// interceptors and the handler registered for the method, and is answered
+// with the method's response as JSON, or with lockstep's error shape and
+// its code's HTTP status.
+//
+// Call it after registering c's handlers ([HandleUnary], [ForkUnary],
+// generated Register functions). It panics on setup mistakes: c not
+// served, a method with a path but no handler, a contract without paths,
+// unary methods only, once the server has started.
+//
+// A plain call has no session: handlers see a [Call] without a peer, and
+// [PlainRequest] returns its HTTP request. It is served while the server
+// drains (its caller has no other replica to be sent to) and counted in
+// the drain's calls in flight.
+func (s *Server) ServePlain(c *Contract, prefix string) {
+	prefix = "/" + strings.Trim(prefix, "/")
+	if prefix == "/" {
+		prefix = ""
+	}
+	served := 0
+	for _, method := range c.Methods() {
+		decl, _ := c.Method(method)
+		if decl.Path == "" {
+			continue
+		}
+		if decl.Batch {
+			panic(fmt.Sprintf("lockstep: plain serving: %s %s method %s is a batch method; plain callers make unary calls", c.Name(), c.Version(), method))
+		}
+		mh := s.handlerOf(c, method)
+		if mh == nil || s.lookup(c.Name()).versions[c.Version()].contract.Fingerprint() != c.Fingerprint() {
+			panic(fmt.Sprintf("lockstep: plain serving: %s %s method %s has no handler; register the version's handlers first", c.Name(), c.Version(), method))
+		}
+		path := prefix + "/" + strings.TrimPrefix(decl.Path, "/")
+		s.route(path, s.plainHandler(c, method, mh), false)
+		served++
+	}
+	if served == 0 {
+		panic(fmt.Sprintf("lockstep: plain serving: %s %s declares no method paths", c.Name(), c.Version()))
+	}
+}
+
+type plainKey struct{}
+
+// PlainRequest returns the HTTP request of a call served to a caller that
+// does not handshake ([Server.ServePlain]), or nil for a call in a session.
+func PlainRequest(ctx context.Context) *http.Request {
+	r, _ := ctx.Value(plainKey{}).(*http.Request)
+	return r
+}
+
+// plainHandler serves one method of c to plain callers, through the
+// same admission (admit, EntryPlain), body reading and answer as a call
+// in a session.
+func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w, ow := s.observeAnswer(w, s.observeCall(c.Name(), c.Version(), method))
+		defer ow.end()
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path)))
+			return
+		}
+		adm, err := s.admit(r, entry{kind: EntryPlain, contract: c.Name(), version: c.Version()})
+		if err != nil {
+			s.refuse(w, r, err)
+			return
+		}
+		defer adm.done()
+		body, release, ok := s.readBody(w, r, adm)
+		if !ok {
+			return
+		}
+		defer release()
+		ctx := context.WithValue(adm.ctx, plainKey{}, r.WithContext(adm.ctx))
+		out, err := mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
+		s.answer(ctx, w, adm, out, err)
+	})
+}
+
+// encodeBufs holds scratch buffers for marshal, so that a message is
+// encoded without growing a fresh slice member by member.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledBuf bounds the buffers returned to the pool, so that one huge
+// message does not pin its buffer for the life of the process.
+const maxPooledBuf = 64 << 10
+
+// marshal encodes a message: with its generated encoder ([jsonwire.Appender])
+// when it has one, into a pooled scratch buffer, returning a copy of exactly
+// the encoded length (the one allocation json.Marshal also makes); otherwise with
+// json.Marshal. Requests, answers and topic objects all go through it.
+func marshal(v any) ([]byte, error) {
+	a, ok := v.(jsonwire.Appender)
+	if !ok {
+		return json.Marshal(v)
+	}
+	bp := encodeBufs.Get().(*[]byte)
+	b, err := a.AppendJSON((*bp)[:0])
+	var out []byte
+	if err == nil {
+		out = make([]byte, len(b))
+		copy(out, b)
+	}
+	if cap(b) <= maxPooledBuf {
+		*bp = b[:0]
+		encodeBufs.Put(bp)
+	}
+	return out, err
+}
