@@ -136,13 +136,7 @@ type (
 
 // The limits' names (see limits.Name).
 const (
-	limitRate                    = limits.Rate
-	limitInFlightPerPeer         = limits.InFlightPerPeer
 	limitInFlightPerSession      = limits.InFlightPerSession
-	limitSessions                = limits.Sessions
-	limitSessionsPerPeer         = limits.SessionsPerPeer
-	limitWatchersPerSession      = limits.WatchersPerSession
-	limitWatchersPerPeer         = limits.WatchersPerPeer
 	limitWatchersPerTopic        = limits.WatchersPerTopic
 	limitWatchersPerTopicPerPeer = limits.WatchersPerTopicPerPeer
 	limitSelectorBytes           = limits.SelectorBytes
@@ -152,7 +146,6 @@ const (
 	limitTopicBytes              = limits.TopicBytes
 	limitTopicKeysPerWriter      = limits.TopicKeysPerWriter
 	limitTopicBytesPerWriter     = limits.TopicBytesPerWriter
-	limitBodiesPerPeer           = limits.BodiesPerPeer
 	limitBatchItems              = limits.BatchItems
 	limitMultiCalls              = limits.MultiCalls
 	limitBodyBytes               = limits.BodyBytes
