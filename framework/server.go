@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
+	"github.com/lockstep-dev/lockstep/framework/internal/drain"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -66,7 +66,7 @@ type Server struct {
 	drainCh  chan struct{} // closed on the move to serverDraining
 	stopCh   chan struct{} // closed on the move to serverStopped
 	// drainWake is signalled when something a drain waits for may have
-	// happened: a call ended or a session went (see [Server.drained]).
+	// happened: a call ended or a session went (see [drain.Phase.Drained]).
 	drainWake chan struct{}
 	// lifeMu orders the moves that have work to do on entering their
 	// state (telling watchers of a drain, stopping them and the session
@@ -562,83 +562,30 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	default:
 	}
 	s.beginDrain()
-	deadline := s.cfg.Clock.NewTimer(s.cfg.DrainTimeout)
-	defer deadline.Stop()
-	for {
-		done, quietLeft := s.drained()
-		if done || !s.waitDrain(ctx, deadline.Chan(), quietLeft) {
-			break
-		}
-	}
+	drain.Phase{
+		Clock: s.cfg.Clock, Timeout: s.cfg.DrainTimeout, Quiet: s.cfg.DrainQuiet, Now: s.now,
+		LastArrival: &s.lastArrival, InFlight: &s.inFlight, Sessions: s.sessions.Len, Wake: s.drainWake,
+	}.Wait(ctx)
 	if ctx.Err() != nil {
 		s.stop()
 		return s.closeHTTP()
 	}
-	s.quietConnections(ctx)
+	s.mu.RLock()
+	tracker, gl := s.conns, s.listener
+	s.mu.RUnlock()
+	drain.Connections(ctx, tracker, gl, s.cfg.Component, s.cfg.DrainQuiet)
 	var err error
 	if hs := s.beginClosing(); hs != nil {
 		err = hs.Shutdown(ctx)
 	}
 	s.mu.RLock()
-	tracker := s.conns
+	tracker = s.conns // a Serve begun during the drain set it
 	s.mu.RUnlock()
 	if err == nil && tracker != nil {
 		tracker.WaitRefusals() // every connection is closed: they end at once
 	}
 	s.stop()
 	return err
-}
-
-// quietConnections begins the drain's second phase: it waits until every
-// open connection that has carried a request has been idle for
-// DrainQuiet, so that no connection is answered under a call being
-// written into it, then answers every HTTP/1 connection between requests,
-// or not used yet, with the drain's refusal and waits (for conns.RefusalLinger
-// at most) until the clients of those between requests have closed them;
-// then it keeps the listener open until no connection has been accepted
-// for dialQuiet, so that closing it resets no connection a call was
-// written into (see package framework/internal/conns). Then it closes the listener and answers
-// the connections accepted since the last refusal the same way: once
-// http.Server.Shutdown has begun, a request read on a connection that was
-// not answered is dropped with its connection. It closes the connections
-// that never carried a request once their clients have had conns.RefusalLinger
-// to read the refusal; Shutdown then closes what is left. Connections on
-// which no request's headers have arrived hold none of these waits.
-func (s *Server) quietConnections(ctx context.Context) {
-	s.mu.RLock()
-	tracker, gl := s.conns, s.listener
-	s.mu.RUnlock()
-	if tracker != nil {
-		dq := min(s.cfg.DrainQuiet, maxDialQuiet)
-		tracker.Drain(ctx, conns.Drain{Refusal: s.drainRefusal(), Quiet: s.cfg.DrainQuiet, DialQuiet: dq, Bound: maxDialQuiets * dq, StopAccepting: gl.Stop})
-	}
-}
-
-// maxDialQuiet caps how long no client may dial a draining server before
-// it closes its listener: long enough for the handshake retries of
-// clients that heard of the drain (their backoff begins at 5ms) to thin
-// out, short enough not to keep a replacement waiting for the address.
-// maxDialQuiets bounds, in those periods, how long it keeps the listener
-// open for clients that go on dialling it.
-const (
-	maxDialQuiet  = 100 * time.Millisecond
-	maxDialQuiets = 10
-)
-
-// drainRefusal is the answer a draining server writes unasked on a
-// connection between requests before it closes it: the one a call
-// arriving there would get (unavailable, not processed, draining), as a
-// 408 Request Timeout that closes the connection, which HTTP clients take
-// for a server closing an idle connection.
-func (s *Server) drainRefusal() []byte {
-	e := Errorf(CodeUnavailable, "%s is draining and closes this connection unused: resend to another endpoint", s.cfg.Component)
-	body, err := json.Marshal(toWire(e))
-	if err != nil {
-		body = []byte(`{"code":"unavailable"}`)
-	}
-	head := fmt.Sprintf("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: %s\r\n%s: 1\r\n%s: 1\r\nContent-Length: %d\r\n\r\n",
-		protocol.ContentTypeJSON, protocol.HeaderDraining, protocol.HeaderNotProcessed, len(body))
-	return append([]byte(head), body...)
 }
 
 // beginClosing moves the server to serverClosing (unless it has stopped
@@ -701,41 +648,7 @@ func (s *Server) stop() {
 	}
 }
 
-// drained reports whether the first phase of a drain is over: nothing in
-// flight, every session closed by its client (which a client does once it
-// has stopped sending here) or lapsed, and no call or session close for
-// DrainQuiet, so a call written before its client's close has been read.
-// quietLeft is how long until the quiet period is over, if nothing arrives.
-func (s *Server) drained() (done bool, quietLeft time.Duration) {
-	quietLeft = s.cfg.DrainQuiet - time.Duration(s.now()-s.lastArrival.Load())
-	if s.inFlight.Load() > 0 || s.sessions.Len() > 0 {
-		return false, max(quietLeft, 0)
-	}
-	return quietLeft <= 0, max(quietLeft, 0)
-}
-
-// waitDrain waits until a call ends or a session goes, or the quiet period
-// (quietLeft from now, if not over yet) would be over; it returns false when
-// ctx ends or the drain's deadline passes first.
-func (s *Server) waitDrain(ctx context.Context, deadline <-chan time.Time, quietLeft time.Duration) bool {
-	var quiet <-chan time.Time
-	if quietLeft > 0 {
-		t := s.cfg.Clock.NewTimer(quietLeft)
-		defer t.Stop()
-		quiet = t.Chan()
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-deadline:
-		return false
-	case <-s.drainWake:
-	case <-quiet:
-	}
-	return true
-}
-
-// wakeDrain tells a waiting Shutdown to look at [Server.drained] again.
+// wakeDrain tells a waiting Shutdown to look at [drain.Phase.Drained] again.
 func (s *Server) wakeDrain() {
 	select {
 	case s.drainWake <- struct{}{}:
