@@ -45,6 +45,7 @@ var layers = map[string]int{
 	"framework/internal/frames":                2,
 	"framework/internal/watch":                 3,
 	"framework/internal/heartbeat":             3,
+	"framework/internal/topics":                3,
 	"framework":                                4,
 	"framework/discovery":                      5,
 	"framework/frameworktest":                  5,

@@ -1,11 +1,11 @@
 package framework
 
 // What a server's topics offer their users: limits, ServeTopic and
-// ServeClientTopic, the views and the in-process writer. The store is in
-// topic_store.go, writer bookkeeping in topic_writer.go, frames in
-// internal/frames, HTTP serving in topic_http.go, counters in
-// topic_stats.go, watch streams in watch_stream.go and the client's
-// informer in internal/watch.
+// ServeClientTopic, the views and the in-process writer. The machinery
+// (the store, writer bookkeeping, history, selections, watch streams,
+// client writes, counters) is in framework/internal/topics, wired to the
+// server in topic_server.go; frames are in framework/internal/frames; the
+// client's informer is in framework/internal/watch.
 
 import (
 	"context"
@@ -14,17 +14,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
+	"github.com/lockstep-dev/lockstep/framework/internal/topics"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
-
-// what a server's topics offer their users: limits, ServeTopic
-// and ServeClientTopic, the views and the in-process writer. The store
-// is in topic_store.go, writer bookkeeping in topic_writer.go, frames in
-// internal/frames, HTTP serving in topic_http.go, watch streams in
-// watch_stream.go, the client's informer in internal/watch.
 
 // Defaults of the limits a topic takes ([WithMaxKeys], [WithMaxBytes],
 // [WithMaxWatchers]).
@@ -32,16 +26,16 @@ const (
 	// DefaultTopicMaxKeys matches the default session limit
 	// (ServerConfig.MaxSessions), so every client instance of a full server
 	// can hold a key.
-	DefaultTopicMaxKeys = 100000
+	DefaultTopicMaxKeys = topics.DefaultMaxKeys
 	// DefaultTopicMaxBytes bounds the bytes of a topic's objects: room
 	// for DefaultTopicMaxKeys objects of 2.5 KB (a Kubernetes-like node
 	// status is 1.5 KB), where the key bound alone let one writer hold
 	// 100,000 objects of MaxBodyBytes (4 MiB) each.
-	DefaultTopicMaxBytes = 256 << 20
+	DefaultTopicMaxBytes = topics.DefaultMaxBytes
 	// DefaultTopicMaxWatchers bounds the watch streams of one topic.
-	DefaultTopicMaxWatchers = 10000
+	DefaultTopicMaxWatchers = topics.DefaultMaxWatchers
 	// MaxTopicKeyBytes bounds the length of a key.
-	MaxTopicKeyBytes = 1024
+	MaxTopicKeyBytes = topics.MaxKeyBytes
 )
 
 // TopicOption configures a topic a server holds, given to [ServeTopic] or
@@ -50,17 +44,8 @@ type TopicOption interface {
 	applyTopic(*topicConfig)
 }
 
-type topicConfig struct {
-	maxKeys      int
-	maxBytes     int
-	writerKeys   int // what one writer identity may hold of a client topic's keys
-	writerBytes  int // and of its bytes
-	maxWatchers  int
-	peerWatchers int           // what one peer may hold of maxWatchers
-	tombstones   int           // deleted keys remembered for resuming watchers
-	tombstoneAge time.Duration // and for how long
-	detached     bool          // the server's writer starts detached
-}
+// topicConfig is a topic's limits, as its options set them.
+type topicConfig = topics.Config
 
 type topicOptionFunc func(*topicConfig)
 
@@ -70,14 +55,14 @@ func (f topicOptionFunc) applyTopic(c *topicConfig) { f(c) }
 // [DefaultTopicMaxKeys]); a write that would add a key beyond it is
 // answered with resource_exhausted.
 func WithMaxKeys(n int) TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.maxKeys = n })
+	return topicOptionFunc(func(c *topicConfig) { c.MaxKeys = n })
 }
 
 // WithMaxBytes bounds the bytes of the objects the topic holds, as
 // encoded JSON (default [DefaultTopicMaxBytes]); a write that would take
 // them over it is answered with resource_exhausted.
 func WithMaxBytes(n int) TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.maxBytes = n })
+	return topicOptionFunc(func(c *topicConfig) { c.MaxBytes = n })
 }
 
 // WithMaxKeysPerWriter bounds the keys one writer identity holds in a
@@ -90,14 +75,14 @@ func WithMaxBytes(n int) TopicOption {
 // bounds"); a share of all the keys gives that reserve up, for a topic
 // one writer fills.
 func WithMaxKeysPerWriter(n int) TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.writerKeys = n })
+	return topicOptionFunc(func(c *topicConfig) { c.WriterKeys = n })
 }
 
 // WithMaxBytesPerWriter bounds the bytes of the objects one writer
 // identity holds in a client-written topic, as [WithMaxKeysPerWriter]
 // bounds its keys; default a quarter of [WithMaxBytes].
 func WithMaxBytesPerWriter(n int) TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.writerBytes = n })
+	return topicOptionFunc(func(c *topicConfig) { c.WriterBytes = n })
 }
 
 // WithMaxWatchers bounds the topic's concurrent watch streams (default
@@ -108,7 +93,7 @@ func WithMaxBytesPerWriter(n int) TopicOption {
 // hold few watchers of the topic, so a few stolen certificates cannot take
 // every slot and leave each kubelet's watch of its own pods refused.
 func WithMaxWatchers(n int) TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.maxWatchers = n })
+	return topicOptionFunc(func(c *topicConfig) { c.MaxWatchers = n })
 }
 
 // WithMaxWatchersPerPeer bounds the watch streams of the topic one peer
@@ -118,35 +103,34 @@ func WithMaxWatchers(n int) TopicOption {
 // watchers_per_topic_per_peer. A share of every watcher gives the reserve
 // up.
 func WithMaxWatchersPerPeer(n int) TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.peerWatchers = n })
+	return topicOptionFunc(func(c *topicConfig) { c.PeerWatchers = n })
 }
 
+// Defaults of how much deletion history a topic keeps for resuming
+// watchers ([WithTombstones]).
+const (
+	// DefaultTopicTombstones bounds the deleted keys a topic remembers.
+	DefaultTopicTombstones = topics.DefaultTombstones
+	// DefaultTopicTombstoneAge bounds how long it remembers each.
+	DefaultTopicTombstoneAge = topics.DefaultTombstoneAge
+)
+
+// WithTombstones bounds how many deleted keys the topic remembers, and for
+// how long (defaults [DefaultTopicTombstones], [DefaultTopicTombstoneAge]),
+// so that a watcher cut off for a while is sent only what changed when it
+// comes back: a watcher whose resume point is older than the oldest delete
+// remembered is sent a snapshot instead.
+func WithTombstones(n int, age time.Duration) TopicOption {
+	return topicOptionFunc(func(c *topicConfig) { c.Tombstones, c.TombstoneAge = n, age })
+}
+
+// newTopicConfig applies opts to the defaults (topics.Config.WithDefaults).
 func newTopicConfig(opts []TopicOption) topicConfig {
-	cfg := topicConfig{maxKeys: DefaultTopicMaxKeys, maxBytes: DefaultTopicMaxBytes, maxWatchers: DefaultTopicMaxWatchers}
+	var cfg topicConfig
 	for _, o := range opts {
 		o.applyTopic(&cfg)
 	}
-	if cfg.maxKeys <= 0 {
-		cfg.maxKeys = DefaultTopicMaxKeys
-	}
-	if cfg.maxBytes <= 0 {
-		cfg.maxBytes = DefaultTopicMaxBytes
-	}
-	if cfg.maxWatchers <= 0 {
-		cfg.maxWatchers = DefaultTopicMaxWatchers
-	}
-	if cfg.peerWatchers <= 0 {
-		cfg.peerWatchers = max(1, cfg.maxWatchers/4)
-	}
-	cfg.peerWatchers = min(cfg.peerWatchers, cfg.maxWatchers)
-	if cfg.writerKeys <= 0 {
-		cfg.writerKeys = max(1, cfg.maxKeys/4)
-	}
-	if cfg.writerBytes <= 0 {
-		cfg.writerBytes = max(1, cfg.maxBytes/4)
-	}
-	cfg.writerKeys, cfg.writerBytes = min(cfg.writerKeys, cfg.maxKeys), min(cfg.writerBytes, cfg.maxBytes)
-	return cfg
+	return cfg.WithDefaults()
 }
 
 // ObjectVersion identifies one write of a topic object: the epoch of the
@@ -172,15 +156,17 @@ func ServeTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption
 
 // serveTopic is [ServeTopic] for c alone, without its compatible versions.
 func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption) *TopicWriter[T] {
-	t := s.registerTopic(c, topic, handshake.RoleServer, opts)
+	t := s.registerTopic(c, topic, handshake.RoleServer, opts, nil)
 	w := &TopicWriter[T]{
-		TopicView: &TopicView[T]{store: t},
-		writer:    writerKey{s.cfg.Component, s.cfg.Instance},
-		epoch:     randomID(8),
-		key:       keyReader[T](t.decl.Key),
+		TopicView:  &TopicView[T]{store: t},
+		writer:     topics.WriterID{Component: s.cfg.Component, Instance: s.cfg.Instance},
+		contract:   c,
+		epoch:      randomID(8),
+		key:        keyReader[T](t.Decl().Key),
+		propagator: s.cfg.Propagator,
 	}
 	s.mu.Lock()
-	t.writer = w
+	t.Writer = w
 	s.mu.Unlock()
 	s.topicServed(c, topic, w)
 	return w
@@ -195,8 +181,8 @@ func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption)
 // range) is refused, not stored for the view and typed watchers to skip.
 // It panics on setup mistakes, like [ServeTopic].
 func ServeClientTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption) *TopicView[T] {
-	t := s.registerTopic(c, topic, handshake.RoleClient, opts)
-	t.validate = func(raw []byte) error { return decodeMessage(c, t.decl.Object, raw, new(T)) }
+	decl, _ := c.Topic(topic) // registerTopic panics for a topic c does not declare
+	t := s.registerTopic(c, topic, handshake.RoleClient, opts, func(raw []byte) error { return decodeMessage(c, decl.Object, raw, new(T)) })
 	return &TopicView[T]{store: t}
 }
 
@@ -208,14 +194,8 @@ type TopicView[T any] struct {
 
 // Get returns the object at key, decoded, and whether there is one.
 func (v *TopicView[T]) Get(key string) (*T, bool) {
-	v.store.mu.Lock()
-	e := v.store.entries[key]
-	var raw []byte
-	if e != nil {
-		raw = e.object
-	}
-	v.store.mu.Unlock()
-	if raw == nil {
+	raw, _, ok := v.store.Get(key)
+	if !ok {
 		return nil, false
 	}
 	obj := new(T)
@@ -228,27 +208,15 @@ func (v *TopicView[T]) Get(key string) (*T, bool) {
 // Version returns the version of the object at key, and whether there is
 // one.
 func (v *TopicView[T]) Version(key string) (ObjectVersion, bool) {
-	v.store.mu.Lock()
-	defer v.store.mu.Unlock()
-	if e := v.store.entries[key]; e != nil {
-		return e.version, true
-	}
-	return ObjectVersion{}, false
+	_, ver, ok := v.store.Get(key)
+	return ver, ok
 }
 
 // Keys returns the topic's keys, sorted.
-func (v *TopicView[T]) Keys() []string {
-	v.store.mu.Lock()
-	defer v.store.mu.Unlock()
-	return sortedKeys(v.store.entries)
-}
+func (v *TopicView[T]) Keys() []string { return v.store.Keys() }
 
 // Len returns how many keys the topic holds.
-func (v *TopicView[T]) Len() int {
-	v.store.mu.Lock()
-	defer v.store.mu.Unlock()
-	return len(v.store.entries)
-}
+func (v *TopicView[T]) Len() int { return v.store.Len() }
 
 // TopicWriter writes a topic whose writer is the server, in process. It is
 // safe for concurrent use; writes of one key are applied in the order they
@@ -256,9 +224,15 @@ func (v *TopicView[T]) Len() int {
 // latest state of every key it has not seen yet, at its own pace.
 type TopicWriter[T any] struct {
 	*TopicView[T]
-	writer writerKey
-	epoch  string
-	key    func(obj *T, raw []byte) (string, error)
+	writer topics.WriterID
+	// contract is the contract version the topic is served at, for
+	// ForkTopic.
+	contract *Contract
+	epoch    string
+	key      func(obj *T, raw []byte) (string, error)
+	// propagator carries a write's trace context to its watchers
+	// (ServerConfig.Propagator).
+	propagator Propagator
 
 	// forks are the earlier versions' forms of this topic ([ForkTopic]):
 	// each change is converted once and written to each. mirrorMu keeps a
@@ -312,16 +286,16 @@ func (w *TopicWriter[T]) SetFor(ctx context.Context, obj *T) error {
 // ctx's trace context to the watchers.
 func (w *TopicWriter[T]) set(ctx context.Context, holder string, obj *T) error {
 	if obj == nil {
-		return Errorf(CodeInvalidArgument, "%s: nil object", w.store.name)
+		return Errorf(CodeInvalidArgument, "%s: nil object", w.store.Name())
 	}
 	if val, ok := any(obj).(Validator); ok {
 		if err := val.Validate(); err != nil {
-			return Errorf(CodeInvalidArgument, "%s: %v", w.store.decl.Object, err)
+			return Errorf(CodeInvalidArgument, "%s: %v", w.store.Decl().Object, err)
 		}
 	}
 	raw, err := marshal(obj)
 	if err != nil {
-		return Errorf(CodeInvalidArgument, "%s does not encode: %v", w.store.decl.Object, err)
+		return Errorf(CodeInvalidArgument, "%s does not encode: %v", w.store.Decl().Object, err)
 	}
 	key, err := w.key(obj, raw)
 	if err != nil {
@@ -331,8 +305,8 @@ func (w *TopicWriter[T]) set(ctx context.Context, holder string, obj *T) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	header := changeHeader(w.store.s.cfg.Propagator, ctx)
-	if _, _, err = w.store.set(topicWrite{writer: w.writer, holder: holder, epoch: w.epoch, key: key, raw: raw, header: header}); err != nil {
+	header := changeHeader(w.propagator, ctx)
+	if _, _, err = w.store.Set(topics.Write{Writer: w.writer, Holder: holder, Epoch: w.epoch, Key: key, Raw: raw, Header: header}); err != nil {
 		return err
 	}
 	return w.mirrorSet(ctx, obj)
@@ -351,7 +325,7 @@ func (w *TopicWriter[T]) DeleteContext(ctx context.Context, key string) error {
 		w.mirrorMu.Lock()
 		defer w.mirrorMu.Unlock()
 	}
-	if _, _, err := w.store.del(w.writer, w.epoch, 0, key, changeHeader(w.store.s.cfg.Propagator, ctx)); err != nil {
+	if _, _, err := w.store.Delete(topics.Write{Writer: w.writer, Epoch: w.epoch, Key: key, Header: changeHeader(w.propagator, ctx)}); err != nil {
 		return err
 	}
 	return w.mirrorDelete(ctx, key)
@@ -361,7 +335,7 @@ func (w *TopicWriter[T]) DeleteContext(ctx context.Context, key string) error {
 // struct field the key's JSON name belongs to when T is such a struct
 // without a JSON method of its own, else from the encoded object.
 func keyReader[T any](field string) func(obj *T, raw []byte) (string, error) {
-	fromJSON := func(_ *T, raw []byte) (string, error) { return objectKey(raw, field) }
+	fromJSON := func(_ *T, raw []byte) (string, error) { return topics.ObjectKey(raw, field) }
 	typ := reflect.TypeFor[T]()
 	if typ.Kind() != reflect.Struct || typ.Implements(jsonMarshaler) || reflect.PointerTo(typ).Implements(jsonMarshaler) {
 		return fromJSON
@@ -389,32 +363,6 @@ func keyReader[T any](field string) func(obj *T, raw []byte) (string, error) {
 
 var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 
-// objectKey returns the value of an object's key field, which must be a
-// non-empty string of at most [MaxTopicKeyBytes] bytes.
-func objectKey(raw []byte, field string) (string, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return "", Errorf(CodeInvalidArgument, "topic object must be a JSON object")
-	}
-	v, ok := fields[field]
-	if !ok {
-		return "", Errorf(CodeInvalidArgument, "topic object has no key field %q", field)
-	}
-	var key string
-	if err := json.Unmarshal(v, &key); err != nil {
-		return "", Errorf(CodeInvalidArgument, "key field %q must be a string, not %s", field, v)
-	}
-	return key, checkKey(key)
-}
-
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return Errorf(CodeInvalidArgument, "topic key must not be empty")
-	case len(key) > MaxTopicKeyBytes:
-		return Errorf(CodeInvalidArgument, "topic key of %d bytes exceeds %d", len(key), MaxTopicKeyBytes)
-	case !utf8.ValidString(key):
-		return Errorf(CodeInvalidArgument, "topic key is not valid UTF-8")
-	}
-	return nil
-}
+// checkKey checks a topic key: non-empty, valid UTF-8, at most
+// [MaxTopicKeyBytes] bytes (topics.CheckKey).
+func checkKey(key string) error { return topics.CheckKey(key) }

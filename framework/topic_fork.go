@@ -27,8 +27,8 @@ type topicFork[T any] struct {
 // starts; it panics on setup mistakes, like [ServeTopic].
 // [ForkServedTopic] is the same for a writer s is yet to have.
 func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts ...TopicOption) *TopicView[Old] {
-	name := current.store.name
-	newer := current.store.contract
+	name := current.store.Name()
+	newer := current.contract
 	if err := checkForkPair(old, newer); err != nil {
 		panic("lockstep: " + err.Error())
 	}
@@ -45,10 +45,10 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 // earlier form's writer, so that a yet earlier compatible version can be
 // mirrored from it in turn. Fork mode and compatible versions share it.
 func mirrorTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts []TopicOption) *TopicWriter[Old] {
-	name := current.store.name
-	newer := current.store.contract
+	name := current.store.Name()
+	newer := current.contract
 	earlier := serveTopic[Old](s, old, name, opts) // the earlier version alone: its own chain is mirrored from it in turn
-	earlier.store.setAttached(current.Attached())  // one writer, attached in every form or none
+	earlier.store.SetAttached(current.Attached())  // one writer, attached in every form or none
 	current.mirrorMu.Lock()
 	defer current.mirrorMu.Unlock()
 	f := topicFork[New]{
@@ -112,7 +112,7 @@ func ForkServedTopic[Old, New any](s *Server, old, current *Contract, topic stri
 			panic(fmt.Sprintf("lockstep: topic %s of %s %s is served as %T, but its fork to %s converts %T",
 				topic, current.Name(), current.Version(), w, old.Version(), new(New)))
 		}
-		ForkTopic(s, old, writer, down, topicOptionFunc(func(c *topicConfig) { *c = writer.store.cfg }))
+		ForkTopic(s, old, writer, down, topicOptionFunc(func(c *topicConfig) { *c = writer.store.Config() }))
 	}}
 	s.mu.Lock()
 	s.servedVersionLocked(current, "topic forks")
@@ -144,7 +144,7 @@ func (s *Server) topicWriterLocked(c *Contract, topic string) any {
 	if sv == nil || sv.topics[topic] == nil {
 		return nil
 	}
-	return sv.topics[topic].writer
+	return sv.topics[topic].Writer
 }
 
 // topicServed attaches the forks waiting for the writer w of topic at c's
@@ -196,5 +196,5 @@ func mirrorError[T any](w *TopicWriter[T], err error) error {
 	if err == nil {
 		return nil
 	}
-	return NewError(CodeOf(err), fmt.Errorf("%s: written at %s, but %w", w.store.name, w.store.contract.Version(), err))
+	return NewError(CodeOf(err), fmt.Errorf("%s: written at %s, but %w", w.store.Name(), w.store.Version(), err))
 }

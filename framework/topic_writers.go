@@ -1,10 +1,6 @@
 package framework
 
-import (
-	"sync"
-
-	"github.com/lockstep-dev/lockstep/handshake"
-)
+import "sync"
 
 // Writer-aware routing. Replicas do not share topics, so a watcher of a
 // server-written topic must watch a replica whose writer is attached (the
@@ -14,56 +10,15 @@ import (
 // uses it to pick its replica, to move when the writer moves, and to never
 // take a writer-less replica's topic for the truth (docs/topics.md).
 
-// writerLiveLocked reports whether the topic has a live writer.
-func (t *topicStore) writerLiveLocked() bool {
-	if t.decl.Writer == handshake.RoleClient {
-		return len(t.writers) > 0
-	}
-	return !t.detached
-}
-
-func (t *topicStore) writerLive() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.writerLiveLocked()
-}
-
-// topicWriterReports reports the writers of every topic of the contracts
-// named.
-func (s *Server) topicWriterReports(contracts map[string]bool) []topicWriterReport {
-	if len(contracts) == 0 {
-		return nil
-	}
-	var out []topicWriterReport
-	for _, t := range s.allTopics() {
-		if contracts[t.contract.Name()] {
-			out = append(out, topicWriterReport{Contract: t.contract.Name(), Version: t.contract.Version(), Topic: t.name, Writer: t.writerLive()})
-		}
-	}
-	return out
-}
-
-// setAttached attaches or detaches the server's writer of the topic; it
-// reports whether that changed anything.
-func (t *topicStore) setAttached(attached bool) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.detached == !attached {
-		return false
-	}
-	t.detached = !attached
-	return true
-}
-
 // Attach makes the server's writer of the topic live: watchers are told,
 // in the synced frame and in heartbeat answers, that this replica's topic
 // is the one to watch. A writer is attached when [ServeTopic] makes it,
 // unless given [WithWriterDetached]. A replica that takes over writing (a
 // newly elected leader) writes its state and then attaches.
 func (w *TopicWriter[T]) Attach() {
-	w.store.setAttached(true)
+	w.store.SetAttached(true)
 	for _, f := range w.forks {
-		f.store.setAttached(true)
+		f.store.SetAttached(true)
 	}
 }
 
@@ -74,19 +29,19 @@ func (w *TopicWriter[T]) Attach() {
 // this one meanwhile. Writes are still applied, so a detached writer can
 // prepare its state before it attaches.
 func (w *TopicWriter[T]) Detach() {
-	w.store.setAttached(false)
+	w.store.SetAttached(false)
 	for _, f := range w.forks {
-		f.store.setAttached(false)
+		f.store.SetAttached(false)
 	}
 }
 
 // Attached reports whether the writer is attached.
-func (w *TopicWriter[T]) Attached() bool { return w.store.writerLive() }
+func (w *TopicWriter[T]) Attached() bool { return w.store.WriterLive() }
 
 // WithWriterDetached makes [ServeTopic]'s writer start detached (see
 // [TopicWriter.Detach]): a replica that is not the elected writer yet.
 func WithWriterDetached() TopicOption {
-	return topicOptionFunc(func(c *topicConfig) { c.detached = true })
+	return topicOptionFunc(func(c *topicConfig) { c.Detached = true })
 }
 
 // sessionWriters is what a client knows of whether each of its topics has

@@ -111,7 +111,7 @@ func (c *Client) watchRequest(topic string, opts []WatchOption) (watch.Request, 
 	if err != nil {
 		return watch.Request{}, err
 	}
-	return watch.Request{Topic: topic, Query: sel.key(decl.Selectors), WriterAware: decl.Writer == handshake.RoleServer,
+	return watch.Request{Topic: topic, Query: sel.Key(decl.Selectors), WriterAware: decl.Writer == handshake.RoleServer,
 		Own: cfg.ownStream, DecodeEach: cfg.decodeEach}, nil
 }
 

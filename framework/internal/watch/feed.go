@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,7 +142,7 @@ type feed struct {
 	// resume is where the next stream asks to start: the synced frame's
 	// history and revision, then the revision of every change read after
 	// it. Only the run goroutine uses it.
-	resume resumePoint
+	resume frames.ResumePoint
 
 	rr                                  atomic.Uint64
 	streams, resumes, frames, badFrames atomic.Int64
@@ -154,23 +153,6 @@ type feed struct {
 type Feeds struct {
 	mu sync.Mutex
 	m  map[string]*feed
-}
-
-// resumePoint is where a feed asks its next stream to start: after
-// revision rev of the topic history named history (one per server
-// process).
-type resumePoint struct {
-	history string
-	rev     uint64
-}
-
-// String is the resume point as the watch request's since parameter
-// names it, "<history>.<rev>", which the server's parseResumePoint reads.
-func (p resumePoint) String() string {
-	if p.history == "" {
-		return ""
-	}
-	return p.history + "." + strconv.FormatUint(p.rev, 10)
 }
 
 // Request says which feed an informer wants, and how it takes its frames.
@@ -347,7 +329,7 @@ func (f *feed) stream(conn Conn, warn bool) (bool, error) {
 	}()
 	f.streams.Add(1)
 	query := f.query
-	if f.resume.history != "" {
+	if f.resume.History != "" {
 		if query != "" {
 			query += "&"
 		}

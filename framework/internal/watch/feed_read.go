@@ -115,8 +115,8 @@ func (f *feed) readChange(r *streamRead, typ, key string, rev uint64, line []byt
 	switch {
 	case r.synced || r.resumed:
 		f.publishChange(typ, key, fr)
-		if r.synced && rev > f.resume.rev {
-			f.resume.rev = rev
+		if r.synced && rev > f.resume.Rev {
+			f.resume.Rev = rev
 		}
 		r.queued = true
 	case typ == protocol.FrameSet:
@@ -153,7 +153,7 @@ func (f *feed) readMarker(r *streamRead, line []byte) (end bool, err error) {
 		f.publishSnapshot(r.snapshot, fr.Instance)
 		r.snapshot = nil
 	}
-	f.resume = resumePoint{history: fr.History, rev: fr.Rev}
+	f.resume = frames.ResumePoint{History: fr.History, Rev: fr.Rev}
 	r.synced = true
 	return false, nil
 }

@@ -1,4 +1,4 @@
-package framework
+package topics
 
 import (
 	"testing"
@@ -9,13 +9,13 @@ import (
 )
 
 func TestTopicHistoryBoundsAndCoverage(t *testing.T) {
-	h := newTopicHistory(3, time.Minute)
+	h := newChangeHistory(3, time.Minute)
 	del := func(key string, rev uint64, at time.Duration) {
 		ch := encodeDeleteFrame(key, ObjectVersion{Epoch: "e", Seq: rev}, rev, false, nil)
 		h.bury(ch, nil, int64(at))
 	}
 	none := func(string) bool { return false }
-	keys := func(chs []*topicChange) []string {
+	keys := func(chs []*change) []string {
 		var out []string
 		for _, ch := range chs {
 			out = append(out, ch.key)
@@ -45,32 +45,4 @@ func TestTopicHistoryBoundsAndCoverage(t *testing.T) {
 	assert.False(t, h.covers(5, 8, int64(time.Minute+2*time.Second+1)))
 	assert.True(t, h.covers(6, 8, int64(time.Minute+2*time.Second+1)))
 	assert.Equal(t, []string{"c"}, keys(h.deletesAfter(6, none, nil)))
-}
-
-func TestResumePointText(t *testing.T) {
-	p := resumePoint{history: "9c41d2a07f3e11b2", rev: 1234}
-	got, ok := parseResumePoint(p.String())
-	require.True(t, ok)
-	assert.Equal(t, p, got)
-	for _, bad := range []string{"", "1234", ".12", "abc.", "abc.x", "abc.-1", "abc.99999999999999999999"} {
-		_, ok := parseResumePoint(bad)
-		assert.False(t, ok, "%q", bad)
-	}
-}
-
-// TestChangeHeaderIsBounded: a write's trace context is encoded as the
-// header its frames carry (the form frames' TestFrameHeaderRoundTrips
-// reads back), and a header over its bound is not carried.
-func TestChangeHeaderIsBounded(t *testing.T) {
-	header := encodeChangeHeader(map[string][]string{"traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
-	if want := `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`; string(header) != want {
-		t.Errorf("header %s, want %s", header, want)
-	}
-	big := make([]byte, maxChangeHeaderBytes)
-	for i := range big {
-		big[i] = 'x'
-	}
-	if h := encodeChangeHeader(map[string][]string{"tracestate": {string(big)}}); h != nil {
-		t.Errorf("a header of %d bytes was carried", len(h))
-	}
 }

@@ -1,4 +1,4 @@
-package framework
+package topics
 
 // Watch streams on the server: their states, their pending keys and the
 // goroutine that flushes them to the watcher's connection.
@@ -15,6 +15,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
+	"github.com/lockstep-dev/lockstep/framework/internal/limits"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -88,7 +89,7 @@ func (r responseSink) close() { _ = r.rc.SetWriteDeadline(time.Unix(1, 0)) }
 
 func (r responseSink) abort() { r.close() }
 
-// watchStream is one watcher of a topic. It holds no queue of changes:
+// Stream is one watcher of a topic. It holds no queue of changes:
 // only the set of keys changed since they were last sent, each pointing at
 // the key's latest change (shared, encoded once), so its memory is bounded
 // by the number of keys however slow the watcher is, and it always ends up
@@ -97,12 +98,12 @@ func (r responseSink) abort() { r.close() }
 //
 // Its life is the streamState machine below; what it has to send next
 // (pend, prefix, needSynced, pingDue) is work, not state.
-type watchStream struct {
-	topic *topicStore
-	sess  *session
+type Stream struct {
+	topic *Store
+	sess  Session
 	// sel is what the watcher selects (nil: every object); the topic's
 	// index files the stream by it.
-	sel selection
+	sel Selection
 	// since is the topic's revision when the stream started: its first
 	// frames (a snapshot, or the changes since the resume point) bring the
 	// watcher to it, and its synced frame names it.
@@ -114,7 +115,7 @@ type watchStream struct {
 	// (a snapshot of a writer-less replica labelled the writer's) or
 	// detached.
 	writerAtSince bool
-	peer          clientKey
+	peer          peerKey
 	info          handshake.Peer
 	pingEvery     time.Duration
 	writeTimeout  time.Duration
@@ -122,7 +123,7 @@ type watchStream struct {
 	// one at a time, uses it.
 	deadline writeDeadline
 
-	// mu guards what follows. Lock order: topicStore.mu, then mu (a topic
+	// mu guards what follows. Lock order: Store.mu, then mu (a topic
 	// closes its watchers while holding its own lock); never the reverse:
 	// a stream releases mu before it takes its topic's lock
 	// (closeNow → removeWatcher).
@@ -136,7 +137,7 @@ type watchStream struct {
 	prefix []byte
 	// pend holds the latest change of each dirty key, in the order the
 	// keys first became dirty; index maps a key to its place in pend.
-	pend       []*topicChange
+	pend       []*change
 	index      map[string]int
 	needSynced bool
 	pingDue    bool
@@ -155,7 +156,7 @@ type watchStream struct {
 }
 
 // streamState is where a watch stream is in its life. Every change of
-// state goes through [watchStream.moveLocked], beside the one table of the
+// state goes through [Stream.moveLocked], beside the one table of the
 // moves allowed.
 type streamState uint8
 
@@ -192,7 +193,7 @@ var streamMoves = [...][]streamState{
 // moveLocked moves the stream to state to, which must be one of
 // streamMoves[ws.state]: a stream never reopens. Entering streamClosed with
 // no flush running finishes the stream at once. ws.mu must be held.
-func (ws *watchStream) moveLocked(to streamState) {
+func (ws *Stream) moveLocked(to streamState) {
 	if !slices.Contains(streamMoves[ws.state], to) {
 		panic(fmt.Sprintf("lockstep: watch stream cannot move from %s to %s", ws.state, to))
 	}
@@ -207,14 +208,14 @@ func (ws *watchStream) moveLocked(to streamState) {
 
 // endingLocked reports whether the stream takes no more changes: it is closing
 // or closed.
-func (ws *watchStream) endingLocked() bool { return ws.state >= streamClosing }
+func (ws *Stream) endingLocked() bool { return ws.state >= streamClosing }
 
 // closedLocked reports whether the stream's connection is closed.
-func (ws *watchStream) closedLocked() bool { return ws.state >= streamClosed }
+func (ws *Stream) closedLocked() bool { return ws.state >= streamClosed }
 
 // start gives the stream its sink and sends what is pending: prefix, the
 // snapshot, the synced marker.
-func (ws *watchStream) start(sink watchSink, prefix []byte) {
+func (ws *Stream) start(sink watchSink, prefix []byte) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.closedLocked() {
@@ -222,7 +223,7 @@ func (ws *watchStream) start(sink watchSink, prefix []byte) {
 		return
 	}
 	ws.sink, ws.prefix = sink, prefix
-	ws.pinger = ws.topic.s.cfg.Clock.AfterFunc(ws.pingEvery, ws.tick)
+	ws.pinger = ws.topic.host.Clock.AfterFunc(ws.pingEvery, ws.tick)
 	if ws.state == streamWaiting {
 		ws.moveLocked(streamOpen)
 	}
@@ -232,7 +233,7 @@ func (ws *watchStream) start(sink watchSink, prefix []byte) {
 // markAll records that each change of batch (one per key) is the latest
 // change of its key, skipping those its snapshot already holds. It never
 // blocks on the watcher's connection.
-func (ws *watchStream) markAll(batch []*topicChange) {
+func (ws *Stream) markAll(batch []*change) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for _, ch := range batch {
@@ -246,8 +247,8 @@ func (ws *watchStream) markAll(batch []*topicChange) {
 	ws.scheduleLocked()
 }
 
-// markOne is [watchStream.markAll] of one change.
-func (ws *watchStream) markOne(ch *topicChange) {
+// markOne is [Stream.markAll] of one change.
+func (ws *Stream) markOne(ch *change) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.endingLocked() {
@@ -260,15 +261,15 @@ func (ws *watchStream) markOne(ch *topicChange) {
 }
 
 // markLocked records that ch is the latest change of its key.
-func (ws *watchStream) markLocked(ch *topicChange) {
+func (ws *Stream) markLocked(ch *change) {
 	if !ws.needSynced {
 		ws.queuedBytes += int64(len(ch.frame))
 		if i := ws.pending(ch.key); i >= 0 {
 			ws.queuedBytes -= int64(len(ws.pend[i].frame))
 		}
-		if limit := ws.topic.s.cfg.Limits.WatchQueuedBytes; limit > 0 && ws.queuedBytes > limit {
+		if limit := ws.topic.host.WatchQueuedBytes; limit > 0 && ws.queuedBytes > limit {
 			ws.pend, ws.index, ws.queuedBytes = nil, nil, 0
-			ws.topic.s.cfg.Metrics.limitRefused(limitWatchQueuedBytes)
+			ws.topic.host.refused(limits.WatchQueuedBytes)
 			ws.closeReason = protocol.CloseOverflow
 			ws.moveLocked(streamClosing)
 			return
@@ -293,9 +294,9 @@ func (ws *watchStream) markLocked(ch *topicChange) {
 		// Keys deleted while the watcher lags also wait here; should a
 		// writer churn through more distinct keys than the topic may hold
 		// meanwhile, the stream ends and the watcher resyncs on reconnect.
-		if len(ws.pend) > 2*ws.topic.cfg.maxKeys {
+		if len(ws.pend) > 2*ws.topic.cfg.MaxKeys {
 			ws.pend, ws.index = nil, nil
-			ws.topic.s.cfg.Metrics.limitRefused(limitWatchQueuedKeys)
+			ws.topic.host.refused(limits.WatchQueuedKeys)
 			ws.closeReason = protocol.CloseOverflow
 			ws.moveLocked(streamClosing)
 		}
@@ -307,7 +308,7 @@ func (ws *watchStream) markLocked(ch *topicChange) {
 const pendScanMax = 16
 
 // pending returns the place of key in pend, or -1.
-func (ws *watchStream) pending(key string) int {
+func (ws *Stream) pending(key string) int {
 	if ws.index != nil {
 		if i, ok := ws.index[key]; ok {
 			return i
@@ -323,19 +324,19 @@ func (ws *watchStream) pending(key string) int {
 }
 
 // scheduleLocked starts the flush goroutine unless one runs.
-func (ws *watchStream) scheduleLocked() {
+func (ws *Stream) scheduleLocked() {
 	if ws.closedLocked() || ws.sink == nil || ws.running {
 		return
 	}
 	ws.running = true
-	ws.topic.s.watchWG.Add(1)
+	ws.topic.host.Goroutines.Add(1)
 	go ws.flush()
 }
 
 // tick runs every ping interval: a stream that wrote nothing since the
 // last tick gets a ping, so its watcher can tell a quiet topic from a dead
 // connection.
-func (ws *watchStream) tick() {
+func (ws *Stream) tick() {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.closedLocked() {
@@ -351,7 +352,7 @@ func (ws *watchStream) tick() {
 
 // closeGracefully ends the stream after what it still has to send, with a
 // closing frame giving reason.
-func (ws *watchStream) closeGracefully(reason string) {
+func (ws *Stream) closeGracefully(reason string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.endingLocked() {
@@ -364,12 +365,12 @@ func (ws *watchStream) closeGracefully(reason string) {
 
 // closeNow cuts the stream's connection at once (watchSink.abort): the
 // server stops, the watcher went away, or a write to it failed.
-func (ws *watchStream) closeNow() { ws.closeConn(false) }
+func (ws *Stream) closeNow() { ws.closeConn(false) }
 
 // closeConn closes the stream's connection; finished says the stream's
 // closing frame went out whole, so the connection may end the way a
 // finished one does rather than be cut.
-func (ws *watchStream) closeConn(finished bool) {
+func (ws *Stream) closeConn(finished bool) {
 	ws.mu.Lock()
 	if ws.closedLocked() {
 		ws.mu.Unlock()
@@ -394,8 +395,8 @@ func (ws *watchStream) closeConn(finished bool) {
 
 // flush sends what is pending, as few writes as it takes, until nothing
 // is; changes made meanwhile are picked up by the next round.
-func (ws *watchStream) flush() {
-	defer ws.topic.s.watchWG.Done()
+func (ws *Stream) flush() {
+	defer ws.topic.host.Goroutines.Done()
 	bufp := watchBufs.Get().(*[]byte)
 	buf := (*bufp)[:0]
 	defer func() {
@@ -404,7 +405,7 @@ func (ws *watchStream) flush() {
 			watchBufs.Put(bufp)
 		}
 	}()
-	var spare []*topicChange
+	var spare []*change
 	for {
 		r, ok := ws.takeRound(spare)
 		if !ok {
@@ -416,7 +417,7 @@ func (ws *watchStream) flush() {
 		spare = r.pend
 		if err == nil && r.closing == protocol.CloseDraining {
 			// The watcher was told, as a call's answer would tell it.
-			ws.sess.drainNotified.Store(true)
+			ws.sess.NoticeDrain()
 		}
 		if err != nil || r.closing != "" {
 			ws.closeConn(err == nil)
@@ -428,7 +429,7 @@ func (ws *watchStream) flush() {
 type flushRound struct {
 	sink           watchSink
 	prefix         []byte
-	pend           []*topicChange
+	pend           []*change
 	synced, ping   bool
 	closing        string // the closing frame's reason, if the stream ends
 	frames, writes int
@@ -437,7 +438,7 @@ type flushRound struct {
 // takeRound takes what is pending, leaving spare as the stream's next
 // pend; ok is false when the flush goroutine is to end (the stream is
 // idle or closed).
-func (ws *watchStream) takeRound(spare []*topicChange) (r flushRound, ok bool) {
+func (ws *Stream) takeRound(spare []*change) (r flushRound, ok bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.closedLocked() {
@@ -463,7 +464,7 @@ func (ws *watchStream) takeRound(spare []*topicChange) (r flushRound, ok bool) {
 
 // sendRound writes a round's frames to its sink, in chunks of about
 // watchChunk, and counts them.
-func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
+func (ws *Stream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 	if !r.synced || ws.resumed {
 		// Changes go out in the order they were made, so a watcher that
 		// has read revision R has every change up to R: its resume point.
@@ -515,7 +516,7 @@ func (ws *watchStream) sendRound(buf []byte, r *flushRound) ([]byte, error) {
 
 // write writes p, failing if the watcher takes more than about the write
 // timeout to accept it.
-func (ws *watchStream) write(sink watchSink, p []byte) error {
+func (ws *Stream) write(sink watchSink, p []byte) error {
 	if err := ws.deadline.extend(sink, ws.writeTimeout); err != nil {
 		return err
 	}

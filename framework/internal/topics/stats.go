@@ -1,4 +1,4 @@
-package framework
+package topics
 
 // Counters of topics and watch streams, for status pages, metrics and
 // tests.
@@ -10,12 +10,9 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// counters of topics and watch streams for status pages,
+// Stats describes one topic a server holds, for status pages,
 // metrics and tests.
-
-// TopicStats describes one topic a server holds, for status pages,
-// metrics and tests.
-type TopicStats struct {
+type Stats struct {
 	Contract string `json:"contract"`
 	Version  string `json:"version"`
 	Topic    string `json:"topic"`
@@ -42,7 +39,7 @@ type TopicStats struct {
 	Coalesced uint64 `json:"coalesced"`
 	// WatcherCount is how many watch streams are live; Watchers describes
 	// each of them, or in the status a server serves at most
-	// [StatusMaxWatchers] of them ([ServerStatus.Truncated] says so).
+	// StatusMaxWatchers of them (ServerStatus.Truncated says so).
 	WatcherCount int            `json:"watcherCount"`
 	Watchers     []WatcherStats `json:"watchers"`
 }
@@ -69,48 +66,34 @@ type WatcherStats struct {
 	Coalesced uint64 `json:"coalesced"`
 }
 
-// TopicStats describes every topic the server holds, sorted by contract,
-// version and topic.
-func (s *Server) TopicStats() []TopicStats {
-	var out []TopicStats
-	for _, t := range s.allTopics() {
-		t.mu.Lock()
-		st := TopicStats{
-			Contract: t.contract.Name(), Version: t.contract.Version(), Topic: t.name,
-			Keys: len(t.entries), Writers: len(t.writers), Sets: t.sets.Load(), Deletes: t.deletes.Load(),
-			Writer: t.writerLiveLocked(), Coalesced: t.coalesced.Load(), Revision: t.gen, Tombstones: len(t.history.tombs),
-			Watchers: make([]WatcherStats, 0, len(t.watchers)), Selectors: slices.Clone(t.decl.Selectors),
-		}
-		watchers := make([]*watchStream, 0, len(t.watchers))
-		for ws := range t.watchers {
-			watchers = append(watchers, ws)
-		}
-		t.mu.Unlock()
-		for _, ws := range watchers {
-			st.Watchers = append(st.Watchers, ws.stats())
-		}
-		sort.Slice(st.Watchers, func(i, j int) bool { return st.Watchers[i].Peer.Instance < st.Watchers[j].Peer.Instance })
-		st.WatcherCount = len(st.Watchers)
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Contract != b.Contract {
-			return a.Contract < b.Contract
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.Topic < b.Topic
-	})
-	return out
-}
-
-func (ws *watchStream) stats() WatcherStats {
+func (ws *Stream) stats() WatcherStats {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return WatcherStats{
-		Peer: ws.info, Selection: statusSelection(ws.sel.key(ws.topic.decl.Selectors)), Queued: len(ws.pend), MaxQueued: ws.maxQueued,
+		Peer: ws.info, Selection: statusSelection(ws.sel.Key(ws.topic.decl.Selectors)), Queued: len(ws.pend), MaxQueued: ws.maxQueued,
 		Frames: ws.frames, Writes: ws.writes, Coalesced: ws.coalesced,
 	}
+}
+
+// Stats returns the topic's counters and those of its watch streams,
+// sorted by peer instance.
+func (t *Store) Stats() Stats {
+	t.mu.Lock()
+	st := Stats{
+		Contract: t.contract, Version: t.version, Topic: t.name,
+		Keys: len(t.entries), Writers: len(t.writers), Sets: t.sets.Load(), Deletes: t.deletes.Load(),
+		Writer: t.writerLiveLocked(), Coalesced: t.coalesced.Load(), Revision: t.gen, Tombstones: len(t.history.tombs),
+		Watchers: make([]WatcherStats, 0, len(t.watchers)), Selectors: slices.Clone(t.decl.Selectors),
+	}
+	watchers := make([]*Stream, 0, len(t.watchers))
+	for ws := range t.watchers {
+		watchers = append(watchers, ws)
+	}
+	t.mu.Unlock()
+	for _, ws := range watchers {
+		st.Watchers = append(st.Watchers, ws.stats())
+	}
+	sort.Slice(st.Watchers, func(i, j int) bool { return st.Watchers[i].Peer.Instance < st.Watchers[j].Peer.Instance })
+	st.WatcherCount = len(st.Watchers)
+	return st
 }

@@ -1,21 +1,23 @@
-package framework
+package topics
 
 // The topic store: a topic's objects, its watcher set and the fan-out of
 // changes to them.
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
+	"github.com/lockstep-dev/lockstep/framework/internal/limits"
+	"github.com/lockstep-dev/lockstep/framework/internal/share"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
-// topicChange is one change of a key, encoded once as a complete watch
+// change is one change of a key, encoded once as a complete watch
 // frame (one NDJSON line) whose bytes every watcher shares.
-type topicChange struct {
+type change struct {
 	key     string
 	frame   []byte
 	gen     uint64 // the topic's count of changes when this one was made
@@ -24,7 +26,7 @@ type topicChange struct {
 	// values (nil for a delete). leave is the set's delete frame, made
 	// once, for the watchers whose selection the key leaves by it.
 	sel   selValues
-	leave *topicChange
+	leave *change
 	// header is the write's header its frames carry (nil for none).
 	header []byte
 }
@@ -32,16 +34,16 @@ type topicChange struct {
 // encodeSetFrame builds a set frame once (frames.EncodeSet), as the change
 // of revision rev. It returns the change and the object's bytes inside
 // its frame.
-func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw, header []byte) (*topicChange, []byte) {
+func encodeSetFrame(key string, ver ObjectVersion, rev uint64, raw, header []byte) (*change, []byte) {
 	frame, object := frames.EncodeSet(frames.Change{Key: key, Epoch: ver.Epoch, Seq: ver.Seq, Rev: rev, Header: header}, raw)
-	return &topicChange{key: key, frame: frame, gen: rev, version: ver, header: header}, object
+	return &change{key: key, frame: frame, gen: rev, version: ver, header: header}, object
 }
 
 // encodeDeleteFrame builds a delete frame once (frames.EncodeDelete), as
 // the change of revision rev.
-func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost bool, header []byte) *topicChange {
+func encodeDeleteFrame(key string, ver ObjectVersion, rev uint64, writerLost bool, header []byte) *change {
 	frame := frames.EncodeDelete(frames.Change{Key: key, Epoch: ver.Epoch, Seq: ver.Seq, Rev: rev, WriterLost: writerLost, Header: header})
-	return &topicChange{key: key, frame: frame, gen: rev, version: ver, header: header}
+	return &change{key: key, frame: frame, gen: rev, version: ver, header: header}
 }
 
 // syncedMark is what a synced marker says of a stream: it has brought its
@@ -55,16 +57,16 @@ type syncedMark struct {
 
 // appendSynced appends the synced marker m, which names the server
 // instance that holds the topic and the topic's history (frames.Synced).
-func (t *topicStore) appendSynced(b []byte, m syncedMark) []byte {
-	return frames.AppendSynced(b, frames.Synced{Instance: t.s.cfg.Instance, History: t.history.id, Rev: m.rev, Resumed: m.resumed, Writer: m.writer})
+func (t *Store) appendSynced(b []byte, m syncedMark) []byte {
+	return frames.AppendSynced(b, frames.Synced{Instance: t.host.Instance, History: t.history.id, Rev: m.rev, Resumed: m.resumed, Writer: m.writer})
 }
 
-// topicEntry is a key's current object. Its bytes live inside the frame
+// entry is a key's current object. Its bytes live inside the frame
 // of the change that set it.
-type topicEntry struct {
-	writer  writerKey // zero when its writer was lost under the keep policy
+type entry struct {
+	writer  WriterID // zero when its writer was lost under the keep policy
 	version ObjectVersion
-	change  *topicChange
+	change  *change
 	object  []byte // a sub-slice of change.frame
 	// share is the writer identity whose write holds the key, in a
 	// client-written topic (nil in the server's own): it keeps counting
@@ -73,155 +75,156 @@ type topicEntry struct {
 	share *writerShare
 }
 
-// writerShare is what one writer identity (its limitsKey) holds of a
+// writerShare is what one writer identity (its share key) holds of a
 // client-written topic, over all its instances: keys and bytes of
 // objects, bounded by WithMaxKeysPerWriter and WithMaxBytesPerWriter
-// (share.go).
+// (framework/internal/share).
 type writerShare struct {
 	id    string
 	keys  int
 	bytes int
 }
 
-// topicStore holds one topic of one served contract version: its objects,
+// Store holds one topic of one served contract version: its objects,
 // their writers, and its watch streams. Objects live in memory only.
-type topicStore struct {
-	s        *Server
-	contract *Contract
+type Store struct {
+	host     *Host
+	contract string // the contract's name
+	version  string // the contract's version
+	server   string // the contract's server component
 	name     string
 	decl     handshake.Topic
-	cfg      topicConfig
+	cfg      Config
 	// validate checks a client's object; set for client-written topics.
 	validate func(raw []byte) error
-	// writer is a server-written topic's *TopicWriter[T], for the forks
-	// that wait for it ([ForkServedTopic]); guarded by Server.mu.
-	writer any
+	// Writer is a server-written topic's *TopicWriter[T], for the forks
+	// that wait for it (ForkServedTopic); guarded by the server's lock.
+	Writer any
 
 	// mu guards the fields below it. Lock order, outermost first:
-	// TopicWriter.mirrorMu, then topicStore.mu, then watchStream.mu; a
-	// client's write reads the session table under mu (sessionLostLocked).
+	// TopicWriter.mirrorMu, then Store.mu, then Stream.mu; a
+	// client's write asks Host.SessionLive under mu (sessionLostLocked).
 	// Server.mu is never held with mu: a request finds its topic under
 	// Server.mu and releases it before taking mu. Watchers are marked and
 	// closed gracefully under mu; a stream drops its own lock before it
 	// takes mu to leave the watcher set.
 	mu      sync.Mutex
-	entries map[string]*topicEntry
+	entries map[string]*entry
 	bytes   int // of the entries' objects, bounded by cfg.maxBytes
 	// shares are what each writer identity holds of a client-written
-	// topic, by its limitsKey; dropped when it holds nothing.
+	// topic, by its share key; dropped when it holds nothing.
 	shares   map[string]*writerShare
-	writers  map[writerKey]*writerState
-	watchers map[*watchStream]struct{}
+	writers  map[WriterID]*writerState
+	watchers map[*Stream]struct{}
 	// peerWatchers counts each peer's watchers (by its limits key), for
 	// its share of the topic's watchers.
 	peerWatchers map[string]int
 	closed       bool // the server is draining or stopped: no new watchers
 	// index files keys and watchers by selector value; nil for a topic
 	// without selectors.
-	index *topicIndex
+	index *selIndex
 
 	// detached says the server's writer is detached: the topic has no
-	// live writer (see [TopicWriter.Detach]).
+	// live writer (see TopicWriter.Detach).
 	detached bool
 	// history remembers deleted keys, so that a watcher can resume.
-	history topicHistory
+	history changeHistory
 
 	// gen counts the changes applied: it is the topic's revision, and a
 	// change's gen is its revision. fan holds the latest change of each
 	// key not yet handed to the watchers (fanIndex: its place); fanning
 	// says whether the fan-out goroutine runs.
 	gen      uint64
-	fan      []*topicChange
+	fan      []*change
 	fanIndex map[string]int
 	fanning  bool
 
 	sets, deletes atomic.Uint64
 
 	// coalesced counts changes replaced in a watcher's queue by a later
-
 	// change of the same key, over every watcher this topic ever had.
-
 	coalesced atomic.Uint64
 }
 
-// registerTopic adds a topic of a contract version to the server; it
-// panics on setup mistakes, which are programming errors.
-func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, opts []TopicOption) *topicStore {
-	decl, ok := c.Topic(name)
-	if !ok {
-		panic(fmt.Sprintf("lockstep: contract %s %s declares no topic %s", c.Name(), c.Version(), name))
-	}
-	if decl.Writer != side {
-		if side == handshake.RoleServer {
-			panic(fmt.Sprintf("lockstep: topic %s is written by the client; use ServeClientTopic", name))
-		}
-		panic(fmt.Sprintf("lockstep: topic %s is written by the server; use ServeTopic", name))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.servedVersionLocked(c, "topics")
-	if sv.topics == nil {
-		sv.topics = map[string]*topicStore{}
-	}
-	if _, dup := sv.topics[name]; dup {
-		panic(fmt.Sprintf("lockstep: %s %s topic %s registered twice", c.Name(), c.Version(), name))
-	}
-	t := &topicStore{
-		s: s, contract: c, name: name, decl: decl, cfg: newTopicConfig(opts),
-		entries:  map[string]*topicEntry{},
+// StoreConfig is what a topic's store is made of.
+type StoreConfig struct {
+	Host *Host
+	// Contract and Version name the served contract version; Topic is the
+	// topic's name and Decl its declaration.
+	Contract, Version, Topic string
+	Decl                     handshake.Topic
+	// Server is the component that serves the contract, named when a
+	// client writes a topic the server writes.
+	Server string
+	// Config is the topic's limits, with its defaults filled in
+	// ([Config.WithDefaults]).
+	Config Config
+	// Validate checks a client's object (decoded as the server's type
+	// for it); required for a client-written topic, unused otherwise.
+	Validate func(raw []byte) error
+}
+
+// NewStore returns the empty store of a topic.
+func NewStore(c StoreConfig) *Store {
+	t := &Store{
+		host: c.Host, contract: c.Contract, version: c.Version, server: c.Server, name: c.Topic, decl: c.Decl, cfg: c.Config,
+		validate: c.Validate,
+		entries:  map[string]*entry{},
 		shares:   map[string]*writerShare{},
-		writers:  map[writerKey]*writerState{},
-		watchers: map[*watchStream]struct{}{}, peerWatchers: map[string]int{},
+		writers:  map[WriterID]*writerState{},
+		watchers: map[*Stream]struct{}{}, peerWatchers: map[string]int{},
 	}
-	t.index = newTopicIndex(decl.Selectors)
-	t.detached = t.cfg.detached
-	t.history = newTopicHistory(t.cfg.tombstones, t.cfg.tombstoneAge)
-	sv.topics[name] = t
+	t.index = newSelIndex(c.Decl.Selectors)
+	t.detached = c.Config.Detached
+	t.history = newChangeHistory(c.Config.Tombstones, c.Config.TombstoneAge)
 	return t
 }
 
-// allTopics returns every topic the server holds.
-func (s *Server) allTopics() []*topicStore {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []*topicStore
-	for _, sc := range s.contracts {
-		for _, sv := range sc.versions {
-			for _, t := range sv.topics {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
+// Name returns the topic's name.
+func (t *Store) Name() string { return t.name }
 
-// topicWrite is one write of a key's object to a topic store.
-type topicWrite struct {
-	writer writerKey
+// Contract returns the name of the topic's contract.
+func (t *Store) Contract() string { return t.contract }
+
+// Version returns the version of the topic's contract.
+func (t *Store) Version() string { return t.version }
+
+// Server returns the component that serves the topic's contract.
+func (t *Store) Server() string { return t.server }
+
+// Decl returns the topic's declaration.
+func (t *Store) Decl() handshake.Topic { return t.decl }
+
+// Config returns the topic's limits.
+func (t *Store) Config() Config { return t.cfg }
+
+// Write is one write of a key's object to a topic store.
+type Write struct {
+	Writer WriterID
 	// holder is the writer identity the write counts against ("" for the
 	// server's own writer).
-	holder string
+	Holder string
 	// epoch and seq are the writer's version of the write; seq 0 takes the
 	// writer's next sequence.
-	epoch string
-	seq   uint64
-	key   string
+	Epoch string
+	Seq   uint64
+	Key   string
 	// raw is a JSON object with no insignificant whitespace.
-	raw []byte
+	Raw []byte
 	// header is the write's header its frames carry, a JSON object, or
 	// nil ([changeHeader]).
-	header []byte
+	Header []byte
 }
 
-// set stores wr.raw under wr.key for writer wr.writer. A write older than
+// Set stores wr.Raw under wr.Key for writer wr.Writer. A write older than
 // the key's current one from the same writer epoch (a resend) changes
 // nothing and reports applied false.
-func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
-	w, holder, epoch, seq, key, raw := wr.writer, wr.holder, wr.epoch, wr.seq, wr.key, wr.raw
+func (t *Store) Set(wr Write) (ObjectVersion, bool, error) {
+	w, holder, epoch, seq, key, raw := wr.Writer, wr.Holder, wr.Epoch, wr.Seq, wr.Key, wr.Raw
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sessionLostLocked(w) {
-		return ObjectVersion{}, false, errWriterSessionLost
+		return ObjectVersion{}, false, ErrWriterSessionLost
 	}
 	e := t.entries[key]
 	if err := t.ownerConflict(e, w, key); err != nil {
@@ -234,13 +237,13 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 		// not count against its share.
 		t.writerFor(w, epoch, key)
 	}
-	var share *writerShare
+	var sh *writerShare
 	if holder != "" {
-		if share = t.shares[holder]; share == nil {
-			share = &writerShare{id: holder}
+		if sh = t.shares[holder]; sh == nil {
+			sh = &writerShare{id: holder}
 		}
 	}
-	if err := t.admitLocked(e, share, len(raw)); err != nil {
+	if err := t.admitLocked(e, sh, len(raw)); err != nil {
 		return ObjectVersion{}, false, err
 	}
 	ws := t.writerFor(w, epoch, key)
@@ -252,7 +255,7 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 	}
 	ws.seq = max(ws.seq, seq)
 	ver := ObjectVersion{Epoch: ws.epoch, Seq: seq}
-	ch, object := encodeSetFrame(key, ver, t.gen+1, raw, wr.header)
+	ch, object := encodeSetFrame(key, ver, t.gen+1, raw, wr.Header)
 	var old selValues
 	if t.index != nil {
 		ch.sel = objectSelValues(t.index.selectors, raw)
@@ -262,8 +265,8 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 			if !old.equal(ch.sel) {
 				// A move: a delete for the watchers of the old values,
 				// now and when they resume.
-				ch.leave = encodeDeleteFrame(key, ver, ch.gen, false, wr.header)
-				t.history.buryMove(ch.leave, old, t.s.now())
+				ch.leave = encodeDeleteFrame(key, ver, ch.gen, false, wr.Header)
+				t.history.buryMove(ch.leave, old, t.host.Now())
 			}
 		}
 		t.index.fileKey(key, ch.sel)
@@ -273,12 +276,12 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 		held = len(e.object)
 		t.releaseLocked(e)
 	}
-	t.entries[key] = &topicEntry{writer: w, version: ver, change: ch, object: object, share: share}
+	t.entries[key] = &entry{writer: w, version: ver, change: ch, object: object, share: sh}
 	t.bytes += len(object) - held
-	if share != nil {
-		share.keys++
-		share.bytes += len(object)
-		t.shares[share.id] = share
+	if sh != nil {
+		sh.keys++
+		sh.bytes += len(object)
+		t.shares[sh.id] = sh
 	}
 	ws.keys[key] = struct{}{}
 	t.sets.Add(1)
@@ -290,53 +293,53 @@ func (t *topicStore) set(wr topicWrite) (ObjectVersion, bool, error) {
 // is e (nil for a new key), by the writer identity share (nil for the
 // server's own writer), against the topic's bounds: its keys and bytes,
 // and for a client's write the writer's shares of them and the reserve
-// (share.go). An object written no larger is never refused for bytes.
-func (t *topicStore) admitLocked(e *topicEntry, share *writerShare, n int) error {
-	keys := sharedBound{max: int64(t.cfg.maxKeys), perPeer: int64(t.cfg.maxKeys)}
-	bytes := sharedBound{max: int64(t.cfg.maxBytes), perPeer: int64(t.cfg.maxBytes), floor: bytesFloor}
+// (framework/internal/share). An object written no larger is never refused for bytes.
+func (t *Store) admitLocked(e *entry, sh *writerShare, n int) error {
+	keys := share.Bound{Max: int64(t.cfg.MaxKeys), PerPeer: int64(t.cfg.MaxKeys)}
+	bytes := share.Bound{Max: int64(t.cfg.MaxBytes), PerPeer: int64(t.cfg.MaxBytes), Floor: share.BytesFloor}
 	var heldKeys, heldBytes, addKeys, addBytes int64
 	growKeys, growBytes := int64(1), int64(n)
 	if e != nil {
 		growKeys, growBytes = 0, int64(n-len(e.object))
 	}
 	addKeys, addBytes = growKeys, growBytes
-	if share != nil {
-		keys.perPeer, bytes.perPeer = int64(t.cfg.writerKeys), int64(t.cfg.writerBytes)
-		heldKeys, heldBytes = int64(share.keys), int64(share.bytes)
-		if e == nil || e.share != share {
+	if sh != nil {
+		keys.PerPeer, bytes.PerPeer = int64(t.cfg.WriterKeys), int64(t.cfg.WriterBytes)
+		heldKeys, heldBytes = int64(sh.keys), int64(sh.bytes)
+		if e == nil || e.share != sh {
 			// A new key, or one this identity takes over (kept after its
 			// writer was lost): all of it is new to this writer's share.
 			addKeys, addBytes = 1, int64(n)
 		}
 	}
-	switch keys.admit(int64(len(t.entries)), heldKeys, addKeys, growKeys) {
-	case shareOverPeer:
-		return overLimit(t.s.cfg.Metrics, limitTopicKeysPerWriter, CodeResourceExhausted,
-			"%s holds its share of %d keys of topic %s (%s)", share.id, keys.perPeer, t.name, limitTopicKeysPerWriter)
-	case shareOverBound:
-		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted, "topic %s holds its limit of %d keys (%s)", t.name, t.cfg.maxKeys, limitTopicKeys)
-	case shareReserved:
-		return overLimit(t.s.cfg.Metrics, limitTopicKeys, CodeResourceExhausted,
-			"topic %s holds %d of its %d keys; the rest are kept for writers holding at most %d (%s)", t.name, len(t.entries), t.cfg.maxKeys, keys.little(), limitTopicKeys)
+	switch keys.Admit(int64(len(t.entries)), heldKeys, addKeys, growKeys) {
+	case share.OverPeer:
+		return t.host.overLimit(limits.TopicKeysPerWriter, apierror.CodeResourceExhausted,
+			"%s holds its share of %d keys of topic %s (%s)", sh.id, keys.PerPeer, t.name, limits.TopicKeysPerWriter)
+	case share.OverBound:
+		return t.host.overLimit(limits.TopicKeys, apierror.CodeResourceExhausted, "topic %s holds its limit of %d keys (%s)", t.name, t.cfg.MaxKeys, limits.TopicKeys)
+	case share.Reserved:
+		return t.host.overLimit(limits.TopicKeys, apierror.CodeResourceExhausted,
+			"topic %s holds %d of its %d keys; the rest are kept for writers holding at most %d (%s)", t.name, len(t.entries), t.cfg.MaxKeys, keys.Little(), limits.TopicKeys)
 	}
-	switch bytes.admit(int64(t.bytes), heldBytes, addBytes, growBytes) {
-	case shareOverPeer:
-		return overLimit(t.s.cfg.Metrics, limitTopicBytesPerWriter, CodeResourceExhausted,
-			"%s would hold %d bytes of objects of topic %s, over its share of %d (%s)", share.id, heldBytes+addBytes, t.name, bytes.perPeer, limitTopicBytesPerWriter)
-	case shareOverBound:
-		return overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted,
-			"topic %s would hold %d bytes of objects, over its limit of %d (%s)", t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes, limitTopicBytes)
-	case shareReserved:
-		return overLimit(t.s.cfg.Metrics, limitTopicBytes, CodeResourceExhausted,
+	switch bytes.Admit(int64(t.bytes), heldBytes, addBytes, growBytes) {
+	case share.OverPeer:
+		return t.host.overLimit(limits.TopicBytesPerWriter, apierror.CodeResourceExhausted,
+			"%s would hold %d bytes of objects of topic %s, over its share of %d (%s)", sh.id, heldBytes+addBytes, t.name, bytes.PerPeer, limits.TopicBytesPerWriter)
+	case share.OverBound:
+		return t.host.overLimit(limits.TopicBytes, apierror.CodeResourceExhausted,
+			"topic %s would hold %d bytes of objects, over its limit of %d (%s)", t.name, int64(t.bytes)+growBytes, t.cfg.MaxBytes, limits.TopicBytes)
+	case share.Reserved:
+		return t.host.overLimit(limits.TopicBytes, apierror.CodeResourceExhausted,
 			"topic %s would hold %d of its %d bytes of objects; the rest are kept for writers holding at most %d (%s)",
-			t.name, int64(t.bytes)+growBytes, t.cfg.maxBytes, bytes.little(), limitTopicBytes)
+			t.name, int64(t.bytes)+growBytes, t.cfg.MaxBytes, bytes.Little(), limits.TopicBytes)
 	}
 	return nil
 }
 
 // releaseLocked takes an entry that is replaced or removed out of the
 // share that held it.
-func (t *topicStore) releaseLocked(e *topicEntry) {
+func (t *Store) releaseLocked(e *entry) {
 	sh := e.share
 	if sh == nil {
 		return
@@ -348,12 +351,14 @@ func (t *topicStore) releaseLocked(e *topicEntry) {
 	}
 }
 
-// del removes key for writer w; see [topicStore.set] for seq.
-func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string, header []byte) (ObjectVersion, bool, error) {
+// Delete removes wr.Key for writer wr.Writer (wr.Raw and wr.Holder are
+// unused); see [Store.Set] for wr.Seq.
+func (t *Store) Delete(wr Write) (ObjectVersion, bool, error) {
+	w, epoch, seq, key, header := wr.Writer, wr.Epoch, wr.Seq, wr.Key, wr.Header
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sessionLostLocked(w) {
-		return ObjectVersion{}, false, errWriterSessionLost
+		return ObjectVersion{}, false, ErrWriterSessionLost
 	}
 	e := t.entries[key]
 	if err := t.ownerConflict(e, w, key); err != nil {
@@ -378,7 +383,7 @@ func (t *topicStore) del(w writerKey, epoch string, seq uint64, key string, head
 
 // removeEntryLocked deletes key, whose entry is e, publishing ch, its
 // delete frame, and keeping it as a tombstone.
-func (t *topicStore) removeEntryLocked(key string, e *topicEntry, ch *topicChange) {
+func (t *Store) removeEntryLocked(key string, e *entry, ch *change) {
 	delete(t.entries, key)
 	t.bytes -= len(e.object)
 	t.releaseLocked(e)
@@ -388,7 +393,7 @@ func (t *topicStore) removeEntryLocked(key string, e *topicEntry, ch *topicChang
 	}
 	t.deletes.Add(1)
 	t.publishLocked(ch, old)
-	t.history.bury(ch, old, t.s.now())
+	t.history.bury(ch, old, t.host.Now())
 }
 
 // publishLocked hands a change to the topic's fan-out: the writer only
@@ -400,7 +405,7 @@ func (t *topicStore) removeEntryLocked(key string, e *topicEntry, ch *topicChang
 // For a topic with selectors, old is the key's selector values before the
 // change (nil for a new key), so that the fan-out can tell the watchers of
 // every value the key left.
-func (t *topicStore) publishLocked(ch *topicChange, old selValues) {
+func (t *Store) publishLocked(ch *change, old selValues) {
 	t.gen = ch.gen
 	if len(t.watchers) == 0 || t.closed {
 		return // snapshots read the entries; nobody waits for changes
@@ -419,17 +424,17 @@ func (t *topicStore) publishLocked(ch *topicChange, old selValues) {
 	}
 	if !t.fanning {
 		t.fanning = true
-		t.s.watchWG.Add(1)
+		t.host.Goroutines.Add(1)
 		go t.fanOut()
 	}
 }
 
 // fanOut hands the pending changes to every watcher, round after round,
 // until none are pending.
-func (t *topicStore) fanOut() {
-	defer t.s.watchWG.Done()
-	var batch []*topicChange
-	var watchers []*watchStream
+func (t *Store) fanOut() {
+	defer t.host.Goroutines.Done()
+	var batch []*change
+	var watchers []*Stream
 	var deliveries []delivery
 	for {
 		t.mu.Lock()
@@ -472,40 +477,40 @@ func (t *topicStore) fanOut() {
 	}
 }
 
-// addWatcher registers a watch stream whose first frames are the current
+// AddWatcher registers a watch stream whose first frames are the current
 // object of every key its selection (nil: every key) matches, or, when the
 // topic can resume the watcher from since (a resume point, "" for none),
 // only the changes after it; then a synced marker.
-func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*watchStream, error) {
-	ttl := t.s.cfg.SessionTTL
-	ws := &watchStream{
-		topic: t, sess: sess, sel: sel, peer: clientKey{sess.contract, sess.peer.Instance}, info: sess.peer,
-		pingEvery: ttl / 2, writeTimeout: t.s.cfg.watchWriteTimeout,
+func (t *Store) AddWatcher(sess Session, since string, sel Selection) (*Stream, error) {
+	ttl := t.host.SessionTTL
+	ws := &Stream{
+		topic: t, sess: sess, sel: sel, peer: peerKey{sess.Contract(), sess.Peer().Instance}, info: sess.Peer(),
+		pingEvery: ttl / 2, writeTimeout: t.host.WriteTimeout,
 		needSynced: true, finished: make(chan struct{}),
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, Errorf(CodeUnavailable, "%s is draining: watch another endpoint", t.s.cfg.Component)
+		return nil, apierror.Errorf(apierror.CodeUnavailable, "%s is draining: watch another endpoint", t.host.Component)
 	}
-	peer := sess.usage.Key
-	bound := sharedBound{max: int64(t.cfg.maxWatchers), perPeer: int64(t.cfg.peerWatchers)}
-	switch bound.admit(int64(len(t.watchers)), int64(t.peerWatchers[peer]), 1, 1) {
-	case shareOverPeer:
-		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopicPerPeer, CodeResourceExhausted,
-			"this peer holds its share of %d watchers of topic %s", bound.perPeer, t.name)
-	case shareOverBound:
-		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopic, CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.maxWatchers)
-	case shareReserved:
-		return nil, overLimit(t.s.cfg.Metrics, limitWatchersPerTopic, CodeResourceExhausted,
-			"topic %s has %d of its %d watchers; the rest are kept for peers holding at most %d", t.name, len(t.watchers), t.cfg.maxWatchers, bound.little())
+	peer := sess.ShareKey()
+	bound := share.Bound{Max: int64(t.cfg.MaxWatchers), PerPeer: int64(t.cfg.PeerWatchers)}
+	switch bound.Admit(int64(len(t.watchers)), int64(t.peerWatchers[peer]), 1, 1) {
+	case share.OverPeer:
+		return nil, t.host.overLimit(limits.WatchersPerTopicPerPeer, apierror.CodeResourceExhausted,
+			"this peer holds its share of %d watchers of topic %s", bound.PerPeer, t.name)
+	case share.OverBound:
+		return nil, t.host.overLimit(limits.WatchersPerTopic, apierror.CodeResourceExhausted, "topic %s has its limit of %d watchers", t.name, t.cfg.MaxWatchers)
+	case share.Reserved:
+		return nil, t.host.overLimit(limits.WatchersPerTopic, apierror.CodeResourceExhausted,
+			"topic %s has %d of its %d watchers; the rest are kept for peers holding at most %d", t.name, len(t.watchers), t.cfg.MaxWatchers, bound.Little())
 	}
 	// The session's and its peer's watchers (Limits), released in
 	// removeWatcher.
-	if err := t.s.limits.AddWatcher(sess.usage, &sess.watchers); err != nil {
+	if err := t.host.AddWatcher(sess); err != nil {
 		return nil, err
 	}
-	if p, ok := parseResumePoint(since); ok {
+	if p, ok := frames.ParseResumePoint(since); ok {
 		ws.pend, ws.resumed = t.resumeLocked(p, sel)
 	}
 	if !ws.resumed {
@@ -528,16 +533,16 @@ func (t *topicStore) addWatcher(sess *session, since string, sel selection) (*wa
 // snapshotLocked returns the latest change of every key the selection
 // matches: through the index for a selection, so a watcher's snapshot
 // costs its share of the keys, not all of them.
-func (t *topicStore) snapshotLocked(sel selection) []*topicChange {
+func (t *Store) snapshotLocked(sel Selection) []*change {
 	if len(sel) == 0 {
-		out := make([]*topicChange, 0, len(t.entries))
+		out := make([]*change, 0, len(t.entries))
 		for _, e := range t.entries {
 			out = append(out, e.change)
 		}
 		return out
 	}
 	keys := t.index.selectedKeys(sel)
-	out := make([]*topicChange, 0, len(keys))
+	out := make([]*change, 0, len(keys))
 	for key := range keys {
 		if e := t.entries[key]; e != nil && sel.matches(e.change.sel) {
 			out = append(out, e.change)
@@ -546,11 +551,11 @@ func (t *topicStore) snapshotLocked(sel selection) []*topicChange {
 	return out
 }
 
-func (t *topicStore) removeWatcher(ws *watchStream) {
+func (t *Store) removeWatcher(ws *Stream) {
 	t.mu.Lock()
 	if _, ok := t.watchers[ws]; ok {
 		delete(t.watchers, ws)
-		if peer := ws.sess.usage.Key; t.peerWatchers[peer] <= 1 {
+		if peer := ws.sess.ShareKey(); t.peerWatchers[peer] <= 1 {
 			delete(t.peerWatchers, peer)
 		} else {
 			t.peerWatchers[peer]--
@@ -558,14 +563,14 @@ func (t *topicStore) removeWatcher(ws *watchStream) {
 		if t.index != nil {
 			t.index.removeWatcher(ws)
 		}
-		t.s.limits.RemoveWatcher(ws.sess.usage, &ws.sess.watchers)
+		t.host.RemoveWatcher(ws.sess)
 	}
 	t.mu.Unlock()
 }
 
 // closeWatchers ends the streams that match with a closing frame giving
 // reason, after what they still have to send.
-func (t *topicStore) closeWatchers(match func(*watchStream) bool, reason string) {
+func (t *Store) closeWatchers(match func(*Stream) bool, reason string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for ws := range t.watchers {
@@ -575,31 +580,51 @@ func (t *topicStore) closeWatchers(match func(*watchStream) bool, reason string)
 	}
 }
 
-// topicsDrain ends every watch stream with a closing frame and refuses new
+// Drain ends every watch stream with a closing frame and refuses new
 // ones: the server is draining.
-func (s *Server) topicsDrain() {
-	for _, t := range s.allTopics() {
-		t.mu.Lock()
-		t.closed = true
-		t.mu.Unlock()
-		t.closeWatchers(func(*watchStream) bool { return true }, protocol.CloseDraining)
+func (t *Store) Drain() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.closeWatchers(func(*Stream) bool { return true }, protocol.CloseDraining)
+}
+
+// Stop closes every watch stream's connection at once and refuses new
+// ones: the server stopped. The server then waits for Host.Goroutines.
+func (t *Store) Stop() {
+	t.mu.Lock()
+	t.closed = true
+	watchers := make([]*Stream, 0, len(t.watchers))
+	for ws := range t.watchers {
+		watchers = append(watchers, ws)
+	}
+	t.mu.Unlock()
+	for _, ws := range watchers {
+		ws.closeNow()
 	}
 }
 
-// topicsStop closes every watch stream's connection and waits for their
-// goroutines: the server stopped.
-func (s *Server) topicsStop() {
-	for _, t := range s.allTopics() {
-		t.mu.Lock()
-		t.closed = true
-		watchers := make([]*watchStream, 0, len(t.watchers))
-		for ws := range t.watchers {
-			watchers = append(watchers, ws)
-		}
-		t.mu.Unlock()
-		for _, ws := range watchers {
-			ws.closeNow()
-		}
+// Get returns the object at key as stored JSON (not to be modified) and
+// its version, and whether there is one.
+func (t *Store) Get(key string) (raw []byte, ver ObjectVersion, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.entries[key]; e != nil {
+		return e.object, e.version, true
 	}
-	s.watchWG.Wait()
+	return nil, ObjectVersion{}, false
+}
+
+// Keys returns the topic's keys, sorted.
+func (t *Store) Keys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return sortedKeys(t.entries)
+}
+
+// Len returns how many keys the topic holds.
+func (t *Store) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
 }
