@@ -354,9 +354,9 @@ func (c *Client) invoke(ctx context.Context, req any, opts []CallOption, wire wi
 // the answer and the version it travelled at.
 func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), safety resendSafety, failFast bool) ([]byte, *peerVersion, error) {
 	w := c.newCallWait(failFast)
-	defer w.done()
+	defer w.Done()
 	what := call.Contract + " " + call.Method
-	w.what = "call " + what
+	w.What = "call " + what
 	var e *endpoint
 	var sess *clientSession
 	here := 0 // resends in a row to the same endpoint
@@ -373,11 +373,11 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 			}
 		}
 		if e == nil {
-			if err := w.until(ctx, func() bool { e, sess = c.pick(call.Method); return e != nil }); err != nil {
+			if err := w.Until(ctx, func() bool { e, sess = c.pick(call.Method); return e != nil }); err != nil {
 				return nil, nil, err
 			}
 		}
-		if err := w.pace(ctx, resends); err != nil {
+		if err := w.Pace(ctx, resends); err != nil {
 			return nil, nil, err
 		}
 		call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.version.contract.Version()
@@ -447,7 +447,7 @@ type keyedPin struct {
 func (p *keyedPin) reach(ctx context.Context, w *routeWait, what string) (*endpoint, *clientSession, error) {
 	var sess *clientSession
 	gone := false
-	err := w.until(ctx, func() bool {
+	err := w.Until(ctx, func() bool {
 		if sess = p.e.routableSession(); sess != nil {
 			return true
 		}

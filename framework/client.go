@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-version"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/route"
 	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -200,8 +201,10 @@ type Client struct {
 
 	ready atomic.Pointer[[]*endpoint]
 	rr    atomic.Uint64
-	// blocked tracks the calls waiting for a compatible peer.
-	blocked blockedCalls
+	// blocked tracks the calls waiting for a compatible peer; waits is
+	// what those waits read of the client.
+	blocked route.Blocked
+	waits   route.Client
 	// writerWatchers counts the informers of server-written topics: while
 	// there are any, every session heartbeats, since heartbeat answers say
 	// where the topics' writers are.
@@ -255,6 +258,7 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 		cl.beats = NewHeartbeats(cfg.Logger, cfg.Clock)
 	}
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
+	cl.initWaits()
 	empty := []*endpoint{}
 	cl.ready.Store(&empty)
 	for i, p := range cfg.Pinned {

@@ -34,6 +34,7 @@ var layers = map[string]int{
 	"framework/internal/wire":                  2,
 	"framework/internal/limits":                1,
 	"framework/internal/drain":                 1,
+	"framework/internal/route":                 1,
 	"framework/internal/identity":              1,
 	"framework/internal/sessions":              2,
 	"framework/internal/probe":                 0,

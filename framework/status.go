@@ -120,7 +120,7 @@ type ClientStatus struct {
 
 // Status returns the client's status.
 func (c *Client) Status() ClientStatus {
-	n, longest := c.blocked.snapshot(c.cfg.Clock.Now())
+	n, longest := c.blocked.Snapshot(c.cfg.Clock.Now())
 	return ClientStatus{
 		Contract: c.contract.Name(), Version: c.contract.Version(), Server: c.contract.Server(),
 		Ready: c.Ready() == nil, Endpoints: c.Endpoints(),
@@ -339,7 +339,7 @@ func (m *Metrics) WatchClient(c *Client) {
 			}
 			return states
 		},
-		Blocked: func() int { n, _ := c.blocked.snapshot(c.cfg.Clock.Now()); return n },
+		Blocked: func() int { n, _ := c.blocked.Snapshot(c.cfg.Clock.Now()); return n },
 	})
 }
 

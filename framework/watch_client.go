@@ -67,11 +67,11 @@ type watchRouter struct{ c *Client }
 // writer.
 func (r watchRouter) Route(ctx context.Context, w watch.Want, pick func(n int) int) (watch.Conn, bool) {
 	c := r.c
-	rw := &routeWait{c: c, what: "watch " + w.Topic, watch: &w}
-	defer rw.done()
+	rw := &routeWait{Client: &c.waits, What: "watch " + w.Topic, Why: func() string { return c.watchWhy(w) }}
+	defer rw.Done()
 	var e *endpoint
 	var sess *clientSession
-	err := rw.until(ctx, func() bool {
+	err := rw.Until(ctx, func() bool {
 		eps := c.watchEndpoints(w.Topic, w.Fields)
 		if w.WriterAware {
 			live, unknown, _ := c.writerEndpoints(w.Topic, eps)
@@ -239,9 +239,9 @@ func (w topicWrites) Targets() []watch.Target {
 // round writes to every endpoint: one resend goes at once, then backoff.
 func (w topicWrites) Wait(what string, closed <-chan struct{}, closedErr error) watch.RouteWait {
 	rw := w.c.newCallWait(false)
-	rw.what, rw.closed, rw.closedErr = what, closed, closedErr
-	rw.freeResends = 1
-	return routeWaitOf{rw}
+	rw.What, rw.Closed, rw.ClosedErr = what, closed, closedErr
+	rw.FreeResends = 1
+	return rw
 }
 
 // Post sends one topic write to an endpoint through the client's one
@@ -286,12 +286,3 @@ func (t topicTarget) Session() any {
 	}
 	return nil
 }
-
-// routeWaitOf is a routeWait as a publisher waits on it.
-type routeWaitOf struct{ w *routeWait }
-
-func (r routeWaitOf) Until(ctx context.Context, ready func() bool) error {
-	return r.w.until(ctx, ready)
-}
-func (r routeWaitOf) Pace(ctx context.Context, n int) error { return r.w.pace(ctx, n) }
-func (r routeWaitOf) Done()                                 { r.w.done() }
