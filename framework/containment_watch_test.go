@@ -21,7 +21,11 @@ import (
 // startContainServer serves the bench contract and the topics contract's
 // Assignment topic (selectors node and phase) under mutual TLS, with
 // topicOpts, and returns it as an abuseServer, so the abuse test's
-// attackers and legitimate peer work against it.
+// attackers and legitimate peer work against it. Sessions last ten
+// minutes: the attackers never heartbeat, and on a loaded machine the
+// watches and handshakes of four attackers took longer than a short TTL,
+// so the first attacker's session lapsed (its watches closed, its
+// refusal handshake_required) before the test was done with it.
 func startContainServer(t *testing.T, limits framework.Limits, topicOpts ...framework.TopicOption) *abuseServer {
 	t.Helper()
 	ca := frameworktest.NewCA(t)
@@ -29,7 +33,7 @@ func startContainServer(t *testing.T, limits framework.Limits, topicOpts ...fram
 	a := &abuseServer{ca: ca}
 	bench, topics := benchContract(t, "1.0.0"), topicContract(t, "1.0.0")
 	cfg := framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", MTLS: creds,
-		SessionTTL: 5 * time.Second, Heartbeat: time.Second, Limits: limits}
+		SessionTTL: 10 * time.Minute, Heartbeat: time.Second, Limits: limits}
 	a.Running = frameworktest.StartServer(t, cfg, func(s *framework.Server) {
 		ack := func(context.Context, *benchmsg.NodeStatus) (*benchmsg.Ack, error) {
 			return &benchmsg.Ack{Accepted: true}, nil
