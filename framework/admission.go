@@ -1,19 +1,15 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"os"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/body"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -201,99 +197,13 @@ func sameOwner(owner, p *Peer) bool {
 	return p.Authenticated && owner.Identity == p.Identity
 }
 
-// bodyBufs holds the buffers request bodies are read into.
-var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// readEntryBody reads a request body within the body limits: a declared
-// Content-Length over limit is refused before a byte is read, the whole
-// body must arrive within Limits.BodyReadTimeout, and it must be valid
-// UTF-8. A body that could not be read as valid is the client's fault
+// readEntryBody reads a request body within the body limits
+// (body.Read: MaxBodyBytes, Limits.BodyReadTimeout, valid UTF-8). A body
+// that could not be read as valid is the client's fault
 // (invalid_argument, payload_too_large or deadline_exceeded), never
-// "unprocessed": a client must not resend garbage. Refusals that leave
-// the body unread close the connection, after the peer had time to read
-// the refusal (closeAfterRefusal). The release function returns the
-// buffer; the bytes are invalid after it.
+// "unprocessed": a client must not resend garbage.
 func (s *Server) readEntryBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
 	return s.readEntryBodyLimit(w, r, s.cfg.MaxBodyBytes, limitBodyBytes)
-}
-
-// closeAfterRefusal makes the answer to a refusal that leaves r's body
-// unread close the connection, gently. net/http closes at once after
-// answering a peer that asked to close (Connection: close); the kernel
-// then resets the socket, since bytes are unread, and the peer, still
-// writing its body, may see "connection reset" instead of the coded
-// refusal. A body that overruns http.MaxBytesReader makes net/http
-// half-close the connection after the answer and wait before closing it,
-// so one byte is read through a zero-byte MaxBytesReader. The read
-// deadline it sets (Limits.BodyReadTimeout) stays, so net/http's own
-// discard after the answer, which has none, is bounded too. Nothing is
-// read unless a body may be on its way (bodyOnTheWire).
-func (s *Server) closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	if !bodyOnTheWire(r) {
-		return
-	}
-	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) != nil {
-		return
-	}
-	var b [1]byte
-	_, _ = http.MaxBytesReader(connWriter(w), r.Body, 0).Read(b[:])
-}
-
-// bodyOnTheWire reports whether r's unread body may be on its way over
-// an HTTP/1 connection, where it stands between this request and the
-// next: it has one (a length, or chunks), the peer did not ask to be told
-// to continue first (Expect: it sends nothing until told), and it is not
-// an HTTP/2 stream, which ends on its own.
-func bodyOnTheWire(r *http.Request) bool {
-	return r.ContentLength != 0 && r.ProtoMajor == 1 && r.Header.Get("Expect") == ""
-}
-
-// maxRefusalDrain is how much of a body a refusal made before reading it
-// reads and discards: net/http's own bound for discarding what a handler
-// left unread.
-const maxRefusalDrain = 256 << 10
-
-// settleUnreadBody readies an HTTP/1 connection for a refusal made before
-// the request body was read. Left unread, the body breaks the connection
-// two ways: net/http closes at once after answering a peer that sent
-// Connection: close, and the kernel resets a socket closed with bytes
-// unread, so the peer, still writing, may meet the reset before the coded
-// refusal; and for a keep-alive peer net/http discards up to 256 KiB
-// after the answer with no deadline, so a body declared and never sent
-// held the connection for good. So the body is read and discarded here,
-// through r.Body (its own framing: nothing past its end is read), up to
-// maxRefusalDrain within Limits.BodyReadTimeout. When it ends, the
-// connection ends with a FIN or serves the next request; when it is
-// longer or does not arrive in time, the answer closes the connection
-// (closeAfterRefusal).
-func (s *Server) settleUnreadBody(w http.ResponseWriter, r *http.Request) {
-	if !bodyOnTheWire(r) {
-		return
-	}
-	if r.ContentLength <= maxRefusalDrain {
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) == nil {
-			if _, err := io.CopyN(io.Discard, r.Body, maxRefusalDrain+1); err == io.EOF {
-				_ = rc.SetReadDeadline(time.Time{})
-				return
-			}
-		}
-	}
-	s.closeAfterRefusal(w, r)
-}
-
-// connWriter returns net/http's own writer under w's wrappers. A body
-// limit hit is reported to it (http.MaxBytesReader looks for an unexported
-// method), which makes net/http linger before closing; a wrapper hides it.
-func connWriter(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
 }
 
 // readEntryBodyLimit is readEntryBody with a lower limit of the entry's
@@ -302,46 +212,30 @@ func (s *Server) readEntryBodyLimit(w http.ResponseWriter, r *http.Request, maxB
 	if s.cfg.MaxBodyBytes < maxBytes {
 		maxBytes, which = s.cfg.MaxBodyBytes, limitBodyBytes
 	}
-	if r.ContentLength > maxBytes {
-		s.closeAfterRefusal(w, r)
-		return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body of %d bytes exceeds %d", r.ContentLength, maxBytes)
+	b, release, err := body.Read(w, r, maxBytes, s.cfg.Limits.BodyReadTimeout)
+	var tooLarge *body.TooLargeError
+	switch {
+	case err == nil:
+		return b, release, nil
+	case errors.As(err, &tooLarge):
+		return nil, release, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "%s", tooLarge.Error())
+	case errors.Is(err, body.ErrTimeout):
+		return nil, release, overLimit(s.cfg.Metrics, limitBodyReadTimeout, CodeDeadlineExceeded, "request body not received within %s", s.cfg.Limits.BodyReadTimeout)
+	case errors.Is(err, body.ErrNotUTF8):
+		return nil, release, Errorf(CodeInvalidArgument, "%s", err.Error())
 	}
-	rc := http.NewResponseController(w)
-	deadlineSet := rc.SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout)) == nil
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	release := func() {
-		if buf.Cap() <= 1<<20 {
-			bodyBufs.Put(buf)
-		}
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(connWriter(w), r.Body, maxBytes))
-	if deadlineSet && err == nil {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-	if err != nil {
-		// The deadline stays: net/http discards what is left of the body
-		// after the answer, and without one a body that stalled held the
-		// connection for good after its refusal. With it, that discard
-		// ends at the deadline and the connection is closed.
-		release()
-		w.Header().Set("Connection", "close")
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			return nil, func() {}, overLimit(s.cfg.Metrics, which, CodePayloadTooLarge, "request body exceeds %d bytes", maxBytes)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, func() {}, overLimit(s.cfg.Metrics, limitBodyReadTimeout, CodeDeadlineExceeded, "request body not received within %s", s.cfg.Limits.BodyReadTimeout)
-		}
-		return nil, func() {}, Errorf(CodeInvalidArgument, "request body could not be read: %v", err)
-	}
-	body := buf.Bytes()
-	if !utf8.Valid(body) {
-		release()
-		return nil, func() {}, Errorf(CodeInvalidArgument, "request body is not valid UTF-8")
-	}
-	return body, release, nil
+	return nil, release, Errorf(CodeInvalidArgument, "request body could not be read: %v", err)
 }
+
+// closeAfterRefusal makes the answer to a refusal that leaves r's body
+// unread close the connection, gently (body.CloseAfterRefusal).
+func (s *Server) closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	body.CloseAfterRefusal(w, r, s.cfg.Limits.BodyReadTimeout)
+}
+
+// bodyOnTheWire reports whether r's unread body may be on its way over
+// an HTTP/1 connection (body.OnTheWire).
+func bodyOnTheWire(r *http.Request) bool { return body.OnTheWire(r) }
 
 // statusAllowed reports whether a request may read the status page, the
 // metrics and a binary's own routes: anyone without mutual TLS (plain HTTP
@@ -714,7 +608,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // Refusals of the body itself (its limits, readEntryBody) answer through
 // fail, having settled the connection their own way.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	s.settleUnreadBody(w, r)
+	body.Settle(w, r, s.cfg.Limits.BodyReadTimeout)
 	w.Header().Set(protocol.HeaderNotProcessed, "1")
 	if errors.As(err, new(unrecordedRefusal)) {
 		w.Header().Set(protocol.HeaderUnrecorded, "1")

@@ -42,6 +42,7 @@ var layers = map[string]int{
 	"framework/internal/status":                1,
 	"framework/internal/replay":                1,
 	"framework/internal/autobatch":             0,
+	"framework/internal/body":                  0,
 	"framework/internal/topicmsg":              2,
 	"framework/internal/frames":                2,
 	"framework/internal/watch":                 3,
