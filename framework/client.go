@@ -8,16 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-version"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/clienthttp"
 	"github.com/lockstep-dev/lockstep/framework/internal/route"
 	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -132,7 +131,7 @@ func (c *ClientConfig) validate() error {
 		}
 	}
 	for _, p := range c.Pinned {
-		if _, err := checkEndpointURL(p.URL, c.Insecure); err != nil {
+		if _, err := clienthttp.CheckEndpointURL(p.URL, c.Insecure); err != nil {
 			errs = append(errs, fmt.Errorf("pinned peer %q: %w", p.URL, err))
 		}
 	}
@@ -141,7 +140,7 @@ func (c *ClientConfig) validate() error {
 			errs = append(errs, errors.New("Endpoints or Source is required"))
 		}
 		for _, e := range c.Endpoints {
-			if _, err := checkEndpointURL(e, c.Insecure); err != nil {
+			if _, err := clienthttp.CheckEndpointURL(e, c.Insecure); err != nil {
 				errs = append(errs, fmt.Errorf("endpoint %q: %w", e, err))
 			}
 		}
@@ -356,7 +355,7 @@ func (c *Client) setReports(reports []EndpointReport) {
 	// reported twice is ready if either report says so.
 	want := map[string]bool{}
 	for _, r := range reports {
-		u, err := checkEndpointURL(r.URL, c.cfg.Insecure)
+		u, err := clienthttp.CheckEndpointURL(r.URL, c.cfg.Insecure)
 		if err != nil {
 			c.cfg.Logger.Error("lockstep: ignoring endpoint", "url", r.URL, "err", err)
 			continue
@@ -638,43 +637,6 @@ func NewTransport(tlsConfig *tls.Config) *http.Transport {
 		WriteBufferSize: 16 << 10,
 		ReadBufferSize:  16 << 10,
 	}
-}
-
-// isDialError reports whether err means the request never left: the
-// connection could not be made, so no server saw the call.
-func isDialError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// checkEndpointURL checks a peer's base URL: http or https, with a host;
-// plain http only to loopback unless insecure is allowed.
-func checkEndpointURL(raw string, insecure bool) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errors.New("scheme must be http or https")
-	}
-	if u.Host == "" {
-		return nil, errors.New("host is missing")
-	}
-	if u.Scheme == "http" && !insecure && !loopbackHost(u.Hostname()) {
-		return nil, errors.New("plain http to a non-loopback host needs Insecure")
-	}
-	return u, nil
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Run holds the client until ctx ends, then closes it: its sessions are

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/clienthttp"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -563,23 +563,7 @@ func (e *endpoint) closeSession(sess *clientSession) {
 	if sess.closed.Swap(true) {
 		return
 	}
-	deleteSessions(e.c.hc, e.url, []string{sess.token})
-}
-
-// deleteSessions closes sessions at the server at url in one request,
-// briefly and best effort.
-func deleteSessions(hc *http.Client, url string, tokens []string) {
-	body, _ := json.Marshal(heartbeatRequest{Sessions: tokens})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+protocol.PathSession, bytes.NewReader(body))
-	if err != nil {
-		return
-	}
-	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
-	if resp, err := hc.Do(req); err == nil {
-		_, _ = readAnswer(resp, 4096)
-	}
+	clienthttp.DeleteSessions(e.c.hc, e.url, []string{sess.token})
 }
 
 // readAnswer, decodeWireError and decodeWireErrorStatus read an answer
@@ -664,8 +648,8 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	var sent sentTrace
-	req, err := http.NewRequestWithContext(sent.trace(ctx), r.method, r.url, body)
+	var sent clienthttp.Sent
+	req, err := http.NewRequestWithContext(sent.Trace(ctx), r.method, r.url, body)
 	if err != nil {
 		return attempt{transport: transportNotSent, err: Errorf(CodeInternal, "request to %s: %v", r.url, err)}
 	}
@@ -687,7 +671,7 @@ func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) att
 	resp, err := e.c.hc.Do(req)
 	if err != nil {
 		kind := transportAmbiguous
-		if isDialError(err) || sent.notSent() {
+		if clienthttp.IsDialError(err) || sent.NotSent() {
 			kind = transportNotSent
 		}
 		return attempt{transport: kind, err: err}
@@ -838,29 +822,3 @@ func (e *endpoint) runPinned() {
 		}
 	}
 }
-
-// sentTrace tells, from the transport's trace, whether a request failed
-// before its head was written: a connection was got (so the transport
-// reports on this request) but the head never went out, so no server can
-// have read it whole, and it is safe to resend anywhere. Go's transport
-// does not resend a POST itself when the connection it was given closes
-// before the write (a server closing an idle connection, a listener
-// resetting a connection it never accepted), least of all on a fresh
-// connection; without this the client could not tell such a failure from
-// one after the server read the call.
-type sentTrace struct {
-	gotConn, wroteHead atomic.Bool
-}
-
-// trace returns ctx carrying the trace hooks.
-func (s *sentTrace) trace(ctx context.Context) context.Context {
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:      func(httptrace.GotConnInfo) { s.gotConn.Store(true) },
-		WroteHeaders: func() { s.wroteHead.Store(true) },
-	})
-}
-
-// notSent reports whether the request provably never left (see above). A
-// transport that reports nothing (no GotConn: a test's or a wrapper's
-// that does not pass the context on) proves nothing.
-func (s *sentTrace) notSent() bool { return s.gotConn.Load() && !s.wroteHead.Load() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/clienthttp"
 	"github.com/lockstep-dev/lockstep/framework/internal/heartbeat"
 	"github.com/lockstep-dev/lockstep/framework/internal/probe"
 )
@@ -30,7 +31,7 @@ func NewHeartbeats(logger *slog.Logger, clock clockwork.Clock) *Heartbeats {
 		clock = clockwork.NewRealClock()
 	}
 	return &Heartbeats{s: heartbeat.New(heartbeat.Config{Logger: logger, Clock: clock, Probers: processProbers,
-		CloseSessions: deleteSessions, DialError: isDialError})}
+		CloseSessions: clienthttp.DeleteSessions, DialError: clienthttp.IsDialError})}
 }
 
 // add starts heartbeating sess for e.

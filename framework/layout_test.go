@@ -46,6 +46,7 @@ var layers = map[string]int{
 	"framework/internal/topicmsg":              2,
 	"framework/internal/frames":                2,
 	"framework/internal/watch":                 3,
+	"framework/internal/clienthttp":            3,
 	"framework/internal/heartbeat":             3,
 	"framework/internal/topics":                3,
 	"framework":                                4,
