@@ -3,7 +3,6 @@ package framework
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,50 +18,25 @@ import (
 	"github.com/lockstep-dev/lockstep/handshake"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/clienthttp"
+	"github.com/lockstep-dev/lockstep/framework/internal/hello"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
-// endpointState is where an endpoint is in its life; [EndpointStatus.State]
-// reports it as its string. Every change of state goes through
-// [endpoint.moveLocked], beside the one table of the moves allowed.
-type endpointState string
+// endpointState is where an endpoint is in its life, and endpointMoves
+// the one table of its moves: see package framework/internal/hello.
+type endpointState = hello.State
 
 const (
-	// stateConnecting: no hello has had an answer yet, or the server no
-	// longer holds the session it had (its next hello is on its way).
-	stateConnecting endpointState = "connecting"
-	// stateReady: it holds a session that calls are routed to. endpoint.sess
-	// is set in this state only.
-	stateReady endpointState = "ready"
-	// stateRefused: the server refused its last hello, or the client
-	// refused the server's welcome.
-	stateRefused endpointState = "refused"
-	// stateUnreachable: its last hello, or a call or heartbeat of its
-	// session, had no answer.
-	stateUnreachable endpointState = "unreachable"
-	// stateDraining: the server is draining; it refused the last hello
-	// so, or said so to a call or heartbeat of the session.
-	stateDraining endpointState = "draining"
-	// stateStopped: the client stopped it; nothing moves it again.
-	stateStopped endpointState = "stopped"
+	stateConnecting  = hello.Connecting
+	stateReady       = hello.Ready
+	stateRefused     = hello.Refused
+	stateUnreachable = hello.Unreachable
+	stateDraining    = hello.Draining
+	stateStopped     = hello.Stopped
 )
 
-// endpointMoves lists, for each state, the states an endpoint may move to.
-// A hello's outcome (ready, refused, unreachable, draining) moves it from
-// any state but ready and stopped, since it says hello only without a
-// session; a session lost to a call or heartbeat moves it out of ready
-// only (to connecting, unreachable or draining); ready to ready is a
-// pinned endpoint made routable again; stopping moves it from any state
-// but stopped.
-var endpointMoves = map[endpointState][]endpointState{
-	stateConnecting:  {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
-	stateReady:       {stateReady, stateConnecting, stateUnreachable, stateDraining, stateStopped},
-	stateRefused:     {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
-	stateUnreachable: {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
-	stateDraining:    {stateReady, stateRefused, stateUnreachable, stateDraining, stateStopped},
-	stateStopped:     nil,
-}
+var endpointMoves = hello.Moves
 
 // clientSession is the client's half of a session with one endpoint.
 type clientSession struct {
@@ -297,19 +271,19 @@ func (e *endpoint) attempt(p *runPace) bool {
 	}
 	began := cfg.Clock.Now()
 	h := e.handshake(askedToHold)
-	held := askedToHold && cfg.Clock.Since(began) >= heldLongEnough
-	p.hold = h.holdable()
+	held := askedToHold && cfg.Clock.Since(began) >= hello.HeldLongEnough
+	p.hold = h.Holdable()
 	if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
-		outcome, reason := h.outcome()
+		outcome, reason := h.Outcome()
 		obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
 	}
-	if h.err == nil {
-		return e.hold(p, h.sess)
+	if h.Err == nil {
+		return e.hold(p, h.Sess)
 	}
 	if e.ctx.Err() != nil {
 		return false
 	}
-	e.setState(h.state, nil, h.err)
+	e.setState(h.State, nil, h.Err)
 	e.endFirstRound()
 	if p.hold && (!askedToHold || held) {
 		// The next attempt is held by the server, not paced here. A
@@ -317,7 +291,7 @@ func (e *endpoint) attempt(p *runPace) bool {
 		// hold refusals) is paced by the backoff like any failure.
 		return true
 	}
-	return e.pace(p, h.state, h.err)
+	return e.pace(p, h.State, h.Err)
 }
 
 // hold keeps sess alive until it is lost, and reports false once the
@@ -355,7 +329,7 @@ func (e *endpoint) pace(p *runPace, state endpointState, err error) bool {
 		// while this one is paced apart (drainingPace). The backoff
 		// starts afresh for whatever answers next: the replacement,
 		// or nothing listening (the prober's pace).
-		delay = drainingPace(cfg.Backoff, p.drainRefusals)
+		delay = hello.DrainingPace(cfg.Backoff, p.drainRefusals)
 		p.drainRefusals++
 		p.failures = 0
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -383,142 +357,35 @@ func (e *endpoint) pace(p *runPace, state endpointState, err error) bool {
 	return true
 }
 
-// maxDrainingPace caps the delay between hellos to a draining server
-// (unless the backoff's own ceiling is higher; then that is the cap). It
-// bounds how late a client learns that the server has gone (its next hello
-// then finds nothing listening, or its replacement); a readiness source's
-// announcement ends the wait at once.
-const maxDrainingPace = 500 * time.Millisecond
-
-// drainingPace is the delay before the hello after the n-th (from 0)
-// refusal in a row by a draining server: from the backoff's ceiling,
-// doubling, up to the larger of the backoff's ceiling and maxDrainingPace,
-// then the backoff's jitter (so a delay may exceed the cap by the jitter). A drain lasts
-// a second or more (DrainTimeout, DrainQuiet); hellos at the backoff's
-// ceiling were about half of all connections in a rolling upgrade, and
-// every connection a draining server accepts keeps its listener open
-// longer (package framework/internal/conns).
-func drainingPace(b Backoff, n int) time.Duration {
-	return Backoff{Base: b.Max, Max: max(b.Max, maxDrainingPace), Multiplier: 2, Jitter: b.Jitter}.Delay(n)
-}
-
-// heldLongEnough is how long a held handshake must have been held for the
-// client to ask again at once.
-const heldLongEnough = 500 * time.Millisecond
-
-// rejectedWelcome is a welcome the client refused by its own rules (the
-// server's release did not satisfy the client's constraint, say): not a
-// refusal the server could hold open.
-type rejectedWelcome struct{ err *Error }
-
-func (r rejectedWelcome) Error() string { return r.err.Error() }
-func (r rejectedWelcome) Unwrap() error { return r.err }
-
-// handshakeResult is what one hello came to: a session (err nil), or the
-// state it leaves the endpoint in and why. A refusal's details are
-// decoded once, here, for every rule that reads them.
-type handshakeResult struct {
-	sess  *clientSession
-	state endpointState
-	err   error
-	// refusal is the refusal the answer's error carries (the server's, or
-	// the client's own of a welcome), nil when it carries none.
-	refusal *handshake.Refusal
-	// rejected: the client refused the server's welcome by its own rules.
-	rejected bool
-}
-
-// failed is a hello that came to state, with err and no refusal.
-func failed(state endpointState, err error) handshakeResult {
-	return handshakeResult{state: state, err: err}
-}
-
-// refusedWith is a hello answered with werr, its refusal decoded once
-// from its details: a draining server's refusal leaves the endpoint
-// draining, any other answer refused.
-func refusedWith(werr *Error) handshakeResult {
-	h := handshakeResult{state: stateRefused, err: werr}
-	var r handshake.Refusal
-	if len(werr.Details()) > 0 && json.Unmarshal(werr.Details(), &r) == nil {
-		h.refusal = &r
-		if r.Reason == handshake.ReasonDraining {
-			h.state = stateDraining
-		}
-	}
-	return h
-}
-
-// holdable reports whether the hello was refused by the server in a way
-// it holds open when asked (?wait=): version, fingerprint or release
-// incompatibility. Other refusals (a role the contract does not allow, an
-// unknown contract, too many sessions, a welcome the client itself
-// rejected) do not change when the server is replaced, so they are
-// retried with backoff.
-func (h handshakeResult) holdable() bool {
-	return h.state == stateRefused && h.refusal != nil && !h.rejected &&
-		CodeOf(h.err) == CodeIncompatiblePeer && holdable(h.refusal.Reason)
-}
-
-// outcome is what a client's observer is told of a handshake (see
-// [ClientObserver.Handshake]): welcome, refused with the refusal's
-// reason, error with the code of an answer that was no refusal, or the
-// endpoint's state (unreachable) when no answer came.
-func (h handshakeResult) outcome() (outcome, reason string) {
-	if h.err == nil {
-		return "welcome", ""
-	}
-	if h.refusal != nil && h.refusal.Reason != "" {
-		return "refused", string(h.refusal.Reason)
-	}
-	var e *Error
-	if errors.As(h.err, &e) {
-		return "error", string(e.Code())
-	}
-	return string(h.state), ""
-}
+// handshakeResult is what one hello came to (see package
+// framework/internal/hello).
+type handshakeResult = hello.Result[*clientSession]
 
 // handshake sends a hello and checks the answer. With wait, a refusal for
 // incompatible versions is held open by the server until it drains.
 func (e *endpoint) handshake(wait bool) handshakeResult {
 	cfg := &e.c.cfg
-	hello, _ := json.Marshal(handshake.Hello{
+	var held string
+	if wait {
+		held = cfg.HandshakeWait.String()
+	}
+	w, h := hello.Ask[*clientSession](e.ctx, hello.Server{URL: e.url, HC: e.c.hc, Limit: cfg.MaxResponseBytes}, handshake.Hello{
 		Contract: e.c.contract.Name(), Component: cfg.Component, Instance: cfg.Instance,
 		Release: cfg.Release, Offers: e.c.offers, PeerRelease: cfg.PeerRelease,
-	})
-	u := e.url + protocol.PathHandshake
-	if wait {
-		u += "?wait=" + cfg.HandshakeWait.String()
-	}
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, u, bytes.NewReader(hello))
-	if err != nil {
-		return failed(stateUnreachable, err)
-	}
-	req.Header.Set("Content-Type", protocol.ContentTypeJSON)
-	resp, err := e.c.hc.Do(req)
-	if err != nil {
-		return failed(stateUnreachable, err)
-	}
-	body, err := readAnswer(resp, e.c.cfg.MaxResponseBytes)
-	if err != nil {
-		return failed(stateUnreachable, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return refusedWith(decodeWireError(resp, body))
-	}
-	w, err := handshake.DecodeWelcome(body)
-	if err != nil {
-		return failed(stateRefused, Errorf(CodeInternal, "welcome from %s does not decode: %v", e.url, err))
+	}, held)
+	if h.State != stateReady {
+		return h
 	}
 	if r := handshake.CheckWelcome(e.c.contract.Name(), cfg.Component, e.c.offers, cfg.PeerRelease, w); r != nil {
 		e.closeSession(&clientSession{token: w.Session})
-		return handshakeResult{state: stateRefused, err: rejectedWelcome{NewError(CodeIncompatiblePeer, r).WithDetails(r)},
-			refusal: r, rejected: true}
+		return handshakeResult{State: stateRefused, Err: hello.RejectedWelcome{Err: NewError(CodeIncompatiblePeer, r).WithDetails(r)},
+			Refusal: r, Rejected: true}
 	}
 	v := e.c.versionOf(w.Version)
 	if v == nil {
-		return failed(stateRefused, Errorf(CodeIncompatiblePeer, "%s agreed version %s, which was not offered", e.url, w.Version))
+		return hello.Failed[*clientSession](stateRefused, Errorf(CodeIncompatiblePeer, "%s agreed version %s, which was not offered", e.url, w.Version))
 	}
-	return handshakeResult{state: stateReady, sess: &clientSession{
+	return handshakeResult{State: stateReady, Sess: &clientSession{
 		token: w.Session, version: v, peer: w.Peer,
 		heartbeat: time.Duration(w.Heartbeat), ttl: time.Duration(w.TTL),
 	}}

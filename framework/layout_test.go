@@ -47,6 +47,7 @@ var layers = map[string]int{
 	"framework/internal/frames":                2,
 	"framework/internal/watch":                 3,
 	"framework/internal/clienthttp":            3,
+	"framework/internal/hello":                 3,
 	"framework/internal/heartbeat":             3,
 	"framework/internal/topics":                3,
 	"framework":                                4,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	hellos "github.com/lockstep-dev/lockstep/framework/internal/hello"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -201,7 +202,7 @@ func (s *Server) handshake(ctx context.Context, h *admittedHello) (any, error) {
 		s.answerDryRun(h, agreement, refusal)
 		return nil, nil
 	}
-	if refusal != nil && wait > 0 && holdable(refusal.Reason) {
+	if refusal != nil && wait > 0 && hellos.Holdable(refusal.Reason) {
 		// Held, a refusal keeps a goroutine and a connection for up to
 		// MaxHandshakeWait: it counts as a call in flight of its peer, so
 		// that a peer cannot hold more than Limits.InFlightPerPeer of
@@ -313,16 +314,6 @@ func (s *Server) negotiate(sc *servedContract, hello handshake.Hello) (handshake
 		PeerRelease: s.cfg.PeerRelease[sc.name],
 		Draining:    s.draining.Load(),
 	}, hello)
-}
-
-// holdable reports whether a refusal may change when this server is
-// replaced: only then is it worth holding open.
-func holdable(r handshake.Reason) bool {
-	switch r {
-	case handshake.ReasonVersionMismatch, handshake.ReasonFingerprintMismatch, handshake.ReasonReleaseConstraint:
-		return true
-	}
-	return false
 }
 
 // serveCloseSession answers DELETE /lockstep/session: the sessions named,
