@@ -3,7 +3,6 @@ package scale
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/e2e/controlplane"
+	"github.com/lockstep-dev/lockstep/sample/cmd/lockstep-scale/result"
 )
 
 var (
@@ -121,10 +121,10 @@ func runOne(t *testing.T, path string, nodes int) {
 	res.LoadStart = loadAvg()
 	out, err := run(ctx, t, *binFlag, args)
 	if err == nil {
-		err = json.Unmarshal(out, &res)
+		err = res.ReadRun(out)
 	}
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == exitStopped {
+	if errors.As(err, &exit) && exit.ExitCode() == result.ExitStopped {
 		res.Stopped = true
 	}
 	if err != nil {
@@ -140,10 +140,6 @@ func runOne(t *testing.T, path string, nodes int) {
 		}
 	}
 }
-
-// exitStopped is lockstep-scale's exit status when a signal stopped it
-// before it finished.
-const exitStopped = 3
 
 // nodeControllerKubeconfig is the node controller's identity: it may
 // create, read and patch Node objects and their status, nothing else.

@@ -169,7 +169,7 @@ func run() int {
 		if ctx.Err() != nil {
 			// Stopped by a signal: say so by the exit status, so that
 			// the run is not taken for what the path holds.
-			return exitStopped
+			return result.ExitStopped
 		}
 		return 1
 	}
@@ -183,10 +183,6 @@ func run() int {
 	}
 	return 0
 }
-
-// exitStopped is the exit status of a run stopped by SIGINT or SIGTERM
-// before it finished.
-const exitStopped = 3
 
 // Result is what one run measured (package result: make scale's harness
 // reads and keeps it too).

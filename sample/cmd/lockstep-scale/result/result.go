@@ -4,6 +4,13 @@
 // one definition.
 package result
 
+import "encoding/json"
+
+// ExitStopped is lockstep-scale's exit status when a signal (SIGINT or
+// SIGTERM) stopped it before it finished; make scale's harness reads it to
+// record the run as stopped, which says nothing of what the path holds.
+const ExitStopped = 3
+
 // Result is what one run of one path at one node count measured, as
 // lockstep-scale reports it, with what make scale's harness adds (the
 // date, the command, why a run did not finish).
@@ -64,9 +71,10 @@ type Result struct {
 	// API server), over the placement.
 	BindsPerSec float64 `json:"bindsPerSecond,omitempty"`
 
-	// Set by the harness.
-	Date    string `json:"date"`
-	Command string `json:"command"`
+	// Set by the harness, never by lockstep-scale: omitted when empty, and
+	// kept by ReadRun, so that the program's output does not erase them.
+	Date    string `json:"date,omitempty"`
+	Command string `json:"command,omitempty"`
 	// Failed, if not empty, says why the run did not finish: the largest
 	// N a path holds is the largest without it.
 	Failed string `json:"failed,omitempty"`
@@ -74,4 +82,15 @@ type Result struct {
 	// finished: its record says nothing of what the path holds, and does
 	// not replace an earlier record of the same path and node count.
 	Stopped bool `json:"stopped,omitempty"`
+}
+
+// ReadRun reads lockstep-scale's output (one Result in JSON) into r, which
+// the harness has filled with the run's date and command: the program
+// knows neither, so an output that names them empty (an older program's)
+// must not replace the harness's.
+func (r *Result) ReadRun(out []byte) error {
+	date, command := r.Date, r.Command
+	err := json.Unmarshal(out, r)
+	r.Date, r.Command = date, command
+	return err
 }
