@@ -1,13 +1,11 @@
 package framework
 
 import (
-	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/hello"
 	"github.com/lockstep-dev/lockstep/framework/internal/route"
-	"github.com/lockstep-dev/lockstep/handshake"
 )
 
 // routeWait is the one wait for a routable endpoint of one request (see
@@ -114,31 +112,10 @@ func (c *Client) peerState() *PeerState {
 	return ps
 }
 
-// why says in a few words why e carries no request now: its URL and state,
-// then for a refusal its reason and the refusal's own sentence (which names
-// both sides and what each offers), else the last error. Codes and prefixes
-// that the state already says are not repeated.
+// why says in a few words why e carries no request now (see hello.Why).
 func (e *endpoint) why() string {
 	e.mu.Lock()
 	state, err := e.state, e.lastErr
 	e.mu.Unlock()
-	s := e.url + " " + string(state)
-	if err == nil || state == stateReady {
-		return s
-	}
-	var ae *Error
-	if !errors.As(err, &ae) {
-		return s + ": " + err.Error()
-	}
-	var r handshake.Refusal
-	if json.Unmarshal(ae.Details(), &r) == nil && r.Reason != "" {
-		if string(r.Reason) != string(state) {
-			s += " (" + string(r.Reason) + ")"
-		}
-		return s + ": " + r.Message
-	}
-	if string(ae.Code()) != string(state) {
-		s += " (" + string(ae.Code()) + ")"
-	}
-	return s + ": " + ae.Message()
+	return hello.Why(e.url, state, err)
 }

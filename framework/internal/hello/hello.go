@@ -213,3 +213,30 @@ const HeldLongEnough = 500 * time.Millisecond
 func DrainingPace(b probe.Backoff, n int) time.Duration {
 	return probe.Backoff{Base: b.Max, Max: max(b.Max, MaxDrainingPace), Multiplier: 2, Jitter: b.Jitter}.Delay(n)
 }
+
+// Why says in a few words why an endpoint (url, in state, whose last
+// error was err) carries no request now: its URL and state, then for a
+// refusal its reason and the refusal's own sentence (which names both
+// sides and what each offers), else the last error. Codes and prefixes
+// that the state already says are not repeated.
+func Why(url string, state State, err error) string {
+	s := url + " " + string(state)
+	if err == nil || state == Ready {
+		return s
+	}
+	var ae *apierror.Error
+	if !errors.As(err, &ae) {
+		return s + ": " + err.Error()
+	}
+	var r handshake.Refusal
+	if json.Unmarshal(ae.Details(), &r) == nil && r.Reason != "" {
+		if string(r.Reason) != string(state) {
+			s += " (" + string(r.Reason) + ")"
+		}
+		return s + ": " + r.Message
+	}
+	if string(ae.Code()) != string(state) {
+		s += " (" + string(ae.Code()) + ")"
+	}
+	return s + ": " + ae.Message()
+}

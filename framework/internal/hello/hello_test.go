@@ -3,6 +3,7 @@ package hello
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -99,4 +100,17 @@ func TestAskReadsAWelcomeOrARefusal(t *testing.T) {
 	srv.Close()
 	_, h = Ask[int](context.Background(), Server{URL: srv.URL, HC: srv.Client(), Limit: 1 << 20}, handshake.Hello{Contract: "nodestatus"}, "")
 	assert.Equal(t, Unreachable, h.State)
+}
+
+func TestWhyNamesTheStateAndTheRefusalOnce(t *testing.T) {
+	assert.Equal(t, "http://a ready", Why("http://a", Ready, context.Canceled))
+	assert.Equal(t, "http://a connecting", Why("http://a", Connecting, nil))
+	assert.Equal(t, "http://a unreachable: connection refused", Why("http://a", Unreachable, errors.New("connection refused")))
+	r := &handshake.Refusal{Code: handshake.Code(apierror.CodeIncompatiblePeer), Reason: handshake.ReasonVersionMismatch, Message: "a offers v2, b speaks v1"}
+	refused := apierror.NewError(apierror.CodeIncompatiblePeer, r).WithDetails(r)
+	assert.Equal(t, "http://a refused (version_mismatch): a offers v2, b speaks v1", Why("http://a", Refused, refused))
+	r.Reason = handshake.ReasonDraining
+	draining := apierror.NewError(apierror.CodeUnavailable, r).WithDetails(r)
+	assert.Equal(t, "http://a draining: a offers v2, b speaks v1", Why("http://a", Draining, draining), "the reason the state says is not repeated")
+	assert.Equal(t, "http://a refused (not_found): no contract x", Why("http://a", Refused, apierror.Errorf(apierror.CodeNotFound, "no contract x")))
 }
