@@ -369,6 +369,16 @@ var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 // [MaxTopicKeyBytes] bytes (topics.CheckKey).
 func checkKey(key string) error { return topics.CheckKey(key) }
 
+// MaxSelectorValueBytes bounds a selector value a watch names, as
+// [MaxTopicKeyBytes] bounds a key: a watcher's selection is kept for as
+// long as it watches, and shown on the status page, so a value is a
+// resource its peer holds. An object field worth selecting on (a node
+// name, a phase) is far shorter.
+const MaxSelectorValueBytes = topics.MaxSelectorValueBytes
+
+// checkSelectors checks a topic's declared selectors (topics.CheckSelectors).
+func checkSelectors(sel []string) error { return topics.CheckSelectors(sel) }
+
 // Earlier versions' forms of a server-written topic (ForkTopic,
 // ForkServedTopic): each change is converted once and written to each.
 
@@ -561,4 +571,46 @@ func mirrorError[T any](w *TopicWriter[T], err error) error {
 		return nil
 	}
 	return NewError(CodeOf(err), fmt.Errorf("%s: written at %s, but %w", w.store.Name(), w.store.Version(), err))
+}
+
+// Writer-aware routing. Replicas do not share topics, so a watcher of a
+// server-written topic must watch a replica whose writer is attached (the
+// elected leader, say): the others hold no topic, or a stale one. A server
+// says whether each topic has a live writer in the synced frame of every
+// watch stream, in every heartbeat answer and in its status; an informer
+// uses it to pick its replica, to move when the writer moves, and to never
+// take a writer-less replica's topic for the truth (docs/topics.md).
+
+// Attach makes the server's writer of the topic live: watchers are told,
+// in the synced frame and in heartbeat answers, that this replica's topic
+// is the one to watch. A writer is attached when [ServeTopic] makes it,
+// unless given [WithWriterDetached]. A replica that takes over writing (a
+// newly elected leader) writes its state and then attaches.
+func (w *TopicWriter[T]) Attach() {
+	w.store.SetAttached(true)
+	for _, f := range w.forks {
+		f.store.SetAttached(true)
+	}
+}
+
+// Detach makes the topic writer-less, as on a replica that lost its
+// leadership: the objects stay as they are (watchers see nothing change,
+// so none of them is shown an empty topic), but informers move to a
+// replica whose writer is attached as soon as one is, and none syncs from
+// this one meanwhile. Writes are still applied, so a detached writer can
+// prepare its state before it attaches.
+func (w *TopicWriter[T]) Detach() {
+	w.store.SetAttached(false)
+	for _, f := range w.forks {
+		f.store.SetAttached(false)
+	}
+}
+
+// Attached reports whether the writer is attached.
+func (w *TopicWriter[T]) Attached() bool { return w.store.WriterLive() }
+
+// WithWriterDetached makes [ServeTopic]'s writer start detached (see
+// [TopicWriter.Detach]): a replica that is not the elected writer yet.
+func WithWriterDetached() TopicOption {
+	return topicOptionFunc(func(c *topicConfig) { c.Detached = true })
 }

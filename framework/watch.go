@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/topics"
 	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/handshake"
 	"github.com/lockstep-dev/lockstep/internal/benchhook"
@@ -106,14 +107,32 @@ func (c *Client) watchRequest(topic string, opts []WatchOption) (watch.Request, 
 	if !ok {
 		return watch.Request{}, Errorf(CodeNotFound, "contract %s %s declares no topic %s", c.contract.Name(), c.contract.Version(), topic)
 	}
-	cfg := newWatchConfig(opts)
-	sel, err := cfg.checkedSelection(topic, decl.Selectors)
+	o := watch.NewOptions(opts)
+	if err := o.CheckDup(topic); err != nil {
+		return watch.Request{}, err
+	}
+	sel, err := topics.NewSelection(topic, decl.Selectors, o.Selection)
 	if err != nil {
 		return watch.Request{}, err
 	}
 	return watch.Request{Topic: topic, Query: sel.Key(decl.Selectors), WriterAware: decl.Writer == handshake.RoleServer,
-		Own: cfg.ownStream, DecodeEach: cfg.decodeEach}, nil
+		Own: o.Own, DecodeEach: o.DecodeEach}, nil
 }
+
+// WatchOption configures a watch: an [Informer] made by [Watch], or a
+// shared one made by [ForTopic]. Only the framework makes them ([Select],
+// [DecodeEach]).
+type WatchOption = watch.Option
+
+// Select makes a watch see only the objects whose field holds value, as a
+// Kubernetes kubelet watches pods with fieldSelector=spec.nodeName=<node>:
+// its snapshot holds only those objects, and an object that stops holding
+// value (a pod bound to another node) is a delete for it. field must be one
+// of the topic's selectors (the contract's selectors: [...]); a value is a
+// string's text, an integer in decimal (42), or true or false. Several
+// Select options of distinct fields select the objects that match them
+// all. Generated packages offer typed forms (SelectNodeName).
+func Select(field, value string) WatchOption { return watch.Select(field, value) }
 
 // DecodeEach makes an [Informer] decode every frame of its feed itself,
 // as every informer did before feeds decoded once: by default, when the
@@ -124,13 +143,13 @@ func (c *Client) watchRequest(topic string, opts []WatchOption) (watch.Request, 
 // immutable): the same objects, caches and handlers, for a copy's cost
 // rather than a decode's. It is for comparing the two.
 func DecodeEach() WatchOption {
-	return watchOptionFunc(func(c *watchConfig) { c.decodeEach = true })
+	return watch.OptionFunc(func(o *watch.Options) { o.DecodeEach = true })
 }
 
 // The benchmarks' own-stream option (internal/benchhook) makes an informer
 // open a watch stream of its own rather than share its client's feed.
 func init() {
-	benchhook.OwnStream = func() any { return watchOptionFunc(func(c *watchConfig) { c.ownStream = true }) }
+	benchhook.OwnStream = func() any { return watch.OptionFunc(func(o *watch.Options) { o.Own = true }) }
 }
 
 // InformerFactory makes shared informers for the topics of one client's

@@ -142,7 +142,7 @@ func (c *Client) watchWhy(w watch.Want) string {
 			parts[i] = e.url + " agreed " + ver + ": " + why
 			continue
 		}
-		if live, known := sess.writers.get(w.Topic); known && !live {
+		if live, known := sess.writers.Get(w.Topic); known && !live {
 			parts[i] = e.url + " agreed " + ver + ": topic " + w.Topic + " has no writer attached"
 			continue
 		}
@@ -199,7 +199,7 @@ func (k *watchConn) Left() bool {
 	if !k.want.WriterAware {
 		return false
 	}
-	if live, known := k.sess.writers.get(k.want.Topic); !known || live {
+	if live, known := k.sess.writers.Get(k.want.Topic); !known || live {
 		return false
 	}
 	live, _, _ := k.c.writerEndpoints(k.want.Topic, k.c.watchEndpoints(k.want.Topic, k.want.Fields))
@@ -285,4 +285,45 @@ func (t topicTarget) Session() any {
 		return sess
 	}
 	return nil
+}
+
+// sessionWriters is what a client knows of its topics' writers at one
+// session's server (watch.Writers).
+type sessionWriters = watch.Writers
+
+// learnTopicWriter records what a server said of a topic's writer at a
+// session and, when that changes, wakes whatever routes on it.
+func (c *Client) learnTopicWriter(sess *clientSession, topic string, live bool) {
+	if sess.writers.Set(topic, live) {
+		c.stateChanged()
+	}
+}
+
+// learnTopicWriters applies a heartbeat answer's reports to a session:
+// those of the session's contract at its agreed version.
+func (c *Client) learnTopicWriters(sess *clientSession, reports []topicWriterReport) {
+	if sess.version == nil {
+		return
+	}
+	changed := false
+	for _, r := range reports {
+		if r.Contract == c.contract.Name() && r.Version == sess.version.contract.Version() {
+			changed = sess.writers.Set(r.Topic, r.Writer) || changed
+		}
+	}
+	if changed {
+		c.stateChanged()
+	}
+}
+
+// writerEndpoints splits eps, endpoints that can carry a watch of topic
+// (see [Client.watchEndpoints]), by what is known of topic's writer
+// there: live, unknown, and writer-less.
+func (c *Client) writerEndpoints(topic string, eps []*endpoint) (live, unknown, none []*endpoint) {
+	return watch.SplitByWriter(topic, eps, func(e *endpoint) *watch.Writers {
+		if sess := e.routableSession(); sess != nil {
+			return &sess.writers
+		}
+		return nil
+	})
 }

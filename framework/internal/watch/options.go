@@ -1,0 +1,119 @@
+package watch
+
+import (
+	"sync"
+
+	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
+)
+
+// Options are what a watch's options (framework.WatchOption) set.
+type Options struct {
+	// Selection is the watch's selection, by field name; fields named
+	// twice are recorded in Dup, and refused.
+	Selection map[string]string
+	Dup       []string
+	// Own gives the informer a stream of its own rather than a share of
+	// its client's feed (the benchmarks' option).
+	Own bool
+	// DecodeEach makes the informer decode every frame itself.
+	DecodeEach bool
+}
+
+// Option sets a watch's Options: framework.WatchOption. Its method names
+// an internal type, so only the framework makes options.
+type Option interface {
+	ApplyWatch(*Options)
+}
+
+// OptionFunc is an Option made of a function.
+type OptionFunc func(*Options)
+
+// ApplyWatch applies f to o.
+func (f OptionFunc) ApplyWatch(o *Options) { f(o) }
+
+// Select selects the objects whose field holds value (framework.Select);
+// a field selected twice is recorded in Dup.
+func Select(field, value string) Option {
+	return OptionFunc(func(o *Options) {
+		if o.Selection == nil {
+			o.Selection = map[string]string{}
+		}
+		if _, dup := o.Selection[field]; dup {
+			o.Dup = append(o.Dup, field)
+		}
+		o.Selection[field] = value
+	})
+}
+
+// NewOptions applies opts, nil ones aside, in order.
+func NewOptions(opts []Option) Options {
+	var o Options
+	for _, opt := range opts {
+		if opt != nil {
+			opt.ApplyWatch(&o)
+		}
+	}
+	return o
+}
+
+// CheckDup refuses, with invalid_argument, a watch of topic that selects
+// on a field twice.
+func (o Options) CheckDup(topic string) error {
+	if len(o.Dup) > 0 {
+		return apierror.Errorf(apierror.CodeInvalidArgument, "watch of %s selects on %s twice", topic, o.Dup[0])
+	}
+	return nil
+}
+
+// Writers is what a client knows of whether each of its topics has a live
+// writer at one session's server: from the synced frames of its streams
+// and from heartbeat answers. A new session knows nothing yet.
+type Writers struct {
+	mu    sync.Mutex
+	known map[string]bool // topic → has a live writer
+}
+
+// Get returns whether topic has a live writer there, and whether that is
+// known.
+func (w *Writers) Get(topic string) (live, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	live, known = w.known[topic]
+	return live, known
+}
+
+// Set records whether topic has a live writer; it reports a change.
+func (w *Writers) Set(topic string, live bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old, ok := w.known[topic]; ok && old == live {
+		return false
+	}
+	if w.known == nil {
+		w.known = map[string]bool{}
+	}
+	w.known[topic] = live
+	return true
+}
+
+// SplitByWriter splits eps, endpoints that can carry a watch of topic, by
+// what is known of topic's writer there: live, unknown, and writer-less.
+// writers returns an endpoint's session's Writers, nil for an endpoint
+// with no routable session (left out).
+func SplitByWriter[E any](topic string, eps []E, writers func(E) *Writers) (live, unknown, none []E) {
+	for _, e := range eps {
+		w := writers(e)
+		if w == nil {
+			continue
+		}
+		switch l, known := w.Get(topic); {
+		case !known:
+			unknown = append(unknown, e)
+		case l:
+			live = append(live, e)
+		default:
+			none = append(none, e)
+		}
+	}
+	return live, unknown, none
+}
