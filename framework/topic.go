@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -164,7 +162,7 @@ func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption)
 		writer:     topics.WriterID{Component: s.cfg.Component, Instance: s.cfg.Instance},
 		contract:   c,
 		epoch:      randomID(8),
-		key:        keyReader[T](t.Decl().Key),
+		key:        topics.KeyReader[T](t.Decl().Key),
 		propagator: s.cfg.Propagator,
 	}
 	s.mu.Lock()
@@ -332,38 +330,6 @@ func (w *TopicWriter[T]) DeleteContext(ctx context.Context, key string) error {
 	}
 	return w.mirrorDelete(ctx, key)
 }
-
-// keyReader returns how to read the key of a *T: straight from the
-// struct field the key's JSON name belongs to when T is such a struct
-// without a JSON method of its own, else from the encoded object.
-func keyReader[T any](field string) func(obj *T, raw []byte) (string, error) {
-	fromJSON := func(_ *T, raw []byte) (string, error) { return topics.ObjectKey(raw, field) }
-	typ := reflect.TypeFor[T]()
-	if typ.Kind() != reflect.Struct || typ.Implements(jsonMarshaler) || reflect.PointerTo(typ).Implements(jsonMarshaler) {
-		return fromJSON
-	}
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" && f.Tag.Get("json") != "-" {
-			name = f.Name
-		}
-		if name != field || !f.IsExported() || f.Anonymous {
-			continue
-		}
-		if f.Type.Kind() != reflect.String || strings.Contains(opts, "string") {
-			return fromJSON
-		}
-		index := i
-		return func(obj *T, _ []byte) (string, error) {
-			key := reflect.ValueOf(obj).Elem().Field(index).String()
-			return key, checkKey(key)
-		}
-	}
-	return fromJSON
-}
-
-var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 
 // checkKey checks a topic key: non-empty, valid UTF-8, at most
 // [MaxTopicKeyBytes] bytes (topics.CheckKey).

@@ -217,5 +217,5 @@ func NewTopicPublisher[T any](c *Client, topic string) (*TopicPublisher[T], erro
 		return nil, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", topic, c.contract.Server())
 	}
 	return watch.NewPublisher(c.watchEnv(), watch.PublisherConfig[T]{Topic: topic, Epoch: randomID(8),
-		Key: keyReader[T](decl.Key), Marshal: marshal, CheckKey: checkKey}), nil
+		Key: topics.KeyReader[T](decl.Key), Marshal: marshal, CheckKey: checkKey}), nil
 }
