@@ -221,7 +221,7 @@ func (s *Server) routes() chi.Router {
 // that a late registration gets. s.mu must be held.
 func (s *Server) servedVersionLocked(c *Contract, what string) *servedVersion {
 	if s.state != serverRegistering {
-		panic("lockstep: " + what + " must be registered before the server starts")
+		panic("lockstep: " + what + " must be registered before the server starts or closes")
 	}
 	if c.Server() != s.cfg.Component {
 		panic(fmt.Sprintf("lockstep: contract %s is served by %s, not %s", c.Name(), c.Server(), s.cfg.Component))
@@ -271,7 +271,7 @@ func (s *Server) route(pattern string, h http.Handler, operator bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != serverRegistering {
-		panic("lockstep: routes must be added before the server starts")
+		panic("lockstep: routes must be added before the server starts or closes")
 	}
 	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
 		panic(fmt.Sprintf("lockstep: %s is served by the runtime itself", pattern))
