@@ -177,9 +177,11 @@ func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
 // isOperator reports whether id may read the status page and metrics.
 func (c *Credentials) isOperator(id Identity) bool { return c.m.IsOperator(id) }
 
-// EntryKind names a kind of request a server takes. Every kind passes the
-// same admission step (docs/security.md), is seen by the [Authorizer], and
-// is wrapped by the server's interceptors, which read it as [Call.Kind].
+// EntryKind names a kind of request a server takes. Every kind is admitted
+// over the same peer check and limits (docs/security.md; a handshake, a
+// heartbeat or session close, and every other request each have their
+// admission step), is seen by the [Authorizer], and is wrapped by the
+// server's interceptors, which read it as [Call.Kind].
 type EntryKind = identity.EntryKind
 
 // The kinds of entry.

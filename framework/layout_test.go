@@ -106,3 +106,54 @@ func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLayersAreDesignsLayout checks layers against docs/design.md's layout
+// table, so that neither drifts from the other: every package of layers
+// is named in a row of the table (or under a row's `dir/...`), and its
+// layer is the row's (or within the row's range, as 1–2).
+func TestLayersAreDesignsLayout(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ lo, hi int } // hi < 0: no layer (—)
+	rows := map[string]row{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		r := row{-1, -1}
+		layer := strings.TrimSpace(cells[1])
+		if lo, hi, ok := strings.Cut(layer, "–"); ok {
+			r.lo, _ = strconv.Atoi(lo)
+			r.hi, _ = strconv.Atoi(hi)
+		} else if n, err := strconv.Atoi(layer); err == nil {
+			r = row{n, n}
+		} else if layer != "—" {
+			continue // another table's row
+		}
+		for _, name := range strings.Split(cells[2], ",") {
+			name = strings.Trim(strings.TrimSpace(name), "`")
+			if name != "" {
+				rows[name] = r
+			}
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatal("docs/design.md has no layout table")
+	}
+	for pkg, layer := range layers {
+		r, ok := rows[pkg]
+		for dir := pkg; !ok && strings.Contains(dir, "/"); {
+			dir = dir[:strings.LastIndex(dir, "/")]
+			r, ok = rows[dir+"/..."]
+		}
+		switch {
+		case !ok:
+			t.Errorf("%s (layer %d) has no row in docs/design.md's layout table", pkg, layer)
+		case r.hi >= 0 && (layer < r.lo || layer > r.hi):
+			t.Errorf("%s is of layer %d here and %d–%d in docs/design.md", pkg, layer, r.lo, r.hi)
+		}
+	}
+}
