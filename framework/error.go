@@ -48,7 +48,9 @@ func toWire(e *Error) wireError { return apierror.ToWire(e) }
 // Code is an error code: a closed set, each with exactly one HTTP status, the
 // same in every contract version. Code.HTTPStatus returns the status a code
 // travels under (unknown codes are internal errors, 500); Code.Valid
-// reports whether a code is one of those defined here.
+// reports whether a code is one of those defined here. Like [Error], it is
+// an alias of framework/internal/apierror's type, so that jsonwire and the
+// other packages the framework imports give the same codes.
 type Code = apierror.Code
 
 // Every code the runtime and handlers may return.

@@ -85,7 +85,9 @@ func (m beatMember) Lose(why heartbeat.Loss, err error) {
 // clients from arriving together. Its fields (Base 5ms, Max 100ms,
 // Multiplier 1.6, Jitter 0.2 by default) and Delay are documented with
 // the process's probers, which spend the backoffs of the endpoints that
-// wait for an address (framework/internal/probe).
+// wait for an address (framework/internal/probe). It is an alias of that
+// package's type, not a copy, so that the probers read a client's backoff
+// as it was given.
 type Backoff = probe.Backoff
 
 // processProbers is the process's probers: one per address, however many

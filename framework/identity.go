@@ -25,6 +25,10 @@ const OperatorComponent = identity.OperatorComponent
 // certificate without a name is one identity: the server cannot tell them
 // apart, so their sessions and limits are shared. Its String is the URI
 // lockstep://<component>/<name>, or lockstep://<component> without a name.
+// Identity and the other aliases of this file are framework/internal/
+// identity's types, not copies: that package verifies certificates and
+// authorizes entries, and the server's admission hands its values through
+// to users' code as they are.
 type Identity = identity.Identity
 
 // IdentityFromCertificate reads the identity a certificate names, in this
@@ -45,7 +49,8 @@ func IdentityFromCertificate(cert *x509.Certificate) (Identity, error) {
 // Peer is the other side of a server's request as the server knows it:
 // its Identity (authenticated under mutual TLS, where Authenticated says
 // so; else the component its hello or session claims), its session's
-// client Instance, and its verified leaf Certificate, or nil.
+// client Instance, and its verified leaf Certificate, or nil. An alias of
+// framework/internal/identity's, which finds a certificate's peer.
 type Peer = identity.Peer
 
 // shareKey is what a write made on p's behalf is charged to: the key of
@@ -71,14 +76,16 @@ func withPeer(ctx context.Context, p *Peer) context.Context { return identity.Wi
 // how often the files are checked for a change (ReloadInterval, default
 // 10s). The files are read again when they change, so a rotated
 // certificate (a cert-manager Secret updated in its volume) takes effect
-// without a restart.
+// without a restart. An alias of framework/internal/identity's Files,
+// which that package watches and reloads.
 type MTLSFiles = identity.Files
 
 // HandshakeCounts is how many TLS handshakes credentials completed, as a
 // server and as a client, full (certificates signed and verified, a fresh
 // key exchange) and resumed from a session ticket (neither). Every new
 // connection costs one: a count growing with the calls rather than with
-// the peers means connections are not being reused.
+// the peers means connections are not being reused. An alias of
+// framework/internal/identity's, which counts them where TLS is set up.
 type HandshakeCounts = identity.HandshakeCounts
 
 // Credentials is mutual TLS material loaded from [MTLSFiles], reloaded as
@@ -181,7 +188,8 @@ func (c *Credentials) isOperator(id Identity) bool { return c.m.IsOperator(id) }
 // over the same peer check and limits (docs/security.md; a handshake, a
 // heartbeat or session close, and every other request each have their
 // admission step), is seen by the [Authorizer], and is wrapped by the
-// server's interceptors, which read it as [Call.Kind].
+// server's interceptors, which read it as [Call.Kind]. An alias of
+// framework/internal/identity's, where the Authorizer's contract lives.
 type EntryKind = identity.EntryKind
 
 // The kinds of entry.
@@ -211,7 +219,8 @@ const (
 // authenticated and its session found: its Kind, the Contract and Version
 // it is for, a call's Method or a watch's or topic write's Topic, the
 // Peer, a handshake's Hello, a call's decoded Request (one item of a
-// batch, at Item), and the component an operator asks OnBehalfOf.
+// batch, at Item), and the component an operator asks OnBehalfOf. An alias
+// of framework/internal/identity's, which passes it to the Authorizer.
 type Entry = identity.Entry
 
 // Authorizer decides whether a peer may make an entry; an error refuses it
@@ -219,10 +228,13 @@ type Entry = identity.Entry
 // entry's admission step after the peer is authenticated and its session
 // bound, and, for calls, once the request is decoded and validated (once
 // per batch item and per call of a multi-call), before the interceptors and
-// the handler. It must not block: it runs on the request path.
+// the handler. It must not block: it runs on the request path. An alias of
+// framework/internal/identity's, whose Authorize calls it (an uncoded
+// refusal is permission_denied).
 type Authorizer = identity.Authorizer
 
-// AuthorizerFunc is a function that is an [Authorizer].
+// AuthorizerFunc is a function that is an [Authorizer] (an alias of
+// framework/internal/identity's, beside the Authorizer).
 type AuthorizerFunc = identity.AuthorizerFunc
 
 // authorize runs the server's authorizer on e; an uncoded refusal is

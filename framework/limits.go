@@ -127,7 +127,9 @@ func overLimit(m *Metrics, l limit, code Code, format string, args ...any) *Erro
 }
 
 // The root's names of what framework/internal/limits holds, for the
-// server's files that read them.
+// server's files that read them: aliases, not copies, because that package
+// makes every limit refusal and counts it, from the values the server
+// holds.
 type (
 	limit      = limits.Name
 	peerLimits = limits.Peers

@@ -82,7 +82,8 @@ func (st *ServerStatus) bound() {
 
 // ServedVersion is one contract version a server serves: its Contract,
 // Version and Fingerprint, and the Client component the contract lets
-// call it.
+// call it. An alias of framework/internal/status's Served, not a copy, so
+// that the status the server hands that package is served as it is.
 type ServedVersion = status.Served
 
 // Session states in [SessionInfo.State].
@@ -101,7 +102,9 @@ const (
 // holds it (its verified certificate's, "" without mutual TLS), its State
 // ([SessionLive], [SessionLate], [SessionDraining]), its Age and Idle time
 // on the server's monotonic clock and Since when it was opened. In JSON,
-// durations are Go duration strings and Since is RFC 3339.
+// durations are Go duration strings and Since is RFC 3339. An alias of
+// framework/internal/status's Session, whose wire form and bounds that
+// package keeps.
 type SessionInfo = status.Session
 
 // ClientStatus describes a client of the component, for its status page.

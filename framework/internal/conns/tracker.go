@@ -110,6 +110,9 @@ const (
 
 type trackedConnKey struct{}
 
+// NewTracker returns a Tracker that knows no connection yet and takes the
+// time of each state change from clock (a test's fake clock, or the real
+// one).
 func NewTracker(clock clockwork.Clock) *Tracker {
 	return &Tracker{clock: clock, conns: map[net.Conn]*Conn{}, changed: make(chan struct{})}
 }
@@ -634,6 +637,8 @@ type GatedListener struct {
 	stopAt time.Time
 }
 
+// NewGatedListener returns a GatedListener over l, which accepts as l
+// does until the drain stops it.
 func NewGatedListener(l net.Listener) *GatedListener {
 	return &GatedListener{Listener: l, stopped: make(chan struct{}), acked: make(chan struct{}), closed: make(chan struct{})}
 }
