@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"math"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +70,7 @@ func Write(run Run, r *Results, facts [][2]string, plotDir string) Writeup {
 	w.heartbeats()
 	w.fanout()
 	w.selectors()
+	w.scale()
 	w.failures()
 	w.finishTargets()
 	return w.out
@@ -101,14 +101,7 @@ func preamble(writtenBy, docs string) string {
 	if writtenBy == "" {
 		writtenBy = "make bench"
 	}
-	if docs == "" {
-		docs = "."
-	}
-	prefix := path.Clean(docs) + "/"
-	if prefix == "./" {
-		prefix = ""
-	}
-	return strings.NewReplacer("WRITTEN_BY", writtenBy, "DOCS/", prefix).Replace(preambleText)
+	return strings.NewReplacer("WRITTEN_BY", writtenBy, "DOCS/", docsPrefix(docs)).Replace(preambleText)
 }
 
 const preambleText = `

@@ -291,3 +291,28 @@ func TestWriteJudgesTheReadinessRowBesideP6(t *testing.T) {
 		})
 	}
 }
+
+// P9 and P10 are make scale's: the report says so in a section of its own
+// that links scale.md and its plot from wherever the report is written.
+func TestWritePointsToTheScaleResults(t *testing.T) {
+	for _, c := range []struct{ docs, md, svg string }{
+		{"", "](scale.md)", "](scale/scale.svg)"},
+		{"../docs", "](../docs/scale.md)", "](../docs/scale/scale.svg)"},
+	} {
+		w := Write(Run{Rounds: 3, Docs: c.docs}, NewResults(), nil, "bench")
+		var b strings.Builder
+		if err := report.Write(&b, w.Doc); err != nil {
+			t.Fatal(err)
+		}
+		doc := b.String()
+		i := strings.Index(doc, "## Cluster scale (P9, P10)")
+		if i < 0 {
+			t.Fatalf("docs %q: no scale section:\n%s", c.docs, doc)
+		}
+		for _, want := range []string{c.md, c.svg} {
+			if !strings.Contains(doc[i:], want) {
+				t.Errorf("docs %q: the scale section lacks %q:\n%s", c.docs, want, doc[i:])
+			}
+		}
+	}
+}
