@@ -9,10 +9,8 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
@@ -157,14 +155,21 @@ func ServeTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption
 // serveTopic is [ServeTopic] for c alone, without its compatible versions.
 func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption) *TopicWriter[T] {
 	t := s.registerTopic(c, topic, handshake.RoleServer, opts, nil)
-	w := &TopicWriter[T]{
-		TopicView:  &TopicView[T]{store: t},
-		writer:     topics.WriterID{Component: s.cfg.Component, Instance: s.cfg.Instance},
-		contract:   c,
-		epoch:      randomID(8),
-		key:        topics.KeyReader[T](t.Decl().Key),
-		propagator: s.cfg.Propagator,
-	}
+	p := s.cfg.Propagator
+	w := topics.NewWriter(t, topics.WriterConfig[T]{
+		ID:      topics.WriterID{Component: s.cfg.Component, Instance: s.cfg.Instance},
+		Epoch:   randomID(8),
+		Key:     topics.KeyReader[T](t.Decl().Key),
+		Marshal: marshal,
+		Header:  func(ctx context.Context) []byte { return changeHeader(p, ctx) },
+		Holder: func(ctx context.Context) string {
+			if peer := PeerFromContext(ctx); peer != nil {
+				return shareKey(peer)
+			}
+			return ""
+		},
+		Contract: c,
+	})
 	s.mu.Lock()
 	t.Writer = w
 	s.mu.Unlock()
@@ -183,153 +188,31 @@ func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption)
 func ServeClientTopic[T any](s *Server, c *Contract, topic string, opts ...TopicOption) *TopicView[T] {
 	decl, _ := c.Topic(topic) // registerTopic panics for a topic c does not declare
 	t := s.registerTopic(c, topic, handshake.RoleClient, opts, func(raw []byte) error { return decodeMessage(c, decl.Object, raw, new(T)) })
-	return &TopicView[T]{store: t}
+	return topics.NewView[T](t)
 }
 
-// TopicView reads the current objects of a topic its server holds.
-// Objects are decoded from their stored JSON on every read.
-type TopicView[T any] struct {
-	store *topicStore
-}
-
-// Get returns the object at key, decoded, and whether there is one.
-func (v *TopicView[T]) Get(key string) (*T, bool) {
-	raw, _, ok := v.store.Get(key)
-	if !ok {
-		return nil, false
-	}
-	obj := new(T)
-	if err := json.Unmarshal(raw, obj); err != nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// Version returns the version of the object at key, and whether there is
-// one.
-func (v *TopicView[T]) Version(key string) (ObjectVersion, bool) {
-	_, ver, ok := v.store.Get(key)
-	return ver, ok
-}
-
-// Keys returns the topic's keys, sorted.
-func (v *TopicView[T]) Keys() []string { return v.store.Keys() }
-
-// Len returns how many keys the topic holds.
-func (v *TopicView[T]) Len() int { return v.store.Len() }
+// TopicView reads the current objects of a topic its server holds:
+// Get, Version, Keys and Len. Objects are decoded from their stored JSON
+// on every read.
+type TopicView[T any] = topics.View[T]
 
 // TopicWriter writes a topic whose writer is the server, in process. It is
 // safe for concurrent use; writes of one key are applied in the order they
 // are made. A write never waits for watchers: each watcher is sent the
 // latest state of every key it has not seen yet, at its own pace.
-type TopicWriter[T any] struct {
-	*TopicView[T]
-	writer topics.WriterID
-	// contract is the contract version the topic is served at, for
-	// ForkTopic.
-	contract *Contract
-	epoch    string
-	key      func(obj *T, raw []byte) (string, error)
-	// propagator carries a write's trace context to its watchers
-	// (ServerConfig.Propagator).
-	propagator Propagator
-
-	// forks are the earlier versions' forms of this topic ([ForkTopic]):
-	// each change is converted once and written to each. mirrorMu keeps a
-	// key's changes in the same order in every form. It is taken before
-	// the store's lock (see topicStore.mu for the order).
-	mirrorMu sync.Mutex
-	forks    []topicFork[T]
-}
-
-// Epoch returns the writer's epoch, new in every process.
-func (w *TopicWriter[T]) Epoch() string { return w.epoch }
-
-// Set stores obj under the key in its key field, replacing what was there,
-// and sends it to every watcher. Errors: invalid_argument when obj does not
-// encode, its key field is missing or not a non-empty string, or its
-// Validate method ([Validator]) fails; resource_exhausted when the topic
-// holds its limit of keys ([WithMaxKeys]) or of bytes ([WithMaxBytes]).
-func (w *TopicWriter[T]) Set(obj *T) error { return w.set(context.Background(), "", obj) }
-
-// SetContext is [TopicWriter.Set] made on behalf of ctx's request: with
-// ServerConfig.Propagator set, the change carries what ctx holds (its trace
-// context) to every watcher, so that their deliveries link to this write.
-// The key stays the server's own, as with Set.
-func (w *TopicWriter[T]) SetContext(ctx context.Context, obj *T) error { return w.set(ctx, "", obj) }
-
-// SetFor stores obj as [TopicWriter.Set] does, on behalf of the peer whose
-// request ctx carries ([PeerFromContext]): a handler that publishes what a
-// peer reported (a node controller's health of a kubelet's node) charges
-// the key to that peer, so that one peer, or one stolen certificate,
-// cannot fill the topic for everyone. The key counts against the peer's
-// share of the topic's keys and bytes ([WithMaxKeysPerWriter],
-// [WithMaxBytesPerWriter], a quarter of the topic's by default), over all
-// its sessions, and the topic's last quarter is kept for peers holding
-// little, as for a client-written topic's writers (docs/security.md,
-// "Shared bounds"); beyond them the write is refused resource_exhausted,
-// counted as topic_keys_per_writer or topic_bytes_per_writer (topic_keys
-// or topic_bytes for the reserve). The key stays the server's: it counts
-// against the peer whose write set it last, until the server sets it
-// itself ([TopicWriter.Set]), another peer's write sets it, or it is
-// deleted. A ctx that carries no peer is the server's own write, as Set.
-// The change carries ctx's trace context, as with [TopicWriter.SetContext].
-func (w *TopicWriter[T]) SetFor(ctx context.Context, obj *T) error {
-	holder := ""
-	if p := PeerFromContext(ctx); p != nil {
-		holder = shareKey(p)
-	}
-	return w.set(ctx, holder, obj)
-}
-
-// set stores obj, charged to holder ("" for the server itself), carrying
-// ctx's trace context to the watchers.
-func (w *TopicWriter[T]) set(ctx context.Context, holder string, obj *T) error {
-	if obj == nil {
-		return Errorf(CodeInvalidArgument, "%s: nil object", w.store.Name())
-	}
-	if val, ok := any(obj).(Validator); ok {
-		if err := val.Validate(); err != nil {
-			return Errorf(CodeInvalidArgument, "%s: %v", w.store.Decl().Object, err)
-		}
-	}
-	raw, err := marshal(obj)
-	if err != nil {
-		return Errorf(CodeInvalidArgument, "%s does not encode: %v", w.store.Decl().Object, err)
-	}
-	key, err := w.key(obj, raw)
-	if err != nil {
-		return err
-	}
-	if w.hasForks() {
-		w.mirrorMu.Lock()
-		defer w.mirrorMu.Unlock()
-	}
-	header := changeHeader(w.propagator, ctx)
-	if _, _, err = w.store.Set(topics.Write{Writer: w.writer, Holder: holder, Epoch: w.epoch, Key: key, Raw: raw, Header: header}); err != nil {
-		return err
-	}
-	return w.mirrorSet(ctx, obj)
-}
-
-// Delete removes the object at key and tells every watcher; deleting a key
-// that is not there does nothing.
-func (w *TopicWriter[T]) Delete(key string) error {
-	return w.DeleteContext(context.Background(), key)
-}
-
-// DeleteContext is [TopicWriter.Delete] made on behalf of ctx's request,
-// as [TopicWriter.SetContext] is.
-func (w *TopicWriter[T]) DeleteContext(ctx context.Context, key string) error {
-	if w.hasForks() {
-		w.mirrorMu.Lock()
-		defer w.mirrorMu.Unlock()
-	}
-	if _, _, err := w.store.Delete(topics.Write{Writer: w.writer, Epoch: w.epoch, Key: key, Header: changeHeader(w.propagator, ctx)}); err != nil {
-		return err
-	}
-	return w.mirrorDelete(ctx, key)
-}
+//
+// Set stores an object under the key in its key field and sends it to
+// every watcher; errors: invalid_argument when it does not encode, its key
+// field is missing or not a non-empty string, or its Validate method
+// ([Validator]) fails; resource_exhausted when the topic holds its limit
+// of keys ([WithMaxKeys]) or of bytes ([WithMaxBytes]). SetContext and
+// DeleteContext carry ctx's trace context (ServerConfig.Propagator) to
+// every watcher. SetFor charges the key to the peer ctx carries
+// ([PeerFromContext]) against its share of the topic ([WithMaxKeysPerWriter],
+// [WithMaxBytesPerWriter]; docs/security.md, "Shared bounds"). Attach and
+// Detach make the writer live or writer-less ([WithWriterDetached]), in
+// every form of the topic ([ForkTopic]). Epoch is new in every process.
+type TopicWriter[T any] = topics.Writer[T]
 
 // checkKey checks a topic key: non-empty, valid UTF-8, at most
 // [MaxTopicKeyBytes] bytes (topics.CheckKey).
@@ -348,16 +231,6 @@ func checkSelectors(sel []string) error { return topics.CheckSelectors(sel) }
 // Earlier versions' forms of a server-written topic (ForkTopic,
 // ForkServedTopic): each change is converted once and written to each.
 
-// topicFork is one earlier version's form of a server-written topic.
-type topicFork[T any] struct {
-	version string
-	store   *topicStore
-	// set and del write a change to this form, carrying ctx's trace
-	// context as the current form's change does.
-	set func(ctx context.Context, obj *T) error
-	del func(ctx context.Context, key string) error
-}
-
 // ForkTopic makes s also serve a server-written topic at an earlier contract
 // version, for watchers still at that version (fork mode). Every change
 // written through current is converted down once, by down, and written to
@@ -367,8 +240,8 @@ type topicFork[T any] struct {
 // starts; it panics on setup mistakes, like [ServeTopic].
 // [ForkServedTopic] is the same for a writer s is yet to have.
 func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts ...TopicOption) *TopicView[Old] {
-	name := current.store.Name()
-	newer := current.contract
+	name := topics.StoreOf(current.TopicView).Name()
+	newer := topics.ContractOf(current).(*Contract)
 	if err := checkForkPair(old, newer); err != nil {
 		panic("lockstep: " + err.Error())
 	}
@@ -385,32 +258,25 @@ func ForkTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New]
 // earlier form's writer, so that a yet earlier compatible version can be
 // mirrored from it in turn. Fork mode and compatible versions share it.
 func mirrorTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[New], down func(*New) (*Old, error), opts []TopicOption) *TopicWriter[Old] {
-	name := current.store.Name()
-	newer := current.contract
-	earlier := serveTopic[Old](s, old, name, opts) // the earlier version alone: its own chain is mirrored from it in turn
-	earlier.store.SetAttached(current.Attached())  // one writer, attached in every form or none
-	current.mirrorMu.Lock()
-	defer current.mirrorMu.Unlock()
-	f := topicFork[New]{
-		version: old.Version(),
-		store:   earlier.store,
-		set: func(ctx context.Context, obj *New) error {
+	name := topics.StoreOf(current.TopicView).Name()
+	newer := topics.ContractOf(current).(*Contract)
+	earlier := serveTopic[Old](s, old, name, opts)                    // the earlier version alone: its own chain is mirrored from it in turn
+	topics.StoreOf(earlier.TopicView).SetAttached(current.Attached()) // one writer, attached in every form or none
+	err := current.AddFork(topics.Fork[New]{
+		Version: old.Version(),
+		Store:   topics.StoreOf(earlier.TopicView),
+		Set: func(ctx context.Context, obj *New) error {
 			o, err := down(obj)
 			if err != nil {
 				return convError(name, newer.Version(), old.Version(), err)
 			}
 			return earlier.SetContext(ctx, o)
 		},
-		del: earlier.DeleteContext,
+		Del: earlier.DeleteContext,
+	})
+	if err != nil {
+		panic(fmt.Sprintf("lockstep: topic %s: %v", name, err))
 	}
-	for _, key := range current.Keys() {
-		if obj, ok := current.Get(key); ok {
-			if err := f.set(context.Background(), obj); err != nil {
-				panic(fmt.Sprintf("lockstep: topic %s: %s at %s: %v", name, key, old.Version(), err))
-			}
-		}
-	}
-	current.forks = append(current.forks, f)
 	return earlier
 }
 
@@ -449,10 +315,10 @@ func ForkServedTopic[Old, New any](s *Server, old, current *Contract, topic stri
 	d := &topicForkDecl{old: old, current: current, name: topic, attach: func(w any) {
 		writer, ok := w.(*TopicWriter[New])
 		if !ok {
-			panic(fmt.Sprintf("lockstep: topic %s of %s %s is served as %T, but its fork to %s converts %T",
-				topic, current.Name(), current.Version(), w, old.Version(), new(New)))
+			panic(fmt.Sprintf("lockstep: topic %s of %s %s is served as %s, but its fork to %s converts %T",
+				topic, current.Name(), current.Version(), writerTypeName(w), old.Version(), new(New)))
 		}
-		ForkTopic(s, old, writer, down, topicOptionFunc(func(c *topicConfig) { *c = writer.store.Config() }))
+		ForkTopic(s, old, writer, down, topicOptionFunc(func(c *topicConfig) { *c = topics.StoreOf(writer.TopicView).Config() }))
 	}}
 	s.mu.Lock()
 	s.servedVersionLocked(current, "topic forks")
@@ -471,6 +337,12 @@ func ForkServedTopic[Old, New any](s *Server, old, current *Contract, topic stri
 	if w != nil {
 		d.attach(w)
 	}
+}
+
+// writerTypeName is w's type as the framework's users name it: a
+// *framework.TopicWriter[T] (an alias of *topics.Writer[T]).
+func writerTypeName(w any) string {
+	return strings.Replace(fmt.Sprintf("%T", w), "*topics.Writer[", "*framework.TopicWriter[", 1)
 }
 
 // topicWriterLocked returns the writer of a server-written topic s serves
@@ -504,41 +376,6 @@ func (s *Server) topicServed(c *Contract, topic string, w any) {
 	}
 }
 
-func (w *TopicWriter[T]) hasForks() bool {
-	w.mirrorMu.Lock()
-	defer w.mirrorMu.Unlock()
-	return len(w.forks) > 0
-}
-
-// mirrorSet writes obj's earlier forms; the current form is already written,
-// so a failure names the version that missed the change.
-func (w *TopicWriter[T]) mirrorSet(ctx context.Context, obj *T) error {
-	var errs []error
-	for _, f := range w.forks {
-		if err := f.set(ctx, obj); err != nil {
-			errs = append(errs, fmt.Errorf("the %s form: %w", f.version, err))
-		}
-	}
-	return mirrorError(w, errors.Join(errs...))
-}
-
-func (w *TopicWriter[T]) mirrorDelete(ctx context.Context, key string) error {
-	var errs []error
-	for _, f := range w.forks {
-		if err := f.del(ctx, key); err != nil {
-			errs = append(errs, fmt.Errorf("the %s form: %w", f.version, err))
-		}
-	}
-	return mirrorError(w, errors.Join(errs...))
-}
-
-func mirrorError[T any](w *TopicWriter[T], err error) error {
-	if err == nil {
-		return nil
-	}
-	return NewError(CodeOf(err), fmt.Errorf("%s: written at %s, but %w", w.store.Name(), w.store.Version(), err))
-}
-
 // Writer-aware routing. Replicas do not share topics, so a watcher of a
 // server-written topic must watch a replica whose writer is attached (the
 // elected leader, say): the others hold no topic, or a stale one. A server
@@ -546,34 +383,6 @@ func mirrorError[T any](w *TopicWriter[T], err error) error {
 // watch stream, in every heartbeat answer and in its status; an informer
 // uses it to pick its replica, to move when the writer moves, and to never
 // take a writer-less replica's topic for the truth (docs/topics.md).
-
-// Attach makes the server's writer of the topic live: watchers are told,
-// in the synced frame and in heartbeat answers, that this replica's topic
-// is the one to watch. A writer is attached when [ServeTopic] makes it,
-// unless given [WithWriterDetached]. A replica that takes over writing (a
-// newly elected leader) writes its state and then attaches.
-func (w *TopicWriter[T]) Attach() {
-	w.store.SetAttached(true)
-	for _, f := range w.forks {
-		f.store.SetAttached(true)
-	}
-}
-
-// Detach makes the topic writer-less, as on a replica that lost its
-// leadership: the objects stay as they are (watchers see nothing change,
-// so none of them is shown an empty topic), but informers move to a
-// replica whose writer is attached as soon as one is, and none syncs from
-// this one meanwhile. Writes are still applied, so a detached writer can
-// prepare its state before it attaches.
-func (w *TopicWriter[T]) Detach() {
-	w.store.SetAttached(false)
-	for _, f := range w.forks {
-		f.store.SetAttached(false)
-	}
-}
-
-// Attached reports whether the writer is attached.
-func (w *TopicWriter[T]) Attached() bool { return w.store.WriterLive() }
 
 // WithWriterDetached makes [ServeTopic]'s writer start detached (see
 // [TopicWriter.Detach]): a replica that is not the elected writer yet.

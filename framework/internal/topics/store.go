@@ -102,7 +102,7 @@ type Store struct {
 	Writer any
 
 	// mu guards the fields below it. Lock order, outermost first:
-	// TopicWriter.mirrorMu, then Store.mu, then Stream.mu; a
+	// Writer.mirrorMu, then Store.mu, then Stream.mu; a
 	// client's write asks Host.SessionLive under mu (sessionLostLocked).
 	// Server.mu is never held with mu: a request finds its topic under
 	// Server.mu and releases it before taking mu. Watchers are marked and
