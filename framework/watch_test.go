@@ -127,6 +127,13 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range writes {
 		require.NoError(t, srv.health.Set(health(rng.IntN(keys), int64(i+1), padding)))
+		if i == 0 {
+			// Every slowed handler holds the burst's first change before
+			// the rest is written, so on a busy machine the burst cannot
+			// end before the slowed informers fall behind.
+			require.Eventually(t, func() bool { return slowCalls[0].Load() > 0 && slowCalls[1].Load() > 0 },
+				30*time.Second, time.Millisecond, "the slowed handlers were never handed the burst's first change")
+		}
 		if i == writes/2 {
 			for _, w := range cut {
 				require.Positive(t, w.cut.cut(), "no connection to cut for %s", w.name)
