@@ -112,30 +112,17 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	// lifecycle controller marks its Ready condition Unknown (its writes
 	// are a few per node). kill returns what waits for them.
 	kill := func() (wait func() error) {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var errs []error
-		for i, v := range victims {
-			name := fmt.Sprintf("victim-%d-000", i)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				killed := time.Now()
-				v.kill()
-				at, err := obs.nodeNotReady(ctx, name, 3*time.Minute)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-					return
-				}
-				res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
-			}()
-		}
-		return func() error {
-			wg.Wait()
-			return errors.Join(errs...)
-		}
+		var mu sync.Mutex // guards res's kill figures
+		return killVictims(victims, func(name string, killed time.Time) error {
+			at, err := obs.nodeNotReady(ctx, name, 3*time.Minute)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
+			return nil
+		})
 	}
 	killed := func() error { return nil }
 	if c.killAtRegistration {

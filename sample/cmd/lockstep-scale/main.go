@@ -311,46 +311,30 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	// Unknown, in the node controller and in the API server (their
 	// transitions are one write each). kill returns what waits for them.
 	kill := func() (wait func() error) {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var errs []error
-		for i, v := range victims {
-			name := fmt.Sprintf("victim-%d-000", i)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				killed := time.Now()
-				v.kill()
-				err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.IsLost(name); return lost })
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("killed node %s not noticed: %w", name, err))
-				} else {
-					res.KillNoticedInMemoryMs = append(res.KillNoticedInMemoryMs, time.Since(killed).Milliseconds())
-				}
-				mu.Unlock()
-				if obs.admin == nil || err != nil {
-					if err == nil {
-						mu.Lock()
-						res.KillNoticedMs = append(res.KillNoticedMs, time.Since(killed).Milliseconds())
-						mu.Unlock()
-					}
-					return
-				}
-				at, err := obs.nodeNotReady(ctx, name, 2*time.Minute)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-					return
-				}
-				res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
-			}()
-		}
-		return func() error {
-			wg.Wait()
-			return errors.Join(errs...)
-		}
+		var mu sync.Mutex // guards res's kill figures
+		return killVictims(victims, func(name string, killed time.Time) error {
+			if err := waitFor(ctx, 2*time.Minute, 10*time.Millisecond, func() bool { _, lost := nc.IsLost(name); return lost }); err != nil {
+				return fmt.Errorf("killed node %s not noticed: %w", name, err)
+			}
+			inMemory := time.Since(killed).Milliseconds()
+			mu.Lock()
+			res.KillNoticedInMemoryMs = append(res.KillNoticedInMemoryMs, inMemory)
+			if obs.admin == nil {
+				res.KillNoticedMs = append(res.KillNoticedMs, inMemory)
+			}
+			mu.Unlock()
+			if obs.admin == nil {
+				return nil
+			}
+			at, err := obs.nodeNotReady(ctx, name, 2*time.Minute)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.KillNoticedMs = append(res.KillNoticedMs, at.Sub(killed).Milliseconds())
+			return nil
+		})
 	}
 	killed := func() error { return nil }
 	if c.killAtRegistration {
@@ -866,4 +850,32 @@ func hollow(args []string) int {
 	fmt.Println(string(b))
 	stop()
 	return 0
+}
+
+// killVictims sends SIGKILL to every victim at once and returns what waits
+// until notice has seen each one go. Both paths kill this way; only how a
+// kill is noticed differs. notice runs once per victim, concurrently, and
+// guards what it records itself.
+func killVictims(victims []*child, notice func(name string, killed time.Time) error) (wait func() error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for i, v := range victims {
+		name := fmt.Sprintf("victim-%d-000", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			killed := time.Now()
+			v.kill()
+			if err := notice(name, killed); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 }
