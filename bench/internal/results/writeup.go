@@ -230,7 +230,6 @@ func (w *writeup) targetsMissing(ids ...string) {
 
 var targetWorkload = map[string]string{
 	"P1":  "unary NodeStatus→Ack, 64 callers, validation on",
-	"P1b": "the same with auto-batching (the default)",
 	"P1c": "the same against connect-go JSON",
 	"P2":  "unary, 1 caller",
 	// The second rows: both sides mutual TLS, against gRPC with it.
@@ -251,11 +250,10 @@ var targetWorkload = map[string]string{
 }
 
 var targetWant = map[string]string{
-	"P1":       "≥ 1.0× gRPC+protobuf calls/s, p99 ≤ gRPC's (default config)",
-	"P1b":      "≥ 1.5× gRPC+protobuf calls/s, p99 ≤ gRPC's",
+	"P1":       "≥ 2.0× gRPC+protobuf calls/s with p99 ≤ 0.8× gRPC's (default config)",
 	"P1c":      "≥ 3× connect-go JSON calls/s",
 	"P2":       "p50 ≤ gRPC+protobuf's",
-	"P1 mTLS":  "≥ 1.0× gRPC+protobuf calls/s (both with mutual TLS), p99 ≤ gRPC's",
+	"P1 mTLS":  "≥ 2.0× gRPC+protobuf calls/s with p99 ≤ 0.8× gRPC's (both with mutual TLS)",
 	"P2 mTLS":  "p50 ≤ gRPC+protobuf's (both with mutual TLS)",
 	"P3 mTLS":  "≥ 10× less CPU per beat than etcd's durable Put (without TLS); ≤ 0.25 server core",
 	"P3":       "≥ 10× less CPU per beat than a durable etcd Put; ≤ 0.25 server core",
@@ -271,8 +269,8 @@ var targetWant = map[string]string{
 }
 
 func (w *writeup) finishTargets() {
-	w.targetsMissing("P1", "P1 mTLS", "P1b", "P1c", "P2", "P2 mTLS", "P3", "P3 mTLS", "P4", "P4s", "P5", "P6", "P6 ready", "P6 mTLS", "F", "P7", "P8")
-	order := []string{"P1", "P1 mTLS", "P1b", "P1c", "P2", "P2 mTLS", "P3", "P3 mTLS", "P4", "P4s", "P5", "P6", "P6 ready", "P6 mTLS", "F", "P7", "P8"}
+	w.targetsMissing("P1", "P1 mTLS", "P1c", "P2", "P2 mTLS", "P3", "P3 mTLS", "P4", "P4s", "P5", "P6", "P6 ready", "P6 mTLS", "F", "P7", "P8")
+	order := []string{"P1", "P1 mTLS", "P1c", "P2", "P2 mTLS", "P3", "P3 mTLS", "P4", "P4s", "P5", "P6", "P6 ready", "P6 mTLS", "F", "P7", "P8"}
 	slices.SortStableFunc(w.targets, func(a, b report.Target) int {
 		return slices.Index(order, a.ID) - slices.Index(order, b.ID)
 	})
@@ -332,10 +330,12 @@ in plaintext). Their ratios are against gRPC+protobuf with mutual TLS;
 
 	wl := UnaryWorkload(64)
 	wl1 := UnaryWorkload(1)
-	for _, c := range []struct {
-		id, variant, grpc string
-		want              float64
-	}{{"P1", VLockstep, VGRPCProto, 1.0}, {"P1b", VLockstep, VGRPCProto, 1.5}, {"P1 mTLS", VLockstepMTLS, VGRPCProtoMTLS, 1.0}} {
+	// P1's bounds (BENCHMARKS.md, raised on 2026-12-07): at least twice
+	// gRPC's calls/s with at most 0.8 of its p99, plaintext and mutual TLS
+	// alike. The default config batches automatically, so P1 is the
+	// batching row.
+	const p1Rate, p1P99 = 2.0, 0.8
+	for _, c := range []struct{ id, variant, grpc string }{{"P1", VLockstep, VGRPCProto}, {"P1 mTLS", VLockstepMTLS, VGRPCProtoMTLS}} {
 		if c.id == "P1 mTLS" && len(w.r.Rounds(wl, c.variant)) == 0 {
 			continue
 		}
@@ -345,7 +345,7 @@ in plaintext). Their ratios are against gRPC+protobuf with mutual TLS;
 		w.target(report.Target{ID: c.id, Workload: targetWorkload[c.id], Want: targetWant[c.id],
 			Measured: fmt.Sprintf("%s: %.0f vs %.0f calls/s = **%s**; p99 %.0f vs %.0f µs = %s", c.variant, rate, grpcRate,
 				ratioText(ratio), p99, grpcP99, ratioText(p99Ratio)),
-			Verdict: verdict(!math.IsNaN(ratio), ratio >= c.want && p99Ratio <= 1)})
+			Verdict: verdict(!math.IsNaN(ratio) && !math.IsNaN(p99Ratio), ratio >= p1Rate && p99Ratio <= p1P99)})
 	}
 	connectRate := w.r.Median(wl, VConnectJSON, MCallsPerSec)
 	best := max(w.r.Median(wl, VLockstep, MCallsPerSec), 0)

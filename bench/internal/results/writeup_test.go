@@ -40,7 +40,7 @@ func unaryRound(r *Results, callers int, variant string, rate, p50, p99 float64)
 
 func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
 	r := NewResults()
-	unaryRound(r, 64, VLockstep, 35000, 1500, 5000)
+	unaryRound(r, 64, VLockstep, 50000, 1500, 4800)
 	unaryRound(r, 64, VLockstepUnbatched, 20000, 2000, 9000)
 	unaryRound(r, 64, VGRPCProto, 25000, 2500, 6000)
 	unaryRound(r, 64, VConnectJSON, 5000, 9000, 20000)
@@ -52,9 +52,8 @@ func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
 		verdicts[tg.ID] = tg.Verdict
 	}
 	want := map[string]report.Verdict{
-		"P1":  report.Met,         // 1.4× with a lower p99 (not the unbatched row's 0.8×)
-		"P1b": report.Missed,      // 1.4×, short of 1.5×
-		"P1c": report.Met,         // 7× connect-go JSON
+		"P1":  report.Met,         // 2.0× with p99 0.8× (not the unbatched row's 0.8×)
+		"P1c": report.Met,         // 10× connect-go JSON
 		"P2":  report.Met,         // p50 40 µs against 60
 		"P4":  report.NotMeasured, // no fan-out ran
 	}
@@ -80,6 +79,41 @@ func TestWriteJudgesUnaryTargetsFromTheRunsMedians(t *testing.T) {
 	}
 }
 
+// P1 is met only with both of its bounds: at least 2.0× gRPC's calls/s
+// and at most 0.8× its p99, each between the run's medians.
+func TestWriteJudgesP1ByCallsAndTail(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		rate, p99 float64 // lockstep's, against gRPC's 25000 calls/s and p99 6000 µs
+		want      report.Verdict
+	}{
+		{"both bounds met", 50000, 4800, report.Met},
+		{"calls/s short of 2.0×", 49000, 3000, report.Missed},
+		{"p99 over 0.8×", 60000, 4900, report.Missed},
+		{"at gRPC's p99 (the old bound)", 60000, 6000, report.Missed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewResults()
+			unaryRound(r, 64, VLockstep, c.rate, 1000, c.p99)
+			unaryRound(r, 64, VGRPCProto, 25000, 2500, 6000)
+			w := Write(Run{Rounds: 1}, r, nil, "bench")
+			for _, tg := range w.Doc.Targets {
+				if tg.ID != "P1" {
+					continue
+				}
+				if tg.Verdict != c.want {
+					t.Errorf("P1 = %+v, want %v", tg, c.want)
+				}
+				if !strings.Contains(tg.Want, "≥ 2.0×") || !strings.Contains(tg.Want, "0.8×") {
+					t.Errorf("P1's target reads %q, not the raised bounds", tg.Want)
+				}
+				return
+			}
+			t.Fatal("no P1 target in the report")
+		})
+	}
+}
+
 func TestWriteGivesEachWorkloadsWallTimeAndTheirSum(t *testing.T) {
 	r := NewResults()
 	unaryRound(r, 64, VLockstep, 35000, 1500, 5000)
@@ -98,10 +132,10 @@ func TestWriteGivesEachWorkloadsWallTimeAndTheirSum(t *testing.T) {
 
 func TestWriteGivesMutualTLSRowsTheirOwnTableAgainstGRPCWithMutualTLS(t *testing.T) {
 	r := NewResults()
-	unaryRound(r, 64, VLockstep, 40000, 1000, 4000)
+	unaryRound(r, 64, VLockstep, 60000, 1000, 4000)
 	unaryRound(r, 64, VGRPCProto, 25000, 2500, 6000)
 	unaryRound(r, 64, VLockstepMTLS, 30000, 1500, 5000)
-	unaryRound(r, 64, VGRPCProtoMTLS, 20000, 3000, 4500) // lockstep's p99 is higher: P1 mTLS missed
+	unaryRound(r, 64, VGRPCProtoMTLS, 20000, 3000, 4500) // 1.5× and a higher p99: P1 mTLS missed
 	unaryRound(r, 1, VLockstep, 100, 40, 90)
 	unaryRound(r, 1, VGRPCProto, 100, 60, 120)
 	unaryRound(r, 1, VLockstepMTLS, 100, 50, 90)
@@ -117,7 +151,7 @@ func TestWriteGivesMutualTLSRowsTheirOwnTableAgainstGRPCWithMutualTLS(t *testing
 	if v := verdicts["P2 mTLS"]; v.Verdict != report.Met || !strings.Contains(v.Measured, "50 vs 70") {
 		t.Errorf("P2 mTLS = %+v, want met, p50 50 vs 70 µs", v)
 	}
-	if v := verdicts["P1"]; v.Verdict != report.Met || !strings.Contains(v.Measured, "40000 vs 25000") {
+	if v := verdicts["P1"]; v.Verdict != report.Met || !strings.Contains(v.Measured, "60000 vs 25000") {
 		t.Errorf("P1 = %+v, want met against plaintext gRPC", v)
 	}
 	var plain, mtls *report.Table
