@@ -18,6 +18,7 @@
 package nodeobjects
 
 import (
+	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -91,8 +92,14 @@ type Writer struct {
 	// dirty are the nodes whose object is not created yet or whose Ready
 	// condition differs from the one written, to write before any refresh.
 	dirty map[string]bool
-	wake  chan struct{}
-	rand  *mathrand.Rand
+	// due holds the created nodes by when their refresh is due, the
+	// earliest first, so that picking the refreshes due costs their
+	// number, not a look at every node. An item whose node's refreshAt
+	// moved since (a write rescheduled it) is stale, and dropped when it
+	// comes up.
+	due  refreshHeap
+	wake chan struct{}
+	rand *mathrand.Rand
 
 	stats Stats
 }
@@ -118,6 +125,10 @@ type Stats struct {
 	// changed Ready condition; Refreshes, status writes of an unchanged
 	// one; Failures, writes that failed (and are made again).
 	Creates, Transitions, Refreshes, Failures atomic.Int64
+	// WriteTime is the time spent in writes, summed over them: with the
+	// count of writes it gives their mean latency, and so how many writes
+	// a second Config.Workers can make at most.
+	WriteTime atomic.Int64 // nanoseconds
 }
 
 // New returns a writer; [Writer.Run] makes its writes.
@@ -278,22 +289,17 @@ func (w *Writer) next(n int, now time.Time) []string {
 			out = append(out, name)
 		}
 	}
-	for len(out) < n {
-		var oldest string
-		var at time.Time
-		for name, e := range w.entries {
-			if e.busy || !e.created || w.dirty[name] || e.refreshAt.After(now) {
-				continue
-			}
-			if oldest == "" || e.refreshAt.Before(at) {
-				oldest, at = name, e.refreshAt
-			}
+	for len(out) < n && len(w.due) > 0 && !w.due[0].at.After(now) {
+		it := heap.Pop(&w.due).(refreshItem)
+		e := w.entries[it.name]
+		if !e.created || !e.refreshAt.Equal(it.at) {
+			continue // stale: a later item holds its refresh
 		}
-		if oldest == "" {
-			break
+		if e.busy || w.dirty[it.name] {
+			continue // a write under way, or due first, schedules its next refresh
 		}
-		w.entries[oldest].busy = true
-		out = append(out, oldest)
+		e.busy = true
+		out = append(out, it.name)
 	}
 	return out
 }
@@ -301,7 +307,32 @@ func (w *Writer) next(n int, now time.Time) []string {
 func (w *Writer) release(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.entries[name].busy = false
+	e := w.entries[name]
+	e.busy = false
+	if e.created {
+		heap.Push(&w.due, refreshItem{at: e.refreshAt, name: name})
+	}
+}
+
+// refreshItem is a node's refresh due at at.
+type refreshItem struct {
+	at   time.Time
+	name string
+}
+
+// refreshHeap is a min-heap of refreshes by when they are due
+// (container/heap).
+type refreshHeap []refreshItem
+
+func (h refreshHeap) Len() int           { return len(h) }
+func (h refreshHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h refreshHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *refreshHeap) Push(x any)        { *h = append(*h, x.(refreshItem)) }
+func (h *refreshHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
 }
 
 // write makes one node's write: a create, or a status patch of its
@@ -332,6 +363,7 @@ func (w *Writer) write(ctx context.Context, name string) {
 		}
 		err = w.patchStatus(ctx, h, now, transition)
 	}
+	w.stats.WriteTime.Add(int64(w.cfg.Clock.Since(now)))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e.busy = false
@@ -342,6 +374,7 @@ func (w *Writer) write(ctx context.Context, name string) {
 			// A failed refresh or transition is made again after a
 			// second, not at once: the API server may be the trouble.
 			e.refreshAt = now.Add(time.Second)
+			heap.Push(&w.due, refreshItem{at: e.refreshAt, name: name})
 		}
 		return
 	}
@@ -355,6 +388,7 @@ func (w *Writer) write(ctx context.Context, name string) {
 	} else {
 		e.refreshAt = now.Add(w.cfg.RefreshEvery)
 	}
+	heap.Push(&w.due, refreshItem{at: e.refreshAt, name: name})
 	e.created, e.ready = true, ready
 	if e.health == h || readyOf(e.health) == ready {
 		delete(w.dirty, name)
