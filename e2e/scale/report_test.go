@@ -19,6 +19,13 @@ func TestReport(t *testing.T) {
 		{Path: "lockstep", Nodes: 1000, PodsPerNode: 5, PodsPlaced: 5000, PodsNotRunning: 3, BindsPerSec: 612, EtcdPutsPerSec: 3.6, NodeWritesPerSec: 3.4, KillNoticedMs: []int64{3500}, KillNoticedP99Ms: 3500,
 			HeartbeatP99Ms: 40, BindToRunningP99Ms: 400, Cores: map[string]float64{"node-controller": 0.1, "kube-apiserver": 0.05}, RSSMiB: map[string]float64{"node-controller": 100}},
 		{Path: "lockstep", Nodes: 300, EtcdPutsPerSec: 99},
+		// The largest lockstep run: its steady figures are P9's, beside the
+		// whole run's and the placement's.
+		{Path: "lockstep", Nodes: 5000, PodsPerNode: 5, PodsPlaced: 25000, EtcdPutsPerSec: 17, NodeWritesPerSec: 17, KillNoticedMs: []int64{4100}, KillNoticedP99Ms: 4100,
+			HeartbeatP99Ms: 8553, SteadyHeartbeats: 300000, SteadyHeartbeatP50Ms: 1.2, SteadyHeartbeatP99Ms: 48.7, SteadyHeartbeatMaxMs: 300,
+			BindToRunningP99Ms: 28808, SteadyBinds: 600, SteadyBindToRunningP50Ms: 150, SteadyBindToRunningP99Ms: 1200, SteadyNotRunning: 2,
+			SteadyLapses: 1, SteadyFlaps: 0, Flaps: 3, SessionTTLSeconds: 3, NodeGraceSeconds: 0.5, LoadStart: "0.5", LoadEnd: "1.9", LoadMax: 2.5,
+			Cores: map[string]float64{"node-controller": 0.5}, RSSMiB: map[string]float64{"node-controller": 900}},
 		{Path: "lockstep", Nodes: 300, EtcdPutsPerSec: 1.1},
 		{Path: "kubernetes", Nodes: 5000, Failed: "1200 of 5003 nodes registered"},
 		// Stopped by a signal: the record of the failed run stays.
@@ -35,7 +42,7 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 5 || rs[3].Nodes != 300 || rs[3].EtcdPutsPerSec != 1.1 || rs[2].Failed != "1200 of 5003 nodes registered" ||
+	if len(rs) != 6 || rs[3].Nodes != 300 || rs[3].EtcdPutsPerSec != 1.1 || rs[2].Failed != "1200 of 5003 nodes registered" ||
 		!rs[1].Stopped || rs[1].Nodes != 2000 {
 		t.Fatalf("results kept: %+v", rs)
 	}
@@ -48,8 +55,13 @@ func TestReport(t *testing.T) {
 	for _, want := range []string{
 		"1000 nodes: etcd puts/s, lockstep / Kubernetes | 3.6 / 103.3 = 1/29 | yes",
 		"1000 nodes: p99 lockstep / Kubernetes | 3.5 s / 52.0 s | yes",
-		"P9: heartbeat p99 ≤ 50 ms | lockstep, 1000 nodes, 5000 pods | 40 ms | yes",
-		"P9 (5,000 nodes, up to 30 pods each) | scale of the run | lockstep, 1000 nodes, 5000 pods | **no**",
+		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the steady window (the whole run's: 8553 ms) | 48.7 ms | yes",
+		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: 600 pods bound in the steady window (the placement's: 28808 ms) | 1200 ms, 2 not Running 30 s after the window | **no**",
+		"P9 (5,000 nodes, up to 30 pods each) | scale of the run | lockstep, 5000 nodes, 25000 pods | **no**",
+		"| 8553 / 48.7 ms | 0 / 28808 ms; 150 / 1200 ms (600 pods, 2 not Running 30 s after the window) | 4100 ms: p99 4.1 s |",
+		"| 40 / — ms | 0 / 400 ms; — |",
+		"0.5 → 1.9 (peak 2.5)",
+		"1 sessions of live nodes lapsed in the window and 0 live nodes went from Ready to not Ready (3 over the run); heartbeats in the window p50 1.2 ms, p99 48.7 ms, largest 300 ms (session TTL 3.0 s, grace 0.5 s)",
 		"did not finish: 1200 of 5003 nodes registered",
 		"stopped by a signal before it finished (says nothing of what the path holds): context canceled",
 		"| lockstep | 1000 | 5000 (5 per node, 612 binds/s; 3 not Running when their count stopped growing) |",
@@ -59,7 +71,7 @@ func TestReport(t *testing.T) {
 		}
 	}
 	s, _ := os.ReadFile(svg)
-	if !strings.HasPrefix(string(s), "<svg") || strings.Count(string(s), "<circle") != 6 {
+	if !strings.HasPrefix(string(s), "<svg") || strings.Count(string(s), "<circle") != 8 {
 		t.Errorf("the plot has not one point per finished run and panel:\n%s", s)
 	}
 }

@@ -39,6 +39,8 @@ var (
 	fracFlag    = flag.Float64("scale.ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once before pods are placed")
 	killRegFlag = flag.Bool("scale.kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts (make scale-quick: the Kubernetes path's 40-odd seconds to notice them overlap the placement and the window)")
 	capFlag     = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
+	graceFlag   = flag.Duration("scale.node-grace", time.Second, "lockstep path: how long a node's kubelet may hold no session before the node is Unknown")
+	extraFlag   = flag.String("scale.args", "", "further lockstep-scale flags for every run, space-separated (recorded in each run's command)")
 )
 
 // TestScale runs each path at each node count of -scale.nodes, each on a
@@ -106,13 +108,14 @@ func runOne(t *testing.T, path string, nodes int) {
 	case "lockstep":
 		controllers = "*,-ttl,-nodelifecycle"
 		args = append(args, "--kubeconfig", nodeControllerKubeconfig(t, p), "--session-ttl", ttlFlag.String(),
-			"--ready-fraction", strconv.FormatFloat(*fracFlag, 'f', -1, 64))
+			"--node-grace", graceFlag.String(), "--ready-fraction", strconv.FormatFloat(*fracFlag, 'f', -1, 64))
 	case "kubernetes":
 		caCert, caKey := p.CAFiles(t)
 		args = append(args, "--client-ca-cert", caCert, "--client-ca-key", caKey)
 	default:
 		t.Fatalf("-scale.paths: %q is not lockstep or kubernetes", path)
 	}
+	args = append(args, strings.Fields(*extraFlag)...)
 	kcm := p.StartControllerManager(t, controllers)
 	args = append(args, "--watch", fmt.Sprintf("kube-apiserver=%d,etcd=%d,kube-controller-manager=%d", p.APIServer.Pid(), p.Etcd.Pid(), kcm.Pid()))
 
@@ -131,8 +134,9 @@ func runOne(t *testing.T, path string, nodes int) {
 		res.Failed, res.LoadEnd = oneLine(err.Error()), loadAvg()
 		t.Errorf("%s path, %d nodes: %v", path, nodes, err)
 	} else {
-		t.Logf("%s path, %d nodes: %.1f etcd puts/s, %.1f node writes/s, cores %v, heartbeat p99 %.0f ms, bind→Running p99 %.0f ms, kills noticed %v ms, load %s → %s",
-			path, nodes, res.EtcdPutsPerSec, res.NodeWritesPerSec, res.Cores, res.HeartbeatP99Ms, res.BindToRunningP99Ms, res.KillNoticedMs, res.LoadStart, res.LoadEnd)
+		t.Logf("%s path, %d nodes: %.1f etcd puts/s, %.1f node writes/s, cores %v, heartbeat p99 %.0f ms (steady %.1f ms), bind→Running p99 %.0f ms (steady %.0f ms), kills noticed %v ms, %d lapses and %d flaps in the window, load %s → %s (max %.1f)",
+			path, nodes, res.EtcdPutsPerSec, res.NodeWritesPerSec, res.Cores, res.HeartbeatP99Ms, res.SteadyHeartbeatP99Ms, res.BindToRunningP99Ms,
+			res.SteadyBindToRunningP99Ms, res.KillNoticedMs, res.SteadyLapses, res.SteadyFlaps, res.LoadStart, res.LoadEnd, res.LoadMax)
 	}
 	if *outFlag != "" {
 		if err := SaveResult(*outFlag, res); err != nil {

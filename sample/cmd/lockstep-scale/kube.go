@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -167,6 +166,7 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	// kube-controller-manager is done with the new Node objects.
 	fmt.Fprintf(os.Stderr, "kubernetes: Node objects settled %.0f s after the nodes registered\n", settled().Seconds())
 	obs.procs["hollow-nodes"] = main.cmd.Process.Pid
+	main.steady()
 	if !c.killAtRegistration {
 		killed = kill()
 	}
@@ -184,9 +184,8 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	slices.Sort(res.KillNoticedMs)
 	res.KillNoticedP99Ms = p99ms(res.KillNoticedMs)
 
-	st := main.stop()
-	res.HeartbeatP99Ms, res.Heartbeats = st.HeartbeatP99Ms, st.Heartbeats
-	res.LoadEnd = loadAvg()
+	keepBeats(res, main.stop())
+	res.LoadEnd, res.LoadMax = loadAvg(), loadMax()
 	return res, nil
 }
 
@@ -301,8 +300,9 @@ func trackRunning(obs *observer) (*runningTracker, func()) {
 // and patches its status when -node-status-every passed since it last did
 // (its first patch at a random point of the first period, as the nodes of
 // a running cluster are spread), watches the pods bound to it and writes
-// each one's status Running. It runs until its stdin closes, then prints
-// its figures as one JSON line.
+// each one's status Running. It runs until its stdin closes (a steadyLine
+// on it marks the steady window's start), then prints its figures as one
+// JSON line.
 func kubeHollow(args []string) int {
 	fs := flag.NewFlagSet("kube-hollow", flag.ExitOnError)
 	server := fs.String("server", "", "the API server's URL")
@@ -391,9 +391,11 @@ func kubeHollow(args []string) int {
 			n.run(ctx)
 		}()
 	}
-	_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n') // until stdin closes
-	b, _ := json.Marshal(childStats{Nodes: *nodes, Heartbeats: h.stats.leases.Count(), HeartbeatP99Ms: ms(h.stats.leases.Quantile(0.99)),
-		StatusReports: h.stats.statuses.Load(), PodReports: h.stats.pods.Load(), Failed: h.stats.failed.Load()})
+	var atSteady *kubelet.Latency
+	awaitParent(func() { atSteady = h.stats.leases.Snapshot() })
+	cs := childStats{Nodes: *nodes, StatusReports: h.stats.statuses.Load(), PodReports: h.stats.pods.Load(), Failed: h.stats.failed.Load()}
+	cs.beats(&h.stats.leases, atSteady)
+	b, _ := json.Marshal(cs)
 	fmt.Println(string(b))
 	cancel()
 	wg.Wait()

@@ -55,6 +55,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -101,9 +102,15 @@ type config struct {
 	statusEvery, heartbeat    time.Duration
 	ttl, grace                time.Duration
 	steady, placeFor          time.Duration
-	registerFor               time.Duration
-	readyFraction             float64
-	bindConcurrency           int
+	// steadyBinds is how many pods a second are bound in the steady
+	// window, one at a time, for its bind → Running.
+	steadyBinds float64
+	// startRate is how many nodes a second the hollow process starts, in
+	// startTicks groups a second.
+	startRate, startTicks int
+	registerFor           time.Duration
+	readyFraction         float64
+	bindConcurrency       int
 	// The API server and what is observed of it.
 	kubeconfig, adminKubeconfig string
 	nodeRefresh                 time.Duration
@@ -113,6 +120,10 @@ type config struct {
 	// placeProfile, if set, is where the node controller's CPU profile
 	// of the placement is written.
 	placeProfile string
+	// steadyProfiles, if set, is the directory the CPU profiles of the
+	// steady window are written to: the node controller's
+	// (node-controller.pprof) and the main hollow process's (hollow.pprof).
+	steadyProfiles string
 	// killAtRegistration kills the victims once every node is
 	// registered, not as the steady window starts.
 	killAtRegistration bool
@@ -136,6 +147,9 @@ func run() int {
 	flag.DurationVar(&c.registerFor, "register-for", 10*time.Minute, "the most time waited for every node to be Ready")
 	flag.Float64Var(&c.readyFraction, "ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once (the victims always) before pods are placed; below 1 where sessions lapse and recover now and then on a loaded machine")
 	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
+	flag.Float64Var(&c.steadyBinds, "steady-binds-per-second", 10, "lockstep path: pods bound one at a time in the steady window, per second, for its bind → Running (at most one per node)")
+	flag.IntVar(&c.startRate, "start-rate", 100, "lockstep path: nodes the hollow process starts per second")
+	flag.IntVar(&c.startTicks, "start-ticks", 1, "lockstep path: groups of nodes the hollow process starts per second, evenly apart (1: one group a second, all of whose heartbeats come at about the same instant)")
 	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "lockstep path: the node controller persists Node objects to this API server")
 	flag.DurationVar(&c.nodeRefresh, "node-refresh", nodeobjects.DefaultRefreshEvery, "lockstep path, with --kubeconfig: how often each Node object is rewritten unchanged")
@@ -150,10 +164,12 @@ func run() int {
 	flag.DurationVar(&c.nodeStatusEvery, "node-status-every", 5*time.Minute, "kubernetes path: how often each node patches its unchanged NodeStatus")
 	flag.BoolVar(&c.killAtRegistration, "kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts: the time to notice them (some 40 s on the Kubernetes path) then overlaps the placement and the steady window, and the victims' transitions fall outside it")
 	flag.StringVar(&c.placeProfile, "place-cpu-profile", "", "lockstep path: write the node controller's CPU profile while it places the pods to this file (go tool pprof)")
+	flag.StringVar(&c.steadyProfiles, "steady-cpu-profiles", "", "lockstep path: write the CPU profiles of the steady window to this directory, node-controller.pprof and hollow.pprof (go tool pprof)")
 	out := flag.String("out", "", "also write the JSON result to this file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go sampleLoad(ctx)
 	var res *Result
 	var err error
 	switch c.path {
@@ -239,9 +255,18 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		go func() { defer close(written); objects.Run(wctx) }()
 		defer func() { cancel(); <-written }()
 	}
-	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg, OnHealth: onHealth,
+	// Every health change passes the flap count on its way to the Node
+	// objects.
+	flaps := &flapCounter{ready: map[string]bool{}}
+	observeHealth := func(h *nhv2.NodeHealth) {
+		flaps.observe(h)
+		if onHealth != nil {
+			onHealth(h)
+		}
+	}
+	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg, OnHealth: observeHealth,
 		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: c.ttl, Heartbeat: c.heartbeat,
-			DrainTimeout: time.Second, Logger: quiet, MTLS: creds}})
+			DrainTimeout: time.Second, Logger: quiet, MTLS: creds, Metrics: framework.NewMetrics(reg)}})
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +294,11 @@ func measure(ctx context.Context, c config) (*Result, error) {
 			ch.stop()
 		}
 	}()
-	main, err := startChild(url, caCert, caKey, c, c.nodes, "node-", 1)
+	var profileArgs []string
+	if c.steadyProfiles != "" {
+		profileArgs = []string{"-steady-cpu-profile", filepath.Join(c.steadyProfiles, "hollow.pprof")}
+	}
+	main, err := startChild(url, caCert, caKey, c, c.nodes, "node-", 1, profileArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +401,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	res.PlaceSeconds = time.Since(start).Seconds()
 	res.PlacementPodWritesPerSec = podWritesPerSec(obs.between(before, obs.snapshot(ctx)).WritesPerSec)
 	fmt.Fprintf(os.Stderr, "lockstep: %d pods placed and %d Running in %.1f s\n", res.PodsPlaced, res.PodsPlaced-res.PodsNotRunning, res.PlaceSeconds)
-	p50, p99 := bindToRunning(nc)
+	p50, p99, _ := bindToRunning(nc, placedPrefix)
 	res.BindToRunningP50Ms, res.BindToRunningP99Ms = ms(p50), ms(p99)
 
 	// The steady state: heartbeats, periodic statuses and the Node
@@ -383,27 +412,57 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	obs.procs["node-controller"], obs.procs["hollow-nodes"] = os.Getpid(), main.cmd.Process.Pid
 	reports := statusReports(reg)
-	var objStart [3]int64
+	var objStart [4]int64
 	if objects != nil {
 		st := objects.Stats()
-		objStart = [3]int64{st.Creates.Load(), st.Transitions.Load(), st.Refreshes.Load()}
+		objStart = [4]int64{st.Creates.Load(), st.Transitions.Load(), st.Refreshes.Load(), st.WriteTime.Load()}
 	}
+	lapses, flapped := counter(reg, "lockstep_session_lapses_total"), flaps.count()
+	main.steady()
 	if !c.killAtRegistration {
 		killed = kill()
 	}
+	probes := steadyBinds(ctx, sched, c)
+	var stopProfile2 func()
+	if c.steadyProfiles != "" {
+		if stopProfile2, err = profile(filepath.Join(c.steadyProfiles, "node-controller.pprof")); err != nil {
+			return nil, err
+		}
+	}
 	err = steady(ctx, obs, c.steady, res)
+	if stopProfile2 != nil {
+		stopProfile2()
+	}
+	res.SteadyBinds = probes()
+	res.SteadyLapses, res.SteadyFlaps = int64(counter(reg, "lockstep_session_lapses_total")-lapses), flaps.count()-flapped
 	if kerr := killed(); err == nil {
 		err = kerr
 	}
 	if err != nil {
 		return nil, err
 	}
+	if !c.killAtRegistration {
+		res.SteadyLapses -= int64(len(victims)) // their sessions lapsed in the window, as they should
+	}
+	// The pods bound in the window reach Running, or do not within 30 s.
+	steadyRunning := func() int { _, _, n := bindToRunning(nc, steadyPrefix); return n }
+	_ = waitFor(ctx, 30*time.Second, 500*time.Millisecond, func() bool { return steadyRunning() >= res.SteadyBinds })
+	p50, p99, n := bindToRunning(nc, steadyPrefix)
+	res.SteadyBindToRunningP50Ms, res.SteadyBindToRunningP99Ms, res.SteadyNotRunning = ms(p50), ms(p99), res.SteadyBinds-n
+	res.Flaps = flaps.count()
+	fmt.Fprintf(os.Stderr, "lockstep: steady window: %d binds, bind → Running p50 %.0f ms, p99 %.0f ms (%d not Running); %d live sessions lapsed, %d live nodes flapped (%d over the run)\n",
+		res.SteadyBinds, res.SteadyBindToRunningP50Ms, res.SteadyBindToRunningP99Ms, res.SteadyNotRunning, res.SteadyLapses, res.SteadyFlaps, res.Flaps)
 	res.StatusReportsPerSec = round(float64(statusReports(reg)-reports)/res.SteadySeconds, 2)
 	res.ResyncsRequested, res.Resumes = int64(counter(reg, "sample_nodecontroller_resyncs_requested_total")), int64(counter(reg, "sample_nodecontroller_resumes_total"))
 	if objects != nil {
 		st := objects.Stats()
 		res.NodeObjects = map[string]int64{"creates": st.Creates.Load() - objStart[0], "transitions": st.Transitions.Load() - objStart[1],
 			"refreshes": st.Refreshes.Load() - objStart[2], "failures": st.Failures.Load()}
+		if n := res.NodeObjects["creates"] + res.NodeObjects["transitions"] + res.NodeObjects["refreshes"]; n > 0 {
+			// Their mean latency: the writer's workers make at most
+			// workers / latency writes a second.
+			res.NodeObjects["meanWriteMicros"] = (st.WriteTime.Load() - objStart[3]) / n / 1000
+		}
 	}
 	res.HollowKiBPerNode = round(res.RSSMiB["hollow-nodes"]*1024/float64(c.nodes), 1)
 	slices.Sort(res.KillNoticedMs)
@@ -412,9 +471,8 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	res.LostLiveNodes = len(nc.Lost()) - len(victims)
 
 	// The main child's heartbeat figures, as it reports them on stopping.
-	st := main.stop()
-	res.HeartbeatP99Ms, res.Heartbeats = st.HeartbeatP99Ms, st.Heartbeats
-	res.LoadEnd = loadAvg()
+	keepBeats(res, main.stop())
+	res.LoadEnd, res.LoadMax = loadAvg(), loadMax()
 	return res, nil
 }
 
@@ -490,7 +548,7 @@ func place(ctx context.Context, sched nhv2.Client, c config) int {
 					return
 				}
 				node := fmt.Sprintf("node-%03d", i%int64(c.nodes))
-				uid := fmt.Sprintf("pod-%d", i)
+				uid := fmt.Sprintf("%s%d", placedPrefix, i)
 				_, err := sched.Bind(ctx, &nhv2.Binding{Pod: nhv2.PodRef{Namespace: "default", Name: uid, UID: uid}, NodeName: node,
 					Requests: nhv2.PodRequests{CPUMillis: 10, MemoryBytes: 16 << 20}})
 				if err == nil {
@@ -554,13 +612,20 @@ func running(nc *nodecontroller.NodeController) int {
 	return n
 }
 
-// bindToRunning is the p50 and p99 over the pods of the time from their
-// binding (their first phase, Pending) to their kubelet reporting them
-// Running.
-func bindToRunning(nc *nodecontroller.NodeController) (p50, p99 time.Duration) {
+// The pods' names say when they were bound: placed all at once after the
+// nodes registered, or one at a time in the steady window.
+const (
+	placedPrefix = "pod-"
+	steadyPrefix = "steady-"
+)
+
+// bindToRunning is the p50 and p99 over the pods named with prefix of the
+// time from their binding (their first phase, Pending) to their kubelet
+// reporting them Running, and how many of them were.
+func bindToRunning(nc *nodecontroller.NodeController, prefix string) (p50, p99 time.Duration, n int) {
 	var d []time.Duration
 	for _, p := range nc.Pods() {
-		if len(p.Phases) == 0 {
+		if len(p.Phases) == 0 || !strings.HasPrefix(p.UID, prefix) {
 			continue
 		}
 		for _, ph := range p.Phases {
@@ -570,12 +635,112 @@ func bindToRunning(nc *nodecontroller.NodeController) (p50, p99 time.Duration) {
 			}
 		}
 	}
-	if len(d) == 0 {
-		return 0, 0
+	p50, p99 = quantiles(d)
+	return p50, p99, len(d)
+}
+
+// steadyBinds binds pods one at a time, c.steadyBinds a second, to the
+// nodes in turn (one more pod each at most, beyond those placed), until
+// the returned function is called; it returns how many were bound. Their
+// bind → Running is what a running cluster's pods see, apart from the
+// placement's burst of binds.
+func steadyBinds(ctx context.Context, sched nhv2.Client, c config) (stop func() int) {
+	if c.steadyBinds <= 0 {
+		return func() int { return 0 }
 	}
-	slices.Sort(d)
-	q := func(f float64) time.Duration { return d[min(len(d)-1, int(f*float64(len(d))))] }
-	return q(0.5), q(0.99)
+	ctx, cancel := context.WithCancel(ctx)
+	var bound atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Duration(float64(time.Second) / c.steadyBinds))
+		defer t.Stop()
+		for i := 0; i < c.nodes; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			uid := fmt.Sprintf("%s%d", steadyPrefix, i)
+			if _, err := sched.Bind(ctx, &nhv2.Binding{Pod: nhv2.PodRef{Namespace: "default", Name: uid, UID: uid}, NodeName: fmt.Sprintf("node-%03d", i),
+				Requests: nhv2.PodRequests{CPUMillis: 10, MemoryBytes: 16 << 20}}); err == nil {
+				bound.Add(1)
+			}
+		}
+	}()
+	return func() int {
+		cancel()
+		<-done
+		return int(bound.Load())
+	}
+}
+
+// flapCounter counts the live nodes (not the victims) whose health went
+// from Ready to anything else: a session TTL too short for the machine's
+// load shows there. It is called under the node controller's lock.
+type flapCounter struct {
+	mu    sync.Mutex
+	ready map[string]bool
+	flaps int64
+}
+
+func (f *flapCounter) observe(h *nhv2.NodeHealth) {
+	if strings.HasPrefix(h.NodeName, "victim-") {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ready := h.State == nhv2.NodeHealthStateReady
+	if f.ready[h.NodeName] && !ready {
+		f.flaps++
+	}
+	f.ready[h.NodeName] = ready
+}
+
+func (f *flapCounter) count() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flaps
+}
+
+// keepBeats keeps in r the main hollow process's heartbeat figures, as it
+// reports them on stopping.
+func keepBeats(r *Result, st childStats) {
+	r.HeartbeatP99Ms, r.Heartbeats = st.HeartbeatP99Ms, st.Heartbeats
+	r.SteadyHeartbeats, r.SteadyHeartbeatP50Ms, r.SteadyHeartbeatP99Ms, r.SteadyHeartbeatMaxMs =
+		st.SteadyHeartbeats, st.SteadyHeartbeatP50Ms, st.SteadyHeartbeatP99Ms, st.SteadyHeartbeatMaxMs
+}
+
+// loadPeak is the highest 1-minute load average sampled (sampleLoad).
+var loadPeak struct {
+	sync.Mutex
+	max float64
+}
+
+// sampleLoad samples the machine's 1-minute load average every 5 s until
+// ctx ends, keeping the highest for loadMax.
+func sampleLoad(ctx context.Context) {
+	for {
+		if f := strings.Fields(loadAvg()); len(f) > 0 {
+			if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+				loadPeak.Lock()
+				loadPeak.max = max(loadPeak.max, v)
+				loadPeak.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// loadMax is the highest 1-minute load average sampled so far.
+func loadMax() float64 {
+	loadPeak.Lock()
+	defer loadPeak.Unlock()
+	return loadPeak.max
 }
 
 // statusReports counts the status reports the node controller received,
@@ -700,28 +865,70 @@ func memOf(pid int) (rss, hwm uint64) {
 // child is a process of hollow nodes (this program's hollow mode).
 type child struct {
 	cmd    *exec.Cmd
-	stdin  interface{ Close() error }
+	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	once   sync.Once
 	final  childStats
 }
 
-// childStats is what a hollow process reports when it stops.
+// childStats is what a hollow process reports when it stops: its
+// heartbeats over its whole life (the start's handshakes included) and
+// over the steady window (from the parent's steadyLine on).
 type childStats struct {
-	Nodes          int     `json:"nodes"`
-	Heartbeats     int64   `json:"heartbeats"`
-	HeartbeatP99Ms float64 `json:"heartbeatP99Ms"`
-	StatusReports  int64   `json:"statusReports"`
-	PodReports     int64   `json:"podReports"`
-	Failed         int64   `json:"failedReports"`
+	Nodes                int     `json:"nodes"`
+	Heartbeats           int64   `json:"heartbeats"`
+	HeartbeatP99Ms       float64 `json:"heartbeatP99Ms"`
+	SteadyHeartbeats     int64   `json:"steadyHeartbeats"`
+	SteadyHeartbeatP50Ms float64 `json:"steadyHeartbeatP50Ms"`
+	SteadyHeartbeatP99Ms float64 `json:"steadyHeartbeatP99Ms"`
+	SteadyHeartbeatMaxMs float64 `json:"steadyHeartbeatMaxMs"`
+	StatusReports        int64   `json:"statusReports"`
+	PodReports           int64   `json:"podReports"`
+	Failed               int64   `json:"failedReports"`
 }
 
-func startChild(url, caCert, caKey string, c config, nodes int, prefix string, block int) (*child, error) {
+// beats fills the heartbeat figures of cs from all (every heartbeat the
+// process timed) and atSteady (a snapshot of it as the steady window
+// began; nil if it never did).
+func (cs *childStats) beats(all, atSteady *kubelet.Latency) {
+	cs.Heartbeats, cs.HeartbeatP99Ms = all.Count(), ms(all.Quantile(0.99))
+	if atSteady == nil {
+		return
+	}
+	w := all.Snapshot()
+	w.Sub(atSteady)
+	cs.SteadyHeartbeats, cs.SteadyHeartbeatP50Ms, cs.SteadyHeartbeatP99Ms, cs.SteadyHeartbeatMaxMs =
+		w.Count(), ms(w.Quantile(0.5)), ms(w.Quantile(0.99)), ms(w.Quantile(1))
+}
+
+// steadyLine is the line a parent writes to a hollow process's stdin as
+// the steady window begins.
+const steadyLine = "steady"
+
+// awaitParent reads the parent's lines on stdin until it closes: at
+// steadyLine it calls steady.
+func awaitParent(steady func()) {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if sc.Text() == steadyLine {
+			steady()
+		}
+	}
+}
+
+// steady tells the process that the steady window begins: its heartbeats
+// from now on are also counted apart.
+func (ch *child) steady() {
+	_, _ = io.WriteString(ch.stdin, steadyLine+"\n")
+}
+
+func startChild(url, caCert, caKey string, c config, nodes int, prefix string, block int, more ...string) (*child, error) {
 	if !c.sourceAddrs {
 		block = 0
 	}
-	return startProcess("hollow", "-url", url, "-ca-cert", caCert, "-ca-key", caKey, "-nodes", strconv.Itoa(nodes),
-		"-prefix", prefix, "-status-every", c.statusEvery.String(), "-source-block", strconv.Itoa(block))
+	return startProcess(append([]string{"hollow", "-url", url, "-ca-cert", caCert, "-ca-key", caKey, "-nodes", strconv.Itoa(nodes),
+		"-prefix", prefix, "-status-every", c.statusEvery.String(), "-source-block", strconv.Itoa(block),
+		"-start-rate", strconv.Itoa(c.startRate), "-start-ticks", strconv.Itoa(c.startTicks)}, more...)...)
 }
 
 // startProcess starts this program in one of its child modes.
@@ -782,8 +989,8 @@ func (ch *child) stop() childStats {
 }
 
 // hollow is the hollow nodes' process: it runs them until its stdin
-// closes, then prints its figures as one JSON line and closes their
-// sessions.
+// closes (a steadyLine on it marks the steady window's start), then
+// prints its figures as one JSON line and closes their sessions.
 func hollow(args []string) int {
 	fs := flag.NewFlagSet("hollow", flag.ExitOnError)
 	url := fs.String("url", "", "the node controller")
@@ -793,7 +1000,9 @@ func hollow(args []string) int {
 	prefix := fs.String("prefix", "node-", "node name prefix")
 	statusEvery := fs.Duration("status-every", 10*time.Second, "status period")
 	block := fs.Int("source-block", 0, "if not 0, node i dials from 127.<block>.x.y")
-	startRate := fs.Int("start-rate", 100, "nodes started per second: they start in groups of this many, a second apart")
+	startRate := fs.Int("start-rate", 100, "nodes started per second")
+	startTicks := fs.Int("start-ticks", 1, "groups of nodes started per second, evenly apart")
+	steadyProfile := fs.String("steady-cpu-profile", "", "write the process's CPU profile from the steady window's start to its end to this file")
 	_ = fs.Parse(args)
 	ca, err := certs.LoadCA(*caCert, *caKey)
 	if err != nil {
@@ -811,14 +1020,19 @@ func hollow(args []string) int {
 			k.Close()
 		}
 	}
-	// The nodes start in groups, a second apart, as a cluster's machines
-	// come up over time: thousands of handshakes at once would starve the
-	// heartbeats of the nodes already up on a loaded machine.
-	group := max(1, *startRate)
-	for first := 0; first < *nodes; first += group {
-		if first > 0 {
-			time.Sleep(time.Second)
-		}
+	// The nodes start spread over time, as a cluster's machines come up:
+	// thousands of handshakes at once would starve the heartbeats of the
+	// nodes already up on a loaded machine. They start in -start-ticks
+	// groups a second of -start-rate/-start-ticks nodes each, so that few
+	// handshake at once, and each node's heartbeats, which keep the phase
+	// of the second its session began in, spread over the second rather
+	// than coming together (with 1 tick, every second's group beats at
+	// about the same instant).
+	group := max(1, (max(1, *startRate)+max(1, *startTicks)-1)/max(1, *startTicks))
+	tick := time.Duration(float64(time.Second) * float64(group) / float64(max(1, *startRate)))
+	t0 := time.Now()
+	for g, first := 0, 0; first < *nodes; g, first = g+1, first+group {
+		time.Sleep(time.Until(t0.Add(time.Duration(g) * tick)))
 		var source func(int) net.IP
 		if *block != 0 {
 			source = func(i int) net.IP { return sourceAddr(*block, first+i) }
@@ -835,17 +1049,32 @@ func hollow(args []string) int {
 		wg.Add(1)
 		go func() { defer wg.Done(); k.Run(ctx) }()
 	}
-	_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n') // until stdin closes
-	var beats kubelet.Latency
+	beats := func() *kubelet.Latency {
+		var all kubelet.Latency
+		for _, k := range ks {
+			all.Add(&k.Stats().Heartbeats)
+		}
+		return &all
+	}
+	var atSteady *kubelet.Latency
+	stopProfile := func() {}
+	awaitParent(func() {
+		atSteady = beats()
+		if stop, err := profile(*steadyProfile); err == nil {
+			stopProfile = stop
+		} else {
+			fmt.Fprintln(os.Stderr, "hollow:", err)
+		}
+	})
+	stopProfile()
 	cs := childStats{Nodes: *nodes}
 	for _, k := range ks {
 		st := k.Stats()
-		beats.Add(&st.Heartbeats)
 		cs.StatusReports += st.StatusReports.Load()
 		cs.PodReports += st.PodReports.Load()
 		cs.Failed += st.Failed.Load()
 	}
-	cs.Heartbeats, cs.HeartbeatP99Ms = beats.Count(), ms(beats.Quantile(0.99))
+	cs.beats(beats(), atSteady)
 	b, _ := json.Marshal(cs)
 	fmt.Println(string(b))
 	stop()

@@ -21,9 +21,12 @@ type Result struct {
 	PodsPlaced  int    `json:"podsPlaced"`
 	// PodsNotRunning is how many of the pods placed were not Running when
 	// their count stopped growing for a minute (or after 10 minutes).
-	PodsNotRunning  int     `json:"podsNotRunning,omitempty"`
-	LoadStart       string  `json:"loadAverageAtStart"`
-	LoadEnd         string  `json:"loadAverageAtEnd"`
+	PodsNotRunning int    `json:"podsNotRunning,omitempty"`
+	LoadStart      string `json:"loadAverageAtStart"`
+	LoadEnd        string `json:"loadAverageAtEnd"`
+	// LoadMax is the highest 1-minute load average seen during the run
+	// (sampled every 5 s).
+	LoadMax         float64 `json:"loadAverageMax,omitempty"`
 	RegisterSeconds float64 `json:"secondsToRegister"`
 	// ReadyAtRegistration, with --ready-fraction below 1, is how many
 	// nodes (the victims among them) were Ready when registration was
@@ -45,10 +48,36 @@ type Result struct {
 	HollowKiBPerNode         float64            `json:"hollowKiBPerNode"`
 	StatusReportsPerSec      float64            `json:"statusReportsPerSecond"`
 	NodeObjects              map[string]int64   `json:"nodeObjectWrites,omitempty"`
-	HeartbeatP99Ms           float64            `json:"heartbeatP99Ms"`
-	Heartbeats               int64              `json:"heartbeats"`
-	BindToRunningP99Ms       float64            `json:"bindToRunningP99Ms"`
-	BindToRunningP50Ms       float64            `json:"bindToRunningP50Ms"`
+	// HeartbeatP99Ms is over the whole run, the start's handshakes
+	// included; SteadyHeartbeat* over the steady window only (every node
+	// registered, every pod placed and Running): P9's figure. Each is the
+	// upper bound of a histogram bucket, at most 2 % above the true value.
+	HeartbeatP99Ms       float64 `json:"heartbeatP99Ms"`
+	Heartbeats           int64   `json:"heartbeats"`
+	SteadyHeartbeats     int64   `json:"steadyHeartbeats,omitempty"`
+	SteadyHeartbeatP50Ms float64 `json:"steadyHeartbeatP50Ms,omitempty"`
+	SteadyHeartbeatP99Ms float64 `json:"steadyHeartbeatP99Ms,omitempty"`
+	SteadyHeartbeatMaxMs float64 `json:"steadyHeartbeatMaxMs,omitempty"`
+	// BindToRunning* are over the pods placed, all bound at once while the
+	// nodes also start their pods; SteadyBindToRunning* over the pods bound
+	// one at a time during the steady window (SteadyBinds of them, at
+	// --steady-binds-per-second; lockstep path), as a running cluster binds
+	// them: P9's figure. SteadyNotRunning of those were not Running 30 s
+	// after the window.
+	BindToRunningP99Ms       float64 `json:"bindToRunningP99Ms"`
+	BindToRunningP50Ms       float64 `json:"bindToRunningP50Ms"`
+	SteadyBinds              int     `json:"steadyBinds,omitempty"`
+	SteadyBindToRunningP50Ms float64 `json:"steadyBindToRunningP50Ms,omitempty"`
+	SteadyBindToRunningP99Ms float64 `json:"steadyBindToRunningP99Ms,omitempty"`
+	SteadyNotRunning         int     `json:"steadyNotRunning,omitempty"`
+	// SteadyLapses (lockstep path) counts the sessions of live nodes that
+	// lapsed in the steady window (the victims' left out), SteadyFlaps the
+	// live nodes whose health went from Ready to not Ready in it, and Flaps
+	// those over the whole run: false verdicts of a short session TTL on a
+	// loaded machine.
+	SteadyLapses int64 `json:"steadyLapses"`
+	SteadyFlaps  int64 `json:"steadyFlaps"`
+	Flaps        int64 `json:"flaps"`
 	// KillNoticedMs: from SIGKILL until the API server shows the node's
 	// Ready condition not True (or, without an API server, until the node
 	// controller holds it Unknown); KillNoticedInMemoryMs (lockstep path):
