@@ -103,3 +103,34 @@ func BenchmarkBind(b *testing.B) {
 		})
 	}
 }
+
+// A pod's phase, as its kubelet reports it, is not in its PodAssignment:
+// the report does not publish the assignment again (each publication is
+// an event on the kubelet's watch), while what does change it (a graceful
+// delete's Stopped, the pod's end) is published.
+func TestAPodsPhaseDoesNotPublishItsAssignmentAgain(t *testing.T) {
+	n := withNodes(t, 1, 10)
+	ctx := context.Background()
+	_, err := n.bind(ctx, binding("a", "node-0"))
+	require.NoError(t, err)
+	bound, ok := n.podsV2.Version("a")
+	require.True(t, ok, "the binding is published")
+
+	require.NoError(t, n.cfg.Pods.report(&nsv2.PodStatus{NodeName: "node-0", UID: "a", Phase: nsv2.PodStatusPhaseRunning}))
+	running, ok := n.podsV2.Version("a")
+	require.True(t, ok)
+	assert.Equal(t, bound, running, "Running changed nothing the kubelet watches")
+	assert.Equal(t, nsv2.PodStatusPhaseRunning, n.Pods()[0].Phase, "the store holds the phase")
+
+	require.True(t, n.cfg.Pods.Delete("a"))
+	stopping, ok := n.podsV2.Version("a")
+	require.True(t, ok)
+	assert.NotEqual(t, running, stopping, "the desired state Stopped is published")
+	a, _ := n.podsV2.Get("a")
+	assert.Equal(t, nsv2.PodAssignmentDesiredStateStopped, a.DesiredState)
+
+	require.NoError(t, n.cfg.Pods.report(&nsv2.PodStatus{NodeName: "node-0", UID: "a", Phase: nsv2.PodStatusPhaseSucceeded}))
+	_, ok = n.podsV2.Version("a")
+	assert.False(t, ok, "the ended pod's assignment is deleted")
+	assert.Empty(t, n.Health()[0].Pods, "and it left its node")
+}

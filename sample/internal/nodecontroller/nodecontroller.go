@@ -138,9 +138,13 @@ type NodeController struct {
 	nodes     map[string]*node
 	instances map[string]string          // kubelet session instance → node name
 	bound     map[string]map[string]bool // kubelet session instance → the nodes bound to it
-	// podNode is the node each mirrored pod is assigned to, so that a
-	// pod's change finds the node it leaves without looking at every node.
-	podNode map[string]string
+	// published is the PodAssignment last published for each mirrored
+	// pod: its node, so that a pod's change finds the node it leaves
+	// without looking at every node, and the assignment itself, so that a
+	// change that leaves it as it was (a phase its kubelet reported) is
+	// not published again, which would send the kubelet's watch an event
+	// for nothing.
+	published map[string]nsv2.PodAssignment
 	// lapsed is the node each kubelet session instance that lost its
 	// session had reported last, so that the instance's next session
 	// finds its node without looking at every node.
@@ -228,7 +232,7 @@ func New(cfg Config) (*NodeController, error) {
 		cfg.Pods = NewPodStore()
 	}
 	n := &NodeController{cfg: cfg, logger: cfg.Logger, nodes: map[string]*node{}, instances: map[string]string{},
-		bound: map[string]map[string]bool{}, podNode: map[string]string{}, lapsed: map[string]string{},
+		bound: map[string]map[string]bool{}, published: map[string]nsv2.PodAssignment{}, lapsed: map[string]string{},
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sample_nodecontroller_reports_total",
 			Help: "Reports received from kubelets, by kind (status, pod) and the contract version they travelled at.",
@@ -647,21 +651,28 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 	if n.closed {
 		return
 	}
-	if was, ok := n.podNode[uid]; ok && (p == nil || p.NodeName != was) {
-		delete(n.podNode, uid)
-		if nd := n.nodes[was]; nd != nil {
+	was, had := n.published[uid]
+	if had && (p == nil || p.NodeName != was.NodeName) {
+		delete(n.published, uid)
+		if nd := n.nodes[was.NodeName]; nd != nil {
 			delete(nd.assigned, uid)
 			n.publishOwnLocked(nd)
 		}
 	}
 	if p != nil {
-		n.podNode[uid] = p.NodeName
 		nd := n.nodeLocked(p.NodeName)
 		bp := p.bound()
 		if old, ok := nd.assigned[uid]; !ok || old != bp {
 			nd.assigned[uid] = bp
 			n.publishOwnLocked(nd)
 		}
+		a := p.assignment()
+		if had && was == *a {
+			return // what its kubelet watches is as it was
+		}
+		n.published[uid] = *a
+	} else if !had {
+		return // never published
 	}
 	var err error
 	switch {
@@ -685,6 +696,11 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 		}
 	}
 	if err != nil {
+		if p != nil {
+			// Not published as it is: the pod's next change publishes it
+			// whatever it is (the node is kept, for the pod's leaving).
+			n.published[uid] = nsv2.PodAssignment{NodeName: p.NodeName}
+		}
 		n.logger.Warn("publishing a pod assignment", "uid", uid, "err", err)
 	}
 }
