@@ -420,7 +420,7 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		case actResendElsewhere:
 			if pin != nil && d.lose == stateDraining && a.notProcessed && a.unrecorded {
 				// A draining server answers replays of the keys it recorded
-				// (see admitSession), and says when it holds no record of
+				// (see admit.Gate.Admit), and says when it holds no record of
 				// the key: the key never ran there, and the call is free to
 				// go elsewhere. Any other not-processed answer (the refusal
 				// a drain writes on an idle connection, which reads no

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/admit"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
@@ -245,34 +246,34 @@ const MaxMultiCalls = 256
 const multiCallWorkers = 32
 
 // serveCall answers POST /lockstep/<contract>/<version>/<Method> and the
-// multi-call endpoint: routing, admission (admit), the body (readBody),
+// multi-call endpoint: routing, admission (admit.Gate.Admit), the body (ReadBody),
 // the call's deadline, the handler once per idempotency key (dispatch),
 // and the answer.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	contract, ver, method := chi.URLParam(r, "contract"), chi.URLParam(r, "version"), chi.URLParam(r, "method")
 	if method != protocol.MultiCallMethod {
 		// Each call of a multi-call is observed on its own (serveMulti).
-		var ow *observedWriter
-		w, ow = s.observeAnswer(w, s.observeCall(contract, ver, method))
-		defer ow.end()
+		var ow *admit.ObservedWriter
+		w, ow = admit.ObserveAnswer(w, s.gate.ObserveCall(contract, ver, method))
+		defer ow.End()
 	}
 	sv, mh, err := s.routeCall(contract, ver, method)
 	if err != nil {
 		s.refuse(w, r, s.routingRefusal(r, err))
 		return
 	}
-	adm, err := s.admit(r, entry{kind: EntryCall, contract: contract, version: ver, call: true})
+	adm, err := s.gate.Admit(r, entry{Kind: EntryCall, Contract: contract, Version: ver, Call: true})
 	if err != nil {
 		s.refuse(w, r, err)
 		return
 	}
-	defer adm.done()
-	sess := adm.sess
-	body, release, ok := s.readBody(w, r, adm)
+	defer adm.Done()
+	sess := adm.Sess
+	body, release, ok := s.gate.ReadBody(w, r, adm)
 	if !ok {
 		return
 	}
-	ctx, cancel, err := withTimeoutHeader(adm.ctx, r.Header.Get(protocol.HeaderTimeout))
+	ctx, cancel, err := withTimeoutHeader(adm.Ctx, r.Header.Get(protocol.HeaderTimeout))
 	if err != nil {
 		// A malformed timeout is the request's own error: a resend fails
 		// the same way, so it is not marked not processed. It is read
@@ -321,8 +322,8 @@ func (s *Server) routeCall(contract, ver, method string) (*servedVersion, *metho
 // and when its client should resync; a plain call is told the server
 // drains when it was draining as the call arrived.
 func (s *Server) answer(ctx context.Context, w http.ResponseWriter, a *admitted, out []byte, err error) {
-	draining := a.draining
-	if sess := a.sess; sess != nil {
+	draining := a.Draining
+	if sess := a.Sess; sess != nil {
 		sess.lastSeen.Store(s.now())
 		if draining = s.draining.Load(); draining {
 			sess.drainNotified.Store(true)
@@ -335,7 +336,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, a *admitted,
 	if draining {
 		markDraining(w)
 	}
-	if a.sess != nil && a.sess.resync.Swap(false) {
+	if a.Sess != nil && a.Sess.resync.Swap(false) {
 		w.Header().Set(protocol.HeaderResync, "1")
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -451,10 +452,10 @@ func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *sessio
 				h.Set(k, v)
 			}
 		}
-		observed := s.observeCall(sv.contract.Name(), sv.contract.Version(), mc.Method)
+		observed := s.gate.ObserveCall(sv.contract.Name(), sv.contract.Version(), mc.Method)
 		b, replayed, err := s.dispatch(cctx, sess, &Call{Kind: EntryCall, Contract: sv.contract.Name(), Version: sv.contract.Version(),
 			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request, mh.serve)
-		observed.end(CodeOf(err))
+		observed.End(CodeOf(err))
 		if err != nil {
 			out.Results[i] = wire.ErrorResult(handlerError(cctx, err))
 		} else {
@@ -512,16 +513,6 @@ func (s *Server) dispatch(ctx context.Context, sess *session, call *Call, body [
 	a := rec.Answer()
 	return a.Out, true, a.Err
 }
-
-// unrecordedRefusal is a draining server's refusal of a keyed call whose
-// key it holds no record of; it is answered with Lockstep-Unrecorded (see
-// [Server.refuse]).
-type unrecordedRefusal struct{ err *Error }
-
-func (u unrecordedRefusal) Error() string { return u.err.Error() }
-
-// Unwrap gives the refusal's coded error.
-func (u unrecordedRefusal) Unwrap() error { return u.err }
 
 // detached returns a context with ctx's values and deadline, but not its
 // cancellation.
@@ -605,25 +596,25 @@ func PlainRequest(ctx context.Context) *http.Request {
 // in a session.
 func (s *Server) plainHandler(c *Contract, method string, mh *methodHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w, ow := s.observeAnswer(w, s.observeCall(c.Name(), c.Version(), method))
-		defer ow.end()
+		w, ow := admit.ObserveAnswer(w, s.gate.ObserveCall(c.Name(), c.Version(), method))
+		defer ow.End()
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "%s is not served at %s: POST only", r.Method, r.URL.Path)))
 			return
 		}
-		adm, err := s.admit(r, entry{kind: EntryPlain, contract: c.Name(), version: c.Version()})
+		adm, err := s.gate.Admit(r, entry{Kind: EntryPlain, Contract: c.Name(), Version: c.Version()})
 		if err != nil {
 			s.refuse(w, r, err)
 			return
 		}
-		defer adm.done()
-		body, release, ok := s.readBody(w, r, adm)
+		defer adm.Done()
+		body, release, ok := s.gate.ReadBody(w, r, adm)
 		if !ok {
 			return
 		}
 		defer release()
-		ctx := context.WithValue(adm.ctx, plainKey{}, r.WithContext(adm.ctx))
+		ctx := context.WithValue(adm.Ctx, plainKey{}, r.WithContext(adm.Ctx))
 		out, err := mh.serve(ctx, &Call{Kind: EntryPlain, Contract: c.Name(), Version: c.Version(), Method: method, Header: r.Header}, body)
 		s.answer(ctx, w, adm, out, err)
 	})

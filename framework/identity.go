@@ -195,24 +195,24 @@ type EntryKind = identity.EntryKind
 // The kinds of entry.
 const (
 	// EntryHandshake is POST /lockstep/handshake; Entry.Hello is the hello.
-	EntryHandshake EntryKind = "handshake"
+	EntryHandshake = identity.EntryHandshake
 	// EntryCall is one unary call, one item of a batch call, or one call of
 	// a multi-call; Entry.Request is its decoded request.
-	EntryCall EntryKind = "call"
+	EntryCall = identity.EntryCall
 	// EntryTopicWrite is a client writer's topic write.
-	EntryTopicWrite EntryKind = "topic_write"
+	EntryTopicWrite = identity.EntryTopicWrite
 	// EntryWatch is a watch stream's start.
-	EntryWatch EntryKind = "watch"
+	EntryWatch = identity.EntryWatch
 	// EntryHeartbeat renews sessions.
-	EntryHeartbeat EntryKind = "heartbeat"
+	EntryHeartbeat = identity.EntryHeartbeat
 	// EntrySessionClose closes sessions.
-	EntrySessionClose EntryKind = "session_close"
+	EntrySessionClose = identity.EntrySessionClose
 	// EntryPlain is a call of a plain-serving route, which carries no
 	// session.
-	EntryPlain EntryKind = "plain"
+	EntryPlain = identity.EntryPlain
 	// EntryStatus is a read of the status page, the metrics or a binary's
 	// own routes (Server.Handle).
-	EntryStatus EntryKind = "status"
+	EntryStatus = identity.EntryStatus
 )
 
 // Entry is one request as the [Authorizer] sees it, once the peer is

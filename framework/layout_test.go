@@ -50,6 +50,7 @@ var layers = map[string]int{
 	"framework/internal/hello":                 3,
 	"framework/internal/heartbeat":             3,
 	"framework/internal/topics":                3,
+	"framework/internal/admit":                 3,
 	"framework":                                4,
 	"framework/discovery":                      5,
 	"framework/frameworktest":                  5,

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/limits"
@@ -105,19 +104,6 @@ func (l *Limits) validate(maxSessions int) error {
 	err := c.Fill(maxSessions)
 	*l = Limits(c)
 	return err
-}
-
-// limitsKey names a peer for its limits: its identity under mutual TLS,
-// else its claimed component at its remote IP address.
-func limitsKey(p *Peer, r *http.Request) string {
-	if p.Authenticated {
-		return p.Identity.String()
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return p.Identity.Component + "@" + host
 }
 
 // overLimit is the error of an entry refused for going over l, counted in

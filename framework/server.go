@@ -18,6 +18,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/admit"
+	"github.com/lockstep-dev/lockstep/framework/internal/body"
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
 	"github.com/lockstep-dev/lockstep/framework/internal/drain"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
@@ -54,6 +56,8 @@ type Server struct {
 
 	sessions *sessionTable
 	limits   *peerLimits
+	// gate admits every entry (admission.go).
+	gate *admit.Gate[*session]
 	// replays records keyed calls' answers (see dispatch).
 	replays  *replay.Store
 	inFlight atomic.Int64
@@ -176,6 +180,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.replays.Evicted = func(l string) { cfg.Metrics.idempotencyEvicted(limit(l)) }
 	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
 	s.sessions = newSessionTable(s.limits)
+	s.gate = newGate(s)
 	s.router = s.routes()
 	if cfg.Metrics != nil {
 		cfg.Metrics.Watch(s)
@@ -197,7 +202,7 @@ func (s *Server) routes() chi.Router {
 	r.Post(protocol.PathHandshake, s.serveHandshake)
 	r.Delete(protocol.PathSession, s.serveCloseSession)
 	r.Post(protocol.PathHeartbeat, s.serveHeartbeat)
-	r.Get(protocol.PathStatus, s.operatorOnly(http.HandlerFunc(s.serveStatus)).ServeHTTP)
+	r.Get(protocol.PathStatus, s.gate.OperatorOnly(http.HandlerFunc(s.serveStatus)).ServeHTTP)
 	r.Post(protocol.PathPrefix+"{contract}/{version}/{method}", s.serveCall)
 	r.Get(protocol.PathPrefix+"{contract}/{version}/watch/{topic}", s.serveWatch)
 	r.Post(protocol.PathPrefix+"{contract}/{version}/topics/{topic}", s.serveTopicWrite)
@@ -205,7 +210,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/livez", s.serveLive)
 	r.Get("/readyz", s.serveReady)
 	if s.cfg.Metrics != nil {
-		r.Get(PathMetrics, s.operatorOnly(http.HandlerFunc(s.serveMetrics)).ServeHTTP)
+		r.Get(PathMetrics, s.gate.OperatorOnly(http.HandlerFunc(s.serveMetrics)).ServeHTTP)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, s.routingRefusal(r, Errorf(CodeNotFound, "no such path: %s %s", r.Method, r.URL.Path)))
@@ -284,7 +289,7 @@ func (s *Server) route(pattern string, h http.Handler, operator bool) {
 		s.metricsRoute = h // the binary's own metrics replace the default (guarded as the route is)
 		return
 	}
-	s.router.Handle(pattern, s.operatorOnly(h))
+	s.router.Handle(pattern, s.gate.OperatorOnly(h))
 }
 
 // AddReadinessCheck adds a named check to /readyz; typically a client's
@@ -405,17 +410,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the connection (an HTTP/2 one with a GOAWAY: net/http reads
 		// Connection: close so); its other streams, uncharged too, are
 		// refused the same way.
-		s.closeAfterRefusal(w, r)
+		s.gate.CloseAfterRefusal(w, r)
 		s.refuse(w, r, err)
 		return
 	}
-	if bodyOnTheWire(r) {
+	if body.OnTheWire(r) {
 		// Every body must arrive within Limits.BodyReadTimeout from its
 		// headers. net/http sets no deadline on a body, and discards one
 		// a handler left unread before it answers: a peer that declared
 		// a body and never sent it held its connection and a goroutine
 		// for good, unanswered, on any path (/healthz reads nothing, and
-		// needs no certificate). readEntryBody and the refusals set the
+		// needs no certificate). admit.Gate.ReadBodyLimit and the refusals set the
 		// deadline again for what they read; net/http clears it once a
 		// body has been read to its end.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Limits.BodyReadTimeout))

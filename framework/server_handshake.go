@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/admit"
 	hellos "github.com/lockstep-dev/lockstep/framework/internal/hello"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
@@ -32,28 +33,28 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 	// Admission (docs/security.md): identity and rate, then the hello
 	// (within the body limits, decoded strictly), then the claim, the
 	// Authorizer, and at the session's creation its caps and ownership.
-	peer, usage, err := s.admitPeer(r)
+	peer, usage, err := s.gate.Peer(r)
 	if err != nil {
 		s.refuse(w, r, err)
 		return
 	}
 	if r.Header.Get(protocol.HeaderOnBehalfOf) != "" {
 		// Audited whatever its outcome, which the writer records.
-		ow, ok := w.(*observedWriter)
+		ow, ok := w.(*admit.ObservedWriter)
 		if !ok {
-			ow = &observedWriter{ResponseWriter: w}
+			ow = &admit.ObservedWriter{ResponseWriter: w}
 			w = ow
 		}
 		defer func() {
 			outcome := "accepted"
 			switch {
-			case ow.reason != "":
-				outcome = reasonLabel(string(ow.reason))
-			case ow.code != "":
-				outcome = reasonLabel(string(ow.code))
+			case ow.Reason != "":
+				outcome = reasonLabel(string(ow.Reason))
+			case ow.Code != "":
+				outcome = reasonLabel(string(ow.Code))
 			}
-			s.auditOnBehalf(onBehalfAudit{kind: EntryHandshake, peer: peer, behalf: r.Header.Get(protocol.HeaderOnBehalfOf),
-				contract: ow.contract, outcome: outcome})
+			s.gate.AuditOnBehalf(admit.Audit{Kind: EntryHandshake, Peer: peer, Behalf: r.Header.Get(protocol.HeaderOnBehalfOf),
+				Contract: ow.Contract, Outcome: outcome})
 		}()
 	}
 	endRead, err := s.beginPeerBody(usage)
@@ -67,8 +68,8 @@ func (s *Server) serveHandshake(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if ow, ok := w.(*observedWriter); ok {
-		ow.contract = hello.Contract
+	if ow, ok := w.(*admit.ObservedWriter); ok {
+		ow.Contract = hello.Contract
 	}
 	ctx, sc, behalf, err := s.admitHello(r, peer, &hello, dryRun)
 	if err != nil {
@@ -105,16 +106,16 @@ func (s *Server) observeHandshake(w http.ResponseWriter) (_ http.ResponseWriter,
 	if obs == nil {
 		return w, func() {}
 	}
-	ow := &observedWriter{ResponseWriter: w}
+	ow := &admit.ObservedWriter{ResponseWriter: w}
 	return ow, func() {
 		outcome, reason := "welcome", ""
 		switch {
-		case ow.reason != "":
-			outcome, reason = "refused", string(ow.reason)
-		case ow.code != "":
-			outcome, reason = "error", string(ow.code)
+		case ow.Reason != "":
+			outcome, reason = "refused", string(ow.Reason)
+		case ow.Code != "":
+			outcome, reason = "error", string(ow.Code)
 		}
-		obs.Handshake(ow.contract, outcome, reason)
+		obs.Handshake(ow.Contract, outcome, reason)
 	}
 }
 
@@ -122,7 +123,7 @@ func (s *Server) observeHandshake(w http.ResponseWriter) (_ http.ResponseWriter,
 // body limits, and its ?wait=, capped at MaxHandshakeWait. Its errors are
 // answered with fail: the body has been read.
 func (s *Server) readHello(w http.ResponseWriter, r *http.Request) (handshake.Hello, time.Duration, error) {
-	body, release, err := s.readEntryBodyLimit(w, r, handshake.MaxHelloBytes, limitHelloBytes)
+	body, release, err := s.gate.ReadBodyLimit(w, r, handshake.MaxHelloBytes, limitHelloBytes)
 	if err != nil {
 		return handshake.Hello{}, 0, err
 	}
@@ -155,7 +156,7 @@ func (s *Server) readHello(w http.ResponseWriter, r *http.Request) (handshake.He
 // returns the request's context carrying the peer, the contract, and the
 // component asked on behalf of ("" for none).
 func (s *Server) admitHello(r *http.Request, peer *Peer, hello *handshake.Hello, dryRun bool) (context.Context, *servedContract, string, error) {
-	behalf, err := s.onBehalfOf(r, peer, hello.Component, dryRun)
+	behalf, err := s.gate.OnBehalfOf(r, peer, hello.Component, dryRun)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -223,8 +224,8 @@ func (s *Server) handshake(ctx context.Context, h *admittedHello) (any, error) {
 		}
 	}
 	if refusal != nil {
-		if ow, ok := w.(*observedWriter); ok {
-			ow.reason = refusal.Reason
+		if ow, ok := w.(*admit.ObservedWriter); ok {
+			ow.Reason = refusal.Reason
 		}
 		if s.cfg.Logger.Enabled(ctx, slog.LevelDebug) { // no arguments boxed when debug is off
 			s.cfg.Logger.Debug("lockstep: hello refused", "contract", hello.Contract, "reason", refusal.Reason,
@@ -275,8 +276,8 @@ func (s *Server) handshake(ctx context.Context, h *admittedHello) (any, error) {
 func (s *Server) answerDryRun(h *admittedHello, agreement handshake.Agreement, refusal *handshake.Refusal) {
 	w, r, hello, peer, usage := h.w, h.r, h.hello, h.peer, h.usage
 	if refusal != nil {
-		if ow, ok := w.(*observedWriter); ok {
-			ow.reason = refusal.Reason
+		if ow, ok := w.(*admit.ObservedWriter); ok {
+			ow.Reason = refusal.Reason
 		}
 		s.refuse(w, r, NewError(Code(refusal.Code), refusal).WithDetails(refusal))
 		return
@@ -357,9 +358,9 @@ func (s *Server) serveCloseSession(w http.ResponseWriter, r *http.Request) {
 // for a token the server does not hold) beside their tokens; a refusal is
 // answered here, and ok is false.
 func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind EntryKind, bodyRequired bool) (*Peer, []string, []*session, bool) {
-	p, usage, err := s.admitPeer(r)
+	p, usage, err := s.gate.Peer(r)
 	if err == nil {
-		err = refuseOnBehalf(r)
+		err = admit.RefuseOnBehalf(r)
 	}
 	if err != nil {
 		s.refuse(w, r, err)
@@ -371,7 +372,7 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 		tokens = []string{token}
 	case !bodyRequired && r.ContentLength == 0:
 	default:
-		body, release, refused, err := s.readPeerBody(w, r, usage)
+		body, release, refused, err := s.gate.ReadPeerBody(w, r, usage)
 		if refused != nil {
 			s.refuse(w, r, refused)
 			return nil, nil, nil, false
@@ -396,7 +397,7 @@ func (s *Server) admitSessions(w http.ResponseWriter, r *http.Request, kind Entr
 		}
 		tokens = req.Sessions
 	}
-	sessions, err := s.ownSessions(p, tokens)
+	sessions, err := s.gate.OwnSessions(p, tokens)
 	if err != nil {
 		s.refuse(w, r, err)
 		return nil, nil, nil, false
@@ -486,18 +487,4 @@ func (s *Server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 // never keep a peer's next hello from being read.
 func (s *Server) beginPeerBody(u *peerUsage) (func(), error) {
 	return s.limits.BeginBody(u)
-}
-
-// readPeerBody reads an admitted entry's body (readEntryBody), counted
-// among the peer's bodies on their way while it is read (beginPeerBody).
-// A refusal of the count is returned as refused, for [Server.refuse]: the
-// body is unread and the entry unprocessed.
-func (s *Server) readPeerBody(w http.ResponseWriter, r *http.Request, u *peerUsage) (body []byte, release func(), refused, err error) {
-	end, err := s.beginPeerBody(u)
-	if err != nil {
-		return nil, nil, err, nil
-	}
-	defer end()
-	body, release, err = s.readEntryBody(w, r)
-	return body, release, nil, err
 }

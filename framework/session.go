@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/admit"
 	"github.com/lockstep-dev/lockstep/framework/internal/sessions"
 )
 
@@ -40,8 +41,8 @@ func (s *session) Usage() *peerUsage { return s.usage }
 func (s *session) LastSeen() int64   { return s.lastSeen.Load() }
 
 // newSessionTable returns an empty table counting sessions in l; only a
-// session's owner may replace it ([sameOwner]).
-func newSessionTable(l *peerLimits) *sessionTable { return sessions.New[*session](l, sameOwner) }
+// session's owner may replace it (admit.SameOwner).
+func newSessionTable(l *peerLimits) *sessionTable { return sessions.New[*session](l, admit.SameOwner) }
 
 // clientKey names one client instance of a contract.
 type clientKey struct{ contract, instance string }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/admit"
 	"github.com/lockstep-dev/lockstep/framework/internal/topics"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -167,8 +168,8 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 		}
 		return nil, nil, s.routingRefusal(r, Errorf(CodeNotFound, "%s %s has no topic %q", contract, ver, topic))
 	}
-	adm, err := s.admit(r, entry{kind: kind, contract: contract, version: ver, topic: topic, client: sv.contract.Client(),
-		call: kind == EntryTopicWrite, authorize: true})
+	adm, err := s.gate.Admit(r, entry{Kind: kind, Contract: contract, Version: ver, Topic: topic, Client: sv.contract.Client(),
+		Call: kind == EntryTopicWrite, Authorize: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,17 +183,17 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, err)
 		return
 	}
-	defer adm.done()
-	sess := adm.sess
+	defer adm.Done()
+	sess := adm.Sess
 	if t.Decl().Writer != handshake.RoleClient {
 		s.refuse(w, r, Errorf(CodePermissionDenied, "topic %s is written by %s, not by its clients", t.Name(), t.Server()))
 		return
 	}
-	body, release, ok := s.readBody(w, r, adm)
+	body, release, ok := s.gate.ReadBody(w, r, adm)
 	if !ok {
 		return
 	}
-	out, err := s.intercept(adm.ctx, &Call{Kind: EntryTopicWrite, Contract: t.Contract(), Version: t.Version(),
+	out, err := s.intercept(adm.Ctx, &Call{Kind: EntryTopicWrite, Contract: t.Contract(), Version: t.Version(),
 		Method: t.Name(), Peer: sess.peer, Header: r.Header, Request: json.RawMessage(body)}, func(ctx context.Context, call *Call) (any, error) {
 		// The change carries, through the server's Propagator, the trace
 		// context of the write's handling (a span an interceptor started
@@ -235,10 +236,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, err)
 		return
 	}
-	defer adm.done()
-	sess := adm.sess
+	defer adm.Done()
+	sess := adm.Sess
 	refuse := func(err error) {
-		s.auditAdmitted(adm, outcomeLabel(err))
+		s.gate.AuditAdmitted(adm, admit.OutcomeLabel(err))
 		s.refuse(w, r, err)
 	}
 	if s.draining.Load() {
@@ -253,7 +254,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ws *topics.Stream
-	_, err = s.intercept(adm.ctx, &Call{Kind: EntryWatch, Contract: t.Contract(), Version: t.Version(),
+	_, err = s.intercept(adm.Ctx, &Call{Kind: EntryWatch, Contract: t.Contract(), Version: t.Version(),
 		Method: t.Name(), Peer: sess.peer, Header: r.Header}, func(context.Context, *Call) (any, error) {
 		ws, err = t.AddWatcher(sess, query.Get(protocol.QuerySince), sel)
 		return nil, err
@@ -262,7 +263,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		refuse(err)
 		return
 	}
-	s.auditAdmitted(adm, outcomeLabel(nil))
+	s.gate.AuditAdmitted(adm, admit.OutcomeLabel(nil))
 	ws.Serve(w, r)
 }
 

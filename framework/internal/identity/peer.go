@@ -62,6 +62,19 @@ func WithPeer(ctx context.Context, p *Peer) context.Context {
 // is wrapped by the server's interceptors.
 type EntryKind string
 
+// The kinds of entry; framework.EntryHandshake and the others name these,
+// where each is documented.
+const (
+	EntryHandshake    EntryKind = "handshake"
+	EntryCall         EntryKind = "call"
+	EntryTopicWrite   EntryKind = "topic_write"
+	EntryWatch        EntryKind = "watch"
+	EntryHeartbeat    EntryKind = "heartbeat"
+	EntrySessionClose EntryKind = "session_close"
+	EntryPlain        EntryKind = "plain"
+	EntryStatus       EntryKind = "status"
+)
+
 // Entry is one request as the [Authorizer] sees it, once the peer is
 // authenticated and its session found.
 type Entry struct {

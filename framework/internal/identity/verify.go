@@ -16,6 +16,11 @@ type Verified struct {
 	Certificate *x509.Certificate
 }
 
+// Peer is the authenticated peer v is.
+func (v Verified) Peer() *Peer {
+	return &Peer{Identity: v.Identity, Authenticated: true, Certificate: v.Certificate}
+}
+
 // verification is one cached result of verify.
 type verification struct {
 	generation uint64
