@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
 	"github.com/lockstep-dev/lockstep/framework/internal/drain"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
+	"github.com/lockstep-dev/lockstep/framework/internal/topics"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -36,7 +37,7 @@ type Server struct {
 	start  time.Time // monotonic origin for session clocks
 
 	// mu guards state, what is registered before the server starts
-	// (contracts, checks, clients, topicForks, metricsRoute) and what
+	// (contracts, checks, clients, metricsRoute) and what
 	// Serve sets up (http, conns, listener).
 	mu sync.RWMutex
 	// state is where the server is in its life (serverMoves); it changes
@@ -48,9 +49,10 @@ type Server struct {
 	listener  *conns.GatedListener // what Serve serves on, for the drain to stop
 	checks    map[string]func() error
 	clients   []*Client // shown on the status page (AddClient)
-	// topicForks are the topics served at an earlier version from their
-	// current form's writer ([ForkServedTopic]).
-	topicForks []*topicForkDecl
+	// topics are the topics the server holds, and those it serves at an
+	// earlier version from their current form's writer
+	// ([ForkServedTopic]); its lock is a leaf, taken under mu or alone.
+	topics topics.Table
 	// metricsRoute, if set by Handle, serves /metrics instead of Metrics.
 	metricsRoute http.Handler
 
@@ -158,7 +160,6 @@ type servedContract struct {
 type servedVersion struct {
 	contract *Contract
 	methods  map[string]*methodHandler
-	topics   map[string]*topicStore // by topic name
 }
 
 // NewServer checks cfg, fills its defaults, and returns a server with no
@@ -326,11 +327,9 @@ func (s *Server) checkComplete() error {
 			errs = append(errs, s.unservedTopicsLocked(sv)...)
 		}
 	}
-	for _, f := range s.topicForks {
-		if !f.attached {
-			errs = append(errs, fmt.Errorf("%s %s: topic %s is forked from %s, which does not serve it: serve it with ServeTopic",
-				f.old.Name(), f.old.Version(), f.name, f.current.Version()))
-		}
+	for _, f := range s.topics.Waiting() {
+		errs = append(errs, fmt.Errorf("%s %s: topic %s is forked from %s, which does not serve it: serve it with ServeTopic",
+			f.Contract, f.Old, f.Topic, f.Current))
 	}
 	for _, name := range s.cfg.RequirePeers {
 		if _, ok := s.contracts[name]; !ok {
@@ -350,7 +349,7 @@ func (s *Server) unservedTopicsLocked(sv *servedVersion) []error {
 	var errs []error
 	c := sv.contract
 	for _, t := range c.Topics() {
-		if sv.topics[t] != nil || s.topicForkedLocked(c, t) {
+		if s.topics.Get(c.Name(), c.Version(), t) != nil || s.topics.Forked(c.Name(), c.Version(), t) {
 			continue // a fork waiting for its writer is named as such
 		}
 		decl, _ := c.Topic(t)
@@ -361,17 +360,6 @@ func (s *Server) unservedTopicsLocked(sv *servedVersion) []error {
 		errs = append(errs, fmt.Errorf("%s %s: topic %s is not served: serve it with %s", c.Name(), c.Version(), t, how))
 	}
 	return errs
-}
-
-// topicForkedLocked reports whether topic is forked to c's version from
-// a later one ([ForkServedTopic]). s.mu must be held.
-func (s *Server) topicForkedLocked(c *Contract, topic string) bool {
-	for _, f := range s.topicForks {
-		if f.name == topic && f.old.Name() == c.Name() && f.old.Version() == c.Version() {
-			return true
-		}
-	}
-	return false
 }
 
 // begin checks the registered handlers ([Server.checkComplete]) and, the
@@ -630,7 +618,7 @@ func (s *Server) beginDrain() {
 	moved := s.moveLocked(serverDraining)
 	s.mu.Unlock()
 	if moved {
-		s.topicsDrain()
+		s.topics.Drain()
 	}
 }
 
@@ -647,7 +635,8 @@ func (s *Server) stop() {
 	if !moved {
 		return
 	}
-	s.topicsStop()
+	s.topics.Stop()
+	s.watchWG.Wait()
 	if loopDone != nil {
 		<-loopDone
 	}
@@ -723,7 +712,7 @@ func (s *Server) info(sess *session) SessionInfo {
 
 func (s *Server) peerLost(sess *session) {
 	defer s.wakeDrain() // a drain may wait for this session
-	s.topicsPeerLost(sess)
+	s.topics.PeerLost(sess.contract, sess.peer.Component, sess.peer.Instance)
 	if s.cfg.OnPeerLost != nil {
 		s.cfg.OnPeerLost(s.info(sess))
 	}

@@ -328,7 +328,7 @@ func (m *Metrics) Client() ClientObserver { return m.set.Client() }
 // Watch adds srv's sessions and topics to the gauges read at scrape time.
 // A server calls it for the Metrics of its config.
 func (m *Metrics) Watch(srv *Server) {
-	m.set.WatchServer(&metrics.Server{Serves: srv.serves, Sessions: srv.metricsSessions, Topics: srv.metricsTopics})
+	m.set.WatchServer(&metrics.Server{Serves: srv.serves, Sessions: srv.metricsSessions, Topics: srv.topics.Gauges})
 }
 
 // WatchClient adds c's endpoints and blocked calls to the gauges read at
@@ -402,21 +402,6 @@ func (s *Server) metricsSessions() []metrics.Session {
 	out := make([]metrics.Session, 0, len(snap))
 	for _, sess := range snap {
 		out = append(out, metrics.Session{Contract: sess.contract, Version: sess.version})
-	}
-	return out
-}
-
-// metricsTopics are s's topics as the gauges report them.
-func (s *Server) metricsTopics() []metrics.Topic {
-	stats := s.TopicStats()
-	out := make([]metrics.Topic, 0, len(stats))
-	for _, t := range stats {
-		mt := metrics.Topic{Contract: t.Contract, Version: t.Version, Topic: t.Topic, Keys: t.Keys, Writers: t.Writers,
-			Watchers: len(t.Watchers), Sets: t.Sets, Deletes: t.Deletes, Coalesced: t.Coalesced}
-		for _, w := range t.Watchers {
-			mt.Queued += w.Queued
-		}
-		out = append(out, mt)
 	}
 	return out
 }

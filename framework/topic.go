@@ -170,10 +170,7 @@ func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption)
 		},
 		Contract: c,
 	})
-	s.mu.Lock()
-	t.Writer = w
-	s.mu.Unlock()
-	s.topicServed(c, topic, w)
+	s.topics.Served(t, w) // and attaches the forks waiting for w
 	return w
 }
 
@@ -280,17 +277,6 @@ func mirrorTopic[Old, New any](s *Server, old *Contract, current *TopicWriter[Ne
 	return earlier
 }
 
-// topicForkDecl is a topic a server serves at an earlier version by
-// converting its current form down ([ForkServedTopic]), waiting for the
-// current form's writer if s has none yet.
-type topicForkDecl struct {
-	old, current *Contract
-	name         string
-	// attach forks the writer of the current form, a *TopicWriter[New].
-	attach   func(w any)
-	attached bool
-}
-
 // ForkServedTopic makes s serve a server-written topic at the earlier
 // version old as [ForkTopic] does, converting each change down once, from
 // the writer of its current form: the one s has, or the one [ServeTopic]
@@ -312,7 +298,7 @@ func ForkServedTopic[Old, New any](s *Server, old, current *Contract, topic stri
 			panic(fmt.Sprintf("lockstep: topic %s is written by the client at %s; only server-written topics are forked", topic, c.Version()))
 		}
 	}
-	d := &topicForkDecl{old: old, current: current, name: topic, attach: func(w any) {
+	f := &topics.PendingFork{Contract: current.Name(), Old: old.Version(), Current: current.Version(), Topic: topic, Attach: func(w any) {
 		writer, ok := w.(*TopicWriter[New])
 		if !ok {
 			panic(fmt.Sprintf("lockstep: topic %s of %s %s is served as %s, but its fork to %s converts %T",
@@ -322,20 +308,13 @@ func ForkServedTopic[Old, New any](s *Server, old, current *Contract, topic stri
 	}}
 	s.mu.Lock()
 	s.servedVersionLocked(current, "topic forks")
-	for _, f := range s.topicForks {
-		if f.current.Name() == current.Name() && f.old.Version() == old.Version() && f.name == topic {
-			s.mu.Unlock()
-			panic(fmt.Sprintf("lockstep: %s %s topic %s forked twice", old.Name(), old.Version(), topic))
-		}
-	}
-	s.topicForks = append(s.topicForks, d)
-	w := s.topicWriterLocked(current, topic)
-	if w != nil {
-		d.attached = true
-	}
+	w, err := s.topics.AddFork(f)
 	s.mu.Unlock()
+	if err != nil {
+		panic("lockstep: " + err.Error())
+	}
 	if w != nil {
-		d.attach(w)
+		f.Attach(w)
 	}
 }
 
@@ -343,37 +322,6 @@ func ForkServedTopic[Old, New any](s *Server, old, current *Contract, topic stri
 // *framework.TopicWriter[T] (an alias of *topics.Writer[T]).
 func writerTypeName(w any) string {
 	return strings.Replace(fmt.Sprintf("%T", w), "*topics.Writer[", "*framework.TopicWriter[", 1)
-}
-
-// topicWriterLocked returns the writer of a server-written topic s serves
-// at c's version (a *TopicWriter[T]), or nil. s.mu must be held.
-func (s *Server) topicWriterLocked(c *Contract, topic string) any {
-	sc := s.contracts[c.Name()]
-	if sc == nil {
-		return nil
-	}
-	sv := sc.versions[c.Version()]
-	if sv == nil || sv.topics[topic] == nil {
-		return nil
-	}
-	return sv.topics[topic].Writer
-}
-
-// topicServed attaches the forks waiting for the writer w of topic at c's
-// version ([ForkServedTopic]).
-func (s *Server) topicServed(c *Contract, topic string, w any) {
-	s.mu.Lock()
-	var due []*topicForkDecl
-	for _, f := range s.topicForks {
-		if !f.attached && f.name == topic && f.current.Name() == c.Name() && f.current.Version() == c.Version() {
-			f.attached = true
-			due = append(due, f)
-		}
-	}
-	s.mu.Unlock()
-	for _, f := range due {
-		f.attach(w)
-	}
 }
 
 // Writer-aware routing. Replicas do not share topics, so a watcher of a

@@ -16,18 +16,12 @@ func SetWatchWriteTimeout(c *ServerConfig, d time.Duration) { c.watchWriteTimeou
 // not serve yet, so that a test about some of a contract's topics can
 // start a server ([Server.Start] refuses a declared topic left unserved).
 func ServeOtherTopics(s *Server, c *Contract, opts ...TopicOption) {
-	s.mu.RLock()
-	var served map[string]*topicStore
-	if sc := s.contracts[c.Name()]; sc != nil && sc.versions[c.Version()] != nil {
-		served = sc.versions[c.Version()].topics
-	}
 	var rest []string
 	for _, t := range c.Topics() {
-		if served[t] == nil {
+		if s.topics.Get(c.Name(), c.Version(), t) == nil {
 			rest = append(rest, t)
 		}
 	}
-	s.mu.RUnlock()
 	for _, t := range rest {
 		if decl, _ := c.Topic(t); decl.Writer == handshake.RoleClient {
 			ServeClientTopic[json.RawMessage](s, c, t, opts...)

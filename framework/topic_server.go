@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 
 	"github.com/go-chi/chi/v5"
 
@@ -40,16 +39,12 @@ func (s *Server) registerTopic(c *Contract, name string, side handshake.Role, op
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sv := s.servedVersionLocked(c, "topics")
-	if sv.topics == nil {
-		sv.topics = map[string]*topicStore{}
-	}
-	if _, dup := sv.topics[name]; dup {
-		panic(fmt.Sprintf("lockstep: %s %s topic %s registered twice", c.Name(), c.Version(), name))
-	}
+	s.servedVersionLocked(c, "topics")
 	t := topics.NewStore(topics.StoreConfig{Host: s.topicHost(), Contract: c.Name(), Version: c.Version(), Topic: name, Server: c.Server(),
 		Decl: decl, Config: newTopicConfig(opts), Validate: validate})
-	sv.topics[name] = t
+	if err := s.topics.Add(t); err != nil {
+		panic("lockstep: " + err.Error())
+	}
 	return t
 }
 
@@ -86,60 +81,10 @@ func (sess *session) ShareKey() string { return sess.usage.Key }
 // drains.
 func (sess *session) NoticeDrain() { sess.drainNotified.Store(true) }
 
-// allTopics returns every topic the server holds.
-func (s *Server) allTopics() []*topicStore {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []*topicStore
-	for _, sc := range s.contracts {
-		for _, sv := range sc.versions {
-			for _, t := range sv.topics {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
-// topicsDrain ends every watch stream with a closing frame and refuses new
-// ones: the server is draining.
-func (s *Server) topicsDrain() {
-	for _, t := range s.allTopics() {
-		t.Drain()
-	}
-}
-
-// topicsStop closes every watch stream's connection and waits for their
-// goroutines: the server stopped.
-func (s *Server) topicsStop() {
-	for _, t := range s.allTopics() {
-		t.Stop()
-	}
-	s.watchWG.Wait()
-}
-
-// topicsPeerLost applies the loss of sess to the topics of its contract:
-// the lost-writer policy to the keys its instance wrote, a closing frame
-// to its watch streams.
-func (s *Server) topicsPeerLost(sess *session) {
-	for _, t := range s.allTopics() {
-		t.PeerLost(sess.contract, sess.peer.Component, sess.peer.Instance)
-	}
-}
-
 // topicWriterReports reports the writers of every topic of the contracts
 // named.
 func (s *Server) topicWriterReports(contracts map[string]bool) []topicWriterReport {
-	if len(contracts) == 0 {
-		return nil
-	}
-	var out []topicWriterReport
-	for _, t := range s.allTopics() {
-		if contracts[t.Contract()] {
-			out = append(out, topicWriterReport{Contract: t.Contract(), Version: t.Version(), Topic: t.Name(), Writer: t.WriterLive()})
-		}
-	}
-	return out
+	return s.topics.WriterReports(contracts)
 }
 
 // topicRequest finds the topic of a topic request and admits it
@@ -154,11 +99,8 @@ func (s *Server) topicRequest(r *http.Request, kind EntryKind) (*topicStore, *ad
 	}
 	s.mu.RLock()
 	sv := sc.versions[ver]
-	var t *topicStore
-	if sv != nil {
-		t = sv.topics[topic]
-	}
 	s.mu.RUnlock()
+	t := s.topics.Get(contract, ver, topic)
 	if sv == nil {
 		return nil, nil, s.routingRefusal(r, Errorf(CodeIncompatiblePeer, "%s does not speak %s %s: handshake again", s.cfg.Component, contract, ver))
 	}
@@ -276,20 +218,4 @@ type WatcherStats = topics.WatcherStats
 
 // TopicStats describes every topic the server holds, sorted by contract,
 // version and topic.
-func (s *Server) TopicStats() []TopicStats {
-	var out []TopicStats
-	for _, t := range s.allTopics() {
-		out = append(out, t.Stats())
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Contract != b.Contract {
-			return a.Contract < b.Contract
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.Topic < b.Topic
-	})
-	return out
-}
+func (s *Server) TopicStats() []TopicStats { return s.topics.Stats() }

@@ -2,8 +2,9 @@
 // each topic's store of objects with their writers and ownership, its
 // history of deletes and resume points, the selection index that routes a
 // change only to the watchers it concerns, the watch streams that deliver
-// the latest state of each key at every watcher's own pace, client writes
-// and the counters the status page shows.
+// the latest state of each key at every watcher's own pace, client writes,
+// the counters the status page shows, and the server's table of its topics
+// with the forks that wait for a writer.
 //
 // It is separate from the root framework package because it has its own
 // state and rules (four locks, a fan-out goroutine per busy topic, one per

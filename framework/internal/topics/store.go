@@ -98,7 +98,8 @@ type Store struct {
 	// validate checks a client's object; set for client-written topics.
 	validate func(raw []byte) error
 	// Writer is a server-written topic's *TopicWriter[T], for the forks
-	// that wait for it (ForkServedTopic); guarded by the server's lock.
+	// that wait for it (ForkServedTopic); guarded by its [Table]'s lock,
+	// which sets it ([Table.Served]).
 	Writer any
 
 	// mu guards the fields below it. Lock order, outermost first:
