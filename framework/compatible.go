@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/model"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
 
@@ -150,46 +151,23 @@ func MustCompatibleContract(m handshake.Contract, from Compatible) *Contract {
 
 // checkCompatible checks that from is an earlier version of c with a
 // conversion for each of its methods and server-written topics, each of
-// which c declares too.
+// which c declares too (model.CheckConversions).
 func checkCompatible(c *Contract, from Compatible) error {
 	if from.Contract == nil {
 		return fmt.Errorf("no contract")
 	}
-	old := from.Contract
-	if err := checkForkPair(old, c); err != nil {
+	if err := checkForkPair(from.Contract, c); err != nil {
 		return err
 	}
-	for _, m := range old.Methods() {
-		if _, ok := c.Method(m); !ok {
-			return fmt.Errorf("%s, whose method %s it does not declare", old.Version(), m)
-		}
-		if conv, ok := from.Methods[m]; !ok || conv.serve == nil {
-			return fmt.Errorf("%s with no conversion for method %s (ConvertCompatibleMethod)", old.Version(), m)
-		}
+	methods := map[string]bool{}
+	for m, conv := range from.Methods {
+		methods[m] = conv.serve != nil
 	}
-	for m := range from.Methods {
-		if _, ok := old.Method(m); !ok {
-			return fmt.Errorf("%s, converting method %s, which %s does not declare", old.Version(), m, old.Version())
-		}
+	topics := map[string]bool{}
+	for t, conv := range from.Topics {
+		topics[t] = conv.fork != nil
 	}
-	for _, name := range old.Topics() {
-		decl, _ := old.Topic(name)
-		if decl.Writer != handshake.RoleServer {
-			return fmt.Errorf("%s, whose topic %s is written by clients: the runtime does not convert such topics between versions", old.Version(), name)
-		}
-		if later, ok := c.Topic(name); !ok || later.Writer != handshake.RoleServer {
-			return fmt.Errorf("%s, whose server-written topic %s it does not declare as such", old.Version(), name)
-		}
-		if conv, ok := from.Topics[name]; !ok || conv.fork == nil {
-			return fmt.Errorf("%s with no conversion for topic %s (ConvertCompatibleTopic)", old.Version(), name)
-		}
-	}
-	for name := range from.Topics {
-		if _, ok := old.Topic(name); !ok {
-			return fmt.Errorf("%s, converting topic %s, which %s does not declare", old.Version(), name, old.Version())
-		}
-	}
-	return nil
+	return model.CheckConversions(&from.Contract.model, &c.model, methods, topics)
 }
 
 // compatibleLink is one step of a contract's chain of compatible

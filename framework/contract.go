@@ -1,15 +1,14 @@
 package framework
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/hashicorp/go-version"
 
 	"github.com/lockstep-dev/lockstep/handshake"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/model"
 	"github.com/lockstep-dev/lockstep/framework/internal/schema"
 )
 
@@ -31,8 +30,8 @@ type Contract struct {
 // jsonschema/v5 (format assertions on; see framework/internal/schema).
 // The model is copied.
 func NewContract(m handshake.Contract) (*Contract, error) {
-	m.Topics = cloneTopics(m.Topics)
-	if err := checkModel(&m); err != nil {
+	m.Topics = model.CloneTopics(m.Topics)
+	if err := model.Check(&m); err != nil {
 		return nil, fmt.Errorf("lockstep: contract %s %s: %w", m.Name, m.Version, err)
 	}
 	v, err := version.NewVersion(m.Version)
@@ -87,11 +86,7 @@ func (c *Contract) Offer() handshake.Offer {
 
 // Model returns a copy of the contract's model.
 func (c *Contract) Model() handshake.Contract {
-	m := c.model
-	m.Methods = cloneMap(c.model.Methods)
-	m.Topics = cloneTopics(c.model.Topics)
-	m.Schemas = cloneMap(c.model.Schemas)
-	return m
+	return model.Clone(c.model)
 }
 
 // Method returns a method's declaration.
@@ -150,65 +145,6 @@ func (c *Contract) decodeValidated(message string, raw []byte, v any) error {
 // nothing of it.
 var ErrNumberOutOfRange = schema.ErrNumberOutOfRange
 
-// checkModel checks what the runtime relies on: names, roles, and that every
-// message a method or topic names has a schema.
-func checkModel(m *handshake.Contract) error {
-	var errs []error
-	if m.Name == "" {
-		errs = append(errs, errors.New("contract name is required"))
-	}
-	if m.Server == "" || m.Client == "" {
-		errs = append(errs, errors.New("server and client components are required"))
-	}
-	if m.Server != "" && m.Server == m.Client {
-		errs = append(errs, fmt.Errorf("server and client are both %q", m.Server))
-	}
-	for _, name := range sortedKeys(m.Methods) {
-		meth := m.Methods[name]
-		if !validMethodName(name) {
-			errs = append(errs, fmt.Errorf("method %q: names are letters and digits, starting with a letter", name))
-		}
-		for _, msg := range []string{meth.Request, meth.Response} {
-			if _, ok := m.Schemas[msg]; !ok {
-				errs = append(errs, fmt.Errorf("method %s: message %q has no schema", name, msg))
-			}
-		}
-	}
-	for _, name := range sortedKeys(m.Topics) {
-		t := m.Topics[name]
-		if _, ok := m.Schemas[t.Object]; !ok {
-			errs = append(errs, fmt.Errorf("topic %s: object %q has no schema", name, t.Object))
-		}
-		if t.Writer != handshake.RoleServer && t.Writer != handshake.RoleClient {
-			errs = append(errs, fmt.Errorf("topic %s: writer must be server or client, not %q", name, t.Writer))
-		}
-		if t.LostWriter != handshake.LostWriterDelete && t.LostWriter != handshake.LostWriterKeep {
-			errs = append(errs, fmt.Errorf("topic %s: lostWriter must be delete or keep, not %q", name, t.LostWriter))
-		}
-		if t.Key == "" {
-			errs = append(errs, fmt.Errorf("topic %s: key is required", name))
-		}
-		if err := checkSelectors(t.Selectors); err != nil {
-			errs = append(errs, fmt.Errorf("topic %s: %w", name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func validMethodName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
-		digit := r >= '0' && r <= '9'
-		if !letter && !(digit && i > 0) {
-			return false
-		}
-	}
-	return true
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -216,26 +152,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// cloneTopics copies topic declarations with their selectors, so that no
-// caller shares the runtime's.
-func cloneTopics(m map[string]handshake.Topic) map[string]handshake.Topic {
-	out := cloneMap(m)
-	for name, t := range out {
-		t.Selectors = slices.Clone(t.Selectors)
-		out[name] = t
-	}
-	return out
-}
-
-func cloneMap[V any](m map[string]V) map[string]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -25,6 +25,7 @@ var layers = map[string]int{
 	"framework/internal/selvalue":              0,
 	"framework/internal/share":                 0,
 	"framework/internal/schema":                1,
+	"framework/internal/model":                 1,
 	"framework/internal/topicmsg/idlewatchers": 0,
 	"framework/certs":                          0,
 	"framework/benchkit/benchmsg":              1,

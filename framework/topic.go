@@ -222,9 +222,6 @@ func checkKey(key string) error { return topics.CheckKey(key) }
 // name, a phase) is far shorter.
 const MaxSelectorValueBytes = topics.MaxSelectorValueBytes
 
-// checkSelectors checks a topic's declared selectors (topics.CheckSelectors).
-func checkSelectors(sel []string) error { return topics.CheckSelectors(sel) }
-
 // Earlier versions' forms of a server-written topic (ForkTopic,
 // ForkServedTopic): each change is converted once and written to each.
 

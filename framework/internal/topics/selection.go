@@ -8,7 +8,6 @@ package topics
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -181,25 +180,6 @@ func objectSelValues(selectors []string, raw []byte) selValues {
 func selValueOf(v json.RawMessage) selValue {
 	value, ok := selvalue.Of(v)
 	return selValue{value: value, ok: ok}
-}
-
-// CheckSelectors checks a topic's declared selectors: distinct, non-empty
-// names, none of them a watch request's own parameter. That each is a
-// scalar member of the object is the generator's check (it reads the
-// schema); a contract described by hand is trusted with it.
-func CheckSelectors(sel []string) error {
-	var errs []error
-	for i, f := range sel {
-		switch {
-		case f == "":
-			errs = append(errs, errors.New("a selector must name a field"))
-		case f == protocol.QuerySince:
-			errs = append(errs, fmt.Errorf("selector %q is the watch request's resume parameter", f))
-		case slices.Contains(sel[:i], f):
-			errs = append(errs, fmt.Errorf("selector %q is listed twice", f))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // selIndex is the server's index of a topic that declares selectors:
