@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -187,18 +186,9 @@ func sortByContract(clients []ClientStatus) {
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	st := s.Status()
 	st.bound()
-	if status.PrefersHTML(r) {
-		if err := status.WritePage(w, st); err != nil {
-			s.fail(w, Errorf(CodeInternal, "status page did not render: %v", err))
-		}
-		return
+	if err := status.Serve(w, r, st); err != nil {
+		s.fail(w, Errorf(CodeInternal, "%v", err))
 	}
-	body, err := json.Marshal(st)
-	if err != nil {
-		s.fail(w, Errorf(CodeInternal, "status did not encode: %v", err))
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
 }
 
 // ClientStatusConfig configures [NewClientStatusHandler].

@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -43,21 +44,31 @@ func (p ClientProcess) Handler(metricsPath string) http.Handler {
 }
 
 func (p ClientProcess) serveStatus(w http.ResponseWriter, r *http.Request) {
-	st := p.Status()
+	if err := Serve(w, r, p.Status()); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// Serve answers a read of GET /lockstep/status with st, a
+// framework.ServerStatus: JSON for programs, the default, and the page a
+// person reads for a browser ([PrefersHTML]). When st does not render or
+// encode, it writes nothing and returns the error, which the caller
+// answers its own way.
+func Serve(w http.ResponseWriter, r *http.Request, st any) error {
 	if PrefersHTML(r) {
 		if err := WritePage(w, st); err != nil {
-			http.Error(w, "status page did not render: "+err.Error(), http.StatusInternalServerError)
+			return fmt.Errorf("status page did not render: %w", err)
 		}
-		return
+		return nil
 	}
 	body, err := json.Marshal(st)
 	if err != nil {
-		http.Error(w, "status did not encode: "+err.Error(), http.StatusInternalServerError)
-		return
+		return fmt.Errorf("status did not encode: %w", err)
 	}
 	w.Header().Set("Content-Type", protocol.ContentTypeJSON)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+	return nil
 }
 
 func (p ClientProcess) serveReady(w http.ResponseWriter, _ *http.Request) {
