@@ -41,34 +41,6 @@ type AutoBatch struct {
 	MaxDelay time.Duration
 }
 
-// defaultStallAfter is AutoBatch.StallAfter's default: well above a call's
-// time under way on a loaded machine, well below what a caller notices.
-const defaultStallAfter = 20 * time.Millisecond
-
-// autoBatch is the client's batching configuration with its defaults: a nil
-// ClientConfig.AutoBatch batches at the defaults.
-func (c *Client) autoBatch() AutoBatch {
-	var a AutoBatch
-	if c.cfg.AutoBatch != nil {
-		a = *c.cfg.AutoBatch
-	}
-	return a.withDefaults()
-}
-
-func (a AutoBatch) withDefaults() AutoBatch {
-	if a.MaxCalls <= 0 {
-		a.MaxCalls = 64
-	}
-	a.MaxCalls = min(a.MaxCalls, MaxMultiCalls)
-	if a.MaxInFlight <= 0 {
-		a.MaxInFlight = 4
-	}
-	if a.StallAfter <= 0 {
-		a.StallAfter = defaultStallAfter
-	}
-	return a
-}
-
 // batcher merges the calls of one session at one endpoint
 // (autobatch.Batcher), sending them as this endpoint's calls and
 // multi-calls.
@@ -85,8 +57,11 @@ func (e *endpoint) batcherFor(sess *clientSession) *batcher {
 	e.batchMu.Lock()
 	defer e.batchMu.Unlock()
 	if e.batch == nil || e.batch.sess != sess {
-		a := e.c.autoBatch()
-		cfg := autobatch.Config{MaxCalls: a.MaxCalls, MaxInFlight: a.MaxInFlight, StallAfter: a.StallAfter, MaxDelay: a.MaxDelay}
+		var a AutoBatch // a nil ClientConfig.AutoBatch batches at the defaults
+		if e.c.cfg.AutoBatch != nil {
+			a = *e.c.cfg.AutoBatch
+		}
+		cfg := autobatch.Config{MaxCalls: a.MaxCalls, MaxInFlight: a.MaxInFlight, StallAfter: a.StallAfter, MaxDelay: a.MaxDelay}.WithDefaults(MaxMultiCalls)
 		e.batch = &batcher{sess: sess, Batcher: autobatch.New(cfg, e.c.cfg.Clock, autobatch.Send[attempt]{
 			One: func(ctx context.Context, method string, body []byte, header http.Header) attempt {
 				return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, method), body: body, header: header})
@@ -106,7 +81,7 @@ func (b *batcher) do(ctx context.Context, method string, body []byte, header htt
 // sendMulti sends calls as one multi-call request on ctx and hands each
 // its own outcome: the whole request's when it failed, else its result.
 func (e *endpoint) sendMulti(ctx context.Context, sess *clientSession, live []*batchCall) {
-	whole := e.send(withMultiCallItems(ctx, live), sess, request{method: http.MethodPost, url: e.callURL(sess, protocol.MultiCallMethod), body: encodeMulti(live)})
+	whole := e.send(autobatch.WithCalls(ctx, live), sess, request{method: http.MethodPost, url: e.callURL(sess, protocol.MultiCallMethod), body: encodeMulti(live)})
 	if whole.transport != transportOK || whole.status != http.StatusOK {
 		for _, p := range live {
 			p.Deliver(whole)
@@ -175,16 +150,6 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// multiCallItemsKey keys, in the context of a multi-call request the
-// client sends, the calls it carries (see [MultiCallItemHeaders]).
-type multiCallItemsKey struct{}
-
-// withMultiCallItems returns ctx carrying calls, the calls of the
-// multi-call request sent with it, in order.
-func withMultiCallItems(ctx context.Context, calls []*batchCall) context.Context {
-	return context.WithValue(ctx, multiCallItemsKey{}, calls)
-}
-
 // MultiCallItemHeaders returns, for a multi-call request this package's
 // client sent, the value of the header name in each call it carries, in
 // order ("" for a call without it); for any other request, nil. A
@@ -193,13 +158,5 @@ func withMultiCallItems(ctx context.Context, calls []*batchCall) context.Context
 // context, rather than decoding the body again with a copy of the
 // multi-call's wire form, which stays in framework/internal/wire.
 func MultiCallItemHeaders(req *http.Request, name string) []string {
-	calls, _ := req.Context().Value(multiCallItemsKey{}).([]*batchCall)
-	if calls == nil {
-		return nil
-	}
-	values := make([]string, len(calls))
-	for i, p := range calls {
-		values[i] = p.Header.Get(name)
-	}
-	return values
+	return autobatch.ItemHeaders[attempt](req.Context(), name)
 }

@@ -35,6 +35,24 @@ type Config struct {
 	MaxDelay time.Duration
 }
 
+// WithDefaults fills the bounds c leaves unset: 64 calls in a request, at
+// most maxCalls (the multi-call's own bound); 4 requests under way; a
+// slot held 20ms at most, well above a call's time under way on a loaded
+// machine, well below what a caller notices.
+func (c Config) WithDefaults(maxCalls int) Config {
+	if c.MaxCalls <= 0 {
+		c.MaxCalls = 64
+	}
+	c.MaxCalls = min(c.MaxCalls, maxCalls)
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4
+	}
+	if c.StallAfter <= 0 {
+		c.StallAfter = 20 * time.Millisecond
+	}
+	return c
+}
+
 // Call is a call waiting in a batcher, with its outcome's way back.
 type Call[R any] struct {
 	Ctx    context.Context
