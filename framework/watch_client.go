@@ -302,16 +302,7 @@ func (c *Client) learnTopicWriter(sess *clientSession, topic string, live bool) 
 // learnTopicWriters applies a heartbeat answer's reports to a session:
 // those of the session's contract at its agreed version.
 func (c *Client) learnTopicWriters(sess *clientSession, reports []topicWriterReport) {
-	if sess.version == nil {
-		return
-	}
-	changed := false
-	for _, r := range reports {
-		if r.Contract == c.contract.Name() && r.Version == sess.version.contract.Version() {
-			changed = sess.writers.Set(r.Topic, r.Writer) || changed
-		}
-	}
-	if changed {
+	if sess.version != nil && sess.writers.Learn(reports, c.contract.Name(), sess.version.contract.Version()) {
 		c.stateChanged()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/apierror"
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 )
 
 // Options are what a watch's options (framework.WatchOption) set.
@@ -94,6 +95,18 @@ func (w *Writers) Set(topic string, live bool) bool {
 	}
 	w.known[topic] = live
 	return true
+}
+
+// Learn applies a heartbeat answer's reports to the session: those of
+// contract at version, the session's agreed version. It reports a change.
+func (w *Writers) Learn(reports []wire.TopicWriterReport, contract, version string) bool {
+	changed := false
+	for _, r := range reports {
+		if r.Contract == contract && r.Version == version {
+			changed = w.Set(r.Topic, r.Writer) || changed
+		}
+	}
+	return changed
 }
 
 // SplitByWriter splits eps, endpoints that can carry a watch of topic, by
