@@ -73,7 +73,3 @@ const (
 	// answer its replay is gone. The client gives it; a server never does.
 	CodeUnknown = apierror.CodeUnknown
 )
-
-// codeForStatus guesses a code for an HTTP answer that carried no lockstep
-// error body (a proxy's 502, a pinned peer's 404).
-func codeForStatus(status int) Code { return apierror.ForStatus(status) }

@@ -53,11 +53,6 @@ func IdentityFromCertificate(cert *x509.Certificate) (Identity, error) {
 // framework/internal/identity's, which finds a certificate's peer.
 type Peer = identity.Peer
 
-// shareKey is what a write made on p's behalf is charged to: the key of
-// its limits (limitsKey) on the server that admitted it, or for a Peer the
-// server did not admit, its identity.
-func shareKey(p *Peer) string { return identity.ShareKey(p) }
-
 // setLimitsKey records the key of p's limits on the server admitting it.
 func setLimitsKey(p *Peer, key string) { identity.SetLimitsKey(p, key) }
 

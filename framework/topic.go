@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/frames"
+	"github.com/lockstep-dev/lockstep/framework/internal/identity"
 	"github.com/lockstep-dev/lockstep/framework/internal/topics"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -164,7 +165,7 @@ func serveTopic[T any](s *Server, c *Contract, topic string, opts []TopicOption)
 		Header:  func(ctx context.Context) []byte { return changeHeader(p, ctx) },
 		Holder: func(ctx context.Context) string {
 			if peer := PeerFromContext(ctx); peer != nil {
-				return shareKey(peer)
+				return identity.ShareKey(peer) // its limits' key, or its identity
 			}
 			return ""
 		},
