@@ -85,7 +85,11 @@ func runServerCase(ctx context.Context, target Target, c *Case, base Vars) Resul
 	vars["instance2"] = randomHex(8)
 	p := &player{ctx: ctx, url: strings.TrimSuffix(url, "/"), vars: vars,
 		streams: map[string]*stream{}, pending: map[string]chan answer{},
-		client: &http.Client{Timeout: 30 * time.Second}}
+		// The timeout only bounds a hang: a case's own expectations carry
+		// its timing. revision-order's burst (12,800 sets, four watchers
+		// reading) took more than 30 s under the race detector on a 2-core
+		// machine at load 35.
+		client: &http.Client{Timeout: 2 * time.Minute}}
 	defer p.closeAll()
 	for i, s := range c.Steps {
 		if err := p.step(s); err != nil {
