@@ -8,7 +8,6 @@ package framework
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/watch"
@@ -60,32 +59,25 @@ type watchRouter struct{ c *Client }
 
 // Route waits for an endpoint whose session can carry w, as long as ctx
 // lives, taking the endpoints in turn: one at the client's own version,
-// or at a fork version that converts the topic up (see
-// [Client.watchEndpoints]). For a server-written topic it picks among the
-// replicas whose writer is attached, then among those it knows nothing of
-// yet, and waits while every replica it can reach says its topic has no
-// writer.
+// or at a fork version that converts the topic up. For a server-written
+// topic it picks among the replicas whose writer is attached, then among
+// those it knows nothing of yet, and waits while every replica it can
+// reach says its topic has no writer (watch.Candidates).
 func (r watchRouter) Route(ctx context.Context, w watch.Want, pick func(n int) int) (watch.Conn, bool) {
 	c := r.c
-	rw := &routeWait{Client: &c.waits, What: "watch " + w.Topic, Why: func() string { return c.watchWhy(w) }}
+	rw := &routeWait{Client: &c.waits, What: "watch " + w.Topic, Why: func() string { return watch.Why(c.watchKnown(), w) }}
 	defer rw.Done()
 	var e *endpoint
 	var sess *clientSession
 	err := rw.Until(ctx, func() bool {
-		eps := c.watchEndpoints(w.Topic, w.Fields)
-		if w.WriterAware {
-			live, unknown, _ := c.writerEndpoints(w.Topic, eps)
-			eps = live
-			if len(eps) == 0 {
-				eps = unknown
-			}
-		}
+		eps := watch.Candidates(c.watchReady(), w)
 		if len(eps) == 0 {
 			return false
 		}
-		e = eps[pick(len(eps))]
-		sess = e.routableSession()
-		return sess != nil && c.watchSession(sess, w.Topic, w.Fields)
+		ep := eps[pick(len(eps))]
+		s, ok := ep.Session().(routedSession) // read again: it may have changed since
+		e, sess = ep.e, s.sess
+		return ok && s.watchable(w)
 	})
 	if err != nil {
 		return nil, false
@@ -93,62 +85,66 @@ func (r watchRouter) Route(ctx context.Context, w watch.Want, pick func(n int) i
 	return &watchConn{c: c, e: e, sess: sess, want: w}, true
 }
 
-// watchSession reports whether a session can carry a watch of topic that
-// selects by fields: it agreed the client's own version, or a fork
-// version that converts the topic (see [peerVersion.watchable]).
-func (c *Client) watchSession(sess *clientSession, topic string, fields []string) bool {
-	if sess.version == nil {
-		return false
+// routedEndpoint is one of c's endpoints as watch routing reads it
+// (watch.Endpoint).
+type routedEndpoint struct {
+	c *Client
+	e *endpoint
+}
+
+func (r routedEndpoint) URL() string { return r.e.url }
+func (r routedEndpoint) Why() string { return r.e.why() }
+
+// Session returns the endpoint's routable session once it agreed a
+// version, else nil.
+func (r routedEndpoint) Session() watch.Session {
+	if sess := r.e.routableSession(); sess != nil && sess.version != nil {
+		return routedSession{r.c, sess}
 	}
-	_, ok := sess.version.watchable(c.contract, topic, fields)
+	return nil
+}
+
+// routedSession is a routable session that agreed a version, as watch
+// routing reads it (watch.Session).
+type routedSession struct {
+	c    *Client
+	sess *clientSession
+}
+
+func (r routedSession) Version() string         { return r.sess.version.contract.Version() }
+func (r routedSession) Writers() *watch.Writers { return &r.sess.writers }
+
+// Watchable: see [peerVersion.watchable].
+func (r routedSession) Watchable(topic string, fields []string) (string, bool) {
+	return r.sess.version.watchable(r.c.contract, topic, fields)
+}
+
+// watchable reports whether the session can carry a watch of w.
+func (r routedSession) watchable(w watch.Want) bool {
+	_, ok := r.Watchable(w.Topic, w.Fields)
 	return ok
 }
 
-// watchEndpoints returns the routable endpoints whose session can carry a
-// watch of topic that selects by fields.
-func (c *Client) watchEndpoints(topic string, fields []string) []*endpoint {
+// watchReady returns c's routable endpoints, for watch routing.
+func (c *Client) watchReady() []routedEndpoint {
 	ready := *c.ready.Load()
-	out := make([]*endpoint, 0, len(ready))
-	for _, e := range ready {
-		if sess := e.routableSession(); sess != nil && c.watchSession(sess, topic, fields) {
-			out = append(out, e)
-		}
+	out := make([]routedEndpoint, len(ready))
+	for i, e := range ready {
+		out[i] = routedEndpoint{c, e}
 	}
 	return out
 }
 
-// watchWhy says, for the blocked log, why no endpoint carries a watch of
-// w's topic now: each endpoint's state, and for one whose session agreed
-// a version the watch cannot travel at, that version and why not.
-func (c *Client) watchWhy(w watch.Want) string {
+// watchKnown returns every endpoint c knows, in URL order, for the
+// blocked log.
+func (c *Client) watchKnown() []routedEndpoint {
 	c.mu.Lock()
-	eps := make([]*endpoint, 0, len(c.endpoints))
+	defer c.mu.Unlock()
+	out := make([]routedEndpoint, 0, len(c.endpoints))
 	for _, base := range sortedKeys(c.endpoints) {
-		eps = append(eps, c.endpoints[base])
+		out = append(out, routedEndpoint{c, c.endpoints[base]})
 	}
-	c.mu.Unlock()
-	if len(eps) == 0 {
-		return "no endpoint known"
-	}
-	parts := make([]string, len(eps))
-	for i, e := range eps {
-		sess := e.routableSession()
-		if sess == nil || sess.version == nil {
-			parts[i] = e.why()
-			continue
-		}
-		ver := sess.version.contract.Version()
-		if why, ok := sess.version.watchable(c.contract, w.Topic, w.Fields); !ok {
-			parts[i] = e.url + " agreed " + ver + ": " + why
-			continue
-		}
-		if live, known := sess.writers.Get(w.Topic); known && !live {
-			parts[i] = e.url + " agreed " + ver + ": topic " + w.Topic + " has no writer attached"
-			continue
-		}
-		parts[i] = e.url + " agreed " + ver
-	}
-	return strings.Join(parts, "; ")
+	return out
 }
 
 // watchConn is the session of one endpoint a feed's stream goes through.
@@ -196,14 +192,7 @@ func (k *watchConn) Left() bool {
 	if k.e.routableSession() != k.sess {
 		return true
 	}
-	if !k.want.WriterAware {
-		return false
-	}
-	if live, known := k.sess.writers.Get(k.want.Topic); !known || live {
-		return false
-	}
-	live, _, _ := k.c.writerEndpoints(k.want.Topic, k.c.watchEndpoints(k.want.Topic, k.want.Fields))
-	return len(live) > 0
+	return watch.WriterMoved(routedSession{k.c, k.sess}, k.want, k.c.watchReady)
 }
 
 // Closed takes the session out of routing: the server drains, or it lost
@@ -305,16 +294,4 @@ func (c *Client) learnTopicWriters(sess *clientSession, reports []topicWriterRep
 	if sess.version != nil && sess.writers.Learn(reports, c.contract.Name(), sess.version.contract.Version()) {
 		c.stateChanged()
 	}
-}
-
-// writerEndpoints splits eps, endpoints that can carry a watch of topic
-// (see [Client.watchEndpoints]), by what is known of topic's writer
-// there: live, unknown, and writer-less.
-func (c *Client) writerEndpoints(topic string, eps []*endpoint) (live, unknown, none []*endpoint) {
-	return watch.SplitByWriter(topic, eps, func(e *endpoint) *watch.Writers {
-		if sess := e.routableSession(); sess != nil {
-			return &sess.writers
-		}
-		return nil
-	})
 }

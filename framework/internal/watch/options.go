@@ -108,25 +108,3 @@ func (w *Writers) Learn(reports []wire.TopicWriterReport, contract, version stri
 	}
 	return changed
 }
-
-// SplitByWriter splits eps, endpoints that can carry a watch of topic, by
-// what is known of topic's writer there: live, unknown, and writer-less.
-// writers returns an endpoint's session's Writers, nil for an endpoint
-// with no routable session (left out).
-func SplitByWriter[E any](topic string, eps []E, writers func(E) *Writers) (live, unknown, none []E) {
-	for _, e := range eps {
-		w := writers(e)
-		if w == nil {
-			continue
-		}
-		switch l, known := w.Get(topic); {
-		case !known:
-			unknown = append(unknown, e)
-		case l:
-			live = append(live, e)
-		default:
-			none = append(none, e)
-		}
-	}
-	return live, unknown, none
-}
