@@ -4,7 +4,10 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/lockstep-dev/lockstep/handshake"
+
 	"github.com/lockstep-dev/lockstep/framework/internal/admit"
+	hellos "github.com/lockstep-dev/lockstep/framework/internal/hello"
 	"github.com/lockstep-dev/lockstep/framework/internal/identity"
 )
 
@@ -31,21 +34,56 @@ func newGate(s *Server) *admit.Gate[*session] {
 	}
 	callEnded := s.callEnded
 	return admit.New(admit.Config[*session]{
-		Component: s.cfg.Component, MTLS: creds, Authorizer: s.cfg.Authorizer,
-		Sessions: s.sessions, Limits: s.limits,
-		MaxInFlightPerSession: s.cfg.MaxInFlightPerSession, MaxBodyBytes: s.cfg.MaxBodyBytes,
-		BodyReadTimeout: s.cfg.Limits.BodyReadTimeout,
-		Count:           s.cfg.Metrics.limitRefused, OnBehalf: s.cfg.Metrics.onBehalfEntry,
-		Logger: s.cfg.Logger, Observer: s.cfg.Observer, Clock: s.cfg.Clock,
-		Draining: s.draining.Load, Now: s.now,
-		Arrived: func() { s.lastArrival.Store(s.now()) },
+		Component:             s.cfg.Component,
+		MTLS:                  creds,
+		Authorizer:            s.cfg.Authorizer,
+		Sessions:              s.sessions,
+		Limits:                s.limits,
+		MaxInFlightPerSession: s.cfg.MaxInFlightPerSession,
+		MaxBodyBytes:          s.cfg.MaxBodyBytes,
+		BodyReadTimeout:       s.cfg.Limits.BodyReadTimeout,
+		Count:                 s.cfg.Metrics.limitRefused,
+		OnBehalf:              s.cfg.Metrics.onBehalfEntry,
+		Logger:                s.cfg.Logger,
+		Observer:              s.cfg.Observer,
+		Clock:                 s.cfg.Clock,
+		Draining:              s.draining.Load,
+		Now:                   s.now,
+		Arrived:               func() { s.lastArrival.Store(s.now()) },
 		BeginCall: func() func() {
 			s.inFlight.Add(1)
 			return callEnded
 		},
-		Replayed:   func(sess *session, key string) bool { return s.replays.Recorded(replayKeyOf(sess, key)) },
-		NewSession: newSession,
+		Replayed:         func(sess *session, key string) bool { return s.replays.Recorded(replayKeyOf(sess, key)) },
+		NewSession:       newSession,
+		Token:            func() string { return randomID(16) },
+		Joined:           s.peerJoined,
+		Lost:             s.peerLost,
+		Self:             handshake.Peer{Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release},
+		Heartbeat:        s.cfg.Heartbeat,
+		TTL:              s.cfg.SessionTTL,
+		MaxHandshakeWait: s.cfg.MaxHandshakeWait,
+		Serves:           s.negotiation,
+		DrainStarted:     s.drainCh,
+		Holdable:         hellos.Holdable,
+		WriterReports:    s.topicWriterReports,
+		Intercept:        s.interceptEntry,
 	})
+}
+
+// peerJoined tells ServerConfig.OnPeerJoined of a session that replaced
+// none.
+func (s *Server) peerJoined(sess *session) {
+	if s.cfg.OnPeerJoined != nil {
+		s.cfg.OnPeerJoined(s.info(sess))
+	}
+}
+
+// interceptEntry runs the server's interceptors (intercept) around an
+// entry the gate serves itself: a handshake, a heartbeat, a session close.
+func (s *Server) interceptEntry(ctx context.Context, c admit.Call, final func(context.Context) (any, error)) (any, error) {
+	call := &Call{Kind: c.Kind, Contract: c.Contract, Header: c.Header, Request: c.Request, Peer: c.Peer}
+	return s.intercept(ctx, call, func(ctx context.Context, _ *Call) (any, error) { return final(ctx) })
 }
 
 // newSession makes the session record sp describes, seen at its creation.
@@ -62,6 +100,7 @@ func newSession(sp admit.Spec) *session {
 func (s *session) Version() string       { return s.version }
 func (s *session) AddCall(n int64) int64 { return s.inFlight.Add(n) }
 func (s *session) Renew(now int64)       { s.lastSeen.Store(now) }
+func (s *session) TakeResync() bool      { return s.resync.Swap(false) }
 
 // refuse answers a request that never reached a handler with err, marked
 // not processed (admit.Gate.Refuse).

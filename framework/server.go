@@ -200,9 +200,9 @@ func (s *Server) Release() string { return s.cfg.Release }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Post(protocol.PathHandshake, s.serveHandshake)
-	r.Delete(protocol.PathSession, s.serveCloseSession)
-	r.Post(protocol.PathHeartbeat, s.serveHeartbeat)
+	r.Post(protocol.PathHandshake, s.gate.ServeHello)
+	r.Delete(protocol.PathSession, s.gate.ServeClose)
+	r.Post(protocol.PathHeartbeat, s.gate.ServeHeartbeat)
 	r.Get(protocol.PathStatus, s.gate.OperatorOnly(http.HandlerFunc(s.serveStatus)).ServeHTTP)
 	r.Post(protocol.PathPrefix+"{contract}/{version}/{method}", s.serveCall)
 	r.Get(protocol.PathPrefix+"{contract}/{version}/watch/{topic}", s.serveWatch)

@@ -35,12 +35,19 @@ func (g *Gate[S]) ReadBody(w http.ResponseWriter, r *http.Request, a *Admitted[S
 	return nil, nil, false
 }
 
-// ReadPeerBody reads an admitted entry's body (readEntryBody), counted
-// among the peer's bodies on their way while it is read
-// (limits.Peers.BeginBody: a body that never comes holds a stream, so a
-// peer may have only Limits.BodiesPerPeer on their way, over all its
-// connections). A refusal of the count is returned as refused, for
-// [Gate.Refuse]: the body is unread and the entry unprocessed.
+// ReadPeerBody reads an admitted entry's body (ReadBodyLimit), counted
+// among the peer's bodies on their way while it is read. The count, from
+// the entry's admission until its body has been read, is bounded by
+// Limits.BodiesPerPeer over all the peer's connections and streams
+// (limits.Peers.BeginBody). Before it, one certificate's HTTP/2
+// connections could each hold hundreds of streams whose bodies never came
+// (200 connections of 250 stalled hellos held about 1 GB until the body
+// deadline). Beyond the bound the entry is refused resource_exhausted
+// before its body is read, counted as bodies_per_peer; the refusal is
+// returned as refused, for [Gate.Refuse]: the body is unread and the
+// entry unprocessed. The count is apart from the calls in flight, so
+// refused hellos held with ?wait= (which count among those) never keep a
+// peer's next hello from being read.
 func (g *Gate[S]) ReadPeerBody(w http.ResponseWriter, r *http.Request, u *limits.Usage) (b []byte, release func(), refused, err error) {
 	end, err := g.cfg.Limits.BeginBody(u)
 	if err != nil {

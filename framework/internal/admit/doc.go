@@ -7,7 +7,11 @@
 // of calls, the per-peer limits, the Authorizer, and the body limits; it
 // writes refusals and errors in the one error shape, with
 // Lockstep-Not-Processed and the draining header where they apply, and
-// observes calls for the server's observer.
+// observes calls for the server's observer. The three entries that are
+// admission and the session table alone are served here whole: a
+// handshake (its hello admitted, negotiated, held while ?wait= allows,
+// and its session opened or its dry run answered), a heartbeat (the
+// sessions it names renewed) and a session close.
 //
 // It is separate because these rules are one concern with an order of
 // their own, which every way a request arrives (a call, a multi-call, a

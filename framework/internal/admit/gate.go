@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/internal/limits"
 	"github.com/lockstep-dev/lockstep/framework/internal/metrics"
 	"github.com/lockstep-dev/lockstep/framework/internal/sessions"
+	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 	"github.com/lockstep-dev/lockstep/handshake"
 )
@@ -37,6 +38,9 @@ type Session interface {
 	// NoticeDrain records that an answer carrying the draining header
 	// reached the session.
 	NoticeDrain()
+	// TakeResync reports whether the server asked the session's client to
+	// resync since it last told it, and clears the request.
+	TakeResync() bool
 }
 
 // Spec is what a new session record is made of ([Config.NewSession]).
@@ -77,7 +81,8 @@ type Config[S Session] struct {
 	// behalf of a client component by kind, contract and outcome.
 	Count    limits.Counter
 	OnBehalf func(kind identity.EntryKind, contract, outcome string)
-	// Logger logs what is asked on behalf of a client component.
+	// Logger logs what is asked on behalf of a client component, and at
+	// debug level the sessions opened and the hellos refused.
 	Logger *slog.Logger
 	// Observer sees the server's calls (nil: nobody); Clock times them.
 	Observer metrics.ServerObserver
@@ -94,8 +99,46 @@ type Config[S Session] struct {
 	// Replayed reports whether the server holds the record of sess's call
 	// keyed key, which it answers even while it drains.
 	Replayed func(sess S, key string) bool
-	// NewSession makes a session record.
+	// NewSession makes a session record; Token names a new session.
 	NewSession func(Spec) S
+	Token      func() string
+	// Joined is told of a session that replaced none (nil: nobody); Lost
+	// of a session a client closed.
+	Joined func(S)
+	Lost   func(S)
+
+	// What a hello is answered from: the server as a welcome names it
+	// (Self), the pace of its sessions (Heartbeat, TTL), how long a
+	// refusal may be held at most (MaxHandshakeWait), what the server
+	// serves of a contract to negotiate against (Serves: ok false when it
+	// serves none; Draining is set here), and a channel closed when the
+	// server starts draining, which releases held refusals.
+	Self             handshake.Peer
+	Heartbeat, TTL   time.Duration
+	MaxHandshakeWait time.Duration
+	Serves           func(contract string) (srv handshake.Server, ok bool)
+	DrainStarted     <-chan struct{}
+	// Holdable reports whether a refusal may change when the server is
+	// replaced, so that a hello's ?wait= holds it (hello.Holdable, which
+	// the client reads too).
+	Holdable func(handshake.Reason) bool
+	// WriterReports is what a heartbeat's answer says of the writers of
+	// the topics of contracts.
+	WriterReports func(contracts map[string]bool) []wire.TopicWriterReport
+	// Intercept runs the server's interceptors around an entry other
+	// than a call (a handshake, a heartbeat, a session close), which
+	// final serves.
+	Intercept func(ctx context.Context, c Call, final func(context.Context) (any, error)) (any, error)
+}
+
+// Call is an entry other than a call as the server's interceptors see it
+// (the fields of framework.Call of the same names).
+type Call struct {
+	Kind     identity.EntryKind
+	Contract string
+	Header   http.Header
+	Request  any
+	Peer     handshake.Peer
 }
 
 // Gate admits a server's entries, by the rules of its [Config].
