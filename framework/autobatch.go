@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/autobatch"
+	"github.com/lockstep-dev/lockstep/framework/internal/resend"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -46,11 +47,11 @@ type AutoBatch struct {
 // multi-calls.
 type batcher struct {
 	sess *clientSession
-	*autobatch.Batcher[attempt]
+	*autobatch.Batcher[resend.Attempt]
 }
 
 // batchCall is a call waiting in a batcher.
-type batchCall = autobatch.Call[attempt]
+type batchCall = autobatch.Call[resend.Attempt]
 
 // batcherFor returns the batcher of sess, creating it on first use.
 func (e *endpoint) batcherFor(sess *clientSession) *batcher {
@@ -62,36 +63,36 @@ func (e *endpoint) batcherFor(sess *clientSession) *batcher {
 			a = *e.c.cfg.AutoBatch
 		}
 		cfg := autobatch.Config{MaxCalls: a.MaxCalls, MaxInFlight: a.MaxInFlight, StallAfter: a.StallAfter, MaxDelay: a.MaxDelay}.WithDefaults(MaxMultiCalls)
-		e.batch = &batcher{sess: sess, Batcher: autobatch.New(cfg, e.c.cfg.Clock, autobatch.Send[attempt]{
-			One: func(ctx context.Context, method string, body []byte, header http.Header) attempt {
-				return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, method), body: body, header: header})
+		e.batch = &batcher{sess: sess, Batcher: autobatch.New(cfg, e.c.cfg.Clock, autobatch.Send[resend.Attempt]{
+			One: func(ctx context.Context, method string, body []byte, header http.Header) resend.Attempt {
+				return e.send(ctx, sess, resend.Request{Method: http.MethodPost, URL: e.callURL(sess, method), Body: body, Header: header})
 			},
 			Many:  func(ctx context.Context, calls []*batchCall) { e.sendMulti(ctx, sess, calls) },
-			Ended: func(err error) attempt { return attempt{transport: transportAmbiguous, err: err} },
+			Ended: func(err error) resend.Attempt { return resend.Attempt{Transport: resend.TransportAmbiguous, Err: err} },
 		})}
 	}
 	return e.batch
 }
 
 // do sends a call through the batcher and waits for its own outcome.
-func (b *batcher) do(ctx context.Context, method string, body []byte, header http.Header) attempt {
+func (b *batcher) do(ctx context.Context, method string, body []byte, header http.Header) resend.Attempt {
 	return b.Do(ctx, method, body, header)
 }
 
 // sendMulti sends calls as one multi-call request on ctx and hands each
 // its own outcome: the whole request's when it failed, else its result.
 func (e *endpoint) sendMulti(ctx context.Context, sess *clientSession, live []*batchCall) {
-	whole := e.send(autobatch.WithCalls(ctx, live), sess, request{method: http.MethodPost, url: e.callURL(sess, protocol.MultiCallMethod), body: encodeMulti(live)})
-	if whole.transport != transportOK || whole.status != http.StatusOK {
+	whole := e.send(autobatch.WithCalls(ctx, live), sess, resend.Request{Method: http.MethodPost, URL: e.callURL(sess, protocol.MultiCallMethod), Body: encodeMulti(live)})
+	if whole.Transport != resend.TransportOK || whole.Status != http.StatusOK {
 		for _, p := range live {
 			p.Deliver(whole)
 		}
 		return
 	}
-	br, err := wire.DecodeMultiResponse(whole.body)
+	br, err := wire.DecodeMultiResponse(whole.Body)
 	if err != nil || len(br.Results) != len(live) {
-		bad := attempt{status: http.StatusInternalServerError,
-			body: mustJSON(toWire(Errorf(CodeInternal, "multi-call answer does not decode")))}
+		bad := resend.Attempt{Status: http.StatusInternalServerError,
+			Body: mustJSON(toWire(Errorf(CodeInternal, "multi-call answer does not decode")))}
 		for _, p := range live {
 			p.Deliver(bad)
 		}
@@ -99,16 +100,16 @@ func (e *endpoint) sendMulti(ctx context.Context, sess *clientSession, live []*b
 	}
 	for i, p := range live {
 		r := br.Results[i]
-		a := attempt{draining: whole.draining}
+		a := resend.Attempt{Draining: whole.Draining}
 		switch {
 		case r.Error != nil:
 			// An item's own error says nothing of whether it was
 			// processed: only the request as a whole can be refused
 			// unprocessed.
-			a.status = r.Error.ToError().Code().HTTPStatus()
-			a.body = mustJSON(r.Error)
+			a.Status = r.Error.ToError().Code().HTTPStatus()
+			a.Body = mustJSON(r.Error)
 		default:
-			a.status, a.body = http.StatusOK, r.OK
+			a.Status, a.Body = http.StatusOK, r.OK
 		}
 		p.Deliver(a)
 	}
@@ -158,5 +159,5 @@ func mustJSON(v any) []byte {
 // context, rather than decoding the body again with a copy of the
 // multi-call's wire form, which stays in framework/internal/wire.
 func MultiCallItemHeaders(req *http.Request, name string) []string {
-	return autobatch.ItemHeaders[attempt](req.Context(), name)
+	return autobatch.ItemHeaders[resend.Attempt](req.Context(), name)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/resend"
 	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -333,12 +334,12 @@ func (c *Client) invoke(ctx context.Context, req any, opts []CallOption, wire wi
 			encodedFor, encoded = v, b
 			return b, nil
 		}
-		safety := unsafeToResend
+		safety := resend.Unsafe
 		switch {
 		case o.idempotencyKey != "":
-			safety = keyed
+			safety = resend.Keyed
 		case idempotent:
-			safety = idempotentCall
+			safety = resend.Idempotent
 		}
 		answer, v, err := c.send(ctx, call, encode, safety, o.failFast)
 		if err != nil {
@@ -350,127 +351,44 @@ func (c *Client) invoke(ctx context.Context, req any, opts []CallOption, wire wi
 }
 
 // send routes one call to a compatible endpoint, blocking while there is
-// none, and resends it as the resend rules ([classify]) say. It returns
-// the answer and the version it travelled at.
-func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), safety resendSafety, failFast bool) ([]byte, *peerVersion, error) {
+// none, and resends it as the resend rules say ([resend.Call.Run]). It
+// returns the answer and the version it travelled at.
+func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), safety resend.Safety, failFast bool) ([]byte, *peerVersion, error) {
 	w := c.newCallWait(failFast)
 	defer w.Done()
 	what := call.Contract + " " + call.Method
 	w.What = "call " + what
-	var e *endpoint
-	var sess *clientSession
-	here := 0 // resends in a row to the same endpoint
-	// pin is, once an attempt of a keyed call failed ambiguously, where it
-	// may have run: only that server instance holds its record, so every
-	// later attempt goes there, and the call's outcome is unknown once that
-	// instance is gone.
-	var pin *keyedPin
-	for resends := 0; ; resends++ {
-		if e == nil && pin != nil {
-			var err error
-			if e, sess, err = pin.reach(ctx, w, what); err != nil {
-				return nil, nil, err
+	rc := resend.Call{Safety: safety,
+		Pick: func() resend.Target {
+			if e, sess := c.pick(call.Method); e != nil {
+				return resend.Target{E: e, S: sess}
 			}
-		}
-		if e == nil {
-			if err := w.Until(ctx, func() bool { e, sess = c.pick(call.Method); return e != nil }); err != nil {
-				return nil, nil, err
+			return resend.Target{}
+		},
+		Attempt: func(ctx context.Context, t resend.Target, alone bool) (resend.Attempt, error) {
+			e, sess := t.E.(*endpoint), t.S.(*clientSession)
+			call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.version.contract.Version()
+			body, err := encode(sess.version)
+			if err != nil {
+				return resend.Attempt{}, err
 			}
-		}
-		if err := w.Pace(ctx, resends); err != nil {
-			return nil, nil, err
-		}
-		call.Peer, call.Endpoint, call.Version = sess.peer, e.url, sess.version.contract.Version()
-		body, err := encode(sess.version)
-		if err != nil {
-			return nil, nil, err
-		}
-		attemptOn := c.attempt
-		if pin != nil { // a pinned call goes alone (see attemptAlone)
-			attemptOn = c.attemptAlone
-		}
-		a := attemptOn(ctx, e, sess, call, body)
-		attemptSafety := safety
-		if safety == keyed && sess.version.pinned {
-			// A pinned peer keeps no idempotency records: a resend there
-			// could apply the call again.
-			attemptSafety = unsafeToResend
-		}
-		d, werr := e.settle(ctx, sess, a, attemptSafety, what)
-		switch d.action {
-		case actDone:
-			return a.body, sess.version, nil
-		case actFail:
-			if attemptSafety != safety && a.transport == transportAmbiguous {
-				return nil, nil, Errorf(CodeUnknown, "%s: outcome unknown: it may have been applied by the pinned peer %s, which keeps no idempotency records (%v)",
-					what, e.url, werr)
+			if alone {
+				return c.attemptAlone(ctx, e, sess, call, body), nil
 			}
-			return nil, nil, werr
-		case actResendHere:
-			if safety == keyed && pin == nil {
-				pin = &keyedPin{e: e, instance: sess.peer.Instance, cause: werr}
-			}
-			if here++; here <= maxResendsHere && e.routableSession() == sess {
-				continue
-			}
-			// The endpoint keeps failing, or lost its session: as an
-			// idempotent call would, it goes elsewhere (a keyed call only
-			// to its pinned instance).
-			e.lose(sess, stateUnreachable, a.err)
-		case actResendElsewhere:
-			if pin != nil && d.lose == stateDraining && a.notProcessed && a.unrecorded {
-				// A draining server answers replays of the keys it recorded
-				// (see admit.Gate.Admit), and says when it holds no record of
-				// the key: the key never ran there, and the call is free to
-				// go elsewhere. Any other not-processed answer (the refusal
-				// a drain writes on an idle connection, which reads no
-				// request) speaks of this request only.
-				pin = nil
-			}
-		}
-		e, sess, here = nil, nil, 0
+			return c.attempt(ctx, e, sess, call, body), nil
+		},
 	}
-}
-
-// keyedPin is the server instance a keyed call may have run at.
-type keyedPin struct {
-	e        *endpoint
-	instance string
-	cause    *Error // the ambiguous failure that pinned the call
-}
-
-// reach waits until the pinned endpoint holds a session with the pinned
-// instance, and returns it. Once the endpoint answers from another
-// instance, or cannot be reached, or stops, the instance and its record
-// are gone: the call fails with unknown, since it may have been applied
-// there.
-func (p *keyedPin) reach(ctx context.Context, w *routeWait, what string) (*endpoint, *clientSession, error) {
-	var sess *clientSession
-	gone := false
-	err := w.Until(ctx, func() bool {
-		if sess = p.e.routableSession(); sess != nil {
-			return true
-		}
-		switch endpointState(p.e.status().State) {
-		case stateUnreachable, stateDraining, stateRefused:
-			gone = true
-		}
-		return gone || p.e.ctx.Err() != nil
-	})
-	switch {
-	case err != nil:
+	answer, t, err := rc.Run(ctx, w, what)
+	if err != nil {
 		return nil, nil, err
-	case sess != nil && sess.peer.Instance == p.instance:
-		return p.e, sess, nil
 	}
-	return nil, nil, Errorf(CodeUnknown, "%s: outcome unknown: it may have been applied by %s instance %s, which is gone (%v); its idempotency record went with it",
-		what, p.e.url, p.instance, p.cause)
+	return answer, t.S.(*clientSession).version, nil
 }
 
 // attempt sends one attempt of a call to e: through its automatic batcher
 // unless batching is off, the peer is pinned (it speaks no multi-call), or
 // it is a batch call (a multi-call carries unary calls only).
-func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) attempt {
+func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) resend.Attempt {
 	if ab := c.cfg.AutoBatch; (ab == nil || !ab.Disabled) && !sess.version.pinned {
 		if decl, ok := c.contract.Method(call.Method); ok && !decl.Batch {
 			return e.batcherFor(sess).do(ctx, call.Method, body, call.Header)
@@ -480,9 +398,7 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, sess *clientSession, 
 }
 
 // attemptAlone sends one attempt of a call to e in a request of its own,
-// never in a multi-call: a keyed call pinned to the instance where it may
-// have run goes so, since only its own request carries its key where the
-// drain's replay rule sees it.
-func (c *Client) attemptAlone(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) attempt {
-	return e.send(ctx, sess, request{method: http.MethodPost, url: e.callURL(sess, call.Method), body: body, header: call.Header})
+// never in a multi-call (for whom, see resend.Call's Attempt).
+func (c *Client) attemptAlone(ctx context.Context, e *endpoint, sess *clientSession, call *Call, body []byte) resend.Attempt {
+	return e.send(ctx, sess, resend.Request{Method: http.MethodPost, URL: e.callURL(sess, call.Method), Body: body, Header: call.Header})
 }

@@ -1,13 +1,9 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +15,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/framework/internal/clienthttp"
 	"github.com/lockstep-dev/lockstep/framework/internal/hello"
-	"github.com/lockstep-dev/lockstep/framework/internal/wire"
+	"github.com/lockstep-dev/lockstep/framework/internal/resend"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
 
@@ -52,6 +48,16 @@ type clientSession struct {
 	writers sessionWriters
 }
 
+// Token is the session's token (resend.Session).
+func (s *clientSession) Token() string { return s.token }
+
+// Pinned reports whether the session is a pinned peer's, which has no
+// handshake (resend.Session).
+func (s *clientSession) Pinned() bool { return s.version.pinned }
+
+// Peer is the server the session is with (resend.Session).
+func (s *clientSession) Peer() handshake.Peer { return s.peer }
+
 // endpoint is one replica of the peer. Its loop handshakes, heartbeats
 // while the session lives, and handshakes again when it is lost; calls read
 // its session without locks.
@@ -75,6 +81,8 @@ type endpoint struct {
 
 	sess     atomic.Pointer[clientSession] // routable session, or nil
 	lastCall atomic.Int64                  // unix nanos of the last answered call
+	// link is how the endpoint's requests reach it (resend.Link).
+	link resend.Link
 
 	// pinned is the version of a pinned peer, nil for a handshaking one.
 	pinned *peerVersion
@@ -92,8 +100,11 @@ type endpoint struct {
 
 func newEndpoint(c *Client, url string) *endpoint {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &endpoint{c: c, url: url, addr: dialAddr(url), ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+	e := &endpoint{c: c, url: url, addr: dialAddr(url), ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
 		announced: make(chan struct{}, 1), firstRound: make(chan struct{}), state: stateConnecting}
+	e.link = resend.Link{URL: url, HC: c.hc, Clock: c.cfg.Clock, MaxResponseBytes: c.cfg.MaxResponseBytes,
+		LastCall: &e.lastCall, Resync: c.resync}
+	return e
 }
 
 // endFirstRound marks the first handshake round over.
@@ -134,6 +145,32 @@ func (e *endpoint) announce() {
 func (e *endpoint) routable() bool { return e.sess.Load() != nil }
 
 func (e *endpoint) routableSession() *clientSession { return e.sess.Load() }
+
+// Link is how the endpoint's requests reach it (resend.Endpoint).
+func (e *endpoint) Link() *resend.Link { return &e.link }
+
+// Routable is the endpoint's routable session, or nil (resend.Endpoint).
+func (e *endpoint) Routable() resend.Session {
+	if s := e.sess.Load(); s != nil {
+		return s
+	}
+	return nil
+}
+
+// State is the endpoint's state now (resend.Endpoint).
+func (e *endpoint) State() endpointState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// Stopped reports whether the endpoint has stopped (resend.Endpoint).
+func (e *endpoint) Stopped() bool { return e.ctx.Err() != nil }
+
+// Lose is [endpoint.lose] for the request path (resend.Endpoint).
+func (e *endpoint) Lose(s resend.Session, state endpointState, err error) {
+	e.lose(s.(*clientSession), state, err)
+}
 
 func (e *endpoint) status() EndpointStatus {
 	e.mu.Lock()
@@ -433,181 +470,15 @@ func (e *endpoint) closeSession(sess *clientSession) {
 	clienthttp.DeleteSessions(e.c.hc, e.url, []string{sess.token})
 }
 
-// readAnswer, decodeWireError and decodeWireErrorStatus read an answer
-// and its error body as the server writes them: see package wire.
-func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
-	return wire.ReadAnswer(resp, limit)
+// send sends one attempt of r to e through sess ([resend.Target.Send]).
+func (e *endpoint) send(ctx context.Context, sess *clientSession, r resend.Request) resend.Attempt {
+	return resend.Target{E: e, S: sess}.Send(ctx, r)
 }
 
-func decodeWireError(resp *http.Response, body []byte) *Error { return wire.DecodeError(resp, body) }
-
-func decodeWireErrorStatus(status int, url string, body []byte) *Error {
-	return wire.DecodeErrorStatus(status, url, body)
-}
-
-// request is one attempt's request to an endpoint.
-type request struct {
-	// method is the HTTP method: POST, or GET for a watch stream.
-	method string
-	// url is where it goes: [endpoint.callURL], a topic's or a watch's path.
-	url    string
-	body   []byte
-	header http.Header // the request's own headers, added to the protocol's
-	// stream leaves a successful answer's body open in attempt.stream,
-	// for a watch stream, instead of reading it whole.
-	stream bool
-}
-
-// attempt is what one attempt got: an answer, or a transport failure.
-type attempt struct {
-	transport    transportKind
-	err          error // the transport failure, when transport is not transportOK
-	status       int
-	draining     bool
-	notProcessed bool
-	// unrecorded is Lockstep-Unrecorded: the draining server holds no
-	// record of the call's idempotency key.
-	unrecorded bool
-	body       []byte
-	// url is where the request went, named (redacted) in the error of an
-	// answer that is not in the lockstep error shape; nil for the items of
-	// a multi-call, whose errors are. Kept as the request's own URL and
-	// written out only for such an answer: a call that succeeds spends
-	// nothing on it.
-	url *url.URL
-	// stream is a successful streaming answer's open body; the caller
-	// closes it.
-	stream io.ReadCloser
-	// resumed says a watch stream resumes from the request's resume
-	// point (Lockstep-Resumed).
-	resumed bool
-}
-
-// facts are what the resend rules look at in a.
-func (a attempt) facts(safety resendSafety) attemptFacts {
-	f := attemptFacts{transport: a.transport, notProcessed: a.notProcessed, draining: a.draining, safety: safety}
-	if a.transport == transportOK && a.status != http.StatusOK {
-		f.code = a.error().Code()
-	}
-	return f
-}
-
-// error is the error an attempt ended with, or nil for a success.
-func (a attempt) error() *Error {
-	switch {
-	case a.transport != transportOK:
-		return asError(a.err)
-	case a.status != http.StatusOK:
-		at := ""
-		if a.url != nil {
-			at = a.url.Redacted()
-		}
-		return decodeWireErrorStatus(a.status, at, a.body)
-	}
-	return nil
-}
-
-// send is the one way the client sends a request to an endpoint: with the
-// session, the caller's deadline and the protocol's content type, reading
-// the answer whole (bounded by MaxResponseBytes) unless r.stream.
-func (e *endpoint) send(ctx context.Context, sess *clientSession, r request) attempt {
-	var body io.Reader = http.NoBody
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	var sent clienthttp.Sent
-	req, err := http.NewRequestWithContext(sent.Trace(ctx), r.method, r.url, body)
-	if err != nil {
-		return attempt{transport: transportNotSent, err: Errorf(CodeInternal, "request to %s: %v", r.url, err)}
-	}
-	for k, v := range r.header {
-		req.Header[k] = v
-	}
-	if r.body != nil {
-		req.Header.Set("Content-Type", protocol.ContentTypeJSON)
-	}
-	if r.stream {
-		req.Header.Set("Accept", protocol.ContentTypeNDJSON)
-	}
-	if !sess.version.pinned {
-		req.Header.Set(protocol.HeaderSession, sess.token)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(protocol.HeaderTimeout, encodeTimeout(dl.Sub(e.c.cfg.Clock.Now())))
-	}
-	resp, err := e.c.hc.Do(req)
-	if err != nil {
-		kind := transportAmbiguous
-		if clienthttp.IsDialError(err) || sent.NotSent() {
-			kind = transportNotSent
-		}
-		return attempt{transport: kind, err: err}
-	}
-	a := attempt{
-		url:          req.URL,
-		status:       resp.StatusCode,
-		draining:     resp.Header.Get(protocol.HeaderDraining) != "",
-		notProcessed: resp.Header.Get(protocol.HeaderNotProcessed) != "",
-		unrecorded:   resp.Header.Get(protocol.HeaderUnrecorded) != "",
-	}
-	if resp.StatusCode == http.StatusOK {
-		e.lastCall.Store(e.c.cfg.Clock.Now().UnixNano())
-		if resp.Header.Get(protocol.HeaderResync) != "" {
-			e.c.resync()
-		}
-		if r.stream {
-			a.stream = resp.Body
-			a.resumed = resp.Header.Get(protocol.HeaderResumed) != ""
-			return a
-		}
-	}
-	limit := e.c.cfg.MaxResponseBytes
-	if r.stream {
-		limit = 64 << 10 // a refused watch answers a short error
-	}
-	out, err := readAnswer(resp, limit)
-	switch {
-	case CodeOf(err) == CodePayloadTooLarge:
-		// Too large to read: the call was processed, and resending it
-		// would get the same answer.
-		a.status, a.body = http.StatusRequestEntityTooLarge, mustJSON(toWire(asError(err)))
-	case err != nil:
-		// Cut short: whatever it said is lost.
-		a.transport, a.err = transportAmbiguous, err
-	default:
-		a.body = out
-	}
-	return a
-}
-
-// settle applies the resend rules to what one attempt got and takes the
-// session out of routing when they say so, so the endpoint handshakes
-// again; what names the request in errors ("nodestatus Report"). It
-// returns the attempt's error, if any. A request whose context ended fails
-// with the context's error.
-func (e *endpoint) settle(ctx context.Context, sess *clientSession, a attempt, safety resendSafety, what string) (decision, *Error) {
-	if ctx.Err() != nil {
-		if a.stream != nil {
-			a.stream.Close()
-		}
-		return decision{action: actFail}, contextError(ctx, nil)
-	}
-	d := classify(a.facts(safety))
-	err := a.error()
-	if a.transport != transportOK {
-		err = Errorf(CodeUnavailable, "%s to %s: %v", what, e.url, a.err)
-	}
-	if d.lose != "" {
-		var cause error = err
-		switch {
-		case a.transport != transportOK:
-			cause = a.err
-		case err == nil:
-			cause = Errorf(CodeUnavailable, "%s is draining", sess.peer.Component)
-		}
-		e.lose(sess, d.lose, cause)
-	}
-	return d, err
+// settle applies the resend rules to what one attempt at e through sess
+// got ([resend.Target.Settle]).
+func (e *endpoint) settle(ctx context.Context, sess *clientSession, a resend.Attempt, safety resend.Safety, what string) (resend.Decision, *Error) {
+	return resend.Target{E: e, S: sess}.Settle(ctx, a, safety, what)
 }
 
 // callURL is where a call goes: the lockstep path, or for a pinned peer the

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/resend"
 	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -166,12 +167,12 @@ func (k *watchConn) Open(ctx context.Context, query string) (watch.Opened, error
 	if query != "" {
 		url += "?" + query
 	}
-	a := k.e.send(ctx, k.sess, request{method: http.MethodGet, url: url, stream: true})
-	if a.stream == nil {
-		d, err := k.e.settle(ctx, k.sess, a, idempotentCall, "watch of "+k.want.Topic)
-		return watch.Opened{Refused: d.action == actFail && d.lose == "" && a.transport == transportOK}, err
+	a := k.e.send(ctx, k.sess, resend.Request{Method: http.MethodGet, URL: url, Stream: true})
+	if a.Stream == nil {
+		d, err := k.e.settle(ctx, k.sess, a, resend.Idempotent, "watch of "+k.want.Topic)
+		return watch.Opened{Refused: d.Action == resend.Fail && d.Lose == "" && a.Transport == resend.TransportOK}, err
 	}
-	return watch.Opened{Body: a.stream, Resumed: a.resumed}, nil
+	return watch.Opened{Body: a.Stream, Resumed: a.Resumed}, nil
 }
 
 // Up is the fork's conversion of the topic's objects, nil at the
@@ -239,13 +240,13 @@ func (w topicWrites) Wait(what string, closed <-chan struct{}, closedErr error) 
 // resend is marked resend, and written again once an endpoint is routable.
 func (w topicWrites) Post(ctx context.Context, t watch.Target, wr watch.Write) watch.Result {
 	e, sess, c := t.(topicTarget).e, wr.Session.(*clientSession), w.c
-	a := e.send(ctx, sess, request{method: http.MethodPost,
-		url: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), wr.Topic), body: wr.Body, header: wr.Header})
-	d, err := e.settle(ctx, sess, a, idempotentCall, "topic "+wr.Topic+" write")
-	switch d.action {
-	case actDone:
+	a := e.send(ctx, sess, resend.Request{Method: http.MethodPost,
+		URL: e.url + protocol.TopicPath(c.contract.Name(), c.contract.Version(), wr.Topic), Body: wr.Body, Header: wr.Header})
+	d, err := e.settle(ctx, sess, a, resend.Idempotent, "topic "+wr.Topic+" write")
+	switch d.Action {
+	case resend.Done:
 		return watch.Result{}
-	case actFail:
+	case resend.Fail:
 		return watch.Result{Err: err}
 	}
 	return watch.Result{Err: err, Resend: true}
