@@ -51,6 +51,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -108,9 +109,11 @@ type config struct {
 	// startRate is how many nodes a second the hollow process starts, in
 	// startTicks groups a second.
 	startRate, startTicks int
-	registerFor           time.Duration
-	readyFraction         float64
-	bindConcurrency       int
+	// tlsResumption: the hollow nodes keep their TLS sessions.
+	tlsResumption   bool
+	registerFor     time.Duration
+	readyFraction   float64
+	bindConcurrency int
 	// The API server and what is observed of it.
 	kubeconfig, adminKubeconfig string
 	nodeRefresh                 time.Duration
@@ -149,6 +152,7 @@ func run() int {
 	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
 	flag.Float64Var(&c.steadyBinds, "steady-binds-per-second", 10, "lockstep path: pods bound one at a time in the steady window, per second, for its bind → Running (at most one per node)")
 	flag.IntVar(&c.startRate, "start-rate", 100, "lockstep path: nodes the hollow process starts per second")
+	flag.BoolVar(&c.tlsResumption, "tls-resumption", true, "lockstep path: the hollow nodes resume their TLS sessions on new connections (false: a full handshake each)")
 	flag.IntVar(&c.startTicks, "start-ticks", 20, "lockstep path: groups of nodes the hollow process starts per second, evenly apart (1: one group a second, all of whose heartbeats come at about the same instant)")
 	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "lockstep path: the node controller persists Node objects to this API server")
@@ -391,6 +395,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	hsPlacing := creds.Handshakes()
 	res.PodsPlaced = place(ctx, sched, c)
 	stopProfile()
 	res.BindsPerSec = round(float64(res.PodsPlaced)/time.Since(start).Seconds(), 1)
@@ -400,6 +405,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	res.PlaceSeconds = time.Since(start).Seconds()
 	res.PlacementPodWritesPerSec = podWritesPerSec(obs.between(before, obs.snapshot(ctx)).WritesPerSec)
+	res.TLSFullHandshakesPlacing = int64(creds.Handshakes().ServerFull - hsPlacing.ServerFull)
 	fmt.Fprintf(os.Stderr, "lockstep: %d pods placed and %d Running in %.1f s\n", res.PodsPlaced, res.PodsPlaced-res.PodsNotRunning, res.PlaceSeconds)
 	p50, p99, _, _ := bindToRunning(nc, placedPrefix)
 	res.BindToRunningP50Ms, res.BindToRunningP99Ms = ms(p50), ms(p99)
@@ -473,6 +479,8 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	res.LostLiveNodes = len(nc.Lost()) - len(victims)
 
 	// The main child's heartbeat figures, as it reports them on stopping.
+	hs := creds.Handshakes()
+	res.TLSFullHandshakes, res.TLSResumedHandshakes = int64(hs.ServerFull), int64(hs.ServerResumed)
 	keepBeats(res, main.stop())
 	res.LoadEnd, res.LoadMax = loadAvg(), loadMax()
 	return res, nil
@@ -932,7 +940,8 @@ func startChild(url, caCert, caKey string, c config, nodes int, prefix string, b
 	}
 	return startProcess(append([]string{"hollow", "-url", url, "-ca-cert", caCert, "-ca-key", caKey, "-nodes", strconv.Itoa(nodes),
 		"-prefix", prefix, "-status-every", c.statusEvery.String(), "-source-block", strconv.Itoa(block),
-		"-start-rate", strconv.Itoa(c.startRate), "-start-ticks", strconv.Itoa(c.startTicks)}, more...)...)
+		"-start-rate", strconv.Itoa(c.startRate), "-start-ticks", strconv.Itoa(c.startTicks),
+		"-tls-resumption=" + strconv.FormatBool(c.tlsResumption)}, more...)...)
 }
 
 // startProcess starts this program in one of its child modes.
@@ -1007,6 +1016,7 @@ func hollow(args []string) int {
 	startRate := fs.Int("start-rate", 100, "nodes started per second")
 	startTicks := fs.Int("start-ticks", 20, "groups of nodes started per second, evenly apart")
 	steadyProfile := fs.String("steady-cpu-profile", "", "write the process's CPU profile from the steady window's start to its end to this file")
+	resume := fs.Bool("tls-resumption", true, "nodes resume their TLS sessions on new connections; false: every connection a full handshake")
 	_ = fs.Parse(args)
 	ca, err := certs.LoadCA(*caCert, *caKey)
 	if err != nil {
@@ -1032,6 +1042,17 @@ func hollow(args []string) int {
 	// of the second its session began in, spread over the second rather
 	// than coming together (with 1 tick, every second's group beats at
 	// about the same instant).
+	nodeTLS := kubelet.NodeCertificates(ca, ca.Pool(), "")
+	if !*resume {
+		issue := nodeTLS
+		nodeTLS = func(node string) (*tls.Config, error) {
+			tc, err := issue(node)
+			if err == nil {
+				tc.ClientSessionCache = nil
+			}
+			return tc, err
+		}
+	}
 	group := max(1, (max(1, *startRate)+max(1, *startTicks)-1)/max(1, *startTicks))
 	tick := time.Duration(float64(time.Second) * float64(group) / float64(max(1, *startRate)))
 	t0 := time.Now()
@@ -1042,7 +1063,7 @@ func hollow(args []string) int {
 			source = func(i int) net.IP { return sourceAddr(*block, first+i) }
 		}
 		k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: min(group, *nodes-first), FirstNode: first, NodePrefix: *prefix,
-			ChangeEvery: -1, StatusEvery: *statusEvery, NodeTLS: kubelet.NodeCertificates(ca, ca.Pool(), ""), SourceAddr: source, Logger: quiet,
+			ChangeEvery: -1, StatusEvery: *statusEvery, NodeTLS: nodeTLS, SourceAddr: source, Logger: quiet,
 			Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{*url}, Logger: quiet}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "hollow:", err)

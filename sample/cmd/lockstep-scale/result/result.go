@@ -75,9 +75,16 @@ type Result struct {
 	// live nodes whose health went from Ready to not Ready in it, and Flaps
 	// those over the whole run: false verdicts of a short session TTL on a
 	// loaded machine.
-	SteadyLapses int64 `json:"steadyLapses"`
-	SteadyFlaps  int64 `json:"steadyFlaps"`
-	Flaps        int64 `json:"flaps"`
+	// TLSFullHandshakes and TLSResumedHandshakes (lockstep path) count
+	// the node controller's TLS handshakes over the run, full (a
+	// signature and a verification each side) or resumed;
+	// TLSFullHandshakesPlacing the full ones while the pods were placed.
+	TLSFullHandshakes        int64 `json:"tlsFullHandshakes,omitempty"`
+	TLSResumedHandshakes     int64 `json:"tlsResumedHandshakes,omitempty"`
+	TLSFullHandshakesPlacing int64 `json:"tlsFullHandshakesPlacing,omitempty"`
+	SteadyLapses             int64 `json:"steadyLapses"`
+	SteadyFlaps              int64 `json:"steadyFlaps"`
+	Flaps                    int64 `json:"flaps"`
 	// KillNoticedMs: from SIGKILL until the API server shows the node's
 	// Ready condition not True (or, without an API server, until the node
 	// controller holds it Unknown); KillNoticedInMemoryMs (lockstep path):
