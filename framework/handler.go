@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 
@@ -367,29 +368,34 @@ func withTimeoutHeader(ctx context.Context, value string) (context.Context, cont
 	return ctx, cancel, nil
 }
 
-// runBounded runs fn(0) … fn(n-1) on at most workers goroutines and waits
-// for them: the calls of a multi-call came from concurrent callers, but one
-// request must not start unbounded goroutines.
+// runBounded runs fn(0) … fn(n-1) on at most workers goroutines, the
+// caller's among them, and waits for them: the calls of a multi-call came
+// from concurrent callers, but one request must not start unbounded
+// goroutines. Each worker takes the next index left until none is, so a
+// call that blocks holds up only its own worker, while quick calls run
+// one after the other on whichever worker is running, instead of being
+// handed to the workers one by one through a channel (a park and a wake-up
+// each, on the scheduler's queue beside every other goroutine).
 func runBounded(n, workers int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			fn(i)
+		}
 	}
 	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(n, workers); w++ {
+	for range min(n, workers) - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
+			work()
 		}()
 	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
+	work()
 	wg.Wait()
 }
 
