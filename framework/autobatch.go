@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"time"
 
@@ -82,7 +83,8 @@ func (b *batcher) do(ctx context.Context, method string, body []byte, header htt
 // sendMulti sends calls as one multi-call request on ctx and hands each
 // its own outcome: the whole request's when it failed, else its result.
 func (e *endpoint) sendMulti(ctx context.Context, sess *clientSession, live []*batchCall) {
-	whole := e.send(autobatch.WithCalls(ctx, live), sess, resend.Request{Method: http.MethodPost, URL: e.callURL(sess, protocol.MultiCallMethod), Body: encodeMulti(live)})
+	parts, n := encodeMulti(live)
+	whole := e.send(autobatch.WithCalls(ctx, live), sess, resend.Request{Method: http.MethodPost, URL: e.callURL(sess, protocol.MultiCallMethod), Parts: parts, PartsLen: n})
 	if whole.Transport != resend.TransportOK || whole.Status != http.StatusOK {
 		for _, p := range live {
 			p.Deliver(whole)
@@ -116,17 +118,11 @@ func (e *endpoint) sendMulti(ctx context.Context, sess *clientSession, live []*b
 }
 
 // encodeMulti writes the multi-call body around the already encoded
-// requests.
-func encodeMulti(calls []*batchCall) []byte {
-	size := len(`{"calls":[]}`)
+// requests, which it does not copy: the body is sent in parts
+// (wire.MultiCallBody).
+func encodeMulti(calls []*batchCall) (net.Buffers, int) {
+	body := wire.NewMultiCallBody(len(calls))
 	for _, p := range calls {
-		size += len(`{"method":"","timeout":"","request":},`) + len(p.Method) + 16 + len(p.Body)
-	}
-	buf := append(make([]byte, 0, size), `{"calls":[`...)
-	for i, p := range calls {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
 		var timeout string
 		if dl, ok := p.Ctx.Deadline(); ok {
 			timeout = encodeTimeout(time.Until(dl))
@@ -138,9 +134,9 @@ func encodeMulti(calls []*batchCall) []byte {
 				h[k] = p.Header.Get(k)
 			}
 		}
-		buf = wire.AppendMultiCall(buf, p.Method, timeout, h, p.Body)
+		body.Add(p.Method, timeout, h, p.Body)
 	}
-	return append(buf, `]}`...)
+	return body.Parts()
 }
 
 func mustJSON(v any) []byte {

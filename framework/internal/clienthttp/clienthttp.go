@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -102,3 +103,17 @@ func (s *Sent) Trace(ctx context.Context) context.Context {
 // transport that reports nothing (no GotConn: a test's or a wrapper's
 // that does not pass the context on) proves nothing.
 func (s *Sent) NotSent() bool { return s.gotConn.Load() && !s.wroteHead.Load() }
+
+// SetBodyParts makes parts, written in order, req's body: its length is
+// declared (n bytes, no chunked encoding) and GetBody reads it again from
+// its start, as it does for a body in one buffer, so the transport may
+// resend it. A multi-call's body travels so (wire.MultiCallBody), its
+// calls' requests unbroken and uncopied.
+func SetBodyParts(req *http.Request, parts net.Buffers, n int) {
+	read := func() io.ReadCloser {
+		r := append(net.Buffers(nil), parts...) // Read consumes its own copy
+		return io.NopCloser(&r)
+	}
+	req.Body, req.ContentLength = read(), int64(n)
+	req.GetBody = func() (io.ReadCloser, error) { return read(), nil }
+}

@@ -2,6 +2,7 @@ package clienthttp
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -45,4 +46,36 @@ func TestSentKnowsARequestThatLeft(t *testing.T) {
 	resp.Body.Close()
 	assert.False(t, sent.NotSent(), "the head was written")
 	assert.True(t, sent.gotConn.Load())
+}
+
+// A body in parts reaches the server whole, with its length declared (not
+// chunked), and GetBody gives it again from its start.
+func TestSetBodyPartsSendsTheWholeBodyWithItsLength(t *testing.T) {
+	type seen struct {
+		body     string
+		length   int64
+		encoding []string
+	}
+	got := make(chan seen, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{string(b), r.ContentLength, r.TransferEncoding}
+	}))
+	defer srv.Close()
+	parts := net.Buffers{[]byte(`{"calls":[{"request":`), []byte(`{"a":1}`), []byte(`}]}`)}
+	const want = `{"calls":[{"request":{"a":1}}]}`
+	for range 2 { // the same parts serve two requests
+		req, err := http.NewRequest(http.MethodPost, srv.URL, http.NoBody)
+		require.NoError(t, err)
+		SetBodyParts(req, parts, len(want))
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, seen{want, int64(len(want)), nil}, <-got)
+		again, err := req.GetBody()
+		require.NoError(t, err)
+		b, err := io.ReadAll(again)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -25,9 +26,14 @@ type Request struct {
 	Method string
 	// URL is where it goes: a call's, a topic's or a watch's path under
 	// the endpoint's URL.
-	URL    string
-	Body   []byte
-	Header http.Header // the request's own headers, added to the protocol's
+	URL  string
+	Body []byte
+	// Parts, when Body is nil, is a body of PartsLen bytes written from
+	// several buffers in order: a multi-call's, around its calls' requests
+	// (wire.MultiCallBody).
+	Parts    net.Buffers
+	PartsLen int
+	Header   http.Header // the request's own headers, added to the protocol's
 	// Stream leaves a successful answer's body open in Attempt.Stream,
 	// for a watch stream, instead of reading it whole.
 	Stream bool
@@ -148,10 +154,13 @@ func (t Target) Send(ctx context.Context, r Request) Attempt {
 	if err != nil {
 		return Attempt{Transport: TransportNotSent, Err: apierror.Errorf(apierror.CodeInternal, "request to %s: %v", r.URL, err)}
 	}
+	if r.Parts != nil {
+		clienthttp.SetBodyParts(req, r.Parts, r.PartsLen)
+	}
 	for k, v := range r.Header {
 		req.Header[k] = v
 	}
-	if r.Body != nil {
+	if r.Body != nil || r.Parts != nil {
 		req.Header.Set("Content-Type", protocol.ContentTypeJSON)
 	}
 	if r.Stream {

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -110,6 +112,45 @@ func TestMultiCallBodyIsWhatTheServerDecodes(t *testing.T) {
 		{Method: "ReportStatus", Timeout: "1500m", Header: map[string]string{"Traceparent": "t-1"}, Request: json.RawMessage(`{"nodeName":"n"}`)},
 		{Method: "Other", Request: json.RawMessage(`[1,2]`)},
 	}}, in)
+}
+
+// A body built of parts is byte for byte the one AppendMultiCall writes,
+// and reads the same as often as it is read (a resend reads it again).
+func TestMultiCallBodyPartsAreTheAppendedBody(t *testing.T) {
+	type call struct {
+		method, timeout string
+		header          map[string]string
+		request         []byte
+	}
+	for _, calls := range [][]call{
+		nil,
+		{{"ReportStatus", "", nil, []byte(`{"nodeName":"n"}`)}},
+		{{"ReportStatus", "1500m", map[string]string{"Traceparent": "t-1"}, []byte(`{"nodeName":"n"}`)},
+			{"Other", "", nil, []byte(`[1,2]`)}, {"Third", "2s", nil, []byte(`{}`)}},
+	} {
+		want := []byte(`{"calls":[`)
+		body := NewMultiCallBody(1) // grows past the room it was given
+		for i, c := range calls {
+			if i > 0 {
+				want = append(want, ',')
+			}
+			want = AppendMultiCall(want, c.method, c.timeout, c.header, c.request)
+			body.Add(c.method, c.timeout, c.header, c.request)
+		}
+		want = append(want, `]}`...)
+		parts, n := body.Parts()
+		assert.Equal(t, len(want), n)
+		for range 2 {
+			read := append(net.Buffers(nil), parts...)
+			got, err := io.ReadAll(&read)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got))
+		}
+		if len(calls) > 0 {
+			_, ok := splitMultiRequest(want)
+			assert.True(t, ok, "%s", want)
+		}
+	}
 }
 
 var multiResponseCorpus = []string{
