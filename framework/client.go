@@ -373,7 +373,7 @@ func (c *Client) setReports(reports []EndpointReport) {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
-				e.run()
+				e.loop().Run()
 			}()
 		} else if e.readyAgain(!notReady) {
 			e.announce()

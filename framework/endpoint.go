@@ -2,13 +2,11 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/handshake"
@@ -263,135 +261,25 @@ func (e *endpoint) lose(sess *clientSession, state endpointState, err error) {
 	}
 }
 
-// run is the endpoint's loop: handshake, keep the session alive, repeat.
-func (e *endpoint) run() {
-	var p runPace
-	defer func() {
-		e.setState(stateStopped, nil, nil)
-		e.endFirstRound()
-		if p.last != nil {
-			e.closeSession(p.last)
-		}
-	}()
-	for e.ctx.Err() == nil {
-		if !e.attempt(&p) {
-			return
-		}
-	}
-}
-
-// runPace is what an endpoint's loop carries from one handshake to the
-// next.
-type runPace struct {
-	failures int
-	// drainRefusals counts the hellos a draining server refused in a row.
-	drainRefusals int
-	// hold: the last refusal was one the server can hold open.
-	hold bool
-	// last is the session last held, closed when the loop ends.
-	last *clientSession
-}
-
-// attempt makes one handshake and, on success, keeps its session alive
-// until it is lost; on failure it waits as the failure asks. It reports
-// false once the endpoint is done.
-func (e *endpoint) attempt(p *runPace) bool {
+// loop is the endpoint's loop (hello.Loop): its hellos, the session it
+// keeps alive and the waits between them.
+func (e *endpoint) loop() *hello.Loop[*clientSession] {
 	cfg := &e.c.cfg
-	// After a refusal the server can hold open (an incompatibility that
-	// its replacement may not have), ask it to hold the next one until it
-	// drains: the client then learns of its replacement at once.
-	askedToHold := p.hold
-	// This attempt is the dial an earlier announcement asked for.
-	select {
-	case <-e.announced:
-	default:
+	l := &hello.Loop[*clientSession]{Ctx: e.ctx, Clock: cfg.Clock, Backoff: cfg.Backoff, Kick: e.kick, Announced: e.announced,
+		Hello: e.handshake, KeepAlive: e.keepAlive, Lose: e.lose, Close: e.closeSession,
+		Move: func(state endpointState, sess *clientSession, err error) {
+			e.setState(state, sess, err)
+			e.endFirstRound()
+		},
+		WaitListening: func() { e.c.probers().At(e.addr).WaitListening(e.ctx, e.kick, e.announced, cfg.Backoff) },
 	}
-	began := cfg.Clock.Now()
-	h := e.handshake(askedToHold)
-	held := askedToHold && cfg.Clock.Since(began) >= hello.HeldLongEnough
-	p.hold = h.Holdable()
-	if obs := cfg.Observer; obs != nil && e.ctx.Err() == nil {
-		outcome, reason := h.Outcome()
-		obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
+	if obs := cfg.Observer; obs != nil {
+		l.Observe = func(h handshakeResult) {
+			outcome, reason := h.Outcome()
+			obs.Handshake(e.c.contract.Name(), e.url, outcome, reason)
+		}
 	}
-	if h.Err == nil {
-		return e.hold(p, h.Sess)
-	}
-	if e.ctx.Err() != nil {
-		return false
-	}
-	e.setState(h.State, nil, h.Err)
-	e.endFirstRound()
-	if p.hold && (!askedToHold || held) {
-		// The next attempt is held by the server, not paced here. A
-		// server that answers a held attempt at once (one that does not
-		// hold refusals) is paced by the backoff like any failure.
-		return true
-	}
-	return e.pace(p, h.State, h.Err)
-}
-
-// hold keeps sess alive until it is lost, and reports false once the
-// endpoint is done.
-func (e *endpoint) hold(p *runPace, sess *clientSession) bool {
-	p.failures, p.drainRefusals = 0, 0
-	p.last = sess
-	e.setState(stateReady, sess, nil)
-	e.endFirstRound()
-	state, err := e.keepAlive(sess)
-	if e.ctx.Err() != nil {
-		return false
-	}
-	e.lose(sess, state, err)
-	switch state {
-	case stateDraining:
-		// Acknowledge the drain: nothing more will be sent here, and
-		// the server waits for that before closing connections.
-		e.closeSession(sess)
-		p.last = nil
-	case stateUnreachable:
-		p.last = nil
-	}
-	return true
-}
-
-// pace waits after a failed handshake as its failure asks, and reports
-// false once the endpoint is done.
-func (e *endpoint) pace(p *runPace, state endpointState, err error) bool {
-	cfg := &e.c.cfg
-	var delay time.Duration
-	switch {
-	case state == stateDraining:
-		// "Not here, go elsewhere": calls go to the other endpoints
-		// while this one is paced apart (drainingPace). The backoff
-		// starts afresh for whatever answers next: the replacement,
-		// or nothing listening (the prober's pace).
-		delay = hello.DrainingPace(cfg.Backoff, p.drainRefusals)
-		p.drainRefusals++
-		p.failures = 0
-	case errors.Is(err, syscall.ECONNREFUSED):
-		// Nothing listens there: the address's prober, shared by the
-		// process, dials it and says when something does (framework/internal/probe).
-		p.failures, p.drainRefusals = 0, 0
-		e.c.probers().At(e.addr).WaitListening(e.ctx, e.kick, e.announced, cfg.Backoff)
-		return true
-	default:
-		p.drainRefusals = 0
-		delay = cfg.Backoff.Delay(p.failures)
-		p.failures++
-	}
-	t := cfg.Clock.NewTimer(delay)
-	select {
-	case <-e.ctx.Done():
-		t.Stop()
-		return false
-	case <-t.Chan():
-	case <-e.kick:
-		t.Stop()
-	case <-e.announced:
-		t.Stop()
-	}
-	return true
+	return l
 }
 
 // handshakeResult is what one hello came to (see package
@@ -527,36 +415,7 @@ func (c *Client) addPinned(url string, v *peerVersion) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		e.runPinned()
+		e.loop().RunPinned(&clientSession{version: e.pinned}, e.routableSession)
 	}()
 	c.rebuildLocked()
-}
-
-// runPinned keeps a pinned endpoint routable: it has no handshake and no
-// session to lose, only connections that fail. After a failed connection
-// the endpoint rests for a backoff delay, then is tried again.
-func (e *endpoint) runPinned() {
-	sess := &clientSession{version: e.pinned}
-	failures := 0
-	defer e.setState(stateStopped, nil, nil)
-	for {
-		e.setState(stateReady, sess, nil)
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-e.kick:
-		}
-		if e.sess.Load() == sess {
-			failures = 0 // a kick without a loss
-			continue
-		}
-		t := e.c.cfg.Clock.NewTimer(e.c.cfg.Backoff.Delay(failures))
-		failures++
-		select {
-		case <-e.ctx.Done():
-			t.Stop()
-			return
-		case <-t.Chan():
-		}
-	}
 }

@@ -2,12 +2,14 @@
 // the endpoint that says it: an endpoint's states and the one table of
 // the moves between them ([Moves]), the exchange of a hello for a welcome
 // or a refusal ([Ask]), the refusal's details decoded once ([Result]),
-// which refusals a server holds open ([Holdable]), and how long an
-// endpoint waits before its next hello to a draining server
-// ([DrainingPace]). It is separate because these rules are the
-// handshake's client half, apart from the client's sessions and routing;
-// the pure negotiation stays in package handshake, and the client keeps
-// the endpoint's loop and its session.
+// which refusals a server holds open ([Holdable]), how long an endpoint
+// waits before its next hello to a draining server ([DrainingPace]), and
+// the endpoint's loop that says its hellos, keeps the session one got
+// and waits between them as each outcome asks ([Loop]). It is separate
+// because these rules are the handshake's client half, apart from the
+// client's sessions and routing; the pure negotiation stays in package
+// handshake, and the client keeps the endpoint's session, its checks of
+// a welcome and its heartbeats, which it gives the loop as func values.
 package hello
 
 import (
