@@ -272,7 +272,7 @@ func ForkBatch[OldReq, OldResp, Req, Resp any](s *Server, old, current *Contract
 	f := &forkedMethod[OldReq, OldResp, Req, Resp]{s: s, old: old, current: current, decl: decl, up: up, down: down}
 	maxItems := s.batchItems(old, method)
 	s.register(old, method, &methodHandler{batch: true, forkOf: current, invoke: f.invokeAny, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return s.serveBatchItems(ctx, call, body, maxItems, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
+		return s.calls.Items(ctx, call.Header, body, maxItems, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			itemCall := *call
 			itemCall.Batch, itemCall.Item, itemCall.Header = true, i, h
 			return f.serve(ctx, &itemCall, raw)

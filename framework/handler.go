@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/admit"
+	"github.com/lockstep-dev/lockstep/framework/internal/dispatch"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
-	"github.com/lockstep-dev/lockstep/framework/internal/wire"
 	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -85,7 +83,7 @@ func HandleBatch[Req, Resp any](s *Server, c *Contract, method string, h func(co
 	})
 	maxItems := s.batchItems(c, method)
 	s.register(c, method, &methodHandler{batch: true, invoke: run, serve: func(ctx context.Context, call *Call, body []byte) ([]byte, error) {
-		return s.serveBatchItems(ctx, call, body, maxItems, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
+		return s.calls.Items(ctx, call.Header, body, maxItems, func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error) {
 			req := new(Req)
 			if err := decodeMessage(c, decl.Request, raw, req); err != nil {
 				return nil, err
@@ -112,49 +110,6 @@ func processedError(err error) error {
 		return NewError(CodeUnavailable, err)
 	}
 	return err
-}
-
-// serveBatchItems decodes the body of a batch call, {"items":[…]} of at
-// most maxItems items (the method's [Server.batchItems]), serves each item
-// in order with its headers (the call's, with the item's own added when
-// the body has "headers"), and encodes {"results":[…]}.
-func (s *Server) serveBatchItems(ctx context.Context, call *Call, body []byte, maxItems int,
-	item func(ctx context.Context, i int, raw json.RawMessage, h http.Header) ([]byte, error)) ([]byte, error) {
-	header := call.Header
-	var in wire.BatchRequest
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: %v", err)
-	}
-	if in.Items == nil {
-		return nil, Errorf(CodeInvalidArgument, "batch body must be {\"items\":[…]}: items is missing")
-	}
-	if len(in.Items) > maxItems {
-		return nil, overLimit(s.cfg.Metrics, limitBatchItems, CodeInvalidArgument, "a batch call carries at most %d items, not %d", maxItems, len(in.Items))
-	}
-	if in.Headers != nil && len(in.Headers) != len(in.Items) {
-		return nil, Errorf(CodeInvalidArgument, "a batch call's headers are one per item: %d for %d items", len(in.Headers), len(in.Items))
-	}
-	out := wire.BatchResponse{Results: make([]wire.Result, len(in.Items))}
-	for i, raw := range in.Items {
-		if err := ctx.Err(); err != nil {
-			out.Results[i] = wire.ErrorResult(err)
-			continue
-		}
-		h := header
-		if in.Headers != nil && len(in.Headers[i]) > 0 {
-			h = header.Clone()
-			for k, v := range in.Headers[i] {
-				h.Set(k, v)
-			}
-		}
-		b, err := item(ctx, i, raw, h)
-		if err != nil {
-			out.Results[i] = wire.ErrorResult(err)
-			continue
-		}
-		out.Results[i] = wire.Result{OK: b}
-	}
-	return json.Marshal(out)
 }
 
 func mustMethod(c *Contract, method string, batch bool) methodDecl {
@@ -241,10 +196,7 @@ func unmarshal(body []byte, v any) error {
 
 // MaxMultiCalls bounds the calls of one multi-call request; a client's
 // AutoBatch.MaxCalls should not exceed it.
-const MaxMultiCalls = 256
-
-// multiCallWorkers bounds the goroutines one multi-call runs its calls on.
-const multiCallWorkers = 32
+const MaxMultiCalls = dispatch.MaxCalls
 
 // serveCall answers POST /lockstep/<contract>/<version>/<Method> and the
 // multi-call endpoint: routing, admission (admit.Gate.Admit), the body (ReadBody),
@@ -274,7 +226,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel, err := withTimeoutHeader(adm.Ctx, r.Header.Get(protocol.HeaderTimeout))
+	ctx, cancel, err := dispatch.WithTimeout(adm.Ctx, r.Header.Get(protocol.HeaderTimeout))
 	if err != nil {
 		// A malformed timeout is the request's own error: a resend fails
 		// the same way, so it is not marked not processed. It is read
@@ -355,126 +307,25 @@ func handlerError(ctx context.Context, err error) error {
 	return err
 }
 
-// withTimeoutHeader applies a Lockstep-Timeout value to ctx.
-func withTimeoutHeader(ctx context.Context, value string) (context.Context, context.CancelFunc, error) {
-	if value == "" {
-		return ctx, func() {}, nil
-	}
-	d, err := decodeTimeout(value)
-	if err != nil {
-		return nil, nil, Errorf(CodeInvalidArgument, "%s: %v", protocol.HeaderTimeout, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	return ctx, cancel, nil
-}
-
-// runBounded runs fn(0) … fn(n-1) on at most workers goroutines, the
-// caller's among them, and waits for them: the calls of a multi-call came
-// from concurrent callers, but one request must not start unbounded
-// goroutines. Each worker takes the next index left until none is, so a
-// call that blocks holds up only its own worker, while quick calls run
-// one after the other on whichever worker is running, instead of being
-// handed to the workers one by one through a channel (a park and a wake-up
-// each, on the scheduler's queue beside every other goroutine).
-func runBounded(n, workers int, fn func(i int)) {
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return
-			}
-			fn(i)
-		}
-	}
-	var wg sync.WaitGroup
-	for range min(n, workers) - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
-}
-
 // serveMulti runs the calls of a multi-call concurrently, each through its
-// method's handler and the interceptors as if it had come alone, and answers
-// {"results":[…]} in order.
+// method's handler and the interceptors as if it had come alone, observed
+// and answered (handlerError) one by one (see [dispatch.Multi]).
 func (s *Server) serveMulti(ctx context.Context, sv *servedVersion, sess *session, header http.Header, body []byte) ([]byte, error) {
-	in, err := wire.DecodeMultiRequest(body)
-	if err != nil {
-		return nil, Errorf(CodeInvalidArgument, "multi-call body must be {\"calls\":[…]}: %v", err)
-	}
-	if len(in.Calls) > MaxMultiCalls {
-		return nil, overLimit(s.cfg.Metrics, limitMultiCalls, CodeInvalidArgument, "a multi-call carries at most %d calls, not %d", MaxMultiCalls, len(in.Calls))
-	}
-	// Each call counts against the session's and the peer's in-flight
-	// limits, as it would alone (the request itself was counted once
-	// already).
-	if extra := int64(len(in.Calls) - 1); extra > 0 {
-		if n := sess.inFlight.Add(extra); n > int64(s.cfg.MaxInFlightPerSession) {
-			sess.inFlight.Add(-extra)
-			return nil, overLimit(s.cfg.Metrics, limitInFlightPerSession, CodeResourceExhausted, "session would have %d calls in flight, the limit is %d", n, s.cfg.MaxInFlightPerSession)
-		}
-		defer sess.inFlight.Add(-extra)
-		end, err := s.limits.BeginCall(sess.usage, extra)
-		if err != nil {
-			return nil, err
-		}
-		defer end()
-	}
-	out := wire.BatchResponse{Results: make([]wire.Result, len(in.Calls))}
-	run := func(i int) {
-		mc := in.Calls[i]
-		defer func() {
-			// net/http recovers a handler's panic and ends only the
-			// request; the calls of a multi-call run on goroutines of
-			// their own, where it would end the process. The call that
-			// panicked is answered internal, the others as usual.
-			if p := recover(); p != nil {
-				s.cfg.Logger.Error("lockstep: a call of a multi-call panicked", "contract", sv.contract.Name(),
-					"version", sv.contract.Version(), "method", mc.Method, "panic", p, "stack", string(debug.Stack()))
-				out.Results[i] = wire.ErrorResult(Errorf(CodeInternal, "%s failed", mc.Method))
-			}
-		}()
-		mh := sv.methods[mc.Method]
-		if mh == nil || mh.batch {
-			out.Results[i] = wire.ErrorResult(Errorf(CodeNotFound, "%s %s has no unary method %q",
-				sv.contract.Name(), sv.contract.Version(), mc.Method))
-			return
-		}
-		cctx, cancel, err := withTimeoutHeader(ctx, mc.Timeout)
-		if err != nil {
-			out.Results[i] = wire.ErrorResult(err)
-			return
-		}
-		defer cancel()
-		h := header
-		if len(mc.Header) > 0 {
-			h = header.Clone()
-			for k, v := range mc.Header {
-				h.Set(k, v)
-			}
-		}
-		observed := s.gate.ObserveCall(sv.contract.Name(), sv.contract.Version(), mc.Method)
-		b, replayed, err := s.dispatch(cctx, sess, &Call{Kind: EntryCall, Contract: sv.contract.Name(), Version: sv.contract.Version(),
-			Method: mc.Method, Peer: sess.peer, Header: h}, mc.Request, mh.serve)
-		observed.End(CodeOf(err))
-		if err != nil {
-			out.Results[i] = wire.ErrorResult(handlerError(cctx, err))
-		} else {
-			out.Results[i] = wire.Result{OK: b}
-		}
-		out.Results[i].Replayed = replayed
-	}
-	runBounded(len(in.Calls), multiCallWorkers, run)
-	size := len(`{"results":[]}`)
-	for _, r := range out.Results {
-		size += len(`{"ok":},`) + len(r.OK)
-	}
-	return wire.AppendMultiResponse(make([]byte, 0, size), out)
+	contract, ver := sv.contract.Name(), sv.contract.Version()
+	return dispatch.Multi[*methodHandler]{Server: s.calls, Contract: contract, Version: ver, Header: header,
+		InFlight: &sess.inFlight, Usage: sess.usage,
+		Method: func(name string) (*methodHandler, bool) {
+			mh := sv.methods[name]
+			return mh, mh != nil && !mh.batch
+		},
+		Call: func(ctx context.Context, mh *methodHandler, method string, h http.Header, body []byte) ([]byte, bool, error) {
+			observed := s.gate.ObserveCall(contract, ver, method)
+			out, replayed, err := s.dispatch(ctx, sess, &Call{Kind: EntryCall, Contract: contract, Version: ver,
+				Method: method, Peer: sess.peer, Header: h}, body, mh.serve)
+			observed.End(CodeOf(err))
+			return out, replayed, handlerError(ctx, err)
+		},
+	}.Serve(ctx, body)
 }
 
 // replayKeyOf names the record of a call with key in sess.
@@ -484,50 +335,18 @@ func replayKeyOf(sess *session, key string) replay.Key {
 
 // dispatch serves one call of sess through serve, once per idempotency
 // key: a call that carries Lockstep-Idempotency-Key is recorded under its
-// peer and instance (replayKeyOf), and a
-// replay of it is answered from the record (replayed is true) without
-// running serve again; a replay that arrives while the first still runs
-// waits for its answer. The first call's handler runs on a context that
-// keeps its deadline but not the request's cancellation, so a connection
-// cut after the call arrived does not stop it halfway: its answer is
-// recorded for the resend. Calls without a key are served as they are.
+// peer and instance (replayKeyOf), and a replay of it is answered from the
+// record (replayed is true) without running serve again; see
+// [dispatch.Server.Once]. Calls without a key are served as they are.
 func (s *Server) dispatch(ctx context.Context, sess *session, call *Call, body []byte, serve func(context.Context, *Call, []byte) ([]byte, error)) (out []byte, replayed bool, err error) {
 	key := call.Header.Get(protocol.HeaderIdempotencyKey)
 	if key == "" {
 		out, err = serve(ctx, call, body)
 		return out, false, err
 	}
-	k := replayKeyOf(sess, key)
-	digest := replay.RequestDigest(call.Method, body)
-	rec, first, err := s.replays.Begin(k, digest, s.cfg.Clock.Now())
-	if err != nil {
-		return nil, false, err
-	}
-	if first {
-		hctx, cancel := detached(ctx)
-		defer cancel()
-		err = Errorf(CodeInternal, "the handler of %s did not return", call.Method)
-		defer func() { s.replays.Finish(k, rec, replay.Answer{Out: out, Err: err}) }()
-		out, err = serve(hctx, call, body)
-		return out, false, err
-	}
-	select {
-	case <-rec.Done():
-	case <-ctx.Done():
-		return nil, false, NewError(CodeDeadlineExceeded, ctx.Err())
-	}
-	a := rec.Answer()
-	return a.Out, true, a.Err
-}
-
-// detached returns a context with ctx's values and deadline, but not its
-// cancellation.
-func detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := context.WithoutCancel(ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(d, dl)
-	}
-	return d, func() {}
+	return s.calls.Once(ctx, replayKeyOf(sess, key), call.Method, body, func(ctx context.Context) ([]byte, error) {
+		return serve(ctx, call, body)
+	})
 }
 
 // replayLimits are the bounds of the idempotency records

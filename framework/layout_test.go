@@ -52,6 +52,7 @@ var layers = map[string]int{
 	"framework/internal/heartbeat":             3,
 	"framework/internal/topics":                3,
 	"framework/internal/admit":                 3,
+	"framework/internal/dispatch":              3,
 	"framework/internal/resend":                4,
 	"framework":                                5,
 	"framework/discovery":                      6,

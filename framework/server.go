@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/internal/admit"
 	"github.com/lockstep-dev/lockstep/framework/internal/body"
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
+	"github.com/lockstep-dev/lockstep/framework/internal/dispatch"
 	"github.com/lockstep-dev/lockstep/framework/internal/drain"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
 	"github.com/lockstep-dev/lockstep/framework/internal/topics"
@@ -60,8 +61,10 @@ type Server struct {
 	limits   *peerLimits
 	// gate admits every entry (admission.go).
 	gate *admit.Gate[*session]
-	// replays records keyed calls' answers (see dispatch).
+	// replays records keyed calls' answers (see dispatch); calls serves
+	// them once per key, and takes batch calls and multi-calls apart.
 	replays  *replay.Store
+	calls    *dispatch.Server
 	inFlight atomic.Int64
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
@@ -180,6 +183,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.replays.Evicted = func(l string) { cfg.Metrics.idempotencyEvicted(limit(l)) }
 	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
+	s.calls = &dispatch.Server{Replays: s.replays, Now: cfg.Clock.Now, Refused: cfg.Metrics.limitRefused,
+		Peers: s.limits, MaxInFlight: cfg.MaxInFlightPerSession, Logger: cfg.Logger}
 	s.sessions = newSessionTable(s.limits)
 	s.gate = newGate(s)
 	s.router = s.routes()
