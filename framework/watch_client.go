@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/framework/internal/frames"
 	"github.com/lockstep-dev/lockstep/framework/internal/resend"
 	"github.com/lockstep-dev/lockstep/framework/internal/watch"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
@@ -27,7 +28,7 @@ func (c *Client) watchEnv() *watch.Env {
 		Version:        c.contract.Version(),
 		MaxQueued:      2 * DefaultTopicMaxKeys,
 		Extract:        c.extractHeader,
-		EncodeHeader:   func(h map[string]string) []byte { return encodeChangeHeader(headerOf(h)) },
+		EncodeHeader:   func(h map[string]string) []byte { return frames.EncodeHeader(frames.HeaderOf(h)) },
 		Inject:         c.injectHeader,
 		WriterWatchers: &c.writerWatchers,
 		Changed:        c.changedCh,
@@ -42,7 +43,7 @@ func (c *Client) extractHeader(ctx context.Context, header map[string]string) co
 	if c.cfg.Propagator == nil {
 		return ctx
 	}
-	return c.cfg.Propagator.Extract(ctx, headerOf(header))
+	return c.cfg.Propagator.Extract(ctx, frames.HeaderOf(header))
 }
 
 // injectHeader is a topic write's header (ClientConfig.Propagator), or nil.
