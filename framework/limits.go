@@ -124,23 +124,12 @@ type (
 
 // The limits' names (see limits.Name).
 const (
-	limitInFlightPerSession      = limits.InFlightPerSession
-	limitWatchersPerTopic        = limits.WatchersPerTopic
-	limitWatchersPerTopicPerPeer = limits.WatchersPerTopicPerPeer
-	limitSelectorBytes           = limits.SelectorBytes
-	limitWatchQueuedBytes        = limits.WatchQueuedBytes
-	limitWatchQueuedKeys         = limits.WatchQueuedKeys
-	limitTopicKeys               = limits.TopicKeys
-	limitTopicBytes              = limits.TopicBytes
-	limitTopicKeysPerWriter      = limits.TopicKeysPerWriter
-	limitTopicBytesPerWriter     = limits.TopicBytesPerWriter
-	limitBatchItems              = limits.BatchItems
-	limitMultiCalls              = limits.MultiCalls
-	limitBodyBytes               = limits.BodyBytes
-	limitBodyReadTimeout         = limits.BodyReadTimeout
-	limitHelloBytes              = limits.HelloBytes
-	limitNameBytes               = limits.NameBytes
-	limitOffers                  = limits.Offers
+	limitInFlightPerSession = limits.InFlightPerSession
+	limitBodyBytes          = limits.BodyBytes
+	limitBodyReadTimeout    = limits.BodyReadTimeout
+	limitHelloBytes         = limits.HelloBytes
+	limitNameBytes          = limits.NameBytes
+	limitOffers             = limits.Offers
 )
 
 // allLimits are every limit, each one's counter exported from the start.
