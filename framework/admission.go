@@ -47,7 +47,7 @@ func newGate(s *Server) *admit.Gate[*session] {
 		Logger:                s.cfg.Logger,
 		Observer:              s.cfg.Observer,
 		Clock:                 s.cfg.Clock,
-		Draining:              s.draining.Load,
+		Draining:              s.Draining,
 		Now:                   s.now,
 		Arrived:               func() { s.lastArrival.Store(s.now()) },
 		BeginCall: func() func() {
@@ -64,7 +64,7 @@ func newGate(s *Server) *admit.Gate[*session] {
 		TTL:              s.cfg.SessionTTL,
 		MaxHandshakeWait: s.cfg.MaxHandshakeWait,
 		Serves:           s.negotiation,
-		DrainStarted:     s.drainCh,
+		DrainStarted:     s.life.DrainStarted(),
 		Holdable:         hellos.Holdable,
 		WriterReports:    s.topicWriterReports,
 		Intercept:        s.interceptEntry,

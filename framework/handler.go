@@ -278,7 +278,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, a *admitted,
 	draining := a.Draining
 	if sess := a.Sess; sess != nil {
 		sess.lastSeen.Store(s.now())
-		if draining = s.draining.Load(); draining {
+		if draining = s.Draining(); draining {
 			sess.drainNotified.Store(true)
 		}
 	}

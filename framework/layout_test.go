@@ -24,6 +24,8 @@ var layers = map[string]int{
 	"framework/internal/conns":                 0,
 	"framework/internal/selvalue":              0,
 	"framework/internal/share":                 0,
+	"framework/internal/lifecycle":             0,
+	"framework/internal/ready":                 0,
 	"framework/internal/schema":                1,
 	"framework/internal/model":                 1,
 	"framework/internal/topicmsg/idlewatchers": 0,

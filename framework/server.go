@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,7 +22,10 @@ import (
 	"github.com/lockstep-dev/lockstep/framework/internal/conns"
 	"github.com/lockstep-dev/lockstep/framework/internal/dispatch"
 	"github.com/lockstep-dev/lockstep/framework/internal/drain"
+	"github.com/lockstep-dev/lockstep/framework/internal/lifecycle"
+	"github.com/lockstep-dev/lockstep/framework/internal/ready"
 	"github.com/lockstep-dev/lockstep/framework/internal/replay"
+	"github.com/lockstep-dev/lockstep/framework/internal/sessions"
 	"github.com/lockstep-dev/lockstep/framework/internal/topics"
 	"github.com/lockstep-dev/lockstep/framework/protocol"
 )
@@ -37,19 +39,18 @@ type Server struct {
 	router chi.Router
 	start  time.Time // monotonic origin for session clocks
 
-	// mu guards state, what is registered before the server starts
-	// (contracts, checks, clients, metricsRoute) and what
-	// Serve sets up (http, conns, listener).
+	// mu guards what is registered before the server starts (contracts,
+	// clients, metricsRoute), what Serve sets up (http, conns, listener),
+	// and orders every move of life with them.
 	mu sync.RWMutex
-	// state is where the server is in its life (serverMoves); it changes
-	// only in moveLocked, which also sets draining and closes drainCh,
-	// stopCh on the moves that announce them.
-	state     serverState
+	// life is where the server is in its life (package lifecycle); it
+	// moves only under mu, and is read without it on every request's
+	// path (Draining).
+	life      *lifecycle.Life
 	contracts map[string]*servedContract // by contract name
 	conns     *conns.Tracker
 	listener  *conns.GatedListener // what Serve serves on, for the drain to stop
-	checks    map[string]func() error
-	clients   []*Client // shown on the status page (AddClient)
+	clients   []*Client            // shown on the status page (AddClient)
 	// topics are the topics the server holds, and those it serves at an
 	// earlier version from their current form's writer
 	// ([ForkServedTopic]); its lock is a leaf, taken under mu or alone.
@@ -58,7 +59,10 @@ type Server struct {
 	metricsRoute http.Handler
 
 	sessions *sessionTable
-	limits   *peerLimits
+	// ready holds the readiness checks (AddReadinessCheck) and answers
+	// /readyz.
+	ready  *ready.Checks
+	limits *peerLimits
 	// gate admits every entry (admission.go).
 	gate *admit.Gate[*session]
 	// replays records keyed calls' answers (see dispatch); calls serves
@@ -69,11 +73,6 @@ type Server struct {
 	// lastArrival is when the last call arrived while draining, on the
 	// server's clock.
 	lastArrival atomic.Int64
-	// draining is state >= serverDraining, read without s.mu on every
-	// request's path; only moveLocked sets it.
-	draining atomic.Bool
-	drainCh  chan struct{} // closed on the move to serverDraining
-	stopCh   chan struct{} // closed on the move to serverStopped
 	// drainWake is signalled when something a drain waits for may have
 	// happened: a call ended or a session went (see [drain.Phase.Drained]).
 	drainWake chan struct{}
@@ -83,75 +82,11 @@ type Server struct {
 	// returns once it is done, whoever made the move. Taken before mu.
 	lifeMu sync.Mutex
 	// loopDone is nil until the session clock starts (the move to
-	// serverRunning), then closed when its expiry loop ends.
+	// lifecycle.Running), then closed when its expiry loop ends.
 	loopDone chan struct{}
 	http     *http.Server
 	// watchWG counts the goroutines sending on watch streams.
 	watchWG sync.WaitGroup
-}
-
-// serverState is where a server is in its life. Every change of state goes
-// through [Server.moveLocked], beside the one table of the moves allowed;
-// the states are ordered, and a server never moves back.
-type serverState uint8
-
-const (
-	// serverRegistering: handlers, topics and routes may be registered;
-	// nothing runs yet.
-	serverRegistering serverState = iota
-	// serverRunning: registration is closed and the session clock (the
-	// expiry loop) runs; Start or Serve moved it here.
-	serverRunning
-	// serverDraining: Shutdown's first phase, or Close has begun: no new
-	// sessions, calls answered with the draining header, watch streams
-	// closed with a closing frame. Draining reports it; drainCh is closed.
-	serverDraining
-	// serverClosing: Shutdown's second phase; the HTTP server is shutting
-	// down, and a Serve not begun yet returns at once.
-	serverClosing
-	// serverStopped: watch streams are cut and the session clock has
-	// stopped; stopCh is closed. Close and a Shutdown whose context ended
-	// move here from serverDraining, and close the HTTP server after.
-	serverStopped
-)
-
-func (st serverState) String() string {
-	return [...]string{"registering", "running", "draining", "closing", "stopped"}[st]
-}
-
-// serverMoves lists, for each state, the states a server may move to. A
-// server that is shut down before it started drains without ever running;
-// Close, and a Shutdown whose context ended, stop it without closing first.
-var serverMoves = [...][]serverState{
-	serverRegistering: {serverRunning, serverDraining},
-	serverRunning:     {serverDraining},
-	serverDraining:    {serverClosing, serverStopped},
-	serverClosing:     {serverStopped},
-	serverStopped:     nil,
-}
-
-// moveLocked moves the server to state to, which must be one of
-// serverMoves[s.state], and reports whether it moved: a move to a state
-// the server has reached or passed already is none, since Start, Shutdown
-// and Close may each be called more than once, and concurrently. Entering
-// serverDraining sets draining and closes drainCh; entering serverStopped
-// closes stopCh. s.mu must be held.
-func (s *Server) moveLocked(to serverState) bool {
-	if to <= s.state {
-		return false
-	}
-	if !slices.Contains(serverMoves[s.state], to) {
-		panic(fmt.Sprintf("lockstep: server cannot move from %s to %s", s.state, to))
-	}
-	s.state = to
-	switch to {
-	case serverDraining:
-		s.draining.Store(true)
-		close(s.drainCh)
-	case serverStopped:
-		close(s.stopCh)
-	}
-	return true
 }
 
 // servedContract is one contract name and the versions of it served.
@@ -175,17 +110,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg:       cfg,
 		start:     cfg.Clock.Now(),
 		contracts: map[string]*servedContract{},
-		checks:    map[string]func() error{},
 		replays:   replay.New(cfg.IdempotencyWindow, cfg.IdempotencyKeysPerPeer, cfg.IdempotencyMaxBytes),
-		drainCh:   make(chan struct{}),
+		life:      lifecycle.New(),
 		drainWake: make(chan struct{}, 1),
-		stopCh:    make(chan struct{}),
 	}
 	s.replays.Evicted = func(l string) { cfg.Metrics.idempotencyEvicted(limit(l)) }
 	s.limits = newPeerLimits(cfg.Limits, cfg.MaxSessions, cfg.Metrics)
 	s.calls = &dispatch.Server{Replays: s.replays, Now: cfg.Clock.Now, Refused: cfg.Metrics.limitRefused,
 		Peers: s.limits, MaxInFlight: cfg.MaxInFlightPerSession, Logger: cfg.Logger}
 	s.sessions = newSessionTable(s.limits)
+	s.ready = &ready.Checks{Draining: s.Draining, RequirePeers: cfg.RequirePeers, Sessions: s.sessions.CountFor}
 	s.gate = newGate(s)
 	s.router = s.routes()
 	if cfg.Metrics != nil {
@@ -212,9 +146,9 @@ func (s *Server) routes() chi.Router {
 	r.Post(protocol.PathPrefix+"{contract}/{version}/{method}", s.serveCall)
 	r.Get(protocol.PathPrefix+"{contract}/{version}/watch/{topic}", s.serveWatch)
 	r.Post(protocol.PathPrefix+"{contract}/{version}/topics/{topic}", s.serveTopicWrite)
-	r.Get("/healthz", s.serveLive)
-	r.Get("/livez", s.serveLive)
-	r.Get("/readyz", s.serveReady)
+	r.Get("/healthz", ready.Live)
+	r.Get("/livez", ready.Live)
+	r.Get("/readyz", s.ready.ServeHTTP)
 	if s.cfg.Metrics != nil {
 		r.Get(PathMetrics, s.gate.OperatorOnly(http.HandlerFunc(s.serveMetrics)).ServeHTTP)
 	}
@@ -231,7 +165,7 @@ func (s *Server) routes() chi.Router {
 // serves, creating it; what names what is being registered, for the panic
 // that a late registration gets. s.mu must be held.
 func (s *Server) servedVersionLocked(c *Contract, what string) *servedVersion {
-	if s.state != serverRegistering {
+	if s.life.State() != lifecycle.Registering {
 		panic("lockstep: " + what + " must be registered before the server starts or closes")
 	}
 	if c.Server() != s.cfg.Component {
@@ -281,7 +215,7 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 func (s *Server) route(pattern string, h http.Handler, operator bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != serverRegistering {
+	if s.life.State() != lifecycle.Registering {
 		panic("lockstep: routes must be added before the server starts or closes")
 	}
 	if strings.HasPrefix(pattern, protocol.PathPrefix) || pattern == "/healthz" || pattern == "/livez" || pattern == "/readyz" {
@@ -300,11 +234,7 @@ func (s *Server) route(pattern string, h http.Handler, operator bool) {
 
 // AddReadinessCheck adds a named check to /readyz; typically a client's
 // [Client.Ready], so a component is ready only when its own peers are.
-func (s *Server) AddReadinessCheck(name string, check func() error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.checks[name] = check
-}
+func (s *Server) AddReadinessCheck(name string, check func() error) { s.ready.Add(name, check) }
 
 // checkComplete verifies that every method of every registered contract
 // version has a handler and every topic it declares is served, so a
@@ -368,7 +298,7 @@ func (s *Server) unservedTopicsLocked(sv *servedVersion) []error {
 }
 
 // begin checks the registered handlers ([Server.checkComplete]) and, the
-// first time they pass, moves the server to serverRunning and starts the
+// first time they pass, moves the server to lifecycle.Running and starts the
 // session clock: the expiry loop, which [Server.stop] ends and waits for.
 // A server that began to drain before it started never starts it.
 func (s *Server) begin() error {
@@ -377,7 +307,7 @@ func (s *Server) begin() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.moveLocked(serverRunning) {
+	if s.life.Move(lifecycle.Running) {
 		s.loopDone = make(chan struct{})
 		go s.expiryLoop(s.loopDone)
 	}
@@ -395,7 +325,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conns.AbandonRefused(w, r, tc) // the drain has answered it (see package conns)
 		return
 	}
-	if s.draining.Load() {
+	if s.life.Draining() {
 		w.Header().Set("Connection", "close")
 	}
 	if err := s.chargeConn(r); err != nil {
@@ -486,7 +416,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return errors.New("lockstep: Serve called twice")
 	}
-	if s.state >= serverClosing {
+	if s.life.State() >= lifecycle.Closing {
 		// Shutdown or Close came first: release the address at once.
 		s.mu.Unlock()
 		_ = l.Close()
@@ -537,12 +467,12 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // Draining reports whether the server is shutting down.
-func (s *Server) Draining() bool { return s.draining.Load() }
+func (s *Server) Draining() bool { return s.life.Draining() }
 
 // DrainStarted returns a channel closed when the server begins to drain
 // ([Server.Shutdown]), for work that must hand over before the drain ends,
 // e.g. a replica giving up a lease so another takes over at once.
-func (s *Server) DrainStarted() <-chan struct{} { return s.drainCh }
+func (s *Server) DrainStarted() <-chan struct{} { return s.life.DrainStarted() }
 
 // Shutdown drains and stops the server. First it takes no new sessions and
 // answers every call with the draining header (calls already running
@@ -555,7 +485,7 @@ func (s *Server) DrainStarted() <-chan struct{} { return s.drainCh }
 // nothing left to drain.
 func (s *Server) Shutdown(ctx context.Context) error {
 	select {
-	case <-s.stopCh:
+	case <-s.life.Stopped():
 		return nil
 	default:
 	}
@@ -586,13 +516,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// beginClosing moves the server to serverClosing (unless it has stopped
+// beginClosing moves the server to lifecycle.Closing (unless it has stopped
 // already), so a Serve that has not begun yet returns at once, and returns
 // the HTTP server of a Serve that has.
 func (s *Server) beginClosing() *http.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.moveLocked(serverClosing)
+	s.life.Move(lifecycle.Closing)
 	return s.http
 }
 
@@ -612,7 +542,7 @@ func (s *Server) closeHTTP() error {
 	return hs.Close()
 }
 
-// beginDrain moves the server to serverDraining, from which it takes no
+// beginDrain moves the server to lifecycle.Draining, from which it takes no
 // new sessions, and ends every watch stream with a closing frame; called
 // again, it only restarts the drain's quiet period.
 func (s *Server) beginDrain() {
@@ -620,21 +550,21 @@ func (s *Server) beginDrain() {
 	defer s.lifeMu.Unlock()
 	s.lastArrival.Store(s.now())
 	s.mu.Lock()
-	moved := s.moveLocked(serverDraining)
+	moved := s.life.Move(lifecycle.Draining)
 	s.mu.Unlock()
 	if moved {
 		s.topics.Drain()
 	}
 }
 
-// stop moves the server to serverStopped: it closes every watch stream's
+// stop moves the server to lifecycle.Stopped: it closes every watch stream's
 // connection and waits for their goroutines and for the session clock's
 // loop, if it started.
 func (s *Server) stop() {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
 	s.mu.Lock()
-	moved := s.moveLocked(serverStopped)
+	moved := s.life.Move(lifecycle.Stopped)
 	loopDone := s.loopDone
 	s.mu.Unlock()
 	if !moved {
@@ -664,35 +594,26 @@ func (s *Server) callEnded() {
 // now returns nanoseconds since the server started, on its monotonic clock.
 func (s *Server) now() int64 { return int64(s.cfg.Clock.Since(s.start)) }
 
-// expiryLoop closes sessions that lapsed: no call or heartbeat within the
-// TTL, until the server stops; then it closes done.
+// expiryLoop runs the session clock (sessions.Expiry) until the server
+// stops: every half heartbeat it sweeps the idempotency records and
+// closes the sessions that lapsed, with no call or heartbeat within the
+// TTL and none in flight; then it closes done.
 func (s *Server) expiryLoop(done chan struct{}) {
-	defer close(done)
-	period := s.cfg.Heartbeat / 2
-	if period <= 0 {
-		period = time.Millisecond
-	}
-	t := s.cfg.Clock.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopCh:
-			return
-		case <-t.Chan():
-			s.replays.Sweep(s.cfg.Clock.Now())
-			for _, sess := range s.sessions.Expired(s.now(), s.cfg.SessionTTL) {
-				if sess.inFlight.Load() > 0 {
-					continue // a long call keeps its session alive
-				}
-				if s.sessions.Remove(sess) {
-					s.cfg.Logger.Info("lockstep: session lapsed", "contract", sess.contract,
-						"peer", sess.peer.Component, "instance", sess.peer.Instance)
-					s.cfg.Metrics.sessionLapsed(sess.contract)
-					s.peerLost(sess)
-				}
-			}
-		}
-	}
+	sessions.Expiry[*session, *Peer]{Table: s.sessions, Clock: s.cfg.Clock, Heartbeat: s.cfg.Heartbeat, TTL: s.cfg.SessionTTL,
+		Now: s.now, Stop: s.life.Stopped(),
+		Sweep:  func() { s.replays.Sweep(s.cfg.Clock.Now()) },
+		Busy:   func(sess *session) bool { return sess.inFlight.Load() > 0 },
+		Lapsed: s.lapsed,
+	}.Run(done)
+}
+
+// lapsed ends a session the session clock removed: logged, counted, and
+// its peer lost.
+func (s *Server) lapsed(sess *session) {
+	s.cfg.Logger.Info("lockstep: session lapsed", "contract", sess.contract,
+		"peer", sess.peer.Component, "instance", sess.peer.Instance)
+	s.cfg.Metrics.sessionLapsed(sess.contract)
+	s.peerLost(sess)
 }
 
 func (s *Server) info(sess *session) SessionInfo {
@@ -700,7 +621,7 @@ func (s *Server) info(sess *session) SessionInfo {
 	idle := time.Duration(now - sess.lastSeen.Load())
 	state := SessionLive
 	switch {
-	case s.draining.Load() && sess.drainNotified.Load():
+	case s.life.Draining() && sess.drainNotified.Load():
 		state = SessionDraining
 	case idle >= 2*s.cfg.Heartbeat:
 		state = SessionLate
@@ -826,56 +747,7 @@ func (r Runnable) Start(ctx context.Context) error { return r(ctx) }
 //	mgr.AddReadyzCheck("lockstep", srv.Healthz)
 func (s *Server) Healthz(*http.Request) error { return s.Ready() }
 
-// serveLive answers /healthz and /livez: the process serves.
-func (s *Server) serveLive(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok\n"))
-}
-
 // Ready returns nil when the server is ready: not draining, every contract
 // in RequirePeers has a live session, and every readiness check passes.
 // Otherwise the error says what is missing.
-func (s *Server) Ready() error {
-	if missing := s.notReady(); len(missing) > 0 {
-		return fmt.Errorf("not ready: %s", strings.Join(missing, "; "))
-	}
-	return nil
-}
-
-// notReady lists what keeps the server from being ready, or nothing.
-func (s *Server) notReady() []string {
-	var missing []string
-	if s.draining.Load() {
-		missing = append(missing, "draining")
-	}
-	for _, c := range s.cfg.RequirePeers {
-		if s.sessions.CountFor(c) == 0 {
-			missing = append(missing, "no live "+c+" session")
-		}
-	}
-	s.mu.RLock()
-	names := sortedKeys(s.checks)
-	checks := make([]func() error, len(names))
-	for i, n := range names {
-		checks[i] = s.checks[n]
-	}
-	s.mu.RUnlock()
-	for i, check := range checks {
-		if err := check(); err != nil {
-			missing = append(missing, fmt.Sprintf("%s: %v", names[i], err))
-		}
-	}
-	return missing
-}
-
-// serveReady answers /readyz: 200 when [Server.Ready] passes, else 503 with
-// the reason.
-func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if err := s.Ready(); err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(err.Error() + "\n"))
-		return
-	}
-	_, _ = w.Write([]byte("ok\n"))
-}
+func (s *Server) Ready() error { return s.ready.Err() }

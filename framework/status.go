@@ -145,10 +145,10 @@ func (s *Server) AddClient(c *Client) {
 
 // Status returns the server's status.
 func (s *Server) Status() ServerStatus {
-	notReady := s.notReady()
+	notReady := s.ready.Missing()
 	st := ServerStatus{
 		Component: s.cfg.Component, Instance: s.cfg.Instance, Release: s.cfg.Release,
-		Now: s.cfg.Clock.Now().Round(time.Millisecond).UTC(), Draining: s.draining.Load(), Ready: len(notReady) == 0,
+		Now: s.cfg.Clock.Now().Round(time.Millisecond).UTC(), Draining: s.Draining(), Ready: len(notReady) == 0,
 		NotReady: strings.Join(notReady, "; "), Contracts: map[string][]string{}, Served: []ServedVersion{},
 		Sessions: s.Sessions(), Topics: s.TopicStats(), Clients: []ClientStatus{},
 	}

@@ -148,7 +148,7 @@ func (s *Server) serveTopicWrite(w http.ResponseWriter, r *http.Request) {
 		return t.ClientWrite(topics.WriterID{Component: sess.peer.Component, Instance: sess.peer.Instance}, sess.usage.Key, body, header)
 	})
 	release()
-	draining := s.draining.Load()
+	draining := s.Draining()
 	if draining {
 		sess.drainNotified.Store(true)
 	}
@@ -184,7 +184,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		s.gate.AuditAdmitted(adm, admit.OutcomeLabel(err))
 		s.refuse(w, r, err)
 	}
-	if s.draining.Load() {
+	if s.Draining() {
 		sess.drainNotified.Store(true)
 		refuse(Errorf(CodeUnavailable, "%s is draining: watch another endpoint", s.cfg.Component))
 		return

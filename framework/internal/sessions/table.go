@@ -1,7 +1,8 @@
 // Package sessions is a server's table of live sessions: one per
 // (contract, client instance), found by its token, replaced by the same
 // instance's re-handshake from the same owner, refused to another owner,
-// and counted in every peer's limits as sessions come and go.
+// and counted in every peer's limits as sessions come and go; and the
+// session clock (Expiry) that closes the sessions that lapsed.
 //
 // It is separate because the table has one job and its own lock, which
 // the server's handshake, admission, heartbeats, drain and expiry loop all
