@@ -124,12 +124,9 @@ type (
 
 // The limits' names (see limits.Name).
 const (
-	limitInFlightPerSession = limits.InFlightPerSession
-	limitBodyBytes          = limits.BodyBytes
-	limitBodyReadTimeout    = limits.BodyReadTimeout
-	limitHelloBytes         = limits.HelloBytes
-	limitNameBytes          = limits.NameBytes
-	limitOffers             = limits.Offers
+	limitHelloBytes = limits.HelloBytes
+	limitNameBytes  = limits.NameBytes
+	limitOffers     = limits.Offers
 )
 
 // allLimits are every limit, each one's counter exported from the start.
