@@ -64,6 +64,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -110,7 +111,9 @@ type config struct {
 	// startTicks groups a second.
 	startRate, startTicks int
 	// tlsResumption: the hollow nodes keep their TLS sessions.
-	tlsResumption   bool
+	tlsResumption bool
+	// hollowGOGC, if not 0, is the main hollow process's GOGC.
+	hollowGOGC      int
 	registerFor     time.Duration
 	readyFraction   float64
 	bindConcurrency int
@@ -152,6 +155,7 @@ func run() int {
 	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
 	flag.Float64Var(&c.steadyBinds, "steady-binds-per-second", 10, "lockstep path: pods bound one at a time in the steady window, per second, for its bind → Running (at most one per node)")
 	flag.IntVar(&c.startRate, "start-rate", 100, "lockstep path: nodes the hollow process starts per second")
+	flag.IntVar(&c.hollowGOGC, "hollow-gogc", 400, "lockstep path: if not 0, the main hollow process's GOGC: the simulator's garbage collection, not the node controller's, whose stalls of tens of thousands of goroutines delayed heartbeats (0: Go's default, 100)")
 	flag.BoolVar(&c.tlsResumption, "tls-resumption", true, "lockstep path: the hollow nodes resume their TLS sessions on new connections (false: a full handshake each)")
 	flag.IntVar(&c.startTicks, "start-ticks", 20, "lockstep path: groups of nodes the hollow process starts per second, evenly apart (1: one group a second, all of whose heartbeats come at about the same instant)")
 	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
@@ -299,8 +303,11 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		}
 	}()
 	var profileArgs []string
+	if c.hollowGOGC != 0 {
+		profileArgs = append(profileArgs, "-gogc", strconv.Itoa(c.hollowGOGC))
+	}
 	if c.steadyProfiles != "" {
-		profileArgs = []string{"-steady-cpu-profile", filepath.Join(c.steadyProfiles, "hollow.pprof")}
+		profileArgs = append(profileArgs, "-steady-cpu-profile", filepath.Join(c.steadyProfiles, "hollow.pprof"))
 	}
 	main, err := startChild(url, caCert, caKey, c, c.nodes, "node-", 1, profileArgs...)
 	if err != nil {
@@ -1017,7 +1024,11 @@ func hollow(args []string) int {
 	startTicks := fs.Int("start-ticks", 20, "groups of nodes started per second, evenly apart")
 	steadyProfile := fs.String("steady-cpu-profile", "", "write the process's CPU profile from the steady window's start to its end to this file")
 	resume := fs.Bool("tls-resumption", true, "nodes resume their TLS sessions on new connections; false: every connection a full handshake")
+	gogc := fs.Int("gogc", 0, "if not 0, the process's GOGC (its garbage collector's target heap growth, in percent)")
 	_ = fs.Parse(args)
+	if *gogc != 0 {
+		debug.SetGCPercent(*gogc)
+	}
 	ca, err := certs.LoadCA(*caCert, *caKey)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hollow:", err)
