@@ -260,9 +260,9 @@ var targetWant = map[string]string{
 	"P4":       "p99 ≤ 50 ms (≥ 4× better than etcd)",
 	"P4s":      "p99 ≤ 10 ms",
 	"P5":       "writer never throttled; p99 ≤ 1 s; every watcher converged ≤ 1 s after the last write",
-	"P6":       "p99 ≤ 50 ms",
-	"P6 mTLS":  "p99 ≤ 50 ms",
-	"P6 ready": "p99 ≤ 50 ms at ≤ 1.1× the polling row's dials while dark",
+	"P6":       "polling a dark address: p99 ≤ 1.1× the dial interval (110 ms at the default 10 dials/s), at ≤ 11 dials/s while dark",
+	"P6 mTLS":  "as P6, both with mutual TLS",
+	"P6 ready": "p99 ≤ 50 ms after the announcement, at ≤ 1.1× the polling row's dials while dark",
 	"F":        "≤ 50 ms (connection EOF, not the next heartbeat)",
 	"P7":       "≤ 10 KiB per session, ≤ 16 KiB per watcher (server)",
 	"P8":       "≥ 5× faster, identical verdicts",
@@ -470,6 +470,24 @@ func (w *writeup) dialsText(v string) string {
 	return fmt.Sprintf(" at %.1f dials/s while dark", d)
 }
 
+// P6 was decided on 2026-12-07: a restart is judged where it is announced
+// (P6 ready, ≤ 50 ms); a client that can only poll a dark address is bound
+// by its prober's dial interval, 100 ms at the default backoff's ceiling
+// (about 10 dials a second), so it is judged at 1.1 times that interval
+// without dialling more than the 1.1 times that rate it does today.
+const (
+	p6PollingP99ms   = 110
+	p6MaxDialsPerSec = 11
+)
+
+// pollingMet reports whether polling variant v's p99 and its dials while
+// dark are within P6's bounds (rounds that did not count dials are judged
+// on the p99 alone).
+func (w *writeup) pollingMet(v string, p99 float64) bool {
+	d := w.r.Median(WReconnect, v, MDialsPerS)
+	return p99 <= p6PollingP99ms && (math.IsNaN(d) || d <= p6MaxDialsPerSec)
+}
+
 // noMoreDials reports whether variant v dialled while dark at most 1.1
 // times as often as base (the rate's own noise between rounds), or the
 // rounds did not count dials.
@@ -529,7 +547,7 @@ session.`,
 		w.target(report.Target{ID: "P6", Workload: targetWorkload["P6"], Want: targetWant["P6"],
 			Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials%s (gRPC: %.0f ms)", p99, n,
 				w.dialsText(VReconnectLS), w.pooled(WReconnect, VReconnectGR, 0.99)),
-			Verdict: verdict(!math.IsNaN(p99) && n >= 100, p99 <= 50)})
+			Verdict: verdict(!math.IsNaN(p99) && n >= 100, w.pollingMet(VReconnectLS, p99))})
 		if n := len(w.r.Latencies(WReconnect, VReconnectLSReady)); n > 0 {
 			p99 := w.pooled(WReconnect, VReconnectLSReady, 0.99)
 			w.target(report.Target{ID: "P6 ready", Workload: targetWorkload["P6 ready"], Want: targetWant["P6 ready"],
@@ -542,7 +560,7 @@ session.`,
 			w.target(report.Target{ID: "P6 mTLS", Workload: targetWorkload["P6 mTLS"], Want: targetWant["P6 mTLS"],
 				Measured: fmt.Sprintf("p99 **%.1f ms** over %d trials%s (gRPC with mutual TLS: %.0f ms)",
 					p99, n, w.dialsText(VReconnectLSMTLS), w.pooled(WReconnect, VReconnectGRMTLS, 0.99)),
-				Verdict: verdict(!math.IsNaN(p99) && n >= 100, p99 <= 50)})
+				Verdict: verdict(!math.IsNaN(p99) && n >= 100, w.pollingMet(VReconnectLSMTLS, p99))})
 		}
 	}
 	if len(w.r.Variants(WCrash)) > 0 {
