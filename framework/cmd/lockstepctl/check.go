@@ -66,7 +66,7 @@ func runCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		Release: c.release, Offers: []handshake.Offer{{Version: c.ver, Fingerprint: c.fingerprint}}}
 	// Under mutual TLS with a certificate of another component (an
 	// operator's), the dry run is asked on behalf of the client component:
-	// see onBehalfOf.
+	// see admit.Gate.OnBehalfOf (framework/internal/admit).
 	var header http.Header
 	behalf := c.conn.identity != nil && c.conn.identity.Component != c.component
 	if behalf {

@@ -143,7 +143,7 @@ func TestACallIsAdmittedInItsOwnSessionAndCountedUntilDone(t *testing.T) {
 
 func TestARequestOutsideItsSessionIsRefused(t *testing.T) {
 	rg := newRig(t, nil)
-	rg.open(t, "s1")
+	sess := rg.open(t, "s1")
 	for _, tc := range []struct {
 		name string
 		// r is the request and e what its path names.
@@ -151,19 +151,22 @@ func TestARequestOutsideItsSessionIsRefused(t *testing.T) {
 		e    Entry
 		want apierror.Code
 	}{
-		{"no session header", request(""), Entry{Kind: identity.EntryCall, Contract: "nodestatus"}, apierror.CodeHandshakeRequired},
-		{"unknown token", request("s2"), Entry{Kind: identity.EntryCall, Contract: "nodestatus"}, apierror.CodeHandshakeRequired},
-		{"another contract", request("s1"), Entry{Kind: identity.EntryCall, Contract: "podbinding"}, apierror.CodeHandshakeRequired},
-		{"another version", request("s1"), Entry{Kind: identity.EntryCall, Contract: "nodestatus", Version: "2.0.0"}, apierror.CodeIncompatiblePeer},
+		{"no session header", request(""), Entry{Kind: identity.EntryCall, Contract: "nodestatus", Call: true}, apierror.CodeHandshakeRequired},
+		{"unknown token", request("s2"), Entry{Kind: identity.EntryCall, Contract: "nodestatus", Call: true}, apierror.CodeHandshakeRequired},
+		{"another contract", request("s1"), Entry{Kind: identity.EntryCall, Contract: "podbinding", Call: true}, apierror.CodeHandshakeRequired},
+		{"another version", request("s1"), Entry{Kind: identity.EntryCall, Contract: "nodestatus", Version: "2.0.0", Call: true}, apierror.CodeIncompatiblePeer},
 	} {
 		_, err := rg.gate.Admit(tc.r, tc.e)
 		assert.Equal(t, tc.want, codeOf(err), tc.name)
+		assert.Equal(t, int64(0), rg.inFlight.Load(), "%s: nothing refused stays counted", tc.name)
+		assert.Equal(t, int64(0), sess.inFlight.Load(), "%s: nothing refused stays counted in the session", tc.name)
 	}
 	r := request("s1")
 	r.Header.Set(protocol.HeaderOnBehalfOf, "kubelet")
-	_, err := rg.gate.Admit(r, Entry{Kind: identity.EntryCall, Contract: "nodestatus"})
+	_, err := rg.gate.Admit(r, Entry{Kind: identity.EntryCall, Contract: "nodestatus", Call: true})
 	assert.Equal(t, apierror.CodeInvalidArgument, codeOf(err), "a call may not be asked on behalf of another")
 	assert.Equal(t, int64(0), rg.inFlight.Load(), "nothing refused stays counted")
+	assert.Equal(t, int64(0), sess.inFlight.Load(), "nothing refused stays counted in the session")
 }
 
 func TestADrainingServerRefusesCallsAndTellsTheSession(t *testing.T) {
