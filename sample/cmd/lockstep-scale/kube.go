@@ -171,6 +171,7 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 		killed = kill()
 	}
 	err = steady(ctx, obs, c.steady, res)
+	main.endSteady()
 	if err == nil {
 		res.HollowKiBPerNode = round(res.RSSMiB["hollow-nodes"]*1024/float64(c.nodes), 1)
 		res.LostLiveNodes, err = obs.countNodeObjects(ctx, "node-", corev1.ConditionUnknown)
@@ -391,10 +392,10 @@ func kubeHollow(args []string) int {
 			n.run(ctx)
 		}()
 	}
-	var atSteady *kubelet.Latency
-	awaitParent(func() { atSteady = h.stats.leases.Snapshot() })
+	var window steadyWindow
+	awaitParent(func() { window.start = h.stats.leases.Snapshot() }, func() { window.end = h.stats.leases.Snapshot() })
 	cs := childStats{Nodes: *nodes, StatusReports: h.stats.statuses.Load(), PodReports: h.stats.pods.Load(), Failed: h.stats.failed.Load()}
-	cs.beats(&h.stats.leases, atSteady)
+	cs.beats(&h.stats.leases, &window)
 	b, _ := json.Marshal(cs)
 	fmt.Println(string(b))
 	cancel()

@@ -425,10 +425,10 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	}
 	obs.procs["node-controller"], obs.procs["hollow-nodes"] = os.Getpid(), main.cmd.Process.Pid
 	reports := statusReports(reg)
-	var objStart [4]int64
+	var objStart [5]int64
 	if objects != nil {
 		st := objects.Stats()
-		objStart = [4]int64{st.Creates.Load(), st.Transitions.Load(), st.Refreshes.Load(), st.WriteTime.Load()}
+		objStart = [5]int64{st.Creates.Load(), st.Transitions.Load(), st.Refreshes.Load(), st.Failures.Load(), st.WriteTime.Load()}
 	}
 	lapses, flapped := counter(reg, "lockstep_session_lapses_total"), flaps.count()
 	main.steady()
@@ -439,14 +439,30 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	var stopProfile2 func()
 	if c.steadyProfiles != "" {
 		if stopProfile2, err = profile(filepath.Join(c.steadyProfiles, "node-controller.pprof")); err != nil {
+			probes()
 			return nil, err
 		}
 	}
 	err = steady(ctx, obs, c.steady, res)
+	// What the window counts is read as it ends: the kills' notice and the
+	// wait for the window's pods below run past it.
+	main.endSteady()
 	if stopProfile2 != nil {
 		stopProfile2()
 	}
 	probes()
+	res.StatusReportsPerSec = round(float64(statusReports(reg)-reports)/res.SteadySeconds, 2)
+	if objects != nil {
+		st := objects.Stats()
+		res.NodeObjects = map[string]int64{"creates": st.Creates.Load() - objStart[0], "transitions": st.Transitions.Load() - objStart[1],
+			"refreshes": st.Refreshes.Load() - objStart[2], "failures": st.Failures.Load() - objStart[3]}
+		// Their mean latency, failed writes included (the writer times
+		// them too): the writer's workers make at most workers / latency
+		// writes a second.
+		if n := res.NodeObjects["creates"] + res.NodeObjects["transitions"] + res.NodeObjects["refreshes"] + res.NodeObjects["failures"]; n > 0 {
+			res.NodeObjects["meanWriteMicros"] = (st.WriteTime.Load() - objStart[4]) / n / 1000
+		}
+	}
 	res.SteadyLapses, res.SteadyFlaps = int64(counter(reg, "lockstep_session_lapses_total")-lapses), flaps.count()-flapped
 	if kerr := killed(); err == nil {
 		err = kerr
@@ -467,18 +483,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	res.Flaps = flaps.count()
 	fmt.Fprintf(os.Stderr, "lockstep: steady window: %d binds, bind → Running p50 %.0f ms, p99 %.0f ms (%d not Running); %d live sessions lapsed, %d live nodes flapped (%d over the run)\n",
 		res.SteadyBinds, res.SteadyBindToRunningP50Ms, res.SteadyBindToRunningP99Ms, res.SteadyNotRunning, res.SteadyLapses, res.SteadyFlaps, res.Flaps)
-	res.StatusReportsPerSec = round(float64(statusReports(reg)-reports)/res.SteadySeconds, 2)
 	res.ResyncsRequested, res.Resumes = int64(counter(reg, "sample_nodecontroller_resyncs_requested_total")), int64(counter(reg, "sample_nodecontroller_resumes_total"))
-	if objects != nil {
-		st := objects.Stats()
-		res.NodeObjects = map[string]int64{"creates": st.Creates.Load() - objStart[0], "transitions": st.Transitions.Load() - objStart[1],
-			"refreshes": st.Refreshes.Load() - objStart[2], "failures": st.Failures.Load()}
-		if n := res.NodeObjects["creates"] + res.NodeObjects["transitions"] + res.NodeObjects["refreshes"]; n > 0 {
-			// Their mean latency: the writer's workers make at most
-			// workers / latency writes a second.
-			res.NodeObjects["meanWriteMicros"] = (st.WriteTime.Load() - objStart[3]) / n / 1000
-		}
-	}
 	res.HollowKiBPerNode = round(res.RSSMiB["hollow-nodes"]*1024/float64(c.nodes), 1)
 	slices.Sort(res.KillNoticedMs)
 	slices.Sort(res.KillNoticedInMemoryMs)
@@ -807,15 +812,19 @@ func waitRunning(ctx context.Context, placed int, count func() int) (notRunning 
 	return max(0, placed-last), nil
 }
 
-// counter is the value of an unlabelled counter of reg.
+// counter is the value of a counter of reg, summed over its series (a
+// labelled one, such as lapses by contract, counts every label's).
 func counter(reg *prometheus.Registry, name string) float64 {
 	mfs, _ := reg.Gather()
+	var sum float64
 	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
 		}
 	}
-	return 0
+	return sum
 }
 
 // waitFor polls cond every poll until it holds, ctx ends or timeout
@@ -892,7 +901,8 @@ type child struct {
 
 // childStats is what a hollow process reports when it stops: its
 // heartbeats over its whole life (the start's handshakes included) and
-// over the steady window (from the parent's steadyLine on).
+// over the steady window (from the parent's steadyLine to its
+// steadyEndLine).
 type childStats struct {
 	Nodes                int     `json:"nodes"`
 	Heartbeats           int64   `json:"heartbeats"`
@@ -907,30 +917,46 @@ type childStats struct {
 }
 
 // beats fills the heartbeat figures of cs from all (every heartbeat the
-// process timed) and atSteady (a snapshot of it as the steady window
-// began; nil if it never did).
-func (cs *childStats) beats(all, atSteady *kubelet.Latency) {
+// process timed) and the window's snapshots of it: w.start as the steady
+// window began (nil if it never did), w.end as it ended (nil if the parent
+// stopped the process without saying so, when the window runs to the end).
+func (cs *childStats) beats(all *kubelet.Latency, w *steadyWindow) {
 	cs.Heartbeats, cs.HeartbeatP99Ms = all.Count(), ms(all.Quantile(0.99))
-	if atSteady == nil {
+	if w.start == nil {
 		return
 	}
-	w := all.Snapshot()
-	w.Sub(atSteady)
+	end := all
+	if w.end != nil {
+		end = w.end
+	}
+	in := end.Snapshot()
+	in.Sub(w.start)
+	w2 := in
 	cs.SteadyHeartbeats, cs.SteadyHeartbeatP50Ms, cs.SteadyHeartbeatP99Ms, cs.SteadyHeartbeatMaxMs =
-		w.Count(), ms(w.Quantile(0.5)), ms(w.Quantile(0.99)), ms(w.Quantile(1))
+		w2.Count(), ms(w2.Quantile(0.5)), ms(w2.Quantile(0.99)), ms(w2.Quantile(1))
 }
 
-// steadyLine is the line a parent writes to a hollow process's stdin as
-// the steady window begins.
-const steadyLine = "steady"
+// steadyLine and steadyEndLine are the lines a parent writes to a hollow
+// process's stdin as the steady window begins and ends.
+const (
+	steadyLine    = "steady"
+	steadyEndLine = "steady-end"
+)
+
+// steadyWindow is a hollow process's heartbeat histogram as the steady
+// window began and ended.
+type steadyWindow struct{ start, end *kubelet.Latency }
 
 // awaitParent reads the parent's lines on stdin until it closes: at
-// steadyLine it calls steady.
-func awaitParent(steady func()) {
+// steadyLine it calls begin, at steadyEndLine end.
+func awaitParent(begin, end func()) {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		if sc.Text() == steadyLine {
-			steady()
+		switch sc.Text() {
+		case steadyLine:
+			begin()
+		case steadyEndLine:
+			end()
 		}
 	}
 }
@@ -939,6 +965,12 @@ func awaitParent(steady func()) {
 // from now on are also counted apart.
 func (ch *child) steady() {
 	_, _ = io.WriteString(ch.stdin, steadyLine+"\n")
+}
+
+// endSteady tells the process that the steady window ends: heartbeats
+// from now on are no longer the window's.
+func (ch *child) endSteady() {
+	_, _ = io.WriteString(ch.stdin, steadyEndLine+"\n")
 }
 
 func startChild(url, caCert, caKey string, c config, nodes int, prefix string, block int, more ...string) (*child, error) {
@@ -1092,15 +1124,19 @@ func hollow(args []string) int {
 		}
 		return &all
 	}
-	var atSteady *kubelet.Latency
+	var window steadyWindow
 	stopProfile := func() {}
 	awaitParent(func() {
-		atSteady = beats()
+		window.start = beats()
 		if stop, err := profile(*steadyProfile); err == nil {
 			stopProfile = stop
 		} else {
 			fmt.Fprintln(os.Stderr, "hollow:", err)
 		}
+	}, func() {
+		window.end = beats()
+		stopProfile()
+		stopProfile = func() {}
 	})
 	stopProfile()
 	cs := childStats{Nodes: *nodes}
@@ -1110,7 +1146,7 @@ func hollow(args []string) int {
 		cs.PodReports += st.PodReports.Load()
 		cs.Failed += st.Failed.Load()
 	}
-	cs.beats(beats(), atSteady)
+	cs.beats(beats(), &window)
 	b, _ := json.Marshal(cs)
 	fmt.Println(string(b))
 	stop()
