@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -47,7 +48,7 @@ const podNamespace = "scale"
 // through it, and kube-controller-manager's node lifecycle controller
 // noticing the killed nodes.
 func measureKube(ctx context.Context, c config) (*Result, error) {
-	res := &Result{Path: "kubernetes", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SourceAddrs: c.sourceAddrs}
+	res := &Result{Path: "kubernetes", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,11 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 			ch.stop()
 		}
 	}()
-	main, err := startProcess(args(c.nodes, "node-", 11)...)
+	mainArgs := args(c.nodes, "node-", 11)
+	if c.hollowGOGC != 0 {
+		mainArgs = append(mainArgs, "-gogc", strconv.Itoa(c.hollowGOGC))
+	}
+	main, err := startProcess(mainArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +319,11 @@ func kubeHollow(args []string) int {
 	leaseEvery := fs.Duration("lease-every", 10*time.Second, "Lease renewal period")
 	statusEvery := fs.Duration("node-status-every", 5*time.Minute, "NodeStatus report period when nothing changed")
 	block := fs.Int("source-block", 0, "if not 0, node i dials from 127.<block>.x.y")
+	gogc := fs.Int("gogc", 0, "if not 0, the process's GOGC (its garbage collector's target heap growth, in percent)")
 	_ = fs.Parse(args)
+	if *gogc != 0 {
+		debug.SetGCPercent(*gogc)
+	}
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "kube-hollow:", err); return 1 }
 	if err := loopbackURL(*server); err != nil {
 		return fail(err)

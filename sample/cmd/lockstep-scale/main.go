@@ -112,7 +112,8 @@ type config struct {
 	startRate, startTicks int
 	// tlsResumption: the hollow nodes keep their TLS sessions.
 	tlsResumption bool
-	// hollowGOGC, if not 0, is the main hollow process's GOGC.
+	// hollowGOGC, if not 0, is the main hollow process's GOGC, on both
+	// paths, so that their simulators are alike.
 	hollowGOGC      int
 	registerFor     time.Duration
 	readyFraction   float64
@@ -155,7 +156,7 @@ func run() int {
 	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
 	flag.Float64Var(&c.steadyBinds, "steady-binds-per-second", 10, "lockstep path: pods bound one at a time in the steady window, per second, for its bind → Running (at most one per node)")
 	flag.IntVar(&c.startRate, "start-rate", 100, "lockstep path: nodes the hollow process starts per second")
-	flag.IntVar(&c.hollowGOGC, "hollow-gogc", 400, "lockstep path: if not 0, the main hollow process's GOGC: the simulator's garbage collection, not the node controller's, whose stalls of tens of thousands of goroutines delayed heartbeats (0: Go's default, 100)")
+	flag.IntVar(&c.hollowGOGC, "hollow-gogc", 400, "both paths: if not 0, the main hollow process's GOGC: the simulator's garbage collection, not the node controller's, whose stalls of tens of thousands of goroutines delayed heartbeats (0: Go's default, 100)")
 	flag.BoolVar(&c.tlsResumption, "tls-resumption", true, "lockstep path: the hollow nodes resume their TLS sessions on new connections (false: a full handshake each)")
 	flag.IntVar(&c.startTicks, "start-ticks", 20, "lockstep path: groups of nodes the hollow process starts per second, evenly apart (1: one group a second, all of whose heartbeats come at about the same instant)")
 	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
@@ -214,7 +215,7 @@ type Result = result.Result
 
 func measure(ctx context.Context, c config) (*Result, error) {
 	res := &Result{Path: "lockstep", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(),
-		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs}
+		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err

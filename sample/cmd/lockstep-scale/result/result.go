@@ -96,6 +96,10 @@ type Result struct {
 	SessionTTLSeconds     float64 `json:"sessionTTLSeconds,omitempty"`
 	NodeGraceSeconds      float64 `json:"nodeGraceSeconds,omitempty"`
 	SourceAddrs           bool    `json:"sourceAddressPerNode"`
+	// HollowGOGC is the main hollow process's GOGC (0: Go's default), on
+	// either path: it moves the simulator's RSS and its heartbeats' tail,
+	// so runs with different values are not compared.
+	HollowGOGC int `json:"hollowGOGC,omitempty"`
 	// ResyncsRequested and Resumes (lockstep path) count, over the whole
 	// run, the full resyncs the node controller asked of kubelet sessions
 	// and the nodes held Unknown that their kubelet's new session resumed
