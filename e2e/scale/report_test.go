@@ -75,3 +75,30 @@ func TestReport(t *testing.T) {
 		t.Errorf("the plot has not one point per finished run and panel:\n%s", s)
 	}
 }
+
+// A lockstep record made before the steady window was measured apart is
+// judged on what it has: P9's heartbeat on the whole run, its bind →
+// Running on the placement, each saying so.
+func TestReportJudgesAnOlderRecordOnTheWholeRun(t *testing.T) {
+	dir := t.TempDir()
+	rs := []Result{{Path: "lockstep", Nodes: 5000, PodsPerNode: 5, PodsPlaced: 25000, KillNoticedMs: []int64{11800}, KillNoticedP99Ms: 11800,
+		HeartbeatP99Ms: 8553, BindToRunningP99Ms: 28808, Cores: map[string]float64{"node-controller": 0.45}, RSSMiB: map[string]float64{"node-controller": 901}}}
+	md, svg := filepath.Join(dir, "scale.md"), filepath.Join(dir, "scale.svg")
+	if err := WriteReport(rs, md, svg, "scale.svg"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(md)
+	report := string(b)
+	for _, want := range []string{
+		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the whole run, start included | 8553 ms | **no**",
+		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: the placement | 28808 ms | **no**",
+		"P9: killed node noticed ≤ 5 s | lockstep, 5000 nodes, 25000 pods | p99 11.8 s (in the API server) | **no**",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "the steady window (the whole run's") {
+		t.Errorf("an older record has no steady window to report:\n%s", report)
+	}
+}
