@@ -215,7 +215,8 @@ type Result = result.Result
 
 func measure(ctx context.Context, c config) (*Result, error) {
 	res := &Result{Path: "lockstep", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(),
-		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC}
+		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC,
+		SteadyBindsPerSec: c.steadyBinds, StartRate: c.startRate, StartTicks: c.startTicks, TLSResumption: c.tlsResumption}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err

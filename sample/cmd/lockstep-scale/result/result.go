@@ -100,6 +100,14 @@ type Result struct {
 	// either path: it moves the simulator's RSS and its heartbeats' tail,
 	// so runs with different values are not compared.
 	HollowGOGC int `json:"hollowGOGC,omitempty"`
+	// The lockstep path's settings that move its figures: pods bound in
+	// the steady window per second (it carries binds, so its heartbeats
+	// are measured beside them), the hollow process's start rate and its
+	// groups a second, and whether nodes resume TLS sessions.
+	SteadyBindsPerSec float64 `json:"steadyBindsPerSecond,omitempty"`
+	StartRate         int     `json:"startRate,omitempty"`
+	StartTicks        int     `json:"startTicks,omitempty"`
+	TLSResumption     bool    `json:"tlsResumption,omitempty"`
 	// ResyncsRequested and Resumes (lockstep path) count, over the whole
 	// run, the full resyncs the node controller asked of kubelet sessions
 	// and the nodes held Unknown that their kubelet's new session resumed
