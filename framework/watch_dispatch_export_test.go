@@ -20,7 +20,7 @@ type DispatchRig[T any] = watch.DispatchRig[T]
 func NewDispatchRig[T any](ctx context.Context, n int, decodeEach bool, h InformerHandlers[T], snapshot [][]byte) *DispatchRig[T] {
 	c := &Client{ctx: ctx}
 	env := &watch.Env{Ctx: ctx, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxQueued: 2 * DefaultTopicMaxKeys,
-		Extract: c.extractHeader}
+		Extract: c.extractHeader, Feeds: &watch.Feeds{}}
 	return watch.NewDispatchRig(ctx, env, watch.RigConfig{Informers: n, DecodeEach: decodeEach, Snapshot: snapshot}, h)
 }
 

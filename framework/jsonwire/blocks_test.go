@@ -37,3 +37,22 @@ func TestBlocks(t *testing.T) {
 		t.Error("a nil Blocks handed out one block twice")
 	}
 }
+
+// TestSkipNumberAllocatesNothing: skipping a number (Skip, RawBytes)
+// checks its grammar without copying its text.
+func TestSkipNumberAllocatesNothing(t *testing.T) {
+	data := []byte(`[123456789, -0.5e+10, 7]`)
+	allocs := testing.AllocsPerRun(100, func() {
+		d := NewSharedDecoder(data)
+		if err := d.Skip(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Skip of an array of numbers took %v allocations, want 0", allocs)
+	}
+	d := NewSharedDecoder([]byte(`12.e3`))
+	if err := d.Skip(); err == nil {
+		t.Error("Skip accepted 12.e3")
+	}
+}
