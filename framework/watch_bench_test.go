@@ -80,6 +80,7 @@ func runFanout[T any](b *testing.B, sc fanoutScenario[T]) fanoutResult {
 	srv := frameworktest.StartServer(b, framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0",
 		MaxSessions: 10 * sc.clients}, func(s *framework.Server) {
 		writer = framework.ServeTopic[T](s, c, sc.topic, framework.WithMaxWatchers(sc.watchers+10), framework.WithMaxWatchersPerPeer(sc.watchers+10))
+		framework.ServeOtherTopics(s, c)
 	})
 	for k := range sc.keys {
 		if err := writer.Set(sc.object(k, time.Now().UnixNano())); err != nil {
@@ -292,6 +293,7 @@ func BenchmarkWatchIdleMemory(b *testing.B) {
 		SessionTTL: 10 * time.Minute, Heartbeat: time.Minute,
 		Limits: framework.Limits{WatchersPerSession: watchers, WatchersPerPeer: watchers}}, func(s *framework.Server) {
 		writer = framework.ServeTopic[topicmsg.NodeHealth](s, c, topicmsg.TopicNodeHealth, framework.WithMaxWatchers(watchers), framework.WithMaxWatchersPerPeer(watchers))
+		framework.ServeOtherTopics(s, c)
 	})
 	for k := range keys {
 		if err := writer.Set(healthObject(k, int64(k))); err != nil {
