@@ -2,6 +2,7 @@ package frames
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -74,23 +75,41 @@ var frameMember = map[string]int{
 // when absent or null. Strings are slices of line (see [Decode]). false
 // means "decode with encoding/json".
 func Read(line []byte) (head Head, object []byte, ok bool) {
+	head, object, _, ok = read(line, false)
+	return head, object, ok
+}
+
+// read is [Read]; with objectLast, an object that the frame's closing
+// brace ends (the layout [EncodeSet] writes) is returned unscanned, and
+// last says so: its text then ends where the frame does, and only a
+// decoder that checks it in full (and that nothing follows it) may take
+// it, or the frame must be read again without objectLast.
+func read(line []byte, objectLast bool) (head Head, object []byte, last, ok bool) {
 	d := jsonwire.NewSharedDecoder(line)
 	if d.ObjectStart() != nil {
-		return head, nil, false
+		return head, nil, false, false
 	}
 	var seen uint16
 	for d.NextMember() {
 		n, known := frameMember[string(d.Key())]
 		if !known || seen&(1<<n) != 0 {
-			return head, nil, false
+			return head, nil, false, false
 		}
 		seen |= 1 << n
 		var err error
 		switch n {
 		case memberObject:
-			if !d.Null() {
-				object, err = d.RawBytes()
+			if d.Null() {
+				break
 			}
+			if objectLast {
+				start := d.Mark()
+				rest := bytes.TrimRight(line[start:], " \t\r\n")
+				if len(rest) > 1 && rest[len(rest)-1] == '}' {
+					return head, rest[:len(rest)-1], true, true
+				}
+			}
+			object, err = d.RawBytes()
 		case memberHeader:
 			head.Header, err = ReadHeader(&d)
 		case memberWriter:
@@ -102,10 +121,10 @@ func Read(line []byte) (head Head, object []byte, ok bool) {
 			err = head.read(&d, n)
 		}
 		if err != nil {
-			return head, nil, false
+			return head, nil, false, false
 		}
 	}
-	return head, object, d.End() == nil
+	return head, object, false, d.End() == nil
 }
 
 // read reads the head's member numbered n.
@@ -228,14 +247,17 @@ func frameType(typ string) string {
 // reads each into a buffer of its own and only ever shares it, so the
 // frame one write sends costs no copy per informer.
 func Decode[T any](line []byte, f *Frame[T]) error {
-	if head, object, ok := Read(line); ok {
-		var obj *T
-		if object != nil {
-			obj = new(T)
-			ok = UnmarshalShared(object, obj) == nil
-		}
-		if ok {
-			*f = Frame[T]{Head: head, Object: obj}
+	// A generated decoder checks the whole object and that nothing
+	// follows it, so an object that ends the frame is handed to it
+	// unscanned rather than read twice (once to find its end); any other
+	// frame is read in full all the same.
+	_, shared := any((*T)(nil)).(jsonwire.SharedUnmarshaler)
+	head, object, last, ok := read(line, shared)
+	if ok && decodeObject(object, head, f) {
+		return nil
+	}
+	if last {
+		if head, object, ok := Read(line); ok && decodeObject(object, head, f) {
 			return nil
 		}
 	}
@@ -245,6 +267,20 @@ func Decode[T any](line []byte, f *Frame[T]) error {
 	err := json.Unmarshal(line, &full)
 	*f = full
 	return err
+}
+
+// decodeObject sets *f to head with object decoded (nil when absent),
+// and says whether object decoded.
+func decodeObject[T any](object []byte, head Head, f *Frame[T]) bool {
+	var obj *T
+	if object != nil {
+		obj = new(T)
+		if UnmarshalShared(object, obj) != nil {
+			return false
+		}
+	}
+	*f = Frame[T]{Head: head, Object: obj}
+	return true
 }
 
 // UnmarshalShared is [UnmarshalObject] for raw that is never modified

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/lockstep-dev/lockstep/framework/jsonwire"
 )
 
 type frameObject struct {
@@ -40,6 +42,12 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"closing","reason":"draining"}`,
 		`{"type":"ping"}`,
 		`not json`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"x"}} x}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"x"}}}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"x"}` + "\n",
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"x"} ,"seq":2}`,
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":{"a":"x"} } ` + "\r\n",
+		`{"type":"set","key":"n","epoch":"e","seq":1,"object":}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -54,7 +62,35 @@ func FuzzDecodeFrame(f *testing.F) {
 		if fastErr == nil && !reflect.DeepEqual(fast, full) {
 			t.Fatalf("Decode read %+v, encoding/json %+v, from %q", fast, full, line)
 		}
+		var fastShared Frame[sharedObject]
+		fastSharedErr := Decode(line, &fastShared)
+		var fullShared Frame[sharedObject]
+		fullSharedErr := json.Unmarshal(line, &fullShared)
+		if (fastSharedErr == nil) != (fullSharedErr == nil) {
+			t.Fatalf("Decode of a shared object: error %v, encoding/json error %v, for %q", fastSharedErr, fullSharedErr, line)
+		}
+		if fastSharedErr == nil && !reflect.DeepEqual(fastShared, fullShared) {
+			t.Fatalf("Decode of a shared object read %+v, encoding/json %+v, from %q", fastShared, fullShared, line)
+		}
 	})
+}
+
+// sharedObject is frameObject with a decoder of the generated kind
+// (jsonwire.SharedUnmarshaler: it checks the whole value and that nothing
+// follows it), which Decode hands an object that ends its frame unscanned.
+type sharedObject frameObject
+
+// UnmarshalSharedJSON decodes one value of raw, which must be all of it.
+func (o *sharedObject) UnmarshalSharedJSON(raw []byte) error {
+	d := jsonwire.NewSharedDecoder(raw)
+	v, err := d.RawBytes()
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(v, (*frameObject)(o)); err != nil {
+		return err
+	}
+	return d.End()
 }
 
 // traceHeader is a write's header as a change carries it: what the
