@@ -274,7 +274,13 @@ func measure(ctx context.Context, c config) (*Result, error) {
 			onHealth(h)
 		}
 	}
-	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg, OnHealth: observeHealth,
+	// The PodAssignment topic holds one key per pod: every pod the run
+	// places, beyond the default bound of 100,000 keys at 5,000 nodes with
+	// 30 pods each.
+	pods := max(framework.DefaultTopicMaxKeys, 2*c.nodes*c.podsPerNode)
+	podTopic := []framework.TopicOption{framework.WithMaxKeys(pods),
+		framework.WithMaxBytes(pods * (framework.DefaultTopicMaxBytes / framework.DefaultTopicMaxKeys))}
+	nc, err := nodecontroller.New(nodecontroller.Config{API: "v2", NodeGrace: c.grace, Logger: quiet, Registerer: reg, OnHealth: observeHealth, PodTopic: podTopic,
 		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", SessionTTL: c.ttl, Heartbeat: c.heartbeat,
 			DrainTimeout: time.Second, Logger: quiet, MTLS: creds, Metrics: framework.NewMetrics(reg)}})
 	if err != nil {

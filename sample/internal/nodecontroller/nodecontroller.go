@@ -111,6 +111,12 @@ type Config struct {
 	// node's health on its behalf, so each kubelet identity holds at most
 	// its share of the topic, and a report beyond it is refused.
 	HealthTopic []framework.TopicOption
+	// PodTopic are options of the PodAssignment topic(s) beyond the node
+	// controller's own, such as their bounds: the topic holds one key per
+	// bound pod, so a cluster with more pods than [framework.DefaultTopicMaxKeys]
+	// raises [framework.WithMaxKeys] (and [framework.WithMaxBytes]) here,
+	// or assignments beyond it are refused and their kubelets never see them.
+	PodTopic []framework.TopicOption
 	// Evicted, if set, is called with every eviction that unbound pods
 	// (Evict, for preemption), once they are unbound.
 	Evicted func(Eviction)
@@ -276,23 +282,24 @@ func New(cfg Config) (*NodeController, error) {
 		topicOpts = append(topicOpts, framework.WithWriterDetached())
 	}
 	healthOpts := append(append([]framework.TopicOption(nil), topicOpts...), cfg.HealthTopic...)
+	podOpts := append(append([]framework.TopicOption(nil), topicOpts...), cfg.PodTopic...)
 	if cfg.API == "v1" {
 		nsv1.Register(srv, statusV1{n})
 		nhv1.Register(srv, healthV1{n})
 		n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", healthOpts...)
-		n.podsV1 = nsv1.ServePodAssignment(srv, topicOpts...)
+		n.podsV1 = nsv1.ServePodAssignment(srv, podOpts...)
 	} else if cfg.API == "v2.1" {
 		// 2.1.0 derives from 2.0.0 compatibly: Register and
 		// ServePodAssignment serve 2.0.0 kubelets too.
 		nsv21.Register(srv, statusV21{n})
 		nhv2.Register(srv, healthV2{n})
 		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", healthOpts...)
-		n.podsV21 = nsv21.ServePodAssignment(srv, topicOpts...)
+		n.podsV21 = nsv21.ServePodAssignment(srv, podOpts...)
 	} else {
 		nsv2.Register(srv, statusV2{n})
 		nhv2.Register(srv, healthV2{n})
 		n.topicV2 = framework.ServeTopic[nhv2.NodeHealth](srv, nhv2.Contract, "NodeHealth", healthOpts...)
-		n.podsV2 = nsv2.ServePodAssignment(srv, topicOpts...)
+		n.podsV2 = nsv2.ServePodAssignment(srv, podOpts...)
 		if cfg.Fork {
 			nsv2.ServeV1(srv) // PodAssignment at 1.0.0 too, from n.podsV2
 			nhv2.ServeV1(srv)
