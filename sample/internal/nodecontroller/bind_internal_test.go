@@ -134,3 +134,30 @@ func TestAPodsPhaseDoesNotPublishItsAssignmentAgain(t *testing.T) {
 	assert.False(t, ok, "the ended pod's assignment is deleted")
 	assert.Empty(t, n.Health()[0].Pods, "and it left its node")
 }
+
+// PodTopic bounds the PodAssignment topic: with room for two keys, a
+// third pod's assignment is refused (and logged); without it, the default
+// bound holds them all. (The bind itself still succeeds: the pod is in the
+// store and its next change publishes it again.)
+func TestPodTopicBoundsTheAssignments(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	n, err := New(Config{API: "v2", Logger: quiet, PodsPerNode: 10, PodTopic: []framework.TopicOption{framework.WithMaxKeys(2)},
+		Server: framework.ServerConfig{Component: "nodecontroller", Release: "1.31.0", Logger: quiet}})
+	require.NoError(t, err)
+	t.Cleanup(n.Close)
+	st := &nsv2.NodeStatus{NodeName: "node-0", Allocatable: nsv2.Resources{CPUMillis: 4000, MemoryBytes: 16 << 30, Pods: 110},
+		Conditions: nsv2.Conditions{Ready: nsv2.Condition{Status: nsv2.ConditionStatusTrue}}}
+	_, err = n.reportStatus(context.Background(), st)
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	m := withNodes(t, 1, 10)
+	for _, uid := range []string{"a", "b", "c"} {
+		_, err := n.bind(ctx, binding(uid, "node-0"))
+		require.NoError(t, err)
+		_, err = m.bind(ctx, binding(uid, "node-0"))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, n.podsV2.Len(), "WithMaxKeys(2) holds two assignments")
+	assert.Equal(t, 3, m.podsV2.Len(), "the default bound holds all three")
+}
