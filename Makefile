@@ -269,9 +269,10 @@ abuse:
 ## notice killed nodes (e2e/scale, driving sample/cmd/lockstep-scale). make scale
 ## (5,000 nodes with 5 pods each, as many as 5 minutes of placement bind;
 ## both paths, at most 20 minutes each and 45 in all; SCALE_NODES,
-## SCALE_PODS, SCALE_PATHS to change; at 30 pods per node lockstep's 5,000
-## nodes did not finish within 20 minutes on the loaded machine,
-## docs/design.md) adds its runs
+## SCALE_PODS, SCALE_PATHS to change; at SCALE_PODS=30 with
+## SCALE_FLAGS="-scale.ready-fraction=0.99 -scale.place-for=4m
+## -scale.args=--start-rate=50", lockstep's 5,000 nodes ran all 150,000
+## pods in 8 minutes on a machine of their own, docs/scale.md) adds its runs
 ## (lockstep's with a 10 s session TTL and a 1 s grace, a dead node noticed
 ## in 10 to 11.5 s: at 2,000 nodes and more, 3 s did not converge on the
 ## 2-core machine loaded by others, docs/design.md; where the machine is
