@@ -53,9 +53,6 @@ func IdentityFromCertificate(cert *x509.Certificate) (Identity, error) {
 // framework/internal/identity's, which finds a certificate's peer.
 type Peer = identity.Peer
 
-// setLimitsKey records the key of p's limits on the server admitting it.
-func setLimitsKey(p *Peer, key string) { identity.SetLimitsKey(p, key) }
-
 // PeerFromContext returns the peer of the request a handler, interceptor or
 // [Authorizer] is serving, or nil outside one. On a client it is nil.
 func PeerFromContext(ctx context.Context) *Peer { return identity.PeerFromContext(ctx) }
@@ -175,9 +172,6 @@ func (c *Credentials) verifyCached(chain []*x509.Certificate) (*Peer, error) {
 	}
 	return &Peer{Identity: v.Identity, Authenticated: true, Certificate: v.Certificate}, nil
 }
-
-// isOperator reports whether id may read the status page and metrics.
-func (c *Credentials) isOperator(id Identity) bool { return c.m.IsOperator(id) }
 
 // EntryKind names a kind of request a server takes. Every kind is admitted
 // over the same peer check and limits (docs/security.md; a handshake, a

@@ -106,12 +106,6 @@ func (l *Limits) validate(maxSessions int) error {
 	return err
 }
 
-// overLimit is the error of an entry refused for going over l, counted in
-// m (which may be nil): see [limits.Refuse].
-func overLimit(m *Metrics, l limit, code Code, format string, args ...any) *Error {
-	return limits.Refuse(m.limitRefused, l, code, format, args...)
-}
-
 // The root's names of what framework/internal/limits holds, for the
 // server's files that read them: aliases, not copies, because that package
 // makes every limit refusal and counts it, from the values the server

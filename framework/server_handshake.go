@@ -41,8 +41,6 @@ func (s *Server) negotiation(contract string) (srv handshake.Server, ok bool) {
 // writer, which the client's heartbeat senders read: see package wire.
 type topicWriterReport = wire.TopicWriterReport
 
-// encodeTimeout and decodeTimeout are the deadline header's format, which
-// a client writes and a server reads: see package wire.
+// encodeTimeout is the deadline header's format, which a client writes
+// (and a server reads with wire.DecodeTimeout).
 func encodeTimeout(d time.Duration) string { return wire.EncodeTimeout(d) }
-
-func decodeTimeout(s string) (time.Duration, error) { return wire.DecodeTimeout(s) }

@@ -360,11 +360,6 @@ func (m *Metrics) onBehalfEntry(kind EntryKind, contract, outcome string) {
 	m.collectors().OnBehalfEntry(string(kind), contract, outcome)
 }
 
-// reasonLabel is a handshake's reason label: "none" for a welcome or an
-// unreachable endpoint, a refusal reason or a code of the closed sets, or
-// [UnknownLabel] for anything else (a hostile server's made-up reason).
-func reasonLabel(reason string) string { return metrics.ReasonLabel(reason) }
-
 // teeServerObserver sends a server's events to two observers.
 type teeServerObserver = metrics.TeeServer
 

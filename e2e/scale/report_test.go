@@ -46,12 +46,7 @@ func TestReport(t *testing.T) {
 		!rs[1].Stopped || rs[1].Nodes != 2000 {
 		t.Fatalf("results kept: %+v", rs)
 	}
-	md, svg := filepath.Join(dir, "scale.md"), filepath.Join(dir, "scale.svg")
-	if err := WriteReport(rs, md, svg, "scale.svg"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(md)
-	report := string(b)
+	report, svg := writeReport(t, dir, rs)
 	for _, want := range []string{
 		"1000 nodes: etcd puts/s, lockstep / Kubernetes | 3.6 / 103.3 = 1/29 | yes",
 		"1000 nodes: p99 lockstep / Kubernetes | 3.5 s / 52.0 s | yes",
@@ -83,12 +78,7 @@ func TestReportJudgesAnOlderRecordOnTheWholeRun(t *testing.T) {
 	dir := t.TempDir()
 	rs := []Result{{Path: "lockstep", Nodes: 5000, PodsPerNode: 5, PodsPlaced: 25000, KillNoticedMs: []int64{11800}, KillNoticedP99Ms: 11800,
 		HeartbeatP99Ms: 8553, BindToRunningP99Ms: 28808, Cores: map[string]float64{"node-controller": 0.45}, RSSMiB: map[string]float64{"node-controller": 901}}}
-	md, svg := filepath.Join(dir, "scale.md"), filepath.Join(dir, "scale.svg")
-	if err := WriteReport(rs, md, svg, "scale.svg"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(md)
-	report := string(b)
+	report, _ := writeReport(t, dir, rs)
 	for _, want := range []string{
 		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the whole run, start included | 8553 ms | **no**",
 		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: the placement | 28808 ms | **no**",
@@ -101,4 +91,19 @@ func TestReportJudgesAnOlderRecordOnTheWholeRun(t *testing.T) {
 	if strings.Contains(report, "the steady window (the whole run's") {
 		t.Errorf("an older record has no steady window to report:\n%s", report)
 	}
+}
+
+// writeReport writes the report of rs into dir and returns its text and
+// its plot's path.
+func writeReport(t *testing.T, dir string, rs []Result) (report, svg string) {
+	t.Helper()
+	md, svg := filepath.Join(dir, "scale.md"), filepath.Join(dir, "scale.svg")
+	if err := WriteReport(rs, md, svg, "scale.svg"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), svg
 }
