@@ -136,9 +136,9 @@ func TestAPodsPhaseDoesNotPublishItsAssignmentAgain(t *testing.T) {
 }
 
 // PodTopic bounds the PodAssignment topic: with room for two keys, a
-// third pod's assignment is refused (and logged); without it, the default
-// bound holds them all. (The bind itself still succeeds: the pod is in the
-// store and its next change publishes it again.)
+// third pod's binding is refused with the topic's resource_exhausted and
+// the pod is not bound (not in the store, not on its node), until a key
+// is free again; without it, the default bound holds them all.
 func TestPodTopicBoundsTheAssignments(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	n, err := New(Config{API: "v2", Logger: quiet, PodsPerNode: 10, PodTopic: []framework.TopicOption{framework.WithMaxKeys(2)},
@@ -153,11 +153,33 @@ func TestPodTopicBoundsTheAssignments(t *testing.T) {
 	ctx := context.Background()
 	m := withNodes(t, 1, 10)
 	for _, uid := range []string{"a", "b", "c"} {
-		_, err := n.bind(ctx, binding(uid, "node-0"))
-		require.NoError(t, err)
 		_, err = m.bind(ctx, binding(uid, "node-0"))
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 2, n.podsV2.Len(), "WithMaxKeys(2) holds two assignments")
 	assert.Equal(t, 3, m.podsV2.Len(), "the default bound holds all three")
+
+	for _, uid := range []string{"a", "b"} {
+		_, err = n.bind(ctx, binding(uid, "node-0"))
+		require.NoError(t, err)
+	}
+	_, err = n.bind(ctx, binding("c", "node-0"))
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(err), "the topic holds two keys: %v", err)
+	assert.Equal(t, 2, n.podsV2.Len(), "WithMaxKeys(2) holds two assignments")
+	uids := func() (out []string) {
+		for _, p := range n.Pods() {
+			out = append(out, p.UID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"a", "b"}, uids(), "c is not bound")
+	require.Len(t, n.Health(), 1)
+	assert.Len(t, n.Health()[0].Pods, 2, "nor on its node")
+	assert.Equal(t, int64(108), n.Health()[0].Allocatable.Pods, "of 110, the node's allocatable leaves out a and b only")
+
+	require.NoError(t, n.cfg.Pods.report(&nsv2.PodStatus{NodeName: "node-0", UID: "a", Phase: nsv2.PodStatusPhaseSucceeded}))
+	_, err = n.bind(ctx, binding("c", "node-0"))
+	require.NoError(t, err, "a ended: its key is free")
+	assert.Equal(t, []string{"b", "c"}, uids())
+	_, ok := n.podsV2.Get("c")
+	assert.True(t, ok, "c's assignment is published")
 }

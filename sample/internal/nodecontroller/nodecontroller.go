@@ -115,7 +115,8 @@ type Config struct {
 	// controller's own, such as their bounds: the topic holds one key per
 	// bound pod, so a cluster with more pods than [framework.DefaultTopicMaxKeys]
 	// raises [framework.WithMaxKeys] (and [framework.WithMaxBytes]) here,
-	// or assignments beyond it are refused and their kubelets never see them.
+	// or a binding whose assignment the topic cannot hold is refused with
+	// the topic's resource_exhausted, and the pod is not bound.
 	PodTopic []framework.TopicOption
 	// Evicted, if set, is called with every eviction that unbound pods
 	// (Evict, for preemption), once they are unbound.
@@ -306,7 +307,7 @@ func New(cfg Config) (*NodeController, error) {
 			n.topicV1 = framework.ServeTopic[nhv1.NodeHealth](srv, nhv1.Contract, "NodeHealth", healthOpts...)
 		}
 	}
-	n.unwatch = cfg.Pods.Subscribe(n.podChanged)
+	n.unwatch = cfg.Pods.subscribe(n.podChanged)
 	if cfg.Lease != nil {
 		n.stop, n.elected, n.learnt = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		go n.elect()
@@ -648,15 +649,17 @@ func (n *NodeController) evict(ctx context.Context, e *nhv2.Eviction) (*nhv2.Evi
 
 // podChanged mirrors a change of the pod store: the node's assigned pods,
 // its health (what is left of its allocatable resources), and the
-// PodAssignment topic. The store calls it in order, under its lock.
-func (n *NodeController) podChanged(uid string, p *Pod) {
+// PodAssignment topic. The store calls it in order, under its lock. It
+// returns the topic's refusal of a pod's assignment (a topic holding its
+// bound of keys), which undoes a new pod's binding (PodStore.newLocked).
+func (n *NodeController) podChanged(uid string, p *Pod) error {
 	if p != nil && p.Ended() {
 		p = nil // gone: its kubelet reported it ended
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return
+		return nil
 	}
 	was, had := n.published[uid]
 	if had && (p == nil || p.NodeName != was.NodeName) {
@@ -675,11 +678,11 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 		}
 		a := p.assignment()
 		if had && was == *a {
-			return // what its kubelet watches is as it was
+			return nil // what its kubelet watches is as it was
 		}
 		n.published[uid] = *a
 	} else if !had {
-		return // never published
+		return nil // never published
 	}
 	var err error
 	switch {
@@ -702,14 +705,17 @@ func (n *NodeController) podChanged(uid string, p *Pod) {
 			err = n.podsV1.Set(down)
 		}
 	}
-	if err != nil {
-		if p != nil {
-			// Not published as it is: the pod's next change publishes it
-			// whatever it is (the node is kept, for the pod's leaving).
-			n.published[uid] = nsv2.PodAssignment{NodeName: p.NodeName}
-		}
-		n.logger.Warn("publishing a pod assignment", "uid", uid, "err", err)
+	if err == nil {
+		return nil
 	}
+	n.logger.Warn("publishing a pod assignment", "uid", uid, "err", err)
+	if p == nil {
+		return nil
+	}
+	// Not published as it is: the pod's next change publishes it whatever
+	// it is (the node is kept, for the pod's leaving).
+	n.published[uid] = nsv2.PodAssignment{NodeName: p.NodeName}
+	return err
 }
 
 // Pods returns every bound pod, with the phases its kubelet reported.

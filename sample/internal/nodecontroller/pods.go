@@ -31,10 +31,13 @@ type PodStore struct {
 	// check of its node's limit costs the same however many pods and
 	// nodes the store holds.
 	onNode map[string]int
-	subs   map[int]func(uid string, p *Pod)
-	next   int
-	now    func() time.Time
-	path   string // "" for none
+	// subs are told of every change; an error is the subscriber's
+	// refusal of it (its PodAssignment topic full), which a binding
+	// learns (see bind).
+	subs map[int]func(uid string, p *Pod) error
+	next int
+	now  func() time.Time
+	path string // "" for none
 }
 
 // Pod is one bound pod as the store holds it.
@@ -68,7 +71,7 @@ const maxPhases = 8
 
 // NewPodStore returns an empty store, in memory.
 func NewPodStore() *PodStore {
-	return &PodStore{pods: map[string]*Pod{}, onNode: map[string]int{}, subs: map[int]func(string, *Pod){}, now: time.Now}
+	return &PodStore{pods: map[string]*Pod{}, onNode: map[string]int{}, subs: map[int]func(string, *Pod) error{}, now: time.Now}
 }
 
 // OpenPodStore returns the store kept in the file at path, with what the
@@ -145,6 +148,14 @@ func (s *PodStore) saveLocked() error {
 // pod may end before its Running was reported, and that report is then
 // the one that shows it ran. f must not call the store.
 func (s *PodStore) Subscribe(f func(uid string, p *Pod)) (cancel func()) {
+	return s.subscribe(func(uid string, p *Pod) error { f(uid, p); return nil })
+}
+
+// subscribe is Subscribe for a subscriber that may refuse a change: a
+// node controller whose PodAssignment topic cannot hold a new pod's
+// assignment. A binding it refuses is undone (bind); any other change
+// it refuses stays, and the subscriber says so itself.
+func (s *PodStore) subscribe(f func(uid string, p *Pod) error) (cancel func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.next
@@ -152,7 +163,7 @@ func (s *PodStore) Subscribe(f func(uid string, p *Pod)) (cancel func()) {
 	s.subs[id] = f
 	for uid, p := range s.pods {
 		cp := *p
-		f(uid, &cp)
+		_ = f(uid, &cp)
 	}
 	return func() {
 		s.mu.Lock()
@@ -165,13 +176,16 @@ func (s *PodStore) Subscribe(f func(uid string, p *Pod)) (cancel func()) {
 // An error says the change could not be kept in the store's file; it is
 // applied all the same, and the caller may send its call again.
 func (s *PodStore) changedLocked(uid string) error {
-	return s.tellLocked(uid, s.pods[uid])
+	saved, _ := s.tellLocked(uid, s.pods[uid])
+	return saved
 }
 
 // tellLocked keeps the store and tells every subscriber that uid is now p
-// (nil, or ended, for a pod the store no longer holds).
-func (s *PodStore) tellLocked(uid string, p *Pod) error {
-	err := s.saveLocked()
+// (nil, or ended, for a pod the store no longer holds). It returns the
+// store's file's error, and apart the first subscriber's refusal of the
+// change.
+func (s *PodStore) tellLocked(uid string, p *Pod) (saved, refused error) {
+	saved = s.saveLocked()
 	var cp *Pod
 	if p != nil {
 		c := *p
@@ -179,14 +193,35 @@ func (s *PodStore) tellLocked(uid string, p *Pod) error {
 		cp = &c
 	}
 	for _, f := range s.subs {
-		f(uid, cp)
+		if err := f(uid, cp); err != nil && refused == nil {
+			refused = err
+		}
 	}
-	return err
+	return saved, refused
+}
+
+// newLocked holds the new pod p and tells every subscriber of it. A
+// subscriber that refuses it (its PodAssignment topic holds its bound of
+// keys, so the pod's kubelet would never see it) undoes it: the store
+// lets the pod go, tells every subscriber so, and returns the refusal
+// with its code (resource_exhausted for a full topic), so that whoever
+// bound it learns the pod is not bound and may try again later.
+func (s *PodStore) newLocked(p *Pod) error {
+	s.putLocked(p)
+	saved, refused := s.tellLocked(p.UID, s.pods[p.UID])
+	if refused == nil {
+		return saved
+	}
+	s.dropLocked(p.UID)
+	_, _ = s.tellLocked(p.UID, nil)
+	return framework.Errorf(framework.CodeOf(refused), "pod %s/%s (uid %s) not bound to %s: its assignment was not published: %v",
+		p.Namespace, p.Name, p.UID, p.NodeName, refused)
 }
 
 // bind binds a pod to a node: again to the same node changes nothing, to
 // another node is conflict; a node already holding limit pods is
-// resource_exhausted.
+// resource_exhausted, and so is a pod whose assignment a subscriber's
+// topic cannot hold (newLocked): the pod is then not bound.
 func (s *PodStore) bind(b *nhv2.Binding, limit int) (*Pod, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,8 +239,7 @@ func (s *PodStore) bind(b *nhv2.Binding, limit int) (*Pod, error) {
 		Priority: priority(b.Priority),
 		Desired:  nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
 		Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
-	s.putLocked(p)
-	if err := s.changedLocked(p.UID); err != nil {
+	if err := s.newLocked(p); err != nil {
 		return nil, err
 	}
 	cp := *p
@@ -227,7 +261,9 @@ func priority(p *int64) int64 {
 // to another node is conflict, a victim whose priority is not below the
 // preemptor's is permission_denied, and then nothing changes. A victim
 // the store no longer holds (it ended, or an earlier call got it) is left
-// out of the answer, so a call may be sent again.
+// out of the answer, so a call may be sent again. A preemptor whose
+// assignment a subscriber's topic cannot hold is not bound (newLocked):
+// its victims stay evicted, and the error says so.
 func (s *PodStore) evict(e *nhv2.Eviction, limit int) ([]Pod, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,8 +307,7 @@ func (s *PodStore) evict(e *nhv2.Eviction, limit int) ([]Pod, error) {
 		p := &Pod{Namespace: pre.Pod.Namespace, Name: pre.Pod.Name, UID: pre.Pod.UID, NodeName: e.NodeName, Requests: pre.Requests,
 			Priority: pre.Priority, Desired: nsv2.PodAssignmentDesiredStateRunning, Phase: nsv2.PodStatusPhasePending,
 			Phases: []PhaseChange{{Phase: nsv2.PodStatusPhasePending, At: s.now()}}}
-		s.putLocked(p)
-		keep(s.changedLocked(p.UID))
+		keep(s.newLocked(p))
 	}
 	return evicted, err
 }
@@ -297,7 +332,8 @@ func (s *PodStore) report(st *nsv2.PodStatus) error {
 	}
 	if p.Ended() {
 		s.dropLocked(st.UID)
-		return s.tellLocked(st.UID, p)
+		saved, _ := s.tellLocked(st.UID, p)
+		return saved
 	}
 	return s.changedLocked(st.UID)
 }

@@ -209,3 +209,38 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 	<-evicted
 	assert.Zero(t, k.Stats().Failed.Load())
 }
+
+// A binding whose PodAssignment the topic cannot hold fails at the
+// scheduler with the topic's resource_exhausted, over the wire, and the
+// pod is not bound: the node controller does not hold it, and a binding
+// of it once a key is free (a pod ended) succeeds.
+func TestABindingTheTopicRefusesFails(t *testing.T) {
+	ca := frameworktest.NewCA(t)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", PodTopic: []framework.TopicOption{framework.WithMaxKeys(2)}})
+	k := kubeletClient(t, ca, url, "node-a")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := k.ReportStatus(ctx, nodeStatus("node-a"))
+	require.NoError(t, err)
+
+	onA := pods("node-a", 3)
+	errs := bind(ctx, schedulerClient(t, ca, url), onA)
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(errs[2]), "the topic holds two keys: %v", errs[2])
+	held := func() (uids []string) {
+		for _, p := range n.Pods() {
+			uids = append(uids, p.UID)
+		}
+		return uids
+	}
+	assert.ElementsMatch(t, []string{onA[0].UID, onA[1].UID}, held(), "the refused pod is not bound")
+
+	ended := *onA[0]
+	ended.Phase = nsv2.PodStatusPhaseSucceeded
+	results, err := k.ReportPodStatuses(ctx, []*nsv2.PodStatus{&ended})
+	require.NoError(t, err)
+	require.NoError(t, results[0].Err)
+	require.NoError(t, bind(ctx, schedulerClient(t, ca, url), onA[2:])[0], "a key is free again")
+	assert.ElementsMatch(t, []string{onA[1].UID, onA[2].UID}, held())
+}
