@@ -155,5 +155,5 @@ func mustJSON(v any) []byte {
 // context, rather than decoding the body again with a copy of the
 // multi-call's wire form, which stays in framework/internal/wire.
 func MultiCallItemHeaders(req *http.Request, name string) []string {
-	return autobatch.ItemHeaders[resend.Attempt](req.Context(), name)
+	return autobatch.ItemHeaders(req.Context(), name)
 }

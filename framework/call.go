@@ -356,8 +356,8 @@ func (c *Client) invoke(ctx context.Context, req any, opts []CallOption, wire wi
 func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion) ([]byte, error), safety resend.Safety, failFast bool) ([]byte, *peerVersion, error) {
 	w := c.newCallWait(failFast)
 	defer w.Done()
-	what := call.Contract + " " + call.Method
-	w.What = "call " + what
+	var what string
+	what, w.What = c.callNames(call.Contract, call.Method)
 	rc := resend.Call{Safety: safety,
 		Pick: func() resend.Target {
 			if e, sess := c.pick(call.Method); e != nil {
@@ -383,6 +383,31 @@ func (c *Client) send(ctx context.Context, call *Call, encode func(*peerVersion)
 		return nil, nil, err
 	}
 	return answer, t.S.(*clientSession).version, nil
+}
+
+// methodNames are how a call of one method is named: in errors ("nodestatus
+// ReportStatus") and in the blocked log ("call nodestatus ReportStatus").
+type methodNames struct{ what, wait string }
+
+// namesOf returns the names of the calls of each method of c, made once
+// per client rather than twice at every call.
+func namesOf(c *Contract) map[string]methodNames {
+	names := map[string]methodNames{}
+	for _, m := range c.Methods() {
+		what := c.Name() + " " + m
+		names[m] = methodNames{what: what, wait: "call " + what}
+	}
+	return names
+}
+
+// callNames returns the names of a call of method of contract (see
+// [methodNames]): the client's own, unless an interceptor renamed the call.
+func (c *Client) callNames(contract, method string) (what, wait string) {
+	if n, ok := c.names[method]; ok && contract == c.contract.Name() {
+		return n.what, n.wait
+	}
+	what = contract + " " + method
+	return what, "call " + what
 }
 
 // attempt sends one attempt of a call to e: through its automatic batcher

@@ -180,6 +180,7 @@ type Client struct {
 	contract *Contract
 	offers   []handshake.Offer
 	versions map[string]*peerVersion // what the client speaks, by version
+	names    map[string]methodNames  // how its calls are named, by method
 	hc       *http.Client
 	ownsHC   bool
 	beats    *Heartbeats
@@ -226,6 +227,7 @@ func NewClient(c *Contract, cfg ClientConfig) (*Client, error) {
 		contract:  c,
 		offers:    []handshake.Offer{c.Offer()},
 		versions:  map[string]*peerVersion{c.Version(): {contract: c}},
+		names:     namesOf(c),
 		endpoints: map[string]*endpoint{},
 		changed:   make(chan struct{}),
 		listed:    make(chan struct{}),

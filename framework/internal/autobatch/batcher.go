@@ -53,7 +53,9 @@ func (c Config) WithDefaults(maxCalls int) Config {
 	return c
 }
 
-// Call is a call waiting in a batcher, with its outcome's way back.
+// Call is a call waiting in a batcher, with its outcome's way back. A
+// call whose caller received its outcome is reused for a later call of
+// the same batcher (Batcher.free): nothing may hold it after Deliver.
 type Call[R any] struct {
 	Ctx    context.Context
 	Method string
@@ -62,7 +64,8 @@ type Call[R any] struct {
 	done   chan R
 }
 
-// Deliver hands the call its outcome; Send.Many calls it once per call.
+// Deliver hands the call its outcome; Send.Many calls it once per call,
+// and reads nothing of the call after it: its caller may reuse it at once.
 func (c *Call[R]) Deliver(r R) { c.done <- r }
 
 // Send is how a batcher's calls travel.
@@ -95,6 +98,12 @@ type Batcher[R any] struct {
 	timer   clockwork.Timer
 	// stallTimer fires when the oldest flight stalls while calls wait.
 	stallTimer clockwork.Timer
+
+	// free holds the *Call[R] whose outcomes their callers received, each
+	// with its empty done channel, for the next calls that wait: under
+	// load nearly every call waits, and a call and its channel were two
+	// allocations of each.
+	free sync.Pool
 }
 
 // New returns a batcher of cfg's shape that sends through send, timing
@@ -120,16 +129,30 @@ func (b *Batcher[R]) Do(ctx context.Context, method string, body []byte, header 
 		b.mu.Unlock()
 		return r
 	}
-	c := &Call[R]{Ctx: ctx, Method: method, Body: body, Header: header, done: make(chan R, 1)}
+	c := b.newCall()
+	c.Ctx, c.Method, c.Body, c.Header = ctx, method, body, header
 	b.queue = append(b.queue, c)
 	b.kickLocked()
 	b.mu.Unlock()
 	select {
 	case r := <-c.done:
+		// Delivered: the batcher is done with c, which is free again.
+		*c = Call[R]{done: c.done}
+		b.free.Put(c)
 		return r
 	case <-ctx.Done():
+		// c stays with the batcher, which may still deliver to it: it is
+		// not reused.
 		return b.send.Ended(ctx.Err())
 	}
+}
+
+// newCall returns a free call, or a new one.
+func (b *Batcher[R]) newCall() *Call[R] {
+	if c, ok := b.free.Get().(*Call[R]); ok {
+		return c
+	}
+	return &Call[R]{done: make(chan R, 1)}
 }
 
 // takeSlotLocked starts a request that holds a slot.

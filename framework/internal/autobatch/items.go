@@ -1,28 +1,36 @@
 package autobatch
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
-// callsKey keys, in the context of a multi-call request the client sends,
-// the calls it carries.
-type callsKey struct{}
+// headersKey keys, in the context of a multi-call request the client
+// sends, the headers of the calls it carries.
+type headersKey struct{}
 
-// WithCalls returns ctx carrying calls, the calls of the multi-call
-// request sent with it, in order.
+// WithCalls returns ctx carrying the headers of calls, the calls of the
+// multi-call request sent with it, in order. It keeps their headers, not
+// the calls, which their callers reuse once answered.
 func WithCalls[R any](ctx context.Context, calls []*Call[R]) context.Context {
-	return context.WithValue(ctx, callsKey{}, calls)
+	headers := make([]http.Header, len(calls))
+	for i, c := range calls {
+		headers[i] = c.Header
+	}
+	return context.WithValue(ctx, headersKey{}, headers)
 }
 
 // ItemHeaders returns the value of the header name in each call ctx
 // carries ([WithCalls]), in order ("" for a call without it); nil when
-// ctx carries no calls of outcome type R.
-func ItemHeaders[R any](ctx context.Context, name string) []string {
-	calls, _ := ctx.Value(callsKey{}).([]*Call[R])
-	if calls == nil {
+// ctx carries no calls.
+func ItemHeaders(ctx context.Context, name string) []string {
+	headers, _ := ctx.Value(headersKey{}).([]http.Header)
+	if headers == nil {
 		return nil
 	}
-	values := make([]string, len(calls))
-	for i, p := range calls {
-		values[i] = p.Header.Get(name)
+	values := make([]string, len(headers))
+	for i, h := range headers {
+		values[i] = h.Get(name)
 	}
 	return values
 }
