@@ -51,6 +51,36 @@ func TestRunBoundedRunsEachIndexOnceOnAtMostWorkers(t *testing.T) {
 	assert.LessOrEqual(t, most.Load(), int64(3))
 }
 
+// TestRunBoundedBlockedCallsHoldUpOnlyTheirWorkers blocks the first calls
+// until every other call has run: with a worker left over, the others
+// must run all the same, and none of them twice.
+func TestRunBoundedBlockedCallsHoldUpOnlyTheirWorkers(t *testing.T) {
+	const n, workers, blocked = 40, 4, 3
+	var others sync.WaitGroup
+	others.Add(n - blocked)
+	var runs [n]atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runBounded(n, workers, func(i int) {
+			runs[i].Add(1)
+			if i < blocked {
+				others.Wait()
+				return
+			}
+			others.Done()
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("calls behind the blocked ones never ran")
+	}
+	for i := range runs {
+		assert.Equal(t, int32(1), runs[i].Load(), "index %d", i)
+	}
+}
+
 func TestItemsServesEachItemWithItsOwnHeaders(t *testing.T) {
 	d := testServer(t)
 	header := http.Header{"Traceparent": {"call"}}

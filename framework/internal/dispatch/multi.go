@@ -124,29 +124,49 @@ func (m Multi[M]) serveCall(ctx context.Context, mc wire.MultiCall) (res wire.Re
 // runBounded runs fn(0) … fn(n-1) on at most workers goroutines, the
 // caller's among them, and waits for them: the calls of a multi-call came
 // from concurrent callers, but one request must not start unbounded
-// goroutines. Each worker takes the next index left until none is, so a
-// call that blocks holds up only its own worker, while quick calls run
-// one after the other on whichever worker is running, instead of being
-// handed to the workers one by one through a channel (a park and a wake-up
-// each, on the scheduler's queue beside every other goroutine).
+// goroutines. Each worker takes the next index left until none is, so
+// quick calls run one after the other on whichever worker is running,
+// instead of being handed to the workers one by one through a channel (a
+// park and a wake-up each, on the scheduler's queue beside every other
+// goroutine).
+//
+// A call that blocks holds up only its own worker: before a worker runs a
+// call while indices are left, it makes sure a helper is on its way to
+// take them, starting one unless one started already and has not taken an
+// index yet. So quick calls are served by the caller with at most a helper
+// or two started per request, where a helper per index (up to workers)
+// was started before, most finding nothing left to do; and a call that
+// blocks has a helper behind it that takes the next index, and starts the
+// next helper in its turn.
 func runBounded(n, workers int, fn func(i int)) {
-	var next atomic.Int64
-	work := func() {
+	var (
+		next    atomic.Int64
+		helpers int         // helpers started; read and written holding pending
+		pending atomic.Bool // a helper started and has not taken an index
+		wg      sync.WaitGroup
+		work    func()
+	)
+	work = func() {
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= n {
 				return
 			}
+			if i+1 < n && pending.CompareAndSwap(false, true) {
+				if helpers < workers-1 {
+					helpers++
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						pending.Store(false)
+						work()
+					}()
+				} else {
+					pending.Store(false)
+				}
+			}
 			fn(i)
 		}
-	}
-	var wg sync.WaitGroup
-	for range min(n, workers) - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
 	}
 	work()
 	wg.Wait()
