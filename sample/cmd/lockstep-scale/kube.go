@@ -170,7 +170,7 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	// The steady state: Lease renewals, NodeStatus reads and patches, once
 	// kube-controller-manager is done with the new Node objects.
 	fmt.Fprintf(os.Stderr, "kubernetes: Node objects settled %.0f s after the nodes registered\n", settled().Seconds())
-	obs.procs["hollow-nodes"] = main.cmd.Process.Pid
+	obs.procs["hollow-nodes"] = []int{main.cmd.Process.Pid}
 	main.steady()
 	if !c.killAtRegistration {
 		killed = kill()

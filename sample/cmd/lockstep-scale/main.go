@@ -134,6 +134,16 @@ type config struct {
 	// killAtRegistration kills the victims once every node is
 	// registered, not as the steady window starts.
 	killAtRegistration bool
+	// ncGOGC and ncMemoryLimitMiB, if not 0, are the node controller's
+	// GOGC and soft memory limit (this process's).
+	ncGOGC, ncMemoryLimitMiB int
+	// bindsPerSecond, if not 0, paces the placement's binds.
+	bindsPerSecond float64
+	// stallLog: both processes log, every second, what may stall them.
+	stallLog bool
+	// hollowProcs is how many processes the hollow nodes that are not
+	// killed run in.
+	hollowProcs int
 	// The Kubernetes path.
 	path                        string
 	clientCA, clientCAKey       string
@@ -141,44 +151,25 @@ type config struct {
 }
 
 func run() int {
-	var c config
-	flag.IntVar(&c.nodes, "nodes", 300, "hollow nodes")
-	flag.IntVar(&c.podsPerNode, "pods-per-node", 5, "pods to place on each node, within --place-for")
-	flag.IntVar(&c.kills, "kills", 3, "nodes killed one after the other, each in a process of its own")
-	flag.DurationVar(&c.statusEvery, "status-every", 10*time.Second, "each node reports its whole status this often")
-	flag.DurationVar(&c.heartbeat, "heartbeat", time.Second, "the nodes' heartbeat interval")
-	flag.DurationVar(&c.ttl, "session-ttl", 3*time.Second, "how long a node's session lives without a heartbeat")
-	flag.DurationVar(&c.grace, "node-grace", time.Second, "how long a node's kubelet may hold no session before the node is Unknown")
-	flag.DurationVar(&c.steady, "steady", 30*time.Second, "steady-state window measured")
-	flag.DurationVar(&c.placeFor, "place-for", 2*time.Minute, "the most time spent placing pods")
-	flag.DurationVar(&c.registerFor, "register-for", 10*time.Minute, "the most time waited for every node to be Ready")
-	flag.Float64Var(&c.readyFraction, "ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once (the victims always) before pods are placed; below 1 where sessions lapse and recover now and then on a loaded machine")
-	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
-	flag.Float64Var(&c.steadyBinds, "steady-binds-per-second", 10, "lockstep path: pods bound one at a time in the steady window, per second, for its bind → Running (at most one per node)")
-	flag.IntVar(&c.startRate, "start-rate", 100, "lockstep path: nodes the hollow process starts per second")
-	flag.IntVar(&c.hollowGOGC, "hollow-gogc", 400, "both paths: if not 0, the main hollow process's GOGC: the simulator's garbage collection, not the node controller's, whose stalls of tens of thousands of goroutines delayed heartbeats (0: Go's default, 100)")
-	flag.BoolVar(&c.tlsResumption, "tls-resumption", true, "lockstep path: the hollow nodes resume their TLS sessions on new connections (false: a full handshake each)")
-	flag.IntVar(&c.startTicks, "start-ticks", 20, "lockstep path: groups of nodes the hollow process starts per second, evenly apart (1: one group a second, all of whose heartbeats come at about the same instant)")
-	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
-	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "lockstep path: the node controller persists Node objects to this API server")
-	flag.DurationVar(&c.nodeRefresh, "node-refresh", nodeobjects.DefaultRefreshEvery, "lockstep path, with --kubeconfig: how often each Node object is rewritten unchanged")
-	flag.Float64Var(&c.nodeWrites, "node-writes-per-second", nodeobjects.DefaultMaxWritesPerSecond, "lockstep path, with --kubeconfig: the node controller's budget of Node writes")
-	flag.StringVar(&c.adminKubeconfig, "admin-kubeconfig", "", "an administrator of the API server: its /metrics, the Node objects' Ready condition, and the pods of the Kubernetes path")
-	flag.StringVar(&c.watch, "watch", "", "name=pid,... of processes whose CPU and RSS to measure (the API server, etcd, kube-controller-manager)")
-	flag.StringVar(&c.etcdMetrics, "etcd-metrics", "", "etcd's /metrics URL, for its count of durable writes")
-	flag.BoolVar(&c.sourceAddrs, "source-addrs", true, "give each hollow node a source address of its own, 127.x.y.z")
-	flag.StringVar(&c.clientCA, "client-ca-cert", "", "kubernetes path: the API server's client CA certificate, to issue each node's")
-	flag.StringVar(&c.clientCAKey, "client-ca-key", "", "kubernetes path: that CA's key")
-	flag.DurationVar(&c.leaseEvery, "lease-every", 10*time.Second, "kubernetes path: how often each node renews its Lease")
-	flag.DurationVar(&c.nodeStatusEvery, "node-status-every", 5*time.Minute, "kubernetes path: how often each node patches its unchanged NodeStatus")
-	flag.BoolVar(&c.killAtRegistration, "kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts: the time to notice them (some 40 s on the Kubernetes path) then overlaps the placement and the steady window, and the victims' transitions fall outside it")
-	flag.StringVar(&c.placeProfile, "place-cpu-profile", "", "lockstep path: write the node controller's CPU profile while it places the pods to this file (go tool pprof)")
-	flag.StringVar(&c.steadyProfiles, "steady-cpu-profiles", "", "lockstep path: write the CPU profiles of the steady window to this directory, node-controller.pprof and hollow.pprof (go tool pprof)")
-	out := flag.String("out", "", "also write the JSON result to this file")
-	flag.Parse()
+	c, out := parseFlags()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go sampleLoad(ctx)
+	if c.stallLog {
+		go stallLog(ctx, os.Stderr, "node-controller", nil)
+	}
+	if c.path != "lockstep" {
+		c.ncGOGC, c.ncMemoryLimitMiB, c.bindsPerSecond, c.hollowProcs = 0, 0, 0, 1
+	}
+	if c.ncGOGC != 0 {
+		debug.SetGCPercent(c.ncGOGC)
+	}
+	if c.ncMemoryLimitMiB > 0 {
+		debug.SetMemoryLimit(int64(c.ncMemoryLimitMiB) << 20)
+	}
+	if c.hollowProcs <= 0 {
+		c.hollowProcs = max(1, (c.nodes+1249)/1250)
+	}
 	var res *Result
 	var err error
 	switch c.path {
@@ -200,13 +191,59 @@ func run() int {
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Println(string(b))
-	if *out != "" {
-		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+	if out != "" {
+		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "lockstep-scale:", err)
 			return 1
 		}
 	}
 	return 0
+}
+
+// parseFlags reads the run's shape from the command line, and the file to
+// write the result to as well ("" for none).
+func parseFlags() (config, string) {
+	var c config
+	flag.IntVar(&c.nodes, "nodes", 300, "hollow nodes")
+	flag.IntVar(&c.podsPerNode, "pods-per-node", 5, "pods to place on each node, within --place-for")
+	flag.IntVar(&c.kills, "kills", 3, "nodes killed one after the other, each in a process of its own")
+	flag.DurationVar(&c.statusEvery, "status-every", 10*time.Second, "each node reports its whole status this often")
+	flag.DurationVar(&c.heartbeat, "heartbeat", time.Second, "the nodes' heartbeat interval")
+	flag.DurationVar(&c.ttl, "session-ttl", 3*time.Second, "how long a node's session lives without a heartbeat")
+	flag.DurationVar(&c.grace, "node-grace", time.Second, "how long a node's kubelet may hold no session before the node is Unknown")
+	flag.DurationVar(&c.steady, "steady", 30*time.Second, "steady-state window measured")
+	flag.DurationVar(&c.placeFor, "place-for", 2*time.Minute, "the most time spent placing pods")
+	flag.DurationVar(&c.registerFor, "register-for", 10*time.Minute, "the most time waited for every node to be Ready")
+	flag.Float64Var(&c.readyFraction, "ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once (the victims always) before pods are placed; below 1 where sessions lapse and recover now and then on a loaded machine")
+	flag.IntVar(&c.bindConcurrency, "bind-concurrency", 16, "binds in flight at once")
+	flag.Float64Var(&c.steadyBinds, "steady-binds-per-second", 10, "lockstep path: pods bound one at a time in the steady window, per second, for its bind → Running (at most one per node)")
+	flag.IntVar(&c.startRate, "start-rate", 50, "lockstep path: nodes the hollow processes start per second, together")
+	flag.IntVar(&c.hollowGOGC, "hollow-gogc", 400, "both paths: if not 0, the main hollow process's GOGC: the simulator's garbage collection, not the node controller's, whose stalls of tens of thousands of goroutines delayed heartbeats (0: Go's default, 100)")
+	flag.BoolVar(&c.tlsResumption, "tls-resumption", true, "lockstep path: the hollow nodes resume their TLS sessions on new connections (false: a full handshake each)")
+	flag.IntVar(&c.startTicks, "start-ticks", 20, "lockstep path: groups of nodes the hollow process starts per second, evenly apart (1: one group a second, all of whose heartbeats come at about the same instant)")
+	flag.StringVar(&c.path, "path", "lockstep", "lockstep, or kubernetes: Leases and NodeStatus through the API server")
+	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "lockstep path: the node controller persists Node objects to this API server")
+	flag.DurationVar(&c.nodeRefresh, "node-refresh", nodeobjects.DefaultRefreshEvery, "lockstep path, with --kubeconfig: how often each Node object is rewritten unchanged")
+	flag.Float64Var(&c.nodeWrites, "node-writes-per-second", nodeobjects.DefaultMaxWritesPerSecond, "lockstep path, with --kubeconfig: the node controller's budget of Node writes")
+	flag.StringVar(&c.adminKubeconfig, "admin-kubeconfig", "", "an administrator of the API server: its /metrics, the Node objects' Ready condition, and the pods of the Kubernetes path")
+	flag.StringVar(&c.watch, "watch", "", "name=pid,... of processes whose CPU and RSS to measure (the API server, etcd, kube-controller-manager)")
+	flag.StringVar(&c.etcdMetrics, "etcd-metrics", "", "etcd's /metrics URL, for its count of durable writes")
+	flag.BoolVar(&c.sourceAddrs, "source-addrs", true, "give each hollow node a source address of its own, 127.x.y.z")
+	flag.StringVar(&c.clientCA, "client-ca-cert", "", "kubernetes path: the API server's client CA certificate, to issue each node's")
+	flag.StringVar(&c.clientCAKey, "client-ca-key", "", "kubernetes path: that CA's key")
+	flag.DurationVar(&c.leaseEvery, "lease-every", 10*time.Second, "kubernetes path: how often each node renews its Lease")
+	flag.DurationVar(&c.nodeStatusEvery, "node-status-every", 5*time.Minute, "kubernetes path: how often each node patches its unchanged NodeStatus")
+	flag.BoolVar(&c.killAtRegistration, "kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts: the time to notice them (some 40 s on the Kubernetes path) then overlaps the placement and the steady window, and the victims' transitions fall outside it")
+	flag.StringVar(&c.placeProfile, "place-cpu-profile", "", "lockstep path: write the node controller's CPU profile while it places the pods to this file (go tool pprof)")
+	flag.StringVar(&c.steadyProfiles, "steady-cpu-profiles", "", "lockstep path: write the CPU profiles of the steady window to this directory, node-controller.pprof and hollow.pprof (go tool pprof)")
+	flag.IntVar(&c.ncGOGC, "node-controller-gogc", 400, "lockstep path: if not 0, the node controller's GOGC (this process's; 0: Go's default, 100), so that it collects less often while its heap is far below --node-controller-memory-limit")
+	flag.IntVar(&c.ncMemoryLimitMiB, "node-controller-memory-limit", 1700, "lockstep path: if not 0, the node controller's soft memory limit in MiB (GOMEMLIMIT): it collects as often as it must to stay within it, below P9's 2 GiB")
+	flag.Float64Var(&c.bindsPerSecond, "binds-per-second", 600, "lockstep path: if not 0, the placement binds at most this many pods a second, so that its burst does not starve the heartbeats")
+	flag.IntVar(&c.hollowProcs, "hollow-processes", 0, "lockstep path: the processes the hollow nodes run in, each with its share of them, so that one process's garbage collection holds up only its share of the heartbeats, and for a shorter time (0: one per 1,250 nodes)")
+	flag.BoolVar(&c.stallLog, "stall-log", false, "write to stderr, every second, what may hold heartbeats up in the node controller's process and the hollow nodes' (garbage collections, scheduling waits, slow heartbeats)")
+	out := flag.String("out", "", "also write the JSON result to this file")
+	flag.Parse()
+	return c, *out
 }
 
 // Result is what one run measured (package result: make scale's harness
@@ -216,7 +253,9 @@ type Result = result.Result
 func measure(ctx context.Context, c config) (*Result, error) {
 	res := &Result{Path: "lockstep", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SessionTTLSeconds: c.ttl.Seconds(),
 		NodeGraceSeconds: c.grace.Seconds(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC,
-		SteadyBindsPerSec: c.steadyBinds, StartRate: c.startRate, StartTicks: c.startTicks, TLSResumption: c.tlsResumption}
+		SteadyBindsPerSec: c.steadyBinds, StartRate: c.startRate, StartTicks: c.startTicks, TLSResumption: c.tlsResumption,
+		NodeControllerGOGC: c.ncGOGC, NodeControllerMemoryLimitMiB: c.ncMemoryLimitMiB, PlaceBindsPerSecLimit: c.bindsPerSecond,
+		HollowProcesses: c.hollowProcs}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err
@@ -310,18 +349,11 @@ func measure(ctx context.Context, c config) (*Result, error) {
 			ch.stop()
 		}
 	}()
-	var profileArgs []string
-	if c.hollowGOGC != 0 {
-		profileArgs = append(profileArgs, "-gogc", strconv.Itoa(c.hollowGOGC))
-	}
-	if c.steadyProfiles != "" {
-		profileArgs = append(profileArgs, "-steady-cpu-profile", filepath.Join(c.steadyProfiles, "hollow.pprof"))
-	}
-	main, err := startChild(url, caCert, caKey, c, c.nodes, "node-", 1, profileArgs...)
+	main, err := startHollows(url, caCert, caKey, c)
+	children = append(children, main...)
 	if err != nil {
 		return nil, err
 	}
-	children = append(children, main)
 	var victims []*child
 	for i := range c.kills {
 		v, err := startChild(url, caCert, caKey, c, 1, fmt.Sprintf("victim-%d-", i), 100+i)
@@ -431,7 +463,7 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	if settled != nil {
 		fmt.Fprintf(os.Stderr, "lockstep: Node objects settled %.0f s after the nodes registered\n", settled().Seconds())
 	}
-	obs.procs["node-controller"], obs.procs["hollow-nodes"] = os.Getpid(), main.cmd.Process.Pid
+	obs.procs["node-controller"], obs.procs["hollow-nodes"] = []int{os.Getpid()}, main.pids()
 	reports := statusReports(reg)
 	var objStart [5]int64
 	if objects != nil {
@@ -567,6 +599,7 @@ func place(ctx context.Context, sched nhv2.Client, c config) int {
 	defer cancel()
 	var next, bound atomic.Int64
 	total := int64(c.nodes * c.podsPerNode)
+	start := time.Now()
 	var wg sync.WaitGroup
 	for range c.bindConcurrency {
 		wg.Add(1)
@@ -575,6 +608,9 @@ func place(ctx context.Context, sched nhv2.Client, c config) int {
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
 				if i >= total {
+					return
+				}
+				if c.bindsPerSecond > 0 && !sleepUntil(ctx, start.Add(time.Duration(float64(i)/c.bindsPerSecond*float64(time.Second)))) {
 					return
 				}
 				node := fmt.Sprintf("node-%03d", i%int64(c.nodes))
@@ -589,6 +625,22 @@ func place(ctx context.Context, sched nhv2.Client, c config) int {
 	}
 	wg.Wait()
 	return int(bound.Load())
+}
+
+// sleepUntil waits until t, reporting false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // profile starts a CPU profile written to path, if not "", and returns
@@ -922,6 +974,11 @@ type childStats struct {
 	StatusReports        int64   `json:"statusReports"`
 	PodReports           int64   `json:"podReports"`
 	Failed               int64   `json:"failedReports"`
+	// AllCounts and WindowCounts are the histograms of the whole life's
+	// heartbeats and of the window's (kubelet.Latency.Counts), so that
+	// the quantiles of several processes' heartbeats can be read together.
+	AllCounts    []int64 `json:"allCounts,omitempty"`
+	WindowCounts []int64 `json:"windowCounts,omitempty"`
 }
 
 // beats fills the heartbeat figures of cs from all (every heartbeat the
@@ -930,6 +987,7 @@ type childStats struct {
 // stopped the process without saying so, when the window runs to the end).
 func (cs *childStats) beats(all *kubelet.Latency, w *steadyWindow) {
 	cs.Heartbeats, cs.HeartbeatP99Ms = all.Count(), ms(all.Quantile(0.99))
+	cs.AllCounts = all.Counts()
 	if w.start == nil {
 		return
 	}
@@ -940,6 +998,7 @@ func (cs *childStats) beats(all *kubelet.Latency, w *steadyWindow) {
 	in := end.Snapshot()
 	in.Sub(w.start)
 	w2 := in
+	cs.WindowCounts = w2.Counts()
 	cs.SteadyHeartbeats, cs.SteadyHeartbeatP50Ms, cs.SteadyHeartbeatP99Ms, cs.SteadyHeartbeatMaxMs =
 		w2.Count(), ms(w2.Quantile(0.5)), ms(w2.Quantile(0.99)), ms(w2.Quantile(1))
 }
@@ -979,6 +1038,93 @@ func (ch *child) steady() {
 // from now on are no longer the window's.
 func (ch *child) endSteady() {
 	_, _ = io.WriteString(ch.stdin, steadyEndLine+"\n")
+}
+
+// hollows are the processes of the hollow nodes that are not killed,
+// each running its share of them: one, or --hollow-processes.
+type hollows []*child
+
+// startHollows starts the hollow nodes node-000 … in c.hollowProcs
+// processes, each with its share of the nodes, of the start rate and of
+// the source addresses (blocks 1, 2, …).
+func startHollows(url, caCert, caKey string, c config) (hollows, error) {
+	procs := max(1, c.hollowProcs)
+	var hs hollows
+	for k := range procs {
+		var args []string
+		if c.hollowGOGC != 0 {
+			args = append(args, "-gogc", strconv.Itoa(c.hollowGOGC))
+		}
+		if c.steadyProfiles != "" {
+			name := "hollow.pprof"
+			if k > 0 {
+				name = fmt.Sprintf("hollow-%d.pprof", k)
+			}
+			args = append(args, "-steady-cpu-profile", filepath.Join(c.steadyProfiles, name))
+		}
+		if c.stallLog {
+			args = append(args, "-stall-log")
+		}
+		first, last := k*c.nodes/procs, (k+1)*c.nodes/procs
+		ck := c
+		ck.startRate = max(1, c.startRate/procs)
+		args = append(args, "-first", strconv.Itoa(first), "-name", fmt.Sprintf("hollow-%d", k))
+		h, err := startChild(url, caCert, caKey, ck, last-first, "node-", 1+k, args...)
+		if err != nil {
+			return hs, err
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+// steady, endSteady: as child's, for every process.
+func (hs hollows) steady() {
+	for _, h := range hs {
+		h.steady()
+	}
+}
+
+func (hs hollows) endSteady() {
+	for _, h := range hs {
+		h.endSteady()
+	}
+}
+
+func (hs hollows) pids() []int {
+	var pids []int
+	for _, h := range hs {
+		pids = append(pids, h.cmd.Process.Pid)
+	}
+	return pids
+}
+
+// stop stops every process and returns their figures together: the
+// heartbeat quantiles of all their heartbeats, from their histograms.
+func (hs hollows) stop() childStats {
+	var sts []childStats
+	for _, h := range hs {
+		sts = append(sts, h.stop())
+	}
+	return mergeStats(sts)
+}
+
+// mergeStats is the figures of several hollow processes together.
+func mergeStats(sts []childStats) childStats {
+	var sum childStats
+	var all, window kubelet.Latency
+	for _, st := range sts {
+		sum.Nodes += st.Nodes
+		sum.StatusReports += st.StatusReports
+		sum.PodReports += st.PodReports
+		sum.Failed += st.Failed
+		all.AddCounts(st.AllCounts)
+		window.AddCounts(st.WindowCounts)
+	}
+	sum.Heartbeats, sum.HeartbeatP99Ms = all.Count(), ms(all.Quantile(0.99))
+	sum.SteadyHeartbeats, sum.SteadyHeartbeatP50Ms, sum.SteadyHeartbeatP99Ms, sum.SteadyHeartbeatMaxMs =
+		window.Count(), ms(window.Quantile(0.5)), ms(window.Quantile(0.99)), ms(window.Quantile(1))
+	return sum
 }
 
 func startChild(url, caCert, caKey string, c config, nodes int, prefix string, block int, more ...string) (*child, error) {
@@ -1065,6 +1211,9 @@ func hollow(args []string) int {
 	steadyProfile := fs.String("steady-cpu-profile", "", "write the process's CPU profile from the steady window's start to its end to this file")
 	resume := fs.Bool("tls-resumption", true, "nodes resume their TLS sessions on new connections; false: every connection a full handshake")
 	gogc := fs.Int("gogc", 0, "if not 0, the process's GOGC (its garbage collector's target heap growth, in percent)")
+	stalls := fs.Bool("stall-log", false, "write to stderr, every second, what may hold the heartbeats up in this process, and how many took over 100 ms")
+	firstNode := fs.Int("first", 0, "the number of the first node (node names are prefix and number)")
+	name := fs.String("name", "hollow", "the process's name in its stall log")
 	_ = fs.Parse(args)
 	if *gogc != 0 {
 		debug.SetGCPercent(*gogc)
@@ -1076,14 +1225,10 @@ func hollow(args []string) int {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var ks []*kubelet.Kubelet
-	stop := func() {
-		cancel()
-		wg.Wait()
-		for _, k := range ks {
-			k.Close()
-		}
+	set := &hollowSet{}
+	stop := func() { cancel(); set.close() }
+	if *stalls {
+		go stallLog(ctx, os.Stderr, *name, func() int64 { return set.beats().Above(100 * time.Millisecond) })
 	}
 	// The nodes start spread over time, as a cluster's machines come up:
 	// thousands of handshakes at once would starve the heartbeats of the
@@ -1113,7 +1258,7 @@ func hollow(args []string) int {
 		if *block != 0 {
 			source = func(i int) net.IP { return sourceAddr(*block, first+i) }
 		}
-		k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: min(group, *nodes-first), FirstNode: first, NodePrefix: *prefix,
+		k, err := kubelet.New(kubelet.Config{API: "v2", Nodes: min(group, *nodes-first), FirstNode: *firstNode + first, NodePrefix: *prefix,
 			ChangeEvery: -1, StatusEvery: *statusEvery, NodeTLS: nodeTLS, SourceAddr: source, Logger: quiet,
 			Client: framework.ClientConfig{Component: "kubelet", Release: "1.31.0", Endpoints: []string{*url}, Logger: quiet}})
 		if err != nil {
@@ -1121,44 +1266,83 @@ func hollow(args []string) int {
 			stop()
 			return 1
 		}
-		ks = append(ks, k)
-		wg.Add(1)
-		go func() { defer wg.Done(); k.Run(ctx) }()
-	}
-	beats := func() *kubelet.Latency {
-		var all kubelet.Latency
-		for _, k := range ks {
-			all.Add(&k.Stats().Heartbeats)
-		}
-		return &all
+		set.run(ctx, k)
 	}
 	var window steadyWindow
 	stopProfile := func() {}
 	awaitParent(func() {
-		window.start = beats()
+		window.start = set.beats()
 		if stop, err := profile(*steadyProfile); err == nil {
 			stopProfile = stop
 		} else {
 			fmt.Fprintln(os.Stderr, "hollow:", err)
 		}
 	}, func() {
-		window.end = beats()
+		window.end = set.beats()
 		stopProfile()
 		stopProfile = func() {}
 	})
 	stopProfile()
-	cs := childStats{Nodes: *nodes}
-	for _, k := range ks {
+	cs := set.stats()
+	cs.Nodes = *nodes
+	cs.beats(set.beats(), &window)
+	b, _ := json.Marshal(cs)
+	fmt.Println(string(b))
+	stop()
+	return 0
+}
+
+// hollowSet is a hollow process's kubelets, each running its group of
+// nodes; its stall log reads them as they start.
+type hollowSet struct {
+	mu sync.Mutex
+	ks []*kubelet.Kubelet
+	wg sync.WaitGroup
+}
+
+// run runs k until ctx ends.
+func (h *hollowSet) run(ctx context.Context, k *kubelet.Kubelet) {
+	h.mu.Lock()
+	h.ks = append(h.ks, k)
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go func() { defer h.wg.Done(); k.Run(ctx) }()
+}
+
+// close waits for every kubelet to stop running (its ctx ended), then
+// closes their sessions.
+func (h *hollowSet) close() {
+	h.wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range h.ks {
+		k.Close()
+	}
+}
+
+// beats is every heartbeat the kubelets timed, in one histogram.
+func (h *hollowSet) beats() *kubelet.Latency {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var all kubelet.Latency
+	for _, k := range h.ks {
+		all.Add(&k.Stats().Heartbeats)
+	}
+	return &all
+}
+
+// stats is the kubelets' reports, sent and failed.
+func (h *hollowSet) stats() childStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var cs childStats
+	for _, k := range h.ks {
 		st := k.Stats()
 		cs.StatusReports += st.StatusReports.Load()
 		cs.PodReports += st.PodReports.Load()
 		cs.Failed += st.Failed.Load()
 	}
-	cs.beats(beats(), &window)
-	b, _ := json.Marshal(cs)
-	fmt.Println(string(b))
-	stop()
-	return 0
+	return cs
 }
 
 // killVictims sends SIGKILL to every victim at once and returns what waits

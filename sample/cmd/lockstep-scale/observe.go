@@ -25,15 +25,15 @@ import (
 // count of durable writes from its own /metrics (--etcd-metrics), and the
 // API server's requests by resource from its /metrics (--admin-kubeconfig).
 type observer struct {
-	procs   map[string]int // name -> pid
-	etcd    string         // etcd's metrics URL
+	procs   map[string][]int // name -> pids, whose CPU and RSS are summed
+	etcd    string           // etcd's metrics URL
 	admin   kubernetes.Interface
 	host    string // the API server's URL
 	httpCli *http.Client
 }
 
 func newObserver(watch, etcdMetrics, adminKubeconfig string) (*observer, error) {
-	o := &observer{procs: map[string]int{}, etcd: etcdMetrics, httpCli: &http.Client{Timeout: 10 * time.Second}}
+	o := &observer{procs: map[string][]int{}, etcd: etcdMetrics, httpCli: &http.Client{Timeout: 10 * time.Second}}
 	for _, kv := range strings.Split(watch, ",") {
 		if kv == "" {
 			continue
@@ -43,7 +43,7 @@ func newObserver(watch, etcdMetrics, adminKubeconfig string) (*observer, error) 
 		if !ok || err != nil {
 			return nil, fmt.Errorf("--watch: %q is not name=pid", kv)
 		}
-		o.procs[name] = n
+		o.procs[name] = []int{n}
 	}
 	if etcdMetrics != "" {
 		if err := loopbackURL(etcdMetrics); err != nil {
@@ -95,8 +95,10 @@ type snapshot struct {
 
 func (o *observer) snapshot(ctx context.Context) snapshot {
 	s := snapshot{at: time.Now(), writes: map[string]float64{}, cpu: map[string]time.Duration{}}
-	for name, pid := range o.procs {
-		s.cpu[name] = cpuOf(pid)
+	for name, pids := range o.procs {
+		for _, pid := range pids {
+			s.cpu[name] += cpuOf(pid)
+		}
 	}
 	if o.etcd != "" {
 		if resp, err := o.httpCli.Get(o.etcd); err == nil {
@@ -148,11 +150,16 @@ func (o *observer) between(a, b snapshot) usage {
 	return u
 }
 
-// memory is each watched process's RSS and peak RSS, in MiB.
+// memory is each watched process's RSS and peak RSS, in MiB; a name of
+// several processes (the hollow nodes') sums theirs, peaks included.
 func (o *observer) memory() (rss, peak map[string]float64) {
 	rss, peak = map[string]float64{}, map[string]float64{}
-	for name, pid := range o.procs {
-		r, p := memOf(pid)
+	for name, pids := range o.procs {
+		var r, p uint64
+		for _, pid := range pids {
+			ri, pi := memOf(pid)
+			r, p = r+ri, p+pi
+		}
 		rss[name], peak[name] = round(mib(r), 1), round(mib(p), 1)
 	}
 	return rss, peak

@@ -56,3 +56,31 @@ func TestCounterSumsEverySeries(t *testing.T) {
 	assert.Equal(t, 5.0, counter(reg, "lapses_total"))
 	assert.Zero(t, counter(reg, "absent_total"))
 }
+
+// The heartbeats of several hollow processes are read together from their
+// histograms: the quantiles of all of them, not of any one process, and
+// the sums of their counts.
+func TestHollowProcessesFiguresAreReadTogether(t *testing.T) {
+	var a, b, both kubelet.Latency
+	for range 990 {
+		a.Record(time.Millisecond)
+		both.Record(time.Millisecond)
+	}
+	for range 20 {
+		b.Record(2 * time.Second) // one process's garbage collection
+		both.Record(2 * time.Second)
+	}
+	var sa, sb childStats
+	sa.beats(&a, &steadyWindow{start: new(kubelet.Latency)})
+	sb.beats(&b, &steadyWindow{start: new(kubelet.Latency)})
+	sa.Nodes, sb.Nodes, sa.StatusReports, sb.StatusReports = 3, 2, 10, 5
+	got := mergeStats([]childStats{sa, sb})
+	assert.Equal(t, 5, got.Nodes)
+	assert.Equal(t, int64(15), got.StatusReports)
+	assert.Equal(t, int64(1010), got.Heartbeats)
+	assert.Equal(t, int64(1010), got.SteadyHeartbeats)
+	assert.Equal(t, ms(both.Quantile(0.99)), got.HeartbeatP99Ms, "20 of 1010 took 2 s: the p99 is theirs")
+	assert.InDelta(t, 2000, got.SteadyHeartbeatP99Ms, 2000*0.02)
+	assert.InDelta(t, 1, got.SteadyHeartbeatP50Ms, 0.02)
+	assert.Less(t, sa.SteadyHeartbeatP99Ms, 2.0, "a's own p99 knows nothing of b's")
+}

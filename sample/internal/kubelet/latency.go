@@ -135,3 +135,33 @@ func (t *timedTransport) CloseIdleConnections() {
 		c.CloseIdleConnections()
 	}
 }
+
+// Above returns how many durations recorded were above d, to within a
+// bucket (2 %): the slow heartbeats of a process, for a timeline of when
+// they came.
+func (l *Latency) Above(d time.Duration) int64 {
+	var n int64
+	for i := latencyBuckets - 1; i >= 0 && latencyBound(i) > d; i-- {
+		n += l.counts[i].Load()
+	}
+	return n
+}
+
+// Counts returns how many durations each bucket holds: a histogram to
+// send to another process, which adds it to its own with AddCounts.
+func (l *Latency) Counts() []int64 {
+	out := make([]int64, latencyBuckets)
+	for i := range out {
+		out[i] = l.counts[i].Load()
+	}
+	return out
+}
+
+// AddCounts adds c, another histogram's Counts, to l; c of another length
+// (another build's buckets) adds as much as both hold.
+func (l *Latency) AddCounts(c []int64) {
+	for i := range min(len(c), latencyBuckets) {
+		l.counts[i].Add(c[i])
+		l.total.Add(c[i])
+	}
+}

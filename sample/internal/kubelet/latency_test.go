@@ -80,3 +80,23 @@ func TestLatencySubLeavesTheWindow(t *testing.T) {
 	assert.GreaterOrEqual(t, got, 40*time.Millisecond, "the window's largest")
 	assert.LessOrEqual(t, got, 41*time.Millisecond, "the window's largest")
 }
+
+// A histogram sent as its Counts and added to another holds what both
+// recorded; Above counts the durations over a bound, to within a bucket.
+func TestLatencyCountsAndAbove(t *testing.T) {
+	var a, b kubelet.Latency
+	for i := 1; i <= 100; i++ {
+		a.Record(time.Duration(i) * time.Millisecond)
+		b.Record(time.Duration(i) * 10 * time.Millisecond)
+	}
+	var both kubelet.Latency
+	both.AddCounts(a.Counts())
+	both.AddCounts(b.Counts())
+	assert.EqualValues(t, 200, both.Count())
+	assert.Equal(t, b.Quantile(1), both.Quantile(1))
+	assert.EqualValues(t, 0, a.Above(time.Second))
+	assert.EqualValues(t, 90, b.Above(105*time.Millisecond), "110 ms … 1 s")
+	assert.EqualValues(t, 90, both.Above(105*time.Millisecond), "a's are all below")
+	both.AddCounts(a.Counts()[:10])
+	assert.EqualValues(t, 200, both.Count(), "a's first buckets hold nothing")
+}

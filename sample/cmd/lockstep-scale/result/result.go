@@ -108,6 +108,16 @@ type Result struct {
 	StartRate         int     `json:"startRate,omitempty"`
 	StartTicks        int     `json:"startTicks,omitempty"`
 	TLSResumption     bool    `json:"tlsResumption,omitempty"`
+	// NodeControllerGOGC and NodeControllerMemoryLimitMiB are the node
+	// controller process's GOGC and soft memory limit (0: Go's defaults);
+	// PlaceBindsPerSecLimit is the pace the placement's binds were held
+	// to (0: as fast as --bind-concurrency binds go).
+	NodeControllerGOGC           int     `json:"nodeControllerGOGC,omitempty"`
+	NodeControllerMemoryLimitMiB int     `json:"nodeControllerMemoryLimitMiB,omitempty"`
+	PlaceBindsPerSecLimit        float64 `json:"placeBindsPerSecondLimit,omitempty"`
+	// HollowProcesses is how many processes the hollow nodes that are not
+	// killed ran in (lockstep path; one before it was recorded).
+	HollowProcesses int `json:"hollowProcesses,omitempty"`
 	// ResyncsRequested and Resumes (lockstep path) count, over the whole
 	// run, the full resyncs the node controller asked of kubelet sessions
 	// and the nodes held Unknown that their kubelet's new session resumed
@@ -123,6 +133,11 @@ type Result struct {
 	// kept by ReadRun, so that the program's output does not erase them.
 	Date    string `json:"date,omitempty"`
 	Command string `json:"command,omitempty"`
+	// ControllerManagerArgs are the flags the Kubernetes path's
+	// kube-controller-manager ran with beyond the harness's own (make
+	// scale-quick's shorter node monitor grace period); empty: its node
+	// lifecycle controller's defaults, which P10 compares against.
+	ControllerManagerArgs string `json:"controllerManagerArgs,omitempty"`
 	// Failed, if not empty, says why the run did not finish: the largest
 	// N a path holds is the largest without it.
 	Failed string `json:"failed,omitempty"`
@@ -137,8 +152,8 @@ type Result struct {
 // knows neither, so an output that names them empty (an older program's)
 // must not replace the harness's.
 func (r *Result) ReadRun(out []byte) error {
-	date, command := r.Date, r.Command
+	date, command, kcm := r.Date, r.Command, r.ControllerManagerArgs
 	err := json.Unmarshal(out, r)
-	r.Date, r.Command = date, command
+	r.Date, r.Command, r.ControllerManagerArgs = date, command, kcm
 	return err
 }
