@@ -41,6 +41,7 @@ var (
 	capFlag     = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
 	graceFlag   = flag.Duration("scale.node-grace", time.Second, "lockstep path: how long a node's kubelet may hold no session before the node is Unknown")
 	extraFlag   = flag.String("scale.args", "", "further lockstep-scale flags for every run, space-separated (recorded in each run's command)")
+	kcmFlag     = flag.String("scale.kcm-args", "", "Kubernetes path: further kube-controller-manager flags, space-separated (make scale-quick: a shorter node monitor grace period; recorded in each run, since P10 compares against the node lifecycle controller's defaults)")
 )
 
 // TestScale runs each path at each node count of -scale.nodes, each on a
@@ -103,7 +104,7 @@ func runOne(t *testing.T, path string, nodes int) {
 	// bounds, at its client's 20 writes per second, which at thousands of
 	// nodes is minutes of writes unrelated to node liveness after every
 	// registration.
-	controllers := "*,-ttl"
+	controllers, kcmArgs := "*,-ttl", []string(nil)
 	switch path {
 	case "lockstep":
 		controllers = "*,-ttl,-nodelifecycle"
@@ -112,15 +113,16 @@ func runOne(t *testing.T, path string, nodes int) {
 	case "kubernetes":
 		caCert, caKey := p.CAFiles(t)
 		args = append(args, "--client-ca-cert", caCert, "--client-ca-key", caKey)
+		kcmArgs = strings.Fields(*kcmFlag)
 	default:
 		t.Fatalf("-scale.paths: %q is not lockstep or kubernetes", path)
 	}
 	args = append(args, strings.Fields(*extraFlag)...)
-	kcm := p.StartControllerManager(t, controllers)
+	kcm := p.StartControllerManager(t, controllers, kcmArgs...)
 	args = append(args, "--watch", fmt.Sprintf("kube-apiserver=%d,etcd=%d,kube-controller-manager=%d", p.APIServer.Pid(), p.Etcd.Pid(), kcm.Pid()))
 
 	res := Result{Path: path, Nodes: nodes, PodsPerNode: *podsFlag, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Command: "lockstep-scale " + strings.Join(redact(args), " ")}
+		Command: "lockstep-scale " + strings.Join(redact(args), " "), ControllerManagerArgs: strings.Join(kcmArgs, " ")}
 	res.LoadStart = loadAvg()
 	out, err := run(ctx, t, *binFlag, args)
 	if err == nil {
