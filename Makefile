@@ -145,19 +145,19 @@ test-alone: test-race test-norace test-scale
 ## control plane package it uses) and its report's test runs, which starts
 ## no process; the scale runs themselves are make scale's. Its program,
 ## sample/cmd/lockstep-scale, is the sample module's, built and vetted with
-## it above. It runs beside the race set and test-norace, once
-## check-generated has compiled the standard library without -race (it
-## would otherwise be compiled twice), and the rolling upgrade waits for
-## it: the e2e module is built apart from the workspace, and from a cold
-## cache its vet compiles client-go's clientset and the Kubernetes packages
-## the control plane needs, which nothing else in make test compiles
-## without -race: 166 s of user CPU and 37 s of system, 21 minutes of wall
-## time at load 40 to 47. None of it has a real-time bound; run after the
-## rolling upgrade, it added its whole time to make test's.
-test-scale: check-generated check-gofmt
-	@echo "== go vet and test e2e/scale (its report only; make scale runs it)"
-	@cd e2e && GOWORK=off GOFLAGS=-mod=mod $(GO) vet ./scale ./controlplane && \
-	  GOWORK=off GOFLAGS=-mod=mod $(GO) test -vet=off $(LINK_FLAGS) -count=1 -run '^TestReport$$' ./scale >/dev/null
+## it above. The e2e module is built apart from the workspace, and its
+## control plane package needs client-go's clientset and the Kubernetes
+## packages around it. The race set has compiled every one of them by the
+## time its tests end (sample/kubernetes and lockstep-scale import them, at
+## the same versions), so test-scale runs after it, with the race
+## detector, and compiles only e2e's own packages. Run beside the race set
+## without -race, it compiled all of them a second time: 166 s of user CPU
+## and 37 s of system from a cold cache. None of it has a real-time bound;
+## the rolling upgrade waits for it.
+test-scale: test-race
+	@echo "== go vet and test $(RACE_FLAGS) e2e/scale (its report only; make scale runs it)"
+	@cd e2e && GOWORK=off GOFLAGS=-mod=mod $(GO) vet $(RACE_FLAGS) ./scale ./controlplane && \
+	  GOWORK=off GOFLAGS=-mod=mod $(GO) test $(RACE_FLAGS) -vet=off $(LINK_FLAGS) -count=1 -run '^TestReport$$' ./scale >/dev/null
 
 ## e2e: the tests against a real Kubernetes control plane (e2e/, a module
 ## of its own outside go.work): e2e/build.sh builds kube-apiserver,
