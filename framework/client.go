@@ -113,6 +113,9 @@ type ClientConfig struct {
 	// probers are what the client's endpoints wait on for a listener;
 	// nil is the process's. Tests set their own, on a fake clock.
 	probers *probers
+	// holdPinnedLoops, when not nil, holds the loops of pinned endpoints
+	// until it closes: tests show what a client does before they run.
+	holdPinnedLoops <-chan struct{}
 }
 
 func (c *ClientConfig) validate() error {

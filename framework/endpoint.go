@@ -410,12 +410,34 @@ func (c *Client) addPinned(url string, v *peerVersion) {
 	base := strings.TrimRight(url, "/")
 	e := newEndpoint(c, base)
 	e.pinned = v
+	sess := &clientSession{version: v}
+	e.readyPinned(sess)
 	e.endFirstRound() // routable from the start: there is no handshake
 	c.endpoints[base] = e
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		e.loop().RunPinned(&clientSession{version: e.pinned}, e.routableSession)
+		if hold := c.cfg.holdPinnedLoops; hold != nil {
+			select {
+			case <-hold:
+			case <-e.ctx.Done():
+			}
+		}
+		e.loop().RunPinned(sess, e.routableSession)
 	}()
 	c.rebuildLocked()
+}
+
+// readyPinned makes a new pinned endpoint routable with its one session,
+// before the client routes to it. Its loop only makes it routable again
+// after a failed connection: were the first move the loop's, a call made
+// before the loop first ran (a FailFast call, which does not wait) would
+// find no endpoint and fail unavailable, however the peer would have
+// answered it.
+func (e *endpoint) readyPinned(sess *clientSession) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.moveLocked(stateReady, nil)
+	e.agreed = sess
+	e.sess.Store(sess)
 }

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"sync"
+
 	"github.com/jonboulle/clockwork"
 
 	"github.com/lockstep-dev/lockstep/framework/internal/probe"
@@ -14,4 +16,14 @@ func UseOwnProbers(cfg *ClientConfig, clock clockwork.Clock) (dials func(url str
 	p := probe.NewTable(clock, probe.Dial)
 	cfg.probers = p
 	return func(url string) int64 { return p.StatsOf(dialAddr(url)).Dials.Load() }
+}
+
+// HoldPinnedLoops holds the loops of the pinned endpoints of the clients
+// made with cfg until release is called (or the client closes): a test then
+// sees what such a client does however late its loops first run.
+func HoldPinnedLoops(cfg *ClientConfig) (release func()) {
+	hold := make(chan struct{})
+	cfg.holdPinnedLoops = hold
+	var once sync.Once
+	return func() { once.Do(func() { close(hold) }) }
 }

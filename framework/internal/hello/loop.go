@@ -178,15 +178,17 @@ func (l *Loop[S]) wait(p *pace[S], state State, err error) bool {
 }
 
 // RunPinned keeps a pinned endpoint's one session, sess, routable: it has
-// no hello and no session to lose, only connections that fail. After a
-// failed connection (routable no longer returns sess) the endpoint rests
-// for a backoff delay, then is routable again.
+// no hello and no session to lose, only connections that fail. The client
+// makes the endpoint routable with sess before the loop starts (a pinned
+// peer needs no first round, so a call made at once must not depend on
+// when the loop is first scheduled). After a failed connection (routable
+// no longer returns sess) the endpoint rests for a backoff delay, then is
+// routable again.
 func (l *Loop[S]) RunPinned(sess S, routable func() S) {
 	var none S
 	failures := 0
 	defer l.Move(Stopped, none, nil)
 	for {
-		l.Move(Ready, sess, nil)
 		select {
 		case <-l.Ctx.Done():
 			return
@@ -204,5 +206,6 @@ func (l *Loop[S]) RunPinned(sess S, routable func() S) {
 			return
 		case <-t.Chan():
 		}
+		l.Move(Ready, sess, nil)
 	}
 }

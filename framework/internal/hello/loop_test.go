@@ -207,15 +207,14 @@ func TestLoopKeepsASessionUntilItIsLostAndClosesItAsTheLossAsks(t *testing.T) {
 func TestPinnedLoopRestsAfterALostConnection(t *testing.T) {
 	s, l := newScript(t)
 	sess := new(int)
-	var routable *int
-	go func() { defer close(s.done); l.RunPinned(sess, func() *int { return routable }) }()
+	routable := make(chan *int) // what the loop's next look at the session finds
+	go func() { defer close(s.done); l.RunPinned(sess, func() *int { return <-routable }) }()
 
-	assert.Equal(t, move{Ready, sess}, s.nextMove())
-	routable = sess
 	s.kick <- struct{}{}
-	assert.Equal(t, move{Ready, sess}, s.nextMove(), "a kick without a loss")
-	routable = nil
+	routable <- sess
+	assert.Empty(t, s.moves, "the client made it routable before the loop ran; a kick without a loss moves nothing")
 	s.kick <- struct{}{}
+	routable <- nil
 	s.waitTimer(time.Second - time.Millisecond)
 	assert.Empty(t, s.moves, "resting")
 	s.clock.Advance(time.Millisecond)
