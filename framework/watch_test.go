@@ -118,6 +118,13 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	for _, w := range watchers {
 		require.NoError(t, w.inf.WaitForSync(ctx), w.name)
 	}
+	// A synced informer may count its snapshot's frames a moment later.
+	var slowedFrames [2]int64
+	for i, w := range slowed {
+		require.Eventually(t, func() bool { return w.inf.Stats().Frames >= keys },
+			30*time.Second, time.Millisecond, "%s never counted its snapshot", w.name)
+		slowedFrames[i] = w.inf.Stats().Frames
+	}
 
 	// The stalled watchers' processes stop reading for the burst: their
 	// connections fill and changes wait at the server.
@@ -139,6 +146,14 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 				require.Positive(t, w.cut.cut(), "no connection to cut for %s", w.name)
 			}
 		}
+	}
+	// The burst can be written before the server has sent it: the slowed
+	// handlers are held until their informers have read more of it than
+	// there are keys (and the synced marker), so some key changed again
+	// while its change waited.
+	for i, w := range slowed {
+		require.Eventually(t, func() bool { return w.inf.Stats().Frames-slowedFrames[i] > keys+1 },
+			30*time.Second, time.Millisecond, "%s never read the burst", w.name)
 	}
 	close(burstWritten)
 	st := srv.stats(t, topicmsg.TopicNodeHealth)
