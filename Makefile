@@ -288,9 +288,10 @@ SCALE_NODES ?= 5000
 SCALE_PODS  ?= 30
 SCALE_PATHS ?= lockstep,kubernetes
 # Lockstep's session TTL and node grace in make scale: a killed node is
-# noticed within about TTL + grace + the Node object's write.
-SCALE_TTL   ?= 10s
-SCALE_GRACE ?= 1s
+# noticed within about TTL + grace + the Node object's write (3.8 to 3.9 s
+# at 5,000 nodes with these, on the machine alone; docs/design.md).
+SCALE_TTL   ?= 4s
+SCALE_GRACE ?= 250ms
 SCALE_FLAGS ?=
 # The program, the harness's test binary and the control plane (only that:
 # no lockstep scheduler) are built at once, then the harness runs from its
