@@ -250,7 +250,8 @@ func New(cfg Config) (*Kubelet, error) {
 
 // nodeTransport is one node's own transport: the framework's, with the
 // buffers a real kubelet's client has (net/http's 4 KiB, not the 16 KiB
-// the framework gives a process's shared transport): a node's calls are
+// read and 64 KiB write buffers the framework gives a process's shared
+// transport, sized for multi-calls): a node's calls are
 // small, and thousands of nodes hold two connections each (calls and
 // heartbeats, its watch).
 func nodeTransport(tc *tls.Config) *http.Transport {
