@@ -45,6 +45,9 @@ func main() {
 	}
 
 	started := time.Now()
+	// The commit is read now: the tree may move during a run of minutes,
+	// and the report names the code it measured.
+	measured := commit()
 	// No temporary folder outlives a run: an interrupted one removes its
 	// own, and the folders of runs that were killed outright go now.
 	scratch.RemoveOnSignal(os.Stderr)
@@ -96,7 +99,7 @@ func main() {
 	if err != nil {
 		docs = "."
 	}
-	w := s.Write(facts(started), *plots, results.Run{WrittenBy: *writtenBy, Docs: filepath.ToSlash(docs)})
+	w := s.Write(facts(started, measured), *plots, results.Run{WrittenBy: *writtenBy, Docs: filepath.ToSlash(docs)})
 	dir := filepath.Join(filepath.Dir(*out), *plots)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fail(err)
@@ -127,11 +130,12 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// facts are the machine and run facts the report starts with.
-func facts(started time.Time) [][2]string {
+// facts are the machine and run facts the report starts with; measured
+// is the commit read when the run started.
+func facts(started time.Time, measured string) [][2]string {
 	return [][2]string{
 		{"date", started.UTC().Format("2006-01-02 15:04 UTC")},
-		{"commit", commit()},
+		{"commit", measured},
 		{"machine", machine()},
 		{"Go", runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH},
 		{"wall time of the run", time.Since(started).Round(time.Second).String()},
