@@ -227,8 +227,9 @@ func (e *endpoint) setState(state endpointState, sess *clientSession, err error)
 		// before the first call of the new session.
 		e.c.hc.CloseIdleConnections()
 	}
-	// Only this endpoint's loop makes it ready, and nothing else stores a
-	// session, so none can be lost before it is stored.
+	// Only this endpoint's loop makes it ready (a pinned endpoint is made
+	// ready once, by readyPinned, before its loop starts), and nothing else
+	// stores a session, so none can be lost before it is stored.
 	if old := e.sess.Swap(sess); old != sess {
 		e.c.stateChanged()
 	}

@@ -47,8 +47,9 @@ func TestPinnedPeerCarriesAFailFastCallBeforeItsLoopRuns(t *testing.T) {
 	assert.Contains(t, err.Error(), "HTTP 404")
 	assert.Equal(t, int64(1), hits.Load(), "the peer had the call")
 
-	release() // the loop runs: the endpoint stays as it was
+	release() // the loop may run from now on: the endpoint stays as it was
 	_, err = framework.CallUnary[StatusV1, AckV1](ctx, cl, "Report", &StatusV1{Node: "n1", Ready: true}, framework.FailFast())
+	require.Error(t, err)
 	assert.Contains(t, err.Error(), "HTTP 404")
 	assert.Equal(t, int64(2), hits.Load())
 	assert.Equal(t, "ready", cl.Endpoints()[0].State)

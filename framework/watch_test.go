@@ -122,7 +122,7 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	var slowedFrames [2]int64
 	for i, w := range slowed {
 		require.Eventually(t, func() bool { return w.inf.Stats().Frames >= keys },
-			30*time.Second, time.Millisecond, "%s never counted its snapshot", w.name)
+			untilDone(ctx), time.Millisecond, "%s never counted its snapshot", w.name)
 		slowedFrames[i] = w.inf.Stats().Frames
 	}
 
@@ -153,7 +153,7 @@ func TestWatchersConvergeAfterBurst(t *testing.T) {
 	// while its change waited.
 	for i, w := range slowed {
 		require.Eventually(t, func() bool { return w.inf.Stats().Frames-slowedFrames[i] > keys+1 },
-			30*time.Second, time.Millisecond, "%s never read the burst", w.name)
+			untilDone(ctx), time.Millisecond, "%s never read the burst", w.name)
 	}
 	close(burstWritten)
 	st := srv.stats(t, topicmsg.TopicNodeHealth)
@@ -372,4 +372,14 @@ func TestNoGoroutineLeaksAsWatchersWritersAndServersComeAndGo(t *testing.T) {
 		require.NoError(t, writer.Close())
 		tr.CloseIdleConnections()
 	}
+}
+
+// untilDone is the time left before ctx's deadline, so that a wait inside
+// a test bounded by ctx says what it waited for instead of outliving it.
+func untilDone(ctx context.Context) time.Duration {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return time.Minute
+	}
+	return time.Until(deadline)
 }
