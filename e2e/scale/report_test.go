@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The report compares the two paths at the largest node count both ran,
@@ -49,8 +52,8 @@ func TestReport(t *testing.T) {
 	}
 	report, svg := writeReport(t, dir, rs)
 	for _, want := range []string{
-		"1000 nodes: etcd puts/s, lockstep / Kubernetes | 3.6 / 103.3 = 1/29 | yes",
-		"1000 nodes: p99 lockstep / Kubernetes (kube-controller-manager `--node-monitor-grace-period=8s`, not its defaults) | 3.5 s / 52.0 s | yes",
+		"1000 nodes: etcd puts/s, lockstep / Kubernetes (kube-controller-manager `--node-monitor-grace-period=8s`: not Kubernetes' defaults) | 3.6 / 103.3 = 1/29 | yes (not Kubernetes' defaults) |",
+		"1000 nodes: p99 lockstep / Kubernetes (kube-controller-manager `--node-monitor-grace-period=8s`: not Kubernetes' defaults) | 3.5 s / 52.0 s | yes (not Kubernetes' defaults) |",
 		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the steady window (the whole run's: 8553 ms) | 48.7 ms | yes",
 		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: 600 pods bound in the steady window (the placement's: 28808 ms) | 1200 ms, 2 not Running 30 s after the window | **no**",
 		"P9 (5,000 nodes, up to 30 pods each) | scale of the run | lockstep, 5000 nodes, 25000 pods | **no**",
@@ -69,6 +72,51 @@ func TestReport(t *testing.T) {
 	s, _ := os.ReadFile(svg)
 	if !strings.HasPrefix(string(s), "<svg") || strings.Count(string(s), "<circle") != 8 {
 		t.Errorf("the plot has not one point per finished run and panel:\n%s", s)
+	}
+}
+
+// P10 compares against Kubernetes at its defaults: against a Kubernetes
+// run whose Leases were renewed more often than every 10 s (recorded, or
+// in an older record only in its command) or whose kube-controller-manager
+// had other flags, every P10 verdict, the writes' as well as the notice's,
+// says it was not; against one at its defaults, none does.
+func TestReportP10SaysWhenKubernetesWasNotAtItsDefaults(t *testing.T) {
+	lockstep := Result{Path: "lockstep", Nodes: 200, EtcdPutsPerSec: 1, NodeWritesPerSec: 1, KillNoticedMs: []int64{4000}, KillNoticedP99Ms: 4000}
+	kube := func(leaseEvery float64, command, kcm string) Result {
+		return Result{Path: "kubernetes", Nodes: 200, EtcdPutsPerSec: 100, NodeWritesPerSec: 100, KillNoticedMs: []int64{9000}, KillNoticedP99Ms: 9000,
+			LeaseEverySeconds: leaseEvery, Command: command, ControllerManagerArgs: kcm}
+	}
+	for _, c := range []struct {
+		name string
+		kube Result
+		not  string // what the P10 rows say was not the default; "" for none
+	}{
+		{"defaults", kube(10, "lockstep-scale --path kubernetes --nodes 200", ""), ""},
+		{"an older record at the defaults", kube(0, "lockstep-scale --path kubernetes --nodes 200", ""), ""},
+		{"Leases every 2 s", kube(2, "lockstep-scale --path kubernetes --nodes 200 --lease-every=2s", ""), "(Leases renewed every 2 s: not Kubernetes' defaults)"},
+		{"an older record's command", kube(0, "lockstep-scale --path kubernetes --nodes 200 --lease-every 2s", ""), "(Leases renewed every 2 s: not Kubernetes' defaults)"},
+		{"scale-quick's", kube(2, "", "--node-monitor-grace-period=8s --node-monitor-period=1s"),
+			"(Leases renewed every 2 s; kube-controller-manager `--node-monitor-grace-period=8s --node-monitor-period=1s`: not Kubernetes' defaults)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			report, _ := writeReport(t, t.TempDir(), []Result{c.kube, lockstep})
+			var rows []string
+			for _, line := range strings.Split(report, "\n") {
+				if strings.HasPrefix(line, "| P10") || strings.HasPrefix(line, "| | ") {
+					rows = append(rows, line)
+				}
+			}
+			require.Len(t, rows, 3, "two write rows and the notice's:\n%s", report)
+			for _, row := range rows {
+				if c.not == "" {
+					assert.True(t, strings.HasSuffix(row, "| yes |"), "a plain verdict: %s", row)
+					assert.NotContains(t, row, "not Kubernetes' defaults")
+				} else {
+					assert.Contains(t, row, " "+c.not+" |")
+					assert.True(t, strings.HasSuffix(row, "| yes (not Kubernetes' defaults) |"), "never a plain yes: %s", row)
+				}
+			}
+		})
 	}
 }
 

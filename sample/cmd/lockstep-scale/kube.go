@@ -48,7 +48,8 @@ const podNamespace = "scale"
 // through it, and kube-controller-manager's node lifecycle controller
 // noticing the killed nodes.
 func measureKube(ctx context.Context, c config) (*Result, error) {
-	res := &Result{Path: "kubernetes", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC}
+	res := &Result{Path: "kubernetes", Nodes: c.nodes, PodsPerNode: c.podsPerNode, LoadStart: loadAvg(), SourceAddrs: c.sourceAddrs, HollowGOGC: c.hollowGOGC,
+		LeaseEverySeconds: c.leaseEvery.Seconds()}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err

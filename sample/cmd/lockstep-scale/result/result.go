@@ -115,6 +115,11 @@ type Result struct {
 	NodeControllerGOGC           int     `json:"nodeControllerGOGC,omitempty"`
 	NodeControllerMemoryLimitMiB int     `json:"nodeControllerMemoryLimitMiB,omitempty"`
 	PlaceBindsPerSecLimit        float64 `json:"placeBindsPerSecondLimit,omitempty"`
+	// LeaseEverySeconds (Kubernetes path) is how often its hollow nodes
+	// renewed their Leases: every 10 s as Kubernetes' kubelets do, which
+	// P10 compares against, or faster (make scale-quick's 2 s), which
+	// multiplies that path's writes.
+	LeaseEverySeconds float64 `json:"leaseEverySeconds,omitempty"`
 	// HollowProcesses is how many processes the hollow nodes that are not
 	// killed ran in (lockstep path; one before it was recorded).
 	HollowProcesses int `json:"hollowProcesses,omitempty"`
