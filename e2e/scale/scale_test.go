@@ -127,6 +127,10 @@ func runOne(t *testing.T, path string, nodes int) {
 	out, err := run(ctx, t, *binFlag, args)
 	if err == nil {
 		err = res.ReadRun(out)
+	} else if len(out) > 0 {
+		// It failed with its figures written (some hollow nodes' did not
+		// reach it): they are kept beside why.
+		_ = res.ReadRun(out)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == result.ExitStopped {
@@ -172,7 +176,8 @@ func nodeControllerKubeconfig(t *testing.T, p *controlplane.Plane) string {
 }
 
 // run runs lockstep-scale with args, its progress on stderr, and returns
-// its stdout (the JSON result). While it runs, every TCP socket of it and
+// its stdout (the JSON result, which a run that failed may have written
+// too). While it runs, every TCP socket of it and
 // of its children is checked to be on loopback at both ends, every 20 s.
 func run(ctx context.Context, t *testing.T, bin string, args []string) ([]byte, error) {
 	var stdout bytes.Buffer
@@ -195,7 +200,7 @@ func run(ctx context.Context, t *testing.T, bin string, args []string) ([]byte, 
 		case err := <-done:
 			t.Logf("loopback checked %d times over lockstep-scale and its children", checked)
 			if err != nil {
-				return nil, fmt.Errorf("lockstep-scale: %w: %s", err, stderr.last())
+				return stdout.Bytes(), fmt.Errorf("lockstep-scale: %w: %s", err, stderr.last())
 			}
 			return stdout.Bytes(), nil
 		case <-ctx.Done():

@@ -191,7 +191,7 @@ func measureKube(ctx context.Context, c config) (*Result, error) {
 	slices.Sort(res.KillNoticedMs)
 	res.KillNoticedP99Ms = p99ms(res.KillNoticedMs)
 
-	keepBeats(res, main.stop())
+	keepBeats(res, mergeStats([]childStats{main.stop()}), 1)
 	res.LoadEnd, res.LoadMax = loadAvg(), loadMax()
 	return res, nil
 }

@@ -197,6 +197,11 @@ func run() int {
 			return 1
 		}
 	}
+	if res.Failed != "" {
+		// Its figures are written, but they are not the whole run's.
+		fmt.Fprintln(os.Stderr, "lockstep-scale:", res.Failed)
+		return 1
+	}
 	return 0
 }
 
@@ -530,10 +535,11 @@ func measure(ctx context.Context, c config) (*Result, error) {
 	res.KillNoticedP99Ms = p99ms(res.KillNoticedMs)
 	res.LostLiveNodes = len(nc.Lost()) - len(victims)
 
-	// The main child's heartbeat figures, as it reports them on stopping.
+	// The hollow processes' heartbeat figures, as they report them on
+	// stopping.
 	hs := creds.Handshakes()
 	res.TLSFullHandshakes, res.TLSResumedHandshakes = int64(hs.ServerFull), int64(hs.ServerResumed)
-	keepBeats(res, main.stop())
+	keepBeats(res, main.stop(), len(main))
 	res.LoadEnd, res.LoadMax = loadAvg(), loadMax()
 	return res, nil
 }
@@ -787,12 +793,20 @@ func (f *flapCounter) count() int64 {
 	return f.flaps
 }
 
-// keepBeats keeps in r the main hollow process's heartbeat figures, as it
-// reports them on stopping.
-func keepBeats(r *Result, st childStats) {
+// keepBeats keeps in r the hollow nodes' heartbeat figures, as their
+// procs processes reported them on stopping (st, merged). Where fewer
+// processes reported than ran (one killed after not stopping in time), or
+// their nodes do not add up to the run's, the figures are some of the
+// nodes' only: the run is marked failed, saying how many reported, so
+// that it is not taken for every node's, and its figures are kept beside.
+func keepBeats(r *Result, st childStats, procs int) {
 	r.HeartbeatP99Ms, r.Heartbeats = st.HeartbeatP99Ms, st.Heartbeats
 	r.SteadyHeartbeats, r.SteadyHeartbeatP50Ms, r.SteadyHeartbeatP99Ms, r.SteadyHeartbeatMaxMs =
 		st.SteadyHeartbeats, st.SteadyHeartbeatP50Ms, st.SteadyHeartbeatP99Ms, st.SteadyHeartbeatMaxMs
+	if st.Processes != procs || st.Nodes != r.Nodes {
+		r.Failed = fmt.Sprintf("%d of %d hollow processes reported their figures, for %d of %d nodes: the heartbeat figures are not every node's",
+			st.Processes, procs, st.Nodes, r.Nodes)
+	}
 }
 
 // loadPeak is the highest 1-minute load average sampled (sampleLoad).
@@ -964,6 +978,9 @@ type child struct {
 // over the steady window (from the parent's steadyLine to its
 // steadyEndLine).
 type childStats struct {
+	// Processes is how many processes' figures these are: 1 for one that
+	// reported them, 0 for one that did not; summed by mergeStats.
+	Processes            int     `json:"-"`
 	Nodes                int     `json:"nodes"`
 	Heartbeats           int64   `json:"heartbeats"`
 	HeartbeatP99Ms       float64 `json:"heartbeatP99Ms"`
@@ -1109,11 +1126,15 @@ func (hs hollows) stop() childStats {
 	return mergeStats(sts)
 }
 
-// mergeStats is the figures of several hollow processes together.
+// mergeStats is the figures of several hollow processes together, with
+// how many of them reported any.
 func mergeStats(sts []childStats) childStats {
 	var sum childStats
 	var all, window kubelet.Latency
 	for _, st := range sts {
+		if len(st.AllCounts) > 0 {
+			sum.Processes++ // one that reported (a process killed before it did reports nothing)
+		}
 		sum.Nodes += st.Nodes
 		sum.StatusReports += st.StatusReports
 		sum.PodReports += st.PodReports

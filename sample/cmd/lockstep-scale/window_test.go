@@ -75,6 +75,7 @@ func TestHollowProcessesFiguresAreReadTogether(t *testing.T) {
 	sb.beats(&b, &steadyWindow{start: new(kubelet.Latency)})
 	sa.Nodes, sb.Nodes, sa.StatusReports, sb.StatusReports = 3, 2, 10, 5
 	got := mergeStats([]childStats{sa, sb})
+	assert.Equal(t, 2, got.Processes)
 	assert.Equal(t, 5, got.Nodes)
 	assert.Equal(t, int64(15), got.StatusReports)
 	assert.Equal(t, int64(1010), got.Heartbeats)
@@ -83,4 +84,30 @@ func TestHollowProcessesFiguresAreReadTogether(t *testing.T) {
 	assert.InDelta(t, 2000, got.SteadyHeartbeatP99Ms, 2000*0.02)
 	assert.InDelta(t, 1, got.SteadyHeartbeatP50Ms, 0.02)
 	assert.Less(t, sa.SteadyHeartbeatP99Ms, 2.0, "a's own p99 knows nothing of b's")
+}
+
+// A hollow process that did not report its figures (killed when it did
+// not stop in time) does not vanish from the run's: the run is marked
+// failed, saying how many processes and nodes reported, and the figures
+// of those that did are kept beside.
+func TestAHollowProcessThatDidNotReportFailsTheRun(t *testing.T) {
+	var a kubelet.Latency
+	a.Record(time.Millisecond)
+	var sa childStats
+	sa.beats(&a, &steadyWindow{start: new(kubelet.Latency)})
+	sa.Nodes = 3
+
+	r := Result{Nodes: 6}
+	keepBeats(&r, mergeStats([]childStats{sa, {}}), 2)
+	assert.Equal(t, "1 of 2 hollow processes reported their figures, for 3 of 6 nodes: the heartbeat figures are not every node's", r.Failed)
+	assert.Equal(t, int64(1), r.Heartbeats)
+
+	r = Result{Nodes: 6}
+	keepBeats(&r, mergeStats([]childStats{sa, sa}), 2)
+	assert.Empty(t, r.Failed, "both reported, for every node")
+	assert.Equal(t, int64(2), r.Heartbeats)
+
+	r = Result{Nodes: 7}
+	keepBeats(&r, mergeStats([]childStats{sa, sa}), 2)
+	assert.NotEmpty(t, r.Failed, "their nodes are not the run's")
 }

@@ -143,8 +143,10 @@ type Result struct {
 	// scale-quick's shorter node monitor grace period); empty: its node
 	// lifecycle controller's defaults, which P10 compares against.
 	ControllerManagerArgs string `json:"controllerManagerArgs,omitempty"`
-	// Failed, if not empty, says why the run did not finish: the largest
-	// N a path holds is the largest without it.
+	// Failed, if not empty, says why the run did not finish, or (set by
+	// lockstep-scale itself, which then exits with status 1) why its
+	// figures are not the whole run's: some hollow processes did not
+	// report theirs. The largest N a path holds is the largest without it.
 	Failed string `json:"failed,omitempty"`
 	// Stopped says the run was stopped from outside (a signal) before it
 	// finished: its record says nothing of what the path holds, and does
