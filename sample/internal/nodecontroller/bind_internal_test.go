@@ -2,8 +2,14 @@ package nodecontroller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,6 +79,53 @@ func TestPodLimitCountsTheNodesPods(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][]string{"node-0": {"b", "f"}, "node-1": {"d", "h"}, "node-2": {"e"}}, pods)
+}
+
+// A binding a subscriber refuses is never in the store's file, not even
+// for the moment before the refusal: the file is written once every
+// subscriber took the pod. The refusal comes back with its code, and in
+// the error's chain.
+func TestARefusedBindingIsNeverSaved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pods.json")
+	s, err := OpenPodStore(path)
+	require.NoError(t, err)
+	full := framework.Errorf(framework.CodeResourceExhausted, "the topic holds its bound of keys")
+	var inFile []bool // for each refusal, whether the file held the pod as it was refused
+	cancel := s.subscribe(func(uid string, p *Pod) error {
+		if p == nil || uid != "refused" {
+			return nil
+		}
+		inFile = append(inFile, slices.Contains(savedUIDs(t, path), uid))
+		return full
+	})
+	defer cancel()
+
+	_, err = s.bind(binding("kept", "node-0"), 10)
+	require.NoError(t, err)
+	_, err = s.bind(binding("refused", "node-0"), 10)
+	assert.Equal(t, framework.CodeResourceExhausted, framework.CodeOf(err), "%v", err)
+	assert.ErrorIs(t, err, full, "the refusal is in the error's chain")
+	assert.Equal(t, []bool{false}, inFile, "the file did not hold the pod when it was refused")
+	assert.Equal(t, []string{"kept"}, savedUIDs(t, path), "nor after")
+	assert.Len(t, s.Pods(), 1, "the store does not hold it")
+}
+
+// savedUIDs is the uids of the pods the store's file at path holds.
+func savedUIDs(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	var pods []*Pod
+	require.NoError(t, json.Unmarshal(b, &pods))
+	uids := make([]string, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	slices.Sort(uids)
+	return uids
 }
 
 // BenchmarkBind is one binding's cost in the node controller (the pod

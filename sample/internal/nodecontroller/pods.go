@@ -186,6 +186,13 @@ func (s *PodStore) changedLocked(uid string) error {
 // change.
 func (s *PodStore) tellLocked(uid string, p *Pod) (saved, refused error) {
 	saved = s.saveLocked()
+	return saved, s.notifyLocked(uid, p)
+}
+
+// notifyLocked tells every subscriber that uid is now p (nil, or ended,
+// for a pod the store no longer holds), each its own copy, and returns
+// the first subscriber's refusal of the change.
+func (s *PodStore) notifyLocked(uid string, p *Pod) (refused error) {
 	var cp *Pod
 	if p != nil {
 		c := *p
@@ -197,24 +204,27 @@ func (s *PodStore) tellLocked(uid string, p *Pod) (saved, refused error) {
 			refused = err
 		}
 	}
-	return saved, refused
+	return refused
 }
 
-// newLocked holds the new pod p and tells every subscriber of it. A
-// subscriber that refuses it (its PodAssignment topic holds its bound of
-// keys, so the pod's kubelet would never see it) undoes it: the store
-// lets the pod go, tells every subscriber so, and returns the refusal
-// with its code (resource_exhausted for a full topic), so that whoever
-// bound it learns the pod is not bound and may try again later.
+// newLocked holds the new pod p, tells every subscriber of it and, once
+// none refused it, keeps it in the store's file. A subscriber that refuses
+// it (its PodAssignment topic holds its bound of keys, so the pod's
+// kubelet would never see it) undoes it before the file ever holds it:
+// the store lets the pod go, tells every subscriber so, and returns the
+// refusal (wrapped, with its code: resource_exhausted for a full topic),
+// so that whoever bound it learns the pod is not bound and may try again
+// later.
 func (s *PodStore) newLocked(p *Pod) error {
 	s.putLocked(p)
-	saved, refused := s.tellLocked(p.UID, s.pods[p.UID])
+	refused := s.notifyLocked(p.UID, s.pods[p.UID])
 	if refused == nil {
-		return saved
+		return s.saveLocked()
 	}
 	s.dropLocked(p.UID)
-	_, _ = s.tellLocked(p.UID, nil)
-	return framework.Errorf(framework.CodeOf(refused), "pod %s/%s (uid %s) not bound to %s: its assignment was not published: %v",
+	// A pod going is never refused: its assignment's key is deleted.
+	_ = s.notifyLocked(p.UID, nil)
+	return framework.Errorf(framework.CodeOf(refused), "pod %s/%s (uid %s) not bound to %s: its assignment was not published: %w",
 		p.Namespace, p.Name, p.UID, p.NodeName, refused)
 }
 

@@ -2,6 +2,9 @@ package nodecontroller_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -212,15 +215,19 @@ func TestEvictUnbindsLowerPriorityPods(t *testing.T) {
 
 // A binding whose PodAssignment the topic cannot hold fails at the
 // scheduler with the topic's resource_exhausted, over the wire, and the
-// pod is not bound: the node controller does not hold it, and a binding
-// of it once a key is free (a pod ended) succeeds.
+// pod is not bound: the node controller does not hold it, nor does the
+// store's file, and a binding of it once a key is free (a pod ended)
+// succeeds.
 func TestABindingTheTopicRefusesFails(t *testing.T) {
 	ca := frameworktest.NewCA(t)
-	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", PodTopic: []framework.TopicOption{framework.WithMaxKeys(2)}})
+	file := filepath.Join(t.TempDir(), "pods.json")
+	store, err := nodecontroller.OpenPodStore(file)
+	require.NoError(t, err)
+	n, url := startMTLS(t, ca, nodecontroller.Config{API: "v2", Pods: store, PodTopic: []framework.TopicOption{framework.WithMaxKeys(2)}})
 	k := kubeletClient(t, ca, url, "node-a")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := k.ReportStatus(ctx, nodeStatus("node-a"))
+	_, err = k.ReportStatus(ctx, nodeStatus("node-a"))
 	require.NoError(t, err)
 
 	onA := pods("node-a", 3)
@@ -235,6 +242,15 @@ func TestABindingTheTopicRefusesFails(t *testing.T) {
 		return uids
 	}
 	assert.ElementsMatch(t, []string{onA[0].UID, onA[1].UID}, held(), "the refused pod is not bound")
+	var saved []nodecontroller.Pod
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &saved))
+	var savedUIDs []string
+	for _, p := range saved {
+		savedUIDs = append(savedUIDs, p.UID)
+	}
+	assert.ElementsMatch(t, []string{onA[0].UID, onA[1].UID}, savedUIDs, "the store's file holds the bound pods, not the refused one")
 
 	ended := *onA[0]
 	ended.Phase = nsv2.PodStatusPhaseSucceeded
