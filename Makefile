@@ -295,11 +295,14 @@ SCALE_GRACE ?= 250ms
 SCALE_FLAGS ?=
 # The program, the harness's test binary and the control plane (only that:
 # no lockstep scheduler) are built at once, then the harness runs from its
-# package's directory, as go test runs it.
-scale_run = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	  (cd sample && $(GO) build $(LINK_FLAGS) -o "$$tmp/lockstep-scale" ./cmd/lockstep-scale) & prog=$$!; \
-	  (cd e2e && GOWORK=off GOFLAGS=-mod=mod $(GO) test $(LINK_FLAGS) -c -o "$$tmp/scale.test" ./scale) & harness=$$!; \
-	  bin=$$(cd e2e && GO=$(GO) ./build.sh control-plane); wait $$prog; wait $$harness; \
+# package's directory, as go test runs it. If a step fails, the builds
+# still running in the background are stopped and waited for before their
+# directory is removed.
+scale_run = set -e; tmp=$$(mktemp -d); prog=; harness=; \
+	  trap 'kill $$prog $$harness 2>/dev/null || true; wait; rm -rf "$$tmp"' EXIT; \
+	  $(GO) build -C sample $(LINK_FLAGS) -o "$$tmp/lockstep-scale" ./cmd/lockstep-scale & prog=$$!; \
+	  GOWORK=off GOFLAGS=-mod=mod $(GO) test -C e2e $(LINK_FLAGS) -c -o "$$tmp/scale.test" ./scale & harness=$$!; \
+	  bin=$$(cd e2e && GO=$(GO) ./build.sh control-plane); wait $$prog; prog=; wait $$harness; harness=; \
 	  cd e2e/scale && LOCKSTEP_KUBE_BIN=$$bin "$$tmp/scale.test" -test.count=1 -test.v -test.timeout $(1) -test.run '^TestScale$$' \
 	    -scale.bin="$$tmp/lockstep-scale" $(2)
 scale-quick:
