@@ -261,6 +261,11 @@ func measure(ctx context.Context, c config) (*Result, error) {
 		SteadyBindsPerSec: c.steadyBinds, StartRate: c.startRate, StartTicks: c.startTicks, TLSResumption: c.tlsResumption,
 		NodeControllerGOGC: c.ncGOGC, NodeControllerMemoryLimitMiB: c.ncMemoryLimitMiB, PlaceBindsPerSecLimit: c.bindsPerSecond,
 		HollowProcesses: c.hollowProcs}
+	for _, rate := range startShares(c.startRate, c.hollowProcs) {
+		group, _ := startGroups(rate, c.startTicks)
+		res.HollowStartRates = append(res.HollowStartRates, rate)
+		res.HollowStartGroupsPerSec = append(res.HollowStartGroupsPerSec, round(float64(rate)/float64(group), 2))
+	}
 	obs, err := newObserver(c.watch, c.etcdMetrics, c.adminKubeconfig)
 	if err != nil {
 		return nil, err
@@ -1062,10 +1067,11 @@ func (ch *child) endSteady() {
 type hollows []*child
 
 // startHollows starts the hollow nodes node-000 … in c.hollowProcs
-// processes, each with its share of the nodes, of the start rate and of
-// the source addresses (blocks 1, 2, …).
+// processes, each with its share of the nodes, of the start rate
+// (startShares) and of the source addresses (blocks 1, 2, …).
 func startHollows(url, caCert, caKey string, c config) (hollows, error) {
 	procs := max(1, c.hollowProcs)
+	shares := startShares(c.startRate, procs)
 	var hs hollows
 	for k := range procs {
 		var args []string
@@ -1084,7 +1090,7 @@ func startHollows(url, caCert, caKey string, c config) (hollows, error) {
 		}
 		first, last := k*c.nodes/procs, (k+1)*c.nodes/procs
 		ck := c
-		ck.startRate = max(1, c.startRate/procs)
+		ck.startRate = shares[k]
 		args = append(args, "-first", strconv.Itoa(first), "-name", fmt.Sprintf("hollow-%d", k))
 		h, err := startChild(url, caCert, caKey, ck, last-first, "node-", 1+k, args...)
 		if err != nil {
@@ -1093,6 +1099,33 @@ func startHollows(url, caCert, caKey string, c config) (hollows, error) {
 		hs = append(hs, h)
 	}
 	return hs, nil
+}
+
+// startShares is each of procs processes' share of the start rate: rate
+// over procs, the remainder to the first processes, so that together they
+// start rate nodes a second (each at least one: more than rate where rate
+// is below procs).
+func startShares(rate, procs int) []int {
+	out := make([]int, max(1, procs))
+	for k := range out {
+		out[k] = rate / len(out)
+		if k < rate%len(out) {
+			out[k]++
+		}
+		out[k] = max(1, out[k])
+	}
+	return out
+}
+
+// startGroups is how a hollow process that starts rate nodes a second in
+// ticks groups a second does it: group nodes at once, one group every
+// tick. Where rate is not a multiple of ticks, the groups are rounded up,
+// so fewer than ticks start a second (rate / group), one node each where
+// rate is below ticks.
+func startGroups(rate, ticks int) (group int, tick time.Duration) {
+	rate, ticks = max(1, rate), max(1, ticks)
+	group = (rate + ticks - 1) / ticks
+	return group, time.Duration(float64(time.Second) * float64(group) / float64(rate))
 }
 
 // steady, endSteady: as child's, for every process.
@@ -1270,8 +1303,7 @@ func hollow(args []string) int {
 			return tc, err
 		}
 	}
-	group := max(1, (max(1, *startRate)+max(1, *startTicks)-1)/max(1, *startTicks))
-	tick := time.Duration(float64(time.Second) * float64(group) / float64(max(1, *startRate)))
+	group, tick := startGroups(*startRate, *startTicks)
 	t0 := time.Now()
 	for g, first := 0, 0; first < *nodes; g, first = g+1, first+group {
 		time.Sleep(time.Until(t0.Add(time.Duration(g) * tick)))

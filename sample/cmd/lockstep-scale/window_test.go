@@ -111,3 +111,25 @@ func TestAHollowProcessThatDidNotReportFailsTheRun(t *testing.T) {
 	keepBeats(&r, mergeStats([]childStats{sa, sa}), 2)
 	assert.NotEmpty(t, r.Failed, "their nodes are not the run's")
 }
+
+// The start rate is split over the hollow processes whole: the remainder
+// goes to the first ones, so that together they start the nodes a second
+// asked for; and a process's groups a second are its ticks, or fewer where
+// its rate is not a multiple of them.
+func TestTheStartRateIsSplitWhole(t *testing.T) {
+	assert.Equal(t, []int{13, 13, 12, 12}, startShares(50, 4))
+	assert.Equal(t, []int{50}, startShares(50, 1))
+	assert.Equal(t, []int{17, 17, 16}, startShares(50, 3))
+	assert.Equal(t, []int{1, 1, 1, 1}, startShares(3, 4), "at least one node a second each")
+	assert.Equal(t, []int{50}, startShares(50, 0), "one process at least")
+
+	group, tick := startGroups(50, 20)
+	assert.Equal(t, 3, group)
+	assert.Equal(t, 60*time.Millisecond, tick, "16.7 groups a second of 3, not 20")
+	group, tick = startGroups(13, 20)
+	assert.Equal(t, 1, group)
+	assert.Equal(t, time.Second/13, tick, "13 groups a second of one node each")
+	group, tick = startGroups(40, 20)
+	assert.Equal(t, 2, group)
+	assert.Equal(t, 50*time.Millisecond, tick)
+}

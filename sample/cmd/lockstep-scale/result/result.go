@@ -123,6 +123,12 @@ type Result struct {
 	// HollowProcesses is how many processes the hollow nodes that are not
 	// killed ran in (lockstep path; one before it was recorded).
 	HollowProcesses int `json:"hollowProcesses,omitempty"`
+	// HollowStartRates is the start rate each of those processes used,
+	// its share of StartRate (the remainder to the first ones), and
+	// HollowStartGroupsPerSec the groups of nodes it started a second:
+	// StartTicks, or fewer where its rate is not a multiple of them.
+	HollowStartRates        []int     `json:"hollowStartRates,omitempty"`
+	HollowStartGroupsPerSec []float64 `json:"hollowStartGroupsPerSecond,omitempty"`
 	// ResyncsRequested and Resumes (lockstep path) count, over the whole
 	// run, the full resyncs the node controller asked of kubelet sessions
 	// and the nodes held Unknown that their kubelet's new session resumed
