@@ -165,7 +165,7 @@ func report(rs []Result, svgRel string) string {
 		if r.Path == "lockstep" {
 			extra += fmt.Sprintf("; over the run, %d full resyncs asked of kubelets and %d Unknown nodes resumed without one", r.ResyncsRequested, r.Resumes)
 			if r.SteadyHeartbeats > 0 {
-				extra += fmt.Sprintf("; %d sessions of live nodes lapsed in the window and %d live nodes went from Ready to not Ready (%d over the run); heartbeats in the window p50 %.1f ms, p99 %.1f ms, largest %.0f ms (session TTL %.1f s, grace %.1f s)",
+				extra += fmt.Sprintf("; %d sessions of live nodes lapsed in the window and %d live nodes went from Ready to not Ready (%d over the run); heartbeats in the window p50 %.1f ms, p99 %.1f ms, largest %.0f ms (session TTL %g s, grace %g s)",
 					r.SteadyLapses, r.SteadyFlaps, r.Flaps, r.SteadyHeartbeatP50Ms, r.SteadyHeartbeatP99Ms, r.SteadyHeartbeatMaxMs, r.SessionTTLSeconds, r.NodeGraceSeconds)
 			}
 		}
