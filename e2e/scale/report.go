@@ -184,7 +184,7 @@ func report(rs []Result, svgRel string) string {
 		nc := ls.Cores["node-controller"]
 		rss := ls.RSSMiB["node-controller"]
 		p("| P9 (5,000 nodes, up to 30 pods each) | scale of the run | %s | %s |\n", n, yes(ls.Nodes >= 5000 && ls.PodsPlaced >= 5000*30 && ls.PodsNotRunning == 0))
-		p("| P9: node controller ≤ 1 core, ≤ 2 GiB | %s | %.2f cores, %.0f MiB | %s |\n", n, nc, rss, yes(nc <= 1 && rss <= 2048))
+		p("| P9: node controller ≤ 1 core, ≤ 2 GiB | %s | %.2f cores, %.0f MiB (%s) | %s |\n", n, nc, rss, gcSettings(ls), yes(nc <= 1 && rss <= 2048))
 		if ls.SteadyHeartbeats > 0 {
 			p("| P9: heartbeat p99 ≤ 50 ms | %s: the steady window (the whole run's: %.0f ms) | %.1f ms | %s |\n", n, ls.HeartbeatP99Ms, ls.SteadyHeartbeatP99Ms, yes(ls.SteadyHeartbeatP99Ms <= 50))
 		} else {
@@ -278,6 +278,26 @@ func leaseSeconds(r *Result) float64 {
 		}
 	}
 	return kubeletLeaseSeconds
+}
+
+// gcSettings is the node controller's process's garbage collection
+// settings, shown beside its RSS: within a soft memory limit, the RSS
+// follows the limit as much as what the process needs, and a higher GOGC
+// lets the heap grow further between collections.
+func gcSettings(r *Result) string {
+	gogc := r.NodeControllerGOGC
+	if gogc == 0 {
+		gogc = 100
+	}
+	limit := "no memory limit"
+	if r.NodeControllerMemoryLimitMiB > 0 {
+		limit = fmt.Sprintf("a %d MiB memory limit", r.NodeControllerMemoryLimitMiB)
+	}
+	s := fmt.Sprintf("GOGC %d and %s in its process", gogc, limit)
+	if r.NodeControllerGOGC == 0 && r.NodeControllerMemoryLimitMiB == 0 {
+		s += ": Go's defaults"
+	}
+	return s
 }
 
 // registered is how long the nodes took to register and, where not all

@@ -29,7 +29,7 @@ func TestReport(t *testing.T) {
 			HeartbeatP99Ms: 8553, SteadyHeartbeats: 300000, SteadyHeartbeatP50Ms: 1.2, SteadyHeartbeatP99Ms: 48.7, SteadyHeartbeatMaxMs: 300,
 			BindToRunningP99Ms: 28808, SteadyBinds: 600, SteadyBindToRunningP50Ms: 150, SteadyBindToRunningP99Ms: 1200, SteadyNotRunning: 2,
 			SteadyLapses: 1, SteadyFlaps: 0, Flaps: 3, SessionTTLSeconds: 3, NodeGraceSeconds: 0.25, LoadStart: "0.5", LoadEnd: "1.9", LoadMax: 2.5,
-			Cores: map[string]float64{"node-controller": 0.5}, RSSMiB: map[string]float64{"node-controller": 900}},
+			Cores: map[string]float64{"node-controller": 0.5}, RSSMiB: map[string]float64{"node-controller": 900}, NodeControllerGOGC: 400, NodeControllerMemoryLimitMiB: 1700},
 		{Path: "lockstep", Nodes: 300, EtcdPutsPerSec: 1.1},
 		{Path: "kubernetes", Nodes: 5000, Failed: "1200 of 5003 nodes registered"},
 		// Stopped by a signal: the record of the failed run stays.
@@ -57,6 +57,7 @@ func TestReport(t *testing.T) {
 		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the steady window (the whole run's: 8553 ms) | 48.7 ms | yes",
 		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: 600 pods bound in the steady window (the placement's: 28808 ms) | 1200 ms, 2 not Running 30 s after the window | **no**",
 		"P9 (5,000 nodes, up to 30 pods each) | scale of the run | lockstep, 5000 nodes, 25000 pods | **no**",
+		"P9: node controller ≤ 1 core, ≤ 2 GiB | lockstep, 5000 nodes, 25000 pods | 0.50 cores, 900 MiB (GOGC 400 and a 1700 MiB memory limit in its process) | yes |",
 		"| 8553 / 48.7 ms | 0 / 28808 ms; 150 / 1200 ms (600 pods, 2 not Running 30 s after the window) | 4100 ms: p99 4.1 s |",
 		"| 40 / — ms | 0 / 400 ms; — |",
 		"0.5 → 1.9 (peak 2.5)",
@@ -132,6 +133,7 @@ func TestReportJudgesAnOlderRecordOnTheWholeRun(t *testing.T) {
 		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the whole run, start included | 8553 ms | **no**",
 		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: the placement | 28808 ms | **no**",
 		"P9: killed node noticed ≤ 5 s | lockstep, 5000 nodes, 25000 pods | p99 11.8 s (in the API server) | **no**",
+		"P9: node controller ≤ 1 core, ≤ 2 GiB | lockstep, 5000 nodes, 25000 pods | 0.45 cores, 901 MiB (GOGC 100 and no memory limit in its process: Go's defaults) | yes |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
