@@ -267,14 +267,14 @@ abuse:
 ## and the placement, and apart over the steady window, P9's figures), the
 ## steady window's lapses and Ready flaps of live nodes, and the time to
 ## notice killed nodes (e2e/scale, driving sample/cmd/lockstep-scale). make
-## scale is the issue's run: 5,000 nodes with 30 pods each, both paths, at
-## most 20 minutes each and 45 in all (SCALE_NODES, SCALE_PODS, SCALE_PATHS,
+## scale is P9's run (5,000 nodes, 30 pods each), both paths, at most 20
+## minutes each and 45 in all (SCALE_NODES, SCALE_PODS, SCALE_PATHS,
 ## SCALE_FLAGS to change). Lockstep's path places pods once 99 % of the nodes
 ## are Ready at once, at most 600 binds a second, with the session TTL and
 ## grace below; the hollow nodes start 50 a second in one process per 1,250
 ## nodes, and the node controller runs with GOGC 400 within a 1,700 MiB
 ## memory limit (lockstep-scale's defaults; docs/design.md says what each
-## buys). Kubernetes' path does not register 5,000 nodes on this 2-core
+## buys). Kubernetes' path did not register 5,000 nodes on a loaded 2-core
 ## machine; its record says so, and P10 compares the paths at the largest N
 ## both ran (SCALE_NODES=2000). make scale adds its runs to
 ## docs/scale/results.json and writes docs/scale.md and its plot from them.

@@ -37,7 +37,7 @@ var (
 	docsFlag    = flag.String("scale.docs", "", "if set, the docs directory to write scale.md and scale/scale.svg into, from the results file")
 	regFlag     = flag.Duration("scale.register-for", 10*time.Minute, "the most time waited for every node to be Ready")
 	fracFlag    = flag.Float64("scale.ready-fraction", 1, "lockstep path: the share of the nodes that must be Ready at once before pods are placed")
-	killRegFlag = flag.Bool("scale.kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts (make scale-quick: the Kubernetes path's 40-odd seconds to notice them overlap the placement and the window)")
+	killRegFlag = flag.Bool("scale.kill-at-registration", false, "kill the victims once the nodes are registered, not as the steady window starts (make scale-quick: the Kubernetes path's notice of them then overlaps the placement and the window)")
 	capFlag     = flag.Duration("scale.run-timeout", 40*time.Minute, "the most one run (one path at one node count) may take")
 	graceFlag   = flag.Duration("scale.node-grace", time.Second, "lockstep path: how long a node's kubelet may hold no session before the node is Unknown")
 	extraFlag   = flag.String("scale.args", "", "further lockstep-scale flags for every run, space-separated (recorded in each run's command)")

@@ -4,9 +4,10 @@
 // harness, e2e/scale) against a real etcd, kube-apiserver and
 // kube-controller-manager, once per path.
 //
-// --path lockstep: N hollow nodes (the sample's kubelet, in a child process
-// of their own, each node with its own certificate, connection and source
-// address) heartbeat to a node controller (in this process), report their
+// --path lockstep: N hollow nodes (the sample's kubelet, in child processes
+// of their own, one per 1,250 nodes by default (--hollow-processes), each
+// node with its own certificate, connection and source address) heartbeat
+// to a node controller (in this process), report their
 // status every --status-every, and run the pods bound to them (up to
 // --pods-per-node each, bound through the node controller's Bind as the
 // sample scheduler does) through their filtered watch. With --kubeconfig
@@ -35,7 +36,8 @@
 //     and leases are node liveness and status;
 //   - the CPU (cores) and RSS of the processes named by --watch (the API
 //     server, etcd, kube-controller-manager), of the node controller (this
-//     process, on the lockstep path) and of the hollow nodes' process;
+//     process, on the lockstep path) and of the hollow nodes' processes
+//     (summed);
 //   - the p99 of each node's heartbeat request (lockstep's heartbeat, or
 //     the Lease update);
 //   - pod bind → Running p50 and p99;
