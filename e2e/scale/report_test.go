@@ -3,6 +3,7 @@ package scale
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,4 +158,15 @@ func writeReport(t *testing.T, dir string, rs []Result) (report, svg string) {
 		t.Fatal(err)
 	}
 	return string(b), svg
+}
+
+// TestRedactKeepsNoLocalPath: a recorded command names no file of the
+// machine it ran on, whichever form its flags took.
+func TestRedactKeepsNoLocalPath(t *testing.T) {
+	got := redact([]string{"--nodes", "5000", "--kubeconfig", "/tmp/x/kubeconfig", "--stall-log",
+		"--steady-cpu-profiles=/tmp/x/prof", "--steady-cpu-profiles", "/tmp/y/prof", "--session-ttl", "4s"})
+	want := []string{"--nodes", "5000", "--stall-log", "--steady-cpu-profiles=<dir>", "--steady-cpu-profiles=<dir>", "--session-ttl", "4s"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("redact = %q, want %q", got, want)
+	}
 }

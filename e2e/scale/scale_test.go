@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,16 +293,23 @@ func tree(pid int) []int {
 }
 
 // redact drops the run's temporary paths and ports from a command line
-// kept in the report.
+// kept in the report. Where the steady window's profiles went says
+// nothing of the run: the record keeps only that they were written.
 func redact(args []string) []string {
+	const profiles = "--steady-cpu-profiles"
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "--etcd-metrics", "--admin-kubeconfig", "--kubeconfig", "--client-ca-cert", "--client-ca-key", "--watch":
+		switch {
+		case slices.Contains([]string{"--etcd-metrics", "--admin-kubeconfig", "--kubeconfig", "--client-ca-cert", "--client-ca-key", "--watch"}, args[i]):
 			i++
-			continue
+		case args[i] == profiles:
+			i++
+			out = append(out, profiles+"=<dir>")
+		case strings.HasPrefix(args[i], profiles+"="):
+			out = append(out, profiles+"=<dir>")
+		default:
+			out = append(out, args[i])
 		}
-		out = append(out, args[i])
 	}
 	return out
 }
