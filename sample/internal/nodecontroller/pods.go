@@ -176,17 +176,17 @@ func (s *PodStore) subscribe(f func(uid string, p *Pod) error) (cancel func()) {
 // An error says the change could not be kept in the store's file; it is
 // applied all the same, and the caller may send its call again.
 func (s *PodStore) changedLocked(uid string) error {
-	saved, _ := s.tellLocked(uid, s.pods[uid])
-	return saved
+	return s.tellLocked(uid, s.pods[uid])
 }
 
 // tellLocked keeps the store and tells every subscriber that uid is now p
 // (nil, or ended, for a pod the store no longer holds). It returns the
-// store's file's error, and apart the first subscriber's refusal of the
-// change.
-func (s *PodStore) tellLocked(uid string, p *Pod) (saved, refused error) {
-	saved = s.saveLocked()
-	return saved, s.notifyLocked(uid, p)
+// store's file's error: a subscriber's refusal undoes only a new binding
+// (newLocked), and any other change stays whatever it says.
+func (s *PodStore) tellLocked(uid string, p *Pod) error {
+	saved := s.saveLocked()
+	_ = s.notifyLocked(uid, p)
+	return saved
 }
 
 // notifyLocked tells every subscriber that uid is now p (nil, or ended,
@@ -342,8 +342,7 @@ func (s *PodStore) report(st *nsv2.PodStatus) error {
 	}
 	if p.Ended() {
 		s.dropLocked(st.UID)
-		saved, _ := s.tellLocked(st.UID, p)
-		return saved
+		return s.tellLocked(st.UID, p)
 	}
 	return s.changedLocked(st.UID)
 }
