@@ -52,7 +52,7 @@ func TestReport(t *testing.T) {
 		t.Fatalf("results kept: %+v", rs)
 	}
 	report, svg := writeReport(t, dir, rs)
-	for _, want := range []string{
+	assertReportHas(t, report,
 		"1000 nodes: etcd puts/s, lockstep / Kubernetes (kube-controller-manager `--node-monitor-grace-period=8s`: not Kubernetes' defaults) | 3.6 / 103.3 = 1/29 | yes (not Kubernetes' defaults) |",
 		"1000 nodes: p99 lockstep / Kubernetes (kube-controller-manager `--node-monitor-grace-period=8s`: not Kubernetes' defaults) | 3.5 s / 52.0 s | yes (not Kubernetes' defaults) |",
 		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the steady window (the whole run's: 8553 ms) | 48.7 ms | yes",
@@ -66,11 +66,7 @@ func TestReport(t *testing.T) {
 		"did not finish: 1200 of 5003 nodes registered",
 		"stopped by a signal before it finished (says nothing of what the path holds): context canceled",
 		"| lockstep | 1000 | 5000 (5 per node, 612 binds/s; 3 not Running when their count stopped growing) |",
-	} {
-		if !strings.Contains(report, want) {
-			t.Errorf("the report lacks %q:\n%s", want, report)
-		}
-	}
+	)
 	s, _ := os.ReadFile(svg)
 	if !strings.HasPrefix(string(s), "<svg") || strings.Count(string(s), "<circle") != 8 {
 		t.Errorf("the plot has not one point per finished run and panel:\n%s", s)
@@ -130,16 +126,12 @@ func TestReportJudgesAnOlderRecordOnTheWholeRun(t *testing.T) {
 	rs := []Result{{Path: "lockstep", Nodes: 5000, PodsPerNode: 5, PodsPlaced: 25000, KillNoticedMs: []int64{11800}, KillNoticedP99Ms: 11800,
 		HeartbeatP99Ms: 8553, BindToRunningP99Ms: 28808, Cores: map[string]float64{"node-controller": 0.45}, RSSMiB: map[string]float64{"node-controller": 901}}}
 	report, _ := writeReport(t, dir, rs)
-	for _, want := range []string{
+	assertReportHas(t, report,
 		"P9: heartbeat p99 ≤ 50 ms | lockstep, 5000 nodes, 25000 pods: the whole run, start included | 8553 ms | **no**",
 		"P9: bind → Running p99 ≤ 1 s | lockstep, 5000 nodes, 25000 pods: the placement | 28808 ms | **no**",
 		"P9: killed node noticed ≤ 5 s | lockstep, 5000 nodes, 25000 pods | p99 11.8 s (in the API server) | **no**",
 		"P9: node controller ≤ 1 core, ≤ 2 GiB | lockstep, 5000 nodes, 25000 pods | 0.45 cores, 901 MiB (GOGC 100 and no memory limit in its process: Go's defaults) | yes |",
-	} {
-		if !strings.Contains(report, want) {
-			t.Errorf("the report lacks %q:\n%s", want, report)
-		}
-	}
+	)
 	if strings.Contains(report, "the steady window (the whole run's") {
 		t.Errorf("an older record has no steady window to report:\n%s", report)
 	}
@@ -168,5 +160,16 @@ func TestRedactKeepsNoLocalPath(t *testing.T) {
 	want := []string{"--nodes", "5000", "--stall-log", "--steady-cpu-profiles=<dir>", "--steady-cpu-profiles=<dir>", "--session-ttl", "4s"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("redact = %q, want %q", got, want)
+	}
+}
+
+// assertReportHas checks that report holds each of wants, naming each it
+// lacks.
+func assertReportHas(t *testing.T, report string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
 	}
 }
